@@ -1,0 +1,87 @@
+/**
+ * Configuration from wrangler `[vars]` and secrets, validated with Zod at the first request.
+ * A bad or missing value is a 500 `config_invalid` naming the variable, never a crash later.
+ */
+import { z } from "zod";
+import { ApiError } from "./http/errors";
+
+const Bool = z
+  .enum(["true", "false", "1", "0", "yes", "no", ""])
+  .optional()
+  .transform((v) => v === "true" || v === "1" || v === "yes");
+
+const PositiveInt = (fallback: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, "must be a whole number")
+    .optional()
+    .transform((v) => (v === undefined || v === "" ? fallback : Number(v)))
+    .refine((n) => n > 0, "must be greater than 0");
+
+const OptionalText = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === "" ? undefined : v.trim()));
+
+const ConfigSchema = z
+  .object({
+    PROVIDER: z.enum(["tangle", "cli-bridge", "emulator"]).optional(),
+    SANDBOX_BASE_URL: OptionalText.pipe(z.url().optional()),
+    TANGLE_API_KEY: OptionalText,
+    AGENT_BACKEND: OptionalText.transform((v) => v ?? "opencode"),
+    AGENT_MODEL: OptionalText,
+    AGENT_GIT_URL: OptionalText,
+    AGENT_GIT_REF: OptionalText,
+    AUTH_JWT_SECRET: OptionalText.pipe(z.string().min(32, "must be at least 32 characters").optional()),
+    AUTH_JWKS_URL: OptionalText.pipe(z.url().optional()),
+    AUTH_ISSUER: OptionalText,
+    AUTH_AUDIENCE: OptionalText,
+    SESSION_ID_SECRET: z.string({ error: "is required (a random string of 32+ characters)" }).min(32, "must be at least 32 characters"),
+    DEV_LOGIN: Bool,
+    MAX_MESSAGE_BYTES: PositiveInt(64 * 1024),
+    UPSTREAM_TIMEOUT_MS: PositiveInt(30_000),
+    SANDBOX_READY_TIMEOUT_MS: PositiveInt(120_000),
+    SANDBOX_READY_POLL_MS: PositiveInt(2_000),
+    EVENT_LOG_MAX_EVENTS: PositiveInt(50_000),
+    SSE_PING_INTERVAL_MS: PositiveInt(15_000),
+    SSE_MAX_PENDING_BYTES: PositiveInt(4 * 1024 * 1024),
+    STREAM_TOKEN_TTL_SECONDS: PositiveInt(300),
+    CORS_ORIGINS: OptionalText,
+    EMULATOR_FRAME_DELAY_MS: PositiveInt(40),
+    EMULATOR_PROVISION_MS: PositiveInt(300),
+  })
+  .superRefine((c, ctx) => {
+    if (!c.AUTH_JWT_SECRET && !c.AUTH_JWKS_URL) {
+      ctx.addIssue({ code: "custom", path: ["AUTH_JWT_SECRET"], message: "AUTH_JWT_SECRET or AUTH_JWKS_URL must be set" });
+    }
+    const provider = c.PROVIDER ?? (c.SANDBOX_BASE_URL && c.TANGLE_API_KEY ? "tangle" : "emulator");
+    if (provider === "tangle" && !c.TANGLE_API_KEY) {
+      ctx.addIssue({ code: "custom", path: ["TANGLE_API_KEY"], message: "is required when PROVIDER is tangle" });
+    }
+    if (c.DEV_LOGIN && !c.AUTH_JWT_SECRET) {
+      ctx.addIssue({ code: "custom", path: ["AUTH_JWT_SECRET"], message: "is required when DEV_LOGIN is enabled (dev tokens are HS256)" });
+    }
+  })
+  .transform((c) => ({
+    ...c,
+    provider: c.PROVIDER ?? (c.SANDBOX_BASE_URL && c.TANGLE_API_KEY ? ("tangle" as const) : ("emulator" as const)),
+    sandboxBaseUrl: c.SANDBOX_BASE_URL ?? "https://sandbox.tangle.tools",
+  }));
+
+export type Config = z.output<typeof ConfigSchema>;
+
+const cache = new WeakMap<object, Config>();
+
+/** Reads and validates the configuration; cached per env object. Throws ApiError 500 config_invalid. */
+export function readConfig(env: Env): Config {
+  const cached = cache.get(env);
+  if (cached) return cached;
+  const parsed = ConfigSchema.safeParse(env);
+  if (!parsed.success) {
+    const variables = [...new Set(parsed.error.issues.map((i) => String(i.path[0] ?? "config")))];
+    const message = parsed.error.issues.map((i) => `${String(i.path[0] ?? "config")} ${i.message}`).join("; ");
+    throw new ApiError(500, "config_invalid", `configuration is invalid: ${message}`, { variables });
+  }
+  cache.set(env, parsed.data);
+  return parsed.data;
+}

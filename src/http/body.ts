@@ -1,0 +1,40 @@
+/**
+ * Reading a JSON request body: JSON only (415), bounded size (413), valid JSON (400
+ * invalid_json), and the schema with unknown fields refused (400 invalid_request, naming each field).
+ */
+import type { Context } from "hono";
+import { z } from "zod";
+import { ApiError } from "./errors";
+
+export function issuesOf(error: z.ZodError): Array<{ path: string; message: string }> {
+  return error.issues.map((issue) => {
+    const path = issue.path.length ? issue.path.join(".") : "(body)";
+    if (issue.code === "unrecognized_keys") return { path: issue.keys.join(", "), message: "unknown field" };
+    return { path, message: issue.message };
+  });
+}
+
+export function invalid(what: string, error: z.ZodError): ApiError {
+  const issues = issuesOf(error);
+  return new ApiError(400, "invalid_request", `${what}: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`, { issues });
+}
+
+export async function readJsonBody<S extends z.ZodType>(c: Context, schema: S, maxBytes: number): Promise<z.output<S>> {
+  const type = c.req.header("content-type") ?? "";
+  if (!/^application\/json\b/i.test(type)) {
+    throw new ApiError(415, "unsupported_media_type", "the body must be JSON (content-type: application/json)");
+  }
+  const declared = Number(c.req.header("content-length") ?? "0");
+  if (declared > maxBytes) throw new ApiError(413, "payload_too_large", `the body is larger than ${maxBytes} bytes`);
+  const buffer = await c.req.arrayBuffer();
+  if (buffer.byteLength > maxBytes) throw new ApiError(413, "payload_too_large", `the body is larger than ${maxBytes} bytes`);
+  let body: unknown;
+  try {
+    body = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(buffer));
+  } catch {
+    throw new ApiError(400, "invalid_json", "the body is not valid UTF-8 JSON");
+  }
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) throw invalid("the body is invalid", parsed.error);
+  return parsed.data;
+}

@@ -1,0 +1,96 @@
+/**
+ * The one upstream reader of a running execution. It reads the provider's events from the last
+ * upstream id the session stored, hands each to the session (which persists it synchronously),
+ * and after a severed stream reconnects from that id with a bounded exponential backoff. It ends
+ * when the session says the run is over, when it is aborted, or when it gives up (the session's
+ * alarm tries again later).
+ */
+import { UpstreamError } from "../providers/errors";
+import type { AgentProvider, ProviderEvent, ProviderResult } from "../providers/provider";
+import type { AgentExactRunControlRef } from "../schemas/contracts";
+
+export interface PumpHost {
+  /** The last upstream id stored for this execution (exclusive cursor), or undefined for the start. */
+  cursor(): string | undefined;
+  /** Persists one event; answers true when it was new (not a repeat). */
+  ingest(event: ProviderEvent): boolean;
+  /** Whether the run is still live (no terminal event stored yet). */
+  isLive(): boolean;
+  /** Finishes the run from its result when the stream cannot tell (cursor gone, reader gave up). */
+  finishFromResult(result: ProviderResult, reason: string): void;
+  /** A reconnect happened; for logs and counters. */
+  onReconnect?(attempt: number, reason: string): void;
+}
+
+export interface PumpOptions {
+  signal: AbortSignal;
+  /** Consecutive reconnects without progress before giving up. */
+  maxAttempts?: number;
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+export type PumpOutcome = "finished" | "aborted" | "gave_up";
+
+function defaultSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+}
+
+export function backoffMs(attempt: number, baseDelayMs: number, maxDelayMs: number): number {
+  if (attempt <= 0) return 0;
+  return Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
+}
+
+export async function runPump(provider: AgentProvider, ref: AgentExactRunControlRef, host: PumpHost, options: PumpOptions): Promise<PumpOutcome> {
+  const { signal } = options;
+  const maxAttempts = options.maxAttempts ?? 8;
+  const baseDelayMs = options.baseDelayMs ?? 100;
+  const maxDelayMs = options.maxDelayMs ?? 5_000;
+  const sleep = options.sleep ?? defaultSleep;
+  let attempt = 0;
+
+  const settleFromResult = async (reason: string): Promise<boolean> => {
+    const result = await provider.result(ref).catch(() => null);
+    if (!result) return false;
+    host.finishFromResult(result, reason);
+    return true;
+  };
+
+  while (!signal.aborted && host.isLive()) {
+    let progressed = false;
+    let reason = "stream closed before the run ended";
+    try {
+      for await (const event of provider.events(ref, { after: host.cursor(), signal })) {
+        if (host.ingest(event)) progressed = true;
+        if (!host.isLive()) break;
+      }
+    } catch (err) {
+      if (signal.aborted) return "aborted";
+      if (err instanceof UpstreamError && err.code === "invalid_cursor") {
+        // Upstream no longer holds our cursor: the frames in between are gone; settle from the result.
+        if (await settleFromResult("the upstream replay window no longer holds this run's cursor")) return "finished";
+      } else if (err instanceof UpstreamError && !err.retryable) {
+        if (await settleFromResult(err.message)) return "finished";
+      }
+      reason = err instanceof Error ? err.message : String(err);
+    }
+    if (signal.aborted) return "aborted";
+    if (!host.isLive()) return "finished";
+    attempt = progressed ? 1 : attempt + 1;
+    if (attempt > maxAttempts) {
+      if (await settleFromResult("the upstream stream could not be re-established")) return "finished";
+      return "gave_up";
+    }
+    host.onReconnect?.(attempt, reason);
+    await sleep(backoffMs(attempt, baseDelayMs, maxDelayMs), signal);
+  }
+  return signal.aborted ? "aborted" : "finished";
+}

@@ -1,0 +1,303 @@
+/**
+ * The session object's SQLite storage: schema, migrations and typed accessors. Everything that
+ * belongs together is written in one transactionSync by the caller.
+ */
+import { z } from "zod";
+import { AgentExactRunControlRef } from "../schemas/contracts";
+import { TokenUsage } from "../schemas/common";
+
+const SCHEMA_VERSION = 1;
+
+export type TurnStatus = "pending" | "running" | "completed" | "failed" | "cancelled";
+export const TERMINAL_TURN_STATUSES: ReadonlySet<TurnStatus> = new Set(["completed", "failed", "cancelled"]);
+
+export const TurnRequest = z.strictObject({
+  message: z.string(),
+  model: z.string().optional(),
+  interactions: z.record(z.string(), z.boolean()).optional(),
+});
+export type TurnRequest = z.infer<typeof TurnRequest>;
+
+export const TurnError = z.strictObject({ code: z.string(), message: z.string() });
+export type TurnError = z.infer<typeof TurnError>;
+
+export interface TurnRecord {
+  turnId: string;
+  ordinal: number;
+  requestDigest: string;
+  request: TurnRequest;
+  executionId: string;
+  status: TurnStatus;
+  controlRef: AgentExactRunControlRef | null;
+  upstreamCursor: string | null;
+  resultText: string | null;
+  error: TurnError | null;
+  usage: TokenUsage | null;
+  acceptedSeq: number | null;
+  createdAt: number;
+  updatedAt: number;
+  completedAt: number | null;
+}
+
+interface TurnRow extends Record<string, SqlStorageValue> {
+  turn_id: string;
+  ordinal: number;
+  request_digest: string;
+  request: string;
+  execution_id: string;
+  status: string;
+  control_ref: string | null;
+  upstream_cursor: string | null;
+  result_text: string | null;
+  error: string | null;
+  usage: string | null;
+  accepted_seq: number | null;
+  created_at: number;
+  updated_at: number;
+  completed_at: number | null;
+}
+
+export interface EventRow extends Record<string, SqlStorageValue> {
+  seq: number;
+  type: string;
+  envelope: string;
+}
+
+/** What a browser receives as `data:` of one SSE frame. */
+export interface EventEnvelope {
+  seq: number;
+  turnId: string | null;
+  executionId: string | null;
+  type: string;
+  data: Record<string, unknown>;
+  usage?: TokenUsage;
+  usageMode?: "delta" | "cumulative";
+  at: string;
+}
+
+function parseJson<S extends z.ZodType>(schema: S, text: string | null): z.output<S> | null {
+  if (text === null) return null;
+  return schema.parse(JSON.parse(text));
+}
+
+function toTurn(row: TurnRow): TurnRecord {
+  return {
+    turnId: row.turn_id,
+    ordinal: row.ordinal,
+    requestDigest: row.request_digest,
+    request: TurnRequest.parse(JSON.parse(row.request)),
+    executionId: row.execution_id,
+    status: row.status as TurnStatus,
+    controlRef: parseJson(AgentExactRunControlRef, row.control_ref),
+    upstreamCursor: row.upstream_cursor,
+    resultText: row.result_text,
+    error: parseJson(TurnError, row.error),
+    usage: parseJson(TokenUsage, row.usage),
+    acceptedSeq: row.accepted_seq,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    completedAt: row.completed_at,
+  };
+}
+
+export class SessionStore {
+  constructor(private readonly sql: SqlStorage) {
+    this.migrate();
+  }
+
+  private migrate(): void {
+    this.sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+    const current = this.sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0]?.version ?? 0;
+    if (current >= SCHEMA_VERSION) return;
+    this.sql.exec(`
+      CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS turns (
+        turn_id TEXT PRIMARY KEY,
+        ordinal INTEGER NOT NULL UNIQUE,
+        request_digest TEXT NOT NULL,
+        request TEXT NOT NULL,
+        execution_id TEXT NOT NULL UNIQUE,
+        status TEXT NOT NULL,
+        control_ref TEXT,
+        upstream_cursor TEXT,
+        result_text TEXT,
+        error TEXT,
+        usage TEXT,
+        accepted_seq INTEGER,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        completed_at INTEGER
+      );
+      CREATE INDEX IF NOT EXISTS turns_status ON turns (status);
+      CREATE TABLE IF NOT EXISTS events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        turn_id TEXT,
+        execution_id TEXT,
+        upstream_id TEXT,
+        type TEXT NOT NULL,
+        envelope TEXT NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS events_turn ON events (turn_id, seq);
+      CREATE TABLE IF NOT EXISTS upstream_seen (
+        execution_id TEXT NOT NULL,
+        upstream_id TEXT NOT NULL,
+        PRIMARY KEY (execution_id, upstream_id)
+      ) WITHOUT ROWID;
+    `);
+    this.sql.exec("DELETE FROM schema_version");
+    this.sql.exec("INSERT INTO schema_version (version) VALUES (?)", SCHEMA_VERSION);
+  }
+
+  // ---- meta
+
+  getMeta(key: string): string | null {
+    return this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0]?.value ?? null;
+  }
+
+  setMeta(key: string, value: string): void {
+    this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", key, value);
+  }
+
+  // ---- turns
+
+  turn(turnId: string): TurnRecord | null {
+    const row = this.sql.exec<TurnRow>("SELECT * FROM turns WHERE turn_id = ?", turnId).toArray()[0];
+    return row ? toTurn(row) : null;
+  }
+
+  /** The turn that is pending or running, if any (at most one: turns run one at a time). */
+  activeTurn(): TurnRecord | null {
+    const row = this.sql.exec<TurnRow>("SELECT * FROM turns WHERE status IN ('pending', 'running') ORDER BY ordinal DESC LIMIT 1").toArray()[0];
+    return row ? toTurn(row) : null;
+  }
+
+  turns(): TurnRecord[] {
+    return this.sql.exec<TurnRow>("SELECT * FROM turns ORDER BY ordinal").toArray().map(toTurn);
+  }
+
+  lastTurn(): TurnRecord | null {
+    const row = this.sql.exec<TurnRow>("SELECT * FROM turns ORDER BY ordinal DESC LIMIT 1").toArray()[0];
+    return row ? toTurn(row) : null;
+  }
+
+  turnCount(): number {
+    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM turns").one().n;
+  }
+
+  insertPendingTurn(input: { turnId: string; requestDigest: string; request: TurnRequest; executionId: string; now: number }): void {
+    const ordinal = (this.sql.exec<{ n: number | null }>("SELECT MAX(ordinal) AS n FROM turns").one().n ?? 0) + 1;
+    this.sql.exec(
+      `INSERT INTO turns (turn_id, ordinal, request_digest, request, execution_id, status, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)`,
+      input.turnId,
+      ordinal,
+      input.requestDigest,
+      JSON.stringify(input.request),
+      input.executionId,
+      input.now,
+      input.now,
+    );
+  }
+
+  deleteTurn(turnId: string): void {
+    this.sql.exec("DELETE FROM turns WHERE turn_id = ?", turnId);
+  }
+
+  markRunning(turnId: string, controlRef: AgentExactRunControlRef, acceptedSeq: number, now: number): void {
+    this.sql.exec(
+      "UPDATE turns SET status = 'running', control_ref = ?, accepted_seq = ?, updated_at = ? WHERE turn_id = ?",
+      JSON.stringify(controlRef),
+      acceptedSeq,
+      now,
+      turnId,
+    );
+  }
+
+  setCursor(turnId: string, cursor: string): void {
+    this.sql.exec("UPDATE turns SET upstream_cursor = ? WHERE turn_id = ?", cursor, turnId);
+  }
+
+  setUsage(turnId: string, usage: TokenUsage): void {
+    this.sql.exec("UPDATE turns SET usage = ? WHERE turn_id = ?", JSON.stringify(usage), turnId);
+  }
+
+  finishTurn(turnId: string, fields: { status: TurnStatus; resultText?: string; error?: TurnError; now: number }): void {
+    this.sql.exec(
+      "UPDATE turns SET status = ?, result_text = ?, error = ?, completed_at = ?, updated_at = ? WHERE turn_id = ?",
+      fields.status,
+      fields.resultText ?? null,
+      fields.error ? JSON.stringify(fields.error) : null,
+      fields.now,
+      fields.now,
+      turnId,
+    );
+  }
+
+  // ---- upstream de-duplication
+
+  /** Records an upstream id as seen; false when it was seen before (a repeat or an inclusive replay). */
+  markSeen(executionId: string, upstreamId: string): boolean {
+    const before = this.sql.exec("INSERT OR IGNORE INTO upstream_seen (execution_id, upstream_id) VALUES (?, ?)", executionId, upstreamId);
+    return before.rowsWritten > 0;
+  }
+
+  forgetSeen(executionId: string): void {
+    this.sql.exec("DELETE FROM upstream_seen WHERE execution_id = ?", executionId);
+  }
+
+  // ---- event log
+
+  /** Appends one event and answers it with its seq; the caller publishes it after the transaction. */
+  appendEvent(input: Omit<EventEnvelope, "seq" | "at"> & { upstreamId?: string | null; now: number }): { seq: number; row: EventRow } {
+    const at = new Date(input.now).toISOString();
+    // Appends are synchronous in a single-threaded object, so the next seq is known before the insert.
+    const seq = this.lastSeq() + 1;
+    const envelope: EventEnvelope = {
+      seq,
+      turnId: input.turnId,
+      executionId: input.executionId,
+      type: input.type,
+      data: input.data,
+      ...(input.usage ? { usage: input.usage } : {}),
+      ...(input.usageMode ? { usageMode: input.usageMode } : {}),
+      at,
+    };
+    const text = JSON.stringify(envelope);
+    this.sql.exec(
+      "INSERT INTO events (seq, turn_id, execution_id, upstream_id, type, envelope) VALUES (?, ?, ?, ?, ?, ?)",
+      seq,
+      input.turnId,
+      input.executionId,
+      input.upstreamId ?? null,
+      input.type,
+      text,
+    );
+    return { seq, row: { seq, type: input.type, envelope: text } };
+  }
+
+  /** One page of the log strictly after `afterSeq`. */
+  eventsAfter(afterSeq: number, limit: number): EventRow[] {
+    return this.sql.exec<EventRow>("SELECT seq, type, envelope FROM events WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, limit).toArray();
+  }
+
+  eventsOfTurn(turnId: string): EventRow[] {
+    return this.sql.exec<EventRow>("SELECT seq, type, envelope FROM events WHERE turn_id = ? ORDER BY seq", turnId).toArray();
+  }
+
+  lastSeq(): number {
+    // sqlite_sequence keeps the high-water mark even after trimming.
+    const row = this.sql.exec<{ seq: number }>("SELECT seq FROM sqlite_sequence WHERE name = 'events'").toArray()[0];
+    return row?.seq ?? 0;
+  }
+
+  firstRetainedSeq(): number | null {
+    return this.sql.exec<{ seq: number | null }>("SELECT MIN(seq) AS seq FROM events").one().seq;
+  }
+
+  /** Keeps the newest `maxEvents` events; turn records outlive the log. */
+  trimEvents(maxEvents: number): number {
+    const cutoff = this.lastSeq() - maxEvents;
+    if (cutoff <= 0) return 0;
+    return this.sql.exec("DELETE FROM events WHERE seq <= ?", cutoff).rowsWritten;
+  }
+}

@@ -1,0 +1,416 @@
+/**
+ * One Durable Object per conversation session. It owns the turn cache, the retained control ref of
+ * the running execution, the event log and its fan-out to browsers, and the one upstream reader.
+ * The logic lives in the modules beside it; this class wires them to storage and the runtime.
+ */
+import { DurableObject } from "cloudflare:workers";
+import { readConfig, type Config } from "../config";
+import { ApiError, captureRpc, unwrapRpc, type RpcResult } from "../http/errors";
+import { UpstreamError } from "../providers/errors";
+import { createProvider } from "../providers";
+import type { AgentProvider, EnvironmentRecord, ProviderEvent, ProviderResult } from "../providers/provider";
+import type { AgentExactRunControlRef } from "../schemas/contracts";
+import { EventFanout } from "./fanout";
+import { runPump } from "./pump";
+import { SessionStore, type EventEnvelope, type EventRow, type TurnRecord, type TurnRequest } from "./session-store";
+import { buildTranscript, type TranscriptMessage } from "./transcript";
+import { decideTurn, executionIdFor, turnRequestDigest, turnView, type TurnView } from "./turn-cache";
+import { upstreamToApi } from "./upstream-errors";
+import { receiptUsage } from "./usage";
+
+/** How often a live run's watchdog alarm checks that its upstream reader is alive. */
+const WATCHDOG_INTERVAL_MS = 30_000;
+
+export interface SessionContext {
+  sessionId: string;
+  conversationId: string;
+  ownerKey: string;
+}
+
+export type SubmitAnswer = { status: 200 | 202; body: TurnView & { cached?: boolean } };
+
+export interface ConversationSummary {
+  conversationId: string;
+  state: "idle" | "running";
+  title: string | null;
+  activeTurn: TurnView | null;
+  lastTurn: TurnView | null;
+  turnCount: number;
+  lastEventId: number;
+  interactions: unknown[];
+  createdAt: string | null;
+  updatedAt: string | null;
+}
+
+export class SessionObject extends DurableObject<Env> {
+  private store: SessionStore;
+  private fanoutInstance: EventFanout | undefined;
+  private providerInstance: AgentProvider | undefined;
+  private pump: { executionId: string; abort: AbortController; done: Promise<unknown> } | undefined;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.store = new SessionStore(ctx.storage.sql);
+  }
+
+  private get config(): Config {
+    return readConfig(this.env);
+  }
+
+  private get provider(): AgentProvider {
+    return (this.providerInstance ??= createProvider(this.config, this.env));
+  }
+
+  private get fanout(): EventFanout {
+    return (this.fanoutInstance ??= new EventFanout({
+      readPage: (after, limit) => this.store.eventsAfter(after, limit),
+      lastSeq: () => this.store.lastSeq(),
+      firstRetainedSeq: () => this.store.firstRetainedSeq(),
+      pingIntervalMs: this.config.SSE_PING_INTERVAL_MS,
+      maxPendingBytes: this.config.SSE_MAX_PENDING_BYTES,
+    }));
+  }
+
+  // ------------------------------------------------------------------ binding
+
+  /** Records who this session belongs to on first use; a later call must name the same session. */
+  private bind(context: SessionContext): void {
+    const stored = this.store.getMeta("session");
+    if (!stored) {
+      this.ctx.storage.transactionSync(() => {
+        this.store.setMeta("session", JSON.stringify(context));
+        this.store.setMeta("createdAt", String(Date.now()));
+      });
+      return;
+    }
+    const known = JSON.parse(stored) as SessionContext;
+    if (known.sessionId !== context.sessionId || known.ownerKey !== context.ownerKey) {
+      throw new ApiError(500, "session_binding_mismatch", "this session object belongs to another session");
+    }
+  }
+
+  private context(): SessionContext | null {
+    const stored = this.store.getMeta("session");
+    return stored ? (JSON.parse(stored) as SessionContext) : null;
+  }
+
+  private userStub(ownerKey: string) {
+    return this.env.USERS.get(this.env.USERS.idFromName(ownerKey));
+  }
+
+  // ------------------------------------------------------------------ turns
+
+  async submitTurn(context: SessionContext, turnId: string, request: TurnRequest): Promise<RpcResult<SubmitAnswer>> {
+    return captureRpc(async () => {
+      this.bind(context);
+      this.ensurePump();
+      const requestDigest = await turnRequestDigest(request);
+      const executionId = await executionIdFor(context.sessionId, turnId);
+      // From here to the insert nothing awaits: a concurrent retry sees this turn.
+      const decision = decideTurn(this.store.turn(turnId), this.store.activeTurn(), requestDigest);
+      switch (decision.kind) {
+        case "cached":
+          return { status: 200, body: { ...turnView(decision.turn), cached: true } };
+        case "in_progress":
+          return { status: 202, body: turnView(decision.turn) };
+        case "conflict":
+          throw new ApiError(409, "turn_conflict", `turn ${turnId} was already sent with different content`, { turnId });
+        case "busy":
+          throw new ApiError(409, "session_busy", `turn ${decision.active.turnId} is still running in this conversation`, {
+            activeTurnId: decision.active.turnId,
+          });
+        case "new":
+          break;
+      }
+      const now = Date.now();
+      this.ctx.storage.transactionSync(() => {
+        this.store.insertPendingTurn({ turnId, requestDigest, request, executionId, now });
+        if (!this.store.getMeta("title")) this.store.setMeta("title", titleFrom(request.message));
+      });
+
+      let controlRef: AgentExactRunControlRef;
+      try {
+        controlRef = await this.dispatch(context, turnId, executionId, request);
+      } catch (err) {
+        // Nothing was accepted: forget the pending turn so the client can retry under the same id
+        // (the execution id is deterministic, so a dispatch that did land upstream is re-attached).
+        this.ctx.storage.transactionSync(() => this.store.deleteTurn(turnId));
+        throw upstreamToApi(err);
+      }
+
+      // The control ref is persisted before the turn is acknowledged to anyone.
+      let accepted: EventRow | undefined;
+      this.ctx.storage.transactionSync(() => {
+        const { row } = this.store.appendEvent({
+          turnId,
+          executionId,
+          type: "turn.accepted",
+          data: { turnId, executionId, message: request.message, ...(request.model ? { model: request.model } : {}) },
+          now: Date.now(),
+        });
+        accepted = row;
+        this.store.markRunning(turnId, controlRef, row.seq, Date.now());
+        this.store.setMeta("environmentId", controlRef.environmentId);
+      });
+      this.fanout.publish(accepted!);
+      await this.ctx.storage.setAlarm(Date.now() + WATCHDOG_INTERVAL_MS);
+      this.ensurePump();
+      await this.touchIndex(context, "running");
+      return { status: 202, body: turnView(this.store.turn(turnId)!) };
+    });
+  }
+
+  private async ensureEnvironment(context: SessionContext, staleEnvironmentId?: string): Promise<EnvironmentRecord> {
+    return unwrapRpc(await this.userStub(context.ownerKey).ensureEnvironment(context.ownerKey, staleEnvironmentId));
+  }
+
+  private async dispatch(context: SessionContext, turnId: string, executionId: string, request: TurnRequest): Promise<AgentExactRunControlRef> {
+    let environment = await this.ensureEnvironment(context);
+    const input = { sessionId: context.sessionId, turnId, executionId, message: request.message, model: request.model, interactions: request.interactions };
+    try {
+      return (await this.provider.dispatch({ ...input, environmentId: environment.environmentId })).controlRef;
+    } catch (err) {
+      if (err instanceof UpstreamError && (err.code === "environment_gone" || err.code === "environment_not_running")) {
+        // The sandbox stopped or vanished since it was last seen: resume or replace it, then retry once.
+        environment = await this.ensureEnvironment(context, environment.environmentId);
+        return (await this.provider.dispatch({ ...input, environmentId: environment.environmentId })).controlRef;
+      }
+      throw err;
+    }
+  }
+
+  async getTurn(turnId: string): Promise<RpcResult<TurnView>> {
+    return captureRpc(() => {
+      this.ensurePump();
+      const turn = this.store.turn(turnId);
+      if (!turn) throw new ApiError(404, "turn_not_found", `no turn ${turnId} in this conversation`);
+      return turnView(turn);
+    });
+  }
+
+  // ------------------------------------------------------------------ upstream reader
+
+  /** Starts the upstream reader for the running turn if none runs in this instance. */
+  private ensurePump(): void {
+    const turn = this.store.activeTurn();
+    if (!turn || turn.status !== "running" || !turn.controlRef) return;
+    if (this.pump?.executionId === turn.executionId) return;
+    const abort = new AbortController();
+    const ref = turn.controlRef;
+    const turnId = turn.turnId;
+    const done = runPump(
+      this.provider,
+      ref,
+      {
+        cursor: () => this.store.turn(turnId)?.upstreamCursor ?? undefined,
+        ingest: (event) => this.ingest(turnId, ref.executionId, event),
+        isLive: () => this.store.turn(turnId)?.status === "running",
+        finishFromResult: (result, reason) => this.finishFromResult(turnId, ref.executionId, result, reason),
+      },
+      { signal: abort.signal },
+    )
+      .catch((err) => console.error(JSON.stringify({ msg: "upstream reader failed", executionId: ref.executionId, error: String(err) })))
+      .finally(() => {
+        if (this.pump?.abort === abort) this.pump = undefined;
+      });
+    this.pump = { executionId: turn.executionId, abort, done };
+  }
+
+  /** Persists one upstream event (de-duplicated by its upstream id) and fans it out. */
+  private ingest(turnId: string, executionId: string, event: ProviderEvent): boolean {
+    const appended: EventRow[] = [];
+    let fresh = true;
+    let finished = false;
+    this.ctx.storage.transactionSync(() => {
+      if (event.upstreamId !== undefined) {
+        if (!this.store.markSeen(executionId, event.upstreamId)) {
+          fresh = false;
+          return;
+        }
+        this.store.setCursor(turnId, event.upstreamId);
+      }
+      const turn = this.store.turn(turnId);
+      if (!turn) return;
+      const now = Date.now();
+      const usage = event.type === "result" || event.type === "done" ? receiptUsage(event.data.tokenUsage, event.data.totalCostUsd) : null;
+      if (!event.private) {
+        appended.push(
+          this.store.appendEvent({
+            turnId,
+            executionId,
+            upstreamId: event.upstreamId ?? null,
+            type: event.type,
+            data: event.data,
+            ...(usage ? { usage, usageMode: "cumulative" as const } : {}),
+            now,
+          }).row,
+        );
+      }
+      if (usage && (event.type === "result" || !turn.usage)) this.store.setUsage(turnId, usage);
+      if (event.terminal && turn.status === "running") {
+        appended.push(...this.finishTurn(turn, event.terminal.status, event.terminal.text, event.terminal.error, now));
+        finished = true;
+      }
+    });
+    for (const row of appended) this.fanout.publish(row);
+    if (finished) void this.afterTurnFinished(executionId);
+    return fresh;
+  }
+
+  /** Writes the turn's end and its gateway event; the caller holds the transaction. */
+  private finishTurn(
+    turn: TurnRecord,
+    status: "completed" | "failed" | "cancelled",
+    text: string | undefined,
+    error: { code?: string; message: string } | undefined,
+    now: number,
+  ): EventRow[] {
+    const turnError = status === "failed" ? { code: error?.code ?? "agent_failed", message: error?.message ?? "the run failed" } : undefined;
+    this.store.finishTurn(turn.turnId, { status, resultText: text, error: turnError, now });
+    const finished = this.store.turn(turn.turnId)!;
+    const type = status === "completed" ? "turn.completed" : status === "cancelled" ? "turn.cancelled" : "turn.failed";
+    const { row } = this.store.appendEvent({
+      turnId: turn.turnId,
+      executionId: turn.executionId,
+      type,
+      data: {
+        turnId: turn.turnId,
+        status,
+        ...(text !== undefined ? { result: { text } } : {}),
+        ...(turnError ? { error: turnError } : {}),
+        ...(finished.usage ? { usage: finished.usage } : {}),
+      },
+      now,
+    });
+    return [row];
+  }
+
+  private finishFromResult(turnId: string, executionId: string, result: ProviderResult, reason: string): void {
+    const appended: EventRow[] = [];
+    this.ctx.storage.transactionSync(() => {
+      const turn = this.store.turn(turnId);
+      if (!turn || turn.status !== "running") return;
+      const now = Date.now();
+      appended.push(
+        this.store.appendEvent({ turnId, executionId, type: "warning", data: { code: "stream_incomplete", message: `settled from the run's result: ${reason}` }, now }).row,
+      );
+      appended.push(...this.finishTurn(turn, result.status, result.text, result.error, now));
+    });
+    for (const row of appended) this.fanout.publish(row);
+    if (appended.length) void this.afterTurnFinished(executionId);
+  }
+
+  private async afterTurnFinished(executionId: string): Promise<void> {
+    this.ctx.storage.transactionSync(() => {
+      this.store.forgetSeen(executionId);
+      this.store.trimEvents(this.config.EVENT_LOG_MAX_EVENTS);
+    });
+    if (!this.store.activeTurn()) await this.ctx.storage.deleteAlarm();
+    const context = this.context();
+    if (context) await this.touchIndex(context, "idle").catch(() => undefined);
+  }
+
+  override async alarm(): Promise<void> {
+    // Wakes after an eviction or restart while a run is live, and brings its reader back.
+    const active = this.store.activeTurn();
+    if (!active) return;
+    if (active.status === "pending") {
+      // A dispatch that never finished (the object was evicted mid-dispatch): nothing was acknowledged.
+      if (Date.now() - active.updatedAt > WATCHDOG_INTERVAL_MS) this.ctx.storage.transactionSync(() => this.store.deleteTurn(active.turnId));
+    } else {
+      this.ensurePump();
+    }
+    if (this.store.activeTurn()) await this.ctx.storage.setAlarm(Date.now() + WATCHDOG_INTERVAL_MS);
+  }
+
+  // ------------------------------------------------------------------ reads
+
+  override async fetch(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    if (request.method === "GET" && url.pathname === "/events") {
+      this.ensurePump();
+      const cursor = Number(url.searchParams.get("after") ?? "0");
+      return this.fanout.open(cursor);
+    }
+    return new Response("not found", { status: 404 });
+  }
+
+  async summary(conversationId: string): Promise<RpcResult<ConversationSummary>> {
+    return captureRpc(() => {
+      this.ensurePump();
+      const context = this.context();
+      if (!context) throw new ApiError(404, "conversation_not_found", `no conversation ${conversationId}`);
+      const active = this.store.activeTurn();
+      const last = this.store.lastTurn();
+      return {
+        conversationId: context.conversationId,
+        state: active ? "running" : "idle",
+        title: this.store.getMeta("title"),
+        activeTurn: active ? turnView(active) : null,
+        lastTurn: last ? turnView(last) : null,
+        turnCount: this.store.turnCount(),
+        lastEventId: this.store.lastSeq(),
+        interactions: [],
+        createdAt: isoFromMs(this.store.getMeta("createdAt")),
+        updatedAt: last ? new Date(last.updatedAt).toISOString() : null,
+      };
+    });
+  }
+
+  async messages(conversationId: string): Promise<RpcResult<{ conversationId: string; lastEventId: number; messages: TranscriptMessage[] }>> {
+    return captureRpc(() => {
+      if (!this.context()) throw new ApiError(404, "conversation_not_found", `no conversation ${conversationId}`);
+      const lastEventId = this.store.lastSeq();
+      const turns = this.store.turns().map((turn) => ({
+        turn,
+        events: this.store.eventsOfTurn(turn.turnId).map((row) => JSON.parse(row.envelope) as EventEnvelope),
+      }));
+      return { conversationId, lastEventId, messages: buildTranscript(turns) };
+    });
+  }
+
+  /** Deletes the session upstream, then every local record of it. */
+  async deleteConversation(conversationId: string): Promise<RpcResult<{ deleted: true }>> {
+    return captureRpc(async () => {
+      const context = this.context();
+      if (!context) throw new ApiError(404, "conversation_not_found", `no conversation ${conversationId}`);
+      const environmentId = this.store.getMeta("environmentId");
+      if (environmentId) {
+        try {
+          await this.provider.deleteSession(environmentId, context.sessionId);
+        } catch (err) {
+          // Local records stay until the upstream session is gone: a retry can finish the job.
+          throw upstreamToApi(err);
+        }
+      }
+      this.pump?.abort.abort();
+      this.pump = undefined;
+      this.fanout.closeAll();
+      await this.ctx.storage.deleteAlarm();
+      await this.ctx.storage.deleteAll();
+      // A fresh store re-creates the (now empty) schema for any later use of this id.
+      this.store = new SessionStore(this.ctx.storage.sql);
+      await this.userStub(context.ownerKey).removeConversation(context.conversationId);
+      return { deleted: true as const };
+    });
+  }
+
+  private async touchIndex(context: SessionContext, state: "idle" | "running"): Promise<void> {
+    await this.userStub(context.ownerKey).touchConversation({
+      conversationId: context.conversationId,
+      title: this.store.getMeta("title") ?? context.conversationId,
+      state,
+      lastEventId: this.store.lastSeq(),
+      updatedAt: Date.now(),
+    });
+  }
+}
+
+function titleFrom(message: string): string {
+  const line = message.replace(/\s+/g, " ").trim();
+  return line.length > 80 ? `${line.slice(0, 79)}…` : line || "New conversation";
+}
+
+function isoFromMs(value: string | null): string | null {
+  return value === null ? null : new Date(Number(value)).toISOString();
+}

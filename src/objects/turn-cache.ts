@@ -1,0 +1,69 @@
+/**
+ * Turn identity and retry safety (seed 004, "Retry a turn without running it twice"). Pure.
+ *
+ * Same turnId and same content: the cached result (200) or the running turn (202).
+ * Same turnId, other content: 409 turn_conflict. A new turn while another runs: 409 session_busy.
+ * A failed result is final: the same ids return the same outcome, never a second run.
+ */
+import { canonicalDigest, stripUndefined } from "../lib/digest";
+import { sha256Hex } from "../lib/digest";
+import { TERMINAL_TURN_STATUSES, type TurnRecord, type TurnRequest } from "./session-store";
+
+export type TurnDecision =
+  | { kind: "new" }
+  | { kind: "cached"; turn: TurnRecord }
+  | { kind: "in_progress"; turn: TurnRecord }
+  | { kind: "conflict"; turn: TurnRecord }
+  | { kind: "busy"; active: TurnRecord };
+
+export function decideTurn(existing: TurnRecord | null, active: TurnRecord | null, requestDigest: string): TurnDecision {
+  if (existing) {
+    if (existing.requestDigest !== requestDigest) return { kind: "conflict", turn: existing };
+    return TERMINAL_TURN_STATUSES.has(existing.status) ? { kind: "cached", turn: existing } : { kind: "in_progress", turn: existing };
+  }
+  if (active) return { kind: "busy", active };
+  return { kind: "new" };
+}
+
+/** The digest of what the client asked for; what makes "same content". */
+export function turnRequestDigest(request: TurnRequest): Promise<string> {
+  return canonicalDigest(stripUndefined(request));
+}
+
+/** A deterministic execution id for (session, turn): a retried dispatch names the same run. */
+export async function executionIdFor(sessionId: string, turnId: string): Promise<string> {
+  const hex = await sha256Hex(`execution/v1|${sessionId.length}:${sessionId}|${turnId.length}:${turnId}`);
+  return `exe_${hex.slice(0, 32)}`;
+}
+
+/** The public view of one turn (GET …/turns/:turnId, and the 200/202 answers of POST …/turns). */
+export interface TurnView {
+  turnId: string;
+  executionId: string;
+  status: TurnRecord["status"];
+  message: string;
+  model?: string;
+  result?: { text: string };
+  error?: { code: string; message: string };
+  usage?: TurnRecord["usage"];
+  /** The log cursor just before this turn's first event: open the event stream with ?after= this. */
+  after?: number;
+  createdAt: string;
+  completedAt?: string;
+}
+
+export function turnView(turn: TurnRecord): TurnView {
+  return {
+    turnId: turn.turnId,
+    executionId: turn.executionId,
+    status: turn.status,
+    message: turn.request.message,
+    ...(turn.request.model ? { model: turn.request.model } : {}),
+    ...(turn.resultText !== null ? { result: { text: turn.resultText } } : {}),
+    ...(turn.error ? { error: turn.error } : {}),
+    ...(turn.usage ? { usage: turn.usage } : {}),
+    ...(turn.acceptedSeq !== null ? { after: turn.acceptedSeq - 1 } : {}),
+    createdAt: new Date(turn.createdAt).toISOString(),
+    ...(turn.completedAt !== null ? { completedAt: new Date(turn.completedAt).toISOString() } : {}),
+  };
+}

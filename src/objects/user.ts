@@ -1,0 +1,131 @@
+/**
+ * One Durable Object per user: the user's sandbox (one per user, seed 004 "One sandbox per user")
+ * and the index of the user's conversations. Ensuring the environment is single-flight here, so
+ * two conversations starting at once never race to provision.
+ */
+import { DurableObject } from "cloudflare:workers";
+import { z } from "zod";
+import { readConfig } from "../config";
+import { captureRpc, type RpcResult } from "../http/errors";
+import { createProvider } from "../providers";
+import type { EnvironmentRecord } from "../providers/provider";
+import { upstreamToApi } from "./upstream-errors";
+
+/** A ready environment checked this recently is used without another status probe. */
+const TRUST_VERIFIED_MS = 30_000;
+
+const EnvironmentRecordSchema = z.object({
+  environmentId: z.string(),
+  generation: z.number().int().positive(),
+  capabilities: z.record(z.string(), z.unknown()).nullable(),
+  warnings: z.array(z.string()),
+  readyAt: z.string(),
+});
+
+export interface ConversationEntry {
+  conversationId: string;
+  title: string;
+  state: "idle" | "running";
+  lastEventId: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export class UserObject extends DurableObject<Env> {
+  private readonly sql: SqlStorage;
+  private ensuring: Promise<EnvironmentRecord> | undefined;
+  private verifiedAt = 0;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.sql.exec(`
+      CREATE TABLE IF NOT EXISTS environment (id INTEGER PRIMARY KEY CHECK (id = 1), record TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS conversations (
+        conversation_id TEXT PRIMARY KEY, title TEXT NOT NULL, state TEXT NOT NULL,
+        last_event_id INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS conversations_updated ON conversations (updated_at DESC);
+    `);
+  }
+
+  private known(): EnvironmentRecord | null {
+    const row = this.sql.exec<{ record: string }>("SELECT record FROM environment WHERE id = 1").toArray()[0];
+    return row ? EnvironmentRecordSchema.parse(JSON.parse(row.record)) : null;
+  }
+
+  /**
+   * The user's ready environment. `staleEnvironmentId` says a caller found that one unusable
+   * (stopped or gone): it is probed again and resumed or replaced.
+   */
+  async ensureEnvironment(ownerKey: string, staleEnvironmentId?: string): Promise<RpcResult<EnvironmentRecord>> {
+    return captureRpc(async () => {
+      const known = this.known();
+      const stale = staleEnvironmentId !== undefined && known?.environmentId === staleEnvironmentId;
+      if (known && !stale && Date.now() - this.verifiedAt < TRUST_VERIFIED_MS) return known;
+      if (!this.ensuring) {
+        this.ensuring = this.provision(ownerKey, known).finally(() => {
+          this.ensuring = undefined;
+        });
+      }
+      return this.ensuring;
+    });
+  }
+
+  private async provision(ownerKey: string, known: EnvironmentRecord | null): Promise<EnvironmentRecord> {
+    const provider = createProvider(readConfig(this.env), this.env);
+    try {
+      const { record, outcome } = await provider.ensureEnvironment({ ownerKey, known });
+      this.sql.exec(
+        "INSERT INTO environment (id, record) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET record = excluded.record",
+        JSON.stringify(record),
+      );
+      this.verifiedAt = Date.now();
+      if (outcome !== "existing" || record.warnings.length) {
+        console.log(JSON.stringify({ msg: "environment ready", outcome, environmentId: record.environmentId, warnings: record.warnings }));
+      }
+      return record;
+    } catch (err) {
+      throw upstreamToApi(err);
+    }
+  }
+
+  async environment(): Promise<EnvironmentRecord | null> {
+    return this.known();
+  }
+
+  async touchConversation(entry: { conversationId: string; title: string; state: "idle" | "running"; lastEventId: number; updatedAt: number }): Promise<void> {
+    this.sql.exec(
+      `INSERT INTO conversations (conversation_id, title, state, last_event_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT(conversation_id) DO UPDATE SET title = excluded.title, state = excluded.state,
+         last_event_id = excluded.last_event_id, updated_at = excluded.updated_at`,
+      entry.conversationId,
+      entry.title,
+      entry.state,
+      entry.lastEventId,
+      entry.updatedAt,
+      entry.updatedAt,
+    );
+  }
+
+  async removeConversation(conversationId: string): Promise<void> {
+    this.sql.exec("DELETE FROM conversations WHERE conversation_id = ?", conversationId);
+  }
+
+  async listConversations(limit: number): Promise<ConversationEntry[]> {
+    return this.sql
+      .exec<{ conversation_id: string; title: string; state: string; last_event_id: number; created_at: number; updated_at: number }>(
+        "SELECT * FROM conversations ORDER BY updated_at DESC LIMIT ?",
+        limit,
+      )
+      .toArray()
+      .map((r) => ({
+        conversationId: r.conversation_id,
+        title: r.title,
+        state: r.state as "idle" | "running",
+        lastEventId: r.last_event_id,
+        createdAt: new Date(r.created_at).toISOString(),
+        updatedAt: new Date(r.updated_at).toISOString(),
+      }));
+  }
+}

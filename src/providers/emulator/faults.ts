@@ -1,0 +1,34 @@
+import { z } from "zod";
+
+/** Fault injection for the emulator, set with `POST /_emulator/faults`. Each test sets what it needs. */
+export const EmulatorFaults = z.strictObject({
+  /** Close the next `dropStreams` run streams after this many frames each (a severed stream). */
+  dropStreamAfterFrames: z.number().int().positive().optional(),
+  dropStreams: z.number().int().positive().optional(),
+  /** Send every frame twice. */
+  repeatFrames: z.boolean().optional(),
+  /** Replay from `Last-Event-ID` inclusively, like an old deployment. */
+  inclusiveReplay: z.boolean().optional(),
+  /** Answer the next `count` API calls (optionally only those whose route key starts with `route`) with `status`. */
+  failNext: z
+    .strictObject({
+      status: z.number().int().min(400).max(599),
+      count: z.number().int().positive(),
+      route: z.string().optional(),
+      retryAfterSeconds: z.number().int().nonnegative().optional(),
+      nonJson: z.boolean().optional(),
+    })
+    .optional(),
+  /** Override the frame delay (ms) of runs started from now on. */
+  frameDelayMs: z.number().int().nonnegative().optional(),
+  /** Override flags of the capability document (a partial document, merged), or make the read fail. */
+  capabilities: z.record(z.string(), z.record(z.string(), z.boolean())).optional(),
+  capabilitiesFail: z.boolean().optional(),
+  /** New sandboxes end provisioning in this status instead of running. */
+  provisionOutcome: z.enum(["running", "failed", "stopped", "expired"]).optional(),
+  /** Report running while the filesystem stays "transitioning" for this long (ms). */
+  readinessLagMs: z.number().int().nonnegative().optional(),
+  /** Admit runs under a different execution id than the one requested (an unproven service path). */
+  admitWrongExecutionId: z.boolean().optional(),
+});
+export type EmulatorFaults = z.infer<typeof EmulatorFaults>;

@@ -1,0 +1,164 @@
+/**
+ * The emulator's deterministic scripted agent. A message picks a script; each script is a list of
+ * frames, each emitted one frame-delay after the previous one. Pure: the same message and ids give
+ * the same frames, which is what lets tests compare a replayed run with an uninterrupted one.
+ *
+ * Directives a message may contain (they combine):
+ *   [long]      a long answer streamed in many small deltas
+ *   [slow]      ten times the frame delay
+ *   [fail]      the run fails after its first text with an `error` frame
+ *   [no-usage]  a backend that forwards no step usage (only the receipt carries usage)
+ */
+
+export interface ScriptFrame {
+  type: string;
+  data: Record<string, unknown>;
+  /** Multiplier of the frame delay before this frame (default 1). */
+  delayFactor?: number;
+}
+
+export interface ScriptInput {
+  message: string;
+  sessionId: string;
+  executionId: string;
+  turnId?: string;
+  backend: string;
+}
+
+interface StepTokens {
+  input: number;
+  output: number;
+  reasoning: number;
+  cache: { read: number; write: number };
+}
+
+const LONG_WORDS = (
+  "The repository is organised as a small worker with a router, a session object and a provider layer. " +
+  "Each request is authenticated first, then routed to the object that owns the conversation, which keeps a log of every event it has seen. " +
+  "Readers replay that log from their cursor and then follow new events as they arrive, so a reader that drops loses nothing. " +
+  "The provider layer speaks the sandbox protocol, retries what is safe to retry, and reports every failure with a code. " +
+  "Tests drive the whole path against an emulator that can drop streams, repeat frames and replay inclusively. " +
+  "Finally the chat page renders the stream as it arrives and resumes from its last event id after a reload."
+).split(" ");
+
+export function hasDirective(message: string, name: string): boolean {
+  return message.includes(`[${name}]`);
+}
+
+/** Splits text into deltas of `wordsPerDelta` words, keeping the exact text when rejoined. */
+export function splitDeltas(text: string, wordsPerDelta: number): string[] {
+  const words = text.split(/(?<= )/);
+  const out: string[] = [];
+  for (let i = 0; i < words.length; i += wordsPerDelta) out.push(words.slice(i, i + wordsPerDelta).join(""));
+  return out;
+}
+
+function textFrames(partId: string, text: string, wordsPerDelta: number): ScriptFrame[] {
+  let cumulative = "";
+  return splitDeltas(text, wordsPerDelta).map((delta) => {
+    cumulative += delta;
+    return { type: "message.part.updated", data: { part: { id: partId, type: "text", text: cumulative }, delta } };
+  });
+}
+
+function stepFinish(backend: string, partId: string, tokens: StepTokens, cost: number): ScriptFrame {
+  return {
+    type: "raw",
+    data: { backend, event: { type: "step_finish", part: { id: partId, type: "step-finish", reason: "stop", cost, tokens } } },
+  };
+}
+
+function toReceipt(steps: StepTokens[], cost: number): Record<string, unknown> {
+  let input = 0;
+  let output = 0;
+  let reasoning = 0;
+  let cacheRead = 0;
+  let cacheWrite = 0;
+  for (const s of steps) {
+    input += s.input + s.cache.read + s.cache.write;
+    output += s.output + s.reasoning;
+    reasoning += s.reasoning;
+    cacheRead += s.cache.read;
+    cacheWrite += s.cache.write;
+  }
+  return {
+    inputTokens: input,
+    outputTokens: output,
+    reasoningTokens: reasoning,
+    cacheReadInputTokens: cacheRead,
+    cacheCreationInputTokens: cacheWrite,
+    cost,
+  };
+}
+
+/** A short, stable echo of the user's message for the answer text. */
+function echo(message: string): string {
+  const clean = message.replace(/\[[a-z-]+\]/g, "").replace(/\s+/g, " ").trim();
+  return clean.length > 200 ? `${clean.slice(0, 200)}…` : clean;
+}
+
+export function buildScript(input: ScriptInput): ScriptFrame[] {
+  const { message, executionId: exe, sessionId, backend } = input;
+  const slow = hasDirective(message, "slow") ? 10 : 1;
+  const forwardsStepUsage = backend === "opencode" && !hasDirective(message, "no-usage");
+  const frames: ScriptFrame[] = [];
+  const push = (f: ScriptFrame) => frames.push({ ...f, delayFactor: (f.delayFactor ?? 1) * slow });
+
+  push({ type: "status", data: { status: "started" } });
+  push({ type: "native.session.observed", data: { provider: backend, nativeSessionId: `native-${exe.slice(-12)}` } });
+  push({ type: "message.part.updated", data: { part: { id: `${exe}:step-1`, type: "step-start" } } });
+
+  const intro = `Looking into it: "${echo(message)}".`;
+  for (const f of textFrames(`${exe}:text-1`, intro, 2)) push(f);
+
+  if (hasDirective(message, "fail")) {
+    push({ type: "error", data: { message: "The agent process exited unexpectedly (scripted failure).", code: "AGENT_CRASHED" } });
+    return frames;
+  }
+
+  const toolId = `${exe}:tool-1`;
+  const input1 = { filePath: "README.md" };
+  push({ type: "message.part.updated", data: { part: { id: toolId, type: "tool", tool: "read", state: { status: "pending", input: input1 } } } });
+  push({ type: "message.part.updated", data: { part: { id: toolId, type: "tool", tool: "read", state: { status: "running", input: input1 } } } });
+  push({
+    type: "message.part.updated",
+    data: {
+      part: {
+        id: toolId,
+        type: "tool",
+        tool: "read",
+        state: { status: "completed", input: input1, output: "# Demo project\n\nA small service with a test suite.\n" },
+      },
+    },
+  });
+
+  const step1: StepTokens = { input: 120, output: 30, reasoning: 5, cache: { read: 800, write: 40 } };
+  const step2: StepTokens = { input: 60, output: 45, reasoning: 0, cache: { read: 960, write: 0 } };
+  const cost1 = 0.0012;
+  const cost2 = 0.0009;
+  if (forwardsStepUsage) push(stepFinish(backend, `${exe}:step-finish-1`, step1, cost1));
+
+  push({ type: "message.part.updated", data: { part: { id: `${exe}:step-2`, type: "step-start" } } });
+  const answer = hasDirective(message, "long")
+    ? LONG_WORDS.join(" ")
+    : "I read the README: it describes a small service with a test suite. Nothing needs to change.";
+  const answerFrames = textFrames(`${exe}:text-2`, answer, hasDirective(message, "long") ? 1 : 3);
+  for (const f of answerFrames) push(f);
+  if (forwardsStepUsage) push(stepFinish(backend, `${exe}:step-finish-2`, step2, cost2));
+
+  const finalText = `${intro}\n\n${answer}`;
+  const tokenUsage = toReceipt([step1, step2], cost1 + cost2);
+  push({ type: "status", data: { status: "completed" } });
+  push({
+    type: "result",
+    data: { finalText, tokenUsage, totalCostUsd: cost1 + cost2, sessionId, executionId: exe, status: "success" },
+  });
+  push({ type: "done", data: { tokenUsage, totalCostUsd: cost1 + cost2 } });
+  return frames;
+}
+
+/** The text the user sees for a script, as the parts' texts joined: what a finished turn's result says. */
+export function finalTextOf(frames: ScriptFrame[]): string | undefined {
+  const result = frames.find((f) => f.type === "result");
+  return result ? (result.data.finalText as string) : undefined;
+}

@@ -1,0 +1,38 @@
+/**
+ * Builds the provider the configuration selects. The emulator is the Tangle provider itself,
+ * with the emulator object's `fetch` in place of the network: the same client, routes and parser.
+ */
+import type { Config } from "../config";
+import { ApiError } from "../http/errors";
+import type { AgentProvider } from "./provider";
+import { SandboxClient, type FetchLike } from "./tangle/client";
+import { TangleProvider } from "./tangle/provider";
+
+export const EMULATOR_BASE_URL = "http://sandbox-emulator.local";
+export const EMULATOR_OBJECT_NAME = "default";
+
+export function emulatorFetch(env: Env): FetchLike {
+  const stub = env.SANDBOX_EMULATOR.get(env.SANDBOX_EMULATOR.idFromName(EMULATOR_OBJECT_NAME));
+  return (request) => stub.fetch(request);
+}
+
+export function createProvider(config: Config, env: Env): AgentProvider {
+  if (config.provider === "cli-bridge") {
+    throw new ApiError(501, "provider_unavailable", "the cli-bridge provider is not available in this build");
+  }
+  const isEmulator = config.provider === "emulator";
+  const client = new SandboxClient({
+    baseUrl: isEmulator ? EMULATOR_BASE_URL : config.sandboxBaseUrl,
+    apiKey: isEmulator ? "emulator-local-key" : config.TANGLE_API_KEY!,
+    fetch: isEmulator ? emulatorFetch(env) : (request) => fetch(request),
+    timeoutMs: config.UPSTREAM_TIMEOUT_MS,
+  });
+  return new TangleProvider({
+    client,
+    backend: config.AGENT_BACKEND,
+    model: config.AGENT_MODEL,
+    git: config.AGENT_GIT_URL ? { url: config.AGENT_GIT_URL, ...(config.AGENT_GIT_REF ? { ref: config.AGENT_GIT_REF } : {}) } : undefined,
+    readyTimeoutMs: config.SANDBOX_READY_TIMEOUT_MS,
+    readyPollMs: isEmulator ? Math.min(config.SANDBOX_READY_POLL_MS, 100) : config.SANDBOX_READY_POLL_MS,
+  });
+}

@@ -1,0 +1,99 @@
+/**
+ * The public HTTP API's bodies and answers (docs/architecture.md "Public HTTP API"). The OpenAPI
+ * document at /openapi.json is generated from these same schemas.
+ */
+import { z } from "zod";
+import { ConversationId, TokenUsage, TurnId } from "./common";
+import { RequestedInteractions } from "./contracts";
+
+export const ErrorBody = z
+  .object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }) })
+  .meta({ id: "Error" });
+
+export const SubmitTurnBody = z
+  .strictObject({
+    turnId: TurnId.optional().describe("Required here or as the Idempotency-Key header"),
+    message: z.string().min(1, "must not be empty"),
+    model: z.string().min(1).max(256).optional(),
+    interactions: RequestedInteractions.optional(),
+  })
+  .meta({ id: "SubmitTurn" });
+export type SubmitTurnBody = z.infer<typeof SubmitTurnBody>;
+
+export const DevLoginBody = z
+  .strictObject({ user: z.string().min(1).max(128).regex(/^[A-Za-z0-9._@:-]+$/, "may contain only A-Z a-z 0-9 . _ @ : -") })
+  .meta({ id: "DevLogin" });
+
+export const TurnStatus = z.enum(["pending", "running", "completed", "failed", "cancelled"]);
+
+export const TurnViewSchema = z
+  .object({
+    turnId: TurnId,
+    executionId: z.string(),
+    status: TurnStatus,
+    message: z.string(),
+    model: z.string().optional(),
+    result: z.object({ text: z.string() }).optional(),
+    error: z.object({ code: z.string(), message: z.string() }).optional(),
+    usage: TokenUsage.optional(),
+    after: z.number().int().nonnegative().optional().describe("Open the event stream with ?after= this to see the turn from its start"),
+    cached: z.boolean().optional(),
+    createdAt: z.string(),
+    completedAt: z.string().optional(),
+  })
+  .meta({ id: "Turn" });
+
+export const EventEnvelopeSchema = z
+  .object({
+    seq: z.number().int().positive(),
+    turnId: z.string().nullable(),
+    executionId: z.string().nullable(),
+    type: z.string(),
+    data: z.record(z.string(), z.unknown()),
+    usage: TokenUsage.optional(),
+    usageMode: z.enum(["delta", "cumulative"]).optional(),
+    at: z.string(),
+  })
+  .meta({ id: "Event", description: "The data of one SSE frame; the frame's id is seq and its event name is type" });
+
+export const ConversationSummarySchema = z
+  .object({
+    conversationId: ConversationId,
+    state: z.enum(["idle", "running"]),
+    title: z.string().nullable(),
+    activeTurn: TurnViewSchema.nullable(),
+    lastTurn: TurnViewSchema.nullable(),
+    turnCount: z.number().int(),
+    lastEventId: z.number().int(),
+    interactions: z.array(z.unknown()),
+    createdAt: z.string().nullable(),
+    updatedAt: z.string().nullable(),
+  })
+  .meta({ id: "ConversationSummary" });
+
+export const ConversationListSchema = z
+  .object({
+    conversations: z.array(
+      z.object({
+        conversationId: ConversationId,
+        title: z.string(),
+        state: z.enum(["idle", "running"]),
+        lastEventId: z.number().int(),
+        createdAt: z.string(),
+        updatedAt: z.string(),
+      }),
+    ),
+  })
+  .meta({ id: "ConversationList" });
+
+export const MessagesSchema = z
+  .object({
+    conversationId: ConversationId,
+    lastEventId: z.number().int(),
+    messages: z.array(z.record(z.string(), z.unknown())),
+  })
+  .meta({ id: "Messages" });
+
+export const HealthSchema = z.object({ ok: z.literal(true), version: z.string(), provider: z.string() }).meta({ id: "Health" });
+export const DevLoginAnswer = z.object({ token: z.string(), user: z.string(), expiresIn: z.number().int() }).meta({ id: "DevLoginAnswer" });
+export const DeletedAnswer = z.object({ deleted: z.literal(true) }).meta({ id: "Deleted" });

@@ -1,0 +1,45 @@
+import { z } from "zod";
+
+const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/;
+
+/** contracts.md `Id`: 1–512 chars, no surrounding whitespace, no control characters (ids travel in headers). */
+export const Id = z
+  .string()
+  .min(1)
+  .max(512)
+  .refine((s) => s.trim() === s, "must not start or end with whitespace")
+  .refine((s) => !CONTROL_CHARS.test(s), "must not contain control characters");
+
+export const Sha256Digest = z.string().regex(/^sha256:[0-9a-f]{64}$/, "must be sha256: followed by 64 lowercase hex digits");
+export type Sha256Digest = z.infer<typeof Sha256Digest>;
+
+/** Client-chosen ids in our public API: conversation ids and turn ids. */
+export const ClientId = z
+  .string()
+  .min(1, "must be 1–128 characters")
+  .max(128, "must be 1–128 characters")
+  .regex(/^[A-Za-z0-9._:-]+$/, "may contain only A-Z a-z 0-9 . _ : -");
+
+export const ConversationId = ClientId.describe("The client's conversation id");
+export const TurnId = ClientId.describe("The client's turn id: a retry with the same id never runs the turn twice");
+
+const Count = z.number().int().nonnegative();
+
+/** contracts.md TokenUsage: input includes cache reads and writes; output includes reasoning. */
+export const TokenUsage = z.strictObject({
+  inputTokens: Count,
+  outputTokens: Count,
+  totalTokens: Count.optional(),
+  cacheReadInputTokens: Count.optional(),
+  cacheCreationInputTokens: Count.optional(),
+  reasoningTokens: Count.optional(),
+  cost: z.number().nonnegative().refine(Number.isFinite).optional(),
+});
+export type TokenUsage = z.infer<typeof TokenUsage>;
+
+export const UsageMode = z.enum(["delta", "cumulative"]);
+export type UsageMode = z.infer<typeof UsageMode>;
+
+/** A JSON object read back from storage or the wire. */
+export const JsonObject = z.record(z.string(), z.unknown());
+export type JsonObject = z.infer<typeof JsonObject>;

@@ -1,0 +1,76 @@
+/**
+ * Contract shapes of agent-interface (seed 001, docs/contracts.md) that this project uses.
+ */
+import { z } from "zod";
+import { Id, Sha256Digest } from "./common";
+
+export const AgentRunControlRef = z.strictObject({
+  runId: Id,
+  provider: Id,
+  environmentId: Id,
+  sessionId: Id.optional(),
+  executionId: Id.optional(),
+  requestDigest: Sha256Digest.optional(),
+});
+export type AgentRunControlRef = z.infer<typeof AgentRunControlRef>;
+
+/** The exact form names the session, execution and the admission digest. */
+export const AgentExactRunControlRef = AgentRunControlRef.extend({
+  sessionId: Id,
+  executionId: Id,
+  requestDigest: Sha256Digest,
+});
+export type AgentExactRunControlRef = z.infer<typeof AgentExactRunControlRef>;
+
+export const RequestedInteractions = z
+  .record(z.string().regex(/^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$/, "must be a kind such as question or vendor.kind"), z.boolean())
+  .refine((r) => Object.keys(r).length <= 256, "at most 256 kinds");
+export type RequestedInteractions = z.infer<typeof RequestedInteractions>;
+
+const FieldBase = {
+  name: z.string().min(1).max(128),
+  label: z.string().max(512).optional(),
+  description: z.string().max(4096).optional(),
+  required: z.boolean().optional(),
+};
+
+export const InteractionField = z.discriminatedUnion("type", [
+  z.looseObject({ ...FieldBase, type: z.literal("text"), multiline: z.boolean().optional(), maxLength: z.number().int().positive().optional() }),
+  z.looseObject({ ...FieldBase, type: z.literal("number"), min: z.number().optional(), max: z.number().optional(), integer: z.boolean().optional() }),
+  z.looseObject({ ...FieldBase, type: z.literal("boolean") }),
+  z.looseObject({
+    ...FieldBase,
+    type: z.literal("select"),
+    options: z.array(z.union([z.string(), z.looseObject({ value: z.string(), label: z.string().optional() })])).min(1),
+    multi: z.boolean().optional(),
+    allowCustom: z.boolean().optional(),
+  }),
+  z.looseObject({ ...FieldBase, type: z.literal("secret") }),
+]);
+export type InteractionField = z.infer<typeof InteractionField>;
+
+export const InteractionBinding = z.looseObject({
+  runId: Id,
+  provider: Id,
+  environmentId: Id,
+  sessionId: Id,
+  executionId: Id,
+  interactionId: Id,
+});
+
+export const InteractionRequest = z.looseObject({
+  id: Id,
+  kind: z.string().min(1).max(128),
+  title: z.string().max(1024),
+  body: z.string().optional(),
+  subject: z.unknown().optional(),
+  answerSpec: z.looseObject({ fields: z.array(InteractionField) }),
+  responseScopes: z.array(z.string()).optional(),
+  allowedOutcomes: z.array(z.enum(["accepted", "declined", "cancelled"])).optional(),
+  default: z.unknown().optional(),
+  timeoutMs: z.number().int().positive().optional(),
+  onTimeout: z.string().optional(),
+  binding: InteractionBinding.optional(),
+  requestDigest: Sha256Digest.optional(),
+});
+export type InteractionRequest = z.infer<typeof InteractionRequest>;

@@ -1,0 +1,209 @@
+/**
+ * The Sandbox HTTP API (docs/sandbox-wire.md): what the Tangle client sends and reads, and what
+ * the emulator serves. Upstream objects are loose (a newer deployment may add fields); the fields
+ * we rely on are checked.
+ */
+import { z } from "zod";
+import { InteractionRequest, RequestedInteractions } from "./contracts";
+
+export const SandboxStatus = z.string();
+/** Statuses we understand; anything else is treated as not running. */
+export const KNOWN_SANDBOX_STATUSES = ["pending", "provisioning", "running", "stopped", "failed", "expired", "deleted"] as const;
+
+export const Sandbox = z.looseObject({
+  id: z.string().min(1),
+  name: z.string().optional(),
+  status: SandboxStatus,
+  connection: z.looseObject({ runtimeUrl: z.string().optional(), authToken: z.string().optional() }).optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  createdAt: z.string().optional(),
+  startedAt: z.string().optional(),
+  lastActivityAt: z.string().optional(),
+  expiresAt: z.string().optional(),
+  error: z.unknown().optional(),
+  filesystemIncarnationReadiness: z.enum(["transitioning", "ready"]).optional(),
+});
+export type Sandbox = z.infer<typeof Sandbox>;
+
+export const BackendConfig = z.strictObject({
+  type: z.string().min(1).max(64),
+  model: z
+    .union([
+      z.string().min(1).max(256),
+      z.strictObject({
+        provider: z.string().max(128).optional(),
+        model: z.string().max(256).optional(),
+        authMode: z.string().max(64).optional(),
+        apiKey: z.string().optional(),
+        authFiles: z.array(z.strictObject({ path: z.string(), content: z.string(), mode: z.number().int().optional() })).optional(),
+      }),
+    ])
+    .optional(),
+  profile: z.unknown().optional(),
+  interactions: RequestedInteractions.optional(),
+});
+export type BackendConfig = z.infer<typeof BackendConfig>;
+
+export const CreateSandboxBody = z.strictObject({
+  name: z.string().optional(),
+  image: z.string().optional(),
+  git: z.strictObject({ url: z.string().min(1), ref: z.string().optional() }).optional(),
+  backend: BackendConfig.optional(),
+  env: z.record(z.string(), z.string()).optional(),
+  resources: z.strictObject({ cpuCores: z.number().optional(), memoryMB: z.number().optional(), diskGB: z.number().optional() }).optional(),
+  maxLifetimeSeconds: z.number().int().positive().optional(),
+  idleTimeoutSeconds: z.number().int().positive().optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  secrets: z.array(z.string()).optional(),
+  idempotencyKey: z.string().min(1).max(256).optional(),
+});
+export type CreateSandboxBody = z.infer<typeof CreateSandboxBody>;
+
+export const SandboxList = z.looseObject({ sandboxes: z.array(Sandbox) });
+
+export const RunStreamBody = z.strictObject({
+  message: z.string(),
+  parts: z.array(z.strictObject({ type: z.literal("text"), text: z.string() })).optional(),
+  sessionId: z.string().min(1),
+  turnId: z.string().min(1).optional(),
+  executionId: z.string().min(1).optional(),
+  detach: z.boolean().optional(),
+  backend: BackendConfig.optional(),
+  interactions: RequestedInteractions.optional(),
+});
+export type RunStreamBody = z.infer<typeof RunStreamBody>;
+
+/** Error bodies in the wild: `{ error: "text", code? }` (control plane) or `{ error: { code, message } }` (sidecar). */
+export const UpstreamErrorBody = z.union([
+  z.looseObject({ error: z.looseObject({ code: z.string().optional(), message: z.string().optional() }) }),
+  z.looseObject({ error: z.string(), code: z.string().optional() }),
+]);
+
+// ---- Event frames (docs/sandbox-wire.md §4) ----
+
+export const MessagePart = z.looseObject({
+  id: z.string().min(1),
+  type: z.string().min(1),
+  text: z.string().optional(),
+  tool: z.string().optional(),
+  state: z
+    .looseObject({
+      status: z.enum(["pending", "running", "completed", "error"]),
+      input: z.unknown().optional(),
+      output: z.unknown().optional(),
+      error: z.unknown().optional(),
+    })
+    .optional(),
+});
+export type MessagePart = z.infer<typeof MessagePart>;
+
+const WireTokenUsage = z.looseObject({
+  inputTokens: z.number().optional(),
+  outputTokens: z.number().optional(),
+  reasoningTokens: z.number().optional(),
+  cacheReadInputTokens: z.number().optional(),
+  cacheCreationInputTokens: z.number().optional(),
+  cost: z.number().optional(),
+});
+
+export const WIRE_STATUSES = ["queued", "started", "running", "processing", "completed", "success", "failed", "error", "cancelled"] as const;
+
+/** Each known frame type's data schema. Unknown types pass through as JSON objects (seed 001: new variants arrive). */
+export const FrameDataSchemas = {
+  "connection.established": z.looseObject({}),
+  "execution.started": z.looseObject({
+    executionId: z.string().min(1),
+    sessionId: z.string().min(1),
+    turnId: z.string().optional(),
+    alreadyExisted: z.boolean().optional(),
+  }),
+  status: z.looseObject({ status: z.enum(WIRE_STATUSES), detail: z.unknown().optional() }),
+  "message.part.updated": z.looseObject({ part: MessagePart, delta: z.string().optional() }),
+  "session.updated": z.looseObject({ sessionId: z.string(), title: z.string().optional() }),
+  "tool-heartbeat": z.looseObject({}),
+  "tool-slow": z.looseObject({}),
+  "model-processing": z.looseObject({}),
+  warning: z.looseObject({ code: z.string().optional(), message: z.string().optional() }),
+  interaction: z.looseObject({ request: InteractionRequest }),
+  "interaction.cancel": z.looseObject({ id: z.string().min(1), reason: z.string().optional() }),
+  "plan.submitted": z.looseObject({
+    plan: z.looseObject({ id: z.string(), revision: z.number().int().min(1), title: z.string().optional(), body: z.string(), submittedAt: z.string() }),
+  }),
+  raw: z.looseObject({ backend: z.string(), event: z.unknown() }),
+  result: z.looseObject({
+    finalText: z.string().optional(),
+    tokenUsage: WireTokenUsage.optional(),
+    totalCostUsd: z.number().optional(),
+    sessionId: z.string().optional(),
+    executionId: z.string().optional(),
+    status: z.string().optional(),
+    error: z.unknown().optional(),
+  }),
+  done: z.looseObject({ tokenUsage: WireTokenUsage.optional(), totalCostUsd: z.number().optional() }),
+  error: z.looseObject({ message: z.string(), code: z.string().optional() }),
+  "native.session.observed": z.looseObject({ provider: z.string(), nativeSessionId: z.string() }),
+} as const;
+
+export type KnownFrameType = keyof typeof FrameDataSchemas;
+export const TERMINAL_FRAME_TYPES: ReadonlySet<string> = new Set(["result", "done", "error"]);
+
+/** One upstream frame, validated: `type` from `event:`, `id` from `id:`, `data` the parsed JSON. */
+export interface UpstreamFrame {
+  id: string | undefined;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+// ---- Session state, results, capabilities ----
+
+export const SessionStateInner = z.looseObject({
+  state: z.string(),
+  activeExecutionId: z.string().optional(),
+  latestExecutionId: z.string().optional(),
+  outstandingInteractions: z.unknown().optional(),
+});
+/** `{ data: { session } }`, or the inner object flat on older deployments. */
+export const SessionStateResponse = z.union([
+  z.looseObject({ data: z.looseObject({ session: SessionStateInner }) }).transform((v) => v.data.session),
+  SessionStateInner,
+]);
+
+export const PromptResult = z
+  .looseObject({
+    success: z.boolean(),
+    status: z.enum(["success", "failed", "cancelled", "blocked_on_approval", "awaiting_question", "awaiting_plan_decision"]),
+    durationMs: z.number().nonnegative(),
+    executionId: z.string(),
+    response: z.string().optional(),
+    error: z.string().optional(),
+    errorCode: z.string().optional(),
+    usage: WireTokenUsage.optional(),
+    costUsd: z.number().optional(),
+  })
+  .refine((r) => r.success === (r.status === "success"), "success must equal status === \"success\"");
+export type PromptResult = z.infer<typeof PromptResult>;
+
+export const CompletedTurn = z.looseObject({
+  turnId: z.string(),
+  sessionId: z.string(),
+  executionId: z.string(),
+  result: PromptResult,
+});
+
+export const AbortResponse = z.looseObject({ data: z.looseObject({ cancelled: z.boolean(), reason: z.string().optional() }) });
+
+const Flag = z.boolean().optional();
+export const SandboxCapabilities = z.looseObject({
+  schema: z.literal(1),
+  agentInterface: z.string().optional(),
+  sidecarVersion: z.string().optional(),
+  image: z.string().optional(),
+  dispatch: z.looseObject({ runControlRef: Flag, executionIdOnAdmission: Flag }),
+  cancel: z.looseObject({ canonicalRunCancellation: Flag, digestBound: Flag, idempotent: Flag }),
+  runs: z.looseObject({ executionScopedStatus: Flag, eventReplay: Flag }),
+  interactions: z.looseObject({ responseDedupe: Flag }),
+  interactiveAgent: z.looseObject({}).optional(),
+});
+export type SandboxCapabilities = z.infer<typeof SandboxCapabilities>;
+
+export const InvalidCursorDetails = z.looseObject({ firstAvailableEventId: z.string().optional(), lastEventId: z.string().optional() });

@@ -1,0 +1,194 @@
+/**
+ * The Worker: authenticates users, derives session ids, validates every request, and hands each
+ * conversation to its session Durable Object. Errors map to `{ error: { code, message } }` here.
+ */
+import { Hono, type Context } from "hono";
+import { cors } from "hono/cors";
+import { deriveOwnerKey, deriveSessionId } from "./auth/ids";
+import { bearerToken, signToken, verifyUserToken } from "./auth/tokens";
+import { readConfig, type Config } from "./config";
+import { readJsonBody, invalid } from "./http/body";
+import { ApiError, unwrapRpc } from "./http/errors";
+import { openApiDocument } from "./http/openapi";
+import { emulatorFetch } from "./providers";
+import { ConversationId, TurnId } from "./schemas/common";
+import { DevLoginBody, SubmitTurnBody } from "./schemas/api";
+import type { SessionContext } from "./objects/session";
+
+export { SessionObject } from "./objects/session";
+export { UserObject } from "./objects/user";
+export { SandboxEmulator } from "./providers/emulator/emulator";
+
+export const VERSION = "0.1.0";
+const DEV_TOKEN_TTL_SECONDS = 12 * 60 * 60;
+/** JSON envelope around the message: the body limit is the message limit plus this. */
+const BODY_OVERHEAD_BYTES = 16 * 1024;
+
+interface Identity {
+  userId: string;
+  ownerKey: string;
+}
+
+type AppEnv = { Bindings: Env; Variables: { config: Config; identity: Identity; requestId: string } };
+
+const app = new Hono<AppEnv>();
+
+function isLoopback(c: Context): boolean {
+  const host = new URL(c.req.url).hostname;
+  return host === "127.0.0.1" || host === "localhost" || host === "[::1]" || host === "::1";
+}
+
+app.use("*", async (c, next) => {
+  const requestId = c.req.header("x-request-id")?.slice(0, 128) || crypto.randomUUID();
+  c.set("requestId", requestId);
+  await next();
+  c.header("x-request-id", requestId);
+});
+
+app.use("*", async (c, next) => {
+  c.set("config", readConfig(c.env));
+  await next();
+});
+
+app.use("/v1/*", async (c, next) => {
+  const origins = c.get("config").CORS_ORIGINS;
+  if (!origins) return next();
+  const allowed = origins.split(",").map((o) => o.trim());
+  return cors({
+    origin: (origin) => (allowed.includes("*") || allowed.includes(origin) ? origin : null),
+    allowHeaders: ["authorization", "content-type", "idempotency-key", "last-event-id", "x-request-id"],
+    allowMethods: ["GET", "POST", "DELETE", "OPTIONS"],
+    exposeHeaders: ["x-request-id", "retry-after"],
+    maxAge: 600,
+  })(c, next);
+});
+
+app.onError((err, c) => {
+  const apiError =
+    err instanceof ApiError ? err : new ApiError(500, "internal_error", "an internal error occurred");
+  if (!(err instanceof ApiError) || apiError.status >= 500) {
+    console.error(JSON.stringify({ msg: "request failed", requestId: c.get("requestId"), path: c.req.path, code: apiError.code, error: String(err) }));
+  }
+  for (const [name, value] of Object.entries(apiError.headers ?? {})) c.header(name, value);
+  return c.json(apiError.toBody(), apiError.status);
+});
+
+app.notFound((c) => c.json(new ApiError(404, "not_found", `no route ${c.req.method} ${c.req.path}`).toBody(), 404));
+
+// ------------------------------------------------------------------ public, unauthenticated
+
+app.get("/healthz", (c) => c.json({ ok: true as const, version: VERSION, provider: c.get("config").provider }));
+app.get("/openapi.json", (c) => c.json(openApiDocument(VERSION)));
+
+app.post("/v1/dev/login", async (c) => {
+  const config = c.get("config");
+  // Dev login exists only when enabled AND the request comes to a loopback host: never in a deploy.
+  if (!config.DEV_LOGIN || !isLoopback(c)) throw new ApiError(404, "not_found", "no route POST /v1/dev/login");
+  const { user } = await readJsonBody(c, DevLoginBody, 4096);
+  const token = await signToken(config, { sub: user }, DEV_TOKEN_TTL_SECONDS);
+  return c.json({ token, user, expiresIn: DEV_TOKEN_TTL_SECONDS });
+});
+
+// Emulator control (fault injection, counters) for local runs, tests and benchmarks only.
+app.all("/_emulator/*", async (c) => {
+  const config = c.get("config");
+  if (config.provider !== "emulator" || !config.DEV_LOGIN || !isLoopback(c)) throw new ApiError(404, "not_found", `no route ${c.req.method} ${c.req.path}`);
+  const url = new URL(c.req.url);
+  return emulatorFetch(c.env)(new Request(`http://sandbox-emulator.local${url.pathname}${url.search}`, c.req.raw));
+});
+
+// ------------------------------------------------------------------ authenticated
+
+app.use("/v1/conversations", authenticate);
+app.use("/v1/conversations/*", authenticate);
+
+async function authenticate(c: Context<AppEnv>, next: () => Promise<void>): Promise<void> {
+  const config = c.get("config");
+  const token = bearerToken(c.req.header("authorization"));
+  const { userId } = await verifyUserToken(config, token);
+  c.set("identity", { userId, ownerKey: await deriveOwnerKey(config.SESSION_ID_SECRET, userId) });
+  await next();
+}
+
+function conversationIdOf(c: Context<AppEnv>): string {
+  const parsed = ConversationId.safeParse(c.req.param("cid"));
+  if (!parsed.success) throw invalid("conversation id", parsed.error);
+  return parsed.data;
+}
+
+async function session(c: Context<AppEnv>) {
+  const conversationId = conversationIdOf(c);
+  const { userId, ownerKey } = c.get("identity");
+  const sessionId = await deriveSessionId(c.get("config").SESSION_ID_SECRET, userId, conversationId);
+  const stub = c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sessionId));
+  const context: SessionContext = { sessionId, conversationId, ownerKey };
+  return { stub, context, conversationId };
+}
+
+app.get("/v1/conversations", async (c) => {
+  const raw = c.req.query("limit");
+  const limit = raw === undefined ? 50 : Number(raw);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 200) throw new ApiError(400, "invalid_request", "limit must be an integer from 1 to 200");
+  const { ownerKey } = c.get("identity");
+  const user = c.env.USERS.get(c.env.USERS.idFromName(ownerKey));
+  return c.json({ conversations: await user.listConversations(limit) });
+});
+
+app.post("/v1/conversations/:cid/turns", async (c) => {
+  const config = c.get("config");
+  const { stub, context } = await session(c);
+  const body = await readJsonBody(c, SubmitTurnBody, config.MAX_MESSAGE_BYTES + BODY_OVERHEAD_BYTES);
+  const header = c.req.header("idempotency-key");
+  if (header !== undefined) {
+    const parsed = TurnId.safeParse(header);
+    if (!parsed.success) throw invalid("Idempotency-Key", parsed.error);
+    if (body.turnId !== undefined && body.turnId !== header) {
+      throw new ApiError(400, "turn_id_mismatch", "turnId in the body and the Idempotency-Key header differ");
+    }
+  }
+  const turnId = body.turnId ?? header;
+  if (!turnId) throw new ApiError(400, "turn_id_required", "a turnId (in the body or as Idempotency-Key) is required so a retry never runs twice");
+  const messageBytes = new TextEncoder().encode(body.message).length;
+  if (messageBytes > config.MAX_MESSAGE_BYTES) {
+    throw new ApiError(413, "message_too_large", `the message is ${messageBytes} bytes; the limit is ${config.MAX_MESSAGE_BYTES}`);
+  }
+  const request = {
+    message: body.message,
+    ...(body.model !== undefined ? { model: body.model } : {}),
+    ...(body.interactions !== undefined ? { interactions: body.interactions } : {}),
+  };
+  const answer = unwrapRpc(await stub.submitTurn(context, turnId, request));
+  return c.json(answer.body, answer.status);
+});
+
+app.get("/v1/conversations/:cid/turns/:turnId", async (c) => {
+  const { stub } = await session(c);
+  const turnId = TurnId.safeParse(c.req.param("turnId"));
+  if (!turnId.success) throw invalid("turn id", turnId.error);
+  return c.json(unwrapRpc(await stub.getTurn(turnId.data)));
+});
+
+app.get("/v1/conversations/:cid/events", async (c) => {
+  const { stub } = await session(c);
+  // EventSource sends Last-Event-ID on its own reconnects; a reloaded page passes ?after=.
+  const raw = c.req.header("last-event-id") ?? c.req.query("after") ?? "0";
+  if (!/^\d{1,15}$/.test(raw.trim())) throw new ApiError(400, "invalid_cursor", "the cursor (Last-Event-ID or ?after=) must be a non-negative integer");
+  return stub.fetch(new Request(`https://session.internal/events?after=${Number(raw.trim())}`));
+});
+
+app.get("/v1/conversations/:cid", async (c) => {
+  const { stub, conversationId } = await session(c);
+  return c.json(unwrapRpc(await stub.summary(conversationId)));
+});
+
+app.get("/v1/conversations/:cid/messages", async (c) => {
+  const { stub, conversationId } = await session(c);
+  return c.json(unwrapRpc(await stub.messages(conversationId)));
+});
+
+app.delete("/v1/conversations/:cid", async (c) => {
+  const { stub, conversationId } = await session(c);
+  return c.json(unwrapRpc(await stub.deleteConversation(conversationId)));
+});
+
+export default app satisfies ExportedHandler<Env>;

@@ -1,0 +1,123 @@
+import { env, SELF } from "cloudflare:test";
+import { SignJWT } from "jose";
+import { readSseFrames, type SseFrame } from "../src/lib/sse";
+import type { EventEnvelope } from "../src/objects/session-store";
+
+export const BASE = "http://127.0.0.1:8787";
+const testEnv = env as unknown as Record<string, string>;
+
+export async function tokenFor(user: string, options: { secret?: string; audience?: string; expiresIn?: string; issuedAt?: number } = {}): Promise<string> {
+  let jwt = new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject(user).setIssuedAt(options.issuedAt).setExpirationTime(options.expiresIn ?? "1h");
+  const audience = options.audience ?? testEnv.AUTH_AUDIENCE;
+  if (audience) jwt = jwt.setAudience(audience);
+  return jwt.sign(new TextEncoder().encode(options.secret ?? testEnv.AUTH_JWT_SECRET));
+}
+
+let counter = 0;
+/** A unique id per call: storage is shared by the tests of one file. */
+export function uid(prefix: string): string {
+  counter++;
+  return `${prefix}-${Date.now().toString(36)}-${counter}`;
+}
+
+export interface ApiOptions {
+  method?: string;
+  body?: unknown;
+  token?: string;
+  headers?: Record<string, string>;
+}
+
+export function api(path: string, options: ApiOptions = {}): Promise<Response> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  if (options.body !== undefined && !headers["content-type"]) headers["content-type"] = "application/json";
+  return SELF.fetch(`${BASE}${path}`, {
+    method: options.method ?? (options.body !== undefined ? "POST" : "GET"),
+    headers,
+    body: options.body === undefined ? undefined : typeof options.body === "string" ? options.body : JSON.stringify(options.body),
+  });
+}
+
+export async function json<T = any>(response: Response): Promise<T> {
+  return (await response.json()) as T;
+}
+
+export async function emulator(path: string, body?: unknown): Promise<any> {
+  const stub = env.SANDBOX_EMULATOR.get(env.SANDBOX_EMULATOR.idFromName("default"));
+  const response = await stub.fetch(`http://sandbox-emulator.local${path}`, {
+    method: body === undefined ? "GET" : "POST",
+    headers: { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return response.json();
+}
+
+export async function counters(): Promise<Record<string, number>> {
+  return (await emulator("/_emulator/counters")).counters;
+}
+
+export async function setFaults(faults: Record<string, unknown>): Promise<void> {
+  await emulator("/_emulator/faults", faults);
+}
+
+export interface CollectedStream {
+  frames: SseFrame[];
+  events: EventEnvelope[];
+  lastId: string | undefined;
+}
+
+/**
+ * Reads an SSE response until `until` says stop (or `maxEvents` events, or a timeout), then
+ * cancels it. Answers every frame and the parsed event envelopes.
+ */
+export async function collect(
+  response: Response,
+  until: (event: EventEnvelope, all: EventEnvelope[]) => boolean,
+  options: { timeoutMs?: number } = {},
+): Promise<CollectedStream> {
+  const frames: SseFrame[] = [];
+  const events: EventEnvelope[] = [];
+  let lastId: string | undefined;
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), options.timeoutMs ?? 10_000);
+  const body = response.body!;
+  try {
+    const iterator = readSseFrames(body);
+    const timeout = new Promise<never>((_, reject) => abort.signal.addEventListener("abort", () => reject(new Error(`timed out after ${events.length} events: ${events.map((e) => e.type).join(",")}`))));
+    while (true) {
+      const next = await Promise.race([iterator.next(), timeout]);
+      if (next.done) break;
+      const frame = next.value;
+      frames.push(frame);
+      if (frame.id !== undefined) lastId = frame.id;
+      if (frame.data !== undefined && frame.id !== undefined) {
+        const event = JSON.parse(frame.data) as EventEnvelope;
+        events.push(event);
+        if (until(event, events)) {
+          await iterator.return(undefined);
+          break;
+        }
+      }
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+  return { frames, events, lastId };
+}
+
+export const isTurnEnd = (e: EventEnvelope) => e.type === "turn.completed" || e.type === "turn.failed" || e.type === "turn.cancelled";
+
+export async function sendTurn(token: string, cid: string, turnId: string, message: string, extra: Record<string, unknown> = {}): Promise<Response> {
+  return api(`/v1/conversations/${cid}/turns`, { token, body: { turnId, message, ...extra } });
+}
+
+/** Waits until a turn is no longer running (polling the public route). */
+export async function waitForTurn(token: string, cid: string, turnId: string, timeoutMs = 10_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const turn = await json(await api(`/v1/conversations/${cid}/turns/${turnId}`, { token }));
+    if (turn.status !== "running" && turn.status !== "pending") return turn;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`turn ${turnId} still running after ${timeoutMs} ms`);
+}
