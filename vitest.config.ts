@@ -13,6 +13,8 @@ export default defineConfig({
           DEV_LOGIN: "true",
           EMULATOR_FRAME_DELAY_MS: "3",
           SANDBOX_READY_POLL_MS: "10",
+          EMULATOR_PROVISION_MS: "20",
+          SSE_PING_INTERVAL_MS: "200",
         },
       },
     }),

@@ -70,7 +70,8 @@ export async function runPump(provider: AgentProvider, ref: AgentExactRunControl
     try {
       for await (const event of provider.events(ref, { after: host.cursor(), signal })) {
         if (host.ingest(event)) progressed = true;
-        if (!host.isLive()) break;
+        // `result` ends the turn; its `done` (or an `error`) closes the run's stream: keep it too.
+        if (!host.isLive() && (event.type === "done" || event.type === "error")) break;
       }
     } catch (err) {
       if (signal.aborted) return "aborted";

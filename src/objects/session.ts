@@ -20,6 +20,9 @@ import { receiptUsage } from "./usage";
 
 /** How often a live run's watchdog alarm checks that its upstream reader is alive. */
 const WATCHDOG_INTERVAL_MS = 30_000;
+/** Upstream still busy right after our previous turn's receipt: retry this many times, backing off. */
+const UPSTREAM_BUSY_ATTEMPTS = 6;
+const UPSTREAM_BUSY_DELAY_MS = 100;
 
 export interface SessionContext {
   sessionId: string;
@@ -167,15 +170,26 @@ export class SessionObject extends DurableObject<Env> {
   private async dispatch(context: SessionContext, turnId: string, executionId: string, request: TurnRequest): Promise<AgentExactRunControlRef> {
     let environment = await this.ensureEnvironment(context);
     const input = { sessionId: context.sessionId, turnId, executionId, message: request.message, model: request.model, interactions: request.interactions };
-    try {
-      return (await this.provider.dispatch({ ...input, environmentId: environment.environmentId })).controlRef;
-    } catch (err) {
-      if (err instanceof UpstreamError && (err.code === "environment_gone" || err.code === "environment_not_running")) {
-        // The sandbox stopped or vanished since it was last seen: resume or replace it, then retry once.
-        environment = await this.ensureEnvironment(context, environment.environmentId);
+    let recovered = false;
+    for (let attempt = 1; ; attempt++) {
+      try {
         return (await this.provider.dispatch({ ...input, environmentId: environment.environmentId })).controlRef;
+      } catch (err) {
+        if (!(err instanceof UpstreamError)) throw err;
+        if (!recovered && (err.code === "environment_gone" || err.code === "environment_not_running")) {
+          // The sandbox stopped or vanished since it was last seen: resume or replace it, then retry.
+          environment = await this.ensureEnvironment(context, environment.environmentId);
+          recovered = true;
+          continue;
+        }
+        if (err.code === "session_busy" && attempt < UPSTREAM_BUSY_ATTEMPTS) {
+          // Our previous turn has its result, but the platform can take a moment to release the
+          // session after the receipt: wait briefly rather than refuse the user's next turn.
+          await new Promise((resolve) => setTimeout(resolve, UPSTREAM_BUSY_DELAY_MS * attempt));
+          continue;
+        }
+        throw err;
       }
-      throw err;
     }
   }
 
@@ -209,6 +223,9 @@ export class SessionObject extends DurableObject<Env> {
       },
       { signal: abort.signal },
     )
+      .then((outcome) => {
+        if (outcome === "finished") return this.afterRunEnded(ref.executionId);
+      })
       .catch((err) => console.error(JSON.stringify({ msg: "upstream reader failed", executionId: ref.executionId, error: String(err) })))
       .finally(() => {
         if (this.pump?.abort === abort) this.pump = undefined;
@@ -220,7 +237,6 @@ export class SessionObject extends DurableObject<Env> {
   private ingest(turnId: string, executionId: string, event: ProviderEvent): boolean {
     const appended: EventRow[] = [];
     let fresh = true;
-    let finished = false;
     this.ctx.storage.transactionSync(() => {
       if (event.upstreamId !== undefined) {
         if (!this.store.markSeen(executionId, event.upstreamId)) {
@@ -233,7 +249,9 @@ export class SessionObject extends DurableObject<Env> {
       if (!turn) return;
       const now = Date.now();
       const usage = event.type === "result" || event.type === "done" ? receiptUsage(event.data.tokenUsage, event.data.totalCostUsd) : null;
-      if (!event.private) {
+      // `done` after a `result` repeats the receipt the browser already has: keep it out of the log.
+      const redundant = event.type === "done" && turn.status !== "running";
+      if (!event.private && !redundant) {
         appended.push(
           this.store.appendEvent({
             turnId,
@@ -249,11 +267,9 @@ export class SessionObject extends DurableObject<Env> {
       if (usage && (event.type === "result" || !turn.usage)) this.store.setUsage(turnId, usage);
       if (event.terminal && turn.status === "running") {
         appended.push(...this.finishTurn(turn, event.terminal.status, event.terminal.text, event.terminal.error, now));
-        finished = true;
       }
     });
     for (const row of appended) this.fanout.publish(row);
-    if (finished) void this.afterTurnFinished(executionId);
     return fresh;
   }
 
@@ -297,10 +313,10 @@ export class SessionObject extends DurableObject<Env> {
       appended.push(...this.finishTurn(turn, result.status, result.text, result.error, now));
     });
     for (const row of appended) this.fanout.publish(row);
-    if (appended.length) void this.afterTurnFinished(executionId);
   }
 
-  private async afterTurnFinished(executionId: string): Promise<void> {
+  /** The run's upstream stream is over: drop its de-duplication keys, trim the log, update the index. */
+  private async afterRunEnded(executionId: string): Promise<void> {
     this.ctx.storage.transactionSync(() => {
       this.store.forgetSeen(executionId);
       this.store.trimEvents(this.config.EVENT_LOG_MAX_EVENTS);

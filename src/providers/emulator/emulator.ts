@@ -321,7 +321,8 @@ export class SandboxEmulator extends DurableObject<Env> {
     if (faults.dropStreamAfterFrames !== undefined && (faults.dropStreams ?? 1) > 0) {
       dropAfter = faults.dropStreamAfterFrames;
       const remaining = (faults.dropStreams ?? 1) - 1;
-      this.setFaults({ ...faults, dropStreams: remaining, ...(remaining === 0 ? { dropStreamAfterFrames: undefined } : {}) });
+      const { dropStreams: _n, dropStreamAfterFrames: _after, ...rest } = faults;
+      this.setFaults(remaining > 0 ? { ...rest, dropStreams: remaining, dropStreamAfterFrames: dropAfter } : rest);
     }
     const from = faults.inclusiveReplay && cursor > 0 ? cursor : cursor + 1;
     this.count("streams.opened");

@@ -1,0 +1,31 @@
+import { buildScript } from "../src/providers/emulator/script";
+import type { EventEnvelope } from "../src/objects/session-store";
+
+/**
+ * The browser-visible upstream events a scripted run must produce, computed from the emulator's
+ * pure script: what an uninterrupted, undisturbed stream delivers, in order.
+ */
+export function expectedUpstream(message: string, executionId: string): Array<{ type: string; key: string }> {
+  return buildScript({ message, executionId, sessionId: "unused", backend: "opencode" })
+    // Private frames never reach a browser; `done` after `result` repeats the receipt and is not logged.
+    .filter((f) => f.type !== "native.session.observed" && f.type !== "done")
+    .map((f) => ({ type: f.type, key: keyOf(f.type, f.data) }));
+}
+
+function keyOf(type: string, data: Record<string, unknown>): string {
+  if (type === "message.part.updated") {
+    const part = data.part as { id: string; text?: string; state?: { status: string } };
+    return `${part.id}|${part.text ?? ""}|${part.state?.status ?? ""}`;
+  }
+  if (type === "raw") return JSON.stringify((data.event as { part: unknown }).part);
+  if (type === "status") return String(data.status);
+  if (type === "result") return String(data.finalText);
+  return "";
+}
+
+/** The upstream events (not the gateway's own turn.* events) a reader saw, in the same form. */
+export function seenUpstream(events: EventEnvelope[], turnId: string): Array<{ type: string; key: string }> {
+  return events
+    .filter((e) => e.turnId === turnId && !e.type.startsWith("turn.") && e.type !== "warning")
+    .map((e) => ({ type: e.type, key: keyOf(e.type, e.data) }));
+}

@@ -1,0 +1,66 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { api, collect, counters, isTurnEnd, json, sendTurn, setFaults, tokenFor, uid } from "./helpers";
+import { expectedUpstream, seenUpstream } from "./expected";
+
+afterEach(async () => {
+  await setFaults({});
+});
+
+async function runWithFaults(faults: Record<string, unknown>, message: string) {
+  const token = await tokenFor(uid("user"));
+  const cid = uid("conv");
+  const turnId = uid("turn");
+  // Provision the user's sandbox first so the faults hit the run, not the setup.
+  const warm = uid("turn");
+  await sendTurn(token, cid, warm, "warm up");
+  await collect(await api(`/v1/conversations/${cid}/events`, { token }), (e) => isTurnEnd(e) && e.turnId === warm);
+  await setFaults(faults);
+  const before = await counters();
+  const accepted = await json(await sendTurn(token, cid, turnId, message));
+  expect(accepted.status).toBe("running");
+  const { events } = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd);
+  const after = await counters();
+  return { events, accepted, turnId, before, after };
+}
+
+describe("upstream faults: every frame reaches the browser once, and the turn completes", () => {
+  it("a stream dropped after N frames is resumed from the last upstream id", async () => {
+    const message = "drop test [long]";
+    const { events, accepted, turnId, before, after } = await runWithFaults({ dropStreamAfterFrames: 7, dropStreams: 3 }, message);
+    expect(events.at(-1)!.type).toBe("turn.completed");
+    expect(seenUpstream(events, turnId)).toEqual(expectedUpstream(message, accepted.executionId));
+    // The reader really had to reconnect: the dispatch stream plus at least three replays.
+    expect(after["runs.replays"]! - (before["runs.replays"] ?? 0)).toBeGreaterThanOrEqual(3);
+  });
+
+  it("repeated frames are de-duplicated by upstream id", async () => {
+    const message = "repeat test";
+    const { events, accepted, turnId } = await runWithFaults({ repeatFrames: true }, message);
+    expect(events.at(-1)!.type).toBe("turn.completed");
+    expect(seenUpstream(events, turnId)).toEqual(expectedUpstream(message, accepted.executionId));
+  });
+
+  it("an inclusive replay (an old deployment) after a drop adds nothing twice", async () => {
+    const message = "inclusive test [long]";
+    const { events, accepted, turnId } = await runWithFaults({ inclusiveReplay: true, dropStreamAfterFrames: 5, dropStreams: 4 }, message);
+    expect(events.at(-1)!.type).toBe("turn.completed");
+    expect(seenUpstream(events, turnId)).toEqual(expectedUpstream(message, accepted.executionId));
+  });
+
+  it("all three at once", async () => {
+    const message = "everything [long]";
+    const { events, accepted, turnId } = await runWithFaults({ inclusiveReplay: true, repeatFrames: true, dropStreamAfterFrames: 9, dropStreams: 5 }, message);
+    expect(events.at(-1)!.type).toBe("turn.completed");
+    expect(seenUpstream(events, turnId)).toEqual(expectedUpstream(message, accepted.executionId));
+  });
+
+  it("a 503 on the replay stream is retried; the run still completes", async () => {
+    const message = "flaky replay";
+    const { events, accepted, turnId } = await runWithFaults(
+      { dropStreamAfterFrames: 4, dropStreams: 1, failNext: { status: 503, count: 2, route: "runtime.run" } },
+      message,
+    );
+    expect(events.at(-1)!.type).toBe("turn.completed");
+    expect(seenUpstream(events, turnId)).toEqual(expectedUpstream(message, accepted.executionId));
+  });
+});
