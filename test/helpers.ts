@@ -6,8 +6,8 @@ import type { EventEnvelope } from "../src/objects/session-store";
 export const BASE = "http://127.0.0.1:8787";
 const testEnv = env as unknown as Record<string, string>;
 
-export async function tokenFor(user: string, options: { secret?: string; audience?: string; expiresIn?: string; issuedAt?: number } = {}): Promise<string> {
-  let jwt = new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject(user).setIssuedAt(options.issuedAt).setExpirationTime(options.expiresIn ?? "1h");
+export async function tokenFor(user: string, options: { secret?: string; audience?: string; expiresAt?: number | string; issuedAt?: number } = {}): Promise<string> {
+  let jwt = new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject(user).setIssuedAt(options.issuedAt).setExpirationTime(options.expiresAt ?? "1h");
   const audience = options.audience ?? testEnv.AUTH_AUDIENCE;
   if (audience) jwt = jwt.setAudience(audience);
   return jwt.sign(new TextEncoder().encode(options.secret ?? testEnv.AUTH_JWT_SECRET));

@@ -1,0 +1,57 @@
+import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { deriveSessionId } from "../src/auth/ids";
+import type { SessionObject } from "../src/objects/session";
+import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid } from "./helpers";
+import { expectedUpstream, seenUpstream } from "./expected";
+
+const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET;
+
+describe("the session object survives losing its memory mid-run", () => {
+  it("a new instance, reading only storage, resumes the exact run from its alarm and nothing is lost", async () => {
+    const user = uid("user");
+    const token = await tokenFor(user);
+    const cid = uid("conv");
+    const turnId = uid("turn");
+    const message = "survive an eviction [long] [slow]";
+    const accepted = await json(await sendTurn(token, cid, turnId, message));
+    const early = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (_e, all) => all.length >= 5);
+    expect(early.events).toHaveLength(5);
+
+    // Every object loses its in-memory state (the upstream reader included), as on an eviction.
+    await abortAllDurableObjects();
+
+    const sessionId = await deriveSessionId(secret, user, cid);
+    const stub = env.SESSIONS.get(env.SESSIONS.idFromName(sessionId));
+    // The new instance has no reader: the stored control ref is all it has.
+    const stored = await runInDurableObject(stub, async (_instance: SessionObject, state) =>
+      state.storage.sql.exec<{ status: string; control_ref: string }>("SELECT status, control_ref FROM turns WHERE turn_id = ?", turnId).one(),
+    );
+    expect(stored.status).toBe("running");
+    expect(JSON.parse(stored.control_ref)).toMatchObject({ executionId: accepted.executionId, sessionId, provider: "tangle-sandbox" });
+
+    // The watchdog alarm is set while a run is live, and it brings the reader back.
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    // With no request arriving at all, the run completes: poll storage, not a route.
+    const deadline = Date.now() + 20_000;
+    let status = "running";
+    while (status === "running" && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+      status = await runInDurableObject(stub, (_i: SessionObject, state) =>
+        state.storage.sql.exec<{ status: string }>("SELECT status FROM turns WHERE turn_id = ?", turnId).one().status,
+      );
+    }
+    expect(status).toBe("completed");
+    const rest = await collect(
+      await api(`/v1/conversations/${cid}/events`, { token, headers: { "last-event-id": early.lastId! } }),
+      isTurnEnd,
+      { timeoutMs: 20_000 },
+    );
+    const all = [...early.events, ...rest.events];
+    expect(all.at(-1)!.type).toBe("turn.completed");
+    expect(new Set(all.map((e) => e.seq)).size).toBe(all.length);
+    expect(seenUpstream(all, turnId)).toEqual(expectedUpstream(message, accepted.executionId));
+    const turn = await json(await api(`/v1/conversations/${cid}/turns/${turnId}`, { token }));
+    expect(turn.status).toBe("completed");
+  });
+});

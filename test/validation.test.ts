@@ -1,0 +1,81 @@
+import { describe, expect, it } from "vitest";
+import { api, counters, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
+
+async function expectError(response: Promise<Response>, status: number, code: string, mentions?: string) {
+  const res = await response;
+  const body = await json(res);
+  expect({ status: res.status, code: body.error?.code }).toEqual({ status, code });
+  expect(typeof body.error.message).toBe("string");
+  if (mentions) expect(body.error.message).toContain(mentions);
+  return body;
+}
+
+describe("bad input gets a documented 4xx and leaves stored state unchanged", () => {
+  it("on every route", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const turnId = uid("turn");
+    await sendTurn(token, cid, turnId, "the one good turn");
+    await waitForTurn(token, cid, turnId);
+
+    const snapshot = async () => ({
+      summary: await json(await api(`/v1/conversations/${cid}`, { token })),
+      messages: await json(await api(`/v1/conversations/${cid}/messages`, { token })),
+      turn: await json(await api(`/v1/conversations/${cid}/turns/${turnId}`, { token })),
+      list: await json(await api("/v1/conversations", { token })),
+      dispatches: (await counters())["runs.dispatches"],
+    });
+    const before = await snapshot();
+    const turns = `/v1/conversations/${cid}/turns`;
+
+    // POST …/turns
+    await expectError(api(turns, { token, body: "message=hi", headers: { "content-type": "text/plain" } }), 415, "unsupported_media_type");
+    await expectError(api(turns, { token, body: "{not json", headers: { "content-type": "application/json" } }), 400, "invalid_json");
+    const unknown = await expectError(api(turns, { token, body: { turnId: uid("t"), message: "hi", colour: "red" } }), 400, "invalid_request", "colour");
+    expect(unknown.error.details.issues[0]).toEqual({ path: "colour", message: "unknown field" });
+    await expectError(api(turns, { token, body: { turnId: uid("t") } }), 400, "invalid_request", "message");
+    await expectError(api(turns, { token, body: { turnId: uid("t"), message: "" } }), 400, "invalid_request", "message");
+    await expectError(api(turns, { token, body: { turnId: uid("t"), message: 42 } }), 400, "invalid_request", "message");
+    await expectError(api(turns, { token, body: { turnId: "has space", message: "hi" } }), 400, "invalid_request", "turnId");
+    await expectError(api(turns, { token, body: { turnId: "x".repeat(129), message: "hi" } }), 400, "invalid_request", "turnId");
+    await expectError(api(turns, { token, body: { message: "hi" } }), 400, "turn_id_required");
+    await expectError(api(turns, { token, body: { turnId: "a", message: "hi" }, headers: { "idempotency-key": "b" } }), 400, "turn_id_mismatch");
+    await expectError(api(turns, { token, body: { turnId: uid("t"), message: "hi", interactions: { "Bad Kind": true } } }), 400, "invalid_request", "interactions");
+    await expectError(api(turns, { token, body: [1, 2] }), 400, "invalid_request");
+    await expectError(api(turns, { token, body: { turnId: uid("t"), message: "x".repeat(64 * 1024 + 1) } }), 413, "message_too_large");
+    await expectError(api(turns, { token, body: { turnId: uid("t"), message: "x".repeat(200 * 1024) } }), 413, "payload_too_large");
+    // A multi-byte message is measured in UTF-8 bytes, not characters.
+    await expectError(api(turns, { token, body: { turnId: uid("t"), message: "é".repeat(33 * 1024) } }), 413, "message_too_large");
+    // A bad conversation id, on every conversation route.
+    for (const bad of ["bad%20id", "x".repeat(129), "semi%3Bcolon"]) {
+      await expectError(api(`/v1/conversations/${bad}/turns`, { token, body: { turnId: uid("t"), message: "hi" } }), 400, "invalid_request", "conversation id");
+      await expectError(api(`/v1/conversations/${bad}`, { token }), 400, "invalid_request");
+      await expectError(api(`/v1/conversations/${bad}/events`, { token }), 400, "invalid_request");
+      await expectError(api(`/v1/conversations/${bad}/messages`, { token }), 400, "invalid_request");
+      await expectError(api(`/v1/conversations/${bad}`, { token, method: "DELETE" }), 400, "invalid_request");
+    }
+
+    // GET …/turns/:turnId
+    await expectError(api(`${turns}/bad%20turn`, { token }), 400, "invalid_request", "turn id");
+    await expectError(api(`${turns}/${uid("nope")}`, { token }), 404, "turn_not_found");
+
+    // GET …/events
+    await expectError(api(`/v1/conversations/${cid}/events?after=-1`, { token }), 400, "invalid_cursor");
+    await expectError(api(`/v1/conversations/${cid}/events`, { token, headers: { "last-event-id": "abc" } }), 400, "invalid_cursor");
+
+    // Unknown conversations
+    const other = uid("never-used");
+    await expectError(api(`/v1/conversations/${other}`, { token }), 404, "conversation_not_found");
+    await expectError(api(`/v1/conversations/${other}/messages`, { token }), 404, "conversation_not_found");
+    await expectError(api(`/v1/conversations/${other}`, { token, method: "DELETE" }), 404, "conversation_not_found");
+
+    // GET /v1/conversations
+    await expectError(api("/v1/conversations?limit=0", { token }), 400, "invalid_request", "limit");
+    await expectError(api("/v1/conversations?limit=abc", { token }), 400, "invalid_request", "limit");
+
+    // Unknown routes
+    await expectError(api("/v1/nothing-here", { token }), 404, "not_found");
+
+    expect(await snapshot()).toEqual(before);
+  });
+});
