@@ -40,6 +40,7 @@ interface ExecutionRow extends Record<string, SqlStorageValue> {
   usage: string | null;
   cost: number | null;
   error: string | null;
+  request: string | null;
 }
 
 interface LiveStream {
@@ -92,7 +93,7 @@ export class SandboxEmulator extends DurableObject<Env> {
         id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL, session_id TEXT NOT NULL, turn_id TEXT,
         status TEXT NOT NULL, script TEXT NOT NULL, step INTEGER NOT NULL, next_at INTEGER,
         frame_delay_ms INTEGER NOT NULL, created_at INTEGER NOT NULL, finished_at INTEGER,
-        final_text TEXT, usage TEXT, cost REAL, error TEXT
+        final_text TEXT, usage TEXT, cost REAL, error TEXT, request TEXT
       );
       CREATE INDEX IF NOT EXISTS executions_session ON executions (sandbox_id, session_id);
       CREATE TABLE IF NOT EXISTS frames (
@@ -296,8 +297,8 @@ export class SandboxEmulator extends DurableObject<Env> {
     const now = Date.now();
     const delay = this.frameDelayMs();
     this.sql.exec(
-      `INSERT INTO executions (id, sandbox_id, session_id, turn_id, status, script, step, next_at, frame_delay_ms, created_at)
-       VALUES (?, ?, ?, ?, 'running', ?, 0, ?, ?, ?)`,
+      `INSERT INTO executions (id, sandbox_id, session_id, turn_id, status, script, step, next_at, frame_delay_ms, created_at, request)
+       VALUES (?, ?, ?, ?, 'running', ?, 0, ?, ?, ?, ?)`,
       id,
       sandboxId,
       body.sessionId,
@@ -306,6 +307,7 @@ export class SandboxEmulator extends DurableObject<Env> {
       now + delay * (script[0]?.delayFactor ?? 1),
       delay,
       now,
+      JSON.stringify(body),
     );
     const exe = this.execution(id)!;
     this.appendFrame(exe, { type: "execution.started", data: { executionId: id, sessionId: body.sessionId, ...(body.turnId ? { turnId: body.turnId } : {}) } });
@@ -406,6 +408,15 @@ export class SandboxEmulator extends DurableObject<Env> {
       return c.json({ faults: parsed.data });
     });
     app.get("/_emulator/faults", (c) => c.json({ faults: this.faults() }));
+    app.get("/_emulator/executions/:id", (c) => {
+      const exe = this.execution(c.req.param("id"));
+      if (!exe) return errorResponse(c, 404, "EXECUTION_NOT_FOUND", "execution not found");
+      return c.json({ id: exe.id, sandboxId: exe.sandbox_id, sessionId: exe.session_id, turnId: exe.turn_id, status: exe.status, request: exe.request ? JSON.parse(exe.request) : null });
+    });
+    app.get("/_emulator/sandboxes/:id", (c) => {
+      const row = this.sql.exec<SandboxRow>("SELECT * FROM sandboxes WHERE id = ?", c.req.param("id")).toArray()[0];
+      return row ? c.json({ id: row.id, status: row.status, idempotencyKey: row.idempotency_key, body: JSON.parse(row.body) }) : errorResponse(c, 404, "SANDBOX_NOT_FOUND", "no such sandbox");
+    });
     app.post("/_emulator/sandboxes/:id/status", async (c) => {
       const body = z.strictObject({ status: z.enum(["stopped", "failed", "expired", "deleted"]) }).safeParse(await c.req.json().catch(() => undefined));
       if (!body.success) return errorResponse(c, 400, "INVALID_STATUS", z.prettifyError(body.error));

@@ -119,7 +119,12 @@ export class SandboxClient {
       const signal = options.signal ? AbortSignal.any([options.signal, timeout.signal]) : timeout.signal;
       let error: UpstreamError;
       try {
-        const response = await this.options.fetch(this.buildRequest(route, options, signal));
+        // Race the abort too: a transport that ignores the signal must not outlive the timeout.
+        const aborted = new Promise<never>((_, reject) => {
+          if (signal.aborted) reject(signal.reason);
+          signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+        });
+        const response = await Promise.race([this.options.fetch(this.buildRequest(route, options, signal)), aborted]);
         if (options.stream) clearTimeout(timer);
         if (response.ok) return response;
         error = await toUpstreamError(response, what);

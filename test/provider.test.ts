@@ -1,0 +1,178 @@
+import { env } from "cloudflare:test";
+import { afterEach, describe, expect, it } from "vitest";
+import { readConfig } from "../src/config";
+import { createProvider } from "../src/providers";
+import { UpstreamError } from "../src/providers/errors";
+import type { TangleProvider } from "../src/providers/tangle/provider";
+import { api, counters, emulator, json, sendTurn, setFaults, tokenFor, uid, waitForTurn } from "./helpers";
+
+const provider = () => createProvider(readConfig(env), env) as TangleProvider;
+
+afterEach(async () => {
+  await setFaults({});
+});
+
+async function rejection(promise: Promise<unknown>): Promise<UpstreamError> {
+  try {
+    await promise;
+  } catch (err) {
+    if (err instanceof UpstreamError) return err;
+    throw err;
+  }
+  throw new Error("expected a rejection");
+}
+
+describe("the Tangle provider's environment (one sandbox per user)", () => {
+  it("creates under an idempotency key and hands the sandbox over only when running and ready", async () => {
+    await setFaults({ readinessLagMs: 60 });
+    const owner = uid("owner");
+    const before = await counters();
+    const { record, outcome } = await provider().ensureEnvironment({ ownerKey: owner, known: null });
+    expect(outcome).toBe("created");
+    const sandbox = await json(await env.SANDBOX_EMULATOR.get(env.SANDBOX_EMULATOR.idFromName("default")).fetch(`http://e/_emulator/sandboxes/${record.environmentId}`));
+    expect(sandbox.idempotencyKey).toBe(`${owner}:g1`);
+    expect(sandbox.body.backend).toEqual({ type: "opencode" });
+    // Ready means running AND a ready filesystem: it polled through the transitioning phase.
+    const after = await counters();
+    expect(after["requests.sandboxes.get"]! - (before["requests.sandboxes.get"] ?? 0)).toBeGreaterThan(1);
+    expect(record.capabilities).toMatchObject({ schema: 1, dispatch: { runControlRef: true } });
+
+    // The same owner with no record (a lost response, a second object) gets the same sandbox.
+    const again = await provider().ensureEnvironment({ ownerKey: owner, known: null });
+    expect(again.record.environmentId).toBe(record.environmentId);
+    expect((await counters())["sandboxes.created"]).toBe(after["sandboxes.created"]);
+  });
+
+  it("resumes a stopped sandbox", async () => {
+    const { record } = await provider().ensureEnvironment({ ownerKey: uid("owner"), known: null });
+    await emulator(`/_emulator/sandboxes/${record.environmentId}/status`, { status: "stopped" });
+    const before = (await counters())["sandboxes.resumed"] ?? 0;
+    const resumed = await provider().ensureEnvironment({ ownerKey: "x", known: record });
+    expect(resumed.outcome).toBe("resumed");
+    expect(resumed.record.environmentId).toBe(record.environmentId);
+    expect((await counters())["sandboxes.resumed"]).toBe(before + 1);
+  });
+
+  it("replaces a sandbox that is gone (404) or failed, under the next generation's key", async () => {
+    const owner = uid("owner");
+    const { record } = await provider().ensureEnvironment({ ownerKey: owner, known: null });
+    await emulator(`/_emulator/sandboxes/${record.environmentId}/status`, { status: "deleted" });
+    const replaced = await provider().ensureEnvironment({ ownerKey: owner, known: record });
+    expect(replaced.outcome).toBe("created");
+    expect(replaced.record.environmentId).not.toBe(record.environmentId);
+    expect(replaced.record.generation).toBe(2);
+    await emulator(`/_emulator/sandboxes/${replaced.record.environmentId}/status`, { status: "expired" });
+    const third = await provider().ensureEnvironment({ ownerKey: owner, known: replaced.record });
+    expect(third.record.generation).toBe(3);
+  });
+
+  for (const outcome of ["failed", "stopped", "expired"] as const) {
+    it(`a sandbox it created that ends provisioning ${outcome} is deleted before the error surfaces`, async () => {
+      await setFaults({ provisionOutcome: outcome });
+      const before = (await counters())["sandboxes.deleted"] ?? 0;
+      const err = await rejection(provider().ensureEnvironment({ ownerKey: uid("owner"), known: null }));
+      expect(err.code).toBe("environment_unavailable");
+      expect(err.message).toContain(outcome);
+      expect((await counters())["sandboxes.deleted"]).toBe(before + 1);
+    });
+  }
+
+  it("a failed capability read claims nothing, fails nothing, and is reported as a warning", async () => {
+    await setFaults({ capabilitiesFail: true });
+    const { record } = await provider().ensureEnvironment({ ownerKey: uid("owner"), known: null });
+    expect(record.capabilities).toBeNull();
+    expect(record.warnings[0]).toContain("capability document unavailable");
+  });
+});
+
+describe("the Tangle provider's dispatch", () => {
+  it("fails closed when the admission names another execution", async () => {
+    const p = provider();
+    const { record } = await p.ensureEnvironment({ ownerKey: uid("owner"), known: null });
+    await setFaults({ admitWrongExecutionId: true });
+    const err = await rejection(
+      p.dispatch({ environmentId: record.environmentId, sessionId: uid("s"), turnId: "t1", executionId: uid("exe"), message: "hi" }),
+    );
+    expect(err.code).toBe("admission_mismatch");
+  });
+
+  it("is idempotent under the execution id and answers an exact control ref", async () => {
+    const p = provider();
+    const { record } = await p.ensureEnvironment({ ownerKey: uid("owner"), known: null });
+    const input = { environmentId: record.environmentId, sessionId: uid("s"), turnId: "t1", executionId: uid("exe"), message: "hi" };
+    const first = await p.dispatch(input);
+    const second = await p.dispatch(input);
+    expect(first.alreadyExisted).toBe(false);
+    expect(second.alreadyExisted).toBe(true);
+    expect(second.controlRef).toEqual(first.controlRef);
+    expect(first.controlRef).toMatchObject({ runId: input.executionId, executionId: input.executionId, sessionId: input.sessionId, provider: "tangle-sandbox" });
+    expect(first.controlRef.requestDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
+  });
+});
+
+describe("the gateway over a sandbox that changes under it", () => {
+  it("a stopped sandbox is resumed before the turn, and the turn carries its backend again", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const t1 = uid("turn");
+    await sendTurn(token, cid, t1, "first");
+    await waitForTurn(token, cid, t1);
+    const firstRun = await emulator(`/_emulator/executions/${(await json(await api(`/v1/conversations/${cid}/turns/${t1}`, { token }))).executionId}`);
+    await emulator(`/_emulator/sandboxes/${firstRun.sandboxId}/status`, { status: "stopped" });
+    const resumedBefore = (await counters())["sandboxes.resumed"] ?? 0;
+
+    const t2 = uid("turn");
+    const accepted = await sendTurn(token, cid, t2, "second");
+    expect(accepted.status).toBe(202);
+    expect((await waitForTurn(token, cid, t2)).status).toBe("completed");
+    expect((await counters())["sandboxes.resumed"]).toBe(resumedBefore + 1);
+    const secondRun = await emulator(`/_emulator/executions/${(await json(accepted)).executionId}`);
+    expect(secondRun.sandboxId).toBe(firstRun.sandboxId);
+    expect(secondRun.request.backend).toEqual({ type: "opencode" });
+  });
+
+  it("a sandbox that is gone is replaced and the turn runs there", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const t1 = uid("turn");
+    await sendTurn(token, cid, t1, "first");
+    const firstTurn = await waitForTurn(token, cid, t1);
+    const firstRun = await emulator(`/_emulator/executions/${firstTurn.executionId}`);
+    await emulator(`/_emulator/sandboxes/${firstRun.sandboxId}/status`, { status: "deleted" });
+    const t2 = uid("turn");
+    const accepted = await json(await sendTurn(token, cid, t2, "second"));
+    expect((await waitForTurn(token, cid, t2)).status).toBe("completed");
+    const secondRun = await emulator(`/_emulator/executions/${accepted.executionId}`);
+    expect(secondRun.sandboxId).not.toBe(firstRun.sandboxId);
+  });
+
+  it("an upstream outage on dispatch is a 5xx with a code, stores nothing, and the same turn id works later", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const warm = uid("turn");
+    await sendTurn(token, cid, warm, "warm");
+    await waitForTurn(token, cid, warm);
+    await setFaults({ failNext: { status: 503, count: 10, route: "runtime.run" } });
+    const turnId = uid("turn");
+    const failed = await sendTurn(token, cid, turnId, "during an outage");
+    expect(failed.status).toBe(502);
+    expect((await json(failed)).error).toMatchObject({ code: "upstream_error", details: { upstreamStatus: 503, retryable: true } });
+    expect((await api(`/v1/conversations/${cid}/turns/${turnId}`, { token })).status).toBe(404);
+    await setFaults({});
+    expect((await sendTurn(token, cid, turnId, "during an outage")).status).toBe(202);
+    expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
+  });
+
+  it("a rate limit upstream is a 503 with Retry-After", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const warm = uid("turn");
+    await sendTurn(token, cid, warm, "warm");
+    await waitForTurn(token, cid, warm);
+    await setFaults({ failNext: { status: 429, count: 5, route: "runtime.run", retryAfterSeconds: 30 } });
+    const limited = await sendTurn(token, cid, uid("turn"), "hello");
+    expect(limited.status).toBe(503);
+    expect(limited.headers.get("retry-after")).toBe("30");
+    expect((await json(limited)).error.code).toBe("upstream_rate_limited");
+  });
+});
