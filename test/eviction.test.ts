@@ -5,7 +5,7 @@ import type { SessionObject } from "../src/objects/session";
 import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid } from "./helpers";
 import { expectedUpstream, seenUpstream } from "./expected";
 
-const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET;
+const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;
 
 describe("the session object survives losing its memory mid-run", () => {
   it("a new instance, reading only storage, resumes the exact run from its alarm and nothing is lost", async () => {

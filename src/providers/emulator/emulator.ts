@@ -241,17 +241,26 @@ export class SandboxEmulator extends DurableObject<Env> {
   private tick(): void {
     const now = Date.now();
     const due = this.sql.exec<ExecutionRow>("SELECT * FROM executions WHERE status = 'running' AND next_at IS NOT NULL AND next_at <= ?", now).toArray();
-    for (const exe of due) {
-      const script = JSON.parse(exe.script) as ScriptFrame[];
-      const frame = script[exe.step];
+    for (const exe of due) this.advance(exe, now);
+    this.schedule();
+  }
+
+  /** Emits every frame of one execution that is due by `now` (with a zero delay, all of them). */
+  private advance(exe: ExecutionRow, now: number): void {
+    const script = JSON.parse(exe.script) as ScriptFrame[];
+    let step = exe.step;
+    let nextAt: number | null = exe.next_at;
+    while (nextAt !== null && nextAt <= now) {
+      const frame = script[step];
       if (!frame) {
         this.finishExecution(exe, "completed", {});
-        continue;
+        return;
       }
       this.appendFrame(exe, frame);
-      const next = script[exe.step + 1];
-      const nextAt = next ? now + exe.frame_delay_ms * (next.delayFactor ?? 1) : null;
-      this.sql.exec("UPDATE executions SET step = step + 1, next_at = ? WHERE id = ?", nextAt, exe.id);
+      step++;
+      const next = script[step];
+      nextAt = next ? now + exe.frame_delay_ms * (next.delayFactor ?? 1) : null;
+      this.sql.exec("UPDATE executions SET step = ?, next_at = ? WHERE id = ?", step, nextAt, exe.id);
       if (frame.type === "result") {
         this.sql.exec(
           "UPDATE executions SET final_text = ?, usage = ?, cost = ? WHERE id = ?",
@@ -264,9 +273,9 @@ export class SandboxEmulator extends DurableObject<Env> {
       if (!next) {
         const last = frame.type === "error" ? "failed" : frame.type === "done" || frame.type === "result" ? this.resultStatus(exe.id) : "completed";
         this.finishExecution(exe, last, frame.type === "error" ? { error: String(frame.data.message) } : {});
+        return;
       }
     }
-    this.schedule();
   }
 
   private resultStatus(executionId: string): string {

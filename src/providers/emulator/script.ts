@@ -8,6 +8,7 @@
  *   [slow]      ten times the frame delay
  *   [fail]      the run fails after its first text with an `error` frame
  *   [no-usage]  a backend that forwards no step usage (only the receipt carries usage)
+ *   [words:N]   an answer of exactly N words, one delta each (benchmarks; N ≤ 20000)
  */
 
 export interface ScriptFrame {
@@ -43,6 +44,13 @@ const LONG_WORDS = (
 
 export function hasDirective(message: string, name: string): boolean {
   return message.includes(`[${name}]`);
+}
+
+const MAX_WORDS = 20_000;
+
+function wordCount(message: string): number | undefined {
+  const match = /\[words:(\d{1,5})\]/.exec(message);
+  return match ? Math.min(MAX_WORDS, Math.max(1, Number(match[1]))) : undefined;
 }
 
 /** Splits text into deltas of `wordsPerDelta` words, keeping the exact text when rejoined. */
@@ -139,10 +147,14 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
   if (forwardsStepUsage) push(stepFinish(backend, `${exe}:step-finish-1`, step1, cost1));
 
   push({ type: "message.part.updated", data: { part: { id: `${exe}:step-2`, type: "step-start" } } });
-  const answer = hasDirective(message, "long")
-    ? LONG_WORDS.join(" ")
-    : "I read the README: it describes a small service with a test suite. Nothing needs to change.";
-  const answerFrames = textFrames(`${exe}:text-2`, answer, hasDirective(message, "long") ? 1 : 3);
+  const words = wordCount(message);
+  const answer =
+    words !== undefined
+      ? Array.from({ length: words }, (_, i) => LONG_WORDS[i % LONG_WORDS.length]).join(" ")
+      : hasDirective(message, "long")
+        ? LONG_WORDS.join(" ")
+        : "I read the README: it describes a small service with a test suite. Nothing needs to change.";
+  const answerFrames = textFrames(`${exe}:text-2`, answer, hasDirective(message, "long") || words !== undefined ? 1 : 3);
   for (const f of answerFrames) push(f);
   if (forwardsStepUsage) push(stepFinish(backend, `${exe}:step-finish-2`, step2, cost2));
 
