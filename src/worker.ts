@@ -10,8 +10,10 @@ import { readConfig, type Config } from "./config";
 import { readJsonBody, invalid } from "./http/body";
 import { ApiError, unwrapRpc } from "./http/errors";
 import { openApiDocument } from "./http/openapi";
+import { SSE_HEADERS } from "./lib/sse";
 import { emulatorFetch } from "./providers";
 import { ConversationId, TurnId } from "./schemas/common";
+import { VERSION } from "./version";
 import { DevLoginBody, SubmitTurnBody } from "./schemas/api";
 import type { SessionContext } from "./objects/session";
 
@@ -19,7 +21,6 @@ export { SessionObject } from "./objects/session";
 export { UserObject } from "./objects/user";
 export { SandboxEmulator } from "./providers/emulator/emulator";
 
-export const VERSION = "0.1.0";
 const DEV_TOKEN_TTL_SECONDS = 12 * 60 * 60;
 /** JSON envelope around the message: the body limit is the message limit plus this. */
 const BODY_OVERHEAD_BYTES = 16 * 1024;
@@ -173,7 +174,7 @@ app.get("/v1/conversations/:cid/events", async (c) => {
   // EventSource sends Last-Event-ID on its own reconnects; a reloaded page passes ?after=.
   const raw = c.req.header("last-event-id") ?? c.req.query("after") ?? "0";
   if (!/^\d{1,15}$/.test(raw.trim())) throw new ApiError(400, "invalid_cursor", "the cursor (Last-Event-ID or ?after=) must be a non-negative integer");
-  return stub.fetch(new Request(`https://session.internal/events?after=${Number(raw.trim())}`));
+  return new Response(await stub.events(Number(raw.trim())), { headers: SSE_HEADERS });
 });
 
 app.get("/v1/conversations/:cid", async (c) => {

@@ -7,7 +7,7 @@
  * live reader; a reader whose unread output passes the bound is closed and reconnects from its
  * last id. A `: ping` comment on an interval finds dead readers and keeps proxies from timing out.
  */
-import { encodeSseFrame, encodeSseRetry, SSE_HEADERS } from "../lib/sse";
+import { encodeSseFrame, encodeSseRetry } from "../lib/sse";
 import type { EventRow } from "./session-store";
 
 export interface FanoutOptions {
@@ -35,6 +35,8 @@ export function encodeEventRow(row: EventRow): string {
 
 export class EventFanout {
   private readonly readers = new Set<Reader>();
+  private pending = "";
+  private flushQueued = false;
   private pingTimer: ReturnType<typeof setInterval> | undefined;
 
   constructor(private readonly options: FanoutOptions) {}
@@ -49,8 +51,8 @@ export class EventFanout {
     return this.readers.size;
   }
 
-  /** Opens an SSE response that replays after `cursor`, then follows live events. */
-  open(cursor: number): Response {
+  /** Opens an SSE byte stream that replays after `cursor`, then follows live events. */
+  open(cursor: number): ReadableStream<Uint8Array> {
     const pageSize = this.options.pageSize ?? 500;
     let after = cursor;
     let reader: Reader | undefined;
@@ -78,7 +80,10 @@ export class EventFanout {
           if (!reader || reader.live || reader.closed) return;
           const rows = this.options.readPage(after, pageSize);
           if (rows.length === 0) {
-            // Caught up: join the live set in this same synchronous step.
+            // Caught up: join the live set in this same synchronous step. Events still waiting
+            // in the burst buffer are in the log already and were read above, so they go out to
+            // the readers that were live before this one, not again to it.
+            this.flush();
             reader.live = true;
             return;
           }
@@ -93,13 +98,27 @@ export class EventFanout {
       },
       { highWaterMark: 64 * 1024, size: (chunk) => chunk.byteLength },
     );
-    return new Response(body, { headers: SSE_HEADERS });
+    return body;
   }
 
-  /** Pushes one appended event to every live reader. Readers still replaying will read it from the log. */
+  /**
+   * Pushes one appended event to every live reader. Readers still replaying will read it from
+   * the log. Events published in one synchronous burst leave as one chunk.
+   */
   publish(row: EventRow): void {
     if (this.readers.size === 0) return;
-    const bytes = encoder.encode(encodeEventRow(row));
+    this.pending += encodeEventRow(row);
+    if (!this.flushQueued) {
+      this.flushQueued = true;
+      queueMicrotask(() => this.flush());
+    }
+  }
+
+  private flush(): void {
+    this.flushQueued = false;
+    if (this.pending === "") return;
+    const bytes = encoder.encode(this.pending);
+    this.pending = "";
     for (const reader of this.readers) {
       if (!reader.live || reader.closed) continue;
       this.write(reader, bytes);

@@ -71,7 +71,7 @@ export async function runPump(provider: AgentProvider, ref: AgentExactRunControl
       for await (const event of provider.events(ref, { after: host.cursor(), signal })) {
         if (host.ingest(event)) progressed = true;
         // `result` ends the turn; its `done` (or an `error`) closes the run's stream: keep it too.
-        if (!host.isLive() && (event.type === "done" || event.type === "error")) break;
+        if ((event.type === "done" || event.type === "error") && !host.isLive()) break;
       }
     } catch (err) {
       if (signal.aborted) return "aborted";

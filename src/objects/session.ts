@@ -341,14 +341,13 @@ export class SessionObject extends DurableObject<Env> {
 
   // ------------------------------------------------------------------ reads
 
-  override async fetch(request: Request): Promise<Response> {
-    const url = new URL(request.url);
-    if (request.method === "GET" && url.pathname === "/events") {
-      this.ensurePump();
-      const cursor = Number(url.searchParams.get("after") ?? "0");
-      return this.fanout.open(cursor);
-    }
-    return new Response("not found", { status: 404 });
+  /**
+   * The session's events as an SSE byte stream, strictly after `cursor`, then live. Returned over
+   * RPC (a stream, not a fetch), so the Worker adds the response headers.
+   */
+  async events(cursor: number): Promise<ReadableStream<Uint8Array>> {
+    this.ensurePump();
+    return this.fanout.open(cursor);
   }
 
   async summary(conversationId: string): Promise<RpcResult<ConversationSummary>> {

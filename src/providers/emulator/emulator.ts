@@ -10,7 +10,7 @@ import { Hono, type Context } from "hono";
 import { z } from "zod";
 import { encodeSseFrame, SSE_HEADERS } from "../../lib/sse";
 import { CreateSandboxBody, RunStreamBody, type Sandbox } from "../../schemas/sandbox-wire";
-import { buildScript, type ScriptFrame } from "./script";
+import { buildScript, type ScriptFrame, type ScriptInput } from "./script";
 import { EmulatorFaults } from "./faults";
 
 interface SandboxRow extends Record<string, SqlStorageValue> {
@@ -30,7 +30,7 @@ interface ExecutionRow extends Record<string, SqlStorageValue> {
   session_id: string;
   turn_id: string | null;
   status: string;
-  script: string;
+  script_input: string;
   step: number;
   next_at: number | null;
   frame_delay_ms: number;
@@ -49,6 +49,9 @@ interface LiveStream {
   dropAfter?: number;
   repeat: boolean;
   closed: boolean;
+  /** Frames queued in the current burst, sent as one chunk. */
+  pending: string;
+  flushQueued: boolean;
 }
 
 const encoder = new TextEncoder();
@@ -63,6 +66,8 @@ export class SandboxEmulator extends DurableObject<Env> {
   private readonly app: Hono;
   private readonly streams = new Map<string, Set<LiveStream>>();
   private timer: ReturnType<typeof setTimeout> | undefined;
+  /** Scripts are pure functions of their input: rebuilt on demand, cached per execution. */
+  private readonly scripts = new Map<string, ScriptFrame[]>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -91,7 +96,7 @@ export class SandboxEmulator extends DurableObject<Env> {
       );
       CREATE TABLE IF NOT EXISTS executions (
         id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL, session_id TEXT NOT NULL, turn_id TEXT,
-        status TEXT NOT NULL, script TEXT NOT NULL, step INTEGER NOT NULL, next_at INTEGER,
+        status TEXT NOT NULL, script_input TEXT NOT NULL, step INTEGER NOT NULL, next_at INTEGER,
         frame_delay_ms INTEGER NOT NULL, created_at INTEGER NOT NULL, finished_at INTEGER,
         final_text TEXT, usage TEXT, cost REAL, error TEXT, request TEXT
       );
@@ -199,14 +204,28 @@ export class SandboxEmulator extends DurableObject<Env> {
     for (const stream of this.streams.get(exe.id) ?? []) this.send(stream, text);
   }
 
+  /** Queues one frame on a stream; frames queued in one synchronous burst leave as one chunk. */
   private send(stream: LiveStream, text: string): void {
     if (stream.closed) return;
+    stream.pending += stream.repeat ? text + text : text;
+    stream.sent++;
+    if (stream.dropAfter !== undefined && stream.sent >= stream.dropAfter) {
+      this.closeStream(stream);
+      return;
+    }
+    if (!stream.flushQueued) {
+      stream.flushQueued = true;
+      queueMicrotask(() => this.flush(stream));
+    }
+  }
+
+  private flush(stream: LiveStream): void {
+    stream.flushQueued = false;
+    if (stream.pending === "") return;
+    const text = stream.pending;
+    stream.pending = "";
     try {
-      const bytes = encoder.encode(text);
-      stream.controller.enqueue(bytes);
-      if (stream.repeat) stream.controller.enqueue(bytes);
-      stream.sent++;
-      if (stream.dropAfter !== undefined && stream.sent >= stream.dropAfter) this.closeStream(stream);
+      stream.controller.enqueue(encoder.encode(text));
     } catch {
       stream.closed = true;
     }
@@ -214,6 +233,7 @@ export class SandboxEmulator extends DurableObject<Env> {
 
   private closeStream(stream: LiveStream): void {
     if (stream.closed) return;
+    this.flush(stream);
     stream.closed = true;
     try {
       stream.controller.close();
@@ -235,6 +255,7 @@ export class SandboxEmulator extends DurableObject<Env> {
     );
     for (const stream of this.streams.get(exe.id) ?? []) this.closeStream(stream);
     this.streams.delete(exe.id);
+    this.scripts.delete(exe.id);
   }
 
   /** Emits every frame that is due, for every running execution, then schedules the next tick. */
@@ -246,8 +267,17 @@ export class SandboxEmulator extends DurableObject<Env> {
   }
 
   /** Emits every frame of one execution that is due by `now` (with a zero delay, all of them). */
+  private script(exe: ExecutionRow): ScriptFrame[] {
+    let script = this.scripts.get(exe.id);
+    if (!script) {
+      script = buildScript(JSON.parse(exe.script_input) as ScriptInput);
+      this.scripts.set(exe.id, script);
+    }
+    return script;
+  }
+
   private advance(exe: ExecutionRow, now: number): void {
-    const script = JSON.parse(exe.script) as ScriptFrame[];
+    const script = this.script(exe);
     let step = exe.step;
     let nextAt: number | null = exe.next_at;
     while (nextAt !== null && nextAt <= now) {
@@ -302,17 +332,19 @@ export class SandboxEmulator extends DurableObject<Env> {
     const faults = this.faults();
     const requested = body.executionId ?? `exec_${crypto.randomUUID()}`;
     const id = faults.admitWrongExecutionId ? `${requested}-other` : requested;
-    const script = buildScript({ message: body.message, sessionId: body.sessionId, executionId: id, turnId: body.turnId, backend });
+    const input: ScriptInput = { message: body.message, sessionId: body.sessionId, executionId: id, turnId: body.turnId, backend };
+    const script = buildScript(input);
+    this.scripts.set(id, script);
     const now = Date.now();
     const delay = this.frameDelayMs();
     this.sql.exec(
-      `INSERT INTO executions (id, sandbox_id, session_id, turn_id, status, script, step, next_at, frame_delay_ms, created_at, request)
+      `INSERT INTO executions (id, sandbox_id, session_id, turn_id, status, script_input, step, next_at, frame_delay_ms, created_at, request)
        VALUES (?, ?, ?, ?, 'running', ?, 0, ?, ?, ?, ?)`,
       id,
       sandboxId,
       body.sessionId,
       body.turnId ?? null,
-      JSON.stringify(script),
+      JSON.stringify(input),
       now + delay * (script[0]?.delayFactor ?? 1),
       delay,
       now,
@@ -340,7 +372,7 @@ export class SandboxEmulator extends DurableObject<Env> {
     let live: LiveStream | undefined;
     const body = new ReadableStream<Uint8Array>({
       start: (controller) => {
-        live = { controller, sent: 0, dropAfter, repeat: faults.repeatFrames ?? false, closed: false };
+        live = { controller, sent: 0, dropAfter, repeat: faults.repeatFrames ?? false, closed: false, pending: "", flushQueued: false };
         if (prefix) controller.enqueue(encoder.encode(prefix));
         const backlog = this.sql
           .exec<{ id: number; type: string; data: string }>("SELECT id, type, data FROM frames WHERE execution_id = ? AND id >= ? ORDER BY id", exe.id, from)
@@ -421,6 +453,12 @@ export class SandboxEmulator extends DurableObject<Env> {
       const exe = this.execution(c.req.param("id"));
       if (!exe) return errorResponse(c, 404, "EXECUTION_NOT_FOUND", "execution not found");
       return c.json({ id: exe.id, sandboxId: exe.sandbox_id, sessionId: exe.session_id, turnId: exe.turn_id, status: exe.status, request: exe.request ? JSON.parse(exe.request) : null });
+    });
+    // The raw frames of one execution, as the Sandbox would replay them: the benchmarks' baseline.
+    app.get("/_emulator/executions/:id/stream", (c) => {
+      const exe = this.execution(c.req.param("id"));
+      if (!exe) return errorResponse(c, 404, "EXECUTION_NOT_FOUND", "execution not found");
+      return this.openStream(exe, Number(c.req.query("after") ?? 0) || 0);
     });
     app.get("/_emulator/sandboxes/:id", (c) => {
       const row = this.sql.exec<SandboxRow>("SELECT * FROM sandboxes WHERE id = ?", c.req.param("id")).toArray()[0];

@@ -47,6 +47,7 @@ export function hasDirective(message: string, name: string): boolean {
 }
 
 const MAX_WORDS = 20_000;
+const WORDS_PER_PARAGRAPH = 25;
 
 function wordCount(message: string): number | undefined {
   const match = /\[words:(\d{1,5})\]/.exec(message);
@@ -154,11 +155,26 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
       : hasDirective(message, "long")
         ? LONG_WORDS.join(" ")
         : "I read the README: it describes a small service with a test suite. Nothing needs to change.";
-  const answerFrames = textFrames(`${exe}:text-2`, answer, hasDirective(message, "long") || words !== undefined ? 1 : 3);
-  for (const f of answerFrames) push(f);
+  if (words !== undefined) {
+    // A benchmark answer: one word per frame, in paragraphs of 25 words (each its own text part),
+    // so frames stay the size real ones are instead of growing with the whole answer.
+    const all = answer.split(" ");
+    for (let p = 0; p * WORDS_PER_PARAGRAPH < all.length; p++) {
+      const paragraph = all.slice(p * WORDS_PER_PARAGRAPH, (p + 1) * WORDS_PER_PARAGRAPH).join(" ");
+      for (const f of textFrames(`${exe}:text-2-${p}`, paragraph, 1)) push(f);
+    }
+  } else {
+    for (const f of textFrames(`${exe}:text-2`, answer, hasDirective(message, "long") ? 1 : 3)) push(f);
+  }
   if (forwardsStepUsage) push(stepFinish(backend, `${exe}:step-finish-2`, step2, cost2));
 
-  const finalText = `${intro}\n\n${answer}`;
+  const paragraphs =
+    words !== undefined
+      ? Array.from({ length: Math.ceil(words / WORDS_PER_PARAGRAPH) }, (_, p) =>
+          answer.split(" ").slice(p * WORDS_PER_PARAGRAPH, (p + 1) * WORDS_PER_PARAGRAPH).join(" "),
+        )
+      : [answer];
+  const finalText = [intro, ...paragraphs].join("\n\n");
   const tokenUsage = toReceipt([step1, step2], cost1 + cost2);
   push({ type: "status", data: { status: "completed" } });
   push({

@@ -1,0 +1,99 @@
+// Starts `wrangler dev` (through scripts/start.mjs) on a free port with throwaway state, waits
+// until it answers, and stops it by its process group. Used by the smoke test and the benchmarks.
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+    server.on("error", reject);
+  });
+}
+
+export async function startDevServer({ timeoutMs = 60_000, log = false } = {}) {
+  const port = await freePort();
+  const persist = mkdtempSync(join(tmpdir(), "gateway-state-"));
+  const child = spawn(process.execPath, [join(root, "scripts", "start.mjs")], {
+    cwd: root,
+    env: { ...process.env, PORT: String(port), PERSIST_TO: persist, INSPECTOR_PORT: "0" },
+    stdio: log ? "inherit" : ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  let output = "";
+  // Keep the tail of the server's output for error reports.
+  const keep = (d) => (output = (output + d).slice(-200_000));
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  const base = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + timeoutMs;
+  while (true) {
+    if (child.exitCode !== null) throw new Error(`wrangler dev exited (${child.exitCode}):\n${output}`);
+    try {
+      const res = await fetch(`${base}/healthz`);
+      if (res.ok) break;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) {
+      stop();
+      throw new Error(`wrangler dev did not answer within ${timeoutMs} ms:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  function stop() {
+    try {
+      process.kill(-child.pid, "SIGTERM");
+    } catch {
+      // already gone
+    }
+    rmSync(persist, { recursive: true, force: true });
+  }
+  return { base, stop, output: () => output };
+}
+
+export async function devLogin(base, user) {
+  const res = await fetch(`${base}/v1/dev/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ user }) });
+  if (!res.ok) throw new Error(`dev login failed: ${res.status} ${await res.text()}`);
+  return (await res.json()).token;
+}
+
+/** Reads an SSE response, calling onFrame({id, event, data}) per frame until it returns true. */
+export async function readSse(response, onFrame) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  let frame = {};
+  try {
+    while (true) {
+      const { done, value } = await reader.read();
+      if (done) return false;
+      buffer += decoder.decode(value, { stream: true });
+      // One pass over the buffer, one slice at the end: linear however large a burst is.
+      let start = 0;
+      let nl;
+      while ((nl = buffer.indexOf("\n", start)) !== -1) {
+        const line = buffer.charCodeAt(nl - 1) === 13 ? buffer.slice(start, nl - 1) : buffer.slice(start, nl);
+        start = nl + 1;
+        if (line === "") {
+          if (frame.data !== undefined && onFrame(frame)) return true;
+          frame = {};
+        } else if (line.startsWith("id: ")) frame.id = line.slice(4);
+        else if (line.startsWith("event: ")) frame.event = line.slice(7);
+        else if (line.startsWith("data: ")) frame.data = frame.data === undefined ? line.slice(6) : `${frame.data}\n${line.slice(6)}`;
+      }
+      buffer = buffer.slice(start);
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}
