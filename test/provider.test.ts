@@ -110,6 +110,22 @@ describe("the Tangle provider's dispatch", () => {
   });
 });
 
+describe("the Tangle provider's run control", () => {
+  it("cancels exactly the run the ref names, and a repeat finds nothing running", async () => {
+    const p = provider();
+    const { record } = await p.ensureEnvironment({ ownerKey: uid("owner"), known: null });
+    const input = { environmentId: record.environmentId, sessionId: uid("s"), turnId: "t1", executionId: uid("exe"), message: "long job [slow]" };
+    const { controlRef } = await p.dispatch(input);
+    expect(await p.result(controlRef)).toBeNull();
+    expect(await p.interactions(controlRef)).toEqual([]);
+    const other = { ...controlRef, executionId: uid("exe-other"), runId: "x" };
+    expect(await p.cancel(other, "wrong run")).toEqual({ cancelled: false, reason: "not_running" });
+    expect(await p.cancel(controlRef, "user asked")).toEqual({ cancelled: true });
+    expect(await p.result(controlRef)).toMatchObject({ status: "cancelled" });
+    expect((await p.cancel(controlRef)).cancelled).toBe(false);
+  });
+});
+
 describe("the gateway over a sandbox that changes under it", () => {
   it("a stopped sandbox is resumed before the turn, and the turn carries its backend again", async () => {
     const token = await tokenFor(uid("user"));

@@ -2,7 +2,7 @@
  * User-token verification with jose: HS256 under a shared secret, or RS256/ES256 from a JWKS URL,
  * with optional issuer and audience. `sub` is the user id. Every failure is a 401 with a code.
  */
-import { createRemoteJWKSet, errors, jwtVerify, SignJWT, type JWTPayload, type JWTVerifyGetKey } from "jose";
+import { createRemoteJWKSet, customFetch, errors, jwtVerify, SignJWT, type JWTPayload, type JWTVerifyGetKey } from "jose";
 import type { Config } from "../config";
 import { ApiError } from "../http/errors";
 
@@ -14,11 +14,15 @@ export interface VerifiedUser {
 const encoder = new TextEncoder();
 const jwksCache = new Map<string, JWTVerifyGetKey>();
 
-function jwks(url: string): JWTVerifyGetKey {
-  let set = jwksCache.get(url);
+export type JwksFetch = (url: string, options: { headers: Headers; method: "GET"; redirect: "manual"; signal: AbortSignal }) => Promise<Response>;
+
+/** The key set at `url`, fetched and cached by jose (keys are re-fetched on an unknown kid). */
+function jwks(url: string, fetchJwks?: JwksFetch): JWTVerifyGetKey {
+  const cacheKey = fetchJwks ? `${url}#custom` : url;
+  let set = jwksCache.get(cacheKey);
   if (!set) {
-    set = createRemoteJWKSet(new URL(url));
-    jwksCache.set(url, set);
+    set = createRemoteJWKSet(new URL(url), fetchJwks ? { [customFetch]: fetchJwks } : {});
+    if (!fetchJwks) jwksCache.set(cacheKey, set);
   }
   return set;
 }
@@ -34,7 +38,7 @@ export function bearerToken(header: string | undefined): string {
   return match[1]!;
 }
 
-export async function verifyUserToken(config: Config, token: string, expectedUse?: string): Promise<VerifiedUser> {
+export async function verifyUserToken(config: Config, token: string, expectedUse?: string, fetchJwks?: JwksFetch): Promise<VerifiedUser> {
   const options = {
     ...(config.AUTH_ISSUER ? { issuer: config.AUTH_ISSUER } : {}),
     ...(config.AUTH_AUDIENCE ? { audience: config.AUTH_AUDIENCE } : {}),
@@ -42,7 +46,7 @@ export async function verifyUserToken(config: Config, token: string, expectedUse
   let payload: JWTPayload;
   try {
     if (config.AUTH_JWKS_URL && !(config.AUTH_JWT_SECRET && isHs256(token))) {
-      ({ payload } = await jwtVerify(token, jwks(config.AUTH_JWKS_URL), { ...options, algorithms: ["RS256", "ES256"] }));
+      ({ payload } = await jwtVerify(token, jwks(config.AUTH_JWKS_URL, fetchJwks), { ...options, algorithms: ["RS256", "ES256"] }));
     } else {
       ({ payload } = await jwtVerify(token, encoder.encode(config.AUTH_JWT_SECRET!), { ...options, algorithms: ["HS256"] }));
     }

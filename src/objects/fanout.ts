@@ -28,6 +28,8 @@ interface Reader {
 
 const encoder = new TextEncoder();
 const PING = encoder.encode(": ping\n\n");
+/** Replay reads the next page while less than this is waiting to be read. */
+const HIGH_WATER_MARK_BYTES = 64 * 1024;
 
 export function encodeEventRow(row: EventRow): string {
   return encodeSseFrame({ id: row.seq, event: row.type, data: row.envelope });
@@ -96,7 +98,7 @@ export class EventFanout {
           if (reader) this.drop(reader);
         },
       },
-      { highWaterMark: 64 * 1024, size: (chunk) => chunk.byteLength },
+      { highWaterMark: HIGH_WATER_MARK_BYTES, size: (chunk) => chunk.byteLength },
     );
     return body;
   }
@@ -128,8 +130,9 @@ export class EventFanout {
   private write(reader: Reader, bytes: Uint8Array): void {
     try {
       reader.controller.enqueue(bytes);
-      const desired = reader.controller.desiredSize ?? 0;
-      if (-desired > this.options.maxPendingBytes) {
+      // Bytes queued and not yet read by the browser (the queue counts chunk bytes).
+      const queued = HIGH_WATER_MARK_BYTES - (reader.controller.desiredSize ?? 0);
+      if (queued > this.options.maxPendingBytes) {
         // Too far behind: close it; the browser reconnects from the last id it read.
         this.close(reader);
       }

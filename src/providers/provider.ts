@@ -4,7 +4,7 @@
  * is dispatched detached under caller-chosen ids and answers an exact control ref, which is then
  * enough to replay events from a cursor, read the result, cancel, answer interactions and delete.
  */
-import type { AgentExactRunControlRef, RequestedInteractions } from "../schemas/contracts";
+import type { AgentExactRunControlRef, InteractionRequest, RequestedInteractions } from "../schemas/contracts";
 import type { JsonObject } from "../schemas/common";
 
 /** What the per-user object keeps about the user's environment (no secrets). */
@@ -73,6 +73,18 @@ export interface EventsOptions {
   signal?: AbortSignal;
 }
 
+export interface CancelOutcome {
+  /** True when the platform stopped the run; false when nothing was running under that ref. */
+  cancelled: boolean;
+  reason?: string;
+}
+
+export interface InteractionAnswer {
+  id: string;
+  outcome: "accepted" | "declined" | "cancelled";
+  data?: Record<string, unknown>;
+}
+
 export interface AgentProvider {
   /** The `provider` coordinate of control refs. */
   readonly name: string;
@@ -81,5 +93,11 @@ export interface AgentProvider {
   events(ref: AgentExactRunControlRef, options: EventsOptions): AsyncIterable<ProviderEvent>;
   /** The run's result, or null while it is still running. */
   result(ref: AgentExactRunControlRef): Promise<ProviderResult | null>;
+  /** Stops exactly the run the ref names. */
+  cancel(ref: AgentExactRunControlRef, reason?: string): Promise<CancelOutcome>;
+  /** The asks the run is waiting on. */
+  interactions(ref: AgentExactRunControlRef): Promise<InteractionRequest[]>;
+  /** Delivers one answer upstream; throws UpstreamError when it was refused or its delivery is unknown. */
+  respondToInteraction(ref: AgentExactRunControlRef, answer: InteractionAnswer): Promise<void>;
   deleteSession(environmentId: string, sessionId: string): Promise<void>;
 }

@@ -12,10 +12,14 @@
 import { canonicalDigest, stripUndefined } from "../../lib/digest";
 import { readSseFrames } from "../../lib/sse";
 import type { AgentExactRunControlRef } from "../../schemas/contracts";
-import { PromptResult, Sandbox, SandboxCapabilities, type BackendConfig } from "../../schemas/sandbox-wire";
+import { AbortResponse, PromptResult, Sandbox, SandboxCapabilities, type BackendConfig } from "../../schemas/sandbox-wire";
+import { InteractionRequest } from "../../schemas/contracts";
+import { z } from "zod";
 import { UpstreamError } from "../errors";
 import type {
   AgentProvider,
+  CancelOutcome,
+  InteractionAnswer,
   DispatchInput,
   DispatchReceipt,
   EnsureEnvironmentInput,
@@ -267,6 +271,35 @@ export class TangleProvider implements AgentProvider {
       if (err instanceof UpstreamError && err.status === 409) return null;
       throw err;
     }
+  }
+
+  async cancel(ref: AgentExactRunControlRef, reason?: string): Promise<CancelOutcome> {
+    try {
+      const answer = await this.client.json(
+        routes.abort(ref.environmentId, ref.sessionId),
+        AbortResponse,
+        // Naming the execution makes the abort exact and safe to repeat.
+        { body: stripUndefined({ executionId: ref.executionId, reason }), retry: true },
+        "cancel run",
+      );
+      return { cancelled: answer.data.cancelled, ...(answer.data.reason ? { reason: answer.data.reason } : {}) };
+    } catch (err) {
+      // 404: the platform does not know the session, so nothing runs there to cancel.
+      if (err instanceof UpstreamError && err.status === 404) return { cancelled: false, reason: "unknown_session" };
+      throw err;
+    }
+  }
+
+  async interactions(ref: AgentExactRunControlRef): Promise<InteractionRequest[]> {
+    const schema = z.looseObject({ data: z.looseObject({ interactions: z.array(InteractionRequest) }) });
+    const answer = await this.client.json(routes.interactions(ref.environmentId, ref.sessionId), schema, { retry: true }, "list interactions");
+    return answer.data.interactions;
+  }
+
+  async respondToInteraction(ref: AgentExactRunControlRef, answer: InteractionAnswer): Promise<void> {
+    // Not retried here: whether a repeat is safe depends on the deployment recording answers
+    // (interactions.responseDedupe), which the caller checks.
+    await this.client.send(routes.answerInteraction(ref.environmentId, ref.sessionId), { body: stripUndefined(answer) }, "answer interaction");
   }
 
   async deleteSession(environmentId: string, sessionId: string): Promise<void> {
