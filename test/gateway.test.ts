@@ -15,6 +15,8 @@ describe("a turn end to end", () => {
     const stream = await api(`/v1/conversations/${cid}/events?after=${body.after}`, { token });
     expect(stream.status).toBe(200);
     expect(stream.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    expect(stream.headers.get("cache-control")).toBe("no-cache, no-transform");
+    expect(stream.headers.get("x-accel-buffering")).toBe("no");
     const { events, frames } = await collect(stream, isTurnEnd);
     expect(frames[0]!.retry).toBe(2000);
     const types = events.map((e) => e.type);

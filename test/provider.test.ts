@@ -96,6 +96,18 @@ describe("the Tangle provider's dispatch", () => {
     expect(err.code).toBe("admission_mismatch");
   });
 
+  it("runs one turn per session at a time: another execution on a busy session is SESSION_BUSY", async () => {
+    const p = provider();
+    const { record } = await p.ensureEnvironment({ ownerKey: uid("owner"), known: null });
+    const sessionId = uid("s");
+    await p.dispatch({ environmentId: record.environmentId, sessionId, turnId: "t1", executionId: uid("exe"), message: "long [slow]" });
+    const err = await rejection(p.dispatch({ environmentId: record.environmentId, sessionId, turnId: "t2", executionId: uid("exe"), message: "second" }));
+    expect(err).toMatchObject({ status: 409, code: "session_busy" });
+    // Another session in the same sandbox runs side by side.
+    const other = await p.dispatch({ environmentId: record.environmentId, sessionId: uid("s"), turnId: "t1", executionId: uid("exe"), message: "parallel" });
+    expect(other.alreadyExisted).toBe(false);
+  });
+
   it("is idempotent under the execution id and answers an exact control ref", async () => {
     const p = provider();
     const { record } = await p.ensureEnvironment({ ownerKey: uid("owner"), known: null });
