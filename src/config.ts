@@ -47,6 +47,8 @@ const ConfigSchema = z
     SSE_MAX_PENDING_BYTES: PositiveInt(4 * 1024 * 1024),
     STREAM_TOKEN_TTL_SECONDS: PositiveInt(300),
     CORS_ORIGINS: OptionalText,
+    TOKEN_BUDGET_PER_CONVERSATION: OptionalText.pipe(z.string().regex(/^\d+$/, "must be a whole number of tokens").transform(Number).refine((n) => n > 0, "must be greater than 0").optional()),
+    TOKEN_BUDGET_PER_USER: OptionalText.pipe(z.string().regex(/^\d+$/, "must be a whole number of tokens").transform(Number).refine((n) => n > 0, "must be greater than 0").optional()),
     EMULATOR_FRAME_DELAY_MS: PositiveInt(40),
     EMULATOR_PROVISION_MS: PositiveInt(300),
   })

@@ -14,7 +14,7 @@ import { SSE_HEADERS } from "./lib/sse";
 import { emulatorFetch } from "./providers";
 import { ConversationId, TurnId } from "./schemas/common";
 import { VERSION } from "./version";
-import { DevLoginBody, SubmitTurnBody } from "./schemas/api";
+import { CancelBody, DevLoginBody, SubmitTurnBody } from "./schemas/api";
 import type { SessionContext } from "./objects/session";
 
 export { SessionObject } from "./objects/session";
@@ -185,6 +185,18 @@ app.get("/v1/conversations/:cid", async (c) => {
 app.get("/v1/conversations/:cid/messages", async (c) => {
   const { stub, conversationId } = await session(c);
   return c.json(unwrapRpc(await stub.messages(conversationId)));
+});
+
+app.post("/v1/conversations/:cid/cancel", async (c) => {
+  const { stub, conversationId } = await session(c);
+  const body = await readJsonBody(c, CancelBody, 8 * 1024);
+  const answer = unwrapRpc(await stub.cancel(conversationId, body.operationId, body.reason));
+  return c.json(answer.ack, answer.status);
+});
+
+app.get("/v1/conversations/:cid/usage", async (c) => {
+  const { stub, conversationId } = await session(c);
+  return c.json(unwrapRpc(await stub.usage(conversationId)));
 });
 
 app.delete("/v1/conversations/:cid", async (c) => {

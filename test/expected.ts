@@ -23,9 +23,12 @@ function keyOf(type: string, data: Record<string, unknown>): string {
   return "";
 }
 
+/** Events the gateway adds to the log itself (not upstream frames). */
+const GATEWAY_TYPES = ["turn.", "usage.updated", "budget.", "interaction.requested", "interaction.resolved", "warning"];
+
 /** The upstream events (not the gateway's own turn.* events) a reader saw, in the same form. */
 export function seenUpstream(events: EventEnvelope[], turnId: string): Array<{ type: string; key: string }> {
   return events
-    .filter((e) => e.turnId === turnId && !e.type.startsWith("turn.") && e.type !== "warning")
+    .filter((e) => e.turnId === turnId && !GATEWAY_TYPES.some((prefix) => e.type.startsWith(prefix)))
     .map((e) => ({ type: e.type, key: keyOf(e.type, e.data) }));
 }

@@ -56,7 +56,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
           responses: {
             200: json("Turn", "The cached result of a finished turn with this id"),
             202: json("Turn", "Accepted (or already running): follow the event stream"),
-            ...errors(400, 401, 409, 413, 415, 502, 503, 504),
+            ...errors(400, 401, 409, 413, 415, 429, 501, 502, 503, 504),
           },
         },
       },
@@ -81,6 +81,28 @@ export function openApiDocument(version: string): Record<string, unknown> {
             200: { description: "text/event-stream; each frame's data is an Event", content: { "text/event-stream": { schema: ref("Event") } } },
             ...errors(400, 401),
           },
+        },
+      },
+      "/v1/conversations/{cid}/cancel": {
+        post: {
+          summary: "Cancel the running turn (retry-safe under its operationId); a browser disconnect never cancels",
+          security: auth,
+          parameters: [cid],
+          requestBody: { content: { "application/json": { schema: ref("Cancel") } } },
+          responses: {
+            200: json("CancellationAcknowledgement", "accepted (effect cancelled, cancel_requested or not_live) or replayed"),
+            409: json("CancellationAcknowledgement", "conflict: the operationId was used for another request"),
+            502: json("CancellationAcknowledgement", "unknown: whether the run stopped could not be confirmed"),
+            ...errors(400, 401, 404, 501),
+          },
+        },
+      },
+      "/v1/conversations/{cid}/usage": {
+        get: {
+          summary: "The usage fold: per turn and in total, with unknowns, conflicts and the budget",
+          security: auth,
+          parameters: [cid],
+          responses: { 200: json("ConversationUsage", "Usage"), ...errors(400, 401, 404) },
         },
       },
       "/v1/conversations/{cid}/messages": {

@@ -5,8 +5,10 @@
 import { z } from "zod";
 import { AgentExactRunControlRef } from "../schemas/contracts";
 import { TokenUsage } from "../schemas/common";
+import { UsageViewSchema } from "../schemas/api";
+import type { ExecutionUsageState, UsageView } from "./usage-fold";
 
-const SCHEMA_VERSION = 1;
+const SCHEMA_VERSION = 2;
 
 export type TurnStatus = "pending" | "running" | "completed" | "failed" | "cancelled";
 export const TERMINAL_TURN_STATUSES: ReadonlySet<TurnStatus> = new Set(["completed", "failed", "cancelled"]);
@@ -32,7 +34,8 @@ export interface TurnRecord {
   upstreamCursor: string | null;
   resultText: string | null;
   error: TurnError | null;
-  usage: TokenUsage | null;
+  usage: UsageView | null;
+  cancelReason: string | null;
   acceptedSeq: number | null;
   createdAt: number;
   updatedAt: number;
@@ -51,6 +54,7 @@ interface TurnRow extends Record<string, SqlStorageValue> {
   result_text: string | null;
   error: string | null;
   usage: string | null;
+  cancel_reason: string | null;
   accepted_seq: number | null;
   created_at: number;
   updated_at: number;
@@ -92,7 +96,8 @@ function toTurn(row: TurnRow): TurnRecord {
     upstreamCursor: row.upstream_cursor,
     resultText: row.result_text,
     error: parseJson(TurnError, row.error),
-    usage: parseJson(TokenUsage, row.usage),
+    usage: parseJson(UsageViewSchema, row.usage),
+    cancelReason: row.cancel_reason,
     acceptedSeq: row.accepted_seq,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -109,41 +114,53 @@ export class SessionStore {
     this.sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
     const current = this.sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0]?.version ?? 0;
     if (current >= SCHEMA_VERSION) return;
-    this.sql.exec(`
-      CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-      CREATE TABLE IF NOT EXISTS turns (
-        turn_id TEXT PRIMARY KEY,
-        ordinal INTEGER NOT NULL UNIQUE,
-        request_digest TEXT NOT NULL,
-        request TEXT NOT NULL,
-        execution_id TEXT NOT NULL UNIQUE,
-        status TEXT NOT NULL,
-        control_ref TEXT,
-        upstream_cursor TEXT,
-        result_text TEXT,
-        error TEXT,
-        usage TEXT,
-        accepted_seq INTEGER,
-        created_at INTEGER NOT NULL,
-        updated_at INTEGER NOT NULL,
-        completed_at INTEGER
+    if (current < 1) {
+      this.sql.exec(`
+        CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS turns (
+          turn_id TEXT PRIMARY KEY,
+          ordinal INTEGER NOT NULL UNIQUE,
+          request_digest TEXT NOT NULL,
+          request TEXT NOT NULL,
+          execution_id TEXT NOT NULL UNIQUE,
+          status TEXT NOT NULL,
+          control_ref TEXT,
+          upstream_cursor TEXT,
+          result_text TEXT,
+          error TEXT,
+          usage TEXT,
+          accepted_seq INTEGER,
+          created_at INTEGER NOT NULL,
+          updated_at INTEGER NOT NULL,
+          completed_at INTEGER
+        );
+        CREATE INDEX IF NOT EXISTS turns_status ON turns (status);
+        CREATE TABLE IF NOT EXISTS events (
+          seq INTEGER PRIMARY KEY AUTOINCREMENT,
+          turn_id TEXT,
+          execution_id TEXT,
+          upstream_id TEXT,
+          type TEXT NOT NULL,
+          envelope TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS events_turn ON events (turn_id, seq);
+        CREATE TABLE IF NOT EXISTS upstream_seen (
+          execution_id TEXT NOT NULL,
+          upstream_id TEXT NOT NULL,
+          PRIMARY KEY (execution_id, upstream_id)
+        ) WITHOUT ROWID;
+      `);
+    }
+    if (current < 2) {
+      // The usage fold of each execution (docs/contracts.md), kept beside the turn it belongs to.
+      this.sql.exec("CREATE TABLE IF NOT EXISTS usage (execution_id TEXT PRIMARY KEY, turn_id TEXT NOT NULL, state TEXT NOT NULL)");
+      // Why a cancelled turn was cancelled (the user's reason, or budget_exceeded).
+      this.sql.exec("ALTER TABLE turns ADD COLUMN cancel_reason TEXT");
+      // Idempotency of cancel and answer operations: operationId → request digest and acknowledgement.
+      this.sql.exec(
+        "CREATE TABLE IF NOT EXISTS operations (operation_id TEXT PRIMARY KEY, kind TEXT NOT NULL, request_digest TEXT NOT NULL, ack TEXT NOT NULL, created_at INTEGER NOT NULL)",
       );
-      CREATE INDEX IF NOT EXISTS turns_status ON turns (status);
-      CREATE TABLE IF NOT EXISTS events (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        turn_id TEXT,
-        execution_id TEXT,
-        upstream_id TEXT,
-        type TEXT NOT NULL,
-        envelope TEXT NOT NULL
-      );
-      CREATE INDEX IF NOT EXISTS events_turn ON events (turn_id, seq);
-      CREATE TABLE IF NOT EXISTS upstream_seen (
-        execution_id TEXT NOT NULL,
-        upstream_id TEXT NOT NULL,
-        PRIMARY KEY (execution_id, upstream_id)
-      ) WITHOUT ROWID;
-    `);
+    }
     this.sql.exec("DELETE FROM schema_version");
     this.sql.exec("INSERT INTO schema_version (version) VALUES (?)", SCHEMA_VERSION);
   }
@@ -217,8 +234,53 @@ export class SessionStore {
     this.sql.exec("UPDATE turns SET upstream_cursor = ? WHERE turn_id = ?", cursor, turnId);
   }
 
-  setUsage(turnId: string, usage: TokenUsage): void {
-    this.sql.exec("UPDATE turns SET usage = ? WHERE turn_id = ?", JSON.stringify(usage), turnId);
+  setCancelReason(turnId: string, reason: string): void {
+    this.sql.exec("UPDATE turns SET cancel_reason = COALESCE(cancel_reason, ?) WHERE turn_id = ?", reason, turnId);
+  }
+
+  // ---- operations (idempotent cancel and answer commands)
+
+  operation(operationId: string): { kind: string; requestDigest: string; ack: Record<string, unknown> } | null {
+    const row = this.sql
+      .exec<{ kind: string; request_digest: string; ack: string }>("SELECT kind, request_digest, ack FROM operations WHERE operation_id = ?", operationId)
+      .toArray()[0];
+    return row ? { kind: row.kind, requestDigest: row.request_digest, ack: JSON.parse(row.ack) as Record<string, unknown> } : null;
+  }
+
+  putOperation(operationId: string, kind: string, requestDigest: string, ack: unknown, now: number): void {
+    this.sql.exec(
+      "INSERT INTO operations (operation_id, kind, request_digest, ack, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT(operation_id) DO UPDATE SET ack = excluded.ack",
+      operationId,
+      kind,
+      requestDigest,
+      JSON.stringify(ack),
+      now,
+    );
+  }
+
+  // ---- usage
+
+  executionUsage(executionId: string): ExecutionUsageState | null {
+    const row = this.sql.exec<{ state: string }>("SELECT state FROM usage WHERE execution_id = ?", executionId).toArray()[0];
+    return row ? (JSON.parse(row.state) as ExecutionUsageState) : null;
+  }
+
+  allExecutionUsage(): Array<{ turnId: string; state: ExecutionUsageState }> {
+    return this.sql
+      .exec<{ turn_id: string; state: string }>("SELECT turn_id, state FROM usage")
+      .toArray()
+      .map((r) => ({ turnId: r.turn_id, state: JSON.parse(r.state) as ExecutionUsageState }));
+  }
+
+  /** Stores an execution's fold and its view on the turn record, together. */
+  putExecutionUsage(turnId: string, state: ExecutionUsageState, view: UsageView): void {
+    this.sql.exec(
+      "INSERT INTO usage (execution_id, turn_id, state) VALUES (?, ?, ?) ON CONFLICT(execution_id) DO UPDATE SET state = excluded.state",
+      state.executionId,
+      turnId,
+      JSON.stringify(state),
+    );
+    this.sql.exec("UPDATE turns SET usage = ? WHERE turn_id = ?", JSON.stringify(view), turnId);
   }
 
   finishTurn(turnId: string, fields: { status: TurnStatus; resultText?: string; error?: TurnError; now: number }): void {

@@ -16,7 +16,14 @@ import { SessionStore, type EventEnvelope, type EventRow, type TurnRecord, type 
 import { buildTranscript, type TranscriptMessage } from "./transcript";
 import { decideTurn, executionIdFor, turnRequestDigest, turnView, type TurnView } from "./turn-cache";
 import { upstreamToApi } from "./upstream-errors";
-import { receiptUsage } from "./usage";
+import { foldUsageEvent } from "./usage-events";
+import { breakSteps, budgetUsage, emptyExecutionUsage, executionView, totalOf, type ExecutionUsageState, type TotalView } from "./usage-fold";
+import { canonicalDigest, stripUndefined } from "../lib/digest";
+import type { CancellationAcknowledgement } from "../schemas/contracts";
+import type { z } from "zod";
+import type { ConversationUsageSchema } from "../schemas/api";
+
+export type ConversationUsage = z.infer<typeof ConversationUsageSchema>;
 
 /** How often a live run's watchdog alarm checks that its upstream reader is alive. */
 const WATCHDOG_INTERVAL_MS = 30_000;
@@ -41,6 +48,7 @@ export interface ConversationSummary {
   turnCount: number;
   lastEventId: number;
   interactions: unknown[];
+  usage: TotalView;
   createdAt: string | null;
   updatedAt: string | null;
 }
@@ -124,6 +132,16 @@ export class SessionObject extends DurableObject<Env> {
           });
         case "new":
           break;
+      }
+      await this.refreshUserUsage(context);
+      const budget = this.budgetState();
+      if (budget?.exceeded) {
+        throw new ApiError(
+          429,
+          "budget_exceeded",
+          `the ${budget.scope} token budget of ${budget.tokens} is used up (${budget.complete ? "" : "at least "}${budget.used} tokens)`,
+          { budget },
+        );
       }
       const now = Date.now();
       this.ctx.storage.transactionSync(() => {
@@ -233,10 +251,11 @@ export class SessionObject extends DurableObject<Env> {
     this.pump = { executionId: turn.executionId, abort, done };
   }
 
-  /** Persists one upstream event (de-duplicated by its upstream id) and fans it out. */
+  /** Persists one upstream event (de-duplicated by its upstream id), folds its usage, and fans it out. */
   private ingest(turnId: string, executionId: string, event: ProviderEvent): boolean {
     const appended: EventRow[] = [];
     let fresh = true;
+    let overBudget = false;
     this.ctx.storage.transactionSync(() => {
       if (event.upstreamId !== undefined) {
         if (!this.store.markSeen(executionId, event.upstreamId)) {
@@ -248,7 +267,7 @@ export class SessionObject extends DurableObject<Env> {
       const turn = this.store.turn(turnId);
       if (!turn) return;
       const now = Date.now();
-      const usage = event.type === "result" || event.type === "done" ? receiptUsage(event.data.tokenUsage, event.data.totalCostUsd) : null;
+      const usage = foldUsageEvent(this.store.executionUsage(executionId) ?? emptyExecutionUsage(executionId), event);
       // `done` after a `result` repeats the receipt the browser already has: keep it out of the log.
       const redundant = event.type === "done" && turn.status !== "running";
       if (!event.private && !redundant) {
@@ -259,18 +278,43 @@ export class SessionObject extends DurableObject<Env> {
             upstreamId: event.upstreamId ?? null,
             type: event.type,
             data: event.data,
-            ...(usage ? { usage, usageMode: "cumulative" as const } : {}),
+            ...(usage.attach ? { usage: usage.attach, usageMode: "cumulative" as const } : {}),
             now,
           }).row,
         );
       }
-      if (usage && (event.type === "result" || !turn.usage)) this.store.setUsage(turnId, usage);
+      if (usage.warning) {
+        appended.push(this.store.appendEvent({ turnId, executionId, type: "warning", data: { code: "usage_invalid", message: usage.warning }, now }).row);
+      }
+      if (usage.changed) {
+        appended.push(...this.recordUsage(turnId, usage.state, now));
+        overBudget = turn.status === "running" && this.budgetState()?.exceeded === true;
+      }
       if (event.terminal && turn.status === "running") {
         appended.push(...this.finishTurn(turn, event.terminal.status, event.terminal.text, event.terminal.error, now));
       }
     });
     for (const row of appended) this.fanout.publish(row);
+    if (overBudget) void this.stopForBudget(turnId);
     return fresh;
+  }
+
+  /** Stores an execution's fold and reports it; the caller holds the transaction. */
+  private recordUsage(turnId: string, state: ExecutionUsageState, now: number): EventRow[] {
+    const view = executionView(state);
+    this.store.putExecutionUsage(turnId, state, view);
+    const { row } = this.store.appendEvent({
+      turnId,
+      executionId: state.executionId,
+      type: "usage.updated",
+      data: { turnId, executionId: state.executionId, usage: view, conversation: this.usageTotal() },
+      now,
+    });
+    return [row];
+  }
+
+  private usageTotal(): TotalView {
+    return totalOf(this.store.allExecutionUsage().map((u) => u.state));
   }
 
   /** Writes the turn's end and its gateway event; the caller holds the transaction. */
@@ -294,6 +338,7 @@ export class SessionObject extends DurableObject<Env> {
         status,
         ...(text !== undefined ? { result: { text } } : {}),
         ...(turnError ? { error: turnError } : {}),
+        ...(status === "cancelled" && finished.cancelReason ? { reason: finished.cancelReason } : {}),
         ...(finished.usage ? { usage: finished.usage } : {}),
       },
       now,
@@ -310,6 +355,9 @@ export class SessionObject extends DurableObject<Env> {
       appended.push(
         this.store.appendEvent({ turnId, executionId, type: "warning", data: { code: "stream_incomplete", message: `settled from the run's result: ${reason}` }, now }).row,
       );
+      // Frames were missed: whatever steps they held are unknown, so no running total stands.
+      const usage = this.store.executionUsage(executionId);
+      if (usage) this.store.putExecutionUsage(turnId, breakSteps(usage), executionView(usage));
       appended.push(...this.finishTurn(turn, result.status, result.text, result.error, now));
     });
     for (const row of appended) this.fanout.publish(row);
@@ -324,6 +372,136 @@ export class SessionObject extends DurableObject<Env> {
     if (!this.store.activeTurn()) await this.ctx.storage.deleteAlarm();
     const context = this.context();
     if (context) await this.touchIndex(context, "idle").catch(() => undefined);
+  }
+
+  // ------------------------------------------------------------------ budgets
+
+  /** Tokens the user spent in their other conversations, read when a turn starts. */
+  private userElsewhere: { used: number; complete: boolean } | null = null;
+
+  private async refreshUserUsage(context: SessionContext): Promise<void> {
+    if (this.config.TOKEN_BUDGET_PER_USER === undefined) return;
+    const totals = await this.userStub(context.ownerKey).usageElsewhere(context.conversationId);
+    this.userElsewhere = totals;
+    this.store.setMeta("userElsewhere", JSON.stringify(totals));
+  }
+
+  /** The tightest budget that applies, with what was used against it; null when none is set. */
+  private budgetState(): { scope: "conversation" | "user"; tokens: number; used: number; complete: boolean; exceeded: boolean } | null {
+    const total = this.usageTotal();
+    const used = (total.inputTokens ?? 0) + (total.outputTokens ?? 0);
+    const candidates: Array<{ scope: "conversation" | "user"; tokens: number; used: number; complete: boolean }> = [];
+    const perConversation = this.config.TOKEN_BUDGET_PER_CONVERSATION;
+    if (perConversation !== undefined) candidates.push({ scope: "conversation", tokens: perConversation, used, complete: total.complete });
+    const perUser = this.config.TOKEN_BUDGET_PER_USER;
+    if (perUser !== undefined) {
+      const stored = this.store.getMeta("userElsewhere");
+      const elsewhere = this.userElsewhere ?? (stored ? (JSON.parse(stored) as { used: number; complete: boolean }) : { used: 0, complete: true });
+      candidates.push({ scope: "user", tokens: perUser, used: used + elsewhere.used, complete: total.complete && elsewhere.complete });
+    }
+    if (candidates.length === 0) return null;
+    const ranked = candidates.map((c) => ({ ...c, exceeded: c.used >= c.tokens })).sort((a, b) => b.used / b.tokens - a.used / a.tokens);
+    return ranked[0]!;
+  }
+
+  private readonly budgetStops = new Set<string>();
+
+  /** The running total crossed a budget: cancel the run upstream; the turn ends cancelled, budget_exceeded. */
+  private async stopForBudget(turnId: string): Promise<void> {
+    if (this.budgetStops.has(turnId)) return;
+    const turn = this.store.turn(turnId);
+    if (!turn?.controlRef || turn.status !== "running") return;
+    this.budgetStops.add(turnId);
+    const budget = this.budgetState();
+    let row: EventRow | undefined;
+    this.ctx.storage.transactionSync(() => {
+      this.store.setCancelReason(turnId, "budget_exceeded");
+      row = this.store.appendEvent({ turnId, executionId: turn.executionId, type: "budget.exceeded", data: { turnId, budget }, now: Date.now() }).row;
+    });
+    this.fanout.publish(row!);
+    try {
+      await this.provider.cancel(turn.controlRef, "budget_exceeded");
+    } catch (err) {
+      // Try again at the next usage report.
+      this.budgetStops.delete(turnId);
+      const warning = this.ctx.storage.transactionSync(
+        () =>
+          this.store.appendEvent({
+            turnId,
+            executionId: turn.executionId,
+            type: "warning",
+            data: { code: "budget_cancel_failed", message: `could not cancel the run for its budget: ${err instanceof Error ? err.message : String(err)}` },
+            now: Date.now(),
+          }).row,
+      );
+      this.fanout.publish(warning);
+    }
+  }
+
+  // ------------------------------------------------------------------ cancellation
+
+  async cancel(conversationId: string, operationId: string, reason?: string): Promise<RpcResult<{ status: 200 | 409 | 502; ack: CancellationAcknowledgement }>> {
+    return captureRpc(async () => {
+      if (!this.context()) throw new ApiError(404, "conversation_not_found", `no conversation ${conversationId}`);
+      const active = this.store.activeTurn();
+      if (active && !active.controlRef) throw new ApiError(409, "turn_not_ready", "the turn is still being dispatched; retry in a moment", { retryable: true });
+      const target = active ?? this.store.lastTurn();
+      if (!target?.controlRef) throw new ApiError(404, "conversation_not_found", `no run in conversation ${conversationId}`);
+      const run = target.controlRef;
+      const requestDigest = await canonicalDigest(stripUndefined({ operationId, run, reason }));
+      const previous = this.store.operation(operationId);
+      if (previous) {
+        if (previous.kind === "cancel" && previous.requestDigest === requestDigest) {
+          return { status: 200, ack: { ...(previous.ack as CancellationAcknowledgement), status: "replayed" } };
+        }
+        return {
+          status: 409,
+          ack: { operationId, requestDigest, run, status: "conflict", effect: "unknown", existingRequestDigest: previous.requestDigest as `sha256:${string}` },
+        };
+      }
+      let ack: CancellationAcknowledgement;
+      const current = this.store.turn(target.turnId)!;
+      if (current.status !== "running") {
+        ack = { operationId, requestDigest, run, status: "accepted", effect: "not_live" };
+      } else {
+        this.ctx.storage.transactionSync(() => this.store.setCancelReason(current.turnId, reason ?? "cancelled by the user"));
+        try {
+          const outcome = await this.provider.cancel(run, reason);
+          ack = { operationId, requestDigest, run, status: "accepted", effect: outcome.cancelled ? "cancelled" : "not_live" };
+        } catch (err) {
+          // Whether the run stopped is unknown: not recorded, so the same operation can be sent again.
+          const message = `the cancellation could not be confirmed: ${err instanceof Error ? err.message : String(err)}`;
+          return { status: 502, ack: { operationId, requestDigest, run, status: "unknown", effect: "unknown", message, retryable: false } };
+        }
+      }
+      this.ctx.storage.transactionSync(() => this.store.putOperation(operationId, "cancel", requestDigest, ack, Date.now()));
+      return { status: 200, ack };
+    });
+  }
+
+  async usage(conversationId: string): Promise<RpcResult<ConversationUsage>> {
+    return captureRpc(() => {
+      if (!this.context()) throw new ApiError(404, "conversation_not_found", `no conversation ${conversationId}`);
+      const byExecution = new Map(this.store.allExecutionUsage().map((u) => [u.state.executionId, u.state]));
+      const turns = this.store.turns().map((turn) => {
+        const state = byExecution.get(turn.executionId) ?? emptyExecutionUsage(turn.executionId);
+        return {
+          turnId: turn.turnId,
+          executionId: turn.executionId,
+          status: turn.status,
+          usage: executionView(state),
+          conflicts: state.conflicts,
+          receiptDisagreements: state.receiptDisagreements,
+        };
+      });
+      const budget = this.budgetState();
+      return {
+        conversationId,
+        total: this.usageTotal(),
+        turns,
+        budget: budget ? { tokens: budget.tokens, used: budget.used, complete: budget.complete, exceeded: budget.exceeded, scope: budget.scope } : null,
+      };
+    });
   }
 
   override async alarm(): Promise<void> {
@@ -366,6 +544,7 @@ export class SessionObject extends DurableObject<Env> {
         turnCount: this.store.turnCount(),
         lastEventId: this.store.lastSeq(),
         interactions: [],
+        usage: this.usageTotal(),
         createdAt: isoFromMs(this.store.getMeta("createdAt")),
         updatedAt: last ? new Date(last.updatedAt).toISOString() : null,
       };
@@ -417,6 +596,7 @@ export class SessionObject extends DurableObject<Env> {
       state,
       lastEventId: this.store.lastSeq(),
       updatedAt: Date.now(),
+      usage: budgetUsage(this.usageTotal()),
     });
   }
 }

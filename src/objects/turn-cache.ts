@@ -46,6 +46,8 @@ export interface TurnView {
   result?: { text: string };
   error?: { code: string; message: string };
   usage?: TurnRecord["usage"];
+  /** Why a cancelled turn was cancelled: the caller's reason, or budget_exceeded. */
+  cancelReason?: string;
   /** The log cursor just before this turn's first event: open the event stream with ?after= this. */
   after?: number;
   createdAt: string;
@@ -62,6 +64,7 @@ export function turnView(turn: TurnRecord): TurnView {
     ...(turn.resultText !== null ? { result: { text: turn.resultText } } : {}),
     ...(turn.error ? { error: turn.error } : {}),
     ...(turn.usage ? { usage: turn.usage } : {}),
+    ...(turn.status === "cancelled" && turn.cancelReason ? { cancelReason: turn.cancelReason } : {}),
     ...(turn.acceptedSeq !== null ? { after: turn.acceptedSeq - 1 } : {}),
     createdAt: new Date(turn.createdAt).toISOString(),
     ...(turn.completedAt !== null ? { completedAt: new Date(turn.completedAt).toISOString() } : {}),

@@ -39,6 +39,13 @@ export class UserObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
+    this.migrate();
+  }
+
+  private migrate(): void {
+    this.sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+    const current = this.sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0]?.version ?? 0;
+    if (current >= 2) return;
     this.sql.exec(`
       CREATE TABLE IF NOT EXISTS environment (id INTEGER PRIMARY KEY CHECK (id = 1), record TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS conversations (
@@ -47,6 +54,11 @@ export class UserObject extends DurableObject<Env> {
       );
       CREATE INDEX IF NOT EXISTS conversations_updated ON conversations (updated_at DESC);
     `);
+    // v2: what each conversation spent, for the per-user token budget.
+    this.sql.exec("ALTER TABLE conversations ADD COLUMN used_tokens INTEGER NOT NULL DEFAULT 0");
+    this.sql.exec("ALTER TABLE conversations ADD COLUMN usage_complete INTEGER NOT NULL DEFAULT 1");
+    this.sql.exec("DELETE FROM schema_version");
+    this.sql.exec("INSERT INTO schema_version (version) VALUES (2)");
   }
 
   private known(): EnvironmentRecord | null {
@@ -94,18 +106,39 @@ export class UserObject extends DurableObject<Env> {
     return this.known();
   }
 
-  async touchConversation(entry: { conversationId: string; title: string; state: "idle" | "running"; lastEventId: number; updatedAt: number }): Promise<void> {
+  async touchConversation(entry: {
+    conversationId: string;
+    title: string;
+    state: "idle" | "running";
+    lastEventId: number;
+    updatedAt: number;
+    usage: { used: number; complete: boolean };
+  }): Promise<void> {
     this.sql.exec(
-      `INSERT INTO conversations (conversation_id, title, state, last_event_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+      `INSERT INTO conversations (conversation_id, title, state, last_event_id, created_at, updated_at, used_tokens, usage_complete) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT(conversation_id) DO UPDATE SET title = excluded.title, state = excluded.state,
-         last_event_id = excluded.last_event_id, updated_at = excluded.updated_at`,
+         last_event_id = excluded.last_event_id, updated_at = excluded.updated_at,
+         used_tokens = excluded.used_tokens, usage_complete = excluded.usage_complete`,
       entry.conversationId,
       entry.title,
       entry.state,
       entry.lastEventId,
       entry.updatedAt,
       entry.updatedAt,
+      entry.usage.used,
+      entry.usage.complete ? 1 : 0,
     );
+  }
+
+  /** Tokens (input + output) the user spent in every other conversation: a floor when any is incomplete. */
+  async usageElsewhere(conversationId: string): Promise<{ used: number; complete: boolean }> {
+    const row = this.sql
+      .exec<{ used: number | null; incomplete: number | null }>(
+        "SELECT SUM(used_tokens) AS used, SUM(usage_complete = 0) AS incomplete FROM conversations WHERE conversation_id != ?",
+        conversationId,
+      )
+      .one();
+    return { used: row.used ?? 0, complete: !row.incomplete };
   }
 
   async removeConversation(conversationId: string): Promise<void> {

@@ -3,8 +3,8 @@
  * document at /openapi.json is generated from these same schemas.
  */
 import { z } from "zod";
-import { ConversationId, TokenUsage, TurnId } from "./common";
-import { RequestedInteractions } from "./contracts";
+import { ConversationId, Id, TokenUsage, TurnId } from "./common";
+import { CancellationAcknowledgement, RequestedInteractions } from "./contracts";
 
 export const ErrorBody = z
   .object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }) })
@@ -20,9 +20,38 @@ export const SubmitTurnBody = z
   .meta({ id: "SubmitTurn" });
 export type SubmitTurnBody = z.infer<typeof SubmitTurnBody>;
 
+export const CancelBody = z
+  .strictObject({
+    operationId: Id.describe("Repeat the same operationId to retry safely"),
+    reason: z.string().min(1).max(2048).optional(),
+  })
+  .meta({ id: "Cancel" });
+
 export const DevLoginBody = z
   .strictObject({ user: z.string().min(1).max(128).regex(/^[A-Za-z0-9._@:-]+$/, "may contain only A-Z a-z 0-9 . _ @ : -") })
   .meta({ id: "DevLogin" });
+
+const NullableCount = z.number().int().nonnegative().nullable();
+
+export const UsageViewSchema = z
+  .object({
+    inputTokens: NullableCount,
+    outputTokens: NullableCount,
+    reasoningTokens: NullableCount,
+    cacheReadInputTokens: NullableCount,
+    cacheCreationInputTokens: NullableCount,
+    cost: z.number().nonnegative().nullable().describe("USD"),
+    source: z.enum(["receipt", "running", "none"]).describe("receipt: the run's authoritative total; running: observed so far"),
+    conflict: z.boolean().describe("a cumulative total fell, or the receipt disagreed with the streamed total"),
+  })
+  .meta({ id: "Usage", description: "Token usage; null means unknown (never reported), not zero" });
+
+export const UsageTotalSchema = UsageViewSchema.omit({ source: true })
+  .extend({
+    complete: z.boolean().describe("false: some turn's usage is unknown, so every figure is a floor (at least)"),
+    unknown: z.array(z.string()),
+  })
+  .meta({ id: "UsageTotal" });
 
 export const TurnStatus = z.enum(["pending", "running", "completed", "failed", "cancelled"]);
 
@@ -35,7 +64,8 @@ export const TurnViewSchema = z
     model: z.string().optional(),
     result: z.object({ text: z.string() }).optional(),
     error: z.object({ code: z.string(), message: z.string() }).optional(),
-    usage: TokenUsage.optional(),
+    usage: UsageViewSchema.optional(),
+    cancelReason: z.string().optional(),
     after: z.number().int().nonnegative().optional().describe("Open the event stream with ?after= this to see the turn from its start"),
     cached: z.boolean().optional(),
     createdAt: z.string(),
@@ -66,10 +96,31 @@ export const ConversationSummarySchema = z
     turnCount: z.number().int(),
     lastEventId: z.number().int(),
     interactions: z.array(z.unknown()),
+    usage: UsageTotalSchema,
     createdAt: z.string().nullable(),
     updatedAt: z.string().nullable(),
   })
   .meta({ id: "ConversationSummary" });
+
+export const ConversationUsageSchema = z
+  .object({
+    conversationId: ConversationId,
+    total: UsageTotalSchema,
+    turns: z.array(
+      z.object({
+        turnId: TurnId,
+        executionId: z.string(),
+        status: z.enum(["pending", "running", "completed", "failed", "cancelled"]),
+        usage: UsageViewSchema,
+        conflicts: z.array(z.object({ counter: z.string(), previous: z.number(), next: z.number(), source: z.string() })),
+        receiptDisagreements: z.array(z.object({ counter: z.string(), streamed: z.number(), receipt: z.number() })),
+      }),
+    ),
+    budget: z
+      .object({ tokens: z.number().int().positive(), used: z.number().int().nonnegative(), complete: z.boolean(), exceeded: z.boolean() })
+      .nullable(),
+  })
+  .meta({ id: "ConversationUsage" });
 
 export const ConversationListSchema = z
   .object({
@@ -97,3 +148,5 @@ export const MessagesSchema = z
 export const HealthSchema = z.object({ ok: z.literal(true), version: z.string(), provider: z.string() }).meta({ id: "Health" });
 export const DevLoginAnswer = z.object({ token: z.string(), user: z.string(), expiresIn: z.number().int() }).meta({ id: "DevLoginAnswer" });
 export const DeletedAnswer = z.object({ deleted: z.literal(true) }).meta({ id: "Deleted" });
+
+export const CancelAckSchema = CancellationAcknowledgement.meta({ id: "CancellationAcknowledgement" });

@@ -74,3 +74,16 @@ export const InteractionRequest = z.looseObject({
   requestDigest: Sha256Digest.optional(),
 });
 export type InteractionRequest = z.infer<typeof InteractionRequest>;
+
+/** contracts.md Cancellation: the acknowledgement of one cancel operation. */
+export const CancellationAcknowledgement = z.strictObject({
+  operationId: Id,
+  requestDigest: Sha256Digest,
+  run: AgentExactRunControlRef,
+  status: z.enum(["accepted", "replayed", "conflict", "unknown"]),
+  effect: z.enum(["cancel_requested", "cancelled", "not_live", "unknown"]),
+  message: z.string().optional(),
+  retryable: z.boolean().optional(),
+  existingRequestDigest: Sha256Digest.optional(),
+});
+export type CancellationAcknowledgement = z.infer<typeof CancellationAcknowledgement>;
