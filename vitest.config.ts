@@ -1,23 +1,37 @@
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 
+const bindings = {
+  AUTH_JWT_SECRET: "test-jwt-secret-0123456789abcdef0123456789",
+  AUTH_AUDIENCE: "gateway-test",
+  SESSION_ID_SECRET: "test-session-secret-0123456789abcdef",
+  DEV_LOGIN: "true",
+  EMULATOR_FRAME_DELAY_MS: "3",
+  EMULATOR_PROVISION_MS: "20",
+  SANDBOX_READY_POLL_MS: "10",
+  SSE_PING_INTERVAL_MS: "200",
+};
+
+// Token budgets are deployment configuration, so the budget tests run as a project of their own
+// with small budgets set.
+const BUDGET_TESTS = "test/budget.test.ts";
+
 export default defineConfig({
-  plugins: [
-    cloudflareTest({
-      wrangler: { configPath: "./wrangler.toml" },
-      miniflare: {
-        bindings: {
-          AUTH_JWT_SECRET: "test-jwt-secret-0123456789abcdef0123456789",
-          AUTH_AUDIENCE: "gateway-test",
-          SESSION_ID_SECRET: "test-session-secret-0123456789abcdef",
-          DEV_LOGIN: "true",
-          EMULATOR_FRAME_DELAY_MS: "3",
-          SANDBOX_READY_POLL_MS: "10",
-          EMULATOR_PROVISION_MS: "20",
-          SSE_PING_INTERVAL_MS: "200",
-        },
+  test: {
+    projects: [
+      {
+        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings } })],
+        test: { name: "gateway", include: ["test/**/*.test.ts", "src/**/*.test.ts"], exclude: [BUDGET_TESTS] },
       },
-    }),
-  ],
-  test: { include: ["test/**/*.test.ts", "src/**/*.test.ts"] },
+      {
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: { bindings: { ...bindings, TOKEN_BUDGET_PER_CONVERSATION: "2500", TOKEN_BUDGET_PER_USER: "4500" } },
+          }),
+        ],
+        test: { name: "budgets", include: [BUDGET_TESTS] },
+      },
+    ],
+  },
 });

@@ -295,7 +295,7 @@ export class SessionObject extends DurableObject<Env> {
       }
     });
     for (const row of appended) this.fanout.publish(row);
-    if (overBudget) void this.stopForBudget(turnId);
+    if (overBudget) this.stopForBudget(turnId).catch((err) => console.error(JSON.stringify({ msg: "budget stop failed", turnId, error: String(err) })));
     return fresh;
   }
 

@@ -325,7 +325,9 @@ export class SandboxEmulator extends DurableObject<Env> {
     const wait = Math.max(0, row.next - Date.now());
     this.timer = setTimeout(() => this.tick(), wait);
     // Backstop: if this object is evicted, the alarm wakes it and the runs go on.
-    void this.ctx.storage.setAlarm(row.next + ALARM_BACKSTOP_MS);
+    this.ctx.storage.setAlarm(row.next + ALARM_BACKSTOP_MS).catch(() => {
+      // The object is shutting down; its constructor re-arms the runs when it next wakes.
+    });
   }
 
   private startExecution(sandboxId: string, body: z.infer<typeof RunStreamBody>, backend: string): ExecutionRow {

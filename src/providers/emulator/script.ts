@@ -9,6 +9,12 @@
  *   [fail]      the run fails after its first text with an `error` frame
  *   [no-usage]  a backend that forwards no step usage (only the receipt carries usage)
  *   [words:N]   an answer of exactly N words, one delta each (benchmarks; N ≤ 20000)
+ * Usage scripts (each rule of the usage fold has one):
+ *   [receipt-low]       the receipt reports less input than the streamed steps did
+ *   [receipt-partial]   the receipt lacks outputTokens (unknown, not zero)
+ *   [receipt-none]      the receipt carries no usage at all
+ *   [step-partial]      the first step lacks its output count: no running total after it
+ *   [bad-usage]         the first step has a negative count
  */
 
 export interface ScriptFrame {
@@ -120,11 +126,6 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
   const intro = `Looking into it: "${echo(message)}".`;
   for (const f of textFrames(`${exe}:text-1`, intro, 2)) push(f);
 
-  if (hasDirective(message, "fail")) {
-    push({ type: "error", data: { message: "The agent process exited unexpectedly (scripted failure).", code: "AGENT_CRASHED" } });
-    return frames;
-  }
-
   const toolId = `${exe}:tool-1`;
   const input1 = { filePath: "README.md" };
   push({ type: "message.part.updated", data: { part: { id: toolId, type: "tool", tool: "read", state: { status: "pending", input: input1 } } } });
@@ -142,10 +143,18 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
   });
 
   const step1: StepTokens = { input: 120, output: 30, reasoning: 5, cache: { read: 800, write: 40 } };
+  if (hasDirective(message, "bad-usage")) step1.input = -5;
+  if (hasDirective(message, "step-partial")) (step1 as Partial<StepTokens>).output = undefined;
   const step2: StepTokens = { input: 60, output: 45, reasoning: 0, cache: { read: 960, write: 0 } };
   const cost1 = 0.0012;
   const cost2 = 0.0009;
   if (forwardsStepUsage) push(stepFinish(backend, `${exe}:step-finish-1`, step1, cost1));
+
+  if (hasDirective(message, "fail")) {
+    // Fails after its first step: the usage observed so far is all there will be.
+    push({ type: "error", data: { message: "The agent process exited unexpectedly (scripted failure).", code: "AGENT_CRASHED" } });
+    return frames;
+  }
 
   push({ type: "message.part.updated", data: { part: { id: `${exe}:step-2`, type: "step-start" } } });
   const words = wordCount(message);
@@ -175,13 +184,24 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
         )
       : [answer];
   const finalText = [intro, ...paragraphs].join("\n\n");
-  const tokenUsage = toReceipt([step1, step2], cost1 + cost2);
+  const tokenUsage: Record<string, unknown> = toReceipt(
+    [{ ...step1, input: Math.max(0, step1.input), output: step1.output ?? 0 }, step2],
+    cost1 + cost2,
+  );
+  if (hasDirective(message, "receipt-low")) tokenUsage.inputTokens = (tokenUsage.inputTokens as number) - 100;
+  if (hasDirective(message, "receipt-partial")) delete tokenUsage.outputTokens;
   push({ type: "status", data: { status: "completed" } });
   push({
     type: "result",
-    data: { finalText, tokenUsage, totalCostUsd: cost1 + cost2, sessionId, executionId: exe, status: "success" },
+    data: {
+      finalText,
+      ...(hasDirective(message, "receipt-none") ? {} : { tokenUsage, totalCostUsd: cost1 + cost2 }),
+      sessionId,
+      executionId: exe,
+      status: "success",
+    },
   });
-  push({ type: "done", data: { tokenUsage, totalCostUsd: cost1 + cost2 } });
+  push({ type: "done", data: hasDirective(message, "receipt-none") ? {} : { tokenUsage, totalCostUsd: cost1 + cost2 } });
   return frames;
 }
 
