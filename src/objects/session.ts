@@ -525,7 +525,11 @@ export class SessionObject extends DurableObject<Env> {
    */
   async events(cursor: number): Promise<ReadableStream<Uint8Array>> {
     this.ensurePump();
-    return this.fanout.open(cursor);
+    // Handed over through a native pipe: when the browser goes away the pipe's rejection is
+    // ours to absorb, instead of surfacing as an unhandled rejection inside the RPC stream.
+    const { readable, writable } = new IdentityTransformStream();
+    this.fanout.open(cursor).pipeTo(writable).catch(() => {});
+    return readable;
   }
 
   async summary(conversationId: string): Promise<RpcResult<ConversationSummary>> {
