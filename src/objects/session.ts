@@ -10,6 +10,7 @@ import { UpstreamError } from "../providers/errors";
 import { createProvider } from "../providers";
 import type { AgentProvider, EnvironmentRecord, ProviderEvent, ProviderResult } from "../providers/provider";
 import type { AgentExactRunControlRef } from "../schemas/contracts";
+import { claimsOf, unsupportedKinds, type Claims } from "../providers/capabilities";
 import { EventFanout } from "./fanout";
 import { runPump } from "./pump";
 import { SessionStore, type EventEnvelope, type EventRow, type TurnRecord, type TurnRequest } from "./session-store";
@@ -150,8 +151,9 @@ export class SessionObject extends DurableObject<Env> {
       });
 
       let controlRef: AgentExactRunControlRef;
+      let dispatchedCapabilities: Record<string, unknown> | null = null;
       try {
-        controlRef = await this.dispatch(context, turnId, executionId, request);
+        ({ controlRef, capabilities: dispatchedCapabilities } = await this.dispatch(context, turnId, executionId, request));
       } catch (err) {
         // Nothing was accepted: forget the pending turn so the client can retry under the same id
         // (the execution id is deterministic, so a dispatch that did land upstream is re-attached).
@@ -172,6 +174,7 @@ export class SessionObject extends DurableObject<Env> {
         accepted = row;
         this.store.markRunning(turnId, controlRef, row.seq, Date.now());
         this.store.setMeta("environmentId", controlRef.environmentId);
+        this.store.setMeta("capabilities", JSON.stringify(dispatchedCapabilities ?? null));
       });
       this.fanout.publish(accepted!);
       await this.ctx.storage.setAlarm(Date.now() + WATCHDOG_INTERVAL_MS);
@@ -185,18 +188,49 @@ export class SessionObject extends DurableObject<Env> {
     return unwrapRpc(await this.userStub(context.ownerKey).ensureEnvironment(context.ownerKey, staleEnvironmentId));
   }
 
-  private async dispatch(context: SessionContext, turnId: string, executionId: string, request: TurnRequest): Promise<AgentExactRunControlRef> {
+  /** Refuses what the environment's capability document does not claim, before any upstream call. */
+  private requireClaims(environment: EnvironmentRecord, request: TurnRequest): void {
+    const claims = claimsOf(environment.capabilities);
+    if (!claims.detach || !claims.replay) {
+      const missing = [!claims.detach && "streaming.detach", !claims.replay && "streaming.replay"].filter(Boolean);
+      throw new ApiError(501, "capability_denied", `this agent environment does not claim ${missing.join(" and ")}, which running a turn needs`, {
+        missing,
+        warnings: environment.warnings,
+      });
+    }
+    const unsupported = request.interactions ? unsupportedKinds(request.interactions, claims) : [];
+    if (unsupported.length > 0) {
+      throw new ApiError(400, "interaction_kind_unsupported", `this agent environment does not offer interaction kinds: ${unsupported.join(", ")}`, {
+        unsupported,
+      });
+    }
+  }
+
+  private claims(): Claims {
+    const stored = this.store.getMeta("capabilities");
+    return claimsOf(stored ? (JSON.parse(stored) as Record<string, unknown> | null) : null);
+  }
+
+  private async dispatch(
+    context: SessionContext,
+    turnId: string,
+    executionId: string,
+    request: TurnRequest,
+  ): Promise<{ controlRef: AgentExactRunControlRef; capabilities: Record<string, unknown> | null }> {
     let environment = await this.ensureEnvironment(context);
+    this.requireClaims(environment, request);
     const input = { sessionId: context.sessionId, turnId, executionId, message: request.message, model: request.model, interactions: request.interactions };
     let recovered = false;
     for (let attempt = 1; ; attempt++) {
       try {
-        return (await this.provider.dispatch({ ...input, environmentId: environment.environmentId })).controlRef;
+        const { controlRef } = await this.provider.dispatch({ ...input, environmentId: environment.environmentId });
+        return { controlRef, capabilities: environment.capabilities };
       } catch (err) {
         if (!(err instanceof UpstreamError)) throw err;
         if (!recovered && (err.code === "environment_gone" || err.code === "environment_not_running")) {
           // The sandbox stopped or vanished since it was last seen: resume or replace it, then retry.
           environment = await this.ensureEnvironment(context, environment.environmentId);
+          this.requireClaims(environment, request);
           recovered = true;
           continue;
         }
@@ -448,6 +482,11 @@ export class SessionObject extends DurableObject<Env> {
       const target = active ?? this.store.lastTurn();
       if (!target?.controlRef) throw new ApiError(404, "conversation_not_found", `no run in conversation ${conversationId}`);
       const run = target.controlRef;
+      if (!this.claims().cancelRun) {
+        throw new ApiError(501, "capability_denied", "this agent environment does not claim exact run cancellation (session.cancelRun)", {
+          missing: ["session.cancelRun"],
+        });
+      }
       const requestDigest = await canonicalDigest(stripUndefined({ operationId, run, reason }));
       const previous = this.store.operation(operationId);
       if (previous) {

@@ -74,7 +74,8 @@ export class UserObject extends DurableObject<Env> {
     return captureRpc(async () => {
       const known = this.known();
       const stale = staleEnvironmentId !== undefined && known?.environmentId === staleEnvironmentId;
-      if (known && !stale && Date.now() - this.verifiedAt < TRUST_VERIFIED_MS) return known;
+      // A record whose capability document could not be read is probed again: the read is retried.
+      if (known && !stale && known.capabilities !== null && Date.now() - this.verifiedAt < TRUST_VERIFIED_MS) return known;
       if (!this.ensuring) {
         this.ensuring = this.provision(ownerKey, known).finally(() => {
           this.ensuring = undefined;

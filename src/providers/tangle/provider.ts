@@ -131,7 +131,11 @@ export class TangleProvider implements AgentProvider {
     if (known) {
       const sandbox = await this.getSandbox(known.environmentId);
       if (sandbox) {
-        if (isReady(sandbox)) return { record: known, outcome: "existing" };
+        if (isReady(sandbox)) {
+          // A document that could not be read claimed nothing; the sandbox runs now, so ask again.
+          if (known.capabilities === null) return { record: { ...known, ...(await this.readCapabilities(known.environmentId)) }, outcome: "existing" };
+          return { record: known, outcome: "existing" };
+        }
         if (sandbox.status === "stopped") {
           await this.client.json(routes.resumeSandbox(known.environmentId), Sandbox, { retry: true }, "resume sandbox");
           await this.waitReady(known.environmentId, false);
