@@ -12,9 +12,10 @@ import { ApiError, unwrapRpc } from "./http/errors";
 import { openApiDocument } from "./http/openapi";
 import { SSE_HEADERS } from "./lib/sse";
 import { emulatorFetch } from "./providers";
-import { ConversationId, TurnId } from "./schemas/common";
+import { ConversationId, Id, TurnId } from "./schemas/common";
+import type { InteractionAcknowledgement } from "./schemas/contracts";
 import { VERSION } from "./version";
-import { CancelBody, DevLoginBody, SubmitTurnBody } from "./schemas/api";
+import { AnswerBody, CancelBody, DevLoginBody, SubmitTurnBody } from "./schemas/api";
 import type { SessionContext } from "./objects/session";
 
 export { SessionObject } from "./objects/session";
@@ -192,6 +193,16 @@ app.post("/v1/conversations/:cid/cancel", async (c) => {
   const body = await readJsonBody(c, CancelBody, 8 * 1024);
   const answer = unwrapRpc(await stub.cancel(conversationId, body.operationId, body.reason));
   return c.json(answer.ack, answer.status);
+});
+
+app.post("/v1/conversations/:cid/interactions/:iid", async (c) => {
+  const { stub, conversationId } = await session(c);
+  const iid = Id.safeParse(c.req.param("iid"));
+  if (!iid.success) throw invalid("interaction id", iid.error);
+  const body = await readJsonBody(c, AnswerBody, 256 * 1024);
+  // The RPC type of a loose (index-signature) schema widens to unknown; the shape is the session's.
+  const answer = unwrapRpc(await stub.answer(conversationId, iid.data, body)) as { status: number; ack: InteractionAcknowledgement };
+  return c.json(answer.ack, answer.status as 200);
 });
 
 app.get("/v1/conversations/:cid/usage", async (c) => {

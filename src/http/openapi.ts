@@ -97,6 +97,23 @@ export function openApiDocument(version: string): Record<string, unknown> {
           },
         },
       },
+      "/v1/conversations/{cid}/interactions/{iid}": {
+        post: {
+          summary: "Answer an interaction (retry-safe under its operationId); delivered upstream exactly once",
+          security: auth,
+          parameters: [cid, { name: "iid", in: "path", required: true, schema: { type: "string" } }],
+          requestBody: { content: { "application/json": { schema: ref("Answer") } } },
+          responses: {
+            200: json("InteractionAcknowledgement", "accepted, or already_resolved_same"),
+            404: json("InteractionAcknowledgement", "unknown_interaction / unknown_run"),
+            409: json("InteractionAcknowledgement", "already_resolved_different, binding_mismatch, cancelled"),
+            410: json("InteractionAcknowledgement", "expired"),
+            422: json("InteractionAcknowledgement", "invalid_response: the message names each field"),
+            502: json("InteractionAcknowledgement", "transport_failure: delivery unconfirmed, retryable"),
+            ...errors(400, 401, 501),
+          },
+        },
+      },
       "/v1/conversations/{cid}/usage": {
         get: {
           summary: "The usage fold: per turn and in total, with unknowns, conflicts and the budget",

@@ -3,12 +3,12 @@
  * belongs together is written in one transactionSync by the caller.
  */
 import { z } from "zod";
-import { AgentExactRunControlRef } from "../schemas/contracts";
+import { AgentExactRunControlRef, InteractionRequest } from "../schemas/contracts";
 import { TokenUsage } from "../schemas/common";
 import { UsageViewSchema } from "../schemas/api";
 import type { ExecutionUsageState, UsageView } from "./usage-fold";
 
-const SCHEMA_VERSION = 2;
+const SCHEMA_VERSION = 3;
 
 export type TurnStatus = "pending" | "running" | "completed" | "failed" | "cancelled";
 export const TERMINAL_TURN_STATUSES: ReadonlySet<TurnStatus> = new Set(["completed", "failed", "cancelled"]);
@@ -77,6 +77,49 @@ export interface EventEnvelope {
   usage?: TokenUsage;
   usageMode?: "delta" | "cumulative";
   at: string;
+}
+
+export type InteractionStatus = "outstanding" | "answered" | "expired" | "cancelled";
+
+export interface InteractionRecord {
+  interactionId: string;
+  turnId: string;
+  executionId: string;
+  request: InteractionRequest;
+  status: InteractionStatus;
+  outcome: string | null;
+  answerHmac: string | null;
+  operationId: string | null;
+  createdAt: number;
+  resolvedAt: number | null;
+}
+
+interface InteractionRow extends Record<string, SqlStorageValue> {
+  interaction_id: string;
+  turn_id: string;
+  execution_id: string;
+  request: string;
+  status: string;
+  outcome: string | null;
+  answer_hmac: string | null;
+  operation_id: string | null;
+  created_at: number;
+  resolved_at: number | null;
+}
+
+function toInteraction(row: InteractionRow): InteractionRecord {
+  return {
+    interactionId: row.interaction_id,
+    turnId: row.turn_id,
+    executionId: row.execution_id,
+    request: InteractionRequest.parse(JSON.parse(row.request)),
+    status: row.status as InteractionStatus,
+    outcome: row.outcome,
+    answerHmac: row.answer_hmac,
+    operationId: row.operation_id,
+    createdAt: row.created_at,
+    resolvedAt: row.resolved_at,
+  };
 }
 
 function parseJson<S extends z.ZodType>(schema: S, text: string | null): z.output<S> | null {
@@ -160,6 +203,25 @@ export class SessionStore {
       this.sql.exec(
         "CREATE TABLE IF NOT EXISTS operations (operation_id TEXT PRIMARY KEY, kind TEXT NOT NULL, request_digest TEXT NOT NULL, ack TEXT NOT NULL, created_at INTEGER NOT NULL)",
       );
+    }
+    if (current < 3) {
+      // Asks the agent made, and how each ended. Answers are never stored: only a keyed hash of
+      // one, to tell the same answer from another.
+      this.sql.exec(`
+        CREATE TABLE IF NOT EXISTS interactions (
+          interaction_id TEXT PRIMARY KEY,
+          turn_id TEXT NOT NULL,
+          execution_id TEXT NOT NULL,
+          request TEXT NOT NULL,
+          status TEXT NOT NULL,
+          outcome TEXT,
+          answer_hmac TEXT,
+          operation_id TEXT,
+          created_at INTEGER NOT NULL,
+          resolved_at INTEGER
+        );
+        CREATE INDEX IF NOT EXISTS interactions_status ON interactions (status);
+      `);
     }
     this.sql.exec("DELETE FROM schema_version");
     this.sql.exec("INSERT INTO schema_version (version) VALUES (?)", SCHEMA_VERSION);
@@ -255,6 +317,46 @@ export class SessionStore {
       requestDigest,
       JSON.stringify(ack),
       now,
+    );
+  }
+
+  // ---- interactions
+
+  interaction(interactionId: string): InteractionRecord | null {
+    const row = this.sql.exec<InteractionRow>("SELECT * FROM interactions WHERE interaction_id = ?", interactionId).toArray()[0];
+    return row ? toInteraction(row) : null;
+  }
+
+  outstandingInteractions(): InteractionRecord[] {
+    return this.sql.exec<InteractionRow>("SELECT * FROM interactions WHERE status = 'outstanding' ORDER BY created_at").toArray().map(toInteraction);
+  }
+
+  outstandingOfTurn(turnId: string): InteractionRecord[] {
+    return this.sql.exec<InteractionRow>("SELECT * FROM interactions WHERE status = 'outstanding' AND turn_id = ?", turnId).toArray().map(toInteraction);
+  }
+
+  /** Records a new ask; false when it was known already. */
+  addInteraction(input: { interactionId: string; turnId: string; executionId: string; request: unknown; now: number }): boolean {
+    const result = this.sql.exec(
+      "INSERT OR IGNORE INTO interactions (interaction_id, turn_id, execution_id, request, status, created_at) VALUES (?, ?, ?, ?, 'outstanding', ?)",
+      input.interactionId,
+      input.turnId,
+      input.executionId,
+      JSON.stringify(input.request),
+      input.now,
+    );
+    return result.rowsWritten > 0;
+  }
+
+  resolveInteraction(interactionId: string, fields: { status: InteractionStatus; outcome?: string; answerHmac?: string; operationId?: string; now: number }): void {
+    this.sql.exec(
+      "UPDATE interactions SET status = ?, outcome = ?, answer_hmac = ?, operation_id = ?, resolved_at = ? WHERE interaction_id = ?",
+      fields.status,
+      fields.outcome ?? null,
+      fields.answerHmac ?? null,
+      fields.operationId ?? null,
+      fields.now,
+      interactionId,
     );
   }
 

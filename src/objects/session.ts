@@ -13,14 +13,23 @@ import type { AgentExactRunControlRef } from "../schemas/contracts";
 import { claimsOf, unsupportedKinds, type Claims } from "../providers/capabilities";
 import { EventFanout } from "./fanout";
 import { runPump } from "./pump";
-import { SessionStore, type EventEnvelope, type EventRow, type TurnRecord, type TurnRequest } from "./session-store";
+import {
+  SessionStore,
+  type EventEnvelope,
+  type EventRow,
+  type InteractionRecord,
+  type InteractionStatus,
+  type TurnRecord,
+  type TurnRequest,
+} from "./session-store";
 import { buildTranscript, type TranscriptMessage } from "./transcript";
 import { decideTurn, executionIdFor, turnRequestDigest, turnView, type TurnView } from "./turn-cache";
 import { upstreamToApi } from "./upstream-errors";
 import { foldUsageEvent } from "./usage-events";
 import { breakSteps, budgetUsage, emptyExecutionUsage, executionView, totalOf, type ExecutionUsageState, type TotalView } from "./usage-fold";
-import { canonicalDigest, stripUndefined } from "../lib/digest";
-import type { CancellationAcknowledgement } from "../schemas/contracts";
+import { canonicalDigest, canonicalJson, stripUndefined, toHex } from "../lib/digest";
+import { answerProblems, type Outcome } from "./interaction-answers";
+import { InteractionRequest, type CancellationAcknowledgement, type InteractionAcknowledgement } from "../schemas/contracts";
 import type { z } from "zod";
 import type { ConversationUsageSchema } from "../schemas/api";
 
@@ -317,6 +326,7 @@ export class SessionObject extends DurableObject<Env> {
           }).row,
         );
       }
+      appended.push(...this.trackInteractions(turnId, executionId, event, now));
       if (usage.warning) {
         appended.push(this.store.appendEvent({ turnId, executionId, type: "warning", data: { code: "usage_invalid", message: usage.warning }, now }).row);
       }
@@ -360,6 +370,12 @@ export class SessionObject extends DurableObject<Env> {
     now: number,
   ): EventRow[] {
     const turnError = status === "failed" ? { code: error?.code ?? "agent_failed", message: error?.message ?? "the run failed" } : undefined;
+    const closed: EventRow[] = [];
+    for (const ask of this.store.outstandingOfTurn(turn.turnId)) {
+      // The run ended: nobody waits for these answers any more.
+      this.store.resolveInteraction(ask.interactionId, { status: "cancelled", now });
+      closed.push(this.interactionResolved(ask, "cancelled", now, "the run ended"));
+    }
     this.store.finishTurn(turn.turnId, { status, resultText: text, error: turnError, now });
     const finished = this.store.turn(turn.turnId)!;
     const type = status === "completed" ? "turn.completed" : status === "cancelled" ? "turn.cancelled" : "turn.failed";
@@ -377,7 +393,7 @@ export class SessionObject extends DurableObject<Env> {
       },
       now,
     });
-    return [row];
+    return [...closed, row];
   }
 
   private finishFromResult(turnId: string, executionId: string, result: ProviderResult, reason: string): void {
@@ -406,6 +422,141 @@ export class SessionObject extends DurableObject<Env> {
     if (!this.store.activeTurn()) await this.ctx.storage.deleteAlarm();
     const context = this.context();
     if (context) await this.touchIndex(context, "idle").catch(() => undefined);
+  }
+
+  // ------------------------------------------------------------------ interactions
+
+  /** Records asks and their ends from the event stream; the caller holds the transaction. */
+  private trackInteractions(turnId: string, executionId: string, event: ProviderEvent, now: number): EventRow[] {
+    if (event.type === "interaction") {
+      const request = InteractionRequest.parse(event.data.request);
+      if (!this.store.addInteraction({ interactionId: request.id, turnId, executionId, request, now })) return [];
+      return [this.store.appendEvent({ turnId, executionId, type: "interaction.requested", data: { turnId, interaction: request }, now }).row];
+    }
+    if (event.type === "interaction.cancel") {
+      const ask = this.store.interaction(String(event.data.id));
+      if (!ask || ask.status !== "outstanding") return [];
+      const status = event.data.reason === "timeout" ? "expired" : "cancelled";
+      this.store.resolveInteraction(ask.interactionId, { status, now });
+      return [this.interactionResolved(ask, status, now, typeof event.data.reason === "string" ? event.data.reason : undefined)];
+    }
+    return [];
+  }
+
+  private interactionResolved(ask: InteractionRecord, status: InteractionStatus, now: number, reason?: string, outcome?: string): EventRow {
+    return this.store.appendEvent({
+      turnId: ask.turnId,
+      executionId: ask.executionId,
+      type: "interaction.resolved",
+      // Never the answer itself: another device learns that it was answered, and how, not what.
+      data: { turnId: ask.turnId, interactionId: ask.interactionId, status, ...(outcome ? { outcome } : {}), ...(reason ? { reason } : {}) },
+      now,
+    }).row;
+  }
+
+  private readonly answerQueues = new Map<string, Promise<unknown>>();
+
+  /** Answers one ask, once, whatever the retries and however many devices answer at once. */
+  async answer(
+    conversationId: string,
+    interactionId: string,
+    command: { operationId: string; outcome: Outcome; data?: Record<string, unknown> },
+  ): Promise<RpcResult<{ status: number; ack: InteractionAcknowledgement }>> {
+    return captureRpc(async () => {
+      const context = this.context();
+      if (!context) throw new ApiError(404, "conversation_not_found", `no conversation ${conversationId}`);
+      if (!this.claims().interactions) {
+        throw new ApiError(501, "capability_denied", "this agent environment does not claim interactions (it does not record answers)", {
+          missing: ["interactions.responseDedupe"],
+        });
+      }
+      // One answer at a time per ask: a second device waits for the first, then sees it resolved.
+      const previous = this.answerQueues.get(interactionId) ?? Promise.resolve();
+      const run = previous.then(() => this.answerOnce(context, interactionId, command));
+      const queued = run.catch(() => undefined);
+      this.answerQueues.set(interactionId, queued);
+      try {
+        return await run;
+      } finally {
+        if (this.answerQueues.get(interactionId) === queued) this.answerQueues.delete(interactionId);
+      }
+    });
+  }
+
+  private async answerOnce(
+    context: SessionContext,
+    interactionId: string,
+    command: { operationId: string; outcome: Outcome; data?: Record<string, unknown> },
+  ): Promise<{ status: number; ack: InteractionAcknowledgement }> {
+    const ask = this.store.interaction(interactionId);
+    const turn = ask ? this.store.turn(ask.turnId) : null;
+    const binding = {
+      runId: ask?.executionId ?? "unknown",
+      provider: turn?.controlRef?.provider ?? this.provider.name,
+      environmentId: turn?.controlRef?.environmentId ?? this.store.getMeta("environmentId") ?? "unknown",
+      sessionId: context.sessionId,
+      executionId: ask?.executionId ?? "unknown",
+      interactionId,
+    };
+    const commandDigest = await canonicalDigest({ operationId: command.operationId, binding, outcome: command.outcome });
+    const answerHmac = await answerKey(this.config.SESSION_ID_SECRET, interactionId, command.outcome, command.data);
+    const ack = (status: InteractionAcknowledgement["status"], extra: { message?: string; retryable?: boolean } = {}): InteractionAcknowledgement => ({
+      operationId: command.operationId,
+      binding,
+      commandDigest,
+      status,
+      ...extra,
+    });
+    const answerWith = (a: InteractionAcknowledgement) => ({ status: ACK_HTTP_STATUS[a.status], ack: a });
+
+    const recorded = this.store.operation(command.operationId);
+    if (recorded) {
+      if (recorded.kind === "answer" && recorded.requestDigest === answerHmac) return answerWith(recorded.ack as InteractionAcknowledgement);
+      return answerWith(ack("already_resolved_different", { message: "this operationId was used for a different command" }));
+    }
+    if (!ask || !turn?.controlRef) return answerWith(ack("unknown_interaction", { message: `no interaction ${interactionId} in this conversation` }));
+    const ref = turn.controlRef;
+    const b = ask.request.binding;
+    if (b && (b.sessionId !== ref.sessionId || b.executionId !== ref.executionId || b.environmentId !== ref.environmentId || b.provider !== ref.provider)) {
+      return answerWith(ack("binding_mismatch", { message: "the interaction is bound to another run, environment or session" }));
+    }
+    if (ask.status === "expired") return answerWith(ack("expired", { message: "the interaction expired before it was answered" }));
+    if (ask.status === "cancelled") return answerWith(ack("cancelled", { message: "the run no longer waits for this answer" }));
+    if (ask.status === "answered") {
+      return answerWith(
+        ask.answerHmac === answerHmac
+          ? ack("already_resolved_same")
+          : ack("already_resolved_different", { message: `a different answer was recorded (operation ${ask.operationId ?? "unknown"})` }),
+      );
+    }
+    const problems = answerProblems(ask.request, command.outcome, command.data);
+    if (problems.length > 0) return answerWith(ack("invalid_response", { message: problems.join("; ") }));
+
+    let result: InteractionAcknowledgement;
+    try {
+      await this.provider.respondToInteraction(ref, { id: interactionId, outcome: command.outcome, ...(command.data ? { data: command.data } : {}) });
+      result = ack("accepted");
+    } catch (err) {
+      if (err instanceof UpstreamError && err.status === 409) result = ack("already_resolved_different", { message: "the deployment already holds a different answer" });
+      else if (err instanceof UpstreamError && err.status === 404) result = ack("unknown_interaction", { message: "the deployment no longer knows this interaction" });
+      else if (err instanceof UpstreamError && err.status === 400) result = ack("invalid_response", { message: err.message });
+      else {
+        // Delivery is unconfirmed: never `accepted`. Not recorded, so the same operation retries
+        // it (the deployment records answers, so a repeat cannot answer twice).
+        return answerWith(ack("transport_failure", { message: `delivery could not be confirmed: ${err instanceof Error ? err.message : String(err)}`, retryable: true }));
+      }
+    }
+    let row: EventRow | undefined;
+    this.ctx.storage.transactionSync(() => {
+      const now = Date.now();
+      if (result.status === "accepted") {
+        this.store.resolveInteraction(interactionId, { status: "answered", outcome: command.outcome, answerHmac, operationId: command.operationId, now });
+        row = this.interactionResolved(ask, "answered", now, undefined, command.outcome);
+      }
+      if (result.status !== "invalid_response") this.store.putOperation(command.operationId, "answer", answerHmac, result, now);
+    });
+    if (row) this.fanout.publish(row);
+    return answerWith(result);
   }
 
   // ------------------------------------------------------------------ budgets
@@ -586,7 +737,7 @@ export class SessionObject extends DurableObject<Env> {
         lastTurn: last ? turnView(last) : null,
         turnCount: this.store.turnCount(),
         lastEventId: this.store.lastSeq(),
-        interactions: [],
+        interactions: this.store.outstandingInteractions().map((i) => ({ turnId: i.turnId, ...i.request })),
         usage: this.usageTotal(),
         createdAt: isoFromMs(this.store.getMeta("createdAt")),
         updatedAt: last ? new Date(last.updatedAt).toISOString() : null,
@@ -642,6 +793,27 @@ export class SessionObject extends DurableObject<Env> {
       usage: budgetUsage(this.usageTotal()),
     });
   }
+}
+
+/** HTTP status of each acknowledgement; the body is the acknowledgement either way. */
+const ACK_HTTP_STATUS: Record<InteractionAcknowledgement["status"], number> = {
+  accepted: 200,
+  already_resolved_same: 200,
+  already_resolved_different: 409,
+  expired: 410,
+  cancelled: 409,
+  unknown_interaction: 404,
+  unknown_run: 404,
+  binding_mismatch: 409,
+  invalid_response: 422,
+  transport_failure: 502,
+};
+
+/** A keyed hash of an answer: tells the same answer from another without storing it. */
+async function answerKey(secret: string, interactionId: string, outcome: string, data: Record<string, unknown> | undefined): Promise<string> {
+  const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const message = canonicalJson(stripUndefined({ kind: "interaction-answer/v1", interactionId, outcome, data }));
+  return toHex(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(message)));
 }
 
 function titleFrom(message: string): string {

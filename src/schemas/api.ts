@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { ConversationId, Id, TokenUsage, TurnId } from "./common";
-import { CancellationAcknowledgement, RequestedInteractions } from "./contracts";
+import { CancellationAcknowledgement, InteractionAcknowledgement, RequestedInteractions } from "./contracts";
 
 export const ErrorBody = z
   .object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }) })
@@ -26,6 +26,14 @@ export const CancelBody = z
     reason: z.string().min(1).max(2048).optional(),
   })
   .meta({ id: "Cancel" });
+
+export const AnswerBody = z
+  .strictObject({
+    operationId: Id.describe("Repeat the same operationId to retry safely"),
+    outcome: z.enum(["accepted", "declined", "cancelled"]),
+    data: z.record(z.string(), z.unknown()).optional().describe("The answer's fields, for an accepted answer"),
+  })
+  .meta({ id: "Answer" });
 
 export const DevLoginBody = z
   .strictObject({ user: z.string().min(1).max(128).regex(/^[A-Za-z0-9._@:-]+$/, "may contain only A-Z a-z 0-9 . _ @ : -") })
@@ -150,3 +158,4 @@ export const DevLoginAnswer = z.object({ token: z.string(), user: z.string(), ex
 export const DeletedAnswer = z.object({ deleted: z.literal(true) }).meta({ id: "Deleted" });
 
 export const CancelAckSchema = CancellationAcknowledgement.meta({ id: "CancellationAcknowledgement" });
+export const InteractionAckSchema = InteractionAcknowledgement.meta({ id: "InteractionAcknowledgement" });

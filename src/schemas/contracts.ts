@@ -87,3 +87,25 @@ export const CancellationAcknowledgement = z.strictObject({
   existingRequestDigest: Sha256Digest.optional(),
 });
 export type CancellationAcknowledgement = z.infer<typeof CancellationAcknowledgement>;
+
+/** contracts.md Interactions: the acknowledgement of one answer. Never carries the answer or a hash of it. */
+export const InteractionAcknowledgement = z.strictObject({
+  operationId: Id,
+  binding: InteractionBinding,
+  commandDigest: Sha256Digest,
+  status: z.enum([
+    "accepted",
+    "already_resolved_same",
+    "already_resolved_different",
+    "expired",
+    "cancelled",
+    "unknown_interaction",
+    "unknown_run",
+    "binding_mismatch",
+    "invalid_response",
+    "transport_failure",
+  ]),
+  message: z.string().optional(),
+  retryable: z.boolean().optional(),
+});
+export type InteractionAcknowledgement = z.infer<typeof InteractionAcknowledgement>;

@@ -11,6 +11,8 @@ import { z } from "zod";
 import { encodeSseFrame, SSE_HEADERS } from "../../lib/sse";
 import { CreateSandboxBody, RunStreamBody, type Sandbox } from "../../schemas/sandbox-wire";
 import { buildScript, type ScriptFrame, type ScriptInput } from "./script";
+import type { AskAnswer } from "./asks";
+import { canonicalJson } from "../../lib/digest";
 import { EmulatorFaults } from "./faults";
 
 interface SandboxRow extends Record<string, SqlStorageValue> {
@@ -41,6 +43,8 @@ interface ExecutionRow extends Record<string, SqlStorageValue> {
   cost: number | null;
   error: string | null;
   request: string | null;
+  waiting_for: string | null;
+  answers: string;
 }
 
 interface LiveStream {
@@ -98,7 +102,12 @@ export class SandboxEmulator extends DurableObject<Env> {
         id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL, session_id TEXT NOT NULL, turn_id TEXT,
         status TEXT NOT NULL, script_input TEXT NOT NULL, step INTEGER NOT NULL, next_at INTEGER,
         frame_delay_ms INTEGER NOT NULL, created_at INTEGER NOT NULL, finished_at INTEGER,
-        final_text TEXT, usage TEXT, cost REAL, error TEXT, request TEXT
+        final_text TEXT, usage TEXT, cost REAL, error TEXT, request TEXT,
+        waiting_for TEXT, answers TEXT NOT NULL DEFAULT '{}'
+      );
+      CREATE TABLE IF NOT EXISTS asks (
+        interaction_id TEXT PRIMARY KEY, execution_id TEXT NOT NULL, session_id TEXT NOT NULL,
+        request TEXT NOT NULL, status TEXT NOT NULL, answer TEXT
       );
       CREATE INDEX IF NOT EXISTS executions_session ON executions (sandbox_id, session_id);
       CREATE TABLE IF NOT EXISTS frames (
@@ -253,6 +262,7 @@ export class SandboxEmulator extends DurableObject<Env> {
       fields.error ?? null,
       exe.id,
     );
+    this.sql.exec("UPDATE asks SET status = 'cancelled' WHERE execution_id = ? AND status = 'outstanding'", exe.id);
     for (const stream of this.streams.get(exe.id) ?? []) this.closeStream(stream);
     this.streams.delete(exe.id);
     this.scripts.delete(exe.id);
@@ -270,13 +280,18 @@ export class SandboxEmulator extends DurableObject<Env> {
   private script(exe: ExecutionRow): ScriptFrame[] {
     let script = this.scripts.get(exe.id);
     if (!script) {
-      script = buildScript(JSON.parse(exe.script_input) as ScriptInput);
+      script = buildScript({ ...(JSON.parse(exe.script_input) as ScriptInput), answers: JSON.parse(exe.answers) as Record<string, AskAnswer> });
       this.scripts.set(exe.id, script);
     }
     return script;
   }
 
   private advance(exe: ExecutionRow, now: number): void {
+    if (exe.waiting_for !== null) {
+      // The ask's deadline passed with no answer: it expires and the run goes on with defaults.
+      this.resolveAsk(exe, exe.waiting_for, "expired", { outcome: "timeout" });
+      exe = this.execution(exe.id)!;
+    }
     const script = this.script(exe);
     let step = exe.step;
     let nextAt: number | null = exe.next_at;
@@ -288,6 +303,20 @@ export class SandboxEmulator extends DurableObject<Env> {
       }
       this.appendFrame(exe, frame);
       step++;
+      if (frame.waitFor) {
+        // The run waits for a person: no next frame until the ask is answered or expires.
+        const request = (frame.data as { request: unknown }).request;
+        this.sql.exec(
+          "INSERT OR IGNORE INTO asks (interaction_id, execution_id, session_id, request, status) VALUES (?, ?, ?, ?, 'outstanding')",
+          frame.waitFor,
+          exe.id,
+          exe.session_id,
+          JSON.stringify(request),
+        );
+        const expiresAt = frame.timeoutMs ? now + frame.timeoutMs : null;
+        this.sql.exec("UPDATE executions SET step = ?, next_at = ?, waiting_for = ? WHERE id = ?", step, expiresAt, frame.waitFor, exe.id);
+        return;
+      }
       const next = script[step];
       nextAt = next ? now + exe.frame_delay_ms * (next.delayFactor ?? 1) : null;
       this.sql.exec("UPDATE executions SET step = ?, next_at = ? WHERE id = ?", step, nextAt, exe.id);
@@ -306,6 +335,19 @@ export class SandboxEmulator extends DurableObject<Env> {
         return;
       }
     }
+  }
+
+  /** Records an ask's end and lets its run continue according to the answer. */
+  private resolveAsk(exe: ExecutionRow, interactionId: string, status: "answered" | "expired", answer: AskAnswer): void {
+    const answers = { ...(JSON.parse(exe.answers) as Record<string, AskAnswer>), [interactionId]: answer };
+    this.sql.exec("UPDATE asks SET status = ?, answer = ? WHERE interaction_id = ?", status, JSON.stringify(answer), interactionId);
+    this.sql.exec(
+      "UPDATE executions SET answers = ?, waiting_for = NULL, next_at = ? WHERE id = ?",
+      JSON.stringify(answers),
+      Date.now() + exe.frame_delay_ms,
+      exe.id,
+    );
+    this.scripts.delete(exe.id);
   }
 
   private resultStatus(executionId: string): string {
@@ -334,7 +376,15 @@ export class SandboxEmulator extends DurableObject<Env> {
     const faults = this.faults();
     const requested = body.executionId ?? `exec_${crypto.randomUUID()}`;
     const id = faults.admitWrongExecutionId ? `${requested}-other` : requested;
-    const input: ScriptInput = { message: body.message, sessionId: body.sessionId, executionId: id, turnId: body.turnId, backend };
+    const input: ScriptInput = {
+      message: body.message,
+      sessionId: body.sessionId,
+      executionId: id,
+      turnId: body.turnId,
+      backend,
+      environmentId: sandboxId,
+      ...(faults.foreignBinding ? { foreignBinding: true } : {}),
+    };
     const script = buildScript(input);
     this.scripts.set(id, script);
     const now = Date.now();
@@ -691,7 +741,58 @@ export class SandboxEmulator extends DurableObject<Env> {
     app.get(`${sess}/:sid/interactions`, (c) => {
       const sb = this.runningSandbox(c);
       if (sb instanceof Response) return sb;
-      return c.json({ data: { interactions: [] } });
+      const rows = this.sql
+        .exec<{ request: string }>(
+          "SELECT a.request FROM asks a JOIN executions e ON e.id = a.execution_id WHERE e.sandbox_id = ? AND a.session_id = ? AND a.status = 'outstanding'",
+          sb.id,
+          c.req.param("sid"),
+        )
+        .toArray();
+      return c.json({ data: { interactions: rows.map((r) => JSON.parse(r.request)) } });
+    });
+
+    app.post(`${sess}/:sid/interactions`, async (c) => {
+      const sb = this.runningSandbox(c);
+      if (sb instanceof Response) return sb;
+      const parsed = z
+        .strictObject({ id: z.string().min(1), outcome: z.enum(["accepted", "declined", "cancelled"]), data: z.record(z.string(), z.unknown()).optional() })
+        .safeParse(await c.req.json().catch(() => undefined));
+      if (!parsed.success) return errorResponse(c, 400, "INVALID_INTERACTION_ANSWER", z.prettifyError(parsed.error));
+      const answer = parsed.data;
+      const ask = this.sql
+        .exec<{ execution_id: string; session_id: string; request: string; status: string; answer: string | null }>(
+          "SELECT * FROM asks WHERE interaction_id = ?",
+          answer.id,
+        )
+        .toArray()[0];
+      const exe = ask ? this.execution(ask.execution_id) : undefined;
+      if (!ask || !exe || exe.sandbox_id !== sb.id || ask.session_id !== c.req.param("sid")) {
+        return errorResponse(c, 404, "INTERACTION_NOT_FOUND", "no such interaction in this session");
+      }
+      this.count("interactions.answers");
+      const given: AskAnswer = { outcome: answer.outcome, ...(answer.data ? { data: answer.data } : {}) };
+      if (ask.status === "answered") {
+        // The deployment records answers: the same answer again is acknowledged, another is refused.
+        if (canonicalJson(JSON.parse(ask.answer!)) === canonicalJson(given)) return c.json({ data: { status: "already_resolved_same" } });
+        return errorResponse(c, 409, "ALREADY_ANSWERED", "this interaction was already answered differently");
+      }
+      if (ask.status !== "outstanding") return errorResponse(c, 404, "INTERACTION_GONE", `this interaction is ${ask.status}`);
+      const request = JSON.parse(ask.request) as { answerSpec?: { fields?: Array<{ name: string; required?: boolean }> } };
+      if (answer.outcome === "accepted") {
+        const missing = (request.answerSpec?.fields ?? []).filter((f) => f.required && answer.data?.[f.name] === undefined).map((f) => f.name);
+        if (missing.length) return errorResponse(c, 400, "INVALID_INTERACTION_ANSWER", `missing required fields: ${missing.join(", ")}`);
+      }
+      this.count("interactions.delivered");
+      this.resolveAsk(exe, answer.id, "answered", given);
+      this.schedule();
+      const faults = this.faults();
+      if (faults.answerDeliveryUnknown) {
+        const left = faults.answerDeliveryUnknown - 1;
+        const { answerDeliveryUnknown: _n, ...rest } = faults;
+        this.setFaults(left > 0 ? { ...rest, answerDeliveryUnknown: left } : rest);
+        return errorResponse(c, 503, "UNAVAILABLE", "the answer was recorded but its delivery could not be confirmed");
+      }
+      return c.json({ data: { status: "accepted" } });
     });
 
     app.get(`${sess}/:sid/turns/:turnId`, (c) => {

@@ -28,6 +28,10 @@ export const EmulatorFaults = z.strictObject({
   provisionOutcome: z.enum(["running", "failed", "stopped", "expired"]).optional(),
   /** Report running while the filesystem stays "transitioning" for this long (ms). */
   readinessLagMs: z.number().int().nonnegative().optional(),
+  /** Asks of runs started from now on name another session in their binding. */
+  foreignBinding: z.boolean().optional(),
+  /** Record the next `count` answers but answer 503, as if delivery could not be confirmed. */
+  answerDeliveryUnknown: z.number().int().positive().optional(),
   /** Admit runs under a different execution id than the one requested (an unproven service path). */
   admitWrongExecutionId: z.boolean().optional(),
 });

@@ -1,3 +1,4 @@
+import { afterQuestion, FIRST_PLAN, permissionAsk, planFrames, questionAsk, type AskAnswer, type AskContext } from "./asks";
 /**
  * The emulator's deterministic scripted agent. A message picks a script; each script is a list of
  * frames, each emitted one frame-delay after the previous one. Pure: the same message and ids give
@@ -9,6 +10,11 @@
  *   [fail]      the run fails after its first text with an `error` frame
  *   [no-usage]  a backend that forwards no step usage (only the receipt carries usage)
  *   [words:N]   an answer of exactly N words, one delta each (benchmarks; N ≤ 20000)
+ * Asks (the run waits for the answer and continues according to it):
+ *   [ask]          a question with text, select, boolean, number, multi-select and secret fields
+ *   [ask-timeout]  the same question, expiring after a short time (interaction.cancel, timeout)
+ *   [permission]   permission to run `npm test` (granted: the tool runs; denied: it does not)
+ *   [plan]         a plan to approve, or reject with feedback for a revised plan
  * Usage scripts (each rule of the usage fold has one):
  *   [receipt-low]       the receipt reports less input than the streamed steps did
  *   [receipt-partial]   the receipt lacks outputTokens (unknown, not zero)
@@ -22,12 +28,20 @@ export interface ScriptFrame {
   data: Record<string, unknown>;
   /** Multiplier of the frame delay before this frame (default 1). */
   delayFactor?: number;
+  /** The run stops after this frame until the named ask is answered (or expires after timeoutMs). */
+  waitFor?: string;
+  timeoutMs?: number;
 }
 
 export interface ScriptInput {
   message: string;
   sessionId: string;
   executionId: string;
+  /** The sandbox the run is in (asks name it in their binding). */
+  environmentId?: string;
+  /** Answers given so far, by interaction id: the script continues according to them. */
+  answers?: Record<string, AskAnswer>;
+  foreignBinding?: boolean;
   turnId?: string;
   backend: string;
 }
@@ -126,6 +140,53 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
   const intro = `Looking into it: "${echo(message)}".`;
   for (const f of textFrames(`${exe}:text-1`, intro, 2)) push(f);
 
+  // Asks: the frames up to an unanswered ask are the whole script for now; the emulator builds it
+  // again, with the answer, once it comes.
+  const answers = input.answers ?? {};
+  const ctx: AskContext = {
+    executionId: exe,
+    sessionId,
+    environmentId: input.environmentId ?? "unknown",
+    foreignBinding: input.foreignBinding,
+    ...(hasDirective(message, "ask-timeout") ? { timeoutMs: 150 } : {}),
+  };
+  const askTexts: string[] = [];
+  let textIndex = 1;
+  const say = (text: string) => {
+    textIndex++;
+    askTexts.push(text);
+    for (const f of textFrames(`${exe}:text-ask-${textIndex}`, text, 3)) push(f);
+  };
+  if (hasDirective(message, "ask") || hasDirective(message, "ask-timeout")) {
+    const q = questionAsk(ctx);
+    push(q);
+    const answer = answers[q.waitFor];
+    if (!answer) return frames;
+    if (answer.outcome === "timeout") push({ type: "interaction.cancel", data: { id: q.waitFor, reason: "timeout" } });
+    say(afterQuestion(answer));
+  }
+  if (hasDirective(message, "plan")) {
+    let revision = 1;
+    let body = FIRST_PLAN;
+    while (true) {
+      const [submitted, planAsk] = planFrames(ctx, revision, body) as [ScriptFrame, ScriptFrame & { waitFor: string }];
+      push(submitted);
+      push(planAsk);
+      const answer = answers[planAsk.waitFor];
+      if (!answer) return frames;
+      if (answer.outcome === "accepted" && answer.data?.decision === "approve") {
+        say(`Plan revision ${revision} approved. Executing it.`);
+        break;
+      }
+      if (revision >= 3) {
+        say("The plan was rejected three times; I will go with the last revision.");
+        break;
+      }
+      revision++;
+      body = `${FIRST_PLAN}\n(Revised for: ${String(answer.data?.feedback ?? "no feedback")})`;
+    }
+  }
+
   const toolId = `${exe}:tool-1`;
   const input1 = { filePath: "README.md" };
   push({ type: "message.part.updated", data: { part: { id: toolId, type: "tool", tool: "read", state: { status: "pending", input: input1 } } } });
@@ -141,6 +202,24 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
       },
     },
   });
+
+  if (hasDirective(message, "permission")) {
+    const p = permissionAsk(ctx);
+    push(p);
+    const answer = answers[p.waitFor];
+    if (!answer) return frames;
+    const grant = answer.outcome === "accepted" ? String(answer.data?.grant ?? "deny") : "deny";
+    if (grant === "deny") {
+      const feedback = answer.data?.feedback ? ` (${String(answer.data.feedback)})` : "";
+      say(`You denied running the tests${feedback}, so I only read the code.`);
+    } else {
+      const bash = `${exe}:tool-bash`;
+      const input2 = { command: "npm test" };
+      push({ type: "message.part.updated", data: { part: { id: bash, type: "tool", tool: "bash", state: { status: "running", input: input2 } } } });
+      push({ type: "message.part.updated", data: { part: { id: bash, type: "tool", tool: "bash", state: { status: "completed", input: input2, output: "12 tests passed" } } } });
+      say(`The tests pass (${grant === "allow_session" ? "allowed for this session" : "allowed once"}).`);
+    }
+  }
 
   const step1: StepTokens = { input: 120, output: 30, reasoning: 5, cache: { read: 800, write: 40 } };
   if (hasDirective(message, "bad-usage")) step1.input = -5;
@@ -183,7 +262,7 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
           answer.split(" ").slice(p * WORDS_PER_PARAGRAPH, (p + 1) * WORDS_PER_PARAGRAPH).join(" "),
         )
       : [answer];
-  const finalText = [intro, ...paragraphs].join("\n\n");
+  const finalText = [intro, ...askTexts, ...paragraphs].join("\n\n");
   const tokenUsage: Record<string, unknown> = toReceipt(
     [{ ...step1, input: Math.max(0, step1.input), output: step1.output ?? 0 }, step2],
     cost1 + cost2,

@@ -1,0 +1,85 @@
+/**
+ * Answers to interactions, checked against the exact outstanding request (seed 001,
+ * validateInteractionResponse). Pure. Every problem names its field.
+ */
+import type { InteractionField, InteractionRequest } from "../schemas/contracts";
+
+export type Outcome = "accepted" | "declined" | "cancelled";
+
+const FORBIDDEN_NAMES = new Set(["__proto__", "constructor", "prototype"]);
+
+/** The grants a permission request allows: an omitted scope permits only a one-time answer. */
+export function allowedGrants(request: InteractionRequest): string[] {
+  const scopes = request.responseScopes ?? ["once"];
+  const grants = ["deny"];
+  if (scopes.includes("once")) grants.unshift("allow_once");
+  if (scopes.includes("session")) grants.push("allow_session");
+  if (scopes.includes("always") || scopes.includes("persistent")) grants.push("allow_always");
+  return grants;
+}
+
+function optionValues(field: Extract<InteractionField, { type: "select" }>): string[] {
+  return field.options.map((o) => (typeof o === "string" ? o : o.value));
+}
+
+function checkField(field: InteractionField, value: unknown, request: InteractionRequest): string | null {
+  const name = field.name;
+  switch (field.type) {
+    case "text":
+    case "secret": {
+      if (typeof value !== "string") return `${name}: must be text`;
+      const max = field.type === "text" ? (field as { maxLength?: number }).maxLength : undefined;
+      if (max !== undefined && value.length > max) return `${name}: must be at most ${max} characters`;
+      return null;
+    }
+    case "number": {
+      const f = field as { min?: number; max?: number; integer?: boolean };
+      if (typeof value !== "number" || !Number.isFinite(value)) return `${name}: must be a number`;
+      if (f.integer && !Number.isInteger(value)) return `${name}: must be a whole number`;
+      if (f.min !== undefined && value < f.min) return `${name}: must be at least ${f.min}`;
+      if (f.max !== undefined && value > f.max) return `${name}: must be at most ${f.max}`;
+      return null;
+    }
+    case "boolean":
+      return typeof value === "boolean" ? null : `${name}: must be true or false`;
+    case "select": {
+      const f = field as Extract<InteractionField, { type: "select" }>;
+      let options = optionValues(f);
+      if (request.kind === "permission" && name === "grant") options = options.filter((o) => allowedGrants(request).includes(o));
+      const chosen = f.multi ? value : [value];
+      if (!Array.isArray(chosen) || chosen.some((v) => typeof v !== "string")) return `${name}: must be ${f.multi ? "a list of choices" : "one of the choices"}`;
+      const unknown = (chosen as string[]).filter((v) => !options.includes(v));
+      if (unknown.length && !(f.allowCustom && request.kind !== "permission")) return `${name}: ${unknown.join(", ")} is not one of ${options.join(", ")}`;
+      return null;
+    }
+    default:
+      return `${name}: has a field type this gateway cannot check`;
+  }
+}
+
+/** Problems with an answer, each naming its field; empty when the answer fits the request. */
+export function answerProblems(request: InteractionRequest, outcome: Outcome, data: Record<string, unknown> | undefined): string[] {
+  const problems: string[] = [];
+  const allowed = request.allowedOutcomes ?? ["accepted", "declined", "cancelled"];
+  if (!allowed.includes(outcome)) problems.push(`outcome: ${outcome} is not allowed here (${allowed.join(", ")})`);
+  if (outcome !== "accepted") {
+    if (data !== undefined && Object.keys(data).length > 0) problems.push("data: only an accepted answer carries data");
+    return problems;
+  }
+  const values = data ?? {};
+  const fields = new Map(request.answerSpec.fields.map((f) => [f.name, f]));
+  for (const key of Object.keys(values)) {
+    if (FORBIDDEN_NAMES.has(key)) problems.push(`${key}: is a forbidden field name`);
+    else if (!fields.has(key)) problems.push(`${key}: is not a field of this request`);
+  }
+  for (const field of request.answerSpec.fields) {
+    const value = Object.hasOwn(values, field.name) ? values[field.name] : undefined;
+    if (value === undefined || value === null) {
+      if (field.required) problems.push(`${field.name}: is required`);
+      continue;
+    }
+    const problem = checkField(field, value, request);
+    if (problem) problems.push(problem);
+  }
+  return problems;
+}

@@ -1,0 +1,106 @@
+/**
+ * The emulator agent's asks: a question, a permission and a plan, and what it does with each
+ * answer. Pure: the frames of an ask, and the frames that follow a given answer.
+ */
+import type { ScriptFrame } from "./script";
+
+export interface AskAnswer {
+  outcome: "accepted" | "declined" | "cancelled" | "timeout";
+  data?: Record<string, unknown>;
+}
+
+export interface AskContext {
+  executionId: string;
+  sessionId: string;
+  environmentId: string;
+  /** Faults: an ask whose binding names another session. */
+  foreignBinding?: boolean;
+  timeoutMs?: number;
+}
+
+/** A frame that stops the run until the ask `waitFor` is answered (or expires). */
+export type WaitFrame = ScriptFrame & { waitFor: string; timeoutMs?: number };
+
+function binding(ctx: AskContext, interactionId: string) {
+  return {
+    runId: ctx.executionId,
+    provider: "tangle-sandbox",
+    environmentId: ctx.environmentId,
+    sessionId: ctx.foreignBinding ? "another-session" : ctx.sessionId,
+    executionId: ctx.executionId,
+    interactionId,
+  };
+}
+
+function ask(ctx: AskContext, id: string, request: Record<string, unknown>): WaitFrame {
+  return {
+    type: "interaction",
+    data: { request: { id, ...request, ...(ctx.timeoutMs ? { timeoutMs: ctx.timeoutMs, onTimeout: "use_defaults" } : {}), binding: binding(ctx, id) } },
+    waitFor: id,
+    ...(ctx.timeoutMs ? { timeoutMs: ctx.timeoutMs } : {}),
+  };
+}
+
+export function questionAsk(ctx: AskContext): WaitFrame {
+  return ask(ctx, `${ctx.executionId}:question-1`, {
+    kind: "question",
+    title: "A few details before I start",
+    body: "I will set up the test runner. Tell me how you want it.",
+    answerSpec: {
+      fields: [
+        { name: "project", type: "text", label: "Project name", required: true, maxLength: 80 },
+        { name: "framework", type: "select", label: "Test framework", options: ["vitest", "jest", "node:test"], required: true },
+        { name: "coverage", type: "boolean", label: "Collect coverage?" },
+        { name: "workers", type: "number", label: "Parallel workers", min: 1, max: 16, integer: true },
+        { name: "labels", type: "select", label: "Labels", options: ["ci", "local"], multi: true, allowCustom: true },
+        { name: "token", type: "secret", label: "Registry token (optional)" },
+      ],
+    },
+    allowedOutcomes: ["accepted", "declined"],
+  });
+}
+
+export function permissionAsk(ctx: AskContext): WaitFrame {
+  return ask(ctx, `${ctx.executionId}:permission-1`, {
+    kind: "permission",
+    title: "Run the test suite?",
+    body: "I want to run `npm test` in the sandbox.",
+    subject: { tool: "bash", command: "npm test" },
+    responseScopes: ["once", "session"],
+    answerSpec: {
+      fields: [
+        { name: "grant", type: "select", label: "Allow?", options: ["allow_once", "allow_session", "deny"], required: true },
+        { name: "feedback", type: "text", label: "Anything the agent should know?" },
+      ],
+    },
+  });
+}
+
+export function planFrames(ctx: AskContext, revision: number, body: string): ScriptFrame[] {
+  const planId = `${ctx.executionId}:plan`;
+  return [
+    { type: "plan.submitted", data: { plan: { id: planId, revision, title: revision === 1 ? "Plan" : `Plan (revision ${revision})`, body, submittedAt: "2026-01-01T00:00:00.000Z" } } },
+    ask(ctx, `${ctx.executionId}:plan-${revision}`, {
+      kind: "plan",
+      title: `Approve plan revision ${revision}?`,
+      body,
+      subject: { planId, revision },
+      answerSpec: {
+        fields: [
+          { name: "decision", type: "select", label: "Decision", options: ["approve", "reject"], required: true },
+          { name: "feedback", type: "text", label: "Feedback for a revised plan" },
+        ],
+      },
+    }),
+  ];
+}
+
+export const FIRST_PLAN = "1. Read the README.\n2. Add a test for the parser.\n3. Run the suite.";
+
+/** What the agent says after an answer to the question. */
+export function afterQuestion(answer: AskAnswer): string {
+  if (answer.outcome === "timeout") return "No answer came, so I will use the defaults.";
+  if (answer.outcome !== "accepted") return "Understood, I will use the defaults.";
+  const d = answer.data ?? {};
+  return `Setting up ${String(d.project)} with ${String(d.framework)}${d.coverage === true ? " and coverage" : ""}.`;
+}
