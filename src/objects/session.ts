@@ -538,7 +538,9 @@ export class SessionObject extends DurableObject<Env> {
       result = ack("accepted");
     } catch (err) {
       if (err instanceof UpstreamError && err.status === 409) result = ack("already_resolved_different", { message: "the deployment already holds a different answer" });
-      else if (err instanceof UpstreamError && err.status === 404) result = ack("unknown_interaction", { message: "the deployment no longer knows this interaction" });
+      else if (err instanceof UpstreamError && err.status === 404 && err.code === "session_not_found") {
+        result = ack("unknown_run", { message: "the deployment no longer knows this session" });
+      } else if (err instanceof UpstreamError && err.status === 404) result = ack("unknown_interaction", { message: "the deployment no longer knows this interaction" });
       else if (err instanceof UpstreamError && err.status === 400) result = ack("invalid_response", { message: err.message });
       else {
         // Delivery is unconfirmed: never `accepted`. Not recorded, so the same operation retries

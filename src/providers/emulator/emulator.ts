@@ -759,6 +759,10 @@ export class SandboxEmulator extends DurableObject<Env> {
         .safeParse(await c.req.json().catch(() => undefined));
       if (!parsed.success) return errorResponse(c, 400, "INVALID_INTERACTION_ANSWER", z.prettifyError(parsed.error));
       const answer = parsed.data;
+      const known = this.sql
+        .exec<{ n: number }>("SELECT COUNT(*) AS n FROM executions WHERE sandbox_id = ? AND session_id = ?", sb.id, c.req.param("sid"))
+        .one().n;
+      if (known === 0) return errorResponse(c, 404, "SESSION_NOT_FOUND", "no such session");
       const ask = this.sql
         .exec<{ execution_id: string; session_id: string; request: string; status: string; answer: string | null }>(
           "SELECT * FROM asks WHERE interaction_id = ?",
@@ -827,6 +831,7 @@ export class SandboxEmulator extends DurableObject<Env> {
         this.finishExecution(exe, "cancelled", { error: "session deleted" });
       }
       this.sql.exec("DELETE FROM frames WHERE execution_id IN (SELECT id FROM executions WHERE sandbox_id = ? AND session_id = ?)", sb.id, sid);
+      this.sql.exec("DELETE FROM asks WHERE execution_id IN (SELECT id FROM executions WHERE sandbox_id = ? AND session_id = ?)", sb.id, sid);
       this.sql.exec("DELETE FROM executions WHERE sandbox_id = ? AND session_id = ?", sb.id, sid);
       return c.json({ data: { deleted: true } });
     });
