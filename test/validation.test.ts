@@ -23,6 +23,7 @@ describe("bad input gets a documented 4xx and leaves stored state unchanged", ()
       messages: await json(await api(`/v1/conversations/${cid}/messages`, { token })),
       turn: await json(await api(`/v1/conversations/${cid}/turns/${turnId}`, { token })),
       list: await json(await api("/v1/conversations", { token })),
+      usage: await json(await api(`/v1/conversations/${cid}/usage`, { token })),
       dispatches: (await counters())["runs.dispatches"],
     });
     const before = await snapshot();
@@ -68,6 +69,18 @@ describe("bad input gets a documented 4xx and leaves stored state unchanged", ()
     await expectError(api(`/v1/conversations/${other}`, { token }), 404, "conversation_not_found");
     await expectError(api(`/v1/conversations/${other}/messages`, { token }), 404, "conversation_not_found");
     await expectError(api(`/v1/conversations/${other}`, { token, method: "DELETE" }), 404, "conversation_not_found");
+
+    // POST …/cancel, POST …/interactions/:iid, GET …/usage
+    await expectError(api(`/v1/conversations/${cid}/cancel`, { token, body: {} }), 400, "invalid_request", "operationId");
+    await expectError(api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: "op", why: "x" } }), 400, "invalid_request", "why");
+    await expectError(api(`/v1/conversations/${cid}/cancel`, { token, body: "x", headers: { "content-type": "text/plain" } }), 415, "unsupported_media_type");
+    const answers = `/v1/conversations/${cid}/interactions/some-ask`;
+    await expectError(api(answers, { token, body: { operationId: "op", outcome: "maybe" } }), 400, "invalid_request", "outcome");
+    await expectError(api(answers, { token, body: { outcome: "declined" } }), 400, "invalid_request", "operationId");
+    await expectError(api(answers, { token, body: { operationId: "op", outcome: "accepted", data: [1] } }), 400, "invalid_request", "data");
+    await expectError(api(answers, { token, body: { operationId: "op", outcome: "declined", extra: true } }), 400, "invalid_request", "extra");
+    await expectError(api(`/v1/conversations/${uid("never")}/usage`, { token }), 404, "conversation_not_found");
+    await expectError(api(`/v1/conversations/${uid("never")}/cancel`, { token, body: { operationId: "op" } }), 404, "conversation_not_found");
 
     // GET /v1/conversations
     await expectError(api("/v1/conversations?limit=0", { token }), 400, "invalid_request", "limit");
