@@ -79,7 +79,10 @@ app.notFound((c) => c.json(new ApiError(404, "not_found", `no route ${c.req.meth
 
 // ------------------------------------------------------------------ public, unauthenticated
 
-app.get("/healthz", (c) => c.json({ ok: true as const, version: VERSION, provider: c.get("config").provider }));
+app.get("/healthz", (c) => {
+  const config = c.get("config");
+  return c.json({ ok: true as const, version: VERSION, provider: config.provider, devLogin: config.DEV_LOGIN && isLoopback(c) });
+});
 app.get("/openapi.json", (c) => c.json(openApiDocument(VERSION)));
 
 app.post("/v1/dev/login", async (c) => {
@@ -104,10 +107,25 @@ app.all("/_emulator/*", async (c) => {
 app.use("/v1/conversations", authenticate);
 app.use("/v1/conversations/*", authenticate);
 
+const EVENTS_PATH = /^\/v1\/conversations\/([^/]+)\/events$/;
+
 async function authenticate(c: Context<AppEnv>, next: () => Promise<void>): Promise<void> {
   const config = c.get("config");
-  const token = bearerToken(c.req.header("authorization"));
-  const { userId } = await verifyUserToken(config, token);
+  const header = c.req.header("authorization");
+  const streamToken = c.req.query("access_token");
+  const events = EVENTS_PATH.exec(c.req.path);
+  let userId: string;
+  if (header === undefined && streamToken !== undefined && events && c.req.method === "GET") {
+    // EventSource cannot send headers: a short-lived stream token, bound to the user and this
+    // conversation, is accepted here and nowhere else.
+    const verified = await verifyUserToken(config, streamToken, "stream");
+    if (verified.claims.cid !== decodeURIComponent(events[1]!)) {
+      throw new ApiError(401, "token_claim_invalid", "this stream token is for another conversation");
+    }
+    userId = verified.userId;
+  } else {
+    ({ userId } = await verifyUserToken(config, bearerToken(header)));
+  }
   c.set("identity", { userId, ownerKey: await deriveOwnerKey(config.SESSION_ID_SECRET, userId) });
   await next();
 }
@@ -176,6 +194,24 @@ app.get("/v1/conversations/:cid/events", async (c) => {
   const raw = c.req.header("last-event-id") ?? c.req.query("after") ?? "0";
   if (!/^\d{1,15}$/.test(raw.trim())) throw new ApiError(400, "invalid_cursor", "the cursor (Last-Event-ID or ?after=) must be a non-negative integer");
   return new Response(await stub.events(Number(raw.trim())), { headers: SSE_HEADERS });
+});
+
+app.post("/v1/conversations/:cid/stream-token", async (c) => {
+  const config = c.get("config");
+  const conversationId = conversationIdOf(c);
+  const { userId } = c.get("identity");
+  if (!config.AUTH_JWT_SECRET) throw new ApiError(501, "stream_tokens_unavailable", "stream tokens need AUTH_JWT_SECRET to sign them");
+  const ttl = config.STREAM_TOKEN_TTL_SECONDS;
+  const token = await signToken(config, { sub: userId, use: "stream", cid: conversationId }, ttl);
+  return c.json({ token, expiresIn: ttl, eventsUrl: `/v1/conversations/${encodeURIComponent(conversationId)}/events?access_token=${token}` });
+});
+
+// Local development only: close every browser stream of a conversation (the page must reconnect).
+app.post("/v1/conversations/:cid/dev/drop-streams", async (c) => {
+  const config = c.get("config");
+  if (!config.DEV_LOGIN || !isLoopback(c)) throw new ApiError(404, "not_found", `no route POST ${c.req.path}`);
+  const { stub } = await session(c);
+  return c.json({ dropped: await stub.dropReaders() });
 });
 
 app.get("/v1/conversations/:cid", async (c) => {

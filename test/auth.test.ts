@@ -58,6 +58,26 @@ describe("authentication", () => {
     expect(aliceList.conversations.map((c: any) => c.conversationId)).toEqual([cid]);
   });
 
+  it("a stream token works for EventSource on that conversation's events route, and nowhere else", async () => {
+    const token = await tokenFor(uid("alice"));
+    const cid = uid("conv");
+    const turnId = uid("turn");
+    await sendTurn(token, cid, turnId, "hello");
+    await waitForTurn(token, cid, turnId);
+    const minted = await json(await api(`/v1/conversations/${cid}/stream-token`, { token, method: "POST" }));
+    expect(minted.expiresIn).toBe(300);
+    const stream = await api(minted.eventsUrl);
+    expect(stream.status).toBe(200);
+    const { events } = await collect(stream, isTurnEnd);
+    expect(events.at(-1)!.turnId).toBe(turnId);
+    // Not for another conversation, not on another route, not as a bearer token.
+    expect((await api(`/v1/conversations/${uid("other")}/events?access_token=${minted.token}`)).status).toBe(401);
+    expect((await api(`/v1/conversations/${cid}?access_token=${minted.token}`)).status).toBe(401);
+    expect(await code(await api(`/v1/conversations/${cid}/events`, { token: minted.token }))).toEqual([401, "token_use_invalid"]);
+    // A user token is not a stream token either.
+    expect(await code(await api(`/v1/conversations/${cid}/events?access_token=${token}`))).toEqual([401, "token_use_invalid"]);
+  });
+
   it("dev login issues a working token only on a loopback host", async () => {
     const login = await api("/v1/dev/login", { body: { user: "dev-user" } });
     expect(login.status).toBe(200);

@@ -65,7 +65,7 @@ describe("conversation routes", () => {
 describe("service routes", () => {
   it("healthz answers without a token", async () => {
     const res = await SELF.fetch("https://gateway.example.com/healthz");
-    expect(await json(res)).toEqual({ ok: true, version: "0.1.0", provider: "emulator" });
+    expect(await json(res)).toEqual({ ok: true, version: "0.1.0", provider: "emulator", devLogin: false });
     expect(res.headers.get("x-request-id")).toBeTruthy();
   });
 

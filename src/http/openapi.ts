@@ -114,6 +114,14 @@ export function openApiDocument(version: string): Record<string, unknown> {
           },
         },
       },
+      "/v1/conversations/{cid}/stream-token": {
+        post: {
+          summary: "A short-lived token for EventSource (which cannot send headers), bound to the user and this conversation",
+          security: auth,
+          parameters: [cid],
+          responses: { 200: json("StreamToken", "The token and the events URL that accepts it"), ...errors(400, 401, 501) },
+        },
+      },
       "/v1/conversations/{cid}/usage": {
         get: {
           summary: "The usage fold: per turn and in total, with unknowns, conflicts and the budget",

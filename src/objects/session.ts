@@ -724,6 +724,13 @@ export class SessionObject extends DurableObject<Env> {
     return readable;
   }
 
+  /** Closes every browser stream (local development: the page must reconnect by itself). */
+  async dropReaders(): Promise<number> {
+    const n = this.fanoutInstance?.size ?? 0;
+    this.fanoutInstance?.closeAll();
+    return n;
+  }
+
   async summary(conversationId: string): Promise<RpcResult<ConversationSummary>> {
     return captureRpc(() => {
       this.ensurePump();

@@ -153,7 +153,12 @@ export const MessagesSchema = z
   })
   .meta({ id: "Messages" });
 
-export const HealthSchema = z.object({ ok: z.literal(true), version: z.string(), provider: z.string() }).meta({ id: "Health" });
+export const HealthSchema = z
+  .object({ ok: z.literal(true), version: z.string(), provider: z.string(), devLogin: z.boolean().describe("dev login is available to this caller") })
+  .meta({ id: "Health" });
+export const StreamTokenAnswer = z
+  .object({ token: z.string(), expiresIn: z.number().int(), eventsUrl: z.string() })
+  .meta({ id: "StreamToken", description: "A short-lived token for EventSource, accepted only as ?access_token= on this conversation's events route" });
 export const DevLoginAnswer = z.object({ token: z.string(), user: z.string(), expiresIn: z.number().int() }).meta({ id: "DevLoginAnswer" });
 export const DeletedAnswer = z.object({ deleted: z.literal(true) }).meta({ id: "Deleted" });
 
