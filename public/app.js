@@ -386,6 +386,7 @@ function apply(e) {
   switch (e.type) {
     case "turn.accepted":
       setTurnStatus(turn, "running");
+      if ($("conversation-title").textContent === "New conversation") $("conversation-title").textContent = (e.data.message ?? "").slice(0, 80);
       refreshConversations();
       break;
     case "message.part.updated":
@@ -547,6 +548,8 @@ function addInteraction(turnId, request) {
   else renderQuestion(entry);
   card.append(el("p", { class: "outcome", role: "status" }));
   turn.parts.append(card);
+  entry.turn = turn;
+  turn.typing.textContent = "Waiting for you";
   announce(`The agent is waiting for you: ${request.title}`);
   scrollToEnd();
 }
@@ -755,6 +758,7 @@ function showOutcome(entry, text, isError = false) {
 
 function markResolved(entry, text) {
   entry.resolved = true;
+  if (entry.turn) entry.turn.typing.textContent = "Working";
   entry.card.classList.add("resolved");
   for (const control of entry.card.querySelectorAll("button, input, select, textarea")) control.disabled = true;
   showOutcome(entry, text);

@@ -20,10 +20,11 @@ function freePort() {
   });
 }
 
-export async function startDevServer({ timeoutMs = 60_000, log = false } = {}) {
+export async function startDevServer({ timeoutMs = 60_000, log = false, vars = {} } = {}) {
   const port = await freePort();
   const persist = mkdtempSync(join(tmpdir(), "gateway-state-"));
-  const child = spawn(process.execPath, [join(root, "scripts", "start.mjs")], {
+  const extra = Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]);
+  const child = spawn(process.execPath, [join(root, "scripts", "start.mjs"), ...extra], {
     cwd: root,
     env: { ...process.env, PORT: String(port), PERSIST_TO: persist, INSPECTOR_PORT: "0" },
     stdio: log ? "inherit" : ["ignore", "pipe", "pipe"],

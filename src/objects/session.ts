@@ -299,6 +299,7 @@ export class SessionObject extends DurableObject<Env> {
     const appended: EventRow[] = [];
     let fresh = true;
     let overBudget = false;
+    let finishedNow = false;
     this.ctx.storage.transactionSync(() => {
       if (event.upstreamId !== undefined) {
         if (!this.store.markSeen(executionId, event.upstreamId)) {
@@ -336,9 +337,15 @@ export class SessionObject extends DurableObject<Env> {
       }
       if (event.terminal && turn.status === "running") {
         appended.push(...this.finishTurn(turn, event.terminal.status, event.terminal.text, event.terminal.error, now));
+        finishedNow = true;
       }
     });
     for (const row of appended) this.fanout.publish(row);
+    if (event.terminal && finishedNow) {
+      // The conversation list shows the turn done as soon as it is, not when the stream closes.
+      const context = this.context();
+      if (context) this.touchIndex(context, "idle").catch(() => undefined);
+    }
     if (overBudget) this.stopForBudget(turnId).catch((err) => console.error(JSON.stringify({ msg: "budget stop failed", turnId, error: String(err) })));
     return fresh;
   }

@@ -14,7 +14,8 @@ let server;
 let browser;
 
 before(async () => {
-  server = await startDevServer();
+  // Faster frames than `npm start` (40 ms), still slow enough to reload or stop mid-answer.
+  server = await startDevServer({ vars: { EMULATOR_FRAME_DELAY_MS: "12" } });
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
     headless: true,
