@@ -86,6 +86,10 @@ describe("the chat page", () => {
     assert.equal(await tool.locator(".tool-name").textContent(), "read");
     assert.equal(await tool.locator(".tool-status").textContent(), "completed");
     assert.equal(await tool.getAttribute("open"), null, "tool cards start collapsed");
+    const reasoning = lastTurn(page).locator("details.reasoning");
+    assert.equal(await reasoning.count(), 1);
+    assert.equal(await reasoning.getAttribute("open"), null, "reasoning starts collapsed");
+    assert.match(await reasoning.locator(".reasoning-body").textContent(), /read the README first/);
     const footer = await lastTurn(page).locator(".turn-footer").textContent();
     assert.match(footer, /in 1,980 · out 80 · \$0\.0021/);
     assert.match(await page.locator("#usage-total").textContent(), /Total: in 1,980 · out 80/);

@@ -136,6 +136,10 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
   push({ type: "status", data: { status: "started" } });
   push({ type: "native.session.observed", data: { provider: backend, nativeSessionId: `native-${exe.slice(-12)}` } });
   push({ type: "message.part.updated", data: { part: { id: `${exe}:step-1`, type: "step-start" } } });
+  push({
+    type: "message.part.updated",
+    data: { part: { id: `${exe}:reasoning-1`, type: "reasoning", text: "The user wants an answer grounded in the code, so I will read the README first." } },
+  });
 
   const intro = `Looking into it: "${echo(message)}".`;
   for (const f of textFrames(`${exe}:text-1`, intro, 2)) push(f);
