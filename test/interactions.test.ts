@@ -154,6 +154,22 @@ describe("a question", () => {
   });
 });
 
+describe("the turn's interaction posture", () => {
+  it("{} enables no kind: the agent does not ask and goes on; enabling the kind lets it ask", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const quiet = uid("turn");
+    await sendTurn(token, cid, quiet, "set up [ask] [permission]", { interactions: {} });
+    const turn = await waitForTurn(token, cid, quiet);
+    expect(turn.status).toBe("completed");
+    const transcript = await json(await api(`/v1/conversations/${cid}/messages`, { token }));
+    expect(JSON.stringify(transcript)).not.toContain("question-1");
+    const asked = await json(await sendTurn(token, cid, uid("turn"), "set up [ask] [permission]", { interactions: { question: true, permission: false } }));
+    const { events } = await collect(await api(`/v1/conversations/${cid}/events?after=${asked.after}`, { token }), (e) => e.type === "interaction.requested");
+    expect((events.at(-1)!.data.interaction as any).kind).toBe("question");
+  });
+});
+
 describe("a permission", () => {
   it("denied: the agent does not run the tool", async () => {
     const { token, cid, turnId, interaction, lastId } = await untilAsk("run tests [permission]");

@@ -383,6 +383,7 @@ export class SandboxEmulator extends DurableObject<Env> {
       turnId: body.turnId,
       backend,
       environmentId: sandboxId,
+      ...(body.interactions ? { interactions: body.interactions } : {}),
       ...(faults.foreignBinding ? { foreignBinding: true } : {}),
     };
     const script = buildScript(input);

@@ -39,6 +39,8 @@ export interface ScriptInput {
   executionId: string;
   /** The sandbox the run is in (asks name it in their binding). */
   environmentId?: string;
+  /** The turn's interaction posture: omitted means every kind; `{}` enables none. */
+  interactions?: Record<string, boolean>;
   /** Answers given so far, by interaction id: the script continues according to them. */
   answers?: Record<string, AskAnswer>;
   foreignBinding?: boolean;
@@ -154,6 +156,8 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
     foreignBinding: input.foreignBinding,
     ...(hasDirective(message, "ask-timeout") ? { timeoutMs: 150 } : {}),
   };
+  // A kind the turn did not enable is never asked: the agent goes on with its defaults.
+  const enabled = (kind: string) => input.interactions === undefined || input.interactions[kind] === true;
   const askTexts: string[] = [];
   let textIndex = 1;
   const say = (text: string) => {
@@ -161,7 +165,7 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
     askTexts.push(text);
     for (const f of textFrames(`${exe}:text-ask-${textIndex}`, text, 3)) push(f);
   };
-  if (hasDirective(message, "ask") || hasDirective(message, "ask-timeout")) {
+  if ((hasDirective(message, "ask") || hasDirective(message, "ask-timeout")) && enabled("question")) {
     const q = questionAsk(ctx);
     push(q);
     const answer = answers[q.waitFor];
@@ -169,7 +173,7 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
     if (answer.outcome === "timeout") push({ type: "interaction.cancel", data: { id: q.waitFor, reason: "timeout" } });
     say(afterQuestion(answer));
   }
-  if (hasDirective(message, "plan")) {
+  if (hasDirective(message, "plan") && enabled("plan")) {
     let revision = 1;
     let body = FIRST_PLAN;
     while (true) {
@@ -207,7 +211,7 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
     },
   });
 
-  if (hasDirective(message, "permission")) {
+  if (hasDirective(message, "permission") && enabled("permission")) {
     const p = permissionAsk(ctx);
     push(p);
     const answer = answers[p.waitFor];
