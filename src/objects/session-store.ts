@@ -244,6 +244,11 @@ export class SessionStore {
     return row ? toTurn(row) : null;
   }
 
+  /** Just a turn's status: the hot path reads this per event instead of the whole record. */
+  turnStatus(turnId: string): TurnStatus | null {
+    return (this.sql.exec<{ status: string }>("SELECT status FROM turns WHERE turn_id = ?", turnId).toArray()[0]?.status as TurnStatus | undefined) ?? null;
+  }
+
   /** The turn that is pending or running, if any (at most one: turns run one at a time). */
   activeTurn(): TurnRecord | null {
     const row = this.sql.exec<TurnRow>("SELECT * FROM turns WHERE status IN ('pending', 'running') ORDER BY ordinal DESC LIMIT 1").toArray()[0];

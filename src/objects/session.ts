@@ -25,7 +25,7 @@ import {
 import { buildTranscript, type TranscriptMessage } from "./transcript";
 import { decideTurn, executionIdFor, turnRequestDigest, turnView, type TurnView } from "./turn-cache";
 import { upstreamToApi } from "./upstream-errors";
-import { foldUsageEvent } from "./usage-events";
+import { carriesUsage, foldUsageEvent } from "./usage-events";
 import { breakSteps, budgetUsage, emptyExecutionUsage, executionView, totalOf, type ExecutionUsageState, type TotalView } from "./usage-fold";
 import { canonicalDigest, canonicalJson, stripUndefined, toHex } from "../lib/digest";
 import { answerProblems, type Outcome } from "./interaction-answers";
@@ -279,7 +279,7 @@ export class SessionObject extends DurableObject<Env> {
       {
         cursor: () => this.store.turn(turnId)?.upstreamCursor ?? undefined,
         ingest: (event) => this.ingest(turnId, ref.executionId, event),
-        isLive: () => this.store.turn(turnId)?.status === "running",
+        isLive: () => this.store.turnStatus(turnId) === "running",
         finishFromResult: (result, reason) => this.finishFromResult(turnId, ref.executionId, result, reason),
       },
       { signal: abort.signal },
@@ -308,12 +308,14 @@ export class SessionObject extends DurableObject<Env> {
         }
         this.store.setCursor(turnId, event.upstreamId);
       }
-      const turn = this.store.turn(turnId);
-      if (!turn) return;
+      const status = this.store.turnStatus(turnId);
+      if (!status) return;
       const now = Date.now();
-      const usage = foldUsageEvent(this.store.executionUsage(executionId) ?? emptyExecutionUsage(executionId), event);
+      const usage = carriesUsage(event)
+        ? foldUsageEvent(this.store.executionUsage(executionId) ?? emptyExecutionUsage(executionId), event)
+        : { state: null, attach: null, changed: false, warning: undefined };
       // `done` after a `result` repeats the receipt the browser already has: keep it out of the log.
-      const redundant = event.type === "done" && turn.status !== "running";
+      const redundant = event.type === "done" && status !== "running";
       if (!event.private && !redundant) {
         appended.push(
           this.store.appendEvent({
@@ -331,12 +333,12 @@ export class SessionObject extends DurableObject<Env> {
       if (usage.warning) {
         appended.push(this.store.appendEvent({ turnId, executionId, type: "warning", data: { code: "usage_invalid", message: usage.warning }, now }).row);
       }
-      if (usage.changed) {
+      if (usage.changed && usage.state) {
         appended.push(...this.recordUsage(turnId, usage.state, now));
-        overBudget = turn.status === "running" && this.budgetState()?.exceeded === true;
+        overBudget = status === "running" && this.budgetState()?.exceeded === true;
       }
-      if (event.terminal && turn.status === "running") {
-        appended.push(...this.finishTurn(turn, event.terminal.status, event.terminal.text, event.terminal.error, now));
+      if (event.terminal && status === "running") {
+        appended.push(...this.finishTurn(this.store.turn(turnId)!, event.terminal.status, event.terminal.text, event.terminal.error, now));
         finishedNow = true;
       }
     });

@@ -51,6 +51,11 @@ export function toTokenUsage(counts: Counts): TokenUsage | null {
   };
 }
 
+/** Whether an event can change the usage fold (the hot path skips the rest). */
+export function carriesUsage(event: ProviderEvent): boolean {
+  return event.type === "result" || event.type === "done" || stepOf(event) !== null;
+}
+
 export function foldUsageEvent(state: ExecutionUsageState, event: ProviderEvent): UsageStep {
   const step = stepOf(event);
   if (step) {
