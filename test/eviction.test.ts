@@ -2,7 +2,7 @@ import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject 
 import { describe, expect, it } from "vitest";
 import { deriveSessionId } from "../src/auth/ids";
 import type { SessionObject } from "../src/objects/session";
-import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid } from "./helpers";
+import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
 import { expectedUpstream, seenUpstream } from "./expected";
 
 const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;
@@ -53,5 +53,35 @@ describe("the session object survives losing its memory mid-run", () => {
     expect(seenUpstream(all, turnId)).toEqual(expectedUpstream(message, accepted.executionId));
     const turn = await json(await api(`/v1/conversations/${cid}/turns/${turnId}`, { token }));
     expect(turn.status).toBe("completed");
+  });
+
+  it("a turn left pending by an object evicted mid-dispatch is cleared by the alarm, and the same turn id works again", async () => {
+    const user = uid("user");
+    const token = await tokenFor(user);
+    const cid = uid("conv");
+    const first = uid("turn");
+    await sendTurn(token, cid, first, "first");
+    await waitForTurn(token, cid, first);
+    const sessionId = await deriveSessionId(secret, user, cid);
+    const stub = env.SESSIONS.get(env.SESSIONS.idFromName(sessionId));
+    const stuck = uid("turn");
+    // As an eviction between "recorded" and "dispatched" would leave it: pending, no control ref.
+    await runInDurableObject(stub, async (_i: SessionObject, state) => {
+      const old = Date.now() - 60_000;
+      state.storage.sql.exec(
+        "INSERT INTO turns (turn_id, ordinal, request_digest, request, execution_id, status, created_at, updated_at) VALUES (?, 99, 'd', ?, ?, 'pending', ?, ?)",
+        stuck,
+        JSON.stringify({ message: "stuck" }),
+        `exe_${stuck}`,
+        old,
+        old,
+      );
+      await state.storage.setAlarm(Date.now() + 60_000);
+    });
+    expect((await sendTurn(token, cid, uid("turn"), "blocked")).status).toBe(409);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect((await api(`/v1/conversations/${cid}/turns/${stuck}`, { token })).status).toBe(404);
+    expect((await sendTurn(token, cid, stuck, "stuck")).status).toBe(202);
+    expect((await waitForTurn(token, cid, stuck)).status).toBe("completed");
   });
 });

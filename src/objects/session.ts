@@ -158,6 +158,8 @@ export class SessionObject extends DurableObject<Env> {
         this.store.insertPendingTurn({ turnId, requestDigest, request, executionId, now });
         if (!this.store.getMeta("title")) this.store.setMeta("title", titleFrom(request.message));
       });
+      // Armed before the dispatch: an object evicted mid-dispatch must not keep a pending turn forever.
+      await this.ctx.storage.setAlarm(now + WATCHDOG_INTERVAL_MS);
 
       let controlRef: AgentExactRunControlRef;
       let dispatchedCapabilities: Record<string, unknown> | null = null;
