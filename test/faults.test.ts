@@ -63,4 +63,20 @@ describe("upstream faults: every frame reaches the browser once, and the turn co
     expect(events.at(-1)!.type).toBe("turn.completed");
     expect(seenUpstream(events, turnId)).toEqual(expectedUpstream(message, accepted.executionId));
   });
+
+  it("invalid and oversized frames are reported as warnings naming the problem; the turn still completes", async () => {
+    const { events } = await runWithFaults(
+      { corruptFrames: [{ id: 4, kind: "not_json" }, { id: 6, kind: "invalid" }, { id: 8, kind: "oversize" }] },
+      "broken frames",
+    );
+    const warnings = events.filter((e) => e.type === "warning").map((e) => e.data);
+    expect(warnings).toEqual([
+      expect.objectContaining({ code: "invalid_upstream_frame", upstreamEventId: "4", message: expect.stringContaining("is not JSON") }),
+      expect.objectContaining({ code: "invalid_upstream_frame", upstreamEventId: "6" }),
+      expect.objectContaining({ code: "frame_too_large", upstreamEventId: "8" }),
+    ]);
+    expect(events.at(-1)!.type).toBe("turn.completed");
+    // Nothing of an oversized frame reaches a browser.
+    expect(JSON.stringify(events).length).toBeLessThan(200_000);
+  });
 });

@@ -207,7 +207,15 @@ export class SandboxEmulator extends DurableObject<Env> {
 
   private appendFrame(exe: ExecutionRow, frame: ScriptFrame): void {
     const id = this.lastFrameId(exe.id) + 1;
-    const data = JSON.stringify(frame.data);
+    const corrupt = this.faults().corruptFrames?.find((c) => c.id === id)?.kind;
+    const data =
+      corrupt === "not_json"
+        ? "{not json"
+        : corrupt === "invalid"
+          ? JSON.stringify({ ...frame.data, part: { type: "text", text: "a part without an id" }, status: 42 })
+          : corrupt === "oversize"
+            ? JSON.stringify({ ...frame.data, padding: "x".repeat(1024 * 1024 + 10) })
+            : JSON.stringify(frame.data);
     this.sql.exec("INSERT INTO frames (execution_id, id, type, data) VALUES (?, ?, ?, ?)", exe.id, id, frame.type, data);
     const text = encodeSseFrame({ id, event: frame.type, data });
     for (const stream of this.streams.get(exe.id) ?? []) this.send(stream, text);
