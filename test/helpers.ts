@@ -2,6 +2,7 @@ import { env, SELF } from "cloudflare:test";
 import { SignJWT } from "jose";
 import { readSseFrames, type SseFrame } from "../src/lib/sse";
 import type { EventEnvelope } from "../src/objects/session-store";
+import { UpstreamError } from "../src/providers/errors";
 
 export const BASE = "http://127.0.0.1:8787";
 const testEnv = env as unknown as Record<string, string>;
@@ -120,4 +121,15 @@ export async function waitForTurn(token: string, cid: string, turnId: string, ti
     await new Promise((r) => setTimeout(r, 20));
   }
   throw new Error(`turn ${turnId} still running after ${timeoutMs} ms`);
+}
+
+/** The UpstreamError a promise rejects with (anything else fails the test). */
+export async function upstreamRejection(promise: Promise<unknown>): Promise<UpstreamError> {
+  try {
+    await promise;
+  } catch (err) {
+    if (err instanceof UpstreamError) return err;
+    throw err;
+  }
+  throw new Error("expected a rejection");
 }

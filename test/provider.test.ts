@@ -2,25 +2,14 @@ import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { readConfig } from "../src/config";
 import { createProvider } from "../src/providers";
-import { UpstreamError } from "../src/providers/errors";
 import type { TangleProvider } from "../src/providers/tangle/provider";
-import { api, counters, emulator, json, sendTurn, setFaults, tokenFor, uid, waitForTurn } from "./helpers";
+import { api, counters, emulator, json, sendTurn, setFaults, tokenFor, uid, upstreamRejection, waitForTurn } from "./helpers";
 
 const provider = () => createProvider(readConfig(env), env) as TangleProvider;
 
 afterEach(async () => {
   await setFaults({});
 });
-
-async function rejection(promise: Promise<unknown>): Promise<UpstreamError> {
-  try {
-    await promise;
-  } catch (err) {
-    if (err instanceof UpstreamError) return err;
-    throw err;
-  }
-  throw new Error("expected a rejection");
-}
 
 describe("the Tangle provider's environment (one sandbox per user)", () => {
   it("creates under an idempotency key and hands the sandbox over only when running and ready", async () => {
@@ -70,7 +59,7 @@ describe("the Tangle provider's environment (one sandbox per user)", () => {
     it(`a sandbox it created that ends provisioning ${outcome} is deleted before the error surfaces`, async () => {
       await setFaults({ provisionOutcome: outcome });
       const before = (await counters())["sandboxes.deleted"] ?? 0;
-      const err = await rejection(provider().ensureEnvironment({ ownerKey: uid("owner"), known: null }));
+      const err = await upstreamRejection(provider().ensureEnvironment({ ownerKey: uid("owner"), known: null }));
       expect(err.code).toBe("environment_unavailable");
       expect(err.message).toContain(outcome);
       expect((await counters())["sandboxes.deleted"]).toBe(before + 1);
@@ -90,7 +79,7 @@ describe("the Tangle provider's dispatch", () => {
     const p = provider();
     const { record } = await p.ensureEnvironment({ ownerKey: uid("owner"), known: null });
     await setFaults({ admitWrongExecutionId: true });
-    const err = await rejection(
+    const err = await upstreamRejection(
       p.dispatch({ environmentId: record.environmentId, sessionId: uid("s"), turnId: "t1", executionId: uid("exe"), message: "hi" }),
     );
     expect(err.code).toBe("admission_mismatch");
@@ -101,7 +90,7 @@ describe("the Tangle provider's dispatch", () => {
     const { record } = await p.ensureEnvironment({ ownerKey: uid("owner"), known: null });
     const sessionId = uid("s");
     await p.dispatch({ environmentId: record.environmentId, sessionId, turnId: "t1", executionId: uid("exe"), message: "long [slow]" });
-    const err = await rejection(p.dispatch({ environmentId: record.environmentId, sessionId, turnId: "t2", executionId: uid("exe"), message: "second" }));
+    const err = await upstreamRejection(p.dispatch({ environmentId: record.environmentId, sessionId, turnId: "t2", executionId: uid("exe"), message: "second" }));
     expect(err).toMatchObject({ status: 409, code: "session_busy" });
     // Another session in the same sandbox runs side by side.
     const other = await p.dispatch({ environmentId: record.environmentId, sessionId: uid("s"), turnId: "t1", executionId: uid("exe"), message: "parallel" });

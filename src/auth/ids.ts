@@ -7,7 +7,8 @@
 const encoder = new TextEncoder();
 const keyCache = new Map<string, Promise<CryptoKey>>();
 
-function hmacKey(secret: string): Promise<CryptoKey> {
+/** The HMAC-SHA256 key for a secret, imported once per secret. */
+export function hmacKey(secret: string): Promise<CryptoKey> {
   let key = keyCache.get(secret);
   if (!key) {
     key = crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);

@@ -4,6 +4,7 @@
  * The logic lives in the modules beside it; this class wires them to storage and the runtime.
  */
 import { DurableObject } from "cloudflare:workers";
+import { hmacKey } from "../auth/ids";
 import { readConfig, type Config } from "../config";
 import { ApiError, captureRpc, unwrapRpc, type RpcResult } from "../http/errors";
 import { UpstreamError } from "../providers/errors";
@@ -831,7 +832,7 @@ const ACK_HTTP_STATUS: Record<InteractionAcknowledgement["status"], number> = {
 
 /** A keyed hash of an answer: tells the same answer from another without storing it. */
 async function answerKey(secret: string, interactionId: string, outcome: string, data: Record<string, unknown> | undefined): Promise<string> {
-  const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const key = await hmacKey(secret);
   const message = canonicalJson(stripUndefined({ kind: "interaction-answer/v1", interactionId, outcome, data }));
   return toHex(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(message)));
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { UpstreamError } from "../errors";
+import { upstreamRejection } from "../../../test/helpers";
 import { SandboxClient, toUpstreamError } from "./client";
 import { sandboxRoutes } from "./routes";
 
@@ -23,16 +23,6 @@ function client(responses: Array<Response | (() => Promise<Response>)>, extra: P
     ...extra,
   });
   return { c, seen, sleeps };
-}
-
-async function caught(p: Promise<unknown>): Promise<UpstreamError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof UpstreamError) return e;
-    throw e;
-  }
-  throw new Error("no error");
 }
 
 describe("upstream error mapping", () => {
@@ -58,7 +48,7 @@ describe("upstream error mapping", () => {
 describe("the Sandbox client", () => {
   it("sends the account key and never puts it in an error", async () => {
     const { c, seen } = client([new Response("nope", { status: 401 })]);
-    const err = await caught(c.send(sandboxRoutes.getSandbox("sbx_1")));
+    const err = await upstreamRejection(c.send(sandboxRoutes.getSandbox("sbx_1")));
     expect(seen[0]!.headers.get("authorization")).toBe("Bearer secret-account-key");
     expect(err.message).not.toContain("secret-account-key");
     expect(err.code).toBe("upstream_unauthorized");
@@ -77,19 +67,19 @@ describe("the Sandbox client", () => {
 
   it("does not retry what is not marked safe, nor a 4xx", async () => {
     const first = client([new Response("", { status: 503 })]);
-    expect((await caught(first.c.send(sandboxRoutes.createSandbox()))).status).toBe(503);
+    expect((await upstreamRejection(first.c.send(sandboxRoutes.createSandbox()))).status).toBe(503);
     expect(first.seen).toHaveLength(1);
     const second = client([Response.json({ error: { code: "BAD", message: "no" } }, { status: 400 })]);
-    expect((await caught(second.c.send(sandboxRoutes.getSandbox("s"), { retry: true }))).code).toBe("bad");
+    expect((await upstreamRejection(second.c.send(sandboxRoutes.getSandbox("s"), { retry: true }))).code).toBe("bad");
     expect(second.seen).toHaveLength(1);
   });
 
   it("gives up after the attempts, and fails a Retry-After beyond its patience at once", async () => {
     const { c, seen } = client([new Response("", { status: 502 }), new Response("", { status: 502 }), new Response("", { status: 502 })]);
-    expect((await caught(c.send(sandboxRoutes.getSandbox("s"), { retry: true }))).status).toBe(502);
+    expect((await upstreamRejection(c.send(sandboxRoutes.getSandbox("s"), { retry: true }))).status).toBe(502);
     expect(seen).toHaveLength(3);
     const long = client([new Response("", { status: 429, headers: { "retry-after": "120" } })]);
-    const err = await caught(long.c.send(sandboxRoutes.getSandbox("s"), { retry: true }));
+    const err = await upstreamRejection(long.c.send(sandboxRoutes.getSandbox("s"), { retry: true }));
     expect(err).toMatchObject({ status: 429, retryAfterMs: 120_000 });
     expect(long.seen).toHaveLength(1);
   });
@@ -97,13 +87,13 @@ describe("the Sandbox client", () => {
   it("times out a call that does not answer", async () => {
     const hang = () => new Promise<Response>(() => {});
     const { c } = client([hang], { timeoutMs: 20 });
-    const err = await caught(c.send(sandboxRoutes.getSandbox("s")));
+    const err = await upstreamRejection(c.send(sandboxRoutes.getSandbox("s")));
     expect(err).toMatchObject({ status: 408, code: "upstream_timeout", retryable: true });
   });
 
   it("refuses an answer that is not JSON or not the expected shape", async () => {
     const { c } = client([new Response("<html>", { status: 200 }), Response.json({ wrong: true })]);
-    expect((await caught(c.json(sandboxRoutes.getSandbox("s"), z.object({ id: z.string() })))).code).toBe("upstream_malformed");
-    expect((await caught(c.json(sandboxRoutes.getSandbox("s"), z.object({ id: z.string() })))).code).toBe("upstream_malformed");
+    expect((await upstreamRejection(c.json(sandboxRoutes.getSandbox("s"), z.object({ id: z.string() })))).code).toBe("upstream_malformed");
+    expect((await upstreamRejection(c.json(sandboxRoutes.getSandbox("s"), z.object({ id: z.string() })))).code).toBe("upstream_malformed");
   });
 });
