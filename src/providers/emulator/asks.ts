@@ -104,3 +104,20 @@ export function afterQuestion(answer: AskAnswer): string {
   const d = answer.data ?? {};
   return `Setting up ${String(d.project)} with ${String(d.framework)}${d.coverage === true ? " and coverage" : ""}.`;
 }
+
+/** JSON with object keys sorted at every depth: equal values give equal text. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+/** Whether two answers are the same answer (key order aside): a repeat of a recorded answer. */
+export function sameAnswer(a: unknown, b: unknown): boolean {
+  return canonical(a) === canonical(b);
+}

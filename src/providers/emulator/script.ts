@@ -64,7 +64,7 @@ const LONG_WORDS = (
   "Finally the chat page renders the stream as it arrives and resumes from its last event id after a reload."
 ).split(" ");
 
-export function hasDirective(message: string, name: string): boolean {
+function hasDirective(message: string, name: string): boolean {
   return message.includes(`[${name}]`);
 }
 
@@ -77,7 +77,7 @@ function wordCount(message: string): number | undefined {
 }
 
 /** Splits text into deltas of `wordsPerDelta` words, keeping the exact text when rejoined. */
-export function splitDeltas(text: string, wordsPerDelta: number): string[] {
+function splitDeltas(text: string, wordsPerDelta: number): string[] {
   const words = text.split(/(?<= )/);
   const out: string[] = [];
   for (let i = 0; i < words.length; i += wordsPerDelta) out.push(words.slice(i, i + wordsPerDelta).join(""));
@@ -290,10 +290,4 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
   });
   push({ type: "done", data: hasDirective(message, "receipt-none") ? {} : { tokenUsage, totalCostUsd: cost1 + cost2 } });
   return frames;
-}
-
-/** The text the user sees for a script, as the parts' texts joined: what a finished turn's result says. */
-export function finalTextOf(frames: ScriptFrame[]): string | undefined {
-  const result = frames.find((f) => f.type === "result");
-  return result ? (result.data.finalText as string) : undefined;
 }

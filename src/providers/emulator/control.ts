@@ -1,0 +1,131 @@
+/**
+ * The emulator's control routes (`/_emulator/*`): not part of the Sandbox API. Tests, benchmarks
+ * and developers read counters and runs, set faults and variants, and reset the emulator here.
+ *
+ * They take JSON only: a POST (or any call but GET/HEAD) whose content-type is not
+ * `application/json` is refused with 415 before anything changes, so a cross-site form or a
+ * text/plain post cannot reset or fault a developer's local emulator. Their errors are always
+ * `{ error: { code, message } }`, whatever the error-body variant of the Sandbox API.
+ */
+import type { Context, Hono } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { z } from "zod";
+import { EmulatorFaults } from "./faults";
+import type { Runner } from "./runner";
+import type { EmulatorStore } from "./store";
+import type { StreamHub } from "./streams";
+import { effectiveVariants, EmulatorVariants } from "./variants";
+
+export interface ControlDeps {
+  store: EmulatorStore;
+  runner: Runner;
+  streams: StreamHub;
+}
+
+const CONTROL_PATHS = {
+  all: "/_emulator/*",
+  counters: "/_emulator/counters",
+  faults: "/_emulator/faults",
+  variants: "/_emulator/variants",
+  execution: "/_emulator/executions/:id",
+  executionStream: "/_emulator/executions/:id/stream",
+  sandbox: "/_emulator/sandboxes/:id",
+  sandboxStatus: "/_emulator/sandboxes/:id/status",
+  reset: "/_emulator/reset",
+} as const;
+
+const SandboxStatusBody = z.strictObject({ status: z.enum(["stopped", "failed", "expired", "deleted"]) });
+const ResetBody = z.strictObject({});
+
+/** Whether a content-type header names exactly `application/json` (parameters such as charset allowed). */
+function isJsonMediaType(contentType: string | undefined): boolean {
+  if (!contentType) return false;
+  return contentType.split(";")[0]!.trim().toLowerCase() === "application/json";
+}
+
+function controlError(c: Context, status: number, code: string, message: string): Response {
+  return c.json({ error: { code, message } }, status as ContentfulStatusCode);
+}
+
+async function body(c: Context): Promise<unknown> {
+  return c.req.json().catch(() => undefined);
+}
+
+export function registerControlRoutes(app: Hono, deps: ControlDeps): void {
+  const { store, runner, streams } = deps;
+
+  app.use(CONTROL_PATHS.all, async (c, next) => {
+    if (c.req.method !== "GET" && c.req.method !== "HEAD" && !isJsonMediaType(c.req.header("content-type"))) {
+      return controlError(c, 415, "UNSUPPORTED_MEDIA_TYPE", "control routes take application/json bodies only");
+    }
+    await next();
+  });
+
+  app.get(CONTROL_PATHS.counters, (c) => c.json({ counters: store.counters(), openStreams: streams.openCount() }));
+
+  app.get(CONTROL_PATHS.faults, (c) => c.json({ faults: store.faults() }));
+  app.post(CONTROL_PATHS.faults, async (c) => {
+    const parsed = EmulatorFaults.safeParse(await body(c));
+    if (!parsed.success) return controlError(c, 400, "INVALID_FAULTS", z.prettifyError(parsed.error));
+    store.setFaults(parsed.data);
+    return c.json({ faults: parsed.data });
+  });
+
+  app.get(CONTROL_PATHS.variants, (c) => {
+    const set = store.variants();
+    return c.json({ variants: set, effective: effectiveVariants(set) });
+  });
+  app.post(CONTROL_PATHS.variants, async (c) => {
+    const parsed = EmulatorVariants.safeParse(await body(c));
+    if (!parsed.success) return controlError(c, 400, "INVALID_VARIANTS", z.prettifyError(parsed.error));
+    store.setVariants(parsed.data);
+    return c.json({ variants: parsed.data, effective: effectiveVariants(parsed.data) });
+  });
+
+  app.get(CONTROL_PATHS.execution, (c) => {
+    const exe = store.execution(c.req.param("id"));
+    if (!exe) return controlError(c, 404, "EXECUTION_NOT_FOUND", "execution not found");
+    return c.json({
+      id: exe.id,
+      sandboxId: exe.sandbox_id,
+      sessionId: exe.session_id,
+      turnId: exe.turn_id,
+      status: exe.status,
+      request: exe.request ? (JSON.parse(exe.request) as unknown) : null,
+    });
+  });
+
+  // The raw frames of one execution, as the Sandbox would replay them: the benchmarks' baseline.
+  app.get(CONTROL_PATHS.executionStream, (c) => {
+    const exe = store.execution(c.req.param("id"));
+    if (!exe) return controlError(c, 404, "EXECUTION_NOT_FOUND", "execution not found");
+    return streams.open(exe, { cursor: Number(c.req.query("after") ?? 0) || 0 });
+  });
+
+  app.get(CONTROL_PATHS.sandbox, (c) => {
+    const row = store.sandbox(c.req.param("id"));
+    if (!row) return controlError(c, 404, "SANDBOX_NOT_FOUND", "no such sandbox");
+    return c.json({ id: row.id, status: row.status, idempotencyKey: row.idempotency_key, body: JSON.parse(row.body) as unknown });
+  });
+
+  app.post(CONTROL_PATHS.sandboxStatus, async (c) => {
+    const parsed = SandboxStatusBody.safeParse(await body(c));
+    if (!parsed.success) return controlError(c, 400, "INVALID_STATUS", z.prettifyError(parsed.error));
+    store.setSandboxStatus(c.req.param("id"), parsed.data.status);
+    return c.json({ ok: true });
+  });
+
+  app.post(CONTROL_PATHS.reset, async (c) => {
+    const parsed = ResetBody.safeParse(await body(c));
+    if (!parsed.success) return controlError(c, 400, "INVALID_BODY", "reset takes an empty JSON object: {}");
+    store.reset();
+    streams.closeAll();
+    runner.clear();
+    return c.json({ ok: true });
+  });
+}
+
+/** The error answer of an unknown control path. */
+export function controlNotFound(c: Context): Response {
+  return controlError(c, 404, "NOT_FOUND", `no route ${c.req.method} ${c.req.path}`);
+}

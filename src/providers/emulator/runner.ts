@@ -1,0 +1,250 @@
+/**
+ * The scripted runs: starting one, advancing every running one by the clock (one frame per frame
+ * delay), pausing at an ask until it is answered or expires, cancelling, and finishing. Frames are
+ * stored before they are published, so a stream opened later replays exactly what a live one saw.
+ *
+ * A timer drives the runs while the object is awake; an alarm set just after the next due frame
+ * is the backstop that picks them up again after an eviction.
+ */
+import type { AskAnswer } from "./asks";
+import { buildScript, type ScriptFrame, type ScriptInput } from "./script";
+import type { EmulatorStore, ExecutionRow } from "./store";
+import type { StreamHub } from "./streams";
+import { admissionFrame, effectiveVariants } from "./variants";
+import type { PromptResultView } from "./wire";
+
+const ALARM_BACKSTOP_MS = 1_000;
+
+/** A stored frame's data; a frame the corrupt-frame fault broke reads as empty. */
+function parseStored(data: string): Record<string, unknown> {
+  try {
+    const value = JSON.parse(data) as unknown;
+    return value !== null && typeof value === "object" ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+export interface RunnerOptions {
+  store: EmulatorStore;
+  streams: StreamHub;
+  /** The configured frame delay (ms); a `frameDelayMs` fault overrides it. */
+  frameDelayMs: () => number;
+  /** Arms the object's alarm (the eviction backstop). */
+  setAlarm: (at: number) => void;
+}
+
+export interface StartRun {
+  sandboxId: string;
+  sessionId: string;
+  turnId?: string;
+  message: string;
+  interactions?: Record<string, boolean>;
+  backend: string;
+  /** The execution id the dispatch asked for; a fresh one when absent. */
+  requestedExecutionId?: string;
+  /** The dispatch body as received (the control route shows it). */
+  request: unknown;
+}
+
+export class Runner {
+  private readonly store: EmulatorStore;
+  private readonly streams: StreamHub;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  /** Scripts are pure functions of their input: rebuilt on demand, cached per execution. */
+  private readonly scripts = new Map<string, ScriptFrame[]>();
+
+  constructor(private readonly options: RunnerOptions) {
+    this.store = options.store;
+    this.streams = options.streams;
+  }
+
+  /** Starts a run: stores it with its admission frame and schedules its first frame. */
+  start(run: StartRun): ExecutionRow {
+    const faults = this.store.faults();
+    const requested = run.requestedExecutionId ?? `exec_${crypto.randomUUID()}`;
+    const id = faults.admitWrongExecutionId ? `${requested}-other` : requested;
+    const input: ScriptInput = {
+      message: run.message,
+      sessionId: run.sessionId,
+      executionId: id,
+      turnId: run.turnId,
+      backend: run.backend,
+      environmentId: run.sandboxId,
+      ...(run.interactions ? { interactions: run.interactions } : {}),
+      ...(faults.foreignBinding ? { foreignBinding: true } : {}),
+    };
+    const script = buildScript(input);
+    this.scripts.set(id, script);
+    const now = Date.now();
+    const delay = faults.frameDelayMs ?? this.options.frameDelayMs();
+    const exe = this.store.insertExecution({
+      id,
+      sandboxId: run.sandboxId,
+      sessionId: run.sessionId,
+      turnId: run.turnId ?? null,
+      scriptInput: input,
+      nextAt: now + delay * (script[0]?.delayFactor ?? 1),
+      frameDelayMs: delay,
+      createdAt: now,
+      request: run.request,
+    });
+    const variants = effectiveVariants(this.store.variants());
+    this.append(exe, admissionFrame(variants, { executionId: id, sessionId: run.sessionId, turnId: run.turnId }, false));
+    this.store.count("runs.started");
+    this.schedule();
+    return exe;
+  }
+
+  /** Emits every frame that is due, for every running execution, then schedules the next tick. */
+  tick(): void {
+    const now = Date.now();
+    for (const exe of this.store.dueExecutions(now)) this.advance(exe, now);
+    this.schedule();
+  }
+
+  /** Arms the timer (and the alarm backstop) for the earliest due frame of any running execution. */
+  schedule(): void {
+    const next = this.store.nextDueAt();
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (next === null) return;
+    this.timer = setTimeout(() => this.tick(), Math.max(0, next - Date.now()));
+    this.options.setAlarm(next + ALARM_BACKSTOP_MS);
+  }
+
+  /** Forgets the in-memory part (after a reset of the stored state). */
+  clear(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.scripts.clear();
+  }
+
+  /** Records an ask's end and lets its run continue according to the answer. */
+  resolveAsk(exe: ExecutionRow, interactionId: string, status: "answered" | "expired", answer: AskAnswer): void {
+    const answers = { ...(JSON.parse(exe.answers) as Record<string, AskAnswer>), [interactionId]: answer };
+    this.store.resolveAsk(interactionId, status, answer);
+    this.store.setAnswers(exe.id, answers, Date.now() + exe.frame_delay_ms);
+    this.scripts.delete(exe.id);
+  }
+
+  /** Stops a running execution: a cancelled status, a receipt with the text so far, and `done`. */
+  cancel(exe: ExecutionRow, reason: string): void {
+    this.append(exe, { type: "status", data: { status: "cancelled", detail: reason } });
+    const text = this.partialText(exe.id);
+    this.append(exe, { type: "result", data: { finalText: text, sessionId: exe.session_id, executionId: exe.id, status: "cancelled" } });
+    this.append(exe, { type: "done", data: {} });
+    this.finish(exe, "cancelled", { finalText: text, error: reason });
+  }
+
+  /** Ends a run without further frames (its sandbox or session went away, or its script ended). */
+  finish(exe: ExecutionRow, status: string, fields: { finalText?: string; usage?: unknown; cost?: number; error?: string }): void {
+    this.store.finishExecution(exe.id, status, fields);
+    this.streams.closeExecution(exe.id);
+    this.scripts.delete(exe.id);
+  }
+
+  /** §5 PromptResult of an execution. */
+  promptResult(exe: ExecutionRow): PromptResultView {
+    const status = exe.status === "completed" ? "success" : exe.status;
+    return {
+      success: status === "success",
+      status,
+      durationMs: (exe.finished_at ?? Date.now()) - exe.created_at,
+      executionId: exe.id,
+      ...(exe.final_text !== null ? { response: exe.final_text } : {}),
+      ...(exe.error !== null ? { error: exe.error } : {}),
+      ...(exe.usage !== null ? { usage: JSON.parse(exe.usage) as Record<string, unknown> } : {}),
+      ...(exe.cost !== null ? { costUsd: exe.cost } : {}),
+    };
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  /** Stores the next frame of an execution (applying the corrupt-frame fault) and publishes it. */
+  private append(exe: ExecutionRow, frame: { type: string; data: Record<string, unknown> }): void {
+    const id = this.store.lastFrameId(exe.id) + 1;
+    const corrupt = this.store.faults().corruptFrames?.find((c) => c.id === id)?.kind;
+    const data =
+      corrupt === "not_json"
+        ? "{not json"
+        : corrupt === "invalid"
+          ? JSON.stringify({ ...frame.data, part: { type: "text", text: "a part without an id" }, status: 42 })
+          : corrupt === "oversize"
+            ? JSON.stringify({ ...frame.data, padding: "x".repeat(1024 * 1024 + 10) })
+            : JSON.stringify(frame.data);
+    this.store.insertFrame(exe.id, id, frame.type, data);
+    this.streams.publish(exe.id, { event: frame.type, id, data });
+  }
+
+  private script(exe: ExecutionRow): ScriptFrame[] {
+    let script = this.scripts.get(exe.id);
+    if (!script) {
+      script = buildScript({ ...(JSON.parse(exe.script_input) as ScriptInput), answers: JSON.parse(exe.answers) as Record<string, AskAnswer> });
+      this.scripts.set(exe.id, script);
+    }
+    return script;
+  }
+
+  /** Emits every frame of one execution that is due by `now` (with a zero delay, all of them). */
+  private advance(exe: ExecutionRow, now: number): void {
+    if (exe.waiting_for !== null) {
+      // The ask's deadline passed with no answer: it expires and the run goes on with defaults.
+      this.resolveAsk(exe, exe.waiting_for, "expired", { outcome: "timeout" });
+      exe = this.store.execution(exe.id)!;
+    }
+    const script = this.script(exe);
+    let step = exe.step;
+    let nextAt: number | null = exe.next_at;
+    while (nextAt !== null && nextAt <= now) {
+      const frame = script[step];
+      if (!frame) {
+        this.finish(exe, "completed", {});
+        return;
+      }
+      this.append(exe, frame);
+      step++;
+      if (frame.waitFor) {
+        // The run waits for a person: no next frame until the ask is answered or expires.
+        this.store.insertAsk(frame.waitFor, exe.id, exe.session_id, (frame.data as { request: unknown }).request);
+        this.store.setProgress(exe.id, step, frame.timeoutMs ? now + frame.timeoutMs : null, frame.waitFor);
+        return;
+      }
+      const next = script[step];
+      nextAt = next ? now + exe.frame_delay_ms * (next.delayFactor ?? 1) : null;
+      this.store.setProgress(exe.id, step, nextAt);
+      if (frame.type === "result") {
+        this.store.setReceipt(
+          exe.id,
+          (frame.data.finalText as string | undefined) ?? null,
+          frame.data.tokenUsage,
+          (frame.data.totalCostUsd as number | undefined) ?? null,
+        );
+      }
+      if (!next) {
+        const last = frame.type === "error" ? "failed" : frame.type === "done" || frame.type === "result" ? this.resultStatus(exe.id) : "completed";
+        this.finish(exe, last, frame.type === "error" ? { error: String(frame.data.message) } : {});
+        return;
+      }
+    }
+  }
+
+  /** The run's end status from its last receipt. */
+  private resultStatus(executionId: string): string {
+    const results = this.store.framesOfType(executionId, "result");
+    const row = results[results.length - 1];
+    if (!row) return "completed";
+    const status = (parseStored(row.data) as { status?: string }).status;
+    return status === "success" || status === undefined ? "completed" : status === "cancelled" ? "cancelled" : "failed";
+  }
+
+  /** The text parts streamed so far, joined (a cancelled run's receipt). */
+  private partialText(executionId: string): string {
+    const texts = new Map<string, string>();
+    for (const row of this.store.framesOfType(executionId, "message.part.updated")) {
+      const part = (parseStored(row.data) as { part?: { id?: string; type?: string; text?: string } }).part;
+      if (part?.type === "text" && part.id && part.text !== undefined) texts.set(part.id, part.text);
+    }
+    return [...texts.values()].join("\n\n");
+  }
+}

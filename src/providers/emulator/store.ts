@@ -1,0 +1,391 @@
+/**
+ * The emulator's SQLite state and its typed accessors: sandboxes, executions, frames, asks,
+ * counters and settings (faults, variants). Everything that must survive an eviction lives here;
+ * nothing here knows HTTP or streams.
+ */
+import { EmulatorFaults } from "./faults";
+import { EmulatorVariants } from "./variants";
+
+export interface SandboxRow extends Record<string, SqlStorageValue> {
+  id: string;
+  idempotency_key: string | null;
+  /** The create body, as JSON. */
+  body: string;
+  status: string;
+  readiness: string;
+  ready_at: number | null;
+  created_at: number;
+  error: string | null;
+}
+
+export interface ExecutionRow extends Record<string, SqlStorageValue> {
+  id: string;
+  sandbox_id: string;
+  session_id: string;
+  turn_id: string | null;
+  status: string;
+  /** The script's input (ScriptInput without answers), as JSON. */
+  script_input: string;
+  /** Index of the next script frame to emit. */
+  step: number;
+  /** When the next frame is due (or, while waiting for a person, when the ask expires). */
+  next_at: number | null;
+  frame_delay_ms: number;
+  created_at: number;
+  finished_at: number | null;
+  final_text: string | null;
+  usage: string | null;
+  cost: number | null;
+  error: string | null;
+  /** The dispatch body as received, as JSON. */
+  request: string | null;
+  /** The ask the run waits for, if any. */
+  waiting_for: string | null;
+  /** Answers given so far, by interaction id, as JSON. */
+  answers: string;
+}
+
+export interface FrameRow extends Record<string, SqlStorageValue> {
+  id: number;
+  type: string;
+  data: string;
+}
+
+export interface AskRow extends Record<string, SqlStorageValue> {
+  interaction_id: string;
+  execution_id: string;
+  session_id: string;
+  request: string;
+  status: string;
+  answer: string | null;
+}
+
+export interface SessionSummaryRow extends Record<string, SqlStorageValue> {
+  session_id: string;
+  running: number;
+  updated: number;
+}
+
+export class EmulatorStore {
+  constructor(private readonly sql: SqlStorage) {
+    this.migrate();
+  }
+
+  private migrate(): void {
+    this.sql.exec(`
+      CREATE TABLE IF NOT EXISTS sandboxes (
+        id TEXT PRIMARY KEY, idempotency_key TEXT UNIQUE, body TEXT NOT NULL, status TEXT NOT NULL,
+        readiness TEXT NOT NULL, ready_at INTEGER, created_at INTEGER NOT NULL, error TEXT
+      );
+      CREATE TABLE IF NOT EXISTS executions (
+        id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL, session_id TEXT NOT NULL, turn_id TEXT,
+        status TEXT NOT NULL, script_input TEXT NOT NULL, step INTEGER NOT NULL, next_at INTEGER,
+        frame_delay_ms INTEGER NOT NULL, created_at INTEGER NOT NULL, finished_at INTEGER,
+        final_text TEXT, usage TEXT, cost REAL, error TEXT, request TEXT,
+        waiting_for TEXT, answers TEXT NOT NULL DEFAULT '{}'
+      );
+      CREATE TABLE IF NOT EXISTS asks (
+        interaction_id TEXT PRIMARY KEY, execution_id TEXT NOT NULL, session_id TEXT NOT NULL,
+        request TEXT NOT NULL, status TEXT NOT NULL, answer TEXT
+      );
+      CREATE INDEX IF NOT EXISTS executions_session ON executions (sandbox_id, session_id);
+      CREATE TABLE IF NOT EXISTS frames (
+        execution_id TEXT NOT NULL, id INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
+        PRIMARY KEY (execution_id, id)
+      );
+      CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+    `);
+  }
+
+  /** Forgets everything: sandboxes, runs, frames, asks, counters, faults and variants. */
+  reset(): void {
+    this.sql.exec(
+      "DELETE FROM sandboxes; DELETE FROM executions; DELETE FROM frames; DELETE FROM asks; DELETE FROM counters; DELETE FROM settings;",
+    );
+  }
+
+  // ---------------------------------------------------------------- counters
+
+  count(name: string, by = 1): void {
+    this.sql.exec(
+      "INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
+      name,
+      by,
+    );
+  }
+
+  counters(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const row of this.sql.exec<{ name: string; value: number }>("SELECT name, value FROM counters")) out[row.name] = row.value;
+    return out;
+  }
+
+  // ---------------------------------------------------------------- settings
+
+  private setting(name: string): unknown {
+    const row = this.sql.exec<{ value: string }>("SELECT value FROM settings WHERE name = ?", name).toArray()[0];
+    return row ? JSON.parse(row.value) : undefined;
+  }
+
+  private setSetting(name: string, value: unknown): void {
+    this.sql.exec(
+      "INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+      name,
+      JSON.stringify(value),
+    );
+  }
+
+  faults(): EmulatorFaults {
+    const value = this.setting("faults");
+    return value === undefined ? {} : EmulatorFaults.parse(value);
+  }
+
+  setFaults(faults: EmulatorFaults): void {
+    this.setSetting("faults", faults);
+  }
+
+  variants(): EmulatorVariants {
+    const value = this.setting("variants");
+    return value === undefined ? {} : EmulatorVariants.parse(value);
+  }
+
+  setVariants(variants: EmulatorVariants): void {
+    this.setSetting("variants", variants);
+  }
+
+  // ---------------------------------------------------------------- sandboxes
+
+  /** A sandbox row as stored (deleted ones included). */
+  sandbox(id: string): SandboxRow | undefined {
+    return this.sql.exec<SandboxRow>("SELECT * FROM sandboxes WHERE id = ?", id).toArray()[0];
+  }
+
+  sandboxIdByIdempotencyKey(key: string): string | undefined {
+    return this.sql.exec<{ id: string }>("SELECT id FROM sandboxes WHERE idempotency_key = ?", key).toArray()[0]?.id;
+  }
+
+  /** Ids of sandboxes not deleted, oldest first. */
+  sandboxIds(limit: number, offset: number): string[] {
+    return this.sql
+      .exec<{ id: string }>("SELECT id FROM sandboxes WHERE status != 'deleted' ORDER BY created_at LIMIT ? OFFSET ?", limit, offset)
+      .toArray()
+      .map((r) => r.id);
+  }
+
+  insertSandbox(row: { id: string; idempotencyKey: string | null; body: unknown; readyAt: number; createdAt: number }): void {
+    // A key held by a deleted sandbox is freed first, so a create with it makes a new one.
+    if (row.idempotencyKey) this.sql.exec("UPDATE sandboxes SET idempotency_key = NULL WHERE idempotency_key = ?", row.idempotencyKey);
+    this.sql.exec(
+      "INSERT INTO sandboxes (id, idempotency_key, body, status, readiness, ready_at, created_at) VALUES (?, ?, ?, 'provisioning', 'transitioning', ?, ?)",
+      row.id,
+      row.idempotencyKey,
+      JSON.stringify(row.body),
+      row.readyAt,
+      row.createdAt,
+    );
+  }
+
+  updateSandbox(id: string, fields: { status: string; readiness: string; readyAt: number | null; error: string | null }): void {
+    this.sql.exec(
+      "UPDATE sandboxes SET status = ?, readiness = ?, ready_at = ?, error = ? WHERE id = ?",
+      fields.status,
+      fields.readiness,
+      fields.readyAt,
+      fields.error,
+      id,
+    );
+  }
+
+  setSandboxStatus(id: string, status: string): void {
+    this.sql.exec("UPDATE sandboxes SET status = ? WHERE id = ?", status, id);
+  }
+
+  /** Marks a sandbox deleted and frees its idempotency key. */
+  deleteSandbox(id: string): void {
+    this.sql.exec("UPDATE sandboxes SET status = 'deleted', idempotency_key = NULL WHERE id = ?", id);
+  }
+
+  // ---------------------------------------------------------------- executions
+
+  execution(id: string): ExecutionRow | undefined {
+    return this.sql.exec<ExecutionRow>("SELECT * FROM executions WHERE id = ?", id).toArray()[0];
+  }
+
+  executionByTurn(sandboxId: string, sessionId: string, turnId: string): ExecutionRow | undefined {
+    return this.sql
+      .exec<ExecutionRow>("SELECT * FROM executions WHERE sandbox_id = ? AND session_id = ? AND turn_id = ?", sandboxId, sessionId, turnId)
+      .toArray()[0];
+  }
+
+  /** A finished execution of a turn (the completed-turn route). */
+  finishedExecutionByTurn(sandboxId: string, sessionId: string, turnId: string): ExecutionRow | undefined {
+    return this.sql
+      .exec<ExecutionRow>(
+        "SELECT * FROM executions WHERE sandbox_id = ? AND session_id = ? AND turn_id = ? AND status != 'running'",
+        sandboxId,
+        sessionId,
+        turnId,
+      )
+      .toArray()[0];
+  }
+
+  runningExecutions(sandboxId: string, sessionId?: string): ExecutionRow[] {
+    return sessionId === undefined
+      ? this.sql.exec<ExecutionRow>("SELECT * FROM executions WHERE sandbox_id = ? AND status = 'running'", sandboxId).toArray()
+      : this.sql
+          .exec<ExecutionRow>("SELECT * FROM executions WHERE sandbox_id = ? AND session_id = ? AND status = 'running'", sandboxId, sessionId)
+          .toArray();
+  }
+
+  /** A session's executions, newest first. */
+  sessionExecutions(sandboxId: string, sessionId: string): ExecutionRow[] {
+    return this.sql
+      .exec<ExecutionRow>("SELECT * FROM executions WHERE sandbox_id = ? AND session_id = ? ORDER BY created_at DESC", sandboxId, sessionId)
+      .toArray();
+  }
+
+  sessionSummaries(sandboxId: string): SessionSummaryRow[] {
+    return this.sql
+      .exec<SessionSummaryRow>(
+        "SELECT session_id, MAX(status = 'running') AS running, MAX(created_at) AS updated FROM executions WHERE sandbox_id = ? GROUP BY session_id",
+        sandboxId,
+      )
+      .toArray();
+  }
+
+  /** Running executions with a frame (or an ask's expiry) due by `now`. */
+  dueExecutions(now: number): ExecutionRow[] {
+    return this.sql.exec<ExecutionRow>("SELECT * FROM executions WHERE status = 'running' AND next_at IS NOT NULL AND next_at <= ?", now).toArray();
+  }
+
+  /** The earliest time any running execution has something due, or null. */
+  nextDueAt(): number | null {
+    return this.sql.exec<{ next: number | null }>("SELECT MIN(next_at) AS next FROM executions WHERE status = 'running'").one().next;
+  }
+
+  insertExecution(row: {
+    id: string;
+    sandboxId: string;
+    sessionId: string;
+    turnId: string | null;
+    scriptInput: unknown;
+    nextAt: number;
+    frameDelayMs: number;
+    createdAt: number;
+    request: unknown;
+  }): ExecutionRow {
+    this.sql.exec(
+      `INSERT INTO executions (id, sandbox_id, session_id, turn_id, status, script_input, step, next_at, frame_delay_ms, created_at, request)
+       VALUES (?, ?, ?, ?, 'running', ?, 0, ?, ?, ?, ?)`,
+      row.id,
+      row.sandboxId,
+      row.sessionId,
+      row.turnId,
+      JSON.stringify(row.scriptInput),
+      row.nextAt,
+      row.frameDelayMs,
+      row.createdAt,
+      JSON.stringify(row.request),
+    );
+    return this.execution(row.id)!;
+  }
+
+  /** Moves a run on: the next script step and when it is due, and the ask it now waits for, if any. */
+  setProgress(id: string, step: number, nextAt: number | null, waitingFor?: string): void {
+    if (waitingFor === undefined) this.sql.exec("UPDATE executions SET step = ?, next_at = ? WHERE id = ?", step, nextAt, id);
+    else this.sql.exec("UPDATE executions SET step = ?, next_at = ?, waiting_for = ? WHERE id = ?", step, nextAt, waitingFor, id);
+  }
+
+  setReceipt(id: string, finalText: string | null, usage: unknown, cost: number | null): void {
+    this.sql.exec(
+      "UPDATE executions SET final_text = ?, usage = ?, cost = ? WHERE id = ?",
+      finalText,
+      usage === undefined ? null : JSON.stringify(usage),
+      cost,
+      id,
+    );
+  }
+
+  /** Records an answer and lets the run go on at `nextAt`. */
+  setAnswers(id: string, answers: unknown, nextAt: number): void {
+    this.sql.exec("UPDATE executions SET answers = ?, waiting_for = NULL, next_at = ? WHERE id = ?", JSON.stringify(answers), nextAt, id);
+  }
+
+  /** Ends a run; fields already recorded are kept unless given. Its outstanding asks are cancelled. */
+  finishExecution(id: string, status: string, fields: { finalText?: string; usage?: unknown; cost?: number; error?: string }): void {
+    this.sql.exec(
+      "UPDATE executions SET status = ?, next_at = NULL, finished_at = ?, final_text = COALESCE(?, final_text), usage = COALESCE(?, usage), cost = COALESCE(?, cost), error = COALESCE(?, error) WHERE id = ?",
+      status,
+      Date.now(),
+      fields.finalText ?? null,
+      fields.usage === undefined ? null : JSON.stringify(fields.usage),
+      fields.cost ?? null,
+      fields.error ?? null,
+      id,
+    );
+    this.sql.exec("UPDATE asks SET status = 'cancelled' WHERE execution_id = ? AND status = 'outstanding'", id);
+  }
+
+  countSessionExecutions(sandboxId: string, sessionId: string): number {
+    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM executions WHERE sandbox_id = ? AND session_id = ?", sandboxId, sessionId).one().n;
+  }
+
+  /** Forgets a session: its executions, their frames and asks. */
+  deleteSession(sandboxId: string, sessionId: string): void {
+    this.sql.exec("DELETE FROM frames WHERE execution_id IN (SELECT id FROM executions WHERE sandbox_id = ? AND session_id = ?)", sandboxId, sessionId);
+    this.sql.exec("DELETE FROM asks WHERE execution_id IN (SELECT id FROM executions WHERE sandbox_id = ? AND session_id = ?)", sandboxId, sessionId);
+    this.sql.exec("DELETE FROM executions WHERE sandbox_id = ? AND session_id = ?", sandboxId, sessionId);
+  }
+
+  // ---------------------------------------------------------------- frames
+
+  lastFrameId(executionId: string): number {
+    return this.sql.exec<{ last: number | null }>("SELECT MAX(id) AS last FROM frames WHERE execution_id = ?", executionId).one().last ?? 0;
+  }
+
+  insertFrame(executionId: string, id: number, type: string, data: string): void {
+    this.sql.exec("INSERT INTO frames (execution_id, id, type, data) VALUES (?, ?, ?, ?)", executionId, id, type, data);
+  }
+
+  /** An execution's frames with id ≥ `from`, in order. */
+  framesFrom(executionId: string, from: number): FrameRow[] {
+    return this.sql.exec<FrameRow>("SELECT id, type, data FROM frames WHERE execution_id = ? AND id >= ? ORDER BY id", executionId, from).toArray();
+  }
+
+  framesOfType(executionId: string, type: string): FrameRow[] {
+    return this.sql.exec<FrameRow>("SELECT id, type, data FROM frames WHERE execution_id = ? AND type = ? ORDER BY id", executionId, type).toArray();
+  }
+
+  // ---------------------------------------------------------------- asks
+
+  /** Records an ask the run now waits for (once: a rebuilt script asks the same ask again). */
+  insertAsk(interactionId: string, executionId: string, sessionId: string, request: unknown): void {
+    this.sql.exec(
+      "INSERT OR IGNORE INTO asks (interaction_id, execution_id, session_id, request, status) VALUES (?, ?, ?, ?, 'outstanding')",
+      interactionId,
+      executionId,
+      sessionId,
+      JSON.stringify(request),
+    );
+  }
+
+  ask(interactionId: string): AskRow | undefined {
+    return this.sql.exec<AskRow>("SELECT * FROM asks WHERE interaction_id = ?", interactionId).toArray()[0];
+  }
+
+  resolveAsk(interactionId: string, status: "answered" | "expired", answer: unknown): void {
+    this.sql.exec("UPDATE asks SET status = ?, answer = ? WHERE interaction_id = ?", status, JSON.stringify(answer), interactionId);
+  }
+
+  /** The outstanding asks of a session in one sandbox, oldest first. */
+  outstandingAsks(sandboxId: string, sessionId: string): AskRow[] {
+    return this.sql
+      .exec<AskRow>(
+        "SELECT a.* FROM asks a JOIN executions e ON e.id = a.execution_id WHERE e.sandbox_id = ? AND a.session_id = ? AND a.status = 'outstanding' ORDER BY a.rowid",
+        sandboxId,
+        sessionId,
+      )
+      .toArray();
+  }
+}

@@ -1,0 +1,157 @@
+/**
+ * Live SSE streams of executions: each stream replays the stored frames after its cursor, then
+ * follows new frames as the run appends them. Frames queued in one synchronous burst leave as one
+ * chunk. The stream faults act here: sever a stream after N frames, send every frame twice, replay
+ * inclusively like an old deployment. The wire variants that shape a stream (field order, a first
+ * `connection.established` frame) are fixed when the stream opens.
+ */
+import type { EmulatorStore, ExecutionRow } from "./store";
+import { effectiveVariants } from "./variants";
+import { sseFrame, SSE_HEADERS, type FieldOrder, type WireFrame } from "./wire";
+
+interface LiveStream {
+  executionId: string;
+  controller: ReadableStreamDefaultController<Uint8Array>;
+  order: FieldOrder;
+  /** Frames queued so far (the drop fault counts these). */
+  sent: number;
+  dropAfter?: number;
+  repeat: boolean;
+  closed: boolean;
+  /** Frames queued in the current burst, sent as one chunk. */
+  pending: string;
+  flushQueued: boolean;
+}
+
+export interface OpenStreamOptions {
+  /** Replay the frames after this id (0: from the first). */
+  cursor: number;
+  /** An id-less frame sent first (the admission of a dispatch that attached to a run). */
+  prefix?: { type: string; data: Record<string, unknown> };
+}
+
+const encoder = new TextEncoder();
+
+export class StreamHub {
+  private readonly streams = new Map<string, Set<LiveStream>>();
+
+  constructor(private readonly store: EmulatorStore) {}
+
+  /** Streams following a running execution now, over every execution. */
+  openCount(): number {
+    let open = 0;
+    for (const set of this.streams.values()) open += set.size;
+    return open;
+  }
+
+  /** Opens an SSE stream of one execution: frames after the cursor (inclusive on an old deployment), then live ones. */
+  open(exe: ExecutionRow, options: OpenStreamOptions): Response {
+    const faults = this.store.faults();
+    const variants = effectiveVariants(this.store.variants());
+    let dropAfter: number | undefined;
+    if (faults.dropStreamAfterFrames !== undefined && (faults.dropStreams ?? 1) > 0) {
+      dropAfter = faults.dropStreamAfterFrames;
+      const remaining = (faults.dropStreams ?? 1) - 1;
+      const { dropStreams: _n, dropStreamAfterFrames: _after, ...rest } = faults;
+      this.store.setFaults(remaining > 0 ? { ...rest, dropStreams: remaining, dropStreamAfterFrames: dropAfter } : rest);
+    }
+    const from = faults.inclusiveReplay && options.cursor > 0 ? options.cursor : options.cursor + 1;
+    this.store.count("streams.opened");
+    let live: LiveStream | undefined;
+    const body = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        const stream: LiveStream = {
+          executionId: exe.id,
+          controller,
+          order: variants.fieldOrder,
+          sent: 0,
+          dropAfter,
+          repeat: faults.repeatFrames ?? false,
+          closed: false,
+          pending: "",
+          flushQueued: false,
+        };
+        live = stream;
+        // Id-less frames that carry nothing of the run: neither counted, repeated nor dropped.
+        let head = "";
+        if (variants.connectionEstablished) head += sseFrame({ event: "connection.established", data: "{}" }, stream.order);
+        if (options.prefix) head += sseFrame({ event: options.prefix.type, data: JSON.stringify(options.prefix.data) }, stream.order);
+        if (head) controller.enqueue(encoder.encode(head));
+        // Backlog and registration in one synchronous step: no frame falls between them.
+        for (const f of this.store.framesFrom(exe.id, from)) this.send(stream, { event: f.type, id: f.id, data: f.data });
+        if (stream.closed) return;
+        const current = this.store.execution(exe.id);
+        if (!current || current.status !== "running") {
+          this.close(stream);
+          return;
+        }
+        let set = this.streams.get(exe.id);
+        if (!set) this.streams.set(exe.id, (set = new Set()));
+        set.add(stream);
+      },
+      cancel: () => {
+        if (live) {
+          live.closed = true;
+          this.streams.get(exe.id)?.delete(live);
+        }
+      },
+    });
+    return new Response(body, { headers: SSE_HEADERS });
+  }
+
+  /** Sends a frame just appended to an execution to every stream following it. */
+  publish(executionId: string, frame: WireFrame): void {
+    for (const stream of this.streams.get(executionId) ?? []) this.send(stream, frame);
+  }
+
+  /** Ends every stream of an execution (its run finished). */
+  closeExecution(executionId: string): void {
+    for (const stream of this.streams.get(executionId) ?? []) this.close(stream);
+    this.streams.delete(executionId);
+  }
+
+  closeAll(): void {
+    for (const set of this.streams.values()) for (const stream of set) this.close(stream);
+    this.streams.clear();
+  }
+
+  /** Queues one frame on a stream; frames queued in one synchronous burst leave as one chunk. */
+  private send(stream: LiveStream, frame: WireFrame): void {
+    if (stream.closed) return;
+    const text = sseFrame(frame, stream.order);
+    stream.pending += stream.repeat ? text + text : text;
+    stream.sent++;
+    if (stream.dropAfter !== undefined && stream.sent >= stream.dropAfter) {
+      this.close(stream);
+      return;
+    }
+    if (!stream.flushQueued) {
+      stream.flushQueued = true;
+      queueMicrotask(() => this.flush(stream));
+    }
+  }
+
+  private flush(stream: LiveStream): void {
+    stream.flushQueued = false;
+    if (stream.pending === "") return;
+    const text = stream.pending;
+    stream.pending = "";
+    try {
+      stream.controller.enqueue(encoder.encode(text));
+    } catch {
+      stream.closed = true;
+    }
+  }
+
+  private close(stream: LiveStream): void {
+    if (stream.closed) return;
+    this.flush(stream);
+    stream.closed = true;
+    this.streams.get(stream.executionId)?.delete(stream);
+    try {
+      stream.controller.close();
+    } catch {
+      // already closed by the reader
+    }
+  }
+}

@@ -1,0 +1,165 @@
+/**
+ * The emulator's own reading of the Sandbox HTTP API (docs/sandbox-wire.md), written from the doc
+ * and not from the client: what it accepts (strict request bodies) and what it answers (response
+ * shapes), and its SSE frame writer.
+ *
+ * Request bodies are strict: a field the doc does not name is refused with 400, so a client that
+ * puts a field in the wrong place finds out here, not in production. Response shapes are the
+ * emulator's promise about its answers (the tests parse its answers with them).
+ */
+import { z } from "zod";
+
+// ------------------------------------------------------------------ requests
+
+/** §2 create: `backend?: { type, model?, profile? }` [wire]; the doc leaves model's type open. */
+const BackendBody = z.strictObject({
+  type: z.string().min(1),
+  model: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
+  profile: z.unknown().optional(),
+});
+
+/** §2 `POST /v1/sandboxes` [wire]. */
+export const CreateSandboxBody = z.strictObject({
+  name: z.string().optional(),
+  image: z.string().optional(),
+  git: z.strictObject({ url: z.string().min(1), ref: z.string().optional() }).optional(),
+  backend: BackendBody.optional(),
+  env: z.record(z.string(), z.string()).optional(),
+  resources: z.strictObject({ cpuCores: z.number().optional(), memoryMB: z.number().optional(), diskGB: z.number().optional() }).optional(),
+  maxLifetimeSeconds: z.number().int().positive().optional(),
+  idleTimeoutSeconds: z.number().int().positive().optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  secrets: z.array(z.string()).optional(),
+  idempotencyKey: z.string().min(1).optional(),
+});
+export type CreateSandboxBody = z.infer<typeof CreateSandboxBody>;
+
+/** A turn's interaction posture (§3 `interactions` [ours]): kind → enabled. */
+const InteractionPosture = z.record(z.string(), z.boolean());
+
+/**
+ * §3 `POST …/agents/run/stream`: `{ message, parts?, sessionId, turnId?, executionId?, detach?,
+ * backend?, interactions? }` (message, parts, sessionId, backend [wire]; the rest [ours]).
+ */
+export const RunStreamBody = z.strictObject({
+  message: z.string(),
+  parts: z.array(z.strictObject({ type: z.literal("text"), text: z.string() })).optional(),
+  sessionId: z.string().min(1),
+  turnId: z.string().min(1).optional(),
+  executionId: z.string().min(1).optional(),
+  detach: z.boolean().optional(),
+  backend: BackendBody.optional(),
+  interactions: InteractionPosture.optional(),
+});
+export type RunStreamBody = z.infer<typeof RunStreamBody>;
+
+/** The same body when the requested execution id travels only in `X-Execution-ID` (variant). */
+export const RunStreamBodyHeaderId = RunStreamBody.omit({ executionId: true });
+
+/** §3 abort: `{}` on the wire [wire]; an `executionId` naming the run to stop [ours]. Nothing else. */
+export const AbortBody = z.strictObject({ executionId: z.string().min(1).optional() });
+
+/** §3 answer an interaction [wire]. */
+export const InteractionAnswerBody = z.strictObject({
+  id: z.string().min(1),
+  outcome: z.enum(["accepted", "declined", "cancelled"]),
+  data: z.record(z.string(), z.unknown()).optional(),
+});
+
+/** §3 plan decision [ours]: `{}` to approve, `{ feedback }` to reject. */
+export const PlanApproveBody = z.strictObject({});
+export const PlanRejectBody = z.strictObject({ feedback: z.string() });
+
+// ------------------------------------------------------------------ answers
+
+const SandboxStatus = z.enum(["pending", "provisioning", "running", "stopped", "failed", "expired", "deleted"]);
+
+/** §2 sandbox object [wire] (the emulator serves no connection, startedAt, lastActivityAt or expiresAt). */
+export const SandboxView = z.strictObject({
+  id: z.string().min(1),
+  name: z.string().optional(),
+  status: SandboxStatus,
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  createdAt: z.string(),
+  filesystemIncarnationReadiness: z.enum(["transitioning", "ready"]),
+  error: z.string().optional(),
+});
+export type SandboxView = z.infer<typeof SandboxView>;
+
+export const SandboxListView = z.strictObject({ sandboxes: z.array(SandboxView) });
+
+/** §3 session state, inner object. */
+export const SessionStateInner = z.strictObject({
+  state: z.enum(["running", "idle"]),
+  activeExecutionId: z.string().optional(),
+  latestExecutionId: z.string().optional(),
+});
+export type SessionStateInner = z.infer<typeof SessionStateInner>;
+
+/** §5 PromptResult [sdk]. */
+export const PromptResultView = z
+  .strictObject({
+    success: z.boolean(),
+    status: z.string(),
+    durationMs: z.number().nonnegative(),
+    executionId: z.string(),
+    response: z.string().optional(),
+    error: z.string().optional(),
+    errorCode: z.string().optional(),
+    usage: z.record(z.string(), z.unknown()).optional(),
+    costUsd: z.number().optional(),
+  })
+  .refine((r) => r.success === (r.status === "success"), "success must equal status === \"success\"");
+export type PromptResultView = z.infer<typeof PromptResultView>;
+
+/** §6 capability document [wire]. */
+export const CapabilityDocument = z.looseObject({
+  schema: z.literal(1),
+  agentInterface: z.string().optional(),
+  sidecarVersion: z.string().optional(),
+  dispatch: z.record(z.string(), z.boolean()),
+  cancel: z.record(z.string(), z.boolean()),
+  runs: z.record(z.string(), z.boolean()),
+  interactions: z.record(z.string(), z.boolean()),
+});
+
+/** §4 `execution.started` data. */
+export const ExecutionStartedData = z.strictObject({
+  executionId: z.string().min(1),
+  sessionId: z.string().min(1).optional(),
+  turnId: z.string().optional(),
+  alreadyExisted: z.boolean().optional(),
+});
+
+/** §1 error bodies: sidecar `{ error: { code, message } }`, control plane `{ error: "text", code? }`. */
+export const SidecarErrorBody = z.strictObject({ error: z.looseObject({ code: z.string(), message: z.string() }) });
+export const ControlPlaneErrorBody = z.looseObject({ error: z.string(), code: z.string() });
+
+// ------------------------------------------------------------------ SSE
+
+export type FieldOrder = "id-first" | "data-first";
+
+export interface WireFrame {
+  event: string;
+  /** Omitted for frames that carry nothing of the run (admission on attach, connection.established). */
+  id?: number;
+  /** The frame's JSON text, exactly as stored (a corrupt-frame fault may make it not JSON). */
+  data: string;
+}
+
+/** Writes one SSE frame: `event:`, `id:`, `data:` (id-first) or `data:` before them (data-first). */
+export function sseFrame(frame: WireFrame, order: FieldOrder): string {
+  const data = frame.data
+    .split(/\r\n|\r|\n/)
+    .map((line) => `data: ${line}\n`)
+    .join("");
+  const event = `event: ${frame.event}\n`;
+  const id = frame.id === undefined ? "" : `id: ${frame.id}\n`;
+  return order === "data-first" ? `${data}${event}${id}\n` : `${event}${id}${data}\n`;
+}
+
+export const SSE_HEADERS: Record<string, string> = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache, no-transform",
+  "x-accel-buffering": "no",
+};
