@@ -8,7 +8,7 @@ import { deriveOwnerKey, deriveSessionId } from "./auth/ids";
 import { bearerToken, signToken, verifyUserToken } from "./auth/tokens";
 import { readConfig, type Config } from "./config";
 import { readJsonBody, invalid } from "./http/body";
-import { ApiError, unwrapRpc } from "./http/errors";
+import { ACK_HTTP_STATUS, ApiError, unwrapRpc } from "./http/errors";
 import { openApiDocument } from "./http/openapi";
 import { SSE_HEADERS } from "./lib/sse";
 import { emulatorFetch } from "./providers";
@@ -16,7 +16,7 @@ import { ConversationId, Id, TurnId } from "./schemas/common";
 import type { InteractionAcknowledgement } from "./schemas/contracts";
 import { VERSION } from "./version";
 import { AnswerBody, CancelBody, DevLoginBody, SubmitTurnBody } from "./schemas/api";
-import type { SessionContext } from "./objects/session";
+import type { SessionContext } from "./objects/session-store";
 
 export { SessionObject } from "./objects/session";
 export { UserObject } from "./objects/user";
@@ -177,8 +177,9 @@ app.post("/v1/conversations/:cid/turns", async (c) => {
     ...(body.model !== undefined ? { model: body.model } : {}),
     ...(body.interactions !== undefined ? { interactions: body.interactions } : {}),
   };
-  const answer = unwrapRpc(await stub.submitTurn(context, turnId, request));
-  return c.json(answer.body, answer.status);
+  const { outcome, turn } = unwrapRpc(await stub.submitTurn(context, turnId, request));
+  // 202: accepted now or still running under this id; 200: the cached result of a finished turn.
+  return outcome === "cached" ? c.json({ ...turn, cached: true }, 200) : c.json(turn, 202);
 });
 
 app.get("/v1/conversations/:cid/turns/:turnId", async (c) => {
@@ -227,8 +228,9 @@ app.get("/v1/conversations/:cid/messages", async (c) => {
 app.post("/v1/conversations/:cid/cancel", async (c) => {
   const { stub, conversationId } = await session(c);
   const body = await readJsonBody(c, CancelBody, 8 * 1024);
-  const answer = unwrapRpc(await stub.cancel(conversationId, body.operationId, body.reason));
-  return c.json(answer.ack, answer.status);
+  const ack = unwrapRpc(await stub.cancel(conversationId, body.operationId, body.reason));
+  // conflict: the operation id was used for another command; unknown: whether the run stopped could not be confirmed.
+  return c.json(ack, ack.status === "conflict" ? 409 : ack.status === "unknown" ? 502 : 200);
 });
 
 app.post("/v1/conversations/:cid/interactions/:iid", async (c) => {
@@ -236,9 +238,9 @@ app.post("/v1/conversations/:cid/interactions/:iid", async (c) => {
   const iid = Id.safeParse(c.req.param("iid"));
   if (!iid.success) throw invalid("interaction id", iid.error);
   const body = await readJsonBody(c, AnswerBody, 256 * 1024);
-  // The RPC type of a loose (index-signature) schema widens to unknown; the shape is the session's.
-  const answer = unwrapRpc(await stub.answer(conversationId, iid.data, body)) as { status: number; ack: InteractionAcknowledgement };
-  return c.json(answer.ack, answer.status as 200);
+  // RPC typing drops the acknowledgement's loose binding (an index signature); the shape is the session's.
+  const ack = unwrapRpc(await stub.answer(conversationId, iid.data, body)) as InteractionAcknowledgement;
+  return c.json(ack, ACK_HTTP_STATUS[ack.status]);
 });
 
 app.get("/v1/conversations/:cid/usage", async (c) => {

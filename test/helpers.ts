@@ -2,7 +2,7 @@ import { env, SELF } from "cloudflare:test";
 import { SignJWT } from "jose";
 import { readSseFrames, type SseFrame } from "../src/lib/sse";
 import type { EventEnvelope } from "../src/objects/session-store";
-import { UpstreamError } from "../src/providers/errors";
+import { ProviderError } from "../src/providers/errors";
 
 export const BASE = "http://127.0.0.1:8787";
 const testEnv = env as unknown as Record<string, string>;
@@ -123,12 +123,12 @@ export async function waitForTurn(token: string, cid: string, turnId: string, ti
   throw new Error(`turn ${turnId} still running after ${timeoutMs} ms`);
 }
 
-/** The UpstreamError a promise rejects with (anything else fails the test). */
-export async function upstreamRejection(promise: Promise<unknown>): Promise<UpstreamError> {
+/** The ProviderError a promise rejects with (anything else fails the test). */
+export async function upstreamRejection(promise: Promise<unknown>): Promise<ProviderError> {
   try {
     await promise;
   } catch (err) {
-    if (err instanceof UpstreamError) return err;
+    if (err instanceof ProviderError) return err;
     throw err;
   }
   throw new Error("expected a rejection");

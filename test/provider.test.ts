@@ -118,12 +118,11 @@ describe("the Tangle provider's run control", () => {
     const input = { environmentId: record.environmentId, sessionId: uid("s"), turnId: "t1", executionId: uid("exe"), message: "long job [slow]" };
     const { controlRef } = await p.dispatch(input);
     expect(await p.result(controlRef)).toBeNull();
-    expect(await p.interactions(controlRef)).toEqual([]);
     const other = { ...controlRef, executionId: uid("exe-other"), runId: "x" };
-    expect(await p.cancel(other, "wrong run")).toEqual({ cancelled: false, reason: "not_running" });
-    expect(await p.cancel(controlRef, "user asked")).toEqual({ cancelled: true });
+    expect(await p.cancel(other)).toEqual({ effect: "not_live", reason: "not_running" });
+    expect(await p.cancel(controlRef)).toEqual({ effect: "cancelled" });
     expect(await p.result(controlRef)).toMatchObject({ status: "cancelled" });
-    expect((await p.cancel(controlRef)).cancelled).toBe(false);
+    expect((await p.cancel(controlRef)).effect).toBe("not_live");
   });
 });
 

@@ -17,7 +17,7 @@ export function hmacKey(secret: string): Promise<CryptoKey> {
   return key;
 }
 
-export function base64url(bytes: ArrayBuffer | Uint8Array): string {
+function base64url(bytes: ArrayBuffer | Uint8Array): string {
   const view = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
   let binary = "";
   for (const b of view) binary += String.fromCharCode(b);

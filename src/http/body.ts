@@ -6,7 +6,7 @@ import type { Context } from "hono";
 import { z } from "zod";
 import { ApiError } from "./errors";
 
-export function issuesOf(error: z.ZodError): Array<{ path: string; message: string }> {
+function issuesOf(error: z.ZodError): Array<{ path: string; message: string }> {
   return error.issues.map((issue) => {
     const path = issue.path.length ? issue.path.join(".") : "(body)";
     if (issue.code === "unrecognized_keys") return { path: issue.keys.join(", "), message: "unknown field" };

@@ -1,8 +1,11 @@
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { RefusalCode, RefusalWire, RpcResult } from "../errors";
+import type { InteractionAcknowledgement } from "../schemas/contracts";
 
 /**
  * The one error type of the public API. Every failure a client can see is an ApiError with a
- * stable `code`, a message that names the problem, and the HTTP status it maps to.
+ * stable `code`, a message that names the problem, and the HTTP status it maps to. Statuses are
+ * chosen here, in the Worker: the objects answer domain outcomes.
  */
 export class ApiError extends Error {
   override name = "ApiError";
@@ -16,50 +19,52 @@ export class ApiError extends Error {
     super(message);
   }
 
-  toBody(): ErrorBody {
+  toBody(): { error: { code: string; message: string; details?: unknown } } {
     return { error: { code: this.code, message: this.message, ...(this.details === undefined ? {} : { details: this.details }) } };
   }
-
-  /** Plain-object form, for crossing a Durable Object RPC boundary (Error subclasses do not survive it). */
-  toWire(): ApiErrorWire {
-    return { __apiError: true, status: this.status, code: this.code, message: this.message, details: this.details, headers: this.headers };
-  }
-
-  static fromWire(wire: ApiErrorWire): ApiError {
-    return new ApiError(wire.status, wire.code, wire.message, wire.details, wire.headers);
-  }
 }
 
-export interface ErrorBody {
-  error: { code: string; message: string; details?: unknown };
+/** The HTTP status of each refusal an object can answer. */
+const REFUSAL_STATUS: Record<RefusalCode, ContentfulStatusCode> = {
+  conversation_not_found: 404,
+  turn_not_found: 404,
+  turn_conflict: 409,
+  session_busy: 409,
+  turn_not_ready: 409,
+  capability_denied: 501,
+  interaction_kind_unsupported: 400,
+  budget_exceeded: 429,
+  session_binding_mismatch: 500,
+  provider_unavailable: 501,
+  environment_unavailable: 503,
+  admission_mismatch: 502,
+  admission_missing: 502,
+  upstream_rate_limited: 503,
+  upstream_timeout: 504,
+  upstream_error: 502,
+};
+
+function refusalToApi(refusal: RefusalWire): ApiError {
+  const headers = refusal.retryAfterSeconds !== undefined ? { "retry-after": String(refusal.retryAfterSeconds) } : undefined;
+  return new ApiError(REFUSAL_STATUS[refusal.code], refusal.code, refusal.message, refusal.details, headers);
 }
 
-export interface ApiErrorWire {
-  __apiError: true;
-  status: ContentfulStatusCode;
-  code: string;
-  message: string;
-  details?: unknown;
-  headers?: Record<string, string>;
-}
-
-export function isApiErrorWire(value: unknown): value is ApiErrorWire {
-  return typeof value === "object" && value !== null && (value as { __apiError?: unknown }).__apiError === true;
-}
-
-/** A result that crosses RPC: either a value or an ApiError in wire form. */
-export type RpcResult<T> = { ok: true; value: T } | { ok: false; error: ApiErrorWire };
-
+/** The value of an object's answer, or its refusal thrown as the matching ApiError. */
 export function unwrapRpc<T>(result: RpcResult<T>): T {
   if (result.ok) return result.value;
-  throw ApiError.fromWire(result.error);
+  throw refusalToApi(result.refusal);
 }
 
-export async function captureRpc<T>(run: () => Promise<T> | T): Promise<RpcResult<T>> {
-  try {
-    return { ok: true, value: await run() };
-  } catch (err) {
-    if (err instanceof ApiError) return { ok: false, error: err.toWire() };
-    throw err;
-  }
-}
+/** HTTP status of each interaction acknowledgement; the body is the acknowledgement either way. */
+export const ACK_HTTP_STATUS: Record<InteractionAcknowledgement["status"], ContentfulStatusCode> = {
+  accepted: 200,
+  already_resolved_same: 200,
+  already_resolved_different: 409,
+  expired: 410,
+  cancelled: 409,
+  unknown_interaction: 404,
+  unknown_run: 404,
+  binding_mismatch: 409,
+  invalid_response: 422,
+  transport_failure: 502,
+};

@@ -6,7 +6,7 @@
  * cycles and non-plain objects.
  */
 
-export class CanonicalJsonError extends Error {
+class CanonicalJsonError extends Error {
   override name = "CanonicalJsonError";
 }
 

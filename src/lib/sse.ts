@@ -20,7 +20,7 @@ export interface SseFrame {
   tooLarge?: boolean;
 }
 
-export const DEFAULT_MAX_FRAME_BYTES = 1024 * 1024;
+const DEFAULT_MAX_FRAME_BYTES = 1024 * 1024;
 
 /** Incremental parser: feed text chunks, get complete frames back. */
 export class SseParser {
@@ -175,14 +175,6 @@ export function encodeSseFrame(frame: { id?: string | number; event?: string; da
   }
   for (const line of frame.data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`;
   return `${out}\n`;
-}
-
-export function encodeSseComment(text: string): string {
-  return text
-    .split(/\r\n|\r|\n/)
-    .map((line) => `: ${line}\n`)
-    .join("")
-    .concat("\n");
 }
 
 export function encodeSseRetry(retryMs: number): string {

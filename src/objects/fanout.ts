@@ -31,7 +31,7 @@ const PING = encoder.encode(": ping\n\n");
 /** Replay reads the next page while less than this is waiting to be read. */
 const HIGH_WATER_MARK_BYTES = 64 * 1024;
 
-export function encodeEventRow(row: EventRow): string {
+function encodeEventRow(row: EventRow): string {
   return encodeSseFrame({ id: row.seq, event: row.type, data: row.envelope });
 }
 

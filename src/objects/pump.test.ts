@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { UpstreamError } from "../providers/errors";
+import { ProviderError } from "../providers/errors";
 import type { AgentProvider, ProviderEvent, ProviderResult } from "../providers/provider";
 import { backoffMs, runPump } from "./pump";
 
 const ref = { runId: "e1", provider: "p", environmentId: "env", sessionId: "s", executionId: "e1", requestDigest: `sha256:${"0".repeat(64)}` } as const;
-const ev = (id: string, type = "message.part.updated", terminal?: ProviderEvent["terminal"]): ProviderEvent => ({ upstreamId: id, type, data: {}, ...(terminal ? { terminal } : {}) });
+const ev = (id: string, terminal?: "completed" | "failed"): ProviderEvent =>
+  terminal ? { kind: "terminal", upstreamId: id, status: terminal } : { kind: "part", upstreamId: id, part: { id: "p", type: "text" } };
 
 /** A provider whose streams are scripted: each call to events() plays the next script. */
 function scripted(streams: Array<ProviderEvent[] | Error>, result: ProviderResult | null = null) {
@@ -14,7 +15,7 @@ function scripted(streams: Array<ProviderEvent[] | Error>, result: ProviderResul
     async *events(_ref: unknown, options: { after?: string }) {
       cursors.push(options.after);
       const next = streams.shift();
-      if (!next) throw new UpstreamError(0, "upstream_unreachable", "gone", true);
+      if (!next) throw new ProviderError("unavailable", "gone", { retryable: true });
       if (next instanceof Error) throw next;
       for (const e of next) yield e;
     },
@@ -44,7 +45,7 @@ function host() {
         cursor = event.upstreamId;
       }
       log.push(event.upstreamId!);
-      if (event.terminal) live = false;
+      if (event.kind === "terminal") live = false;
       return true;
     },
     isLive: () => live,
@@ -58,12 +59,13 @@ function host() {
 const noSleep = async () => {};
 
 describe("the upstream reader", () => {
-  it("reconnects from the last stored id after a severed stream and reads to the end", async () => {
-    const { provider, cursors } = scripted([[ev("1"), ev("2")], [ev("2"), ev("3")], [ev("4", "result", { status: "completed" }), ev("5", "done")]]);
+  it("reconnects from the last stored id after a severed stream and reads to the terminal event", async () => {
+    const { provider, cursors } = scripted([[ev("1"), ev("2")], [ev("2"), ev("3")], [ev("4", "completed"), ev("5", "completed")]]);
     const h = host();
     expect(await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep })).toBe("finished");
     expect(cursors).toEqual([undefined, "2", "3"]);
-    expect(h.log).toEqual(["1", "2", "3", "4", "5"]);
+    // What follows the terminal event on the same stream repeats what the session has: not read.
+    expect(h.log).toEqual(["1", "2", "3", "4"]);
   });
 
   it("gives up after maxAttempts reconnects without progress, once the result cannot settle it", async () => {
@@ -74,7 +76,7 @@ describe("the upstream reader", () => {
   });
 
   it("settles from the run's result when upstream no longer holds the cursor", async () => {
-    const { provider } = scripted([[ev("1")], new UpstreamError(409, "invalid_cursor", "cursor gone", false)], { status: "completed", text: "done" });
+    const { provider } = scripted([[ev("1")], new ProviderError("cursor_expired", "cursor gone")], { status: "completed", text: "done" });
     const h = host();
     expect(await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep })).toBe("finished");
     expect(h.settled).toContain("completed");

@@ -5,7 +5,7 @@
  * when the session says the run is over, when it is aborted, or when it gives up (the session's
  * alarm tries again later).
  */
-import { UpstreamError } from "../providers/errors";
+import { ProviderError } from "../providers/errors";
 import type { AgentProvider, ProviderEvent, ProviderResult } from "../providers/provider";
 import type { AgentExactRunControlRef } from "../schemas/contracts";
 
@@ -70,15 +70,15 @@ export async function runPump(provider: AgentProvider, ref: AgentExactRunControl
     try {
       for await (const event of provider.events(ref, { after: host.cursor(), signal })) {
         if (host.ingest(event)) progressed = true;
-        // `result` ends the turn; its `done` (or an `error`) closes the run's stream: keep it too.
-        if ((event.type === "done" || event.type === "error") && !host.isLive()) break;
+        // The run ended: whatever follows on this stream repeats what the session has.
+        if (event.kind === "terminal" && !host.isLive()) break;
       }
     } catch (err) {
       if (signal.aborted) return "aborted";
-      if (err instanceof UpstreamError && err.code === "invalid_cursor") {
+      if (err instanceof ProviderError && (err.code === "cursor_expired" || err.code === "cursor_ahead")) {
         // Upstream no longer holds our cursor: the frames in between are gone; settle from the result.
         if (await settleFromResult("the upstream replay window no longer holds this run's cursor")) return "finished";
-      } else if (err instanceof UpstreamError && !err.retryable) {
+      } else if (err instanceof ProviderError && !err.retryable) {
         if (await settleFromResult(err.message)) return "finished";
       }
       reason = err instanceof Error ? err.message : String(err);

@@ -3,15 +3,34 @@
  * belongs together is written in one transactionSync by the caller.
  */
 import { z } from "zod";
-import { AgentExactRunControlRef, InteractionRequest } from "../schemas/contracts";
-import { TokenUsage } from "../schemas/common";
-import { UsageViewSchema } from "../schemas/api";
-import type { ExecutionUsageState, UsageView } from "./usage-fold";
+import { ClaimsSchema } from "../providers/claims";
+import { EventEnvelopeSchema, TurnStatus as TurnStatusSchema, UsageViewSchema, type UsageView } from "../schemas/api";
+import { AgentExactRunControlRef, CancellationAcknowledgement, InteractionAcknowledgement, InteractionRequest } from "../schemas/contracts";
+import { ExecutionUsageStateSchema, type ExecutionUsageState } from "./usage-fold";
 
-const SCHEMA_VERSION = 3;
+const SCHEMA_VERSION = 4;
 
-export type TurnStatus = "pending" | "running" | "completed" | "failed" | "cancelled";
+export type TurnStatus = z.infer<typeof TurnStatusSchema>;
 export const TERMINAL_TURN_STATUSES: ReadonlySet<TurnStatus> = new Set(["completed", "failed", "cancelled"]);
+
+const SessionContextSchema = z.strictObject({ sessionId: z.string(), conversationId: z.string(), ownerKey: z.string() });
+export type SessionContext = z.infer<typeof SessionContextSchema>;
+
+/** What the `meta` table holds, one schema per key: written and read back validated. */
+const MetaSchemas = {
+  /** Who this session belongs to, bound on first use. */
+  session: SessionContextSchema,
+  createdAt: z.number().int(),
+  title: z.string(),
+  /** The environment the last turn ran in (the session lives there upstream). */
+  environmentId: z.string(),
+  /** What that environment lets the gateway offer, as the provider read it. */
+  claims: ClaimsSchema,
+  /** Tokens the user spent in other conversations, as read when the last turn started. */
+  userElsewhere: z.strictObject({ used: z.number().int().nonnegative(), complete: z.boolean() }),
+};
+type MetaKey = keyof typeof MetaSchemas;
+type MetaValue<K extends MetaKey> = z.infer<(typeof MetaSchemas)[K]>;
 
 export const TurnRequest = z.strictObject({
   message: z.string(),
@@ -68,18 +87,16 @@ export interface EventRow extends Record<string, SqlStorageValue> {
 }
 
 /** What a browser receives as `data:` of one SSE frame. */
-export interface EventEnvelope {
-  seq: number;
-  turnId: string | null;
-  executionId: string | null;
-  type: string;
-  data: Record<string, unknown>;
-  usage?: TokenUsage;
-  usageMode?: "delta" | "cumulative";
-  at: string;
-}
+export type EventEnvelope = z.infer<typeof EventEnvelopeSchema>;
+
+/** An event to append: the envelope less what the log assigns. */
+export type NewEvent = Omit<EventEnvelope, "seq" | "at"> & { upstreamId?: string | null; now: number };
 
 export type InteractionStatus = "outstanding" | "answered" | "expired" | "cancelled";
+
+export type StoredOperation =
+  | { kind: "cancel"; requestDigest: string; ack: CancellationAcknowledgement }
+  | { kind: "answer"; requestDigest: string; ack: InteractionAcknowledgement };
 
 export interface InteractionRecord {
   interactionId: string;
@@ -107,13 +124,15 @@ interface InteractionRow extends Record<string, SqlStorageValue> {
   resolved_at: number | null;
 }
 
+const InteractionStatusSchema = z.enum(["outstanding", "answered", "expired", "cancelled"]);
+
 function toInteraction(row: InteractionRow): InteractionRecord {
   return {
     interactionId: row.interaction_id,
     turnId: row.turn_id,
     executionId: row.execution_id,
     request: InteractionRequest.parse(JSON.parse(row.request)),
-    status: row.status as InteractionStatus,
+    status: InteractionStatusSchema.parse(row.status),
     outcome: row.outcome,
     answerHmac: row.answer_hmac,
     operationId: row.operation_id,
@@ -134,7 +153,7 @@ function toTurn(row: TurnRow): TurnRecord {
     requestDigest: row.request_digest,
     request: TurnRequest.parse(JSON.parse(row.request)),
     executionId: row.execution_id,
-    status: row.status as TurnStatus,
+    status: TurnStatusSchema.parse(row.status),
     controlRef: parseJson(AgentExactRunControlRef, row.control_ref),
     upstreamCursor: row.upstream_cursor,
     resultText: row.result_text,
@@ -223,18 +242,28 @@ export class SessionStore {
         CREATE INDEX IF NOT EXISTS interactions_status ON interactions (status);
       `);
     }
+    if (current < 4) {
+      // Meta values became JSON validated per key; the provider's capability document gave way to
+      // the claims the provider reads off it (read again at the next turn).
+      for (const key of ["title", "environmentId"]) {
+        this.sql.exec("UPDATE meta SET value = json_quote(value) WHERE key = ?", key);
+      }
+      this.sql.exec("DELETE FROM meta WHERE key = 'capabilities'");
+    }
     this.sql.exec("DELETE FROM schema_version");
     this.sql.exec("INSERT INTO schema_version (version) VALUES (?)", SCHEMA_VERSION);
   }
 
   // ---- meta
 
-  getMeta(key: string): string | null {
-    return this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0]?.value ?? null;
+  getMeta<K extends MetaKey>(key: K): MetaValue<K> | null {
+    const text = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0]?.value;
+    return text === undefined ? null : (MetaSchemas[key].parse(JSON.parse(text)) as MetaValue<K>);
   }
 
-  setMeta(key: string, value: string): void {
-    this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", key, value);
+  setMeta<K extends MetaKey>(key: K, value: MetaValue<K>): void {
+    const text = JSON.stringify(MetaSchemas[key].parse(value));
+    this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", key, text);
   }
 
   // ---- turns
@@ -307,20 +336,25 @@ export class SessionStore {
 
   // ---- operations (idempotent cancel and answer commands)
 
-  operation(operationId: string): { kind: string; requestDigest: string; ack: Record<string, unknown> } | null {
+  /** A recorded operation: its kind, the digest (cancel) or keyed hash (answer) of its command, and its acknowledgement. */
+  operation(operationId: string): StoredOperation | null {
     const row = this.sql
       .exec<{ kind: string; request_digest: string; ack: string }>("SELECT kind, request_digest, ack FROM operations WHERE operation_id = ?", operationId)
       .toArray()[0];
-    return row ? { kind: row.kind, requestDigest: row.request_digest, ack: JSON.parse(row.ack) as Record<string, unknown> } : null;
+    if (!row) return null;
+    const ack = JSON.parse(row.ack) as unknown;
+    return row.kind === "cancel"
+      ? { kind: "cancel", requestDigest: row.request_digest, ack: CancellationAcknowledgement.parse(ack) }
+      : { kind: "answer", requestDigest: row.request_digest, ack: InteractionAcknowledgement.parse(ack) };
   }
 
-  putOperation(operationId: string, kind: string, requestDigest: string, ack: unknown, now: number): void {
+  putOperation(operationId: string, operation: StoredOperation, now: number): void {
     this.sql.exec(
       "INSERT INTO operations (operation_id, kind, request_digest, ack, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT(operation_id) DO UPDATE SET ack = excluded.ack",
       operationId,
-      kind,
-      requestDigest,
-      JSON.stringify(ack),
+      operation.kind,
+      operation.requestDigest,
+      JSON.stringify(operation.ack),
       now,
     );
   }
@@ -369,14 +403,14 @@ export class SessionStore {
 
   executionUsage(executionId: string): ExecutionUsageState | null {
     const row = this.sql.exec<{ state: string }>("SELECT state FROM usage WHERE execution_id = ?", executionId).toArray()[0];
-    return row ? (JSON.parse(row.state) as ExecutionUsageState) : null;
+    return row ? ExecutionUsageStateSchema.parse(JSON.parse(row.state)) : null;
   }
 
-  allExecutionUsage(): Array<{ turnId: string; state: ExecutionUsageState }> {
+  allExecutionUsage(): ExecutionUsageState[] {
     return this.sql
-      .exec<{ turn_id: string; state: string }>("SELECT turn_id, state FROM usage")
+      .exec<{ state: string }>("SELECT state FROM usage")
       .toArray()
-      .map((r) => ({ turnId: r.turn_id, state: JSON.parse(r.state) as ExecutionUsageState }));
+      .map((r) => ExecutionUsageStateSchema.parse(JSON.parse(r.state)));
   }
 
   /** Stores an execution's fold and its view on the turn record, together. */
@@ -417,7 +451,7 @@ export class SessionStore {
   // ---- event log
 
   /** Appends one event and answers it with its seq; the caller publishes it after the transaction. */
-  appendEvent(input: Omit<EventEnvelope, "seq" | "at"> & { upstreamId?: string | null; now: number }): { seq: number; row: EventRow } {
+  appendEvent(input: NewEvent): EventRow {
     const at = new Date(input.now).toISOString();
     // Appends are synchronous in a single-threaded object, so the next seq is known before the insert.
     const seq = this.lastSeq() + 1;
@@ -441,7 +475,7 @@ export class SessionStore {
       input.type,
       text,
     );
-    return { seq, row: { seq, type: input.type, envelope: text } };
+    return { seq, type: input.type, envelope: text };
   }
 
   /** One page of the log strictly after `afterSeq`. */
@@ -449,8 +483,12 @@ export class SessionStore {
     return this.sql.exec<EventRow>("SELECT seq, type, envelope FROM events WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, limit).toArray();
   }
 
-  eventsOfTurn(turnId: string): EventRow[] {
-    return this.sql.exec<EventRow>("SELECT seq, type, envelope FROM events WHERE turn_id = ? ORDER BY seq", turnId).toArray();
+  /** The retained events of one turn, read back validated. */
+  eventsOfTurn(turnId: string): EventEnvelope[] {
+    return this.sql
+      .exec<{ envelope: string }>("SELECT envelope FROM events WHERE turn_id = ? ORDER BY seq", turnId)
+      .toArray()
+      .map((row) => EventEnvelopeSchema.parse(JSON.parse(row.envelope)));
   }
 
   lastSeq(): number {

@@ -2,28 +2,10 @@
  * The transcript rebuilt from the event log: for a client that lost its state (a reset stream, a
  * new device). Pure: turns and their events in, messages out.
  */
+import type { TranscriptMessage } from "../schemas/api";
 import type { EventEnvelope, TurnRecord } from "./session-store";
 
-export interface TranscriptPart {
-  id: string;
-  type: string;
-  text?: string;
-  tool?: string;
-  state?: Record<string, unknown>;
-}
-
-export type TranscriptMessage =
-  | { role: "user"; turnId: string; text: string; at: string }
-  | {
-      role: "assistant";
-      turnId: string;
-      executionId: string;
-      status: TurnRecord["status"];
-      parts: TranscriptPart[];
-      text: string;
-      error?: { code: string; message: string };
-      at: string;
-    };
+type TranscriptPart = Extract<TranscriptMessage, { role: "assistant" }>["parts"][number];
 
 const VISIBLE_PARTS = new Set(["text", "reasoning", "tool", "file", "subtask"]);
 

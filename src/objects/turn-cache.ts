@@ -5,9 +5,11 @@
  * Same turnId, other content: 409 turn_conflict. A new turn while another runs: 409 session_busy.
  * A failed result is final: the same ids return the same outcome, never a second run.
  */
-import { canonicalDigest, stripUndefined } from "../lib/digest";
-import { sha256Hex } from "../lib/digest";
+import { canonicalDigest, sha256Hex, stripUndefined } from "../lib/digest";
+import type { TurnView } from "../schemas/api";
 import { TERMINAL_TURN_STATUSES, type TurnRecord, type TurnRequest } from "./session-store";
+
+export type { TurnView };
 
 export type TurnDecision =
   | { kind: "new" }
@@ -37,23 +39,6 @@ export async function executionIdFor(sessionId: string, turnId: string): Promise
 }
 
 /** The public view of one turn (GET …/turns/:turnId, and the 200/202 answers of POST …/turns). */
-export interface TurnView {
-  turnId: string;
-  executionId: string;
-  status: TurnRecord["status"];
-  message: string;
-  model?: string;
-  result?: { text: string };
-  error?: { code: string; message: string };
-  usage?: TurnRecord["usage"];
-  /** Why a cancelled turn was cancelled: the caller's reason, or budget_exceeded. */
-  cancelReason?: string;
-  /** The log cursor just before this turn's first event: open the event stream with ?after= this. */
-  after?: number;
-  createdAt: string;
-  completedAt?: string;
-}
-
 export function turnView(turn: TurnRecord): TurnView {
   return {
     turnId: turn.turnId,

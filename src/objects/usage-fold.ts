@@ -7,115 +7,48 @@
  * - Cumulative values replace; deltas add. A cumulative value lower than an earlier one for the
  *   same counter is a conflict: both values are kept and the execution is marked.
  * - The terminal receipt is authoritative; a disagreement with the streamed total is recorded.
- * - OpenCode steps (`raw` step_finish) become a running cumulative total, converted to the
- *   receipt's convention, counted once per part id; after a step without both totals, or an
- *   invalid one, no later running total is known.
+ * - Delta reports (OpenCode steps, CLI Bridge usage chunks) build a running cumulative total,
+ *   each counted once per key; after a delta without both totals, or an invalid one, no later
+ *   running total is known. Providers convert their wire to the receipt's convention first.
  * - Totals over executions are a floor (`complete: false`) when any counter is unknown.
  */
 
-export const COUNTERS = ["inputTokens", "outputTokens", "reasoningTokens", "cacheReadInputTokens", "cacheCreationInputTokens", "cost"] as const;
-export type Counter = (typeof COUNTERS)[number];
-export type Counts = Partial<Record<Counter, number>>;
+import { z } from "zod";
+import { COUNTERS, Counts, type Counter, type TokenUsage } from "../schemas/common";
+import type { TotalView, UsageView } from "../schemas/api";
+import type { UsageReport } from "../providers/provider";
 
-export interface UsageConflict {
-  counter: Counter;
-  previous: number;
-  next: number;
-  source: "step" | "receipt" | "event";
-}
+export type { Counts };
 
-export interface ExecutionUsageState {
-  executionId: string;
-  /** Latest cumulative value per counter (running totals and receipts). */
-  cumulative: Counts;
-  /** Sum of delta contributions per counter. */
-  deltas: Counts;
+const UsageConflictSchema = z.object({
+  counter: z.enum(COUNTERS),
+  previous: z.number(),
+  next: z.number(),
+  source: z.enum(["step", "receipt", "event"]),
+});
+type UsageConflict = z.infer<typeof UsageConflictSchema>;
+
+/** One execution's fold, as stored (validated when read back). */
+export const ExecutionUsageStateSchema = z.object({
+  executionId: z.string(),
+  /** Latest cumulative value per counter (running totals, cumulative reports and receipts). */
+  cumulative: Counts,
   /** The terminal receipt, once seen: authoritative. */
-  receipt: Counts | null;
-  /** Running total built from OpenCode steps; null before the first step. */
-  steps: Counts | null;
-  /** Step part ids already counted (a reconnect repeats them). */
-  stepIds: string[];
-  /** No running total is known any more (a step lacked a total, was invalid, or frames were missed). */
-  stepsBroken: boolean;
-  conflicts: UsageConflict[];
+  receipt: Counts.nullable(),
+  /** Running total built from delta reports; null before the first one. */
+  steps: Counts.nullable(),
+  /** Keys of the delta reports already counted (a reconnect repeats them). */
+  stepIds: z.array(z.string()),
+  /** No running total is known any more (a delta lacked a total, was invalid, or frames were missed). */
+  stepsBroken: z.boolean(),
+  conflicts: z.array(UsageConflictSchema),
   /** Counters where the receipt disagrees with the streamed cumulative total. */
-  receiptDisagreements: Array<{ counter: Counter; streamed: number; receipt: number }>;
-}
-
-export interface UsageView {
-  inputTokens: number | null;
-  outputTokens: number | null;
-  reasoningTokens: number | null;
-  cacheReadInputTokens: number | null;
-  cacheCreationInputTokens: number | null;
-  cost: number | null;
-  /** Where the figures come from: the authoritative receipt, the running total, or nothing yet. */
-  source: "receipt" | "running" | "none";
-  conflict: boolean;
-}
-
-export interface TotalView extends Omit<UsageView, "source"> {
-  /** False when any execution left a counter unknown: every figure is then "at least". */
-  complete: boolean;
-  /** Counters at least one execution did not report. */
-  unknown: Counter[];
-}
+  receiptDisagreements: z.array(z.object({ counter: z.enum(COUNTERS), streamed: z.number(), receipt: z.number() })),
+});
+export type ExecutionUsageState = z.infer<typeof ExecutionUsageStateSchema>;
 
 export function emptyExecutionUsage(executionId: string): ExecutionUsageState {
-  return { executionId, cumulative: {}, deltas: {}, receipt: null, steps: null, stepIds: [], stepsBroken: false, conflicts: [], receiptDisagreements: [] };
-}
-
-const isCount = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0;
-const isCost = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;
-
-export class InvalidUsageError extends Error {
-  override name = "InvalidUsageError";
-}
-
-/**
- * One OpenCode step's counts in the receipt's convention: input includes cache reads and writes,
- * output includes reasoning. Answers null when the step lacks input or output (unknown);
- * throws InvalidUsageError on a negative or non-integer count.
- */
-export function stepCounts(part: unknown): Counts | null {
-  const tokens = (part as { tokens?: unknown } | null)?.tokens;
-  if (typeof tokens !== "object" || tokens === null) return null;
-  const t = tokens as { input?: unknown; output?: unknown; reasoning?: unknown; cache?: { read?: unknown; write?: unknown } };
-  const cache = (typeof t.cache === "object" && t.cache !== null ? t.cache : {}) as { read?: unknown; write?: unknown };
-  for (const [name, value] of [["input", t.input], ["output", t.output], ["reasoning", t.reasoning], ["cache.read", cache.read], ["cache.write", cache.write]] as const) {
-    if (value !== undefined && !isCount(value)) throw new InvalidUsageError(`step token count ${name} is not a non-negative integer`);
-  }
-  const cost = (part as { cost?: unknown }).cost;
-  if (cost !== undefined && !isCost(cost)) throw new InvalidUsageError("step cost is not a finite non-negative number");
-  if (t.input === undefined || t.output === undefined) return null;
-  const reasoning = (t.reasoning as number | undefined) ?? 0;
-  const read = (cache.read as number | undefined) ?? 0;
-  const write = (cache.write as number | undefined) ?? 0;
-  const counts: Counts = {
-    inputTokens: (t.input as number) + read + write,
-    outputTokens: (t.output as number) + reasoning,
-  };
-  if (t.reasoning !== undefined) counts.reasoningTokens = reasoning;
-  if (cache.read !== undefined) counts.cacheReadInputTokens = read;
-  if (cache.write !== undefined) counts.cacheCreationInputTokens = write;
-  if (cost !== undefined) counts.cost = cost as number;
-  return counts;
-}
-
-/** A wire TokenUsage (receipt or event usage) as counts; only valid counters are kept. */
-export function countsFrom(usage: unknown, totalCostUsd?: unknown): Counts {
-  const out: Counts = {};
-  if (typeof usage === "object" && usage !== null) {
-    const u = usage as Record<string, unknown>;
-    for (const c of COUNTERS) {
-      if (c === "cost") continue;
-      if (isCount(u[c])) out[c] = u[c] as number;
-    }
-    if (isCost(u.cost)) out.cost = u.cost as number;
-  }
-  if (isCost(totalCostUsd)) out.cost = totalCostUsd as number;
-  return out;
+  return { executionId, cumulative: {}, receipt: null, steps: null, stepIds: [], stepsBroken: false, conflicts: [], receiptDisagreements: [] };
 }
 
 function observeCumulative(state: ExecutionUsageState, counts: Counts, source: UsageConflict["source"]): void {
@@ -128,23 +61,33 @@ function observeCumulative(state: ExecutionUsageState, counts: Counts, source: U
   }
 }
 
-export interface StepResult {
+export interface UsageFoldStep {
   state: ExecutionUsageState;
-  /** The running total to attach to the step event as cumulative usage, or null when none is known. */
+  /** The running total to attach to the report's event as cumulative usage, or null when none is known. */
   running: Counts | null;
-  /** True when this step had been counted before (a repeat). */
-  repeated: boolean;
+  /** The usage changed (a repeated delta changes nothing). */
+  changed: boolean;
 }
 
-/** Folds one OpenCode step. Throws InvalidUsageError on an invalid count (the state is then marked broken by the caller). */
-export function foldStep(state: ExecutionUsageState, partId: string, part: unknown): StepResult {
-  if (state.stepIds.includes(partId)) return { state, running: null, repeated: true };
-  const next: ExecutionUsageState = { ...state, stepIds: [...state.stepIds, partId] };
-  if (next.stepsBroken) return { state: next, running: null, repeated: false };
-  const counts = stepCounts(part);
-  if (counts === null) return { state: { ...next, stepsBroken: true }, running: null, repeated: false };
-  // Each counter of the running total is the sum over every step so far; a counter some step did
-  // not report is unknown in the total from then on.
+/**
+ * Folds one usage report. A delta is counted once per key and adds to the running total; each
+ * counter of the running total is the sum over every delta so far, and a counter some delta did
+ * not report is unknown from then on. A delta without both input and output (or an unreadable
+ * one) leaves no running total past it. A cumulative report replaces.
+ */
+export function foldUsage(state: ExecutionUsageState, report: UsageReport): UsageFoldStep {
+  if (report.mode === "cumulative") {
+    const next: ExecutionUsageState = { ...state, cumulative: { ...state.cumulative }, conflicts: [...state.conflicts] };
+    observeCumulative(next, report.counts, "event");
+    return { state: next, running: report.counts, changed: true };
+  }
+  if (report.key !== undefined && state.stepIds.includes(report.key)) return { state, running: null, changed: false };
+  const next: ExecutionUsageState = { ...state, stepIds: report.key !== undefined ? [...state.stepIds, report.key] : state.stepIds };
+  const counts = report.counts;
+  if (next.stepsBroken) return { state: next, running: null, changed: true };
+  if (report.problem !== undefined || counts.inputTokens === undefined || counts.outputTokens === undefined) {
+    return { state: breakSteps(next), running: null, changed: true };
+  }
   let running: Counts;
   if (next.steps === null) {
     running = { ...counts };
@@ -158,30 +101,21 @@ export function foldStep(state: ExecutionUsageState, partId: string, part: unkno
   }
   const folded: ExecutionUsageState = { ...next, steps: running, cumulative: { ...next.cumulative }, conflicts: [...next.conflicts] };
   observeCumulative(folded, running, "step");
-  return { state: folded, running, repeated: false };
+  return { state: folded, running, changed: true };
 }
 
-/** Marks that no further running total is known (an invalid step, or frames that were skipped). */
+/** Marks that no further running total is known (an invalid report, or frames that were skipped). */
 export function breakSteps(state: ExecutionUsageState): ExecutionUsageState {
   return { ...state, stepsBroken: true };
 }
 
-/** Folds usage carried by an event with a declared mode (providers that report it themselves). */
-export function foldEventUsage(state: ExecutionUsageState, counts: Counts, mode: "delta" | "cumulative"): ExecutionUsageState {
-  const next: ExecutionUsageState = { ...state, cumulative: { ...state.cumulative }, deltas: { ...state.deltas }, conflicts: [...state.conflicts] };
-  if (mode === "cumulative") observeCumulative(next, counts, "event");
-  else for (const c of COUNTERS) if (counts[c] !== undefined) next.deltas[c] = (next.deltas[c] ?? 0) + counts[c]!;
-  return next;
-}
-
 /** Folds the terminal receipt: it becomes the execution's total; a disagreement is recorded, not hidden. */
 export function foldReceipt(state: ExecutionUsageState, counts: Counts): ExecutionUsageState {
-  if (state.receipt !== null) return state; // `done` repeating the `result` receipt
+  if (state.receipt !== null) return state; // a second terminal frame repeating the receipt
   const next: ExecutionUsageState = { ...state, cumulative: { ...state.cumulative }, conflicts: [...state.conflicts], receiptDisagreements: [...state.receiptDisagreements] };
-  const streamed = streamedTotal(state);
   for (const c of COUNTERS) {
     const r = counts[c];
-    const s = streamed[c];
+    const s = state.cumulative[c];
     if (r !== undefined && s !== undefined && r !== s) next.receiptDisagreements.push({ counter: c, streamed: s, receipt: r });
   }
   observeCumulative(next, counts, "receipt");
@@ -189,19 +123,15 @@ export function foldReceipt(state: ExecutionUsageState, counts: Counts): Executi
   return next;
 }
 
-function streamedTotal(state: ExecutionUsageState): Counts {
-  const out: Counts = {};
-  for (const c of COUNTERS) {
-    const cum = state.cumulative[c];
-    const delta = state.deltas[c];
-    if (cum !== undefined || delta !== undefined) out[c] = (cum ?? 0) + (delta ?? 0);
-  }
-  return out;
+/** Counts as a TokenUsage to attach to an event; null unless both input and output are known. */
+export function toTokenUsage(counts: Counts): TokenUsage | null {
+  if (counts.inputTokens === undefined || counts.outputTokens === undefined) return null;
+  return { ...counts, inputTokens: counts.inputTokens, outputTokens: counts.outputTokens, totalTokens: counts.inputTokens + counts.outputTokens };
 }
 
 /** The execution's total: the receipt when there is one, else what was observed (a lower bound). */
-export function executionTotal(state: ExecutionUsageState): Counts {
-  return state.receipt ?? streamedTotal(state);
+function executionTotal(state: ExecutionUsageState): Counts {
+  return state.receipt ?? state.cumulative;
 }
 
 export function executionView(state: ExecutionUsageState): UsageView {
@@ -244,9 +174,4 @@ export function totalOf(states: ExecutionUsageState[]): TotalView {
     complete: !unknown.has("inputTokens") && !unknown.has("outputTokens"),
     unknown: [...unknown],
   };
-}
-
-/** Tokens that count against a budget (input + output), as a floor, with whether it is complete. */
-export function budgetUsage(total: TotalView): { used: number; complete: boolean } {
-  return { used: (total.inputTokens ?? 0) + (total.outputTokens ?? 0), complete: total.complete };
 }

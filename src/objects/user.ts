@@ -6,10 +6,10 @@
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
 import { readConfig } from "../config";
-import { captureRpc, type RpcResult } from "../http/errors";
+import { captureRpc, type RpcResult } from "../errors";
 import { createProvider } from "../providers";
 import type { EnvironmentRecord } from "../providers/provider";
-import { upstreamToApi } from "./upstream-errors";
+import { providerRefusal } from "./provider-refusal";
 
 /** A ready environment checked this recently is used without another status probe. */
 const TRUST_VERIFIED_MS = 30_000;
@@ -86,8 +86,8 @@ export class UserObject extends DurableObject<Env> {
   }
 
   private async provision(ownerKey: string, known: EnvironmentRecord | null): Promise<EnvironmentRecord> {
-    const provider = createProvider(readConfig(this.env), this.env);
     try {
+      const provider = createProvider(readConfig(this.env), this.env);
       const { record, outcome } = await provider.ensureEnvironment({ ownerKey, known });
       this.sql.exec(
         "INSERT INTO environment (id, record) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET record = excluded.record",
@@ -99,7 +99,7 @@ export class UserObject extends DurableObject<Env> {
       }
       return record;
     } catch (err) {
-      throw upstreamToApi(err);
+      throw providerRefusal(err);
     }
   }
 

@@ -3,13 +3,13 @@
  * with the emulator object's `fetch` in place of the network: the same client, routes and parser.
  */
 import type { Config } from "../config";
-import { ApiError } from "../http/errors";
+import { ProviderError } from "./errors";
+import { HttpTransport, type FetchLike } from "./http";
 import type { AgentProvider } from "./provider";
-import { SandboxClient, type FetchLike } from "./tangle/client";
 import { TangleProvider } from "./tangle/provider";
 
-export const EMULATOR_BASE_URL = "http://sandbox-emulator.local";
-export const EMULATOR_OBJECT_NAME = "default";
+const EMULATOR_BASE_URL = "http://sandbox-emulator.local";
+const EMULATOR_OBJECT_NAME = "default";
 
 export function emulatorFetch(env: Env): FetchLike {
   const stub = env.SANDBOX_EMULATOR.get(env.SANDBOX_EMULATOR.idFromName(EMULATOR_OBJECT_NAME));
@@ -18,14 +18,15 @@ export function emulatorFetch(env: Env): FetchLike {
 
 export function createProvider(config: Config, env: Env): AgentProvider {
   if (config.provider === "cli-bridge") {
-    throw new ApiError(501, "provider_unavailable", "the cli-bridge provider is not available in this build");
+    throw new ProviderError("not_configured", "the cli-bridge provider is not available in this build");
   }
   const isEmulator = config.provider === "emulator";
-  const client = new SandboxClient({
+  const client = new HttpTransport({
     baseUrl: isEmulator ? EMULATOR_BASE_URL : config.sandboxBaseUrl,
-    apiKey: isEmulator ? "emulator-local-key" : config.TANGLE_API_KEY!,
+    bearer: isEmulator ? "emulator-local-key" : config.TANGLE_API_KEY!,
     fetch: isEmulator ? emulatorFetch(env) : (request) => fetch(request),
-    timeoutMs: config.UPSTREAM_TIMEOUT_MS,
+    headersTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
+    bodyTimeoutMs: config.UPSTREAM_IDLE_TIMEOUT_MS,
   });
   return new TangleProvider({
     client,

@@ -1,18 +1,23 @@
 /**
- * The provider interface the session object drives. It fits both the Tangle Sandbox provider
- * (seed 000) and the CLI Bridge provider (seed 003): an environment is ensured per user, a turn
- * is dispatched detached under caller-chosen ids and answers an exact control ref, which is then
- * enough to replay events from a cursor, read the result, cancel, answer interactions and delete.
+ * The seam between the session and a provider (Tangle Sandbox, seed 000; CLI Bridge, seed 003).
+ *
+ * An environment is ensured per user; a turn is dispatched detached under caller-chosen ids and
+ * answers an exact control ref, which is then enough to replay events from a cursor, read the
+ * result, cancel, answer interactions and delete. Everything a provider reads off its wire reaches
+ * the session in the shapes below: a closed ProviderEvent union, ProviderError codes, Claims and
+ * acknowledgement statuses. The session knows no provider's frame names or error strings.
  */
-import type { AgentExactRunControlRef, InteractionRequest, RequestedInteractions } from "../schemas/contracts";
+import type { AgentExactRunControlRef, InteractionAcknowledgement, InteractionRequest, RequestedInteractions } from "../schemas/contracts";
 import type { JsonObject } from "../schemas/common";
+import type { Counts } from "../objects/usage-fold";
+import type { Claims } from "./claims";
 
 /** What the per-user object keeps about the user's environment (no secrets). */
 export interface EnvironmentRecord {
   environmentId: string;
   /** Bumped each time a new environment has to replace a gone or failed one; part of the create idempotency key. */
   generation: number;
-  /** The environment's capability document as read once when it became ready; null when the read failed. */
+  /** The provider's capability document as read when the environment became ready; null when the read failed. Only the provider reads it. */
   capabilities: JsonObject | null;
   warnings: string[];
   readyAt: string;
@@ -22,8 +27,6 @@ export interface EnsureEnvironmentInput {
   /** A stable, non-secret key for the owner (derived from the user id). */
   ownerKey: string;
   known: EnvironmentRecord | null;
-  /** Skip the status probe of a known environment (it was checked a moment ago). */
-  trustKnownForMs?: number;
 }
 
 export interface EnsureEnvironmentResult {
@@ -48,23 +51,81 @@ export interface DispatchReceipt {
   alreadyExisted: boolean;
 }
 
-/** One canonical event read from upstream, with the upstream's own id (opaque, per execution). */
-export interface ProviderEvent {
-  /** Upstream event id; undefined only when upstream sent none (reported as a warning). */
-  upstreamId: string | undefined;
-  /** Canonical event type (docs/contracts.md), or a pass-through type for variants we do not know. */
+/** A canonical runtime event as viewers see it (docs/contracts.md "stream events"). */
+export interface ShownEvent {
   type: string;
   data: JsonObject;
-  /** Present on terminal events: how the run ended. */
-  terminal?: { status: "completed" | "failed" | "cancelled"; text?: string; error?: { code?: string; message: string } };
-  /** Private events (native.session.observed) are kept out of the browser-facing log. */
-  private?: boolean;
 }
 
+/**
+ * Usage read off the wire. `delta`: this report's own usage, added (a `key` makes a repeat count
+ * once); `cumulative`: the run's total so far, replacing. A counter not in `counts` is unknown,
+ * never zero. A delta without both input and output leaves no running total past it.
+ */
+export interface UsageReport {
+  mode: "delta" | "cumulative";
+  counts: Counts;
+  provenance: "measured" | "estimated" | "unknown";
+  key?: string;
+  /** The report was unreadable (a negative count, say): nothing past it is known; reported as a warning. */
+  problem?: string;
+}
+
+export type TerminalStatus = "completed" | "failed" | "cancelled";
+
+export interface RunError {
+  code?: string;
+  message: string;
+}
+
+interface EventBase {
+  /** Upstream event id (opaque, per execution), the replay cursor; undefined when upstream sent none. */
+  upstreamId: string | undefined;
+}
+
+/**
+ * One event read from upstream, normalized. The session switches on `kind` only. `shown` is the
+ * canonical event viewers see for it, where the provider has one.
+ */
+export type ProviderEvent = EventBase &
+  (
+    | {
+        /** A message part (text, reasoning, tool, file, …): shown as `message.part.updated`. */
+        kind: "part";
+        part: JsonObject & { id: string; type: string };
+        /** The text appended since the previous update of this part. */
+        delta?: string;
+      }
+    | { kind: "interaction.requested"; request: InteractionRequest; shown?: ShownEvent }
+    | {
+        kind: "interaction.ended";
+        interactionId: string;
+        /** expired: nobody answered in time; cancelled: the run stopped waiting. */
+        why: "expired" | "cancelled";
+        reason?: string;
+        shown?: ShownEvent;
+      }
+    | { kind: "usage"; usage: UsageReport; shown?: ShownEvent }
+    | {
+        /** The run ended. `receipt` is the run's authoritative usage, when it reports any. */
+        kind: "terminal";
+        status: TerminalStatus;
+        text?: string;
+        error?: RunError;
+        receipt?: Counts;
+        shown?: ShownEvent;
+      }
+    | { kind: "warning"; code: string; message: string }
+    /** A frame with no normalized meaning (status, progress, plans, raw harness events, new variants): shown as is. */
+    | { kind: "passthrough"; shown: ShownEvent }
+    /** A frame that never leaves the server (admission, native session ids). */
+    | { kind: "private"; type: string }
+  );
+
 export interface ProviderResult {
-  status: "completed" | "failed" | "cancelled";
+  status: TerminalStatus;
   text?: string;
-  error?: { code?: string; message: string };
+  error?: RunError;
 }
 
 export interface EventsOptions {
@@ -74,30 +135,41 @@ export interface EventsOptions {
 }
 
 export interface CancelOutcome {
-  /** True when the platform stopped the run; false when nothing was running under that ref. */
-  cancelled: boolean;
+  /** cancelled: confirmed stopped; cancel_requested: accepted, not yet confirmed; not_live: nothing ran under that ref. */
+  effect: "cancelled" | "cancel_requested" | "not_live";
   reason?: string;
 }
 
-export interface InteractionAnswer {
-  id: string;
+/** One answer, as the full command (seed 001): some wires need the binding and digests. */
+export interface InteractionCommand {
+  operationId: string;
+  binding: InteractionAcknowledgement["binding"];
+  commandDigest: InteractionAcknowledgement["commandDigest"];
+  request: InteractionRequest;
   outcome: "accepted" | "declined" | "cancelled";
   data?: Record<string, unknown>;
+}
+
+/** What upstream said to an answer, as an acknowledgement status. Unconfirmed delivery is transport_failure, never accepted. */
+export interface AnswerDelivery {
+  status: Exclude<InteractionAcknowledgement["status"], "binding_mismatch">;
+  message?: string;
+  retryable?: boolean;
 }
 
 export interface AgentProvider {
   /** The `provider` coordinate of control refs. */
   readonly name: string;
   ensureEnvironment(input: EnsureEnvironmentInput): Promise<EnsureEnvironmentResult>;
+  /** What the environment's capability document lets the gateway offer. */
+  claims(environment: EnvironmentRecord): Claims;
   dispatch(input: DispatchInput): Promise<DispatchReceipt>;
   events(ref: AgentExactRunControlRef, options: EventsOptions): AsyncIterable<ProviderEvent>;
   /** The run's result, or null while it is still running. */
   result(ref: AgentExactRunControlRef): Promise<ProviderResult | null>;
   /** Stops exactly the run the ref names. */
   cancel(ref: AgentExactRunControlRef, reason?: string): Promise<CancelOutcome>;
-  /** The asks the run is waiting on. */
-  interactions(ref: AgentExactRunControlRef): Promise<InteractionRequest[]>;
-  /** Delivers one answer upstream; throws UpstreamError when it was refused or its delivery is unknown. */
-  respondToInteraction(ref: AgentExactRunControlRef, answer: InteractionAnswer): Promise<void>;
+  /** Delivers one answer upstream and says what upstream made of it. */
+  respondToInteraction(ref: AgentExactRunControlRef, command: InteractionCommand): Promise<AnswerDelivery>;
   deleteSession(environmentId: string, sessionId: string): Promise<void>;
 }

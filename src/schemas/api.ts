@@ -3,10 +3,10 @@
  * document at /openapi.json is generated from these same schemas.
  */
 import { z } from "zod";
-import { ConversationId, Id, TokenUsage, TurnId } from "./common";
+import { ConversationId, COUNTERS, Id, TokenUsage, TurnId } from "./common";
 import { CancellationAcknowledgement, InteractionAcknowledgement, RequestedInteractions } from "./contracts";
 
-export const ErrorBody = z
+const ErrorBody = z
   .object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }) })
   .meta({ id: "Error" });
 
@@ -53,13 +53,15 @@ export const UsageViewSchema = z
     conflict: z.boolean().describe("a cumulative total fell, or the receipt disagreed with the streamed total"),
   })
   .meta({ id: "Usage", description: "Token usage; null means unknown (never reported), not zero" });
+export type UsageView = z.infer<typeof UsageViewSchema>;
 
-export const UsageTotalSchema = UsageViewSchema.omit({ source: true })
+const UsageTotalSchema = UsageViewSchema.omit({ source: true })
   .extend({
     complete: z.boolean().describe("false: some turn's usage is unknown, so every figure is a floor (at least)"),
-    unknown: z.array(z.string()),
+    unknown: z.array(z.enum(COUNTERS)).describe("counters some turn did not report"),
   })
   .meta({ id: "UsageTotal" });
+export type TotalView = z.infer<typeof UsageTotalSchema>;
 
 export const TurnStatus = z.enum(["pending", "running", "completed", "failed", "cancelled"]);
 
@@ -80,6 +82,7 @@ export const TurnViewSchema = z
     completedAt: z.string().optional(),
   })
   .meta({ id: "Turn" });
+export type TurnView = z.infer<typeof TurnViewSchema>;
 
 export const EventEnvelopeSchema = z
   .object({
@@ -125,7 +128,13 @@ export const ConversationUsageSchema = z
       }),
     ),
     budget: z
-      .object({ tokens: z.number().int().positive(), used: z.number().int().nonnegative(), complete: z.boolean(), exceeded: z.boolean() })
+      .object({
+        tokens: z.number().int().positive(),
+        used: z.number().int().nonnegative(),
+        complete: z.boolean(),
+        exceeded: z.boolean(),
+        scope: z.enum(["conversation", "user"]).describe("the tightest budget that applies"),
+      })
       .nullable(),
   })
   .meta({ id: "ConversationUsage" });
@@ -145,11 +154,36 @@ export const ConversationListSchema = z
   })
   .meta({ id: "ConversationList" });
 
+const TranscriptPartSchema = z.looseObject({
+  id: z.string(),
+  type: z.string(),
+  text: z.string().optional(),
+  tool: z.string().optional(),
+  state: z.record(z.string(), z.unknown()).optional(),
+});
+
+const TranscriptMessageSchema = z
+  .discriminatedUnion("role", [
+    z.object({ role: z.literal("user"), turnId: TurnId, text: z.string(), at: z.string() }),
+    z.object({
+      role: z.literal("assistant"),
+      turnId: TurnId,
+      executionId: z.string(),
+      status: TurnStatus,
+      parts: z.array(TranscriptPartSchema),
+      text: z.string(),
+      error: z.object({ code: z.string(), message: z.string() }).optional(),
+      at: z.string(),
+    }),
+  ])
+  .meta({ id: "TranscriptMessage" });
+export type TranscriptMessage = z.infer<typeof TranscriptMessageSchema>;
+
 export const MessagesSchema = z
   .object({
     conversationId: ConversationId,
     lastEventId: z.number().int(),
-    messages: z.array(z.record(z.string(), z.unknown())),
+    messages: z.array(TranscriptMessageSchema),
   })
   .meta({ id: "Messages" });
 

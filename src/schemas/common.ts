@@ -14,7 +14,7 @@ export const Sha256Digest = z.string().regex(/^sha256:[0-9a-f]{64}$/, "must be s
 export type Sha256Digest = z.infer<typeof Sha256Digest>;
 
 /** Client-chosen ids in our public API: conversation ids and turn ids. */
-export const ClientId = z
+const ClientId = z
   .string()
   .min(1, "must be 1–128 characters")
   .max(128, "must be 1–128 characters")
@@ -37,9 +37,21 @@ export const TokenUsage = z.strictObject({
 });
 export type TokenUsage = z.infer<typeof TokenUsage>;
 
-export const UsageMode = z.enum(["delta", "cumulative"]);
-export type UsageMode = z.infer<typeof UsageMode>;
 
 /** A JSON object read back from storage or the wire. */
 export const JsonObject = z.record(z.string(), z.unknown());
 export type JsonObject = z.infer<typeof JsonObject>;
+
+/** The usage counters the gateway folds (docs/contracts.md TokenUsage, less the derived total). */
+export const COUNTERS = ["inputTokens", "outputTokens", "reasoningTokens", "cacheReadInputTokens", "cacheCreationInputTokens", "cost"] as const;
+export type Counter = (typeof COUNTERS)[number];
+/** Usage counts as reported: a counter that is absent is unknown, never zero. */
+export const Counts = z.strictObject({
+  inputTokens: Count.optional(),
+  outputTokens: Count.optional(),
+  reasoningTokens: Count.optional(),
+  cacheReadInputTokens: Count.optional(),
+  cacheCreationInputTokens: Count.optional(),
+  cost: z.number().nonnegative().refine(Number.isFinite).optional(),
+});
+export type Counts = z.infer<typeof Counts>;

@@ -4,7 +4,7 @@
 import { z } from "zod";
 import { Id, Sha256Digest } from "./common";
 
-export const AgentRunControlRef = z.strictObject({
+const AgentRunControlRef = z.strictObject({
   runId: Id,
   provider: Id,
   environmentId: Id,
@@ -12,7 +12,6 @@ export const AgentRunControlRef = z.strictObject({
   executionId: Id.optional(),
   requestDigest: Sha256Digest.optional(),
 });
-export type AgentRunControlRef = z.infer<typeof AgentRunControlRef>;
 
 /** The exact form names the session, execution and the admission digest. */
 export const AgentExactRunControlRef = AgentRunControlRef.extend({
@@ -49,7 +48,7 @@ export const InteractionField = z.discriminatedUnion("type", [
 ]);
 export type InteractionField = z.infer<typeof InteractionField>;
 
-export const InteractionBinding = z.looseObject({
+const InteractionBinding = z.looseObject({
   runId: Id,
   provider: Id,
   environmentId: Id,

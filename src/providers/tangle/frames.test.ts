@@ -10,50 +10,94 @@ describe("upstream frame normalization", () => {
   });
 
   it("normalizes wire statuses", () => {
-    const status = (s: string) => normalizeFrame(frame("status", { status: s }), { requireId: true })!.data.status;
+    const status = (s: string) => {
+      const event = normalizeFrame(frame("status", { status: s }), { requireId: true })!;
+      return event.kind === "passthrough" ? event.shown.data.status : undefined;
+    };
     expect(["queued", "started", "running", "processing", "success", "completed", "error", "failed", "cancelled"].map(status)).toEqual([
       "started", "started", "processing", "processing", "completed", "completed", "failed", "failed", "cancelled",
     ]);
   });
 
-  it("marks terminal frames with how the run ended", () => {
-    expect(normalizeFrame(frame("result", { finalText: "hi", status: "success" }), { requireId: true })!.terminal).toEqual({ status: "completed", text: "hi" });
-    expect(normalizeFrame(frame("result", { finalText: "", status: "cancelled" }), { requireId: true })!.terminal!.status).toBe("cancelled");
-    expect(normalizeFrame(frame("error", { message: "boom", code: "X" }), { requireId: true })!.terminal).toEqual({
+  it("marks terminal frames with how the run ended, and the receipt they carry", () => {
+    expect(normalizeFrame(frame("result", { finalText: "hi", status: "success" }), { requireId: true })).toMatchObject({ kind: "terminal", status: "completed", text: "hi" });
+    expect(normalizeFrame(frame("result", { finalText: "", status: "cancelled" }), { requireId: true })).toMatchObject({ kind: "terminal", status: "cancelled" });
+    expect(normalizeFrame(frame("error", { message: "boom", code: "X" }), { requireId: true })).toMatchObject({
+      kind: "terminal",
       status: "failed",
       error: { message: "boom", code: "X" },
+      shown: { type: "error" },
     });
+    const receipt = normalizeFrame(frame("done", { tokenUsage: { inputTokens: 5, outputTokens: -1 }, totalCostUsd: 0.2 }), { requireId: true });
+    expect(receipt).toMatchObject({ kind: "terminal", status: "completed", receipt: { inputTokens: 5, cost: 0.2 } });
+    expect(normalizeFrame(frame("done", {}), { requireId: true })).not.toHaveProperty("receipt");
   });
 
   it("keeps private frames private", () => {
-    expect(normalizeFrame(frame("native.session.observed", { provider: "opencode", nativeSessionId: "n1" }), { requireId: true })!.private).toBe(true);
+    expect(normalizeFrame(frame("native.session.observed", { provider: "opencode", nativeSessionId: "n1" }), { requireId: true })).toEqual({
+      kind: "private",
+      upstreamId: "5",
+      type: "native.session.observed",
+    });
+  });
+
+  it("reads asks and their ends", () => {
+    const request = { id: "q1", kind: "question", title: "?", answerSpec: { fields: [] } };
+    expect(normalizeFrame(frame("interaction", { request }), { requireId: true })).toMatchObject({ kind: "interaction.requested", request: { id: "q1" } });
+    expect(normalizeFrame(frame("interaction.cancel", { id: "q1", reason: "timeout" }), { requireId: true })).toMatchObject({
+      kind: "interaction.ended",
+      interactionId: "q1",
+      why: "expired",
+    });
+    expect(normalizeFrame(frame("interaction.cancel", { id: "q1" }), { requireId: true })).toMatchObject({ why: "cancelled" });
+  });
+
+  it("reads OpenCode steps as delta usage in the receipt's convention, keyed by part id", () => {
+    const tokens = { input: 100, output: 20, reasoning: 2, cache: { read: 10, write: 1 } };
+    const raw = normalizeFrame(frame("raw", { backend: "opencode", event: { type: "step_finish", part: { id: "s1", type: "step-finish", tokens, cost: 0.5 } } }), { requireId: true });
+    expect(raw).toMatchObject({
+      kind: "usage",
+      usage: { mode: "delta", key: "s1", provenance: "measured", counts: { inputTokens: 111, outputTokens: 22, reasoningTokens: 2, cacheReadInputTokens: 10, cacheCreationInputTokens: 1, cost: 0.5 } },
+      shown: { type: "raw" },
+    });
+    const part = normalizeFrame(frame("message.part.updated", { part: { id: "s2", type: "step-finish", tokens } }), { requireId: true });
+    expect(part).toMatchObject({ kind: "usage", usage: { key: "s2" }, shown: { type: "message.part.updated" } });
+    const partial = normalizeFrame(frame("raw", { backend: "opencode", event: { type: "step_finish", part: { id: "s3", tokens: { output: 5 } } } }), { requireId: true });
+    expect(partial).toMatchObject({ kind: "usage", usage: { counts: {} } });
+    const negative = normalizeFrame(frame("raw", { backend: "opencode", event: { type: "step_finish", part: { id: "s4", tokens: { ...tokens, input: -1 } } } }), { requireId: true });
+    expect(negative).toMatchObject({ kind: "usage", usage: { problem: expect.stringContaining("input") } });
+    const fraction = normalizeFrame(frame("raw", { backend: "opencode", event: { type: "step_finish", part: { id: "s5", tokens: { ...tokens, output: 1.5 } } } }), { requireId: true });
+    expect(fraction).toMatchObject({ kind: "usage", usage: { problem: expect.stringContaining("output") } });
   });
 
   it("an invalid frame becomes a warning naming the problem, under the frame's own id", () => {
     const notJson = normalizeFrame(frame("status", "{oops"), { requireId: true })!;
-    expect(notJson).toMatchObject({ upstreamId: "5", type: "warning", data: { code: "invalid_upstream_frame" } });
+    expect(notJson).toMatchObject({ upstreamId: "5", kind: "warning", code: "invalid_upstream_frame" });
     const badShape = normalizeFrame(frame("message.part.updated", { part: { type: "text" } }), { requireId: true })!;
-    expect(badShape.type).toBe("warning");
-    expect(badShape.data.message).toContain("part.id");
+    expect(badShape).toMatchObject({ kind: "warning", message: expect.stringContaining("part.id") });
     const array = normalizeFrame(frame("status", "[1,2]"), { requireId: true })!;
-    expect(array.data.code).toBe("invalid_upstream_frame");
+    expect(array).toMatchObject({ kind: "warning", code: "invalid_upstream_frame" });
   });
 
   it("a frame without an id on an exact replay is an error, reported", () => {
     expect(normalizeFrame({ event: "status", data: '{"status":"running"}', comments: [] }, { requireId: true })).toMatchObject({
-      type: "warning",
-      data: { code: "frame_without_id" },
+      kind: "warning",
+      code: "frame_without_id",
     });
   });
 
   it("refuses a frame over 1 MiB of UTF-8 (multi-byte text counted in bytes)", () => {
     const text = "é".repeat(MAX_FRAME_BYTES / 2 + 10); // fewer chars than the bound, more bytes
     const big = normalizeFrame(frame("message.part.updated", { part: { id: "p", type: "text", text } }), { requireId: true })!;
-    expect(big).toMatchObject({ upstreamId: "5", type: "warning", data: { code: "frame_too_large" } });
-    expect(normalizeFrame({ id: "6", event: "raw", tooLarge: true, comments: [] }, { requireId: true })!.data.code).toBe("frame_too_large");
+    expect(big).toMatchObject({ upstreamId: "5", kind: "warning", code: "frame_too_large" });
+    expect(normalizeFrame({ id: "6", event: "raw", tooLarge: true, comments: [] }, { requireId: true })).toMatchObject({ code: "frame_too_large" });
   });
 
   it("passes unknown event types through unchanged (new variants arrive in minor releases)", () => {
-    expect(normalizeFrame(frame("child-task", { childId: "c1" }), { requireId: true })).toEqual({ upstreamId: "5", type: "child-task", data: { childId: "c1" } });
+    expect(normalizeFrame(frame("child-task", { childId: "c1" }), { requireId: true })).toEqual({
+      kind: "passthrough",
+      upstreamId: "5",
+      shown: { type: "child-task", data: { childId: "c1" } },
+    });
   });
 });

@@ -1,13 +1,16 @@
 /**
- * Sandbox SSE frames → canonical provider events (docs/sandbox-wire.md §4). Pure.
+ * Sandbox SSE frames → provider events (docs/sandbox-wire.md §4). Pure.
  *
  * Every frame is validated on arrival. An invalid frame is never a crash and never dropped in
  * silence: it becomes a `warning` event that names the problem, under the frame's own id, so the
- * cursor still advances past it.
+ * cursor still advances past it. Usage is read here too: OpenCode steps (`raw` step_finish, or a
+ * `step-finish` part with tokens) are delta reports keyed by their part id, converted to the
+ * receipt's convention; `result` and `done` carry the authoritative receipt.
  */
 import type { SseFrame } from "../../lib/sse";
-import { FrameDataSchemas, type KnownFrameType } from "../../schemas/sandbox-wire";
-import type { ProviderEvent } from "../provider";
+import { COUNTERS, type Counts } from "../../schemas/common";
+import type { ProviderEvent, ShownEvent, UsageReport } from "../provider";
+import { FrameDataSchemas, type KnownFrameType } from "./wire";
 
 export const MAX_FRAME_BYTES = 1024 * 1024;
 
@@ -24,7 +27,7 @@ const STATUS_MAP: Record<string, "started" | "processing" | "completed" | "faile
 };
 
 function warning(upstreamId: string | undefined, code: string, message: string): ProviderEvent {
-  return { upstreamId, type: "warning", data: { code, message, ...(upstreamId !== undefined ? { upstreamEventId: upstreamId } : {}) } };
+  return { kind: "warning", upstreamId, code, message };
 }
 
 function isKnown(type: string): type is KnownFrameType {
@@ -35,6 +38,70 @@ function isKnown(type: string): type is KnownFrameType {
 function frameBytes(frame: SseFrame): number {
   const encoder = new TextEncoder();
   return encoder.encode(frame.data ?? "").length + encoder.encode(frame.event ?? "").length + encoder.encode(frame.id ?? "").length;
+}
+
+const isCount = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0;
+const isCost = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;
+
+/** A wire TokenUsage (receipt) as counts; only valid counters are kept. */
+function receiptCounts(usage: unknown, totalCostUsd?: unknown): Counts {
+  const out: Counts = {};
+  if (typeof usage === "object" && usage !== null) {
+    const u = usage as Record<string, unknown>;
+    for (const c of COUNTERS) {
+      if (c !== "cost" && isCount(u[c])) out[c] = u[c];
+    }
+    if (isCost(u.cost)) out.cost = u.cost;
+  }
+  if (isCost(totalCostUsd)) out.cost = totalCostUsd;
+  return out;
+}
+
+/**
+ * One OpenCode step's counts in the receipt's convention: input includes cache reads and writes,
+ * output includes reasoning (`tokens.input` is the uncached part only). A step that lacks input
+ * or output reports neither (unknown); a negative or non-integer count is a problem.
+ */
+function stepReport(partId: string, part: Record<string, unknown>): UsageReport {
+  const base = { mode: "delta" as const, provenance: "measured" as const, key: partId };
+  const tokens = part.tokens;
+  if (typeof tokens !== "object" || tokens === null) return { ...base, counts: {} };
+  const t = tokens as { input?: unknown; output?: unknown; reasoning?: unknown; cache?: { read?: unknown; write?: unknown } };
+  const cache = (typeof t.cache === "object" && t.cache !== null ? t.cache : {}) as { read?: unknown; write?: unknown };
+  for (const [name, value] of [["input", t.input], ["output", t.output], ["reasoning", t.reasoning], ["cache.read", cache.read], ["cache.write", cache.write]] as const) {
+    if (value !== undefined && !isCount(value)) return { ...base, counts: {}, problem: `step ${partId}: token count ${name} is not a non-negative integer` };
+  }
+  if (part.cost !== undefined && !isCost(part.cost)) return { ...base, counts: {}, problem: `step ${partId}: cost is not a finite non-negative number` };
+  if (t.input === undefined || t.output === undefined) return { ...base, counts: {} };
+  const reasoning = (t.reasoning as number | undefined) ?? 0;
+  const read = (cache.read as number | undefined) ?? 0;
+  const write = (cache.write as number | undefined) ?? 0;
+  const counts: Counts = { inputTokens: (t.input as number) + read + write, outputTokens: (t.output as number) + reasoning };
+  if (t.reasoning !== undefined) counts.reasoningTokens = reasoning;
+  if (cache.read !== undefined) counts.cacheReadInputTokens = read;
+  if (cache.write !== undefined) counts.cacheCreationInputTokens = write;
+  if (part.cost !== undefined) counts.cost = part.cost as number;
+  return { ...base, counts };
+}
+
+/** The step a frame reports, if it is one (a `raw` step_finish, or a `step-finish` part with tokens). */
+function stepOf(type: string, data: Record<string, unknown>): { partId: string; part: Record<string, unknown> } | null {
+  if (type === "raw") {
+    const inner = data.event as { type?: unknown; part?: { id?: unknown } } | undefined;
+    if (inner?.type === "step_finish" && typeof inner.part?.id === "string") return { partId: inner.part.id, part: inner.part as Record<string, unknown> };
+    return null;
+  }
+  if (type === "message.part.updated") {
+    const part = data.part as { id?: unknown; type?: unknown; tokens?: unknown } | undefined;
+    if (part?.type === "step-finish" && typeof part.id === "string" && part.tokens !== undefined) return { partId: part.id, part: part as Record<string, unknown> };
+  }
+  return null;
+}
+
+function terminalReceipt(data: Record<string, unknown>): { receipt?: Counts } {
+  const counts = receiptCounts(data.tokenUsage, data.totalCostUsd);
+  // A receipt that reports no counter says nothing about usage.
+  return Object.keys(counts).length > 0 ? { receipt: counts } : {};
 }
 
 /**
@@ -63,7 +130,7 @@ export function normalizeFrame(frame: SseFrame, options: { requireId: boolean })
   }
   if (!isKnown(type)) {
     // A variant newer than this gateway: pass it through unchanged.
-    return { upstreamId, type, data: data as Record<string, unknown> };
+    return { kind: "passthrough", upstreamId, shown: { type, data: data as Record<string, unknown> } };
   }
   const parsed = FrameDataSchemas[type].safeParse(data);
   if (!parsed.success) {
@@ -72,30 +139,47 @@ export function normalizeFrame(frame: SseFrame, options: { requireId: boolean })
     return warning(upstreamId, "invalid_upstream_frame", `upstream frame ${upstreamId ?? "(no id)"} (${type}) is invalid at ${where}: ${issue?.message ?? "invalid"}`);
   }
   const valid = parsed.data as Record<string, unknown>;
+  const shown: ShownEvent = { type, data: valid };
+  const step = stepOf(type, valid);
+  if (step) return { kind: "usage", upstreamId, usage: stepReport(step.partId, step.part), shown };
   switch (type) {
+    case "message.part.updated": {
+      const { part, delta } = parsed.data as { part: Record<string, unknown> & { id: string; type: string }; delta?: string };
+      return { kind: "part", upstreamId, part, ...(delta !== undefined ? { delta } : {}) };
+    }
     case "status": {
       const status = STATUS_MAP[valid.status as string] ?? "processing";
-      return { upstreamId, type, data: { ...valid, status } };
+      return { kind: "passthrough", upstreamId, shown: { type, data: { ...valid, status } } };
+    }
+    case "interaction": {
+      const { request } = parsed.data as { request: Extract<ProviderEvent, { kind: "interaction.requested" }>["request"] };
+      return { kind: "interaction.requested", upstreamId, request, shown };
+    }
+    case "interaction.cancel": {
+      const reason = typeof valid.reason === "string" ? valid.reason : undefined;
+      return { kind: "interaction.ended", upstreamId, interactionId: valid.id as string, why: reason === "timeout" ? "expired" : "cancelled", ...(reason ? { reason } : {}), shown };
     }
     case "result": {
       const wire = valid.status as string | undefined;
       const status = wire === undefined || wire === "success" || wire === "completed" ? "completed" : wire === "cancelled" ? "cancelled" : "failed";
       const error = status === "failed" ? { message: typeof valid.error === "string" ? valid.error : `run ended with status ${wire}` } : undefined;
-      return { upstreamId, type, data: valid, terminal: { status, text: valid.finalText as string | undefined, ...(error ? { error } : {}) } };
+      const text = valid.finalText as string | undefined;
+      return { kind: "terminal", upstreamId, status, ...(text !== undefined ? { text } : {}), ...(error ? { error } : {}), ...terminalReceipt(valid), shown };
     }
     case "done":
-      return { upstreamId, type, data: valid, terminal: { status: "completed" } };
+      return { kind: "terminal", upstreamId, status: "completed", ...terminalReceipt(valid), shown };
     case "error":
       return {
+        kind: "terminal",
         upstreamId,
-        type,
-        data: valid,
-        terminal: { status: "failed", error: { message: valid.message as string, ...(valid.code ? { code: valid.code as string } : {}) } },
+        status: "failed",
+        error: { message: valid.message as string, ...(valid.code ? { code: valid.code as string } : {}) },
+        shown,
       };
     case "native.session.observed":
     case "execution.started":
-      return { upstreamId, type, data: valid, private: true };
+      return { kind: "private", upstreamId, type };
     default:
-      return { upstreamId, type, data: valid };
+      return { kind: "passthrough", upstreamId, shown };
   }
 }

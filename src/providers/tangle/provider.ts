@@ -10,43 +10,43 @@
  * - events: exact replay of one execution strictly after a cursor, then live frames.
  */
 import { canonicalDigest, stripUndefined } from "../../lib/digest";
-import { readSseFrames } from "../../lib/sse";
+import { readSseFrames, type SseFrame } from "../../lib/sse";
 import type { AgentExactRunControlRef } from "../../schemas/contracts";
-import { AbortResponse, PromptResult, Sandbox, SandboxCapabilities, type BackendConfig } from "../../schemas/sandbox-wire";
-import { InteractionRequest } from "../../schemas/contracts";
-import { z } from "zod";
-import { UpstreamError } from "../errors";
+import type { Claims } from "../claims";
+import { ProviderError } from "../errors";
+import type { HttpTransport } from "../http";
 import type {
   AgentProvider,
+  AnswerDelivery,
   CancelOutcome,
-  InteractionAnswer,
   DispatchInput,
   DispatchReceipt,
   EnsureEnvironmentInput,
   EnsureEnvironmentResult,
   EnvironmentRecord,
   EventsOptions,
+  InteractionCommand,
   ProviderEvent,
   ProviderResult,
 } from "../provider";
-import type { SandboxClient } from "./client";
+import { claimsOf } from "./claims";
 import { MAX_FRAME_BYTES, normalizeFrame } from "./frames";
 import { sandboxRoutes as routes } from "./routes";
+import { AbortResponse, AnswerResponse, PromptResult, Sandbox, SandboxCapabilities, type BackendConfig } from "./wire";
 
-export const TANGLE_PROVIDER_NAME = "tangle-sandbox";
+const TANGLE_PROVIDER_NAME = "tangle-sandbox";
 
 export interface TangleProviderOptions {
-  client: SandboxClient;
+  client: HttpTransport;
   backend: string;
   model?: string;
   git?: { url: string; ref?: string };
   readyTimeoutMs: number;
   readyPollMs: number;
-  sleep?: (ms: number) => Promise<void>;
 }
 
 /** Removes bearer material so a rotated credential is the same request (seed 000). */
-export function backendWithoutBearer(backend: BackendConfig | undefined): unknown {
+function backendWithoutBearer(backend: BackendConfig | undefined): unknown {
   if (!backend || typeof backend.model !== "object") return backend;
   const { apiKey: _dropped, authFiles, ...model } = backend.model;
   return { ...backend, model: { ...model, ...(authFiles ? { authFiles: authFiles.map((f) => ({ path: f.path, mode: f.mode })) } : {}) } };
@@ -60,13 +60,11 @@ const TERMINAL_SANDBOX_STATUSES = new Set(["failed", "stopped", "expired", "dele
 
 export class TangleProvider implements AgentProvider {
   readonly name = TANGLE_PROVIDER_NAME;
-  private readonly sleep: (ms: number) => Promise<void>;
 
   constructor(private readonly options: TangleProviderOptions) {
-    this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
   }
 
-  private get client(): SandboxClient {
+  private get client(): HttpTransport {
     return this.options.client;
   }
 
@@ -82,7 +80,7 @@ export class TangleProvider implements AgentProvider {
     try {
       return await this.client.json(routes.getSandbox(id), Sandbox, { retry: true }, "read sandbox");
     } catch (err) {
-      if (err instanceof UpstreamError && err.status === 404) return null;
+      if (err instanceof ProviderError && err.code === "not_found") return null;
       throw err;
     }
   }
@@ -107,12 +105,12 @@ export class TangleProvider implements AgentProvider {
         reason = `it was still ${sandbox.status}${sandbox.status === "running" ? " with its filesystem transitioning" : ""} after ${this.options.readyTimeoutMs} ms`;
         break;
       }
-      await this.sleep(this.options.readyPollMs);
+      await new Promise((resolve) => setTimeout(resolve, this.options.readyPollMs));
     }
     if (createdNow) {
       await this.client.send(routes.deleteSandbox(id), { retry: true }, "delete unusable sandbox").catch(() => undefined);
     }
-    throw new UpstreamError(502, "environment_unavailable", `the sandbox could not be brought up: ${reason}`, true);
+    throw new ProviderError("environment_unavailable", `the sandbox could not be brought up: ${reason}`, { retryable: true });
   }
 
   private async readCapabilities(id: string): Promise<{ capabilities: Record<string, unknown> | null; warnings: string[] }> {
@@ -166,6 +164,10 @@ export class TangleProvider implements AgentProvider {
     return { record, outcome: "created" };
   }
 
+  claims(environment: EnvironmentRecord): Claims {
+    return claimsOf(environment.capabilities);
+  }
+
   // ------------------------------------------------------------ runs
 
   async requestDigest(input: DispatchInput, backend: BackendConfig): Promise<`sha256:${string}`> {
@@ -203,23 +205,19 @@ export class TangleProvider implements AgentProvider {
       // Safe to retry: the execution id makes the dispatch idempotent upstream.
       response = await this.client.send(routes.runStream(input.environmentId), { body, retry: true, stream: true }, "dispatch turn");
     } catch (err) {
-      if (err instanceof UpstreamError && err.status === 404) {
-        throw new UpstreamError(404, "environment_gone", "the sandbox is gone", true);
-      }
-      if (err instanceof UpstreamError && err.code === "sandbox_not_running") {
-        throw new UpstreamError(409, "environment_not_running", "the sandbox is not running", true);
-      }
-      throw err;
+      throw refine(err);
     }
     const requestDigest = await this.requestDigest(input, backend);
     for await (const frame of readSseFrames(response.body!, MAX_FRAME_BYTES + 64 * 1024)) {
-      const event = normalizeFrame(frame, { requireId: false });
-      if (!event) continue;
-      if (event.type === "execution.started") {
-        const admitted = event.data.executionId;
+      const admission = admissionOf(frame);
+      if (admission === "refused") {
+        throw new ProviderError("dispatch_refused", `the sandbox refused the turn: ${refusalOf(frame)}`);
+      }
+      if (admission) {
+        const admitted = admission.executionId;
         if (admitted !== input.executionId) {
           // Fail closed: never adopt an execution we did not ask for (seed 000).
-          throw new UpstreamError(502, "admission_mismatch", `the sandbox admitted execution ${String(admitted)} instead of ${input.executionId}`, false);
+          throw new ProviderError("admission_mismatch", `the sandbox admitted execution ${String(admitted)} instead of ${input.executionId}`);
         }
         const controlRef: AgentExactRunControlRef = {
           runId: input.executionId,
@@ -229,27 +227,30 @@ export class TangleProvider implements AgentProvider {
           executionId: input.executionId,
           requestDigest,
         };
-        return { controlRef, alreadyExisted: event.data.alreadyExisted === true };
-      }
-      if (event.type === "error") {
-        throw new UpstreamError(502, "dispatch_refused", `the sandbox refused the turn: ${String(event.data.message)}`, false);
+        return { controlRef, alreadyExisted: admission.alreadyExisted === true };
       }
     }
-    throw new UpstreamError(502, "admission_missing", "the sandbox closed the dispatch stream without admitting the run", true);
+    throw new ProviderError("admission_missing", "the sandbox closed the dispatch stream without admitting the run", { retryable: true });
   }
 
   async *events(ref: AgentExactRunControlRef, options: EventsOptions): AsyncIterable<ProviderEvent> {
-    const response = await this.client.send(
-      routes.runStream(ref.environmentId),
-      {
-        body: { message: "", sessionId: ref.sessionId },
-        headers: { "x-execution-id": ref.executionId, "last-event-id": options.after ?? "0" },
-        retry: true,
-        stream: true,
-        signal: options.signal,
-      },
-      "replay run events",
-    );
+    const cursor = options.after ?? "0";
+    let response: Response;
+    try {
+      response = await this.client.send(
+        routes.runStream(ref.environmentId),
+        {
+          body: { message: "", sessionId: ref.sessionId },
+          headers: { "x-execution-id": ref.executionId, "last-event-id": cursor },
+          retry: true,
+          stream: true,
+          signal: options.signal,
+        },
+        "replay run events",
+      );
+    } catch (err) {
+      throw refine(err, cursor);
+    }
     for await (const frame of readSseFrames(response.body!, MAX_FRAME_BYTES + 64 * 1024)) {
       const event = normalizeFrame(frame, { requireId: true });
       if (event) yield event;
@@ -272,46 +273,95 @@ export class TangleProvider implements AgentProvider {
         ...(status === "failed" ? { error: { message: result.error ?? "the run failed", ...(result.errorCode ? { code: result.errorCode } : {}) } } : {}),
       };
     } catch (err) {
-      if (err instanceof UpstreamError && err.status === 409) return null;
+      // 409: not finished yet.
+      if (err instanceof ProviderError && err.code === "conflict") return null;
       throw err;
     }
   }
 
-  async cancel(ref: AgentExactRunControlRef, reason?: string): Promise<CancelOutcome> {
+  async cancel(ref: AgentExactRunControlRef): Promise<CancelOutcome> {
     try {
       const answer = await this.client.json(
         routes.abort(ref.environmentId, ref.sessionId),
         AbortResponse,
-        // Naming the execution makes the abort exact and safe to repeat.
-        { body: stripUndefined({ executionId: ref.executionId, reason }), retry: true },
+        // Naming the execution makes the abort exact and safe to repeat. The wire has no field for
+        // a reason: the session keeps it.
+        { body: { executionId: ref.executionId }, retry: true },
         "cancel run",
       );
-      return { cancelled: answer.data.cancelled, ...(answer.data.reason ? { reason: answer.data.reason } : {}) };
+      const { cancelled, reason: why } = answer.data;
+      return { effect: cancelled ? "cancelled" : "not_live", ...(why ? { reason: why } : {}) };
     } catch (err) {
       // 404: the platform does not know the session, so nothing runs there to cancel.
-      if (err instanceof UpstreamError && err.status === 404) return { cancelled: false, reason: "unknown_session" };
+      if (err instanceof ProviderError && err.code === "not_found") return { effect: "not_live", reason: "unknown_session" };
       throw err;
     }
   }
 
-  async interactions(ref: AgentExactRunControlRef): Promise<InteractionRequest[]> {
-    const schema = z.looseObject({ data: z.looseObject({ interactions: z.array(InteractionRequest) }) });
-    const answer = await this.client.json(routes.interactions(ref.environmentId, ref.sessionId), schema, { retry: true }, "list interactions");
-    return answer.data.interactions;
-  }
-
-  async respondToInteraction(ref: AgentExactRunControlRef, answer: InteractionAnswer): Promise<void> {
-    // Not retried here: whether a repeat is safe depends on the deployment recording answers
-    // (interactions.responseDedupe), which the caller checks.
-    await this.client.send(routes.answerInteraction(ref.environmentId, ref.sessionId), { body: stripUndefined(answer) }, "answer interaction");
+  async respondToInteraction(ref: AgentExactRunControlRef, command: InteractionCommand): Promise<AnswerDelivery> {
+    const body = stripUndefined({ id: command.binding.interactionId, outcome: command.outcome, data: command.data });
+    try {
+      // Not retried here: whether a repeat is safe depends on the deployment recording answers
+      // (interactions.responseDedupe), which the session checks before answering.
+      const response = await this.client.send(routes.answerInteraction(ref.environmentId, ref.sessionId), { body }, "answer interaction");
+      // A 2xx is delivery; a deployment that says the same answer was already recorded is told apart.
+      const answer = AnswerResponse.safeParse(await response.json().catch(() => null));
+      return { status: answer.success && answer.data.data?.status === "already_resolved_same" ? "already_resolved_same" : "accepted" };
+    } catch (err) {
+      if (!(err instanceof ProviderError)) throw err;
+      if (err.code === "conflict") return { status: "already_resolved_different", message: "the deployment already holds a different answer" };
+      if (err.code === "not_found" && err.options.wireCode?.toUpperCase() === "SESSION_NOT_FOUND") {
+        return { status: "unknown_run", message: "the deployment no longer knows this session" };
+      }
+      if (err.code === "not_found") return { status: "unknown_interaction", message: "the deployment no longer knows this interaction" };
+      if (err.code === "invalid_request") return { status: "invalid_response", message: err.message };
+      // Delivery is unconfirmed: never `accepted`.
+      return { status: "transport_failure", message: `delivery could not be confirmed: ${err.message}`, retryable: true };
+    }
   }
 
   async deleteSession(environmentId: string, sessionId: string): Promise<void> {
     try {
       await this.client.send(routes.deleteSession(environmentId, sessionId), { retry: true }, "delete session");
     } catch (err) {
-      if (err instanceof UpstreamError && err.status === 404) return;
+      if (err instanceof ProviderError && err.code === "not_found") return;
       throw err;
     }
+  }
+}
+
+/** The Sandbox's own error codes, as provider error codes. */
+function refine(err: unknown, cursor?: string): unknown {
+  if (!(err instanceof ProviderError)) return err;
+  const wire = err.options.wireCode?.toUpperCase();
+  if (wire === "SESSION_BUSY") return err.as("session_busy", "the agent session is already running a turn");
+  if (wire === "SANDBOX_NOT_RUNNING") return err.as("environment_not_running", "the sandbox is not running", { retryable: true });
+  if (wire === "INVALID_CURSOR") {
+    const last = Number(err.options.details?.lastEventId);
+    const ahead = cursor !== undefined && Number.isFinite(last) && Number(cursor) > last;
+    return err.as(ahead ? "cursor_ahead" : "cursor_expired", err.message, { retryable: false });
+  }
+  if (err.code === "not_found" && cursor === undefined) return err.as("environment_gone", "the sandbox is gone", { retryable: true });
+  return err;
+}
+
+/** The admission a dispatch-stream frame carries: the execution it names, a refusal, or nothing. */
+function admissionOf(frame: SseFrame): { executionId: unknown; alreadyExisted?: unknown } | "refused" | null {
+  if (frame.data === undefined) return null;
+  if (frame.event === "error") return "refused";
+  if (frame.event !== "execution.started") return null;
+  try {
+    const data = JSON.parse(frame.data) as Record<string, unknown>;
+    return typeof data === "object" && data !== null ? { executionId: data.executionId, alreadyExisted: data.alreadyExisted } : null;
+  } catch {
+    return null;
+  }
+}
+
+function refusalOf(frame: SseFrame): string {
+  try {
+    return String((JSON.parse(frame.data ?? "{}") as { message?: unknown }).message ?? "no reason given");
+  } catch {
+    return "no reason given";
   }
 }

@@ -2,37 +2,26 @@
  * Every Sandbox route this client calls, in one table (docs/sandbox-wire.md). Routes tagged [ours]
  * there are this project's reading of the service; correct them here and nowhere else.
  */
+import type { Route } from "../http";
+
 const enc = encodeURIComponent;
 const runtime = (sandboxId: string, path: string) => `/v1/sandboxes/${enc(sandboxId)}/runtime${path}`;
-
-export interface Route {
-  method: "GET" | "POST" | "DELETE";
-  path: string;
-}
 
 export const sandboxRoutes = {
   // Control plane [wire]
   createSandbox: (): Route => ({ method: "POST", path: "/v1/sandboxes" }),
   getSandbox: (id: string): Route => ({ method: "GET", path: `/v1/sandboxes/${enc(id)}` }),
   resumeSandbox: (id: string): Route => ({ method: "POST", path: `/v1/sandboxes/${enc(id)}/resume` }),
-  stopSandbox: (id: string): Route => ({ method: "POST", path: `/v1/sandboxes/${enc(id)}/stop` }),
   deleteSandbox: (id: string): Route => ({ method: "DELETE", path: `/v1/sandboxes/${enc(id)}` }),
   // Runtime proxy [wire]
   capabilities: (id: string): Route => ({ method: "GET", path: runtime(id, "/capabilities") }),
   runStream: (id: string): Route => ({ method: "POST", path: runtime(id, "/agents/run/stream") }),
-  sessionState: (id: string, sessionId: string): Route => ({ method: "GET", path: runtime(id, `/agents/sessions/${enc(sessionId)}`) }),
   abort: (id: string, sessionId: string): Route => ({ method: "POST", path: runtime(id, `/agents/sessions/${enc(sessionId)}/abort`) }),
-  interactions: (id: string, sessionId: string): Route => ({ method: "GET", path: runtime(id, `/agents/sessions/${enc(sessionId)}/interactions`) }),
   answerInteraction: (id: string, sessionId: string): Route => ({ method: "POST", path: runtime(id, `/agents/sessions/${enc(sessionId)}/interactions`) }),
   // [ours]
-  completedTurn: (id: string, sessionId: string, turnId: string): Route => ({
-    method: "GET",
-    path: runtime(id, `/agents/sessions/${enc(sessionId)}/turns/${enc(turnId)}`),
-  }),
   executionResult: (id: string, sessionId: string, executionId: string): Route => ({
     method: "GET",
     path: runtime(id, `/agents/sessions/${enc(sessionId)}/executions/${enc(executionId)}/result`),
   }),
-  listSessions: (id: string): Route => ({ method: "GET", path: runtime(id, "/agents/sessions") }),
   deleteSession: (id: string, sessionId: string): Route => ({ method: "DELETE", path: runtime(id, `/agents/sessions/${enc(sessionId)}`) }),
 } as const;

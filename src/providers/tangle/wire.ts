@@ -4,16 +4,13 @@
  * we rely on are checked.
  */
 import { z } from "zod";
-import { InteractionRequest, RequestedInteractions } from "./contracts";
-
-export const SandboxStatus = z.string();
-/** Statuses we understand; anything else is treated as not running. */
-export const KNOWN_SANDBOX_STATUSES = ["pending", "provisioning", "running", "stopped", "failed", "expired", "deleted"] as const;
+import { InteractionRequest, RequestedInteractions } from "../../schemas/contracts";
 
 export const Sandbox = z.looseObject({
   id: z.string().min(1),
   name: z.string().optional(),
-  status: SandboxStatus,
+  /** pending, provisioning, running, stopped, failed, expired, deleted; anything else is not running. */
+  status: z.string(),
   connection: z.looseObject({ runtimeUrl: z.string().optional(), authToken: z.string().optional() }).optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
   createdAt: z.string().optional(),
@@ -44,44 +41,9 @@ export const BackendConfig = z.strictObject({
 });
 export type BackendConfig = z.infer<typeof BackendConfig>;
 
-export const CreateSandboxBody = z.strictObject({
-  name: z.string().optional(),
-  image: z.string().optional(),
-  git: z.strictObject({ url: z.string().min(1), ref: z.string().optional() }).optional(),
-  backend: BackendConfig.optional(),
-  env: z.record(z.string(), z.string()).optional(),
-  resources: z.strictObject({ cpuCores: z.number().optional(), memoryMB: z.number().optional(), diskGB: z.number().optional() }).optional(),
-  maxLifetimeSeconds: z.number().int().positive().optional(),
-  idleTimeoutSeconds: z.number().int().positive().optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
-  secrets: z.array(z.string()).optional(),
-  idempotencyKey: z.string().min(1).max(256).optional(),
-});
-export type CreateSandboxBody = z.infer<typeof CreateSandboxBody>;
-
-export const SandboxList = z.looseObject({ sandboxes: z.array(Sandbox) });
-
-export const RunStreamBody = z.strictObject({
-  message: z.string(),
-  parts: z.array(z.strictObject({ type: z.literal("text"), text: z.string() })).optional(),
-  sessionId: z.string().min(1),
-  turnId: z.string().min(1).optional(),
-  executionId: z.string().min(1).optional(),
-  detach: z.boolean().optional(),
-  backend: BackendConfig.optional(),
-  interactions: RequestedInteractions.optional(),
-});
-export type RunStreamBody = z.infer<typeof RunStreamBody>;
-
-/** Error bodies in the wild: `{ error: "text", code? }` (control plane) or `{ error: { code, message } }` (sidecar). */
-export const UpstreamErrorBody = z.union([
-  z.looseObject({ error: z.looseObject({ code: z.string().optional(), message: z.string().optional() }) }),
-  z.looseObject({ error: z.string(), code: z.string().optional() }),
-]);
-
 // ---- Event frames (docs/sandbox-wire.md §4) ----
 
-export const MessagePart = z.looseObject({
+const MessagePart = z.looseObject({
   id: z.string().min(1),
   type: z.string().min(1),
   text: z.string().optional(),
@@ -95,7 +57,6 @@ export const MessagePart = z.looseObject({
     })
     .optional(),
 });
-export type MessagePart = z.infer<typeof MessagePart>;
 
 const WireTokenUsage = z.looseObject({
   inputTokens: z.number().optional(),
@@ -106,7 +67,7 @@ const WireTokenUsage = z.looseObject({
   cost: z.number().optional(),
 });
 
-export const WIRE_STATUSES = ["queued", "started", "running", "processing", "completed", "success", "failed", "error", "cancelled"] as const;
+const WIRE_STATUSES = ["queued", "started", "running", "processing", "completed", "success", "failed", "error", "cancelled"] as const;
 
 /** Each known frame type's data schema. Unknown types pass through as JSON objects (seed 001: new variants arrive). */
 export const FrameDataSchemas = {
@@ -145,28 +106,8 @@ export const FrameDataSchemas = {
 } as const;
 
 export type KnownFrameType = keyof typeof FrameDataSchemas;
-export const TERMINAL_FRAME_TYPES: ReadonlySet<string> = new Set(["result", "done", "error"]);
-
-/** One upstream frame, validated: `type` from `event:`, `id` from `id:`, `data` the parsed JSON. */
-export interface UpstreamFrame {
-  id: string | undefined;
-  type: string;
-  data: Record<string, unknown>;
-}
 
 // ---- Session state, results, capabilities ----
-
-export const SessionStateInner = z.looseObject({
-  state: z.string(),
-  activeExecutionId: z.string().optional(),
-  latestExecutionId: z.string().optional(),
-  outstandingInteractions: z.unknown().optional(),
-});
-/** `{ data: { session } }`, or the inner object flat on older deployments. */
-export const SessionStateResponse = z.union([
-  z.looseObject({ data: z.looseObject({ session: SessionStateInner }) }).transform((v) => v.data.session),
-  SessionStateInner,
-]);
 
 export const PromptResult = z
   .looseObject({
@@ -183,12 +124,8 @@ export const PromptResult = z
   .refine((r) => r.success === (r.status === "success"), "success must equal status === \"success\"");
 export type PromptResult = z.infer<typeof PromptResult>;
 
-export const CompletedTurn = z.looseObject({
-  turnId: z.string(),
-  sessionId: z.string(),
-  executionId: z.string(),
-  result: PromptResult,
-});
+/** An answer's acknowledgement body; older deployments answer 2xx with no body of note. */
+export const AnswerResponse = z.looseObject({ data: z.looseObject({ status: z.string().optional() }).optional() });
 
 export const AbortResponse = z.looseObject({ data: z.looseObject({ cancelled: z.boolean(), reason: z.string().optional() }) });
 
@@ -205,5 +142,3 @@ export const SandboxCapabilities = z.looseObject({
   interactiveAgent: z.looseObject({}).optional(),
 });
 export type SandboxCapabilities = z.infer<typeof SandboxCapabilities>;
-
-export const InvalidCursorDetails = z.looseObject({ firstAvailableEventId: z.string().optional(), lastEventId: z.string().optional() });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { claimsOf, unsupportedKinds } from "./capabilities";
+import { unsupportedKinds } from "../claims";
+import { claimsOf, claimsOf as claimsOfDoc } from "./claims";
 
 const full = {
   schema: 1,
@@ -13,11 +14,15 @@ const without = (group: keyof typeof full, name: string) => ({ ...full, [group]:
 
 describe("capability claims", () => {
   it("a full document claims everything; no document claims nothing", () => {
-    expect(claimsOf(full)).toEqual({ detach: true, replay: true, cancelRun: true, interactions: true });
-    expect(claimsOf(null)).toEqual({ detach: false, replay: false, cancelRun: false, interactions: false });
+    expect(claimsOf(full)).toEqual({ detach: true, replay: true, cancelRun: true, interactions: true, interactionKinds: ["question", "permission", "plan"] });
+    expect(claimsOf(null)).toEqual({ detach: false, replay: false, cancelRun: false, interactions: false, interactionKinds: [] });
   });
 
   it("each flag drops exactly the claims it gates (seed 000 table)", () => {
+    const claimsOf = (doc: Record<string, unknown>) => {
+      const { interactionKinds: _kinds, ...flags } = claimsOfDoc(doc);
+      return flags;
+    };
     expect(claimsOf(without("dispatch", "runControlRef"))).toEqual({ detach: false, replay: true, cancelRun: false, interactions: true });
     expect(claimsOf(without("dispatch", "executionIdOnAdmission"))).toEqual({ detach: false, replay: true, cancelRun: false, interactions: true });
     expect(claimsOf(without("runs", "eventReplay"))).toEqual({ detach: true, replay: false, cancelRun: false, interactions: true });

@@ -1,0 +1,65 @@
+/**
+ * Domain outcomes that cross the Durable Object RPC boundary. A session or user object refuses
+ * with a Refusal (a stable code, a message that names the problem, details); the Worker chooses
+ * the HTTP status for each code (src/http/errors.ts), so no object speaks HTTP.
+ */
+
+export type RefusalCode =
+  | "conversation_not_found"
+  | "turn_not_found"
+  | "turn_conflict"
+  | "session_busy"
+  | "turn_not_ready"
+  | "capability_denied"
+  | "interaction_kind_unsupported"
+  | "budget_exceeded"
+  | "session_binding_mismatch"
+  | "provider_unavailable"
+  | "environment_unavailable"
+  | "admission_mismatch"
+  | "admission_missing"
+  | "upstream_rate_limited"
+  | "upstream_timeout"
+  | "upstream_error";
+
+export class Refusal extends Error {
+  override name = "Refusal";
+  constructor(
+    readonly code: RefusalCode,
+    message: string,
+    readonly details?: Record<string, unknown>,
+    /** For a refusal worth retrying later: how long to wait. */
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message);
+  }
+}
+
+export interface RefusalWire {
+  code: RefusalCode;
+  message: string;
+  details?: Record<string, unknown>;
+  retryAfterSeconds?: number;
+}
+
+/** A result that crosses RPC: a value or a refusal (Error subclasses do not survive RPC). */
+export type RpcResult<T> = { ok: true; value: T } | { ok: false; refusal: RefusalWire };
+
+export async function captureRpc<T>(run: () => Promise<T> | T): Promise<RpcResult<T>> {
+  try {
+    return { ok: true, value: await run() };
+  } catch (err) {
+    if (err instanceof Refusal) {
+      return {
+        ok: false,
+        refusal: {
+          code: err.code,
+          message: err.message,
+          ...(err.details !== undefined ? { details: err.details } : {}),
+          ...(err.retryAfterSeconds !== undefined ? { retryAfterSeconds: err.retryAfterSeconds } : {}),
+        },
+      };
+    }
+    throw err;
+  }
+}

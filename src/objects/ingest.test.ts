@@ -1,0 +1,83 @@
+import { describe, expect, it } from "vitest";
+import type { ProviderEvent } from "../providers/provider";
+import type { InteractionStatus, TurnStatus } from "./session-store";
+import { ingestStep, type IngestState } from "./ingest";
+import { emptyExecutionUsage, foldReceipt } from "./usage-fold";
+
+const state = (status: TurnStatus = "running", asks: Record<string, InteractionStatus> = {}, usage = emptyExecutionUsage("e")): IngestState => ({
+  status,
+  usage,
+  askStatus: (id) => asks[id] ?? null,
+});
+const request = { id: "q1", kind: "question", title: "?", answerSpec: { fields: [] } };
+
+describe("ingesting one provider event", () => {
+  it("shows a part as message.part.updated, with its delta", () => {
+    const step = ingestStep(state(), { kind: "part", upstreamId: "1", part: { id: "p", type: "text", text: "hi" }, delta: "hi" });
+    expect(step.shown).toEqual({ type: "message.part.updated", data: { part: { id: "p", type: "text", text: "hi" }, delta: "hi" } });
+    expect(step.finish).toBeNull();
+  });
+
+  it("shows pass-through frames as they are, and never a private one", () => {
+    expect(ingestStep(state(), { kind: "passthrough", upstreamId: "1", shown: { type: "status", data: { status: "processing" } } }).shown).toEqual({
+      type: "status",
+      data: { status: "processing" },
+    });
+    expect(ingestStep(state(), { kind: "private", upstreamId: "1", type: "native.session.observed" })).toMatchObject({ shown: null, finish: null, usage: null });
+  });
+
+  it("a warning names the upstream event it came from", () => {
+    expect(ingestStep(state(), { kind: "warning", upstreamId: "7", code: "invalid_upstream_frame", message: "bad" }).shown).toEqual({
+      type: "warning",
+      data: { code: "invalid_upstream_frame", message: "bad", upstreamEventId: "7" },
+    });
+  });
+
+  it("records a new ask once, and ends only an outstanding one", () => {
+    const asked: ProviderEvent = { kind: "interaction.requested", upstreamId: "1", request };
+    expect(ingestStep(state(), asked).askRequested).toEqual(request);
+    expect(ingestStep(state("running", { q1: "outstanding" }), asked).askRequested).toBeNull();
+    const ended: ProviderEvent = { kind: "interaction.ended", upstreamId: "2", interactionId: "q1", why: "expired", reason: "timeout" };
+    expect(ingestStep(state("running", { q1: "outstanding" }), ended).askEnded).toEqual({ interactionId: "q1", status: "expired", reason: "timeout" });
+    expect(ingestStep(state("running", { q1: "answered" }), ended).askEnded).toBeNull();
+    expect(ingestStep(state(), ended).askEnded).toBeNull();
+  });
+
+  it("folds usage, attaching the running total to the shown event; a repeat changes nothing", () => {
+    const event: ProviderEvent = {
+      kind: "usage",
+      upstreamId: "3",
+      usage: { mode: "delta", key: "s1", provenance: "measured", counts: { inputTokens: 10, outputTokens: 2 } },
+      shown: { type: "raw", data: {} },
+    };
+    const first = ingestStep(state(), event);
+    expect(first.shown).toEqual({ type: "raw", data: {}, usage: { inputTokens: 10, outputTokens: 2, totalTokens: 12 } });
+    expect(first.usage).toMatchObject({ steps: { inputTokens: 10, outputTokens: 2 } });
+    const again = ingestStep(state("running", {}, first.usage!), event);
+    expect(again.usage).toBeNull();
+    expect(again.shown).toEqual({ type: "raw", data: {} });
+  });
+
+  it("an unreadable usage report is a warning, and no running total is claimed", () => {
+    const step = ingestStep(state(), { kind: "usage", upstreamId: "3", usage: { mode: "delta", key: "s1", provenance: "measured", counts: {}, problem: "step s1: negative" } });
+    expect(step.warning).toEqual({ code: "usage_invalid", message: "step s1: negative; no running total is known past it" });
+    expect(step.usage?.stepsBroken).toBe(true);
+    expect(step.shown).toBeNull();
+  });
+
+  it("a terminal event ends a running turn with its receipt; a second one is not shown", () => {
+    const done: ProviderEvent = { kind: "terminal", upstreamId: "9", status: "completed", text: "ok", receipt: { inputTokens: 5, outputTokens: 1 }, shown: { type: "result", data: {} } };
+    const step = ingestStep(state(), done);
+    expect(step.finish).toEqual({ status: "completed", text: "ok" });
+    expect(step.shown).toEqual({ type: "result", data: {}, usage: { inputTokens: 5, outputTokens: 1, totalTokens: 6 } });
+    expect(step.usage?.receipt).toEqual({ inputTokens: 5, outputTokens: 1 });
+    expect(ingestStep(state("completed"), done)).toMatchObject({ shown: null, finish: null, usage: null });
+  });
+
+  it("a receipt after one is already folded is not folded again", () => {
+    const folded = foldReceipt(emptyExecutionUsage("e"), { inputTokens: 5, outputTokens: 1 });
+    const step = ingestStep(state("running", {}, folded), { kind: "terminal", upstreamId: "9", status: "failed", error: { message: "x" }, receipt: { inputTokens: 1, outputTokens: 1 } });
+    expect(step.usage).toBeNull();
+    expect(step.finish).toEqual({ status: "failed", error: { message: "x" } });
+  });
+});

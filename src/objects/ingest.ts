@@ -1,0 +1,88 @@
+/**
+ * Ingesting one provider event, as a pure step: the turn's state and the event in; what to show,
+ * what to store and what the turn becomes, out. The session object applies the step in one
+ * transaction (src/objects/turn-runner.ts). Duplicates are dropped before this step (by upstream id).
+ */
+import type { InteractionRequest } from "../schemas/contracts";
+import type { TokenUsage } from "../schemas/common";
+import type { ProviderEvent, RunError, ShownEvent, TerminalStatus } from "../providers/provider";
+import type { InteractionStatus, TurnStatus } from "./session-store";
+import { foldReceipt, foldUsage, toTokenUsage, type ExecutionUsageState } from "./usage-fold";
+
+export interface IngestState {
+  status: TurnStatus;
+  /** The execution's usage fold so far. */
+  usage: ExecutionUsageState;
+  /** The status of an ask this session knows, or null. */
+  askStatus(interactionId: string): InteractionStatus | null;
+}
+
+export interface IngestStep {
+  /** The event to append for viewers (with the running total attached as cumulative usage), if any. */
+  shown: (ShownEvent & { usage?: TokenUsage }) | null;
+  /** A new ask to record and announce. */
+  askRequested: InteractionRequest | null;
+  /** An outstanding ask that ended without an answer. */
+  askEnded: { interactionId: string; status: "expired" | "cancelled"; reason?: string } | null;
+  /** A warning to append (besides the shown event). */
+  warning: { code: string; message: string } | null;
+  /** The new usage fold, when it changed. */
+  usage: ExecutionUsageState | null;
+  /** The turn ends here. */
+  finish: { status: TerminalStatus; text?: string; error?: RunError } | null;
+}
+
+const nothing: IngestStep = { shown: null, askRequested: null, askEnded: null, warning: null, usage: null, finish: null };
+
+export function ingestStep(state: IngestState, event: ProviderEvent): IngestStep {
+  const live = state.status === "running";
+  switch (event.kind) {
+    case "part":
+      return { ...nothing, shown: { type: "message.part.updated", data: { part: event.part, ...(event.delta !== undefined ? { delta: event.delta } : {}) } } };
+    case "passthrough":
+      return { ...nothing, shown: event.shown };
+    case "private":
+      return nothing;
+    case "warning":
+      return {
+        ...nothing,
+        shown: { type: "warning", data: { code: event.code, message: event.message, ...(event.upstreamId !== undefined ? { upstreamEventId: event.upstreamId } : {}) } },
+      };
+    case "interaction.requested": {
+      const known = state.askStatus(event.request.id) !== null;
+      return { ...nothing, shown: event.shown ?? null, askRequested: known ? null : event.request };
+    }
+    case "interaction.ended": {
+      const outstanding = state.askStatus(event.interactionId) === "outstanding";
+      return {
+        ...nothing,
+        shown: event.shown ?? null,
+        askEnded: outstanding ? { interactionId: event.interactionId, status: event.why, ...(event.reason ? { reason: event.reason } : {}) } : null,
+      };
+    }
+    case "usage": {
+      const folded = foldUsage(state.usage, event.usage);
+      const attach = folded.running ? toTokenUsage(folded.running) : null;
+      const shown = event.shown ? { ...event.shown, ...(attach ? { usage: attach } : {}) } : null;
+      const warning = event.usage.problem ? { code: "usage_invalid", message: `${event.usage.problem}; no running total is known past it` } : null;
+      return { ...nothing, shown, warning, usage: folded.changed ? folded.state : null };
+    }
+    case "terminal": {
+      // A second terminal frame (`done` after `result`) repeats what viewers already have.
+      if (!live) return nothing;
+      const receipt = event.receipt && state.usage.receipt === null ? event.receipt : undefined;
+      const attach = receipt ? toTokenUsage(receipt) : null;
+      const shown = event.shown ? { ...event.shown, ...(attach ? { usage: attach } : {}) } : null;
+      return {
+        ...nothing,
+        shown,
+        usage: receipt ? foldReceipt(state.usage, receipt) : null,
+        finish: { status: event.status, ...(event.text !== undefined ? { text: event.text } : {}), ...(event.error ? { error: event.error } : {}) },
+      };
+    }
+    default: {
+      const unknown: never = event;
+      return unknown;
+    }
+  }
+}

@@ -1,0 +1,418 @@
+/**
+ * Running turns: the turn cache decides, the provider dispatches (the control ref persisted before
+ * the turn is acknowledged), one upstream reader per running execution ingests its events, and the
+ * turn ends from a terminal event, from the run's result, from a budget stop or a cancellation.
+ * Every write that belongs together goes through one commit (src/objects/event-log.ts).
+ */
+import type { Config } from "../config";
+import { Refusal } from "../errors";
+import { canonicalDigest, stripUndefined } from "../lib/digest";
+import { unsupportedKinds, type Claims } from "../providers/claims";
+import { ProviderError } from "../providers/errors";
+import type { AgentProvider, EnvironmentRecord, ProviderEvent, ProviderResult, RunError, TerminalStatus } from "../providers/provider";
+import type { TotalView } from "../schemas/api";
+import type { AgentExactRunControlRef, CancellationAcknowledgement } from "../schemas/contracts";
+import { budgetUsage, tightestBudget, type BudgetState } from "./budgets";
+import type { Appender, EventLog } from "./event-log";
+import { ingestStep } from "./ingest";
+import type { InteractionDesk } from "./interaction-desk";
+import { providerRefusal } from "./provider-refusal";
+import { runPump } from "./pump";
+import type { SessionContext, SessionStore, TurnRecord, TurnRequest } from "./session-store";
+import { decideTurn, executionIdFor, turnRequestDigest, turnView, type TurnView } from "./turn-cache";
+import { breakSteps, emptyExecutionUsage, executionView, totalOf, type ExecutionUsageState } from "./usage-fold";
+
+/** How often a live run's watchdog alarm checks that its upstream reader is alive. */
+const WATCHDOG_INTERVAL_MS = 30_000;
+/** Upstream still busy right after our previous turn's receipt: retry this many times, backing off. */
+const UPSTREAM_BUSY_ATTEMPTS = 6;
+const UPSTREAM_BUSY_DELAY_MS = 100;
+
+export type SubmitOutcome = { outcome: "accepted" | "in_progress" | "cached"; turn: TurnView };
+
+export interface TurnRunnerDeps {
+  store: () => SessionStore;
+  log: EventLog;
+  desk: InteractionDesk;
+  provider: () => AgentProvider;
+  config: () => Config;
+  alarms: { set(atMs: number): Promise<void>; clear(): Promise<void> };
+  /** The user's ready environment; `staleEnvironmentId` says that one was found unusable. */
+  environment(context: SessionContext, staleEnvironmentId?: string): Promise<EnvironmentRecord>;
+  /** Tokens the user spent in their other conversations. */
+  usageElsewhere(context: SessionContext): Promise<{ used: number; complete: boolean }>;
+  /** Updates the user's conversation list. */
+  touchIndex(context: SessionContext, entry: { title: string; state: "idle" | "running"; lastEventId: number; usage: { used: number; complete: boolean } }): Promise<void>;
+}
+
+export class TurnRunner {
+  private reader: { executionId: string; abort: AbortController } | undefined;
+  private readonly budgetStops = new Set<string>();
+
+  constructor(private readonly deps: TurnRunnerDeps) {}
+
+  private get store(): SessionStore {
+    return this.deps.store();
+  }
+
+  // ------------------------------------------------------------------ submitting
+
+  async submit(context: SessionContext, turnId: string, request: TurnRequest): Promise<SubmitOutcome> {
+    const requestDigest = await turnRequestDigest(request);
+    const executionId = await executionIdFor(context.sessionId, turnId);
+    // From here to the insert nothing awaits: a concurrent retry sees this turn.
+    const decision = decideTurn(this.store.turn(turnId), this.store.activeTurn(), requestDigest);
+    switch (decision.kind) {
+      case "cached":
+        return { outcome: "cached", turn: turnView(decision.turn) };
+      case "in_progress":
+        return { outcome: "in_progress", turn: turnView(decision.turn) };
+      case "conflict":
+        throw new Refusal("turn_conflict", `turn ${turnId} was already sent with different content`, { turnId });
+      case "busy":
+        throw new Refusal("session_busy", `turn ${decision.active.turnId} is still running in this conversation`, { activeTurnId: decision.active.turnId });
+      case "new":
+        break;
+    }
+    if (this.deps.config().TOKEN_BUDGET_PER_USER !== undefined) this.store.setMeta("userElsewhere", await this.deps.usageElsewhere(context));
+    const budget = this.budget();
+    if (budget?.exceeded) {
+      throw new Refusal(
+        "budget_exceeded",
+        `the ${budget.scope} token budget of ${budget.tokens} is used up (${budget.complete ? "" : "at least "}${budget.used} tokens)`,
+        { budget },
+      );
+    }
+    const now = Date.now();
+    this.deps.log.commit(() => {
+      this.store.insertPendingTurn({ turnId, requestDigest, request, executionId, now });
+      if (!this.store.getMeta("title")) this.store.setMeta("title", titleFrom(request.message));
+    });
+    // Armed before the dispatch: an object evicted mid-dispatch must not keep a pending turn forever.
+    await this.deps.alarms.set(now + WATCHDOG_INTERVAL_MS);
+
+    let dispatched: { controlRef: AgentExactRunControlRef; claims: Claims };
+    try {
+      dispatched = await this.dispatch(context, turnId, executionId, request);
+    } catch (err) {
+      // Nothing was accepted: forget the pending turn so the client can retry under the same id
+      // (the execution id is deterministic, so a dispatch that did land upstream is re-attached).
+      this.deps.log.commit(() => this.store.deleteTurn(turnId));
+      throw providerRefusal(err);
+    }
+
+    // The control ref is persisted before the turn is acknowledged to anyone.
+    this.deps.log.commit((log) => {
+      const row = log.append({
+        turnId,
+        executionId,
+        type: "turn.accepted",
+        data: { turnId, executionId, message: request.message, ...(request.model ? { model: request.model } : {}) },
+        now: Date.now(),
+      });
+      this.store.markRunning(turnId, dispatched.controlRef, row.seq, Date.now());
+      this.store.setMeta("environmentId", dispatched.controlRef.environmentId);
+      this.store.setMeta("claims", dispatched.claims);
+    });
+    await this.deps.alarms.set(Date.now() + WATCHDOG_INTERVAL_MS);
+    this.ensureReader();
+    await this.touchIndex(context, "running");
+    return { outcome: "accepted", turn: turnView(this.store.turn(turnId)!) };
+  }
+
+  /** Refuses what the environment does not claim, before any upstream call. */
+  private requireClaims(environment: EnvironmentRecord, request: TurnRequest): Claims {
+    const claims = this.deps.provider().claims(environment);
+    if (!claims.detach || !claims.replay) {
+      const missing = [!claims.detach && "streaming.detach", !claims.replay && "streaming.replay"].filter(Boolean);
+      throw new Refusal("capability_denied", `this agent environment does not claim ${missing.join(" and ")}, which running a turn needs`, {
+        missing,
+        warnings: environment.warnings,
+      });
+    }
+    const unsupported = request.interactions ? unsupportedKinds(request.interactions, claims) : [];
+    if (unsupported.length > 0) {
+      throw new Refusal("interaction_kind_unsupported", `this agent environment does not offer interaction kinds: ${unsupported.join(", ")}`, { unsupported });
+    }
+    return claims;
+  }
+
+  private async dispatch(context: SessionContext, turnId: string, executionId: string, request: TurnRequest): Promise<{ controlRef: AgentExactRunControlRef; claims: Claims }> {
+    let environment = await this.deps.environment(context);
+    let claims = this.requireClaims(environment, request);
+    const input = { sessionId: context.sessionId, turnId, executionId, message: request.message, model: request.model, interactions: request.interactions };
+    let recovered = false;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { controlRef } = await this.deps.provider().dispatch({ ...input, environmentId: environment.environmentId });
+        return { controlRef, claims };
+      } catch (err) {
+        if (!(err instanceof ProviderError)) throw err;
+        if (!recovered && (err.code === "environment_gone" || err.code === "environment_not_running")) {
+          // The environment stopped or vanished since it was last seen: resume or replace it, then retry.
+          environment = await this.deps.environment(context, environment.environmentId);
+          claims = this.requireClaims(environment, request);
+          recovered = true;
+          continue;
+        }
+        if (err.code === "session_busy" && attempt < UPSTREAM_BUSY_ATTEMPTS) {
+          // Our previous turn has its result, but the platform can take a moment to release the
+          // session after the receipt: wait briefly rather than refuse the user's next turn.
+          await new Promise((resolve) => setTimeout(resolve, UPSTREAM_BUSY_DELAY_MS * attempt));
+          continue;
+        }
+        throw err;
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ the upstream reader
+
+  /** Starts the upstream reader for the running turn, unless one runs already in this instance. */
+  ensureReader(): void {
+    const turn = this.store.activeTurn();
+    if (!turn || turn.status !== "running" || !turn.controlRef) return;
+    if (this.reader?.executionId === turn.executionId) return;
+    const abort = new AbortController();
+    const ref = turn.controlRef;
+    const turnId = turn.turnId;
+    const reader = { executionId: turn.executionId, abort };
+    this.reader = reader;
+    runPump(
+      this.deps.provider(),
+      ref,
+      {
+        cursor: () => this.store.turn(turnId)?.upstreamCursor ?? undefined,
+        ingest: (event) => this.ingest(turnId, ref.executionId, event),
+        isLive: () => this.store.turnStatus(turnId) === "running",
+        finishFromResult: (result, reason) => this.finishFromResult(turnId, ref.executionId, result, reason),
+      },
+      { signal: abort.signal },
+    )
+      .then((outcome) => {
+        if (outcome === "finished") return this.afterRunEnded(ref.executionId);
+      })
+      .catch((err) => console.error(JSON.stringify({ msg: "upstream reader failed", executionId: ref.executionId, error: String(err) })))
+      .finally(() => {
+        if (this.reader === reader) this.reader = undefined;
+      });
+  }
+
+  stopReader(): void {
+    this.reader?.abort.abort();
+    this.reader = undefined;
+  }
+
+  /** Persists one upstream event (de-duplicated by its upstream id) and what follows from it. */
+  private ingest(turnId: string, executionId: string, event: ProviderEvent): boolean {
+    const store = this.store;
+    let fresh = true;
+    let finished = false;
+    let overBudget = false;
+    this.deps.log.commit((log) => {
+      if (event.upstreamId !== undefined) {
+        if (!store.markSeen(executionId, event.upstreamId)) {
+          fresh = false;
+          return;
+        }
+        store.setCursor(turnId, event.upstreamId);
+      }
+      const status = store.turnStatus(turnId);
+      if (!status) return;
+      const now = Date.now();
+      const step = ingestStep(
+        {
+          status,
+          usage: event.kind === "usage" || event.kind === "terminal" ? (store.executionUsage(executionId) ?? emptyExecutionUsage(executionId)) : emptyExecutionUsage(executionId),
+          askStatus: (id) => store.interaction(id)?.status ?? null,
+        },
+        event,
+      );
+      if (step.shown) {
+        const { type, data, usage } = step.shown;
+        log.append({ turnId, executionId, upstreamId: event.upstreamId ?? null, type, data, ...(usage ? { usage, usageMode: "cumulative" as const } : {}), now });
+      }
+      if (step.askRequested) this.deps.desk.recordAsk(log, turnId, executionId, step.askRequested, now);
+      if (step.askEnded) this.deps.desk.endAsk(log, step.askEnded.interactionId, step.askEnded.status, now, step.askEnded.reason);
+      if (step.warning) log.append({ turnId, executionId, type: "warning", data: step.warning, now });
+      if (step.usage) {
+        this.recordUsage(log, turnId, step.usage, now);
+        overBudget = status === "running" && this.budget()?.exceeded === true;
+      }
+      if (step.finish && status === "running") {
+        this.finishTurn(log, store.turn(turnId)!, step.finish.status, step.finish.text, step.finish.error, now);
+        finished = true;
+      }
+    });
+    // The conversation list shows the turn done as soon as it is, not when the stream closes.
+    if (finished) this.touchIndexLater();
+    if (overBudget) this.stopForBudget(turnId).catch((err) => console.error(JSON.stringify({ msg: "budget stop failed", turnId, error: String(err) })));
+    return fresh;
+  }
+
+  /** Stores an execution's fold and reports it; the caller holds the transaction. */
+  private recordUsage(log: Appender, turnId: string, state: ExecutionUsageState, now: number): void {
+    const view = executionView(state);
+    this.store.putExecutionUsage(turnId, state, view);
+    log.append({ turnId, executionId: state.executionId, type: "usage.updated", data: { turnId, executionId: state.executionId, usage: view, conversation: this.total() }, now });
+  }
+
+  /** Writes the turn's end and its gateway event; the caller holds the transaction. */
+  private finishTurn(log: Appender, turn: TurnRecord, status: TerminalStatus, text: string | undefined, error: RunError | undefined, now: number): void {
+    const turnError = status === "failed" ? { code: error?.code ?? "agent_failed", message: error?.message ?? "the run failed" } : undefined;
+    this.deps.desk.closeAsksOfTurn(log, turn.turnId, now);
+    this.store.finishTurn(turn.turnId, { status, resultText: text, error: turnError, now });
+    const finished = this.store.turn(turn.turnId)!;
+    const type = status === "completed" ? "turn.completed" : status === "cancelled" ? "turn.cancelled" : "turn.failed";
+    log.append({
+      turnId: turn.turnId,
+      executionId: turn.executionId,
+      type,
+      data: {
+        turnId: turn.turnId,
+        status,
+        ...(text !== undefined ? { result: { text } } : {}),
+        ...(turnError ? { error: turnError } : {}),
+        ...(status === "cancelled" && finished.cancelReason ? { reason: finished.cancelReason } : {}),
+        ...(finished.usage ? { usage: finished.usage } : {}),
+      },
+      now,
+    });
+  }
+
+  private finishFromResult(turnId: string, executionId: string, result: ProviderResult, reason: string): void {
+    this.deps.log.commit((log) => {
+      const turn = this.store.turn(turnId);
+      if (!turn || turn.status !== "running") return;
+      const now = Date.now();
+      log.append({ turnId, executionId, type: "warning", data: { code: "stream_incomplete", message: `settled from the run's result: ${reason}` }, now });
+      // Frames were missed: whatever usage they held is unknown, so no running total stands.
+      const usage = this.store.executionUsage(executionId);
+      if (usage) this.store.putExecutionUsage(turnId, breakSteps(usage), executionView(usage));
+      this.finishTurn(log, turn, result.status, result.text, result.error, now);
+    });
+  }
+
+  /** The run's upstream stream is over: drop its de-duplication keys, trim the log, update the index. */
+  private async afterRunEnded(executionId: string): Promise<void> {
+    this.deps.log.commit(() => {
+      this.store.forgetSeen(executionId);
+      this.store.trimEvents(this.deps.config().EVENT_LOG_MAX_EVENTS);
+    });
+    if (!this.store.activeTurn()) await this.deps.alarms.clear();
+    await this.touchIndex(this.store.getMeta("session"), "idle").catch(() => undefined);
+  }
+
+  /** The watchdog: after an eviction or restart, a running turn gets its reader back; a dispatch that never finished is cleared. */
+  async watchdog(): Promise<void> {
+    const active = this.store.activeTurn();
+    if (!active) return;
+    if (active.status === "pending") {
+      // A dispatch that never finished (the object was evicted mid-dispatch): nothing was acknowledged.
+      if (Date.now() - active.updatedAt > WATCHDOG_INTERVAL_MS) this.deps.log.commit(() => this.store.deleteTurn(active.turnId));
+    } else {
+      this.ensureReader();
+    }
+    if (this.store.activeTurn()) await this.deps.alarms.set(Date.now() + WATCHDOG_INTERVAL_MS);
+  }
+
+  // ------------------------------------------------------------------ usage and budgets
+
+  total(): TotalView {
+    return totalOf(this.store.allExecutionUsage());
+  }
+
+  /** The tightest budget that applies, with what was used against it; null when none is set. */
+  budget(): BudgetState | null {
+    const config = this.deps.config();
+    const elsewhere = this.store.getMeta("userElsewhere") ?? { used: 0, complete: true };
+    return tightestBudget(this.total(), elsewhere, { perConversation: config.TOKEN_BUDGET_PER_CONVERSATION, perUser: config.TOKEN_BUDGET_PER_USER });
+  }
+
+  /** The running total crossed a budget: cancel the run upstream; the turn ends cancelled, budget_exceeded. */
+  private async stopForBudget(turnId: string): Promise<void> {
+    if (this.budgetStops.has(turnId)) return;
+    const turn = this.store.turn(turnId);
+    if (!turn?.controlRef || turn.status !== "running") return;
+    this.budgetStops.add(turnId);
+    const budget = this.budget();
+    this.deps.log.commit((log) => {
+      this.store.setCancelReason(turnId, "budget_exceeded");
+      log.append({ turnId, executionId: turn.executionId, type: "budget.exceeded", data: { turnId, budget }, now: Date.now() });
+    });
+    try {
+      await this.deps.provider().cancel(turn.controlRef, "budget_exceeded");
+    } catch (err) {
+      // Try again at the next usage report.
+      this.budgetStops.delete(turnId);
+      this.deps.log.commit((log) =>
+        log.append({
+          turnId,
+          executionId: turn.executionId,
+          type: "warning",
+          data: { code: "budget_cancel_failed", message: `could not cancel the run for its budget: ${err instanceof Error ? err.message : String(err)}` },
+          now: Date.now(),
+        }),
+      );
+    }
+  }
+
+  // ------------------------------------------------------------------ cancellation
+
+  /** Cancels the conversation's run, exactly and idempotently under `operationId`. */
+  async cancel(conversationId: string, operationId: string, reason?: string): Promise<CancellationAcknowledgement> {
+    const store = this.store;
+    const active = store.activeTurn();
+    if (active && !active.controlRef) throw new Refusal("turn_not_ready", "the turn is still being dispatched; retry in a moment", { retryable: true });
+    const target = active ?? store.lastTurn();
+    if (!target?.controlRef) throw new Refusal("conversation_not_found", `no run in conversation ${conversationId}`);
+    const run = target.controlRef;
+    if (!store.getMeta("claims")?.cancelRun) {
+      throw new Refusal("capability_denied", "this agent environment does not claim exact run cancellation (session.cancelRun)", { missing: ["session.cancelRun"] });
+    }
+    const requestDigest = await canonicalDigest(stripUndefined({ operationId, run, reason }));
+    const previous = store.operation(operationId);
+    if (previous) {
+      if (previous.kind === "cancel" && previous.requestDigest === requestDigest) return { ...previous.ack, status: "replayed" };
+      return { operationId, requestDigest, run, status: "conflict", effect: "unknown", existingRequestDigest: previous.requestDigest as `sha256:${string}` };
+    }
+    let ack: CancellationAcknowledgement;
+    const current = store.turn(target.turnId)!;
+    if (current.status !== "running") {
+      ack = { operationId, requestDigest, run, status: "accepted", effect: "not_live" };
+    } else {
+      this.deps.log.commit(() => store.setCancelReason(current.turnId, reason ?? "cancelled by the user"));
+      try {
+        const outcome = await this.deps.provider().cancel(run, reason);
+        ack = { operationId, requestDigest, run, status: "accepted", effect: outcome.effect };
+      } catch (err) {
+        // Whether the run stopped is unknown: not recorded, so the same operation can be sent again.
+        const message = `the cancellation could not be confirmed: ${err instanceof Error ? err.message : String(err)}`;
+        return { operationId, requestDigest, run, status: "unknown", effect: "unknown", message, retryable: false };
+      }
+    }
+    this.deps.log.commit(() => store.putOperation(operationId, { kind: "cancel", requestDigest, ack }, Date.now()));
+    return ack;
+  }
+
+  // ------------------------------------------------------------------ the conversation index
+
+  private async touchIndex(context: SessionContext | null, state: "idle" | "running"): Promise<void> {
+    if (!context) return;
+    await this.deps.touchIndex(context, {
+      title: this.store.getMeta("title") ?? context.conversationId,
+      state,
+      lastEventId: this.store.lastSeq(),
+      usage: budgetUsage(this.total()),
+    });
+  }
+
+  private touchIndexLater(): void {
+    this.touchIndex(this.store.getMeta("session"), "idle").catch(() => undefined);
+  }
+}
+
+function titleFrom(message: string): string {
+  const line = message.replace(/\s+/g, " ").trim();
+  return line.length > 80 ? `${line.slice(0, 79)}…` : line || "New conversation";
+}

@@ -1,0 +1,145 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { ProviderError } from "./errors";
+import { errorFromResponse, HttpTransport, type Route } from "./http";
+
+const get: Route = { method: "GET", path: "/v1/things/1" };
+const post: Route = { method: "POST", path: "/v1/things" };
+
+/** The ProviderError a promise rejects with (anything else fails the test). */
+async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
+  try {
+    await promise;
+  } catch (err) {
+    if (err instanceof ProviderError) return err;
+    throw err;
+  }
+  throw new Error("expected a rejection");
+}
+
+function client(responses: Array<Response | (() => Promise<Response>)>, extra: Partial<ConstructorParameters<typeof HttpTransport>[0]> = {}) {
+  const seen: Request[] = [];
+  const sleeps: number[] = [];
+  const c = new HttpTransport({
+    baseUrl: "https://upstream.example",
+    bearer: "secret-account-key",
+    headersTimeoutMs: 1000,
+    fetch: async (req) => {
+      seen.push(req);
+      const next = responses.shift();
+      if (!next) throw new Error("no more responses");
+      return typeof next === "function" ? next() : next;
+    },
+    sleep: async (ms) => {
+      sleeps.push(ms);
+    },
+    ...extra,
+  });
+  return { c, seen, sleeps };
+}
+
+describe("upstream error mapping", () => {
+  it("reads the sidecar shape, the control-plane shape and the OpenAI-style shape, keeping the wire code", async () => {
+    const sidecar = await errorFromResponse(Response.json({ error: { code: "SESSION_BUSY", message: "busy" } }, { status: 409 }), "dispatch");
+    expect(sidecar).toMatchObject({ status: 409, code: "conflict", retryable: false, options: { wireCode: "SESSION_BUSY" } });
+    expect(sidecar.message).toContain("busy");
+    const control = await errorFromResponse(Response.json({ error: "quota exceeded", code: "QUOTA" }, { status: 429, headers: { "retry-after": "7" } }), "create");
+    expect(control).toMatchObject({ status: 429, code: "rate_limited", retryable: true, retryAfterMs: 7000, options: { wireCode: "QUOTA" } });
+    const typed = await errorFromResponse(Response.json({ error: { message: "Unauthorized", type: "invalid_authentication_error" } }, { status: 401 }), "x");
+    expect(typed).toMatchObject({ code: "unauthorized", options: { wireCode: "invalid_authentication_error" } });
+  });
+
+  it("maps every status, including a non-JSON 502 page", async () => {
+    const codes = await Promise.all(
+      [400, 401, 404, 408, 409, 410, 429, 500, 501, 502].map(async (status) => (await errorFromResponse(new Response("<html>oops</html>", { status }), "x")).code),
+    );
+    expect(codes).toEqual([
+      "invalid_request", "unauthorized", "not_found", "timeout", "conflict", "not_found", "rate_limited", "unavailable", "capability_denied", "unavailable",
+    ]);
+  });
+});
+
+describe("the HTTP transport", () => {
+  it("sends the account key and never puts it in an error", async () => {
+    const { c, seen } = client([new Response("nope", { status: 401 })]);
+    const err = await rejection(c.send(get));
+    expect(seen[0]!.headers.get("authorization")).toBe("Bearer secret-account-key");
+    expect(err.message).not.toContain("secret-account-key");
+    expect(err.code).toBe("unauthorized");
+  });
+
+  it("retries 5xx and transport failures with backoff, and honours Retry-After", async () => {
+    const { c, seen, sleeps } = client([
+      new Response("", { status: 503 }),
+      new Response("", { status: 429, headers: { "retry-after": "2" } }),
+      Response.json({ ok: true }),
+    ]);
+    expect(await c.json(get, z.object({ ok: z.boolean() }), { retry: true })).toEqual({ ok: true });
+    expect(seen).toHaveLength(3);
+    expect(sleeps).toEqual([100, 2000]);
+  });
+
+  it("does not retry what is not marked safe, nor a 4xx", async () => {
+    const first = client([new Response("", { status: 503 })]);
+    expect((await rejection(first.c.send(post))).status).toBe(503);
+    expect(first.seen).toHaveLength(1);
+    const second = client([Response.json({ error: { code: "BAD", message: "no" } }, { status: 400 })]);
+    expect((await rejection(second.c.send(get, { retry: true }))).options.wireCode).toBe("BAD");
+    expect(second.seen).toHaveLength(1);
+  });
+
+  it("gives up after the attempts, and fails a Retry-After beyond its patience at once", async () => {
+    const { c, seen } = client([new Response("", { status: 502 }), new Response("", { status: 502 }), new Response("", { status: 502 })]);
+    expect((await rejection(c.send(get, { retry: true }))).status).toBe(502);
+    expect(seen).toHaveLength(3);
+    const long = client([new Response("", { status: 429, headers: { "retry-after": "120" } })]);
+    const err = await rejection(long.c.send(get, { retry: true }));
+    expect(err).toMatchObject({ status: 429, retryAfterMs: 120_000 });
+    expect(long.seen).toHaveLength(1);
+  });
+
+  it("times out a call that does not answer", async () => {
+    const hang = () => new Promise<Response>(() => {});
+    const { c } = client([hang], { headersTimeoutMs: 20 });
+    const err = await rejection(c.send(get));
+    expect(err).toMatchObject({ status: 408, code: "timeout", retryable: true });
+  });
+
+  it("refuses an answer that is not JSON or not the expected shape", async () => {
+    const { c } = client([new Response("<html>", { status: 200 }), Response.json({ wrong: true })]);
+    expect((await rejection(c.json(get, z.object({ id: z.string() })))).code).toBe("invalid_response");
+    expect((await rejection(c.json(get, z.object({ id: z.string() })))).code).toBe("invalid_response");
+  });
+
+  it("fails a streamed body that goes silent for longer than the body timeout, and lets a trickling one through", async () => {
+    const silent = new ReadableStream<Uint8Array>({ start: (controller) => controller.enqueue(new TextEncoder().encode("data: 1\n\n")) });
+    const { c } = client([new Response(silent)], { bodyTimeoutMs: 30 });
+    const reader = (await c.send(get, { stream: true })).body!.getReader();
+    expect((await reader.read()).done).toBe(false);
+    const err = await reader.read().then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ProviderError);
+    expect(err).toMatchObject({ code: "timeout", retryable: true });
+
+    let sent = 0;
+    const trickle = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        await new Promise((r) => setTimeout(r, 10));
+        if (sent++ < 5) controller.enqueue(new TextEncoder().encode(": ping\n\n"));
+        else controller.close();
+      },
+    });
+    const second = client([new Response(trickle)], { bodyTimeoutMs: 30 });
+    const text = await (await second.c.send(get, { stream: true })).text();
+    expect(text.split(": ping").length - 1).toBe(5);
+  });
+
+  it("sends query parameters and asks for an event stream when it expects one", async () => {
+    const { c, seen } = client([new Response("")]);
+    await c.send(get, { query: { model: "codex/default" }, stream: true });
+    expect(new URL(seen[0]!.url).searchParams.get("model")).toBe("codex/default");
+    expect(seen[0]!.headers.get("accept")).toBe("text/event-stream");
+  });
+});

@@ -1,0 +1,228 @@
+/**
+ * The HTTP transport every HTTP provider uses: one request function with a timeout on the response
+ * headers and on each byte of a body, bounded retries of what is safe to retry (honouring
+ * `Retry-After`), and one reader of error bodies in the shapes services answer. Failures become
+ * ProviderErrors with a generic code from the status; each provider refines them from `wireCode`
+ * in its own folder. The bearer is sent, never logged or echoed.
+ */
+import type { z } from "zod";
+import { ProviderError, type ProviderErrorCode } from "./errors";
+
+export type FetchLike = (request: Request) => Promise<Response>;
+
+export interface Route {
+  method: "GET" | "POST" | "DELETE";
+  path: string;
+}
+
+export interface HttpTransportOptions {
+  baseUrl: string;
+  bearer: string;
+  fetch: FetchLike;
+  /** How long to wait for response headers (and, for a JSON answer, its whole body). */
+  headersTimeoutMs: number;
+  /** How long a streamed body may go without a byte before it fails (a stalled stream). */
+  bodyTimeoutMs?: number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  headers?: Record<string, string>;
+  query?: Record<string, string>;
+  /** Retry a retryable failure. Only for calls that are idempotent. */
+  retry?: boolean;
+  signal?: AbortSignal;
+  /** A streaming answer: the header timeout covers the headers only; the body gets the idle timeout. */
+  stream?: boolean;
+}
+
+const MAX_ERROR_BODY_CHARS = 2_000;
+/** Attempts for a retryable failure (429, 5xx, transport), including the first. */
+const ATTEMPTS = 3;
+/** Longest wait between attempts; a longer Retry-After fails the call (as retryable) instead. */
+const MAX_RETRY_WAIT_MS = 5_000;
+
+function parseRetryAfterMs(value: string | null): number | undefined {
+  if (!value) return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+/** Status → retryability: transport failures, timeouts, rate limits and server errors. */
+function isRetryableStatus(status: number): boolean {
+  return status === 0 || status === 408 || status === 429 || status >= 500;
+}
+
+function codeOfStatus(status: number): ProviderErrorCode {
+  switch (status) {
+    case 401:
+    case 403:
+      return "unauthorized";
+    case 404:
+    case 410:
+      return "not_found";
+    case 408:
+      return "timeout";
+    case 409:
+      return "conflict";
+    case 429:
+      return "rate_limited";
+    case 501:
+      return "capability_denied";
+    default:
+      return status >= 500 ? "unavailable" : "invalid_request";
+  }
+}
+
+/**
+ * Maps a non-2xx answer to a ProviderError. Reads `{ error: "text", code? }`,
+ * `{ error: { code?, type?, message?, ... } }` and non-JSON pages (a proxy's HTML error page).
+ */
+export async function errorFromResponse(response: Response, what: string): Promise<ProviderError> {
+  const text = (await response.text().catch(() => "")).slice(0, MAX_ERROR_BODY_CHARS);
+  let wireCode: string | undefined;
+  let wireMessage: string | undefined;
+  let details: Record<string, unknown> | undefined;
+  try {
+    const body = JSON.parse(text) as unknown;
+    const error = typeof body === "object" && body !== null ? (body as Record<string, unknown>).error : undefined;
+    if (typeof error === "string") {
+      wireMessage = error;
+      const code = (body as Record<string, unknown>).code;
+      if (typeof code === "string") wireCode = code;
+    } else if (typeof error === "object" && error !== null && !Array.isArray(error)) {
+      const { code, type, message, ...rest } = error as Record<string, unknown>;
+      if (typeof code === "string") wireCode = code;
+      else if (typeof type === "string") wireCode = type;
+      if (typeof message === "string") wireMessage = message;
+      if (Object.keys(rest).length > 0) details = rest;
+    }
+  } catch {
+    // Not JSON: the status alone speaks.
+  }
+  const status = response.status;
+  const message = `${what}: upstream answered ${status}${wireMessage ? ` (${wireMessage.slice(0, 300)})` : ""}`;
+  return new ProviderError(codeOfStatus(status), message, {
+    status,
+    retryable: isRetryableStatus(status),
+    retryAfterMs: parseRetryAfterMs(response.headers.get("retry-after")),
+    ...(wireCode ? { wireCode } : {}),
+    ...(details ? { details } : {}),
+  });
+}
+
+/** A body that fails when no chunk arrives for `ms` (pings count: any byte resets it). */
+function withIdleTimeout(body: ReadableStream<Uint8Array>, ms: number, what: string): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const idle = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new ProviderError("timeout", `${what}: no byte from upstream for ${ms} ms`, { status: 408, retryable: true })), ms);
+      });
+      try {
+        const next = await Promise.race([reader.read(), idle]);
+        if (next.done) controller.close();
+        else controller.enqueue(next.value);
+      } catch (err) {
+        reader.cancel(err).catch(() => undefined);
+        controller.error(err);
+      } finally {
+        if (timer !== undefined) clearTimeout(timer);
+      }
+    },
+    cancel(reason) {
+      if (timer !== undefined) clearTimeout(timer);
+      return reader.cancel(reason);
+    },
+  });
+}
+
+export class HttpTransport {
+  private readonly sleep: (ms: number) => Promise<void>;
+
+  constructor(private readonly options: HttpTransportOptions) {
+    this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+  }
+
+  private buildRequest(route: Route, options: RequestOptions, signal: AbortSignal): Request {
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${this.options.bearer}`,
+      accept: options.stream ? "text/event-stream" : "application/json",
+      ...options.headers,
+    };
+    if (options.body !== undefined) headers["content-type"] = "application/json";
+    const url = new URL(route.path, this.options.baseUrl);
+    for (const [name, value] of Object.entries(options.query ?? {})) url.searchParams.set(name, value);
+    return new Request(url.toString(), {
+      method: route.method,
+      headers,
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      signal,
+    });
+  }
+
+  /** Sends one request; answers the 2xx Response, or throws ProviderError. */
+  async send(route: Route, options: RequestOptions = {}, what = `${route.method} ${route.path}`): Promise<Response> {
+    const timeoutMs = this.options.headersTimeoutMs;
+    let attempt = 0;
+    while (true) {
+      attempt++;
+      const timeout = new AbortController();
+      // For a JSON call the timer stays armed while the caller reads the body, so a stalled body
+      // is cut off too; for a stream it is cleared once the headers arrive.
+      const timer = setTimeout(() => timeout.abort(new Error("timeout")), timeoutMs);
+      const signal = options.signal ? AbortSignal.any([options.signal, timeout.signal]) : timeout.signal;
+      let error: ProviderError;
+      try {
+        // Race the abort too: a transport that ignores the signal must not outlive the timeout.
+        const aborted = new Promise<never>((_, reject) => {
+          if (signal.aborted) reject(signal.reason);
+          signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+        });
+        const response = await Promise.race([this.options.fetch(this.buildRequest(route, options, signal)), aborted]);
+        if (options.stream) clearTimeout(timer);
+        if (response.ok) {
+          if (options.stream && response.body && this.options.bodyTimeoutMs !== undefined) {
+            return new Response(withIdleTimeout(response.body, this.options.bodyTimeoutMs, what), response);
+          }
+          return response;
+        }
+        error = await errorFromResponse(response, what);
+      } catch (err) {
+        if (options.signal?.aborted) throw err;
+        const timedOut = timeout.signal.aborted;
+        error = timedOut
+          ? new ProviderError("timeout", `${what}: no answer within ${timeoutMs} ms`, { status: 408, retryable: true })
+          : new ProviderError("unavailable", `${what}: transport failure (${err instanceof Error ? err.message : String(err)})`, { status: 0, retryable: true });
+      }
+      const wait = error.retryAfterMs ?? Math.min(MAX_RETRY_WAIT_MS, 100 * 2 ** (attempt - 1));
+      if (!options.retry || !error.retryable || attempt >= ATTEMPTS || wait > MAX_RETRY_WAIT_MS) throw error;
+      await this.sleep(wait);
+    }
+  }
+
+  /** Sends and validates a JSON answer with `schema`; a malformed answer is an invalid_response. */
+  async json<S extends z.ZodType>(route: Route, schema: S, options: RequestOptions = {}, what?: string): Promise<z.output<S>> {
+    const label = what ?? `${route.method} ${route.path}`;
+    const response = await this.send(route, options, label);
+    const text = await response.text();
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw new ProviderError("invalid_response", `${label}: answer is not JSON`, { status: response.status, retryable: true });
+    }
+    const parsed = schema.safeParse(body);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const where = issue?.path.length ? ` at ${issue.path.join(".")}` : "";
+      throw new ProviderError("invalid_response", `${label}: answer does not match the expected shape${where} (${issue?.message ?? "invalid"})`, {
+        status: response.status,
+      });
+    }
+    return parsed.data;
+  }
+}

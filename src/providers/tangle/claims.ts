@@ -1,0 +1,36 @@
+/**
+ * The Tangle Sandbox capability document as the project's claims (seed 000, "Two capability
+ * documents"). Pure. A flag counts only when it is `true`: a missing flag is unknown, and unknown
+ * is never a claim. No document (a failed read) claims nothing.
+ */
+import { NO_CLAIMS, type Claims } from "../claims";
+
+/** Interaction kinds with a portable meaning, offered when the deployment records answers. */
+const OFFERED_INTERACTION_KINDS = ["question", "permission", "plan"];
+
+function flag(doc: Record<string, unknown>, group: string, name: string): boolean {
+  const g = doc[group];
+  return typeof g === "object" && g !== null && (g as Record<string, unknown>)[name] === true;
+}
+
+export function claimsOf(doc: Record<string, unknown> | null): Claims {
+  if (!doc) return NO_CLAIMS;
+  const runControlRef = flag(doc, "dispatch", "runControlRef");
+  const executionIdOnAdmission = flag(doc, "dispatch", "executionIdOnAdmission");
+  const eventReplay = flag(doc, "runs", "eventReplay");
+  const detach = runControlRef && executionIdOnAdmission;
+  const interactions = flag(doc, "interactions", "responseDedupe");
+  return {
+    detach,
+    replay: eventReplay,
+    cancelRun:
+      detach &&
+      eventReplay &&
+      flag(doc, "runs", "executionScopedStatus") &&
+      flag(doc, "cancel", "canonicalRunCancellation") &&
+      flag(doc, "cancel", "digestBound") &&
+      flag(doc, "cancel", "idempotent"),
+    interactions,
+    interactionKinds: interactions ? OFFERED_INTERACTION_KINDS : [],
+  };
+}

@@ -1,0 +1,68 @@
+import { describe, expect, it } from "vitest";
+import type { z } from "zod";
+import {
+  CancelAckSchema,
+  ConversationListSchema,
+  ConversationSummarySchema,
+  ConversationUsageSchema,
+  DeletedAnswer,
+  DevLoginAnswer,
+  EventEnvelopeSchema,
+  HealthSchema,
+  InteractionAckSchema,
+  MessagesSchema,
+  StreamTokenAnswer,
+  TurnViewSchema,
+} from "../src/schemas/api";
+import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
+
+/** The body matches its documented schema exactly: valid, and with no field the schema does not name. */
+async function documented<S extends z.ZodType>(schema: S, response: Response): Promise<z.output<S>> {
+  const body = await json(response);
+  const parsed = schema.safeParse(body);
+  expect(parsed.success ? "valid" : JSON.stringify(parsed.error.issues)).toBe("valid");
+  expect(parsed.data).toEqual(body);
+  return parsed.data!;
+}
+
+describe("the OpenAPI document matches what the routes answer", () => {
+  it("every route's answer parses with its documented schema, with nothing undocumented", async () => {
+    await documented(HealthSchema, await api("/healthz"));
+    await documented(DevLoginAnswer, await api("/v1/dev/login", { body: { user: uid("dev") } }));
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const turnId = uid("turn");
+    const accepted = await documented(TurnViewSchema, await sendTurn(token, cid, turnId, "hello [ask]"));
+    const stream = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (e) => e.type === "interaction.requested");
+    for (const event of stream.events) expect(EventEnvelopeSchema.parse(event)).toEqual(event);
+    const ask = (stream.events.at(-1)!.data as { interaction: { id: string } }).interaction;
+    const summary = await documented(ConversationSummarySchema, await api(`/v1/conversations/${cid}`, { token }));
+    expect(summary.interactions).toHaveLength(1);
+    await documented(
+      InteractionAckSchema,
+      await api(`/v1/conversations/${cid}/interactions/${encodeURIComponent(ask.id)}`, {
+        token,
+        body: { operationId: uid("op"), outcome: "accepted", data: { project: "demo", framework: "vitest" } },
+      }),
+    );
+    await collect(await api(`/v1/conversations/${cid}/events?after=${stream.lastId}`, { token }), isTurnEnd);
+    await documented(TurnViewSchema, await api(`/v1/conversations/${cid}/turns/${turnId}`, { token }));
+    await documented(TurnViewSchema, await sendTurn(token, cid, turnId, "hello [ask]"));
+    await documented(ConversationListSchema, await api("/v1/conversations", { token }));
+    await documented(MessagesSchema, await api(`/v1/conversations/${cid}/messages`, { token }));
+    await documented(ConversationUsageSchema, await api(`/v1/conversations/${cid}/usage`, { token }));
+    await documented(StreamTokenAnswer, await api(`/v1/conversations/${cid}/stream-token`, { token, body: {} }));
+    const slow = uid("turn");
+    await sendTurn(token, cid, slow, "a long job [slow] [long]");
+    await documented(CancelAckSchema, await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } }));
+    await waitForTurn(token, cid, slow);
+    await documented(DeletedAnswer, await api(`/v1/conversations/${cid}`, { token, method: "DELETE" }));
+  });
+
+  it("the document names every component it refers to", async () => {
+    const doc = await json(await api("/openapi.json"));
+    const text = JSON.stringify(doc.paths);
+    const refs = [...text.matchAll(/#\/components\/schemas\/([A-Za-z]+)/g)].map((m) => m[1]!);
+    for (const id of new Set(refs)) expect(doc.components.schemas, id).toHaveProperty(id);
+  });
+});
