@@ -23,6 +23,23 @@ const OptionalText = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === "" ? undefined : v.trim()));
 
+/** A JSON object given as text (a wrangler var holds strings). */
+const JsonObjectText = OptionalText.pipe(
+  z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        const value = JSON.parse(text) as unknown;
+        if (typeof value === "object" && value !== null && !Array.isArray(value)) return value as Record<string, unknown>;
+      } catch {
+        // reported below
+      }
+      ctx.addIssue({ code: "custom", message: "must be a JSON object" });
+      return z.NEVER;
+    })
+    .optional(),
+);
+
 const ConfigSchema = z
   .object({
     PROVIDER: z.enum(["tangle", "cli-bridge", "emulator"]).optional(),
@@ -50,6 +67,13 @@ const ConfigSchema = z
     CORS_ORIGINS: OptionalText,
     TOKEN_BUDGET_PER_CONVERSATION: OptionalText.pipe(z.string().regex(/^\d+$/, "must be a whole number of tokens").transform(Number).refine((n) => n > 0, "must be greater than 0").optional()),
     TOKEN_BUDGET_PER_USER: OptionalText.pipe(z.string().regex(/^\d+$/, "must be a whole number of tokens").transform(Number).refine((n) => n > 0, "must be greater than 0").optional()),
+    CLI_BRIDGE_URL: OptionalText.pipe(z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).optional()),
+    CLI_BRIDGE_TOKEN: OptionalText,
+    CLI_BRIDGE_MODEL: OptionalText.pipe(z.string().regex(/^[^/\s]+\/\S+$/, "must be a model route such as codex/default").optional()),
+    CLI_BRIDGE_EXECUTION: JsonObjectText,
+    CLI_BRIDGE_CWD: OptionalText,
+    CLI_BRIDGE_HEADERS_TIMEOUT_MS: PositiveInt(30_000),
+    CLI_BRIDGE_BODY_TIMEOUT_MS: PositiveInt(120_000),
     EMULATOR_FRAME_DELAY_MS: PositiveInt(40),
     EMULATOR_PROVISION_MS: PositiveInt(300),
   })
@@ -60,6 +84,9 @@ const ConfigSchema = z
     const provider = c.PROVIDER ?? (c.SANDBOX_BASE_URL && c.TANGLE_API_KEY ? "tangle" : "emulator");
     if (provider === "tangle" && !c.TANGLE_API_KEY) {
       ctx.addIssue({ code: "custom", path: ["TANGLE_API_KEY"], message: "is required when PROVIDER is tangle" });
+    }
+    if (provider === "cli-bridge" && !c.CLI_BRIDGE_URL) {
+      ctx.addIssue({ code: "custom", path: ["CLI_BRIDGE_URL"], message: "is required when PROVIDER is cli-bridge (the bridge's base URL)" });
     }
     if (c.DEV_LOGIN && !c.AUTH_JWT_SECRET) {
       ctx.addIssue({ code: "custom", path: ["AUTH_JWT_SECRET"], message: "is required when DEV_LOGIN is enabled (dev tokens are HS256)" });

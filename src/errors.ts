@@ -12,6 +12,7 @@ export type RefusalCode =
   | "turn_not_ready"
   | "capability_denied"
   | "interaction_kind_unsupported"
+  | "model_invalid"
   | "budget_exceeded"
   | "session_binding_mismatch"
   | "provider_unavailable"

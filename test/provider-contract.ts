@@ -147,7 +147,7 @@ export function providerContract(name: string, makePeer: () => ContractPeer | Pr
       const { peer, ref } = await start((await makePeer()).messages.slow);
       const stranger = { ...ref, executionId: uid("exe-other"), runId: uid("run-other") };
       expect((await peer.provider.cancel(stranger)).effect).toBe("not_live");
-      const outcome = await peer.provider.cancel(ref, "changed my mind");
+      const outcome = await peer.provider.cancel(ref, { operationId: uid("op"), reason: "changed my mind" });
       expect(["cancelled", "cancel_requested"]).toContain(outcome.effect);
       const events = await readEvents(peer.provider, ref);
       expect(events.at(-1)).toMatchObject({ kind: "terminal", status: "cancelled" });
@@ -158,7 +158,7 @@ export function providerContract(name: string, makePeer: () => ContractPeer | Pr
     it("answers an interaction once: the same answer again is already resolved, another is refused", async () => {
       const peer = await makePeer();
       const { ref, input, environment } = await start(peer.messages.ask, peer);
-      expect(peer.provider.claims(environment).interactions).toBe(true);
+      expect((await peer.provider.claimsFor(environment)).interactions).toBe(true);
       const events = await readEvents(peer.provider, ref, { until: (e) => e.kind === "interaction.requested" });
       const asked = events.at(-1)!;
       if (asked.kind !== "interaction.requested") throw new Error(`expected an ask, got ${asked.kind}`);

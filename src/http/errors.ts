@@ -33,6 +33,7 @@ const REFUSAL_STATUS: Record<RefusalCode, ContentfulStatusCode> = {
   turn_not_ready: 409,
   capability_denied: 501,
   interaction_kind_unsupported: 400,
+  model_invalid: 400,
   budget_exceeded: 429,
   session_binding_mismatch: 500,
   provider_unavailable: 501,

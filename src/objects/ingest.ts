@@ -70,13 +70,16 @@ export function ingestStep(state: IngestState, event: ProviderEvent): IngestStep
     case "terminal": {
       // A second terminal frame (`done` after `result`) repeats what viewers already have.
       if (!live) return nothing;
-      const receipt = event.receipt && state.usage.receipt === null ? event.receipt : undefined;
-      const attach = receipt ? toTokenUsage(receipt) : null;
+      const last = event.usage ? foldUsage(state.usage, event.usage) : null;
+      const folded = last?.changed ? last.state : state.usage;
+      const receipt = event.receipt && folded.receipt === null ? event.receipt : undefined;
+      const final = receipt ? foldReceipt(folded, receipt) : folded;
+      const attach = receipt ? toTokenUsage(receipt) : last?.running ? toTokenUsage(last.running) : null;
       const shown = event.shown ? { ...event.shown, ...(attach ? { usage: attach } : {}) } : null;
       return {
         ...nothing,
         shown,
-        usage: receipt ? foldReceipt(state.usage, receipt) : null,
+        usage: final !== state.usage ? final : null,
         finish: { status: event.status, ...(event.text !== undefined ? { text: event.text } : {}), ...(event.error ? { error: event.error } : {}) },
       };
     }

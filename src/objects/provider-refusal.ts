@@ -21,6 +21,10 @@ export function providerRefusal(err: unknown): unknown {
       return new Refusal(err.code, err.message, details);
     case "not_configured":
       return new Refusal("provider_unavailable", err.message, details);
+    case "model_invalid":
+      return new Refusal("model_invalid", err.message, details);
+    case "run_identity_conflict":
+      return new Refusal("turn_conflict", "this turn id was already sent upstream with different content", details);
     case "unauthorized":
       return new Refusal("upstream_error", `the agent service refused the gateway's credentials (${err.message})`, details);
     default:

@@ -210,7 +210,18 @@ export class SessionObject extends DurableObject<Env> {
     return captureRpc(() => {
       this.bound(conversationId);
       const lastEventId = this.store.lastSeq();
-      const turns = this.store.turns().map((turn) => ({ turn, events: this.store.eventsOfTurn(turn.turnId) }));
+      const turns = this.store.turns().map((turn) => {
+        const events = this.store.eventsOfTurn(turn.turnId);
+        // The turn's asks, found through its log (the store lists only outstanding ones by turn);
+        // outstanding ones are listed too, in case their request event was trimmed.
+        const ids = new Set(this.store.outstandingOfTurn(turn.turnId).map((ask) => ask.interactionId));
+        for (const event of events) {
+          const id = event.type === "interaction.requested" ? (event.data.interaction as { id?: unknown } | undefined)?.id : undefined;
+          if (typeof id === "string") ids.add(id);
+        }
+        const interactions = [...ids].flatMap((id) => this.store.interaction(id) ?? []).sort((a, b) => a.createdAt - b.createdAt);
+        return { turn, events, interactions };
+      });
       return { conversationId, lastEventId, messages: buildTranscript(turns) };
     });
   }
@@ -247,7 +258,8 @@ export class SessionObject extends DurableObject<Env> {
       const environmentId = this.store.getMeta("environmentId");
       if (environmentId) {
         try {
-          await this.provider.deleteSession(environmentId, context.sessionId);
+          const lastRun = this.store.lastRunRef();
+          await this.provider.deleteSession({ environmentId, sessionId: context.sessionId, ...(lastRun ? { lastRun } : {}) });
         } catch (err) {
           // Local records stay until the upstream session is gone: a retry can finish the job.
           throw providerRefusal(err);

@@ -91,7 +91,7 @@ export class TurnRunner {
     // Armed before the dispatch: an object evicted mid-dispatch must not keep a pending turn forever.
     await this.deps.alarms.set(now + WATCHDOG_INTERVAL_MS);
 
-    let dispatched: { controlRef: AgentExactRunControlRef; claims: Claims };
+    let dispatched: Awaited<ReturnType<TurnRunner["dispatch"]>>;
     try {
       dispatched = await this.dispatch(context, turnId, executionId, request);
     } catch (err) {
@@ -111,6 +111,7 @@ export class TurnRunner {
         now: Date.now(),
       });
       this.store.markRunning(turnId, dispatched.controlRef, row.seq, Date.now());
+      if (dispatched.notice) log.append({ turnId, executionId, type: "warning", data: dispatched.notice, now: Date.now() });
       this.store.setMeta("environmentId", dispatched.controlRef.environmentId);
       this.store.setMeta("claims", dispatched.claims);
     });
@@ -121,8 +122,8 @@ export class TurnRunner {
   }
 
   /** Refuses what the environment does not claim, before any upstream call. */
-  private requireClaims(environment: EnvironmentRecord, request: TurnRequest): Claims {
-    const claims = this.deps.provider().claims(environment);
+  private async requireClaims(environment: EnvironmentRecord, request: TurnRequest): Promise<Claims> {
+    const claims = await this.deps.provider().claimsFor(environment, request.model);
     if (!claims.detach || !claims.replay) {
       const missing = [!claims.detach && "streaming.detach", !claims.replay && "streaming.replay"].filter(Boolean);
       throw new Refusal("capability_denied", `this agent environment does not claim ${missing.join(" and ")}, which running a turn needs`, {
@@ -137,21 +138,35 @@ export class TurnRunner {
     return claims;
   }
 
-  private async dispatch(context: SessionContext, turnId: string, executionId: string, request: TurnRequest): Promise<{ controlRef: AgentExactRunControlRef; claims: Claims }> {
+  private async dispatch(
+    context: SessionContext,
+    turnId: string,
+    executionId: string,
+    request: TurnRequest,
+  ): Promise<{ controlRef: AgentExactRunControlRef; claims: Claims; notice?: { code: string; message: string } }> {
     let environment = await this.deps.environment(context);
-    let claims = this.requireClaims(environment, request);
-    const input = { sessionId: context.sessionId, turnId, executionId, message: request.message, model: request.model, interactions: request.interactions };
+    let claims = await this.requireClaims(environment, request);
+    const previous = this.store.lastRunRef();
+    const input = {
+      sessionId: context.sessionId,
+      turnId,
+      executionId,
+      message: request.message,
+      model: request.model,
+      interactions: request.interactions,
+      ...(previous ? { previous } : {}),
+    };
     let recovered = false;
     for (let attempt = 1; ; attempt++) {
       try {
-        const { controlRef } = await this.deps.provider().dispatch({ ...input, environmentId: environment.environmentId });
-        return { controlRef, claims };
+        const { controlRef, notice } = await this.deps.provider().dispatch({ ...input, environmentId: environment.environmentId });
+        return { controlRef, claims, ...(notice ? { notice } : {}) };
       } catch (err) {
         if (!(err instanceof ProviderError)) throw err;
         if (!recovered && (err.code === "environment_gone" || err.code === "environment_not_running")) {
           // The environment stopped or vanished since it was last seen: resume or replace it, then retry.
           environment = await this.deps.environment(context, environment.environmentId);
-          claims = this.requireClaims(environment, request);
+          claims = await this.requireClaims(environment, request);
           recovered = true;
           continue;
         }
@@ -341,7 +356,7 @@ export class TurnRunner {
       log.append({ turnId, executionId: turn.executionId, type: "budget.exceeded", data: { turnId, budget }, now: Date.now() });
     });
     try {
-      await this.deps.provider().cancel(turn.controlRef, "budget_exceeded");
+      await this.deps.provider().cancel(turn.controlRef, { operationId: `budget:${turnId}`, reason: "budget_exceeded" });
     } catch (err) {
       // Try again at the next usage report.
       this.budgetStops.delete(turnId);
@@ -383,7 +398,7 @@ export class TurnRunner {
     } else {
       this.deps.log.commit(() => store.setCancelReason(current.turnId, reason ?? "cancelled by the user"));
       try {
-        const outcome = await this.deps.provider().cancel(run, reason);
+        const outcome = await this.deps.provider().cancel(run, { operationId, ...(reason !== undefined ? { reason } : {}) });
         ack = { operationId, requestDigest, run, status: "accepted", effect: outcome.effect };
       } catch (err) {
         // Whether the run stopped is unknown: not recorded, so the same operation can be sent again.

@@ -39,7 +39,11 @@ export type ProviderErrorCode =
   | "admission_missing"
   /** Upstream refused to start the run. */
   | "dispatch_refused"
-  /** The provider cannot run this request as configured (no model route, for instance). */
+  /** The same run id was already bound to a request with other content. */
+  | "run_identity_conflict"
+  /** No model route for the turn: neither the turn nor the configuration names one. */
+  | "model_invalid"
+  /** The provider cannot run this request as configured. */
   | "not_configured";
 
 export class ProviderError extends Error {

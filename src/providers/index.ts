@@ -3,7 +3,7 @@
  * with the emulator object's `fetch` in place of the network: the same client, routes and parser.
  */
 import type { Config } from "../config";
-import { ProviderError } from "./errors";
+import { CliBridgeProvider } from "./cli-bridge/provider";
 import { HttpTransport, type FetchLike } from "./http";
 import type { AgentProvider } from "./provider";
 import { TangleProvider } from "./tangle/provider";
@@ -18,7 +18,18 @@ export function emulatorFetch(env: Env): FetchLike {
 
 export function createProvider(config: Config, env: Env): AgentProvider {
   if (config.provider === "cli-bridge") {
-    throw new ProviderError("not_configured", "the cli-bridge provider is not available in this build");
+    return new CliBridgeProvider({
+      transport: new HttpTransport({
+        baseUrl: config.CLI_BRIDGE_URL!,
+        bearer: config.CLI_BRIDGE_TOKEN ?? "",
+        fetch: (request) => fetch(request),
+        headersTimeoutMs: config.CLI_BRIDGE_HEADERS_TIMEOUT_MS,
+        bodyTimeoutMs: config.CLI_BRIDGE_BODY_TIMEOUT_MS,
+      }),
+      ...(config.CLI_BRIDGE_MODEL ? { model: config.CLI_BRIDGE_MODEL } : {}),
+      ...(config.CLI_BRIDGE_EXECUTION ? { execution: config.CLI_BRIDGE_EXECUTION } : {}),
+      ...(config.CLI_BRIDGE_CWD ? { cwd: config.CLI_BRIDGE_CWD } : {}),
+    });
   }
   const isEmulator = config.provider === "emulator";
   const client = new HttpTransport({

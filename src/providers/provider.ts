@@ -43,12 +43,16 @@ export interface DispatchInput {
   message: string;
   model?: string;
   interactions?: RequestedInteractions;
+  /** The conversation's previous run, if any: a provider may continue its upstream session. */
+  previous?: AgentExactRunControlRef;
 }
 
 export interface DispatchReceipt {
   controlRef: AgentExactRunControlRef;
   /** True when the platform already held this run (a retried dispatch). */
   alreadyExisted: boolean;
+  /** Something the conversation must be told (the agent's memory starts afresh, say). */
+  notice?: { code: string; message: string };
 }
 
 /** A canonical runtime event as viewers see it (docs/contracts.md "stream events"). */
@@ -107,11 +111,12 @@ export type ProviderEvent = EventBase &
       }
     | { kind: "usage"; usage: UsageReport; shown?: ShownEvent }
     | {
-        /** The run ended. `receipt` is the run's authoritative usage, when it reports any. */
+        /** The run ended. `usage` is a last report carried by the terminal frame; `receipt` the run's authoritative usage. */
         kind: "terminal";
         status: TerminalStatus;
         text?: string;
         error?: RunError;
+        usage?: UsageReport;
         receipt?: Counts;
         shown?: ShownEvent;
       }
@@ -161,15 +166,16 @@ export interface AgentProvider {
   /** The `provider` coordinate of control refs. */
   readonly name: string;
   ensureEnvironment(input: EnsureEnvironmentInput): Promise<EnsureEnvironmentResult>;
-  /** What the environment's capability document lets the gateway offer. */
-  claims(environment: EnvironmentRecord): Claims;
+  /** What the environment lets the gateway offer for a turn on `model` (the provider's default when omitted). */
+  claimsFor(environment: EnvironmentRecord, model?: string): Promise<Claims>;
   dispatch(input: DispatchInput): Promise<DispatchReceipt>;
   events(ref: AgentExactRunControlRef, options: EventsOptions): AsyncIterable<ProviderEvent>;
   /** The run's result, or null while it is still running. */
   result(ref: AgentExactRunControlRef): Promise<ProviderResult | null>;
-  /** Stops exactly the run the ref names. */
-  cancel(ref: AgentExactRunControlRef, reason?: string): Promise<CancelOutcome>;
+  /** Stops exactly the run the ref names; `operationId` makes a repeat the same request. */
+  cancel(ref: AgentExactRunControlRef, request?: { operationId?: string; reason?: string }): Promise<CancelOutcome>;
   /** Delivers one answer upstream and says what upstream made of it. */
   respondToInteraction(ref: AgentExactRunControlRef, command: InteractionCommand): Promise<AnswerDelivery>;
-  deleteSession(environmentId: string, sessionId: string): Promise<void>;
+  /** Ends the conversation's session upstream; `lastRun` is its latest run, if any. */
+  deleteSession(input: { environmentId: string; sessionId: string; lastRun?: AgentExactRunControlRef }): Promise<void>;
 }

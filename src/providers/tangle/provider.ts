@@ -164,7 +164,7 @@ export class TangleProvider implements AgentProvider {
     return { record, outcome: "created" };
   }
 
-  claims(environment: EnvironmentRecord): Claims {
+  async claimsFor(environment: EnvironmentRecord): Promise<Claims> {
     return claimsOf(environment.capabilities);
   }
 
@@ -320,7 +320,7 @@ export class TangleProvider implements AgentProvider {
     }
   }
 
-  async deleteSession(environmentId: string, sessionId: string): Promise<void> {
+  async deleteSession({ environmentId, sessionId }: { environmentId: string; sessionId: string }): Promise<void> {
     try {
       await this.client.send(routes.deleteSession(environmentId, sessionId), { retry: true }, "delete session");
     } catch (err) {

@@ -1,0 +1,208 @@
+import { describe, expect, it } from "vitest";
+import { readSseFrames, type SseFrame } from "../../lib/sse";
+import type { ProviderEvent } from "../provider";
+import { ChunkStream } from "./chunks";
+import { bridgeClaims, supportsRetainedSessions } from "./claims";
+import { readEnvelope } from "./envelopes";
+import { chunkUsage, envelopeUsage } from "./usage";
+
+/** The body of a recorded one-shot stream (transcript 05), byte for byte. */
+const ONE_SHOT = [
+  ": connected",
+  "",
+  "id: 1",
+  ": bridge-metadata",
+  "",
+  'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"codex/default","choices":[{"index":0,"delta":{"content":"echo: "},"finish_reason":null}]}',
+  "id: 2",
+  "",
+  'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"codex/default","choices":[{"index":0,"delta":{"content":"hello "},"finish_reason":null}]}',
+  "id: 3",
+  "",
+  'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"codex/default","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":17,"completion_tokens":23,"total_tokens":40,"cost_known":false}}',
+  "id: 4",
+  "",
+  "data: [DONE]",
+  "",
+  "",
+].join("\n");
+
+async function frames(text: string): Promise<SseFrame[]> {
+  const out: SseFrame[] = [];
+  for await (const f of readSseFrames(new Response(text).body!)) out.push(f);
+  return out;
+}
+
+async function readChunks(text: string): Promise<{ stream: ChunkStream; events: ProviderEvent[] }> {
+  const stream = new ChunkStream("run-1");
+  const events: ProviderEvent[] = [];
+  for (const f of await frames(text)) {
+    if (f.data === undefined) continue;
+    const e = stream.read({ ...f, data: f.data });
+    if (e) events.push(e);
+  }
+  return { stream, events };
+}
+
+describe("one-shot chunks", () => {
+  it("reads data-before-id frames, skips comment frames with ids, keeps whole part texts, and stops at [DONE]", async () => {
+    const { stream, events } = await readChunks(ONE_SHOT);
+    expect(events).toEqual([
+      { kind: "part", upstreamId: "2", part: { id: "run-1:text", type: "text", text: "echo: " }, delta: "echo: " },
+      { kind: "part", upstreamId: "3", part: { id: "run-1:text", type: "text", text: "echo: hello " }, delta: "hello " },
+    ]);
+    expect(stream.answer).toBe("echo: hello ");
+    expect(stream.done).toBe(true);
+    // The finish is remembered (provisional), with the usage it carried.
+    expect(stream.finish).toEqual({
+      upstreamId: "4",
+      reason: "stop",
+      usage: { mode: "delta", key: "4", provenance: "unknown", counts: { inputTokens: 17, outputTokens: 23 } },
+    });
+  });
+
+  it("usage-only chunks with empty choices are usage reports; one without token counts is none", async () => {
+    const text = [
+      'data: {"choices":[],"usage":{"prompt_tokens":4,"completion_tokens":5,"total_tokens":9,"fresh_input_tokens":4,"cache_read_input_tokens":0,"cache_write_input_tokens":0,"cost_known":false}}',
+      "id: 7",
+      "",
+      'data: {"choices":[],"usage":{"model_requests":1,"cost_known":false}}',
+      "id: 8",
+      "",
+      "",
+    ].join("\n");
+    const { events } = await readChunks(text);
+    expect(events).toEqual([
+      { kind: "usage", upstreamId: "7", usage: { mode: "delta", key: "7", provenance: "unknown", counts: { inputTokens: 4, outputTokens: 5, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 } } },
+    ]);
+  });
+
+  it("an error frame is remembered with its type; tool calls become tool parts", async () => {
+    const text = [
+      'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"bash","arguments":"{\\"command\\":\\"ls\\"}"}}]},"finish_reason":null}]}',
+      "id: 2",
+      "",
+      'data: {"error":{"message":"run run-hang-1 was cancelled by the caller","type":"run_cancelled"}}',
+      "id: 3",
+      "",
+      "data: [DONE]",
+      "",
+      "",
+    ].join("\n");
+    const { stream, events } = await readChunks(text);
+    expect(events).toEqual([
+      { kind: "part", upstreamId: "2", part: { id: "run-1:tool:0", type: "tool", tool: "bash", state: { status: "completed", input: { command: "ls" } } } },
+    ]);
+    expect(stream.error).toEqual({ upstreamId: "3", error: { code: "run_cancelled", message: "run run-hang-1 was cancelled by the caller" } });
+  });
+});
+
+describe("bridge usage", () => {
+  it("a measured cost counts; an unknown or estimated one does not; a total cost replaces", () => {
+    expect(chunkUsage({ prompt_tokens: 1, completion_tokens: 2, cost: 0.5, cost_known: true, estimated: false }, "k", 0)).toEqual({
+      report: { mode: "delta", key: "k", provenance: "measured", counts: { inputTokens: 1, outputTokens: 2, cost: 0.5 } },
+      costTotal: 0.5,
+    });
+    expect(chunkUsage({ prompt_tokens: 1, completion_tokens: 2, estimated_cost: 0.5, cost_known: false }, "k", 0).report?.counts).not.toHaveProperty("cost");
+    expect(chunkUsage({ prompt_tokens: 1, completion_tokens: 2, cost: 0.5, cost_known: true, estimated: true }, "k", 0).report).toMatchObject({ provenance: "estimated" });
+    expect(chunkUsage({ prompt_tokens: 1, completion_tokens: 2, cost: 0.5, cost_known: true, estimated: true }, "k", 0).report?.counts).not.toHaveProperty("cost");
+    const total = chunkUsage({ prompt_tokens: 1, completion_tokens: 1, cost: 0.9, cost_known: true, cost_scope: "total" }, "k2", 0.5);
+    expect(total.report?.counts.cost).toBeCloseTo(0.4);
+    expect(total.costTotal).toBe(0.9);
+  });
+
+  it("an invalid count is a problem; cache writes are cache creation", () => {
+    expect(chunkUsage({ prompt_tokens: -1, completion_tokens: 2 }, "k", 0).report).toMatchObject({ problem: expect.stringContaining("prompt_tokens") });
+    expect(chunkUsage({ prompt_tokens: 3, completion_tokens: 2, cache_write_input_tokens: 1 }, "k", 0).report?.counts.cacheCreationInputTokens).toBe(1);
+    expect(envelopeUsage({ inputTokens: 4, outputTokens: 3, cacheReadInputTokens: 0 }, "e")).toEqual({
+      mode: "delta",
+      key: "e",
+      provenance: "unknown",
+      counts: { inputTokens: 4, outputTokens: 3, cacheReadInputTokens: 0 },
+    });
+  });
+});
+
+describe("retained envelopes", () => {
+  const envelope = (id: number, event: Record<string, unknown>) => ({
+    id: String(id),
+    event: String(event.type),
+    data: JSON.stringify({ runId: "ret-run-2", eventId: `ret-run-2:${id}`, sequence: id, cursor: String(id + 11), receivedAt: "2026-11-30T19:17:40.103Z", event }),
+    comments: [],
+  });
+
+  it("parts, asks, usage and the provisional end (transcript 25)", () => {
+    expect(readEnvelope(envelope(8, { type: "message.part.updated", part: { id: "p", type: "text", text: "echo: " }, delta: "echo: " }))).toEqual({
+      event: { kind: "part", upstreamId: "8", part: { id: "p", type: "text", text: "echo: " }, delta: "echo: " },
+    });
+    const request = {
+      id: "ret-run-2:interaction:perm-1",
+      kind: "permission",
+      title: "Permission: bash",
+      answerSpec: { fields: [{ name: "grant", label: "Decision", required: true, type: "select", options: [{ value: "allow_once", label: "Allow once" }, { value: "deny", label: "Deny" }] }] },
+      responseScopes: ["interaction"],
+      binding: { runId: "ret-run-2", provider: "cli-bridge", environmentId: "cli-bridge", sessionId: "ret-sess-1", executionId: "ret-exec-2", interactionId: "ret-run-2:interaction:perm-1" },
+      requestDigest: `sha256:${"e".repeat(64)}`,
+    };
+    expect(readEnvelope(envelope(4, { type: "interaction", request }))).toMatchObject({ event: { kind: "interaction.requested", upstreamId: "4", request: { id: request.id } } });
+    expect(readEnvelope(envelope(11, { type: "raw", backend: "pi", event: { type: "usage", data: {}, usage: { inputTokens: 4, outputTokens: 3 } } }))).toMatchObject({
+      event: { kind: "usage", usage: { key: "ret-run-2:11", counts: { inputTokens: 4, outputTokens: 3 } } },
+    });
+    expect(readEnvelope(envelope(12, { type: "model-processing", phase: "generating" }))).toEqual({
+      event: { kind: "passthrough", upstreamId: "12", shown: { type: "model-processing", data: { phase: "generating" } } },
+    });
+    expect(readEnvelope(envelope(14, { type: "status", status: "completed" }))).toEqual({ end: { upstreamId: "14", status: "completed", detail: undefined } });
+    expect(readEnvelope(envelope(3, { type: "status", status: "started" }))).toMatchObject({ event: { kind: "passthrough" } });
+  });
+
+  it("an envelope that is not one is a warning naming it", () => {
+    expect(readEnvelope({ id: "9", event: "status", data: "{oops", comments: [] })).toMatchObject({ event: { kind: "warning", code: "invalid_upstream_frame" } });
+    expect(readEnvelope({ id: "9", event: "status", data: "{}", comments: [] })).toMatchObject({ event: { kind: "warning", code: "invalid_upstream_frame" } });
+  });
+});
+
+describe("bridge capability documents", () => {
+  const codex = {
+    streaming: { live: true, replay: true, detach: true, turnIdempotency: true },
+    sessions: { continue: true, list: false, messages: false },
+    retainedControl: { exactRunIdentity: true, resultIdentity: true, eventIdentity: true, cancellationIdempotency: true },
+  };
+  const pi = {
+    ...codex,
+    nativeContinuation: { atomicBoundary: true, requestIdempotency: true },
+    interactions: { kinds: ["permission"], answerFieldTypes: ["select"], responseScopes: ["interaction"], replay: true, responseIdempotency: true },
+  };
+
+  it("codex (transcript 04): one-shot runs with exact cancel, and no interactions", () => {
+    expect(supportsRetainedSessions(codex)).toBe(false);
+    expect(bridgeClaims(codex)).toEqual({ detach: true, replay: true, cancelRun: true, interactions: false, interactionKinds: [] });
+  });
+
+  it("pi (transcript 20): retained native sessions with permission asks", () => {
+    expect(supportsRetainedSessions(pi)).toBe(true);
+    expect(bridgeClaims(pi)).toEqual({ detach: true, replay: true, cancelRun: true, interactions: true, interactionKinds: ["permission"] });
+  });
+
+  it("a missing flag is no claim", () => {
+    expect(supportsRetainedSessions({ ...pi, nativeContinuation: { atomicBoundary: true } })).toBe(false);
+    expect(bridgeClaims({ ...pi, retainedControl: { ...pi.retainedControl, eventIdentity: false } })).toMatchObject({ cancelRun: false, interactions: false });
+    expect(bridgeClaims(null)).toMatchObject({ detach: false, replay: false });
+  });
+});
+
+describe("the answer command's digest", () => {
+  it("matches the digest a real bridge computed (transcript 26: canonical digest of binding and response)", async () => {
+    const { canonicalDigest } = await import("../../lib/digest");
+    const binding = {
+      runId: "ret-run-2",
+      provider: "cli-bridge",
+      environmentId: "cli-bridge",
+      sessionId: "ret-sess-1",
+      executionId: "ret-exec-2",
+      interactionId: "ret-run-2:interaction:perm-1",
+      requestDigest: "sha256:ebde4e44b439d9f6002e267e352983dd7d29c5ccd9610ad6a808f767b31b1594",
+    };
+    const response = { id: "ret-run-2:interaction:perm-1", outcome: "accepted", data: { grant: ["allow_once"] } };
+    expect(await canonicalDigest({ binding, response })).toBe("sha256:5a1c12a11aef5ab08e9c8f17363e82bf619860b8db26ce7ca24019380b2cdb60");
+  });
+});
