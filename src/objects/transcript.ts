@@ -1,33 +1,72 @@
 /**
  * The transcript rebuilt from the event log: for a client that lost its state (a reset stream, a
- * new device). Pure: turns and their events in, messages out.
+ * new device, a reload). Pure: turns, their events and their asks in, messages out.
+ *
+ * An ask is a part of its turn, placed where the agent asked it: what was asked (the request) and
+ * how it ended (status, outcome, reason). Never what was answered: the session never stores an
+ * answer's values, and the transcript has nothing that could carry them.
  */
 import type { TranscriptMessage } from "../schemas/api";
-import type { EventEnvelope, TurnRecord } from "./session-store";
+import type { EventEnvelope, InteractionRecord, TurnRecord } from "./session-store";
 
-type TranscriptPart = Extract<TranscriptMessage, { role: "assistant" }>["parts"][number];
+type AssistantMessage = Extract<TranscriptMessage, { role: "assistant" }>;
+type TranscriptPart = AssistantMessage["parts"][number];
+type InteractionPart = Extract<TranscriptPart, { type: "interaction" }>;
 
 const VISIBLE_PARTS = new Set(["text", "reasoning", "tool", "file", "subtask"]);
 
-export function buildTranscript(turns: Array<{ turn: TurnRecord; events: EventEnvelope[] }>): TranscriptMessage[] {
+export interface TranscriptTurn {
+  turn: TurnRecord;
+  events: EventEnvelope[];
+  /** The turn's asks as the session recorded them (whatever their status). */
+  interactions: InteractionRecord[];
+}
+
+function interactionPart(ask: InteractionRecord, reason: string | undefined): InteractionPart {
+  return {
+    id: ask.interactionId,
+    type: "interaction",
+    request: ask.request,
+    status: ask.status,
+    ...(ask.outcome === "accepted" || ask.outcome === "declined" || ask.outcome === "cancelled" ? { outcome: ask.outcome } : {}),
+    ...(reason ? { reason } : {}),
+    askedAt: new Date(ask.createdAt).toISOString(),
+    ...(ask.resolvedAt !== null ? { resolvedAt: new Date(ask.resolvedAt).toISOString() } : {}),
+  };
+}
+
+export function buildTranscript(turns: TranscriptTurn[]): TranscriptMessage[] {
   const messages: TranscriptMessage[] = [];
-  for (const { turn, events } of turns) {
+  for (const { turn, events, interactions } of turns) {
     messages.push({ role: "user", turnId: turn.turnId, text: turn.request.message, at: new Date(turn.createdAt).toISOString() });
+    // Keyed by kind and id, in first-seen order: a part and an ask never collide.
     const parts = new Map<string, TranscriptPart>();
+    const asks = new Map(interactions.map((ask) => [ask.interactionId, ask]));
+    const reasons = new Map<string, string>();
     for (const event of events) {
-      if (event.type !== "message.part.updated") continue;
-      const part = event.data.part as TranscriptPart | undefined;
-      if (!part || !VISIBLE_PARTS.has(part.type)) continue;
-      parts.set(part.id, { ...(parts.get(part.id) ?? {}), ...part });
+      if (event.type === "message.part.updated") {
+        const part = event.data.part as TranscriptPart | undefined;
+        if (!part || !VISIBLE_PARTS.has(part.type)) continue;
+        const key = `part:${part.id}`;
+        parts.set(key, { ...(parts.get(key) ?? {}), ...part } as TranscriptPart);
+      } else if (event.type === "interaction.requested") {
+        const id = (event.data.interaction as { id?: unknown } | undefined)?.id;
+        const ask = typeof id === "string" ? asks.get(id) : undefined;
+        // A placeholder keeps the ask where it was asked; the stored record fills it in below.
+        if (ask) parts.set(`ask:${ask.interactionId}`, interactionPart(ask, undefined));
+      } else if (event.type === "interaction.resolved" && typeof event.data.interactionId === "string" && typeof event.data.reason === "string") {
+        reasons.set(event.data.interactionId, event.data.reason);
+      }
     }
+    // The stored record is authoritative; an ask whose events were trimmed still shows, at the end.
+    for (const ask of asks.values()) parts.set(`ask:${ask.interactionId}`, interactionPart(ask, reasons.get(ask.interactionId)));
     const partList = [...parts.values()];
     const streamedText = partList
-      .filter((p) => p.type === "text" && p.text)
-      .map((p) => p.text)
+      .flatMap((p) => (p.type === "text" && p.text ? [p.text] : []))
       .join("\n\n");
     // Events of old turns may have been trimmed from the log: the stored result still stands.
     const text = turn.resultText ?? streamedText;
-    if (partList.length === 0 && text) partList.push({ id: `${turn.executionId}:result`, type: "text", text });
+    if (!partList.some((p) => p.type !== "interaction") && text) partList.push({ id: `${turn.executionId}:result`, type: "text", text });
     messages.push({
       role: "assistant",
       turnId: turn.turnId,
@@ -36,6 +75,7 @@ export function buildTranscript(turns: Array<{ turn: TurnRecord; events: EventEn
       parts: partList,
       text,
       ...(turn.error ? { error: turn.error } : {}),
+      ...(turn.status === "cancelled" && turn.cancelReason ? { cancelReason: turn.cancelReason } : {}),
       at: new Date(turn.completedAt ?? turn.updatedAt).toISOString(),
     });
   }

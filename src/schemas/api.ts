@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { ConversationId, COUNTERS, Id, TokenUsage, TurnId } from "./common";
-import { CancellationAcknowledgement, InteractionAcknowledgement, RequestedInteractions } from "./contracts";
+import { CancellationAcknowledgement, InteractionAcknowledgement, InteractionRequest, RequestedInteractions } from "./contracts";
 
 const ErrorBody = z
   .object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }) })
@@ -154,13 +154,28 @@ export const ConversationListSchema = z
   })
   .meta({ id: "ConversationList" });
 
-const TranscriptPartSchema = z.looseObject({
+const TranscriptContentPartSchema = z.looseObject({
   id: z.string(),
-  type: z.string(),
+  type: z.enum(["text", "reasoning", "tool", "file", "subtask"]),
   text: z.string().optional(),
   tool: z.string().optional(),
   state: z.record(z.string(), z.unknown()).optional(),
 });
+
+const TranscriptInteractionPartSchema = z
+  .object({
+    id: z.string().describe("the interaction id"),
+    type: z.literal("interaction"),
+    request: InteractionRequest.describe("what was asked, as interaction.requested carried it"),
+    status: z.enum(["outstanding", "answered", "expired", "cancelled"]),
+    outcome: z.enum(["accepted", "declined", "cancelled"]).optional().describe("how it was answered; never the answer's values"),
+    reason: z.string().optional().describe("why it ended unanswered, when known"),
+    askedAt: z.string(),
+    resolvedAt: z.string().optional(),
+  })
+  .meta({ id: "TranscriptInteractionPart", description: "An ask of the agent, where it was asked, and how it ended" });
+
+const TranscriptPartSchema = z.discriminatedUnion("type", [TranscriptContentPartSchema, TranscriptInteractionPartSchema]);
 
 const TranscriptMessageSchema = z
   .discriminatedUnion("role", [
@@ -173,6 +188,7 @@ const TranscriptMessageSchema = z
       parts: z.array(TranscriptPartSchema),
       text: z.string(),
       error: z.object({ code: z.string(), message: z.string() }).optional(),
+      cancelReason: z.string().optional().describe("why a cancelled turn was cancelled (the user's reason, or budget_exceeded)"),
       at: z.string(),
     }),
   ])
