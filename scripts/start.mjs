@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Runs the gateway locally with `wrangler dev` against the built-in Sandbox emulator.
+// Runs the gateway locally with `wrangler dev` (the `local` environment of wrangler.toml, which alone
+// has the Sandbox emulator) against the emulator, or against the provider .dev.vars names.
 // No account, no login: dev login is on (loopback only), and fixed local-only secrets are used
 // unless a .dev.vars file or the environment provides real ones.
 import { spawn } from "node:child_process";
@@ -9,7 +10,7 @@ import { dirname, join } from "node:path";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const port = process.env.PORT ?? "8787";
-const args = ["dev", "--ip", "127.0.0.1", "--port", port, "--var", "DEV_LOGIN:true"];
+const args = ["dev", "--env", "local", "--ip", "127.0.0.1", "--port", port, "--var", "DEV_LOGIN:true"];
 
 // Local-only defaults: stable across restarts so local conversations stay reachable.
 const localDefaults = {

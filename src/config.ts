@@ -43,6 +43,8 @@ const JsonObjectText = OptionalText.pipe(
 const ConfigSchema = z
   .object({
     PROVIDER: z.enum(["tangle", "cli-bridge", "emulator"]).optional(),
+    /** Local development: the emulator's binding exists only in wrangler.toml's `local` environment, never in a deploy. */
+    local: z.boolean(),
     SANDBOX_BASE_URL: OptionalText.pipe(z.url().optional()),
     TANGLE_API_KEY: OptionalText,
     AGENT_BACKEND: OptionalText.transform((v) => v ?? "opencode"),
@@ -81,9 +83,18 @@ const ConfigSchema = z
     if (!c.AUTH_JWT_SECRET && !c.AUTH_JWKS_URL) {
       ctx.addIssue({ code: "custom", path: ["AUTH_JWT_SECRET"], message: "AUTH_JWT_SECRET or AUTH_JWKS_URL must be set" });
     }
-    const provider = c.PROVIDER ?? (c.SANDBOX_BASE_URL && c.TANGLE_API_KEY ? "tangle" : "emulator");
+    const provider = providerOf(c);
     if (provider === "tangle" && !c.TANGLE_API_KEY) {
-      ctx.addIssue({ code: "custom", path: ["TANGLE_API_KEY"], message: "is required when PROVIDER is tangle" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["TANGLE_API_KEY"],
+        message: c.PROVIDER
+          ? "is required when PROVIDER is tangle"
+          : "is required (the Sandbox account key; or set PROVIDER to cli-bridge with CLI_BRIDGE_URL): a deployed gateway never serves the local emulator",
+      });
+    }
+    if (provider === "emulator" && !c.local) {
+      ctx.addIssue({ code: "custom", path: ["PROVIDER"], message: "emulator runs only in local development (npm start, the tests), never in a deploy" });
     }
     if (provider === "cli-bridge" && !c.CLI_BRIDGE_URL) {
       ctx.addIssue({ code: "custom", path: ["CLI_BRIDGE_URL"], message: "is required when PROVIDER is cli-bridge (the bridge's base URL)" });
@@ -94,9 +105,17 @@ const ConfigSchema = z
   })
   .transform((c) => ({
     ...c,
-    provider: c.PROVIDER ?? (c.SANDBOX_BASE_URL && c.TANGLE_API_KEY ? ("tangle" as const) : ("emulator" as const)),
+    provider: providerOf(c),
     sandboxBaseUrl: c.SANDBOX_BASE_URL ?? "https://sandbox.tangle.tools",
   }));
+
+/**
+ * The provider: PROVIDER when set; else `tangle` when an account key is configured; else the
+ * emulator, only in local development. A deploy with neither is refused (config_invalid).
+ */
+function providerOf(c: { PROVIDER?: "tangle" | "cli-bridge" | "emulator"; TANGLE_API_KEY?: string; local: boolean }): "tangle" | "cli-bridge" | "emulator" {
+  return c.PROVIDER ?? (c.TANGLE_API_KEY || !c.local ? "tangle" : "emulator");
+}
 
 export type Config = z.output<typeof ConfigSchema>;
 
@@ -106,7 +125,7 @@ const cache = new WeakMap<object, Config>();
 export function readConfig(env: Env): Config {
   const cached = cache.get(env);
   if (cached) return cached;
-  const parsed = ConfigSchema.safeParse(env);
+  const parsed = ConfigSchema.safeParse({ ...env, local: env.SANDBOX_EMULATOR !== undefined });
   if (!parsed.success) {
     const variables = [...new Set(parsed.error.issues.map((i) => String(i.path[0] ?? "config")))];
     const message = parsed.error.issues.map((i) => `${String(i.path[0] ?? "config")} ${i.message}`).join("; ");

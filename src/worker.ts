@@ -35,9 +35,14 @@ type AppEnv = { Bindings: Env; Variables: { config: Config; identity: Identity; 
 
 const app = new Hono<AppEnv>();
 
-function isLoopback(c: Context): boolean {
+/**
+ * Local development: the deployment itself is local (wrangler.toml's `local` environment, which
+ * `npm start` and the tests use; a deploy has no emulator binding, whatever its vars say) and the
+ * request came to a loopback host. A remote caller can forge a Host header, not a deployment.
+ */
+function isLocalDevelopment(c: Context<AppEnv>): boolean {
   const host = new URL(c.req.url).hostname;
-  return host === "127.0.0.1" || host === "localhost" || host === "[::1]" || host === "::1";
+  return c.get("config").local && (host === "127.0.0.1" || host === "localhost" || host === "[::1]" || host === "::1");
 }
 
 app.use("*", async (c, next) => {
@@ -81,14 +86,14 @@ app.notFound((c) => c.json(new ApiError(404, "not_found", `no route ${c.req.meth
 
 app.get("/healthz", (c) => {
   const config = c.get("config");
-  return c.json({ ok: true as const, version: VERSION, provider: config.provider, devLogin: config.DEV_LOGIN && isLoopback(c) });
+  return c.json({ ok: true as const, version: VERSION, provider: config.provider, devLogin: config.DEV_LOGIN && isLocalDevelopment(c) });
 });
 app.get("/openapi.json", (c) => c.json(openApiDocument(VERSION)));
 
 app.post("/v1/dev/login", async (c) => {
   const config = c.get("config");
-  // Dev login exists only when enabled AND the request comes to a loopback host: never in a deploy.
-  if (!config.DEV_LOGIN || !isLoopback(c)) throw new ApiError(404, "not_found", "no route POST /v1/dev/login");
+  // Dev login exists only when enabled in local development: never in a deploy.
+  if (!config.DEV_LOGIN || !isLocalDevelopment(c)) throw new ApiError(404, "not_found", "no route POST /v1/dev/login");
   const { user } = await readJsonBody(c, DevLoginBody, 4096);
   const token = await signToken(config, { sub: user }, DEV_TOKEN_TTL_SECONDS);
   return c.json({ token, user, expiresIn: DEV_TOKEN_TTL_SECONDS });
@@ -97,7 +102,7 @@ app.post("/v1/dev/login", async (c) => {
 // Emulator control (fault injection, counters) for local runs, tests and benchmarks only.
 app.all("/_emulator/*", async (c) => {
   const config = c.get("config");
-  if (config.provider !== "emulator" || !config.DEV_LOGIN || !isLoopback(c)) throw new ApiError(404, "not_found", `no route ${c.req.method} ${c.req.path}`);
+  if (config.provider !== "emulator" || !isLocalDevelopment(c)) throw new ApiError(404, "not_found", `no route ${c.req.method} ${c.req.path}`);
   const url = new URL(c.req.url);
   return emulatorFetch(c.env)(new Request(`http://sandbox-emulator.local${url.pathname}${url.search}`, c.req.raw));
 });
@@ -210,7 +215,7 @@ app.post("/v1/conversations/:cid/stream-token", async (c) => {
 // Local development only: close every browser stream of a conversation (the page must reconnect).
 app.post("/v1/conversations/:cid/dev/drop-streams", async (c) => {
   const config = c.get("config");
-  if (!config.DEV_LOGIN || !isLoopback(c)) throw new ApiError(404, "not_found", `no route POST ${c.req.path}`);
+  if (!config.DEV_LOGIN || !isLocalDevelopment(c)) throw new ApiError(404, "not_found", `no route POST ${c.req.path}`);
   const { stub } = await session(c);
   return c.json({ dropped: await stub.dropReaders() });
 });

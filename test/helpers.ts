@@ -44,7 +44,7 @@ export async function json<T = any>(response: Response): Promise<T> {
 }
 
 export async function emulator(path: string, body?: unknown): Promise<any> {
-  const stub = env.SANDBOX_EMULATOR.get(env.SANDBOX_EMULATOR.idFromName("default"));
+  const stub = env.SANDBOX_EMULATOR!.get(env.SANDBOX_EMULATOR!.idFromName("default"));
   const response = await stub.fetch(`http://sandbox-emulator.local${path}`, {
     method: body === undefined ? "GET" : "POST",
     headers: { "content-type": "application/json" },

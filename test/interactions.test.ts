@@ -111,7 +111,7 @@ describe("a question", () => {
     const { token, cid, accepted, interaction } = await untilAsk("gone [ask]");
     const run = await emulator(`/_emulator/executions/${accepted.executionId}`);
     // The session disappears upstream (not through this gateway, which would forget the ask too).
-    const stub = env.SANDBOX_EMULATOR.get(env.SANDBOX_EMULATOR.idFromName("default"));
+    const stub = env.SANDBOX_EMULATOR!.get(env.SANDBOX_EMULATOR!.idFromName("default"));
     const deleted = await stub.fetch(`http://e/v1/sandboxes/${run.sandboxId}/runtime/agents/sessions/${run.sessionId}`, {
       method: "DELETE",
       headers: { authorization: "Bearer test" },

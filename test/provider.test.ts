@@ -18,7 +18,7 @@ describe("the Tangle provider's environment (one sandbox per user)", () => {
     const before = await counters();
     const { record, outcome } = await provider().ensureEnvironment({ ownerKey: owner, known: null });
     expect(outcome).toBe("created");
-    const sandbox = await json(await env.SANDBOX_EMULATOR.get(env.SANDBOX_EMULATOR.idFromName("default")).fetch(`http://e/_emulator/sandboxes/${record.environmentId}`));
+    const sandbox = await json(await env.SANDBOX_EMULATOR!.get(env.SANDBOX_EMULATOR!.idFromName("default")).fetch(`http://e/_emulator/sandboxes/${record.environmentId}`));
     expect(sandbox.idempotencyKey).toBe(`${owner}:g1`);
     expect(sandbox.body.backend).toEqual({ type: "opencode" });
     // Ready means running AND a ready filesystem: it polled through the transitioning phase.

@@ -4,6 +4,7 @@
  */
 import type { Config } from "../config";
 import { CliBridgeProvider } from "./cli-bridge/provider";
+import { ProviderError } from "./errors";
 import { HttpTransport, type FetchLike } from "./http";
 import type { AgentProvider } from "./provider";
 import { TangleProvider } from "./tangle/provider";
@@ -12,7 +13,10 @@ const EMULATOR_BASE_URL = "http://sandbox-emulator.local";
 const EMULATOR_OBJECT_NAME = "default";
 
 export function emulatorFetch(env: Env): FetchLike {
-  const stub = env.SANDBOX_EMULATOR.get(env.SANDBOX_EMULATOR.idFromName(EMULATOR_OBJECT_NAME));
+  const emulator = env.SANDBOX_EMULATOR;
+  // Only wrangler.toml's `local` environment binds the emulator: a deploy has none.
+  if (!emulator) throw new ProviderError("not_configured", "the Sandbox emulator exists only in local development");
+  const stub = emulator.get(emulator.idFromName(EMULATOR_OBJECT_NAME));
   return (request) => stub.fetch(request);
 }
 

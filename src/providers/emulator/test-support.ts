@@ -22,7 +22,7 @@ export interface Emu {
 export function emulator(label: string): Emu {
   counter++;
   const name = `emulator-test-${label}-${Date.now().toString(36)}-${counter}`;
-  const stub = env.SANDBOX_EMULATOR.get(env.SANDBOX_EMULATOR.idFromName(name));
+  const stub = env.SANDBOX_EMULATOR!.get(env.SANDBOX_EMULATOR!.idFromName(name));
   const fetchPath = (path: string, init?: RequestInit) => stub.fetch(`${ORIGIN}${path}`, init);
   return {
     name,
