@@ -12,6 +12,11 @@ const bindings = {
   SSE_PING_INTERVAL_MS: "200",
 };
 
+// Every project fails a hung test, hook or teardown in seconds, naming it, instead of holding the run
+// (the slowest test takes about 4.5 s here). A synchronous or microtask-only loop cannot be
+// interrupted from inside the isolate: tests bound what they read (frames, pages) so a loop ends.
+const timeouts = { testTimeout: 15_000, hookTimeout: 15_000, teardownTimeout: 10_000 };
+
 // Token budgets are deployment configuration, so the budget tests run as a project of their own
 // with small budgets set.
 const BUDGET_TESTS = "test/budget.test.ts";
@@ -21,7 +26,7 @@ export default defineConfig({
     projects: [
       {
         plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml", environment: "local" }, miniflare: { bindings } })],
-        test: { name: "gateway", include: ["test/**/*.test.ts", "src/**/*.test.ts"], exclude: [BUDGET_TESTS] },
+        test: { ...timeouts, name: "gateway", include: ["test/**/*.test.ts", "src/**/*.test.ts"], exclude: [BUDGET_TESTS] },
       },
       {
         plugins: [
@@ -30,7 +35,7 @@ export default defineConfig({
             miniflare: { bindings: { ...bindings, TOKEN_BUDGET_PER_CONVERSATION: "2500", TOKEN_BUDGET_PER_USER: "4500" } },
           }),
         ],
-        test: { name: "budgets", include: [BUDGET_TESTS] },
+        test: { ...timeouts, name: "budgets", include: [BUDGET_TESTS] },
       },
     ],
   },
