@@ -81,3 +81,16 @@ describe("ingesting one provider event", () => {
     expect(step.finish).toEqual({ status: "failed", error: { message: "x" } });
   });
 });
+
+describe("a terminal frame that does not say how the run ended", () => {
+  const done: ProviderEvent = { kind: "terminal", upstreamId: "9", status: "completed", assumed: true };
+  it("ends the turn cancelled when a stop was asked for, completed otherwise", () => {
+    expect(ingestStep({ ...state(), cancelRequested: true }, done).finish).toEqual({ status: "cancelled" });
+    expect(ingestStep(state(), done).finish).toEqual({ status: "completed" });
+  });
+
+  it("a frame that says the run completed is believed, stop or not", () => {
+    const result: ProviderEvent = { kind: "terminal", upstreamId: "8", status: "completed", text: "done in time" };
+    expect(ingestStep({ ...state(), cancelRequested: true }, result).finish).toEqual({ status: "completed", text: "done in time" });
+  });
+});

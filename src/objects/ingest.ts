@@ -15,6 +15,8 @@ export interface IngestState {
   usage: ExecutionUsageState;
   /** The status of an ask this session knows, or null. */
   askStatus(interactionId: string): InteractionStatus | null;
+  /** Someone asked to stop the run (the user, or a budget). */
+  cancelRequested?: boolean;
 }
 
 export interface IngestStep {
@@ -80,7 +82,12 @@ export function ingestStep(state: IngestState, event: ProviderEvent): IngestStep
         ...nothing,
         shown,
         usage: final !== state.usage ? final : null,
-        finish: { status: event.status, ...(event.text !== undefined ? { text: event.text } : {}), ...(event.error ? { error: event.error } : {}) },
+        // A terminal frame that does not say how the run ended, after a stop was asked for: cancelled.
+        finish: {
+          status: event.assumed && state.cancelRequested ? "cancelled" : event.status,
+          ...(event.text !== undefined ? { text: event.text } : {}),
+          ...(event.error ? { error: event.error } : {}),
+        },
       };
     }
     default: {

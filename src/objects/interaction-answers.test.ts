@@ -64,4 +64,11 @@ describe("answers are checked against the exact request", () => {
     expect(answerProblems(permission(["session"]), "accepted", { grant: "allow_session" })).toEqual([]);
     expect(answerProblems(permission(["once"]), "accepted", { grant: "allow_always" })[0]).toContain("allow_always is not one of");
   });
+
+  it("reads the contract's scope vocabulary too: interaction allows once, persistent allows always", () => {
+    expect(allowedGrants(permission(["interaction"]))).toEqual(["allow_once", "deny"]);
+    expect(allowedGrants(permission(["interaction", "session", "persistent"]))).toEqual(["allow_once", "deny", "allow_session", "allow_always"]);
+    expect(answerProblems(permission(["interaction"]), "accepted", { grant: "allow_once" })).toEqual([]);
+    expect(answerProblems(permission(["session"]), "accepted", { grant: "allow_once" })[0]).toContain("allow_once is not one of");
+  });
 });

@@ -8,11 +8,15 @@ export type Outcome = "accepted" | "declined" | "cancelled";
 
 const FORBIDDEN_NAMES = new Set(["__proto__", "constructor", "prototype"]);
 
-/** The grants a permission request allows: an omitted scope permits only a one-time answer. */
+/**
+ * The grants a permission request allows: an omitted scope permits only a one-time answer. Scopes
+ * come in the contract's vocabulary (`interaction`, `session`, `persistent`) or the older one
+ * (`once`, `session`, `always`).
+ */
 export function allowedGrants(request: InteractionRequest): string[] {
-  const scopes = request.responseScopes ?? ["once"];
+  const scopes = request.responseScopes ?? ["interaction"];
   const grants = ["deny"];
-  if (scopes.includes("once")) grants.unshift("allow_once");
+  if (scopes.includes("once") || scopes.includes("interaction")) grants.unshift("allow_once");
   if (scopes.includes("session")) grants.push("allow_session");
   if (scopes.includes("always") || scopes.includes("persistent")) grants.push("allow_always");
   return grants;

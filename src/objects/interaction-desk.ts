@@ -10,6 +10,7 @@ import type { AgentProvider } from "../providers/provider";
 import type { InteractionAcknowledgement, InteractionRequest } from "../schemas/contracts";
 import type { Appender, EventLog } from "./event-log";
 import { answerProblems, type Outcome } from "./interaction-answers";
+import { providerRefusal } from "./provider-refusal";
 import type { InteractionRecord, InteractionStatus, SessionContext, SessionStore } from "./session-store";
 
 export interface AnswerCommand {
@@ -131,14 +132,20 @@ export class InteractionDesk {
     const problems = answerProblems(ask.request, command.outcome, command.data);
     if (problems.length > 0) return ack("invalid_response", { message: problems.join("; ") });
 
-    const delivery = await this.deps.provider().respondToInteraction(ref, {
-      operationId: command.operationId,
-      binding,
-      commandDigest,
-      request: ask.request,
-      outcome: command.outcome,
-      ...(command.data ? { data: command.data } : {}),
-    });
+    const delivery = await this.deps
+      .provider()
+      .respondToInteraction(ref, {
+        operationId: command.operationId,
+        binding,
+        commandDigest,
+        request: ask.request,
+        outcome: command.outcome,
+        ...(command.data ? { data: command.data } : {}),
+      })
+      .catch((err: unknown) => {
+        // A refusal of the operation itself (the deployment takes no answers): not an acknowledgement.
+        throw providerRefusal(err);
+      });
     // Upstream already holding this very answer while it is outstanding here means an earlier,
     // unconfirmed delivery of it landed: for this operation, that is acceptance.
     const status = delivery.status === "already_resolved_same" ? "accepted" : delivery.status;

@@ -19,6 +19,8 @@ export function providerRefusal(err: unknown): unknown {
     case "admission_missing":
     case "environment_unavailable":
       return new Refusal(err.code, err.message, details);
+    case "capability_denied":
+      return new Refusal("capability_denied", err.message, { ...details, missing: ["interactions"] });
     case "not_configured":
       return new Refusal("provider_unavailable", err.message, details);
     case "model_invalid":

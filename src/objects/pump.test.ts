@@ -32,10 +32,18 @@ function host() {
   let cursor: string | undefined;
   let live = true;
   let settled: string | undefined;
+  let lost: string | undefined;
   return {
     log,
     get settled() {
       return settled;
+    },
+    get lost() {
+      return lost;
+    },
+    environmentLost(reason: string) {
+      lost = reason;
+      live = false;
     },
     cursor: () => cursor,
     ingest(event: ProviderEvent) {
@@ -80,6 +88,26 @@ describe("the upstream reader", () => {
     const h = host();
     expect(await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep })).toBe("finished");
     expect(h.settled).toContain("completed");
+  });
+
+  it("a stream that ends cleanly with nothing new settles from the result at once, without backing off", async () => {
+    let sleeps = 0;
+    const { provider } = scripted([[ev("1")], []], { status: "completed" });
+    const h = host();
+    const outcome = await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: async () => void sleeps++ });
+    expect(outcome).toBe("finished");
+    expect(h.settled).toBe("completed: the stream ended without a terminal frame");
+    expect(sleeps).toBe(1);
+  });
+
+  it("an environment that is gone or stopped ends the run at once, without reconnecting", async () => {
+    for (const code of ["environment_gone", "environment_not_running"] as const) {
+      const { provider, cursors } = scripted([[ev("1")], new ProviderError(code, "the sandbox is gone")]);
+      const h = host();
+      expect(await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep })).toBe("finished");
+      expect(h.lost).toBe("the sandbox is gone");
+      expect(cursors).toEqual([undefined, "1"]);
+    }
   });
 
   it("stops when aborted", async () => {

@@ -18,6 +18,8 @@ export interface PumpHost {
   isLive(): boolean;
   /** Finishes the run from its result when the stream cannot tell (cursor gone, reader gave up). */
   finishFromResult(result: ProviderResult, reason: string): void;
+  /** The run's environment is gone or stopped: the run cannot go on. */
+  environmentLost(reason: string): void;
   /** A reconnect happened; for logs and counters. */
   onReconnect?(attempt: number, reason: string): void;
 }
@@ -44,6 +46,8 @@ function defaultSleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+const CLEAN_END = "stream closed before the run ended";
+
 export function backoffMs(attempt: number, baseDelayMs: number, maxDelayMs: number): number {
   if (attempt <= 0) return 0;
   return Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
@@ -66,7 +70,7 @@ export async function runPump(provider: AgentProvider, ref: AgentExactRunControl
 
   while (!signal.aborted && host.isLive()) {
     let progressed = false;
-    let reason = "stream closed before the run ended";
+    let reason = CLEAN_END;
     try {
       for await (const event of provider.events(ref, { after: host.cursor(), signal })) {
         if (host.ingest(event)) progressed = true;
@@ -75,6 +79,10 @@ export async function runPump(provider: AgentProvider, ref: AgentExactRunControl
       }
     } catch (err) {
       if (signal.aborted) return "aborted";
+      if (err instanceof ProviderError && (err.code === "environment_gone" || err.code === "environment_not_running")) {
+        host.environmentLost(err.message);
+        return "finished";
+      }
       if (err instanceof ProviderError && (err.code === "cursor_expired" || err.code === "cursor_ahead")) {
         // Upstream no longer holds our cursor: the frames in between are gone; settle from the result.
         if (await settleFromResult("the upstream replay window no longer holds this run's cursor")) return "finished";
@@ -85,6 +93,8 @@ export async function runPump(provider: AgentProvider, ref: AgentExactRunControl
     }
     if (signal.aborted) return "aborted";
     if (!host.isLive()) return "finished";
+    // A stream that ended cleanly with nothing new: the run may be over without a terminal frame.
+    if (!progressed && reason === CLEAN_END && (await settleFromResult("the stream ended without a terminal frame"))) return "finished";
     attempt = progressed ? 1 : attempt + 1;
     if (attempt > maxAttempts) {
       if (await settleFromResult("the upstream stream could not be re-established")) return "finished";

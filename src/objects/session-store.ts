@@ -8,7 +8,7 @@ import { EventEnvelopeSchema, TurnStatus as TurnStatusSchema, UsageViewSchema, t
 import { AgentExactRunControlRef, CancellationAcknowledgement, InteractionAcknowledgement, InteractionRequest } from "../schemas/contracts";
 import { ExecutionUsageStateSchema, type ExecutionUsageState } from "./usage-fold";
 
-const SCHEMA_VERSION = 4;
+const SCHEMA_VERSION = 5;
 
 export type TurnStatus = z.infer<typeof TurnStatusSchema>;
 export const TERMINAL_TURN_STATUSES: ReadonlySet<TurnStatus> = new Set(["completed", "failed", "cancelled"]);
@@ -20,6 +20,8 @@ export type SessionContext = z.infer<typeof SessionContextSchema>;
 const MetaSchemas = {
   /** Who this session belongs to, bound on first use. */
   session: SessionContextSchema,
+  /** The agent session upstream, when it is not the session id: a conversation id used again after a delete starts afresh. */
+  agentSessionId: z.string(),
   createdAt: z.number().int(),
   title: z.string(),
   /** The environment the last turn ran in (the session lives there upstream). */
@@ -56,6 +58,8 @@ export interface TurnRecord {
   usage: UsageView | null;
   cancelReason: string | null;
   acceptedSeq: number | null;
+  /** Since when the reader has not been able to reach the run (null while it reads). */
+  lostAt: number | null;
   createdAt: number;
   updatedAt: number;
   completedAt: number | null;
@@ -75,6 +79,7 @@ interface TurnRow extends Record<string, SqlStorageValue> {
   usage: string | null;
   cancel_reason: string | null;
   accepted_seq: number | null;
+  lost_at: number | null;
   created_at: number;
   updated_at: number;
   completed_at: number | null;
@@ -161,6 +166,7 @@ function toTurn(row: TurnRow): TurnRecord {
     usage: parseJson(UsageViewSchema, row.usage),
     cancelReason: row.cancel_reason,
     acceptedSeq: row.accepted_seq,
+    lostAt: row.lost_at ?? null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     completedAt: row.completed_at,
@@ -250,6 +256,10 @@ export class SessionStore {
       }
       this.sql.exec("DELETE FROM meta WHERE key = 'capabilities'");
     }
+    if (current < 5) {
+      // Since when the running turn's upstream reader could not reach its run (null while it reads).
+      this.sql.exec("ALTER TABLE turns ADD COLUMN lost_at INTEGER");
+    }
     this.sql.exec("DELETE FROM schema_version");
     this.sql.exec("INSERT INTO schema_version (version) VALUES (?)", SCHEMA_VERSION);
   }
@@ -332,8 +342,14 @@ export class SessionStore {
     );
   }
 
+  /** Advances the turn's upstream cursor: progress, so the reader is not lost. */
   setCursor(turnId: string, cursor: string): void {
-    this.sql.exec("UPDATE turns SET upstream_cursor = ? WHERE turn_id = ?", cursor, turnId);
+    this.sql.exec("UPDATE turns SET upstream_cursor = ?, lost_at = NULL WHERE turn_id = ?", cursor, turnId);
+  }
+
+  /** The reader gave up reaching the turn's run; the first time is kept. */
+  markLost(turnId: string, now: number): void {
+    this.sql.exec("UPDATE turns SET lost_at = COALESCE(lost_at, ?) WHERE turn_id = ?", now, turnId);
   }
 
   setCancelReason(turnId: string, reason: string): void {

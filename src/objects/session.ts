@@ -101,15 +101,21 @@ export class SessionObject extends DurableObject<Env> {
     return this.env.USERS.get(this.env.USERS.idFromName(ownerKey));
   }
 
-  /** Records who this session belongs to on first use; a later call must name the same session. */
-  private bind(context: SessionContext): void {
-    const known = this.store.getMeta("session");
+  /**
+   * Records who this session belongs to on first use; a later call must name the same session. A
+   * conversation id used again after a delete gets a new agent session upstream.
+   */
+  private async bind(context: SessionContext): Promise<void> {
+    let known = this.store.getMeta("session");
     if (!known) {
+      const deletions = await this.userStub(context.ownerKey).deletionsOf(context.conversationId);
       this.log.commit(() => {
+        if (this.store.getMeta("session")) return;
         this.store.setMeta("session", context);
         this.store.setMeta("createdAt", Date.now());
+        if (deletions > 0) this.store.setMeta("agentSessionId", `${context.sessionId}.${deletions}`);
       });
-      return;
+      known = this.store.getMeta("session")!;
     }
     if (known.sessionId !== context.sessionId || known.ownerKey !== context.ownerKey) {
       throw new Refusal("session_binding_mismatch", "this session object belongs to another session");
@@ -126,8 +132,8 @@ export class SessionObject extends DurableObject<Env> {
   // ------------------------------------------------------------------ turns
 
   async submitTurn(context: SessionContext, turnId: string, request: TurnRequest): Promise<RpcResult<SubmitOutcome>> {
-    return captureRpc(() => {
-      this.bind(context);
+    return captureRpc(async () => {
+      await this.bind(context);
       return this.runner.submit(context, turnId, request);
     });
   }
@@ -259,7 +265,8 @@ export class SessionObject extends DurableObject<Env> {
       if (environmentId) {
         try {
           const lastRun = this.store.lastRunRef();
-          await this.provider.deleteSession({ environmentId, sessionId: context.sessionId, ...(lastRun ? { lastRun } : {}) });
+          const sessionId = this.store.getMeta("agentSessionId") ?? context.sessionId;
+          await this.provider.deleteSession({ environmentId, sessionId, ...(lastRun ? { lastRun } : {}) });
         } catch (err) {
           // Local records stay until the upstream session is gone: a retry can finish the job.
           throw providerRefusal(err);

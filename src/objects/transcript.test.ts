@@ -20,6 +20,7 @@ function turn(overrides: Partial<TurnRecord> = {}): TurnRecord {
     usage: null,
     cancelReason: null,
     acceptedSeq: 1,
+    lostAt: null,
     createdAt: T0,
     updatedAt: T0 + 1000,
     completedAt: T0 + 1000,

@@ -48,6 +48,8 @@ export interface TurnRunnerDeps {
 export class TurnRunner {
   private reader: { executionId: string; abort: AbortController } | undefined;
   private readonly budgetStops = new Set<string>();
+  /** Turns whose dispatch runs in this instance (a pending turn not in here was left by a crash). */
+  private readonly dispatching = new Set<string>();
 
   constructor(private readonly deps: TurnRunnerDeps) {}
 
@@ -57,15 +59,23 @@ export class TurnRunner {
 
   // ------------------------------------------------------------------ submitting
 
+  /** The agent session upstream: the session id, or a fresh one for a conversation id used again after a delete. */
+  private agentSessionId(context: SessionContext): string {
+    return this.store.getMeta("agentSessionId") ?? context.sessionId;
+  }
+
   async submit(context: SessionContext, turnId: string, request: TurnRequest): Promise<SubmitOutcome> {
     const requestDigest = await turnRequestDigest(request);
-    const executionId = await executionIdFor(context.sessionId, turnId);
+    const executionId = await executionIdFor(this.agentSessionId(context), turnId);
     // From here to the insert nothing awaits: a concurrent retry sees this turn.
     const decision = decideTurn(this.store.turn(turnId), this.store.activeTurn(), requestDigest);
     switch (decision.kind) {
       case "cached":
         return { outcome: "cached", turn: turnView(decision.turn) };
       case "in_progress":
+        // A pending turn that nothing here dispatches was left by a crash mid-dispatch: resume it
+        // (the execution id is deterministic, so a dispatch that did land is re-attached).
+        if (decision.turn.status === "pending" && !this.dispatching.has(turnId)) return this.dispatchPending(context, decision.turn.turnId, executionId, request);
         return { outcome: "in_progress", turn: turnView(decision.turn) };
       case "conflict":
         throw new Refusal("turn_conflict", `turn ${turnId} was already sent with different content`, { turnId });
@@ -90,7 +100,12 @@ export class TurnRunner {
     });
     // Armed before the dispatch: an object evicted mid-dispatch must not keep a pending turn forever.
     await this.deps.alarms.set(now + WATCHDOG_INTERVAL_MS);
+    return this.dispatchPending(context, turnId, executionId, request);
+  }
 
+  /** Dispatches a recorded pending turn; on success the turn runs, on failure it is forgotten. */
+  private async dispatchPending(context: SessionContext, turnId: string, executionId: string, request: TurnRequest): Promise<SubmitOutcome> {
+    this.dispatching.add(turnId);
     let dispatched: Awaited<ReturnType<TurnRunner["dispatch"]>>;
     try {
       dispatched = await this.dispatch(context, turnId, executionId, request);
@@ -99,6 +114,8 @@ export class TurnRunner {
       // (the execution id is deterministic, so a dispatch that did land upstream is re-attached).
       this.deps.log.commit(() => this.store.deleteTurn(turnId));
       throw providerRefusal(err);
+    } finally {
+      this.dispatching.delete(turnId);
     }
 
     // The control ref is persisted before the turn is acknowledged to anyone.
@@ -148,7 +165,7 @@ export class TurnRunner {
     let claims = await this.requireClaims(environment, request);
     const previous = this.store.lastRunRef();
     const input = {
-      sessionId: context.sessionId,
+      sessionId: this.agentSessionId(context),
       turnId,
       executionId,
       message: request.message,
@@ -160,7 +177,11 @@ export class TurnRunner {
     for (let attempt = 1; ; attempt++) {
       try {
         const { controlRef, notice } = await this.deps.provider().dispatch({ ...input, environmentId: environment.environmentId });
-        return { controlRef, claims, ...(notice ? { notice } : {}) };
+        // The conversation's environment was replaced (gone, failed, expired): the agent starts afresh.
+        const before = this.store.getMeta("environmentId");
+        const replaced = before !== null && before !== controlRef.environmentId;
+        const reset = notice ?? (replaced ? { code: "agent_memory_reset", message: "the agent's environment was replaced; this turn starts a new agent session, without the earlier conversation in its memory" } : undefined);
+        return { controlRef, claims, ...(reset ? { notice: reset } : {}) };
       } catch (err) {
         if (!(err instanceof ProviderError)) throw err;
         if (!recovered && (err.code === "environment_gone" || err.code === "environment_not_running")) {
@@ -201,11 +222,14 @@ export class TurnRunner {
         ingest: (event) => this.ingest(turnId, ref.executionId, event),
         isLive: () => this.store.turnStatus(turnId) === "running",
         finishFromResult: (result, reason) => this.finishFromResult(turnId, ref.executionId, result, reason),
+        environmentLost: (reason) => this.failTurn(turnId, "environment_lost", `the agent's environment is gone or stopped, and the run with it: ${reason}`),
       },
       { signal: abort.signal },
     )
       .then((outcome) => {
         if (outcome === "finished") return this.afterRunEnded(ref.executionId);
+        // Could not reach the run: remembered, so a turn nothing can settle ends after a bounded time.
+        if (outcome === "gave_up") this.deps.log.commit(() => this.store.markLost(turnId, Date.now()));
       })
       .catch((err) => console.error(JSON.stringify({ msg: "upstream reader failed", executionId: ref.executionId, error: String(err) })))
       .finally(() => {
@@ -240,6 +264,7 @@ export class TurnRunner {
           status,
           usage: event.kind === "usage" || event.kind === "terminal" ? (store.executionUsage(executionId) ?? emptyExecutionUsage(executionId)) : emptyExecutionUsage(executionId),
           askStatus: (id) => store.interaction(id)?.status ?? null,
+          cancelRequested: event.kind === "terminal" && store.turn(turnId)?.cancelReason != null,
         },
         event,
       );
@@ -308,6 +333,28 @@ export class TurnRunner {
     });
   }
 
+  /** Ends a running turn failed with `code`, here and now (its reader stops on its own). */
+  private failTurn(turnId: string, code: string, message: string): void {
+    this.deps.log.commit((log) => {
+      const turn = this.store.turn(turnId);
+      if (!turn || turn.status !== "running") return;
+      this.finishTurn(log, turn, "failed", undefined, { code, message }, Date.now());
+    });
+    this.touchIndexLater();
+  }
+
+  /** Ends a running turn cancelled, here: upstream says nothing runs any more. */
+  private endCancelled(turnId: string, why: string): void {
+    this.deps.log.commit((log) => {
+      const turn = this.store.turn(turnId);
+      if (!turn || turn.status !== "running") return;
+      log.append({ turnId, executionId: turn.executionId, type: "warning", data: { code: "run_not_live", message: why }, now: Date.now() });
+      this.finishTurn(log, turn, "cancelled", undefined, undefined, Date.now());
+    });
+    this.stopReader();
+    this.touchIndexLater();
+  }
+
   /** The run's upstream stream is over: drop its de-duplication keys, trim the log, update the index. */
   private async afterRunEnded(executionId: string): Promise<void> {
     this.deps.log.commit(() => {
@@ -318,17 +365,32 @@ export class TurnRunner {
     await this.touchIndex(this.store.getMeta("session"), "idle").catch(() => undefined);
   }
 
-  /** The watchdog: after an eviction or restart, a running turn gets its reader back; a dispatch that never finished is cleared. */
+  /**
+   * The watchdog: after an eviction or restart, a running turn gets its reader back; a dispatch that
+   * never finished is cleared; a turn past TURN_MAX_DURATION_MS is stopped and fails turn_timeout;
+   * a turn whose run could not be reached for UPSTREAM_LOST_AFTER_MS fails upstream_lost.
+   */
   async watchdog(): Promise<void> {
     const active = this.store.activeTurn();
     if (!active) return;
+    const now = Date.now();
+    const config = this.deps.config();
     if (active.status === "pending") {
       // A dispatch that never finished (the object was evicted mid-dispatch): nothing was acknowledged.
-      if (Date.now() - active.updatedAt > WATCHDOG_INTERVAL_MS) this.deps.log.commit(() => this.store.deleteTurn(active.turnId));
+      if (now - active.updatedAt > WATCHDOG_INTERVAL_MS && !this.dispatching.has(active.turnId)) this.deps.log.commit(() => this.store.deleteTurn(active.turnId));
+    } else if (now - active.createdAt >= config.TURN_MAX_DURATION_MS) {
+      // The turn ends here first (what the run says after this is not its end), then the run is stopped.
+      this.stopReader();
+      this.failTurn(active.turnId, "turn_timeout", `the turn ran longer than ${config.TURN_MAX_DURATION_MS} ms and was stopped`);
+      if (active.controlRef) await this.deps.provider().cancel(active.controlRef, { operationId: `timeout:${active.turnId}`, reason: "turn_timeout" }).catch(() => undefined);
+    } else if (active.lostAt !== null && now - active.lostAt >= config.UPSTREAM_LOST_AFTER_MS) {
+      this.stopReader();
+      this.failTurn(active.turnId, "upstream_lost", `the run could not be reached for ${Math.round((now - active.lostAt) / 1000)} s and nothing could settle it`);
     } else {
       this.ensureReader();
     }
-    if (this.store.activeTurn()) await this.deps.alarms.set(Date.now() + WATCHDOG_INTERVAL_MS);
+    const still = this.store.activeTurn();
+    if (still) await this.deps.alarms.set(Math.min(Date.now() + WATCHDOG_INTERVAL_MS, still.createdAt + config.TURN_MAX_DURATION_MS));
   }
 
   // ------------------------------------------------------------------ usage and budgets
@@ -400,6 +462,8 @@ export class TurnRunner {
       try {
         const outcome = await this.deps.provider().cancel(run, { operationId, ...(reason !== undefined ? { reason } : {}) });
         ack = { operationId, requestDigest, run, status: "accepted", effect: outcome.effect };
+        // Upstream runs nothing under this ref any more: the turn must not stay running here.
+        if (outcome.effect === "not_live") this.endCancelled(current.turnId, `upstream says the run is not live${outcome.reason ? ` (${outcome.reason})` : ""}`);
       } catch (err) {
         // Whether the run stopped is unknown: not recorded, so the same operation can be sent again.
         const message = `the cancellation could not be confirmed: ${err instanceof Error ? err.message : String(err)}`;

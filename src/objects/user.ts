@@ -45,7 +45,16 @@ export class UserObject extends DurableObject<Env> {
   private migrate(): void {
     this.sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
     const current = this.sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0]?.version ?? 0;
-    if (current >= 2) return;
+    if (current >= 3) return;
+    if (current < 2) this.migrateToV2();
+    // v3: how many times each conversation id was deleted: a conversation id used again talks to a
+    // new agent session, never the old agent's memory.
+    this.sql.exec("CREATE TABLE IF NOT EXISTS incarnations (conversation_id TEXT PRIMARY KEY, deletions INTEGER NOT NULL)");
+    this.sql.exec("DELETE FROM schema_version");
+    this.sql.exec("INSERT INTO schema_version (version) VALUES (3)");
+  }
+
+  private migrateToV2(): void {
     this.sql.exec(`
       CREATE TABLE IF NOT EXISTS environment (id INTEGER PRIMARY KEY CHECK (id = 1), record TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS conversations (
@@ -57,8 +66,6 @@ export class UserObject extends DurableObject<Env> {
     // v2: what each conversation spent, for the per-user token budget.
     this.sql.exec("ALTER TABLE conversations ADD COLUMN used_tokens INTEGER NOT NULL DEFAULT 0");
     this.sql.exec("ALTER TABLE conversations ADD COLUMN usage_complete INTEGER NOT NULL DEFAULT 1");
-    this.sql.exec("DELETE FROM schema_version");
-    this.sql.exec("INSERT INTO schema_version (version) VALUES (2)");
   }
 
   private known(): EnvironmentRecord | null {
@@ -143,7 +150,18 @@ export class UserObject extends DurableObject<Env> {
   }
 
   async removeConversation(conversationId: string): Promise<void> {
-    this.sql.exec("DELETE FROM conversations WHERE conversation_id = ?", conversationId);
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec("DELETE FROM conversations WHERE conversation_id = ?", conversationId);
+      this.sql.exec(
+        "INSERT INTO incarnations (conversation_id, deletions) VALUES (?, 1) ON CONFLICT(conversation_id) DO UPDATE SET deletions = deletions + 1",
+        conversationId,
+      );
+    });
+  }
+
+  /** How many times this conversation id was deleted (0 for a first use). */
+  async deletionsOf(conversationId: string): Promise<number> {
+    return this.sql.exec<{ deletions: number }>("SELECT deletions FROM incarnations WHERE conversation_id = ?", conversationId).toArray()[0]?.deletions ?? 0;
   }
 
   async listConversations(limit: number): Promise<ConversationEntry[]> {

@@ -114,6 +114,8 @@ export type ProviderEvent = EventBase &
         /** The run ended. `usage` is a last report carried by the terminal frame; `receipt` the run's authoritative usage. */
         kind: "terminal";
         status: TerminalStatus;
+        /** The frame did not say how the run ended (the status is a guess): a stop the session asked for wins. */
+        assumed?: true;
         text?: string;
         error?: RunError;
         usage?: UsageReport;

@@ -24,6 +24,9 @@ const STATUS_MAP: Record<string, "started" | "processing" | "completed" | "faile
   failed: "failed",
   error: "failed",
   cancelled: "cancelled",
+  awaiting_question: "processing",
+  awaiting_plan_decision: "processing",
+  blocked_on_approval: "processing",
 };
 
 function warning(upstreamId: string | undefined, code: string, message: string): ProviderEvent {
@@ -167,7 +170,14 @@ export function normalizeFrame(frame: SseFrame, options: { requireId: boolean })
       return { kind: "terminal", upstreamId, status, ...(text !== undefined ? { text } : {}), ...(error ? { error } : {}), ...terminalReceipt(valid), shown };
     }
     case "done":
-      return { kind: "terminal", upstreamId, status: "completed", ...terminalReceipt(valid), shown };
+      // `done` does not say how the run ended: completed, unless the session knows it was stopped.
+      return { kind: "terminal", upstreamId, status: "completed", assumed: true, ...terminalReceipt(valid), shown };
+    case "session.run.failed": {
+      const error = valid.error;
+      const message = typeof error === "string" ? error : typeof error === "object" && error !== null ? (error as { message?: string }).message : (valid.message as string | undefined);
+      const code = typeof error === "object" && error !== null ? (error as { code?: string }).code : undefined;
+      return { kind: "terminal", upstreamId, status: "failed", error: { message: message ?? "the run failed", ...(code ? { code } : {}) }, shown };
+    }
     case "error":
       return {
         kind: "terminal",

@@ -11,7 +11,7 @@
  */
 import { canonicalDigest, stripUndefined } from "../../lib/digest";
 import { readSseFrames, type SseFrame } from "../../lib/sse";
-import type { AgentExactRunControlRef } from "../../schemas/contracts";
+import type { AgentExactRunControlRef, InteractionRequest } from "../../schemas/contracts";
 import type { Claims } from "../claims";
 import { ProviderError } from "../errors";
 import type { HttpTransport } from "../http";
@@ -32,7 +32,7 @@ import type {
 import { claimsOf } from "./claims";
 import { MAX_FRAME_BYTES, normalizeFrame } from "./frames";
 import { sandboxRoutes as routes } from "./routes";
-import { AbortResponse, AnswerResponse, PromptResult, Sandbox, SandboxCapabilities, type BackendConfig } from "./wire";
+import { AbortResponse, AnswerResponse, PromptResult, Sandbox, SandboxCapabilities, SessionStateResponse, type BackendConfig } from "./wire";
 
 const TANGLE_PROVIDER_NAME = "tangle-sandbox";
 
@@ -52,9 +52,13 @@ function backendWithoutBearer(backend: BackendConfig | undefined): unknown {
   return { ...backend, model: { ...model, ...(authFiles ? { authFiles: authFiles.map((f) => ({ path: f.path, mode: f.mode })) } : {}) } };
 }
 
+/** Running with a ready filesystem; a readiness value this client does not know is not ready. */
 function isReady(sandbox: Sandbox): boolean {
   return sandbox.status === "running" && (sandbox.filesystemIncarnationReadiness === undefined || sandbox.filesystemIncarnationReadiness === "ready");
 }
+
+/** How long a dispatch stream may go without admitting the run before the run is looked up by its id. */
+const ADMISSION_TIMEOUT_MS = 15_000;
 
 const TERMINAL_SANDBOX_STATUSES = new Set(["failed", "stopped", "expired", "deleted"]);
 
@@ -68,9 +72,9 @@ export class TangleProvider implements AgentProvider {
     return this.options.client;
   }
 
-  backendFor(model: string | undefined): BackendConfig {
+  backendFor(model: string | undefined, interactions?: DispatchInput["interactions"]): BackendConfig {
     const chosen = model ?? this.options.model;
-    return { type: this.options.backend, ...(chosen ? { model: chosen } : {}) };
+    return { type: this.options.backend, ...(chosen ? { model: chosen } : {}), ...(interactions ? { interactions } : {}) };
   }
 
   // ------------------------------------------------------------ environment
@@ -102,7 +106,8 @@ export class TangleProvider implements AgentProvider {
         break;
       }
       if (Date.now() >= deadline) {
-        reason = `it was still ${sandbox.status}${sandbox.status === "running" ? " with its filesystem transitioning" : ""} after ${this.options.readyTimeoutMs} ms`;
+        const readiness = sandbox.filesystemIncarnationReadiness;
+        reason = `it was still ${sandbox.status}${sandbox.status === "running" ? ` with its filesystem ${readiness === "transitioning" ? "transitioning" : `reporting "${readiness}"`}` : ""} after ${this.options.readyTimeoutMs} ms`;
         break;
       }
       await new Promise((resolve) => setTimeout(resolve, this.options.readyPollMs));
@@ -189,48 +194,98 @@ export class TangleProvider implements AgentProvider {
   async dispatch(input: DispatchInput): Promise<DispatchReceipt> {
     // The stopped-then-resumed case needs the backend on the turn again (seed 004); sending it on
     // every turn keeps the request digest the same whichever case this is.
-    const backend = this.backendFor(input.model);
+    const backend = this.backendFor(input.model, input.interactions);
+    try {
+      return await this.dispatchWith(input, backend);
+    } catch (err) {
+      // A deployment that wants the model as an object says so: send it that way once.
+      if (err instanceof ProviderError && err.code === "invalid_request" && err.message.includes("backend.model") && typeof backend.model === "string") {
+        return this.dispatchWith(input, { ...backend, model: { model: backend.model } });
+      }
+      throw err;
+    }
+  }
+
+  private async dispatchWith(input: DispatchInput, backend: BackendConfig): Promise<DispatchReceipt> {
     const body = stripUndefined({
       message: input.message,
       parts: [{ type: "text" as const, text: input.message }],
       sessionId: input.sessionId,
       turnId: input.turnId,
       executionId: input.executionId,
+      // The exact run this dispatch asks for, where the capability document requires one.
+      runControlRef: { runId: input.executionId, provider: this.name, environmentId: input.environmentId, sessionId: input.sessionId, executionId: input.executionId },
       detach: true,
       backend,
+      // The posture travels in the backend and at the top level: deployments read one or the other.
       interactions: input.interactions,
     });
-    let response: Response;
-    try {
-      // Safe to retry: the execution id makes the dispatch idempotent upstream.
-      response = await this.client.send(routes.runStream(input.environmentId), { body, retry: true, stream: true }, "dispatch turn");
-    } catch (err) {
-      throw refine(err);
-    }
+    const abort = new AbortController();
+    const admissionTimer = setTimeout(() => abort.abort(new Error("no admission")), ADMISSION_TIMEOUT_MS);
     const requestDigest = await this.requestDigest(input, backend);
-    for await (const frame of readSseFrames(response.body!, MAX_FRAME_BYTES + 64 * 1024)) {
-      const admission = admissionOf(frame);
-      if (admission === "refused") {
-        throw new ProviderError("dispatch_refused", `the sandbox refused the turn: ${refusalOf(frame)}`);
+    const controlRef: AgentExactRunControlRef = {
+      runId: input.executionId,
+      provider: this.name,
+      environmentId: input.environmentId,
+      sessionId: input.sessionId,
+      executionId: input.executionId,
+      requestDigest,
+    };
+    try {
+      let response: Response;
+      try {
+        // Safe to retry: the execution id makes the dispatch idempotent upstream. The requested
+        // execution id travels both in the X-Execution-ID header and in the body.
+        response = await this.client.send(
+          routes.runStream(input.environmentId),
+          { body, headers: { "x-execution-id": input.executionId }, retry: true, stream: true, signal: abort.signal },
+          "dispatch turn",
+        );
+      } catch (err) {
+        if (abort.signal.aborted) return await this.lookUpUnadmitted(input, controlRef);
+        throw refine(err);
       }
-      if (admission) {
-        const admitted = admission.executionId;
-        if (admitted !== input.executionId) {
-          // Fail closed: never adopt an execution we did not ask for (seed 000).
-          throw new ProviderError("admission_mismatch", `the sandbox admitted execution ${String(admitted)} instead of ${input.executionId}`);
+      try {
+        for await (const frame of readSseFrames(response.body!, MAX_FRAME_BYTES + 64 * 1024)) {
+          const admission = admissionOf(frame);
+          if (admission === "refused") {
+            throw new ProviderError("dispatch_refused", `the sandbox refused the turn: ${refusalOf(frame)}`);
+          }
+          if (admission) {
+            if (admission.executionId !== input.executionId) {
+              // Fail closed: never adopt an execution we did not ask for (seed 000).
+              throw new ProviderError("admission_mismatch", `the sandbox admitted execution ${String(admission.executionId)} instead of ${input.executionId}`);
+            }
+            return { controlRef, alreadyExisted: admission.alreadyExisted === true };
+          }
         }
-        const controlRef: AgentExactRunControlRef = {
-          runId: input.executionId,
-          provider: this.name,
-          environmentId: input.environmentId,
-          sessionId: input.sessionId,
-          executionId: input.executionId,
-          requestDigest,
-        };
-        return { controlRef, alreadyExisted: admission.alreadyExisted === true };
+      } catch (err) {
+        if (abort.signal.aborted) return await this.lookUpUnadmitted(input, controlRef);
+        throw err;
       }
+      throw new ProviderError("admission_missing", "the sandbox closed the dispatch stream without admitting the run", { retryable: true });
+    } finally {
+      clearTimeout(admissionTimer);
     }
-    throw new ProviderError("admission_missing", "the sandbox closed the dispatch stream without admitting the run", { retryable: true });
+  }
+
+  /**
+   * No admission came in time. The run may have started all the same: look it up by its execution
+   * id, and take it only when the session names exactly that execution; otherwise fail closed.
+   */
+  private async lookUpUnadmitted(input: DispatchInput, controlRef: AgentExactRunControlRef): Promise<DispatchReceipt> {
+    const state = await this.sessionState(input.environmentId, input.sessionId).catch(() => null);
+    if (state && (state.activeExecutionId === input.executionId || state.latestExecutionId === input.executionId)) {
+      return { controlRef, alreadyExisted: false };
+    }
+    throw new ProviderError("admission_missing", `the sandbox did not admit the run within ${ADMISSION_TIMEOUT_MS} ms, and no run under its execution id exists`, {
+      retryable: true,
+    });
+  }
+
+  /** The agent session's state (`{ data: { session } }`, or the inner object flat on older deployments). */
+  private async sessionState(environmentId: string, sessionId: string) {
+    return this.client.json(routes.sessionState(environmentId, sessionId), SessionStateResponse, { retry: true }, "read session state");
   }
 
   async *events(ref: AgentExactRunControlRef, options: EventsOptions): AsyncIterable<ProviderEvent> {
@@ -251,9 +306,18 @@ export class TangleProvider implements AgentProvider {
     } catch (err) {
       throw refine(err, cursor);
     }
+    // A plan may wait for its decision as a `status: awaiting_plan_decision` after `plan.submitted`,
+    // with no interaction frame: it becomes an ask, answered through the plan routes.
+    let plan: SubmittedPlan | undefined;
     for await (const frame of readSseFrames(response.body!, MAX_FRAME_BYTES + 64 * 1024)) {
       const event = normalizeFrame(frame, { requireId: true });
-      if (event) yield event;
+      if (!event) continue;
+      if (event.kind === "passthrough" && event.shown.type === "plan.submitted") plan = submittedPlan(event.shown.data.plan) ?? plan;
+      if (plan && event.kind === "passthrough" && event.shown.type === "status" && rawStatus(frame) === "awaiting_plan_decision") {
+        yield { kind: "interaction.requested", upstreamId: event.upstreamId, request: planAsk(plan), shown: event.shown };
+        continue;
+      }
+      yield event;
     }
   }
 
@@ -275,8 +339,23 @@ export class TangleProvider implements AgentProvider {
     } catch (err) {
       // 409: not finished yet.
       if (err instanceof ProviderError && err.code === "conflict") return null;
-      throw err;
+      // No result route (it is this project's reading of the API): settle from the session state.
+      if (err instanceof ProviderError && err.code === "not_found") return this.resultFromSessionState(ref);
+      throw refine(err);
     }
+  }
+
+  /**
+   * How the exact execution stands by its session's state: still active → not settled; the session
+   * no longer runs it → it ended (how exactly, only the result route could say: completed, with the
+   * streamed text standing).
+   */
+  private async resultFromSessionState(ref: AgentExactRunControlRef): Promise<ProviderResult | null> {
+    const state = await this.sessionState(ref.environmentId, ref.sessionId);
+    if (state.activeExecutionId === ref.executionId) return null;
+    // Running, without saying what: nothing can be told yet.
+    if (!state.activeExecutionId && state.state === "running") return null;
+    return { status: "completed" };
   }
 
   async cancel(ref: AgentExactRunControlRef): Promise<CancelOutcome> {
@@ -289,8 +368,8 @@ export class TangleProvider implements AgentProvider {
         { body: { executionId: ref.executionId }, retry: true },
         "cancel run",
       );
-      const { cancelled, reason: why } = answer.data;
-      return { effect: cancelled ? "cancelled" : "not_live", ...(why ? { reason: why } : {}) };
+      const why = answer.reason ?? answer.noopReason;
+      return { effect: answer.cancelled ? "cancelled" : "not_live", ...(why ? { reason: why } : {}) };
     } catch (err) {
       // 404: the platform does not know the session, so nothing runs there to cancel.
       if (err instanceof ProviderError && err.code === "not_found") return { effect: "not_live", reason: "unknown_session" };
@@ -299,6 +378,7 @@ export class TangleProvider implements AgentProvider {
   }
 
   async respondToInteraction(ref: AgentExactRunControlRef, command: InteractionCommand): Promise<AnswerDelivery> {
+    if (isPlanAsk(command.request)) return this.decidePlan(ref, command);
     const body = stripUndefined({ id: command.binding.interactionId, outcome: command.outcome, data: command.data });
     try {
       // Not retried here: whether a repeat is safe depends on the deployment recording answers
@@ -315,19 +395,92 @@ export class TangleProvider implements AgentProvider {
       }
       if (err.code === "not_found") return { status: "unknown_interaction", message: "the deployment no longer knows this interaction" };
       if (err.code === "invalid_request") return { status: "invalid_response", message: err.message };
+      // The deployment does not take answers at all: that is a refusal, not a failure to retry.
+      if (err.code === "capability_denied") throw err.as("capability_denied", "this deployment does not take interaction answers (501)");
       // Delivery is unconfirmed: never `accepted`.
       return { status: "transport_failure", message: `delivery could not be confirmed: ${err.message}`, retryable: true };
     }
   }
 
-  async deleteSession({ environmentId, sessionId }: { environmentId: string; sessionId: string }): Promise<void> {
+  /** A plan decided through the plan routes: approve, or reject with feedback (a revised plan follows). */
+  private async decidePlan(ref: AgentExactRunControlRef, command: InteractionCommand): Promise<AnswerDelivery> {
+    const decision = command.outcome === "accepted" && command.data?.decision === "approve" ? "approve" : "reject";
+    const feedback = typeof command.data?.feedback === "string" ? command.data.feedback : undefined;
     try {
-      await this.client.send(routes.deleteSession(environmentId, sessionId), { retry: true }, "delete session");
+      await this.client.send(routes.planDecision(ref.environmentId, ref.sessionId, decision), { body: decision === "reject" && feedback ? { feedback } : {} }, "decide plan");
+      return { status: "accepted" };
     } catch (err) {
-      if (err instanceof ProviderError && err.code === "not_found") return;
-      throw err;
+      if (!(err instanceof ProviderError)) throw err;
+      if (err.code === "not_found") return { status: "unknown_interaction", message: "the deployment no longer waits for this plan decision" };
+      if (err.code === "conflict") return { status: "already_resolved_different", message: "the plan was already decided" };
+      if (err.code === "invalid_request") return { status: "invalid_response", message: err.message };
+      if (err.code === "capability_denied") throw err.as("capability_denied", "this deployment does not take plan decisions (501)");
+      return { status: "transport_failure", message: `delivery could not be confirmed: ${err.message}`, retryable: true };
     }
   }
+
+  async deleteSession({ environmentId, sessionId }: { environmentId: string; sessionId: string }): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.client.send(routes.deleteSession(environmentId, sessionId), { retry: true }, "delete session");
+        return;
+      } catch (err) {
+        const refined = refine(err);
+        // Gone with its sandbox: nothing is left to delete.
+        if (refined instanceof ProviderError && (refined.code === "not_found" || refined.code === "environment_gone")) return;
+        // A stopped sandbox holds the session still: resume it, then delete (once).
+        if (attempt === 1 && refined instanceof ProviderError && refined.code === "environment_not_running") {
+          await this.client.json(routes.resumeSandbox(environmentId), Sandbox, { retry: true }, "resume sandbox");
+          await this.waitReady(environmentId, false);
+          continue;
+        }
+        throw refined;
+      }
+    }
+  }
+}
+
+interface SubmittedPlan {
+  id: string;
+  revision: number;
+  title?: string;
+  body: string;
+}
+
+const PLAN_ASK_PREFIX = "plan:";
+
+function submittedPlan(value: unknown): SubmittedPlan | undefined {
+  const p = value as Partial<SubmittedPlan> | undefined;
+  return p && typeof p.id === "string" && typeof p.revision === "number" && typeof p.body === "string" ? { id: p.id, revision: p.revision, body: p.body, ...(p.title ? { title: p.title } : {}) } : undefined;
+}
+
+function rawStatus(frame: SseFrame): unknown {
+  try {
+    return (JSON.parse(frame.data ?? "{}") as { status?: unknown }).status;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The ask a plan waiting for its decision becomes (the same form a `plan` interaction has). */
+function planAsk(plan: SubmittedPlan): InteractionRequest {
+  return {
+    id: `${PLAN_ASK_PREFIX}${plan.id}:r${plan.revision}`,
+    kind: "plan",
+    title: plan.title ? `Approve the plan "${plan.title}" (revision ${plan.revision})?` : `Approve plan revision ${plan.revision}?`,
+    body: plan.body,
+    subject: { planId: plan.id, revision: plan.revision },
+    answerSpec: {
+      fields: [
+        { name: "decision", type: "select", label: "Decision", options: ["approve", "reject"], required: true },
+        { name: "feedback", type: "text", label: "Feedback for a revised plan" },
+      ],
+    },
+  };
+}
+
+function isPlanAsk(request: InteractionRequest): boolean {
+  return request.kind === "plan" && request.id.startsWith(PLAN_ASK_PREFIX) && request.binding === undefined;
 }
 
 /** The Sandbox's own error codes, as provider error codes. */
@@ -336,6 +489,7 @@ function refine(err: unknown, cursor?: string): unknown {
   const wire = err.options.wireCode?.toUpperCase();
   if (wire === "SESSION_BUSY") return err.as("session_busy", "the agent session is already running a turn");
   if (wire === "SANDBOX_NOT_RUNNING") return err.as("environment_not_running", "the sandbox is not running", { retryable: true });
+  if (wire === "SANDBOX_NOT_FOUND") return err.as("environment_gone", "the sandbox is gone", { retryable: false });
   if (wire === "INVALID_CURSOR") {
     const last = Number(err.options.details?.lastEventId);
     const ahead = cursor !== undefined && Number.isFinite(last) && Number(cursor) > last;
@@ -346,21 +500,30 @@ function refine(err: unknown, cursor?: string): unknown {
 }
 
 /** The admission a dispatch-stream frame carries: the execution it names, a refusal, or nothing. */
+/**
+ * The admission a dispatch-stream frame carries: an `execution.started` frame (with or without the
+ * session), or a `status` frame that names an execution; a refusal (`error`, `session.run.failed`); or nothing.
+ */
 function admissionOf(frame: SseFrame): { executionId: unknown; alreadyExisted?: unknown } | "refused" | null {
   if (frame.data === undefined) return null;
-  if (frame.event === "error") return "refused";
-  if (frame.event !== "execution.started") return null;
+  if (frame.event === "error" || frame.event === "session.run.failed") return "refused";
+  if (frame.event !== "execution.started" && frame.event !== "status") return null;
+  let data: Record<string, unknown>;
   try {
-    const data = JSON.parse(frame.data) as Record<string, unknown>;
-    return typeof data === "object" && data !== null ? { executionId: data.executionId, alreadyExisted: data.alreadyExisted } : null;
+    data = JSON.parse(frame.data) as Record<string, unknown>;
   } catch {
     return null;
   }
+  if (typeof data !== "object" || data === null) return null;
+  if (frame.event === "status" && (data.executionId === undefined || (data.status !== "started" && data.status !== "queued" && data.status !== "running"))) return null;
+  return { executionId: data.executionId, alreadyExisted: data.alreadyExisted };
 }
 
 function refusalOf(frame: SseFrame): string {
   try {
-    return String((JSON.parse(frame.data ?? "{}") as { message?: unknown }).message ?? "no reason given");
+    const data = JSON.parse(frame.data ?? "{}") as { message?: unknown; error?: { message?: unknown } | string };
+    const nested = typeof data.error === "object" && data.error !== null ? data.error.message : data.error;
+    return String(data.message ?? nested ?? "no reason given");
   } catch {
     return "no reason given";
   }

@@ -16,8 +16,14 @@ export const sandboxRoutes = {
   // Runtime proxy [wire]
   capabilities: (id: string): Route => ({ method: "GET", path: runtime(id, "/capabilities") }),
   runStream: (id: string): Route => ({ method: "POST", path: runtime(id, "/agents/run/stream") }),
+  sessionState: (id: string, sessionId: string): Route => ({ method: "GET", path: runtime(id, `/agents/sessions/${enc(sessionId)}`) }),
   abort: (id: string, sessionId: string): Route => ({ method: "POST", path: runtime(id, `/agents/sessions/${enc(sessionId)}/abort`) }),
   answerInteraction: (id: string, sessionId: string): Route => ({ method: "POST", path: runtime(id, `/agents/sessions/${enc(sessionId)}/interactions`) }),
+  // [ours] (SDK approvePlan / rejectPlan)
+  planDecision: (id: string, sessionId: string, decision: "approve" | "reject"): Route => ({
+    method: "POST",
+    path: runtime(id, `/agents/sessions/${enc(sessionId)}/plan/${decision}`),
+  }),
   // [ours]
   executionResult: (id: string, sessionId: string, executionId: string): Route => ({
     method: "GET",

@@ -18,7 +18,8 @@ export const Sandbox = z.looseObject({
   lastActivityAt: z.string().optional(),
   expiresAt: z.string().optional(),
   error: z.unknown().optional(),
-  filesystemIncarnationReadiness: z.enum(["transitioning", "ready"]).optional(),
+  /** `transitioning` or `ready`; any other value is not ready (and is named when the wait fails). */
+  filesystemIncarnationReadiness: z.string().optional(),
 });
 export type Sandbox = z.infer<typeof Sandbox>;
 
@@ -67,7 +68,21 @@ const WireTokenUsage = z.looseObject({
   cost: z.number().optional(),
 });
 
-const WIRE_STATUSES = ["queued", "started", "running", "processing", "completed", "success", "failed", "error", "cancelled"] as const;
+const WIRE_STATUSES = [
+  "queued",
+  "started",
+  "running",
+  "processing",
+  "completed",
+  "success",
+  "failed",
+  "error",
+  "cancelled",
+  // Waiting for a person: not terminal.
+  "awaiting_question",
+  "awaiting_plan_decision",
+  "blocked_on_approval",
+] as const;
 
 /** Each known frame type's data schema. Unknown types pass through as JSON objects (seed 001: new variants arrive). */
 export const FrameDataSchemas = {
@@ -102,6 +117,7 @@ export const FrameDataSchemas = {
   }),
   done: z.looseObject({ tokenUsage: WireTokenUsage.optional(), totalCostUsd: z.number().optional() }),
   error: z.looseObject({ message: z.string(), code: z.string().optional() }),
+  "session.run.failed": z.looseObject({ error: z.union([z.string(), z.looseObject({ message: z.string().optional(), code: z.string().optional() })]).optional(), message: z.string().optional() }),
   "native.session.observed": z.looseObject({ provider: z.string(), nativeSessionId: z.string() }),
 } as const;
 
@@ -127,7 +143,17 @@ export type PromptResult = z.infer<typeof PromptResult>;
 /** An answer's acknowledgement body; older deployments answer 2xx with no body of note. */
 export const AnswerResponse = z.looseObject({ data: z.looseObject({ status: z.string().optional() }).optional() });
 
-export const AbortResponse = z.looseObject({ data: z.looseObject({ cancelled: z.boolean(), reason: z.string().optional() }) });
+const AbortAnswer = z.looseObject({ cancelled: z.boolean(), reason: z.string().optional(), noopReason: z.string().optional() });
+/** `{ data: { cancelled, reason? } }`, or flat `{ cancelled, noopReason? }`: read both. */
+export const AbortResponse = z.union([z.looseObject({ data: AbortAnswer }).transform((v) => v.data), AbortAnswer]);
+
+const SessionStateInner = z.looseObject({
+  state: z.string(),
+  activeExecutionId: z.string().nullish(),
+  latestExecutionId: z.string().nullish(),
+});
+/** `{ data: { session } }`, or the inner object flat on older deployments. */
+export const SessionStateResponse = z.union([z.looseObject({ data: z.looseObject({ session: SessionStateInner }) }).transform((v) => v.data.session), SessionStateInner]);
 
 const Flag = z.boolean().optional();
 export const SandboxCapabilities = z.looseObject({
