@@ -66,7 +66,7 @@ async function api(path, token, init = {}) {
   return res.json();
 }
 
-const tokenOf = (page) => page.evaluate(() => sessionStorage.getItem("gw:token"));
+const tokenOf = (page) => page.evaluate(() => localStorage.getItem("gw:token"));
 const cidOf = (page) => page.evaluate(() => new URL(location.href).searchParams.get("c"));
 
 describe("the chat page", () => {
@@ -76,7 +76,7 @@ describe("the chat page", () => {
     await page.screenshot({ path: `${SHOTS}/01-sign-in.png` });
     await page.getByLabel("Your name").fill(unique("ada"));
     await page.getByRole("button", { name: "Sign in" }).click();
-    await page.locator("#connection[data-state=live]").waitFor();
+    await page.locator("#empty").waitFor();
     await send(page, "What does the README say?");
     // The message shows at once.
     await lastTurn(page).locator(".bubble-user", { hasText: "What does the README say?" }).waitFor({ timeout: 2000 });
@@ -136,8 +136,8 @@ describe("the chat page", () => {
     assert.deepEqual(await cardA.locator("button").allTextContents(), ["Allow once", "Allow for this session", "Deny"]);
     await b.screenshot({ path: `${SHOTS}/04-permission-phone.png` });
     await cardA.getByRole("button", { name: "Allow for this session" }).click();
-    await cardA.locator(".outcome", { hasText: "Answer sent." }).waitFor();
-    await cardB.locator(".outcome", { hasText: "Answered (accepted)." }).waitFor();
+    await cardA.locator(".outcome", { hasText: "Allowed for this session." }).waitFor();
+    await cardB.locator(".outcome", { hasText: "Answered (in another tab or on another device)." }).waitFor();
     await waitForBadge(a, "done");
     await waitForBadge(b, "done");
     assert.equal(await shownText(a), await shownText(b));
@@ -154,7 +154,7 @@ describe("the chat page", () => {
     await form.getByLabel("Registry token (optional)").fill("s3cret-value");
     await b.screenshot({ path: `${SHOTS}/05-question-form.png`, fullPage: true });
     await form.getByRole("button", { name: "Send answer" }).click();
-    await form.locator(".outcome", { hasText: "Answer sent." }).waitFor();
+    await form.locator(".outcome", { hasText: "Answered: Project name: gateway" }).waitFor();
     await waitForBadge(b, "done");
     await waitForBadge(a, "done");
     assert.match(await shownText(a), /Setting up gateway with jest and coverage/);

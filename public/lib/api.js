@@ -1,0 +1,116 @@
+// @ts-check
+/**
+ * The gateway's HTTP API as the page uses it: one request function (token, JSON, one error type)
+ * and a method per route. No DOM, no page state.
+ */
+
+/** An answer the page could not use: an HTTP error, or no answer at all (status 0). */
+export class ApiError extends Error {
+  /**
+   * @param {number} status  0 when the server could not be reached
+   * @param {string} code
+   * @param {string} message
+   * @param {unknown} [body]
+   */
+  constructor(status, code, message, body) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.body = body;
+  }
+
+  /** The request may not have reached the server: the same request again is the safe retry. */
+  get unreachable() {
+    return this.status === 0 || this.status >= 500;
+  }
+}
+
+/** @typedef {{ conversationId: string, title: string, state: "idle" | "running", lastEventId: number, createdAt: string, updatedAt: string }} ConversationEntry */
+/** @typedef {{ turnId: string, status: import("./reducer.js").TurnStatus, after?: number, cached?: boolean }} TurnAnswer */
+/** @typedef {{ status: string, message?: string, retryable?: boolean }} AnswerAck */
+
+const enc = encodeURIComponent;
+const conversationPath = (/** @type {string} */ cid) => `/v1/conversations/${enc(cid)}`;
+const REQUEST_TIMEOUT_MS = 20_000;
+
+/**
+ * @param {{ baseUrl: string, token: () => string | null, onUnauthorized: () => void }} options
+ */
+export function createApi({ baseUrl, token, onUnauthorized }) {
+  /**
+   * @param {string} path
+   * @param {{ method?: string, body?: unknown, accept?: number[] }} [init]  `accept`: error statuses answered as data, not thrown
+   * @returns {Promise<{ status: number, data: any }>}
+   */
+  async function request(path, { method = "GET", body, accept = [] } = {}) {
+    /** @type {Record<string, string>} */
+    const headers = {};
+    const bearer = token();
+    if (bearer) headers.authorization = `Bearer ${bearer}`;
+    if (body !== undefined) headers["content-type"] = "application/json";
+    let res;
+    try {
+      res = await fetch(`${baseUrl}${path}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      });
+    } catch (err) {
+      throw new ApiError(0, "unreachable", `could not reach the server (${err instanceof Error ? err.message : String(err)})`);
+    }
+    const data = await res.json().catch(() => null);
+    if (res.ok || accept.includes(res.status)) return { status: res.status, data };
+    if (res.status === 401 && bearer) onUnauthorized();
+    throw new ApiError(res.status, data?.error?.code ?? "http_error", data?.error?.message ?? `HTTP ${res.status}`, data);
+  }
+
+  return {
+    /** @returns {Promise<{ ok: true, devLogin: boolean, provider: string }>} */
+    health: async () => (await request("/healthz")).data,
+    /** @param {string} user @returns {Promise<{ token: string, user: string, expiresIn: number }>} */
+    devLogin: async (user) => (await request("/v1/dev/login", { method: "POST", body: { user } })).data,
+    /**
+     * Whether the server accepts a pasted user token (a 401 here signs nobody out).
+     * @param {string} candidate @returns {Promise<string | null>} null when accepted, else why not
+     */
+    checkToken: async (candidate) => {
+      const res = await fetch(`${baseUrl}/v1/conversations?limit=1`, { headers: { authorization: `Bearer ${candidate}` } }).catch(() => null);
+      if (!res) return "could not reach the server";
+      if (res.ok) return null;
+      return (await res.json().catch(() => null))?.error?.message ?? "that token was not accepted";
+    },
+    /** @param {number} limit @returns {Promise<ConversationEntry[]>} */
+    conversations: async (limit) => (await request(`/v1/conversations?limit=${limit}`)).data.conversations,
+    /** @param {string} cid @returns {Promise<import("./reducer.js").Transcript>} */
+    messages: async (cid) => (await request(`${conversationPath(cid)}/messages`)).data,
+    /** @param {string} cid */
+    summary: async (cid) => (await request(conversationPath(cid))).data,
+    /** @param {string} cid */
+    usage: async (cid) => (await request(`${conversationPath(cid)}/usage`)).data,
+    /**
+     * @param {string} cid
+     * @param {string} turnId  the same id on a retry: the server runs a turn once
+     * @param {string} message
+     * @returns {Promise<TurnAnswer>}
+     */
+    send: async (cid, turnId, message) => (await request(`${conversationPath(cid)}/turns`, { method: "POST", body: { turnId, message } })).data,
+    /** @param {string} cid @param {string} operationId @param {string} reason */
+    cancel: async (cid, operationId, reason) => request(`${conversationPath(cid)}/cancel`, { method: "POST", body: { operationId, reason }, accept: [409, 502] }),
+    /**
+     * An answer's acknowledgement, whatever its status (every status has its HTTP code).
+     * @param {string} cid @param {string} interactionId
+     * @param {{ operationId: string, outcome: string, data?: Record<string, unknown> }} body
+     * @returns {Promise<AnswerAck>}
+     */
+    answer: async (cid, interactionId, body) =>
+      (await request(`${conversationPath(cid)}/interactions/${enc(interactionId)}`, { method: "POST", body, accept: [404, 409, 410, 422, 502] })).data,
+    /** @param {string} cid */
+    remove: async (cid) => (await request(conversationPath(cid), { method: "DELETE" })).data,
+    /** @param {string} cid @returns {Promise<{ token: string, expiresIn: number, eventsUrl: string }>} */
+    streamToken: async (cid) => (await request(`${conversationPath(cid)}/stream-token`, { method: "POST" })).data,
+    baseUrl,
+  };
+}
+
+/** @typedef {ReturnType<typeof createApi>} Api */

@@ -1,0 +1,50 @@
+// @ts-check
+/**
+ * The names of the events a conversation's stream carries: the one list the page listens for,
+ * checked against what the server emits by test/events.test.ts (it runs the emulator's scripts
+ * and fails on any event name missing here).
+ *
+ * EventSource delivers a named event only to a listener for that name, so an event missing here
+ * would be dropped by the page without a trace.
+ */
+
+/** Events the gateway writes to a conversation's log itself (src/objects). */
+export const GATEWAY_EVENT = Object.freeze({
+  turnAccepted: "turn.accepted",
+  turnCompleted: "turn.completed",
+  turnFailed: "turn.failed",
+  turnCancelled: "turn.cancelled",
+  partUpdated: "message.part.updated",
+  usageUpdated: "usage.updated",
+  budgetExceeded: "budget.exceeded",
+  interactionRequested: "interaction.requested",
+  interactionResolved: "interaction.resolved",
+  warning: "warning",
+  /** Not logged: sent when the stream's cursor is no longer (or never was) in the log. */
+  streamReset: "stream.reset",
+});
+
+/**
+ * Provider events shown to viewers as they are (src/providers: "passthrough" and the shown form of
+ * asks, usage and terminal frames). The page draws none of them from these (the gateway's own
+ * events carry what it shows), but it listens so that every logged event moves its cursor.
+ */
+const PROVIDER_EVENTS = Object.freeze([
+  "status",
+  "result",
+  "done",
+  "error",
+  "session.run.failed",
+  "raw",
+  "interaction",
+  "interaction.cancel",
+  "plan.submitted",
+  "session.updated",
+  "tool-heartbeat",
+  "tool-slow",
+  "model-processing",
+  "child-task",
+]);
+
+/** Every event name the page listens for on the stream. */
+export const STREAM_EVENTS = Object.freeze([...Object.values(GATEWAY_EVENT), ...PROVIDER_EVENTS]);

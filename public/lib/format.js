@@ -1,0 +1,91 @@
+// @ts-check
+/** Words and numbers as the page shows them. Pure. */
+
+/** @param {number | null | undefined} n */
+export const formatTokens = (n) => (n === null || n === undefined ? "unknown" : n.toLocaleString("en-US"));
+
+/** @param {number | null | undefined} n */
+const formatCost = (n) => (n === null || n === undefined ? "unknown" : `$${n.toFixed(4)}`);
+
+/**
+ * "in 1,980 · out 80 · $0.0021", saying "unknown" where unknown and "at least" for a floor.
+ * @param {import("./reducer.js").UsageView | null} usage
+ * @param {{ floor?: boolean }} [options]
+ */
+export function usageText(usage, { floor = false } = {}) {
+  if (!usage) return "";
+  return `${floor ? "at least " : ""}in ${formatTokens(usage.inputTokens)} · out ${formatTokens(usage.outputTokens)} · ${formatCost(usage.cost)}`;
+}
+
+/**
+ * A time of day, with the date when it is not today.
+ * @param {string} iso
+ * @param {Date} [now]
+ */
+export function timeText(iso, now = new Date()) {
+  const at = new Date(iso);
+  if (Number.isNaN(at.getTime())) return "";
+  const time = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  return at.toDateString() === now.toDateString() ? time : `${at.toLocaleDateString([], { month: "short", day: "numeric" })}, ${time}`;
+}
+
+/** @type {Record<import("./reducer.js").TurnStatus, string>} */
+export const STATUS_LABEL = {
+  sending: "sending",
+  unsent: "not sent",
+  pending: "starting",
+  running: "working",
+  completed: "done",
+  failed: "failed",
+  cancelled: "cancelled",
+};
+
+/** @param {string | null} reason */
+export const cancelReasonText = (reason) => (reason === "budget_exceeded" ? "token budget reached" : (reason ?? ""));
+
+/** The grants a permission's scopes allow, with the words for each (the server's rule). */
+export function allowedGrants(/** @type {{ responseScopes?: string[] }} */ request) {
+  const scopes = request.responseScopes ?? ["once"];
+  /** @type {Array<[string, string]>} */
+  const grants = [];
+  if (scopes.includes("once")) grants.push(["allow_once", "Allow once"]);
+  if (scopes.includes("session")) grants.push(["allow_session", "Allow for this session"]);
+  if (scopes.includes("always") || scopes.includes("persistent")) grants.push(["allow_always", "Always allow"]);
+  grants.push(["deny", "Deny"]);
+  return grants;
+}
+
+/** @type {Record<string, string>} */
+export const GRANT_CHOSEN = { allow_once: "Allowed once", allow_session: "Allowed for this session", allow_always: "Always allowed", deny: "Denied" };
+
+/**
+ * How an ask ended, in words. `choice` is what this browser answered, when it did.
+ * @param {import("./reducer.js").Ask} ask
+ */
+export function askOutcomeText(ask) {
+  switch (ask.status) {
+    case "answered":
+      if (ask.choice) return ask.choice;
+      // Another tab or device answered: the server says how (outcome), never what.
+      return ask.outcome === "declined" ? "Declined." : ask.outcome === "cancelled" ? "Dismissed." : "Answered (in another tab or on another device).";
+    case "expired":
+      return "Expired: no answer came in time.";
+    case "cancelled":
+      return `No longer needed${ask.reason ? ` (${ask.reason})` : ""}.`;
+    default:
+      return "";
+  }
+}
+
+/** Why an answer was not taken, in words, by acknowledgement status. */
+/** @type {Record<string, string>} */
+export const ACK_PROBLEM = {
+  already_resolved_different: "Already answered differently (perhaps in another tab).",
+  expired: "This request expired.",
+  cancelled: "The agent no longer waits for this.",
+  unknown_interaction: "The agent no longer knows this request.",
+  unknown_run: "The run is gone.",
+  binding_mismatch: "This request belongs to another run.",
+  invalid_response: "The answer was not accepted.",
+  transport_failure: "Could not confirm the answer was delivered; try again.",
+};

@@ -1,0 +1,96 @@
+// @ts-check
+/**
+ * Following a conversation's event stream: EventSource with a short-lived stream token (it cannot
+ * send headers), resumed strictly after the page's last event. EventSource's own reconnects send
+ * Last-Event-ID; a stream the server refused (an expired token) is opened again with a new token
+ * after the last event applied.
+ */
+import { STREAM_EVENTS } from "./events.js";
+
+/** @typedef {"connecting" | "replaying" | "live" | "reconnecting"} ConnectionState */
+
+const REOPEN_DELAY_MS = 1000;
+const MINT_RETRY_MS = 2000;
+
+/**
+ * @param {{
+ *   api: import("./api.js").Api,
+ *   cid: string,
+ *   after: () => number,
+ *   onEvent: (event: import("./reducer.js").StreamEvent) => void,
+ *   onReset: () => void,
+ *   onState: (state: ConnectionState) => void,
+ *   exists: boolean,
+ * }} options  `exists`: the server has the conversation (a new one has nothing to catch up on)
+ * @returns {{ close: () => void }}
+ */
+export function followStream({ api, cid, after, onEvent, onReset, onState, exists }) {
+  let closed = false;
+  /** @type {EventSource | null} */
+  let source = null;
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let timer;
+  /** The log's last event id when the stream opened: until the page reaches it, it is catching up. */
+  let replayTarget = 0;
+
+  const report = () => onState(after() < replayTarget ? "replaying" : "live");
+
+  async function open() {
+    if (closed) return;
+    onState(source ? "reconnecting" : "connecting");
+    let minted;
+    try {
+      minted = await api.streamToken(cid);
+    } catch {
+      if (!closed) timer = setTimeout(open, MINT_RETRY_MS);
+      return;
+    }
+    if (closed) return;
+    source?.close();
+    // ?after= for this connection (a fresh EventSource has no Last-Event-ID); its own reconnects
+    // send Last-Event-ID, which the server prefers.
+    const es = new EventSource(`${api.baseUrl}${minted.eventsUrl}&after=${after()}`);
+    source = es;
+    es.addEventListener("open", () => {
+      if (source !== es) return;
+      if (!exists) return report();
+      api.summary(cid).then(
+        (summary) => {
+          replayTarget = summary.lastEventId ?? 0;
+          if (source === es) report();
+        },
+        () => source === es && report(),
+      );
+    });
+    es.addEventListener("error", () => {
+      if (source !== es || closed) return;
+      onState("reconnecting");
+      // CLOSED: the server refused the stream (an expired token, say); EventSource gives up.
+      if (es.readyState === EventSource.CLOSED) timer = setTimeout(open, REOPEN_DELAY_MS);
+    });
+    for (const type of STREAM_EVENTS) {
+      es.addEventListener(type, (message) => {
+        if (source !== es) return;
+        if (type === "stream.reset") return onReset();
+        let event;
+        try {
+          event = JSON.parse(/** @type {MessageEvent} */ (message).data);
+        } catch {
+          return;
+        }
+        onEvent(event);
+        report();
+      });
+    }
+  }
+
+  open();
+  return {
+    close() {
+      closed = true;
+      clearTimeout(timer);
+      source?.close();
+      source = null;
+    },
+  };
+}

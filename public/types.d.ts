@@ -1,0 +1,15 @@
+// Types the page's JSDoc needs that no package provides.
+
+/** highlight.js's browser build (the package of that build ships no types). */
+declare module "@highlightjs/cdn-assets/es/highlight.min.js" {
+  const hljs: {
+    highlight(code: string, options: { language: string; ignoreIllegals?: boolean }): { value: string };
+    getLanguage(name: string): unknown;
+  };
+  export default hljs;
+}
+
+/** Embedding: defined before app.js loads, it signs the page in with the host's token. */
+interface Window {
+  AGENT_GATEWAY?: { getToken?: () => Promise<string>; baseUrl?: string };
+}

@@ -1,0 +1,255 @@
+// @ts-check
+/**
+ * One turn: the user's message (plain text, with its time, and Retry/Edit when it has not reached
+ * the server), then what the agent did in order (markdown text, reasoning, tool cards, asks,
+ * warnings), then a footer (status, cancel reason, usage, time) with Copy, Retry and Regenerate.
+ */
+import { cancelReasonText, STATUS_LABEL, timeText, usageText } from "../lib/format.js";
+import { renderMarkdown } from "../lib/markdown.js";
+import { isActive } from "../lib/reducer.js";
+import { createAskView } from "./ask.js";
+import { el, reconcile, timeElement } from "./dom.js";
+
+/** @typedef {import("../lib/reducer.js").Turn} Turn */
+/** @typedef {import("../lib/reducer.js").Block} Block */
+/** @typedef {import("../lib/reducer.js").Ask} Ask */
+/**
+ * What a turn is drawn from besides itself.
+ * @typedef {object} TurnProps
+ * @property {Turn} turn
+ * @property {Record<string, Ask>} asks
+ * @property {boolean} isLast     the newest turn: Edit and Regenerate are offered on it
+ * @property {boolean} busy       a turn is being sent or run: nothing new can be sent
+ * @property {boolean} editing    its message is being edited
+ */
+/**
+ * @typedef {object} TurnHandlers
+ * @property {(turnId: string) => void} resend      the same turn again (it never reached the server)
+ * @property {(turnId: string) => void} rerun       the same message as a new turn (retry a failed turn, regenerate)
+ * @property {(turnId: string | null) => void} edit  start (or, with null, stop) editing a message
+ * @property {(turnId: string, message: string) => void} sendEdited
+ * @property {import("./ask.js").AnswerHandler} answer
+ */
+
+/** @param {unknown} value */
+const pretty = (value) => (typeof value === "string" ? value : JSON.stringify(value, null, 2));
+
+/**
+ * @param {Block} block
+ * @param {TurnHandlers} handlers
+ * @param {Record<string, Ask>} asks
+ * @returns {{ node: Element, item: Block, ask?: Ask, update: (block: Block, asks: Record<string, Ask>) => void }}
+ */
+function blockView(block, handlers, asks) {
+  switch (block.kind) {
+    case "text": {
+      const node = el("div", { class: "text markdown", "data-part": block.id });
+      const view = {
+        node,
+        item: block,
+        update: (/** @type {Block} */ b) => node.replaceChildren(renderMarkdown(b.kind === "text" ? b.text : "")),
+      };
+      view.update(block);
+      return view;
+    }
+    case "reasoning": {
+      const body = el("div", { class: "reasoning-body" });
+      const node = el("details", { class: "reasoning" }, el("summary", { text: "Reasoning" }), body);
+      const view = { node, item: block, update: (/** @type {Block} */ b) => (body.textContent = b.kind === "reasoning" ? b.text : "") };
+      view.update(block);
+      return view;
+    }
+    case "tool": {
+      const name = el("span", { class: "tool-name" });
+      const status = el("span", { class: "tool-status" });
+      const body = el("div", { class: "tool-body" });
+      const node = el("details", { class: "tool", "data-part": block.id }, el("summary", {}, name, status), body);
+      const view = {
+        node,
+        item: block,
+        update: (/** @type {Block} */ b) => {
+          if (b.kind !== "tool") return;
+          name.textContent = b.tool;
+          status.textContent = b.status;
+          status.className = `tool-status ${b.status}`;
+          const result = b.error ?? b.output;
+          body.replaceChildren(
+            ...(b.input !== undefined ? [el("strong", { text: "Input" }), el("pre", { text: pretty(b.input) })] : []),
+            ...(result !== undefined
+              ? [
+                  el("div", { class: "tool-output-head" }, el("strong", { text: b.error !== undefined ? "Error" : "Output" }), el("button", { type: "button", class: "copy-button", "data-action": "copy-output", text: "Copy output" })),
+                  el("pre", { class: "tool-output", text: pretty(result) }),
+                ]
+              : []),
+          );
+        },
+      };
+      view.update(block);
+      return view;
+    }
+    case "ask": {
+      const ask = asks[block.id];
+      if (!ask) return { node: el("div", { hidden: true }), item: block, update: () => {} };
+      const askView = createAskView(ask, { answer: handlers.answer });
+      return {
+        node: askView.node,
+        item: block,
+        ask,
+        update(_b, nextAsks) {
+          const next = nextAsks[block.id];
+          if (next && next !== askView.item) {
+            askView.item = next;
+            askView.update(next);
+          }
+        },
+      };
+    }
+    case "warning": {
+      const node = el("p", { class: "warning-line", text: `⚠ ${block.text}` });
+      return { node, item: block, update: (b) => (node.textContent = b.kind === "warning" ? `⚠ ${b.text}` : "") };
+    }
+    default: {
+      const node = el("p", { class: "file-line" });
+      const view = { node, item: block, update: (/** @type {Block} */ b) => (node.textContent = b.kind === "file" ? b.label : "") };
+      view.update(block);
+      return view;
+    }
+  }
+}
+
+/** The answer as written (markdown), for Copy. */
+export function answerText(/** @type {Turn} */ turn) {
+  return turn.blocks.flatMap((b) => (b.kind === "text" ? [b.text] : [])).join("\n\n");
+}
+
+/**
+ * @param {string} turnId
+ * @param {TurnHandlers} handlers
+ */
+export function createTurnView(turnId, handlers) {
+  const bubble = el("div", { class: "bubble-user" });
+  const meta = el("div", { class: "message-meta" });
+  const sendError = el("div", { class: "send-error", role: "alert", hidden: true });
+  const userRow = el("div", { class: "user-row" }, bubble, meta, sendError);
+  const parts = el("div", { class: "parts" });
+  const typing = el("p", { class: "typing", text: "Working" });
+  const error = el("p", { class: "turn-error", role: "alert", hidden: true });
+  const footer = el("div", { class: "turn-footer" });
+  const agent = el("div", { class: "agent", role: "group", "aria-label": "The agent's answer" }, parts, typing, error, footer);
+  const node = el("li", { class: "turn", "data-turn": turnId }, userRow, agent);
+  /** @type {Map<string, ReturnType<typeof blockView>>} */
+  const blocks = new Map();
+  /** @type {TurnProps | null} */
+  let last = null;
+  /** @type {HTMLTextAreaElement | null} */
+  let editor = null;
+
+  /** @param {TurnProps} props */
+  function drawUser({ turn, isLast, busy, editing }) {
+    if (editing) {
+      if (!editor) {
+        editor = el("textarea", { class: "edit-input", rows: 3, "aria-label": "Edit your message" });
+        editor.value = turn.userText;
+        const box = editor;
+        const form = el(
+          "form",
+          { class: "edit-form" },
+          box,
+          el("p", { class: "hint", text: "Sends the edited message as a new turn; this one stays in the history." }),
+          el("div", { class: "actions" }, el("button", { type: "submit", class: "primary", text: "Send edited" }), el("button", { type: "button", text: "Cancel", onclick: () => handlers.edit(null) })),
+        );
+        form.addEventListener("submit", (event) => {
+          event.preventDefault();
+          const text = box.value.trim();
+          if (text) handlers.sendEdited(turnId, text);
+        });
+        box.addEventListener("keydown", (event) => {
+          if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+            event.preventDefault();
+            form.requestSubmit();
+          }
+        });
+        bubble.replaceWith(form);
+        box.focus();
+        box.setSelectionRange(box.value.length, box.value.length);
+      }
+    } else if (editor) {
+      editor.closest("form")?.replaceWith(bubble);
+      editor = null;
+    }
+    if (bubble.textContent !== turn.userText) bubble.textContent = turn.userText;
+    const canEdit = isLast && !busy && !editing && !isActive(turn.status) && turn.status !== "unsent";
+    meta.replaceChildren(
+      ...[timeElement(turn.sentAt, turn.sentAt ? timeText(turn.sentAt) : ""), canEdit ? el("button", { type: "button", class: "link-button", "data-action": "edit", text: "Edit" }) : null].filter((n) => n !== null),
+    );
+    if (turn.status === "unsent") {
+      sendError.hidden = false;
+      sendError.replaceChildren(
+        el("span", { text: `Not sent: ${turn.sendError?.message ?? "could not reach the server"}.` }),
+        el("button", { type: "button", "data-action": "resend", text: "Retry", disabled: busy }),
+        el("button", { type: "button", "data-action": "edit-unsent", text: "Edit" }),
+      );
+    } else {
+      sendError.hidden = true;
+      sendError.replaceChildren();
+    }
+  }
+
+  /** @param {TurnProps} props */
+  function drawAgent({ turn, asks, isLast, busy }) {
+    agent.hidden = turn.status === "unsent";
+    reconcile(
+      parts,
+      blocks,
+      turn.blocks,
+      (b) => b.key,
+      (b) => blockView(b, handlers, asks),
+      (view, b) => view.update(b, asks),
+    );
+    // An ask that changed while its block did not.
+    for (const view of blocks.values()) if (view.ask && asks[view.item.id] !== view.ask) {
+      view.update(view.item, asks);
+      view.ask = asks[view.item.id];
+    }
+    const waiting = turn.blocks.some((b) => b.kind === "ask" && asks[b.id]?.status === "outstanding");
+    typing.hidden = !isActive(turn.status);
+    typing.textContent = turn.status === "sending" ? "Sending" : waiting ? "Waiting for you" : "Working";
+    error.hidden = turn.status !== "failed";
+    error.textContent = turn.status === "failed" ? `The turn failed: ${turn.error?.message ?? "unknown error"}` : "";
+    const ended = !isActive(turn.status) && turn.status !== "unsent";
+    const text = answerText(turn);
+    footer.replaceChildren(
+      ...[
+        el("span", { class: `badge ${turn.status}`, text: STATUS_LABEL[turn.status] }),
+        turn.status === "cancelled" && turn.cancelReason ? el("span", { class: "cancel-reason", text: cancelReasonText(turn.cancelReason) }) : null,
+        turn.usage ? el("span", { class: "usage", text: usageText(turn.usage) }) : null,
+        ended ? timeElement(turn.endedAt, turn.endedAt ? timeText(turn.endedAt) : "") : null,
+        ended
+          ? el(
+              "span",
+              { class: "turn-actions" },
+              text ? el("button", { type: "button", class: "copy-button", "data-action": "copy-answer", text: "Copy answer" }) : null,
+              turn.status === "failed" ? el("button", { type: "button", "data-action": "rerun", text: "Retry", disabled: busy }) : null,
+              isLast && turn.status !== "failed" ? el("button", { type: "button", "data-action": "rerun", text: "Regenerate", disabled: busy }) : null,
+            )
+          : null,
+      ].filter((n) => n !== null),
+    );
+  }
+
+  return {
+    node,
+    /** @param {TurnProps} props */
+    render(props) {
+      if (last && last.turn === props.turn && last.asks === props.asks && last.isLast === props.isLast && last.busy === props.busy && last.editing === props.editing) return;
+      node.dataset.status = props.turn.status;
+      drawUser(props);
+      drawAgent(props);
+      last = props;
+    },
+    /** @returns {TurnProps | null} */
+    get props() {
+      return last;
+    },
+  };
+}

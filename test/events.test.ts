@@ -1,0 +1,59 @@
+/**
+ * The page listens for the event names in public/lib/events.js (EventSource drops a named event
+ * nobody listens for). These tests fail when the server emits a name that list lacks, or the list
+ * names a gateway event the server never emits.
+ */
+import { describe, expect, it } from "vitest";
+import { GATEWAY_EVENT, STREAM_EVENTS } from "../public/lib/events.js";
+import { FrameDataSchemas } from "../src/providers/tangle/wire";
+import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid } from "./helpers";
+
+/** Frames the provider reads and never shows (src/providers/tangle/frames.ts: private and skipped). */
+const NOT_SHOWN = new Set(["connection.established", "execution.started", "native.session.observed"]);
+
+async function typesOf(message: string, answer?: (interaction: { id: string; kind: string }) => Record<string, unknown> | "cancel") {
+  const token = await tokenFor(uid("user"));
+  const cid = uid("conv");
+  const accepted = await json(await sendTurn(token, cid, uid("turn"), message));
+  const types = new Set<string>();
+  let after = String(accepted.after);
+  while (true) {
+    const stream = await collect(await api(`/v1/conversations/${cid}/events`, { token, headers: { "last-event-id": after } }), (e) => isTurnEnd(e) || e.type === "interaction.requested");
+    for (const frame of stream.frames) if (frame.event) types.add(frame.event);
+    after = stream.lastId ?? after;
+    const last = stream.events.at(-1)!;
+    if (isTurnEnd(last)) break;
+    const interaction = last.data.interaction as { id: string; kind: string };
+    const reply = answer?.(interaction) ?? "cancel";
+    if (reply === "cancel") await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } });
+    else await api(`/v1/conversations/${cid}/interactions/${encodeURIComponent(interaction.id)}`, { token, body: { operationId: uid("op"), ...reply } });
+  }
+  // A cursor the log never had: the stream says so with stream.reset.
+  const ahead = await api(`/v1/conversations/${cid}/events?after=999999`, { token });
+  for (const frame of (await collect(ahead, () => true, { timeoutMs: 3000 }).catch(() => ({ frames: [] }))).frames) if (frame.event) types.add(frame.event);
+  return types;
+}
+
+describe("the page's event names and the server's", () => {
+  it("every event the server streams in a conversation's life is one the page listens for", async () => {
+    const seen = new Set<string>();
+    const add = (types: Set<string>) => types.forEach((t) => seen.add(t));
+    add(await typesOf("hello"));
+    add(await typesOf("set up [ask]", () => ({ outcome: "accepted", data: { project: "p", framework: "jest" } })));
+    add(await typesOf("set up [ask-timeout]"));
+    add(await typesOf("run the tests [permission]", () => "cancel"));
+    add(await typesOf("plan it [plan]", (i) => (i.kind === "plan" ? { outcome: "accepted", data: { decision: "approve" } } : "cancel")));
+    add(await typesOf("this fails [fail]"));
+    add(await typesOf("odd usage [bad-usage]"));
+    const missing = [...seen].filter((type) => !STREAM_EVENTS.includes(type));
+    expect(missing).toEqual([]);
+    // And the gateway's own names are the ones it emits (budget.exceeded needs a budget: test/budget.test.ts).
+    const gateway = Object.values(GATEWAY_EVENT).filter((type) => type !== GATEWAY_EVENT.budgetExceeded);
+    expect(gateway.filter((type) => !seen.has(type))).toEqual([]);
+  });
+
+  it("every frame type the Sandbox client knows and shows is one the page listens for", () => {
+    const shown = Object.keys(FrameDataSchemas).filter((type) => !NOT_SHOWN.has(type));
+    expect(shown.filter((type) => !STREAM_EVENTS.includes(type))).toEqual([]);
+  });
+});

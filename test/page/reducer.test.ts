@@ -1,0 +1,241 @@
+/**
+ * The page's reducer, in Node: a live stream, a reload that resumes from the transcript, two tabs,
+ * asks, sends that fail, and repeats. The transcript fixtures come from the server's own pure
+ * transcript builder, so a reload here is the reload the page really does.
+ */
+import { describe, expect, it } from "vitest";
+import { activeTurn, emptyConversation, reduce, type Action, type ConversationState, type StreamEvent } from "../../public/lib/reducer.js";
+import type { InteractionRecord, TurnRecord } from "../../src/objects/session-store";
+import { buildTranscript } from "../../src/objects/transcript";
+
+const AT = "2026-01-01T00:00:00.000Z";
+
+const permission = {
+  id: "ask-1",
+  kind: "permission",
+  title: "Run the test suite?",
+  responseScopes: ["once", "session"],
+  answerSpec: { fields: [{ name: "grant", type: "select" as const, options: ["allow_once", "allow_session", "deny"], required: true }] },
+};
+
+/** The events of one turn that asks for a permission, as the gateway logs them (seq from 1). */
+function scriptedTurn(turnId = "t1", message = "Run the tests [permission]"): StreamEvent[] {
+  const events: Array<Omit<StreamEvent, "seq">> = [
+    { turnId, type: "turn.accepted", data: { turnId, message }, at: AT },
+    { turnId, type: "status", data: { status: "started" }, at: AT },
+    { turnId, type: "message.part.updated", data: { part: { id: "r1", type: "reasoning", text: "I will read the README first." } }, at: AT },
+    { turnId, type: "message.part.updated", data: { part: { id: "p1", type: "text", text: "Looking" } }, at: AT },
+    { turnId, type: "message.part.updated", data: { part: { id: "p1", type: "text", text: "Looking into it." } }, at: AT },
+    { turnId, type: "message.part.updated", data: { part: { id: "s1", type: "step-start" } }, at: AT },
+    { turnId, type: "message.part.updated", data: { part: { id: "tool1", type: "tool", tool: "read", state: { status: "running", input: { filePath: "README.md" } } } }, at: AT },
+    { turnId, type: "message.part.updated", data: { part: { id: "tool1", type: "tool", tool: "read", state: { status: "completed", input: { filePath: "README.md" }, output: "# Demo" } } }, at: AT },
+    { turnId, type: "interaction.requested", data: { turnId, interaction: permission }, at: AT },
+    { turnId, type: "interaction.resolved", data: { turnId, interactionId: "ask-1", status: "answered", outcome: "accepted" }, at: AT },
+    { turnId, type: "message.part.updated", data: { part: { id: "p2", type: "text", text: "The tests pass." } }, at: AT },
+    { turnId, type: "usage.updated", data: { turnId, usage: { inputTokens: 10, outputTokens: 5, cost: 0.001, source: "receipt" }, conversation: { inputTokens: 10, outputTokens: 5, cost: 0.001, complete: true } }, at: AT },
+    { turnId, type: "turn.completed", data: { turnId, status: "completed", result: { text: "Looking into it.\n\nThe tests pass." } }, at: AT },
+  ];
+  return events.map((e, i) => ({ ...e, seq: i + 1 }));
+}
+
+const applyAll = (state: ConversationState, events: StreamEvent[]) => events.reduce((s, event) => reduce(s, { type: "event", event }), state);
+
+/** What the server's /messages answers after `events` (the turn record and the ask as stored then). */
+function transcriptAfter(events: StreamEvent[], turnId = "t1") {
+  const done = events.find((e) => e.type === "turn.completed");
+  const asked = events.some((e) => e.type === "interaction.requested");
+  const answered = events.some((e) => e.type === "interaction.resolved");
+  // A cast: the record grows fields the page never reads.
+  const turn = {
+    turnId,
+    ordinal: 1,
+    requestDigest: "sha256:x",
+    request: { message: "Run the tests [permission]" },
+    executionId: "exe-1",
+    status: done ? "completed" : "running",
+    controlRef: null,
+    upstreamCursor: null,
+    resultText: done ? (done.data.result.text as string) : null,
+    error: null,
+    usage: null,
+    cancelReason: null,
+    acceptedSeq: 1,
+    createdAt: Date.parse(AT),
+    updatedAt: Date.parse(AT),
+    completedAt: done ? Date.parse(AT) : null,
+    lostAt: null,
+    parts: null,
+  } as TurnRecord;
+  const interactions: InteractionRecord[] = asked
+    ? [
+        {
+          interactionId: "ask-1",
+          turnId,
+          executionId: "exe-1",
+          request: permission,
+          status: answered ? "answered" : "outstanding",
+          outcome: answered ? "accepted" : null,
+          answerHmac: null,
+          operationId: null,
+          createdAt: Date.parse(AT),
+          resolvedAt: answered ? Date.parse(AT) : null,
+        },
+      ]
+    : [];
+  const logged = events.map((e) => ({ ...e, executionId: "exe-1" }));
+  return { messages: buildTranscript([{ turn, events: logged, interactions }]), lastEventId: events.at(-1)?.seq ?? 0 };
+}
+
+/** What a person sees of a turn (times aside: the transcript's and the stream's differ by design). */
+const shown = (state: ConversationState) =>
+  state.order.map((id) => {
+    const turn = state.turns[id]!;
+    return { turnId: turn.turnId, userText: turn.userText, status: turn.status, blocks: turn.blocks, error: turn.error, cancelReason: turn.cancelReason };
+  });
+const asksShown = (state: ConversationState) =>
+  Object.values(state.asks).map(({ id, turnId, request, status, outcome }) => ({ id, turnId, request, status, outcome }));
+
+describe("the page's reducer", () => {
+  it("builds a turn from its live events: text replaced (never appended), tool, ask, usage, end", () => {
+    const state = applyAll(emptyConversation("c1"), scriptedTurn());
+    const turn = state.turns.t1!;
+    expect(turn).toMatchObject({ userText: "Run the tests [permission]", status: "completed", usage: { inputTokens: 10 } });
+    expect(turn.blocks.map((b) => `${b.kind}:${b.id}`)).toEqual(["reasoning:r1", "text:p1", "tool:tool1", "ask:ask-1", "text:p2"]);
+    expect(turn.blocks[1]).toMatchObject({ text: "Looking into it." });
+    expect(turn.blocks[2]).toMatchObject({ status: "completed", output: "# Demo" });
+    expect(state.asks["ask-1"]).toMatchObject({ status: "answered", outcome: "accepted", choice: null });
+    expect(state.title).toBe("Run the tests [permission]");
+    expect(state.lastSeq).toBe(13);
+    expect(activeTurn(state)).toBeNull();
+  });
+
+  it("ignores an event it has applied already: same state object", () => {
+    const events = scriptedTurn();
+    const state = applyAll(emptyConversation("c1"), events);
+    for (const event of events) expect(reduce(state, { type: "event", event })).toBe(state);
+  });
+
+  it("a reload at any point (transcript, then the stream after it) shows what the uninterrupted page shows", () => {
+    const events = scriptedTurn();
+    const live = applyAll(emptyConversation("c1"), events);
+    for (let cut = 0; cut <= events.length; cut++) {
+      const loaded = reduce(emptyConversation("c1"), { type: "loaded", transcript: transcriptAfter(events.slice(0, cut)) });
+      // EventSource resumes strictly after the transcript; an overlap (a late cursor) is harmless too.
+      const resumed = applyAll(loaded, events.slice(Math.max(0, cut - 2)));
+      expect(shown(resumed), `reload after event ${cut}`).toEqual(shown(live));
+      expect(asksShown(resumed), `asks after event ${cut}`).toEqual(asksShown(live));
+      expect(resumed.lastSeq).toBe(live.lastSeq);
+    }
+  });
+
+  it("a finished conversation loads with its answered ask and its outcome, and nothing is running", () => {
+    const state = reduce(emptyConversation("c1"), { type: "loaded", transcript: transcriptAfter(scriptedTurn()), title: "Tests" });
+    expect(state.asks["ask-1"]).toMatchObject({ status: "answered", outcome: "accepted", request: { title: "Run the test suite?" } });
+    expect(state.turns.t1!.blocks.map((b) => b.kind)).toEqual(["reasoning", "text", "tool", "ask", "text"]);
+    expect(state.title).toBe("Tests");
+    expect(activeTurn(state)).toBeNull();
+  });
+
+  it("two tabs: the one that sent and answered, and one that only watched, show the same turn", () => {
+    const events = scriptedTurn();
+    // Tab A sends, then follows the stream; it answers the ask itself.
+    let a = reduce(emptyConversation("c1"), { type: "send", turnId: "t1", message: "Run the tests [permission]", at: AT });
+    expect(a.turns.t1!.status).toBe("sending");
+    a = reduce(a, { type: "sent", turnId: "t1", status: "pending" });
+    a = applyAll(a, events.slice(0, 9));
+    a = reduce(a, { type: "answered", interactionId: "ask-1", outcome: "accepted", choice: "Allowed for this session" });
+    a = applyAll(a, events.slice(9));
+    // Tab B opened the conversation mid-turn and follows the same stream.
+    let b = reduce(emptyConversation("c1"), { type: "loaded", transcript: transcriptAfter(events.slice(0, 4)) });
+    b = applyAll(b, events.slice(4));
+    expect(shown(b)).toEqual(shown(a));
+    // Only the tab that answered knows what was chosen; the other knows how (accepted), not what.
+    expect(a.asks["ask-1"]).toMatchObject({ status: "answered", choice: "Allowed for this session" });
+    expect(b.asks["ask-1"]).toMatchObject({ status: "answered", outcome: "accepted", choice: null });
+  });
+
+  it("an ask answered here stays answered when the run's end closes the others", () => {
+    const [accepted, , , , , , , , requested] = scriptedTurn();
+    let state = applyAll(emptyConversation("c1"), [accepted!, requested!]);
+    state = reduce(state, { type: "answered", interactionId: "ask-1", outcome: "accepted", choice: "Denied" });
+    state = reduce(state, { type: "event", event: { seq: 20, turnId: "t1", type: "interaction.resolved", data: { interactionId: "ask-1", status: "cancelled", reason: "the run ended" }, at: AT } });
+    expect(state.asks["ask-1"]).toMatchObject({ status: "answered", choice: "Denied" });
+  });
+
+  it("a send that did not reach the server keeps its text and turn id; a retry that succeeds is the same turn", () => {
+    let state = reduce(emptyConversation("c1"), { type: "send", turnId: "t9", message: "hello", at: AT });
+    state = reduce(state, { type: "sendFailed", turnId: "t9", error: { message: "could not reach the server" } });
+    expect(state.turns.t9).toMatchObject({ status: "unsent", userText: "hello", sendError: { message: "could not reach the server" } });
+    expect(activeTurn(state)).toBeNull();
+    state = reduce(state, { type: "send", turnId: "t9", message: "hello", at: AT });
+    state = reduce(state, { type: "event", event: { seq: 1, turnId: "t9", type: "turn.accepted", data: { message: "hello" }, at: AT } });
+    expect(state.order).toEqual(["t9"]);
+    expect(state.turns.t9).toMatchObject({ status: "running", sendError: null });
+  });
+
+  it("an unsent message survives a reload, unless the server has the turn after all", () => {
+    const unsent = [{ turnId: "t9", message: "still here", at: AT, error: { message: "offline" } }];
+    const empty = { messages: [], lastEventId: 0 };
+    const state = reduce(emptyConversation("c1"), { type: "loaded", transcript: empty, unsent });
+    expect(state.turns.t9).toMatchObject({ status: "unsent", userText: "still here" });
+    expect(state.title).toBe("still here");
+    const reached = reduce(emptyConversation("c1"), { type: "loaded", transcript: transcriptAfter(scriptedTurn("t9").slice(0, 3), "t9"), unsent });
+    expect(reached.turns.t9!.status).toBe("running");
+  });
+
+  it("a refused send (a 4xx) removes the message: the composer gets it back", () => {
+    let state = reduce(emptyConversation("c1"), { type: "send", turnId: "t1", message: "too big", at: AT });
+    state = reduce(state, { type: "sendRefused", turnId: "t1" });
+    expect(state.order).toEqual([]);
+    expect(state.title).toBeNull();
+  });
+
+  it("a failed turn keeps its error; a cancelled turn its reason; the result text shows when no text streamed", () => {
+    const events: StreamEvent[] = [
+      { seq: 1, turnId: "a", type: "turn.accepted", data: { message: "one" }, at: AT },
+      { seq: 2, turnId: "a", type: "turn.failed", data: { status: "failed", error: { code: "AGENT_CRASHED", message: "exited" } }, at: AT },
+      { seq: 3, turnId: "b", type: "turn.accepted", data: { message: "two" }, at: AT },
+      { seq: 4, turnId: "b", type: "turn.cancelled", data: { status: "cancelled", reason: "stopped by the user" }, at: AT },
+      { seq: 5, turnId: "c", type: "turn.accepted", data: { message: "three" }, at: AT },
+      { seq: 6, turnId: "c", type: "turn.completed", data: { status: "completed", result: { text: "Only the result." } }, at: AT },
+    ];
+    const state = applyAll(emptyConversation("c1"), events);
+    expect(state.turns.a).toMatchObject({ status: "failed", error: { message: "exited" } });
+    expect(state.turns.b).toMatchObject({ status: "cancelled", cancelReason: "stopped by the user" });
+    expect(state.turns.c!.blocks).toMatchObject([{ kind: "text", text: "Only the result." }]);
+  });
+
+  it("keeps the identity of what did not change, so views redraw only what did", () => {
+    const first = applyAll(emptyConversation("c1"), scriptedTurn("t1"));
+    const second = reduce(first, { type: "event", event: { seq: 14, turnId: "t2", type: "turn.accepted", data: { message: "next" }, at: AT } });
+    expect(second.turns.t1).toBe(first.turns.t1);
+    const part = reduce(second, { type: "event", event: { seq: 15, turnId: "t2", type: "message.part.updated", data: { part: { id: "x", type: "text", text: "a" } }, at: AT } });
+    expect(part.turns.t1).toBe(first.turns.t1);
+    expect(part.turns.t2).not.toBe(second.turns.t2);
+    // The same part again (an upstream repeat under a new seq) changes no block.
+    const repeat = reduce(part, { type: "event", event: { seq: 16, turnId: "t2", type: "message.part.updated", data: { part: { id: "x", type: "text", text: "a" } }, at: AT } });
+    expect(repeat.turns.t2).toBe(part.turns.t2);
+  });
+
+  it("a conversation deleted elsewhere takes no more events", () => {
+    const deleted = reduce(emptyConversation("c1"), { type: "deleted" });
+    const action: Action = { type: "event", event: scriptedTurn()[0]! };
+    expect(reduce(deleted, action)).toBe(deleted);
+  });
+
+  it("usage read back fills the turns that reported some, and the total and budget", () => {
+    let state = applyAll(emptyConversation("c1"), scriptedTurn().slice(0, 3));
+    state = reduce(state, {
+      type: "usage",
+      total: { inputTokens: 1, outputTokens: 2, cost: null, complete: false },
+      budget: { tokens: 100, used: 3, complete: false, exceeded: false, scope: "conversation" },
+      turns: [
+        { turnId: "t1", usage: { inputTokens: 1, outputTokens: 2, cost: null, source: "running" } },
+        { turnId: "gone", usage: { inputTokens: 1, outputTokens: 2, cost: null, source: "running" } },
+      ],
+    });
+    expect(state.turns.t1!.usage).toMatchObject({ inputTokens: 1 });
+    expect(state.order).toEqual(["t1"]);
+    expect(state.budget).toMatchObject({ tokens: 100 });
+  });
+});
