@@ -16,6 +16,7 @@ import { ConversationId, Id, TurnId } from "./schemas/common";
 import type { InteractionAcknowledgement } from "./schemas/contracts";
 import { VERSION } from "./version";
 import { AnswerBody, CancelBody, DevLoginBody, SubmitTurnBody } from "./schemas/api";
+import { forbiddenPaths } from "./objects/interaction-answers";
 import type { SessionContext } from "./objects/session-store";
 
 export { SessionObject } from "./objects/session";
@@ -112,6 +113,12 @@ app.all("/_emulator/*", async (c) => {
 app.use("/v1/conversations", authenticate);
 app.use("/v1/conversations/*", authenticate);
 
+// A user's data is never cached by a browser or a proxy.
+app.use("/v1/*", async (c, next) => {
+  await next();
+  if (c.res.headers.get("content-type")?.startsWith("application/json")) c.res.headers.set("cache-control", "no-store");
+});
+
 const EVENTS_PATH = /^\/v1\/conversations\/([^/]+)\/events$/;
 
 async function authenticate(c: Context<AppEnv>, next: () => Promise<void>): Promise<void> {
@@ -124,7 +131,13 @@ async function authenticate(c: Context<AppEnv>, next: () => Promise<void>): Prom
     // EventSource cannot send headers: a short-lived stream token, bound to the user and this
     // conversation, is accepted here and nowhere else.
     const verified = await verifyUserToken(config, streamToken, "stream");
-    if (verified.claims.cid !== decodeURIComponent(events[1]!)) {
+    let cid: string;
+    try {
+      cid = decodeURIComponent(events[1]!);
+    } catch {
+      throw new ApiError(400, "invalid_request", "the path is not valid percent-encoding");
+    }
+    if (verified.claims.cid !== cid) {
       throw new ApiError(401, "token_claim_invalid", "this stream token is for another conversation");
     }
     userId = verified.userId;
@@ -242,9 +255,12 @@ app.post("/v1/conversations/:cid/interactions/:iid", async (c) => {
   const { stub, conversationId } = await session(c);
   const iid = Id.safeParse(c.req.param("iid"));
   if (!iid.success) throw invalid("interaction id", iid.error);
-  const body = await readJsonBody(c, AnswerBody, 256 * 1024);
+  let forbidden: string[] = [];
+  const body = await readJsonBody(c, AnswerBody, 256 * 1024, (raw) => {
+    forbidden = forbiddenPaths((raw as { data?: unknown } | null)?.data, "data");
+  });
   // RPC typing drops the acknowledgement's loose binding (an index signature); the shape is the session's.
-  const ack = unwrapRpc(await stub.answer(conversationId, iid.data, body)) as InteractionAcknowledgement;
+  const ack = unwrapRpc(await stub.answer(conversationId, iid.data, { ...body, ...(forbidden.length ? { forbidden } : {}) })) as InteractionAcknowledgement;
   return c.json(ack, ACK_HTTP_STATUS[ack.status]);
 });
 

@@ -72,3 +72,24 @@ describe("token budgets", () => {
     expect(error.details.budget).toMatchObject({ complete: false, used: 3960 });
   });
 });
+
+describe("spend is the user's", () => {
+  it("deleting conversations does not give the user a fresh budget", async () => {
+    const token = await tokenFor(uid("user"));
+    for (const message of ["a", "b"]) {
+      const cid = uid("conv");
+      const t = uid("turn");
+      await sendTurn(token, cid, t, message);
+      expect((await waitForTurn(token, cid, t)).status).toBe("completed");
+      expect((await api(`/v1/conversations/${cid}`, { token, method: "DELETE" })).status).toBe(200);
+    }
+    // 3960 spent in conversations that are gone: the next one still counts them.
+    const cid = uid("conv");
+    const t = uid("turn");
+    await sendTurn(token, cid, t, "c [long]");
+    expect(await waitForTurn(token, cid, t)).toMatchObject({ status: "cancelled", cancelReason: "budget_exceeded" });
+    const usage = await json(await api(`/v1/conversations/${cid}/usage`, { token }));
+    expect(usage.budget).toMatchObject({ scope: "user", exceeded: true });
+    expect(usage.budget.used).toBeGreaterThanOrEqual(3960 + 1040);
+  });
+});

@@ -54,6 +54,34 @@ describe("tokens from a JWKS URL", () => {
   });
 });
 
+describe("token lifetimes", () => {
+  const config = readConfig(env);
+  const key = new TextEncoder().encode(base.AUTH_JWT_SECRET);
+  const now = () => Math.floor(Date.now() / 1000);
+  const token = (build: (jwt: SignJWT) => SignJWT) => build(new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("u").setAudience("gateway-test")).sign(key);
+
+  it("a token without exp is refused: it would never expire", async () => {
+    expect(await code(verifyUserToken(config, await token((j) => j.setIssuedAt())))).toBe("token_claim_invalid");
+  });
+
+  it("an iat in the future is refused beyond the allowed clock skew of 60 s, and accepted within it", async () => {
+    expect(await code(verifyUserToken(config, await token((j) => j.setIssuedAt(now() + 600).setExpirationTime(now() + 1200))))).toBe("token_claim_invalid");
+    expect(await code(verifyUserToken(config, await token((j) => j.setIssuedAt(now() + 30).setExpirationTime(now() + 600))))).toBe("ok");
+  });
+
+  it("token age is capped at 24 h: an older token, or one that would live longer, is refused", async () => {
+    expect(await code(verifyUserToken(config, await token((j) => j.setIssuedAt(now() - 25 * 3600).setExpirationTime(now() + 600))))).toBe("token_expired");
+    expect(await code(verifyUserToken(config, await token((j) => j.setIssuedAt(now()).setExpirationTime(now() + 30 * 24 * 3600))))).toBe("token_claim_invalid");
+    expect(await code(verifyUserToken(config, await token((j) => j.setExpirationTime(now() + 30 * 24 * 3600))))).toBe("token_claim_invalid");
+    expect(await code(verifyUserToken(config, await token((j) => j.setIssuedAt(now() - 3600).setExpirationTime(now() + 3600))))).toBe("ok");
+  });
+
+  it("an exp just past is still accepted within the skew; further past, token_expired", async () => {
+    expect(await code(verifyUserToken(config, await token((j) => j.setIssuedAt(now() - 600).setExpirationTime(now() - 30))))).toBe("ok");
+    expect(await code(verifyUserToken(config, await token((j) => j.setIssuedAt(now() - 600).setExpirationTime(now() - 120))))).toBe("token_expired");
+  });
+});
+
 describe("token use", () => {
   it("a token minted for another use (a stream token) is not a user token, and the reverse", async () => {
     const config = readConfig(env);

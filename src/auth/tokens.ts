@@ -38,10 +38,18 @@ export function bearerToken(header: string | undefined): string {
   return match[1]!;
 }
 
+/** Clock skew allowed between the token's issuer and this Worker, on exp, nbf and iat. */
+export const CLOCK_SKEW_SECONDS = 60;
+/** The longest a token may live (exp after iat, or after now without iat), and the oldest it may be. */
+export const MAX_TOKEN_LIFETIME_SECONDS = 24 * 60 * 60;
+
 export async function verifyUserToken(config: Config, token: string, expectedUse?: string, fetchJwks?: JwksFetch): Promise<VerifiedUser> {
   const options = {
     ...(config.AUTH_ISSUER ? { issuer: config.AUTH_ISSUER } : {}),
     ...(config.AUTH_AUDIENCE ? { audience: config.AUTH_AUDIENCE } : {}),
+    // A token without an expiry never expires: refused.
+    requiredClaims: ["exp"],
+    clockTolerance: CLOCK_SKEW_SECONDS,
   };
   let payload: JWTPayload;
   try {
@@ -60,6 +68,17 @@ export async function verifyUserToken(config: Config, token: string, expectedUse
       throw new ApiError(503, "auth_keys_unavailable", "the token signing keys could not be fetched");
     }
     throw unauthorized("token_invalid", "the token is malformed");
+  }
+  const now = Math.floor(Date.now() / 1000);
+  if (typeof payload.iat === "number" && payload.iat > now + CLOCK_SKEW_SECONDS) {
+    throw unauthorized("token_claim_invalid", "the token's iat claim is in the future");
+  }
+  if (typeof payload.iat === "number" && now - payload.iat > MAX_TOKEN_LIFETIME_SECONDS + CLOCK_SKEW_SECONDS) {
+    throw unauthorized("token_expired", `the token is older than ${MAX_TOKEN_LIFETIME_SECONDS} s`);
+  }
+  const issuedAt = typeof payload.iat === "number" ? payload.iat : now;
+  if (typeof payload.exp === "number" && payload.exp - issuedAt > MAX_TOKEN_LIFETIME_SECONDS + CLOCK_SKEW_SECONDS) {
+    throw unauthorized("token_claim_invalid", `the token's exp claim is more than ${MAX_TOKEN_LIFETIME_SECONDS} s after it was issued`);
   }
   if (typeof payload.sub !== "string" || payload.sub.length === 0 || payload.sub.length > 256) {
     throw unauthorized("token_claim_invalid", "the token has no usable sub claim");

@@ -19,9 +19,11 @@ export function invalid(what: string, error: z.ZodError): ApiError {
   return new ApiError(400, "invalid_request", `${what}: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`, { issues });
 }
 
-export async function readJsonBody<S extends z.ZodType>(c: Context, schema: S, maxBytes: number): Promise<z.output<S>> {
-  const type = c.req.header("content-type") ?? "";
-  if (!/^application\/json\b/i.test(type)) {
+/** Reads and validates a JSON body; `raw` receives the parsed JSON before the schema shapes it. */
+export async function readJsonBody<S extends z.ZodType>(c: Context, schema: S, maxBytes: number, raw?: (body: unknown) => void): Promise<z.output<S>> {
+  // Exactly application/json (parameters such as charset allowed): not json-patch+json or other look-alikes.
+  const type = (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+  if (type !== "application/json") {
     throw new ApiError(415, "unsupported_media_type", "the body must be JSON (content-type: application/json)");
   }
   const declared = Number(c.req.header("content-length") ?? "0");
@@ -34,6 +36,7 @@ export async function readJsonBody<S extends z.ZodType>(c: Context, schema: S, m
   } catch {
     throw new ApiError(400, "invalid_json", "the body is not valid UTF-8 JSON");
   }
+  raw?.(body);
   const parsed = schema.safeParse(body);
   if (!parsed.success) throw invalid("the body is invalid", parsed.error);
   return parsed.data;

@@ -9,6 +9,22 @@ export type Outcome = "accepted" | "declined" | "cancelled";
 const FORBIDDEN_NAMES = new Set(["__proto__", "constructor", "prototype"]);
 
 /**
+ * The paths of every forbidden name (`__proto__`, `constructor`, `prototype`) at any depth of a
+ * value, as JSON parsing leaves them: own properties. Read on the raw JSON, before anything copies it.
+ */
+export function forbiddenPaths(value: unknown, path: string): string[] {
+  if (Array.isArray(value)) return value.flatMap((item, i) => forbiddenPaths(item, `${path}[${i}]`));
+  if (typeof value !== "object" || value === null) return [];
+  const out: string[] = [];
+  for (const key of Object.keys(value)) {
+    const at = path ? `${path}.${key}` : key;
+    if (FORBIDDEN_NAMES.has(key)) out.push(at);
+    out.push(...forbiddenPaths((value as Record<string, unknown>)[key], at));
+  }
+  return out;
+}
+
+/**
  * The grants a permission request allows: an omitted scope permits only a one-time answer. Scopes
  * come in the contract's vocabulary (`interaction`, `session`, `persistent`) or the older one
  * (`once`, `session`, `always`).
@@ -71,11 +87,12 @@ export function answerProblems(request: InteractionRequest, outcome: Outcome, da
     return problems;
   }
   const values = data ?? {};
+  const forbidden = forbiddenPaths(values, "");
   const fields = new Map(request.answerSpec.fields.map((f) => [f.name, f]));
   for (const key of Object.keys(values)) {
-    if (FORBIDDEN_NAMES.has(key)) problems.push(`${key}: is a forbidden field name`);
-    else if (!fields.has(key)) problems.push(`${key}: is not a field of this request`);
+    if (!fields.has(key) && !FORBIDDEN_NAMES.has(key)) problems.push(`${key}: is not a field of this request`);
   }
+  problems.push(...forbidden.map((p) => `${p}: is a forbidden field name`));
   for (const field of request.answerSpec.fields) {
     const value = Object.hasOwn(values, field.name) ? values[field.name] : undefined;
     if (value === undefined || value === null) {

@@ -17,6 +17,8 @@ export interface AnswerCommand {
   operationId: string;
   outcome: Outcome;
   data?: Record<string, unknown>;
+  /** Forbidden names the raw answer held (found before anything copied it): the answer is refused. */
+  forbidden?: string[];
 }
 
 export interface InteractionDeskDeps {
@@ -111,6 +113,8 @@ export class InteractionDesk {
       ...extra,
     });
 
+    // Refused before anything is recorded or sent upstream.
+    if (command.forbidden?.length) return ack("invalid_response", { message: command.forbidden.map((p) => `${p}: is a forbidden field name`).join("; ") });
     const recorded = store.operation(command.operationId);
     if (recorded) {
       if (recorded.kind === "answer" && recorded.requestDigest === answerHmac) return recorded.ack;

@@ -4,13 +4,14 @@
  */
 import { z } from "zod";
 import { ClaimsSchema } from "../providers/claims";
-import { EventEnvelopeSchema, TurnStatus as TurnStatusSchema, UsageViewSchema, type UsageView } from "../schemas/api";
+import { EventEnvelopeSchema, TranscriptPartSchema, TurnStatus as TurnStatusSchema, UsageViewSchema, type UsageView } from "../schemas/api";
 import { AgentExactRunControlRef, CancellationAcknowledgement, InteractionAcknowledgement, InteractionRequest } from "../schemas/contracts";
 import { ExecutionUsageStateSchema, type ExecutionUsageState } from "./usage-fold";
 
-const SCHEMA_VERSION = 5;
+const SCHEMA_VERSION = 6;
 
 export type TurnStatus = z.infer<typeof TurnStatusSchema>;
+export type TranscriptPart = z.infer<typeof TranscriptPartSchema>;
 export const TERMINAL_TURN_STATUSES: ReadonlySet<TurnStatus> = new Set(["completed", "failed", "cancelled"]);
 
 const SessionContextSchema = z.strictObject({ sessionId: z.string(), conversationId: z.string(), ownerKey: z.string() });
@@ -60,6 +61,8 @@ export interface TurnRecord {
   acceptedSeq: number | null;
   /** Since when the reader has not been able to reach the run (null while it reads). */
   lostAt: number | null;
+  /** The finished message's parts, kept when the log was trimmed into the turn (null otherwise). */
+  parts: TranscriptPart[] | null;
   createdAt: number;
   updatedAt: number;
   completedAt: number | null;
@@ -80,6 +83,7 @@ interface TurnRow extends Record<string, SqlStorageValue> {
   cancel_reason: string | null;
   accepted_seq: number | null;
   lost_at: number | null;
+  parts: string | null;
   created_at: number;
   updated_at: number;
   completed_at: number | null;
@@ -167,6 +171,7 @@ function toTurn(row: TurnRow): TurnRecord {
     cancelReason: row.cancel_reason,
     acceptedSeq: row.accepted_seq,
     lostAt: row.lost_at ?? null,
+    parts: parseJson(z.array(TranscriptPartSchema), row.parts ?? null),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     completedAt: row.completed_at,
@@ -260,6 +265,10 @@ export class SessionStore {
       // Since when the running turn's upstream reader could not reach its run (null while it reads).
       this.sql.exec("ALTER TABLE turns ADD COLUMN lost_at INTEGER");
     }
+    if (current < 6) {
+      // A finished turn's message parts, kept when trimming the log cuts into the turn's events.
+      this.sql.exec("ALTER TABLE turns ADD COLUMN parts TEXT");
+    }
     this.sql.exec("DELETE FROM schema_version");
     this.sql.exec("INSERT INTO schema_version (version) VALUES (?)", SCHEMA_VERSION);
   }
@@ -307,6 +316,14 @@ export class SessionStore {
   lastRunRef(): AgentExactRunControlRef | null {
     const row = this.sql.exec<{ control_ref: string }>("SELECT control_ref FROM turns WHERE control_ref IS NOT NULL ORDER BY ordinal DESC LIMIT 1").toArray()[0];
     return row ? AgentExactRunControlRef.parse(JSON.parse(row.control_ref)) : null;
+  }
+
+  /** The execution ids of every turn that was dispatched (all but a pending one). */
+  dispatchedExecutionIds(): string[] {
+    return this.sql
+      .exec<{ execution_id: string }>("SELECT execution_id FROM turns WHERE status != 'pending' ORDER BY ordinal")
+      .toArray()
+      .map((r) => r.execution_id);
   }
 
   turnCount(): number {
@@ -390,6 +407,11 @@ export class SessionStore {
 
   outstandingInteractions(): InteractionRecord[] {
     return this.sql.exec<InteractionRow>("SELECT * FROM interactions WHERE status = 'outstanding' ORDER BY created_at").toArray().map(toInteraction);
+  }
+
+  /** Every ask of one turn, in the order asked. */
+  interactionsOfTurn(turnId: string): InteractionRecord[] {
+    return this.sql.exec<InteractionRow>("SELECT * FROM interactions WHERE turn_id = ? ORDER BY created_at", turnId).toArray().map(toInteraction);
   }
 
   outstandingOfTurn(turnId: string): InteractionRecord[] {
@@ -523,9 +545,25 @@ export class SessionStore {
     return this.sql.exec<{ seq: number | null }>("SELECT MIN(seq) AS seq FROM events").one().seq;
   }
 
-  /** Keeps the newest `maxEvents` events; turn records outlive the log. */
-  trimEvents(maxEvents: number): number {
-    const cutoff = this.lastSeq() - maxEvents;
+  /** The seq at and below which trimming to `maxEvents` removes events (0: nothing). */
+  trimCutoff(maxEvents: number): number {
+    return Math.max(0, this.lastSeq() - maxEvents);
+  }
+
+  /** Turns with events at or below `seq` whose parts are not kept yet. */
+  turnsTrimmedBy(seq: number): TurnRecord[] {
+    return this.sql
+      .exec<TurnRow>("SELECT * FROM turns WHERE parts IS NULL AND turn_id IN (SELECT DISTINCT turn_id FROM events WHERE seq <= ? AND turn_id IS NOT NULL)", seq)
+      .toArray()
+      .map(toTurn);
+  }
+
+  keepParts(turnId: string, parts: TranscriptPart[]): void {
+    this.sql.exec("UPDATE turns SET parts = ? WHERE turn_id = ?", JSON.stringify(parts), turnId);
+  }
+
+  /** Removes the events at and below `cutoff`; turn records outlive the log. */
+  trimEvents(cutoff: number): number {
     if (cutoff <= 0) return 0;
     return this.sql.exec("DELETE FROM events WHERE seq <= ?", cutoff).rowsWritten;
   }

@@ -27,16 +27,20 @@ export type ConversationUsage = z.infer<typeof ConversationUsageSchema>;
 export type ConversationMessages = z.infer<typeof MessagesSchema>;
 
 export class SessionObject extends DurableObject<Env> {
-  private store: SessionStore;
+  /** Null until the conversation exists: reading a conversation that does not exist stores nothing. */
+  private storeInstance: SessionStore | null;
   private readonly log: EventLog;
   private readonly desk: InteractionDesk;
   private readonly runner: TurnRunner;
   private fanoutInstance: EventFanout | undefined;
+  /** Turn submissions under way (binding, dispatch and bookkeeping): a delete waits for them. */
+  private readonly submissions = new Set<Promise<unknown>>();
   private providerInstance: AgentProvider | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.store = new SessionStore(ctx.storage.sql);
+    const exists = ctx.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").toArray().length > 0;
+    this.storeInstance = exists ? new SessionStore(ctx.storage.sql) : null;
     this.log = new EventLog({
       transaction: (fn) => ctx.storage.transactionSync(fn),
       append: (event) => this.store.appendEvent(event),
@@ -50,6 +54,7 @@ export class SessionObject extends DurableObject<Env> {
     });
     this.runner = new TurnRunner({
       store: () => this.store,
+      bound: () => this.storeInstance?.getMeta("session") ?? null,
       log: this.log,
       desk: this.desk,
       provider: () => this.provider,
@@ -68,11 +73,23 @@ export class SessionObject extends DurableObject<Env> {
     // turn gets its upstream reader back before anything else runs.
     ctx.blockConcurrencyWhile(async () => {
       try {
-        this.runner.ensureReader();
+        if (this.storeInstance) this.runner.ensureReader();
       } catch (err) {
         console.error(JSON.stringify({ msg: "could not resume the upstream reader", error: String(err) }));
       }
     });
+  }
+
+  /** The store, created on first write (binding a conversation). */
+  private get store(): SessionStore {
+    return (this.storeInstance ??= new SessionStore(this.ctx.storage.sql));
+  }
+
+  /** Forgets everything stored: the object is as if never used. */
+  private async wipe(): Promise<void> {
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    this.storeInstance = null;
   }
 
   private get config(): Config {
@@ -89,9 +106,9 @@ export class SessionObject extends DurableObject<Env> {
 
   private get fanout(): EventFanout {
     return (this.fanoutInstance ??= new EventFanout({
-      readPage: (after, limit) => this.store.eventsAfter(after, limit),
-      lastSeq: () => this.store.lastSeq(),
-      firstRetainedSeq: () => this.store.firstRetainedSeq(),
+      readPage: (after, limit) => this.storeInstance?.eventsAfter(after, limit) ?? [],
+      lastSeq: () => this.storeInstance?.lastSeq() ?? 0,
+      firstRetainedSeq: () => this.storeInstance?.firstRetainedSeq() ?? null,
       pingIntervalMs: this.config.SSE_PING_INTERVAL_MS,
       maxPendingBytes: this.config.SSE_MAX_PENDING_BYTES,
     }));
@@ -124,7 +141,7 @@ export class SessionObject extends DurableObject<Env> {
 
   /** The bound session, or a refusal naming the conversation. */
   private bound(conversationId: string): SessionContext {
-    const context = this.store.getMeta("session");
+    const context = this.storeInstance?.getMeta("session");
     if (!context) throw new Refusal("conversation_not_found", `no conversation ${conversationId}`);
     return context;
   }
@@ -132,15 +149,24 @@ export class SessionObject extends DurableObject<Env> {
   // ------------------------------------------------------------------ turns
 
   async submitTurn(context: SessionContext, turnId: string, request: TurnRequest): Promise<RpcResult<SubmitOutcome>> {
-    return captureRpc(async () => {
+    const work = captureRpc(async () => {
+      const fresh = !this.storeInstance?.getMeta("session");
       await this.bind(context);
-      return this.runner.submit(context, turnId, request);
+      try {
+        return await this.runner.submit(context, turnId, request);
+      } catch (err) {
+        // A refused first turn leaves nothing behind: no conversation, no title, no summary.
+        if (fresh && this.storeInstance?.turnCount() === 0) await this.wipe();
+        throw err;
+      }
     });
+    this.submissions.add(work);
+    return work.finally(() => this.submissions.delete(work));
   }
 
   async getTurn(turnId: string): Promise<RpcResult<TurnView>> {
     return captureRpc(() => {
-      const turn = this.store.turn(turnId);
+      const turn = this.storeInstance?.turn(turnId);
       if (!turn) throw new Refusal("turn_not_found", `no turn ${turnId} in this conversation`);
       return turnView(turn);
     });
@@ -166,7 +192,7 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
-    await this.runner.watchdog();
+    if (this.storeInstance) await this.runner.watchdog();
   }
 
   // ------------------------------------------------------------------ reads
@@ -217,16 +243,10 @@ export class SessionObject extends DurableObject<Env> {
       this.bound(conversationId);
       const lastEventId = this.store.lastSeq();
       const turns = this.store.turns().map((turn) => {
-        const events = this.store.eventsOfTurn(turn.turnId);
-        // The turn's asks, found through its log (the store lists only outstanding ones by turn);
-        // outstanding ones are listed too, in case their request event was trimmed.
-        const ids = new Set(this.store.outstandingOfTurn(turn.turnId).map((ask) => ask.interactionId));
-        for (const event of events) {
-          const id = event.type === "interaction.requested" ? (event.data.interaction as { id?: unknown } | undefined)?.id : undefined;
-          if (typeof id === "string") ids.add(id);
-        }
-        const interactions = [...ids].flatMap((id) => this.store.interaction(id) ?? []).sort((a, b) => a.createdAt - b.createdAt);
-        return { turn, events, interactions };
+        const interactions = this.store.interactionsOfTurn(turn.turnId);
+        // A turn that kept its parts when the log was trimmed into it needs none of its events.
+        if (turn.parts) return { turn, events: [], interactions };
+        return { turn, events: this.store.eventsOfTurn(turn.turnId), interactions };
       });
       return { conversationId, lastEventId, messages: buildTranscript(turns) };
     });
@@ -257,10 +277,23 @@ export class SessionObject extends DurableObject<Env> {
     });
   }
 
-  /** Deletes the session upstream, then every local record of it. */
+  /**
+   * Deletes the conversation: waits for a dispatch under way, stops the running run, deletes the
+   * session upstream, then every local record of it. Nothing runs on afterwards.
+   */
   async deleteConversation(conversationId: string): Promise<RpcResult<{ deleted: true }>> {
     return captureRpc(async () => {
+      // A turn being sent finishes first (accepted or refused): then everything goes, its run included.
+      await Promise.allSettled([...this.submissions]);
+      await this.runner.quiesce();
       const context = this.bound(conversationId);
+      const running = this.store.activeTurn();
+      if (running?.controlRef) {
+        this.runner.stopReader();
+        await this.provider.cancel(running.controlRef, { operationId: `delete:${running.turnId}`, reason: "conversation deleted" }).catch((err: unknown) => {
+          throw providerRefusal(err);
+        });
+      }
       const environmentId = this.store.getMeta("environmentId");
       if (environmentId) {
         try {
@@ -274,10 +307,7 @@ export class SessionObject extends DurableObject<Env> {
       }
       this.runner.stopReader();
       this.fanoutInstance?.closeAll();
-      await this.ctx.storage.deleteAlarm();
-      await this.ctx.storage.deleteAll();
-      // A fresh store re-creates the (now empty) schema for any later use of this id.
-      this.store = new SessionStore(this.ctx.storage.sql);
+      await this.wipe();
       await this.userStub(context.ownerKey).removeConversation(context.conversationId);
       return { deleted: true as const };
     });

@@ -21,6 +21,7 @@ function turn(overrides: Partial<TurnRecord> = {}): TurnRecord {
     cancelReason: null,
     acceptedSeq: 1,
     lostAt: null,
+    parts: null,
     createdAt: T0,
     updatedAt: T0 + 1000,
     completedAt: T0 + 1000,

@@ -7,10 +7,8 @@
  * answer's values, and the transcript has nothing that could carry them.
  */
 import type { TranscriptMessage } from "../schemas/api";
-import type { EventEnvelope, InteractionRecord, TurnRecord } from "./session-store";
+import type { EventEnvelope, InteractionRecord, TranscriptPart, TurnRecord } from "./session-store";
 
-type AssistantMessage = Extract<TranscriptMessage, { role: "assistant" }>;
-type TranscriptPart = AssistantMessage["parts"][number];
 type InteractionPart = Extract<TranscriptPart, { type: "interaction" }>;
 
 const VISIBLE_PARTS = new Set(["text", "reasoning", "tool", "file", "subtask"]);
@@ -35,32 +33,38 @@ function interactionPart(ask: InteractionRecord, reason: string | undefined): In
   };
 }
 
+/** One turn's message parts from its events and asks (kept on the turn when the log is trimmed into it). */
+export function turnParts({ events, interactions }: Omit<TranscriptTurn, "turn">): TranscriptPart[] {
+  // Keyed by kind and id, in first-seen order: a part and an ask never collide.
+  const parts = new Map<string, TranscriptPart>();
+  const asks = new Map(interactions.map((ask) => [ask.interactionId, ask]));
+  const reasons = new Map<string, string>();
+  for (const event of events) {
+    if (event.type === "message.part.updated") {
+      const part = event.data.part as TranscriptPart | undefined;
+      if (!part || !VISIBLE_PARTS.has(part.type)) continue;
+      const key = `part:${part.id}`;
+      parts.set(key, { ...(parts.get(key) ?? {}), ...part } as TranscriptPart);
+    } else if (event.type === "interaction.requested") {
+      const id = (event.data.interaction as { id?: unknown } | undefined)?.id;
+      const ask = typeof id === "string" ? asks.get(id) : undefined;
+      // A placeholder keeps the ask where it was asked; the stored record fills it in below.
+      if (ask) parts.set(`ask:${ask.interactionId}`, interactionPart(ask, undefined));
+    } else if (event.type === "interaction.resolved" && typeof event.data.interactionId === "string" && typeof event.data.reason === "string") {
+      reasons.set(event.data.interactionId, event.data.reason);
+    }
+  }
+  // The stored record is authoritative; an ask whose events were trimmed still shows, at the end.
+  for (const ask of asks.values()) parts.set(`ask:${ask.interactionId}`, interactionPart(ask, reasons.get(ask.interactionId)));
+  return [...parts.values()];
+}
+
 export function buildTranscript(turns: TranscriptTurn[]): TranscriptMessage[] {
   const messages: TranscriptMessage[] = [];
   for (const { turn, events, interactions } of turns) {
     messages.push({ role: "user", turnId: turn.turnId, text: turn.request.message, at: new Date(turn.createdAt).toISOString() });
-    // Keyed by kind and id, in first-seen order: a part and an ask never collide.
-    const parts = new Map<string, TranscriptPart>();
-    const asks = new Map(interactions.map((ask) => [ask.interactionId, ask]));
-    const reasons = new Map<string, string>();
-    for (const event of events) {
-      if (event.type === "message.part.updated") {
-        const part = event.data.part as TranscriptPart | undefined;
-        if (!part || !VISIBLE_PARTS.has(part.type)) continue;
-        const key = `part:${part.id}`;
-        parts.set(key, { ...(parts.get(key) ?? {}), ...part } as TranscriptPart);
-      } else if (event.type === "interaction.requested") {
-        const id = (event.data.interaction as { id?: unknown } | undefined)?.id;
-        const ask = typeof id === "string" ? asks.get(id) : undefined;
-        // A placeholder keeps the ask where it was asked; the stored record fills it in below.
-        if (ask) parts.set(`ask:${ask.interactionId}`, interactionPart(ask, undefined));
-      } else if (event.type === "interaction.resolved" && typeof event.data.interactionId === "string" && typeof event.data.reason === "string") {
-        reasons.set(event.data.interactionId, event.data.reason);
-      }
-    }
-    // The stored record is authoritative; an ask whose events were trimmed still shows, at the end.
-    for (const ask of asks.values()) parts.set(`ask:${ask.interactionId}`, interactionPart(ask, reasons.get(ask.interactionId)));
-    const partList = [...parts.values()];
+    // A turn the log was trimmed into kept its parts when it was trimmed.
+    const partList = turn.parts ? [...turn.parts] : turnParts({ events, interactions });
     const streamedText = partList
       .flatMap((p) => (p.type === "text" && p.text ? [p.text] : []))
       .join("\n\n");

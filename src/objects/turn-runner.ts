@@ -18,6 +18,7 @@ import { ingestStep } from "./ingest";
 import type { InteractionDesk } from "./interaction-desk";
 import { providerRefusal } from "./provider-refusal";
 import { runPump } from "./pump";
+import { turnParts } from "./transcript";
 import type { SessionContext, SessionStore, TurnRecord, TurnRequest } from "./session-store";
 import { decideTurn, executionIdFor, turnRequestDigest, turnView, type TurnView } from "./turn-cache";
 import { breakSteps, emptyExecutionUsage, executionView, totalOf, type ExecutionUsageState } from "./usage-fold";
@@ -32,6 +33,8 @@ export type SubmitOutcome = { outcome: "accepted" | "in_progress" | "cached"; tu
 
 export interface TurnRunnerDeps {
   store: () => SessionStore;
+  /** The conversation this session holds, or null when it holds none (never stored, or deleted). */
+  bound(): SessionContext | null;
   log: EventLog;
   desk: InteractionDesk;
   provider: () => AgentProvider;
@@ -48,8 +51,8 @@ export interface TurnRunnerDeps {
 export class TurnRunner {
   private reader: { executionId: string; abort: AbortController } | undefined;
   private readonly budgetStops = new Set<string>();
-  /** Turns whose dispatch runs in this instance (a pending turn not in here was left by a crash). */
-  private readonly dispatching = new Set<string>();
+  /** Dispatches under way in this instance, to their end (a pending turn not in here was left by a crash). */
+  private readonly dispatching = new Map<string, Promise<unknown>>();
 
   constructor(private readonly deps: TurnRunnerDeps) {}
 
@@ -103,9 +106,19 @@ export class TurnRunner {
     return this.dispatchPending(context, turnId, executionId, request);
   }
 
+  /** Waits for every dispatch under way here to end (accepted or refused), its bookkeeping included. */
+  async quiesce(): Promise<void> {
+    await Promise.allSettled([...this.dispatching.values()]);
+  }
+
   /** Dispatches a recorded pending turn; on success the turn runs, on failure it is forgotten. */
-  private async dispatchPending(context: SessionContext, turnId: string, executionId: string, request: TurnRequest): Promise<SubmitOutcome> {
-    this.dispatching.add(turnId);
+  private dispatchPending(context: SessionContext, turnId: string, executionId: string, request: TurnRequest): Promise<SubmitOutcome> {
+    const work = this.runDispatch(context, turnId, executionId, request).finally(() => this.dispatching.delete(turnId));
+    this.dispatching.set(turnId, work);
+    return work;
+  }
+
+  private async runDispatch(context: SessionContext, turnId: string, executionId: string, request: TurnRequest): Promise<SubmitOutcome> {
     let dispatched: Awaited<ReturnType<TurnRunner["dispatch"]>>;
     try {
       dispatched = await this.dispatch(context, turnId, executionId, request);
@@ -114,8 +127,6 @@ export class TurnRunner {
       // (the execution id is deterministic, so a dispatch that did land upstream is re-attached).
       this.deps.log.commit(() => this.store.deleteTurn(turnId));
       throw providerRefusal(err);
-    } finally {
-      this.dispatching.delete(turnId);
     }
 
     // The control ref is persisted before the turn is acknowledged to anyone.
@@ -218,9 +229,10 @@ export class TurnRunner {
       this.deps.provider(),
       ref,
       {
-        cursor: () => this.store.turn(turnId)?.upstreamCursor ?? undefined,
-        ingest: (event) => this.ingest(turnId, ref.executionId, event),
-        isLive: () => this.store.turnStatus(turnId) === "running",
+        // A deleted conversation has nothing left to read into (and recreates nothing).
+        cursor: () => (this.deps.bound() ? (this.store.turn(turnId)?.upstreamCursor ?? undefined) : undefined),
+        ingest: (event) => this.deps.bound() !== null && this.ingest(turnId, ref.executionId, event),
+        isLive: () => this.deps.bound() !== null && this.store.turnStatus(turnId) === "running",
         finishFromResult: (result, reason) => this.finishFromResult(turnId, ref.executionId, result, reason),
         environmentLost: (reason) => this.failTurn(turnId, "environment_lost", `the agent's environment is gone or stopped, and the run with it: ${reason}`),
       },
@@ -358,11 +370,19 @@ export class TurnRunner {
   /** The run's upstream stream is over: drop its de-duplication keys, trim the log, update the index. */
   private async afterRunEnded(executionId: string): Promise<void> {
     this.deps.log.commit(() => {
-      this.store.forgetSeen(executionId);
-      this.store.trimEvents(this.deps.config().EVENT_LOG_MAX_EVENTS);
+      const store = this.store;
+      store.forgetSeen(executionId);
+      const cutoff = store.trimCutoff(this.deps.config().EVENT_LOG_MAX_EVENTS);
+      if (cutoff === 0) return;
+      // A turn the trim cuts into keeps its whole message first: a reload shows it all.
+      for (const turn of store.turnsTrimmedBy(cutoff)) {
+        if (turn.status === "pending" || turn.status === "running") continue;
+        store.keepParts(turn.turnId, turnParts({ events: store.eventsOfTurn(turn.turnId), interactions: store.interactionsOfTurn(turn.turnId) }));
+      }
+      store.trimEvents(cutoff);
     });
     if (!this.store.activeTurn()) await this.deps.alarms.clear();
-    await this.touchIndex(this.store.getMeta("session"), "idle").catch(() => undefined);
+    await this.touchIndex(this.deps.bound(), "idle").catch(() => undefined);
   }
 
   /**
@@ -395,8 +415,13 @@ export class TurnRunner {
 
   // ------------------------------------------------------------------ usage and budgets
 
+  /**
+   * The conversation's total over every dispatched turn. A turn that reported no usage at all
+   * counts as unknown, never as zero: the total is then a floor.
+   */
   total(): TotalView {
-    return totalOf(this.store.allExecutionUsage());
+    const folds = new Map(this.store.allExecutionUsage().map((state) => [state.executionId, state]));
+    return totalOf(this.store.dispatchedExecutionIds().map((id) => folds.get(id) ?? emptyExecutionUsage(id)));
   }
 
   /** The tightest budget that applies, with what was used against it; null when none is set. */
@@ -477,7 +502,8 @@ export class TurnRunner {
   // ------------------------------------------------------------------ the conversation index
 
   private async touchIndex(context: SessionContext | null, state: "idle" | "running"): Promise<void> {
-    if (!context) return;
+    // Only a conversation that still exists here is listed (a delete may have just removed it).
+    if (!context || !this.deps.bound()) return;
     await this.deps.touchIndex(context, {
       title: this.store.getMeta("title") ?? context.conversationId,
       state,
@@ -487,7 +513,7 @@ export class TurnRunner {
   }
 
   private touchIndexLater(): void {
-    this.touchIndex(this.store.getMeta("session"), "idle").catch(() => undefined);
+    this.touchIndex(this.deps.bound(), "idle").catch(() => undefined);
   }
 }
 

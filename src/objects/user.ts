@@ -45,13 +45,15 @@ export class UserObject extends DurableObject<Env> {
   private migrate(): void {
     this.sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
     const current = this.sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0]?.version ?? 0;
-    if (current >= 3) return;
+    if (current >= 4) return;
     if (current < 2) this.migrateToV2();
     // v3: how many times each conversation id was deleted: a conversation id used again talks to a
     // new agent session, never the old agent's memory.
     this.sql.exec("CREATE TABLE IF NOT EXISTS incarnations (conversation_id TEXT PRIMARY KEY, deletions INTEGER NOT NULL)");
+    // v4: what deleted conversations spent: spend is the user's, kept when conversations go.
+    this.sql.exec("CREATE TABLE IF NOT EXISTS deleted_spend (id INTEGER PRIMARY KEY CHECK (id = 1), used_tokens INTEGER NOT NULL, incomplete INTEGER NOT NULL)");
     this.sql.exec("DELETE FROM schema_version");
-    this.sql.exec("INSERT INTO schema_version (version) VALUES (3)");
+    this.sql.exec("INSERT INTO schema_version (version) VALUES (4)");
   }
 
   private migrateToV2(): void {
@@ -138,7 +140,10 @@ export class UserObject extends DurableObject<Env> {
     );
   }
 
-  /** Tokens (input + output) the user spent in every other conversation: a floor when any is incomplete. */
+  /**
+   * Tokens (input + output) the user spent in every other conversation, deleted ones included: a
+   * floor when any is incomplete.
+   */
   async usageElsewhere(conversationId: string): Promise<{ used: number; complete: boolean }> {
     const row = this.sql
       .exec<{ used: number | null; incomplete: number | null }>(
@@ -146,11 +151,22 @@ export class UserObject extends DurableObject<Env> {
         conversationId,
       )
       .one();
-    return { used: row.used ?? 0, complete: !row.incomplete };
+    const deleted = this.sql.exec<{ used_tokens: number; incomplete: number }>("SELECT used_tokens, incomplete FROM deleted_spend WHERE id = 1").toArray()[0];
+    return { used: (row.used ?? 0) + (deleted?.used_tokens ?? 0), complete: !row.incomplete && !deleted?.incomplete };
   }
 
   async removeConversation(conversationId: string): Promise<void> {
     this.ctx.storage.transactionSync(() => {
+      const spent = this.sql
+        .exec<{ used_tokens: number; usage_complete: number }>("SELECT used_tokens, usage_complete FROM conversations WHERE conversation_id = ?", conversationId)
+        .toArray()[0];
+      if (spent) {
+        this.sql.exec(
+          "INSERT INTO deleted_spend (id, used_tokens, incomplete) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET used_tokens = used_tokens + excluded.used_tokens, incomplete = incomplete + excluded.incomplete",
+          spent.used_tokens,
+          spent.usage_complete ? 0 : 1,
+        );
+      }
       this.sql.exec("DELETE FROM conversations WHERE conversation_id = ?", conversationId);
       this.sql.exec(
         "INSERT INTO incarnations (conversation_id, deletions) VALUES (?, 1) ON CONFLICT(conversation_id) DO UPDATE SET deletions = deletions + 1",

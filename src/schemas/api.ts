@@ -175,7 +175,7 @@ const TranscriptInteractionPartSchema = z
   })
   .meta({ id: "TranscriptInteractionPart", description: "An ask of the agent, where it was asked, and how it ended" });
 
-const TranscriptPartSchema = z.discriminatedUnion("type", [TranscriptContentPartSchema, TranscriptInteractionPartSchema]);
+export const TranscriptPartSchema = z.discriminatedUnion("type", [TranscriptContentPartSchema, TranscriptInteractionPartSchema]);
 
 const TranscriptMessageSchema = z
   .discriminatedUnion("role", [
