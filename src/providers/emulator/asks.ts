@@ -3,6 +3,7 @@
  * answer. Pure: the frames of an ask, and the frames that follow a given answer.
  */
 import type { ScriptFrame } from "./script";
+import { permissionScopes, type Variants } from "./variants";
 
 export interface AskAnswer {
   outcome: "accepted" | "declined" | "cancelled" | "timeout";
@@ -16,10 +17,14 @@ export interface AskContext {
   /** Faults: an ask whose binding names another session. */
   foreignBinding?: boolean;
   timeoutMs?: number;
+  /** The vocabulary of a permission ask's scopes (variant `permissionScopes`). */
+  permissionScopes?: Variants["permissionScopes"];
+  /** How a plan waits for its decision (variant `planDecision`). */
+  planDecision?: Variants["planDecision"];
 }
 
 /** A frame that stops the run until the ask `waitFor` is answered (or expires). */
-export type WaitFrame = ScriptFrame & { waitFor: string; timeoutMs?: number };
+export type WaitFrame = ScriptFrame & { waitFor: string; timeoutMs?: number; ask: NonNullable<ScriptFrame["ask"]> };
 
 function binding(ctx: AskContext, interactionId: string) {
   return {
@@ -32,11 +37,13 @@ function binding(ctx: AskContext, interactionId: string) {
   };
 }
 
-function ask(ctx: AskContext, id: string, request: Record<string, unknown>): WaitFrame {
+function ask(ctx: AskContext, id: string, fields: Record<string, unknown>): WaitFrame {
+  const request = { id, ...fields, ...(ctx.timeoutMs ? { timeoutMs: ctx.timeoutMs, onTimeout: "use_defaults" } : {}), binding: binding(ctx, id) };
   return {
     type: "interaction",
-    data: { request: { id, ...request, ...(ctx.timeoutMs ? { timeoutMs: ctx.timeoutMs, onTimeout: "use_defaults" } : {}), binding: binding(ctx, id) } },
+    data: { request },
     waitFor: id,
+    ask: { request, via: "interaction" },
     ...(ctx.timeoutMs ? { timeoutMs: ctx.timeoutMs } : {}),
   };
 }
@@ -66,7 +73,7 @@ export function permissionAsk(ctx: AskContext): WaitFrame {
     title: "Run the test suite?",
     body: "I want to run `npm test` in the sandbox.",
     subject: { tool: "bash", command: "npm test" },
-    responseScopes: ["once", "session"],
+    responseScopes: permissionScopes(ctx.permissionScopes ?? "legacy"),
     answerSpec: {
       fields: [
         { name: "grant", type: "select", label: "Allow?", options: ["allow_once", "allow_session", "deny"], required: true },
@@ -76,11 +83,17 @@ export function permissionAsk(ctx: AskContext): WaitFrame {
   });
 }
 
-export function planFrames(ctx: AskContext, revision: number, body: string): ScriptFrame[] {
+/**
+ * A plan and the wait for its decision: an `interaction` of kind `plan`, or (variant `planDecision:
+ * "route"`) a `status` `awaiting_plan_decision` frame whose ask only the plan routes decide.
+ */
+export function planFrames(ctx: AskContext, revision: number, body: string): [ScriptFrame, WaitFrame] {
   const planId = `${ctx.executionId}:plan`;
-  return [
-    { type: "plan.submitted", data: { plan: { id: planId, revision, title: revision === 1 ? "Plan" : `Plan (revision ${revision})`, body, submittedAt: "2026-01-01T00:00:00.000Z" } } },
-    ask(ctx, `${ctx.executionId}:plan-${revision}`, {
+  const submitted: ScriptFrame = {
+    type: "plan.submitted",
+    data: { plan: { id: planId, revision, title: revision === 1 ? "Plan" : `Plan (revision ${revision})`, body, submittedAt: "2026-01-01T00:00:00.000Z" } },
+  };
+  const decision = ask(ctx, `${ctx.executionId}:plan-${revision}`, {
       kind: "plan",
       title: `Approve plan revision ${revision}?`,
       body,
@@ -91,8 +104,9 @@ export function planFrames(ctx: AskContext, revision: number, body: string): Scr
           { name: "feedback", type: "text", label: "Feedback for a revised plan" },
         ],
       },
-    }),
-  ];
+    });
+  if (ctx.planDecision !== "route") return [submitted, decision];
+  return [submitted, { ...decision, type: "status", data: { status: "awaiting_plan_decision" }, ask: { ...decision.ask, via: "plan-route" } }];
 }
 
 export const FIRST_PLAN = "1. Read the README.\n2. Add a test for the parser.\n3. Run the suite.";

@@ -1,9 +1,12 @@
 /**
  * The control routes take JSON only (a cross-site form or text/plain post must not reset or fault
- * a developer's emulator), and the Sandbox API takes exactly the bodies docs/sandbox-wire.md allows.
+ * a developer's emulator), the Sandbox API takes exactly the bodies docs/sandbox-wire.md allows,
+ * and the faults a turn must survive (a withheld admission, a stalled stream, a sandbox gone).
  */
+import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { dispatch, emulator, json, fields, rawFrames, readRaw, runningSandbox, runtime } from "./test-support";
+import { EmulatorStore } from "./store";
+import { dispatch, emulator, json, fields, rawFrames, readFor, readRaw, runningSandbox, runtime, type Emu } from "./test-support";
 import { CapabilityDocument, PromptResultView, SandboxListView, SandboxView, SidecarErrorBody } from "./wire";
 
 describe("the emulator's control routes", () => {
@@ -79,6 +82,7 @@ describe("the emulator's control routes", () => {
       turnId: "t1",
       status: "completed",
       request: { message: "hello", sessionId: "s1", executionId: "exe-c", turnId: "t1" },
+      result: expect.objectContaining({ success: true, status: "success", executionId: "exe-c" }),
     });
     const stream = rawFrames(await readRaw(await emu.control("/_emulator/executions/exe-c/stream?after=2")));
     expect(fields(stream[0]!).id).toBe("3");
@@ -111,7 +115,15 @@ describe("the emulator's Sandbox API bodies are strict", () => {
   it("refuses a dispatch with a field the doc does not name, and starts nothing", async () => {
     const emu = emulator("strict-dispatch");
     const sandboxId = await runningSandbox(emu);
-    for (const extra of [{ requestDigest: "sha256:00" }, { backend: { type: "opencode", interactions: {} } }, { parts: [{ type: "image", url: "x" }] }]) {
+    const ref = { runId: "exe-strict", provider: "tangle-sandbox", environmentId: sandboxId, sessionId: "s1", executionId: "exe-strict" };
+    for (const extra of [
+      { requestDigest: "sha256:00" },
+      { backend: { type: "opencode", temperature: 1 } },
+      { backend: { type: "opencode", interactions: { question: "yes" } } },
+      { parts: [{ type: "image", url: "x" }] },
+      { runControlRef: { ...ref, requestDigest: "sha256:00" } },
+      { runControlRef: { runId: "exe-strict", executionId: "exe-strict" } },
+    ]) {
       const res = await dispatch(emu, sandboxId, { executionId: "exe-strict", turnId: "t1", ...extra });
       expect(res.status, JSON.stringify(extra)).toBe(400);
       expect(SidecarErrorBody.parse(await json(res)).error.code).toBe("VALIDATION_ERROR");
@@ -137,5 +149,180 @@ describe("the emulator's Sandbox API bodies are strict", () => {
     const answer = await emu.api("POST", runtime(sandboxId, "/agents/sessions/s1/interactions"), { id: "i", outcome: "accepted", note: "x" });
     expect(answer.status).toBe(400);
     expect((await json(answer)).error.code).toBe("INVALID_INTERACTION_ANSWER");
+  });
+});
+
+/** Waits until an execution (read through the control route) is no longer running; answers it. */
+async function settled(emu: Emu, exe: string): Promise<any> {
+  const deadline = Date.now() + 5_000;
+  while (Date.now() < deadline) {
+    const row = await json(await emu.control(`/_emulator/executions/${exe}`));
+    if (row.status && row.status !== "running") return row;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  throw new Error(`${exe} still running`);
+}
+
+describe("the emulator's faults", () => {
+  it("withholdAdmission: the next dispatch starts its run, but its stream stays silent and open; a later dispatch of the same id attaches", async () => {
+    const emu = emulator("withhold");
+    const id = await runningSandbox(emu);
+    expect((await emu.control("/_emulator/faults", { frameDelayMs: 0, withholdAdmission: true })).status).toBe(200);
+
+    const silent = await dispatch(emu, id, { executionId: "exe-w", turnId: "t1" });
+    expect(silent.status).toBe(200);
+    expect(silent.headers.get("content-type")).toContain("text/event-stream");
+    // The run is real: it runs to its end, while the dispatch stream says nothing and stays open.
+    const run = await settled(emu, "exe-w");
+    expect(run).toMatchObject({ status: "completed", result: { success: true } });
+    expect(await readFor(silent, 300)).toEqual({ text: "", ended: false });
+    // Consumed: one dispatch only.
+    expect((await json(await emu.control("/_emulator/faults"))).faults).toEqual({ frameDelayMs: 0 });
+
+    // A dispatch of the same execution id attaches, admitted as already existing.
+    const again = rawFrames(await readRaw(await dispatch(emu, id, { executionId: "exe-w", turnId: "t1" })));
+    expect(again[0]).toEqual(["event: execution.started", `data: {"executionId":"exe-w","sessionId":"s1","turnId":"t1","alreadyExisted":true}`]);
+    // Its stored frames (what a replay gives) are the run's, admission included.
+    const replay = rawFrames(await readRaw(await emu.control("/_emulator/executions/exe-w/stream"))).map(fields);
+    expect(replay[0]).toMatchObject({ event: "execution.started", id: "1" });
+    expect(replay.at(-1)!.event).toBe("done");
+    // The next dispatch is admitted as usual.
+    const next = rawFrames(await readRaw(await dispatch(emu, id, { executionId: "exe-w2", turnId: "t2" })));
+    expect(fields(next[0]!)).toMatchObject({ event: "execution.started", id: "1" });
+    const counters = (await json(await emu.control("/_emulator/counters"))).counters;
+    expect(counters).toMatchObject({ "runs.started": 2, "runs.attached": 1, "streams.silent": 1 });
+  });
+
+  it("withholdAdmission: a silent stream stays open until its reader goes away (or a reset)", async () => {
+    const emu = emulator("withhold-reset");
+    const id = await runningSandbox(emu);
+    await emu.control("/_emulator/faults", { withholdAdmission: true });
+    const silent = await dispatch(emu, id, { message: "hi [ask]", executionId: "exe-wr", turnId: "t1" });
+    expect((await emu.control("/_emulator/reset", {})).status).toBe(200);
+    expect(await readFor(silent, 1_000)).toEqual({ text: "", ended: true });
+  });
+
+  it("stallStreamMs: the next run stream sends nothing for that long after its first frame, then goes on (and closes after the frames it held)", async () => {
+    const emu = emulator("stall");
+    const id = await runningSandbox(emu);
+    const stallMs = 400;
+    expect((await emu.control("/_emulator/faults", { frameDelayMs: 0, stallStreamMs: stallMs })).status).toBe(200);
+
+    const response = await dispatch(emu, id, { executionId: "exe-st", turnId: "t1" });
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    const chunks: Array<{ at: number; text: string }> = [];
+    try {
+      while (true) {
+        const next = await reader.read();
+        if (next.done) break;
+        chunks.push({ at: Date.now(), text: decoder.decode(next.value, { stream: true }) });
+      }
+    } finally {
+      await reader.cancel().catch(() => {});
+    }
+    // The first chunk is the admission alone; nothing else comes for the stall, then everything.
+    expect(rawFrames(chunks[0]!.text).map(fields).map((f) => f.event)).toEqual(["execution.started"]);
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(chunks[1]!.at - chunks[0]!.at).toBeGreaterThanOrEqual(stallMs - 50);
+    const frames = rawFrames(chunks.map((c) => c.text).join("")).map(fields);
+    expect(frames.map((f) => Number(f.id))).toEqual(frames.map((_, i) => i + 1));
+    expect(frames.at(-1)!.event).toBe("done");
+    // The run itself never waited: it ended during the stall.
+    expect((await json(await emu.control("/_emulator/executions/exe-st"))).status).toBe("completed");
+
+    // Consumed: the next stream is not stalled.
+    expect((await json(await emu.control("/_emulator/faults"))).faults).toEqual({ frameDelayMs: 0 });
+    const before = Date.now();
+    await readRaw(await emu.api("POST", runtime(id, "/agents/run/stream"), { message: "", sessionId: "s1" }, { "x-execution-id": "exe-st", "last-event-id": "0" }));
+    expect(Date.now() - before).toBeLessThan(stallMs);
+
+    // stallStreams: K stalls the next K streams (here a replay: its first frame is the one after the cursor).
+    await emu.control("/_emulator/faults", { stallStreamMs: 200, stallStreams: 2 });
+    for (let i = 0; i < 2; i++) {
+      const replay = await emu.api("POST", runtime(id, "/agents/run/stream"), { message: "", sessionId: "s1" }, { "x-execution-id": "exe-st", "last-event-id": "2" });
+      const early = await readFor(replay, 100);
+      expect(rawFrames(early.text).map(fields).map((f) => f.id)).toEqual(["3"]);
+      expect(early.ended).toBe(false);
+    }
+    expect((await json(await emu.control("/_emulator/faults"))).faults).toEqual({});
+    expect((await json(await emu.control("/_emulator/counters"))).counters["streams.stalled"]).toBe(3);
+  });
+
+  for (const fate of ["deleted", "failed", "expired"] as const) {
+    it(`a sandbox ${fate} mid-run ends its running runs: their streams close with no terminal frame, the run failed naming the fate`, async () => {
+      const emu = emulator(`gone-${fate}`);
+      const id = await runningSandbox(emu);
+      await emu.control("/_emulator/faults", { frameDelayMs: 20 });
+      const waiting = await dispatch(emu, id, { message: "hi [ask]", executionId: "exe-g1", turnId: "t1" });
+      const running = await dispatch(emu, id, { message: "hi [slow]", sessionId: "s2", executionId: "exe-g2", turnId: "t1" });
+      // Both are live: one waits for its answer, the other streams slowly.
+      const deadline = Date.now() + 5_000;
+      while ((await json(await emu.api("GET", runtime(id, "/agents/sessions/s1/interactions")))).data.interactions.length === 0) {
+        if (Date.now() > deadline) throw new Error("never asked");
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect((await json(await emu.control("/_emulator/counters"))).openStreams).toBe(2);
+
+      expect(await json(await emu.control(`/_emulator/sandboxes/${id}/status`, { status: fate }))).toEqual({ ok: true });
+      for (const [stream, exe] of [[waiting, "exe-g1"], [running, "exe-g2"]] as const) {
+        const frames = rawFrames(await readRaw(stream)).map(fields);
+        expect(frames.length).toBeGreaterThan(0);
+        for (const f of frames) expect(["result", "done", "error", "session.run.failed"]).not.toContain(f.event);
+        const row = await json(await emu.control(`/_emulator/executions/${exe}`));
+        expect(row).toMatchObject({ status: "failed", result: { success: false, status: "failed", error: `sandbox ${fate}` } });
+      }
+      expect((await json(await emu.control("/_emulator/counters"))).openStreams).toBe(0);
+
+      // Later runtime calls answer as the doc says for that status.
+      for (const path of ["/agents/sessions/s1", "/agents/sessions/s1/executions/exe-g1/result", "/capabilities"]) {
+        const res = await emu.api("GET", runtime(id, path));
+        if (fate === "deleted") {
+          expect(res.status).toBe(404);
+          expect((await json(res)).error.code).toBe("SANDBOX_NOT_FOUND");
+        } else {
+          expect(res.status).toBe(409);
+          expect((await json(res)).error.code).toBe("SANDBOX_NOT_RUNNING");
+        }
+      }
+      const get = await emu.api("GET", `/v1/sandboxes/${id}`);
+      if (fate === "deleted") expect(get.status).toBe(404);
+      else expect(SandboxView.parse(await json(get)).status).toBe(fate);
+    });
+  }
+
+  it("a sandbox stopped through the control route answers 409 SANDBOX_NOT_RUNNING and keeps its runs", async () => {
+    const emu = emulator("stopped-control");
+    const id = await runningSandbox(emu);
+    const stream = await dispatch(emu, id, { message: "hi [ask]", executionId: "exe-sp", turnId: "t1" });
+    await readRaw(await emu.control("/_emulator/executions/exe-sp/stream"), (t) => t.includes("event: interaction"));
+    await emu.control(`/_emulator/sandboxes/${id}/status`, { status: "stopped" });
+    const res = await emu.api("GET", runtime(id, "/agents/sessions/s1"));
+    expect(res.status).toBe(409);
+    expect((await json(res)).error.code).toBe("SANDBOX_NOT_RUNNING");
+    expect((await json(await emu.control("/_emulator/executions/exe-sp"))).status).toBe("running");
+    await stream.body?.cancel();
+  });
+});
+
+describe("the emulator's store", () => {
+  it("gives a store an older emulator left behind the newer columns, keeping its rows", async () => {
+    const emu = emulator("old-store");
+    const id = await runningSandbox(emu);
+    const stub = env.SANDBOX_EMULATOR!.get(env.SANDBOX_EMULATOR!.idFromName(emu.name));
+    const columns = await runInDurableObject(stub, (_instance, state) => {
+      const sql = state.storage.sql;
+      // As an older emulator left it: none of the newer columns.
+      sql.exec("ALTER TABLE sandboxes DROP COLUMN warming_polls");
+      sql.exec("ALTER TABLE executions DROP COLUMN terminal");
+      sql.exec("ALTER TABLE asks DROP COLUMN via");
+      new EmulatorStore(sql);
+      const names = (table: string) => sql.exec(`SELECT * FROM ${table} LIMIT 0`).columnNames;
+      return { sandboxes: names("sandboxes"), executions: names("executions"), asks: names("asks") };
+    });
+    expect(columns.sandboxes).toContain("warming_polls");
+    expect(columns.executions).toContain("terminal");
+    expect(columns.asks).toContain("via");
+    expect(SandboxView.parse(await json(await emu.api("GET", `/v1/sandboxes/${id}`))).status).toBe("running");
   });
 });

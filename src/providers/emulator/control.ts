@@ -92,6 +92,8 @@ export function registerControlRoutes(app: Hono, deps: ControlDeps): void {
       turnId: exe.turn_id,
       status: exe.status,
       request: exe.request ? (JSON.parse(exe.request) as unknown) : null,
+      // §5 PromptResult once the run ended (whatever the variants let the Sandbox API show), else null.
+      result: exe.status === "running" ? null : runner.promptResult(exe),
     });
   });
 
@@ -111,7 +113,15 @@ export function registerControlRoutes(app: Hono, deps: ControlDeps): void {
   app.post(CONTROL_PATHS.sandboxStatus, async (c) => {
     const parsed = SandboxStatusBody.safeParse(await body(c));
     if (!parsed.success) return controlError(c, 400, "INVALID_STATUS", z.prettifyError(parsed.error));
-    store.setSandboxStatus(c.req.param("id"), parsed.data.status);
+    const id = c.req.param("id");
+    const status = parsed.data.status;
+    store.setSandboxStatus(id, status);
+    if (status !== "stopped") {
+      // The sandbox is gone (deleted, failed, expired): its runs die with it, with no terminal
+      // frame; their live streams just close.
+      for (const exe of store.runningExecutions(id)) runner.finish(exe, "failed", { error: `sandbox ${status}` });
+      runner.schedule();
+    }
     return c.json({ ok: true });
   });
 

@@ -36,5 +36,13 @@ export const EmulatorFaults = z.strictObject({
   corruptFrames: z.array(z.strictObject({ id: z.number().int().positive(), kind: z.enum(["not_json", "invalid", "oversize"]) })).optional(),
   /** Admit runs under a different execution id than the one requested (an unproven service path). */
   admitWrongExecutionId: z.boolean().optional(),
+  /**
+   * The next dispatch that starts a run starts it (it runs), but its stream sends nothing, no
+   * admission either, and stays open until the client goes away. A later dispatch attaches.
+   */
+  withholdAdmission: z.boolean().optional(),
+  /** The next `stallStreams` run streams (default 1) send nothing for this many ms after their first frame, then go on. */
+  stallStreamMs: z.number().int().positive().optional(),
+  stallStreams: z.number().int().positive().optional(),
 });
 export type EmulatorFaults = z.infer<typeof EmulatorFaults>;

@@ -5,12 +5,16 @@
  *
  * A timer drives the runs while the object is awake; an alarm set just after the next due frame
  * is the backstop that picks them up again after an eviction.
+ *
+ * The variants that shape a run are fixed when it starts: what the agent asks (in its script
+ * input) and how it ends on the wire (`terminal`: the script's terminal frames are sent, reshaped
+ * or left out; the run's state records its end either way).
  */
 import type { AskAnswer } from "./asks";
 import { buildScript, type ScriptFrame, type ScriptInput } from "./script";
 import type { EmulatorStore, ExecutionRow } from "./store";
 import type { StreamHub } from "./streams";
-import { admissionFrame, effectiveVariants } from "./variants";
+import { admissionFrame, effectiveVariants, terminalFrame, type TerminalShape } from "./variants";
 import type { PromptResultView } from "./wire";
 
 const ALARM_BACKSTOP_MS = 1_000;
@@ -62,6 +66,7 @@ export class Runner {
   /** Starts a run: stores it with its admission frame and schedules its first frame. */
   start(run: StartRun): ExecutionRow {
     const faults = this.store.faults();
+    const variants = effectiveVariants(this.store.variants());
     const requested = run.requestedExecutionId ?? `exec_${crypto.randomUUID()}`;
     const id = faults.admitWrongExecutionId ? `${requested}-other` : requested;
     const input: ScriptInput = {
@@ -73,6 +78,8 @@ export class Runner {
       environmentId: run.sandboxId,
       ...(run.interactions ? { interactions: run.interactions } : {}),
       ...(faults.foreignBinding ? { foreignBinding: true } : {}),
+      ...(variants.permissionScopes === "contract" ? { permissionScopes: "contract" as const } : {}),
+      ...(variants.planDecision === "route" ? { planDecision: "route" as const } : {}),
     };
     const script = buildScript(input);
     this.scripts.set(id, script);
@@ -88,8 +95,8 @@ export class Runner {
       frameDelayMs: delay,
       createdAt: now,
       request: run.request,
+      terminal: variants.terminal,
     });
-    const variants = effectiveVariants(this.store.variants());
     this.append(exe, admissionFrame(variants, { executionId: id, sessionId: run.sessionId, turnId: run.turnId }, false));
     this.store.count("runs.started");
     this.schedule();
@@ -128,12 +135,15 @@ export class Runner {
     this.scripts.delete(exe.id);
   }
 
-  /** Stops a running execution: a cancelled status, a receipt with the text so far, and `done`. */
+  /**
+   * Stops a running execution: a cancelled status, a receipt with the text so far, and `done`
+   * (in the run's terminal shape: `done-only` leaves the receipt out, `none` both).
+   */
   cancel(exe: ExecutionRow, reason: string): void {
     this.append(exe, { type: "status", data: { status: "cancelled", detail: reason } });
     const text = this.partialText(exe.id);
-    this.append(exe, { type: "result", data: { finalText: text, sessionId: exe.session_id, executionId: exe.id, status: "cancelled" } });
-    this.append(exe, { type: "done", data: {} });
+    this.emit(exe, { type: "result", data: { finalText: text, sessionId: exe.session_id, executionId: exe.id, status: "cancelled" } });
+    this.emit(exe, { type: "done", data: {} });
     this.finish(exe, "cancelled", { finalText: text, error: reason });
   }
 
@@ -160,6 +170,12 @@ export class Runner {
   }
 
   // ---------------------------------------------------------------- internals
+
+  /** Sends a frame as the run's terminal shape has it (a terminal frame may be reshaped or left out). */
+  private emit(exe: ExecutionRow, frame: { type: string; data: Record<string, unknown> }): void {
+    const shaped = terminalFrame(exe.terminal as TerminalShape, frame);
+    if (shaped) this.append(exe, shaped);
+  }
 
   /** Stores the next frame of an execution (applying the corrupt-frame fault) and publishes it. */
   private append(exe: ExecutionRow, frame: { type: string; data: Record<string, unknown> }): void {
@@ -202,11 +218,12 @@ export class Runner {
         this.finish(exe, "completed", {});
         return;
       }
-      this.append(exe, frame);
+      this.emit(exe, frame);
       step++;
       if (frame.waitFor) {
         // The run waits for a person: no next frame until the ask is answered or expires.
-        this.store.insertAsk(frame.waitFor, exe.id, exe.session_id, (frame.data as { request: unknown }).request);
+        const ask = frame.ask ?? { request: (frame.data as { request: Record<string, unknown> }).request, via: "interaction" as const };
+        this.store.insertAsk(frame.waitFor, exe.id, exe.session_id, ask.request, ask.via);
         this.store.setProgress(exe.id, step, frame.timeoutMs ? now + frame.timeoutMs : null, frame.waitFor);
         return;
       }
@@ -222,19 +239,20 @@ export class Runner {
         );
       }
       if (!next) {
-        const last = frame.type === "error" ? "failed" : frame.type === "done" || frame.type === "result" ? this.resultStatus(exe.id) : "completed";
+        const last = frame.type === "error" ? "failed" : frame.type === "done" || frame.type === "result" ? this.resultStatus(exe.id, script) : "completed";
         this.finish(exe, last, frame.type === "error" ? { error: String(frame.data.message) } : {});
         return;
       }
     }
   }
 
-  /** The run's end status from its last receipt. */
-  private resultStatus(executionId: string): string {
+  /** The run's end status from its last receipt: the one sent, or the script's when none was sent (terminal shape). */
+  private resultStatus(executionId: string, script: ScriptFrame[]): string {
     const results = this.store.framesOfType(executionId, "result");
     const row = results[results.length - 1];
-    if (!row) return "completed";
-    const status = (parseStored(row.data) as { status?: string }).status;
+    const receipt = row ? parseStored(row.data) : script.filter((f) => f.type === "result").at(-1)?.data;
+    if (!receipt) return "completed";
+    const status = (receipt as { status?: string }).status;
     return status === "success" || status === undefined ? "completed" : status === "cancelled" ? "cancelled" : "failed";
   }
 

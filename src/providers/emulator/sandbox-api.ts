@@ -14,6 +14,7 @@ import type { StreamHub } from "./streams";
 import { abortBody, admissionFrame, effectiveVariants, errorBody, sessionStateBody, type Variants } from "./variants";
 import {
   AbortBody,
+  BackendModelObject,
   CreateSandboxBody,
   InteractionAnswerBody,
   PlanApproveBody,
@@ -224,10 +225,28 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
       return streams.open(exe, { cursor });
     }
     if (body.message === "") return fail(c, 400, "VALIDATION_ERROR", "message is required to start a run");
+
+    // The requested execution id: the X-Execution-ID header (header variant), or the body's
+    // executionId, which the header may repeat but not contradict.
+    if (!byHeader && body.executionId && executionHeader && body.executionId !== executionHeader) {
+      return fail(c, 400, "VALIDATION_ERROR", `executionId ${body.executionId} and X-Execution-ID ${executionHeader} name different executions`);
+    }
+    const requested = byHeader ? executionHeader : (body.executionId ?? executionHeader);
+    // §6 the run-control ref [ours]: when given it names the requested run; the variant may require it.
+    const ref = body.runControlRef;
+    if (ref && ref.executionId !== requested) {
+      return fail(c, 400, "VALIDATION_ERROR", `runControlRef.executionId ${ref.executionId} is not the requested execution ${requested ?? "(none)"}`);
+    }
+    if (!ref && v.runControlRef === "required") {
+      return fail(c, 400, "VALIDATION_ERROR", "runControlRef is required: { runId, provider, environmentId, sessionId, executionId }");
+    }
+    const model = body.backend?.model;
+    if (v.backendModel === "object" && model !== undefined && !BackendModelObject.safeParse(model).success) {
+      return fail(c, 400, "VALIDATION_ERROR", "backend.model must be an object { provider?, model }");
+    }
     store.count("runs.dispatches");
 
     // Idempotent dispatch: the same execution id or the same (session, turn) attaches to the existing run.
-    const requested = byHeader ? executionHeader : body.executionId;
     const existing =
       (requested ? store.execution(requested) : undefined) ?? (body.turnId ? store.executionByTurn(sb.id, body.sessionId, body.turnId) : undefined);
     if (existing) {
@@ -244,11 +263,20 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
       sessionId: body.sessionId,
       turnId: body.turnId,
       message: body.message,
-      interactions: body.interactions,
+      // The posture is read where the deployment reads it; the other place is accepted and ignored.
+      interactions: v.interactionsAt === "backend" ? body.backend?.interactions : body.interactions,
       backend: body.backend?.type ?? created.backend?.type ?? "opencode",
       requestedExecutionId: requested,
       request: body,
     });
+    const faults = store.faults();
+    if (faults.withholdAdmission) {
+      // The run is real and runs; this dispatch just never hears of it.
+      const { withholdAdmission: _w, ...rest } = faults;
+      store.setFaults(rest);
+      store.count("faults.injected");
+      return streams.openSilent();
+    }
     return streams.open(exe, { cursor: 0 });
   });
 
@@ -307,6 +335,8 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
   app.post(API_PATHS.interactions, async (c) => {
     const sb = runningSandbox(c);
     if (sb instanceof Response) return sb;
+    const v = variants();
+    if (v.answerRoute === "not-implemented") return fail(c, 501, "NOT_IMPLEMENTED", "this deployment does not answer interactions");
     const parsed = InteractionAnswerBody.safeParse(await jsonBody(c));
     if (!parsed.success) return invalid(c, "INVALID_INTERACTION_ANSWER", parsed.error);
     const answer = parsed.data;
@@ -314,7 +344,12 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
     if (store.countSessionExecutions(sb.id, sid) === 0) return fail(c, 404, "SESSION_NOT_FOUND", "no such session");
     const ask = store.ask(answer.id);
     const exe = ask ? store.execution(ask.execution_id) : undefined;
-    if (!ask || !exe || exe.sandbox_id !== sb.id || ask.session_id !== sid) {
+    // An ask only the plan routes decide was never offered as an interaction.
+    if (!ask || !exe || exe.sandbox_id !== sb.id || ask.session_id !== sid || ask.via !== "interaction") {
+      return fail(c, 404, "INTERACTION_NOT_FOUND", "no such interaction in this session");
+    }
+    if (ask.status === "answered" && v.answeredAsk === "gone") {
+      // This deployment forgets an ask once it is answered.
       return fail(c, 404, "INTERACTION_NOT_FOUND", "no such interaction in this session");
     }
     store.count("interactions.answers");
@@ -341,13 +376,13 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
     return c.json({ data: { status: "accepted" } });
   });
 
-  /** §3 plan decision [ours]: answers the session's outstanding plan ask. */
+  /** §3 plan decision [ours]: answers the session's outstanding plan ask (an interaction, or one only these routes decide). */
   const decidePlan = (c: Context, data: Record<string, unknown>) => {
     const sb = runningSandbox(c);
     if (sb instanceof Response) return sb;
     const sid = c.req.param("sid") ?? "";
     if (store.countSessionExecutions(sb.id, sid) === 0) return fail(c, 404, "SESSION_NOT_FOUND", "no such session");
-    const ask = store.outstandingAsks(sb.id, sid).find((a) => (JSON.parse(a.request) as { kind?: string }).kind === "plan");
+    const ask = store.outstandingAsks(sb.id, sid, true).find((a) => (JSON.parse(a.request) as { kind?: string }).kind === "plan");
     const exe = ask ? store.execution(ask.execution_id) : undefined;
     if (!ask || !exe) return fail(c, 409, "NO_PLAN_PENDING", "no plan is waiting for a decision in this session");
     store.count("plans.decisions");
@@ -376,6 +411,8 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
   });
 
   app.get(API_PATHS.executionResult, (c) => {
+    // A deployment without this [ours] route answers as for any unknown path.
+    if (variants().resultRoute === "missing") return apiNotFound(store, c);
     const sb = runningSandbox(c);
     if (sb instanceof Response) return sb;
     const exe = store.execution(c.req.param("eid"));

@@ -2,9 +2,11 @@
  * The sandbox lifecycle by the clock (docs/sandbox-wire.md §2): a new or resumed sandbox is
  * `provisioning` until its provisioning time has passed, then ends in `running` (or the status a
  * `provisionOutcome` fault names); its filesystem turns `ready` at once, or after a
- * `readinessLagMs` fault's lag. Reading a sandbox advances it.
+ * `readinessLagMs` fault's lag. Reading a sandbox advances it. With the variant `readiness:
+ * "unknown-value"`, the first answers that would show a ready filesystem show `"warming"` instead.
  */
 import type { EmulatorStore, SandboxRow } from "./store";
+import { effectiveVariants, readinessShown } from "./variants";
 import type { CreateSandboxBody, SandboxView } from "./wire";
 
 export class Sandboxes {
@@ -47,22 +49,25 @@ export class Sandboxes {
   /** A stopped sandbox provisions again from now. */
   resume(row: SandboxRow): void {
     this.store.updateSandbox(row.id, { status: "provisioning", readiness: "transitioning", readyAt: Date.now() + this.provisionMs(), error: row.error });
+    this.store.setWarmingPolls(row.id, 0);
   }
 
   stop(row: SandboxRow): void {
     this.store.updateSandbox(row.id, { status: "stopped", readiness: "transitioning", readyAt: row.ready_at, error: row.error });
   }
 
-  /** §2 sandbox object. */
+  /** §2 sandbox object (an answer showing it counts as a poll of the `readiness` variant). */
   view(row: SandboxRow): SandboxView {
     const body = JSON.parse(row.body) as { name?: string; metadata?: Record<string, unknown> };
+    const readiness = readinessShown(effectiveVariants(this.store.variants()), row.readiness, row.warming_polls);
+    if (readiness.counted) this.store.setWarmingPolls(row.id, row.warming_polls + 1);
     return {
       id: row.id,
       ...(body.name !== undefined ? { name: body.name } : {}),
       status: row.status as SandboxView["status"],
       ...(body.metadata !== undefined ? { metadata: body.metadata } : {}),
       createdAt: new Date(row.created_at).toISOString(),
-      filesystemIncarnationReadiness: row.readiness as SandboxView["filesystemIncarnationReadiness"],
+      filesystemIncarnationReadiness: readiness.shown as SandboxView["filesystemIncarnationReadiness"],
       ...(row.error ? { error: row.error } : {}),
     };
   }

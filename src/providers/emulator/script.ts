@@ -14,7 +14,8 @@ import { afterQuestion, FIRST_PLAN, permissionAsk, planFrames, questionAsk, type
  *   [ask]          a question with text, select, boolean, number, multi-select and secret fields
  *   [ask-timeout]  the same question, expiring after a short time (interaction.cancel, timeout)
  *   [permission]   permission to run `npm test` (granted: the tool runs; denied: it does not)
- *   [plan]         a plan to approve, or reject with feedback for a revised plan
+ *   [plan]         a plan to approve, or reject with feedback for a revised plan (an interaction, or a
+ *                  status awaiting_plan_decision that only the plan routes decide: variant planDecision)
  * Usage scripts (each rule of the usage fold has one):
  *   [receipt-low]       the receipt reports less input than the streamed steps did
  *   [receipt-partial]   the receipt lacks outputTokens (unknown, not zero)
@@ -31,6 +32,8 @@ export interface ScriptFrame {
   /** The run stops after this frame until the named ask is answered (or expires after timeoutMs). */
   waitFor?: string;
   timeoutMs?: number;
+  /** The ask it waits for, as recorded: its request, and whether the answer route or only the plan routes decide it. */
+  ask?: { request: Record<string, unknown>; via: "interaction" | "plan-route" };
 }
 
 export interface ScriptInput {
@@ -46,6 +49,9 @@ export interface ScriptInput {
   foreignBinding?: boolean;
   turnId?: string;
   backend: string;
+  /** Variants fixed when the run started (absent: the default shape). */
+  permissionScopes?: "contract";
+  planDecision?: "route";
 }
 
 interface StepTokens {
@@ -155,6 +161,8 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
     environmentId: input.environmentId ?? "unknown",
     foreignBinding: input.foreignBinding,
     ...(hasDirective(message, "ask-timeout") ? { timeoutMs: 150 } : {}),
+    ...(input.permissionScopes ? { permissionScopes: input.permissionScopes } : {}),
+    ...(input.planDecision ? { planDecision: input.planDecision } : {}),
   };
   // A kind the turn did not enable is never asked: the agent goes on with its defaults.
   const enabled = (kind: string) => input.interactions === undefined || input.interactions[kind] === true;
@@ -177,7 +185,7 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
     let revision = 1;
     let body = FIRST_PLAN;
     while (true) {
-      const [submitted, planAsk] = planFrames(ctx, revision, body) as [ScriptFrame, ScriptFrame & { waitFor: string }];
+      const [submitted, planAsk] = planFrames(ctx, revision, body);
       push(submitted);
       push(planAsk);
       const answer = answers[planAsk.waitFor];

@@ -16,6 +16,8 @@ export interface SandboxRow extends Record<string, SqlStorageValue> {
   ready_at: number | null;
   created_at: number;
   error: string | null;
+  /** Answers that showed this ready sandbox as "warming" since it last became ready (variant `readiness`). */
+  warming_polls: number;
 }
 
 export interface ExecutionRow extends Record<string, SqlStorageValue> {
@@ -43,6 +45,8 @@ export interface ExecutionRow extends Record<string, SqlStorageValue> {
   waiting_for: string | null;
   /** Answers given so far, by interaction id, as JSON. */
   answers: string;
+  /** How the run ends on the wire (variant `terminal`, fixed when it started). */
+  terminal: string;
 }
 
 export interface FrameRow extends Record<string, SqlStorageValue> {
@@ -58,6 +62,8 @@ export interface AskRow extends Record<string, SqlStorageValue> {
   request: string;
   status: string;
   answer: string | null;
+  /** How the ask is answered: `interaction` (the answer route), or `plan-route` (only plan/approve and plan/reject). */
+  via: string;
 }
 
 export interface SessionSummaryRow extends Record<string, SqlStorageValue> {
@@ -75,18 +81,19 @@ export class EmulatorStore {
     this.sql.exec(`
       CREATE TABLE IF NOT EXISTS sandboxes (
         id TEXT PRIMARY KEY, idempotency_key TEXT UNIQUE, body TEXT NOT NULL, status TEXT NOT NULL,
-        readiness TEXT NOT NULL, ready_at INTEGER, created_at INTEGER NOT NULL, error TEXT
+        readiness TEXT NOT NULL, ready_at INTEGER, created_at INTEGER NOT NULL, error TEXT,
+        warming_polls INTEGER NOT NULL DEFAULT 0
       );
       CREATE TABLE IF NOT EXISTS executions (
         id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL, session_id TEXT NOT NULL, turn_id TEXT,
         status TEXT NOT NULL, script_input TEXT NOT NULL, step INTEGER NOT NULL, next_at INTEGER,
         frame_delay_ms INTEGER NOT NULL, created_at INTEGER NOT NULL, finished_at INTEGER,
         final_text TEXT, usage TEXT, cost REAL, error TEXT, request TEXT,
-        waiting_for TEXT, answers TEXT NOT NULL DEFAULT '{}'
+        waiting_for TEXT, answers TEXT NOT NULL DEFAULT '{}', terminal TEXT NOT NULL DEFAULT 'result+done'
       );
       CREATE TABLE IF NOT EXISTS asks (
         interaction_id TEXT PRIMARY KEY, execution_id TEXT NOT NULL, session_id TEXT NOT NULL,
-        request TEXT NOT NULL, status TEXT NOT NULL, answer TEXT
+        request TEXT NOT NULL, status TEXT NOT NULL, answer TEXT, via TEXT NOT NULL DEFAULT 'interaction'
       );
       CREATE INDEX IF NOT EXISTS executions_session ON executions (sandbox_id, session_id);
       CREATE TABLE IF NOT EXISTS frames (
@@ -96,6 +103,15 @@ export class EmulatorStore {
       CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
     `);
+    // A store an older emulator left behind (a developer's local state) gets the newer columns.
+    this.addColumn("sandboxes", "warming_polls", "INTEGER NOT NULL DEFAULT 0");
+    this.addColumn("executions", "terminal", "TEXT NOT NULL DEFAULT 'result+done'");
+    this.addColumn("asks", "via", "TEXT NOT NULL DEFAULT 'interaction'");
+  }
+
+  private addColumn(table: string, column: string, declaration: string): void {
+    if (this.sql.exec(`SELECT * FROM ${table} LIMIT 0`).columnNames.includes(column)) return;
+    this.sql.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${declaration}`);
   }
 
   /** Forgets everything: sandboxes, runs, frames, asks, counters, faults and variants. */
@@ -201,6 +217,11 @@ export class EmulatorStore {
     this.sql.exec("UPDATE sandboxes SET status = ? WHERE id = ?", status, id);
   }
 
+  /** Sets how many answers have shown this sandbox "warming" (0 when it becomes ready again). */
+  setWarmingPolls(id: string, polls: number): void {
+    this.sql.exec("UPDATE sandboxes SET warming_polls = ? WHERE id = ?", polls, id);
+  }
+
   /** Marks a sandbox deleted and frees its idempotency key. */
   deleteSandbox(id: string): void {
     this.sql.exec("UPDATE sandboxes SET status = 'deleted', idempotency_key = NULL WHERE id = ?", id);
@@ -274,10 +295,11 @@ export class EmulatorStore {
     frameDelayMs: number;
     createdAt: number;
     request: unknown;
+    terminal: string;
   }): ExecutionRow {
     this.sql.exec(
-      `INSERT INTO executions (id, sandbox_id, session_id, turn_id, status, script_input, step, next_at, frame_delay_ms, created_at, request)
-       VALUES (?, ?, ?, ?, 'running', ?, 0, ?, ?, ?, ?)`,
+      `INSERT INTO executions (id, sandbox_id, session_id, turn_id, status, script_input, step, next_at, frame_delay_ms, created_at, request, terminal)
+       VALUES (?, ?, ?, ?, 'running', ?, 0, ?, ?, ?, ?, ?)`,
       row.id,
       row.sandboxId,
       row.sessionId,
@@ -287,6 +309,7 @@ export class EmulatorStore {
       row.frameDelayMs,
       row.createdAt,
       JSON.stringify(row.request),
+      row.terminal,
     );
     return this.execution(row.id)!;
   }
@@ -360,13 +383,14 @@ export class EmulatorStore {
   // ---------------------------------------------------------------- asks
 
   /** Records an ask the run now waits for (once: a rebuilt script asks the same ask again). */
-  insertAsk(interactionId: string, executionId: string, sessionId: string, request: unknown): void {
+  insertAsk(interactionId: string, executionId: string, sessionId: string, request: unknown, via: "interaction" | "plan-route"): void {
     this.sql.exec(
-      "INSERT OR IGNORE INTO asks (interaction_id, execution_id, session_id, request, status) VALUES (?, ?, ?, ?, 'outstanding')",
+      "INSERT OR IGNORE INTO asks (interaction_id, execution_id, session_id, request, status, via) VALUES (?, ?, ?, ?, 'outstanding', ?)",
       interactionId,
       executionId,
       sessionId,
       JSON.stringify(request),
+      via,
     );
   }
 
@@ -378,11 +402,15 @@ export class EmulatorStore {
     this.sql.exec("UPDATE asks SET status = ?, answer = ? WHERE interaction_id = ?", status, JSON.stringify(answer), interactionId);
   }
 
-  /** The outstanding asks of a session in one sandbox, oldest first. */
-  outstandingAsks(sandboxId: string, sessionId: string): AskRow[] {
+  /**
+   * The outstanding asks of a session in one sandbox, oldest first: those offered as interactions,
+   * or (`planRoute`) those too that only the plan routes decide.
+   */
+  outstandingAsks(sandboxId: string, sessionId: string, planRoute = false): AskRow[] {
     return this.sql
       .exec<AskRow>(
-        "SELECT a.* FROM asks a JOIN executions e ON e.id = a.execution_id WHERE e.sandbox_id = ? AND a.session_id = ? AND a.status = 'outstanding' ORDER BY a.rowid",
+        `SELECT a.* FROM asks a JOIN executions e ON e.id = a.execution_id
+         WHERE e.sandbox_id = ? AND a.session_id = ? AND a.status = 'outstanding' ${planRoute ? "" : "AND a.via = 'interaction'"} ORDER BY a.rowid`,
         sandboxId,
         sessionId,
       )

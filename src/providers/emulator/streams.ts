@@ -2,8 +2,9 @@
  * Live SSE streams of executions: each stream replays the stored frames after its cursor, then
  * follows new frames as the run appends them. Frames queued in one synchronous burst leave as one
  * chunk. The stream faults act here: sever a stream after N frames, send every frame twice, replay
- * inclusively like an old deployment. The wire variants that shape a stream (field order, a first
- * `connection.established` frame) are fixed when the stream opens.
+ * inclusively like an old deployment, go silent for a while after the first frame (a stall), or
+ * send nothing at all (a dispatch whose admission is withheld). The wire variants that shape a
+ * stream (field order, a first `connection.established` frame) are fixed when the stream opens.
  */
 import type { EmulatorStore, ExecutionRow } from "./store";
 import { effectiveVariants } from "./variants";
@@ -21,6 +22,10 @@ interface LiveStream {
   /** Frames queued in the current burst, sent as one chunk. */
   pending: string;
   flushQueued: boolean;
+  /** The stall fault: after the first frame, nothing leaves for this many ms. */
+  stallMs?: number;
+  /** While stalled: the timer that ends the stall, and whether the stream closes then. */
+  stall?: { timer: ReturnType<typeof setTimeout>; closeAfter: boolean };
 }
 
 export interface OpenStreamOptions {
@@ -34,6 +39,8 @@ const encoder = new TextEncoder();
 
 export class StreamHub {
   private readonly streams = new Map<string, Set<LiveStream>>();
+  /** Streams that send nothing (withheld admissions), closed only by their reader or a reset. */
+  private readonly silent = new Set<ReadableStreamDefaultController<Uint8Array>>();
 
   constructor(private readonly store: EmulatorStore) {}
 
@@ -55,6 +62,13 @@ export class StreamHub {
       const { dropStreams: _n, dropStreamAfterFrames: _after, ...rest } = faults;
       this.store.setFaults(remaining > 0 ? { ...rest, dropStreams: remaining, dropStreamAfterFrames: dropAfter } : rest);
     }
+    let stallMs: number | undefined;
+    if (faults.stallStreamMs !== undefined && (faults.stallStreams ?? 1) > 0) {
+      stallMs = faults.stallStreamMs;
+      const remaining = (faults.stallStreams ?? 1) - 1;
+      const { stallStreams: _n, stallStreamMs: _ms, ...rest } = this.store.faults();
+      this.store.setFaults(remaining > 0 ? { ...rest, stallStreams: remaining, stallStreamMs: stallMs } : rest);
+    }
     const from = faults.inclusiveReplay && options.cursor > 0 ? options.cursor : options.cursor + 1;
     this.store.count("streams.opened");
     let live: LiveStream | undefined;
@@ -70,16 +84,20 @@ export class StreamHub {
           closed: false,
           pending: "",
           flushQueued: false,
+          stallMs,
         };
         live = stream;
         // Id-less frames that carry nothing of the run: neither counted, repeated nor dropped.
         let head = "";
         if (variants.connectionEstablished) head += sseFrame({ event: "connection.established", data: "{}" }, stream.order);
         if (options.prefix) head += sseFrame({ event: options.prefix.type, data: JSON.stringify(options.prefix.data) }, stream.order);
-        if (head) controller.enqueue(encoder.encode(head));
+        if (head) {
+          controller.enqueue(encoder.encode(head));
+          this.stallAfterFirstFrame(stream);
+        }
         // Backlog and registration in one synchronous step: no frame falls between them.
         for (const f of this.store.framesFrom(exe.id, from)) this.send(stream, { event: f.type, id: f.id, data: f.data });
-        if (stream.closed) return;
+        if (this.ending(stream)) return;
         const current = this.store.execution(exe.id);
         if (!current || current.status !== "running") {
           this.close(stream);
@@ -92,10 +110,27 @@ export class StreamHub {
       cancel: () => {
         if (live) {
           live.closed = true;
+          if (live.stall) clearTimeout(live.stall.timer);
           this.streams.get(exe.id)?.delete(live);
         }
       },
     });
+    return new Response(body, { headers: SSE_HEADERS });
+  }
+
+  /** An SSE response that sends nothing and stays open until its reader goes away (or a reset). */
+  openSilent(): Response {
+    let held: ReadableStreamDefaultController<Uint8Array> | undefined;
+    const body = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        held = controller;
+        this.silent.add(controller);
+      },
+      cancel: () => {
+        if (held) this.silent.delete(held);
+      },
+    });
+    this.store.count("streams.silent");
     return new Response(body, { headers: SSE_HEADERS });
   }
 
@@ -110,19 +145,40 @@ export class StreamHub {
     this.streams.delete(executionId);
   }
 
+  /** Ends every stream at once (a reset), stalled and silent ones included. */
   closeAll(): void {
-    for (const set of this.streams.values()) for (const stream of set) this.close(stream);
+    for (const set of this.streams.values()) {
+      for (const stream of set) {
+        if (stream.stall) clearTimeout(stream.stall.timer);
+        stream.stall = undefined;
+        this.close(stream);
+      }
+    }
     this.streams.clear();
+    for (const controller of this.silent) {
+      try {
+        controller.close();
+      } catch {
+        // already closed by the reader
+      }
+    }
+    this.silent.clear();
   }
 
   /** Queues one frame on a stream; frames queued in one synchronous burst leave as one chunk. */
   private send(stream: LiveStream, frame: WireFrame): void {
-    if (stream.closed) return;
+    if (this.ending(stream)) return;
     const text = sseFrame(frame, stream.order);
     stream.pending += stream.repeat ? text + text : text;
     stream.sent++;
     if (stream.dropAfter !== undefined && stream.sent >= stream.dropAfter) {
       this.close(stream);
+      return;
+    }
+    if (stream.stallMs !== undefined) {
+      // The first frame leaves on its own, then the stall begins.
+      this.flush(stream);
+      this.stallAfterFirstFrame(stream);
       return;
     }
     if (!stream.flushQueued) {
@@ -131,8 +187,31 @@ export class StreamHub {
     }
   }
 
+  /** Closed, or closing once its stall ends: it takes no more frames. */
+  private ending(stream: LiveStream): boolean {
+    return stream.closed || stream.stall?.closeAfter === true;
+  }
+
+  /** Starts the stall fault's silence, if this stream has one: nothing leaves until it ends. */
+  private stallAfterFirstFrame(stream: LiveStream): void {
+    const ms = stream.stallMs;
+    if (ms === undefined) return;
+    stream.stallMs = undefined;
+    this.store.count("streams.stalled");
+    stream.stall = {
+      closeAfter: false,
+      timer: setTimeout(() => {
+        const closeAfter = stream.stall?.closeAfter ?? false;
+        stream.stall = undefined;
+        if (closeAfter) this.close(stream);
+        else this.flush(stream);
+      }, ms),
+    };
+  }
+
   private flush(stream: LiveStream): void {
     stream.flushQueued = false;
+    if (stream.stall) return;
     if (stream.pending === "") return;
     const text = stream.pending;
     stream.pending = "";
@@ -145,6 +224,12 @@ export class StreamHub {
 
   private close(stream: LiveStream): void {
     if (stream.closed) return;
+    if (stream.stall) {
+      // A stalled stream closes once its stall ends, after the frames it held.
+      stream.stall.closeAfter = true;
+      this.streams.get(stream.executionId)?.delete(stream);
+      return;
+    }
     this.flush(stream);
     stream.closed = true;
     this.streams.get(stream.executionId)?.delete(stream);

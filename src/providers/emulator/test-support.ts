@@ -92,6 +92,35 @@ export async function readRaw(response: Response, until: (text: string) => boole
   return text;
 }
 
+/**
+ * Reads a stream's raw text for `ms` or until it ends, then cancels it: what it sent in that
+ * time, and whether it ended (closed by the emulator) meanwhile.
+ */
+export async function readFor(response: Response, ms: number): Promise<{ text: string; ended: boolean }> {
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  const deadline = Date.now() + ms;
+  try {
+    while (true) {
+      const left = deadline - Date.now();
+      if (left <= 0) return { text, ended: false };
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const next = await Promise.race([
+        reader.read(),
+        new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), left))),
+      ]).finally(() => {
+        if (timer !== undefined) clearTimeout(timer);
+      });
+      if (next === "timeout") return { text, ended: false };
+      if (next.done) return { text, ended: true };
+      text += decoder.decode(next.value, { stream: true });
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+}
+
 /** The frames of raw SSE text, each as its lines (comment lines kept). */
 export function rawFrames(text: string): string[][] {
   return text

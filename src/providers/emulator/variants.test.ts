@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { dispatch, emulator, json, fields, rawFrames, readRaw, runningSandbox, runtime, type Emu } from "./test-support";
-import { ControlPlaneErrorBody, ExecutionStartedData, SessionStateInner, SidecarErrorBody } from "./wire";
+import { ControlPlaneErrorBody, ExecutionStartedData, PromptResultView, SandboxListView, SandboxView, SessionStateInner, SidecarErrorBody } from "./wire";
 
 async function setVariants(emu: Emu, variants: Record<string, unknown>): Promise<void> {
   const res = await emu.control("/_emulator/variants", variants);
@@ -37,6 +37,17 @@ describe("the emulator's variants", () => {
         connectionEstablished: false,
         fieldOrder: "id-first",
         dispatchExecutionId: "body",
+        terminal: "result+done",
+        resultRoute: "available",
+        readiness: "enum",
+        readinessUnknownPolls: 2,
+        permissionScopes: "legacy",
+        backendModel: "string",
+        interactionsAt: "top",
+        planDecision: "interaction",
+        answerRoute: "ok",
+        answeredAsk: "already-resolved",
+        runControlRef: "optional",
       },
     });
     const set = await emu.control("/_emulator/variants", { errorBody: "control-plane", fieldOrder: "data-first" });
@@ -46,7 +57,7 @@ describe("the emulator's variants", () => {
     expect(read.effective.errorBody).toBe("control-plane");
     expect(read.effective.abort).toBe("wrapped");
 
-    for (const bad of [{ errorBody: "teapot" }, { notAVariant: true }, { connectionEstablished: "yes" }]) {
+    for (const bad of [{ errorBody: "teapot" }, { notAVariant: true }, { connectionEstablished: "yes" }, { terminal: "maybe" }, { readinessUnknownPolls: 0 }]) {
       const res = await emu.control("/_emulator/variants", bad);
       expect(res.status).toBe(400);
       expect((await json(res)).error.code).toBe("INVALID_VARIANTS");
@@ -200,11 +211,23 @@ describe("the emulator's variants", () => {
     expect(dataFirst[0]).toEqual([`data: {"executionId":"exe-fo2","sessionId":"s1","turnId":"t2"}`, "event: execution.started", "id: 1"]);
   });
 
-  it("dispatchExecutionId: the body's executionId by default; only the X-Execution-ID header when switched, a body executionId refused", async () => {
+  it("dispatchExecutionId: the body's executionId by default (the header may repeat it, not contradict it); only the X-Execution-ID header when switched", async () => {
     const { emu, id } = await fastSandbox("dispatch-id");
-    // Default: the body names the run; the header on a dispatch is not read.
-    const byBody = rawFrames(await whole(await dispatch(emu, id, { executionId: "exe-body", turnId: "t1" }, { "x-execution-id": "exe-ignored" })));
-    expect(JSON.parse(fields(byBody[0]!).data!).executionId).toBe("exe-body");
+    // Default: the body names the run, and the header may name the same run too.
+    const both = rawFrames(await whole(await dispatch(emu, id, { executionId: "exe-body", turnId: "t1" }, { "x-execution-id": "exe-body" })));
+    expect(JSON.parse(fields(both[0]!).data!).executionId).toBe("exe-body");
+    // The two naming different runs is refused, and starts nothing.
+    const contradict = await dispatch(emu, id, { executionId: "exe-b2", turnId: "t1b" }, { "x-execution-id": "exe-h2" });
+    expect(contradict.status).toBe(400);
+    const contradiction = (await json(contradict)).error as { code: string; message: string };
+    expect(contradiction.code).toBe("VALIDATION_ERROR");
+    expect(contradiction.message).toContain("X-Execution-ID");
+    for (const exe of ["exe-b2", "exe-h2"]) expect((await emu.control(`/_emulator/executions/${exe}`)).status).toBe(404);
+    // The body alone, or the header alone, names it.
+    const bodyOnly = rawFrames(await whole(await dispatch(emu, id, { executionId: "exe-body-only", turnId: "t1c" })));
+    expect(JSON.parse(fields(bodyOnly[0]!).data!).executionId).toBe("exe-body-only");
+    const headerOnly = rawFrames(await whole(await dispatch(emu, id, { turnId: "t1d" }, { "x-execution-id": "exe-header-only" })));
+    expect(JSON.parse(fields(headerOnly[0]!).data!).executionId).toBe("exe-header-only");
 
     await setVariants(emu, { dispatchExecutionId: "header" });
     const refused = await dispatch(emu, id, { executionId: "exe-x", turnId: "t2" });
@@ -225,5 +248,352 @@ describe("the emulator's variants", () => {
       await emu.api("POST", runtime(id, "/agents/run/stream"), { message: "", sessionId: "s1" }, { "x-execution-id": "exe-header", "last-event-id": "0" }),
     );
     expect(fields(rawFrames(replay)[0]!).id).toBe("1");
+  });
+
+  it("terminal: result then done by default (a failure: error); done-only, run-failed and none change only how a run ends on the wire", async () => {
+    const { emu, id } = await fastSandbox("terminal");
+    const run = async (body: Record<string, unknown>) => rawFrames(await whole(await dispatch(emu, id, body))).map(fields);
+    const result = async (exe: string) => PromptResultView.parse(await json(await emu.api("GET", runtime(id, `/agents/sessions/s1/executions/${exe}/result`))));
+    /** A run stopped at its question, then aborted: its whole stream. */
+    const cancelled = async (exe: string, turnId: string) => {
+      const stream = await dispatch(emu, id, { message: "hi [ask]", executionId: exe, turnId });
+      expect(await json(await emu.api("POST", runtime(id, "/agents/sessions/s1/abort"), { executionId: exe }))).toEqual({ data: { cancelled: true } });
+      return rawFrames(await whole(stream)).map(fields);
+    };
+    const events = (frames: Array<Record<string, string>>) => frames.map((f) => f.event);
+    const contiguous = (frames: Array<Record<string, string>>) => expect(frames.map((f) => Number(f.id))).toEqual(frames.map((_, i) => i + 1));
+
+    // result+done (default): a success ends with result then done; a failure with error; a cancel with all three.
+    const ok = await run({ executionId: "exe-t1", turnId: "t1" });
+    expect(events(ok).slice(-3)).toEqual(["status", "result", "done"]);
+    const failed = await run({ message: "x [fail]", executionId: "exe-t2", turnId: "t2" });
+    expect(failed.at(-1)!.event).toBe("error");
+    expect(JSON.parse(failed.at(-1)!.data!)).toEqual({ message: "The agent process exited unexpectedly (scripted failure).", code: "AGENT_CRASHED" });
+    expect(events(await cancelled("exe-t3", "t3")).slice(-3)).toEqual(["status", "result", "done"]);
+
+    // done-only: no result frame; a success ends with done alone, a cancel with status cancelled then done.
+    await setVariants(emu, { terminal: "done-only" });
+    const doneOnly = await run({ executionId: "exe-t4", turnId: "t4" });
+    expect(events(doneOnly)).not.toContain("result");
+    expect(events(doneOnly).slice(-2)).toEqual(["status", "done"]);
+    expect(JSON.parse(doneOnly.at(-1)!.data!)).toMatchObject({ totalCostUsd: expect.any(Number) });
+    contiguous(doneOnly);
+    const doneOnlyResult = await result("exe-t4");
+    expect(doneOnlyResult).toMatchObject({ success: true, status: "success" });
+    expect(doneOnlyResult.response).toContain("Looking into it");
+    expect(doneOnlyResult.usage).toMatchObject({ inputTokens: expect.any(Number), outputTokens: expect.any(Number) });
+    const doneOnlyCancel = await cancelled("exe-t5", "t5");
+    expect(events(doneOnlyCancel)).not.toContain("result");
+    expect(doneOnlyCancel.slice(-2).map((f) => [f.event, JSON.parse(f.data!)])).toEqual([
+      ["status", { status: "cancelled", detail: "interrupted" }],
+      ["done", {}],
+    ]);
+    expect((await result("exe-t5")).status).toBe("cancelled");
+    // A failure still ends with error.
+    expect((await run({ message: "x [fail]", executionId: "exe-t6", turnId: "t6" })).at(-1)!.event).toBe("error");
+
+    // run-failed: a failure ends with session.run.failed { error: { message, code } }; a success is unchanged.
+    await setVariants(emu, { terminal: "run-failed" });
+    const runFailed = await run({ message: "x [fail]", executionId: "exe-t7", turnId: "t7" });
+    expect(events(runFailed)).not.toContain("error");
+    expect(runFailed.at(-1)!.event).toBe("session.run.failed");
+    expect(JSON.parse(runFailed.at(-1)!.data!)).toEqual({ error: { message: "The agent process exited unexpectedly (scripted failure).", code: "AGENT_CRASHED" } });
+    expect(await result("exe-t7")).toMatchObject({ success: false, status: "failed", error: "The agent process exited unexpectedly (scripted failure)." });
+    expect(events(await run({ executionId: "exe-t8", turnId: "t8" })).slice(-2)).toEqual(["result", "done"]);
+
+    // none: the stream closes cleanly after the last content frame; the end is in the emulator's state.
+    await setVariants(emu, { terminal: "none" });
+    const none = await run({ executionId: "exe-t9", turnId: "t9" });
+    for (const terminal of ["result", "done", "error", "session.run.failed"]) expect(events(none)).not.toContain(terminal);
+    expect(none.at(-1)!.event).toBe("status");
+    contiguous(none);
+    const noneResult = await result("exe-t9");
+    expect(noneResult).toMatchObject({ success: true, status: "success", executionId: "exe-t9" });
+    expect(noneResult.response).toContain("Looking into it");
+    expect(await json(await emu.api("GET", runtime(id, "/agents/sessions/s1")))).toEqual({ data: { session: { state: "idle", latestExecutionId: "exe-t9" } } });
+    const noneFailed = await run({ message: "x [fail]", executionId: "exe-t10", turnId: "t10" });
+    for (const terminal of ["result", "done", "error", "session.run.failed"]) expect(events(noneFailed)).not.toContain(terminal);
+    expect(await result("exe-t10")).toMatchObject({ success: false, status: "failed", error: "The agent process exited unexpectedly (scripted failure)." });
+    // A cancel sends its cancelled status, then the stream closes: no result, no done.
+    const noneCancel = await cancelled("exe-t11", "t11");
+    expect(noneCancel.at(-1)!.event).toBe("status");
+    expect(JSON.parse(noneCancel.at(-1)!.data!)).toEqual({ status: "cancelled", detail: "interrupted" });
+    expect((await result("exe-t11")).status).toBe("cancelled");
+
+    // The shape is fixed when a run starts: switching while it waits does not change its ending.
+    const waiting = await dispatch(emu, id, { message: "hi [ask]", executionId: "exe-t12", turnId: "t12" });
+    await setVariants(emu, {});
+    await emu.api("POST", runtime(id, "/agents/sessions/s1/abort"), { executionId: "exe-t12" });
+    const fixed = rawFrames(await whole(waiting)).map(fields);
+    expect(events(fixed)).not.toContain("done");
+    expect(fixed.at(-1)!.event).toBe("status");
+  });
+
+  it("resultRoute: the run-result route by default; 404 NOT_FOUND for every execution when missing", async () => {
+    const { emu, id } = await fastSandbox("result-route");
+    await whole(await dispatch(emu, id, { executionId: "exe-rr", turnId: "t1" }));
+    const path = runtime(id, "/agents/sessions/s1/executions/exe-rr/result");
+    expect(PromptResultView.parse(await json(await emu.api("GET", path))).status).toBe("success");
+
+    await setVariants(emu, { resultRoute: "missing" });
+    for (const p of [path, runtime(id, "/agents/sessions/s1/executions/exe-nope/result"), runtime("sbx_gone", "/agents/sessions/s1/executions/exe-rr/result")]) {
+      const missing = await emu.api("GET", p);
+      expect(missing.status).toBe(404);
+      expect(SidecarErrorBody.parse(await json(missing)).error).toEqual({ code: "NOT_FOUND", message: `no route GET ${p}` });
+    }
+    // Only that route: the session state still tells how the session stands.
+    expect((await json(await emu.api("GET", runtime(id, "/agents/sessions/s1")))).data.session).toEqual({ state: "idle", latestExecutionId: "exe-rr" });
+
+    await setVariants(emu, {});
+    expect((await emu.api("GET", path)).status).toBe(200);
+  });
+
+  it("readiness: ready by default; unknown-value reports \"warming\" for the first N answers that would say ready, then ready (again after a resume)", async () => {
+    const emu = emulator("readiness");
+    await setVariants(emu, { readiness: "unknown-value", readinessUnknownPolls: 3 });
+    const created = await emu.api("POST", "/v1/sandboxes", { name: "warm" });
+    const { id } = (await json(created)) as { id: string };
+    /** Polls until ready; the readiness each answer showed once the sandbox was running. */
+    const pollUntilReady = async () => {
+      const seen: string[] = [];
+      const deadline = Date.now() + 5_000;
+      while (Date.now() < deadline) {
+        const sandbox = SandboxView.parse(await json(await emu.api("GET", `/v1/sandboxes/${id}`)));
+        if (sandbox.status === "running") seen.push(sandbox.filesystemIncarnationReadiness);
+        if (sandbox.filesystemIncarnationReadiness === "ready") return seen;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      throw new Error(`never ready: ${seen.join(", ")}`);
+    };
+    expect(await pollUntilReady()).toEqual(["warming", "warming", "warming", "ready"]);
+    expect(SandboxListView.parse(await json(await emu.api("GET", "/v1/sandboxes"))).sandboxes[0]!.filesystemIncarnationReadiness).toBe("ready");
+
+    // A resumed sandbox's filesystem is a new incarnation: warming again.
+    await (await emu.api("POST", `/v1/sandboxes/${id}/stop`)).body?.cancel();
+    await (await emu.api("POST", `/v1/sandboxes/${id}/resume`)).body?.cancel();
+    expect(await pollUntilReady()).toEqual(["warming", "warming", "warming", "ready"]);
+
+    // The default: the doc's enum only; N defaults to 2.
+    await setVariants(emu, {});
+    await (await emu.api("POST", `/v1/sandboxes/${id}/stop`)).body?.cancel();
+    await (await emu.api("POST", `/v1/sandboxes/${id}/resume`)).body?.cancel();
+    expect(await pollUntilReady()).toEqual(["ready"]);
+    await setVariants(emu, { readiness: "unknown-value" });
+    await (await emu.api("POST", `/v1/sandboxes/${id}/stop`)).body?.cancel();
+    await (await emu.api("POST", `/v1/sandboxes/${id}/resume`)).body?.cancel();
+    expect(await pollUntilReady()).toEqual(["warming", "warming", "ready"]);
+  });
+
+  it("permissionScopes: a permission ask offers [once, session] by default; the contract's [interaction, session, persistent] when switched", async () => {
+    const { emu, id } = await fastSandbox("scopes");
+    const scopes = async (exe: string, turnId: string) => {
+      const text = await readRaw(await dispatch(emu, id, { message: "run them [permission]", executionId: exe, turnId }), (t) => t.includes("event: interaction"));
+      await emu.api("POST", runtime(id, "/agents/sessions/s1/abort"), { executionId: exe });
+      const frame = rawFrames(text).map(fields).find((f) => f.event === "interaction")!;
+      const request = JSON.parse(frame.data!).request as { kind: string; responseScopes: string[] };
+      expect(request.kind).toBe("permission");
+      return request.responseScopes;
+    };
+    expect(await scopes("exe-ps1", "t1")).toEqual(["once", "session"]);
+    await setVariants(emu, { permissionScopes: "contract" });
+    expect(await scopes("exe-ps2", "t2")).toEqual(["interaction", "session", "persistent"]);
+    // The ask the answer route sees is the one the frame carried.
+    const stream = await dispatch(emu, id, { message: "run them [permission]", executionId: "exe-ps3", turnId: "t3" });
+    await readRaw(stream, (t) => t.includes("event: interaction"));
+    const listed = (await json(await emu.api("GET", runtime(id, "/agents/sessions/s1/interactions")))).data.interactions;
+    expect(listed.map((a: { responseScopes: string[] }) => a.responseScopes)).toEqual([["interaction", "session", "persistent"]]);
+    await emu.api("POST", runtime(id, "/agents/sessions/s1/abort"), { executionId: "exe-ps3" });
+  });
+
+  it("backendModel: backend.model as a string (or an object) by default; only an object { provider?, model } when switched, a string refused naming backend.model", async () => {
+    const { emu, id } = await fastSandbox("backend-model");
+    const started = async () => (await json(await emu.control("/_emulator/counters"))).counters["runs.started"] ?? 0;
+    await whole(await dispatch(emu, id, { executionId: "exe-bm1", turnId: "t1", backend: { type: "opencode", model: "anthropic/claude" } }));
+    await whole(await dispatch(emu, id, { executionId: "exe-bm2", turnId: "t2", backend: { type: "opencode", model: { provider: "anthropic", model: "claude" } } }));
+    expect(await started()).toBe(2);
+
+    await setVariants(emu, { backendModel: "object" });
+    for (const model of ["anthropic/claude", { provider: "anthropic" }]) {
+      const refused = await dispatch(emu, id, { executionId: "exe-bm3", turnId: "t3", backend: { type: "opencode", model } });
+      expect(refused.status).toBe(400);
+      const error = SidecarErrorBody.parse(await json(refused)).error;
+      expect(error.code).toBe("VALIDATION_ERROR");
+      expect(error.message).toContain("backend.model");
+    }
+    expect(await started()).toBe(2);
+    expect((await emu.control("/_emulator/executions/exe-bm3")).status).toBe(404);
+    await whole(await dispatch(emu, id, { executionId: "exe-bm3", turnId: "t3", backend: { type: "opencode", model: { provider: "anthropic", model: "claude" } } }));
+    await whole(await dispatch(emu, id, { executionId: "exe-bm4", turnId: "t4", backend: { type: "opencode", model: { model: "claude" } } }));
+    await whole(await dispatch(emu, id, { executionId: "exe-bm5", turnId: "t5", backend: { type: "opencode" } }));
+    expect(await started()).toBe(5);
+    expect((await json(await emu.control("/_emulator/executions/exe-bm3"))).request.backend).toEqual({
+      type: "opencode",
+      model: { provider: "anthropic", model: "claude" },
+    });
+  });
+
+  it("interactionsAt: the posture is read from the top-level interactions by default, only from backend.interactions when switched; both are always accepted", async () => {
+    const { emu, id } = await fastSandbox("interactions-at");
+    let n = 0;
+    /** Whether a question run with this body asks its question (a posture of {} enables none). */
+    const asks = async (body: Record<string, unknown>) => {
+      n++;
+      const exe = `exe-ia${n}`;
+      const res = await dispatch(emu, id, { message: "hi [ask]", executionId: exe, turnId: `t${n}`, ...body });
+      expect(res.status).toBe(200);
+      const text = await readRaw(res, (t) => t.includes("event: interaction") || t.includes("event: done"));
+      const asked = text.includes("event: interaction");
+      if (asked) await emu.api("POST", runtime(id, "/agents/sessions/s1/abort"), { executionId: exe });
+      else expect((await json(await emu.control(`/_emulator/executions/${exe}`))).status).toBe("completed");
+      return asked;
+    };
+    const none = {};
+    const questions = { question: true };
+
+    expect(await asks({})).toBe(true);
+    expect(await asks({ interactions: none })).toBe(false);
+    expect(await asks({ backend: { type: "opencode", interactions: none } })).toBe(true);
+    expect(await asks({ interactions: questions, backend: { type: "opencode", interactions: none } })).toBe(true);
+    expect(await asks({ interactions: none, backend: { type: "opencode", interactions: questions } })).toBe(false);
+
+    await setVariants(emu, { interactionsAt: "backend" });
+    expect(await asks({ backend: { type: "opencode", interactions: none } })).toBe(false);
+    expect(await asks({ interactions: none })).toBe(true);
+    expect(await asks({ interactions: none, backend: { type: "opencode", interactions: questions } })).toBe(true);
+    expect(await asks({ interactions: questions, backend: { type: "opencode", interactions: none } })).toBe(false);
+    // The request as received keeps both.
+    expect((await json(await emu.control(`/_emulator/executions/exe-ia${n}`))).request).toMatchObject({
+      interactions: questions,
+      backend: { type: "opencode", interactions: none },
+    });
+  });
+
+  it("planDecision: a plan waits as an interaction by default; as a status awaiting_plan_decision decided only through plan/approve and plan/reject when switched, and the run goes on exactly the same", async () => {
+    /** Waits until an execution's stored frames satisfy `done`. */
+    const waitForFrames = async (emu: Emu, exe: string, done: (text: string) => boolean) => {
+      await readRaw(await emu.control(`/_emulator/executions/${exe}/stream`), done);
+    };
+    const count = (text: string, needle: string) => text.split(needle).length - 1;
+    const awaiting = `data: {"status":"awaiting_plan_decision"}`;
+
+    // The same run in both variants (same session and execution ids, so the same frames).
+    const asInteraction = await fastSandbox("plan-interaction");
+    const a = asInteraction;
+    const first = await dispatch(a.emu, a.id, { message: "do it [plan]", executionId: "exe-plan", turnId: "t1" });
+    const answer = (body: unknown) => a.emu.api("POST", runtime(a.id, "/agents/sessions/s1/interactions"), body);
+    await waitForFrames(a.emu, "exe-plan", (t) => count(t, "event: interaction") === 1);
+    expect((await answer({ id: "exe-plan:plan-1", outcome: "accepted", data: { decision: "reject", feedback: "smaller steps" } })).status).toBe(200);
+    await waitForFrames(a.emu, "exe-plan", (t) => count(t, "event: interaction") === 2);
+    expect((await answer({ id: "exe-plan:plan-2", outcome: "accepted", data: { decision: "approve" } })).status).toBe(200);
+    const byInteraction = rawFrames(await whole(first)).map(fields);
+
+    const asRoute = await fastSandbox("plan-route");
+    const r = asRoute;
+    await setVariants(r.emu, { planDecision: "route" });
+    const second = await dispatch(r.emu, r.id, { message: "do it [plan]", executionId: "exe-plan", turnId: "t1" });
+    await waitForFrames(r.emu, "exe-plan", (t) => count(t, awaiting) === 1);
+    // No interaction is offered: none listed, and the plan's ask is not one the answer route knows.
+    expect((await json(await r.emu.api("GET", runtime(r.id, "/agents/sessions/s1/interactions")))).data.interactions).toEqual([]);
+    const viaAnswer = await r.emu.api("POST", runtime(r.id, "/agents/sessions/s1/interactions"), { id: "exe-plan:plan-1", outcome: "accepted", data: { decision: "approve" } });
+    expect(viaAnswer.status).toBe(404);
+    expect((await json(viaAnswer)).error.code).toBe("INTERACTION_NOT_FOUND");
+    expect((await r.emu.api("POST", runtime(r.id, "/agents/sessions/s1/plan/reject"), { feedback: "smaller steps" })).status).toBe(200);
+    await waitForFrames(r.emu, "exe-plan", (t) => count(t, awaiting) === 2);
+    expect(await json(await r.emu.api("POST", runtime(r.id, "/agents/sessions/s1/plan/approve"), {}))).toEqual({ data: { status: "accepted" } });
+    const text = await whole(second);
+    const byRoute = rawFrames(text).map(fields);
+    expect(text).not.toContain("event: interaction");
+    expect(count(text, "event: plan.submitted")).toBe(2);
+    expect(text).toContain("Plan revision 2 approved.");
+    expect(byRoute.at(-1)!.event).toBe("done");
+    expect((await r.emu.api("POST", runtime(r.id, "/agents/sessions/s1/plan/approve"), {})).status).toBe(409);
+
+    // Frame for frame the same run, each interaction of kind plan replaced by the status.
+    expect(byRoute.length).toBe(byInteraction.length);
+    expect(byRoute).toEqual(byInteraction.map((f) => (f.event === "interaction" ? { ...f, event: "status", data: `{"status":"awaiting_plan_decision"}` } : f)));
+  });
+
+  it("answerRoute: the answer route by default; 501 NOT_IMPLEMENTED when switched, and the ask stays outstanding", async () => {
+    const { emu, id } = await fastSandbox("answer-route");
+    await readRaw(await dispatch(emu, id, { message: "hi [ask]", executionId: "exe-an", turnId: "t1" }), (t) => t.includes("event: interaction"));
+    const answer = { id: "exe-an:question-1", outcome: "accepted", data: { project: "demo", framework: "vitest" } };
+    const post = () => emu.api("POST", runtime(id, "/agents/sessions/s1/interactions"), answer);
+
+    await setVariants(emu, { answerRoute: "not-implemented" });
+    const refused = await post();
+    expect(refused.status).toBe(501);
+    expect(SidecarErrorBody.parse(await json(refused)).error.code).toBe("NOT_IMPLEMENTED");
+    // Whatever the body: the route is not there.
+    expect((await emu.api("POST", runtime(id, "/agents/sessions/s1/interactions"), { nonsense: true })).status).toBe(501);
+    // Listing still works, and the ask is still waiting.
+    expect((await json(await emu.api("GET", runtime(id, "/agents/sessions/s1/interactions")))).data.interactions.map((i: { id: string }) => i.id)).toEqual([
+      "exe-an:question-1",
+    ]);
+    expect((await json(await emu.control("/_emulator/executions/exe-an"))).status).toBe("running");
+
+    await setVariants(emu, {});
+    expect(await json(await post())).toEqual({ data: { status: "accepted" } });
+  });
+
+  it("answeredAsk: the same answer again is already_resolved_same and another 409 by default; 404 INTERACTION_NOT_FOUND once answered when switched", async () => {
+    const { emu, id } = await fastSandbox("answered-ask");
+    const accepted = (project: string) => ({ outcome: "accepted", data: { project, framework: "vitest" } });
+    const ask = async (session: string, exe: string) => {
+      await readRaw(await dispatch(emu, id, { message: "hi [ask]", sessionId: session, executionId: exe, turnId: "t1" }), (t) => t.includes("event: interaction"));
+      return (body: Record<string, unknown>) => emu.api("POST", runtime(id, `/agents/sessions/${session}/interactions`), { id: `${exe}:question-1`, ...body });
+    };
+
+    const answer = await ask("s1", "exe-aa1");
+    expect(await json(await answer(accepted("demo")))).toEqual({ data: { status: "accepted" } });
+    expect(await json(await answer(accepted("demo")))).toEqual({ data: { status: "already_resolved_same" } });
+    const other = await answer(accepted("another"));
+    expect(other.status).toBe(409);
+    expect((await json(other)).error.code).toBe("ALREADY_ANSWERED");
+
+    await setVariants(emu, { answeredAsk: "gone" });
+    const again = await ask("s2", "exe-aa2");
+    expect(await json(await again(accepted("demo")))).toEqual({ data: { status: "accepted" } });
+    for (const body of [accepted("demo"), accepted("another"), { outcome: "declined" }]) {
+      const gone = await again(body);
+      expect(gone.status).toBe(404);
+      expect((await json(gone)).error.code).toBe("INTERACTION_NOT_FOUND");
+    }
+    // The first session's ask is forgotten too, now that the deployment forgets answered asks.
+    expect((await answer(accepted("demo"))).status).toBe(404);
+  });
+
+  it("runControlRef: optional by default (when given it must name the requested execution; it is recorded); required when switched", async () => {
+    const { emu, id } = await fastSandbox("run-control-ref");
+    const ref = (exe: string) => ({ runId: exe, provider: "tangle-sandbox", environmentId: id, sessionId: "s1", executionId: exe });
+    const refused = async (res: Response) => {
+      expect(res.status).toBe(400);
+      const error = SidecarErrorBody.parse(await json(res)).error;
+      expect(error.code).toBe("VALIDATION_ERROR");
+      expect(error.message).toContain("runControlRef");
+    };
+
+    await whole(await dispatch(emu, id, { executionId: "exe-rc1", turnId: "t1" }));
+    await whole(await dispatch(emu, id, { executionId: "exe-rc2", turnId: "t2", runControlRef: ref("exe-rc2") }));
+    expect((await json(await emu.control("/_emulator/executions/exe-rc2"))).request.runControlRef).toEqual(ref("exe-rc2"));
+    // Given through the header only, the requested execution is the header's.
+    await whole(await dispatch(emu, id, { turnId: "t3", runControlRef: ref("exe-rc3") }, { "x-execution-id": "exe-rc3" }));
+    expect((await json(await emu.control("/_emulator/executions/exe-rc3"))).request.runControlRef).toEqual(ref("exe-rc3"));
+    await refused(await dispatch(emu, id, { executionId: "exe-rc4", turnId: "t4", runControlRef: ref("exe-other") }));
+    await refused(await dispatch(emu, id, { turnId: "t4", runControlRef: ref("exe-rc4") }));
+    expect((await emu.control("/_emulator/executions/exe-rc4")).status).toBe(404);
+
+    await setVariants(emu, { runControlRef: "required" });
+    await refused(await dispatch(emu, id, { executionId: "exe-rc5", turnId: "t5" }));
+    // Attaching to a run is a dispatch too.
+    await refused(await dispatch(emu, id, { executionId: "exe-rc1", turnId: "t1" }));
+    await refused(await dispatch(emu, id, { executionId: "exe-rc5", turnId: "t5", runControlRef: ref("exe-rc6") }));
+    expect((await emu.control("/_emulator/executions/exe-rc5")).status).toBe(404);
+    const started = rawFrames(await whole(await dispatch(emu, id, { executionId: "exe-rc5", turnId: "t5", runControlRef: ref("exe-rc5") }))).map(fields);
+    expect(JSON.parse(started[0]!.data!)).toMatchObject({ executionId: "exe-rc5" });
+    expect(started.at(-1)!.event).toBe("done");
+    // A replay (no message) starts nothing and needs no ref.
+    const replay = await emu.api("POST", runtime(id, "/agents/run/stream"), { message: "", sessionId: "s1" }, { "x-execution-id": "exe-rc5", "last-event-id": "0" });
+    expect(replay.status).toBe(200);
+    await whole(replay);
   });
 });

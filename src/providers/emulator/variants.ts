@@ -2,7 +2,9 @@
  * Variants: where docs/sandbox-wire.md tags a fact [ours], or says the real service may answer in
  * two shapes, the emulator serves its default shape and can be switched to the other plausible one
  * with `POST /_emulator/variants`, so the client's handling of both can be tested. Each variant
- * changes only what it names; the shaping functions below are the only places they act.
+ * changes only what it names. The shaping functions below hold the variants that shape an answer
+ * or a frame; the ones that decide whether a request is served act in sandbox-api.ts, the ones
+ * that change what the scripted agent asks in script.ts (fixed when a run starts).
  */
 import { z } from "zod";
 import type { SessionStateInner } from "./wire";
@@ -22,8 +24,40 @@ export const EmulatorVariants = z.strictObject({
   connectionEstablished: z.boolean().optional(),
   /** §4 field order in a frame: `event:`, `id:`, `data:` or `data:` first. */
   fieldOrder: z.enum(["id-first", "data-first"]).optional(),
-  /** §3 where a dispatch names its execution: the body's `executionId`, or only the `X-Execution-ID` header. */
+  /**
+   * §3 where a dispatch names its execution: the body's `executionId` (the `X-Execution-ID` header
+   * may name it too, and must then agree), or only the `X-Execution-ID` header.
+   */
   dispatchExecutionId: z.enum(["body", "header"]).optional(),
+  /**
+   * §4 how a run ends: `result` then `done` (a failure: `error`); `done` alone (a cancel: `status:
+   * cancelled` then `done`); a failure as `session.run.failed` `{ error: { message, code? } }`; or
+   * no terminal frame at all (the stream closes cleanly; the run's end is in the emulator's state).
+   */
+  terminal: z.enum(["result+done", "done-only", "run-failed", "none"]).optional(),
+  /** §3 the run-result route [ours]: served, or 404 `NOT_FOUND` like a deployment without it. */
+  resultRoute: z.enum(["available", "missing"]).optional(),
+  /** §2 readiness: the doc's enum, or an unlisted `"warming"` for the first polls of a ready sandbox. */
+  readiness: z.enum(["enum", "unknown-value"]).optional(),
+  /** How many answers showing a ready sandbox say `"warming"` instead (variant `readiness: "unknown-value"`; default 2). */
+  readinessUnknownPolls: z.number().int().positive().optional(),
+  /** A permission ask's `responseScopes`: `["once", "session"]`, or the contract's `["interaction", "session", "persistent"]`. */
+  permissionScopes: z.enum(["legacy", "contract"]).optional(),
+  /** §2 `backend.model` on a dispatch: a string (or an object) accepted, or an object `{ provider?, model }` required. */
+  backendModel: z.enum(["string", "object"]).optional(),
+  /** §3 where a dispatch's interaction posture is read: top-level `interactions`, or only `backend.interactions`. */
+  interactionsAt: z.enum(["top", "backend"]).optional(),
+  /**
+   * §3 how a plan waits for its decision: an `interaction` of kind `plan`, or a `status`
+   * `awaiting_plan_decision` frame decided only through `plan/approve` and `plan/reject`.
+   */
+  planDecision: z.enum(["interaction", "route"]).optional(),
+  /** §3 the answer route: served, or 501 `NOT_IMPLEMENTED`. */
+  answerRoute: z.enum(["ok", "not-implemented"]).optional(),
+  /** §3 another answer to an answered ask: the same one acknowledged, another 409; or 404 `INTERACTION_NOT_FOUND`. */
+  answeredAsk: z.enum(["already-resolved", "gone"]).optional(),
+  /** §6 a dispatch's `runControlRef`: optional, or required (naming the requested execution). */
+  runControlRef: z.enum(["optional", "required"]).optional(),
 });
 export type EmulatorVariants = z.infer<typeof EmulatorVariants>;
 export type Variants = Required<EmulatorVariants>;
@@ -37,6 +71,17 @@ const DEFAULT_VARIANTS: Variants = {
   connectionEstablished: false,
   fieldOrder: "id-first",
   dispatchExecutionId: "body",
+  terminal: "result+done",
+  resultRoute: "available",
+  readiness: "enum",
+  readinessUnknownPolls: 2,
+  permissionScopes: "legacy",
+  backendModel: "string",
+  interactionsAt: "top",
+  planDecision: "interaction",
+  answerRoute: "ok",
+  answeredAsk: "already-resolved",
+  runControlRef: "optional",
 };
 
 /** The variants in force: those set, the defaults for the rest. */
@@ -78,4 +123,43 @@ export function admissionFrame(
       ...again,
     },
   };
+}
+
+/** The wire shape of a run's ending, fixed when the run starts. */
+export type TerminalShape = Variants["terminal"];
+
+/**
+ * What a run sends for one of its frames, in the terminal shape it started with: the frame, a
+ * reshaped frame, or nothing (undefined). Only the terminal frames (`result`, `done`, `error`)
+ * change; the run's state records its end whatever is sent.
+ */
+export function terminalFrame(
+  shape: TerminalShape,
+  frame: { type: string; data: Record<string, unknown> },
+): { type: string; data: Record<string, unknown> } | undefined {
+  switch (frame.type) {
+    case "result":
+      return shape === "done-only" || shape === "none" ? undefined : frame;
+    case "done":
+      return shape === "none" ? undefined : frame;
+    case "error": {
+      if (shape === "none") return undefined;
+      if (shape !== "run-failed") return frame;
+      const { message, code } = frame.data as { message?: unknown; code?: unknown };
+      return { type: "session.run.failed", data: { error: { message, ...(code !== undefined ? { code } : {}) } } };
+    }
+    default:
+      return frame;
+  }
+}
+
+/** §2 the readiness a sandbox reports: `"warming"` instead of `"ready"` while the variant's polls last. */
+export function readinessShown(v: Variants, readiness: string, warmingPollsSoFar: number): { shown: string; counted: boolean } {
+  if (v.readiness === "unknown-value" && readiness === "ready" && warmingPollsSoFar < v.readinessUnknownPolls) return { shown: "warming", counted: true };
+  return { shown: readiness, counted: false };
+}
+
+/** A permission ask's scopes in the vocabulary in force. */
+export function permissionScopes(v: Variants["permissionScopes"]): string[] {
+  return v === "contract" ? ["interaction", "session", "persistent"] : ["once", "session"];
 }

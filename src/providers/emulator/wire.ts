@@ -37,9 +37,26 @@ export type CreateSandboxBody = z.infer<typeof CreateSandboxBody>;
 /** A turn's interaction posture (§3 `interactions` [ours]): kind → enabled. */
 const InteractionPosture = z.record(z.string(), z.boolean());
 
+/** A dispatch's backend: the create's, plus the turn's interaction posture where a deployment reads it there [ours]. */
+const RunBackendBody = BackendBody.extend({ interactions: InteractionPosture.optional() });
+
+/** `backend.model` as an object (variant `backendModel: "object"`): `{ provider?, model }`. */
+export const BackendModelObject = z.looseObject({ provider: z.string().min(1).optional(), model: z.string().min(1) });
+
+/** §6 the exact run a dispatch asks for (`dispatch.runControlRef`) [ours]: strictly these five names. */
+const RunControlRef = z.strictObject({
+  runId: z.string().min(1),
+  provider: z.string().min(1),
+  environmentId: z.string().min(1),
+  sessionId: z.string().min(1),
+  executionId: z.string().min(1),
+});
+
 /**
  * §3 `POST …/agents/run/stream`: `{ message, parts?, sessionId, turnId?, executionId?, detach?,
- * backend?, interactions? }` (message, parts, sessionId, backend [wire]; the rest [ours]).
+ * backend?, interactions?, runControlRef? }` (message, parts, sessionId, backend [wire]; the rest
+ * [ours]). The posture is accepted both at the top level and in `backend`; which one is read is a
+ * variant (`interactionsAt`).
  */
 export const RunStreamBody = z.strictObject({
   message: z.string(),
@@ -48,8 +65,9 @@ export const RunStreamBody = z.strictObject({
   turnId: z.string().min(1).optional(),
   executionId: z.string().min(1).optional(),
   detach: z.boolean().optional(),
-  backend: BackendBody.optional(),
+  backend: RunBackendBody.optional(),
   interactions: InteractionPosture.optional(),
+  runControlRef: RunControlRef.optional(),
 });
 export type RunStreamBody = z.infer<typeof RunStreamBody>;
 
@@ -81,7 +99,8 @@ export const SandboxView = z.strictObject({
   status: SandboxStatus,
   metadata: z.record(z.string(), z.unknown()).optional(),
   createdAt: z.string(),
-  filesystemIncarnationReadiness: z.enum(["transitioning", "ready"]),
+  /** `"warming"` is the unlisted value of variant `readiness: "unknown-value"`. */
+  filesystemIncarnationReadiness: z.enum(["transitioning", "ready", "warming"]),
   error: z.string().optional(),
 });
 export type SandboxView = z.infer<typeof SandboxView>;
