@@ -1,5 +1,6 @@
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
+import { standInPort } from "./test/cli-bridge/port.mjs";
 
 const bindings = {
   AUTH_JWT_SECRET: "test-jwt-secret-0123456789abcdef0123456789",
@@ -20,13 +21,21 @@ const timeouts = { testTimeout: 15_000, hookTimeout: 15_000, teardownTimeout: 10
 // Token budgets are deployment configuration, so the budget tests run as a project of their own
 // with small budgets set.
 const BUDGET_TESTS = "test/budget.test.ts";
+// The CLI Bridge tests run against the stand-in (test/cli-bridge/standin.mjs), a Node server the
+// project's global setup starts on a port chosen here, so the Workers bindings can name its URL.
+const CLI_BRIDGE_TESTS = "test/cli-bridge/**/*.test.ts";
+const cliBridgeBindings = {
+  PROVIDER: "cli-bridge",
+  CLI_BRIDGE_URL: `http://127.0.0.1:${await standInPort()}`,
+  CLI_BRIDGE_TOKEN: "standin-token",
+};
 
 export default defineConfig({
   test: {
     projects: [
       {
         plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml", environment: "local" }, miniflare: { bindings } })],
-        test: { ...timeouts, name: "gateway", include: ["test/**/*.test.ts", "src/**/*.test.ts"], exclude: [BUDGET_TESTS] },
+        test: { ...timeouts, name: "gateway", include: ["test/**/*.test.ts", "src/**/*.test.ts"], exclude: [BUDGET_TESTS, CLI_BRIDGE_TESTS] },
       },
       {
         plugins: [
@@ -36,6 +45,15 @@ export default defineConfig({
           }),
         ],
         test: { ...timeouts, name: "budgets", include: [BUDGET_TESTS] },
+      },
+      {
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml", environment: "local" },
+            miniflare: { bindings: { ...bindings, ...cliBridgeBindings } },
+          }),
+        ],
+        test: { ...timeouts, name: "cli-bridge", include: [CLI_BRIDGE_TESTS], globalSetup: ["./test/cli-bridge/global-setup.mjs"] },
       },
     ],
   },
