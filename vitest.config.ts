@@ -21,6 +21,8 @@ const timeouts = { testTimeout: 15_000, hookTimeout: 15_000, teardownTimeout: 10
 // Token budgets are deployment configuration, so the budget tests run as a project of their own
 // with small budgets set.
 const BUDGET_TESTS = "test/budget.test.ts";
+// Other deployment limits set small enough for a test to reach them.
+const LIMIT_TESTS = "test/limits.test.ts";
 // The CLI Bridge tests run against the stand-in (test/cli-bridge/standin.mjs), a Node server the
 // project's global setup starts on a port chosen here, so the Workers bindings can name its URL.
 const CLI_BRIDGE_TESTS = "test/cli-bridge/**/*.test.ts";
@@ -29,13 +31,21 @@ const cliBridgeBindings = {
   CLI_BRIDGE_URL: `http://127.0.0.1:${await standInPort()}`,
   CLI_BRIDGE_TOKEN: "standin-token",
 };
+// The chat page's pure modules (public/lib) are tested in plain Node: no Workers runtime.
+const PAGE_TESTS = "test/page/**";
 
 export default defineConfig({
   test: {
     projects: [
       {
         plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml", environment: "local" }, miniflare: { bindings } })],
-        test: { ...timeouts, name: "gateway", include: ["test/**/*.test.ts", "src/**/*.test.ts"], exclude: [BUDGET_TESTS, CLI_BRIDGE_TESTS] },
+        test: { ...timeouts, name: "gateway", include: ["test/**/*.test.ts", "src/**/*.test.ts"], exclude: [BUDGET_TESTS, LIMIT_TESTS, PAGE_TESTS, CLI_BRIDGE_TESTS] },
+      },
+      {
+        plugins: [
+          cloudflareTest({ wrangler: { configPath: "./wrangler.toml", environment: "local" }, miniflare: { bindings: { ...bindings, EVENT_LOG_MAX_EVENTS: "30" } } }),
+        ],
+        test: { ...timeouts, name: "limits", include: [LIMIT_TESTS] },
       },
       {
         plugins: [
@@ -55,6 +65,7 @@ export default defineConfig({
         ],
         test: { ...timeouts, name: "cli-bridge", include: [CLI_BRIDGE_TESTS], globalSetup: ["./test/cli-bridge/global-setup.mjs"] },
       },
+      { test: { ...timeouts, name: "page", include: [PAGE_TESTS + "/*.test.ts"], environment: "node" } },
     ],
   },
 });
