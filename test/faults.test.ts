@@ -29,8 +29,9 @@ describe("upstream faults: every frame reaches the browser once, and the turn co
     const { events, accepted, turnId, before, after } = await runWithFaults({ dropStreamAfterFrames: 7, dropStreams: 3 }, message);
     expect(events.at(-1)!.type).toBe("turn.completed");
     expect(seenUpstream(events, turnId)).toEqual(expectedUpstream(message, accepted.executionId));
-    // The reader really had to reconnect: the dispatch stream plus at least three replays.
-    expect(after["runs.replays"]! - (before["runs.replays"] ?? 0)).toBeGreaterThanOrEqual(3);
+    // The reader really had to reconnect: the dispatch stream and two replays were severed, the
+    // third replay ran to the end. Exactly three replays, no more.
+    expect((after["runs.replays"] ?? 0) - (before["runs.replays"] ?? 0)).toBe(3);
   });
 
   it("repeated frames are de-duplicated by upstream id", async () => {
@@ -42,15 +43,17 @@ describe("upstream faults: every frame reaches the browser once, and the turn co
 
   it("an inclusive replay (an old deployment) after a drop adds nothing twice", async () => {
     const message = "inclusive test [long]";
-    const { events, accepted, turnId } = await runWithFaults({ inclusiveReplay: true, dropStreamAfterFrames: 5, dropStreams: 4 }, message);
+    const { events, accepted, turnId, before, after } = await runWithFaults({ inclusiveReplay: true, dropStreamAfterFrames: 5, dropStreams: 4 }, message);
     expect(events.at(-1)!.type).toBe("turn.completed");
+    expect((after["runs.replays"] ?? 0) - (before["runs.replays"] ?? 0)).toBe(4);
     expect(seenUpstream(events, turnId)).toEqual(expectedUpstream(message, accepted.executionId));
   });
 
   it("all three at once", async () => {
     const message = "everything [long]";
-    const { events, accepted, turnId } = await runWithFaults({ inclusiveReplay: true, repeatFrames: true, dropStreamAfterFrames: 9, dropStreams: 5 }, message);
+    const { events, accepted, turnId, before, after } = await runWithFaults({ inclusiveReplay: true, repeatFrames: true, dropStreamAfterFrames: 9, dropStreams: 5 }, message);
     expect(events.at(-1)!.type).toBe("turn.completed");
+    expect((after["runs.replays"] ?? 0) - (before["runs.replays"] ?? 0)).toBe(5);
     expect(seenUpstream(events, turnId)).toEqual(expectedUpstream(message, accepted.executionId));
   });
 

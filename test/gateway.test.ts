@@ -6,6 +6,7 @@ describe("a turn end to end", () => {
     const token = await tokenFor(uid("alice"));
     const cid = uid("conv");
     const turnId = uid("turn");
+    const before = await counters();
     const accepted = await sendTurn(token, cid, turnId, "What does the README say?");
     expect(accepted.status).toBe(202);
     const body = await json(accepted);
@@ -44,6 +45,9 @@ describe("a turn end to end", () => {
     expect(turn.result.text).toBe((completed.data.result as any).text);
     expect(turn.result.text).toContain("What does the README say?");
     expect(turn.usage).toMatchObject({ inputTokens: 1980, outputTokens: 80 });
-    expect((await counters())["runs.started"]).toBeGreaterThan(0);
+    // Exactly one dispatch and one run for this turn (counters are global to the file's emulator).
+    const after = await counters();
+    expect((after["runs.dispatches"] ?? 0) - (before["runs.dispatches"] ?? 0)).toBe(1);
+    expect((after["runs.started"] ?? 0) - (before["runs.started"] ?? 0)).toBe(1);
   });
 });
