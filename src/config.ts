@@ -60,6 +60,7 @@ const ConfigSchema = z
     MAX_MESSAGE_BYTES: PositiveInt(64 * 1024),
     UPSTREAM_TIMEOUT_MS: PositiveInt(30_000),
     UPSTREAM_IDLE_TIMEOUT_MS: PositiveInt(90_000),
+    ADMISSION_TIMEOUT_MS: PositiveInt(15_000),
     SANDBOX_READY_TIMEOUT_MS: PositiveInt(120_000),
     SANDBOX_READY_POLL_MS: PositiveInt(2_000),
     EVENT_LOG_MAX_EVENTS: PositiveInt(50_000),

@@ -42,6 +42,8 @@ export interface TangleProviderOptions {
   model?: string;
   git?: { url: string; ref?: string };
   readyTimeoutMs: number;
+  /** How long a dispatch stream may go without admitting the run before the run is looked up by its id. */
+  admissionTimeoutMs: number;
   readyPollMs: number;
 }
 
@@ -57,8 +59,7 @@ function isReady(sandbox: Sandbox): boolean {
   return sandbox.status === "running" && (sandbox.filesystemIncarnationReadiness === undefined || sandbox.filesystemIncarnationReadiness === "ready");
 }
 
-/** How long a dispatch stream may go without admitting the run before the run is looked up by its id. */
-const ADMISSION_TIMEOUT_MS = 15_000;
+
 
 const TERMINAL_SANDBOX_STATUSES = new Set(["failed", "stopped", "expired", "deleted"]);
 
@@ -194,25 +195,30 @@ export class TangleProvider implements AgentProvider {
   async dispatch(input: DispatchInput): Promise<DispatchReceipt> {
     // The stopped-then-resumed case needs the backend on the turn again (seed 004); sending it on
     // every turn keeps the request digest the same whichever case this is.
-    const backend = this.backendFor(input.model, input.interactions);
-    try {
-      return await this.dispatchWith(input, backend);
-    } catch (err) {
-      // A deployment that wants the model as an object says so: send it that way once.
-      if (err instanceof ProviderError && err.code === "invalid_request" && err.message.includes("backend.model") && typeof backend.model === "string") {
-        return this.dispatchWith(input, { ...backend, model: { model: backend.model } });
+    let backend = this.backendFor(input.model, input.interactions);
+    let executionIdInBody = true;
+    // A deployment that refuses one of this project's readings says which field: adapt it and resend
+    // (each at most once; the execution id keeps every attempt the same run).
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.dispatchWith(input, backend, executionIdInBody);
+      } catch (err) {
+        if (!(err instanceof ProviderError && err.code === "invalid_request") || attempt > 2) throw err;
+        if (err.message.includes("backend.model") && typeof backend.model === "string") backend = { ...backend, model: { model: backend.model } };
+        else if (err.message.includes("executionId") && executionIdInBody) executionIdInBody = false;
+        else throw err;
       }
-      throw err;
     }
   }
 
-  private async dispatchWith(input: DispatchInput, backend: BackendConfig): Promise<DispatchReceipt> {
+  private async dispatchWith(input: DispatchInput, backend: BackendConfig, executionIdInBody: boolean): Promise<DispatchReceipt> {
     const body = stripUndefined({
       message: input.message,
       parts: [{ type: "text" as const, text: input.message }],
       sessionId: input.sessionId,
       turnId: input.turnId,
-      executionId: input.executionId,
+      // Also in the X-Execution-ID header: a deployment that reads only the header may refuse it here.
+      executionId: executionIdInBody ? input.executionId : undefined,
       // The exact run this dispatch asks for, where the capability document requires one.
       runControlRef: { runId: input.executionId, provider: this.name, environmentId: input.environmentId, sessionId: input.sessionId, executionId: input.executionId },
       detach: true,
@@ -221,7 +227,7 @@ export class TangleProvider implements AgentProvider {
       interactions: input.interactions,
     });
     const abort = new AbortController();
-    const admissionTimer = setTimeout(() => abort.abort(new Error("no admission")), ADMISSION_TIMEOUT_MS);
+    const admissionTimer = setTimeout(() => abort.abort(new Error("no admission")), this.options.admissionTimeoutMs);
     const requestDigest = await this.requestDigest(input, backend);
     const controlRef: AgentExactRunControlRef = {
       runId: input.executionId,
@@ -260,7 +266,8 @@ export class TangleProvider implements AgentProvider {
           }
         }
       } catch (err) {
-        if (abort.signal.aborted) return await this.lookUpUnadmitted(input, controlRef);
+        // No admission in time (or a dispatch stream gone silent): the run may exist all the same.
+        if (abort.signal.aborted || (err instanceof ProviderError && err.code === "timeout")) return await this.lookUpUnadmitted(input, controlRef);
         throw err;
       }
       throw new ProviderError("admission_missing", "the sandbox closed the dispatch stream without admitting the run", { retryable: true });
@@ -278,7 +285,7 @@ export class TangleProvider implements AgentProvider {
     if (state && (state.activeExecutionId === input.executionId || state.latestExecutionId === input.executionId)) {
       return { controlRef, alreadyExisted: false };
     }
-    throw new ProviderError("admission_missing", `the sandbox did not admit the run within ${ADMISSION_TIMEOUT_MS} ms, and no run under its execution id exists`, {
+    throw new ProviderError("admission_missing", `the sandbox did not admit the run within ${this.options.admissionTimeoutMs} ms, and no run under its execution id exists`, {
       retryable: true,
     });
   }

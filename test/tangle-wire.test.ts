@@ -1,0 +1,195 @@
+/**
+ * The Tangle client against every plausible shape of the real wire: where docs/sandbox-wire.md
+ * marks a fact as this project's reading, the emulator serves each variant and the gateway works
+ * with all of them, through the public API.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { api, collect, counters, emulator, isTurnEnd, json, sendTurn, setFaults, tokenFor, uid, waitForTurn } from "./helpers";
+
+const variants = (v: Record<string, unknown>) => emulator("/_emulator/variants", v);
+
+afterEach(async () => {
+  await variants({});
+  await setFaults({});
+});
+
+async function turnWith(message: string, extra: Record<string, unknown> = {}) {
+  const token = await tokenFor(uid("user"));
+  const cid = uid("conv");
+  const turnId = uid("turn");
+  const res = await sendTurn(token, cid, turnId, message, extra);
+  return { token, cid, turnId, res };
+}
+
+async function askOf(token: string, cid: string, after: number | string) {
+  const asked = await collect(await api(`/v1/conversations/${cid}/events?after=${after}`, { token }), (e) => e.type === "interaction.requested");
+  return { interaction: asked.events.at(-1)!.data.interaction as { id: string; kind: string; responseScopes?: string[] }, lastId: asked.lastId! };
+}
+
+const answer = (token: string, cid: string, iid: string, body: unknown) => api(`/v1/conversations/${cid}/interactions/${encodeURIComponent(iid)}`, { token, body });
+
+describe("dispatch on every shape of the wire", () => {
+  it("the execution id is sent in the X-Execution-ID header and the body, with the run-control ref", async () => {
+    for (const v of [{ dispatchExecutionId: "header" }, { runControlRef: "required" }, {}]) {
+      await variants(v);
+      const { token, cid, turnId, res } = await turnWith("hello");
+      expect(res.status).toBe(202);
+      const accepted = await json(res);
+      expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
+      const run = await emulator(`/_emulator/executions/${accepted.executionId}`);
+      expect(run.request.runControlRef).toMatchObject({ executionId: accepted.executionId, runId: accepted.executionId });
+    }
+  });
+
+  it("admission from execution.started without sessionId, or from a status frame naming the execution", async () => {
+    for (const v of [{ executionStartedSessionId: false }, { admission: "status" }]) {
+      await variants(v);
+      const { token, cid, turnId, res } = await turnWith("hello");
+      expect(res.status).toBe(202);
+      expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
+    }
+  });
+
+  it("the posture travels in backend.interactions too: a deployment that reads it there asks, or not, as told", async () => {
+    await variants({ interactionsAt: "backend" });
+    const silent = await turnWith("set up tests [ask]", { interactions: {} });
+    expect((await waitForTurn(silent.token, silent.cid, silent.turnId)).status).toBe("completed");
+    const asking = await turnWith("set up tests [ask]", { interactions: { question: true } });
+    const { interaction } = await askOf(asking.token, asking.cid, (await json(asking.res)).after);
+    expect(interaction.kind).toBe("question");
+    await api(`/v1/conversations/${asking.cid}/cancel`, { token: asking.token, body: { operationId: uid("op") } });
+  });
+
+  it("backend.model goes as an object when the deployment wants one", async () => {
+    await variants({ backendModel: "object" });
+    const { token, cid, turnId, res } = await turnWith("hello", { model: "provider-x/model-y" });
+    expect(res.status).toBe(202);
+    expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
+    const run = await emulator(`/_emulator/executions/${(await json(res)).executionId}`);
+    expect(run.request.backend.model).toEqual({ model: "provider-x/model-y" });
+  });
+
+  it("readiness values outside the known enum are waited out as not ready, never a failure", async () => {
+    await variants({ readiness: "unknown-value", readinessUnknownPolls: 3 });
+    const { token, cid, turnId, res } = await turnWith("hello");
+    expect(res.status).toBe(202);
+    expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
+  });
+});
+
+describe("reading runs on every shape of the wire", () => {
+  it("connection.established without an id and data: before id: change nothing", async () => {
+    await variants({ connectionEstablished: true, fieldOrder: "data-first" });
+    const { token, cid, turnId, res } = await turnWith("hello there");
+    const events = (await collect(await api(`/v1/conversations/${cid}/events?after=${(await json(res)).after}`, { token }), isTurnEnd)).events;
+    expect(events.at(-1)!.type).toBe("turn.completed");
+    expect(events.filter((e) => e.type === "warning")).toEqual([]);
+    expect((await waitForTurn(token, cid, turnId)).result.text).toContain("hello there");
+  });
+
+  it("session.run.failed is a terminal frame: the turn fails with its message", async () => {
+    await variants({ terminal: "run-failed" });
+    const { token, cid, turnId } = await turnWith("break [fail]");
+    expect(await waitForTurn(token, cid, turnId)).toMatchObject({ status: "failed", error: { message: expect.stringContaining("exited unexpectedly") } });
+  });
+
+  it("a run whose stream closes cleanly with no terminal frame settles from its result", async () => {
+    await variants({ terminal: "none" });
+    const { token, cid, turnId } = await turnWith("hello");
+    const turn = await waitForTurn(token, cid, turnId);
+    expect(turn.status).toBe("completed");
+    expect(turn.result.text).toContain("hello");
+  });
+
+  it("without a result route, it settles from the session state of the exact execution", async () => {
+    await variants({ terminal: "none", resultRoute: "missing" });
+    const { token, cid, turnId } = await turnWith("hello");
+    const events = (await collect(await api(`/v1/conversations/${cid}/events`, { token }), isTurnEnd)).events;
+    expect(events.at(-1)!.type).toBe("turn.completed");
+    expect(events.some((e) => e.type === "warning" && e.data.code === "stream_incomplete")).toBe(true);
+    expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
+  });
+});
+
+describe("control on every shape of the wire", () => {
+  it("abort answered flat: the cancel is confirmed and the turn ends cancelled", async () => {
+    await variants({ abort: "flat" });
+    const { token, cid, turnId } = await turnWith("a long job [slow] [long]");
+    const ack = await json(await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } }));
+    expect(ack).toMatchObject({ status: "accepted", effect: "cancelled" });
+    expect((await waitForTurn(token, cid, turnId)).status).toBe("cancelled");
+  });
+
+  it("a done (without a cancelled result) after a stop still ends the turn cancelled", async () => {
+    await variants({ terminal: "done-only" });
+    const { token, cid, turnId } = await turnWith("a long job [slow] [long]");
+    await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op"), reason: "stop" } });
+    expect(await waitForTurn(token, cid, turnId)).toMatchObject({ status: "cancelled", cancelReason: "stop" });
+    // Without a stop, done-only is a completed run.
+    const plain = await turnWith("hello");
+    expect((await waitForTurn(plain.token, plain.cid, plain.turnId)).status).toBe("completed");
+  });
+
+  it("a plan waiting as awaiting_plan_decision becomes an ask, decided through the plan route", async () => {
+    await variants({ planDecision: "route" });
+    const { token, cid, turnId, res } = await turnWith("make a plan [plan]");
+    const { interaction } = await askOf(token, cid, (await json(res)).after);
+    expect(interaction.kind).toBe("plan");
+    const before = (await counters())["plans.decisions"] ?? 0;
+    const ack = await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: { decision: "approve" } }));
+    expect(ack.status).toBe("accepted");
+    expect((await counters())["plans.decisions"]).toBe(before + 1);
+    expect((await waitForTurn(token, cid, turnId)).result.text).toContain("Plan revision 1 approved");
+  });
+
+  it("permission scopes in the contract's vocabulary offer allow-once", async () => {
+    await variants({ permissionScopes: "contract" });
+    const { token, cid, turnId, res } = await turnWith("run the tests [permission]");
+    const { interaction } = await askOf(token, cid, (await json(res)).after);
+    expect(interaction.responseScopes).toEqual(["interaction", "session", "persistent"]);
+    const ack = await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: { grant: "allow_once" } }));
+    expect(ack.status).toBe("accepted");
+    expect((await waitForTurn(token, cid, turnId)).result.text).toContain("allowed once");
+  });
+
+  it("a 501 on the answer route is capability_denied, not a retryable transport failure", async () => {
+    await variants({ answerRoute: "not-implemented" });
+    const { token, cid, res } = await turnWith("set up tests [ask]");
+    const { interaction } = await askOf(token, cid, (await json(res)).after);
+    const refused = await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "declined" });
+    expect(refused.status).toBe(501);
+    expect((await json(refused)).error.code).toBe("capability_denied");
+    await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } });
+  });
+
+  it("a repeated answer after success is already resolved, even where the deployment forgets answered asks", async () => {
+    await variants({ answeredAsk: "gone" });
+    const { token, cid, turnId, res } = await turnWith("set up tests [ask]");
+    const { interaction } = await askOf(token, cid, (await json(res)).after);
+    const data = { project: "demo", framework: "vitest" };
+    expect((await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data }))).status).toBe("accepted");
+    expect((await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data }))).status).toBe("already_resolved_same");
+    await waitForTurn(token, cid, turnId);
+  });
+});
+
+describe("an environment that goes away mid-turn", () => {
+  for (const fate of ["deleted", "failed", "expired"] as const) {
+    it(`a sandbox ${fate} mid-turn ends the turn environment_lost at once; the next turn gets a new sandbox and says the agent starts afresh`, async () => {
+      const { token, cid, turnId, res } = await turnWith("a long job [slow] [long]");
+      const accepted = await json(res);
+      const run = await emulator(`/_emulator/executions/${accepted.executionId}`);
+      const watching = collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd);
+      await emulator(`/_emulator/sandboxes/${run.sandboxId}/status`, { status: fate });
+      const ended = (await watching).events.at(-1)!;
+      expect(ended).toMatchObject({ type: "turn.failed", data: { error: { code: "environment_lost" } } });
+      const next = uid("turn");
+      const again = await json(await sendTurn(token, cid, next, "are you there?"));
+      expect((await waitForTurn(token, cid, next)).status).toBe("completed");
+      expect((await emulator(`/_emulator/executions/${again.executionId}`)).sandboxId).not.toBe(run.sandboxId);
+      const events = (await collect(await api(`/v1/conversations/${cid}/events?after=${again.after}`, { token }), isTurnEnd)).events;
+      expect(events.some((e) => e.type === "warning" && e.data.code === "agent_memory_reset")).toBe(true);
+      void turnId;
+    });
+  }
+});
