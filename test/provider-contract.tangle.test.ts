@@ -17,5 +17,7 @@ providerContract("tangle over the Sandbox emulator", () => {
     },
     runsStarted: async () => (await counters())["runs.started"] ?? 0,
     repeatFrames: (on) => setFaults(on ? { repeatFrames: true } : {}),
+    environmentsCanVanish: true,
+    refusesBusySession: true,
   };
 });

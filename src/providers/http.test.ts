@@ -136,6 +136,14 @@ describe("the HTTP transport", () => {
     expect(text.split(": ping").length - 1).toBe(5);
   });
 
+  it("keeps the base URL's own path in front of every route (a service behind a proxy path)", async () => {
+    for (const baseUrl of ["https://upstream.example/bridge", "https://upstream.example/bridge/"]) {
+      const { c, seen } = client([new Response("")], { baseUrl });
+      await c.send(get);
+      expect(new URL(seen[0]!.url).pathname).toBe("/bridge/v1/things/1");
+    }
+  });
+
   it("sends query parameters and asks for an event stream when it expects one", async () => {
     const { c, seen } = client([new Response("")]);
     await c.send(get, { query: { model: "codex/default" }, stream: true });

@@ -154,7 +154,9 @@ export class HttpTransport {
       ...options.headers,
     };
     if (options.body !== undefined) headers["content-type"] = "application/json";
-    const url = new URL(route.path, this.options.baseUrl);
+    // Route paths are under the base URL's own path (a service behind a proxy at /bridge, say).
+    const base = new URL(this.options.baseUrl);
+    const url = new URL(`${base.pathname.replace(/\/+$/, "")}${route.path}`, base);
     for (const [name, value] of Object.entries(options.query ?? {})) url.searchParams.set(name, value);
     return new Request(url.toString(), {
       method: route.method,

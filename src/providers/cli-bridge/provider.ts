@@ -37,7 +37,7 @@ import type {
 import { ChunkStream } from "./chunks";
 import { bridgeClaims, supportsRetainedSessions } from "./claims";
 import { readEnvelope } from "./envelopes";
-import { CancelAnswer, CapabilityDocument, RespondAnswer, RunSnapshot, TurnAccepted } from "./wire";
+import { CancelAnswer, CapabilityDocument, RespondAnswer, RunSnapshot, SessionView, TurnAccepted } from "./wire";
 
 const PROVIDER_NAME = "cli-bridge";
 /** The bridge names its one environment so (`X-Run-Environment-Id`). */
@@ -52,6 +52,8 @@ const TERMINAL_CHECKS = 3;
 const CANCEL_WAIT_MS = 2_000;
 /** A retained session after the first one is the conversation's session id with this suffix and its generation. */
 const GENERATION_MARK = "~g";
+/** A retained session in one of these takes no more turns: the conversation continues in a new one. */
+const ENDED_SESSION_STATES = new Set(["cancelled", "closed", "failed", "error", "expired"]);
 
 const enc = encodeURIComponent;
 const routes = {
@@ -64,6 +66,7 @@ const routes = {
   createSession: (): Route => ({ method: "POST", path: "/v1/sessions" }),
   turns: (sessionId: string): Route => ({ method: "POST", path: `/v1/sessions/${enc(sessionId)}/turns` }),
   closeSession: (sessionId: string): Route => ({ method: "POST", path: `/v1/sessions/${enc(sessionId)}/close` }),
+  session: (sessionId: string): Route => ({ method: "GET", path: `/v1/sessions/${enc(sessionId)}` }),
 };
 
 export interface CliBridgeProviderOptions {
@@ -215,8 +218,11 @@ export class CliBridgeProvider implements AgentProvider {
     try {
       run = await this.startTurn(bridgeSessionId, input, runId);
     } catch (err) {
-      // A cancelled (or closed) retained session takes no more turns: continue in a new one.
       if (!(err instanceof ProviderError && err.options.wireCode === "invalid_state")) throw err;
+      // The session takes no turn now: busy with one (wait for it), or ended by a cancel or a close
+      // (continue in a new one). Its own view says which.
+      const session = await this.http.json(routes.session(bridgeSessionId), SessionView, { retry: true }, "read session").catch(() => null);
+      if (session && !ENDED_SESSION_STATES.has(session.status)) throw err.as("session_busy", "the agent session is already running a turn");
       bridgeSessionId = nextGeneration(bridgeSessionId, input.sessionId);
       await this.openSession(bridgeSessionId, model);
       run = await this.startTurn(bridgeSessionId, input, runId);
@@ -363,13 +369,14 @@ export class CliBridgeProvider implements AgentProvider {
   // ------------------------------------------------------------------ control
 
   async cancel(ref: AgentExactRunControlRef, request: { operationId?: string; reason?: string } = {}): Promise<CancelOutcome> {
-    let body: Record<string, unknown> = {};
+    // Digest-bound under an operation id; without one, the legacy form (no body at all).
+    let body: Record<string, unknown> | undefined;
     if (request.operationId) {
       const command = stripUndefined({ operationId: request.operationId, run: ref, reason: request.reason });
       body = { ...command, requestDigest: await canonicalDigest(command) };
     }
     try {
-      const answer = await this.http.json(routes.cancel(ref.runId), CancelAnswer, { body, query: { wait_ms: String(CANCEL_WAIT_MS) }, retry: true }, "cancel run");
+      const answer = await this.http.json(routes.cancel(ref.runId), CancelAnswer, { ...(body ? { body } : {}), query: { wait_ms: String(CANCEL_WAIT_MS) }, retry: true }, "cancel run");
       if (answer.effect === "cancelled" || answer.effect === "cancel_requested" || answer.effect === "not_live") return { effect: answer.effect };
       if (answer.cancelled === true) return { effect: "cancelled" };
       if (answer.terminal === true) return { effect: "not_live", reason: "the run had already ended" };

@@ -28,6 +28,9 @@ export const RunSnapshot = z.looseObject({
 });
 export type RunSnapshot = z.infer<typeof RunSnapshot>;
 
+/** `GET /v1/sessions/:id`: a retained session's view. */
+export const SessionView = z.looseObject({ id: z.string(), status: z.string() });
+
 /** `POST /v1/sessions/:id/turns` → 202. */
 export const TurnAccepted = z.looseObject({ run: RunSnapshot });
 
