@@ -117,7 +117,8 @@ function announceChanges(/** @type {ConversationState} */ before, /** @type {Con
   }
 }
 
-const busy = () => page.conv.deleted || activeTurn(page.conv) !== null;
+/** Nothing can be sent: no conversation is open yet, it was deleted, or a turn is under way. */
+const busy = () => !page.conv.cid || page.conv.deleted || activeTurn(page.conv) !== null;
 
 function updateDocumentTitle() {
   const title = page.conv.title || "New conversation";
@@ -143,7 +144,7 @@ function render() {
   const active = activeTurn(conv);
   transcriptView.render(conv, { busy: busy(), editing: page.editing });
   ui.title.textContent = conv.title || "New conversation";
-  ui.empty.hidden = conv.order.length > 0;
+  ui.empty.hidden = !conv.cid || conv.order.length > 0;
   ui.stop.hidden = !active || active.status === "sending";
   ui.send.disabled = busy();
   const total = conv.usageTotal;

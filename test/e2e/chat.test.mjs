@@ -1,79 +1,18 @@
 // Browser tests of the chat page: Debian's Chromium driven by playwright-core, against the real
-// dev server (`wrangler dev` + the Sandbox emulator). Run with `npm run test:e2e`.
-// Screenshots of the main states go to test-results/e2e/.
+// dev server (`wrangler dev` + the Sandbox emulator), one of each for the whole run (harness.mjs).
+// Run with `npm run test:e2e`. Screenshots of the main states go to test-results/screenshots/.
 import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
-import { after, before, describe, it } from "node:test";
-import { chromium } from "playwright-core";
-import { startDevServer } from "../../scripts/devserver.mjs";
-
-const SHOTS = "test-results/e2e";
-mkdirSync(SHOTS, { recursive: true });
-
-let server;
-let browser;
-
-before(async () => {
-  // Faster frames than `npm start` (40 ms), still slow enough to reload or stop mid-answer.
-  server = await startDevServer({ vars: { EMULATOR_FRAME_DELAY_MS: "12" } });
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
-});
-
-after(async () => {
-  await browser?.close();
-  server?.stop();
-});
-
-let n = 0;
-const unique = (prefix) => `${prefix}-${Date.now().toString(36)}-${++n}`;
-
-async function openPage({ width = 1200, height = 860 } = {}) {
-  const context = await browser.newContext({ viewport: { width, height } });
-  const page = await context.newPage();
-  page.on("pageerror", (err) => console.error("page error:", err.message));
-  return page;
-}
-
-async function signIn(page, user, cid) {
-  await page.goto(`${server.base}/${cid ? `?c=${cid}` : ""}`);
-  await page.getByLabel("Your name").fill(user);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.locator("#connection[data-state=live]").waitFor();
-}
-
-async function send(page, message) {
-  await page.locator("#composer-input").fill(message);
-  await page.keyboard.press("Enter");
-}
-
-const lastTurn = (page) => page.locator("li.turn").last();
-
-async function waitForBadge(page, text, timeout = 20_000) {
-  await lastTurn(page).locator(`.badge:text-is("${text}")`).waitFor({ timeout });
-}
-
-/** The assistant's text as shown: the text parts of the last turn, joined as the result joins them. */
-async function shownText(page) {
-  return (await lastTurn(page).locator(".agent .text").allTextContents()).join("\n\n");
-}
-
-async function api(path, token, init = {}) {
-  const res = await fetch(`${server.base}${path}`, { ...init, headers: { authorization: `Bearer ${token}`, ...(init.headers ?? {}) } });
-  return res.json();
-}
-
-const tokenOf = (page) => page.evaluate(() => localStorage.getItem("gw:token"));
-const cidOf = (page) => page.evaluate(() => new URL(location.href).searchParams.get("c"));
+import { describe, it } from "node:test";
+import { api, cidOf, lastTurn, openPage, send, server, shot, shownText, signIn, tokenOf, unique, waitForBadge } from "./harness.mjs";
+import "./fixes.mjs";
+import "./features.mjs";
+import "./looks.mjs";
 
 describe("the chat page", () => {
   it("signs in, sends a message, streams the answer with a tool card, and shows usage", async () => {
     const page = await openPage();
     await page.goto(server.base);
-    await page.screenshot({ path: `${SHOTS}/01-sign-in.png` });
+    await shot(page, "sign-in");
     await page.getByLabel("Your name").fill(unique("ada"));
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.locator("#empty").waitFor();
@@ -96,7 +35,7 @@ describe("the chat page", () => {
     const turn = await api(`/v1/conversations/${await cidOf(page)}/turns/${await lastTurn(page).getAttribute("data-turn")}`, await tokenOf(page));
     assert.equal(await shownText(page), turn.result.text);
     await tool.locator("summary").click();
-    await page.screenshot({ path: `${SHOTS}/02-answer-with-tool.png` });
+    await shot(page, "answer-with-tool");
     // The conversation is listed, and the URL names it.
     await page.locator(".conversation-list li", { hasText: "What does the README say?" }).waitFor();
     await page.context().close();
@@ -116,7 +55,7 @@ describe("the chat page", () => {
     assert.equal(turn.status, "completed");
     assert.equal(await shownText(page), turn.result.text);
     assert.equal(await page.locator("li.turn").count(), 1);
-    await page.screenshot({ path: `${SHOTS}/03-after-reload.png` });
+    await shot(page, "after-reload");
     await page.context().close();
   });
 
@@ -134,7 +73,7 @@ describe("the chat page", () => {
     await cardB.waitFor();
     // Only the grants the request's scopes allow are offered.
     assert.deepEqual(await cardA.locator("button").allTextContents(), ["Allow once", "Allow for this session", "Deny"]);
-    await b.screenshot({ path: `${SHOTS}/04-permission-phone.png` });
+    await shot(b, "permission-phone");
     await cardA.getByRole("button", { name: "Allow for this session" }).click();
     await cardA.locator(".outcome", { hasText: "Allowed for this session." }).waitFor();
     await cardB.locator(".outcome", { hasText: "Answered (in another tab or on another device)." }).waitFor();
@@ -152,7 +91,7 @@ describe("the chat page", () => {
     await form.getByLabel("Parallel workers").fill("3");
     await form.getByLabel("ci").check();
     await form.getByLabel("Registry token (optional)").fill("s3cret-value");
-    await b.screenshot({ path: `${SHOTS}/05-question-form.png`, fullPage: true });
+    await shot(b, "question-form", { fullPage: true });
     await form.getByRole("button", { name: "Send answer" }).click();
     await form.locator(".outcome", { hasText: "Answered: Project name: gateway" }).waitFor();
     await waitForBadge(b, "done");
@@ -173,7 +112,7 @@ describe("the chat page", () => {
     await waitForBadge(page, "cancelled");
     assert.match(await lastTurn(page).locator(".turn-footer").textContent(), /stopped by the user/);
     assert.equal(await page.locator("#stop").isHidden(), true);
-    await page.screenshot({ path: `${SHOTS}/06-cancelled.png` });
+    await shot(page, "cancelled");
     await page.context().close();
   });
 
@@ -204,7 +143,7 @@ describe("the chat page", () => {
     assert.equal(await page.locator("li.turn img, li.turn script, li.turn b").count(), 0);
     assert.equal(await page.evaluate(() => window.__pwned), undefined);
     assert.equal(await lastTurn(page).locator(".bubble-user").textContent(), hostile);
-    await page.screenshot({ path: `${SHOTS}/07-html-as-text.png` });
+    await shot(page, "html-as-text");
     await page.context().close();
   });
 });
