@@ -24,6 +24,7 @@ describe("fixed: phones do not scroll sideways", () => {
       assert.ok(bubble && bubble.x + bubble.width <= width, `the message fits: ${JSON.stringify(bubble)}`);
       await page.locator("#toggle-sidebar").click();
       await page.locator("#sidebar.open").waitFor();
+      await page.waitForTimeout(250); // the slide-in
       await assertNoSidewaysScroll(page, "sidebar open");
       await shot(page, `phone-${width}-long-words`);
       await page.context().close();
