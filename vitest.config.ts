@@ -43,7 +43,7 @@ export default defineConfig({
       },
       {
         plugins: [
-          cloudflareTest({ wrangler: { configPath: "./wrangler.toml", environment: "local" }, miniflare: { bindings: { ...bindings, EVENT_LOG_MAX_EVENTS: "30", ADMISSION_TIMEOUT_MS: "300", UPSTREAM_IDLE_TIMEOUT_MS: "250" } } }),
+          cloudflareTest({ wrangler: { configPath: "./wrangler.toml", environment: "local" }, miniflare: { bindings: { ...bindings, EVENT_LOG_MAX_EVENTS: "30", ADMISSION_TIMEOUT_MS: "300", UPSTREAM_IDLE_TIMEOUT_MS: "250", RATE_LIMIT_TURNS_PER_MINUTE: "4", RATE_LIMIT_STREAMS_PER_MINUTE: "6" } } }),
         ],
         test: { ...timeouts, name: "limits", include: [LIMIT_TESTS] },
       },

@@ -172,9 +172,25 @@ app.get("/v1/conversations", async (c) => {
   return c.json({ conversations: await user.listConversations(limit) });
 });
 
+/** The user's per-minute limit on this kind of request: 429 with Retry-After once it is reached. */
+async function rateLimit(c: Context<AppEnv>, kind: "turn" | "stream"): Promise<void> {
+  const config = c.get("config");
+  const perMinute = kind === "turn" ? config.RATE_LIMIT_TURNS_PER_MINUTE : config.RATE_LIMIT_STREAMS_PER_MINUTE;
+  const { ownerKey } = c.get("identity");
+  const verdict = await c.env.USERS.get(c.env.USERS.idFromName(ownerKey)).admit(kind, perMinute);
+  if (!verdict.ok) {
+    throw new ApiError(429, "rate_limited", `at most ${perMinute} ${kind === "turn" ? "turn submissions" : "event streams"} a minute per user; retry in ${verdict.retryAfterSeconds} s`, {
+      kind,
+      perMinute,
+      retryAfterSeconds: verdict.retryAfterSeconds,
+    }, { "retry-after": String(verdict.retryAfterSeconds) });
+  }
+}
+
 app.post("/v1/conversations/:cid/turns", async (c) => {
   const config = c.get("config");
   const { stub, context } = await session(c);
+  await rateLimit(c, "turn");
   const body = await readJsonBody(c, SubmitTurnBody, config.MAX_MESSAGE_BYTES + BODY_OVERHEAD_BYTES);
   const header = c.req.header("idempotency-key");
   if (header !== undefined) {
@@ -209,6 +225,7 @@ app.get("/v1/conversations/:cid/turns/:turnId", async (c) => {
 
 app.get("/v1/conversations/:cid/events", async (c) => {
   const { stub } = await session(c);
+  await rateLimit(c, "stream");
   // EventSource sends Last-Event-ID on its own reconnects; a reloaded page passes ?after=.
   const raw = c.req.header("last-event-id") ?? c.req.query("after") ?? "0";
   if (!/^\d{1,15}$/.test(raw.trim())) throw new ApiError(400, "invalid_cursor", "the cursor (Last-Event-ID or ?after=) must be a non-negative integer");

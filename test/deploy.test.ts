@@ -53,6 +53,12 @@ describe("deploying never serves the scripted emulator", () => {
     expect(readConfig(env as unknown as Env)).toMatchObject({ provider: "emulator", local: true });
   });
 
+  it("npm start with a real account key (.dev.vars) talks to the Sandbox, and keeps dev login", async () => {
+    const local = { ...testEnv, TANGLE_API_KEY: "k-local" } as unknown as Env;
+    expect(readConfig(local)).toMatchObject({ provider: "tangle", local: true });
+    expect(await (await call(local, "http://127.0.0.1:8787/healthz")).json()).toMatchObject({ provider: "tangle", devLogin: true });
+  });
+
   it("dev login and the emulator's routes do not exist in a deploy, even with DEV_LOGIN set and a loopback Host", async () => {
     const prod = deployed({ TANGLE_API_KEY: "k-deploy", DEV_LOGIN: "true" });
     const login = await call(prod, "http://127.0.0.1:8787/v1/dev/login", {

@@ -1,4 +1,7 @@
-/** Deployment limits reached (this project runs with EVENT_LOG_MAX_EVENTS=30, ADMISSION_TIMEOUT_MS=300, UPSTREAM_IDLE_TIMEOUT_MS=250). */
+/**
+ * Deployment limits reached. This project runs with EVENT_LOG_MAX_EVENTS=30, ADMISSION_TIMEOUT_MS=300,
+ * UPSTREAM_IDLE_TIMEOUT_MS=250, RATE_LIMIT_TURNS_PER_MINUTE=4 and RATE_LIMIT_STREAMS_PER_MINUTE=6.
+ */
 import { afterEach, describe, expect, it } from "vitest";
 import { expectedUpstream, seenUpstream } from "./expected";
 import { api, collect, counters, isTurnEnd, json, sendTurn, setFaults, tokenFor, uid, waitForTurn } from "./helpers";
@@ -63,5 +66,31 @@ describe("an upstream body that goes silent (UPSTREAM_IDLE_TIMEOUT_MS=250)", () 
     expect(new Set(events.map((e) => e.seq)).size).toBe(events.length);
     expect(seenUpstream(events, turnId)).toEqual(expectedUpstream(message, accepted.executionId));
     expect((await counters())["streams.opened"]! - opened).toBeGreaterThanOrEqual(3);
+  });
+});
+
+describe("per-user rate limits", () => {
+  it("turn submissions past the limit get 429 with Retry-After; another user is not affected", async () => {
+    const token = await tokenFor(uid("user"));
+    for (let i = 0; i < 4; i++) expect((await sendTurn(token, uid("conv"), uid("turn"), "hi")).status).toBe(202);
+    const limited = await sendTurn(token, uid("conv"), uid("turn"), "one too many");
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect((await json(limited)).error).toMatchObject({ code: "rate_limited", details: { kind: "turn", perMinute: 4 } });
+    expect((await sendTurn(await tokenFor(uid("user")), uid("conv"), uid("turn"), "someone else")).status).toBe(202);
+  });
+
+  it("event streams past the limit get 429 with Retry-After", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    for (let i = 0; i < 6; i++) {
+      const res = await api(`/v1/conversations/${cid}/events`, { token });
+      expect(res.status).toBe(200);
+      await res.body?.cancel();
+    }
+    const limited = await api(`/v1/conversations/${cid}/events`, { token });
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect((await json(limited)).error.details.kind).toBe("stream");
   });
 });

@@ -10,6 +10,7 @@ import { captureRpc, type RpcResult } from "../errors";
 import { createProvider } from "../providers";
 import type { EnvironmentRecord } from "../providers/provider";
 import { providerRefusal } from "./provider-refusal";
+import { SlidingWindow, type RateLimitKind } from "./rate-limit";
 
 /** A ready environment checked this recently is used without another status probe. */
 const TRUST_VERIFIED_MS = 30_000;
@@ -32,6 +33,8 @@ export interface ConversationEntry {
 }
 
 export class UserObject extends DurableObject<Env> {
+  /** Requests admitted in the last minute, by kind (memory only: nothing is written per request). */
+  private readonly window = new SlidingWindow();
   private readonly sql: SqlStorage;
   private ensuring: Promise<EnvironmentRecord> | undefined;
   private verifiedAt = 0;
@@ -110,6 +113,11 @@ export class UserObject extends DurableObject<Env> {
     } catch (err) {
       throw providerRefusal(err);
     }
+  }
+
+  /** Admits one turn submission or stream of this user, or says how long to wait. */
+  async admit(kind: RateLimitKind, perMinute: number): Promise<{ ok: true } | { ok: false; retryAfterSeconds: number }> {
+    return this.window.admit(kind, perMinute, Date.now());
   }
 
   async environment(): Promise<EnvironmentRecord | null> {
