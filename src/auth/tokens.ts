@@ -39,9 +39,9 @@ export function bearerToken(header: string | undefined): string {
 }
 
 /** Clock skew allowed between the token's issuer and this Worker, on exp, nbf and iat. */
-export const CLOCK_SKEW_SECONDS = 60;
+const CLOCK_SKEW_SECONDS = 60;
 /** The longest a token may live (exp after iat, or after now without iat), and the oldest it may be. */
-export const MAX_TOKEN_LIFETIME_SECONDS = 24 * 60 * 60;
+const MAX_TOKEN_LIFETIME_SECONDS = 24 * 60 * 60;
 
 export async function verifyUserToken(config: Config, token: string, expectedUse?: string, fetchJwks?: JwksFetch): Promise<VerifiedUser> {
   const options = {
