@@ -1,0 +1,72 @@
+// The chat page against a CLI Bridge (the stand-in, test/cli-bridge/standin.mjs): the same page,
+// unchanged, over PROVIDER=cli-bridge — streaming, the answer, Stop, and a permission ask.
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { after, before, describe, it } from "node:test";
+import { chromium } from "playwright-core";
+import { startDevServer } from "../../scripts/devserver.mjs";
+import { startStandIn } from "../cli-bridge/standin.mjs";
+
+const SHOTS = "test-results/screenshots";
+mkdirSync(SHOTS, { recursive: true });
+
+let bridge;
+let server;
+let browser;
+
+before(async () => {
+  bridge = await startStandIn({ port: 0, token: "e2e-bridge-token" });
+  server = await startDevServer({
+    vars: { PROVIDER: "cli-bridge", CLI_BRIDGE_URL: bridge.url, CLI_BRIDGE_TOKEN: "e2e-bridge-token", CLI_BRIDGE_MODEL: "codex/default" },
+  });
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.stop();
+  await bridge?.close();
+});
+
+async function signedIn() {
+  const context = await browser.newContext({ viewport: { width: 1200, height: 860 } });
+  const page = await context.newPage();
+  page.on("pageerror", (err) => console.error("page error:", err.message));
+  await page.goto(server.base);
+  await page.getByLabel("Your name").fill(`bridge-user-${Date.now().toString(36)}`);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.locator("#empty").waitFor();
+  return page;
+}
+
+const lastTurn = (page) => page.locator("li.turn").last();
+
+async function send(page, message) {
+  await page.locator("#composer-input").fill(message);
+  await page.keyboard.press("Enter");
+}
+
+describe("the chat page over a CLI Bridge", () => {
+  it("streams a Codex answer to done, and a second turn continues the conversation", async () => {
+    const page = await signedIn();
+    await send(page, "hello from the page");
+    await lastTurn(page).locator('.badge:text-is("done")').waitFor({ timeout: 20_000 });
+    assert.equal((await lastTurn(page).locator(".agent .text").allTextContents()).join("\n\n"), "echo: hello from the page");
+    await send(page, "and a second one");
+    await lastTurn(page).locator('.badge:text-is("done")').waitFor({ timeout: 20_000 });
+    assert.equal((await lastTurn(page).locator(".agent .text").allTextContents()).join("\n\n"), "echo: and a second one");
+    await page.screenshot({ path: `${SHOTS}/cli-bridge-answer.png` });
+  });
+
+  it("Stop ends a hanging run as cancelled", async () => {
+    const page = await signedIn();
+    await send(page, "[hang] wait for me");
+    await lastTurn(page).locator(".agent .text").first().waitFor({ timeout: 20_000 });
+    await page.getByRole("button", { name: "Stop" }).click();
+    await lastTurn(page).locator('.badge:text-is("cancelled")').waitFor({ timeout: 20_000 });
+  });
+});
