@@ -67,14 +67,19 @@ export interface CollectedStream {
   lastId: string | undefined;
 }
 
+/** More events than any scripted conversation of the suite produces: a stream past it is looping. */
+const MAX_COLLECTED_EVENTS = 5_000;
+
 /**
- * Reads an SSE response until `until` says stop (or `maxEvents` events, or a timeout), then
- * cancels it. Answers every frame and the parsed event envelopes.
+ * Reads an SSE response until `until` says stop, then cancels it. Answers every frame and the
+ * parsed event envelopes. Fails at once, naming the ids, on an id that does not increase (a
+ * duplicate, or a replay that includes its cursor) and past `maxEvents` events; fails after
+ * `timeoutMs`. A stream that repeats itself would otherwise keep a test reading until memory runs out.
  */
 export async function collect(
   response: Response,
   until: (event: EventEnvelope, all: EventEnvelope[]) => boolean,
-  options: { timeoutMs?: number } = {},
+  options: { timeoutMs?: number; maxEvents?: number } = {},
 ): Promise<CollectedStream> {
   const frames: SseFrame[] = [];
   const events: EventEnvelope[] = [];
@@ -90,10 +95,20 @@ export async function collect(
       if (next.done) break;
       const frame = next.value;
       frames.push(frame);
-      if (frame.id !== undefined) lastId = frame.id;
+      if (frame.id !== undefined) {
+        if (lastId !== undefined && !(Number(frame.id) > Number(lastId))) {
+          await iterator.return(undefined);
+          throw new Error(`event id ${frame.id} after ${lastId}: an SSE stream's ids must increase (a duplicate or an inclusive cursor)`);
+        }
+        lastId = frame.id;
+      }
       if (frame.data !== undefined && frame.id !== undefined) {
         const event = JSON.parse(frame.data) as EventEnvelope;
         events.push(event);
+        if (events.length > (options.maxEvents ?? MAX_COLLECTED_EVENTS)) {
+          await iterator.return(undefined);
+          throw new Error(`more than ${options.maxEvents ?? MAX_COLLECTED_EVENTS} events without the expected one`);
+        }
         if (until(event, events)) {
           await iterator.return(undefined);
           break;

@@ -1,7 +1,8 @@
+import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { SseParser } from "../lib/sse";
 import { EventFanout } from "./fanout";
-import type { EventRow } from "./session-store";
+import { SessionStore, type EventRow } from "./session-store";
 
 function log() {
   const rows: EventRow[] = [];
@@ -80,5 +81,140 @@ describe("fan-out", () => {
     const last = Number([...text.matchAll(/^id: (\d+)$/gm)].at(-1)![1]);
     expect(last).toBeLessThan(200);
     expect(await readIds(new EventFanout(l.options).open(last), 200 - last)).toEqual(Array.from({ length: 200 - last }, (_, i) => last + i + 1));
+  });
+});
+
+/**
+ * Reads a stream until it has seen `lastId` or `maxFrames` frames, whichever comes first: bounded
+ * by count, not time, so a stream that repeats itself forever (an inclusive cursor) ends the read
+ * at once instead of holding the isolate.
+ */
+async function readThrough(stream: ReadableStream<Uint8Array>, lastId: number, maxFrames: number): Promise<number[]> {
+  const reader = stream.getReader();
+  const parser = new SseParser();
+  const decoder = new TextDecoder();
+  const ids: number[] = [];
+  let frames = 0;
+  try {
+    while (frames < maxFrames && ids.at(-1) !== lastId) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      for (const f of parser.push(decoder.decode(value, { stream: true }))) {
+        frames++;
+        if (f.id) ids.push(Number(f.id));
+      }
+    }
+  } finally {
+    await reader.cancel();
+  }
+  return ids;
+}
+
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+const microtasks = async (n: number) => {
+  for (let i = 0; i < n; i++) await Promise.resolve();
+};
+
+describe("fan-out: joining the live set", () => {
+  it("an append landing at any point of the last replay page reaches the reader exactly once", async () => {
+    // The reader must join the live set only after an empty page, in the same synchronous step:
+    // joining with its last page (or before it was sent) lets an event both be read from the log
+    // and pushed live. The append is tried at every microtask of the catch-up, with a page size
+    // that makes the final page short, exactly full, and the only one.
+    for (const pageSize of [4, 5, 100]) {
+      for (let delay = 0; delay <= 12; delay++) {
+        const l = log();
+        for (let i = 0; i < 10; i++) l.append();
+        const fanout = new EventFanout({ ...l.options, pageSize });
+        const watcher = fanout.open(10); // already live: receives appends by push
+        const stream = fanout.open(0);
+        const reading = readThrough(stream, 12, 40);
+        const watching = readThrough(watcher, 12, 40);
+        await microtasks(delay);
+        fanout.publish(l.append()); // 11, concurrent with the catch-up
+        await new Promise((r) => setTimeout(r, 0));
+        fanout.publish(l.append()); // 12, once everything settled
+        expect(await reading, `page size ${pageSize}, append after ${delay} microtasks`).toEqual(range(1, 12));
+        expect(await watching).toEqual([11, 12]);
+      }
+    }
+  });
+
+  it("many readers joining while a burst is appended each see every event once, in order", async () => {
+    const l = log();
+    for (let i = 0; i < 30; i++) l.append();
+    const fanout = new EventFanout({ ...l.options, pageSize: 7 });
+    const readings: Array<{ cursor: number; ids: Promise<number[]> }> = [];
+    for (let step = 0; step < 30; step++) {
+      // Bursts of appends in one synchronous step, readers opening between and within them.
+      if (step % 3 === 0) readings.push({ cursor: step, ids: readThrough(fanout.open(step), 90, 200) });
+      for (let i = 0; i < 2; i++) fanout.publish(l.append());
+      await microtasks(step % 5);
+    }
+    const total = l.rows.length;
+    expect(total).toBe(90);
+    for (const { cursor, ids } of readings) expect(await ids, `reader from ${cursor}`).toEqual(range(cursor + 1, total));
+  });
+});
+
+describe("fan-out over the real store: the cursor is exclusive", () => {
+  it("pages strictly after the cursor, so a caught-up reader goes live instead of replaying its last event", async () => {
+    const stub = env.SESSIONS.get(env.SESSIONS.idFromName(`fanout-store-${Date.now()}`));
+    await runInDurableObject(stub, async (_instance, state) => {
+      const store = new SessionStore(state.storage.sql);
+      const append = () => store.appendEvent({ turnId: "t", executionId: "e", type: "status", data: {}, now: 0 });
+      for (let i = 0; i < 25; i++) append();
+      expect(store.eventsAfter(10, 5).map((r) => r.seq)).toEqual([11, 12, 13, 14, 15]);
+      expect(store.eventsAfter(25, 5)).toEqual([]);
+      const fanout = new EventFanout({
+        readPage: (after, limit) => store.eventsAfter(after, limit),
+        lastSeq: () => store.lastSeq(),
+        firstRetainedSeq: () => store.firstRetainedSeq(),
+        pingIntervalMs: 60_000,
+        maxPendingBytes: 1_000_000,
+        pageSize: 10,
+      });
+      for (const cursor of [0, 9, 10, 24, 25]) {
+        const last = store.lastSeq();
+        const reading = readThrough(fanout.open(cursor), last + 1, 80);
+        await new Promise((r) => setTimeout(r, 0));
+        fanout.publish(append()); // a live event once the reader caught up
+        // Bounded by frames: an inclusive cursor repeats the last event and fails here at once.
+        expect(await reading, `cursor ${cursor}`).toEqual(range(cursor + 1, last + 1));
+      }
+    });
+  });
+});
+
+describe("fan-out: cursors the log does not hold", () => {
+  /** The head of a stream (its retry and any reset frame) and the ids it replays. */
+  async function opening(fanout: EventFanout, cursor: number, lastId: number) {
+    const reader = fanout.open(cursor).getReader();
+    const parser = new SseParser();
+    const frames = [];
+    while (frames.filter((f) => f.id).at(-1)?.id !== String(lastId) && frames.length < 50) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      frames.push(...parser.push(new TextDecoder().decode(value)));
+    }
+    await reader.cancel();
+    const reset = frames.find((f) => f.event === "stream.reset");
+    return { retry: frames[0]?.retry, reset: reset && JSON.parse(reset.data!).data, ids: frames.filter((f) => f.id).map((f) => Number(f.id)) };
+  }
+
+  it("a cursor just before the oldest retained event replays without a reset; one further back or ahead of the log is reset", async () => {
+    const l = log();
+    for (let i = 0; i < 20; i++) l.append();
+    // Events 1–10 were trimmed: the log holds 11–20.
+    const fanout = new EventFanout({ ...l.options, readPage: (after, limit) => l.rows.filter((r) => r.seq > after && r.seq > 10).slice(0, limit), firstRetainedSeq: () => 11 });
+    expect(await opening(fanout, 10, 20)).toEqual({ retry: 2000, reset: undefined, ids: range(11, 20) });
+    expect(await opening(fanout, 15, 20)).toEqual({ retry: 2000, reset: undefined, ids: range(16, 20) });
+    expect(await opening(fanout, 9, 20)).toEqual({ retry: 2000, reset: { reason: "cursor_trimmed", firstRetainedSeq: 11, lastSeq: 20 }, ids: range(11, 20) });
+    expect(await opening(fanout, 0, 20)).toMatchObject({ reset: { reason: "cursor_trimmed" }, ids: range(11, 20) });
+    // The last event itself is a valid cursor (nothing to replay); one past it never existed.
+    const atEnd = fanout.open(20).getReader();
+    expect(new TextDecoder().decode((await atEnd.read()).value)).toBe("retry: 2000\n\n");
+    await atEnd.cancel();
+    expect(await opening(fanout, 21, 20)).toEqual({ retry: 2000, reset: { reason: "cursor_ahead", firstRetainedSeq: 11, lastSeq: 20 }, ids: range(11, 20) });
   });
 });

@@ -76,6 +76,15 @@ describe("the usage fold", () => {
     expect(executionView(d)).toMatchObject({ inputTokens: 10, outputTokens: 2 });
   });
 
+  it("a cumulative total that repeats or grows is no conflict; only a fall is", () => {
+    let s = foldUsage(emptyExecutionUsage("e"), cumulative(100, 10)).state;
+    s = foldUsage(s, cumulative(100, 10)).state;
+    s = foldUsage(s, cumulative(120, 10)).state;
+    expect(s.conflicts).toEqual([]);
+    expect(executionView(s).conflict).toBe(false);
+    expect(foldReceipt(s, { inputTokens: 120, outputTokens: 10 }).conflicts).toEqual([]);
+  });
+
   it("the receipt is authoritative even when it is lower than the streamed total; the disagreement is recorded", () => {
     let s = foldUsage(emptyExecutionUsage("e"), delta("p1", 111, 22)).state;
     s = foldReceipt(s, { inputTokens: 100, outputTokens: 22 });
@@ -100,4 +109,16 @@ describe("the usage fold", () => {
     expect(totalOf([known])).toMatchObject({ complete: true, inputTokens: 100 });
     expect(totalOf([])).toMatchObject({ complete: true, inputTokens: 0, outputTokens: 0 });
   });
+
+  it("a counter no execution reported is unknown (null) in the total, never 0, and the total says so", () => {
+    // Issue 10: a conversation total turned an unknown counter into 0 and called itself complete.
+    const nothing = emptyExecutionUsage("a");
+    expect(totalOf([nothing])).toMatchObject({ inputTokens: null, outputTokens: null, cost: null, complete: false });
+    expect(totalOf([nothing]).unknown).toEqual(expect.arrayContaining(["inputTokens", "outputTokens", "cost"]));
+    const known = foldReceipt(emptyExecutionUsage("b"), { inputTokens: 100, outputTokens: 10 });
+    // Known input and output elsewhere still leave the reasoning counter unknown, not 0.
+    expect(totalOf([known, nothing])).toMatchObject({ inputTokens: 100, outputTokens: 10, reasoningTokens: null, complete: false });
+    expect(totalOf([known])).toMatchObject({ reasoningTokens: null, cacheReadInputTokens: null, complete: true });
+  });
 });
+
