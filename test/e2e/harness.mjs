@@ -2,14 +2,13 @@
 // for the whole run, and the helpers that drive the page. Screenshots go to test-results/screenshots/.
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
-import { createRequire } from "node:module";
 import { after, before } from "node:test";
+import axe from "axe-core";
 import { chromium } from "playwright-core";
 import { startDevServer } from "../../scripts/devserver.mjs";
 
 const SHOTS = "test-results/screenshots";
 mkdirSync(SHOTS, { recursive: true });
-const AXE_SOURCE = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
 
 /** @type {{ base: string, stop: () => void }} */
 export const server = { base: "", stop: () => {} };
@@ -91,7 +90,7 @@ export async function shot(page, name, options = {}) {
 
 /** axe-core on the page as it is: no serious or critical violation. */
 export async function assertAccessible(page, state) {
-  if (!(await page.evaluate(() => "axe" in window))) await page.addScriptTag({ path: AXE_SOURCE });
+  if (!(await page.evaluate(() => "axe" in window))) await page.addScriptTag({ content: axe.source });
   const result = await page.evaluate(async () => {
     const { violations } = await window.axe.run(document, { resultTypes: ["violations"] });
     return violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => `${n.target.join(" ")}: ${n.failureSummary}`) }));
