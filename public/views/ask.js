@@ -230,7 +230,7 @@ export function createAskView(ask, handlers) {
   };
 
   if (request.kind === "permission") {
-    if (request.body) card.append(el("p", { text: request.body }));
+    if (request.body) card.append(el("div", { class: "ask-body markdown" }, renderMarkdown(request.body)));
     const subject = /** @type {Record<string, unknown> | undefined} */ (request.subject);
     if (subject) card.append(el("p", { class: "subject", text: [subject.tool, subject.command ?? subject.path ?? ""].filter(Boolean).join(": ") || JSON.stringify(subject) }));
     const noteId = `f-${safeId(request.id)}-note`;
@@ -278,7 +278,7 @@ export function createAskView(ask, handlers) {
       ),
     );
   } else {
-    if (request.body) card.append(el("p", { text: request.body }));
+    if (request.body) card.append(el("div", { class: "ask-body markdown" }, renderMarkdown(request.body)));
     const form = el("form", { novalidate: true });
     for (const field of fields) form.append(fieldControl(request.id, field));
     const allowed = request.allowedOutcomes ?? ["accepted", "declined", "cancelled"];
