@@ -385,11 +385,16 @@ async function reload() {
     return;
   }
   if (generation !== page.generation) return;
+  // Messages this tab is still sending are not in the transcript yet: they stay on the page.
+  const sending = Object.values(page.conv.turns).filter((turn) => turn.status === "sending");
   const askIds = [
     ...transcript.messages.flatMap((m) => (m.role === "assistant" ? m.parts.filter((p) => p.type === "interaction").map((p) => String(p.id)) : [])),
     ...(summary.interactions ?? []).map((/** @type {{ id: string }} */ i) => i.id),
   ];
   dispatch({ type: "loaded", transcript, outstanding: summary.interactions, title: summary.title, unsent: unsentStore.list(cid), choices: choiceStore.read(askIds) });
+  for (const turn of sending) {
+    if (!page.conv.turns[turn.turnId]) dispatch({ type: "send", turnId: turn.turnId, message: turn.userText, at: turn.sentAt ?? new Date().toISOString() });
+  }
   for (const turnId of page.conv.order) if (page.conv.turns[turnId]?.status !== "unsent") unsentStore.remove(cid, turnId);
   connect();
   loadUsage();

@@ -386,6 +386,7 @@ export function reduce(state, action) {
       return next.title ? next : { ...next, title: action.message.slice(0, TITLE_CHARS) };
     }
     case "sendFailed":
+      if (!state.turns[action.turnId]) return state; // reloaded meanwhile: the unsent store has it
       return withTurn(state, action.turnId, (turn) => (turn.status === "sending" || turn.status === "unsent" ? { ...turn, status: "unsent", sendError: action.error } : turn));
     case "sendRefused": {
       if (!state.turns[action.turnId]) return state;
@@ -395,6 +396,7 @@ export function reduce(state, action) {
     }
     case "sent":
       // The stream may have moved the turn on already; only a turn still being sent takes the answer.
+      if (!state.turns[action.turnId]) return state;
       return withTurn(state, action.turnId, (turn) => (turn.status === "sending" || turn.status === "unsent" ? { ...turn, status: action.status, sendError: null } : turn));
     case "answered":
       return resolveAsk(state, action.interactionId, { status: "answered", outcome: action.outcome, choice: action.choice });

@@ -183,6 +183,12 @@ describe("the page's reducer", () => {
     expect(reached.turns.t9!.status).toBe("running");
   });
 
+  it("the answer to a send the page no longer shows (a reload came between) adds nothing", () => {
+    const state = emptyConversation("c1");
+    expect(reduce(state, { type: "sent", turnId: "gone", status: "pending" })).toBe(state);
+    expect(reduce(state, { type: "sendFailed", turnId: "gone", error: { message: "offline" } })).toBe(state);
+  });
+
   it("a refused send (a 4xx) removes the message: the composer gets it back", () => {
     let state = reduce(emptyConversation("c1"), { type: "send", turnId: "t1", message: "too big", at: AT });
     state = reduce(state, { type: "sendRefused", turnId: "t1" });
