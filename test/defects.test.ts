@@ -68,8 +68,10 @@ describe("delete during dispatch", () => {
     const turnId = uid("turn");
     // Slow provisioning keeps the first dispatch under way while the delete arrives.
     await setFaults({ readinessLagMs: 300 });
+    const created = (await counters())["sandboxes.created"] ?? 0;
     const sending = sendTurn(token, cid, turnId, "a long job [slow] [long]");
-    await new Promise((r) => setTimeout(r, 50));
+    // The dispatch is under way once it has asked for the user's sandbox.
+    for (let i = 0; i < 200 && ((await counters())["sandboxes.created"] ?? 0) === created; i++) await new Promise((r) => setTimeout(r, 10));
     const deleted = await api(`/v1/conversations/${cid}`, { token, method: "DELETE" });
     const sent = await sending;
     expect(deleted.status).toBe(200);

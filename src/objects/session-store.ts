@@ -8,7 +8,9 @@ import { EventEnvelopeSchema, TranscriptPartSchema, TurnStatus as TurnStatusSche
 import { AgentExactRunControlRef, CancellationAcknowledgement, InteractionAcknowledgement, InteractionRequest } from "../schemas/contracts";
 import { ExecutionUsageStateSchema, type ExecutionUsageState } from "./usage-fold";
 
-const SCHEMA_VERSION = 6;
+const SCHEMA_VERSION = 7;
+/** Upstream ids that are whole numbers come in order: a repeat is one at or below the cursor. */
+export const NUMERIC_ID = /^\d{1,15}$/;
 
 export type TurnStatus = z.infer<typeof TurnStatusSchema>;
 export type TranscriptPart = z.infer<typeof TranscriptPartSchema>;
@@ -179,7 +181,18 @@ function toTurn(row: TurnRow): TurnRecord {
 }
 
 export class SessionStore {
-  constructor(private readonly sql: SqlStorage) {
+  /** Rows written through this store since it was opened (SQLite rows are billed per row written). */
+  rowsWritten = 0;
+  private readonly sql: Pick<SqlStorage, "exec">;
+
+  constructor(sql: SqlStorage) {
+    this.sql = {
+      exec: <T extends Record<string, SqlStorageValue>>(query: string, ...bindings: unknown[]) => {
+        const cursor = sql.exec<T>(query, ...bindings);
+        this.rowsWritten += cursor.rowsWritten;
+        return cursor;
+      },
+    };
     this.migrate();
   }
 
@@ -268,6 +281,17 @@ export class SessionStore {
     if (current < 6) {
       // A finished turn's message parts, kept when trimming the log cuts into the turn's events.
       this.sql.exec("ALTER TABLE turns ADD COLUMN parts TEXT");
+    }
+    if (current < 7) {
+      // Rows are billed per row written: no AUTOINCREMENT (each insert also wrote sqlite_sequence;
+      // the newest event is never trimmed, so MAX(seq) is the high-water mark) and no index by turn
+      // (each insert wrote an index row; the transcript reads a turn's events by scanning the log).
+      this.sql.exec(`
+        CREATE TABLE events_v7 (seq INTEGER PRIMARY KEY, turn_id TEXT, execution_id TEXT, upstream_id TEXT, type TEXT NOT NULL, envelope TEXT NOT NULL);
+        INSERT INTO events_v7 (seq, turn_id, execution_id, upstream_id, type, envelope) SELECT seq, turn_id, execution_id, upstream_id, type, envelope FROM events;
+        DROP TABLE events;
+        ALTER TABLE events_v7 RENAME TO events;
+      `);
     }
     this.sql.exec("DELETE FROM schema_version");
     this.sql.exec("INSERT INTO schema_version (version) VALUES (?)", SCHEMA_VERSION);
@@ -359,9 +383,26 @@ export class SessionStore {
     );
   }
 
-  /** Advances the turn's upstream cursor: progress, so the reader is not lost. */
+  /** Advances the turn's upstream cursor (upstream ids that are not numbers): progress, so the reader is not lost. */
   setCursor(turnId: string, cursor: string): void {
     this.sql.exec("UPDATE turns SET upstream_cursor = ?, lost_at = NULL WHERE turn_id = ?", cursor, turnId);
+  }
+
+  /**
+   * The run's cursor: the upstream id of its newest logged event (numeric ids, which upstream
+   * sends in order), else the one stored on the turn. Reading it back costs no write per frame.
+   */
+  cursorOf(turnId: string, executionId: string): string | undefined {
+    const logged = this.sql
+      .exec<{ upstream_id: string }>("SELECT upstream_id FROM events WHERE execution_id = ? AND upstream_id IS NOT NULL ORDER BY seq DESC LIMIT 1", executionId)
+      .toArray()[0]?.upstream_id;
+    if (logged !== undefined && NUMERIC_ID.test(logged)) return logged;
+    return this.sql.exec<{ upstream_cursor: string | null }>("SELECT upstream_cursor FROM turns WHERE turn_id = ?", turnId).toArray()[0]?.upstream_cursor ?? undefined;
+  }
+
+  /** Progress after the reader had lost the run: no longer lost (writes only when it was). */
+  clearLost(turnId: string): void {
+    this.sql.exec("UPDATE turns SET lost_at = NULL WHERE turn_id = ? AND lost_at IS NOT NULL", turnId);
   }
 
   /** The reader gave up reaching the turn's run; the first time is kept. */
@@ -536,9 +577,8 @@ export class SessionStore {
   }
 
   lastSeq(): number {
-    // sqlite_sequence keeps the high-water mark even after trimming.
-    const row = this.sql.exec<{ seq: number }>("SELECT seq FROM sqlite_sequence WHERE name = 'events'").toArray()[0];
-    return row?.seq ?? 0;
+    // Trimming never removes the newest event, so the largest seq is the high-water mark.
+    return this.sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events").one().seq ?? 0;
   }
 
   firstRetainedSeq(): number | null {

@@ -19,7 +19,7 @@ import type { InteractionDesk } from "./interaction-desk";
 import { providerRefusal } from "./provider-refusal";
 import { runPump } from "./pump";
 import { turnParts } from "./transcript";
-import type { SessionContext, SessionStore, TurnRecord, TurnRequest } from "./session-store";
+import { NUMERIC_ID, type SessionContext, type SessionStore, type TurnRecord, type TurnRequest } from "./session-store";
 import { decideTurn, executionIdFor, turnRequestDigest, turnView, type TurnView } from "./turn-cache";
 import { breakSteps, emptyExecutionUsage, executionView, totalOf, type ExecutionUsageState } from "./usage-fold";
 
@@ -230,7 +230,7 @@ export class TurnRunner {
       ref,
       {
         // A deleted conversation has nothing left to read into (and recreates nothing).
-        cursor: () => (this.deps.bound() ? (this.store.turn(turnId)?.upstreamCursor ?? undefined) : undefined),
+        cursor: () => (this.deps.bound() ? this.store.cursorOf(turnId, ref.executionId) : undefined),
         ingest: (event) => this.deps.bound() !== null && this.ingest(turnId, ref.executionId, event),
         isLive: () => this.deps.bound() !== null && this.store.turnStatus(turnId) === "running",
         finishFromResult: (result, reason) => this.finishFromResult(turnId, ref.executionId, result, reason),
@@ -262,11 +262,23 @@ export class TurnRunner {
     let overBudget = false;
     this.deps.log.commit((log) => {
       if (event.upstreamId !== undefined) {
-        if (!store.markSeen(executionId, event.upstreamId)) {
-          fresh = false;
-          return;
+        // Each upstream frame counts once. Numeric ids come in order: one at or below the cursor is
+        // a repeat (an inclusive replay, a repeated frame), and the cursor is the newest logged
+        // event's id, so a frame costs one row. Other ids are remembered one by one.
+        if (NUMERIC_ID.test(event.upstreamId)) {
+          const cursor = store.cursorOf(turnId, executionId);
+          if (cursor !== undefined && NUMERIC_ID.test(cursor) && Number(event.upstreamId) <= Number(cursor)) {
+            fresh = false;
+            return;
+          }
+          store.clearLost(turnId);
+        } else {
+          if (!store.markSeen(executionId, event.upstreamId)) {
+            fresh = false;
+            return;
+          }
+          store.setCursor(turnId, event.upstreamId);
         }
-        store.setCursor(turnId, event.upstreamId);
       }
       const status = store.turnStatus(turnId);
       if (!status) return;
