@@ -22,6 +22,11 @@ describe("authentication", () => {
     const noSubject = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setAudience("gateway-test").setExpirationTime("1h")
       .sign(new TextEncoder().encode("test-jwt-secret-0123456789abcdef0123456789"));
     expect(await code(await api(path, { token: noSubject }))).toEqual([401, "token_claim_invalid"]);
+    // An empty or overlong sub names no user.
+    for (const sub of ["", "u".repeat(257)]) {
+      expect(await code(await api(path, { token: await tokenFor(sub) }))).toEqual([401, "token_claim_invalid"]);
+    }
+    expect((await api("/v1/conversations", { token: await tokenFor("u".repeat(256)) })).status).toBe(200);
     const noneAlg = `${btoa(JSON.stringify({ alg: "none" }))}.${btoa(JSON.stringify({ sub: "alice", aud: "gateway-test" }))}.`;
     expect((await api(path, { token: noneAlg })).status).toBe(401);
     // Every data route is behind the token.

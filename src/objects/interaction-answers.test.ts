@@ -72,3 +72,31 @@ describe("answers are checked against the exact request", () => {
     expect(answerProblems(permission(["session"]), "accepted", { grant: "allow_once" })[0]).toContain("allow_once is not one of");
   });
 });
+
+describe("answers at their boundaries", () => {
+  it("maxLength, min and max are inclusive; a value past them is refused", () => {
+    const base = { framework: "vitest" };
+    expect(answerProblems(question, "accepted", { ...base, project: "x".repeat(10), workers: 1 })).toEqual([]);
+    expect(answerProblems(question, "accepted", { ...base, project: "p", workers: 4 })).toEqual([]);
+    expect(answerProblems(question, "accepted", { ...base, project: "p", workers: 0 })).toEqual(["workers: must be at least 1"]);
+    expect(answerProblems(question, "accepted", { ...base, project: "p", workers: 5 })).toEqual(["workers: must be at most 4"]);
+  });
+
+  it("null for an optional field is no answer to it; for a required one it is missing", () => {
+    expect(answerProblems(question, "accepted", { project: "p", framework: "jest", coverage: null, workers: null, token: null })).toEqual([]);
+    expect(answerProblems(question, "accepted", { project: null, framework: "jest" })).toEqual(["project: is required"]);
+  });
+
+  it("allowCustom never lets a permission answer name a grant its scopes do not allow", () => {
+    const custom = InteractionRequest.parse({
+      id: "p2",
+      kind: "permission",
+      title: "Run?",
+      answerSpec: { fields: [{ name: "grant", type: "select", options: ["allow_once", "allow_always", "deny"], allowCustom: true, required: true }] },
+    });
+    expect(answerProblems(custom, "accepted", { grant: "allow_once" })).toEqual([]);
+    expect(answerProblems(custom, "accepted", { grant: "allow_always" })[0]).toContain("allow_always is not one of");
+    expect(answerProblems(custom, "accepted", { grant: "sudo" })[0]).toContain("sudo is not one of");
+  });
+});
+

@@ -1,0 +1,317 @@
+#!/usr/bin/env node
+// A small mutation check: breaks the core modules on purpose, one realistic one-line bug at a time,
+// and runs only the tests that should notice. A mutant the tests do not notice "survives": the
+// suite is blind there. Runs in a throwaway copy of the working tree, so the tree itself is never
+// touched (even if this script is killed), and each run of vitest is bounded in time: a mutant
+// that makes a test hang is killed by the clock and reported as such.
+//
+//   npm run mutate                    every mutant, two at a time
+//   npm run mutate -- --only fanout   the mutants whose id contains "fanout"
+//   npm run mutate -- --list          the mutants, without running them
+//   npm run mutate -- --jobs 1 --timeout 180
+//
+// Exit status: 0 when every mutant was killed, 1 when some survived, 2 when the list is stale (a
+// mutant's text no longer occurs exactly once: the code changed; update the list) or the tests do
+// not pass unmutated.
+import { spawn } from "node:child_process";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+// Test files by module. Unit tests beside the module first; one integration file where the
+// module's behaviour only shows end to end.
+const T = {
+  fanout: ["src/objects/fanout.test.ts", "test/reconnect.test.ts"],
+  store: ["src/objects/fanout.test.ts", "test/reconnect.test.ts"],
+  turnCache: ["src/objects/turn-cache.test.ts", "test/retry.test.ts"],
+  usage: ["src/objects/usage-fold.test.ts", "test/usage.test.ts"],
+  budgets: ["src/objects/budgets.test.ts"],
+  answers: ["src/objects/interaction-answers.test.ts"],
+  tokens: ["src/auth/tokens.test.ts", "test/auth.test.ts"],
+  ids: ["src/auth/tokens.test.ts"],
+  sse: ["src/lib/sse.test.ts"],
+  digest: ["src/lib/digest.test.ts", "src/objects/turn-cache.test.ts"],
+};
+
+/**
+ * Each mutant: the file, the exact text to replace (it must occur exactly once) and its
+ * replacement, and the test files to run. Mutants that cannot change behaviour (equivalent
+ * mutants) are left out: they would only lower the score without showing a blind spot. One such:
+ * dropping the fan-out's `this.flush()` before a reader goes live. An event is appended and
+ * published in one synchronous step, which queues the flush; any later page that reads it ends a
+ * pull, and the next (empty) pull is a promise reaction queued after that flush, so the burst
+ * buffer is always empty when a reader joins. The flush guards a schedule streams do not produce.
+ */
+const MUTANTS = [
+  // ---- fan-out (src/objects/fanout.ts)
+  { id: "fanout.live-before-last-page", file: "src/objects/fanout.ts", tests: T.fanout, why: "a short page is taken for the last one: the reader goes live without it",
+    find: "if (rows.length === 0) {", replace: "if (rows.length < pageSize) {" },
+  { id: "fanout.live-with-last-page", file: "src/objects/fanout.ts", tests: T.fanout, why: "the reader joins the live set in the same step as its last page: a concurrent append is sent twice",
+    find: "controller.enqueue(encoder.encode(chunk));", replace: "controller.enqueue(encoder.encode(chunk)); if (rows.length < pageSize) reader.live = true;" },
+  { id: "fanout.inclusive-cursor", file: "src/objects/fanout.ts", tests: T.fanout, why: "replay includes the cursor's own event",
+    find: "const rows = this.options.readPage(after, pageSize);", replace: "const rows = this.options.readPage(Math.max(0, after - 1), pageSize);" },
+  { id: "fanout.cursor-from-first-row", file: "src/objects/fanout.ts", tests: T.fanout, why: "the cursor advances to the page's first row, not its last",
+    find: "after = rows[rows.length - 1]!.seq;", replace: "after = rows[0]!.seq;" },
+  { id: "fanout.reset-off-by-one", file: "src/objects/fanout.ts", tests: T.fanout, why: "a cursor just before the oldest retained event is taken for a trimmed one",
+    find: "(first !== null && after < first - 1)", replace: "(first !== null && after < first)" },
+  { id: "fanout.no-reset-when-ahead", file: "src/objects/fanout.ts", tests: T.fanout, why: "a cursor the log never had is not reset",
+    find: "if (after > last || (first", replace: "if (after > last + 1000000 || (first" },
+  { id: "fanout.slow-reader-never-closed", file: "src/objects/fanout.ts", tests: T.fanout, why: "a reader that stops reading is never closed",
+    find: "if (queued > this.options.maxPendingBytes) {", replace: "if (queued > this.options.maxPendingBytes * 1000) {" },
+  { id: "fanout.no-ping", file: "src/objects/fanout.ts", tests: T.fanout, why: "the heartbeat is never written",
+    find: "if (reader.live) this.write(reader, PING);", replace: "if (reader.live && reader.closed) this.write(reader, PING);" },
+
+  // ---- the log's paging (src/objects/session-store.ts)
+  { id: "store.inclusive-page", file: "src/objects/session-store.ts", tests: T.store, why: "a page starts at the cursor, not after it (the 14-minute hang of issue 10)",
+    find: "FROM events WHERE seq > ? ORDER BY seq LIMIT ?", replace: "FROM events WHERE seq >= ? ORDER BY seq LIMIT ?" },
+
+  // ---- turn cache (src/objects/turn-cache.ts)
+  { id: "turn-cache.no-conflict", file: "src/objects/turn-cache.ts", tests: T.turnCache, why: "the same turn id with other content is served the old turn",
+    find: "if (existing.requestDigest !== requestDigest) return", replace: "if (existing.requestDigest !== requestDigest && existing.status === \"running\") return" },
+  { id: "turn-cache.failed-not-final", file: "src/objects/turn-cache.ts", tests: T.turnCache, why: "only a completed turn is cached: a failed one looks in progress",
+    find: "return TERMINAL_TURN_STATUSES.has(existing.status) ?", replace: "return existing.status === \"completed\" ?" },
+  { id: "turn-cache.no-busy", file: "src/objects/turn-cache.ts", tests: T.turnCache, why: "a new turn while another runs is accepted",
+    find: "if (active) return { kind: \"busy\", active };", replace: "if (active && active.status === \"pending\") return { kind: \"busy\", active };" },
+  { id: "turn-cache.splittable-execution-id", file: "src/objects/turn-cache.ts", tests: T.turnCache, why: "execution ids without length prefixes: (ab, c) and (a, bc) collide",
+    find: "`execution/v1|${sessionId.length}:${sessionId}|${turnId.length}:${turnId}`", replace: "`execution/v1|${sessionId}${turnId}`" },
+  { id: "turn-cache.after-inclusive", file: "src/objects/turn-cache.ts", tests: [...T.turnCache, "test/gateway.test.ts"], why: "a turn's `after` names its first event instead of the one before it",
+    find: "after: turn.acceptedSeq - 1", replace: "after: turn.acceptedSeq" },
+
+  // ---- usage fold (src/objects/usage-fold.ts)
+  { id: "usage.unknown-total-is-zero", file: "src/objects/usage-fold.ts", tests: T.usage, why: "a conversation total turns an unknown counter into 0",
+    find: "(states.length === 0 ? 0 : sums[c] ?? null)", replace: "(states.length === 0 ? 0 : sums[c] ?? 0)" },
+  { id: "usage.complete-ignores-output", file: "src/objects/usage-fold.ts", tests: T.usage, why: "a total missing output tokens says complete",
+    find: "complete: !unknown.has(\"inputTokens\") && !unknown.has(\"outputTokens\"),", replace: "complete: !unknown.has(\"inputTokens\")," },
+  { id: "usage.delta-keys-forgotten", file: "src/objects/usage-fold.ts", tests: T.usage, why: "a repeated delta (a reconnect) counts twice",
+    find: "stepIds: report.key !== undefined ? [...state.stepIds, report.key] : state.stepIds", replace: "stepIds: state.stepIds" },
+  { id: "usage.unknown-delta-counter-is-zero", file: "src/objects/usage-fold.ts", tests: T.usage, why: "a counter one delta did not report is added as 0",
+    find: "if (before !== undefined && v !== undefined) running[c] = before + v;", replace: "running[c] = (before ?? 0) + (v ?? 0);" },
+  { id: "usage.equal-cumulative-is-conflict", file: "src/objects/usage-fold.ts", tests: T.usage, why: "a repeated cumulative total is recorded as a conflict",
+    find: "if (previous !== undefined && next < previous)", replace: "if (previous !== undefined && next <= previous)" },
+  { id: "usage.second-receipt-wins", file: "src/objects/usage-fold.ts", tests: T.usage, why: "a repeated terminal frame replaces the receipt",
+    find: "if (state.receipt !== null) return state;", replace: "if (state.receipt === undefined) return state;" },
+  { id: "usage.broken-steps-still-count", file: "src/objects/usage-fold.ts", tests: T.usage, why: "after an unreadable delta, later deltas still build a running total",
+    find: "if (next.stepsBroken) return { state: next, running: null, changed: true };", replace: "" },
+
+  // ---- budgets (src/objects/budgets.ts)
+  { id: "budgets.limit-not-reached", file: "src/objects/budgets.ts", tests: T.budgets, why: "spending exactly the limit is allowed (> instead of >=)",
+    find: "exceeded: c.used >= c.tokens", replace: "exceeded: c.used > c.tokens" },
+  { id: "budgets.user-ignores-others", file: "src/objects/budgets.ts", tests: T.budgets, why: "the user's budget counts only this conversation",
+    find: "used: own.used + elsewhere.used", replace: "used: own.used" },
+  { id: "budgets.floor-looks-complete", file: "src/objects/budgets.ts", tests: T.budgets, why: "unknown usage elsewhere is not reported as a floor",
+    find: "complete: own.complete && elsewhere.complete", replace: "complete: own.complete" },
+  { id: "budgets.output-not-counted", file: "src/objects/budgets.ts", tests: T.budgets, why: "output tokens do not count against the budget",
+    find: "used: (total.inputTokens ?? 0) + (total.outputTokens ?? 0)", replace: "used: total.inputTokens ?? 0" },
+  { id: "budgets.loosest-applies", file: "src/objects/budgets.ts", tests: T.budgets, why: "the loosest budget is reported instead of the tightest",
+    find: ".sort((a, b) => b.used / b.tokens - a.used / a.tokens)", replace: ".sort((a, b) => a.used / a.tokens - b.used / b.tokens)" },
+
+  // ---- answer validation (src/objects/interaction-answers.ts)
+  { id: "answers.forbidden-top-level-only", file: "src/objects/interaction-answers.ts", tests: T.answers, why: "forbidden names are looked for only at the top level (defect 2)",
+    find: "out.push(...forbiddenPaths((value as Record<string, unknown>)[key], at));", replace: "" },
+  { id: "answers.max-length-off-by-one", file: "src/objects/interaction-answers.ts", tests: T.answers, why: "a text of exactly maxLength characters is refused",
+    find: "value.length > max", replace: "value.length >= max" },
+  { id: "answers.min-off-by-one", file: "src/objects/interaction-answers.ts", tests: T.answers, why: "a number equal to min is refused",
+    find: "value < f.min", replace: "value <= f.min" },
+  { id: "answers.max-unchecked", file: "src/objects/interaction-answers.ts", tests: T.answers, why: "a number above max is accepted",
+    find: "if (f.max !== undefined && value > f.max)", replace: "if (f.max !== undefined && value > f.max + 1)" },
+  { id: "answers.custom-grant", file: "src/objects/interaction-answers.ts", tests: T.answers, why: "allowCustom lets a permission answer name any grant",
+    find: "!(f.allowCustom && request.kind !== \"permission\")", replace: "!f.allowCustom" },
+  { id: "answers.null-is-a-value", file: "src/objects/interaction-answers.ts", tests: T.answers, why: "null for an optional field is checked as a value",
+    find: "if (value === undefined || value === null) {", replace: "if (value === undefined) {" },
+  { id: "answers.data-on-decline", file: "src/objects/interaction-answers.ts", tests: T.answers, why: "a declined answer may carry data",
+    find: "if (data !== undefined && Object.keys(data).length > 0) problems.push", replace: "if (data !== undefined && Object.keys(data).length > 99) problems.push" },
+  { id: "answers.undeclared-field", file: "src/objects/interaction-answers.ts", tests: T.answers, why: "a field the request does not declare is accepted",
+    find: "if (!fields.has(key) && !FORBIDDEN_NAMES.has(key)) problems.push", replace: "if (false) problems.push" },
+  { id: "answers.session-scope-ignored", file: "src/objects/interaction-answers.ts", tests: T.answers, why: "a session scope does not allow allow_session",
+    find: "if (scopes.includes(\"session\")) grants.push(\"allow_session\");", replace: "" },
+
+  // ---- auth (src/auth/tokens.ts, the stream-token check in src/worker.ts)
+  { id: "tokens.use-unchecked", file: "src/auth/tokens.ts", tests: T.tokens, why: "a stream token works as a user token",
+    find: "if (use !== expectedUse) throw", replace: "if (expectedUse !== undefined && use !== expectedUse) throw" },
+  { id: "tokens.no-exp-required", file: "src/auth/tokens.ts", tests: T.tokens, why: "a token without exp never expires (defect 9)",
+    find: "requiredClaims: [\"exp\"],", replace: "requiredClaims: [] as string[]," },
+  { id: "tokens.future-iat", file: "src/auth/tokens.ts", tests: T.tokens, why: "an iat in the future is accepted (defect 9)",
+    find: "payload.iat > now + CLOCK_SKEW_SECONDS", replace: "payload.iat > now + 1000 * CLOCK_SKEW_SECONDS" },
+  { id: "tokens.audience-unchecked", file: "src/auth/tokens.ts", tests: T.tokens, why: "the audience is not checked",
+    find: "...(config.AUTH_AUDIENCE ? { audience: config.AUTH_AUDIENCE } : {}),", replace: "" },
+  { id: "tokens.empty-sub", file: "src/auth/tokens.ts", tests: T.tokens, why: "an empty sub is a user",
+    find: "payload.sub.length === 0 ||", replace: "" },
+  { id: "worker.stream-token-any-conversation", file: "src/worker.ts", tests: ["test/auth.test.ts"], why: "a stream token opens any conversation of its user",
+    find: "if (verified.claims.cid !== cid) {", replace: "if (verified.claims.cid === undefined && cid === \"\") {" },
+
+  // ---- ids (src/auth/ids.ts)
+  { id: "ids.splittable", file: "src/auth/ids.ts", tests: T.ids, why: "session ids without length prefixes: (ali, cec1) and (alic, ec1) collide",
+    find: "parts.map((p) => `${p.length}:${p}`).join(\"|\")", replace: "parts.join(\"\")" },
+  { id: "ids.session-ignores-user", file: "src/auth/ids.ts", tests: T.ids, why: "two users' conversations with one id share a session",
+    find: "[\"session/v1\", userId, conversationId]", replace: "[\"session/v1\", conversationId]" },
+
+  // ---- SSE (src/lib/sse.ts)
+  { id: "sse.cr-injection", file: "src/lib/sse.ts", tests: T.sse, why: "a lone CR in an id or event name is let through",
+    find: "if (/[\\r\\n\\0]/.test(value))", replace: "if (/[\\n\\0]/.test(value))" },
+  { id: "sse.data-split-on-lf-only", file: "src/lib/sse.ts", tests: T.sse, why: "data with a CR is written as one data line",
+    find: "frame.data.split(/\\r\\n|\\r|\\n/)", replace: "frame.data.split(/\\r?\\n/)" },
+  { id: "sse.value-trimmed", file: "src/lib/sse.ts", tests: T.sse, why: "field values lose their trailing spaces",
+    find: "if (value.startsWith(\" \")) value = value.slice(1);", replace: "value = value.trim();" },
+  { id: "sse.crlf-split-across-chunks", file: "src/lib/sse.ts", tests: T.sse, why: "a CRLF split between chunks ends a frame early",
+    find: "if (text.startsWith(\"\\n\")) text = text.slice(1);", replace: "" },
+  { id: "sse.data-joined-without-lf", file: "src/lib/sse.ts", tests: T.sse, why: "multi-line data is joined without newlines",
+    find: "frame.data = this.dataLines.join(\"\\n\");", replace: "frame.data = this.dataLines.join(\"\");" },
+
+  // ---- digest (src/lib/digest.ts)
+  { id: "digest.keys-unsorted", file: "src/lib/digest.ts", tests: T.digest, why: "keys in insertion order: the same request digests two ways",
+    find: "const keys = Object.keys(value).sort();", replace: "const keys = Object.keys(value);" },
+  { id: "digest.key-surrogates-unchecked", file: "src/lib/digest.ts", tests: T.digest, why: "a lone surrogate in a key is let through",
+    find: "return `${canonicalString(key, path)}:", replace: "return `${JSON.stringify(key)}:" },
+  { id: "digest.null-prototype-refused", file: "src/lib/digest.ts", tests: T.digest, why: "an object without a prototype is refused",
+    find: "return proto === Object.prototype || proto === null;", replace: "return proto === Object.prototype;" },
+  { id: "digest.strip-keeps-undefined", file: "src/lib/digest.ts", tests: T.digest, why: "stripUndefined keeps undefined members",
+    find: "if (child !== undefined) out[key] = stripUndefined(child);", replace: "out[key] = stripUndefined(child);" },
+];
+
+const PROJECT_OF = (file) => (file === "test/budget.test.ts" ? "budgets" : "gateway");
+
+function parseArgs(argv) {
+  const args = { only: undefined, list: false, jobs: 2, timeoutS: 150 };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === "--only") args.only = argv[++i];
+    else if (a === "--list") args.list = true;
+    else if (a === "--jobs") args.jobs = Math.max(1, Number(argv[++i]));
+    else if (a === "--timeout") args.timeoutS = Number(argv[++i]);
+    else throw new Error(`unknown argument ${a}`);
+  }
+  return args;
+}
+
+/** A copy of the working tree (sources, tests, config; not node_modules, which is linked). */
+function makeCopy() {
+  const dir = mkdtempSync(join(tmpdir(), "gateway-mutate-"));
+  const skip = new Set(["node_modules", ".git", ".wrangler", "dist", "test-results"]);
+  cpSync(root, dir, {
+    recursive: true,
+    filter: (src) => {
+      const rel = relative(root, src);
+      return rel === "" || !skip.has(rel.split("/")[0]);
+    },
+  });
+  symlinkSync(join(root, "node_modules"), join(dir, "node_modules"), "dir");
+  return dir;
+}
+
+/** Runs vitest on some files in `dir`; answers "pass", "fail" or "timeout", and the output tail. */
+function runVitest(dir, files, timeoutS) {
+  const byProject = new Map();
+  for (const f of files) byProject.set(PROJECT_OF(f), [...(byProject.get(PROJECT_OF(f)) ?? []), f]);
+  const args = ["run", ...[...byProject.keys()].flatMap((p) => ["--project", p]), ...files, "--reporter=dot", "--bail=1"];
+  return new Promise((resolve) => {
+    const child = spawn(join(dir, "node_modules", ".bin", "vitest"), args, {
+      cwd: dir,
+      env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
+    let output = "";
+    const keep = (d) => (output = (output + d).slice(-20_000));
+    child.stdout.on("data", keep);
+    child.stderr.on("data", keep);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // gone already
+      }
+    }, timeoutS * 1000);
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      // vitest leaves workerd children behind when killed: end the whole group.
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // gone already
+      }
+      resolve({ result: timedOut ? "timeout" : code === 0 ? "pass" : "fail", output });
+    });
+  });
+}
+
+function firstFailure(output) {
+  // eslint-style ANSI stripping, then the first failing test's name.
+  const plain = output.replace(/\u001b\[[0-9;]*m/g, "");
+  const line = plain.split("\n").find((l) => /^ FAIL /.test(l) || /✗|×/.test(l));
+  return line?.trim().slice(0, 160) ?? "";
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const mutants = MUTANTS.filter((m) => !args.only || m.id.includes(args.only));
+  if (args.list) {
+    for (const m of mutants) console.log(`${m.id.padEnd(40)} ${m.file}  ${m.why}`);
+    console.log(`${mutants.length} mutants`);
+    return 0;
+  }
+
+  // A mutant whose text is not found exactly once means the code moved on: say so, do not guess.
+  const stale = mutants.filter((m) => {
+    const text = readFileSync(join(root, m.file), "utf8");
+    return text.split(m.find).length - 1 !== 1;
+  });
+  for (const m of stale) console.log(`stale: ${m.id}: its text is not found exactly once in ${m.file}`);
+  const runnable = mutants.filter((m) => !stale.includes(m));
+  if (runnable.length === 0) return 2;
+
+  const started = Date.now();
+  const copies = Array.from({ length: Math.min(args.jobs, runnable.length) }, makeCopy);
+  try {
+    // The tests must pass unmutated, or every mutant would look killed.
+    const allFiles = [...new Set(runnable.flatMap((m) => m.tests))];
+    const baseline = await runVitest(copies[0], allFiles, args.timeoutS * 2);
+    if (baseline.result !== "pass") {
+      console.log(`the tests do not pass unmutated (${baseline.result}):\n${baseline.output.slice(-4000)}`);
+      return 2;
+    }
+    console.log(`baseline: ${allFiles.length} test files pass unmutated (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+
+    const results = [];
+    let next = 0;
+    const worker = async (dir) => {
+      while (next < runnable.length) {
+        const m = runnable[next++];
+        const path = join(dir, m.file);
+        const original = readFileSync(path, "utf8");
+        const t0 = Date.now();
+        let outcome;
+        try {
+          writeFileSync(path, original.replace(m.find, () => m.replace));
+          outcome = await runVitest(dir, m.tests, args.timeoutS);
+        } finally {
+          writeFileSync(path, original);
+        }
+        const seconds = (Date.now() - t0) / 1000;
+        const status = outcome.result === "pass" ? "SURVIVED" : outcome.result === "timeout" ? "killed (timeout)" : "killed";
+        results.push({ m, status, seconds });
+        const detail = outcome.result === "fail" ? `  ← ${firstFailure(outcome.output)}` : "";
+        console.log(`${status.padEnd(17)} ${m.id.padEnd(40)} ${seconds.toFixed(0).padStart(4)} s${detail}`);
+      }
+    };
+    await Promise.all(copies.map(worker));
+
+    const survived = results.filter((r) => r.status === "SURVIVED");
+    const timeouts = results.filter((r) => r.status === "killed (timeout)");
+    const killed = results.length - survived.length;
+    const score = ((100 * killed) / results.length).toFixed(0);
+    console.log("");
+    for (const r of survived) console.log(`survivor: ${r.m.id} (${r.m.file}): ${r.m.why}`);
+    for (const r of timeouts) console.log(`killed only by the clock (a hang, not a failing test): ${r.m.id}`);
+    console.log(`mutation score: ${killed}/${results.length} killed (${score}%), ${survived.length} survived, ${timeouts.length} by timeout, ${stale.length} stale; ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    return stale.length > 0 ? 2 : survived.length > 0 ? 1 : 0;
+  } finally {
+    for (const dir of copies) if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+process.exitCode = await main();
