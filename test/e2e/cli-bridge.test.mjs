@@ -53,12 +53,14 @@ async function send(page, message) {
 describe("the chat page over a CLI Bridge", () => {
   it("streams a Codex answer to done, and a second turn continues the conversation", async () => {
     const page = await signedIn();
+    const turn = (n) => page.locator("li.turn").nth(n);
     await send(page, "hello from the page");
-    await lastTurn(page).locator('.badge:text-is("done")').waitFor({ timeout: 20_000 });
-    assert.equal((await lastTurn(page).locator(".agent .text").allTextContents()).join("\n\n"), "echo: hello from the page");
+    await turn(0).locator('.badge:text-is("done")').waitFor({ timeout: 20_000 });
+    assert.equal((await turn(0).locator(".agent .text").allTextContents()).join("\n\n"), "echo: hello from the page");
     await send(page, "and a second one");
-    await lastTurn(page).locator('.badge:text-is("done")').waitFor({ timeout: 20_000 });
-    assert.equal((await lastTurn(page).locator(".agent .text").allTextContents()).join("\n\n"), "echo: and a second one");
+    // The second turn's own badge (the first one's "done" must not satisfy the wait).
+    await turn(1).locator('.badge:text-is("done")').waitFor({ timeout: 20_000 });
+    assert.equal((await turn(1).locator(".agent .text").allTextContents()).join("\n\n"), "echo: and a second one");
     await page.screenshot({ path: `${SHOTS}/cli-bridge-answer.png` });
   });
 
