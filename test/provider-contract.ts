@@ -7,11 +7,10 @@
  * errors onto the shared codes.
  */
 import { describe, expect, it } from "vitest";
-import { ProviderError } from "../src/providers/errors";
 import type { AgentProvider, DispatchInput, EnvironmentRecord, ProviderEvent } from "../src/providers/provider";
 import { emptyExecutionUsage, executionView, foldReceipt, foldUsage, type ExecutionUsageState } from "../src/objects/usage-fold";
 import type { AgentExactRunControlRef } from "../src/schemas/contracts";
-import { uid } from "./helpers";
+import { uid, upstreamRejection as rejection } from "./helpers";
 
 export interface ContractPeer {
   provider: AgentProvider;
@@ -60,16 +59,6 @@ export async function readEvents(
 function distinct(events: ProviderEvent[]): ProviderEvent[] {
   const seen = new Set<string>();
   return events.filter((e) => e.upstreamId === undefined || (!seen.has(e.upstreamId) && seen.add(e.upstreamId) !== undefined));
-}
-
-async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
-  try {
-    await promise;
-  } catch (err) {
-    if (err instanceof ProviderError) return err;
-    throw err;
-  }
-  throw new Error("expected a rejection");
 }
 
 export function providerContract(name: string, makePeer: () => ContractPeer | Promise<ContractPeer>, options: { interactions: boolean } = { interactions: true }): void {

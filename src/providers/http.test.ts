@@ -1,21 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import { upstreamRejection as rejection } from "../../test/helpers";
 import { ProviderError } from "./errors";
 import { errorFromResponse, HttpTransport, type Route } from "./http";
 
 const get: Route = { method: "GET", path: "/v1/things/1" };
 const post: Route = { method: "POST", path: "/v1/things" };
-
-/** The ProviderError a promise rejects with (anything else fails the test). */
-async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
-  try {
-    await promise;
-  } catch (err) {
-    if (err instanceof ProviderError) return err;
-    throw err;
-  }
-  throw new Error("expected a rejection");
-}
 
 function client(responses: Array<Response | (() => Promise<Response>)>, extra: Partial<ConstructorParameters<typeof HttpTransport>[0]> = {}) {
   const seen: Request[] = [];

@@ -15,7 +15,7 @@
  */
 import { canonicalDigest, stripUndefined } from "../../lib/digest";
 import { readSseFrames } from "../../lib/sse";
-import type { AgentExactRunControlRef, InteractionRequest } from "../../schemas/contracts";
+import { InteractionAcknowledgement, type AgentExactRunControlRef, type InteractionRequest } from "../../schemas/contracts";
 import type { Claims } from "../claims";
 import { ProviderError } from "../errors";
 import type { HttpTransport, Route } from "../http";
@@ -433,20 +433,11 @@ function bridgeAnswer(request: InteractionRequest, data: Record<string, unknown>
   return out;
 }
 
-const ACK_STATUSES = new Set<AnswerDelivery["status"]>([
-  "accepted",
-  "already_resolved_same",
-  "already_resolved_different",
-  "expired",
-  "cancelled",
-  "unknown_interaction",
-  "unknown_run",
-  "invalid_response",
-  "transport_failure",
-]);
+/** The contract's acknowledgement statuses a bridge may answer (a binding mismatch is the session's to find). */
+const ACK_STATUSES = new Set<string>(InteractionAcknowledgement.shape.status.options.filter((s) => s !== "binding_mismatch"));
 
 function deliveryOf(ack: { status: string; message?: string; retryable?: boolean }): AnswerDelivery {
-  if (!ACK_STATUSES.has(ack.status as AnswerDelivery["status"])) {
+  if (!ACK_STATUSES.has(ack.status)) {
     return { status: "transport_failure", message: `the CLI Bridge answered an acknowledgement this gateway does not know (${ack.status})`, retryable: true };
   }
   return { status: ack.status as AnswerDelivery["status"], ...(ack.message ? { message: ack.message } : {}), ...(ack.retryable !== undefined ? { retryable: ack.retryable } : {}) };
