@@ -87,6 +87,9 @@ function announce(text) {
   setTimeout(() => (ui.announcer.textContent = text), 50);
 }
 
+/** A stop asked for while the message was still being sent: done once the turn runs. */
+let stopWhenRunning = /** @type {string | null} */ (null);
+
 /**
  * @param {Action} action
  */
@@ -95,6 +98,7 @@ function dispatch(action) {
   page.conv = reduce(before, action);
   if (page.conv === before) return;
   if (action.type === "event") announceChanges(before, page.conv);
+  if (stopWhenRunning && page.conv.turns[stopWhenRunning]?.status === "running") stopTurn();
   if (action.type === "event" && /^turn\./.test(action.event.type)) refreshConversations();
   updateDocumentTitle();
   scheduleRender();
@@ -608,7 +612,13 @@ ui.composer.addEventListener("submit", (event) => {
 
 async function stopTurn() {
   const active = activeTurn(page.conv);
-  if (!active || active.status === "sending" || ui.stop.disabled) return;
+  if (!active || ui.stop.disabled) return;
+  if (active.status !== "running") {
+    // The server cannot cancel a turn it is still dispatching: cancel it as soon as it runs.
+    stopWhenRunning = active.turnId;
+    return;
+  }
+  stopWhenRunning = null;
   // Focus stays in the composer, not on a button about to disappear.
   ui.input.focus();
   ui.stop.disabled = true;

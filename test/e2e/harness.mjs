@@ -59,9 +59,12 @@ export async function signIn(page, user, cid) {
   await page.locator("#connection[data-state=live]").waitFor();
 }
 
+/** Types a message and sends it; returns once the page shows it (or says why it was refused). */
 export async function send(page, message) {
+  const before = await page.locator("li.turn").count();
   await page.locator("#composer-input").fill(message);
   await page.keyboard.press("Enter");
+  await page.waitForFunction((n) => document.querySelectorAll("li.turn").length > n || !document.getElementById("banner").hidden, before);
 }
 
 export const lastTurn = (page) => page.locator("li.turn").last();
