@@ -1,5 +1,6 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { InteractionRequest } from "../schemas/contracts";
+import { InteractionRequest, type InteractionField } from "../schemas/contracts";
 import { allowedGrants, answerProblems } from "./interaction-answers";
 
 const question = InteractionRequest.parse({
@@ -100,3 +101,164 @@ describe("answers at their boundaries", () => {
   });
 });
 
+describe("answer validation properties (fast-check)", () => {
+  const FORBIDDEN = ["__proto__", "constructor", "prototype"];
+  const fieldName = fc.constantFrom("project", "framework", "coverage", "workers", "labels", "token", "notes", "grant");
+  const option = fc.constantFrom("a", "b", "c", "allow_once", "allow_session", "allow_always", "deny");
+  const field = fc.oneof(
+    fc.record({ type: fc.constant("text"), maxLength: fc.option(fc.integer({ min: 1, max: 8 }), { nil: undefined }) }, { requiredKeys: ["type"] }),
+    fc.record({ type: fc.constant("secret") }),
+    fc.record({ type: fc.constant("boolean") }),
+    fc.record(
+      { type: fc.constant("number"), min: fc.option(fc.integer({ min: -5, max: 5 }), { nil: undefined }), max: fc.option(fc.integer({ min: 5, max: 20 }), { nil: undefined }), integer: fc.option(fc.boolean(), { nil: undefined }) },
+      { requiredKeys: ["type"] },
+    ),
+    fc.record(
+      { type: fc.constant("select"), options: fc.uniqueArray(option, { minLength: 1, maxLength: 4 }), multi: fc.option(fc.boolean(), { nil: undefined }), allowCustom: fc.option(fc.boolean(), { nil: undefined }) },
+      { requiredKeys: ["type", "options"] },
+    ),
+  );
+  const request = fc
+    .record({
+      kind: fc.constantFrom("question", "permission"),
+      names: fc.uniqueArray(fieldName, { minLength: 1, maxLength: 4 }),
+      fields: fc.array(fc.tuple(field, fc.boolean()), { minLength: 4, maxLength: 4 }),
+      responseScopes: fc.option(fc.subarray(["interaction", "once", "session", "persistent", "always"]), { nil: undefined }),
+      allowedOutcomes: fc.option(fc.subarray(["accepted", "declined", "cancelled"] as const, { minLength: 1 }), { nil: undefined }),
+    })
+    .map(({ kind, names, fields, responseScopes, allowedOutcomes }) =>
+      InteractionRequest.parse({
+        id: "r1",
+        kind,
+        title: "t",
+        answerSpec: { fields: names.map((name, i) => ({ name, ...fields[i]![0], required: fields[i]![1] })) },
+        ...(responseScopes ? { responseScopes } : {}),
+        ...(allowedOutcomes ? { allowedOutcomes } : {}),
+      }),
+    );
+
+  /** A value for a field: usually one of the right type near its limits, sometimes any JSON at all. */
+  const valueFor = (f: InteractionField): fc.Arbitrary<unknown> => {
+    const any = fc.jsonValue({ maxDepth: 2 });
+    switch (f.type) {
+      case "text":
+      case "secret":
+        return fc.oneof(fc.string({ maxLength: 10 }), any);
+      case "boolean":
+        return fc.oneof(fc.boolean(), any);
+      case "number":
+        return fc.oneof(fc.integer({ min: -8, max: 24 }), fc.double({ min: -8, max: 24, noNaN: true }), fc.constantFrom(Number.POSITIVE_INFINITY, Number.NaN), any);
+      case "select": {
+        const choice = fc.oneof(fc.constantFrom(...(f as { options: Array<string | { value: string }> }).options.map((o) => (typeof o === "string" ? o : o.value))), option, fc.string({ maxLength: 3 }));
+        return fc.oneof(choice, fc.array(choice, { maxLength: 3 }), any);
+      }
+      default:
+        return any;
+    }
+  };
+
+  /**
+   * JSON as an attacker sends it, with a forbidden name as an own member (as JSON.parse leaves it)
+   * at the top of `value` (depth 0) or one array and object further down; and that member's path.
+   */
+  const PLACEHOLDER = "\u0000forbidden";
+  const withForbidden = (value: unknown, name: string, depth: number): unknown =>
+    JSON.parse(JSON.stringify(depth === 0 ? { [PLACEHOLDER]: value } : { nest: [{ [PLACEHOLDER]: value }] }).replace(JSON.stringify(PLACEHOLDER), JSON.stringify(name)));
+  const forbiddenPath = (field: string, name: string, depth: number) => (depth === 0 ? `${field}.${name}` : `${field}.nest[0].${name}`);
+
+  const answer = request.chain((req) =>
+    fc.record({
+      req: fc.constant(req),
+      outcome: fc.constantFrom("accepted", "declined", "cancelled") as fc.Arbitrary<"accepted" | "declined" | "cancelled">,
+      values: fc.tuple(...req.answerSpec.fields.map((f) => fc.option(fc.option(valueFor(f), { nil: null }), { nil: undefined, freq: 3 }))),
+      extra: fc.option(fc.tuple(fc.constantFrom("extra", "notes", "Project", ...FORBIDDEN), fc.jsonValue({ maxDepth: 2 })), { freq: 2 }),
+      nested: fc.option(fc.tuple(fc.constantFrom(...FORBIDDEN), fc.integer({ min: 0, max: 1 })), { freq: 3 }),
+    }),
+  );
+
+  function build({ req, values, extra, nested }: { req: InteractionRequest; values: unknown[]; extra: [string, unknown] | null; nested: [string, number] | null }) {
+    const data: Record<string, unknown> = {};
+    req.answerSpec.fields.forEach((f, i) => {
+      if (values[i] !== undefined) data[f.name] = values[i];
+    });
+    if (extra) Object.defineProperty(data, extra[0], { value: extra[1], enumerable: true, writable: true, configurable: true });
+    if (nested && req.answerSpec.fields.length > 0) {
+      // Hide a forbidden name inside the first field's value.
+      const target = req.answerSpec.fields[0]!.name;
+      data[target] = withForbidden(data[target] ?? "x", nested[0], nested[1]);
+    }
+    return data;
+  }
+
+  /** Whether a JSON value holds a forbidden name as an own member, at any depth. */
+  const hasForbidden = (v: unknown): boolean =>
+    Array.isArray(v) ? v.some(hasForbidden) : typeof v === "object" && v !== null && Object.keys(v).some((k) => FORBIDDEN.includes(k) || hasForbidden((v as Record<string, unknown>)[k]));
+
+  /** The rules, written once more from the spec's side: the validator must agree on every input. */
+  function specAllows(req: InteractionRequest, outcome: string, data: Record<string, unknown>): boolean {
+    if (!(req.allowedOutcomes ?? ["accepted", "declined", "cancelled"]).includes(outcome as never)) return false;
+    if (outcome !== "accepted") return Object.keys(data).length === 0;
+    if (hasForbidden(data)) return false;
+    const names = new Set(req.answerSpec.fields.map((f) => f.name));
+    if (Object.keys(data).some((k) => !names.has(k))) return false;
+    return req.answerSpec.fields.every((f) => {
+      const v = Object.hasOwn(data, f.name) ? data[f.name] : undefined;
+      if (v === undefined || v === null) return !f.required;
+      const spec = f as InteractionField & { maxLength?: number; min?: number; max?: number; integer?: boolean; options?: Array<string | { value: string }>; multi?: boolean; allowCustom?: boolean };
+      switch (f.type) {
+        case "text":
+          return typeof v === "string" && (spec.maxLength === undefined || v.length <= spec.maxLength);
+        case "secret":
+          return typeof v === "string";
+        case "boolean":
+          return typeof v === "boolean";
+        case "number":
+          return typeof v === "number" && Number.isFinite(v) && (!spec.integer || Number.isInteger(v)) && (spec.min === undefined || v >= spec.min) && (spec.max === undefined || v <= spec.max);
+        case "select": {
+          let options = spec.options!.map((o) => (typeof o === "string" ? o : o.value));
+          const grant = req.kind === "permission" && f.name === "grant";
+          if (grant) options = options.filter((o) => allowedGrants(req).includes(o));
+          const chosen = spec.multi ? v : [v];
+          if (!Array.isArray(chosen) || chosen.some((c) => typeof c !== "string")) return false;
+          return chosen.every((c) => options.includes(c as string)) || (spec.allowCustom === true && req.kind !== "permission");
+        }
+        default:
+          return false;
+      }
+    });
+  }
+
+  it("nothing is accepted unless the spec allows it, and everything the spec allows is accepted", () => {
+    fc.assert(
+      fc.property(answer, (a) => {
+        const data = build(a);
+        const problems = answerProblems(a.req, a.outcome, data);
+        expect(problems.length === 0, `problems: ${JSON.stringify(problems)}`).toBe(specAllows(a.req, a.outcome, data));
+      }),
+      { numRuns: 1500 },
+    );
+  });
+
+  it("a forbidden name at any depth of an accepted answer is refused and named, whatever else the answer holds", () => {
+    fc.assert(
+      fc.property(answer, fc.constantFrom(...FORBIDDEN), fc.integer({ min: 0, max: 1 }), (a, name, depth) => {
+        const data = build({ ...a, nested: null });
+        const target = a.req.answerSpec.fields[0]!.name;
+        data[target] = withForbidden(data[target] ?? "x", name, depth);
+        expect(answerProblems(a.req, "accepted", data)).toContain(`${forbiddenPath(target, name, depth)}: is a forbidden field name`);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("a forbidden name as a member of the answer itself is refused and named", () => {
+    fc.assert(
+      fc.property(answer, fc.constantFrom(...FORBIDDEN), fc.jsonValue({ maxDepth: 2 }), (a, name, value) => {
+        const data = { ...build({ ...a, extra: null, nested: null }), ...(withForbidden(value, name, 0) as Record<string, unknown>) };
+        expect(Object.keys(data)).toContain(name);
+        expect(answerProblems(a.req, "accepted", data)).toContain(`${name}: is a forbidden field name`);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

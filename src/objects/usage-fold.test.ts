@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { UsageReport } from "../providers/provider";
 import { breakSteps, emptyExecutionUsage, executionView, foldReceipt, foldUsage, totalOf } from "./usage-fold";
@@ -122,3 +123,128 @@ describe("the usage fold", () => {
   });
 });
 
+describe("usage fold properties (fast-check)", () => {
+  const OPTIONAL = ["reasoningTokens", "cacheReadInputTokens", "cacheCreationInputTokens", "cost"] as const;
+  const tokens = fc.integer({ min: 0, max: 1_000_000 });
+  /** Well-formed deltas, distinct keys; each reports input and output and the optional counters in `shape`. */
+  const deltas = (shape: fc.Arbitrary<ReadonlyArray<(typeof OPTIONAL)[number]>>) =>
+    fc
+      .tuple(shape, fc.uniqueArray(fc.string({ minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 8 }))
+      .chain(([counters, keys]) =>
+        fc.tuple(
+          ...keys.map((key) =>
+            fc.record({ inputTokens: tokens, outputTokens: tokens, extra: fc.tuple(...counters.map(() => tokens)) }).map(
+              ({ inputTokens, outputTokens, extra }): UsageReport => ({
+                mode: "delta",
+                provenance: "measured",
+                key,
+                counts: { inputTokens, outputTokens, ...Object.fromEntries(counters.map((c, i) => [c, c === "cost" ? extra[i]! / 1000 : extra[i]!])) },
+              }),
+            ),
+          ),
+        ),
+      );
+  const fold = (reports: UsageReport[]) => reports.reduce((s, r) => foldUsage(s, r).state, emptyExecutionUsage("e"));
+  /** A permutation of `items` chosen by `order` (any array of numbers). */
+  const permute = <T>(items: T[], order: number[]) =>
+    items.map((item, i) => ({ item, k: order[i % Math.max(order.length, 1)] ?? i, i })).sort((a, b) => a.k - b.k || a.i - b.i).map((x) => x.item);
+  const viewOf = (s: ReturnType<typeof fold>) => ({ ...executionView(s), cost: executionView(s).cost === null ? null : Math.round(executionView(s).cost! * 1e6) });
+
+  it("the order in which a backend's deltas arrive does not change the usage", () => {
+    fc.assert(
+      fc.property(deltas(fc.subarray([...OPTIONAL])), fc.array(fc.integer()), (reports, order) => {
+        const inOrder = fold(reports);
+        const shuffled = fold(permute(reports, order));
+        expect(viewOf(shuffled)).toEqual(viewOf(inOrder));
+        expect(totalOf([shuffled])).toMatchObject({ inputTokens: totalOf([inOrder]).inputTokens, outputTokens: totalOf([inOrder]).outputTokens, complete: true });
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it("input and output totals, what budgets count, do not depend on order even when deltas report different counters", () => {
+    fc.assert(
+      fc.property(deltas(fc.constant([])), fc.array(fc.subarray([...OPTIONAL])), fc.array(fc.integer()), (reports, shapes, order) => {
+        // Give each delta its own set of optional counters.
+        const mixed = reports.map((r, i) => ({ ...r, counts: { ...r.counts, ...Object.fromEntries((shapes[i] ?? []).map((c) => [c, 7])) } }));
+        const a = executionView(fold(mixed));
+        const b = executionView(fold(permute(mixed, order)));
+        expect([b.inputTokens, b.outputTokens]).toEqual([a.inputTokens, a.outputTokens]);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  // Found by the property above widened to every counter (not one of issue 10's numbered defects):
+  // when deltas disagree on which optional counters they report, the running total drops the
+  // counter (unknown from then on) but the execution's view keeps the last value it saw, so the
+  // view shows a known, too-low cost (or reasoning, cache) in one arrival order and null in the
+  // other, and the conversation total adds it as if complete. Left to the owner of usage-fold.ts;
+  // flip to it() when the view marks such a counter unknown.
+  it.fails("the whole view does not depend on order when deltas report different optional counters (a dropped counter is shown stale)", () => {
+    const withCost: UsageReport = { mode: "delta", provenance: "measured", key: "a", counts: { inputTokens: 1, outputTokens: 1, cost: 0.5 } };
+    const withoutCost: UsageReport = { mode: "delta", provenance: "measured", key: "b", counts: { inputTokens: 1, outputTokens: 1 } };
+    expect(executionView(fold([withCost, withoutCost]))).toEqual(executionView(fold([withoutCost, withCost])));
+  });
+
+  it("a prefix replayed after a reconnect changes nothing, however often", () => {
+    fc.assert(
+      fc.property(deltas(fc.subarray([...OPTIONAL])), fc.nat(), fc.integer({ min: 1, max: 3 }), (reports, cut, times) => {
+        const once = fold(reports);
+        const prefix = reports.slice(0, cut % (reports.length + 1));
+        let replayed = once;
+        for (let t = 0; t < times; t++) {
+          for (const r of prefix) {
+            const step = foldUsage(replayed, r);
+            expect(step.changed).toBe(false);
+            replayed = step.state;
+          }
+        }
+        expect(replayed).toEqual(once);
+        // Interleaved with the rest (a reconnect mid-run replays what came before) it is the same.
+        const interleaved = fold([...prefix, ...prefix, ...reports.slice(prefix.length), ...prefix]);
+        expect(viewOf(interleaved)).toEqual(viewOf(once));
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it("the running total is the sum of the deltas, and the receipt, when it comes, is the total", () => {
+    fc.assert(
+      fc.property(deltas(fc.constant([])), fc.option(fc.record({ inputTokens: tokens, outputTokens: tokens })), (reports, receipt) => {
+        let s = fold(reports);
+        const sum = (k: "inputTokens" | "outputTokens") => reports.reduce((n, r) => n + r.counts[k]!, 0);
+        expect(executionView(s)).toMatchObject({ inputTokens: sum("inputTokens"), outputTokens: sum("outputTokens"), source: "running" });
+        if (receipt) {
+          s = foldReceipt(s, receipt);
+          expect(executionView(s)).toMatchObject({ ...receipt, source: "receipt" });
+          expect(totalOf([s])).toMatchObject({ ...receipt, complete: true });
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("conversation totals do not depend on the order of executions, and are never 0 where every execution is silent", () => {
+    const execution = fc.oneof(
+      deltas(fc.subarray([...OPTIONAL])).map(fold),
+      fc.record({ inputTokens: fc.option(tokens, { nil: undefined }), outputTokens: fc.option(tokens, { nil: undefined }) }).map((r) =>
+        foldReceipt(emptyExecutionUsage("r"), Object.fromEntries(Object.entries(r).filter(([, v]) => v !== undefined))),
+      ),
+      fc.constant(emptyExecutionUsage("silent")),
+    );
+    fc.assert(
+      fc.property(fc.array(execution, { minLength: 1, maxLength: 5 }), fc.array(fc.integer()), (states, order) => {
+        const sorted = (t: ReturnType<typeof totalOf>) => ({ ...t, unknown: [...t.unknown].sort() });
+        const total = totalOf(states);
+        expect(sorted(totalOf(permute(states, order)))).toEqual(sorted(total));
+        for (const c of ["inputTokens", "outputTokens"] as const) {
+          const known = states.filter((s) => executionView(s)[c] !== null);
+          if (known.length === 0) expect(total[c]).toBeNull();
+          if (known.length < states.length) expect(total.complete).toBe(false);
+        }
+      }),
+      { numRuns: 400 },
+    );
+  });
+});
