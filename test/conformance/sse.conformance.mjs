@@ -1,0 +1,415 @@
+// SSE conformance: checks a running gateway against docs/sse-protocol.md over real HTTP.
+//
+//   BASE_URL=http://127.0.0.1:8787 node --test test/conformance/sse.conformance.mjs
+//
+// Users come from dev login (a local server: `npm start`), or from USER_TOKEN and OTHER_USER_TOKEN.
+// Optional, to match the server's configuration: SSE_PING_INTERVAL_MS (default 15000: the
+// heartbeat test waits that long), EVENT_LOG_MAX_EVENTS (when set, the trimmed-cursor test runs),
+// RATE_LIMIT_STREAMS_PER_MINUTE (when set, the rate-limit test opens that many streams and one more).
+// `node scripts/conformance.mjs` starts its own server with all three set and runs this file.
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+
+const BASE = (process.env.BASE_URL ?? "http://127.0.0.1:8787").replace(/\/$/, "");
+const PING_INTERVAL_MS = Number(process.env.SSE_PING_INTERVAL_MS ?? 15_000);
+const MAX_EVENTS = process.env.EVENT_LOG_MAX_EVENTS ? Number(process.env.EVENT_LOG_MAX_EVENTS) : undefined;
+const STREAM_LIMIT = process.env.RATE_LIMIT_STREAMS_PER_MINUTE ? Number(process.env.RATE_LIMIT_STREAMS_PER_MINUTE) : undefined;
+/** A turn of the built-in emulator takes a second or two; a real agent longer. */
+const TURN_TIMEOUT_MS = Number(process.env.TURN_TIMEOUT_MS ?? 30_000);
+
+let users = 0;
+const run = Date.now().toString(36);
+/** A fresh user each time (rate limits are per user): dev login, or the configured tokens. */
+async function user() {
+  users++;
+  if (process.env.USER_TOKEN) return users % 2 === 1 || !process.env.OTHER_USER_TOKEN ? process.env.USER_TOKEN : process.env.OTHER_USER_TOKEN;
+  const res = await fetch(`${BASE}/v1/dev/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ user: `conformance-${run}-${users}` }) });
+  assert.equal(res.status, 200, `dev login (set USER_TOKEN for a server without it): ${res.status}`);
+  return (await res.json()).token;
+}
+const conversation = (() => {
+  let n = 0;
+  return () => `conf-${run}-${++n}`;
+})();
+
+async function call(method, path, token, body) {
+  const res = await fetch(`${BASE}${path}`, {
+    method,
+    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { "content-type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: res.status, headers: res.headers, body: await res.json() };
+}
+
+async function sendTurn(token, cid, message = "Say hello") {
+  const turnId = `t-${Math.random().toString(36).slice(2, 10)}`;
+  const res = await call("POST", `/v1/conversations/${cid}/turns`, token, { turnId, message });
+  assert.equal(res.status, 202, `turn accepted: ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+async function waitForTurn(token, cid, turnId) {
+  const deadline = Date.now() + TURN_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    const { body } = await call("GET", `/v1/conversations/${cid}/turns/${turnId}`, token);
+    if (body.status !== "running" && body.status !== "pending") return body;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`turn ${turnId} still running after ${TURN_TIMEOUT_MS} ms`);
+}
+
+const isTurnEnd = (f) => f.event === "turn.completed" || f.event === "turn.failed" || f.event === "turn.cancelled";
+
+/**
+ * An open event stream: the response, its raw text so far, and the frames parsed from it by the
+ * WHATWG rules (CR, LF and CRLF line endings; comments kept).
+ */
+class Stream {
+  constructor(response, abort) {
+    this.response = response;
+    this.abort = abort;
+    this.raw = "";
+    this.frames = [];
+    this.ended = false;
+    this.buffer = "";
+    this.frame = { comments: [] };
+    this.reader = response.body.getReader();
+    this.decoder = new TextDecoder();
+  }
+
+  #line(line) {
+    if (line === "") {
+      const f = this.frame;
+      if (f.data !== undefined || f.id !== undefined || f.event !== undefined || f.retry !== undefined || f.comments.length) this.frames.push(f);
+      this.frame = { comments: [] };
+      return;
+    }
+    const colon = line.indexOf(":");
+    if (colon === 0) return void this.frame.comments.push(line.slice(1).replace(/^ /, ""));
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "data") this.frame.data = this.frame.data === undefined ? value : `${this.frame.data}\n${value}`;
+    else if (field === "id") this.frame.id = value;
+    else if (field === "event") this.frame.event = value;
+    else if (field === "retry") this.frame.retry = Number(value);
+  }
+
+  /** Reads until `done(frames)` is true, the stream ends, or `timeoutMs` passes (then throws, or returns when `quiet`). */
+  async until(done, { timeoutMs = TURN_TIMEOUT_MS, quiet = false } = {}) {
+    const deadline = Date.now() + timeoutMs;
+    while (!done(this.frames) && !this.ended) {
+      const left = deadline - Date.now();
+      let timer;
+      const timeout = new Promise((resolve) => (timer = setTimeout(() => resolve("timeout"), Math.max(left, 0))));
+      const next = await Promise.race([this.reader.read(), timeout]);
+      clearTimeout(timer);
+      if (next === "timeout") {
+        if (quiet) return this.frames;
+        throw new Error(`timed out after ${this.frames.length} frames: ${this.frames.map((f) => f.event ?? `:${f.comments.join()}`).slice(-8).join(", ")}`);
+      }
+      if (next.done) {
+        this.ended = true;
+        break;
+      }
+      const text = this.decoder.decode(next.value, { stream: true });
+      this.raw += text;
+      this.buffer += text;
+      // A trailing CR may be the first half of a CRLF: keep it for the next chunk.
+      const cut = this.buffer.endsWith("\r") ? this.buffer.length - 1 : this.buffer.length;
+      const lines = this.buffer.slice(0, cut).split(/\r\n|\r|\n/);
+      this.buffer = lines.pop() + this.buffer.slice(cut);
+      for (const line of lines) this.#line(line);
+    }
+    return this.frames;
+  }
+
+  events() {
+    return this.frames.filter((f) => f.id !== undefined);
+  }
+
+  ids() {
+    return this.events().map((f) => Number(f.id));
+  }
+
+  close() {
+    this.abort.abort();
+    this.reader.cancel().catch(() => {});
+  }
+}
+
+/** Opens the events route; answers a Stream, or the JSON error response when it is not 200. */
+async function open(cid, { token, streamToken, after, lastEventId, headers = {} } = {}) {
+  const query = new URLSearchParams();
+  if (after !== undefined) query.set("after", String(after));
+  if (streamToken !== undefined) query.set("access_token", streamToken);
+  const abort = new AbortController();
+  const res = await fetch(`${BASE}/v1/conversations/${cid}/events${query.size ? `?${query}` : ""}`, {
+    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(lastEventId !== undefined ? { "last-event-id": String(lastEventId) } : {}), ...headers },
+    signal: abort.signal,
+  });
+  if (res.status !== 200) return { status: res.status, headers: res.headers, body: await res.json() };
+  return new Stream(res, abort);
+}
+
+/** A conversation with one finished turn; answers its frames as one reader from the start saw them. */
+async function finishedConversation(message = "Say hello") {
+  const token = await user();
+  const cid = conversation();
+  const turn = await sendTurn(token, cid, message);
+  const stream = await open(cid, { token, after: 0 });
+  await stream.until((frames) => frames.some(isTurnEnd));
+  stream.close();
+  return { token, cid, turn, frames: stream.frames, ids: stream.ids() };
+}
+
+describe("SSE conformance (docs/sse-protocol.md)", () => {
+  test("response headers; retry first (5.1, 5.2); an empty log answers 200 and waits (3.2)", async () => {
+    const token = await user();
+    const stream = await open(conversation(), { token });
+    assert.ok(stream instanceof Stream, `status ${stream.status}`);
+    assert.equal(stream.response.status, 200);
+    assert.equal(stream.response.headers.get("content-type"), "text/event-stream; charset=utf-8");
+    assert.equal(stream.response.headers.get("cache-control"), "no-cache, no-transform");
+    assert.equal(stream.response.headers.get("x-accel-buffering"), "no");
+    assert.ok(stream.response.headers.get("x-request-id"));
+    await stream.until((frames) => frames.length >= 1);
+    assert.ok(stream.raw.startsWith("retry: 2000\n\n"), JSON.stringify(stream.raw.slice(0, 40)));
+    await stream.until(() => false, { timeoutMs: 300, quiet: true });
+    assert.deepEqual(stream.ids(), []);
+    stream.close();
+  });
+
+  test(`heartbeat: a live stream carries ': ping' within the ping interval (5.3; ${PING_INTERVAL_MS} ms)`, async () => {
+    const stream = await open(conversation(), { token: await user() });
+    const started = Date.now();
+    await stream.until((frames) => frames.some((f) => f.comments.includes("ping")), { timeoutMs: PING_INTERVAL_MS + 3_000 });
+    assert.ok(Date.now() - started <= PING_INTERVAL_MS + 3_000);
+    assert.match(stream.raw, /\n: ping\n\n/);
+    stream.close();
+  });
+
+  test("frames and envelopes agree; ids increase; replay then live (1.1–1.3, 1.5, 3.1)", async () => {
+    const token = await user();
+    const cid = conversation();
+    const turn = await sendTurn(token, cid);
+    // Opened while the turn runs: part replay, part live.
+    const stream = await open(cid, { token, after: turn.after });
+    await stream.until((frames) => frames.some(isTurnEnd));
+    stream.close();
+    const events = stream.events();
+    assert.equal(events[0].event, "turn.accepted");
+    assert.equal(Number(events[0].id), turn.after + 1);
+    let previous = turn.after;
+    for (const f of events) {
+      assert.match(f.id, /^[1-9]\d*$/);
+      assert.ok(Number(f.id) > previous, `id ${f.id} after ${previous}`);
+      previous = Number(f.id);
+      const envelope = JSON.parse(f.data);
+      assert.equal(envelope.seq, Number(f.id));
+      assert.equal(envelope.type, f.event);
+      assert.equal(typeof envelope.at, "string");
+      assert.ok("turnId" in envelope && "executionId" in envelope && "data" in envelope);
+    }
+    assert.ok(!stream.raw.includes("\r"), "no CR in what the server writes");
+    assert.equal(events.at(-1).event, "turn.completed");
+  });
+
+  test("the cursor is exclusive (2.1, 4.2)", async () => {
+    const { token, cid, ids } = await finishedConversation();
+    const last = ids.at(-1);
+    for (const cursor of [0, 1, 5, last - 1]) {
+      const stream = await open(cid, { token, after: cursor });
+      await stream.until((frames) => frames.some((f) => Number(f.id) === last));
+      stream.close();
+      assert.deepEqual(stream.ids(), ids.filter((id) => id > cursor), `after=${cursor}`);
+      assert.ok(!stream.frames.some((f) => f.event === "stream.reset"));
+    }
+    const atEnd = await open(cid, { token, after: last });
+    await atEnd.until(() => false, { timeoutMs: 400, quiet: true });
+    atEnd.close();
+    assert.deepEqual(atEnd.ids(), []);
+    assert.ok(!atEnd.frames.some((f) => f.event === "stream.reset"), "the last id is a cursor the log holds");
+  });
+
+  test("Last-Event-ID wins over ?after= (2.2)", async () => {
+    const { token, cid, ids } = await finishedConversation();
+    const last = ids.at(-1);
+    for (const [header, after] of [[5, 2], [5, "not-a-number"], [" 3 ", undefined]]) {
+      const stream = await open(cid, { token, lastEventId: header, after });
+      assert.ok(stream instanceof Stream, `Last-Event-ID ${header}, after=${after}: ${stream.status}`);
+      await stream.until((frames) => frames.some((f) => Number(f.id) === last));
+      stream.close();
+      assert.equal(stream.ids()[0], Number(String(header).trim()) + 1);
+    }
+    const refused = await open(cid, { token, lastEventId: "abc", after: 2 });
+    assert.equal(refused.status, 400);
+    assert.equal(refused.body.error.code, "invalid_cursor");
+  });
+
+  test("malformed cursors are 400 invalid_cursor, as JSON (2.3, 7)", async () => {
+    const token = await user();
+    const cid = conversation();
+    for (const after of ["-1", "1.5", "x", "1e3", "+1", "0x10", "1234567890123456", ""]) {
+      const res = await open(cid, { token, after });
+      assert.equal(res.status, 400, `after=${JSON.stringify(after)}`);
+      assert.equal(res.body.error.code, "invalid_cursor");
+      assert.match(res.headers.get("content-type"), /^application\/json/);
+    }
+    const empty = await open(cid, { token, lastEventId: "" });
+    assert.equal(empty.status, 400);
+    assert.equal(empty.body.error.code, "invalid_cursor");
+    const spaced = await open(cid, { token, after: " 7 " });
+    assert.ok(spaced instanceof Stream);
+    spaced.close();
+  });
+
+  test("a reconnect with the last id loses and repeats nothing (2.4, 3.1)", async () => {
+    const token = await user();
+    const cid = conversation();
+    const turn = await sendTurn(token, cid, "reconnect test [long]");
+    const first = await open(cid, { token, after: turn.after });
+    await first.until((frames) => frames.filter((f) => f.id).length >= 5);
+    first.close();
+    const seen = first.ids();
+    const second = await open(cid, { token, lastEventId: seen.at(-1) });
+    await second.until((frames) => frames.some(isTurnEnd));
+    second.close();
+    const whole = await open(cid, { token, after: turn.after });
+    await whole.until((frames) => frames.some(isTurnEnd));
+    whole.close();
+    assert.deepEqual([...seen, ...second.ids()], whole.ids());
+  });
+
+  test("readers of one conversation see the same ids in the same order (1.4)", async () => {
+    const token = await user();
+    const cid = conversation();
+    const turn = await sendTurn(token, cid, "three readers [long]");
+    const streams = await Promise.all([0, 1, 2].map(() => open(cid, { token, after: turn.after })));
+    await Promise.all(streams.map((s) => s.until((frames) => frames.some(isTurnEnd))));
+    for (const s of streams) s.close();
+    assert.ok(streams[0].ids().length > 5);
+    assert.deepEqual(streams[1].ids(), streams[0].ids());
+    assert.deepEqual(streams[2].ids(), streams[0].ids());
+  });
+
+  test("a reader leaving does not stop the turn (3.3)", async () => {
+    const token = await user();
+    const cid = conversation();
+    const turn = await sendTurn(token, cid, "leave early [long]");
+    const stream = await open(cid, { token, after: turn.after });
+    await stream.until((frames) => frames.filter((f) => f.id).length >= 2);
+    stream.close();
+    assert.equal((await waitForTurn(token, cid, turn.turnId)).status, "completed");
+  });
+
+  test("a cursor ahead of the log is reset, then the log from its start (4.1)", async () => {
+    const { token, cid, ids } = await finishedConversation();
+    const last = ids.at(-1);
+    const stream = await open(cid, { token, after: last + 1000 });
+    await stream.until((frames) => frames.some((f) => Number(f.id) === last));
+    stream.close();
+    const reset = stream.frames.find((f) => f.event === "stream.reset");
+    assert.ok(reset, "a stream.reset frame");
+    assert.equal(reset.id, undefined);
+    assert.deepEqual(JSON.parse(reset.data), { type: "stream.reset", data: { reason: "cursor_ahead", firstRetainedSeq: ids[0], lastSeq: last } });
+    // The reset comes first (after retry:), then the log from the oldest retained event.
+    assert.equal(stream.frames.indexOf(reset), 1);
+    assert.deepEqual(stream.ids(), ids);
+  });
+
+  test("a trimmed cursor is reset; the oldest retained seq minus one is not (4.1, 4.2)", { skip: MAX_EVENTS === undefined && "EVENT_LOG_MAX_EVENTS is not set" }, async () => {
+    const token = await user();
+    const cid = conversation();
+    // Turns until the log holds more events than it keeps.
+    for (let i = 0; i < 20; i++) {
+      const turn = await sendTurn(token, cid, `trim ${i} [long]`);
+      await waitForTurn(token, cid, turn.turnId);
+      const { body } = await call("GET", `/v1/conversations/${cid}`, token);
+      if (body.lastEventId > MAX_EVENTS + 10) break;
+    }
+    const stream = await open(cid, { token, after: 0 });
+    await stream.until((frames) => frames.some((f) => f.event === "stream.reset") && frames.some((f) => f.id));
+    stream.close();
+    const reset = JSON.parse(stream.frames.find((f) => f.event === "stream.reset").data).data;
+    assert.equal(reset.reason, "cursor_trimmed");
+    assert.ok(reset.firstRetainedSeq > 1);
+    assert.equal(stream.ids()[0], reset.firstRetainedSeq);
+    const held = await open(cid, { token, after: reset.firstRetainedSeq - 1 });
+    await held.until((frames) => frames.some((f) => f.id));
+    held.close();
+    assert.ok(!held.frames.some((f) => f.event === "stream.reset"));
+    assert.equal(held.ids()[0], reset.firstRetainedSeq);
+  });
+
+  test("bearer and stream token both open the stream; stream tokens are bound (6.1, 6.2)", async () => {
+    const { token, cid, ids } = await finishedConversation();
+    const minted = await call("POST", `/v1/conversations/${cid}/stream-token`, token);
+    assert.equal(minted.status, 200);
+    assert.ok(minted.body.eventsUrl.includes(`access_token=${minted.body.token}`));
+    const viaToken = await open(cid, { streamToken: minted.body.token });
+    assert.ok(viaToken instanceof Stream, `stream token: ${viaToken.status}`);
+    await viaToken.until((frames) => frames.some((f) => Number(f.id) === ids.at(-1)));
+    viaToken.close();
+    assert.deepEqual(viaToken.ids(), ids);
+
+    const other = await open(conversation(), { streamToken: minted.body.token });
+    assert.deepEqual([other.status, other.body.error.code], [401, "token_claim_invalid"]);
+    const asBearer = await open(cid, { token: minted.body.token });
+    assert.deepEqual([asBearer.status, asBearer.body.error.code], [401, "token_use_invalid"]);
+    const userAsStream = await open(cid, { streamToken: token });
+    assert.deepEqual([userAsStream.status, userAsStream.body.error.code], [401, "token_use_invalid"]);
+    const elsewhere = await fetch(`${BASE}/v1/conversations/${cid}/messages?access_token=${minted.body.token}`);
+    assert.deepEqual([elsewhere.status, (await elsewhere.json()).error.code], [401, "token_missing"]);
+    // With both, the header is the credential.
+    const both = await open(cid, { token, streamToken: "not-a-token" });
+    assert.ok(both instanceof Stream, `header and access_token: ${both.status}`);
+    both.close();
+  });
+
+  test("401 without credentials (6.3)", async () => {
+    const res = await open(conversation());
+    assert.equal(res.status, 401);
+    assert.equal(res.body.error.code, "token_missing");
+    assert.equal(res.headers.get("www-authenticate"), "Bearer");
+    const bad = await open(conversation(), { token: "not.a.token" });
+    assert.deepEqual([bad.status, bad.body.error.code], [401, "token_invalid"]);
+  });
+
+  test("users are apart: the same conversation id of another user shows nothing (6.4)", async () => {
+    const { cid } = await finishedConversation();
+    const stranger = await user();
+    const stream = await open(cid, { token: stranger, after: 0 });
+    await stream.until(() => false, { timeoutMs: 400, quiet: true });
+    stream.close();
+    assert.deepEqual(stream.ids(), []);
+  });
+
+  test("errors are JSON: 404 for a path that is not a route, 400 for a bad conversation id (7)", async () => {
+    const token = await user();
+    for (const [path, status, code] of [
+      [`/v1/conversations/${conversation()}/event`, 404, "not_found"],
+      ["/v1/conversations/has%20space/events", 400, "invalid_request"],
+      ["/v1/conversations/%E0%A4%A/events", 400, "invalid_request"],
+    ]) {
+      const res = await fetch(`${BASE}${path}`, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(res.status, status, path);
+      assert.match(res.headers.get("content-type"), /^application\/json/);
+      assert.equal((await res.json()).error.code, code);
+    }
+  });
+
+  test("opening streams past the per-user limit is 429 rate_limited with Retry-After (7)", { skip: STREAM_LIMIT === undefined && "RATE_LIMIT_STREAMS_PER_MINUTE is not set" }, async () => {
+    const token = await user();
+    const cid = conversation();
+    for (let i = 0; i < STREAM_LIMIT; i++) {
+      const stream = await open(cid, { token });
+      assert.ok(stream instanceof Stream, `stream ${i + 1} of ${STREAM_LIMIT}: ${stream.status}`);
+      stream.close();
+    }
+    const refused = await open(cid, { token });
+    assert.equal(refused.status, 429);
+    assert.equal(refused.body.error.code, "rate_limited");
+    assert.match(refused.headers.get("retry-after") ?? "", /^\d+$/);
+  });
+});
