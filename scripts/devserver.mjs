@@ -59,7 +59,8 @@ export async function startDevServer({ timeoutMs = 60_000, log = false, vars = {
     }
     rmSync(persist, { recursive: true, force: true });
   }
-  return { base, stop, output: () => output };
+  // pid: the server's process group (it was started detached), e.g. to find its workerd.
+  return { base, pid: child.pid, stop, output: () => output };
 }
 
 export async function devLogin(base, user) {
