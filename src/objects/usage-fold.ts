@@ -100,6 +100,9 @@ export function foldUsage(state: ExecutionUsageState, report: UsageReport): Usag
     }
   }
   const folded: ExecutionUsageState = { ...next, steps: running, cumulative: { ...next.cumulative }, conflicts: [...next.conflicts] };
+  // A counter this delta did not report is unknown from here on: it must not stand at its old value
+  // (whichever order the deltas came in, the view is the same).
+  if (next.steps !== null) for (const c of COUNTERS) if (next.steps[c] !== undefined && running[c] === undefined) delete folded.cumulative[c];
   observeCumulative(folded, running, "step");
   return { state: folded, running, changed: true };
 }
