@@ -11,6 +11,8 @@ import { readJsonBody, invalid } from "./http/body";
 import { ACK_HTTP_STATUS, ApiError, unwrapRpc } from "./http/errors";
 import { openApiDocument } from "./http/openapi";
 import { SSE_HEADERS } from "./lib/sse";
+import { SUBSCRIBE_PATH } from "./lib/subscription-wire";
+import { relayStream } from "./http/sse-relay";
 import { emulatorFetch } from "./providers";
 import { ConversationId, Id, TurnId } from "./schemas/common";
 import type { InteractionAcknowledgement } from "./schemas/contracts";
@@ -229,7 +231,15 @@ app.get("/v1/conversations/:cid/events", async (c) => {
   // EventSource sends Last-Event-ID on its own reconnects; a reloaded page passes ?after=.
   const raw = c.req.header("last-event-id") ?? c.req.query("after") ?? "0";
   if (!/^\d{1,15}$/.test(raw.trim())) throw new ApiError(400, "invalid_cursor", "the cursor (Last-Event-ID or ?after=) must be a non-negative integer");
-  return new Response(await stub.events(Number(raw.trim())), { headers: SSE_HEADERS });
+  // The object streams the log over a hibernatable WebSocket; this Worker holds the browser's
+  // response, its pings and its slow-viewer bound, so the object can hibernate between events.
+  const upgrade = await stub.fetch(`https://session${SUBSCRIBE_PATH}?after=${Number(raw.trim())}`, { headers: { upgrade: "websocket" } });
+  const socket = upgrade.webSocket;
+  if (upgrade.status !== 101 || !socket) throw new ApiError(503, "session_unavailable", "the conversation's event log could not be opened; retry");
+  socket.accept();
+  const config = c.get("config");
+  const body = relayStream(socket, { pingIntervalMs: config.SSE_PING_INTERVAL_MS, maxPendingBytes: config.SSE_MAX_PENDING_BYTES });
+  return new Response(body, { headers: SSE_HEADERS });
 });
 
 app.post("/v1/conversations/:cid/stream-token", async (c) => {
@@ -248,6 +258,14 @@ app.post("/v1/conversations/:cid/dev/drop-streams", async (c) => {
   if (!config.DEV_LOGIN || !isLocalDevelopment(c)) throw new ApiError(404, "not_found", `no route POST ${c.req.path}`);
   const { stub } = await session(c);
   return c.json({ dropped: await stub.dropReaders() });
+});
+
+// Local development only: which in-memory instance of the session object answers (benchmarks see hibernation).
+app.get("/v1/conversations/:cid/dev/object", async (c) => {
+  const config = c.get("config");
+  if (!config.DEV_LOGIN || !isLocalDevelopment(c)) throw new ApiError(404, "not_found", `no route GET ${c.req.path}`);
+  const { stub } = await session(c);
+  return c.json(await stub.instanceInfo());
 });
 
 app.get("/v1/conversations/:cid", async (c) => {

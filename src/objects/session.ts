@@ -1,23 +1,25 @@
 /**
  * One Durable Object per conversation session: a thin RPC shell. The turn runner owns turns, the
  * upstream reader, usage and budgets; the interaction desk owns asks and answers; the event log
- * commits then publishes; the fan-out streams the log to browsers. Methods answer domain outcomes
- * (values or Refusals); the Worker chooses HTTP statuses.
+ * commits then publishes; the subscription hub pushes the log to the Worker's browser streams over
+ * hibernatable WebSockets, so an object with viewers and no running turn can hibernate. Methods
+ * answer domain outcomes (values or Refusals); the Worker chooses HTTP statuses.
  */
 import { DurableObject } from "cloudflare:workers";
 import { readConfig, type Config } from "../config";
 import { captureRpc, Refusal, type RpcResult } from "../errors";
+import { CLOSE_DELETED, CLOSE_DROPPED, CLOSE_PROTOCOL, PullMessage, SUBSCRIBE_PATH } from "../lib/subscription-wire";
 import { createProvider } from "../providers";
 import type { AgentProvider, EnvironmentRecord } from "../providers/provider";
 import type { ConversationSummarySchema, ConversationUsageSchema, MessagesSchema } from "../schemas/api";
 import type { CancellationAcknowledgement, InteractionAcknowledgement } from "../schemas/contracts";
 import type { z } from "zod";
 import { EventLog } from "./event-log";
-import { EventFanout } from "./fanout";
 import { InteractionDesk, type AnswerCommand } from "./interaction-desk";
 import { providerRefusal } from "./provider-refusal";
 import { SessionStore, type SessionContext, type TurnRequest } from "./session-store";
 import { buildTranscript } from "./transcript";
+import { newSubscription, SubscriptionHub, type Subscription } from "./subscriptions";
 import { turnView, type TurnView } from "./turn-cache";
 import { TurnRunner, type SubmitOutcome } from "./turn-runner";
 import { emptyExecutionUsage, executionView } from "./usage-fold";
@@ -32,10 +34,14 @@ export class SessionObject extends DurableObject<Env> {
   private readonly log: EventLog;
   private readonly desk: InteractionDesk;
   private readonly runner: TurnRunner;
-  private fanoutInstance: EventFanout | undefined;
+  private readonly hub: SubscriptionHub<WebSocket>;
+  /** Subscription states read from the sockets' attachments (the attachment is the truth). */
+  private readonly subscriptions = new WeakMap<WebSocket, Subscription>();
   /** Turn submissions under way (binding, dispatch and bookkeeping): a delete waits for them. */
   private readonly submissions = new Set<Promise<unknown>>();
   private providerInstance: AgentProvider | undefined;
+  private readonly instance = crypto.randomUUID();
+  private readonly startedAt = Date.now();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -44,7 +50,26 @@ export class SessionObject extends DurableObject<Env> {
     this.log = new EventLog({
       transaction: (fn) => ctx.storage.transactionSync(fn),
       append: (event) => this.store.appendEvent(event),
-      publish: (row) => this.fanoutInstance?.publish(row),
+      publish: (row) => this.hub.publish(row),
+    });
+    this.hub = new SubscriptionHub<WebSocket>({
+      sockets: () => ctx.getWebSockets(),
+      load: (ws) => {
+        let state = this.subscriptions.get(ws);
+        if (!state) {
+          state = (ws.deserializeAttachment() as Subscription | null) ?? undefined;
+          if (state) this.subscriptions.set(ws, state);
+        }
+        return state ?? null;
+      },
+      save: (ws, state) => {
+        ws.serializeAttachment(state);
+        this.subscriptions.set(ws, state);
+      },
+      send: (ws, message) => ws.send(message),
+      readPage: (after, limit) => this.storeInstance?.eventsAfter(after, limit) ?? [],
+      lastSeq: () => this.storeInstance?.lastSeq() ?? 0,
+      firstRetainedSeq: () => this.storeInstance?.firstRetainedSeq() ?? null,
     });
     this.desk = new InteractionDesk({
       store: () => this.store,
@@ -102,16 +127,6 @@ export class SessionObject extends DurableObject<Env> {
     } catch (err) {
       throw providerRefusal(err);
     }
-  }
-
-  private get fanout(): EventFanout {
-    return (this.fanoutInstance ??= new EventFanout({
-      readPage: (after, limit) => this.storeInstance?.eventsAfter(after, limit) ?? [],
-      lastSeq: () => this.storeInstance?.lastSeq() ?? 0,
-      firstRetainedSeq: () => this.storeInstance?.firstRetainedSeq() ?? null,
-      pingIntervalMs: this.config.SSE_PING_INTERVAL_MS,
-      maxPendingBytes: this.config.SSE_MAX_PENDING_BYTES,
-    }));
   }
 
   private userStub(ownerKey: string) {
@@ -198,22 +213,71 @@ export class SessionObject extends DurableObject<Env> {
   // ------------------------------------------------------------------ reads
 
   /**
-   * The session's events as an SSE byte stream, strictly after `cursor`, then live. Returned over
-   * RPC (a stream, not a fetch), so the Worker adds the response headers.
+   * A browser stream's subscription: the Worker (which holds the browser's SSE response) opens a
+   * WebSocket here, and the object accepts it as hibernatable. Its cursor and liveness live in
+   * the socket's attachment, so they survive the object's memory.
    */
-  async events(cursor: number): Promise<ReadableStream<Uint8Array>> {
-    // Handed over through a native pipe: when the browser goes away the pipe's rejection is
-    // ours to absorb, instead of surfacing as an unhandled rejection inside the RPC stream.
-    const { readable, writable } = new IdentityTransformStream();
-    this.fanout.open(cursor).pipeTo(writable).catch(() => {});
-    return readable;
+  override async fetch(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    const after = /^\d{1,15}$/.exec(url.searchParams.get("after") ?? "");
+    if (url.pathname !== SUBSCRIBE_PATH || request.headers.get("upgrade")?.toLowerCase() !== "websocket" || !after) {
+      return new Response("expected a subscription: a WebSocket upgrade to /subscribe?after=<seq>", { status: 400 });
+    }
+    const { 0: client, 1: server } = new WebSocketPair();
+    this.ctx.acceptWebSocket(server);
+    server.serializeAttachment(newSubscription(Number(after[0])));
+    return new Response(null, { status: 101, webSocket: client });
+  }
+
+  override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(typeof message === "string" ? message : new TextDecoder().decode(message));
+    } catch {
+      parsed = undefined;
+    }
+    if (!PullMessage.safeParse(parsed).success) {
+      ws.close(CLOSE_PROTOCOL, "expected {\"op\":\"pull\"}");
+      return;
+    }
+    this.hub.pull(ws);
+  }
+
+  override async webSocketClose(ws: WebSocket, code: number): Promise<void> {
+    try {
+      ws.close(code === 1005 || code === 1006 ? 1000 : code, "closed");
+    } catch {
+      // already closed
+    }
+  }
+
+  override async webSocketError(): Promise<void> {
+    // The Worker's side went away; the socket is gone from getWebSockets() already.
+  }
+
+  private closeSubscriptions(code: number, reason: string): number {
+    const sockets = this.ctx.getWebSockets();
+    for (const ws of sockets) {
+      try {
+        ws.close(code, reason);
+      } catch {
+        // already closing
+      }
+    }
+    return sockets.length;
+  }
+
+  /**
+   * Which in-memory instance answers, since when, with how many subscriptions (local development
+   * and the benchmarks: a new instance means the previous one was evicted or hibernated).
+   */
+  async instanceInfo(): Promise<{ instance: string; startedAt: number; subscriptions: number }> {
+    return { instance: this.instance, startedAt: this.startedAt, subscriptions: this.ctx.getWebSockets().length };
   }
 
   /** Closes every browser stream (local development: the page must reconnect by itself). */
   async dropReaders(): Promise<number> {
-    const n = this.fanoutInstance?.size ?? 0;
-    this.fanoutInstance?.closeAll();
-    return n;
+    return this.closeSubscriptions(CLOSE_DROPPED, "dropped");
   }
 
   async summary(conversationId: string): Promise<RpcResult<ConversationSummary>> {
@@ -306,7 +370,7 @@ export class SessionObject extends DurableObject<Env> {
         }
       }
       this.runner.stopReader();
-      this.fanoutInstance?.closeAll();
+      this.closeSubscriptions(CLOSE_DELETED, "conversation deleted");
       await this.wipe();
       await this.userStub(context.ownerKey).removeConversation(context.conversationId);
       return { deleted: true as const };

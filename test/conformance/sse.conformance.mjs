@@ -102,8 +102,11 @@ class Stream {
       const left = deadline - Date.now();
       let timer;
       const timeout = new Promise((resolve) => (timer = setTimeout(() => resolve("timeout"), Math.max(left, 0))));
-      const next = await Promise.race([this.reader.read(), timeout]);
+      // A read still pending from a call that timed out keeps its place: its chunk is not lost.
+      this.pending ??= this.reader.read();
+      const next = await Promise.race([this.pending, timeout]);
       clearTimeout(timer);
+      if (next !== "timeout") this.pending = undefined;
       if (next === "timeout") {
         if (quiet) return this.frames;
         throw new Error(`timed out after ${this.frames.length} frames: ${this.frames.map((f) => f.event ?? `:${f.comments.join()}`).slice(-8).join(", ")}`);
@@ -411,5 +414,53 @@ describe("SSE conformance (docs/sse-protocol.md)", () => {
     assert.equal(refused.status, 429);
     assert.equal(refused.body.error.code, "rate_limited");
     assert.match(refused.headers.get("retry-after") ?? "", /^\d+$/);
+  });
+});
+
+describe("streams outlive the session object's memory (3.5)", () => {
+  // Needs the local dev route that names the object's in-memory instance (npm start); a deployed
+  // gateway has no such route and the test is skipped there.
+  const HIBERNATE_AFTER_MS = Number(process.env.HIBERNATE_AFTER_MS ?? 12_000);
+
+  test("with viewers open and no turn running the object hibernates; the next turn reaches every viewer exactly once", async (t) => {
+    const { token, cid, ids } = await finishedConversation();
+    const probe = await call("GET", `/v1/conversations/${cid}/dev/object`, token);
+    if (probe.status === 404) return t.skip("no dev route: not a local server");
+    const cursor = ids.at(-1);
+    const viewers = [];
+    for (let i = 0; i < 3; i++) viewers.push(await open(cid, { token, after: cursor }));
+    for (const v of viewers) await v.until((frames) => frames.length >= 1);
+    // The first reader's close reaches the object a moment later.
+    let before = await call("GET", `/v1/conversations/${cid}/dev/object`, token);
+    for (let i = 0; i < 40 && before.body.subscriptions !== 3; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      before = await call("GET", `/v1/conversations/${cid}/dev/object`, token);
+    }
+    assert.equal(before.body.subscriptions, 3);
+
+    // Idle, nothing asked of the object: it hibernates, its memory dropped, the viewers stay open
+    // (pings come from the Worker, not the object).
+    await Promise.all(viewers.map((v) => v.until(() => false, { timeoutMs: HIBERNATE_AFTER_MS, quiet: true })));
+    const after = await call("GET", `/v1/conversations/${cid}/dev/object`, token);
+    assert.notEqual(after.body.instance, before.body.instance, "the object was not evicted: it still holds something open");
+    assert.equal(after.body.subscriptions, 3, "the viewers' subscriptions survive the object's memory");
+    for (const v of viewers) {
+      assert.equal(v.ended, false);
+      assert.ok(v.frames.some((f) => f.comments.includes("ping")), "a hibernating object's viewers still get pings");
+    }
+
+    // A new turn wakes it; every viewer gets the turn's events once, in order, nothing before the cursor.
+    await sendTurn(token, cid, "Say hello again");
+    for (const v of viewers) await v.until((frames) => frames.some(isTurnEnd));
+    const replay = await open(cid, { token, after: cursor });
+    await replay.until((frames) => frames.some(isTurnEnd));
+    const expected = replay.ids();
+    assert.ok(expected.length > 3 && expected[0] === cursor + 1);
+    for (const v of viewers) {
+      assert.deepEqual(v.ids(), expected, `viewer saw ${v.events().map((f) => `${f.id}:${f.event}`).join(" ")}; the log has ${replay.events().map((f) => `${f.id}:${f.event}`).join(" ")}`);
+      assert.deepEqual(v.events().map((f) => f.data), replay.events().map((f) => f.data));
+      v.close();
+    }
+    replay.close();
   });
 });

@@ -1,8 +1,67 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { SseParser } from "../lib/sse";
-import { EventFanout } from "./fanout";
+import { relayStream } from "../http/sse-relay";
 import { SessionStore, type EventRow } from "./session-store";
+import { newSubscription, SubscriptionHub, type Subscription } from "./subscriptions";
+
+interface FanoutOptions {
+  readPage(after: number, limit: number): EventRow[];
+  lastSeq(): number;
+  firstRetainedSeq(): number | null;
+  pingIntervalMs: number;
+  maxPendingBytes: number;
+  pageSize?: number;
+}
+
+/**
+ * The whole streaming path but the HTTP: the object's subscription hub and the Worker's relay,
+ * joined by real WebSocket pairs, as the session object and the events route join them.
+ */
+class EventFanout {
+  private readonly sockets = new Set<WebSocket>();
+  private readonly states = new Map<WebSocket, Subscription>();
+  private readonly hub: SubscriptionHub<WebSocket>;
+
+  constructor(private readonly options: FanoutOptions) {
+    this.hub = new SubscriptionHub<WebSocket>({
+      sockets: () => this.sockets,
+      load: (ws) => (this.states.has(ws) ? structuredClone(this.states.get(ws)!) : null),
+      save: (ws, state) => void this.states.set(ws, structuredClone(state)),
+      send: (ws, message) => ws.send(message),
+      readPage: options.readPage,
+      lastSeq: options.lastSeq,
+      firstRetainedSeq: options.firstRetainedSeq,
+      ...(options.pageSize ? { pageSize: options.pageSize } : {}),
+    });
+  }
+
+  get size(): number {
+    return this.sockets.size;
+  }
+
+  open(cursor: number): ReadableStream<Uint8Array> {
+    const { 0: client, 1: server } = new WebSocketPair();
+    server.accept();
+    this.sockets.add(server);
+    this.states.set(server, newSubscription(cursor));
+    server.addEventListener("message", () => this.hub.pull(server));
+    server.addEventListener("close", () => {
+      this.sockets.delete(server);
+      try {
+        server.close(1000);
+      } catch {
+        // closed
+      }
+    });
+    client.accept();
+    return relayStream(client, { pingIntervalMs: this.options.pingIntervalMs, maxPendingBytes: this.options.maxPendingBytes });
+  }
+
+  publish(row: EventRow): void {
+    this.hub.publish(row);
+  }
+}
 
 function log() {
   const rows: EventRow[] = [];
@@ -44,7 +103,7 @@ async function readIds(stream: ReadableStream<Uint8Array>, count: number): Promi
   return ids;
 }
 
-describe("fan-out", () => {
+describe("streaming: object hub to Worker relay", () => {
   it("replays page by page, joins live with nothing between, and sends each event once", async () => {
     const l = log();
     for (let i = 0; i < 250; i++) l.append();

@@ -1,0 +1,110 @@
+/**
+ * The Worker's side of an event stream: it holds the browser's SSE response and relays what the
+ * session object sends over the subscription socket (src/lib/subscription-wire.ts), so the object
+ * itself holds no response and can hibernate between events.
+ *
+ * Replay is pulled a page at a time, only when the browser has room. Once live, events are
+ * written as they come; a `: ping` comment on an interval keeps proxies from timing the stream
+ * out and finds browsers that went away, and a browser whose unread output passes the bound is
+ * closed (it reconnects from its last id). The socket and the browser stream end together.
+ */
+import { EVENTS, LIVE, PAGE, PULL } from "../lib/subscription-wire";
+
+export interface RelayOptions {
+  pingIntervalMs: number;
+  maxPendingBytes: number;
+}
+
+/** The socket as the relay uses it (a WebSocket, already accepted). */
+export interface RelaySocket {
+  send(message: string): void;
+  close(code?: number, reason?: string): void;
+  addEventListener(type: "message", listener: (event: { data: unknown }) => void): void;
+  addEventListener(type: "close" | "error", listener: () => void): void;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const PING = encoder.encode(": ping\n\n");
+/** Replay asks for the next page while less than this is waiting to be read. */
+const HIGH_WATER_MARK_BYTES = 64 * 1024;
+
+export function relayStream(socket: RelaySocket, options: RelayOptions): ReadableStream<Uint8Array> {
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  let live = false;
+  let ended = false;
+  let pageArrived: (() => void) | undefined;
+  let pingTimer: ReturnType<typeof setInterval> | undefined;
+
+  const end = (closeSocket: boolean, code = 1000, reason = "") => {
+    if (ended) return;
+    ended = true;
+    if (pingTimer !== undefined) clearInterval(pingTimer);
+    pageArrived?.();
+    pageArrived = undefined;
+    try {
+      controller.close();
+    } catch {
+      // the browser already went away
+    }
+    if (closeSocket) {
+      try {
+        socket.close(code, reason);
+      } catch {
+        // already closed
+      }
+    }
+  };
+
+  const write = (bytes: Uint8Array) => {
+    if (ended) return;
+    try {
+      controller.enqueue(bytes);
+    } catch {
+      end(true, 1000, "viewer gone");
+      return;
+    }
+    // Bytes queued and not yet read by the browser (the queue counts chunk bytes).
+    const queued = HIGH_WATER_MARK_BYTES - (controller.desiredSize ?? 0);
+    if (live && queued > options.maxPendingBytes) end(true, 1000, "viewer too far behind");
+  };
+
+  socket.addEventListener("message", (event) => {
+    const text = typeof event.data === "string" ? event.data : decoder.decode(event.data as ArrayBuffer);
+    const kind = text[0];
+    if (text.length > 1) write(encoder.encode(text.slice(1)));
+    if (kind === LIVE) {
+      live = true;
+      pingTimer ??= setInterval(() => write(PING), options.pingIntervalMs);
+    }
+    if (kind === PAGE || kind === LIVE) {
+      pageArrived?.();
+      pageArrived = undefined;
+    } else if (kind !== EVENTS) {
+      end(true, 1002, "unknown message");
+    }
+  });
+  socket.addEventListener("close", () => end(false));
+  socket.addEventListener("error", () => end(false));
+
+  return new ReadableStream<Uint8Array>(
+    {
+      start: (c) => {
+        controller = c;
+      },
+      pull: () => {
+        if (live || ended) return;
+        return new Promise<void>((resolve) => {
+          pageArrived = resolve;
+          try {
+            socket.send(PULL);
+          } catch {
+            end(false);
+          }
+        });
+      },
+      cancel: () => end(true, 1000, "viewer left"),
+    },
+    { highWaterMark: HIGH_WATER_MARK_BYTES, size: (chunk) => chunk.byteLength },
+  );
+}
