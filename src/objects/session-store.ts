@@ -581,6 +581,11 @@ export class SessionStore {
     return this.sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events").one().seq ?? 0;
   }
 
+  /** The retained log's size: its events and the UTF-8 bytes of their envelopes. */
+  logSize(): { events: number; bytes: number } {
+    return this.sql.exec<{ events: number; bytes: number }>("SELECT COUNT(*) AS events, COALESCE(SUM(LENGTH(CAST(envelope AS BLOB))), 0) AS bytes FROM events").one();
+  }
+
   firstRetainedSeq(): number | null {
     return this.sql.exec<{ seq: number | null }>("SELECT MIN(seq) AS seq FROM events").one().seq;
   }

@@ -271,8 +271,15 @@ export class SessionObject extends DurableObject<Env> {
    * Which in-memory instance answers, since when, with how many subscriptions (local development
    * and the benchmarks: a new instance means the previous one was evicted or hibernated).
    */
-  async instanceInfo(): Promise<{ instance: string; startedAt: number; subscriptions: number }> {
-    return { instance: this.instance, startedAt: this.startedAt, subscriptions: this.ctx.getWebSockets().length };
+  async instanceInfo(): Promise<{ instance: string; startedAt: number; subscriptions: number; rowsWritten: number; log: { events: number; bytes: number } }> {
+    return {
+      instance: this.instance,
+      startedAt: this.startedAt,
+      subscriptions: this.ctx.getWebSockets().length,
+      // Rows this instance wrote (a new instance starts from 0), and the log it holds.
+      rowsWritten: this.storeInstance?.rowsWritten ?? 0,
+      log: this.storeInstance?.logSize() ?? { events: 0, bytes: 0 },
+    };
   }
 
   /** Closes every browser stream (local development: the page must reconnect by itself). */
