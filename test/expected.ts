@@ -26,9 +26,22 @@ function keyOf(type: string, data: Record<string, unknown>): string {
 /** Events the gateway adds to the log itself (not upstream frames). */
 const GATEWAY_TYPES = ["turn.", "usage.updated", "budget.", "interaction.requested", "interaction.resolved", "warning"];
 
-/** The upstream events (not the gateway's own turn.* events) a reader saw, in the same form. */
+/**
+ * The upstream events (not the gateway's own turn.* events) a reader saw, in the same form. The
+ * gateway sends a text delta without the part's text so far; the reader rebuilds that text by the
+ * documented rule (docs/sse-protocol.md): a part with `text` has its whole text, one without
+ * appends its `delta` to the text held for the part.
+ */
 export function seenUpstream(events: EventEnvelope[], turnId: string): Array<{ type: string; key: string }> {
+  const texts = new Map<string, string>();
   return events
     .filter((e) => e.turnId === turnId && !GATEWAY_TYPES.some((prefix) => e.type.startsWith(prefix)))
-    .map((e) => ({ type: e.type, key: keyOf(e.type, e.data) }));
+    .map((e) => {
+      if (e.type !== "message.part.updated") return { type: e.type, key: keyOf(e.type, e.data) };
+      const part = e.data.part as { id: string; text?: string };
+      const delta = e.data.delta as string | undefined;
+      const text = typeof part.text === "string" ? part.text : delta !== undefined ? (texts.get(part.id) ?? "") + delta : texts.get(part.id);
+      if (text !== undefined) texts.set(part.id, text);
+      return { type: e.type, key: keyOf(e.type, { ...e.data, part: { ...part, ...(text !== undefined ? { text } : {}) } }) };
+    });
 }

@@ -39,3 +39,49 @@ describe("rows written per relayed frame", () => {
     expect(written - frames).toBeLessThanOrEqual(30);
   });
 });
+
+describe("bytes linear in the answer", () => {
+  it("a 1,000-word answer in one growing part: stored and sent bytes are a few times the answer, not its square; a reader joining mid-answer rebuilds it exactly", async () => {
+    const user = uid("user");
+    const token = await tokenFor(user);
+    const cid = uid("conv");
+    const turnId = uid("turn");
+    const accepted = await json(await sendTurn(token, cid, turnId, "one long part [words:1000]"));
+    // A reader joins mid-answer: the transcript so far, then the stream strictly after it.
+    await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (_e, all) => all.length >= 300, { timeoutMs: 20_000 });
+    const partial = await json(await api(`/v1/conversations/${cid}/messages`, { token }));
+    const textSoFar = (partial.messages.at(-1).parts as Array<{ type: string; text?: string }>).filter((p) => p.type === "text").map((p) => p.text ?? "");
+    expect(textSoFar.join("").length).toBeGreaterThan(0);
+    const rest = await collect(await api(`/v1/conversations/${cid}/events?after=${partial.lastEventId}`, { token }), isTurnEnd, { timeoutMs: 20_000 });
+    const texts = new Map<string, string>();
+    for (const p of partial.messages.at(-1).parts as Array<{ id: string; type: string; text?: string }>) if (p.type === "text") texts.set(p.id, p.text ?? "");
+    for (const e of rest.events) {
+      if (e.type !== "message.part.updated") continue;
+      const part = e.data.part as { id: string; type: string; text?: string };
+      if (part.type !== "text") continue;
+      texts.set(part.id, typeof part.text === "string" ? part.text : (texts.get(part.id) ?? "") + ((e.data.delta as string | undefined) ?? ""));
+    }
+    const turn = await json(await api(`/v1/conversations/${cid}/turns/${turnId}`, { token }));
+    const answer = [...texts.values()].at(-1)!;
+    expect(answer.split(" ")).toHaveLength(1000);
+    expect(turn.result.text.endsWith(answer)).toBe(true);
+
+    // The whole turn as a reader from its start receives it, and as the log stores it.
+    const all = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd, { timeoutMs: 20_000 });
+    const encoder = new TextEncoder();
+    const wire = all.frames.reduce((n, f) => n + encoder.encode(`id: ${f.id}\nevent: ${f.event}\ndata: ${f.data}\n\n`).byteLength, 0);
+    const stub = env.SESSIONS.get(env.SESSIONS.idFromName(await deriveSessionId(secret, user, cid)));
+    const stored = await runInDurableObject(stub, (_i: SessionObject, state) =>
+      state.storage.sql.exec<{ bytes: number }>("SELECT SUM(LENGTH(CAST(envelope AS BLOB))) AS bytes FROM events WHERE turn_id = ?", turnId).one().bytes,
+    );
+    const answerBytes = encoder.encode(turn.result.text).byteLength;
+    const frames = all.frames.length;
+    console.log(JSON.stringify({ answerBytes, frames, stored, wire }));
+    // Each word's frame costs its envelope (ids, type, time: a constant) plus the word once. The
+    // whole text repeated on every frame would be about 1,000 × 3,000 bytes here.
+    const PER_FRAME = 400;
+    expect(stored).toBeLessThanOrEqual(3 * answerBytes + PER_FRAME * frames);
+    expect(wire).toBeLessThanOrEqual(3 * answerBytes + PER_FRAME * frames);
+    expect(stored).toBeLessThan(answerBytes * 100);
+  });
+});

@@ -6,7 +6,10 @@
  * Rules:
  * - A stream event is applied once: an event whose seq is at or below `lastSeq` is a repeat (a
  *   reconnect, a reload that overlaps the transcript) and changes nothing.
- * - Parts carry their cumulative text, so applying a part replaces it: never appends.
+ * - A part update with `part.text` carries the part's whole text and replaces it; one without text
+ *   and with `delta` appends the delta to the text held for that part (the server sends each text
+ *   delta once; docs/sse-protocol.md, "Rebuilding a part's text"). The transcript from /messages
+ *   holds the text up to its lastEventId, and the stream continues from there.
  * - State is never mutated. A turn, block or ask that did not change keeps its identity, which is
  *   how the views know what to redraw.
  * - A turn this tab is sending is "sending" until the server accepts it; a send that did not reach
@@ -184,10 +187,26 @@ function withBlock(turn, block) {
 }
 
 /**
+ * A text or reasoning block whose update carries only a delta: the text held so far plus it.
+ * @param {Turn} turn
+ * @param {Block} block
+ * @param {Record<string, any>} data the event's data: `{ part, delta? }`
+ * @returns {Block}
+ */
+function withDelta(turn, block, data) {
+  if ((block.kind !== "text" && block.kind !== "reasoning") || typeof data.part?.text === "string" || typeof data.delta !== "string") return block;
+  const held = turn.blocks.find((b) => b.key === block.key);
+  const text = held && (held.kind === "text" || held.kind === "reasoning") ? held.text : "";
+  return { ...block, text: text + data.delta };
+}
+
+/**
  * @param {Block} a
  * @param {Block} b
  */
 function sameBlock(a, b) {
+  // Text blocks grow with every delta: compare their few fields, not a serialization of the text twice.
+  if ((a.kind === "text" || a.kind === "reasoning") && (b.kind === "text" || b.kind === "reasoning")) return a.kind === b.kind && a.key === b.key && a.id === b.id && a.text === b.text;
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
@@ -288,7 +307,7 @@ function applyEvent(state, e) {
     case E.partUpdated: {
       const block = partBlock(data.part);
       if (!turnId || !block) return state;
-      return withTurn(state, turnId, (turn) => withBlock(turn, block));
+      return withTurn(state, turnId, (turn) => withBlock(turn, withDelta(turn, block, data)));
     }
     case E.turnCompleted:
     case E.turnFailed:

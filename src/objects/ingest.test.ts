@@ -12,10 +12,14 @@ const state = (status: TurnStatus = "running", asks: Record<string, InteractionS
 const request = { id: "q1", kind: "question", title: "?", answerSpec: { fields: [] } };
 
 describe("ingesting one provider event", () => {
-  it("shows a part as message.part.updated, with its delta", () => {
+  it("shows a part as message.part.updated, with its delta once: not the text so far", () => {
     const step = ingestStep(state(), { kind: "part", upstreamId: "1", part: { id: "p", type: "text", text: "hi" }, delta: "hi" });
-    expect(step.shown).toEqual({ type: "message.part.updated", data: { part: { id: "p", type: "text", text: "hi" }, delta: "hi" } });
+    expect(step.shown).toEqual({ type: "message.part.updated", data: { part: { id: "p", type: "text" }, delta: "hi" } });
+    expect(step.partText).toEqual({ partId: "p", text: "hi" });
     expect(step.finish).toBeNull();
+    const next = ingestStep({ ...state(), partText: (id) => (id === "p" ? "hi" : undefined) }, { kind: "part", upstreamId: "2", part: { id: "p", type: "text", text: "hi there" }, delta: " there" });
+    expect(next.shown).toEqual({ type: "message.part.updated", data: { part: { id: "p", type: "text" }, delta: " there" } });
+    expect(next.partText).toEqual({ partId: "p", text: "hi there" });
   });
 
   it("shows pass-through frames as they are, and never a private one", () => {

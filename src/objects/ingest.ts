@@ -7,6 +7,7 @@ import type { InteractionRequest } from "../schemas/contracts";
 import type { TokenUsage } from "../schemas/common";
 import type { ProviderEvent, RunError, ShownEvent, TerminalStatus } from "../providers/provider";
 import type { InteractionStatus, TurnStatus } from "./session-store";
+import { compactPart } from "./part-text";
 import { foldReceipt, foldUsage, toTokenUsage, type ExecutionUsageState } from "./usage-fold";
 
 export interface IngestState {
@@ -17,6 +18,8 @@ export interface IngestState {
   askStatus(interactionId: string): InteractionStatus | null;
   /** Someone asked to stop the run (the user, or a budget). */
   cancelRequested?: boolean;
+  /** The text the session holds for a streaming part (undefined: none). */
+  partText?(partId: string): string | undefined;
 }
 
 export interface IngestStep {
@@ -32,15 +35,24 @@ export interface IngestStep {
   usage: ExecutionUsageState | null;
   /** The turn ends here. */
   finish: { status: TerminalStatus; text?: string; error?: RunError } | null;
+  /** A streaming part's text after this event, to hold for the next delta. */
+  partText: { partId: string; text: string } | null;
 }
 
-const nothing: IngestStep = { shown: null, askRequested: null, askEnded: null, warning: null, usage: null, finish: null };
+const nothing: IngestStep = { shown: null, askRequested: null, askEnded: null, warning: null, usage: null, finish: null, partText: null };
 
 export function ingestStep(state: IngestState, event: ProviderEvent): IngestStep {
   const live = state.status === "running";
   switch (event.kind) {
-    case "part":
-      return { ...nothing, shown: { type: "message.part.updated", data: { part: event.part, ...(event.delta !== undefined ? { delta: event.delta } : {}) } } };
+    case "part": {
+      // Each text delta once: the part's whole text only when it does not continue what is held.
+      const compacted = compactPart(event.part, event.delta, state.partText?.(event.part.id));
+      return {
+        ...nothing,
+        shown: { type: "message.part.updated", data: { ...compacted.data } },
+        partText: compacted.text !== undefined ? { partId: event.part.id, text: compacted.text } : null,
+      };
+    }
     case "passthrough":
       return { ...nothing, shown: event.shown };
     case "private":

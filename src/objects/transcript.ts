@@ -7,6 +7,7 @@
  * answer's values, and the transcript has nothing that could carry them.
  */
 import type { TranscriptMessage } from "../schemas/api";
+import { applyPartUpdate } from "./part-text";
 import type { EventEnvelope, InteractionRecord, TranscriptPart, TurnRecord } from "./session-store";
 
 type InteractionPart = Extract<TranscriptPart, { type: "interaction" }>;
@@ -44,7 +45,10 @@ export function turnParts({ events, interactions }: Omit<TranscriptTurn, "turn">
       const part = event.data.part as TranscriptPart | undefined;
       if (!part || !VISIBLE_PARTS.has(part.type)) continue;
       const key = `part:${part.id}`;
-      parts.set(key, { ...(parts.get(key) ?? {}), ...part } as TranscriptPart);
+      const previous = parts.get(key) as (TranscriptPart & { text?: string }) | undefined;
+      // A delta appends to the text so far; a part with its text replaces it (src/objects/part-text.ts).
+      const text = applyPartUpdate(previous?.text, { part: part as Record<string, unknown>, ...(typeof event.data.delta === "string" ? { delta: event.data.delta } : {}) });
+      parts.set(key, { ...(previous ?? {}), ...part, ...(text !== undefined ? { text } : {}) } as TranscriptPart);
     } else if (event.type === "interaction.requested") {
       const id = (event.data.interaction as { id?: unknown } | undefined)?.id;
       const ask = typeof id === "string" ? asks.get(id) : undefined;

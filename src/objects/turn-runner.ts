@@ -51,6 +51,11 @@ export interface TurnRunnerDeps {
 export class TurnRunner {
   private reader: { executionId: string; abort: AbortController } | undefined;
   private readonly budgetStops = new Set<string>();
+  /**
+   * The text of each streaming part of the running execution, so each delta is stored and sent
+   * once (src/objects/part-text.ts). Memory only: a new instance sends a part whole once, then deltas.
+   */
+  private partTexts: { executionId: string; texts: Map<string, string> } | undefined;
   /** Dispatches under way in this instance, to their end (a pending turn not in here was left by a crash). */
   private readonly dispatching = new Map<string, Promise<unknown>>();
 
@@ -260,6 +265,9 @@ export class TurnRunner {
     let fresh = true;
     let finished = false;
     let overBudget = false;
+    if (this.partTexts?.executionId !== executionId) this.partTexts = { executionId, texts: new Map() };
+    const texts = this.partTexts.texts;
+    let partText = null as { partId: string; text: string } | null;
     this.deps.log.commit((log) => {
       if (event.upstreamId !== undefined) {
         // Each upstream frame counts once. Numeric ids come in order: one at or below the cursor is
@@ -289,9 +297,11 @@ export class TurnRunner {
           usage: event.kind === "usage" || event.kind === "terminal" ? (store.executionUsage(executionId) ?? emptyExecutionUsage(executionId)) : emptyExecutionUsage(executionId),
           askStatus: (id) => store.interaction(id)?.status ?? null,
           cancelRequested: event.kind === "terminal" && store.turn(turnId)?.cancelReason != null,
+          partText: (id) => texts.get(id),
         },
         event,
       );
+      partText = step.partText;
       if (step.shown) {
         const { type, data, usage } = step.shown;
         log.append({ turnId, executionId, upstreamId: event.upstreamId ?? null, type, data, ...(usage ? { usage, usageMode: "cumulative" as const } : {}), now });
@@ -308,8 +318,13 @@ export class TurnRunner {
         finished = true;
       }
     });
+    // Held once the event is stored: a rolled-back commit leaves the text as it was.
+    if (partText) texts.set(partText.partId, partText.text);
     // The conversation list shows the turn done as soon as it is, not when the stream closes.
-    if (finished) this.touchIndexLater();
+    if (finished) {
+      this.partTexts = undefined;
+      this.touchIndexLater();
+    }
     if (overBudget) this.stopForBudget(turnId).catch((err) => console.error(JSON.stringify({ msg: "budget stop failed", turnId, error: String(err) })));
     return fresh;
   }

@@ -37,7 +37,10 @@ describe("a Codex-style conversation (one-shot runs)", () => {
     const first = await json(await sendTurn(token, cid, t1, "hello bridge peer", { model: CODEX }));
     const events = await turnEvents(token, cid, first.after);
     expect(events.at(-1)).toMatchObject({ type: "turn.completed", data: { result: { text: "echo: hello bridge peer" } } });
-    expect(events.filter((e) => e.type === "message.part.updated").at(-1)!.data.part).toMatchObject({ type: "text", text: "echo: hello bridge peer" });
+    // Each delta once, without the text so far; the text is the deltas in order (docs/sse-protocol.md).
+    const parts = events.filter((e) => e.type === "message.part.updated");
+    expect(parts.map((e) => e.data.delta).join("")).toBe("echo: hello bridge peer");
+    expect(parts.map((e) => (e.data.part as { text?: string }).text)).toEqual(parts.map(() => undefined));
     const t2 = uid("turn");
     const second = await json(await sendTurn(token, cid, t2, "and again", { model: CODEX }));
     expect((await waitForTurn(token, cid, t2)).result.text).toBe("echo: and again");

@@ -24,13 +24,15 @@ function scriptedTurn(turnId = "t1", message = "Run the tests [permission]"): St
     { turnId, type: "turn.accepted", data: { turnId, message }, at: AT },
     { turnId, type: "status", data: { status: "started" }, at: AT },
     { turnId, type: "message.part.updated", data: { part: { id: "r1", type: "reasoning", text: "I will read the README first." } }, at: AT },
-    { turnId, type: "message.part.updated", data: { part: { id: "p1", type: "text", text: "Looking" } }, at: AT },
-    { turnId, type: "message.part.updated", data: { part: { id: "p1", type: "text", text: "Looking into it." } }, at: AT },
+    // Text deltas as the gateway sends them: each once, without the text so far.
+    { turnId, type: "message.part.updated", data: { part: { id: "p1", type: "text" }, delta: "Looking" }, at: AT },
+    { turnId, type: "message.part.updated", data: { part: { id: "p1", type: "text" }, delta: " into it." }, at: AT },
     { turnId, type: "message.part.updated", data: { part: { id: "s1", type: "step-start" } }, at: AT },
     { turnId, type: "message.part.updated", data: { part: { id: "tool1", type: "tool", tool: "read", state: { status: "running", input: { filePath: "README.md" } } } }, at: AT },
     { turnId, type: "message.part.updated", data: { part: { id: "tool1", type: "tool", tool: "read", state: { status: "completed", input: { filePath: "README.md" }, output: "# Demo" } } }, at: AT },
     { turnId, type: "interaction.requested", data: { turnId, interaction: permission }, at: AT },
     { turnId, type: "interaction.resolved", data: { turnId, interactionId: "ask-1", status: "answered", outcome: "accepted" }, at: AT },
+    { turnId, type: "message.part.updated", data: { part: { id: "p2", type: "text" }, delta: "The tests" }, at: AT },
     { turnId, type: "message.part.updated", data: { part: { id: "p2", type: "text", text: "The tests pass." } }, at: AT },
     { turnId, type: "usage.updated", data: { turnId, usage: { inputTokens: 10, outputTokens: 5, cost: 0.001, source: "receipt" }, conversation: { inputTokens: 10, outputTokens: 5, cost: 0.001, complete: true } }, at: AT },
     { turnId, type: "turn.completed", data: { turnId, status: "completed", result: { text: "Looking into it.\n\nThe tests pass." } }, at: AT },
@@ -96,7 +98,7 @@ const asksShown = (state: ConversationState) =>
   Object.values(state.asks).map(({ id, turnId, request, status, outcome }) => ({ id, turnId, request, status, outcome }));
 
 describe("the page's reducer", () => {
-  it("builds a turn from its live events: text replaced (never appended), tool, ask, usage, end", () => {
+  it("builds a turn from its live events: deltas appended, a whole text replacing, tool, ask, usage, end", () => {
     const state = applyAll(emptyConversation("c1"), scriptedTurn());
     const turn = state.turns.t1!;
     expect(turn).toMatchObject({ userText: "Run the tests [permission]", status: "completed", usage: { inputTokens: 10 } });
@@ -105,7 +107,8 @@ describe("the page's reducer", () => {
     expect(turn.blocks[2]).toMatchObject({ status: "completed", output: "# Demo" });
     expect(state.asks["ask-1"]).toMatchObject({ status: "answered", outcome: "accepted", choice: null });
     expect(state.title).toBe("Run the tests [permission]");
-    expect(state.lastSeq).toBe(13);
+    expect(turn.blocks[4]).toMatchObject({ text: "The tests pass." });
+    expect(state.lastSeq).toBe(14);
     expect(activeTurn(state)).toBeNull();
   });
 

@@ -9,7 +9,10 @@ import { afterQuestion, FIRST_PLAN, permissionAsk, planFrames, questionAsk, type
  *   [slow]      ten times the frame delay
  *   [fail]      the run fails after its first text with an `error` frame
  *   [no-usage]  a backend that forwards no step usage (only the receipt carries usage)
- *   [words:N]   an answer of exactly N words, one delta each (benchmarks; N ≤ 20000)
+ *   [words:N]   an answer of exactly N words, one delta each, as OpenCode streams it: one text part
+ *               for the whole answer, `part.text` the text so far, `delta` the new suffix
+ *               (benchmarks; N ≤ 20000)
+ *   [paragraphs] with [words:N]: the answer in parts of 25 words instead (each its own text part)
  * Asks (the run waits for the answer and continues according to it):
  *   [ask]          a question with text, select, boolean, number, multi-select and secret fields
  *   [ask-timeout]  the same question, expiring after a short time (interaction.cancel, timeout)
@@ -259,21 +262,22 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
       : hasDirective(message, "long")
         ? LONG_WORDS.join(" ")
         : "I read the README: it describes a small service with a test suite. Nothing needs to change.";
-  if (words !== undefined) {
-    // A benchmark answer: one word per frame, in paragraphs of 25 words (each its own text part),
-    // so frames stay the size real ones are instead of growing with the whole answer.
+  const paragraphed = words !== undefined && hasDirective(message, "paragraphs");
+  if (paragraphed) {
+    // One word per frame, in paragraphs of 25 words (each its own text part).
     const all = answer.split(" ");
     for (let p = 0; p * WORDS_PER_PARAGRAPH < all.length; p++) {
       const paragraph = all.slice(p * WORDS_PER_PARAGRAPH, (p + 1) * WORDS_PER_PARAGRAPH).join(" ");
       for (const f of textFrames(`${exe}:text-2-${p}`, paragraph, 1)) push(f);
     }
   } else {
-    for (const f of textFrames(`${exe}:text-2`, answer, hasDirective(message, "long") ? 1 : 3)) push(f);
+    // One text part for the whole answer, its text growing with every delta (OpenCode's way).
+    for (const f of textFrames(`${exe}:text-2`, answer, words !== undefined || hasDirective(message, "long") ? 1 : 3)) push(f);
   }
   if (forwardsStepUsage) push(stepFinish(backend, `${exe}:step-finish-2`, step2, cost2));
 
   const paragraphs =
-    words !== undefined
+    paragraphed
       ? Array.from({ length: Math.ceil(words / WORDS_PER_PARAGRAPH) }, (_, p) =>
           answer.split(" ").slice(p * WORDS_PER_PARAGRAPH, (p + 1) * WORDS_PER_PARAGRAPH).join(" "),
         )
