@@ -24,8 +24,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 // Test files by module. Unit tests beside the module first; one integration file where the
 // module's behaviour only shows end to end.
 const T = {
-  fanout: ["src/objects/fanout.test.ts", "test/reconnect.test.ts"],
-  store: ["src/objects/fanout.test.ts", "test/reconnect.test.ts"],
+  fanout: ["src/objects/subscriptions.test.ts", "test/reconnect.test.ts"],
+  store: ["src/objects/subscriptions.test.ts", "test/reconnect.test.ts"],
   turnCache: ["src/objects/turn-cache.test.ts", "test/retry.test.ts"],
   usage: ["src/objects/usage-fold.test.ts", "test/usage.test.ts"],
   budgets: ["src/objects/budgets.test.ts"],
@@ -39,30 +39,28 @@ const T = {
 /**
  * Each mutant: the file, the exact text to replace (it must occur exactly once) and its
  * replacement, and the test files to run. Mutants that cannot change behaviour (equivalent
- * mutants) are left out: they would only lower the score without showing a blind spot. One such:
- * dropping the fan-out's `this.flush()` before a reader goes live. An event is appended and
- * published in one synchronous step, which queues the flush; any later page that reads it ends a
- * pull, and the next (empty) pull is a promise reaction queued after that flush, so the burst
- * buffer is always empty when a reader joins. The flush guards a schedule streams do not produce.
+ * mutants) are left out: they would only lower the score without showing a blind spot.
  */
 const MUTANTS = [
-  // ---- fan-out (src/objects/fanout.ts)
-  { id: "fanout.live-before-last-page", file: "src/objects/fanout.ts", tests: T.fanout, why: "a short page is taken for the last one: the reader goes live without it",
-    find: "if (rows.length === 0) {", replace: "if (rows.length < pageSize) {" },
-  { id: "fanout.live-with-last-page", file: "src/objects/fanout.ts", tests: T.fanout, why: "the reader joins the live set in the same step as its last page: a concurrent append is sent twice",
-    find: "controller.enqueue(encoder.encode(chunk));", replace: "controller.enqueue(encoder.encode(chunk)); if (rows.length < pageSize) reader.live = true;" },
-  { id: "fanout.inclusive-cursor", file: "src/objects/fanout.ts", tests: T.fanout, why: "replay includes the cursor's own event",
-    find: "const rows = this.options.readPage(after, pageSize);", replace: "const rows = this.options.readPage(Math.max(0, after - 1), pageSize);" },
-  { id: "fanout.cursor-from-first-row", file: "src/objects/fanout.ts", tests: T.fanout, why: "the cursor advances to the page's first row, not its last",
-    find: "after = rows[rows.length - 1]!.seq;", replace: "after = rows[0]!.seq;" },
-  { id: "fanout.reset-off-by-one", file: "src/objects/fanout.ts", tests: T.fanout, why: "a cursor just before the oldest retained event is taken for a trimmed one",
-    find: "(first !== null && after < first - 1)", replace: "(first !== null && after < first)" },
-  { id: "fanout.no-reset-when-ahead", file: "src/objects/fanout.ts", tests: T.fanout, why: "a cursor the log never had is not reset",
-    find: "if (after > last || (first", replace: "if (after > last + 1000000 || (first" },
-  { id: "fanout.slow-reader-never-closed", file: "src/objects/fanout.ts", tests: T.fanout, why: "a reader that stops reading is never closed",
-    find: "if (queued > this.options.maxPendingBytes) {", replace: "if (queued > this.options.maxPendingBytes * 1000) {" },
-  { id: "fanout.no-ping", file: "src/objects/fanout.ts", tests: T.fanout, why: "the heartbeat is never written",
-    find: "if (reader.live) this.write(reader, PING);", replace: "if (reader.live && reader.closed) this.write(reader, PING);" },
+  // ---- streaming: the object's subscriptions (src/objects/subscriptions.ts) and the Worker's relay (src/http/sse-relay.ts)
+  { id: "fanout.live-on-any-short-page", file: "src/objects/subscriptions.ts", tests: T.fanout, why: "a page cut short by its byte bound is taken for the last one: the subscription goes live without the rest",
+    find: "state.live = rows.length < pageSize && sent === rows.length;", replace: "state.live = sent < pageSize;" },
+  { id: "fanout.live-before-last-page", file: "src/objects/subscriptions.ts", tests: T.fanout, why: "the subscription goes live before its last page is sent",
+    find: "state.live = rows.length < pageSize && sent === rows.length;", replace: "state.live = rows.length <= pageSize;" },
+  { id: "fanout.inclusive-cursor", file: "src/objects/subscriptions.ts", tests: T.fanout, why: "replay includes the cursor's own event",
+    find: "const rows = this.deps.readPage(state.after, pageSize);", replace: "const rows = this.deps.readPage(Math.max(0, state.after - 1), pageSize);" },
+  { id: "fanout.cursor-not-advanced", file: "src/objects/subscriptions.ts", tests: T.fanout, why: "the cursor stays at the page's first row, not its last",
+    find: "      state.after = row.seq;\n", replace: "      if (out.length === 0) state.after = row.seq;\n" },
+  { id: "fanout.reset-off-by-one", file: "src/objects/subscriptions.ts", tests: T.fanout, why: "a cursor just before the oldest retained event is taken for a trimmed one",
+    find: "(first !== null && state.after < first - 1)", replace: "(first !== null && state.after < first)" },
+  { id: "fanout.no-reset-when-ahead", file: "src/objects/subscriptions.ts", tests: T.fanout, why: "a cursor the log never had is not reset",
+    find: "if (state.after > last || (first", replace: "if (state.after > last + 1000000 || (first" },
+  { id: "fanout.slow-reader-never-closed", file: "src/http/sse-relay.ts", tests: T.fanout, why: "a viewer that stops reading is never closed",
+    find: "if (live && queued > options.maxPendingBytes)", replace: "if (live && queued > options.maxPendingBytes * 1000)" },
+  { id: "fanout.no-ping", file: "src/http/sse-relay.ts", tests: T.fanout, why: "the heartbeat is never written",
+    find: "pingTimer ??= setInterval(() => write(PING), options.pingIntervalMs);", replace: "pingTimer ??= setInterval(() => undefined, options.pingIntervalMs);" },
+  { id: "fanout.pushed-to-replaying", file: "src/objects/subscriptions.ts", tests: T.fanout, why: "live events are pushed to subscriptions still replaying: they get them twice",
+    find: "if (this.deps.load(socket)?.live) this.deps.send(socket, message);", replace: "if (this.deps.load(socket)) this.deps.send(socket, message);" },
 
   // ---- the log's paging (src/objects/session-store.ts)
   { id: "store.inclusive-page", file: "src/objects/session-store.ts", tests: T.store, why: "a page starts at the cursor, not after it (the 14-minute hang of issue 10)",

@@ -8,7 +8,7 @@ import { EventEnvelopeSchema, TranscriptPartSchema, TurnStatus as TurnStatusSche
 import { AgentExactRunControlRef, CancellationAcknowledgement, InteractionAcknowledgement, InteractionRequest } from "../schemas/contracts";
 import { ExecutionUsageStateSchema, type ExecutionUsageState } from "./usage-fold";
 
-const SCHEMA_VERSION = 7;
+const SCHEMA_VERSION = 8;
 /** Upstream ids that are whole numbers come in order: a repeat is one at or below the cursor. */
 export const NUMERIC_ID = /^\d{1,15}$/;
 
@@ -220,7 +220,6 @@ export class SessionStore {
           updated_at INTEGER NOT NULL,
           completed_at INTEGER
         );
-        CREATE INDEX IF NOT EXISTS turns_status ON turns (status);
         CREATE TABLE IF NOT EXISTS events (
           seq INTEGER PRIMARY KEY AUTOINCREMENT,
           turn_id TEXT,
@@ -263,7 +262,6 @@ export class SessionStore {
           created_at INTEGER NOT NULL,
           resolved_at INTEGER
         );
-        CREATE INDEX IF NOT EXISTS interactions_status ON interactions (status);
       `);
     }
     if (current < 4) {
@@ -291,6 +289,22 @@ export class SessionStore {
         INSERT INTO events_v7 (seq, turn_id, execution_id, upstream_id, type, envelope) SELECT seq, turn_id, execution_id, upstream_id, type, envelope FROM events;
         DROP TABLE events;
         ALTER TABLE events_v7 RENAME TO events;
+      `);
+    }
+    if (current < 8) {
+      // Each status change wrote an index row too. The running turn is found by walking the
+      // ordinal index from the newest turn, and outstanding asks are few: no query needs these.
+      this.sql.exec("DROP INDEX IF EXISTS turns_status; DROP INDEX IF EXISTS interactions_status;");
+      // Tables keyed by text, rebuilt WITHOUT ROWID: a write is one row, not a row and its key's index row.
+      this.sql.exec(`
+        CREATE TABLE meta_v8 (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        INSERT INTO meta_v8 (key, value) SELECT key, value FROM meta;
+        DROP TABLE meta;
+        ALTER TABLE meta_v8 RENAME TO meta;
+        CREATE TABLE usage_v8 (execution_id TEXT PRIMARY KEY, turn_id TEXT NOT NULL, state TEXT NOT NULL) WITHOUT ROWID;
+        INSERT INTO usage_v8 (execution_id, turn_id, state) SELECT execution_id, turn_id, state FROM usage;
+        DROP TABLE usage;
+        ALTER TABLE usage_v8 RENAME TO usage;
       `);
     }
     this.sql.exec("DELETE FROM schema_version");

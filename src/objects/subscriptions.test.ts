@@ -12,6 +12,7 @@ interface FanoutOptions {
   pingIntervalMs: number;
   maxPendingBytes: number;
   pageSize?: number;
+  pageBytes?: number;
 }
 
 /**
@@ -33,6 +34,7 @@ class EventFanout {
       lastSeq: options.lastSeq,
       firstRetainedSeq: options.firstRetainedSeq,
       ...(options.pageSize ? { pageSize: options.pageSize } : {}),
+      ...(options.pageBytes ? { pageBytes: options.pageBytes } : {}),
     });
   }
 
@@ -115,6 +117,16 @@ describe("streaming: object hub to Worker relay", () => {
     const ids = await reading;
     expect(ids).toEqual(Array.from({ length: 245 }, (_, i) => i + 11));
     expect(l.pages()).toBeGreaterThanOrEqual(3);
+  });
+
+  it("a page cut short by its byte bound is not the last: the rest follows, then live", async () => {
+    const l = log();
+    for (let i = 0; i < 60; i++) l.append();
+    const fanout = new EventFanout({ ...l.options, pageSize: 100, pageBytes: 300 });
+    const reading = readIds(fanout.open(0), 62);
+    await new Promise((r) => setTimeout(r, 0));
+    for (let i = 0; i < 2; i++) fanout.publish(l.append());
+    expect(await reading).toEqual(Array.from({ length: 62 }, (_, i) => i + 1));
   });
 
   it("closes a reader that falls too far behind; it can reconnect from its last id", async () => {

@@ -9,8 +9,8 @@
  * slow-viewer bound are the Worker's.
  *
  * Each subscription first replays the log strictly after its cursor, one page per pull from the
- * Worker, and when a page comes back empty it joins the live set in that same synchronous step:
- * no event can fall between replay and live.
+ * Worker, and with the page that catches up (one that is not full) it joins the live set in that
+ * same synchronous step: no event can fall between replay and live.
  */
 import { encodeSseFrame, encodeSseRetry } from "../lib/sse";
 import { EVENTS, LIVE, PAGE } from "../lib/subscription-wire";
@@ -70,34 +70,33 @@ export class SubscriptionHub<S> {
     return head;
   }
 
-  /** The Worker has room for more: the next replay page, or the switch to live. */
+  /** The Worker has room for more: the next replay page, or the last one and the switch to live. */
   pull(socket: S): void {
     const state = this.deps.load(socket);
     if (!state || state.live) return;
+    // Events still waiting in the burst buffer are in the log already: they go out to the
+    // subscriptions live before this one, and this one reads them below, not twice.
+    this.flush();
     let out = "";
     if (!state.started) {
       out = this.head(state);
       state.started = true;
     }
-    const rows = this.deps.readPage(state.after, this.deps.pageSize ?? 500);
-    if (rows.length === 0) {
-      // Caught up: join the live set in this same synchronous step. Events still waiting in the
-      // burst buffer are in the log already and were read above, so they go out to the
-      // subscriptions that were live before this one, not again to it.
-      this.flush();
-      state.live = true;
-      this.deps.save(socket, state);
-      this.deps.send(socket, LIVE + out);
-      return;
-    }
+    const pageSize = this.deps.pageSize ?? 500;
+    const rows = this.deps.readPage(state.after, pageSize);
     const limit = this.deps.pageBytes ?? DEFAULT_PAGE_BYTES;
+    let sent = 0;
     for (const row of rows) {
       out += encodeEventRow(row);
       state.after = row.seq;
+      sent++;
       if (out.length > limit) break;
     }
+    // Caught up (a page that is not full, sent whole): join the live set in this same synchronous
+    // step, so no event can fall between replay and live.
+    state.live = rows.length < pageSize && sent === rows.length;
     this.deps.save(socket, state);
-    this.deps.send(socket, PAGE + out);
+    this.deps.send(socket, (state.live ? LIVE : PAGE) + out);
   }
 
   /**
