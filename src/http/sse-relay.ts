@@ -84,7 +84,8 @@ export function relayStream(socket: RelaySocket, options: RelayOptions): Readabl
       end(true, 1002, "unknown message");
     }
   });
-  socket.addEventListener("close", () => end(false));
+  // The object closed it (a delete, a dev drop, a deploy): answer the close, end the browser's stream.
+  socket.addEventListener("close", () => end(true, 1000, "closed"));
   socket.addEventListener("error", () => end(false));
 
   return new ReadableStream<Uint8Array>(
