@@ -55,6 +55,16 @@ export async function readEvents(
   return events;
 }
 
+/** The run's result once it is settled: asked until it is not null, for at most a few seconds. */
+async function settledResult(provider: AgentProvider, ref: AgentExactRunControlRef) {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const result = await provider.result(ref);
+    if (result !== null || Date.now() > deadline) return result;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
 /** The events a reader keeps when it drops any id it has seen (what the session does). */
 function distinct(events: ProviderEvent[]): ProviderEvent[] {
   const seen = new Set<string>();
@@ -98,7 +108,9 @@ export function providerContract(name: string, makePeer: () => ContractPeer | Pr
       const terminal = events.at(-1)!;
       expect(terminal).toMatchObject({ kind: "terminal", status: "completed" });
       expect(events.filter((e) => e.kind === "part").length).toBeGreaterThan(0);
-      const result = await peer.provider.result(ref);
+      // The terminal frame may come before the run is settled (Sandbox sends `done` after `result`):
+      // until then the result is "not finished" (null), so it is asked again, briefly.
+      const result = await settledResult(peer.provider, ref);
       expect(result?.status).toBe("completed");
       // Where both say what the answer was, they agree (a bridge's run snapshot holds no text).
       if (terminal.kind === "terminal" && terminal.text !== undefined && result?.text !== undefined) expect(result.text).toBe(terminal.text);
@@ -162,7 +174,7 @@ export function providerContract(name: string, makePeer: () => ContractPeer | Pr
       expect(["cancelled", "cancel_requested"]).toContain(outcome.effect);
       const events = await readEvents(peer.provider, ref);
       expect(events.at(-1)).toMatchObject({ kind: "terminal", status: "cancelled" });
-      expect((await peer.provider.result(ref))?.status).toBe("cancelled");
+      expect((await settledResult(peer.provider, ref))?.status).toBe("cancelled");
       // Again: nothing is live (a bridge may say the run is cancelled, which it is); never a new request.
       expect(["not_live", "cancelled"]).toContain((await peer.provider.cancel(ref)).effect);
     });
