@@ -22,9 +22,8 @@
 //   before    (only with BENCH_BEFORE_REF) the same on the old commit, probed by dev/drop-streams
 //             after each of BEFORE_PROBES_S
 // The cost model (COST_* below) is computed from the measured figures.
-import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -218,17 +217,6 @@ function client(base) {
     post: (path, body, headers) => call("POST", path, body, headers),
     get: (path, headers) => call("GET", path, undefined, headers),
   };
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-    server.on("error", reject);
-  });
 }
 
 // ------------------------------------------------------------------ the sections
@@ -575,21 +563,15 @@ async function idle({ base, api, auth }) {
 let beforeCleanup;
 async function before() {
   const dir = join(tmpdir(), `bench-before-${process.pid}`);
-  const persist = mkdtempSync(join(tmpdir(), "bench-before-state-"));
-  let child;
+  let server;
   const git = (...args) => execFileSync("git", ["-C", root, ...args], { stdio: ["ignore", "pipe", "pipe"] }).toString();
   beforeCleanup = () => {
-    try {
-      if (child) process.kill(-child.pid, "SIGTERM");
-    } catch {
-      // gone already
-    }
+    server?.stop();
     try {
       git("worktree", "remove", "--force", dir);
     } catch {
       // not added yet
     }
-    rmSync(persist, { recursive: true, force: true });
   };
   try {
     git("worktree", "add", "--detach", dir, BEFORE_REF);
@@ -601,25 +583,8 @@ async function before() {
     }
     if (sameDeps) symlinkSync(join(root, "node_modules"), join(dir, "node_modules"), "dir");
     else execFileSync("npm", ["ci", "--no-audit", "--no-fund"], { cwd: dir, stdio: "ignore" });
-    const port = await freePort();
-    child = spawn(process.execPath, [join(dir, "scripts", "start.mjs"), "--var", "RATE_LIMIT_STREAMS_PER_MINUTE:100000", "--var", "RATE_LIMIT_TURNS_PER_MINUTE:1000"], {
-      cwd: dir,
-      env: { ...env, PORT: String(port), PERSIST_TO: persist, INSPECTOR_PORT: "0" },
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
-    });
-    let output = "";
-    const keep = (d) => (output = (output + d).slice(-20_000));
-    child.stdout.on("data", keep);
-    child.stderr.on("data", keep);
-    const base = `http://127.0.0.1:${port}`;
-    const deadline = Date.now() + 90_000;
-    while (true) {
-      if (child.exitCode !== null) throw new Error(`the ${BEFORE_REF} server exited:\n${output}`);
-      if (await fetch(`${base}/healthz`).then((r) => r.ok, () => false)) break;
-      if (Date.now() > deadline) throw new Error(`the ${BEFORE_REF} server did not answer:\n${output}`);
-      await sleep(250);
-    }
+    server = await startDevServer({ checkout: dir, timeoutMs: 90_000, vars: { RATE_LIMIT_STREAMS_PER_MINUTE: "100000", RATE_LIMIT_TURNS_PER_MINUTE: "1000" } });
+    const base = server.base;
     const api = client(base);
     const auth = { authorization: `Bearer ${await devLogin(base, "bench")}` };
     await api.post("/v1/conversations/warm/turns", { turnId: "w1", message: "warm up" }, auth);
@@ -645,14 +610,7 @@ async function before() {
     );
     results.before = { ref: BEFORE_REF, sameDeps, viewers: IDLE_VIEWERS, probes };
   } finally {
-    if (child) {
-      try {
-        process.kill(-child.pid, "SIGTERM");
-      } catch {
-        // gone already
-      }
-      await new Promise((r) => (child.exitCode !== null ? r() : (child.once("exit", r), setTimeout(r, 5000))));
-    }
+    await server?.stopped();
     try {
       git("worktree", "remove", "--force", dir);
     } catch (err) {
@@ -660,7 +618,6 @@ async function before() {
     }
     if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
     git("worktree", "prune");
-    rmSync(persist, { recursive: true, force: true });
     beforeCleanup = undefined;
   }
 }

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
-function freePort() {
+export function freePort() {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.listen(0, "127.0.0.1", () => {
@@ -20,12 +20,13 @@ function freePort() {
   });
 }
 
-export async function startDevServer({ timeoutMs = 60_000, log = false, vars = {} } = {}) {
+/** `checkout`: the tree to start (default this one; the benchmarks also start an older commit's). */
+export async function startDevServer({ timeoutMs = 60_000, log = false, vars = {}, checkout = root } = {}) {
   const port = await freePort();
   const persist = mkdtempSync(join(tmpdir(), "gateway-state-"));
   const extra = Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]);
-  const child = spawn(process.execPath, [join(root, "scripts", "start.mjs"), ...extra], {
-    cwd: root,
+  const child = spawn(process.execPath, [join(checkout, "scripts", "start.mjs"), ...extra], {
+    cwd: checkout,
     env: { ...process.env, PORT: String(port), PERSIST_TO: persist, INSPECTOR_PORT: "0" },
     stdio: log ? "inherit" : ["ignore", "pipe", "pipe"],
     detached: true,
@@ -59,8 +60,14 @@ export async function startDevServer({ timeoutMs = 60_000, log = false, vars = {
     }
     rmSync(persist, { recursive: true, force: true });
   }
+  /** Stops it and waits (at most 5 s) for it to exit, e.g. before its checkout is removed. */
+  async function stopped() {
+    const exited = child.exitCode !== null ? Promise.resolve() : new Promise((r) => child.once("exit", r));
+    stop();
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+  }
   // pid: the server's process group (it was started detached), e.g. to find its workerd.
-  return { base, pid: child.pid, stop, output: () => output };
+  return { base, pid: child.pid, stop, stopped, output: () => output };
 }
 
 export async function devLogin(base, user) {
