@@ -29,6 +29,34 @@ describe("the emulator's Sandbox API", () => {
     expect(counters).toMatchObject({ "runs.dispatches": 2, "runs.started": 1, "runs.replays": 2 });
   });
 
+  it("streams [words:N] as OpenCode does: one text part, its text cumulative, each delta the new suffix; [paragraphs] splits it", async () => {
+    const emu = emulator("one-part");
+    const id = await runningSandbox(emu);
+    await emu.control("/_emulator/faults", { frameDelayMs: 0 });
+    const textFrames = async (executionId: string, message: string) =>
+      rawFrames(await readRaw(await dispatch(emu, id, { message, executionId, sessionId: executionId, turnId: "t1" })))
+        .map(fields)
+        .filter((f) => f.event === "message.part.updated")
+        .map((f) => JSON.parse(f.data!) as { part: { id: string; type: string; text?: string }; delta?: string })
+        // The answer's parts (the first step's short text part aside).
+        .filter((d) => d.part.type === "text" && d.part.id.includes(":text-2"));
+
+    const one = await textFrames("exe-w1", "answer [words:60]");
+    expect(one).toHaveLength(60);
+    expect(new Set(one.map((d) => d.part.id)).size).toBe(1);
+    let so = "";
+    for (const d of one) {
+      expect(d.delta).toBeTruthy();
+      so += d.delta;
+      expect(d.part.text).toBe(so);
+    }
+    expect(so.split(" ")).toHaveLength(60);
+
+    const split = await textFrames("exe-w2", "answer [words:60] [paragraphs]");
+    expect(split).toHaveLength(60);
+    expect(new Set(split.map((d) => d.part.id)).size).toBe(3);
+  });
+
   it("answers a plan with plan/approve or plan/reject (feedback gives a revised plan)", async () => {
     const emu = emulator("plan");
     const id = await runningSandbox(emu);
