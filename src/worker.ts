@@ -2,24 +2,23 @@
  * The Worker: authenticates users, derives session ids, validates every request, and hands each
  * conversation to its session Durable Object. Errors map to `{ error: { code, message } }` here.
  */
-import { Hono, type Context } from "hono";
+import { Hono } from "hono";
 import { cors } from "hono/cors";
-import { deriveOwnerKey, deriveSessionId } from "./auth/ids";
-import { bearerToken, signToken, verifyUserToken } from "./auth/tokens";
-import { readConfig, type Config } from "./config";
+import { signToken } from "./auth/tokens";
+import { readConfig } from "./config";
+import { authenticate, conversationIdOf, isLocalDevelopment, rateLimit, session, type AppEnv } from "./http/app-context";
 import { readJsonBody, invalid } from "./http/body";
+import { chatRoutes } from "./http/chat-routes";
 import { ACK_HTTP_STATUS, ApiError, unwrapRpc } from "./http/errors";
 import { openApiDocument } from "./http/openapi";
 import { SSE_HEADERS } from "./lib/sse";
-import { SUBSCRIBE_PATH } from "./lib/subscription-wire";
-import { relayStream } from "./http/sse-relay";
+import { openSubscription, relayStream } from "./http/sse-relay";
 import { emulatorFetch } from "./providers";
-import { ConversationId, Id, TurnId } from "./schemas/common";
+import { Id, TurnId } from "./schemas/common";
 import type { InteractionAcknowledgement } from "./schemas/contracts";
 import { VERSION } from "./version";
 import { AnswerBody, CancelBody, DevLoginBody, SubmitTurnBody } from "./schemas/api";
 import { forbiddenPaths } from "./objects/interaction-answers";
-import type { SessionContext } from "./objects/session-store";
 
 export { SessionObject } from "./objects/session";
 export { UserObject } from "./objects/user";
@@ -29,24 +28,9 @@ const DEV_TOKEN_TTL_SECONDS = 12 * 60 * 60;
 /** JSON envelope around the message: the body limit is the message limit plus this. */
 const BODY_OVERHEAD_BYTES = 16 * 1024;
 
-interface Identity {
-  userId: string;
-  ownerKey: string;
-}
-
-type AppEnv = { Bindings: Env; Variables: { config: Config; identity: Identity; requestId: string } };
 
 const app = new Hono<AppEnv>();
 
-/**
- * Local development: the deployment itself is local (wrangler.toml's `local` environment, which
- * `npm start` and the tests use; a deploy has no emulator binding, whatever its vars say) and the
- * request came to a loopback host. A remote caller can forge a Host header, not a deployment.
- */
-function isLocalDevelopment(c: Context<AppEnv>): boolean {
-  const host = new URL(c.req.url).hostname;
-  return c.get("config").local && (host === "127.0.0.1" || host === "localhost" || host === "[::1]" || host === "::1");
-}
 
 app.use("*", async (c, next) => {
   const requestId = c.req.header("x-request-id")?.slice(0, 128) || crypto.randomUUID();
@@ -114,6 +98,8 @@ app.all("/_emulator/*", async (c) => {
 
 app.use("/v1/conversations", authenticate);
 app.use("/v1/conversations/*", authenticate);
+app.use("/v1/chat", authenticate);
+app.use("/v1/chat/*", authenticate);
 
 // A user's data is never cached by a browser or a proxy.
 app.use("/v1/*", async (c, next) => {
@@ -121,49 +107,8 @@ app.use("/v1/*", async (c, next) => {
   if (c.res.headers.get("content-type")?.startsWith("application/json")) c.res.headers.set("cache-control", "no-store");
 });
 
-const EVENTS_PATH = /^\/v1\/conversations\/([^/]+)\/events$/;
 
-async function authenticate(c: Context<AppEnv>, next: () => Promise<void>): Promise<void> {
-  const config = c.get("config");
-  const header = c.req.header("authorization");
-  const streamToken = c.req.query("access_token");
-  const events = EVENTS_PATH.exec(c.req.path);
-  let userId: string;
-  if (header === undefined && streamToken !== undefined && events && c.req.method === "GET") {
-    // EventSource cannot send headers: a short-lived stream token, bound to the user and this
-    // conversation, is accepted here and nowhere else.
-    const verified = await verifyUserToken(config, streamToken, "stream");
-    let cid: string;
-    try {
-      cid = decodeURIComponent(events[1]!);
-    } catch {
-      throw new ApiError(400, "invalid_request", "the path is not valid percent-encoding");
-    }
-    if (verified.claims.cid !== cid) {
-      throw new ApiError(401, "token_claim_invalid", "this stream token is for another conversation");
-    }
-    userId = verified.userId;
-  } else {
-    ({ userId } = await verifyUserToken(config, bearerToken(header)));
-  }
-  c.set("identity", { userId, ownerKey: await deriveOwnerKey(config.SESSION_ID_SECRET, userId) });
-  await next();
-}
 
-function conversationIdOf(c: Context<AppEnv>): string {
-  const parsed = ConversationId.safeParse(c.req.param("cid"));
-  if (!parsed.success) throw invalid("conversation id", parsed.error);
-  return parsed.data;
-}
-
-async function session(c: Context<AppEnv>) {
-  const conversationId = conversationIdOf(c);
-  const { userId, ownerKey } = c.get("identity");
-  const sessionId = await deriveSessionId(c.get("config").SESSION_ID_SECRET, userId, conversationId);
-  const stub = c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sessionId));
-  const context: SessionContext = { sessionId, conversationId, ownerKey };
-  return { stub, context, conversationId };
-}
 
 app.get("/v1/conversations", async (c) => {
   const raw = c.req.query("limit");
@@ -174,20 +119,6 @@ app.get("/v1/conversations", async (c) => {
   return c.json({ conversations: await user.listConversations(limit) });
 });
 
-/** The user's per-minute limit on this kind of request: 429 with Retry-After once it is reached. */
-async function rateLimit(c: Context<AppEnv>, kind: "turn" | "stream"): Promise<void> {
-  const config = c.get("config");
-  const perMinute = kind === "turn" ? config.RATE_LIMIT_TURNS_PER_MINUTE : config.RATE_LIMIT_STREAMS_PER_MINUTE;
-  const { ownerKey } = c.get("identity");
-  const verdict = await c.env.USERS.get(c.env.USERS.idFromName(ownerKey)).admit(kind, perMinute);
-  if (!verdict.ok) {
-    throw new ApiError(429, "rate_limited", `at most ${perMinute} ${kind === "turn" ? "turn submissions" : "event streams"} a minute per user; retry in ${verdict.retryAfterSeconds} s`, {
-      kind,
-      perMinute,
-      retryAfterSeconds: verdict.retryAfterSeconds,
-    }, { "retry-after": String(verdict.retryAfterSeconds) });
-  }
-}
 
 app.post("/v1/conversations/:cid/turns", async (c) => {
   const config = c.get("config");
@@ -233,10 +164,7 @@ app.get("/v1/conversations/:cid/events", async (c) => {
   if (!/^\d{1,15}$/.test(raw.trim())) throw new ApiError(400, "invalid_cursor", "the cursor (Last-Event-ID or ?after=) must be a non-negative integer");
   // The object streams the log over a hibernatable WebSocket; this Worker holds the browser's
   // response, its pings and its slow-viewer bound, so the object can hibernate between events.
-  const upgrade = await stub.fetch(`https://session${SUBSCRIBE_PATH}?after=${Number(raw.trim())}`, { headers: { upgrade: "websocket" } });
-  const socket = upgrade.webSocket;
-  if (upgrade.status !== 101 || !socket) throw new ApiError(503, "session_unavailable", "the conversation's event log could not be opened; retry");
-  socket.accept();
+  const socket = await openSubscription(stub, Number(raw.trim()));
   const config = c.get("config");
   const body = relayStream(socket, { pingIntervalMs: config.SSE_PING_INTERVAL_MS, maxPendingBytes: config.SSE_MAX_PENDING_BYTES });
   return new Response(body, { headers: SSE_HEADERS });
@@ -308,5 +236,8 @@ app.delete("/v1/conversations/:cid", async (c) => {
   const { stub, conversationId } = await session(c);
   return c.json(unwrapRpc(await stub.deleteConversation(conversationId)));
 });
+
+// The AI SDK's UI message stream protocol over the same conversations (src/http/chat-routes.ts).
+app.route("/v1/chat", chatRoutes);
 
 export default app satisfies ExportedHandler<Env>;

@@ -8,7 +8,8 @@
  * out and finds browsers that went away, and a browser whose unread output passes the bound is
  * closed (it reconnects from its last id). The socket and the browser stream end together.
  */
-import { EVENTS, LIVE, PAGE, PULL } from "../lib/subscription-wire";
+import { EVENTS, LIVE, PAGE, PULL, SUBSCRIBE_PATH } from "../lib/subscription-wire";
+import { ApiError } from "./errors";
 
 export interface RelayOptions {
   pingIntervalMs: number;
@@ -108,4 +109,13 @@ export function relayStream(socket: RelaySocket, options: RelayOptions): Readabl
     },
     { highWaterMark: HIGH_WATER_MARK_BYTES, size: (chunk) => chunk.byteLength },
   );
+}
+
+/** Opens a subscription to a conversation's log strictly after `after` (the object accepts it as hibernatable). */
+export async function openSubscription(stub: { fetch(input: string, init?: RequestInit): Promise<Response> }, after: number): Promise<WebSocket> {
+  const upgrade = await stub.fetch(`https://session${SUBSCRIBE_PATH}?after=${after}`, { headers: { upgrade: "websocket" } });
+  const socket = upgrade.webSocket;
+  if (upgrade.status !== 101 || !socket) throw new ApiError(503, "session_unavailable", "the conversation's event log could not be opened; retry");
+  socket.accept();
+  return socket;
 }

@@ -77,6 +77,19 @@ function checkField(field: InteractionField, value: unknown, request: Interactio
   }
 }
 
+/**
+ * Whether an answer grants a permission or approves a plan: the decision, not the answer's
+ * values (never its feedback or scope), so other views can show an approval as granted or
+ * denied. Undefined for other kinds of ask.
+ */
+export function approvalOf(request: InteractionRequest, outcome: Outcome, data: Record<string, unknown> | undefined): boolean | undefined {
+  if (request.kind !== "permission" && request.kind !== "plan") return undefined;
+  if (outcome !== "accepted") return false;
+  if (request.kind === "permission" && typeof data?.grant === "string") return data.grant !== "deny";
+  if (request.kind === "plan" && typeof data?.decision === "string") return data.decision !== "reject";
+  return true;
+}
+
 /** Problems with an answer, each naming its field; empty when the answer fits the request. */
 export function answerProblems(request: InteractionRequest, outcome: Outcome, data: Record<string, unknown> | undefined): string[] {
   const problems: string[] = [];

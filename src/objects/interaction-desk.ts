@@ -9,7 +9,7 @@ import { canonicalDigest, canonicalJson, stripUndefined, toHex } from "../lib/di
 import type { AgentProvider } from "../providers/provider";
 import type { InteractionAcknowledgement, InteractionRequest } from "../schemas/contracts";
 import type { Appender, EventLog } from "./event-log";
-import { answerProblems, type Outcome } from "./interaction-answers";
+import { answerProblems, approvalOf, type Outcome } from "./interaction-answers";
 import { providerRefusal } from "./provider-refusal";
 import type { InteractionRecord, InteractionStatus, SessionContext, SessionStore } from "./session-store";
 
@@ -67,13 +67,21 @@ export class InteractionDesk {
     }
   }
 
-  private announce(log: Appender, ask: InteractionRecord, status: InteractionStatus, now: number, reason?: string, outcome?: string): void {
+  private announce(log: Appender, ask: InteractionRecord, status: InteractionStatus, now: number, reason?: string, outcome?: string, approved?: boolean): void {
     log.append({
       turnId: ask.turnId,
       executionId: ask.executionId,
       type: "interaction.resolved",
-      // Never the answer itself: another device learns that it was answered, and how, not what.
-      data: { turnId: ask.turnId, interactionId: ask.interactionId, status, ...(outcome ? { outcome } : {}), ...(reason ? { reason } : {}) },
+      // Never the answer itself: another device learns that it was answered, and how (for a
+      // permission or a plan, whether it was granted), not what.
+      data: {
+        turnId: ask.turnId,
+        interactionId: ask.interactionId,
+        status,
+        ...(outcome ? { outcome } : {}),
+        ...(approved !== undefined ? { approved } : {}),
+        ...(reason ? { reason } : {}),
+      },
       now,
     });
   }
@@ -164,7 +172,7 @@ export class InteractionDesk {
       const now = Date.now();
       if (status === "accepted") {
         store.resolveInteraction(interactionId, { status: "answered", outcome: command.outcome, answerHmac, operationId: command.operationId, now });
-        this.announce(log, ask, "answered", now, undefined, command.outcome);
+        this.announce(log, ask, "answered", now, undefined, command.outcome, approvalOf(ask.request, command.outcome, command.data));
       }
       if (status !== "invalid_response") store.putOperation(command.operationId, { kind: "answer", requestDigest: answerHmac, ack: result }, now);
     });

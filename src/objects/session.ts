@@ -17,8 +17,9 @@ import type { z } from "zod";
 import { EventLog } from "./event-log";
 import { InteractionDesk, type AnswerCommand } from "./interaction-desk";
 import { providerRefusal } from "./provider-refusal";
-import { SessionStore, type SessionContext, type TurnRequest } from "./session-store";
-import { buildTranscript } from "./transcript";
+import { SessionStore, TERMINAL_TURN_STATUSES, type SessionContext, type TurnRecord, type TurnRequest } from "./session-store";
+import { buildTranscript, type TranscriptTurn } from "./transcript";
+import { replayTurn, uiMessages } from "../ai-sdk/message";
 import { newSubscription, SubscriptionHub, type Subscription } from "./subscriptions";
 import { turnView, type TurnView } from "./turn-cache";
 import { TurnRunner, type SubmitOutcome } from "./turn-runner";
@@ -309,17 +310,41 @@ export class SessionObject extends DurableObject<Env> {
     });
   }
 
+  /** A turn with what its views are built from (its events, or the parts it kept when the log was trimmed into it). */
+  private transcriptTurn(turn: TurnRecord): TranscriptTurn {
+    const interactions = this.store.interactionsOfTurn(turn.turnId);
+    if (turn.parts) return { turn, events: [], interactions };
+    return { turn, events: this.store.eventsOfTurn(turn.turnId), interactions };
+  }
+
   async messages(conversationId: string): Promise<RpcResult<ConversationMessages>> {
     return captureRpc(() => {
       this.bound(conversationId);
       const lastEventId = this.store.lastSeq();
-      const turns = this.store.turns().map((turn) => {
-        const interactions = this.store.interactionsOfTurn(turn.turnId);
-        // A turn that kept its parts when the log was trimmed into it needs none of its events.
-        if (turn.parts) return { turn, events: [], interactions };
-        return { turn, events: this.store.eventsOfTurn(turn.turnId), interactions };
-      });
+      const turns = this.store.turns().map((turn) => this.transcriptTurn(turn));
       return { conversationId, lastEventId, messages: buildTranscript(turns) };
+    });
+  }
+
+  /** The conversation as the AI SDK's UIMessage[] (src/ai-sdk/message.ts), as JSON. */
+  async chatMessages(conversationId: string): Promise<RpcResult<string>> {
+    return captureRpc(() => {
+      this.bound(conversationId);
+      return JSON.stringify(uiMessages(this.store.turns().map((turn) => this.transcriptTurn(turn))));
+    });
+  }
+
+  /**
+   * A finished turn's UI message stream (src/ai-sdk/chunks.ts) as SSE text, from its start or
+   * after the asks a client answered; null while the turn runs (the stream is then followed live).
+   */
+  async chatReplay(conversationId: string, turnId: string, continueAfterAsks: string[]): Promise<RpcResult<string | null>> {
+    return captureRpc(() => {
+      this.bound(conversationId);
+      const turn = this.store.turn(turnId);
+      if (!turn) throw new Refusal("turn_not_found", `no turn ${turnId} in this conversation`);
+      if (!TERMINAL_TURN_STATUSES.has(turn.status)) return null;
+      return replayTurn(this.transcriptTurn(turn), continueAfterAsks);
     });
   }
 

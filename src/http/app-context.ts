@@ -1,0 +1,89 @@
+/**
+ * What every route of the Worker shares: the app's context type, local-development detection,
+ * authentication, the conversation's session object and the per-user rate limits.
+ */
+import type { Context } from "hono";
+import { deriveOwnerKey, deriveSessionId } from "../auth/ids";
+import { bearerToken, verifyUserToken } from "../auth/tokens";
+import type { Config } from "../config";
+import type { SessionContext } from "../objects/session-store";
+import { ConversationId } from "../schemas/common";
+import { invalid } from "./body";
+import { ApiError } from "./errors";
+
+export interface Identity {
+  userId: string;
+  ownerKey: string;
+}
+
+export type AppEnv = { Bindings: Env; Variables: { config: Config; identity: Identity; requestId: string } };
+
+/**
+ * Local development: the deployment itself is local (wrangler.toml's `local` environment, which
+ * `npm start` and the tests use; a deploy has no emulator binding, whatever its vars say) and the
+ * request came to a loopback host. A remote caller can forge a Host header, not a deployment.
+ */
+export function isLocalDevelopment(c: Context<AppEnv>): boolean {
+  const host = new URL(c.req.url).hostname;
+  return c.get("config").local && (host === "127.0.0.1" || host === "localhost" || host === "[::1]" || host === "::1");
+}
+
+const EVENTS_PATH = /^\/v1\/conversations\/([^/]+)\/events$/;
+
+/** The user's bearer token (or, on an events route, a stream token): the identity of the request. */
+export async function authenticate(c: Context<AppEnv>, next: () => Promise<void>): Promise<void> {
+  const config = c.get("config");
+  const header = c.req.header("authorization");
+  const streamToken = c.req.query("access_token");
+  const events = EVENTS_PATH.exec(c.req.path);
+  let userId: string;
+  if (header === undefined && streamToken !== undefined && events && c.req.method === "GET") {
+    // EventSource cannot send headers: a short-lived stream token, bound to the user and this
+    // conversation, is accepted here and nowhere else.
+    const verified = await verifyUserToken(config, streamToken, "stream");
+    let cid: string;
+    try {
+      cid = decodeURIComponent(events[1]!);
+    } catch {
+      throw new ApiError(400, "invalid_request", "the path is not valid percent-encoding");
+    }
+    if (verified.claims.cid !== cid) {
+      throw new ApiError(401, "token_claim_invalid", "this stream token is for another conversation");
+    }
+    userId = verified.userId;
+  } else {
+    ({ userId } = await verifyUserToken(config, bearerToken(header)));
+  }
+  c.set("identity", { userId, ownerKey: await deriveOwnerKey(config.SESSION_ID_SECRET, userId) });
+  await next();
+}
+
+export function conversationIdOf(c: Context<AppEnv>, raw = c.req.param("cid")): string {
+  const parsed = ConversationId.safeParse(raw);
+  if (!parsed.success) throw invalid("conversation id", parsed.error);
+  return parsed.data;
+}
+
+/** The conversation's session object (its id derived from the user and the conversation id). */
+export async function session(c: Context<AppEnv>, conversationId = conversationIdOf(c)) {
+  const { userId, ownerKey } = c.get("identity");
+  const sessionId = await deriveSessionId(c.get("config").SESSION_ID_SECRET, userId, conversationId);
+  const stub = c.env.SESSIONS.get(c.env.SESSIONS.idFromName(sessionId));
+  const context: SessionContext = { sessionId, conversationId, ownerKey };
+  return { stub, context, conversationId };
+}
+
+/** The user's per-minute limit on this kind of request: 429 with Retry-After once it is reached. */
+export async function rateLimit(c: Context<AppEnv>, kind: "turn" | "stream"): Promise<void> {
+  const config = c.get("config");
+  const perMinute = kind === "turn" ? config.RATE_LIMIT_TURNS_PER_MINUTE : config.RATE_LIMIT_STREAMS_PER_MINUTE;
+  const { ownerKey } = c.get("identity");
+  const verdict = await c.env.USERS.get(c.env.USERS.idFromName(ownerKey)).admit(kind, perMinute);
+  if (!verdict.ok) {
+    throw new ApiError(429, "rate_limited", `at most ${perMinute} ${kind === "turn" ? "turn submissions" : "event streams"} a minute per user; retry in ${verdict.retryAfterSeconds} s`, {
+      kind,
+      perMinute,
+      retryAfterSeconds: verdict.retryAfterSeconds,
+    }, { "retry-after": String(verdict.retryAfterSeconds) });
+  }
+}

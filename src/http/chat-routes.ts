@@ -1,0 +1,139 @@
+/**
+ * The AI SDK's routes (README "Use it from the AI SDK"): `POST /v1/chat` is what
+ * `DefaultChatTransport` sends, `GET /v1/chat/:id/stream` what `reconnectToStream` (`resume:
+ * true`) asks, `GET /v1/chat/:id/messages` the conversation as `UIMessage[]`. A chat is an
+ * ordinary conversation (the chat id is the conversation id): the same turns, asks and log as
+ * the native routes, read through the mapping of src/ai-sdk/.
+ */
+import { Hono, type Context } from "hono";
+import { TurnResponse } from "../ai-sdk/chunks";
+import { answerBody, ChatRequestBody, ChatRequestError, chatAction, regeneratedTurnId, type AskShape, type ChatAction } from "../ai-sdk/request";
+import type { RpcResult } from "../errors";
+import type { ConversationSummary } from "../objects/session";
+import type { InteractionAcknowledgement } from "../schemas/contracts";
+import { rateLimit, session, type AppEnv } from "./app-context";
+import { readJsonBody } from "./body";
+import { ApiError, unwrapRpc } from "./errors";
+import { openSubscription } from "./sse-relay";
+import { followTurn, uiStreamResponse } from "./ui-stream";
+
+/** The SDK sends the whole history with every request; only the last message is read. */
+export const CHAT_MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+type Session = Awaited<ReturnType<typeof session>>;
+
+/** An outstanding ask as the summary lists it. */
+type OpenAsk = AskShape & { id: string; turnId: string };
+
+/** The conversation's summary (RPC typing drops its asks' loose shapes; the shape is the session's own). */
+async function summaryOf(s: Session): Promise<RpcResult<ConversationSummary>> {
+  return (await s.stub.summary(s.conversationId)) as unknown as RpcResult<ConversationSummary>;
+}
+
+export const chatRoutes = new Hono<AppEnv>();
+
+function refused(err: ChatRequestError): ApiError {
+  return new ApiError(400, "invalid_request", `the body is invalid: ${err.path}: ${err.message}`, { issues: [{ path: err.path, message: err.message }] });
+}
+
+function checkSize(c: Context<AppEnv>, message: string): void {
+  const limit = c.get("config").MAX_MESSAGE_BYTES;
+  const bytes = new TextEncoder().encode(message).length;
+  if (bytes > limit) throw new ApiError(413, "message_too_large", `the message is ${bytes} bytes; the limit is ${limit}`);
+}
+
+/** The response about one turn: a finished turn from its record, a running one followed live. */
+async function respondWithTurn(c: Context<AppEnv>, s: Session, turnId: string, continueAfterAsks: string[] = []): Promise<Response> {
+  const replay = unwrapRpc(await s.stub.chatReplay(s.conversationId, turnId, continueAfterAsks));
+  if (replay !== null) return uiStreamResponse(replay);
+  const summary = unwrapRpc(await summaryOf(s));
+  const turn = unwrapRpc(await s.stub.getTurn(turnId));
+  // Asks outstanding now, and any asked after this point, are where the response waits for the user.
+  const outstanding = new Set((summary.interactions as OpenAsk[]).map((i) => i.id));
+  const seen = summary.lastEventId;
+  const response = new TurnResponse(turnId, { continueAfterAsks, pauseAt: (id, seq) => seq > seen || outstanding.has(id) });
+  const socket = await openSubscription(s.stub, turn.after ?? seen);
+  const config = c.get("config");
+  return followTurn(socket, response, { pingIntervalMs: config.SSE_PING_INTERVAL_MS, maxPendingBytes: config.SSE_MAX_PENDING_BYTES });
+}
+
+/** Delivers the answers a continued assistant message carries, through the interactions' own checks. */
+async function deliverAnswers(s: Session, action: Extract<ChatAction, { kind: "answer" }>): Promise<void> {
+  unwrapRpc(await s.stub.getTurn(action.turnId));
+  const summary = unwrapRpc(await summaryOf(s));
+  const open = new Map((summary.interactions as OpenAsk[]).map((i) => [i.id, i]));
+  for (const answer of action.answers) {
+    const ask = open.get(answer.interactionId);
+    // Answered already (here, in another tab, by the native route): the stream shows how it ended.
+    if (!ask || ask.turnId !== action.turnId) continue;
+    const body = answerBody(answer, ask);
+    const ack = unwrapRpc(await s.stub.answer(s.conversationId, answer.interactionId, { operationId: `chat:${answer.interactionId}`, ...body })) as InteractionAcknowledgement;
+    switch (ack.status) {
+      case "accepted":
+      case "already_resolved_same":
+      case "already_resolved_different":
+      case "expired":
+      case "cancelled":
+        continue;
+      case "invalid_response":
+        throw new ApiError(422, "invalid_response", `the answer to ${answer.interactionId} does not fit the ask: ${ack.message ?? "invalid"}; the ask stays open`, { interactionId: answer.interactionId, acknowledgement: ack });
+      case "transport_failure":
+        throw new ApiError(502, "upstream_error", `the answer to ${answer.interactionId} could not be confirmed; send it again`, { interactionId: answer.interactionId, retryable: true });
+      default:
+        throw new ApiError(409, ack.status, ack.message ?? `the answer to ${answer.interactionId} was refused (${ack.status})`, { interactionId: answer.interactionId });
+    }
+  }
+}
+
+chatRoutes.post("/", async (c) => {
+  const body = await readJsonBody(c, ChatRequestBody, CHAT_MAX_BODY_BYTES);
+  let action: ChatAction;
+  try {
+    action = chatAction(body);
+  } catch (err) {
+    if (err instanceof ChatRequestError) throw refused(err);
+    throw err;
+  }
+  const s = await session(c, body.id);
+  const options = { ...(body.model !== undefined ? { model: body.model } : {}), ...(body.interactions !== undefined ? { interactions: body.interactions } : {}) };
+  if (action.kind === "answer") {
+    await deliverAnswers(s, action);
+    return respondWithTurn(c, s, action.turnId, action.askIds);
+  }
+  checkSize(c, action.message);
+  let turnId: string;
+  if (action.kind === "submit") {
+    turnId = action.turnId;
+  } else {
+    // Regenerate: a new turn with the same message, its id derived from the answer it replaces,
+    // so a retried request is the same turn. Without the SDK's messageId, that is the latest answer.
+    const summary = await summaryOf(s);
+    const latest = summary.ok ? summary.value.lastTurn : null;
+    const active = summary.ok ? summary.value.activeTurn : null;
+    if (action.of === null && active && active.turnId.startsWith("regen-") && active.message === action.message) {
+      // A regenerate of this message is running: this request is its retry.
+      return respondWithTurn(c, s, active.turnId);
+    }
+    turnId = await regeneratedTurnId(action.userMessageId, action.of ?? latest?.turnId ?? action.userMessageId);
+  }
+  await rateLimit(c, "turn");
+  const { turn } = unwrapRpc(await s.stub.submitTurn(s.context, turnId, { message: action.message, ...options }));
+  return respondWithTurn(c, s, turn.turnId);
+});
+
+chatRoutes.get("/:cid/stream", async (c) => {
+  const s = await session(c);
+  await rateLimit(c, "stream");
+  const summary = await summaryOf(s);
+  // No conversation yet, or no turn running: nothing to resume.
+  if (!summary.ok && summary.refusal.code === "conversation_not_found") return c.body(null, 204);
+  const active = unwrapRpc(summary).activeTurn;
+  if (!active) return c.body(null, 204);
+  return respondWithTurn(c, s, active.turnId);
+});
+
+chatRoutes.get("/:cid/messages", async (c) => {
+  const s = await session(c);
+  const json = unwrapRpc(await s.stub.chatMessages(s.conversationId));
+  return c.body(json, 200, { "content-type": "application/json; charset=utf-8" });
+});

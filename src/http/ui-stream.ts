@@ -1,0 +1,92 @@
+/**
+ * A turn's UI message stream (src/ai-sdk/chunks.ts) followed live: the conversation's event
+ * stream, relayed from the session object as for any browser (./sse-relay.ts: paged replay,
+ * pings, the slow-viewer bound), read here and written as the protocol's chunks. One reader of
+ * the log per viewer, no second store: the native stream and this one are views of the same log.
+ */
+import { frameChunk, type TurnResponse, type UiChunk } from "../ai-sdk/chunks";
+import { SseParser, SSE_HEADERS } from "../lib/sse";
+import type { EventEnvelope } from "../objects/session-store";
+import { relayStream, type RelayOptions, type RelaySocket } from "./sse-relay";
+
+/** The protocol's response headers (the SDK's own `UI_MESSAGE_STREAM_HEADERS`). */
+export const UI_STREAM_HEADERS: Record<string, string> = { ...SSE_HEADERS, "x-vercel-ai-ui-message-stream": "v1" };
+
+const encoder = new TextEncoder();
+const PING = encoder.encode(": ping\n\n");
+const DONE = encoder.encode("data: [DONE]\n\n");
+
+const encode = (chunks: UiChunk[]) => encoder.encode(chunks.map(frameChunk).join(""));
+
+/** Writes a finished, known body: a finished turn's replay, or a response with nothing to follow. */
+export function uiStreamResponse(body: string): Response {
+  return new Response(encoder.encode(`${body}data: [DONE]\n\n`), { headers: UI_STREAM_HEADERS });
+}
+
+export function followTurn(socket: RelaySocket, response: TurnResponse, options: RelayOptions): Response {
+  const native = relayStream(socket, options).getReader();
+  const parser = new SseParser();
+  const decoder = new TextDecoder();
+  let closed = false;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(encode(response.begin()));
+    },
+    async pull(controller) {
+      while (!closed) {
+        const { done, value } = await native.read();
+        if (done) {
+          // The log's stream ended first (the conversation was deleted, or the object went away).
+          closed = true;
+          controller.close();
+          return;
+        }
+        let wrote = false;
+        for (const frame of parser.push(decoder.decode(value, { stream: true }))) {
+          if (frame.data === undefined) {
+            if (frame.comments.length > 0) {
+              controller.enqueue(PING);
+              wrote = true;
+            }
+            continue;
+          }
+          if (frame.event === "stream.reset") {
+            // The turn's events are no longer held from where this response needs them.
+            controller.enqueue(encode([{ type: "error", errorText: "stream_reset: the turn's events are no longer held; reload the messages" }]));
+            wrote = true;
+            closed = true;
+            break;
+          }
+          let event: EventEnvelope;
+          try {
+            event = JSON.parse(frame.data) as EventEnvelope;
+          } catch {
+            continue;
+          }
+          const chunks = response.feed(event);
+          if (chunks.length > 0) {
+            controller.enqueue(encode(chunks));
+            wrote = true;
+          }
+          if (response.finished) {
+            closed = true;
+            break;
+          }
+        }
+        if (closed) {
+          controller.enqueue(DONE);
+          controller.close();
+          await native.cancel().catch(() => undefined);
+          return;
+        }
+        if (wrote) return;
+      }
+    },
+    async cancel() {
+      // The client went away: only this view ends; the run goes on.
+      closed = true;
+      await native.cancel().catch(() => undefined);
+    },
+  });
+  return new Response(body, { headers: UI_STREAM_HEADERS });
+}
