@@ -6,6 +6,7 @@ import { after, before, describe, it } from "node:test";
 import { chromium } from "playwright-core";
 import { startDevServer } from "../../scripts/devserver.mjs";
 import { startStandIn } from "../cli-bridge/standin.mjs";
+import { watchCsp } from "./csp.mjs";
 
 const SHOTS = "test-results/screenshots";
 mkdirSync(SHOTS, { recursive: true });
@@ -34,6 +35,8 @@ after(async () => {
 
 async function signedIn() {
   const context = await browser.newContext({ viewport: { width: 1200, height: 860 } });
+  // Under the page's CSP; a violation fails the test (csp.mjs).
+  await watchCsp(context);
   const page = await context.newPage();
   page.on("pageerror", (err) => console.error("page error:", err.message));
   await page.goto(server.base);

@@ -6,6 +6,7 @@ import { after, before } from "node:test";
 import axe from "axe-core";
 import { chromium } from "playwright-core";
 import { startDevServer } from "../../scripts/devserver.mjs";
+import { watchCsp } from "./csp.mjs";
 
 const SHOTS = "test-results/screenshots";
 mkdirSync(SHOTS, { recursive: true });
@@ -32,9 +33,10 @@ after(async () => {
 let n = 0;
 export const unique = (prefix) => `${prefix}-${Date.now().toString(36)}-${++n}`;
 
-/** A new browser profile (its own storage), with a page in it. */
+/** A new browser profile (its own storage), with a page in it, under the page's CSP (csp.mjs). */
 export async function openPage({ width = 1200, height = 860, colorScheme = "light" } = {}) {
   const context = await browser.newContext({ viewport: { width, height }, colorScheme });
+  await watchCsp(context);
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.base });
   const page = await context.newPage();
   page.on("pageerror", (err) => console.error("page error:", err.message));
@@ -93,7 +95,9 @@ export async function shot(page, name, options = {}) {
 
 /** axe-core on the page as it is: no serious or critical violation. */
 export async function assertAccessible(page, state) {
-  if (!(await page.evaluate(() => "axe" in window))) await page.addScriptTag({ content: axe.source });
+  // Evaluated through the debugging protocol, which the page's CSP does not govern (a <script> tag
+  // of it would be an inline script the policy refuses).
+  if (!(await page.evaluate(() => "axe" in window))) await page.evaluate(axe.source);
   const result = await page.evaluate(async () => {
     const { violations } = await window.axe.run(document, { resultTypes: ["violations"] });
     return violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => `${n.target.join(" ")}: ${n.failureSummary}`) }));
