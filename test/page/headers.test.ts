@@ -1,0 +1,81 @@
+/// <reference types="vite/client" />
+/**
+ * The chat page's security headers (public/_headers, issue 19), in Node: the committed policy allows
+ * exactly index.html's import map by hash (scripts/vendor.mjs rewrites it at build time; this fails
+ * when the committed copy is stale), carries every directive the page is held to, and index.html
+ * has nothing inline that the policy would have to allow. The browser tests (test/e2e/security.mjs)
+ * check the served headers and fail on any violation the page reports.
+ */
+import { describe, expect, it } from "vitest";
+import headersFile from "../../public/_headers?raw";
+import html from "../../public/index.html?raw";
+
+/** The `/*` rule of _headers: header name (lower case) → value. */
+function rootRule(text: string): Map<string, string> {
+  const rules = new Map<string, Map<string, string>>();
+  let current: Map<string, string> | undefined;
+  for (const line of text.split("\n")) {
+    if (!line.trim() || line.startsWith("#")) continue;
+    if (!/^\s/.test(line)) rules.set(line.trim(), (current = new Map()));
+    else {
+      const at = line.indexOf(":");
+      current?.set(line.slice(0, at).trim().toLowerCase(), line.slice(at + 1).trim());
+    }
+  }
+  expect([...rules.keys()]).toEqual(["/*"]);
+  return rules.get("/*")!;
+}
+
+/** CSP value → directive → its sources. */
+const directives = (csp: string) => new Map(csp.split(";").map((d) => d.trim().split(/\s+/)).map(([name, ...sources]) => [name!, sources]));
+
+async function sha256(text: string) {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+  return btoa(String.fromCharCode(...digest));
+}
+
+const scripts = [...html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)].map((m) => ({ attrs: m[1]!, body: m[2]! }));
+
+describe("the chat page's security headers", () => {
+  const rule = rootRule(headersFile);
+  const csp = directives(rule.get("content-security-policy") ?? "");
+
+  it("allow the import map by the hash of its text in index.html, and no other inline script", async () => {
+    const maps = scripts.filter((s) => /type="importmap"/.test(s.attrs));
+    expect(maps).toHaveLength(1);
+    const hash = `'sha256-${await sha256(maps[0]!.body.replace(/\r\n?/g, "\n"))}'`;
+    expect(csp.get("script-src"), "run node scripts/vendor.mjs (npm start does) and commit public/_headers").toEqual(["'self'", hash]);
+    // Every other script is a file of the page's own origin.
+    for (const s of scripts.filter((s) => s !== maps[0])) {
+      expect(s.attrs).toMatch(/\bsrc="\/[^/]/);
+      expect(s.body.trim()).toBe("");
+    }
+  });
+
+  it("carry a strict policy, frame protection, nosniff and a referrer policy", () => {
+    expect(Object.fromEntries(csp)).toEqual({
+      "default-src": ["'self'"],
+      "script-src": csp.get("script-src"),
+      "style-src": ["'self'"],
+      "img-src": ["'self'"],
+      "font-src": ["'self'"],
+      "connect-src": ["'self'"],
+      "object-src": ["'none'"],
+      "base-uri": ["'none'"],
+      "form-action": ["'self'"],
+      "frame-ancestors": ["'none'"],
+    });
+    expect(rule.get("x-frame-options")).toBe("DENY");
+    expect(rule.get("x-content-type-options")).toBe("nosniff");
+    expect(rule.get("referrer-policy")).toBe("no-referrer");
+    expect(rule.get("cross-origin-opener-policy")).toBe("same-origin");
+  });
+
+  it("leave index.html nothing inline to allow: no event handler attributes, style, or javascript: URLs", () => {
+    const tags = [...html.matchAll(/<[a-z][^>]*>/gi)].map((m) => m[0]);
+    expect(tags.filter((t) => /\son[a-z]+\s*=/i.test(t))).toEqual([]);
+    expect(tags.filter((t) => /\sstyle\s*=/i.test(t))).toEqual([]);
+    expect(html).not.toMatch(/<style\b/i);
+    expect(html).not.toMatch(/javascript:/i);
+  });
+});
