@@ -25,7 +25,7 @@ export interface UiMessage {
 const isPlain = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** The SDK's metadata merge: objects merge key by key, anything else replaces; undefined is skipped. */
-export function mergeMetadata(base: Obj | undefined, next: Obj): Obj {
+function mergeMetadata(base: Obj | undefined, next: Obj): Obj {
   if (!base) return next;
   const out: Obj = { ...base };
   for (const [key, value] of Object.entries(next)) {
@@ -188,7 +188,7 @@ function keptEvents(turn: TranscriptTurn["turn"]): EventEnvelope[] {
 const eventsOf = (entry: TranscriptTurn): EventEnvelope[] => (entry.turn.parts ? keptEvents(entry.turn) : entry.events);
 
 /** Every chunk of a turn, from its first event to its end or to now. */
-export function turnChunks(entry: TranscriptTurn): UiChunk[] {
+function turnChunks(entry: TranscriptTurn): UiChunk[] {
   const mapper = new TurnChunks(entry.turn.turnId);
   const chunks = [mapper.start()];
   for (const event of eventsOf(entry)) chunks.push(...mapper.push(event).chunks);

@@ -11,7 +11,7 @@ import { ConversationId } from "../schemas/common";
 import { invalid } from "./body";
 import { ApiError } from "./errors";
 
-export interface Identity {
+interface Identity {
   userId: string;
   ownerKey: string;
 }

@@ -18,7 +18,7 @@ import { openSubscription } from "./sse-relay";
 import { followTurn, uiStreamResponse } from "./ui-stream";
 
 /** The SDK sends the whole history with every request; only the last message is read. */
-export const CHAT_MAX_BODY_BYTES = 4 * 1024 * 1024;
+const CHAT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 type Session = Awaited<ReturnType<typeof session>>;
 

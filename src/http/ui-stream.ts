@@ -10,7 +10,7 @@ import type { EventEnvelope } from "../objects/session-store";
 import { relayStream, type RelayOptions, type RelaySocket } from "./sse-relay";
 
 /** The protocol's response headers (the SDK's own `UI_MESSAGE_STREAM_HEADERS`). */
-export const UI_STREAM_HEADERS: Record<string, string> = { ...SSE_HEADERS, "x-vercel-ai-ui-message-stream": "v1" };
+const UI_STREAM_HEADERS: Record<string, string> = { ...SSE_HEADERS, "x-vercel-ai-ui-message-stream": "v1" };
 
 const encoder = new TextEncoder();
 const PING = encoder.encode(": ping\n\n");
