@@ -36,7 +36,12 @@ app.use("*", async (c, next) => {
   const requestId = c.req.header("x-request-id")?.slice(0, 128) || crypto.randomUUID();
   c.set("requestId", requestId);
   await next();
+  // A response whose headers are immutable (one passed through from a binding) gets a copy.
+  if (Object.isFrozen(c.res.headers)) c.res = new Response(c.res.body, c.res);
   c.header("x-request-id", requestId);
+  // The Worker's answers are data, never a page to sniff or a referrer to leak (the page's own headers: public/_headers).
+  c.header("x-content-type-options", "nosniff");
+  c.header("referrer-policy", "no-referrer");
 });
 
 app.use("*", async (c, next) => {

@@ -14,6 +14,7 @@ import {
   StreamTokenAnswer,
   TurnViewSchema,
 } from "../src/schemas/api";
+import { UiMessagesSchema } from "../src/ai-sdk/request";
 import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
 
 /** The body matches its documented schema exactly: valid, and with no field the schema does not name. */
@@ -50,6 +51,7 @@ describe("the OpenAPI document matches what the routes answer", () => {
     await documented(TurnViewSchema, await sendTurn(token, cid, turnId, "hello [ask]"));
     await documented(ConversationListSchema, await api("/v1/conversations", { token }));
     await documented(MessagesSchema, await api(`/v1/conversations/${cid}/messages`, { token }));
+    await documented(UiMessagesSchema, await api(`/v1/chat/${cid}/messages`, { token }));
     await documented(ConversationUsageSchema, await api(`/v1/conversations/${cid}/usage`, { token }));
     await documented(StreamTokenAnswer, await api(`/v1/conversations/${cid}/stream-token`, { token, body: {} }));
     const slow = uid("turn");
@@ -64,5 +66,6 @@ describe("the OpenAPI document matches what the routes answer", () => {
     const text = JSON.stringify(doc.paths);
     const refs = [...text.matchAll(/#\/components\/schemas\/([A-Za-z]+)/g)].map((m) => m[1]!);
     for (const id of new Set(refs)) expect(doc.components.schemas, id).toHaveProperty(id);
+    for (const path of ["/v1/chat", "/v1/chat/{cid}/stream", "/v1/chat/{cid}/messages"]) expect(doc.paths, path).toHaveProperty([path]);
   });
 });

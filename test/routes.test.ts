@@ -63,6 +63,22 @@ describe("conversation routes", () => {
 });
 
 describe("service routes", () => {
+  it("every answer of the Worker says nosniff and sends no referrer: JSON, errors, event streams, the emulator's pages", async () => {
+    const token = await tokenFor(uid("user"));
+    const answers = [
+      await api("/healthz"),
+      await api("/no/such/route"),
+      await api("/v1/conversations", { token }),
+      await api("/v1/conversations"),
+      await api("/_emulator/counters"),
+    ];
+    for (const res of answers) {
+      expect(res.headers.get("x-content-type-options"), res.url).toBe("nosniff");
+      expect(res.headers.get("referrer-policy"), res.url).toBe("no-referrer");
+      await res.body?.cancel();
+    }
+  });
+
   it("healthz answers without a token", async () => {
     const res = await SELF.fetch("https://gateway.example.com/healthz");
     expect(await json(res)).toEqual({ ok: true, version: "0.1.0", provider: "emulator", devLogin: false });

@@ -11,12 +11,17 @@ import { ASK_TOOL, turnOfAssistantMessage } from "./chunks";
 
 const Part = z.looseObject({ type: z.string().min(1).max(256) });
 
-const UiMessageBody = z.looseObject({
-  id: z.string().min(1).max(512),
-  role: z.enum(["system", "user", "assistant"]),
-  metadata: z.unknown().optional(),
-  parts: z.array(Part).max(10_000),
-});
+const UiMessageBody = z
+  .looseObject({
+    id: z.string().min(1).max(512),
+    role: z.enum(["system", "user", "assistant"]),
+    metadata: z.unknown().optional(),
+    parts: z.array(Part).max(10_000),
+  })
+  .meta({ id: "UIMessage", description: "The AI SDK's UIMessage: its parts as the SDK defines them (text, reasoning, dynamic-tool, step-start, data-*, file)" });
+
+/** `GET /v1/chat/:id/messages`: the conversation as the SDK's messages. */
+export const UiMessagesSchema = z.array(UiMessageBody).meta({ id: "UIMessages" });
 
 export const ChatRequestBody = z
   .strictObject({

@@ -4,11 +4,16 @@
  */
 import { z } from "zod";
 import "../schemas/api";
+import "../ai-sdk/request";
 
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
 const json = (id: string, description: string) => ({ description, content: { "application/json": { schema: ref(id) } } });
 const errors = (...statuses: number[]) =>
   Object.fromEntries(statuses.map((s) => [String(s), json("Error", "Error, with a stable code")]));
+const uiStream = (description: string) => ({
+  description,
+  content: { "text/event-stream": { schema: { type: "string", description: "SSE: each data line is one UIMessageChunk of the AI SDK's UI message stream protocol as JSON; the stream ends with data: [DONE]" } } },
+});
 const cid = { name: "cid", in: "path", required: true, schema: { type: "string", pattern: "^[A-Za-z0-9._:-]{1,128}$" } };
 const auth = [{ bearer: [] }];
 
@@ -128,6 +133,33 @@ export function openApiDocument(version: string): Record<string, unknown> {
           security: auth,
           parameters: [cid],
           responses: { 200: json("ConversationUsage", "Usage"), ...errors(400, 401, 404) },
+        },
+      },
+      "/v1/chat": {
+        post: {
+          summary: "The AI SDK's chat route (DefaultChatTransport): one turn as a UI message stream; a retried message never runs twice",
+          security: auth,
+          requestBody: { content: { "application/json": { schema: ref("ChatRequest") } } },
+          responses: {
+            200: uiStream("The turn as a UI message stream (x-vercel-ai-ui-message-stream: v1), to its end or to an ask it waits on"),
+            ...errors(400, 401, 404, 409, 413, 415, 422, 429, 501, 502, 503, 504),
+          },
+        },
+      },
+      "/v1/chat/{cid}/stream": {
+        get: {
+          summary: "Resume (reconnectToStream, useChat's resume: true): the running turn's whole stream from its start, then live",
+          security: auth,
+          parameters: [cid],
+          responses: { 200: uiStream("The running turn's UI message stream, from its start"), 204: { description: "No turn is running: nothing to resume" }, ...errors(400, 401, 429) },
+        },
+      },
+      "/v1/chat/{cid}/messages": {
+        get: {
+          summary: "The conversation as the AI SDK's UIMessage[] (seed useChat's messages after a reload)",
+          security: auth,
+          parameters: [cid],
+          responses: { 200: json("UIMessages", "Each turn's user message and answer"), ...errors(400, 401, 404) },
         },
       },
       "/v1/conversations/{cid}/messages": {
