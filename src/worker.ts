@@ -128,7 +128,6 @@ app.get("/v1/conversations", async (c) => {
 app.post("/v1/conversations/:cid/turns", async (c) => {
   const config = c.get("config");
   const { stub, context } = await session(c);
-  await rateLimit(c, "turn");
   const body = await readJsonBody(c, SubmitTurnBody, config.MAX_MESSAGE_BYTES + BODY_OVERHEAD_BYTES);
   const header = c.req.header("idempotency-key");
   if (header !== undefined) {
@@ -144,6 +143,8 @@ app.post("/v1/conversations/:cid/turns", async (c) => {
   if (messageBytes > config.MAX_MESSAGE_BYTES) {
     throw new ApiError(413, "message_too_large", `the message is ${messageBytes} bytes; the limit is ${config.MAX_MESSAGE_BYTES}`);
   }
+  // Only a request that passed validation counts against the user's limit.
+  await rateLimit(c, "turn");
   const request = {
     message: body.message,
     ...(body.model !== undefined ? { model: body.model } : {}),
@@ -163,10 +164,10 @@ app.get("/v1/conversations/:cid/turns/:turnId", async (c) => {
 
 app.get("/v1/conversations/:cid/events", async (c) => {
   const { stub } = await session(c);
-  await rateLimit(c, "stream");
   // EventSource sends Last-Event-ID on its own reconnects; a reloaded page passes ?after=.
   const raw = c.req.header("last-event-id") ?? c.req.query("after") ?? "0";
   if (!/^\d{1,15}$/.test(raw.trim())) throw new ApiError(400, "invalid_cursor", "the cursor (Last-Event-ID or ?after=) must be a non-negative integer");
+  await rateLimit(c, "stream");
   // The object streams the log over a hibernatable WebSocket; this Worker holds the browser's
   // response, its pings and its slow-viewer bound, so the object can hibernate between events.
   const socket = await openSubscription(stub, Number(raw.trim()));

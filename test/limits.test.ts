@@ -80,6 +80,28 @@ describe("per-user rate limits", () => {
     expect((await sendTurn(await tokenFor(uid("user")), uid("conv"), uid("turn"), "someone else")).status).toBe(202);
   });
 
+  it("refused requests use up nothing: malformed sends and bad cursors leave the whole quota", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const malformed = [
+      api(`/v1/conversations/${cid}/turns`, { token, body: { turnId: uid("turn") } }),
+      api(`/v1/conversations/${cid}/turns`, { token, body: { turnId: uid("turn"), message: "x", surprise: true } }),
+      api(`/v1/conversations/${cid}/turns`, { token, body: { message: "no turn id" } }),
+      api(`/v1/conversations/${cid}/turns`, { token, body: { turnId: uid("turn"), message: "x".repeat(70_000) } }),
+      api(`/v1/conversations/bad%20id/turns`, { token, body: { turnId: uid("turn"), message: "x" } }),
+    ];
+    for (const res of await Promise.all(malformed)) expect(res.status).toBeGreaterThanOrEqual(400);
+    for (let i = 0; i < 4; i++) expect((await sendTurn(token, uid("conv"), uid("turn"), "hi")).status).toBe(202);
+    expect((await sendTurn(token, uid("conv"), uid("turn"), "one too many")).status).toBe(429);
+    for (let i = 0; i < 8; i++) expect((await api(`/v1/conversations/${cid}/events?after=nope`, { token })).status).toBe(400);
+    for (let i = 0; i < 6; i++) {
+      const res = await api(`/v1/conversations/${cid}/events`, { token });
+      expect(res.status).toBe(200);
+      await res.body?.cancel();
+    }
+    expect((await api(`/v1/conversations/${cid}/events`, { token })).status).toBe(429);
+  });
+
   it("event streams past the limit get 429 with Retry-After", async () => {
     const token = await tokenFor(uid("user"));
     const cid = uid("conv");

@@ -10,6 +10,16 @@ async function expectError(response: Promise<Response>, status: number, code: st
   return body;
 }
 
+describe("text that is whole", () => {
+  it("a surrogate pair (a whole character) is text: the turn runs and its message comes back as sent", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const turnId = uid("turn");
+    expect((await sendTurn(token, cid, turnId, "a whole emoji \ud83d\ude00")).status).toBe(202);
+    expect((await waitForTurn(token, cid, turnId)).message).toBe("a whole emoji \u{1F600}");
+  });
+});
+
 describe("bad input gets a documented 4xx and leaves stored state unchanged", () => {
   it("on every route", async () => {
     const token = await tokenFor(uid("user"));
@@ -47,6 +57,18 @@ describe("bad input gets a documented 4xx and leaves stored state unchanged", ()
     await expectError(api(turns, { token, body: { turnId: uid("t"), message: "x".repeat(200 * 1024) } }), 413, "payload_too_large");
     // A multi-byte message is measured in UTF-8 bytes, not characters.
     await expectError(api(turns, { token, body: { turnId: uid("t"), message: "é".repeat(33 * 1024) } }), 413, "message_too_large");
+    // A lone UTF-16 surrogate is valid JSON but not text: refused naming the field, on every route that digests input.
+    for (const [path, body, field] of [
+      [turns, { turnId: uid("t"), message: "half \ud800 a character" }, "message"],
+      [turns, { turnId: uid("t"), message: "hi", model: "model-\udfff" }, "model"],
+      [`/v1/conversations/${cid}/cancel`, { operationId: uid("op"), reason: "\ud83d" }, "reason"],
+      [`/v1/conversations/${cid}/interactions/any-ask`, { operationId: uid("op"), outcome: "accepted", data: { project: "x\udc00" } }, "data.project"],
+      [`/v1/conversations/${cid}/interactions/any-ask`, { operationId: uid("op"), outcome: "accepted", data: { "\ud800": "x" } }, "(its name)"],
+      ["/v1/chat", { id: cid, trigger: "submit-message", messages: [{ id: uid("m"), role: "user", parts: [{ type: "text", text: "\ud800" }] }] }, "messages.0.parts.0.text"],
+    ] as const) {
+      const refused = await expectError(api(path, { token, body }), 400, "invalid_request", field);
+      expect(refused.error.message).toContain("surrogate");
+    }
     // A bad conversation id, on every conversation route.
     for (const bad of ["bad%20id", "x".repeat(129), "semi%3Bcolon"]) {
       await expectError(api(`/v1/conversations/${bad}/turns`, { token, body: { turnId: uid("t"), message: "hi" } }), 400, "invalid_request", "conversation id");

@@ -19,6 +19,22 @@ export function invalid(what: string, error: z.ZodError): ApiError {
   return new ApiError(400, "invalid_request", `${what}: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`, { issues });
 }
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Where a JSON value holds a lone UTF-16 surrogate (`"\ud800"` is valid JSON but not text: it has
+ * no UTF-8 form, so it cannot be digested, stored as text or sent on): the path of each, keys included.
+ */
+function loneSurrogatePaths(value: unknown, path = ""): string[] {
+  if (typeof value === "string") return LONE_SURROGATE.test(value) ? [path || "(body)"] : [];
+  if (Array.isArray(value)) return value.flatMap((item, i) => loneSurrogatePaths(item, path ? `${path}.${i}` : String(i)));
+  if (typeof value !== "object" || value === null) return [];
+  return Object.entries(value).flatMap(([key, item]) => {
+    const at = path ? `${path}.${key}` : key;
+    return [...(LONE_SURROGATE.test(key) ? [`${at} (its name)`] : []), ...loneSurrogatePaths(item, at)];
+  });
+}
+
 /** Reads and validates a JSON body; `raw` receives the parsed JSON before the schema shapes it. */
 export async function readJsonBody<S extends z.ZodType>(c: Context, schema: S, maxBytes: number, raw?: (body: unknown) => void): Promise<z.output<S>> {
   // Exactly application/json (parameters such as charset allowed): not json-patch+json or other look-alikes.
@@ -35,6 +51,11 @@ export async function readJsonBody<S extends z.ZodType>(c: Context, schema: S, m
     body = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(buffer));
   } catch {
     throw new ApiError(400, "invalid_json", "the body is not valid UTF-8 JSON");
+  }
+  const broken = loneSurrogatePaths(body);
+  if (broken.length > 0) {
+    const issues = broken.map((path) => ({ path, message: "contains a lone UTF-16 surrogate, which is not text" }));
+    throw new ApiError(400, "invalid_request", `the body is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`, { issues });
   }
   raw?.(body);
   const parsed = schema.safeParse(body);
