@@ -6,13 +6,13 @@ import { Hono } from "hono";
 import { cors } from "hono/cors";
 import { signToken } from "./auth/tokens";
 import { readConfig } from "./config";
-import { authenticate, conversationIdOf, isLocalDevelopment, rateLimit, session, type AppEnv } from "./http/app-context";
+import { authenticate, conversationIdOf, isLocalDevelopment, knownConversation, knownSession, rateLimit, session, type AppEnv } from "./http/app-context";
 import { readJsonBody, invalid } from "./http/body";
 import { chatRoutes } from "./http/chat-routes";
 import { ACK_HTTP_STATUS, ApiError, unwrapRpc } from "./http/errors";
 import { openApiDocument } from "./http/openapi";
 import { SSE_HEADERS } from "./lib/sse";
-import { openSubscription, relayStream } from "./http/sse-relay";
+import { openSubscription, relayOnceKnown, relayStream } from "./http/sse-relay";
 import { emulatorFetch } from "./providers";
 import { Id, TurnId } from "./schemas/common";
 import type { InteractionAcknowledgement } from "./schemas/contracts";
@@ -156,24 +156,28 @@ app.post("/v1/conversations/:cid/turns", async (c) => {
 });
 
 app.get("/v1/conversations/:cid/turns/:turnId", async (c) => {
-  const { stub } = await session(c);
+  const { stub } = await knownSession(c);
   const turnId = TurnId.safeParse(c.req.param("turnId"));
   if (!turnId.success) throw invalid("turn id", turnId.error);
   return c.json(unwrapRpc(await stub.getTurn(turnId.data)));
 });
 
 app.get("/v1/conversations/:cid/events", async (c) => {
-  const { stub } = await session(c);
+  const { stub, conversationId } = await session(c);
   // EventSource sends Last-Event-ID on its own reconnects; a reloaded page passes ?after=.
   const raw = c.req.header("last-event-id") ?? c.req.query("after") ?? "0";
   if (!/^\d{1,15}$/.test(raw.trim())) throw new ApiError(400, "invalid_cursor", "the cursor (Last-Event-ID or ?after=) must be a non-negative integer");
   await rateLimit(c, "stream");
   // The object streams the log over a hibernatable WebSocket; this Worker holds the browser's
   // response, its pings and its slow-viewer bound, so the object can hibernate between events.
-  const socket = await openSubscription(stub, Number(raw.trim()));
   const config = c.get("config");
-  const body = relayStream(socket, { pingIntervalMs: config.SSE_PING_INTERVAL_MS, maxPendingBytes: config.SSE_MAX_PENDING_BYTES });
-  return new Response(body, { headers: SSE_HEADERS });
+  const options = { pingIntervalMs: config.SSE_PING_INTERVAL_MS, maxPendingBytes: config.SSE_MAX_PENDING_BYTES };
+  const after = Number(raw.trim());
+  if (!(await knownConversation(c, conversationId))) {
+    // Not a conversation yet: wait for it without waking (and so storing) a session object.
+    return new Response(relayOnceKnown(() => knownConversation(c, conversationId), () => openSubscription(stub, after), options), { headers: SSE_HEADERS });
+  }
+  return new Response(relayStream(await openSubscription(stub, after), options), { headers: SSE_HEADERS });
 });
 
 app.post("/v1/conversations/:cid/stream-token", async (c) => {
@@ -203,12 +207,12 @@ app.get("/v1/conversations/:cid/dev/object", async (c) => {
 });
 
 app.get("/v1/conversations/:cid", async (c) => {
-  const { stub, conversationId } = await session(c);
+  const { stub, conversationId } = await knownSession(c);
   return c.json(unwrapRpc(await stub.summary(conversationId)));
 });
 
 app.get("/v1/conversations/:cid/messages", async (c) => {
-  const { stub, conversationId } = await session(c);
+  const { stub, conversationId } = await knownSession(c);
   return c.json(unwrapRpc(await stub.messages(conversationId)));
 });
 
@@ -234,7 +238,7 @@ app.post("/v1/conversations/:cid/interactions/:iid", async (c) => {
 });
 
 app.get("/v1/conversations/:cid/usage", async (c) => {
-  const { stub, conversationId } = await session(c);
+  const { stub, conversationId } = await knownSession(c);
   return c.json(unwrapRpc(await stub.usage(conversationId)));
 });
 

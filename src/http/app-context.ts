@@ -87,3 +87,23 @@ export async function rateLimit(c: Context<AppEnv>, kind: "turn" | "stream"): Pr
     }, { "retry-after": String(verdict.retryAfterSeconds) });
   }
 }
+
+/**
+ * Whether the user's index has the conversation. Reading a conversation that does not exist must
+ * store nothing, and a session object's storage exists as soon as the object is woken: reads of an
+ * unknown conversation are answered here, without waking it.
+ */
+export async function knownConversation(c: Context<AppEnv>, conversationId: string): Promise<boolean> {
+  return c.env.USERS.get(c.env.USERS.idFromName(c.get("identity").ownerKey)).knows(conversationId);
+}
+
+/** A 404 for a conversation the user does not have, before any session object is woken. */
+export async function requireConversation(c: Context<AppEnv>, conversationId: string): Promise<void> {
+  if (!(await knownConversation(c, conversationId))) throw new ApiError(404, "conversation_not_found", `no conversation ${conversationId}`);
+}
+
+/** The session object of a conversation the user has (404 otherwise, nothing woken). */
+export async function knownSession(c: Context<AppEnv>, conversationId = conversationIdOf(c)) {
+  await requireConversation(c, conversationId);
+  return session(c, conversationId);
+}

@@ -11,7 +11,7 @@ import { answerBody, ChatRequestBody, ChatRequestError, chatAction, regeneratedT
 import type { RpcResult } from "../errors";
 import type { ConversationSummary } from "../objects/session";
 import type { InteractionAcknowledgement } from "../schemas/contracts";
-import { rateLimit, session, type AppEnv } from "./app-context";
+import { knownConversation, knownSession, rateLimit, requireConversation, session, type AppEnv } from "./app-context";
 import { readJsonBody } from "./body";
 import { ApiError, unwrapRpc } from "./errors";
 import { openSubscription } from "./sse-relay";
@@ -97,6 +97,7 @@ chatRoutes.post("/", async (c) => {
   const s = await session(c, body.id);
   const options = { ...(body.model !== undefined ? { model: body.model } : {}), ...(body.interactions !== undefined ? { interactions: body.interactions } : {}) };
   if (action.kind === "answer") {
+    await requireConversation(c, s.conversationId);
     await deliverAnswers(s, action);
     return respondWithTurn(c, s, action.turnId, action.askIds);
   }
@@ -124,8 +125,9 @@ chatRoutes.post("/", async (c) => {
 chatRoutes.get("/:cid/stream", async (c) => {
   const s = await session(c);
   await rateLimit(c, "stream");
+  // No conversation yet (asked without waking a session object), or no turn running: nothing to resume.
+  if (!(await knownConversation(c, s.conversationId))) return c.body(null, 204);
   const summary = await summaryOf(s);
-  // No conversation yet, or no turn running: nothing to resume.
   if (!summary.ok && summary.refusal.code === "conversation_not_found") return c.body(null, 204);
   const active = unwrapRpc(summary).activeTurn;
   if (!active) return c.body(null, 204);
@@ -133,7 +135,7 @@ chatRoutes.get("/:cid/stream", async (c) => {
 });
 
 chatRoutes.get("/:cid/messages", async (c) => {
-  const s = await session(c);
+  const s = await knownSession(c);
   const json = unwrapRpc(await s.stub.chatMessages(s.conversationId));
   return c.body(json, 200, { "content-type": "application/json; charset=utf-8" });
 });

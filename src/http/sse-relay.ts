@@ -119,3 +119,64 @@ export async function openSubscription(stub: { fetch(input: string, init?: Reque
   socket.accept();
   return socket;
 }
+
+/** How often a stream of a conversation that does not exist yet asks whether it does (backing off). */
+const FIRST_POLL_MS = 500;
+const MAX_POLL_MS = 10_000;
+const RETRY_HEAD = encoder.encode("retry: 2000\n\n");
+
+/**
+ * The stream of a conversation the user does not have yet: it answers and waits like an empty log
+ * (docs/sse-protocol.md §3.2: retry first, then pings) without waking a session object, which would
+ * store an empty database for any id read. It asks the user's index, backing off, whether the
+ * conversation exists; once it does, it relays the log from `after` as any stream.
+ */
+export function relayOnceKnown(known: () => Promise<boolean>, open: () => Promise<RelaySocket>, options: RelayOptions): ReadableStream<Uint8Array> {
+  let inner: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  let closed = false;
+  let wake: (() => void) | undefined;
+  const sleep = (ms: number) => new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    wake = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+  });
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(RETRY_HEAD);
+    },
+    async pull(controller) {
+      if (!inner) {
+        let pollMs = FIRST_POLL_MS;
+        let sincePoll = 0;
+        let sincePing = 0;
+        while (!closed && !(sincePoll === 0 && (await known()))) {
+          const step = Math.min(pollMs - sincePoll, options.pingIntervalMs - sincePing);
+          await sleep(step);
+          if (closed) return;
+          sincePoll += step;
+          sincePing += step;
+          if (sincePing >= options.pingIntervalMs) {
+            controller.enqueue(PING);
+            sincePing = 0;
+          }
+          if (sincePoll >= pollMs) {
+            sincePoll = 0;
+            pollMs = Math.min(MAX_POLL_MS, pollMs * 2);
+          }
+        }
+        if (closed) return;
+        inner = relayStream(await open(), options).getReader();
+      }
+      const { done, value } = await inner.read();
+      if (done) controller.close();
+      else controller.enqueue(value);
+    },
+    cancel() {
+      closed = true;
+      wake?.();
+      return inner?.cancel();
+    },
+  });
+}

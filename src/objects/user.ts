@@ -183,6 +183,11 @@ export class UserObject extends DurableObject<Env> {
     });
   }
 
+  /** Whether the user has this conversation (a read of one it does not have wakes no session object). */
+  async knows(conversationId: string): Promise<boolean> {
+    return this.sql.exec("SELECT 1 FROM conversations WHERE conversation_id = ?", conversationId).toArray().length > 0;
+  }
+
   /** How many times this conversation id was deleted (0 for a first use). */
   async deletionsOf(conversationId: string): Promise<number> {
     return this.sql.exec<{ deletions: number }>("SELECT deletions FROM incarnations WHERE conversation_id = ?", conversationId).toArray()[0]?.deletions ?? 0;

@@ -1,0 +1,42 @@
+/**
+ * Reading a conversation that does not exist stores nothing (README "Errors and limits"): no
+ * route of an unknown conversation wakes a session object, whose storage would exist from then on.
+ * `listDurableObjectIds` lists the objects that have storage.
+ */
+import { env, listDurableObjectIds } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid } from "./helpers";
+
+const sessions = async () => (await listDurableObjectIds(env.SESSIONS)).length;
+
+describe("reads of a conversation that does not exist", () => {
+  it("answer 404 (or 204, or a waiting stream) and leave no session object's storage behind", async () => {
+    const token = await tokenFor(uid("user"));
+    const before = await sessions();
+    const cid = uid("never");
+    for (const path of [`/v1/conversations/${cid}`, `/v1/conversations/${cid}/messages`, `/v1/conversations/${cid}/usage`, `/v1/conversations/${cid}/turns/t1`, `/v1/chat/${cid}/messages`]) {
+      const res = await api(path, { token });
+      expect({ path, status: res.status, code: (await json(res)).error?.code }).toEqual({ path, status: 404, code: "conversation_not_found" });
+    }
+    expect((await api(`/v1/chat/${cid}/stream`, { token })).status).toBe(204);
+    // The event stream answers and waits, as for an empty log.
+    const stream = await api(`/v1/conversations/${cid}/events`, { token });
+    expect(stream.status).toBe(200);
+    const reader = stream.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe("retry: 2000\n\n");
+    await reader.cancel();
+    expect(await sessions()).toBe(before);
+  });
+
+  it("a stream opened before the conversation's first turn gets that turn once it exists", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const stream = await api(`/v1/conversations/${cid}/events`, { token });
+    expect(stream.status).toBe(200);
+    const turnId = uid("turn");
+    expect((await sendTurn(token, cid, turnId, "first")).status).toBe(202);
+    const { events } = await collect(stream, isTurnEnd, { timeoutMs: 10_000 });
+    expect(events[0]).toMatchObject({ seq: 1, type: "turn.accepted", turnId });
+    expect(events.at(-1)!.type).toBe("turn.completed");
+  });
+});
