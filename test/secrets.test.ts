@@ -212,6 +212,37 @@ describe("no secret leaves the gateway", () => {
     expectNoSecrets();
   });
 
+  it("a question with a secret field answered through the AI SDK's chat route", async () => {
+    const userId = uid("carol");
+    const token = await tokenFor(userId);
+    markToken("carol's user token", token);
+    const cid = uid("chat");
+    const user = { id: "u1", role: "user", parts: [{ type: "text", text: "set up tests [ask]" }] };
+    const asked = await call("/v1/chat", { token, body: { id: cid, trigger: "submit-message", messages: [user] } });
+    expect(asked.status).toBe(200);
+    const chunks = String(asked.body)
+      .split("\n\n")
+      .filter((f) => f.startsWith("data: {"))
+      .map((f) => JSON.parse(f.slice(6)) as { type: string; toolName?: string; toolCallId?: string });
+    const question = chunks.find((c) => c.type === "tool-input-available" && c.toolName === "question")!;
+    const answer = (output: Record<string, unknown>) => ({
+      id: cid,
+      trigger: "submit-message",
+      messageId: "u1:answer",
+      messages: [user, { id: "u1:answer", role: "assistant", parts: [{ type: "dynamic-tool", toolName: "question", toolCallId: question.toolCallId, state: "output-available", input: {}, output }] }],
+    });
+    // Refused first (the refusal names fields, never values), then answered.
+    expect((await call("/v1/chat", { token, body: answer({ ...GOOD, workers: SECRET_ANSWER }) })).status).toBe(422);
+    const continued = await call("/v1/chat", { token, body: answer(GOOD) });
+    expect(continued.status).toBe(200);
+    expect(String(continued.body)).toContain('"type":"finish"');
+    await call(`/v1/chat/${cid}/messages`, { token });
+    await call(`/v1/chat/${cid}/stream`, { token });
+    await stream(`/v1/conversations/${cid}/events?after=0`, token, isTurnEnd);
+    await dumpConversation(userId, cid, "chat");
+    expectNoSecrets();
+  });
+
   // Every fault of the emulator, each in a turn of a fresh user (so provisioning faults apply too).
   const faults: Array<[string, Record<string, unknown>, string]> = [
     ["severed streams", { dropStreamAfterFrames: 4, dropStreams: 2 }, "severed [long]"],
