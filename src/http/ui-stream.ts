@@ -13,6 +13,7 @@ import { relayStream, type RelayOptions, type RelaySocket } from "./sse-relay";
 const UI_STREAM_HEADERS: Record<string, string> = { ...SSE_HEADERS, "x-vercel-ai-ui-message-stream": "v1" };
 
 const encoder = new TextEncoder();
+const MAX_EVENT_BYTES = 2 * 1024 * 1024;
 const PING = encoder.encode(": ping\n\n");
 const DONE = encoder.encode("data: [DONE]\n\n");
 
@@ -25,7 +26,8 @@ export function uiStreamResponse(body: string): Response {
 
 export function followTurn(socket: RelaySocket, response: TurnResponse, options: RelayOptions): Response {
   const native = relayStream(socket, options).getReader();
-  const parser = new SseParser();
+  // An event holds an upstream frame of up to 1 MiB plus its envelope (test/large-frames.test.ts).
+  const parser = new SseParser(MAX_EVENT_BYTES);
   const decoder = new TextDecoder();
   let closed = false;
   const body = new ReadableStream<Uint8Array>({

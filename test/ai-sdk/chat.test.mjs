@@ -431,7 +431,7 @@ describe("bad bodies", () => {
 });
 
 describe("every chunk of every emulator script", () => {
-  const scripts = ["plain answer", "[long] go", "[no-usage] go", "[receipt-none] go", "[receipt-partial] go", "[step-partial] go", "[bad-usage] go", "[fail] go", "[words:40] [paragraphs] go", "[ask-timeout] go"];
+  const scripts = ["plain answer", "[long] go", "[no-usage] go", "[receipt-none] go", "[receipt-partial] go", "[step-partial] go", "[bad-usage] go", "[fail] go", "[words:40] [paragraphs] go", "[ask-timeout] go", "[big-output:1046000] a frame at the size bound"];
   for (const message of scripts) {
     it(`${message}: the SDK's schema accepts every chunk, and the reload is the streamed message`, async () => {
       const token = await login(base(), unique("ai-user"));

@@ -13,6 +13,7 @@ import { afterQuestion, FIRST_PLAN, permissionAsk, planFrames, questionAsk, type
  *               for the whole answer, `part.text` the text so far, `delta` the new suffix
  *               (benchmarks; N ≤ 20000)
  *   [paragraphs] with [words:N]: the answer in parts of 25 words instead (each its own text part)
+ *   [big-output:N] the `read` tool's output is N bytes (up to 2,000,000): a frame near the size bounds
  * Asks (the run waits for the answer and continues according to it):
  *   [ask]          a question with text, select, boolean, number, multi-select and secret fields
  *   [ask-timeout]  the same question, expiring after a short time (interaction.cancel, timeout)
@@ -83,6 +84,24 @@ const WORDS_PER_PARAGRAPH = 25;
 function wordCount(message: string): number | undefined {
   const match = /\[words:(\d{1,5})\]/.exec(message);
   return match ? Math.min(MAX_WORDS, Math.max(1, Number(match[1]))) : undefined;
+}
+
+const MAX_BIG_OUTPUT = 2_000_000;
+const README_TEXT = "# Demo project\n\nA small service with a test suite.\n";
+
+/** A line of text that JSON carries as it is (no escapes), so N bytes of it are N bytes on the wire. */
+const FILLER = "all work and no play makes a long file ";
+
+/** What the scripted `read` of README.md returns: the file, or N bytes of text for [big-output:N]. */
+function readOutput(message: string): string {
+  const size = bigOutput(message);
+  if (size === undefined) return README_TEXT;
+  return FILLER.repeat(Math.ceil(size / FILLER.length)).slice(0, size);
+}
+
+function bigOutput(message: string): number | undefined {
+  const match = /\[big-output:(\d{1,7})\]/.exec(message);
+  return match ? Math.min(MAX_BIG_OUTPUT, Number(match[1])) : undefined;
 }
 
 /** Splits text into deltas of `wordsPerDelta` words, keeping the exact text when rejoined. */
@@ -217,7 +236,7 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
         id: toolId,
         type: "tool",
         tool: "read",
-        state: { status: "completed", input: input1, output: "# Demo project\n\nA small service with a test suite.\n" },
+        state: { status: "completed", input: input1, output: readOutput(message) },
       },
     },
   });
