@@ -6,16 +6,16 @@
  * the native routes, read through the mapping of src/ai-sdk/.
  */
 import { Hono, type Context } from "hono";
-import { TurnResponse } from "../ai-sdk/chunks";
-import { answerBody, ChatRequestBody, ChatRequestError, chatAction, regeneratedTurnId, type AskShape, type ChatAction } from "../ai-sdk/request";
-import type { RpcResult } from "../errors";
-import type { ConversationSummary } from "../objects/session";
-import type { InteractionAcknowledgement } from "../schemas/contracts";
-import { knownConversation, knownSession, rateLimit, requireConversation, session, type AppEnv } from "./app-context";
-import { readJsonBody } from "./body";
-import { ApiError, unwrapRpc } from "./errors";
-import { openSubscription } from "./sse-relay";
-import { followTurn, uiStreamResponse } from "./ui-stream";
+import { TurnResponse } from "../../ai-sdk/chunks";
+import { answerBody, ChatRequestBody, ChatRequestError, chatAction, regeneratedTurnId, type AskShape, type ChatAction } from "../../ai-sdk/request";
+import type { RpcResult } from "../../errors";
+import type { ConversationSummary } from "../../objects/session";
+import type { InteractionAcknowledgement } from "../../schemas/contracts";
+import { knownConversation, knownSession, rateLimit, requireConversation, session, type AppEnv } from "../app-context";
+import { readJsonBody } from "../body";
+import { ApiError, unwrapRpc } from "../errors";
+import { openSubscription } from "../sse-relay";
+import { followTurn, uiStreamResponse } from "../ui-stream";
 
 /** The SDK sends the whole history with every request; only the last message is read. */
 const CHAT_MAX_BODY_BYTES = 4 * 1024 * 1024;

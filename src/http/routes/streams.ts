@@ -1,0 +1,41 @@
+/**
+ * The event stream (docs/sse-protocol.md) and the stream tokens EventSource needs. The Worker holds
+ * each browser's response (../sse-relay.ts) and subscribes to the session object over a
+ * hibernatable WebSocket. Mounted at `/v1/conversations`.
+ */
+import { Hono } from "hono";
+import { signToken } from "../../auth/tokens";
+import { SSE_HEADERS } from "../../lib/sse";
+import { conversationIdOf, knownConversation, rateLimit, session, type AppEnv } from "../app-context";
+import { ApiError } from "../errors";
+import { openSubscription, relayOnceKnown, relayStream } from "../sse-relay";
+
+export const streamRoutes = new Hono<AppEnv>();
+
+streamRoutes.get("/:cid/events", async (c) => {
+  const { stub, conversationId } = await session(c);
+  // EventSource sends Last-Event-ID on its own reconnects; a reloaded page passes ?after=.
+  const raw = c.req.header("last-event-id") ?? c.req.query("after") ?? "0";
+  if (!/^\d{1,15}$/.test(raw.trim())) throw new ApiError(400, "invalid_cursor", "the cursor (Last-Event-ID or ?after=) must be a non-negative integer");
+  await rateLimit(c, "stream");
+  // The object streams the log over a hibernatable WebSocket; this Worker holds the browser's
+  // response, its pings and its slow-viewer bound, so the object can hibernate between events.
+  const config = c.get("config");
+  const options = { pingIntervalMs: config.SSE_PING_INTERVAL_MS, maxPendingBytes: config.SSE_MAX_PENDING_BYTES };
+  const after = Number(raw.trim());
+  if (!(await knownConversation(c, conversationId))) {
+    // Not a conversation yet: wait for it without waking (and so storing) a session object.
+    return new Response(relayOnceKnown(() => knownConversation(c, conversationId), () => openSubscription(stub, after), options), { headers: SSE_HEADERS });
+  }
+  return new Response(relayStream(await openSubscription(stub, after), options), { headers: SSE_HEADERS });
+});
+
+streamRoutes.post("/:cid/stream-token", async (c) => {
+  const config = c.get("config");
+  const conversationId = conversationIdOf(c);
+  const { userId } = c.get("identity");
+  if (!config.AUTH_JWT_SECRET) throw new ApiError(501, "stream_tokens_unavailable", "stream tokens need AUTH_JWT_SECRET to sign them");
+  const ttl = config.STREAM_TOKEN_TTL_SECONDS;
+  const token = await signToken(config, { sub: userId, use: "stream", cid: conversationId }, ttl);
+  return c.json({ token, expiresIn: ttl, eventsUrl: `/v1/conversations/${encodeURIComponent(conversationId)}/events?access_token=${token}` });
+});
