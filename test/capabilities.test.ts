@@ -64,4 +64,39 @@ describe("capability gating", () => {
     const vendor = await sendTurn(open, uid("conv"), uid("turn"), "ask me", { interactions: { "vendor.review": true } });
     expect((await json(vendor)).error.details.unsupported).toEqual(["vendor.review"]);
   });
+
+  it("a document without the interactions group still runs turns; answering is refused 501 naming the missing claim", async () => {
+    const token = await userWith({ capabilities: { interactions: false } });
+    const cid = uid("conv");
+    const turnId = uid("turn");
+    const accepted = await sendTurn(token, cid, turnId, "hello");
+    expect(accepted.status).toBe(202);
+    expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
+    const answers = (await counters())["requests.runtime.session.interactions"] ?? 0;
+    const answer = await api(`/v1/conversations/${cid}/interactions/${uid("ask")}`, { token, body: { operationId: uid("op"), outcome: "accepted" } });
+    expect(answer.status).toBe(501);
+    expect((await json(answer)).error).toMatchObject({ code: "capability_denied", details: { missing: ["interactions"] } });
+    expect((await counters())["requests.runtime.session.interactions"] ?? 0).toBe(answers);
+    // Asking for a kind is refused as unsupported, not as a broken document.
+    const asks = await sendTurn(token, cid, uid("turn"), "ask me", { interactions: { question: true } });
+    expect((await json(asks)).error).toMatchObject({ code: "interaction_kind_unsupported", details: { unsupported: ["question"] } });
+  });
+
+  it("fields and groups the gateway does not read are ignored, and a flag that is not a boolean is not a claim", async () => {
+    const token = await userWith({
+      capabilitiesExtra: {
+        futureGroup: { someFlag: true },
+        interactiveAgent: true,
+        agentInterface: 2,
+        interactions: { responseDedupe: "true", futureFlag: true },
+      },
+    });
+    const cid = uid("conv");
+    const turnId = uid("turn");
+    expect((await sendTurn(token, cid, turnId, "hello")).status).toBe(202);
+    expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
+    const asks = await sendTurn(token, cid, uid("turn"), "ask me", { interactions: { question: true } });
+    expect(asks.status).toBe(400);
+    expect((await json(asks)).error).toMatchObject({ code: "interaction_kind_unsupported", details: { unsupported: ["question"] } });
+  });
 });
