@@ -160,4 +160,22 @@ describe("capability gating", () => {
     expect(reads(after) - reads(before)).toBe(1);
     expect(after["runs.started"] ?? 0).toBe(before["runs.started"] ?? 0);
   });
+
+  it("a read again that fails keeps the document read before it: turns go on", async () => {
+    const token = await userWith({});
+    const cid = uid("conv");
+    const first = await json(await sendTurn(token, cid, uid("turn"), "hello"));
+    expect((await waitForTurn(token, cid, first.turnId)).status).toBe("completed");
+    const { sandboxId } = await emulator(`/_emulator/executions/${first.executionId}`);
+    await setFaults({ capabilitiesFail: true });
+    await emulator(`/_emulator/sandboxes/${sandboxId}/status`, { status: "stopped" });
+    const before = await counters();
+
+    const res = await sendTurn(token, cid, uid("turn"), "after the resume");
+    expect(res.status).toBe(202);
+    const after = await counters();
+    expect((after["sandboxes.resumed"] ?? 0) - (before["sandboxes.resumed"] ?? 0)).toBe(1);
+    expect(reads(after)).toBeGreaterThan(reads(before));
+    expect((await waitForTurn(token, cid, (await json(res)).turnId)).status).toBe("completed");
+  });
 });
