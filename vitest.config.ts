@@ -11,6 +11,9 @@ const bindings = {
   EMULATOR_PROVISION_MS: "20",
   SANDBOX_READY_POLL_MS: "10",
   SSE_PING_INTERVAL_MS: "200",
+  // A turn refused for a missing claim reads the capability document again once it is this old:
+  // short enough for a test to see a restored flag, long enough that back-to-back refusals read it once.
+  CAPABILITIES_RECHECK_MS: "2000",
 };
 
 // Every project fails a hung test, hook or teardown in seconds, naming it, instead of holding the run
@@ -23,6 +26,7 @@ const timeouts = { testTimeout: 15_000, hookTimeout: 15_000, teardownTimeout: 10
 const BUDGET_TESTS = "test/budget.test.ts";
 // Other deployment limits set small enough for a test to reach them.
 const LIMIT_TESTS = "test/limits.test.ts";
+const CAPABILITY_AGE_TESTS = "test/capability-age.test.ts";
 // The CLI Bridge tests run against the stand-in (test/cli-bridge/standin.mjs), a Node server the
 // project's global setup starts on a port chosen here, so the Workers bindings can name its URL.
 const CLI_BRIDGE_TESTS = "test/cli-bridge/**/*.test.ts";
@@ -39,13 +43,13 @@ export default defineConfig({
     projects: [
       {
         plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml", environment: "local" }, miniflare: { bindings } })],
-        test: { ...timeouts, name: "gateway", include: ["test/**/*.test.ts", "src/**/*.test.ts"], exclude: [BUDGET_TESTS, LIMIT_TESTS, PAGE_TESTS, CLI_BRIDGE_TESTS] },
+        test: { ...timeouts, name: "gateway", include: ["test/**/*.test.ts", "src/**/*.test.ts"], exclude: [BUDGET_TESTS, LIMIT_TESTS, CAPABILITY_AGE_TESTS, PAGE_TESTS, CLI_BRIDGE_TESTS] },
       },
       {
         plugins: [
-          cloudflareTest({ wrangler: { configPath: "./wrangler.toml", environment: "local" }, miniflare: { bindings: { ...bindings, EVENT_LOG_MAX_EVENTS: "30", ADMISSION_TIMEOUT_MS: "300", UPSTREAM_IDLE_TIMEOUT_MS: "250", RATE_LIMIT_TURNS_PER_MINUTE: "4", RATE_LIMIT_STREAMS_PER_MINUTE: "6" } } }),
+          cloudflareTest({ wrangler: { configPath: "./wrangler.toml", environment: "local" }, miniflare: { bindings: { ...bindings, EVENT_LOG_MAX_EVENTS: "30", ADMISSION_TIMEOUT_MS: "300", UPSTREAM_IDLE_TIMEOUT_MS: "250", RATE_LIMIT_TURNS_PER_MINUTE: "4", RATE_LIMIT_STREAMS_PER_MINUTE: "6", CAPABILITIES_MAX_AGE_MS: "3000" } } }),
         ],
-        test: { ...timeouts, name: "limits", include: [LIMIT_TESTS] },
+        test: { ...timeouts, name: "limits", include: [LIMIT_TESTS, CAPABILITY_AGE_TESTS] },
       },
       {
         plugins: [

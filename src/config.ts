@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { ApiError } from "./http/errors";
+import { DEFAULT_CAPABILITY_RECHECK_MS } from "./providers/claims";
 
 const Bool = z
   .enum(["true", "false", "1", "0", "yes", "no", ""])
@@ -63,6 +64,8 @@ const ConfigSchema = z
     ADMISSION_TIMEOUT_MS: PositiveInt(15_000),
     SANDBOX_READY_TIMEOUT_MS: PositiveInt(120_000),
     SANDBOX_READY_POLL_MS: PositiveInt(2_000),
+    CAPABILITIES_MAX_AGE_MS: PositiveInt(5 * 60_000),
+    CAPABILITIES_RECHECK_MS: PositiveInt(DEFAULT_CAPABILITY_RECHECK_MS),
     EVENT_LOG_MAX_EVENTS: PositiveInt(50_000),
     TURN_MAX_DURATION_MS: PositiveInt(60 * 60_000),
     RATE_LIMIT_TURNS_PER_MINUTE: PositiveInt(30),

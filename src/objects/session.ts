@@ -86,9 +86,9 @@ export class SessionObject extends DurableObject<Env> {
       provider: () => this.provider,
       config: () => this.config,
       alarms: { set: (at) => ctx.storage.setAlarm(at), clear: () => ctx.storage.deleteAlarm() },
-      environment: async (context, stale) => {
+      environment: async (context, stale, claimMissing) => {
         // RPC typing drops the record's JSON document (unknown values); the shape is UserObject's own.
-        const answer = (await this.userStub(context.ownerKey).ensureEnvironment(context.ownerKey, stale)) as unknown as RpcResult<EnvironmentRecord>;
+        const answer = (await this.userStub(context.ownerKey).ensureEnvironment(context.ownerKey, stale, claimMissing)) as unknown as RpcResult<EnvironmentRecord>;
         if (!answer.ok) throw new Refusal(answer.refusal.code, answer.refusal.message, answer.refusal.details, answer.refusal.retryAfterSeconds);
         return answer.value;
       },

@@ -7,7 +7,7 @@
 import type { Config } from "../config";
 import { Refusal } from "../errors";
 import { canonicalDigest, stripUndefined } from "../lib/digest";
-import { unsupportedKinds, type Claims } from "../providers/claims";
+import { turnShortfall, type Claims } from "../providers/claims";
 import { ProviderError } from "../providers/errors";
 import type { AgentProvider, EnvironmentRecord, ProviderEvent, ProviderResult, RunError, TerminalStatus } from "../providers/provider";
 import type { TotalView } from "../schemas/api";
@@ -40,8 +40,8 @@ export interface TurnRunnerDeps {
   provider: () => AgentProvider;
   config: () => Config;
   alarms: { set(atMs: number): Promise<void>; clear(): Promise<void> };
-  /** The user's ready environment; `staleEnvironmentId` says that one was found unusable. */
-  environment(context: SessionContext, staleEnvironmentId?: string): Promise<EnvironmentRecord>;
+  /** The user's ready environment; `staleEnvironmentId` says that one was found unusable, `claimMissing` that its claims fell short. */
+  environment(context: SessionContext, staleEnvironmentId?: string, claimMissing?: boolean): Promise<EnvironmentRecord>;
   /** Tokens the user spent in their other conversations. */
   usageElsewhere(context: SessionContext): Promise<{ used: number; complete: boolean }>;
   /** Updates the user's conversation list. */
@@ -154,21 +154,32 @@ export class TurnRunner {
     return { outcome: "accepted", turn: turnView(this.store.turn(turnId)!) };
   }
 
-  /** Refuses what the environment does not claim, before any upstream call. */
-  private async requireClaims(environment: EnvironmentRecord, request: TurnRequest): Promise<Claims> {
-    const claims = await this.deps.provider().claimsFor(environment, request.model);
-    if (!claims.detach || !claims.replay) {
-      const missing = [!claims.detach && "streaming.detach", !claims.replay && "streaming.replay"].filter(Boolean);
+  /**
+   * The user's environment and what it claims for this turn; refuses what it does not claim,
+   * before any upstream call. A claim that falls short is asked for again first: the capability
+   * document may have changed since it was read, and is read again where the bounds allow
+   * (README "Capabilities").
+   */
+  private async claimedEnvironment(context: SessionContext, request: TurnRequest, staleEnvironmentId?: string): Promise<{ environment: EnvironmentRecord; claims: Claims }> {
+    let environment = await this.deps.environment(context, staleEnvironmentId);
+    let claims = await this.deps.provider().claimsFor(environment, request.model);
+    let shortfall = turnShortfall(claims, request.interactions);
+    if (shortfall.missing.length > 0 || shortfall.unsupported.length > 0) {
+      environment = await this.deps.environment(context, undefined, true);
+      claims = await this.deps.provider().claimsFor(environment, request.model, { recheck: true });
+      shortfall = turnShortfall(claims, request.interactions);
+    }
+    const { missing, unsupported } = shortfall;
+    if (missing.length > 0) {
       throw new Refusal("capability_denied", `this agent environment does not claim ${missing.join(" and ")}, which running a turn needs`, {
         missing,
         warnings: environment.warnings,
       });
     }
-    const unsupported = request.interactions ? unsupportedKinds(request.interactions, claims) : [];
     if (unsupported.length > 0) {
       throw new Refusal("interaction_kind_unsupported", `this agent environment does not offer interaction kinds: ${unsupported.join(", ")}`, { unsupported });
     }
-    return claims;
+    return { environment, claims };
   }
 
   private async dispatch(
@@ -177,8 +188,7 @@ export class TurnRunner {
     executionId: string,
     request: TurnRequest,
   ): Promise<{ controlRef: AgentExactRunControlRef; claims: Claims; notice?: { code: string; message: string } }> {
-    let environment = await this.deps.environment(context);
-    let claims = await this.requireClaims(environment, request);
+    let { environment, claims } = await this.claimedEnvironment(context, request);
     const previous = this.store.lastRunRef();
     const input = {
       sessionId: this.agentSessionId(context),
@@ -202,8 +212,7 @@ export class TurnRunner {
         if (!(err instanceof ProviderError)) throw err;
         if (!recovered && (err.code === "environment_gone" || err.code === "environment_not_running")) {
           // The environment stopped or vanished since it was last seen: resume or replace it, then retry.
-          environment = await this.deps.environment(context, environment.environmentId);
-          claims = await this.requireClaims(environment, request);
+          ({ environment, claims } = await this.claimedEnvironment(context, request, environment.environmentId));
           recovered = true;
           continue;
         }

@@ -8,6 +8,7 @@ import { z } from "zod";
 import { readConfig } from "../config";
 import { captureRpc, type RpcResult } from "../errors";
 import { createProvider } from "../providers";
+import { capabilityReadDue } from "../providers/claims";
 import type { EnvironmentRecord } from "../providers/provider";
 import { providerRefusal } from "./provider-refusal";
 import { SlidingWindow, type RateLimitKind } from "./rate-limit";
@@ -19,6 +20,7 @@ const EnvironmentRecordSchema = z.object({
   environmentId: z.string(),
   generation: z.number().int().positive(),
   capabilities: z.record(z.string(), z.unknown()).nullable(),
+  capabilitiesCheckedAt: z.string().optional(),
   warnings: z.array(z.string()),
   readyAt: z.string(),
 });
@@ -36,7 +38,8 @@ export class UserObject extends DurableObject<Env> {
   /** Requests admitted in the last minute, by kind (memory only: nothing is written per request). */
   private readonly window = new SlidingWindow();
   private readonly sql: SqlStorage;
-  private ensuring: Promise<EnvironmentRecord> | undefined;
+  /** The provisioning under way, and whether it reads the capability document again. */
+  private ensuring: { work: Promise<EnvironmentRecord>; rereads: boolean } | undefined;
   private verifiedAt = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -80,27 +83,51 @@ export class UserObject extends DurableObject<Env> {
 
   /**
    * The user's ready environment. `staleEnvironmentId` says a caller found that one unusable
-   * (stopped or gone): it is probed again and resumed or replaced.
+   * (stopped or gone): it is probed again and resumed or replaced. `claimMissing` says a caller
+   * lacks a claim: the capability document is read again first where `capabilityReadDue` allows
+   * (README "Capabilities"), as it is once it is older than `CAPABILITIES_MAX_AGE_MS`.
    */
-  async ensureEnvironment(ownerKey: string, staleEnvironmentId?: string): Promise<RpcResult<EnvironmentRecord>> {
+  async ensureEnvironment(ownerKey: string, staleEnvironmentId?: string, claimMissing = false): Promise<RpcResult<EnvironmentRecord>> {
     return captureRpc(async () => {
-      const known = this.known();
-      const stale = staleEnvironmentId !== undefined && known?.environmentId === staleEnvironmentId;
-      // A record whose capability document could not be read is probed again: the read is retried.
-      if (known && !stale && known.capabilities !== null && Date.now() - this.verifiedAt < TRUST_VERIFIED_MS) return known;
-      if (!this.ensuring) {
-        this.ensuring = this.provision(ownerKey, known).finally(() => {
-          this.ensuring = undefined;
-        });
+      // Twice at most: a provisioning under way that does not read the document again is waited
+      // for, then this call reads it if it still must.
+      for (let pass = 1; ; pass++) {
+        const known = this.known();
+        const stale = staleEnvironmentId !== undefined && known?.environmentId === staleEnvironmentId;
+        const rereads = known !== null && this.capabilityReadDue(known, claimMissing);
+        if (known && !stale && !rereads && Date.now() - this.verifiedAt < TRUST_VERIFIED_MS) return known;
+        if (this.ensuring && rereads && !this.ensuring.rereads && pass === 1) {
+          await this.ensuring.work.catch(() => undefined);
+          continue;
+        }
+        if (!this.ensuring) {
+          const ensuring = { work: this.provision(ownerKey, known, rereads), rereads };
+          this.ensuring = ensuring;
+          ensuring.work
+            .finally(() => {
+              if (this.ensuring === ensuring) this.ensuring = undefined;
+            })
+            .catch(() => undefined);
+        }
+        return this.ensuring.work;
       }
-      return this.ensuring;
     });
   }
 
-  private async provision(ownerKey: string, known: EnvironmentRecord | null): Promise<EnvironmentRecord> {
+  /** Whether the record's capability document is read again before it is handed out. */
+  private capabilityReadDue(known: EnvironmentRecord, claimMissing: boolean): boolean {
+    // None was read yet (the read failed): it is read again at every turn, and within one turn
+    // once (a missing claim asks again only where the bounds allow).
+    if (known.capabilities === null && !claimMissing) return true;
+    const config = readConfig(this.env);
+    const checkedAt = Date.parse(known.capabilitiesCheckedAt ?? known.readyAt);
+    return capabilityReadDue(checkedAt, Date.now(), { maxAgeMs: config.CAPABILITIES_MAX_AGE_MS, recheckMs: config.CAPABILITIES_RECHECK_MS }, claimMissing);
+  }
+
+  private async provision(ownerKey: string, known: EnvironmentRecord | null, rereadCapabilities: boolean): Promise<EnvironmentRecord> {
     try {
       const provider = createProvider(readConfig(this.env), this.env);
-      const { record, outcome } = await provider.ensureEnvironment({ ownerKey, known });
+      const { record, outcome } = await provider.ensureEnvironment({ ownerKey, known, ...(rereadCapabilities ? { rereadCapabilities } : {}) });
       this.sql.exec(
         "INSERT INTO environment (id, record) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET record = excluded.record",
         JSON.stringify(record),

@@ -2,6 +2,10 @@
  * What an environment lets the gateway offer, in the project's own terms. Each provider turns its
  * own capability document into these claims (`AgentProvider.claims`); the session reads only
  * claims. A claim the document does not prove is false: unknown is never a claim.
+ *
+ * Also when a document is read again (README "Capabilities"): a document can change under a
+ * running environment (a deployment gains or loses a flag), so claims read once are not kept for
+ * good. One rule for every provider's document, whoever keeps it.
  */
 import { z } from "zod";
 
@@ -24,4 +28,31 @@ export const NO_CLAIMS: Claims = { detach: false, replay: false, cancelRun: fals
 /** The requested interaction kinds this environment cannot offer (every key counts, false ones too). */
 export function unsupportedKinds(requested: Record<string, boolean>, claims: Claims): string[] {
   return Object.keys(requested).filter((kind) => !claims.interactions || !claims.interactionKinds.includes(kind));
+}
+
+/** What a turn needs that the claims lack: the claims it cannot run without, and the requested interaction kinds not offered. */
+export function turnShortfall(claims: Claims, requested: Record<string, boolean> | undefined): { missing: string[]; unsupported: string[] } {
+  const missing = [!claims.detach && "streaming.detach", !claims.replay && "streaming.replay"].filter((m): m is string => m !== false);
+  return { missing, unsupported: requested ? unsupportedKinds(requested, claims) : [] };
+}
+
+/** How long a capability document is trusted: `maxAgeMs` at most; `recheckMs` once a claim it lacks was asked for. */
+export interface CapabilityReadBounds {
+  maxAgeMs: number;
+  recheckMs: number;
+}
+
+/** `CAPABILITIES_RECHECK_MS`'s default, for a provider built without the configuration. */
+export const DEFAULT_CAPABILITY_RECHECK_MS = 5_000;
+
+/**
+ * Whether a document read at `readAtMs` is read again now. Always once it is older than
+ * `maxAgeMs`; sooner when something it does not claim was asked for (`claimMissing`), but only
+ * once it is `recheckMs` old, so a refusal repeated, or a document that keeps changing, costs at
+ * most one read per `recheckMs`.
+ */
+export function capabilityReadDue(readAtMs: number, nowMs: number, bounds: CapabilityReadBounds, claimMissing: boolean): boolean {
+  const age = nowMs - readAtMs;
+  // Written as "not younger than" so that an unknown age (NaN) reads again.
+  return !(age < bounds.maxAgeMs) || (claimMissing && !(age < bounds.recheckMs));
 }

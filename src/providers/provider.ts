@@ -17,8 +17,13 @@ export interface EnvironmentRecord {
   environmentId: string;
   /** Bumped each time a new environment has to replace a gone or failed one; part of the create idempotency key. */
   generation: number;
-  /** The provider's capability document as read when the environment became ready; null when the read failed. Only the provider reads it. */
+  /** The provider's capability document as last read; null when no read has succeeded. Only the provider reads it. */
   capabilities: JsonObject | null;
+  /**
+   * When the document was last asked for (ISO time; a failed read counts, and keeps the document
+   * read before it). Absent on records kept before it was recorded: then `readyAt`.
+   */
+  capabilitiesCheckedAt?: string;
   warnings: string[];
   readyAt: string;
 }
@@ -27,6 +32,8 @@ export interface EnsureEnvironmentInput {
   /** A stable, non-secret key for the owner (derived from the user id). */
   ownerKey: string;
   known: EnvironmentRecord | null;
+  /** Read the capability document of a ready environment again (it is read anyway after a resume, or while none was read). */
+  rereadCapabilities?: boolean;
 }
 
 export interface EnsureEnvironmentResult {
@@ -168,8 +175,12 @@ export interface AgentProvider {
   /** The `provider` coordinate of control refs. */
   readonly name: string;
   ensureEnvironment(input: EnsureEnvironmentInput): Promise<EnsureEnvironmentResult>;
-  /** What the environment lets the gateway offer for a turn on `model` (the provider's default when omitted). */
-  claimsFor(environment: EnvironmentRecord, model?: string): Promise<Claims>;
+  /**
+   * What the environment lets the gateway offer for a turn on `model` (the provider's default when
+   * omitted). `recheck`: a claim was missing, so a document the provider keeps itself is read again
+   * where `capabilityReadDue` allows (one kept in the record is read again by `ensureEnvironment`).
+   */
+  claimsFor(environment: EnvironmentRecord, model?: string, options?: { recheck?: boolean }): Promise<Claims>;
   dispatch(input: DispatchInput): Promise<DispatchReceipt>;
   events(ref: AgentExactRunControlRef, options: EventsOptions): AsyncIterable<ProviderEvent>;
   /** The run's result, or null while it is still running. */

@@ -154,6 +154,57 @@ describe("a Codex-style conversation (one-shot runs)", () => {
   });
 });
 
+describe("a route's capability document", () => {
+  // A route no other test uses, so its changed document reaches no one else.
+  const ROUTE = "codex/gpt-5.5";
+  const reads = async () => (await control("counters")).counters.requests["GET /v1/capabilities"] ?? 0;
+
+  it("a group of another shape and fields the gateway does not read change nothing: turns run", async () => {
+    await control("faults", { capabilities: { [ROUTE]: { set: { interactions: "none", observation: 3, futureGroup: { flag: true } } } } });
+    const { token, cid } = await conversation();
+    const turnId = uid("turn");
+    expect((await sendTurn(token, cid, turnId, "hello", { model: ROUTE })).status).toBe(202);
+    expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
+    const asks = await sendTurn(token, cid, uid("turn"), "ask me", { model: ROUTE, interactions: { permission: true } });
+    expect((await json(asks)).error).toMatchObject({ code: "interaction_kind_unsupported", details: { unsupported: ["permission"] } });
+  });
+
+  it("a group gone, then back: turns 501 while it is gone and run again once it is back, the document read again on a refusal but not on every one", async () => {
+    await control("faults", { capabilities: { [ROUTE]: { omit: ["streaming"] } } });
+    const { token, cid } = await conversation();
+    const refused = async () => {
+      const res = await sendTurn(token, cid, uid("turn"), "hello", { model: ROUTE });
+      expect(res.status).toBe(501);
+      expect((await json(res)).error).toMatchObject({ code: "capability_denied", details: { missing: ["streaming.detach", "streaming.replay"] } });
+    };
+    await refused();
+    const first = await reads();
+    // Refusals in a row just after a read: at most one reads again (CAPABILITIES_RECHECK_MS is 2 s here).
+    for (let i = 0; i < 3; i++) await refused();
+    expect((await reads()) - first).toBeLessThanOrEqual(1);
+
+    await control("faults", {});
+    const restored = await reads();
+    let attempts = 0;
+    let accepted: Response | undefined;
+    // Well inside the 10 s a route's document is reused for anyway: only a refusal's read can end this.
+    for (const deadline = Date.now() + 6_000; !accepted && Date.now() < deadline; ) {
+      attempts++;
+      const res = await sendTurn(token, cid, uid("turn"), "hello again", { model: ROUTE });
+      if (res.status === 202) accepted = res;
+      else {
+        expect(res.status).toBe(501);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
+    expect(accepted, "a turn runs again once the group is back").toBeDefined();
+    const rereads = (await reads()) - restored;
+    expect(rereads).toBeGreaterThanOrEqual(1);
+    expect(rereads).toBeLessThan(attempts);
+    expect((await waitForTurn(token, cid, (await json(accepted!)).turnId)).status).toBe("completed");
+  });
+});
+
 describe("a Pi-style conversation (retained native session)", () => {
   it("a permission asked and answered from two devices at once: accepted once, the run goes on", async () => {
     const { token, cid } = await conversation();

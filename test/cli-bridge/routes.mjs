@@ -565,7 +565,12 @@ function matchBridgeRoute(bridge, request) {
       const model = query.get("model");
       if (!model) return fail(400, "the model query parameter is required", "invalid_request_error", { param: "model" });
       const backend = backendOf(model);
-      return backend ? ok(200, capabilitiesFor(backend)) : fail(404, `model ${JSON.stringify(model)} not found`, "not_found_error", { param: "model" });
+      if (!backend) return fail(404, `model ${JSON.stringify(model)} not found`, "not_found_error", { param: "model" });
+      /** @type {Record<string, unknown>} */
+      const doc = capabilitiesFor(backend);
+      const changed = bridge.faults.capabilities?.[model];
+      for (const field of changed?.omit ?? []) delete doc[field];
+      return ok(200, Object.assign(doc, changed?.set));
     });
   }
   if (method === "POST" && n === 3 && s[1] === "chat" && s[2] === "completions") return at("/v1/chat/completions", () => chatCompletions(bridge, request));

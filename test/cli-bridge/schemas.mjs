@@ -125,6 +125,13 @@ export const Faults = z.strictObject({
   stallStreams: z.strictObject({ afterFrames: NonNegativeInt, ms: PositiveInt, count: PositiveInt.optional(), routes: z.array(StreamRoute).min(1).optional() }).optional(),
   /** `GET /v1/runs/:id` (and its headers) says `status: "unknown"`, as after a bridge restart. */
   unknownRunStatus: z.enum(["unfinished", "all"]).optional(),
+  /**
+   * The capability documents of these model routes, changed: the `omit`ted top-level fields left
+   * out, then the `set` ones served as given (a group of another shape, a field a newer bridge adds).
+   */
+  capabilities: z
+    .record(z.string(), z.strictObject({ omit: z.array(z.string()).optional(), set: z.record(z.string(), z.json()).optional() }))
+    .optional(),
 });
 
 /** Variants: the wire shapes the recordings do not settle (`POST /_standin/variants`, replaces the set). */

@@ -945,6 +945,20 @@ describe("faults", () => {
   });
 });
 
+describe("the capabilities fault", () => {
+  it("serves one route's document without the omitted fields and with the set ones as given; other routes as recorded", async () => {
+    const bridge = standIn("capabilities");
+    const full = (await bridge.json(`/v1/capabilities?model=${encodeURIComponent(PI)}`)).body;
+    await bridge.control("/faults", { capabilities: { [PI]: { omit: ["interactions", "branching"], set: { streaming: "none", futureGroup: { flag: true } } } } });
+    const changed = (await bridge.json(`/v1/capabilities?model=${encodeURIComponent(PI)}`)).body;
+    const { interactions: _i, branching: _b, streaming: _s, ...kept } = full;
+    expect(changed).toEqual({ ...kept, streaming: "none", futureGroup: { flag: true } });
+    expect((await bridge.json(`/v1/capabilities?model=${encodeURIComponent(CODEX)}`)).text).toBe(recorded["04-capabilities-codex"].body);
+    await bridge.control("/faults", {});
+    expect((await bridge.json(`/v1/capabilities?model=${encodeURIComponent(PI)}`)).body).toEqual(full);
+  });
+});
+
 describe("variants, settings and control routes", () => {
   it("writes id before data under the id-first field order, on both formats", async () => {
     const bridge = standIn("order");

@@ -16,7 +16,7 @@
 import { canonicalDigest, stripUndefined } from "../../lib/digest";
 import { readSseFrames } from "../../lib/sse";
 import { InteractionAcknowledgement, type AgentExactRunControlRef, type InteractionRequest } from "../../schemas/contracts";
-import type { Claims } from "../claims";
+import { capabilityReadDue, DEFAULT_CAPABILITY_RECHECK_MS, type Claims } from "../claims";
 import { ProviderError } from "../errors";
 import type { HttpTransport, Route } from "../http";
 import type {
@@ -43,7 +43,10 @@ const PROVIDER_NAME = "cli-bridge";
 /** The bridge names its one environment so (`X-Run-Environment-Id`). */
 const ENVIRONMENT_ID = "cli-bridge";
 const MAX_FRAME_BYTES = 1024 * 1024 + 64 * 1024;
-/** A capability document read this recently is reused (concurrent reads share one request). */
+/**
+ * A route's capability document read this recently is reused (concurrent reads share one request);
+ * sooner, a turn that lacks a claim reads it again once it is `capabilityRecheckMs` old.
+ */
 const DISCOVERY_TTL_MS = 10_000;
 /** How long one snapshot read waits for a run to become terminal, and how often it is asked. */
 const TERMINAL_WAIT_MS = 5_000;
@@ -77,6 +80,8 @@ export interface CliBridgeProviderOptions {
   execution?: Record<string, unknown>;
   /** The working directory on the bridge host. */
   cwd?: string;
+  /** `CAPABILITIES_RECHECK_MS`: how old a route's document must be before a missing claim reads it again. */
+  capabilityRecheckMs?: number;
 }
 
 type Doc = Record<string, unknown>;
@@ -119,10 +124,14 @@ export class CliBridgeProvider implements AgentProvider {
     return chosen;
   }
 
-  /** The route's capability document; null when the bridge denies discovery for it. Shared while fresh. */
-  private capabilities(model: string): Promise<Doc | null> {
+  /**
+   * The route's capability document; null when the bridge denies discovery for it. Shared while
+   * fresh; `claimMissing` reads it again sooner (`capabilityReadDue`).
+   */
+  private capabilities(model: string, claimMissing = false): Promise<Doc | null> {
     const known = this.discovery.get(model);
-    if (known && Date.now() - known.at < DISCOVERY_TTL_MS) return known.doc;
+    const bounds = { maxAgeMs: DISCOVERY_TTL_MS, recheckMs: this.options.capabilityRecheckMs ?? DEFAULT_CAPABILITY_RECHECK_MS };
+    if (known && !capabilityReadDue(known.at, Date.now(), bounds, claimMissing)) return known.doc;
     const doc = this.http
       .json(routes.capabilities(), CapabilityDocument, { query: { model }, retry: true }, "read capabilities")
       .catch((err: unknown) => {
@@ -141,8 +150,8 @@ export class CliBridgeProvider implements AgentProvider {
     return { record: { environmentId: ENVIRONMENT_ID, generation: 1, capabilities: null, warnings: [], readyAt: new Date().toISOString() }, outcome: "created" };
   }
 
-  async claimsFor(_environment: EnvironmentRecord, model?: string): Promise<Claims> {
-    return bridgeClaims(await this.capabilities(this.modelFor(model)));
+  async claimsFor(_environment: EnvironmentRecord, model?: string, options?: { recheck?: boolean }): Promise<Claims> {
+    return bridgeClaims(await this.capabilities(this.modelFor(model), options?.recheck));
   }
 
   // ------------------------------------------------------------------ dispatch

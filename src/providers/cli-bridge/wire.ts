@@ -4,12 +4,18 @@
  */
 import { z } from "zod";
 
-/** `GET /v1/capabilities?model=`: the route's capability document (read by claims.ts). */
+/** A group of flags; a missing group, or one that is not an object, gates off only its own claims. */
+const FlagGroup = z.looseObject({}).optional().catch(undefined);
+/**
+ * `GET /v1/capabilities?model=`: the route's capability document (its flags read by claims.ts,
+ * where only `true` is a claim). Groups it does not read are ignored, whatever their shape.
+ */
 export const CapabilityDocument = z.looseObject({
-  streaming: z.looseObject({}).optional(),
-  sessions: z.looseObject({}).optional(),
-  retainedControl: z.looseObject({}).optional(),
-  interactions: z.looseObject({}).optional(),
+  streaming: FlagGroup,
+  sessions: FlagGroup,
+  retainedControl: FlagGroup,
+  nativeContinuation: FlagGroup,
+  interactions: FlagGroup,
 });
 
 /** `GET /v1/runs/:runId`, and the `run` inside turn and cancel answers. */

@@ -164,6 +164,31 @@ async function settled(emu: Emu, exe: string): Promise<any> {
 }
 
 describe("the emulator's faults", () => {
+  it("capabilities and capabilitiesExtra: flags and whole groups removed, fields added or replaced as given", async () => {
+    const emu = emulator("capabilities");
+    const id = await runningSandbox(emu);
+    const doc = async () => json(await emu.api("GET", runtime(id, "/capabilities")));
+    const full = await doc();
+    expect(Object.keys(full)).toEqual(expect.arrayContaining(["schema", "dispatch", "cancel", "runs", "interactions"]));
+
+    const faults = {
+      capabilities: { interactions: false, cancel: { digestBound: false }, runs: { eventReplay: true } },
+      capabilitiesExtra: { futureGroup: { someFlag: true }, image: { ref: "next" }, dispatch: { runControlRef: "yes" } },
+    } as const;
+    expect((await emu.control("/_emulator/faults", faults)).status).toBe(200);
+    const served = await doc();
+    expect(served).not.toHaveProperty("interactions");
+    expect(served.cancel).toEqual({ canonicalRunCancellation: true, idempotent: true });
+    expect(served.runs).toEqual(full.runs);
+    expect(served).toMatchObject({ schema: 1, futureGroup: { someFlag: true }, image: { ref: "next" }, dispatch: { runControlRef: "yes" } });
+    expect(served.dispatch).not.toHaveProperty("executionIdOnAdmission");
+
+    // A group removed is a whole group only as `false`; anything else of another shape is refused.
+    expect((await emu.control("/_emulator/faults", { capabilities: { interactions: true } })).status).toBe(400);
+    expect((await emu.control("/_emulator/faults", {})).status).toBe(200);
+    expect(await doc()).toEqual(full);
+  });
+
   it("withholdAdmission: the next dispatch starts its run, but its stream stays silent and open; a later dispatch of the same id attaches", async () => {
     const emu = emulator("withhold");
     const id = await runningSandbox(emu);

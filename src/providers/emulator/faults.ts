@@ -21,8 +21,16 @@ export const EmulatorFaults = z.strictObject({
     .optional(),
   /** Override the frame delay (ms) of runs started from now on. */
   frameDelayMs: z.number().int().nonnegative().optional(),
-  /** Override flags of the capability document (a partial document, merged), or make the read fail. */
-  capabilities: z.record(z.string(), z.record(z.string(), z.boolean())).optional(),
+  /**
+   * Override flags of the capability document (a partial document, merged): `true` serves a flag,
+   * `false` removes it, and a group given as `false` is removed whole (sandbox-wire §6 names four).
+   */
+  capabilities: z.record(z.string(), z.union([z.literal(false), z.record(z.string(), z.boolean())])).optional(),
+  /**
+   * Top-level fields served as given, after `capabilities`: a field the document lacks is added (a
+   * newer group, a field of another shape), one it has is replaced (a flag that is not a boolean).
+   */
+  capabilitiesExtra: z.record(z.string(), z.json()).optional(),
   capabilitiesFail: z.boolean().optional(),
   /** New sandboxes end provisioning in this status instead of running. */
   provisionOutcome: z.enum(["running", "failed", "stopped", "expired"]).optional(),

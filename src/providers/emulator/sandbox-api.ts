@@ -190,6 +190,10 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
     if (faults.capabilitiesFail) return fail(c, 500, "INTERNAL", "capability discovery failed");
     const doc: Record<string, unknown> = structuredClone(FULL_CAPABILITIES);
     for (const [group, flags] of Object.entries(faults.capabilities ?? {})) {
+      if (flags === false) {
+        delete doc[group];
+        continue;
+      }
       const merged: Record<string, boolean> = { ...((doc[group] as Record<string, boolean> | undefined) ?? {}) };
       for (const [flag, value] of Object.entries(flags)) {
         if (value) merged[flag] = true;
@@ -197,6 +201,7 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
       }
       doc[group] = merged;
     }
+    Object.assign(doc, faults.capabilitiesExtra);
     return c.json(doc);
   });
 

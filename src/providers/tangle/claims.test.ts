@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { unsupportedKinds } from "../claims";
 import { claimsOf, claimsOf as claimsOfDoc } from "./claims";
+import { SandboxCapabilities } from "./wire";
 
 const full = {
   schema: 1,
@@ -43,5 +44,50 @@ describe("capability claims", () => {
     expect(unsupportedKinds({ "vendor.kind": false, plan: true }, claims)).toEqual(["vendor.kind"]);
     expect(unsupportedKinds({ question: true }, claimsOf(without("interactions", "responseDedupe")))).toEqual(["question"]);
     expect(unsupportedKinds({}, claimsOf(null))).toEqual([]);
+  });
+});
+
+/** The document as the provider reads it off the wire, then its claims. */
+const read = (doc: unknown) => claimsOf(SandboxCapabilities.parse(doc));
+const { interactions: _withoutInteractions, ...noInteractionsGroup } = full;
+
+describe("reading the capability document (sandbox-wire §6)", () => {
+  it("a document without the interactions group keeps every claim its other flags back", () => {
+    expect(read(noInteractionsGroup)).toEqual({ detach: true, replay: true, cancelRun: true, interactions: false, interactionKinds: [] });
+  });
+
+  it("each missing group drops only what it gates", () => {
+    const { cancel: _c, ...noCancel } = full;
+    expect(read(noCancel)).toEqual({ ...read(full), cancelRun: false });
+    const { runs: _r, ...noRuns } = full;
+    expect(read(noRuns)).toEqual({ ...read(full), replay: false, cancelRun: false });
+    const { dispatch: _d, ...noDispatch } = full;
+    expect(read(noDispatch)).toEqual({ ...read(full), detach: false, cancelRun: false });
+    expect(read({ schema: 1 })).toEqual(claimsOf(null));
+  });
+
+  it("fields and groups it does not read are ignored, whatever their shape", () => {
+    const extra = {
+      ...full,
+      agentInterface: 7,
+      image: { ref: "sandbox:next" },
+      interactiveAgent: true,
+      futureGroup: { someFlag: true },
+      dispatch: { ...full.dispatch, streamingV2: "yes" },
+    };
+    expect(read(extra)).toEqual(read(full));
+  });
+
+  it("a flag that is not a boolean, or a group that is not an object, is not a claim", () => {
+    expect(read({ ...full, interactions: { responseDedupe: "true" } })).toEqual({ ...read(full), interactions: false, interactionKinds: [] });
+    expect(read({ ...full, cancel: { ...full.cancel, idempotent: 1 } }).cancelRun).toBe(false);
+    expect(read({ ...full, runs: null })).toEqual({ ...read(full), replay: false, cancelRun: false });
+    expect(read({ ...full, dispatch: [true, true] })).toEqual({ ...read(full), detach: false, cancelRun: false });
+  });
+
+  it("a document of another schema, or none at all, is not read (it claims nothing)", () => {
+    expect(SandboxCapabilities.safeParse({ ...full, schema: 2 }).success).toBe(false);
+    expect(SandboxCapabilities.safeParse({ ...full, schema: undefined }).success).toBe(false);
+    expect(SandboxCapabilities.safeParse([full]).success).toBe(false);
   });
 });

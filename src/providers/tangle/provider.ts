@@ -119,36 +119,44 @@ export class TangleProvider implements AgentProvider {
     throw new ProviderError("environment_unavailable", `the sandbox could not be brought up: ${reason}`, { retryable: true });
   }
 
-  private async readCapabilities(id: string): Promise<{ capabilities: Record<string, unknown> | null; warnings: string[] }> {
+  /**
+   * Reads the sandbox's capability document into the record. A failed read fails nothing else
+   * (seed 000) and is reported as a warning; it keeps the document read before it, if any (a
+   * transport failure is no evidence that the deployment changed), else claims nothing.
+   */
+  private async readCapabilities(id: string, previous: EnvironmentRecord["capabilities"]): Promise<Pick<EnvironmentRecord, "capabilities" | "capabilitiesCheckedAt" | "warnings">> {
+    const capabilitiesCheckedAt = new Date().toISOString();
     try {
       const doc = await this.client.json(routes.capabilities(id), SandboxCapabilities, { retry: true }, "read capability document");
-      return { capabilities: doc, warnings: [] };
+      return { capabilities: doc, capabilitiesCheckedAt, warnings: [] };
     } catch (err) {
-      // A failed read claims nothing and fails nothing else (seed 000): report it as a warning.
-      return { capabilities: null, warnings: [`capability document unavailable: ${err instanceof Error ? err.message : String(err)}`] };
+      return { capabilities: previous, capabilitiesCheckedAt, warnings: [`capability document unavailable: ${err instanceof Error ? err.message : String(err)}`] };
     }
   }
 
   async ensureEnvironment(input: EnsureEnvironmentInput): Promise<EnsureEnvironmentResult> {
     const { known, ownerKey } = input;
+    const reread = async (record: EnvironmentRecord) => ({ ...record, ...(await this.readCapabilities(record.environmentId, record.capabilities)) });
     let generation = 1;
     if (known) {
       const sandbox = await this.getSandbox(known.environmentId);
       if (sandbox) {
         if (isReady(sandbox)) {
-          // A document that could not be read claimed nothing; the sandbox runs now, so ask again.
-          if (known.capabilities === null) return { record: { ...known, ...(await this.readCapabilities(known.environmentId)) }, outcome: "existing" };
+          // Asked to, or no document was read yet (a failed read claimed nothing): the sandbox runs, so read it.
+          if (known.capabilities === null || input.rereadCapabilities) return { record: await reread(known), outcome: "existing" };
           return { record: known, outcome: "existing" };
         }
+        // A sandbox that was stopped or not yet ready may come back on another deployment: its
+        // document is read again once it is ready.
         if (sandbox.status === "stopped") {
           await this.client.json(routes.resumeSandbox(known.environmentId), Sandbox, { retry: true }, "resume sandbox");
           await this.waitReady(known.environmentId, false);
-          return { record: { ...known, readyAt: new Date().toISOString() }, outcome: "resumed" };
+          return { record: await reread({ ...known, readyAt: new Date().toISOString() }), outcome: "resumed" };
         }
         // pending, provisioning, running-not-ready, or a status we do not know: wait for ready.
         if (!TERMINAL_SANDBOX_STATUSES.has(sandbox.status)) {
           await this.waitReady(known.environmentId, false);
-          return { record: known, outcome: "existing" };
+          return { record: await reread(known), outcome: "existing" };
         }
         // failed / expired / deleted: replace it. The old one is ours; remove what is left of it.
         await this.client.send(routes.deleteSandbox(known.environmentId), { retry: true }, "delete failed sandbox").catch(() => undefined);
@@ -165,11 +173,11 @@ export class TangleProvider implements AgentProvider {
     });
     const created = await this.client.json(routes.createSandbox(), Sandbox, { body, retry: true }, "create sandbox");
     if (!isReady(created)) await this.waitReady(created.id, true);
-    const { capabilities, warnings } = await this.readCapabilities(created.id);
-    const record: EnvironmentRecord = { environmentId: created.id, generation, capabilities, warnings, readyAt: new Date().toISOString() };
+    const record: EnvironmentRecord = { environmentId: created.id, generation, readyAt: new Date().toISOString(), ...(await this.readCapabilities(created.id, null)) };
     return { record, outcome: "created" };
   }
 
+  /** The record's document decides; `ensureEnvironment` is what reads it again. */
   async claimsFor(environment: EnvironmentRecord): Promise<Claims> {
     return claimsOf(environment.capabilities);
   }

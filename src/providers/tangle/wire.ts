@@ -155,16 +155,24 @@ const SessionStateInner = z.looseObject({
 /** `{ data: { session } }`, or the inner object flat on older deployments. */
 export const SessionStateResponse = z.union([z.looseObject({ data: z.looseObject({ session: SessionStateInner }) }).transform((v) => v.data.session), SessionStateInner]);
 
-const Flag = z.boolean().optional();
+/**
+ * A deployment flag (sandbox-wire §6): only `true` is a claim. A missing flag, or one whose value
+ * is not a boolean, is unknown, and is read as absent rather than failing the document.
+ */
+const Flag = z.boolean().optional().catch(undefined);
+/** A group of flags; a missing group, or one that is not an object, gates off only its own flags. */
+const FlagGroup = <T extends Record<string, typeof Flag>>(flags: T) => z.looseObject(flags).optional().catch(undefined);
+/**
+ * The capability document (`GET …/runtime/capabilities`). Only `schema: 1` is required: a document
+ * of another schema is one this client cannot read, and claims nothing (seed 000, "Two capability
+ * documents"). Each absent or unreadable group or flag drops only the claims it gates; fields this
+ * client does not read (`agentInterface`, `image`, `interactiveAgent`, a newer group) are ignored.
+ */
 export const SandboxCapabilities = z.looseObject({
   schema: z.literal(1),
-  agentInterface: z.string().optional(),
-  sidecarVersion: z.string().optional(),
-  image: z.string().optional(),
-  dispatch: z.looseObject({ runControlRef: Flag, executionIdOnAdmission: Flag }),
-  cancel: z.looseObject({ canonicalRunCancellation: Flag, digestBound: Flag, idempotent: Flag }),
-  runs: z.looseObject({ executionScopedStatus: Flag, eventReplay: Flag }),
-  interactions: z.looseObject({ responseDedupe: Flag }),
-  interactiveAgent: z.looseObject({}).optional(),
+  dispatch: FlagGroup({ runControlRef: Flag, executionIdOnAdmission: Flag }),
+  cancel: FlagGroup({ canonicalRunCancellation: Flag, digestBound: Flag, idempotent: Flag }),
+  runs: FlagGroup({ executionScopedStatus: Flag, eventReplay: Flag }),
+  interactions: FlagGroup({ responseDedupe: Flag }),
 });
 export type SandboxCapabilities = z.infer<typeof SandboxCapabilities>;
