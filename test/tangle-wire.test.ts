@@ -60,13 +60,27 @@ describe("dispatch on every shape of the wire", () => {
     await api(`/v1/conversations/${asking.cid}/cancel`, { token: asking.token, body: { operationId: uid("op") } });
   });
 
-  it("backend.model goes as an object when the deployment wants one", async () => {
-    await variants({ backendModel: "object" });
-    const { token, cid, turnId, res } = await turnWith("hello", { model: "provider-x/model-y" });
-    expect(res.status).toBe(202);
-    expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
-    const run = await emulator(`/_emulator/executions/${(await json(res)).executionId}`);
-    expect(run.request.backend.model).toEqual({ model: "provider-x/model-y" });
+  it("backend.model goes out as the seed's object, split from a provider/model route, whichever shape the deployment takes", async () => {
+    const cases = [
+      ["anthropic/claude-sonnet-4", { provider: "anthropic", model: "claude-sonnet-4" }],
+      ["gpt-5", { model: "gpt-5" }],
+    ] as const;
+    for (const v of [{ backendModel: "string" }, { backendModel: "object" }]) {
+      await variants(v);
+      for (const [model, sent] of cases) {
+        const before = await counters();
+        const { token, cid, turnId, res } = await turnWith("hello", { model });
+        expect(res.status).toBe(202);
+        expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
+        const after = await counters();
+        // The dispatch as the emulator received it.
+        const run = await emulator(`/_emulator/executions/${(await json(res)).executionId}`);
+        expect(run.request.backend.model).toEqual(sent);
+        // Right the first time: no dispatch was refused (400) and sent again in another shape.
+        const delta = (name: string) => (after[name] ?? 0) - (before[name] ?? 0);
+        expect(delta("requests.runtime.run") - delta("runs.dispatches") - delta("runs.replays")).toBe(0);
+      }
+    }
   });
 
   it("readiness values outside the known enum are waited out as not ready, never a failure", async () => {

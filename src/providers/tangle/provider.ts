@@ -49,9 +49,19 @@ export interface TangleProviderOptions {
 
 /** Removes bearer material so a rotated credential is the same request (seed 000). */
 function backendWithoutBearer(backend: BackendConfig | undefined): unknown {
-  if (!backend || typeof backend.model !== "object") return backend;
+  if (!backend?.model) return backend;
   const { apiKey: _dropped, authFiles, ...model } = backend.model;
   return { ...backend, model: { ...model, ...(authFiles ? { authFiles: authFiles.map((f) => ({ path: f.path, mode: f.mode })) } : {}) } };
+}
+
+/**
+ * A model route as the backend's `model` object (seed 000, "Per-turn backend options"): a
+ * `provider/model` route splits at its first slash (`anthropic/claude-sonnet-4` →
+ * `{ provider: "anthropic", model: "claude-sonnet-4" }`); a model without one is `{ model }`.
+ */
+function backendModel(route: string): NonNullable<BackendConfig["model"]> {
+  const slash = route.indexOf("/");
+  return slash > 0 && slash < route.length - 1 ? { provider: route.slice(0, slash), model: route.slice(slash + 1) } : { model: route };
 }
 
 /** Running with a ready filesystem; a readiness value this client does not know is not ready. */
@@ -75,7 +85,7 @@ export class TangleProvider implements AgentProvider {
 
   backendFor(model: string | undefined, interactions?: DispatchInput["interactions"]): BackendConfig {
     const chosen = model ?? this.options.model;
-    return { type: this.options.backend, ...(chosen ? { model: chosen } : {}), ...(interactions ? { interactions } : {}) };
+    return { type: this.options.backend, ...(chosen ? { model: backendModel(chosen) } : {}), ...(interactions ? { interactions } : {}) };
   }
 
   // ------------------------------------------------------------ environment
@@ -195,19 +205,14 @@ export class TangleProvider implements AgentProvider {
   async dispatch(input: DispatchInput): Promise<DispatchReceipt> {
     // The stopped-then-resumed case needs the backend on the turn again (seed 004); sending it on
     // every turn keeps the request digest the same whichever case this is.
-    let backend = this.backendFor(input.model, input.interactions);
-    let executionIdInBody = true;
-    // A deployment that refuses one of this project's readings says which field: adapt it and resend
-    // (each at most once; the execution id keeps every attempt the same run).
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.dispatchWith(input, backend, executionIdInBody);
-      } catch (err) {
-        if (!(err instanceof ProviderError && err.code === "invalid_request") || attempt > 2) throw err;
-        if (err.message.includes("backend.model") && typeof backend.model === "string") backend = { ...backend, model: { model: backend.model } };
-        else if (err.message.includes("executionId") && executionIdInBody) executionIdInBody = false;
-        else throw err;
-      }
+    const backend = this.backendFor(input.model, input.interactions);
+    // A deployment that refuses the body's executionId (it reads only the X-Execution-ID header)
+    // says so: resend once without it (the execution id keeps both attempts the same run).
+    try {
+      return await this.dispatchWith(input, backend, true);
+    } catch (err) {
+      if (err instanceof ProviderError && err.code === "invalid_request" && err.message.includes("executionId")) return this.dispatchWith(input, backend, false);
+      throw err;
     }
   }
 
