@@ -115,13 +115,21 @@ describe("reading runs on every shape of the wire", () => {
     expect(turn.result.text).toContain("hello");
   });
 
-  it("without a result route, it settles from the session state of the exact execution", async () => {
+  it("without a result route, a run the session state no longer names ends with an unknown outcome, never a success", async () => {
     await variants({ terminal: "none", resultRoute: "missing" });
-    const { token, cid, turnId } = await turnWith("hello");
-    const events = (await collect(await api(`/v1/conversations/${cid}/events`, { token }), isTurnEnd)).events;
-    expect(events.at(-1)!.type).toBe("turn.completed");
-    expect(events.some((e) => e.type === "warning" && e.data.code === "stream_incomplete")).toBe(true);
-    expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
+    for (const [message, upstream] of [["hello", "completed"], ["break [fail]", "failed"]] as const) {
+      const { token, cid, turnId, res } = await turnWith(message);
+      const accepted = await json(res);
+      const events = (await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd)).events;
+      expect(events.some((e) => e.type === "turn.completed")).toBe(false);
+      expect(events.at(-1)).toMatchObject({ type: "turn.failed", data: { status: "failed", error: { code: "outcome_unknown" } } });
+      expect(events.some((e) => e.type === "warning" && e.data.code === "stream_incomplete")).toBe(true);
+      const turn = await waitForTurn(token, cid, turnId);
+      expect(turn).toMatchObject({ status: "failed", error: { code: "outcome_unknown", message: expect.stringContaining("how it ended is unknown") } });
+      expect(turn.result).toBeUndefined();
+      // Upstream knows how it ended; the gateway could not read it, so it does not claim it.
+      expect((await emulator(`/_emulator/executions/${accepted.executionId}`)).status).toBe(upstream);
+    }
   });
 });
 

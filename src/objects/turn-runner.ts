@@ -359,6 +359,10 @@ export class TurnRunner {
     });
   }
 
+  /**
+   * Ends a running turn from its run's result (the stream could not tell). A result that says the
+   * run ended but not how ends the turn `failed` with `outcome_unknown`: never a success.
+   */
   private finishFromResult(turnId: string, executionId: string, result: ProviderResult, reason: string): void {
     this.deps.log.commit((log) => {
       const turn = this.store.turn(turnId);
@@ -368,7 +372,12 @@ export class TurnRunner {
       // Frames were missed: whatever usage they held is unknown, so no running total stands.
       const usage = this.store.executionUsage(executionId);
       if (usage) this.store.putExecutionUsage(turnId, breakSteps(usage), executionView(usage));
-      this.finishTurn(log, turn, result.status, result.text, result.error, now);
+      if (result.status === "unknown") {
+        const why = result.error?.message ? ` (${result.error.message})` : "";
+        this.finishTurn(log, turn, "failed", undefined, { code: "outcome_unknown", message: `the run ended upstream, but how it ended is unknown${why}` }, now);
+      } else {
+        this.finishTurn(log, turn, result.status, result.text, result.error, now);
+      }
     });
   }
 

@@ -129,8 +129,12 @@ export type ProviderEvent = EventBase &
     | { kind: "private"; type: string }
   );
 
+/**
+ * A run's end as read after the fact (its result). `unknown`: the run ended upstream, but nothing
+ * says how (`error.message` says why not); the session never reports that as a success.
+ */
 export interface ProviderResult {
-  status: TerminalStatus;
+  status: TerminalStatus | "unknown";
   text?: string;
   error?: RunError;
 }

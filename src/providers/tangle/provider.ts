@@ -358,16 +358,19 @@ export class TangleProvider implements AgentProvider {
   }
 
   /**
-   * How the exact execution stands by its session's state: still active → not settled; the session
-   * no longer runs it → it ended (how exactly, only the result route could say: completed, with the
-   * streamed text standing).
+   * How the exact execution stands by its session's state, where the result route is missing:
+   * still active → not settled; the session no longer runs it → it ended, but how (success,
+   * failure, cancellation) only a result could say: an unknown outcome, never a success.
    */
   private async resultFromSessionState(ref: AgentExactRunControlRef): Promise<ProviderResult | null> {
     const state = await this.sessionState(ref.environmentId, ref.sessionId);
     if (state.activeExecutionId === ref.executionId) return null;
     // Running, without saying what: nothing can be told yet.
     if (!state.activeExecutionId && state.state === "running") return null;
-    return { status: "completed" };
+    return {
+      status: "unknown",
+      error: { message: "the sandbox no longer runs this execution, and this deployment has no result route to say how it ended" },
+    };
   }
 
   async cancel(ref: AgentExactRunControlRef): Promise<CancelOutcome> {
