@@ -115,6 +115,21 @@ describe("reading runs on every shape of the wire", () => {
     expect(turn.result.text).toContain("hello");
   });
 
+  it("a run settled from its result has the result's receipt folded: /usage, usage.updated and the turn show it", async () => {
+    await variants({ terminal: "none" });
+    // No step usage on the stream: only the receipt knows what the run used.
+    const { token, cid, turnId, res } = await turnWith("quiet [no-usage]");
+    const accepted = await json(res);
+    const events = (await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd)).events;
+    const receipt = { inputTokens: 1980, outputTokens: 80, reasoningTokens: 5, cacheReadInputTokens: 1760, cacheCreationInputTokens: 40, cost: 0.0021 };
+    expect(events.filter((e) => e.type === "usage.updated").map((e) => e.data.usage)).toEqual([{ ...receipt, source: "receipt", conflict: false }]);
+    expect(events.at(-1)).toMatchObject({ type: "turn.completed", data: { usage: { ...receipt, source: "receipt" } } });
+    const usage = await json(await api(`/v1/conversations/${cid}/usage`, { token }));
+    expect(usage.turns[0].usage).toMatchObject({ ...receipt, source: "receipt" });
+    expect(usage.total).toMatchObject({ inputTokens: 1980, outputTokens: 80, complete: true });
+    expect((await waitForTurn(token, cid, turnId)).usage).toMatchObject({ inputTokens: 1980, outputTokens: 80, source: "receipt" });
+  });
+
   it("without a result route, a run the session state no longer names ends with an unknown outcome, never a success", async () => {
     await variants({ terminal: "none", resultRoute: "missing" });
     for (const [message, upstream] of [["hello", "completed"], ["break [fail]", "failed"]] as const) {

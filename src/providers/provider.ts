@@ -137,6 +137,8 @@ export interface ProviderResult {
   status: TerminalStatus | "unknown";
   text?: string;
   error?: RunError;
+  /** The run's authoritative usage, as a terminal event's `receipt` (a counter not in it is unknown). */
+  receipt?: Counts;
 }
 
 export interface EventsOptions {

@@ -30,7 +30,7 @@ import type {
   ProviderResult,
 } from "../provider";
 import { claimsOf } from "./claims";
-import { MAX_FRAME_BYTES, normalizeFrame } from "./frames";
+import { MAX_FRAME_BYTES, normalizeFrame, receiptCounts } from "./frames";
 import { sandboxRoutes as routes } from "./routes";
 import { AbortResponse, AnswerResponse, PromptResult, Sandbox, SandboxCapabilities, SessionStateResponse, type BackendConfig } from "./wire";
 
@@ -343,10 +343,13 @@ export class TangleProvider implements AgentProvider {
       );
       const status = result.status === "success" ? "completed" : result.status === "cancelled" ? "cancelled" : result.status === "failed" ? "failed" : null;
       if (status === null) return null; // awaiting a person: not terminal
+      // The result's usage is the run's receipt, as on a terminal frame; one reporting no counter says nothing.
+      const receipt = receiptCounts(result.usage, result.costUsd);
       return {
         status,
         ...(result.response !== undefined ? { text: result.response } : {}),
         ...(status === "failed" ? { error: { message: result.error ?? "the run failed", ...(result.errorCode ? { code: result.errorCode } : {}) } } : {}),
+        ...(Object.keys(receipt).length > 0 ? { receipt } : {}),
       };
     } catch (err) {
       // 409: not finished yet.
