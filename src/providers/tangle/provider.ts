@@ -6,7 +6,9 @@
  *   or a failed/expired one is replaced, and one we created but could not bring up is deleted
  *   before the error surfaces.
  * - dispatch: detached and idempotent under the caller's execution id; the admission must name
- *   that execution back or the dispatch fails closed.
+ *   that execution back or the dispatch fails closed. Where the admission carries the dispatch
+ *   receipt's `dispatched` (seed 004) it is read: `false` naming our run means it was found (in
+ *   flight or ended), naming another run in flight means the session is busy.
  * - events: exact replay of one execution strictly after a cursor, then live frames.
  */
 import { canonicalDigest, stripUndefined } from "../../lib/digest";
@@ -262,13 +264,7 @@ export class TangleProvider implements AgentProvider {
           if (admission === "refused") {
             throw new ProviderError("dispatch_refused", `the sandbox refused the turn: ${refusalOf(frame)}`);
           }
-          if (admission) {
-            if (admission.executionId !== input.executionId) {
-              // Fail closed: never adopt an execution we did not ask for (seed 000).
-              throw new ProviderError("admission_mismatch", `the sandbox admitted execution ${String(admission.executionId)} instead of ${input.executionId}`);
-            }
-            return { controlRef, alreadyExisted: admission.alreadyExisted === true };
-          }
+          if (admission) return receiptOf(admission, input.executionId, controlRef);
         }
       } catch (err) {
         // No admission in time (or a dispatch stream gone silent): the run may exist all the same.
@@ -517,12 +513,24 @@ function refine(err: unknown, cursor?: string): unknown {
   return err;
 }
 
-/** The admission a dispatch-stream frame carries: the execution it names, a refusal, or nothing. */
+/** What an admission frame says: the execution it names, and the dispatch receipt's fields where the deployment sends them. */
+interface Admission {
+  executionId: unknown;
+  alreadyExisted?: unknown;
+  /** false: this call started nothing (the run was in flight, or its turn had ended; seed 004). */
+  dispatched?: unknown;
+  /** The named run's status, where the receipt says it. */
+  status?: unknown;
+}
+
+const RUN_ENDED = new Set(["completed", "success", "failed", "error", "cancelled"]);
+
 /**
  * The admission a dispatch-stream frame carries: an `execution.started` frame (with or without the
- * session), or a `status` frame that names an execution; a refusal (`error`, `session.run.failed`); or nothing.
+ * session), or a `status` frame that names an execution (started, or any status when it carries
+ * the receipt's `dispatched`); a refusal (`error`, `session.run.failed`); or nothing.
  */
-function admissionOf(frame: SseFrame): { executionId: unknown; alreadyExisted?: unknown } | "refused" | null {
+function admissionOf(frame: SseFrame): Admission | "refused" | null {
   if (frame.data === undefined) return null;
   if (frame.event === "error" || frame.event === "session.run.failed") return "refused";
   if (frame.event !== "execution.started" && frame.event !== "status") return null;
@@ -533,8 +541,30 @@ function admissionOf(frame: SseFrame): { executionId: unknown; alreadyExisted?: 
     return null;
   }
   if (typeof data !== "object" || data === null) return null;
-  if (frame.event === "status" && (data.executionId === undefined || (data.status !== "started" && data.status !== "queued" && data.status !== "running"))) return null;
-  return { executionId: data.executionId, alreadyExisted: data.alreadyExisted };
+  if (frame.event === "status") {
+    const started = data.status === "started" || data.status === "queued" || data.status === "running";
+    if (data.executionId === undefined || (!started && typeof data.dispatched !== "boolean")) return null;
+  }
+  return { executionId: data.executionId, alreadyExisted: data.alreadyExisted, dispatched: data.dispatched, status: data.status };
+}
+
+/**
+ * What the dispatch came to, read from its admission (seed 004: read `dispatched`). Our execution:
+ * started now, or found (in flight, or ended: its events and result say how). `dispatched: false`
+ * naming another execution: that run holds the session (busy), or the turn ended under another
+ * run, which is never adopted (seed 000: a receipt must name the execution back).
+ */
+function receiptOf(admission: Admission, executionId: string, controlRef: AgentExactRunControlRef): DispatchReceipt {
+  const named = String(admission.executionId);
+  if (admission.executionId === executionId) return { controlRef, alreadyExisted: admission.dispatched === false || admission.alreadyExisted === true };
+  if (admission.dispatched === false) {
+    if (typeof admission.status === "string" && RUN_ENDED.has(admission.status)) {
+      throw new ProviderError("admission_mismatch", `the sandbox says this turn already ended under execution ${named}, not the requested ${executionId}`);
+    }
+    throw new ProviderError("session_busy", `the agent session is running another execution (${named}); nothing was dispatched`, { status: 409, retryable: true });
+  }
+  // Fail closed: never adopt an execution we did not ask for (seed 000).
+  throw new ProviderError("admission_mismatch", `the sandbox admitted execution ${named} instead of ${executionId}`);
 }
 
 function refusalOf(frame: SseFrame): string {
