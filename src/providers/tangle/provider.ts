@@ -3,8 +3,9 @@
  *
  * - ensureEnvironment: one sandbox per owner, created under an idempotency key, handed over only
  *   once it reports running with a ready filesystem; a stopped one is resumed, a gone one (404)
- *   or a failed/expired one is replaced, and one we created but could not bring up is deleted
- *   before the error surfaces.
+ *   or a failed/expired one is replaced. Whether a create made the sandbox or found it is read
+ *   (the answer's status and the owner's create ledger), and only one this call created is
+ *   deleted when it cannot be brought up.
  * - dispatch: detached and idempotent under the caller's execution id; the admission must name
  *   that execution back or the dispatch fails closed. Where the admission carries the dispatch
  *   receipt's `dispatched` (seed 004) it is read: `false` naming our run means it was found (in
@@ -21,6 +22,7 @@ import type {
   AgentProvider,
   AnswerDelivery,
   CancelOutcome,
+  CreateLedger,
   DispatchInput,
   DispatchReceipt,
   EnsureEnvironmentInput,
@@ -74,6 +76,8 @@ function isReady(sandbox: Sandbox): boolean {
 
 
 const TERMINAL_SANDBOX_STATUSES = new Set(["failed", "stopped", "expired", "deleted"]);
+/** How many keys answering a dead sandbox another call made one create call steps past. */
+const DEAD_KEYS_SKIPPED = 3;
 
 export class TangleProvider implements AgentProvider {
   readonly name = TANGLE_PROVIDER_NAME;
@@ -102,7 +106,7 @@ export class TangleProvider implements AgentProvider {
     }
   }
 
-  /** Polls until the sandbox is running with a ready filesystem; deletes it on failure when we created it. */
+  /** Polls until the sandbox is running with a ready filesystem; on failure deletes it only when this call created it. */
   private async waitReady(id: string, createdNow: boolean): Promise<void> {
     const deadline = Date.now() + this.options.readyTimeoutMs;
     let reason: string;
@@ -128,7 +132,8 @@ export class TangleProvider implements AgentProvider {
     if (createdNow) {
       await this.client.send(routes.deleteSandbox(id), { retry: true }, "delete unusable sandbox").catch(() => undefined);
     }
-    throw new ProviderError("environment_unavailable", `the sandbox could not be brought up: ${reason}`, { retryable: true });
+    const left = createdNow ? "" : " (it is left in place: this call did not create it, or cannot prove it did)";
+    throw new ProviderError("environment_unavailable", `the sandbox could not be brought up: ${reason}${left}`, { retryable: true });
   }
 
   private async readCapabilities(id: string): Promise<{ capabilities: Record<string, unknown> | null; warnings: string[] }> {
@@ -168,18 +173,51 @@ export class TangleProvider implements AgentProvider {
       generation = known.generation + 1;
     }
 
-    const body = stripUndefined({
-      name: `chat-${ownerKey.slice(0, 24)}`,
-      backend: this.backendFor(undefined),
-      git: this.options.git,
-      metadata: { createdBy: "agent-chat-gateway", owner: ownerKey },
-      idempotencyKey: `${ownerKey}:g${generation}`,
-    });
-    const created = await this.client.json(routes.createSandbox(), Sandbox, { body, retry: true }, "create sandbox");
-    if (!isReady(created)) await this.waitReady(created.id, true);
-    const { capabilities, warnings } = await this.readCapabilities(created.id);
-    const record: EnvironmentRecord = { environmentId: created.id, generation, capabilities, warnings, readyAt: new Date().toISOString() };
-    return { record, outcome: "created" };
+    return this.createEnvironment(ownerKey, generation, input.ledger);
+  }
+
+  /**
+   * Creates the owner's sandbox under the generation's idempotency key and brings it up. Whether
+   * this call created it is read, never assumed (seed 001, idempotent create): only a fresh create
+   * (201, where a replay answers 200) under a key no earlier call sent proves it, and only a sandbox
+   * this call created is deleted when it cannot be brought up. A key whose bring-up failed is not
+   * used again; one that answers a dead sandbox another call made is left alone for the next key.
+   */
+  private async createEnvironment(ownerKey: string, first: number, ledger: EnsureEnvironmentInput["ledger"]): Promise<EnsureEnvironmentResult> {
+    let state: CreateLedger = ledger?.state ?? { sent: 0, failed: 0 };
+    const write = (next: CreateLedger) => {
+      state = next;
+      ledger?.write(next);
+    };
+    let generation = Math.max(first, state.failed + 1);
+    for (let attempt = 1; ; attempt++) {
+      const sentBefore = generation <= state.sent;
+      // Written before the create goes out: after a crash the key is known as sent.
+      if (!sentBefore) write({ ...state, sent: generation });
+      const body = stripUndefined({
+        name: `chat-${ownerKey.slice(0, 24)}`,
+        backend: this.backendFor(undefined),
+        git: this.options.git,
+        metadata: { createdBy: "agent-chat-gateway", owner: ownerKey },
+        idempotencyKey: `${ownerKey}:g${generation}`,
+      });
+      const { data: sandbox, status } = await this.client.answer(routes.createSandbox(), Sandbox, { body, retry: true }, "create sandbox");
+      const createdHere = status === 201 && !sentBefore;
+      if (!createdHere && TERMINAL_SANDBOX_STATUSES.has(sandbox.status) && attempt <= DEAD_KEYS_SKIPPED) {
+        write({ ...state, failed: Math.max(state.failed, generation) });
+        generation++;
+        continue;
+      }
+      try {
+        if (!isReady(sandbox)) await this.waitReady(sandbox.id, createdHere);
+      } catch (err) {
+        if (err instanceof ProviderError && err.code === "environment_unavailable") write({ ...state, failed: Math.max(state.failed, generation) });
+        throw err;
+      }
+      const { capabilities, warnings } = await this.readCapabilities(sandbox.id);
+      const record: EnvironmentRecord = { environmentId: sandbox.id, generation, capabilities, warnings, readyAt: new Date().toISOString() };
+      return { record, outcome: createdHere ? "created" : "found" };
+    }
   }
 
   async claimsFor(environment: EnvironmentRecord): Promise<Claims> {
