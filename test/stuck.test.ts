@@ -66,7 +66,7 @@ async function plantPending(stub: DurableObjectStub<SessionObject>, turnId: stri
   });
 }
 
-/** Starts a run in the conversation's agent session from outside the gateway (seed 004: any process may). */
+/** Starts a run in the conversation's agent session from outside the gateway (Sandbox sessions: any process may). */
 async function runUpstream(sandboxId: string, body: { message: string; sessionId: string; turnId: string; executionId: string }) {
   const res = await upstream("POST", `/v1/sandboxes/${sandboxId}/runtime/agents/run/stream`, body);
   expect(res.status).toBe(200);

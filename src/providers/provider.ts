@@ -24,8 +24,8 @@ export interface EnvironmentRecord {
 }
 
 /**
- * What an owner's object knows of the create calls it made (seed 001: a consumer never destroys an
- * environment whose creation it cannot prove). A create key never sent before that answers a
+ * What an owner's object knows of the create calls it made (agent-interface, idempotent create: a consumer
+ * never destroys an environment whose creation it cannot prove). A create key never sent before that answers a
  * fresh environment proves this call made it; a key sent before may answer what an earlier call made.
  */
 export interface CreateLedger {

@@ -8,7 +8,7 @@
  *   deleted when it cannot be brought up.
  * - dispatch: detached and idempotent under the caller's execution id; the admission must name
  *   that execution back or the dispatch fails closed. Where the admission carries the dispatch
- *   receipt's `dispatched` (seed 004) it is read: `false` naming our run means it was found (in
+ *   receipt's `dispatched` (Sandbox sessions, "Retry a turn without running it twice") it is read: `false` naming our run means it was found (in
  *   flight or ended), naming another run in flight means the session is busy.
  * - events: exact replay of one execution strictly after a cursor, then live frames.
  */
@@ -59,7 +59,7 @@ function backendWithoutBearer(backend: BackendConfig | undefined): unknown {
 }
 
 /**
- * A model route as the backend's `model` object (seed 000, "Per-turn backend options"): a
+ * A model route as the backend's `model` object (agent-provider-tangle, "Per-turn backend options"): a
  * `provider/model` route splits at its first slash (`anthropic/claude-sonnet-4` →
  * `{ provider: "anthropic", model: "claude-sonnet-4" }`); a model without one is `{ model }`.
  */
@@ -178,7 +178,7 @@ export class TangleProvider implements AgentProvider {
 
   /**
    * Creates the owner's sandbox under the generation's idempotency key and brings it up. Whether
-   * this call created it is read, never assumed (seed 001, idempotent create): only a fresh create
+   * this call created it is read, never assumed (agent-interface, idempotent create): only a fresh create
    * (201, where a replay answers 200) under a key no earlier call sent proves it, and only a sandbox
    * this call created is deleted when it cannot be brought up. A key whose bring-up failed is not
    * used again; one that answers a dead sandbox another call made is left alone for the next key.
@@ -555,7 +555,7 @@ function refine(err: unknown, cursor?: string): unknown {
 interface Admission {
   executionId: unknown;
   alreadyExisted?: unknown;
-  /** false: this call started nothing (the run was in flight, or its turn had ended; seed 004). */
+  /** false: this call started nothing (the run was in flight, or its turn had ended: Sandbox sessions, "Retry a turn without running it twice"). */
   dispatched?: unknown;
   /** The named run's status, where the receipt says it. */
   status?: unknown;
@@ -587,10 +587,10 @@ function admissionOf(frame: SseFrame): Admission | "refused" | null {
 }
 
 /**
- * What the dispatch came to, read from its admission (seed 004: read `dispatched`). Our execution:
+ * What the dispatch came to, read from its admission (Sandbox sessions: read `dispatched`). Our execution:
  * started now, or found (in flight, or ended: its events and result say how). `dispatched: false`
  * naming another execution: that run holds the session (busy), or the turn ended under another
- * run, which is never adopted (seed 000: a receipt must name the execution back).
+ * run, which is never adopted (agent-provider-tangle, "Two capability documents": a receipt must name the execution back).
  */
 function receiptOf(admission: Admission, executionId: string, controlRef: AgentExactRunControlRef): DispatchReceipt {
   const named = String(admission.executionId);
@@ -601,7 +601,7 @@ function receiptOf(admission: Admission, executionId: string, controlRef: AgentE
     }
     throw new ProviderError("session_busy", `the agent session is running another execution (${named}); nothing was dispatched`, { status: 409, retryable: true });
   }
-  // Fail closed: never adopt an execution we did not ask for (seed 000).
+  // Fail closed: never adopt an execution we did not ask for (agent-provider-tangle, "Two capability documents").
   throw new ProviderError("admission_mismatch", `the sandbox admitted execution ${named} instead of ${executionId}`);
 }
 

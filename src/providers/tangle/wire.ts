@@ -23,7 +23,7 @@ export const Sandbox = z.looseObject({
 });
 export type Sandbox = z.infer<typeof Sandbox>;
 
-/** A backend (create and per turn). `model` is the object seed 000 shows, never a bare string. */
+/** A backend (create and per turn). `model` is the object agent-provider-tangle's "Per-turn backend options" shows, never a bare string. */
 export const BackendConfig = z.strictObject({
   type: z.string().min(1).max(64),
   model: z
