@@ -8,8 +8,9 @@
  *   deleted when it cannot be brought up.
  * - dispatch: detached and idempotent under the caller's execution id; the admission must name
  *   that execution back or the dispatch fails closed. Where the admission carries the dispatch
- *   receipt's `dispatched` (Sandbox sessions, "Retry a turn without running it twice") it is read: `false` naming our run means it was found (in
- *   flight or ended), naming another run in flight means the session is busy.
+ *   receipt's `dispatched` (Sandbox sessions, "Retry a turn without running it twice"), it is
+ *   read: `false` naming our run means it was found (in flight or ended), naming another run in
+ *   flight means the session is busy.
  * - events: exact replay of one execution strictly after a cursor, then live frames.
  */
 import { canonicalDigest, stripUndefined } from "../../lib/digest";
@@ -59,8 +60,8 @@ function backendWithoutBearer(backend: BackendConfig | undefined): unknown {
 }
 
 /**
- * A model route as the backend's `model` object (agent-provider-tangle, "Per-turn backend options"): a
- * `provider/model` route splits at its first slash (`anthropic/claude-sonnet-4` →
+ * A model route as the backend's `model` object (agent-provider-tangle, "Per-turn backend
+ * options"): a `provider/model` route splits at its first slash (`anthropic/claude-sonnet-4` →
  * `{ provider: "anthropic", model: "claude-sonnet-4" }`); a model without one is `{ model }`.
  */
 function backendModel(route: string): NonNullable<BackendConfig["model"]> {
@@ -178,10 +179,11 @@ export class TangleProvider implements AgentProvider {
 
   /**
    * Creates the owner's sandbox under the generation's idempotency key and brings it up. Whether
-   * this call created it is read, never assumed (agent-interface, idempotent create): only a fresh create
-   * (201, where a replay answers 200) under a key no earlier call sent proves it, and only a sandbox
-   * this call created is deleted when it cannot be brought up. A key whose bring-up failed is not
-   * used again; one that answers a dead sandbox another call made is left alone for the next key.
+   * this call created it is read, never assumed (agent-interface, idempotent create): only a fresh
+   * create (201, where a replay answers 200) under a key no earlier call sent proves it, and only
+   * a sandbox this call created is deleted when it cannot be brought up. A key whose bring-up
+   * failed is not used again; one that answers a dead sandbox another call made is left alone for
+   * the next key.
    */
   private async createEnvironment(ownerKey: string, first: number, ledger: EnsureEnvironmentInput["ledger"]): Promise<EnsureEnvironmentResult> {
     let state: CreateLedger = ledger?.state ?? { sent: 0, failed: 0 };
