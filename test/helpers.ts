@@ -148,3 +148,13 @@ export async function upstreamRejection(promise: Promise<unknown>): Promise<Prov
   }
   throw new Error("expected a rejection");
 }
+
+/** A Sandbox API call made to the emulator directly, as another process holding an account key would make it. */
+export async function upstream(method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<Response> {
+  const stub = env.SANDBOX_EMULATOR!.get(env.SANDBOX_EMULATOR!.idFromName("default"));
+  return stub.fetch(`http://sandbox-emulator.local${path}`, {
+    method,
+    headers: { authorization: "Bearer another-process", ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}

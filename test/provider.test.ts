@@ -1,14 +1,16 @@
-import { env } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
+import { deriveOwnerKey } from "../src/auth/ids";
 import { afterEach, describe, expect, it } from "vitest";
 import { readConfig } from "../src/config";
 import { createProvider } from "../src/providers";
 import type { TangleProvider } from "../src/providers/tangle/provider";
-import { api, counters, emulator, json, sendTurn, setFaults, tokenFor, uid, upstreamRejection, waitForTurn } from "./helpers";
+import { api, counters, emulator, json, sendTurn, setFaults, tokenFor, uid, upstream, upstreamRejection, waitForTurn } from "./helpers";
 
 const provider = () => createProvider(readConfig(env), env) as TangleProvider;
 
 afterEach(async () => {
   await setFaults({});
+  await emulator("/_emulator/variants", {});
 });
 
 describe("the Tangle provider's environment (one sandbox per user)", () => {
@@ -193,4 +195,98 @@ describe("the gateway over a sandbox that changes under it", () => {
     expect(limited.headers.get("retry-after")).toBe("30");
     expect((await json(limited)).error.code).toBe("upstream_rate_limited");
   });
+});
+
+describe("sandbox creation: made by this call, or found", () => {
+  const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;
+
+  /** A new user, and the idempotency key of their first sandbox. */
+  async function newUser() {
+    const user = uid("user");
+    const ownerKey = await deriveOwnerKey(secret, user);
+    return { token: await tokenFor(user), cid: uid("conv"), ownerKey };
+  }
+
+  /** A sandbox made under the user's first key by another call, that stays `transitioning` until failed. */
+  async function heldKey(ownerKey: string): Promise<string> {
+    await setFaults({ readinessLagMs: 60_000 });
+    const res = await upstream("POST", "/v1/sandboxes", { name: "made elsewhere", idempotencyKey: `${ownerKey}:g1` });
+    expect(res.status).toBe(201);
+    return (await json(res)).id as string;
+  }
+
+  /** Sends a turn while the gateway's create finds the held sandbox, and fails that sandbox during the wait. */
+  async function turnFailingOn(token: string, cid: string, held: string) {
+    const replayed = (await counters())["sandboxes.replayed"] ?? 0;
+    const sending = sendTurn(token, cid, uid("turn"), "hello");
+    for (let i = 0; i < 500 && ((await counters())["sandboxes.replayed"] ?? 0) === replayed; i++) await new Promise((r) => setTimeout(r, 10));
+    const deleted = (await counters())["sandboxes.deleted"] ?? 0;
+    await emulator(`/_emulator/sandboxes/${held}/status`, { status: "failed" });
+    const refused = await sending;
+    return { refused, deletedBefore: deleted };
+  }
+
+  async function nextTurnGetsItsOwn(token: string, cid: string, held: string) {
+    await setFaults({});
+    const turnId = uid("turn");
+    const accepted = await sendTurn(token, cid, turnId, "again");
+    expect(accepted.status).toBe(202);
+    expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
+    const run = await emulator(`/_emulator/executions/${(await json(accepted)).executionId}`);
+    expect(run.sandboxId).not.toBe(held);
+    expect((await emulator(`/_emulator/sandboxes/${run.sandboxId}`)).idempotencyKey).toMatch(/:g2$/);
+  }
+
+  it("a sandbox a create found (a replay of a key another call used: 200) that fails to come up is left in place, not deleted", async () => {
+    const { token, cid, ownerKey } = await newUser();
+    const held = await heldKey(ownerKey);
+    const { refused, deletedBefore } = await turnFailingOn(token, cid, held);
+    expect(refused.status).toBe(503);
+    expect((await json(refused)).error).toMatchObject({ code: "environment_unavailable", message: expect.stringContaining("left in place") });
+    expect((await emulator(`/_emulator/sandboxes/${held}`)).status).toBe("failed");
+    expect((await counters())["sandboxes.deleted"] ?? 0).toBe(deletedBefore);
+    // Its key is not used again: the next turn gets a sandbox of its own.
+    await nextTurnGetsItsOwn(token, cid, held);
+  });
+
+  it("where a replay answers 201 too, a key an earlier call sent (a crash mid-create) proves nothing: that sandbox is not deleted either", async () => {
+    await emulator("/_emulator/variants", { createReplay: "201" });
+    const { token, cid, ownerKey } = await newUser();
+    const held = await heldKey(ownerKey);
+    // The user's object sent the first key's create and crashed before it heard back.
+    await runInDurableObject(env.USERS.get(env.USERS.idFromName(ownerKey)), async (_i, state) => {
+      state.storage.sql.exec("INSERT INTO create_ledger (id, sent, failed) VALUES (1, 1, 0)");
+    });
+    const { refused, deletedBefore } = await turnFailingOn(token, cid, held);
+    expect((await json(refused)).error).toMatchObject({ code: "environment_unavailable", message: expect.stringContaining("left in place") });
+    expect((await emulator(`/_emulator/sandboxes/${held}`)).status).toBe("failed");
+    expect((await counters())["sandboxes.deleted"] ?? 0).toBe(deletedBefore);
+    await nextTurnGetsItsOwn(token, cid, held);
+  });
+
+  it("a key that answers a dead sandbox another call made is stepped past in the same call; that sandbox is left alone", async () => {
+    const { token, cid, ownerKey } = await newUser();
+    await setFaults({ provisionOutcome: "failed" });
+    const res = await upstream("POST", "/v1/sandboxes", { name: "made elsewhere", idempotencyKey: `${ownerKey}:g1` });
+    const held = (await json(res)).id as string;
+    // Reading it through the Sandbox API moves it on by the clock, to its end.
+    for (let i = 0; i < 200 && (await json(await upstream("GET", `/v1/sandboxes/${held}`))).status !== "failed"; i++) await new Promise((r) => setTimeout(r, 10));
+    await nextTurnGetsItsOwn(token, cid, held);
+    expect((await emulator(`/_emulator/sandboxes/${held}`)).status).toBe("failed");
+  });
+
+  for (const createReplay of ["200", "201"] as const) {
+    it(`a sandbox this call created (a fresh key, answered 201) that fails to come up is deleted before the error surfaces (createReplay ${createReplay})`, async () => {
+      await emulator("/_emulator/variants", { createReplay });
+      const { token, cid } = await newUser();
+      await setFaults({ provisionOutcome: "failed" });
+      // Twice: a key whose bring-up failed is not used again, so the next create proves itself too.
+      for (let attempt = 1; attempt <= 2; attempt++) {
+        const deleted = (await counters())["sandboxes.deleted"] ?? 0;
+        const refused = await sendTurn(token, cid, uid("turn"), "hello");
+        expect((await json(refused)).error).toMatchObject({ code: "environment_unavailable", message: expect.not.stringContaining("left in place") });
+        expect((await counters())["sandboxes.deleted"]).toBe(deleted + 1);
+      }
+    });
+  }
 });

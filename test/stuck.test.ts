@@ -7,12 +7,13 @@ import { afterEach, describe, expect, it } from "vitest";
 import { deriveSessionId } from "../src/auth/ids";
 import type { SessionObject } from "../src/objects/session";
 import { executionIdFor, turnRequestDigest } from "../src/objects/turn-cache";
-import { api, collect, emulator, isTurnEnd, json, sendTurn, setFaults, tokenFor, uid, waitForTurn } from "./helpers";
+import { api, collect, counters, emulator, isTurnEnd, json, sendTurn, setFaults, tokenFor, uid, upstream, waitForTurn } from "./helpers";
 
 const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;
 
 afterEach(async () => {
   await setFaults({});
+  await emulator("/_emulator/variants", {});
 });
 
 /** A user with one finished turn (so the sandbox and the session exist), and the session object's stub. */
@@ -47,6 +48,89 @@ async function plantRunning(stub: DurableObjectStub<SessionObject>, fields: { tu
     await state.storage.setAlarm(Date.now() + 60_000);
   });
 }
+
+/** Plants a pending turn, as a crash after its dispatch reached upstream (before it was recorded) leaves one. */
+async function plantPending(stub: DurableObjectStub<SessionObject>, turnId: string, request: { message: string }, executionId: string) {
+  const digest = await turnRequestDigest(request);
+  await runInDurableObject(stub, async (_i: SessionObject, state) => {
+    const now = Date.now();
+    state.storage.sql.exec(
+      "INSERT INTO turns (turn_id, ordinal, request_digest, request, execution_id, status, created_at, updated_at) VALUES (?, (SELECT COALESCE(MAX(ordinal), 0) + 1 FROM turns), ?, ?, ?, 'pending', ?, ?)",
+      turnId,
+      digest,
+      JSON.stringify(request),
+      executionId,
+      now,
+      now,
+    );
+  });
+}
+
+/** Starts a run in the conversation's agent session from outside the gateway (Sandbox sessions: any process may). */
+async function runUpstream(sandboxId: string, body: { message: string; sessionId: string; turnId: string; executionId: string }) {
+  const res = await upstream("POST", `/v1/sandboxes/${sandboxId}/runtime/agents/run/stream`, body);
+  expect(res.status).toBe(200);
+  await res.body?.cancel();
+}
+
+async function untilEnded(executionId: string) {
+  for (let i = 0; i < 500 && (await emulator(`/_emulator/executions/${executionId}`)).status === "running"; i++) await new Promise((r) => setTimeout(r, 10));
+}
+
+describe("dispatch receipts are read (dispatched)", () => {
+  it("a receipt naming another run in flight on the session (dispatched: false) is session_busy: nothing starts, and the conversation goes on after it", async () => {
+    const { token, cid, sessionId, sandboxId } = await conversation();
+    await emulator("/_emulator/variants", { dispatched: "receipt" });
+    // Another process runs a turn in the same agent session; it waits for its question.
+    const other = uid("exe-other");
+    await runUpstream(sandboxId, { message: "set up tests [ask]", sessionId, turnId: uid("other-turn"), executionId: other });
+    const started = (await counters())["runs.started"];
+    const turnId = uid("turn");
+    const refused = await sendTurn(token, cid, turnId, "hello");
+    expect(refused.status).toBe(409);
+    expect((await json(refused)).error).toMatchObject({ code: "session_busy", details: { upstreamCode: "session_busy", retryable: true } });
+    expect((await counters())["runs.started"]).toBe(started);
+    expect((await api(`/v1/conversations/${cid}/turns/${turnId}`, { token })).status).toBe(404);
+    // Once that run ends, the same turn id runs.
+    await upstream("POST", `/v1/sandboxes/${sandboxId}/runtime/agents/sessions/${sessionId}/abort`, { executionId: other });
+    expect((await sendTurn(token, cid, turnId, "hello")).status).toBe(202);
+    expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
+  });
+
+  it("a receipt naming the turn's own run (dispatched: false), in flight or already ended, attaches to it: one run, its answer", async () => {
+    const { token, cid, stub, sessionId, sandboxId } = await conversation();
+    await emulator("/_emulator/variants", { dispatched: "receipt" });
+    for (const [message, ended] of [["it already ran", true], ["it still runs [slow]", false]] as const) {
+      const turnId = uid("turn");
+      const executionId = await executionIdFor(sessionId, turnId);
+      await runUpstream(sandboxId, { message, sessionId, turnId, executionId });
+      if (ended) await untilEnded(executionId);
+      await plantPending(stub, turnId, { message }, executionId);
+      const before = await counters();
+      const retry = await sendTurn(token, cid, turnId, message);
+      expect(retry.status).toBe(202);
+      expect(await json(retry)).toMatchObject({ turnId, executionId });
+      const turn = await waitForTurn(token, cid, turnId);
+      expect(turn.status).toBe("completed");
+      expect(turn.result.text).toContain(message.replace(" [slow]", ""));
+      const after = await counters();
+      expect(after["runs.started"]).toBe(before["runs.started"]);
+      expect(after["runs.attached"]).toBe((before["runs.attached"] ?? 0) + 1);
+    }
+  });
+  it("a receipt saying the turn already ended under another run (dispatched: false) is refused admission_mismatch: that run is never adopted", async () => {
+    const { token, cid, sessionId, sandboxId } = await conversation();
+    await emulator("/_emulator/variants", { dispatched: "receipt" });
+    const turnId = uid("turn");
+    const other = uid("exe-other");
+    await runUpstream(sandboxId, { message: "hello", sessionId, turnId, executionId: other });
+    await untilEnded(other);
+    const refused = await sendTurn(token, cid, turnId, "hello");
+    expect(refused.status).toBe(502);
+    expect((await json(refused)).error).toMatchObject({ code: "admission_mismatch", message: expect.stringContaining(`already ended under execution ${other}`) });
+    expect((await api(`/v1/conversations/${cid}/turns/${turnId}`, { token })).status).toBe(404);
+  });
+});
 
 describe("no turn is ever stuck", () => {
   it("cancel when upstream says the run is not live ends the local turn cancelled", async () => {

@@ -60,13 +60,27 @@ describe("dispatch on every shape of the wire", () => {
     await api(`/v1/conversations/${asking.cid}/cancel`, { token: asking.token, body: { operationId: uid("op") } });
   });
 
-  it("backend.model goes as an object when the deployment wants one", async () => {
-    await variants({ backendModel: "object" });
-    const { token, cid, turnId, res } = await turnWith("hello", { model: "provider-x/model-y" });
-    expect(res.status).toBe(202);
-    expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
-    const run = await emulator(`/_emulator/executions/${(await json(res)).executionId}`);
-    expect(run.request.backend.model).toEqual({ model: "provider-x/model-y" });
+  it("backend.model goes out as the seed's object, split from a provider/model route, whichever shape the deployment takes", async () => {
+    const cases = [
+      ["anthropic/claude-sonnet-4", { provider: "anthropic", model: "claude-sonnet-4" }],
+      ["gpt-5", { model: "gpt-5" }],
+    ] as const;
+    for (const v of [{ backendModel: "string" }, { backendModel: "object" }]) {
+      await variants(v);
+      for (const [model, sent] of cases) {
+        const before = await counters();
+        const { token, cid, turnId, res } = await turnWith("hello", { model });
+        expect(res.status).toBe(202);
+        expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
+        const after = await counters();
+        // The dispatch as the emulator received it.
+        const run = await emulator(`/_emulator/executions/${(await json(res)).executionId}`);
+        expect(run.request.backend.model).toEqual(sent);
+        // Right the first time: no dispatch was refused (400) and sent again in another shape.
+        const delta = (name: string) => (after[name] ?? 0) - (before[name] ?? 0);
+        expect(delta("requests.runtime.run") - delta("runs.dispatches") - delta("runs.replays")).toBe(0);
+      }
+    }
   });
 
   it("readiness values outside the known enum are waited out as not ready, never a failure", async () => {
@@ -101,13 +115,36 @@ describe("reading runs on every shape of the wire", () => {
     expect(turn.result.text).toContain("hello");
   });
 
-  it("without a result route, it settles from the session state of the exact execution", async () => {
+  it("a run settled from its result has the result's receipt folded: /usage, usage.updated and the turn show it", async () => {
+    await variants({ terminal: "none" });
+    // No step usage on the stream: only the receipt knows what the run used.
+    const { token, cid, turnId, res } = await turnWith("quiet [no-usage]");
+    const accepted = await json(res);
+    const events = (await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd)).events;
+    const receipt = { inputTokens: 1980, outputTokens: 80, reasoningTokens: 5, cacheReadInputTokens: 1760, cacheCreationInputTokens: 40, cost: 0.0021 };
+    expect(events.filter((e) => e.type === "usage.updated").map((e) => e.data.usage)).toEqual([{ ...receipt, source: "receipt", conflict: false }]);
+    expect(events.at(-1)).toMatchObject({ type: "turn.completed", data: { usage: { ...receipt, source: "receipt" } } });
+    const usage = await json(await api(`/v1/conversations/${cid}/usage`, { token }));
+    expect(usage.turns[0].usage).toMatchObject({ ...receipt, source: "receipt" });
+    expect(usage.total).toMatchObject({ inputTokens: 1980, outputTokens: 80, complete: true });
+    expect((await waitForTurn(token, cid, turnId)).usage).toMatchObject({ inputTokens: 1980, outputTokens: 80, source: "receipt" });
+  });
+
+  it("without a result route, a run the session state no longer names ends with an unknown outcome, never a success", async () => {
     await variants({ terminal: "none", resultRoute: "missing" });
-    const { token, cid, turnId } = await turnWith("hello");
-    const events = (await collect(await api(`/v1/conversations/${cid}/events`, { token }), isTurnEnd)).events;
-    expect(events.at(-1)!.type).toBe("turn.completed");
-    expect(events.some((e) => e.type === "warning" && e.data.code === "stream_incomplete")).toBe(true);
-    expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
+    for (const [message, upstream] of [["hello", "completed"], ["break [fail]", "failed"]] as const) {
+      const { token, cid, turnId, res } = await turnWith(message);
+      const accepted = await json(res);
+      const events = (await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd)).events;
+      expect(events.some((e) => e.type === "turn.completed")).toBe(false);
+      expect(events.at(-1)).toMatchObject({ type: "turn.failed", data: { status: "failed", error: { code: "outcome_unknown" } } });
+      expect(events.some((e) => e.type === "warning" && e.data.code === "stream_incomplete")).toBe(true);
+      const turn = await waitForTurn(token, cid, turnId);
+      expect(turn).toMatchObject({ status: "failed", error: { code: "outcome_unknown", message: expect.stringContaining("how it ended is unknown") } });
+      expect(turn.result).toBeUndefined();
+      // Upstream knows how it ended; the gateway could not read it, so it does not claim it.
+      expect((await emulator(`/_emulator/executions/${accepted.executionId}`)).status).toBe(upstream);
+    }
   });
 });
 

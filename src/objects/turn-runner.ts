@@ -21,7 +21,7 @@ import { runPump } from "./pump";
 import { turnParts } from "./transcript";
 import { NUMERIC_ID, type SessionContext, type SessionStore, type TurnRecord, type TurnRequest } from "./session-store";
 import { decideTurn, executionIdFor, turnRequestDigest, turnView, type TurnView } from "./turn-cache";
-import { breakSteps, emptyExecutionUsage, executionView, totalOf, type ExecutionUsageState } from "./usage-fold";
+import { breakSteps, emptyExecutionUsage, executionView, foldReceipt, totalOf, type ExecutionUsageState } from "./usage-fold";
 
 /** How often a live run's watchdog alarm checks that its upstream reader is alive. */
 const WATCHDOG_INTERVAL_MS = 30_000;
@@ -368,6 +368,10 @@ export class TurnRunner {
     });
   }
 
+  /**
+   * Ends a running turn from its run's result (the stream could not tell). A result that says the
+   * run ended but not how ends the turn `failed` with `outcome_unknown`: never a success.
+   */
   private finishFromResult(turnId: string, executionId: string, result: ProviderResult, reason: string): void {
     this.deps.log.commit((log) => {
       const turn = this.store.turn(turnId);
@@ -376,8 +380,16 @@ export class TurnRunner {
       log.append({ turnId, executionId, type: "warning", data: { code: "stream_incomplete", message: `settled from the run's result: ${reason}` }, now });
       // Frames were missed: whatever usage they held is unknown, so no running total stands.
       const usage = this.store.executionUsage(executionId);
-      if (usage) this.store.putExecutionUsage(turnId, breakSteps(usage), executionView(usage));
-      this.finishTurn(log, turn, result.status, result.text, result.error, now);
+      const broken = usage ? breakSteps(usage) : null;
+      // The result's receipt is authoritative, folded by the terminal receipt's rule.
+      if (result.receipt) this.recordUsage(log, turnId, foldReceipt(broken ?? emptyExecutionUsage(executionId), result.receipt), now);
+      else if (broken) this.store.putExecutionUsage(turnId, broken, executionView(broken));
+      if (result.status === "unknown") {
+        const why = result.error?.message ? ` (${result.error.message})` : "";
+        this.finishTurn(log, turn, "failed", undefined, { code: "outcome_unknown", message: `the run ended upstream, but how it ended is unknown${why}` }, now);
+      } else {
+        this.finishTurn(log, turn, result.status, result.text, result.error, now);
+      }
     });
   }
 

@@ -1,7 +1,9 @@
 /**
  * One Durable Object per user: the user's sandbox (one per user, seed 004 "One sandbox per user")
  * and the index of the user's conversations. Ensuring the environment is single-flight here, so
- * two conversations starting at once never race to provision.
+ * two conversations starting at once never race to provision. It also keeps the create ledger
+ * (which create keys were sent, which bring-ups failed), so a create can prove it made the
+ * sandbox it got before anything deletes it.
  */
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
@@ -9,7 +11,7 @@ import { readConfig } from "../config";
 import { captureRpc, type RpcResult } from "../errors";
 import { createProvider } from "../providers";
 import { capabilityReadDue } from "../providers/claims";
-import type { EnvironmentRecord } from "../providers/provider";
+import type { CreateLedger, EnvironmentRecord } from "../providers/provider";
 import { providerRefusal } from "./provider-refusal";
 import { SlidingWindow, type RateLimitKind } from "./rate-limit";
 
@@ -51,15 +53,18 @@ export class UserObject extends DurableObject<Env> {
   private migrate(): void {
     this.sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
     const current = this.sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0]?.version ?? 0;
-    if (current >= 4) return;
+    if (current >= 5) return;
     if (current < 2) this.migrateToV2();
     // v3: how many times each conversation id was deleted: a conversation id used again talks to a
     // new agent session, never the old agent's memory.
     this.sql.exec("CREATE TABLE IF NOT EXISTS incarnations (conversation_id TEXT PRIMARY KEY, deletions INTEGER NOT NULL)");
     // v4: what deleted conversations spent: spend is the user's, kept when conversations go.
     this.sql.exec("CREATE TABLE IF NOT EXISTS deleted_spend (id INTEGER PRIMARY KEY CHECK (id = 1), used_tokens INTEGER NOT NULL, incomplete INTEGER NOT NULL)");
+    // v5: the create ledger: the highest generation whose sandbox create was sent, and the highest
+    // whose bring-up failed (a create proves it made a sandbox only under a key never sent before).
+    this.sql.exec("CREATE TABLE IF NOT EXISTS create_ledger (id INTEGER PRIMARY KEY CHECK (id = 1), sent INTEGER NOT NULL, failed INTEGER NOT NULL)");
     this.sql.exec("DELETE FROM schema_version");
-    this.sql.exec("INSERT INTO schema_version (version) VALUES (4)");
+    this.sql.exec("INSERT INTO schema_version (version) VALUES (5)");
   }
 
   private migrateToV2(): void {
@@ -124,10 +129,24 @@ export class UserObject extends DurableObject<Env> {
     return capabilityReadDue(checkedAt, Date.now(), { maxAgeMs: config.CAPABILITIES_MAX_AGE_MS, recheckMs: config.CAPABILITIES_RECHECK_MS }, claimMissing);
   }
 
+  private ledger(): CreateLedger {
+    return this.sql.exec<{ sent: number; failed: number }>("SELECT sent, failed FROM create_ledger WHERE id = 1").toArray()[0] ?? { sent: 0, failed: 0 };
+  }
+
   private async provision(ownerKey: string, known: EnvironmentRecord | null, rereadCapabilities: boolean): Promise<EnvironmentRecord> {
     try {
       const provider = createProvider(readConfig(this.env), this.env);
-      const { record, outcome } = await provider.ensureEnvironment({ ownerKey, known, ...(rereadCapabilities ? { rereadCapabilities } : {}) });
+      const ledger = {
+        state: this.ledger(),
+        write: (next: CreateLedger) => {
+          this.sql.exec(
+            "INSERT INTO create_ledger (id, sent, failed) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET sent = excluded.sent, failed = excluded.failed",
+            next.sent,
+            next.failed,
+          );
+        },
+      };
+      const { record, outcome } = await provider.ensureEnvironment({ ownerKey, known, ledger, ...(rereadCapabilities ? { rereadCapabilities } : {}) });
       this.sql.exec(
         "INSERT INTO environment (id, record) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET record = excluded.record",
         JSON.stringify(record),

@@ -208,6 +208,11 @@ export class HttpTransport {
 
   /** Sends and validates a JSON answer with `schema`; a malformed answer is an invalid_response. */
   async json<S extends z.ZodType>(route: Route, schema: S, options: RequestOptions = {}, what?: string): Promise<z.output<S>> {
+    return (await this.answer(route, schema, options, what)).data;
+  }
+
+  /** `json`, with the 2xx status it came with (where the status itself says something, a 200 or a 201). */
+  async answer<S extends z.ZodType>(route: Route, schema: S, options: RequestOptions = {}, what?: string): Promise<{ data: z.output<S>; status: number }> {
     const label = what ?? `${route.method} ${route.path}`;
     const response = await this.send(route, options, label);
     const text = await response.text();
@@ -225,6 +230,6 @@ export class HttpTransport {
         status: response.status,
       });
     }
-    return parsed.data;
+    return { data: parsed.data, status: response.status };
   }
 }

@@ -28,18 +28,39 @@ export interface EnvironmentRecord {
   readyAt: string;
 }
 
+/**
+ * What an owner's object knows of the create calls it made (agent-interface, idempotent create: a consumer
+ * never destroys an environment whose creation it cannot prove). A create key never sent before that answers a
+ * fresh environment proves this call made it; a key sent before may answer what an earlier call made.
+ */
+export interface CreateLedger {
+  /** The highest generation whose create was sent (0: none). */
+  sent: number;
+  /** The highest generation whose bring-up failed (0: none): its key is not used again. */
+  failed: number;
+}
+
 export interface EnsureEnvironmentInput {
   /** A stable, non-secret key for the owner (derived from the user id). */
   ownerKey: string;
   known: EnvironmentRecord | null;
   /** Read the capability document of a ready environment again (it is read anyway after a resume, or while none was read). */
   rereadCapabilities?: boolean;
+  /**
+   * The owner's create ledger, and how to write it: written before a create goes out and when a
+   * bring-up fails. Absent: this caller knows of no earlier create.
+   */
+  ledger?: { state: CreateLedger; write(next: CreateLedger): void };
 }
 
 export interface EnsureEnvironmentResult {
   record: EnvironmentRecord;
-  /** created: provisioned now; resumed: a stopped environment was resumed; existing: already ready. */
-  outcome: "created" | "resumed" | "existing";
+  /**
+   * created: provisioned by this call; found: a create answered an environment this call cannot
+   * prove it provisioned (an idempotent replay, or a key an earlier call sent); resumed: a stopped
+   * environment was resumed; existing: already ready.
+   */
+  outcome: "created" | "found" | "resumed" | "existing";
 }
 
 export interface DispatchInput {
@@ -136,10 +157,16 @@ export type ProviderEvent = EventBase &
     | { kind: "private"; type: string }
   );
 
+/**
+ * A run's end as read after the fact (its result). `unknown`: the run ended upstream, but nothing
+ * says how (`error.message` says why not); the session never reports that as a success.
+ */
 export interface ProviderResult {
-  status: TerminalStatus;
+  status: TerminalStatus | "unknown";
   text?: string;
   error?: RunError;
+  /** The run's authoritative usage, as a terminal event's `receipt` (a counter not in it is unknown). */
+  receipt?: Counts;
 }
 
 export interface EventsOptions {

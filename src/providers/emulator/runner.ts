@@ -97,7 +97,7 @@ export class Runner {
       request: run.request,
       terminal: variants.terminal,
     });
-    this.append(exe, admissionFrame(variants, { executionId: id, sessionId: run.sessionId, turnId: run.turnId }, false));
+    this.append(exe, admissionFrame(variants, { executionId: id, sessionId: run.sessionId, turnId: run.turnId, status: "running" }, { alreadyExisted: false, dispatched: true }));
     this.store.count("runs.started");
     this.schedule();
     return exe;

@@ -126,10 +126,13 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
     if (!parsed.success) return invalid(c, "VALIDATION_ERROR", parsed.error);
     const key = parsed.data.idempotencyKey;
     if (key) {
-      // A repeated key answers the same sandbox.
+      // A repeated key answers the same sandbox: 200 (this call created nothing), or 201 like a fresh one (variant).
       const existing = store.sandboxIdByIdempotencyKey(key);
       const row = existing ? sandboxes.get(existing) : undefined;
-      if (row) return c.json(view(row), 201);
+      if (row) {
+        store.count("sandboxes.replayed");
+        return c.json(view(row), variants().createReplay === "201" ? 201 : 200);
+      }
     }
     const row = sandboxes.create(parsed.data);
     store.count("sandboxes.created");
@@ -255,11 +258,17 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
     const existing =
       (requested ? store.execution(requested) : undefined) ?? (body.turnId ? store.executionByTurn(sb.id, body.sessionId, body.turnId) : undefined);
     if (existing) {
+      // Nothing starts: the run is in flight, or its turn already ended (the receipt says dispatched: false).
       store.count("runs.attached");
-      const prefix = admissionFrame(v, { executionId: existing.id, sessionId: existing.session_id, turnId: existing.turn_id ?? undefined }, true);
+      const prefix = admissionFrame(v, admitted(existing), { alreadyExisted: true, dispatched: false });
       return streams.open(existing, { cursor: store.lastFrameId(existing.id), prefix });
     }
     const busy = store.runningExecutions(sb.id, body.sessionId)[0];
+    if (busy && v.dispatched === "receipt") {
+      // The receipt of the run in flight on the session: this call started nothing.
+      store.count("runs.notDispatched");
+      return streams.once(admissionFrame(v, admitted(busy), { alreadyExisted: false, dispatched: false }));
+    }
     if (busy) return fail(c, 409, "SESSION_BUSY", `session ${body.sessionId} is running execution ${busy.id}`);
 
     const created = JSON.parse(sb.body) as { backend?: { type?: string } };
@@ -435,6 +444,11 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
     runner.schedule();
     return c.json({ data: { deleted: true } });
   });
+}
+
+/** An execution as its admission frame names it. */
+function admitted(exe: ExecutionRow): { executionId: string; sessionId: string; turnId?: string; status: string } {
+  return { executionId: exe.id, sessionId: exe.session_id, ...(exe.turn_id ? { turnId: exe.turn_id } : {}), status: exe.status };
 }
 
 /** The error answer of an unknown path under the Sandbox API (in the error-body variant in force). */

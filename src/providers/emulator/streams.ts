@@ -118,6 +118,16 @@ export class StreamHub {
     return new Response(body, { headers: SSE_HEADERS });
   }
 
+  /** An SSE response of one id-less frame (a dispatch's receipt that started nothing), then closed. */
+  once(frame: { type: string; data: Record<string, unknown> }): Response {
+    const variants = effectiveVariants(this.store.variants());
+    let text = "";
+    if (variants.connectionEstablished) text += sseFrame({ event: "connection.established", data: "{}" }, variants.fieldOrder);
+    text += sseFrame({ event: frame.type, data: JSON.stringify(frame.data) }, variants.fieldOrder);
+    this.store.count("streams.opened");
+    return new Response(text, { headers: SSE_HEADERS });
+  }
+
   /** An SSE response that sends nothing and stays open until its reader goes away (or a reset). */
   openSilent(): Response {
     let held: ReadableStreamDefaultController<Uint8Array> | undefined;

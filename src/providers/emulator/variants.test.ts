@@ -48,6 +48,8 @@ describe("the emulator's variants", () => {
         answerRoute: "ok",
         answeredAsk: "already-resolved",
         runControlRef: "optional",
+        dispatched: "absent",
+        createReplay: "200",
       },
     });
     const set = await emu.control("/_emulator/variants", { errorBody: "control-plane", fieldOrder: "data-first" });
@@ -595,5 +597,75 @@ describe("the emulator's variants", () => {
     const replay = await emu.api("POST", runtime(id, "/agents/run/stream"), { message: "", sessionId: "s1" }, { "x-execution-id": "exe-rc5", "last-event-id": "0" });
     expect(replay.status).toBe(200);
     await whole(replay);
+  });
+
+  it("dispatched: absent by default (a busy session is 409); the receipt's dispatched and the run's status when switched, a busy session answering its run's admission", async () => {
+    const { emu, id } = await fastSandbox("dispatched");
+    const admission = async (res: Response) => {
+      expect(res.status).toBe(200);
+      // Its first frame (a run waiting for its question keeps its stream open).
+      const first = fields(rawFrames(await readRaw(res, (text) => text.includes("\n\n")))[0]!);
+      expect(first.event).toBe("execution.started");
+      return ExecutionStartedData.parse(JSON.parse(first.data!));
+    };
+    // A run that waits for its question keeps the session busy.
+    const waiting = await dispatch(emu, id, { message: "hi [ask]", executionId: "exe-d1", turnId: "t1" });
+    expect(await admission(waiting)).toEqual({ executionId: "exe-d1", sessionId: "s1", turnId: "t1" });
+    const busy = await dispatch(emu, id, { executionId: "exe-d2", turnId: "t2" });
+    expect(busy.status).toBe(409);
+    expect(SidecarErrorBody.parse(await json(busy)).error.code).toBe("SESSION_BUSY");
+
+    await setVariants(emu, { dispatched: "receipt" });
+    const before = (await json(await emu.control("/_emulator/counters"))).counters as Record<string, number>;
+    // Another run in flight on the session: its admission, nothing started, the stream closed.
+    expect(await admission(await dispatch(emu, id, { executionId: "exe-d2", turnId: "t2" }))).toEqual({
+      executionId: "exe-d1",
+      sessionId: "s1",
+      turnId: "t1",
+      dispatched: false,
+      status: "running",
+    });
+    expect((await emu.control("/_emulator/executions/exe-d2")).status).toBe(404);
+    // The same run again: found in flight.
+    expect(await admission(await dispatch(emu, id, { message: "hi [ask]", executionId: "exe-d1", turnId: "t1" }))).toMatchObject({
+      executionId: "exe-d1",
+      alreadyExisted: true,
+      dispatched: false,
+      status: "running",
+    });
+    const after = (await json(await emu.control("/_emulator/counters"))).counters as Record<string, number>;
+    expect(after["runs.started"]).toBe(before["runs.started"]);
+    expect(after["runs.notDispatched"]).toBe(1);
+    expect(await json(await emu.api("POST", runtime(id, "/agents/sessions/s1/abort"), { executionId: "exe-d1" }))).toEqual({ data: { cancelled: true } });
+    // A run this call starts: dispatched; its turn again once ended: found, with how it ended.
+    expect(await admission(await dispatch(emu, id, { executionId: "exe-d3", turnId: "t3" }))).toMatchObject({ executionId: "exe-d3", dispatched: true, status: "running" });
+    for (let i = 0; i < 200 && (await json(await emu.control("/_emulator/executions/exe-d3"))).status === "running"; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(await admission(await dispatch(emu, id, { executionId: "exe-d3", turnId: "t3" }))).toMatchObject({
+      executionId: "exe-d3",
+      alreadyExisted: true,
+      dispatched: false,
+      status: "completed",
+    });
+  });
+
+  it("createReplay: a repeated idempotency key answers its sandbox 200 by default (a fresh create 201); 201 either way when switched", async () => {
+    const emu = emulator("create-replay");
+    const create = (key: string) => emu.api("POST", "/v1/sandboxes", { name: "test", idempotencyKey: key });
+    const fresh = await create("k1");
+    expect(fresh.status).toBe(201);
+    const { id } = SandboxView.parse(await json(fresh));
+    const replay = await create("k1");
+    expect(replay.status).toBe(200);
+    expect(SandboxView.parse(await json(replay)).id).toBe(id);
+
+    await setVariants(emu, { createReplay: "201" });
+    const same = await create("k1");
+    expect(same.status).toBe(201);
+    expect(SandboxView.parse(await json(same)).id).toBe(id);
+    const other = await create("k2");
+    expect(other.status).toBe(201);
+    expect(SandboxView.parse(await json(other)).id).not.toBe(id);
+    const counters = (await json(await emu.control("/_emulator/counters"))).counters as Record<string, number>;
+    expect(counters).toMatchObject({ "sandboxes.created": 2, "sandboxes.replayed": 2 });
   });
 });

@@ -58,6 +58,18 @@ export const EmulatorVariants = z.strictObject({
   answeredAsk: z.enum(["already-resolved", "gone"]).optional(),
   /** §6 a dispatch's `runControlRef`: optional, or required (naming the requested execution). */
   runControlRef: z.enum(["optional", "required"]).optional(),
+  /**
+   * §3 the dispatch receipt (the SDK's `dispatchPrompt` answers `dispatched`): the admission names
+   * `alreadyExisted` only and a session busy with another run is 409 `SESSION_BUSY` (`absent`); or
+   * it carries `dispatched` and the run's `status`, and a session busy with another run answers
+   * that run's admission with `dispatched: false` instead of a 409 (`receipt`).
+   */
+  dispatched: z.enum(["absent", "receipt"]).optional(),
+  /**
+   * §2 a create whose `idempotencyKey` names an existing sandbox: answered 200 (a fresh one 201),
+   * or 201 like a fresh one, nothing telling them apart.
+   */
+  createReplay: z.enum(["200", "201"]).optional(),
 });
 export type EmulatorVariants = z.infer<typeof EmulatorVariants>;
 export type Variants = Required<EmulatorVariants>;
@@ -82,6 +94,8 @@ const DEFAULT_VARIANTS: Variants = {
   answerRoute: "ok",
   answeredAsk: "already-resolved",
   runControlRef: "optional",
+  dispatched: "absent",
+  createReplay: "200",
 };
 
 /** The variants in force: those set, the defaults for the rest. */
@@ -104,15 +118,22 @@ export function abortBody(v: Variants, cancelled: boolean, reason?: string): Rec
   return { data: { cancelled, ...(reason !== undefined ? { reason } : {}) } };
 }
 
-/** The admission frame's type and data for one execution (a fresh one, or one a dispatch attached to). */
+/**
+ * The admission frame's type and data for one execution: a run this dispatch started
+ * (`dispatched: true`), or one it found (the same run, its turn, or with variant `dispatched:
+ * "receipt"` another run holding the session: `dispatched: false`). `status` is the run's.
+ */
 export function admissionFrame(
   v: Variants,
-  exe: { executionId: string; sessionId: string; turnId?: string },
-  alreadyExisted: boolean,
+  exe: { executionId: string; sessionId: string; turnId?: string; status: string },
+  found: { alreadyExisted: boolean; dispatched: boolean },
 ): { type: string; data: Record<string, unknown> } {
-  const again = alreadyExisted ? { alreadyExisted: true } : {};
+  const again = found.alreadyExisted ? { alreadyExisted: true } : {};
   if (v.admission === "status") {
-    return { type: "status", data: { status: "started", executionId: exe.executionId, sessionId: exe.sessionId, ...again } };
+    if (v.dispatched !== "receipt") return { type: "status", data: { status: "started", executionId: exe.executionId, sessionId: exe.sessionId, ...again } };
+    // With the receipt, the frame's own `status` is the run's: started while it runs.
+    const status = exe.status === "running" ? "started" : exe.status;
+    return { type: "status", data: { status, executionId: exe.executionId, sessionId: exe.sessionId, ...again, dispatched: found.dispatched } };
   }
   return {
     type: "execution.started",
@@ -121,6 +142,7 @@ export function admissionFrame(
       ...(v.executionStartedSessionId ? { sessionId: exe.sessionId } : {}),
       ...(exe.turnId ? { turnId: exe.turnId } : {}),
       ...again,
+      ...(v.dispatched === "receipt" ? { dispatched: found.dispatched, status: exe.status } : {}),
     },
   };
 }

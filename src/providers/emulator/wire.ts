@@ -142,12 +142,14 @@ export const CapabilityDocument = z.looseObject({
   interactions: z.record(z.string(), z.boolean()),
 });
 
-/** §4 `execution.started` data. */
+/** §4 `execution.started` data (`dispatched` and the run's `status`: variant `dispatched: "receipt"`). */
 export const ExecutionStartedData = z.strictObject({
   executionId: z.string().min(1),
   sessionId: z.string().min(1).optional(),
   turnId: z.string().optional(),
   alreadyExisted: z.boolean().optional(),
+  dispatched: z.boolean().optional(),
+  status: z.enum(["running", "completed", "failed", "cancelled"]).optional(),
 });
 
 /** §1 error bodies: sidecar `{ error: { code, message } }`, control plane `{ error: "text", code? }`. */

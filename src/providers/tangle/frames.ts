@@ -47,7 +47,7 @@ const isCount = (v: unknown): v is number => typeof v === "number" && Number.isI
 const isCost = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;
 
 /** A wire TokenUsage (receipt) as counts; only valid counters are kept. */
-function receiptCounts(usage: unknown, totalCostUsd?: unknown): Counts {
+export function receiptCounts(usage: unknown, totalCostUsd?: unknown): Counts {
   const out: Counts = {};
   if (typeof usage === "object" && usage !== null) {
     const u = usage as Record<string, unknown>;

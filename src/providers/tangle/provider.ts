@@ -3,10 +3,14 @@
  *
  * - ensureEnvironment: one sandbox per owner, created under an idempotency key, handed over only
  *   once it reports running with a ready filesystem; a stopped one is resumed, a gone one (404)
- *   or a failed/expired one is replaced, and one we created but could not bring up is deleted
- *   before the error surfaces.
+ *   or a failed/expired one is replaced. Whether a create made the sandbox or found it is read
+ *   (the answer's status and the owner's create ledger), and only one this call created is
+ *   deleted when it cannot be brought up.
  * - dispatch: detached and idempotent under the caller's execution id; the admission must name
- *   that execution back or the dispatch fails closed.
+ *   that execution back or the dispatch fails closed. Where the admission carries the dispatch
+ *   receipt's `dispatched` (Sandbox sessions, "Retry a turn without running it twice"), it is
+ *   read: `false` naming our run means it was found (in flight or ended), naming another run in
+ *   flight means the session is busy.
  * - events: exact replay of one execution strictly after a cursor, then live frames.
  */
 import { canonicalDigest, stripUndefined } from "../../lib/digest";
@@ -19,6 +23,7 @@ import type {
   AgentProvider,
   AnswerDelivery,
   CancelOutcome,
+  CreateLedger,
   DispatchInput,
   DispatchReceipt,
   EnsureEnvironmentInput,
@@ -30,7 +35,7 @@ import type {
   ProviderResult,
 } from "../provider";
 import { claimsOf } from "./claims";
-import { MAX_FRAME_BYTES, normalizeFrame } from "./frames";
+import { MAX_FRAME_BYTES, normalizeFrame, receiptCounts } from "./frames";
 import { sandboxRoutes as routes } from "./routes";
 import { AbortResponse, AnswerResponse, PromptResult, Sandbox, SandboxCapabilities, SessionStateResponse, type BackendConfig } from "./wire";
 
@@ -49,9 +54,19 @@ export interface TangleProviderOptions {
 
 /** Removes bearer material so a rotated credential is the same request (seed 000). */
 function backendWithoutBearer(backend: BackendConfig | undefined): unknown {
-  if (!backend || typeof backend.model !== "object") return backend;
+  if (!backend?.model) return backend;
   const { apiKey: _dropped, authFiles, ...model } = backend.model;
   return { ...backend, model: { ...model, ...(authFiles ? { authFiles: authFiles.map((f) => ({ path: f.path, mode: f.mode })) } : {}) } };
+}
+
+/**
+ * A model route as the backend's `model` object (agent-provider-tangle, "Per-turn backend
+ * options"): a `provider/model` route splits at its first slash (`anthropic/claude-sonnet-4` →
+ * `{ provider: "anthropic", model: "claude-sonnet-4" }`); a model without one is `{ model }`.
+ */
+function backendModel(route: string): NonNullable<BackendConfig["model"]> {
+  const slash = route.indexOf("/");
+  return slash > 0 && slash < route.length - 1 ? { provider: route.slice(0, slash), model: route.slice(slash + 1) } : { model: route };
 }
 
 /** Running with a ready filesystem; a readiness value this client does not know is not ready. */
@@ -62,6 +77,8 @@ function isReady(sandbox: Sandbox): boolean {
 
 
 const TERMINAL_SANDBOX_STATUSES = new Set(["failed", "stopped", "expired", "deleted"]);
+/** How many keys answering a dead sandbox another call made one create call steps past. */
+const DEAD_KEYS_SKIPPED = 3;
 
 export class TangleProvider implements AgentProvider {
   readonly name = TANGLE_PROVIDER_NAME;
@@ -75,7 +92,7 @@ export class TangleProvider implements AgentProvider {
 
   backendFor(model: string | undefined, interactions?: DispatchInput["interactions"]): BackendConfig {
     const chosen = model ?? this.options.model;
-    return { type: this.options.backend, ...(chosen ? { model: chosen } : {}), ...(interactions ? { interactions } : {}) };
+    return { type: this.options.backend, ...(chosen ? { model: backendModel(chosen) } : {}), ...(interactions ? { interactions } : {}) };
   }
 
   // ------------------------------------------------------------ environment
@@ -90,7 +107,7 @@ export class TangleProvider implements AgentProvider {
     }
   }
 
-  /** Polls until the sandbox is running with a ready filesystem; deletes it on failure when we created it. */
+  /** Polls until the sandbox is running with a ready filesystem; on failure deletes it only when this call created it. */
   private async waitReady(id: string, createdNow: boolean): Promise<void> {
     const deadline = Date.now() + this.options.readyTimeoutMs;
     let reason: string;
@@ -116,7 +133,8 @@ export class TangleProvider implements AgentProvider {
     if (createdNow) {
       await this.client.send(routes.deleteSandbox(id), { retry: true }, "delete unusable sandbox").catch(() => undefined);
     }
-    throw new ProviderError("environment_unavailable", `the sandbox could not be brought up: ${reason}`, { retryable: true });
+    const left = createdNow ? "" : " (it is left in place: this call did not create it, or cannot prove it did)";
+    throw new ProviderError("environment_unavailable", `the sandbox could not be brought up: ${reason}${left}`, { retryable: true });
   }
 
   /**
@@ -164,17 +182,51 @@ export class TangleProvider implements AgentProvider {
       generation = known.generation + 1;
     }
 
-    const body = stripUndefined({
-      name: `chat-${ownerKey.slice(0, 24)}`,
-      backend: this.backendFor(undefined),
-      git: this.options.git,
-      metadata: { createdBy: "agent-chat-gateway", owner: ownerKey },
-      idempotencyKey: `${ownerKey}:g${generation}`,
-    });
-    const created = await this.client.json(routes.createSandbox(), Sandbox, { body, retry: true }, "create sandbox");
-    if (!isReady(created)) await this.waitReady(created.id, true);
-    const record: EnvironmentRecord = { environmentId: created.id, generation, readyAt: new Date().toISOString(), ...(await this.readCapabilities(created.id, null)) };
-    return { record, outcome: "created" };
+    return this.createEnvironment(ownerKey, generation, input.ledger);
+  }
+
+  /**
+   * Creates the owner's sandbox under the generation's idempotency key and brings it up. Whether
+   * this call created it is read, never assumed (agent-interface, idempotent create): only a fresh
+   * create (201, where a replay answers 200) under a key no earlier call sent proves it, and only
+   * a sandbox this call created is deleted when it cannot be brought up. A key whose bring-up
+   * failed is not used again; one that answers a dead sandbox another call made is left alone for
+   * the next key.
+   */
+  private async createEnvironment(ownerKey: string, first: number, ledger: EnsureEnvironmentInput["ledger"]): Promise<EnsureEnvironmentResult> {
+    let state: CreateLedger = ledger?.state ?? { sent: 0, failed: 0 };
+    const write = (next: CreateLedger) => {
+      state = next;
+      ledger?.write(next);
+    };
+    let generation = Math.max(first, state.failed + 1);
+    for (let attempt = 1; ; attempt++) {
+      const sentBefore = generation <= state.sent;
+      // Written before the create goes out: after a crash the key is known as sent.
+      if (!sentBefore) write({ ...state, sent: generation });
+      const body = stripUndefined({
+        name: `chat-${ownerKey.slice(0, 24)}`,
+        backend: this.backendFor(undefined),
+        git: this.options.git,
+        metadata: { createdBy: "agent-chat-gateway", owner: ownerKey },
+        idempotencyKey: `${ownerKey}:g${generation}`,
+      });
+      const { data: sandbox, status } = await this.client.answer(routes.createSandbox(), Sandbox, { body, retry: true }, "create sandbox");
+      const createdHere = status === 201 && !sentBefore;
+      if (!createdHere && TERMINAL_SANDBOX_STATUSES.has(sandbox.status) && attempt <= DEAD_KEYS_SKIPPED) {
+        write({ ...state, failed: Math.max(state.failed, generation) });
+        generation++;
+        continue;
+      }
+      try {
+        if (!isReady(sandbox)) await this.waitReady(sandbox.id, createdHere);
+      } catch (err) {
+        if (err instanceof ProviderError && err.code === "environment_unavailable") write({ ...state, failed: Math.max(state.failed, generation) });
+        throw err;
+      }
+      const record: EnvironmentRecord = { environmentId: sandbox.id, generation, readyAt: new Date().toISOString(), ...(await this.readCapabilities(sandbox.id, null)) };
+      return { record, outcome: createdHere ? "created" : "found" };
+    }
   }
 
   /** The record's document decides; `ensureEnvironment` is what reads it again. */
@@ -203,19 +255,14 @@ export class TangleProvider implements AgentProvider {
   async dispatch(input: DispatchInput): Promise<DispatchReceipt> {
     // The stopped-then-resumed case needs the backend on the turn again (seed 004); sending it on
     // every turn keeps the request digest the same whichever case this is.
-    let backend = this.backendFor(input.model, input.interactions);
-    let executionIdInBody = true;
-    // A deployment that refuses one of this project's readings says which field: adapt it and resend
-    // (each at most once; the execution id keeps every attempt the same run).
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.dispatchWith(input, backend, executionIdInBody);
-      } catch (err) {
-        if (!(err instanceof ProviderError && err.code === "invalid_request") || attempt > 2) throw err;
-        if (err.message.includes("backend.model") && typeof backend.model === "string") backend = { ...backend, model: { model: backend.model } };
-        else if (err.message.includes("executionId") && executionIdInBody) executionIdInBody = false;
-        else throw err;
-      }
+    const backend = this.backendFor(input.model, input.interactions);
+    // A deployment that refuses the body's executionId (it reads only the X-Execution-ID header)
+    // says so: resend once without it (the execution id keeps both attempts the same run).
+    try {
+      return await this.dispatchWith(input, backend, true);
+    } catch (err) {
+      if (err instanceof ProviderError && err.code === "invalid_request" && err.message.includes("executionId")) return this.dispatchWith(input, backend, false);
+      throw err;
     }
   }
 
@@ -265,13 +312,7 @@ export class TangleProvider implements AgentProvider {
           if (admission === "refused") {
             throw new ProviderError("dispatch_refused", `the sandbox refused the turn: ${refusalOf(frame)}`);
           }
-          if (admission) {
-            if (admission.executionId !== input.executionId) {
-              // Fail closed: never adopt an execution we did not ask for (seed 000).
-              throw new ProviderError("admission_mismatch", `the sandbox admitted execution ${String(admission.executionId)} instead of ${input.executionId}`);
-            }
-            return { controlRef, alreadyExisted: admission.alreadyExisted === true };
-          }
+          if (admission) return receiptOf(admission, input.executionId, controlRef);
         }
       } catch (err) {
         // No admission in time (or a dispatch stream gone silent): the run may exist all the same.
@@ -346,10 +387,13 @@ export class TangleProvider implements AgentProvider {
       );
       const status = result.status === "success" ? "completed" : result.status === "cancelled" ? "cancelled" : result.status === "failed" ? "failed" : null;
       if (status === null) return null; // awaiting a person: not terminal
+      // The result's usage is the run's receipt, as on a terminal frame; one reporting no counter says nothing.
+      const receipt = receiptCounts(result.usage, result.costUsd);
       return {
         status,
         ...(result.response !== undefined ? { text: result.response } : {}),
         ...(status === "failed" ? { error: { message: result.error ?? "the run failed", ...(result.errorCode ? { code: result.errorCode } : {}) } } : {}),
+        ...(Object.keys(receipt).length > 0 ? { receipt } : {}),
       };
     } catch (err) {
       // 409: not finished yet.
@@ -361,16 +405,19 @@ export class TangleProvider implements AgentProvider {
   }
 
   /**
-   * How the exact execution stands by its session's state: still active → not settled; the session
-   * no longer runs it → it ended (how exactly, only the result route could say: completed, with the
-   * streamed text standing).
+   * How the exact execution stands by its session's state, where the result route is missing:
+   * still active → not settled; the session no longer runs it → it ended, but how (success,
+   * failure, cancellation) only a result could say: an unknown outcome, never a success.
    */
   private async resultFromSessionState(ref: AgentExactRunControlRef): Promise<ProviderResult | null> {
     const state = await this.sessionState(ref.environmentId, ref.sessionId);
     if (state.activeExecutionId === ref.executionId) return null;
     // Running, without saying what: nothing can be told yet.
     if (!state.activeExecutionId && state.state === "running") return null;
-    return { status: "completed" };
+    return {
+      status: "unknown",
+      error: { message: "the sandbox no longer runs this execution, and this deployment has no result route to say how it ended" },
+    };
   }
 
   async cancel(ref: AgentExactRunControlRef): Promise<CancelOutcome> {
@@ -514,12 +561,24 @@ function refine(err: unknown, cursor?: string): unknown {
   return err;
 }
 
-/** The admission a dispatch-stream frame carries: the execution it names, a refusal, or nothing. */
+/** What an admission frame says: the execution it names, and the dispatch receipt's fields where the deployment sends them. */
+interface Admission {
+  executionId: unknown;
+  alreadyExisted?: unknown;
+  /** false: this call started nothing (the run was in flight, or its turn had ended: Sandbox sessions, "Retry a turn without running it twice"). */
+  dispatched?: unknown;
+  /** The named run's status, where the receipt says it. */
+  status?: unknown;
+}
+
+const RUN_ENDED = new Set(["completed", "success", "failed", "error", "cancelled"]);
+
 /**
  * The admission a dispatch-stream frame carries: an `execution.started` frame (with or without the
- * session), or a `status` frame that names an execution; a refusal (`error`, `session.run.failed`); or nothing.
+ * session), or a `status` frame that names an execution (started, or any status when it carries
+ * the receipt's `dispatched`); a refusal (`error`, `session.run.failed`); or nothing.
  */
-function admissionOf(frame: SseFrame): { executionId: unknown; alreadyExisted?: unknown } | "refused" | null {
+function admissionOf(frame: SseFrame): Admission | "refused" | null {
   if (frame.data === undefined) return null;
   if (frame.event === "error" || frame.event === "session.run.failed") return "refused";
   if (frame.event !== "execution.started" && frame.event !== "status") return null;
@@ -530,8 +589,30 @@ function admissionOf(frame: SseFrame): { executionId: unknown; alreadyExisted?: 
     return null;
   }
   if (typeof data !== "object" || data === null) return null;
-  if (frame.event === "status" && (data.executionId === undefined || (data.status !== "started" && data.status !== "queued" && data.status !== "running"))) return null;
-  return { executionId: data.executionId, alreadyExisted: data.alreadyExisted };
+  if (frame.event === "status") {
+    const started = data.status === "started" || data.status === "queued" || data.status === "running";
+    if (data.executionId === undefined || (!started && typeof data.dispatched !== "boolean")) return null;
+  }
+  return { executionId: data.executionId, alreadyExisted: data.alreadyExisted, dispatched: data.dispatched, status: data.status };
+}
+
+/**
+ * What the dispatch came to, read from its admission (Sandbox sessions: read `dispatched`). Our execution:
+ * started now, or found (in flight, or ended: its events and result say how). `dispatched: false`
+ * naming another execution: that run holds the session (busy), or the turn ended under another
+ * run, which is never adopted (agent-provider-tangle, "Two capability documents": a receipt must name the execution back).
+ */
+function receiptOf(admission: Admission, executionId: string, controlRef: AgentExactRunControlRef): DispatchReceipt {
+  const named = String(admission.executionId);
+  if (admission.executionId === executionId) return { controlRef, alreadyExisted: admission.dispatched === false || admission.alreadyExisted === true };
+  if (admission.dispatched === false) {
+    if (typeof admission.status === "string" && RUN_ENDED.has(admission.status)) {
+      throw new ProviderError("admission_mismatch", `the sandbox says this turn already ended under execution ${named}, not the requested ${executionId}`);
+    }
+    throw new ProviderError("session_busy", `the agent session is running another execution (${named}); nothing was dispatched`, { status: 409, retryable: true });
+  }
+  // Fail closed: never adopt an execution we did not ask for (agent-provider-tangle, "Two capability documents").
+  throw new ProviderError("admission_mismatch", `the sandbox admitted execution ${named} instead of ${executionId}`);
 }
 
 function refusalOf(frame: SseFrame): string {

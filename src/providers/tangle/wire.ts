@@ -23,19 +23,17 @@ export const Sandbox = z.looseObject({
 });
 export type Sandbox = z.infer<typeof Sandbox>;
 
+/** A backend (create and per turn). `model` is the object agent-provider-tangle's "Per-turn backend options" shows, never a bare string. */
 export const BackendConfig = z.strictObject({
   type: z.string().min(1).max(64),
   model: z
-    .union([
-      z.string().min(1).max(256),
-      z.strictObject({
-        provider: z.string().max(128).optional(),
-        model: z.string().max(256).optional(),
-        authMode: z.string().max(64).optional(),
-        apiKey: z.string().optional(),
-        authFiles: z.array(z.strictObject({ path: z.string(), content: z.string(), mode: z.number().int().optional() })).optional(),
-      }),
-    ])
+    .strictObject({
+      provider: z.string().max(128).optional(),
+      model: z.string().max(256).optional(),
+      authMode: z.string().max(64).optional(),
+      apiKey: z.string().optional(),
+      authFiles: z.array(z.strictObject({ path: z.string(), content: z.string(), mode: z.number().int().optional() })).optional(),
+    })
     .optional(),
   profile: z.unknown().optional(),
   interactions: RequestedInteractions.optional(),
