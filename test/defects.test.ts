@@ -162,3 +162,38 @@ describe("minor", () => {
     expect(error.message).toBe("the agent service answered 503");
   });
 });
+
+describe("a dispatch admitted under another execution", () => {
+  it("stops the run admitted in its place, and the same turn id can be sent again: it runs once, under a key of its own", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const warm = uid("turn");
+    await sendTurn(token, cid, warm, "warm");
+    await waitForTurn(token, cid, warm);
+    const turnId = uid("turn");
+    await setFaults({ admitWrongExecutionId: true });
+    const refused = await sendTurn(token, cid, turnId, "admitted wrongly [slow]");
+    expect(refused.status).toBe(502);
+    const error = (await json(refused)).error;
+    expect(error.code).toBe("admission_mismatch");
+    expect(error.message).toContain("stopped");
+    // The run admitted in place of the turn was stopped: it holds nothing upstream any more.
+    const wrong = /admitted execution (\S+) instead/.exec(error.message)![1]!;
+    expect((await emulator(`/_emulator/executions/${wrong}`)).status).toBe("cancelled");
+    await setFaults({});
+    const before = await counters();
+    const again = await sendTurn(token, cid, turnId, "admitted wrongly [slow]");
+    expect(again.status).toBe(202);
+    const accepted = await json(again);
+    const done = await waitForTurn(token, cid, turnId);
+    expect(done.status).toBe("completed");
+    const run = await emulator(`/_emulator/executions/${accepted.executionId}`);
+    expect(run.turnId).not.toBe(turnId);
+    expect(String(run.turnId)).toMatch(new RegExp(`^${turnId.replace(/[.]/g, "\\.")}\\.r-`));
+    expect((await counters())["runs.started"]! - (before["runs.started"] ?? 0)).toBe(1);
+    // Sent once more: the same turn, never a second run.
+    const cached = await sendTurn(token, cid, turnId, "admitted wrongly [slow]");
+    expect(cached.status).toBe(200);
+    expect((await counters())["runs.started"]! - (before["runs.started"] ?? 0)).toBe(1);
+  });
+});

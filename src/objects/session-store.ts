@@ -387,9 +387,11 @@ export class SessionStore {
     this.sql.exec("DELETE FROM turns WHERE turn_id = ?", turnId);
   }
 
+  /** The turn runs under its control ref's execution (the requested one, or the one it went again under). */
   markRunning(turnId: string, controlRef: AgentExactRunControlRef, acceptedSeq: number, now: number): void {
     this.sql.exec(
-      "UPDATE turns SET status = 'running', control_ref = ?, accepted_seq = ?, updated_at = ? WHERE turn_id = ?",
+      "UPDATE turns SET status = 'running', execution_id = ?, control_ref = ?, accepted_seq = ?, updated_at = ? WHERE turn_id = ?",
+      controlRef.executionId,
       JSON.stringify(controlRef),
       acceptedSeq,
       now,

@@ -11,7 +11,7 @@ import { turnShortfall, type Claims } from "../providers/claims";
 import { ProviderError } from "../providers/errors";
 import type { AgentProvider, EnvironmentRecord, ProviderEvent, ProviderResult, RunError, TerminalStatus } from "../providers/provider";
 import type { TotalView } from "../schemas/api";
-import type { AgentExactRunControlRef, CancellationAcknowledgement } from "../schemas/contracts";
+import { AgentExactRunControlRef, type CancellationAcknowledgement } from "../schemas/contracts";
 import { budgetUsage, tightestBudget, type BudgetState } from "./budgets";
 import type { Appender, EventLog } from "./event-log";
 import { ingestStep } from "./ingest";
@@ -25,6 +25,10 @@ import { breakSteps, emptyExecutionUsage, executionView, foldReceipt, totalOf, t
 
 /** How often a live run's watchdog alarm checks that its upstream reader is alive. */
 const WATCHDOG_INTERVAL_MS = 30_000;
+/** A dispatch admitted under another execution goes again under a new turn key at most this often. */
+const MISMATCH_REKEYS = 1;
+/** How many turn keys a dispatch follows at most (each one a run stopped earlier in place of ours). */
+const MISMATCH_CHAIN = 12;
 /** Upstream still busy right after our previous turn's receipt: retry this many times, backing off. */
 const UPSTREAM_BUSY_ATTEMPTS = 6;
 const UPSTREAM_BUSY_DELAY_MS = 100;
@@ -123,10 +127,10 @@ export class TurnRunner {
     return work;
   }
 
-  private async runDispatch(context: SessionContext, turnId: string, executionId: string, request: TurnRequest): Promise<SubmitOutcome> {
+  private async runDispatch(context: SessionContext, turnId: string, requestedExecutionId: string, request: TurnRequest): Promise<SubmitOutcome> {
     let dispatched: Awaited<ReturnType<TurnRunner["dispatch"]>>;
     try {
-      dispatched = await this.dispatch(context, turnId, executionId, request);
+      dispatched = await this.dispatch(context, turnId, requestedExecutionId, request);
     } catch (err) {
       // Nothing was accepted: forget the pending turn so the client can retry under the same id
       // (the execution id is deterministic, so a dispatch that did land upstream is re-attached).
@@ -134,6 +138,8 @@ export class TurnRunner {
       throw providerRefusal(err);
     }
 
+    // The run's own execution (another than requested when a run admitted in its place was stopped).
+    const executionId = dispatched.controlRef.executionId;
     // The control ref is persisted before the turn is acknowledged to anyone.
     this.deps.log.commit((log) => {
       const row = log.append({
@@ -200,6 +206,7 @@ export class TurnRunner {
       ...(previous ? { previous } : {}),
     };
     let recovered = false;
+    let rekeyed = 0;
     for (let attempt = 1; ; attempt++) {
       try {
         const { controlRef, notice } = await this.deps.provider().dispatch({ ...input, environmentId: environment.environmentId });
@@ -214,6 +221,25 @@ export class TurnRunner {
           // The environment stopped or vanished since it was last seen: resume or replace it, then retry.
           ({ environment, claims } = await this.claimedEnvironment(context, request, environment.environmentId));
           recovered = true;
+          continue;
+        }
+        const admitted = err.code === "admission_mismatch" ? AgentExactRunControlRef.safeParse(err.options.details?.admittedRef) : null;
+        if (admitted?.success && admitted.data.sessionId === input.sessionId) {
+          // A run admitted in place of ours, in our session: never adopted, so it is stopped. The
+          // platform ties the turn key to that run now, so the turn goes again under a key of its
+          // own, derived from the run it replaces (a retry after a crash takes the same path).
+          await this.deps
+            .provider()
+            .cancel(admitted.data, { operationId: `mismatch:${admitted.data.executionId}`, reason: "admitted in place of another execution" })
+            .catch(() => undefined);
+          // A run an earlier dispatch left (stopped then) only says which key comes next; a run
+          // started in place of ours by this very call counts against the bound.
+          if (err.options.details?.earlier !== true) rekeyed++;
+          if (rekeyed > MISMATCH_REKEYS || attempt > MISMATCH_CHAIN) {
+            throw new ProviderError("admission_mismatch", `${err.message}; the run admitted in its place was stopped, and the turn can be sent again`);
+          }
+          input.turnId = await rekeyedTurnId(turnId, admitted.data.executionId);
+          input.executionId = await executionIdFor(input.sessionId, input.turnId);
           continue;
         }
         if (err.code === "session_busy" && attempt < UPSTREAM_BUSY_ATTEMPTS) {
@@ -563,6 +589,12 @@ export class TurnRunner {
   private touchIndexLater(): void {
     this.touchIndex(this.deps.bound(), "idle").catch(() => undefined);
   }
+}
+
+/** The upstream turn key of a turn sent again after a run was admitted in its place: derived from that run. */
+async function rekeyedTurnId(turnId: string, replaced: string): Promise<string> {
+  const bytes = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`rekey/v1|${turnId.length}:${turnId}|${replaced.length}:${replaced}`)));
+  return `${turnId}.r-${[...bytes.slice(0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
 function titleFrom(message: string): string {

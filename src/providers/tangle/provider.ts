@@ -605,14 +605,18 @@ function admissionOf(frame: SseFrame): Admission | "refused" | null {
 function receiptOf(admission: Admission, executionId: string, controlRef: AgentExactRunControlRef): DispatchReceipt {
   const named = String(admission.executionId);
   if (admission.executionId === executionId) return { controlRef, alreadyExisted: admission.dispatched === false || admission.alreadyExisted === true };
+  // The run named instead, in this same session: never adopted, but the session can stop it.
+  // `earlier`: it was there before this call (an earlier dispatch's), not started by it.
+  const admittedRef = { ...controlRef, runId: named, executionId: named };
+  const earlier = admission.dispatched === false || admission.alreadyExisted === true;
   if (admission.dispatched === false) {
     if (typeof admission.status === "string" && RUN_ENDED.has(admission.status)) {
-      throw new ProviderError("admission_mismatch", `the sandbox says this turn already ended under execution ${named}, not the requested ${executionId}`);
+      throw new ProviderError("admission_mismatch", `the sandbox says this turn already ended under execution ${named}, not the requested ${executionId}`, { details: { admittedRef, earlier } });
     }
     throw new ProviderError("session_busy", `the agent session is running another execution (${named}); nothing was dispatched`, { status: 409, retryable: true });
   }
   // Fail closed: never adopt an execution we did not ask for (agent-provider-tangle, "Two capability documents").
-  throw new ProviderError("admission_mismatch", `the sandbox admitted execution ${named} instead of ${executionId}`);
+  throw new ProviderError("admission_mismatch", `the sandbox admitted execution ${named} instead of ${executionId}`, { details: { admittedRef, earlier } });
 }
 
 function refusalOf(frame: SseFrame): string {
