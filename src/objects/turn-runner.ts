@@ -12,7 +12,7 @@ import { ProviderError } from "../providers/errors";
 import type { AgentProvider, EnvironmentRecord, ProviderEvent, ProviderResult, RunError, TerminalStatus } from "../providers/provider";
 import type { TotalView } from "../schemas/api";
 import type { AgentExactRunControlRef, CancellationAcknowledgement } from "../schemas/contracts";
-import { budgetUsage, tightestBudget, type BudgetState } from "./budgets";
+import { budgetUsage, tightestBudget, type BudgetState, type Spend } from "./budgets";
 import type { Appender, EventLog } from "./event-log";
 import { ingestStep } from "./ingest";
 import type { InteractionDesk } from "./interaction-desk";
@@ -43,9 +43,9 @@ export interface TurnRunnerDeps {
   /** The user's ready environment; `staleEnvironmentId` says that one was found unusable. */
   environment(context: SessionContext, staleEnvironmentId?: string): Promise<EnvironmentRecord>;
   /** Tokens the user spent in their other conversations. */
-  usageElsewhere(context: SessionContext): Promise<{ used: number; complete: boolean }>;
+  usageElsewhere(context: SessionContext): Promise<Spend>;
   /** Updates the user's conversation list. */
-  touchIndex(context: SessionContext, entry: { title: string; state: "idle" | "running"; lastEventId: number; usage: { used: number; complete: boolean } }): Promise<void>;
+  touchIndex(context: SessionContext, entry: { title: string; state: "idle" | "running"; lastEventId: number; usage: Spend }): Promise<void>;
 }
 
 export class TurnRunner {
@@ -97,7 +97,7 @@ export class TurnRunner {
     if (budget?.exceeded) {
       throw new Refusal(
         "budget_exceeded",
-        `the ${budget.scope} token budget of ${budget.tokens} is used up (${budget.complete ? "" : "at least "}${budget.used} tokens)`,
+        `the ${budget.scope} token budget of ${budget.tokens} is used up (${budget.complete ? "" : "at least "}${budget.used} tokens${PROVENANCE_NOTE[budget.provenance]})`,
         { budget },
       );
     }
@@ -454,7 +454,7 @@ export class TurnRunner {
   /** The tightest budget that applies, with what was used against it; null when none is set. */
   budget(): BudgetState | null {
     const config = this.deps.config();
-    const elsewhere = this.store.getMeta("userElsewhere") ?? { used: 0, complete: true };
+    const elsewhere = this.store.getMeta("userElsewhere") ?? { used: 0, complete: true, provenance: "measured" as const };
     return tightestBudget(this.total(), elsewhere, { perConversation: config.TOKEN_BUDGET_PER_CONVERSATION, perUser: config.TOKEN_BUDGET_PER_USER });
   }
 
@@ -543,6 +543,9 @@ export class TurnRunner {
     this.touchIndex(this.deps.bound(), "idle").catch(() => undefined);
   }
 }
+
+/** How a budget's spend is described after its figure. */
+const PROVENANCE_NOTE: Record<BudgetState["provenance"], string> = { measured: "", estimated: ", counting estimates", unknown: ", counting figures of unknown provenance" };
 
 function titleFrom(message: string): string {
   const line = message.replace(/\s+/g, " ").trim();

@@ -55,3 +55,13 @@ export const Counts = z.strictObject({
   cost: z.number().nonnegative().refine(Number.isFinite).optional(),
 });
 export type Counts = z.infer<typeof Counts>;
+
+/**
+ * Where a usage figure comes from (seed 001, "Unknown identity, usage, or cost stays unknown"; seed
+ * 003, usage provenance): measured by the provider, an estimate, or reported without saying which.
+ */
+export const Provenance = z.enum(["measured", "estimated", "unknown"]);
+export type Provenance = z.infer<typeof Provenance>;
+/** The provenance of each counter's value; a counter that is absent has no value, so no provenance. */
+export const CounterProvenance = z.partialRecord(z.enum(COUNTERS), Provenance);
+export type CounterProvenance = z.infer<typeof CounterProvenance>;
