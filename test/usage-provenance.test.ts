@@ -1,8 +1,8 @@
 /**
- * Usage provenance and the served model through the public API, against the emulator (seed 000
- * "Usage before the terminal receipt": the usage an execution measured; seed 001 "a requested
- * model name does not prove which model served the run"), and fold rows stored before provenance
- * was kept still read after the upgrade.
+ * Usage provenance and the served model through the public API, against the emulator
+ * (agent-provider-tangle, "Usage before the terminal receipt": the usage an execution measured;
+ * agent-interface: "a requested model name does not prove which model served the run"), and fold
+ * rows stored before provenance was kept still read after the upgrade.
  */
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";

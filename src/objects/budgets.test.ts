@@ -46,7 +46,7 @@ describe("token budgets", () => {
     expect(tightestBudget(total(50, 5), elsewhere(10, false), { perUser: 100 })).toMatchObject({ used: 65, complete: false });
   });
 
-  it("spend counted from estimates is an estimate, however much of it was measured (seed 003)", () => {
+  it("spend counted from estimates is an estimate, however much of it was measured (agent-provider-cli-bridge, usage provenance)", () => {
     expect(budgetUsage(total(60, 40, true, { output: "estimated" }))).toEqual({ used: 100, complete: true, provenance: "estimated" });
     expect(tightestBudget(total(60, 40, true, { input: "estimated" }), nothingElsewhere, { perConversation: 100 })).toMatchObject({ exceeded: true, provenance: "estimated" });
     // Unknown provenance is not a measurement either; an estimate is weaker still.

@@ -250,7 +250,7 @@ describe("usage fold properties (fast-check)", () => {
   });
 });
 
-describe("usage provenance (seed 003; seed 001 'partial accounting supports a floor')", () => {
+describe("usage provenance (agent-provider-cli-bridge, usage provenance; agent-interface, 'partial accounting supports a floor')", () => {
   it("each counter keeps its provenance; a running total is as weak as its weakest delta", () => {
     let s = foldUsage(emptyExecutionUsage("e"), delta("p1", 10, 1, { costProvenance: "unknown", counts: { inputTokens: 10, outputTokens: 1, cost: 0.1 } })).state;
     expect(executionView(s).provenance).toEqual({ inputTokens: "measured", outputTokens: "measured", reasoningTokens: null, cacheReadInputTokens: null, cacheCreationInputTokens: null, cost: "unknown" });

@@ -11,7 +11,8 @@
  *   each counted once per key; after a delta without both totals, or an invalid one, no later
  *   running total is known. Providers convert their wire to the receipt's convention first.
  * - Totals over executions are a floor (`complete: false`) when any counter is unknown.
- * - Provenance (seed 003 "usage provenance"; seed 001 "partial accounting supports a floor"): each
+ * - Provenance (agent-provider-cli-bridge, "Measured usage requires explicit estimated: false";
+ *   agent-interface, "partial accounting supports a floor"): each
  *   counter keeps whether its value was measured, estimated or reported without saying which. A
  *   value built from several reports (a running total, a conversation total) is as weak as its
  *   weakest part: an estimate anywhere makes it an estimate, and it is never shown as measured.
@@ -87,7 +88,7 @@ export function emptyExecutionUsage(executionId: string): ExecutionUsageState {
   };
 }
 
-/** More distinct served models than this in one run is evidence this gateway refuses (seed 003: overflow refuses certification). */
+/** More distinct served models than this in one run is evidence this gateway refuses (agent-provider-cli-bridge: "overflow or malformed evidence refuses certification"). */
 const MAX_SERVED_MODELS = 16;
 
 /** From weakest to strongest: an estimate is surely not a measurement; an unknown provenance may be either. */

@@ -67,7 +67,7 @@ export interface ShownEvent {
  * never zero. A delta without both input and output leaves no running total past it.
  *
  * `provenance` says whether the counts were measured, estimated, or reported without saying which
- * (seed 003: absent provenance is unknown); `costProvenance`, when given, is the cost's own (a
+ * (agent-provider-cli-bridge: "absent provenance remains unknown"); `costProvenance`, when given, is the cost's own (a
  * wire that measures tokens may still price them from a catalog). Request counts and served
  * models are what the provider reported, never derived from the request.
  */

@@ -57,8 +57,9 @@ export const Counts = z.strictObject({
 export type Counts = z.infer<typeof Counts>;
 
 /**
- * Where a usage figure comes from (seed 001, "Unknown identity, usage, or cost stays unknown"; seed
- * 003, usage provenance): measured by the provider, an estimate, or reported without saying which.
+ * Where a usage figure comes from (agent-interface: "Unknown identity, usage, or cost stays
+ * unknown"; agent-provider-cli-bridge: "Measured usage requires explicit estimated: false"):
+ * measured by the provider, an estimate, or reported without saying which.
  */
 export const Provenance = z.enum(["measured", "estimated", "unknown"]);
 export type Provenance = z.infer<typeof Provenance>;

@@ -15,7 +15,7 @@
  * bridge peer", transcript 05; 13 / 8 for "[chunks:1] hi", transcript 43); Pi counts 4 input
  * tokens and one output token per answer word (transcripts 23, 25, 41, 52). The recorded usage
  * carries no provenance (the scripted CLIs call no model); these words change that (guessed
- * shapes, from the usage fields of docs/cli-bridge-wire.md and seed 003):
+ * shapes, from the usage fields of docs/cli-bridge-wire.md and agent-provider-cli-bridge):
  *
  *   [estimated]   the usage says `estimated: true` (a bridge's estimate for a CLI that reported none)
  *   [measured]    the usage says `estimated: false` (inside a retained run's native record too)

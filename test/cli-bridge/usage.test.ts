@@ -1,8 +1,8 @@
 /**
  * Usage provenance, request counts and the served model through the public API, against the CLI
- * Bridge stand-in (seed 003: "Measured usage requires explicit estimated: false …; estimated: true
+ * Bridge stand-in (agent-provider-cli-bridge: "Measured usage requires explicit estimated: false …; estimated: true
  * is an estimate, and absent provenance remains unknown"; "a requested model name does not prove
- * which model served the run", seed 001). What the user reads — the turn answer, `/usage`, the
+ * which model served the run", agent-interface). What the user reads — the turn answer, `/usage`, the
  * `usage.updated` events — says where each figure comes from, and names the served model only
  * when the bridge reported one.
  */
@@ -83,7 +83,7 @@ describe("the served model and request counts from a CLI Bridge", () => {
     expect(turn).toMatchObject({ model: PI, servedModels: ["fake-echo-2026"] });
   });
 
-  it("request counts where the bridge reports them exactly; an estimated count is unknown (seed 003)", async () => {
+  it("request counts where the bridge reports them exactly; an estimated count is unknown", async () => {
     const counted = await oneTurn("[requests:3] count requests", CODEX);
     expect(counted.turn.usage).toMatchObject({ modelRequests: 3 });
     expect(counted.usage.turns[0].usage.modelRequests).toBe(3);

@@ -136,7 +136,7 @@ describe("bridge usage", () => {
     expect(total.costTotal).toBe(0.9);
   });
 
-  it("request counts count only when exact and not estimated (seed 003)", () => {
+  it("request counts count only when exact and not estimated (agent-provider-cli-bridge: 'Usage events … include modelRequests only when …')", () => {
     expect(chunkUsage({ model_requests: 2, cost_known: false }, "k", 0).report).toEqual({ mode: "delta", key: "k", provenance: "unknown", counts: null, modelRequests: 2 });
     expect(chunkUsage({ model_requests: 2, estimated: true }, "k", 0).report).toMatchObject({ counts: null, modelRequests: null });
     expect(chunkUsage({ model_requests: 1.5 }, "k", 0).report).toMatchObject({ modelRequests: null });
@@ -144,7 +144,7 @@ describe("bridge usage", () => {
     expect(chunkUsage({ cost_known: false }, "k", 0).report).toBeNull();
   });
 
-  it("a retained run's native usage record never certifies itself as measured (seed 003)", () => {
+  it("a retained run's native usage record never certifies itself as measured (agent-provider-cli-bridge: 'nested native … records cannot assert host observation authority')", () => {
     expect(envelopeUsage({ inputTokens: 4, outputTokens: 3, estimated: false }, "e")).toMatchObject({ provenance: "unknown" });
     expect(envelopeUsage({ inputTokens: 4, outputTokens: 3, estimated: true }, "e")).toMatchObject({ provenance: "estimated" });
   });

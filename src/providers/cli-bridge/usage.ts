@@ -8,15 +8,17 @@
  * - `cache_write_input_tokens` is cache creation; provenance is `estimated: true` → estimated,
  *   `estimated: false` → measured, absent → unknown.
  * - `model_requests` counts only as an exact non-negative integer that is not estimated; a
- *   malformed or estimated one makes the run's request count unknown (seed 003).
+ *   malformed or estimated one makes the run's request count unknown (agent-provider-cli-bridge, "Usage events … include modelRequests only when the bridge measured an exact … count").
  * - A chunk that reports no token counter (only `model_requests`, say) says nothing about tokens:
  *   its report has no counts, and none at all when it carries nothing else.
  * - A retained run's usage is a native record inside a `raw` event: it cannot certify itself as
- *   measured (seed 003: nested native records cannot assert host observation authority), so its
+ *   measured (agent-provider-cli-bridge: "nested native or application records cannot assert host
+ *   observation authority"), so its
  *   counts are of unknown provenance unless it says they are estimated.
  * - Served models are the bridge's explicit provider-response observations (`provider_models`,
  *   or `provider_model` for one) in an event's own data; the chunk's `model` is the compatibility
- *   echo of the route and proves nothing (seed 003). Malformed or overflowing evidence is refused.
+ *   echo of the route and proves nothing (agent-provider-cli-bridge: "metadata.model and event
+ *   data.model … do not prove which model served a request"). Malformed or overflowing evidence is refused.
  */
 import type { Counts, Provenance } from "../../schemas/common";
 import type { UsageReport } from "../provider";

@@ -7,7 +7,7 @@
  * `step-finish` part with tokens) are delta reports keyed by their part id, converted to the
  * receipt's convention; `result` and `done` carry the authoritative receipt.
  *
- * Provenance: step and receipt token counts are measured (seed 000: the usage an execution
+ * Provenance: step and receipt token counts are measured (agent-provider-tangle, "Environment observation": the usage an execution
  * measured). Whether a cost (a step's `cost`, `totalCostUsd`) is billed spend or a catalog price
  * the Sandbox wire does not say (docs/sandbox-wire.md "Token usage on the wire"), so a cost is of
  * unknown provenance. Neither the steps nor the receipt name the model that served the run: the
