@@ -156,12 +156,21 @@ function render() {
   if (total) parts.push(`Total: ${usageText(total, { floor: !total.complete })}`);
   if (conv.budget) {
     const b = conv.budget;
-    parts.push(`Budget ${b.complete ? "" : "at least "}${formatTokens(b.used)} of ${formatTokens(b.tokens)} tokens${b.exceeded ? " (reached)" : ""}`);
+    parts.push(`Budget ${b.complete ? "" : "at least "}${formatTokens(b.used)} of ${formatTokens(b.tokens)} tokens${spendNote(b.provenance)}${b.exceeded ? " (reached)" : ""}`);
   }
   ui.usageTotal.textContent = parts.join(" · ");
   if (conv.budgetExceeded && ui.banner.dataset.kind !== "budget") {
-    showBanner(`Token budget reached: the run was stopped (${conv.budgetExceeded.scope ?? "conversation"} budget ${conv.budgetExceeded.tokens ?? ""}).`, "budget");
+    const stopped = conv.budgetExceeded;
+    showBanner(`Token budget reached: the run was stopped (${stopped.scope ?? "conversation"} budget ${stopped.tokens ?? ""}${spendNote(stopped.provenance)}).`, "budget");
   }
+}
+
+/**
+ * What a budget's spend is made of, when it is not all measured.
+ * @param {import("./lib/reducer.js").Provenance | undefined} provenance
+ */
+function spendNote(provenance) {
+  return provenance === "estimated" ? ", counting estimates" : provenance === "unknown" ? ", counting unverified figures" : "";
 }
 
 /** @param {string} text @param {string} [kind] */

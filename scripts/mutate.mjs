@@ -93,6 +93,10 @@ const MUTANTS = [
     find: "if (state.receipt !== null) return state;", replace: "if (state.receipt === undefined) return state;" },
   { id: "usage.broken-steps-still-count", file: "src/objects/usage-fold.ts", tests: T.usage, why: "after an unreadable delta, later deltas still build a running total",
     find: "if (next.stepsBroken) return { state: next, running: null, changed: true };", replace: "" },
+  { id: "usage.provenance-strongest-wins", file: "src/objects/usage-fold.ts", tests: T.usage, why: "a total over an estimate and a measurement is called measured",
+    find: "return STRENGTH[a] <= STRENGTH[b] ? a : b;", replace: "return STRENGTH[a] >= STRENGTH[b] ? a : b;" },
+  { id: "usage.receipt-without-provenance-measured", file: "src/objects/usage-fold.ts", tests: T.usage, why: "a receipt whose provenance nobody gave is taken as measured",
+    find: "provenance: ReceiptProvenance = { provenance: \"unknown\" }", replace: "provenance: ReceiptProvenance = { provenance: \"measured\" }" },
 
   // ---- budgets (src/objects/budgets.ts)
   { id: "budgets.limit-not-reached", file: "src/objects/budgets.ts", tests: T.budgets, why: "spending exactly the limit is allowed (> instead of >=)",
@@ -105,6 +109,8 @@ const MUTANTS = [
     find: "used: (total.inputTokens ?? 0) + (total.outputTokens ?? 0)", replace: "used: total.inputTokens ?? 0" },
   { id: "budgets.loosest-applies", file: "src/objects/budgets.ts", tests: T.budgets, why: "the loosest budget is reported instead of the tightest",
     find: ".sort((a, b) => b.used / b.tokens - a.used / a.tokens)", replace: ".sort((a, b) => a.used / a.tokens - b.used / b.tokens)" },
+  { id: "budgets.elsewhere-estimates-ignored", file: "src/objects/budgets.ts", tests: T.budgets, why: "the user's budget calls spend measured though estimates elsewhere count in it",
+    find: "provenance: elsewhere.used > 0 ? (weakest(own.provenance, elsewhere.provenance) ?? own.provenance) : own.provenance,", replace: "provenance: own.provenance," },
 
   // ---- answer validation (src/objects/interaction-answers.ts)
   { id: "answers.forbidden-top-level-only", file: "src/objects/interaction-answers.ts", tests: T.answers, why: "forbidden names are looked for only at the top level (defect 2)",

@@ -18,7 +18,8 @@ describe("token budgets", () => {
     const end = events.at(-1)!;
     expect(end.type).toBe("turn.cancelled");
     expect(end.data.reason).toBe("budget_exceeded");
-    expect(events.some((e) => e.type === "budget.exceeded")).toBe(true);
+    // It says the spend it stopped on was measured (the Sandbox's step totals), not an estimate.
+    expect(events.find((e) => e.type === "budget.exceeded")?.data.budget).toMatchObject({ scope: "conversation", exceeded: true, provenance: "measured" });
     // It stopped at the first step that crossed the budget, long before the answer was done.
     expect(events.some((e) => e.type === "raw" && (e.data.event as any).part.id.endsWith("step-finish-2"))).toBe(false);
     const turn = await waitForTurn(token, cid, t2);
@@ -29,12 +30,13 @@ describe("token budgets", () => {
     expect(refused.status).toBe(429);
     const error = (await json(refused)).error;
     expect(error.code).toBe("budget_exceeded");
-    expect(error.details.budget).toMatchObject({ scope: "conversation", tokens: 2500, exceeded: true });
+    expect(error.details.budget).toMatchObject({ scope: "conversation", tokens: 2500, exceeded: true, provenance: "measured" });
+    expect(error.message).not.toContain("estimate");
     // A retry of a finished turn is still answered from the cache.
     expect((await sendTurn(token, cid, t1, "first")).status).toBe(200);
 
     const usage = await json(await api(`/v1/conversations/${cid}/usage`, { token }));
-    expect(usage.budget).toMatchObject({ tokens: 2500, exceeded: true, complete: true });
+    expect(usage.budget).toMatchObject({ tokens: 2500, exceeded: true, complete: true, provenance: "measured" });
   });
 
   it("the per-user budget counts every conversation of the user", async () => {
@@ -53,7 +55,8 @@ describe("token budgets", () => {
     expect(turn).toMatchObject({ status: "cancelled", cancelReason: "budget_exceeded" });
     const next = await sendTurn(token, uid("conv"), uid("turn"), "d");
     expect(next.status).toBe(429);
-    expect((await json(next)).error.details.budget).toMatchObject({ scope: "user", tokens: 4500 });
+    // The spend counted elsewhere was measured too, and the user's index kept that.
+    expect((await json(next)).error.details.budget).toMatchObject({ scope: "user", tokens: 4500, provenance: "measured" });
   });
 
   it("with unknown usage it says so: the budget is checked against a floor and says 'at least'", async () => {
@@ -89,7 +92,8 @@ describe("spend is the user's", () => {
     await sendTurn(token, cid, t, "c [long]");
     expect(await waitForTurn(token, cid, t)).toMatchObject({ status: "cancelled", cancelReason: "budget_exceeded" });
     const usage = await json(await api(`/v1/conversations/${cid}/usage`, { token }));
-    expect(usage.budget).toMatchObject({ scope: "user", exceeded: true });
+    // What the deleted conversations spent keeps its provenance (measured) in the user's record.
+    expect(usage.budget).toMatchObject({ scope: "user", exceeded: true, provenance: "measured" });
     expect(usage.budget.used).toBeGreaterThanOrEqual(3960 + 1040);
   });
 });

@@ -118,17 +118,20 @@ describe("dispatch receipts are read (dispatched)", () => {
       expect(after["runs.attached"]).toBe((before["runs.attached"] ?? 0) + 1);
     }
   });
-  it("a receipt saying the turn already ended under another run (dispatched: false) is refused admission_mismatch: that run is never adopted", async () => {
+  it("a receipt saying the turn already ended under another run (dispatched: false): that run is never adopted; the turn runs under a key of its own", async () => {
     const { token, cid, sessionId, sandboxId } = await conversation();
     await emulator("/_emulator/variants", { dispatched: "receipt" });
     const turnId = uid("turn");
     const other = uid("exe-other");
     await runUpstream(sandboxId, { message: "hello", sessionId, turnId, executionId: other });
     await untilEnded(other);
-    const refused = await sendTurn(token, cid, turnId, "hello");
-    expect(refused.status).toBe(502);
-    expect((await json(refused)).error).toMatchObject({ code: "admission_mismatch", message: expect.stringContaining(`already ended under execution ${other}`) });
-    expect((await api(`/v1/conversations/${cid}/turns/${turnId}`, { token })).status).toBe(404);
+    const sent = await sendTurn(token, cid, turnId, "hello");
+    expect(sent.status).toBe(202);
+    const accepted = await json(sent);
+    expect(accepted.executionId).not.toBe(other);
+    const done = await waitForTurn(token, cid, turnId);
+    expect(done).toMatchObject({ status: "completed", executionId: accepted.executionId });
+    expect((await emulator(`/_emulator/executions/${accepted.executionId}`)).turnId).toMatch(/\.r-[0-9a-f]{16}$/);
   });
 });
 

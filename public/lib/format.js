@@ -7,14 +7,63 @@ export const formatTokens = (n) => (n === null || n === undefined ? "unknown" : 
 /** @param {number | null | undefined} n */
 const formatCost = (n) => (n === null || n === undefined ? "unknown" : `$${n.toFixed(4)}`);
 
+/** @typedef {import("./reducer.js").Provenance} Provenance */
+
+/** From weakest to strongest: an estimate is surely not a measurement; an unknown provenance may be either. */
+const STRENGTH = { estimated: 0, unknown: 1, measured: 2 };
+/** How a figure that is not a measurement is described. */
+const NOT_MEASURED = { estimated: "estimated", unknown: "unverified" };
+
 /**
- * "in 1,980 · out 80 · $0.0021", saying "unknown" where unknown and "at least" for a floor.
+ * The weakest of some figures' provenances; null when none is known.
+ * @param {Array<Provenance | null | undefined>} kinds
+ * @returns {Provenance | null}
+ */
+function weakestProvenance(kinds) {
+  /** @type {Provenance | null} */
+  let out = null;
+  for (const kind of kinds) if (kind && (out === null || STRENGTH[kind] < STRENGTH[out])) out = kind;
+  return out;
+}
+
+/**
+ * "in 1,980 · out 80 · $0.0021", saying "unknown" where unknown and "at least" for a floor. An
+ * estimated figure reads "≈1,980", and a note says which figures are estimated or unverified (of
+ * unknown provenance): no figure reads as a measurement unless it is one. Request counts follow,
+ * where the provider reported them.
  * @param {import("./reducer.js").UsageView | null} usage
  * @param {{ floor?: boolean }} [options]
  */
 export function usageText(usage, { floor = false } = {}) {
   if (!usage) return "";
-  return `${floor ? "at least " : ""}in ${formatTokens(usage.inputTokens)} · out ${formatTokens(usage.outputTokens)} · ${formatCost(usage.cost)}`;
+  const p = usage.provenance ?? {};
+  // A view without provenance (an older server) claims nothing: its figures are unverified.
+  const of = (/** @type {Provenance | null | undefined} */ kind, /** @type {number | null} */ value) => (value === null ? null : (kind ?? "unknown"));
+  const input = of(p.inputTokens, usage.inputTokens);
+  const output = of(p.outputTokens, usage.outputTokens);
+  const cost = of(p.cost, usage.cost);
+  const approx = (/** @type {Provenance | null} */ kind) => (kind === "estimated" ? "≈" : "");
+  const parts = [`in ${approx(input)}${formatTokens(usage.inputTokens)}`, `out ${approx(output)}${formatTokens(usage.outputTokens)}`, `${approx(cost)}${formatCost(usage.cost)}`];
+  const requests = usage.modelRequests;
+  if (typeof requests === "number") parts.push(`${requests.toLocaleString("en-US")} model request${requests === 1 ? "" : "s"}`);
+  const notes = [];
+  const tokens = weakestProvenance([input, output]);
+  if (tokens && tokens !== "measured") notes.push(`tokens ${NOT_MEASURED[tokens]}`);
+  if (cost && cost !== "measured") notes.push(`cost ${NOT_MEASURED[cost]}`);
+  return `${floor ? "at least " : ""}${parts.join(" · ")}${notes.length ? ` (${notes.join(", ")})` : ""}`;
+}
+
+/**
+ * The model a turn asked for and the one that served it, as the provider reported it: "served by
+ * gpt-5.4", "codex/default · served by gpt-5.4", "codex/default · served model not reported".
+ * Never inferred from the request; empty when neither is known.
+ * @param {string | null} model
+ * @param {string[] | null | undefined} servedModels
+ */
+export function modelText(model, servedModels) {
+  const served = servedModels && servedModels.length > 0 ? `served by ${servedModels.join(", ")}` : null;
+  if (model === null) return served ?? "";
+  return `${model} · ${served ?? "served model not reported"}`;
 }
 
 /**

@@ -20,10 +20,17 @@ import { GATEWAY_EVENT as E } from "./events.js";
 /** @typedef {"sending" | "unsent" | "pending" | "running" | "completed" | "failed" | "cancelled"} TurnStatus */
 /** @typedef {{ code?: string, message: string }} ErrorInfo */
 /**
- * Token usage as the API reports it: null is unknown, never zero.
- * @typedef {{ inputTokens: number | null, outputTokens: number | null, cost: number | null, source?: string, complete?: boolean }} UsageView
+ * Where a figure comes from: measured, an estimate, or reported without saying which (null: the
+ * figure is unknown). A figure is never shown as measured unless it says so.
+ * @typedef {"measured" | "estimated" | "unknown"} Provenance
+ * @typedef {{ inputTokens?: Provenance | null, outputTokens?: Provenance | null, cost?: Provenance | null }} UsageProvenance
  */
-/** @typedef {{ tokens: number, used: number, complete: boolean, exceeded: boolean, scope: string }} Budget */
+/**
+ * Token usage as the API reports it: null is unknown, never zero. `servedModels` are the models
+ * the provider reported serving the turn (null: not reported); `modelRequests` likewise.
+ * @typedef {{ inputTokens: number | null, outputTokens: number | null, cost: number | null, source?: string, complete?: boolean, provenance?: UsageProvenance, modelRequests?: number | null, servedModels?: string[] | null }} UsageView
+ */
+/** @typedef {{ tokens: number, used: number, complete: boolean, exceeded: boolean, scope: string, provenance?: Provenance }} Budget */
 /**
  * @typedef {object} AskField
  * @property {string} name
@@ -82,6 +89,7 @@ import { GATEWAY_EVENT as E } from "./events.js";
  * @property {ErrorInfo | null} error    why the turn failed
  * @property {string | null} cancelReason
  * @property {UsageView | null} usage
+ * @property {string | null} model       the model route the turn asked for (null: the provider's default); what served it is usage.servedModels
  * @property {string | null} endedAt     ISO time the turn ended
  * @property {ErrorInfo | null} sendError why the message has not reached the server
  */
@@ -95,7 +103,7 @@ import { GATEWAY_EVENT as E } from "./events.js";
  * @property {string | null} title
  * @property {(UsageView & { complete: boolean }) | null} usageTotal
  * @property {Budget | null} budget
- * @property {{ scope?: string, tokens?: number } | null} budgetExceeded
+ * @property {{ scope?: string, tokens?: number, provenance?: Provenance } | null} budgetExceeded
  * @property {boolean} deleted           deleted elsewhere: nothing more can happen here
  */
 /**
@@ -117,7 +125,7 @@ import { GATEWAY_EVENT as E } from "./events.js";
  * @typedef {{ type: "sendRefused", turnId: string }} SendRefusedAction
  * @typedef {{ type: "sent", turnId: string, status: TurnStatus }} SentAction
  * @typedef {{ type: "answered", interactionId: string, outcome: string, choice: string }} AnsweredAction
- * @typedef {{ type: "usage", total: ConversationState["usageTotal"], budget: Budget | null, turns: Array<{ turnId: string, usage: UsageView }> }} UsageAction
+ * @typedef {{ type: "usage", total: ConversationState["usageTotal"], budget: Budget | null, turns: Array<{ turnId: string, model?: string, usage: UsageView }> }} UsageAction
  * @typedef {{ type: "deleted" }} DeletedAction
  * @typedef {LoadedAction | EventAction | SendAction | SendFailedAction | SendRefusedAction | SentAction | AnsweredAction | UsageAction | DeletedAction} Action
  */
@@ -139,7 +147,7 @@ export function emptyConversation(cid) {
  * @returns {Turn}
  */
 function newTurn(turnId) {
-  return { turnId, userText: "", sentAt: null, status: "running", blocks: [], error: null, cancelReason: null, usage: null, endedAt: null, sendError: null };
+  return { turnId, userText: "", sentAt: null, status: "running", blocks: [], error: null, cancelReason: null, usage: null, model: null, endedAt: null, sendError: null };
 }
 
 /** @param {TurnStatus} status */
@@ -298,6 +306,7 @@ function applyEvent(state, e) {
       state = withTurn(state, /** @type {string} */ (turnId), (turn) => ({
         ...turn,
         userText: turn.userText || message,
+        model: typeof data.model === "string" ? data.model : turn.model,
         sentAt: turn.sentAt ?? e.at,
         status: isActive(turn.status) || turn.status === "unsent" ? "running" : turn.status,
         sendError: null,
@@ -422,7 +431,10 @@ export function reduce(state, action) {
     case "usage": {
       let next = { ...state, usageTotal: action.total, budget: action.budget };
       for (const t of action.turns) {
-        if (t.usage.source !== "none" && next.turns[t.turnId]) next = withTurn(next, t.turnId, (turn) => ({ ...turn, usage: t.usage }));
+        if (!next.turns[t.turnId]) continue;
+        const model = t.model ?? null;
+        if (model !== null) next = withTurn(next, t.turnId, (turn) => (turn.model === model ? turn : { ...turn, model }));
+        if (t.usage.source !== "none" || t.usage.servedModels) next = withTurn(next, t.turnId, (turn) => ({ ...turn, usage: t.usage }));
       }
       return next;
     }

@@ -2,9 +2,10 @@
 /**
  * One turn: the user's message (plain text, with its time, and Retry/Edit when it has not reached
  * the server), then what the agent did in order (markdown text, reasoning, tool cards, asks,
- * warnings), then a footer (status, cancel reason, usage, time) with Copy, Retry and Regenerate.
+ * warnings), then a footer (status, cancel reason, usage, the model asked for and the one that
+ * served it, time) with Copy, Retry and Regenerate.
  */
-import { cancelReasonText, STATUS_LABEL, timeText, usageText } from "../lib/format.js";
+import { cancelReasonText, modelText, STATUS_LABEL, timeText, usageText } from "../lib/format.js";
 import { renderMarkdown } from "../lib/markdown.js";
 import { isActive } from "../lib/reducer.js";
 import { createAskView } from "./ask.js";
@@ -223,6 +224,7 @@ export function createTurnView(turnId, handlers) {
         el("span", { class: `badge ${turn.status}`, text: STATUS_LABEL[turn.status] }),
         turn.status === "cancelled" && turn.cancelReason ? el("span", { class: "cancel-reason", text: cancelReasonText(turn.cancelReason) }) : null,
         turn.usage ? el("span", { class: "usage", text: usageText(turn.usage) }) : null,
+        modelText(turn.model, turn.usage?.servedModels) ? el("span", { class: "model", text: modelText(turn.model, turn.usage?.servedModels) }) : null,
         ended ? timeElement(turn.endedAt, turn.endedAt ? timeText(turn.endedAt) : "") : null,
         ended
           ? el(

@@ -87,7 +87,7 @@ export function ingestStep(state: IngestState, event: ProviderEvent): IngestStep
       const last = event.usage ? foldUsage(state.usage, event.usage) : null;
       const folded = last?.changed ? last.state : state.usage;
       const receipt = event.receipt && folded.receipt === null ? event.receipt : undefined;
-      const final = receipt ? foldReceipt(folded, receipt) : folded;
+      const final = receipt ? foldReceipt(folded, receipt, event.receiptProvenance) : folded;
       const attach = receipt ? toTokenUsage(receipt) : last?.running ? toTokenUsage(last.running) : null;
       const shown = event.shown ? { ...event.shown, ...(attach ? { usage: attach } : {}) } : null;
       return {

@@ -4,11 +4,12 @@
  */
 import { z } from "zod";
 import { ClaimsSchema } from "../providers/claims";
+import { COUNTERS, Provenance } from "../schemas/common";
 import { EventEnvelopeSchema, TranscriptPartSchema, TurnStatus as TurnStatusSchema, UsageViewSchema, type UsageView } from "../schemas/api";
 import { AgentExactRunControlRef, CancellationAcknowledgement, InteractionAcknowledgement, InteractionRequest } from "../schemas/contracts";
 import { ExecutionUsageStateSchema, type ExecutionUsageState } from "./usage-fold";
 
-const SCHEMA_VERSION = 8;
+const SCHEMA_VERSION = 9;
 /** Upstream ids that are whole numbers come in order: a repeat is one at or below the cursor. */
 export const NUMERIC_ID = /^\d{1,15}$/;
 
@@ -32,7 +33,12 @@ const MetaSchemas = {
   /** What that environment lets the gateway offer, as the provider read it. */
   claims: ClaimsSchema,
   /** Tokens the user spent in other conversations, as read when the last turn started. */
-  userElsewhere: z.strictObject({ used: z.number().int().nonnegative(), complete: z.boolean() }),
+  userElsewhere: z.strictObject({
+    used: z.number().int().nonnegative(),
+    complete: z.boolean(),
+    // Before schema 9 it was not recorded (read again at the next turn).
+    provenance: Provenance.default("unknown"),
+  }),
 };
 type MetaKey = keyof typeof MetaSchemas;
 type MetaValue<K extends MetaKey> = z.infer<(typeof MetaSchemas)[K]>;
@@ -180,6 +186,34 @@ function toTurn(row: TurnRow): TurnRecord {
   };
 }
 
+/** Unknown provenance for each counter a stored (pre-9) record holds a value of. */
+function unknownProvenance(values: unknown, present: (v: unknown) => boolean = (v) => v !== undefined): Record<string, "unknown"> {
+  const out: Record<string, "unknown"> = {};
+  if (typeof values !== "object" || values === null) return out;
+  for (const c of COUNTERS) if (present((values as Record<string, unknown>)[c])) out[c] = "unknown";
+  return out;
+}
+
+/** A usage fold stored before schema 9, as schema 9 stores it. */
+function usageStateV9(state: Record<string, unknown>): Record<string, unknown> {
+  return {
+    ...state,
+    provenance: unknownProvenance(state.cumulative),
+    stepsProvenance: unknownProvenance(state.steps),
+    receiptProvenance: unknownProvenance(state.receipt),
+    modelRequests: null,
+    modelRequestsUnknown: false,
+    servedModels: [],
+    servedModelsRefused: false,
+  };
+}
+
+/** A turn's usage view stored before schema 9, as schema 9 stores it. */
+function usageViewV9(view: Record<string, unknown>): Record<string, unknown> {
+  const known = unknownProvenance(view, (v) => v !== undefined && v !== null);
+  return { ...view, provenance: Object.fromEntries(COUNTERS.map((c) => [c, known[c] ?? null])), modelRequests: null, servedModels: null };
+}
+
 export class SessionStore {
   /** Rows written through this store since it was opened (SQLite rows are billed per row written). */
   rowsWritten = 0;
@@ -306,6 +340,17 @@ export class SessionStore {
         DROP TABLE usage;
         ALTER TABLE usage_v8 RENAME TO usage;
       `);
+    }
+    if (current < 9) {
+      // The usage fold keeps each figure's provenance, the run's request count and its served
+      // models (docs/contracts.md "The usage fold"). A fold stored before recorded none of them:
+      // its figures are of unknown provenance (never measured), its count and models unknown.
+      for (const row of this.sql.exec<{ execution_id: string; state: string }>("SELECT execution_id, state FROM usage").toArray()) {
+        this.sql.exec("UPDATE usage SET state = ? WHERE execution_id = ?", JSON.stringify(usageStateV9(JSON.parse(row.state))), row.execution_id);
+      }
+      for (const row of this.sql.exec<{ turn_id: string; usage: string }>("SELECT turn_id, usage FROM turns WHERE usage IS NOT NULL").toArray()) {
+        this.sql.exec("UPDATE turns SET usage = ? WHERE turn_id = ?", JSON.stringify(usageViewV9(JSON.parse(row.usage))), row.turn_id);
+      }
     }
     this.sql.exec("DELETE FROM schema_version");
     this.sql.exec("INSERT INTO schema_version (version) VALUES (?)", SCHEMA_VERSION);

@@ -358,6 +358,7 @@ export class SessionObject extends DurableObject<Env> {
           turnId: turn.turnId,
           executionId: turn.executionId,
           status: turn.status,
+          ...(turn.request.model ? { model: turn.request.model } : {}),
           usage: executionView(state),
           conflicts: state.conflicts,
           receiptDisagreements: state.receiptDisagreements,
@@ -368,7 +369,9 @@ export class SessionObject extends DurableObject<Env> {
         conversationId,
         total: this.runner.total(),
         turns,
-        budget: budget ? { tokens: budget.tokens, used: budget.used, complete: budget.complete, exceeded: budget.exceeded, scope: budget.scope } : null,
+        budget: budget
+          ? { tokens: budget.tokens, used: budget.used, complete: budget.complete, exceeded: budget.exceeded, scope: budget.scope, provenance: budget.provenance }
+          : null,
       };
     });
   }

@@ -46,6 +46,8 @@ export function turnView(turn: TurnRecord): TurnView {
     status: turn.status,
     message: turn.request.message,
     ...(turn.request.model ? { model: turn.request.model } : {}),
+    // What served the turn is what the provider reported, never the model asked for.
+    servedModels: turn.usage?.servedModels ?? null,
     ...(turn.resultText !== null ? { result: { text: turn.resultText } } : {}),
     ...(turn.error ? { error: turn.error } : {}),
     ...(turn.usage ? { usage: turn.usage } : {}),

@@ -12,7 +12,7 @@ import { ProviderError } from "../providers/errors";
 import type { AgentProvider, EnvironmentRecord, ProviderEvent, ProviderResult, RunError, TerminalStatus } from "../providers/provider";
 import type { TotalView } from "../schemas/api";
 import { AgentExactRunControlRef, type CancellationAcknowledgement } from "../schemas/contracts";
-import { budgetUsage, tightestBudget, type BudgetState } from "./budgets";
+import { budgetUsage, tightestBudget, type BudgetState, type Spend } from "./budgets";
 import type { Appender, EventLog } from "./event-log";
 import { ingestStep } from "./ingest";
 import type { InteractionDesk } from "./interaction-desk";
@@ -47,9 +47,9 @@ export interface TurnRunnerDeps {
   /** The user's ready environment; `staleEnvironmentId` says that one was found unusable, `claimMissing` that its claims fell short. */
   environment(context: SessionContext, staleEnvironmentId?: string, claimMissing?: boolean): Promise<EnvironmentRecord>;
   /** Tokens the user spent in their other conversations. */
-  usageElsewhere(context: SessionContext): Promise<{ used: number; complete: boolean }>;
+  usageElsewhere(context: SessionContext): Promise<Spend>;
   /** Updates the user's conversation list. */
-  touchIndex(context: SessionContext, entry: { title: string; state: "idle" | "running"; lastEventId: number; usage: { used: number; complete: boolean } }): Promise<void>;
+  touchIndex(context: SessionContext, entry: { title: string; state: "idle" | "running"; lastEventId: number; usage: Spend }): Promise<void>;
 }
 
 export class TurnRunner {
@@ -101,7 +101,7 @@ export class TurnRunner {
     if (budget?.exceeded) {
       throw new Refusal(
         "budget_exceeded",
-        `the ${budget.scope} token budget of ${budget.tokens} is used up (${budget.complete ? "" : "at least "}${budget.used} tokens)`,
+        `the ${budget.scope} token budget of ${budget.tokens} is used up (${budget.complete ? "" : "at least "}${budget.used} tokens${PROVENANCE_NOTE[budget.provenance]})`,
         { budget },
       );
     }
@@ -408,7 +408,7 @@ export class TurnRunner {
       const usage = this.store.executionUsage(executionId);
       const broken = usage ? breakSteps(usage) : null;
       // The result's receipt is authoritative, folded by the terminal receipt's rule.
-      if (result.receipt) this.recordUsage(log, turnId, foldReceipt(broken ?? emptyExecutionUsage(executionId), result.receipt), now);
+      if (result.receipt) this.recordUsage(log, turnId, foldReceipt(broken ?? emptyExecutionUsage(executionId), result.receipt, result.receiptProvenance), now);
       else if (broken) this.store.putExecutionUsage(turnId, broken, executionView(broken));
       if (result.status === "unknown") {
         const why = result.error?.message ? ` (${result.error.message})` : "";
@@ -501,7 +501,7 @@ export class TurnRunner {
   /** The tightest budget that applies, with what was used against it; null when none is set. */
   budget(): BudgetState | null {
     const config = this.deps.config();
-    const elsewhere = this.store.getMeta("userElsewhere") ?? { used: 0, complete: true };
+    const elsewhere = this.store.getMeta("userElsewhere") ?? { used: 0, complete: true, provenance: "measured" as const };
     return tightestBudget(this.total(), elsewhere, { perConversation: config.TOKEN_BUDGET_PER_CONVERSATION, perUser: config.TOKEN_BUDGET_PER_USER });
   }
 
@@ -596,6 +596,9 @@ async function rekeyedTurnId(turnId: string, replaced: string): Promise<string> 
   const bytes = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`rekey/v1|${turnId.length}:${turnId}|${replaced.length}:${replaced}`)));
   return `${turnId}.r-${[...bytes.slice(0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
+
+/** How a budget's spend is described after its figure. */
+const PROVENANCE_NOTE: Record<BudgetState["provenance"], string> = { measured: "", estimated: ", counting estimates", unknown: ", counting figures of unknown provenance" };
 
 function titleFrom(message: string): string {
   const line = message.replace(/\s+/g, " ").trim();

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { UsageReport } from "../providers/provider";
+import type { Provenance } from "../schemas/common";
 import { breakSteps, emptyExecutionUsage, executionView, foldReceipt, foldUsage, totalOf } from "./usage-fold";
 
 const delta = (key: string, inputTokens: number | undefined, outputTokens: number | undefined, extra: Partial<UsageReport> = {}): UsageReport => ({
@@ -213,7 +214,7 @@ describe("usage fold properties (fast-check)", () => {
     fc.assert(
       fc.property(deltas(fc.constant([])), fc.option(fc.record({ inputTokens: tokens, outputTokens: tokens })), (reports, receipt) => {
         let s = fold(reports);
-        const sum = (k: "inputTokens" | "outputTokens") => reports.reduce((n, r) => n + r.counts[k]!, 0);
+        const sum = (k: "inputTokens" | "outputTokens") => reports.reduce((n, r) => n + r.counts![k]!, 0);
         expect(executionView(s)).toMatchObject({ inputTokens: sum("inputTokens"), outputTokens: sum("outputTokens"), source: "running" });
         if (receipt) {
           s = foldReceipt(s, receipt);
@@ -242,6 +243,114 @@ describe("usage fold properties (fast-check)", () => {
           const known = states.filter((s) => executionView(s)[c] !== null);
           if (known.length === 0) expect(total[c]).toBeNull();
           if (known.length < states.length) expect(total.complete).toBe(false);
+        }
+      }),
+      { numRuns: 400 },
+    );
+  });
+});
+
+describe("usage provenance (agent-provider-cli-bridge, usage provenance; agent-interface, 'partial accounting supports a floor')", () => {
+  it("each counter keeps its provenance; a running total is as weak as its weakest delta", () => {
+    let s = foldUsage(emptyExecutionUsage("e"), delta("p1", 10, 1, { costProvenance: "unknown", counts: { inputTokens: 10, outputTokens: 1, cost: 0.1 } })).state;
+    expect(executionView(s).provenance).toEqual({ inputTokens: "measured", outputTokens: "measured", reasoningTokens: null, cacheReadInputTokens: null, cacheCreationInputTokens: null, cost: "unknown" });
+    s = foldUsage(s, delta("p2", 5, 1, { provenance: "estimated", costProvenance: "measured", counts: { inputTokens: 5, outputTokens: 1, cost: 0.1 } })).state;
+    // 15 tokens, 5 of them estimated: the figure is an estimate; the cost stays as weak as its weakest part.
+    expect(executionView(s)).toMatchObject({ inputTokens: 15, provenance: { inputTokens: "estimated", outputTokens: "estimated", cost: "unknown" } });
+    s = foldUsage(s, delta("p3", 1, 1)).state;
+    expect(executionView(s).provenance.inputTokens).toBe("estimated");
+  });
+
+  it("the receipt's provenance is the figure's; a receipt whose provenance is not given is unknown, never measured", () => {
+    const streamed = foldUsage(emptyExecutionUsage("e"), delta("p1", 10, 1, { provenance: "estimated" })).state;
+    expect(executionView(foldReceipt(streamed, { inputTokens: 12, outputTokens: 2 }, { provenance: "measured" })).provenance.inputTokens).toBe("measured");
+    expect(executionView(foldReceipt(streamed, { inputTokens: 12, outputTokens: 2 })).provenance).toMatchObject({ inputTokens: "unknown", outputTokens: "unknown", reasoningTokens: null });
+    const split = foldReceipt(emptyExecutionUsage("e"), { inputTokens: 12, outputTokens: 2, cost: 0.3 }, { provenance: "measured", costProvenance: "unknown" });
+    expect(executionView(split).provenance).toMatchObject({ inputTokens: "measured", outputTokens: "measured", cost: "unknown" });
+  });
+
+  it("a cumulative report replaces the figure and its provenance", () => {
+    let s = foldUsage(emptyExecutionUsage("e"), { ...cumulative(10, 1), provenance: "estimated" }).state;
+    expect(executionView(s).provenance.inputTokens).toBe("estimated");
+    s = foldUsage(s, cumulative(12, 2)).state;
+    expect(executionView(s).provenance.inputTokens).toBe("measured");
+  });
+
+  it("a total over estimates is an estimate; over figures of unknown provenance it is unknown; only measured parts make a measured total", () => {
+    const measured = foldReceipt(emptyExecutionUsage("a"), { inputTokens: 100, outputTokens: 10 }, { provenance: "measured" });
+    const estimated = foldReceipt(emptyExecutionUsage("b"), { inputTokens: 5, outputTokens: 5 }, { provenance: "estimated" });
+    const unknown = foldReceipt(emptyExecutionUsage("c"), { inputTokens: 5, outputTokens: 5 }, { provenance: "unknown" });
+    expect(totalOf([measured, estimated])).toMatchObject({ inputTokens: 105, complete: true, provenance: { inputTokens: "estimated", outputTokens: "estimated" } });
+    expect(totalOf([measured, unknown]).provenance.inputTokens).toBe("unknown");
+    expect(totalOf([unknown, estimated, measured]).provenance.inputTokens).toBe("estimated");
+    expect(totalOf([measured, measured]).provenance.inputTokens).toBe("measured");
+    // A counter nobody knows has no provenance; a floor's provenance is that of what it counts.
+    expect(totalOf([measured, emptyExecutionUsage("d")])).toMatchObject({ inputTokens: 100, complete: false, provenance: { inputTokens: "measured", cost: null } });
+  });
+
+  it("request counts: deltas add, a repeat counts once, an unusable count makes the run's count unknown; they never touch the tokens", () => {
+    let s = foldUsage(emptyExecutionUsage("e"), delta("p1", 4, 5)).state;
+    const requests = (key: string, modelRequests: number | null): UsageReport => ({ mode: "delta", key, provenance: "unknown", counts: null, modelRequests });
+    const one = foldUsage(s, requests("r1", 1));
+    expect(one).toMatchObject({ changed: true, running: null });
+    s = one.state;
+    expect(foldUsage(s, requests("r1", 1)).changed).toBe(false);
+    s = foldUsage(s, requests("r2", 2)).state;
+    // The running total is still standing: a report without counts is not a delta without totals.
+    expect(foldUsage(s, delta("p2", 1, 1)).running).toMatchObject({ inputTokens: 5, outputTokens: 6 });
+    expect(executionView(s)).toMatchObject({ modelRequests: 3, inputTokens: 4, outputTokens: 5, source: "running" });
+    expect(executionView(foldUsage(s, requests("r3", null)).state).modelRequests).toBeNull();
+    expect(executionView(emptyExecutionUsage("e")).modelRequests).toBeNull();
+  });
+
+  it("served models: distinct, in the order seen; none reported or refused evidence is unknown (null)", () => {
+    const served = (key: string, servedModels: string[] | null): UsageReport => ({ mode: "delta", key, provenance: "unknown", counts: null, servedModels });
+    let s = foldUsage(emptyExecutionUsage("e"), served("a", ["gpt-5.4"])).state;
+    s = foldUsage(s, served("b", ["gpt-5.4", "gpt-5.4-mini"])).state;
+    expect(executionView(s).servedModels).toEqual(["gpt-5.4", "gpt-5.4-mini"]);
+    expect(executionView(emptyExecutionUsage("e")).servedModels).toBeNull();
+    expect(executionView(foldUsage(s, served("c", null)).state).servedModels).toBeNull();
+    const many = Array.from({ length: 17 }, (_, i) => `m${i}`);
+    expect(executionView(foldUsage(emptyExecutionUsage("e"), served("a", many)).state).servedModels).toBeNull();
+  });
+});
+
+describe("usage provenance properties (fast-check)", () => {
+  const tokens = fc.integer({ min: 0, max: 100_000 });
+  const provenance = fc.constantFrom<Provenance>("measured", "estimated", "unknown");
+  /** The rule, stated on its own: an estimate anywhere makes an estimate; else an unknown part makes it unknown. */
+  const expectedOf = (parts: Provenance[]): Provenance => (parts.includes("estimated") ? "estimated" : parts.includes("unknown") ? "unknown" : "measured");
+  const reports = fc.uniqueArray(fc.string({ minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 8 }).chain((keys) =>
+    fc.tuple(
+      ...keys.map((key) =>
+        fc.record({ inputTokens: tokens, outputTokens: tokens, cost: tokens, provenance, costProvenance: fc.option(provenance, { nil: undefined }) }).map(
+          ({ inputTokens, outputTokens, cost, provenance, costProvenance }): UsageReport => ({
+            mode: "delta",
+            key,
+            provenance,
+            ...(costProvenance ? { costProvenance } : {}),
+            counts: { inputTokens, outputTokens, cost: cost / 1000 },
+          }),
+        ),
+      ),
+    ),
+  );
+  const fold = (rs: UsageReport[]) => rs.reduce((s, r) => foldUsage(s, r).state, emptyExecutionUsage("e"));
+
+  it("a figure is measured only when every report behind it was, in any order; a conversation total too", () => {
+    fc.assert(
+      fc.property(reports, fc.array(fc.integer()), provenance, (rs, order, receiptKind) => {
+        const tokenParts = rs.map((r) => r.provenance);
+        const costParts = rs.map((r) => r.costProvenance ?? r.provenance);
+        const shuffled = rs.map((r, i) => ({ r, k: order[i] ?? i })).sort((a, b) => a.k - b.k).map((x) => x.r);
+        for (const s of [fold(rs), fold(shuffled)]) {
+          const view = executionView(s);
+          expect(view.provenance).toMatchObject({ inputTokens: expectedOf(tokenParts), outputTokens: expectedOf(tokenParts), cost: expectedOf(costParts) });
+          // Beside another turn whose receipt has its own provenance, the total is as weak as both.
+          const other = foldReceipt(emptyExecutionUsage("o"), { inputTokens: 1, outputTokens: 1 }, { provenance: receiptKind });
+          const total = totalOf([s, other]);
+          expect(total.provenance.inputTokens).toBe(expectedOf([...tokenParts, receiptKind]));
+          expect(total.provenance.inputTokens === "measured").toBe([...tokenParts, receiptKind].every((p) => p === "measured"));
         }
       }),
       { numRuns: 400 },

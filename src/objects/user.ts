@@ -12,8 +12,11 @@ import { captureRpc, type RpcResult } from "../errors";
 import { createProvider } from "../providers";
 import { capabilityReadDue } from "../providers/claims";
 import type { CreateLedger, EnvironmentRecord } from "../providers/provider";
+import { Provenance } from "../schemas/common";
+import type { Spend } from "./budgets";
 import { providerRefusal } from "./provider-refusal";
 import { SlidingWindow, type RateLimitKind } from "./rate-limit";
+import { weakest } from "./usage-fold";
 
 /** A ready environment checked this recently is used without another status probe. */
 const TRUST_VERIFIED_MS = 30_000;
@@ -63,6 +66,12 @@ export class UserObject extends DurableObject<Env> {
     // v5: the create ledger: the highest generation whose sandbox create was sent, and the highest
     // whose bring-up failed (a create proves it made a sandbox only under a key never sent before).
     this.sql.exec("CREATE TABLE IF NOT EXISTS create_ledger (id INTEGER PRIMARY KEY CHECK (id = 1), sent INTEGER NOT NULL, failed INTEGER NOT NULL)");
+    if (current < 5) {
+      // v5: where each conversation's spend comes from (measured, estimated, unknown), so a user's
+      // budget says when it counts estimates. Spend recorded before was not told apart: unknown.
+      this.sql.exec("ALTER TABLE conversations ADD COLUMN usage_provenance TEXT NOT NULL DEFAULT 'unknown'");
+      this.sql.exec("ALTER TABLE deleted_spend ADD COLUMN provenance TEXT NOT NULL DEFAULT 'unknown'");
+    }
     this.sql.exec("DELETE FROM schema_version");
     this.sql.exec("INSERT INTO schema_version (version) VALUES (5)");
   }
@@ -176,13 +185,13 @@ export class UserObject extends DurableObject<Env> {
     state: "idle" | "running";
     lastEventId: number;
     updatedAt: number;
-    usage: { used: number; complete: boolean };
+    usage: Spend;
   }): Promise<void> {
     this.sql.exec(
-      `INSERT INTO conversations (conversation_id, title, state, last_event_id, created_at, updated_at, used_tokens, usage_complete) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO conversations (conversation_id, title, state, last_event_id, created_at, updated_at, used_tokens, usage_complete, usage_provenance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT(conversation_id) DO UPDATE SET title = excluded.title, state = excluded.state,
          last_event_id = excluded.last_event_id, updated_at = excluded.updated_at,
-         used_tokens = excluded.used_tokens, usage_complete = excluded.usage_complete`,
+         used_tokens = excluded.used_tokens, usage_complete = excluded.usage_complete, usage_provenance = excluded.usage_provenance`,
       entry.conversationId,
       entry.title,
       entry.state,
@@ -191,34 +200,48 @@ export class UserObject extends DurableObject<Env> {
       entry.updatedAt,
       entry.usage.used,
       entry.usage.complete ? 1 : 0,
+      entry.usage.provenance,
     );
   }
 
   /**
    * Tokens (input + output) the user spent in every other conversation, deleted ones included: a
-   * floor when any is incomplete.
+   * floor when any is incomplete, and as weak as the weakest provenance of any spend it counts.
    */
-  async usageElsewhere(conversationId: string): Promise<{ used: number; complete: boolean }> {
+  async usageElsewhere(conversationId: string): Promise<Spend> {
     const row = this.sql
       .exec<{ used: number | null; incomplete: number | null }>(
         "SELECT SUM(used_tokens) AS used, SUM(usage_complete = 0) AS incomplete FROM conversations WHERE conversation_id != ?",
         conversationId,
       )
       .one();
-    const deleted = this.sql.exec<{ used_tokens: number; incomplete: number }>("SELECT used_tokens, incomplete FROM deleted_spend WHERE id = 1").toArray()[0];
-    return { used: (row.used ?? 0) + (deleted?.used_tokens ?? 0), complete: !row.incomplete && !deleted?.incomplete };
+    const kinds = this.sql
+      .exec<{ provenance: string }>("SELECT DISTINCT usage_provenance AS provenance FROM conversations WHERE conversation_id != ? AND used_tokens > 0", conversationId)
+      .toArray()
+      .map((r) => r.provenance);
+    const deleted = this.sql
+      .exec<{ used_tokens: number; incomplete: number; provenance: string }>("SELECT used_tokens, incomplete, provenance FROM deleted_spend WHERE id = 1")
+      .toArray()[0];
+    if (deleted && deleted.used_tokens > 0) kinds.push(deleted.provenance);
+    return { used: (row.used ?? 0) + (deleted?.used_tokens ?? 0), complete: !row.incomplete && !deleted?.incomplete, provenance: weakestOf(kinds) };
   }
 
   async removeConversation(conversationId: string): Promise<void> {
     this.ctx.storage.transactionSync(() => {
       const spent = this.sql
-        .exec<{ used_tokens: number; usage_complete: number }>("SELECT used_tokens, usage_complete FROM conversations WHERE conversation_id = ?", conversationId)
+        .exec<{ used_tokens: number; usage_complete: number; usage_provenance: string }>(
+          "SELECT used_tokens, usage_complete, usage_provenance FROM conversations WHERE conversation_id = ?",
+          conversationId,
+        )
         .toArray()[0];
       if (spent) {
+        const before = this.sql.exec<{ used_tokens: number; provenance: string }>("SELECT used_tokens, provenance FROM deleted_spend WHERE id = 1").toArray()[0];
+        const kinds = [before && before.used_tokens > 0 ? before.provenance : null, spent.used_tokens > 0 ? spent.usage_provenance : null].filter((k) => k !== null);
         this.sql.exec(
-          "INSERT INTO deleted_spend (id, used_tokens, incomplete) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET used_tokens = used_tokens + excluded.used_tokens, incomplete = incomplete + excluded.incomplete",
+          "INSERT INTO deleted_spend (id, used_tokens, incomplete, provenance) VALUES (1, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET used_tokens = used_tokens + excluded.used_tokens, incomplete = incomplete + excluded.incomplete, provenance = excluded.provenance",
           spent.used_tokens,
           spent.usage_complete ? 0 : 1,
+          weakestOf(kinds),
         );
       }
       this.sql.exec("DELETE FROM conversations WHERE conversation_id = ?", conversationId);
@@ -255,4 +278,9 @@ export class UserObject extends DurableObject<Env> {
         updatedAt: new Date(r.updated_at).toISOString(),
       }));
   }
+}
+
+/** The weakest of stored provenances (none: nothing was counted, which is exact); an unreadable value is unknown. */
+function weakestOf(kinds: string[]): Provenance {
+  return kinds.reduce<Provenance>((acc, kind) => weakest(acc, Provenance.safeParse(kind).data ?? "unknown") ?? acc, "measured");
 }

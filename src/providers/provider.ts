@@ -8,7 +8,7 @@
  * acknowledgement statuses. The session knows no provider's frame names or error strings.
  */
 import type { AgentExactRunControlRef, InteractionAcknowledgement, InteractionRequest, RequestedInteractions } from "../schemas/contracts";
-import type { JsonObject } from "../schemas/common";
+import type { JsonObject, Provenance } from "../schemas/common";
 import type { Counts } from "../objects/usage-fold";
 import type { Claims } from "./claims";
 
@@ -93,14 +93,31 @@ export interface ShownEvent {
  * Usage read off the wire. `delta`: this report's own usage, added (a `key` makes a repeat count
  * once); `cumulative`: the run's total so far, replacing. A counter not in `counts` is unknown,
  * never zero. A delta without both input and output leaves no running total past it.
+ *
+ * `provenance` says whether the counts were measured, estimated, or reported without saying which
+ * (agent-provider-cli-bridge: "absent provenance remains unknown"); `costProvenance`, when given, is the cost's own (a
+ * wire that measures tokens may still price them from a catalog). Request counts and served
+ * models are what the provider reported, never derived from the request.
  */
 export interface UsageReport {
   mode: "delta" | "cumulative";
-  counts: Counts;
-  provenance: "measured" | "estimated" | "unknown";
+  /** null: the report says nothing about tokens (only request counts or served models); the token fold is untouched. */
+  counts: Counts | null;
+  provenance: Provenance;
+  costProvenance?: Provenance;
   key?: string;
   /** The report was unreadable (a negative count, say): nothing past it is known; reported as a warning. */
   problem?: string;
+  /** Model requests this report covers (added or replacing, as `mode` says); null: a count was reported but is not an exact measurement, so the run's count is unknown. */
+  modelRequests?: number | null;
+  /** Models the provider reported serving (provider response observations, CLI Bridge `provider_models`); null: malformed or overflowing evidence, so no served model can be stated for the run. */
+  servedModels?: string[] | null;
+}
+
+/** What a terminal receipt's figures are: measured, estimated or unknown, for its counts and (when it differs) its cost. */
+export interface ReceiptProvenance {
+  provenance: Provenance;
+  costProvenance?: Provenance;
 }
 
 export type TerminalStatus = "completed" | "failed" | "cancelled";
@@ -148,6 +165,8 @@ export type ProviderEvent = EventBase &
         error?: RunError;
         usage?: UsageReport;
         receipt?: Counts;
+        /** What the receipt's figures are; without it they are of unknown provenance. */
+        receiptProvenance?: ReceiptProvenance;
         shown?: ShownEvent;
       }
     | { kind: "warning"; code: string; message: string }
@@ -167,6 +186,8 @@ export interface ProviderResult {
   error?: RunError;
   /** The run's authoritative usage, as a terminal event's `receipt` (a counter not in it is unknown). */
   receipt?: Counts;
+  /** What the receipt's figures are; without it they are of unknown provenance. */
+  receiptProvenance?: ReceiptProvenance;
 }
 
 export interface EventsOptions {

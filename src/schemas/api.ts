@@ -3,7 +3,7 @@
  * document at /openapi.json is generated from these same schemas.
  */
 import { z } from "zod";
-import { ConversationId, COUNTERS, Id, TokenUsage, TurnId } from "./common";
+import { ConversationId, COUNTERS, Id, Provenance, TokenUsage, TurnId } from "./common";
 import { CancellationAcknowledgement, InteractionAcknowledgement, InteractionRequest, RequestedInteractions } from "./contracts";
 
 const ErrorBody = z
@@ -41,6 +41,24 @@ export const DevLoginBody = z
 
 const NullableCount = z.number().int().nonnegative().nullable();
 
+const CounterProvenanceView = Provenance.nullable().describe(
+  "measured: the provider measured it; estimated: an estimate (never a measurement); unknown: reported without saying which; null: the counter is unknown",
+);
+
+const UsageProvenanceSchema = z
+  .object({
+    inputTokens: CounterProvenanceView,
+    outputTokens: CounterProvenanceView,
+    reasoningTokens: CounterProvenanceView,
+    cacheReadInputTokens: CounterProvenanceView,
+    cacheCreationInputTokens: CounterProvenanceView,
+    cost: CounterProvenanceView,
+  })
+  .meta({
+    id: "UsageProvenance",
+    description: "Where each figure comes from. A figure built from several reports (a running total, a conversation total) is as weak as its weakest part: estimated if any part is, else unknown if any part is",
+  });
+
 export const UsageViewSchema = z
   .object({
     inputTokens: NullableCount,
@@ -49,13 +67,19 @@ export const UsageViewSchema = z
     cacheReadInputTokens: NullableCount,
     cacheCreationInputTokens: NullableCount,
     cost: z.number().nonnegative().nullable().describe("USD"),
+    provenance: UsageProvenanceSchema,
     source: z.enum(["receipt", "running", "none"]).describe("receipt: the run's authoritative total; running: observed so far"),
     conflict: z.boolean().describe("a cumulative total fell, or the receipt disagreed with the streamed total"),
+    modelRequests: NullableCount.describe("model requests the provider reported for the run (CLI Bridge model_requests); null: not reported, or not an exact measurement"),
+    servedModels: z
+      .array(z.string())
+      .nullable()
+      .describe("the models the provider reported serving the run (CLI Bridge provider_models); null: not reported. Never taken from the requested model"),
   })
   .meta({ id: "Usage", description: "Token usage; null means unknown (never reported), not zero" });
 export type UsageView = z.infer<typeof UsageViewSchema>;
 
-const UsageTotalSchema = UsageViewSchema.omit({ source: true })
+const UsageTotalSchema = UsageViewSchema.omit({ source: true, modelRequests: true, servedModels: true })
   .extend({
     complete: z.boolean().describe("false: some turn's usage is unknown, so every figure is a floor (at least)"),
     unknown: z.array(z.enum(COUNTERS)).describe("counters some turn did not report"),
@@ -71,7 +95,11 @@ export const TurnViewSchema = z
     executionId: z.string(),
     status: TurnStatus,
     message: z.string(),
-    model: z.string().optional(),
+    model: z.string().optional().describe("the model route the turn asked for (absent: the provider's default)"),
+    servedModels: z
+      .array(z.string())
+      .nullable()
+      .describe("the models the provider reported serving this turn; null: not reported (unknown). Never inferred from the requested model"),
     result: z.object({ text: z.string() }).optional(),
     error: z.object({ code: z.string(), message: z.string() }).optional(),
     usage: UsageViewSchema.optional(),
@@ -113,6 +141,10 @@ export const ConversationSummarySchema = z
   })
   .meta({ id: "ConversationSummary" });
 
+/** What a budget's `used` is made of. */
+const BUDGET_PROVENANCE =
+  "the weakest provenance of the input and output tokens counted in `used`: estimated means the budget stopped (or will stop) on spend that is at least in part an estimate";
+
 export const ConversationUsageSchema = z
   .object({
     conversationId: ConversationId,
@@ -122,6 +154,7 @@ export const ConversationUsageSchema = z
         turnId: TurnId,
         executionId: z.string(),
         status: z.enum(["pending", "running", "completed", "failed", "cancelled"]),
+        model: z.string().optional().describe("the model route the turn asked for; the model that served it is usage.servedModels"),
         usage: UsageViewSchema,
         conflicts: z.array(z.object({ counter: z.string(), previous: z.number(), next: z.number(), source: z.string() })),
         receiptDisagreements: z.array(z.object({ counter: z.string(), streamed: z.number(), receipt: z.number() })),
@@ -134,6 +167,7 @@ export const ConversationUsageSchema = z
         complete: z.boolean(),
         exceeded: z.boolean(),
         scope: z.enum(["conversation", "user"]).describe("the tightest budget that applies"),
+        provenance: Provenance.describe(BUDGET_PROVENANCE),
       })
       .nullable(),
   })

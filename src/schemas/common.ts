@@ -55,3 +55,14 @@ export const Counts = z.strictObject({
   cost: z.number().nonnegative().refine(Number.isFinite).optional(),
 });
 export type Counts = z.infer<typeof Counts>;
+
+/**
+ * Where a usage figure comes from (agent-interface: "Unknown identity, usage, or cost stays
+ * unknown"; agent-provider-cli-bridge: "Measured usage requires explicit estimated: false"):
+ * measured by the provider, an estimate, or reported without saying which.
+ */
+export const Provenance = z.enum(["measured", "estimated", "unknown"]);
+export type Provenance = z.infer<typeof Provenance>;
+/** The provenance of each counter's value; a counter that is absent has no value, so no provenance. */
+export const CounterProvenance = z.partialRecord(z.enum(COUNTERS), Provenance);
+export type CounterProvenance = z.infer<typeof CounterProvenance>;

@@ -46,6 +46,20 @@ describe("the AI SDK over a CLI Bridge", () => {
     assert.deepEqual(await reloaded(token, id), plain(chat.messages));
   });
 
+  it("the message metadata's usage says where its figures come from and which model served the turn, as /usage does", async () => {
+    const token = await login(server.base, unique("bridge-user"));
+    const id = unique("chat");
+    const { chat, wire } = newChat(server.base, token, id);
+    await chat.sendMessage({ text: "[estimated] [served:gpt-5.4] count" });
+    assert.equal(chat.status, "ready", String(chat.error));
+    const usage = chat.messages.at(-1).metadata.usage;
+    assert.deepEqual([usage.provenance.inputTokens, usage.provenance.outputTokens, usage.servedModels], ["estimated", "estimated", ["gpt-5.4"]]);
+    const res = await fetch(`${server.base}/v1/conversations/${id}/usage`, { headers: { authorization: `Bearer ${token}` } });
+    assert.deepEqual(usage, (await res.json()).turns[0].usage);
+    await assertChunksValid(await wire.allChunks());
+    assert.deepEqual(await reloaded(token, id), plain(chat.messages));
+  });
+
   it("a Pi permission ask approved with addToolApprovalResponse: the tool runs and the turn completes", async () => {
     const token = await login(server.base, unique("bridge-user"));
     const id = unique("chat");

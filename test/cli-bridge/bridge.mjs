@@ -7,7 +7,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { askPermission } from "./asks.mjs";
 import { RETAINED_PROVIDER, Run, Session } from "./runs.mjs";
-import { TOOL_COMMAND, TOOL_OUTPUT, codexUsage, piOneShotUsage, piRawUsage, scriptedFailure, toolCallDelta } from "./scripts.mjs";
+import { TOOL_COMMAND, TOOL_OUTPUT, codexUsage, piOneShotUsage, piRawUsage, scriptedFailure, servedFields, toolCallDelta } from "./scripts.mjs";
 import { canonicalDigest, capabilitiesFor, refuse } from "./wire.mjs";
 
 /** @typedef {import("./wire.mjs").Backend} Backend */
@@ -240,9 +240,9 @@ export class Bridge {
     }
     const finish = { choices: [{ index: 0, delta: {}, finish_reason: "stop" }] };
     if (backend === "codex") {
-      run.pushFrame({ kind: "chunk", chunk: { ...finish, usage: codexUsage(script) } });
+      run.pushFrame({ kind: "chunk", chunk: { ...finish, usage: codexUsage(script), ...servedFields(script) } });
     } else {
-      for (const usage of piOneShotUsage(script)) run.pushFrame({ kind: "chunk", chunk: { choices: [], usage } });
+      for (const [index, usage] of piOneShotUsage(script).entries()) run.pushFrame({ kind: "chunk", chunk: { choices: [], usage, ...(index === 0 ? servedFields(script) : {}) } });
       run.pushFrame({ kind: "chunk", chunk: finish });
     }
     run.finish("done");
@@ -430,7 +430,7 @@ export class Bridge {
       this.endTurn(run, session, "error");
       return;
     }
-    emit({ type: "raw", backend: "pi", event: piRawUsage(text) });
+    emit({ type: "raw", backend: "pi", ...servedFields(script), event: piRawUsage(text, script) });
     emit({ type: "model-processing", phase: "generating" });
     emit({ type: "raw", backend: "pi", event: { type: "agent_end", messages: [] } });
     emit({ type: "status", status: "completed" });
@@ -501,7 +501,7 @@ export class Bridge {
       interaction.state = "cancelled";
       emit({ type: "interaction.cancel", id: interaction.id, reason: "run cancelled" });
     }
-    emit({ type: "raw", backend: "pi", event: piRawUsage(run.answeredText ?? "") });
+    emit({ type: "raw", backend: "pi", ...servedFields(run.script), event: piRawUsage(run.answeredText ?? "", run.script) });
     emit({ type: "raw", backend: "pi", event: { type: "agent_end", messages: [] } });
     emit({ type: "status", status: "failed", detail: "cancelled" });
     this.endTurn(run, session, "cancelled");

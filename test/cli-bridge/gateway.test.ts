@@ -48,7 +48,7 @@ describe("a Codex-style conversation (one-shot runs)", () => {
     expect(run1.request.session_id).toBeDefined();
     expect(run2.request.session_id).toBe(run1.request.session_id);
     expect(run2.request.model).toBe(CODEX);
-    // Usage as the bridge measured it (deltas), on the turn and in the total.
+    // Usage as the bridge reported it (deltas), on the turn and in the total.
     const usage = await json(await api(`/v1/conversations/${cid}/usage`, { token }));
     expect(usage.total).toMatchObject({ complete: true });
     expect(usage.total.inputTokens).toBeGreaterThan(0);

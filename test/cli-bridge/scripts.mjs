@@ -13,10 +13,19 @@
  *
  * Usage follows the recordings: Codex counts characters (prompt 17 / completion 23 for "hello
  * bridge peer", transcript 05; 13 / 8 for "[chunks:1] hi", transcript 43); Pi counts 4 input
- * tokens and one output token per answer word (transcripts 23, 25, 41, 52).
+ * tokens and one output token per answer word (transcripts 23, 25, 41, 52). The recorded usage
+ * carries no provenance (the scripted CLIs call no model); these words change that (guessed
+ * shapes, from the usage fields of docs/cli-bridge-wire.md and agent-provider-cli-bridge):
+ *
+ *   [estimated]   the usage says `estimated: true` (a bridge's estimate for a CLI that reported none)
+ *   [measured]    the usage says `estimated: false` (inside a retained run's native record too)
+ *   [requests:N]  a one-shot run's usage counts N model requests (`model_requests`; Pi's default is 1)
+ *   [served:M]    the bridge observed model M (comma-separated for several) serving the run:
+ *                 `provider_models` in the usage chunk's own data (one-shot) or in the retained
+ *                 `raw` usage event's own fields, beside `backend` (never inside the native record)
  */
 
-const DIRECTIVE = /^\[(chunks|slow|exit):(\d{1,9})\]$|^\[(tool|error|hang|permission)\]$/;
+const DIRECTIVE = /^\[(chunks|slow|exit|requests):(\d{1,9})\]$|^\[(tool|error|hang|permission|estimated|measured)\]$|^\[served:([A-Za-z0-9._\/-]{1,64}(?:,[A-Za-z0-9._\/-]{1,64}){0,3})\]$/;
 
 /**
  * @typedef {object} Script
@@ -29,6 +38,10 @@ const DIRECTIVE = /^\[(chunks|slow|exit):(\d{1,9})\]$|^\[(tool|error|hang|permis
  * @property {number | undefined} exitCode
  * @property {boolean} hang
  * @property {boolean} permission
+ * @property {boolean} estimated
+ * @property {boolean} measured
+ * @property {number | undefined} requests
+ * @property {string[] | undefined} served
  */
 
 /**
@@ -44,7 +57,11 @@ export function parseScript(prompt) {
   let slowMs;
   /** @type {number | undefined} */
   let exitCode;
-  const flags = { tool: false, error: false, hang: false, permission: false };
+  /** @type {number | undefined} */
+  let requests;
+  /** @type {string[] | undefined} */
+  let served;
+  const flags = { tool: false, error: false, hang: false, permission: false, estimated: false, measured: false };
   for (const word of prompt.split(/\s+/).filter(Boolean)) {
     const m = DIRECTIVE.exec(word);
     if (!m) {
@@ -52,13 +69,32 @@ export function parseScript(prompt) {
       continue;
     }
     const n = m[2] === undefined ? undefined : Number(m[2]);
-    if (m[1] === "chunks") chunks = Math.max(1, n ?? 1);
+    if (m[4] !== undefined) served = m[4].split(",");
+    else if (m[1] === "chunks") chunks = Math.max(1, n ?? 1);
     else if (m[1] === "slow") slowMs = n;
     else if (m[1] === "exit") exitCode = n;
-    else flags[/** @type {"tool" | "error" | "hang" | "permission"} */ (m[3])] = true;
+    else if (m[1] === "requests") requests = n;
+    else flags[/** @type {"tool" | "error" | "hang" | "permission" | "estimated" | "measured"} */ (m[3])] = true;
   }
   const answer = `echo: ${words.join(" ")}`;
-  return { prompt, answer, pieces: answerPieces(words, chunks), slowMs, exitCode, ...flags };
+  return { prompt, answer, pieces: answerPieces(words, chunks), slowMs, exitCode, requests, served, ...flags };
+}
+
+/**
+ * The provenance a script's usage declares: `estimated: true`, `estimated: false`, or none (as recorded).
+ * @param {Script} script
+ */
+function provenanceFields(script) {
+  return script.estimated ? { estimated: true } : script.measured ? { estimated: false } : {};
+}
+
+/**
+ * The served-model observations a script's run carries in an event's own data ([served:M]).
+ * @param {Script} script
+ * @returns {{ provider_models?: string[] }}
+ */
+export function servedFields(script) {
+  return script.served ? { provider_models: script.served } : {};
 }
 
 /**
@@ -108,7 +144,14 @@ function wordCount(text) {
 export function codexUsage(script) {
   const prompt = script.prompt.length;
   const completion = script.answer.length;
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, cost_known: false };
+  return {
+    ...(script.requests !== undefined ? { model_requests: script.requests } : {}),
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    cost_known: false,
+    ...provenanceFields(script),
+  };
 }
 
 /** Pi's fixed input count in the recordings (whatever the prompt). */
@@ -130,20 +173,22 @@ export function piOneShotUsage(script) {
       cache_read_input_tokens: 0,
       cache_write_input_tokens: 0,
       cost_known: false,
+      ...provenanceFields(script),
     },
-    { model_requests: 1, cost_known: false },
+    { model_requests: script.requests ?? 1, cost_known: false, ...provenanceFields(script) },
   ];
 }
 
 /**
  * Pi's usage record inside a retained `raw` event (transcript 23).
  * @param {string} textSoFar the answer text the CLI produced
+ * @param {Script} [script]
  */
-export function piRawUsage(textSoFar) {
+export function piRawUsage(textSoFar, script) {
   return {
     type: "usage",
     data: {},
-    usage: { inputTokens: PI_INPUT_TOKENS, outputTokens: wordCount(textSoFar), cacheReadInputTokens: 0, cacheCreationInputTokens: 0 },
+    usage: { inputTokens: PI_INPUT_TOKENS, outputTokens: wordCount(textSoFar), cacheReadInputTokens: 0, cacheCreationInputTokens: 0, ...(script ? provenanceFields(script) : {}) },
   };
 }
 

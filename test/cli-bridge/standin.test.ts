@@ -457,6 +457,26 @@ describe("one-shot runs on POST /v1/chat/completions", () => {
     expect(clean).toContain('"finish_reason":"stop"');
   });
 
+  it("[estimated], [measured], [requests:N] and [served:M] shape the usage chunks; the echo and the model field stay as recorded", async () => {
+    const bridge = standIn("usage-words");
+    const chunksOf = (text: string) =>
+      sseFrames(text)
+        .filter((f) => f.startsWith("data: {"))
+        .map((f) => JSON.parse(dataOf(f)));
+    const codex = chunksOf(await readAll(await bridge.chat(unique("run"), "[estimated] [requests:2] [served:gpt-5.4,gpt-5.4-mini] hi")));
+    const finish = codex.at(-1);
+    expect(finish).toMatchObject({ model: CODEX, usage: { model_requests: 2, estimated: true, cost_known: false }, provider_models: ["gpt-5.4", "gpt-5.4-mini"] });
+    expect(codex.map((c) => c.choices[0]?.delta?.content).join("")).toBe("echo: hi");
+    const measured = chunksOf(await readAll(await bridge.chat(unique("run"), "[measured] hi"))).at(-1);
+    expect(measured.usage.estimated).toBe(false);
+    expect(measured).not.toHaveProperty("provider_models");
+    const pi = chunksOf(await readAll(await bridge.chat(unique("run"), "[estimated] [served:fake-echo] [requests:3] hi", { model: PI }))).filter((c) => c.usage);
+    expect(pi.map((c) => [c.usage.estimated, c.usage.model_requests, c.provider_models])).toEqual([
+      [true, undefined, ["fake-echo"]],
+      [true, 3, undefined],
+    ]);
+  });
+
   it("keeps a [hang] run going without its reader; re-attach, cancel 202 then 200, and the cancelled stream's error frame (09, 11b, 12, 13, 15)", async () => {
     const bridge = standIn("hang");
     const live = new StreamReader(await bridge.chat("run-hang-1", "[hang] wait for me"));

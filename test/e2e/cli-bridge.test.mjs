@@ -67,6 +67,23 @@ describe("the chat page over a CLI Bridge", () => {
     await page.screenshot({ path: `${SHOTS}/cli-bridge-answer.png` });
   });
 
+  it("the usage line says an estimate is one, and the served model is the one the bridge reported", async () => {
+    const page = await signedIn();
+    await send(page, "[estimated] [served:gpt-5.4-2026-03-05] count this");
+    await lastTurn(page).locator('.badge:text-is("done")').waitFor({ timeout: 20_000 });
+    const usage = await lastTurn(page).locator(".turn-footer .usage").textContent();
+    assert.match(usage, /^in ≈\d+ · out ≈\d+ · unknown \(tokens estimated\)$/);
+    assert.equal(await lastTurn(page).locator(".turn-footer .model").textContent(), "served by gpt-5.4-2026-03-05");
+    assert.match(await page.locator("#usage-total").textContent(), /^Total: in ≈\d+ · out ≈\d+ .*\(tokens estimated\)/);
+    // As recorded (no provenance, no served model): unverified, and no model claimed.
+    await send(page, "plain count");
+    await page.locator("li.turn").nth(1).locator('.badge:text-is("done")').waitFor({ timeout: 20_000 });
+    assert.match(await lastTurn(page).locator(".turn-footer .usage").textContent(), /\(tokens unverified\)$/);
+    assert.equal(await lastTurn(page).locator(".turn-footer .model").count(), 0);
+    await page.screenshot({ path: `${SHOTS}/cli-bridge-usage-provenance.png` });
+    await page.context().close();
+  });
+
   it("Stop ends a hanging run as cancelled", async () => {
     const page = await signedIn();
     await send(page, "[hang] wait for me");

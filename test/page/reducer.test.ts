@@ -247,4 +247,41 @@ describe("the page's reducer", () => {
     expect(state.order).toEqual(["t1"]);
     expect(state.budget).toMatchObject({ tokens: 100 });
   });
+
+  it("a turn keeps the model it asked for and the usage as the stream reports it: provenance, request count, served models", () => {
+    const usage = {
+      inputTokens: 17,
+      outputTokens: 23,
+      cost: null,
+      source: "running",
+      provenance: { inputTokens: "estimated", outputTokens: "estimated", cost: null },
+      modelRequests: 2,
+      servedModels: ["gpt-5.4"],
+    } as const;
+    const events: StreamEvent[] = [
+      { seq: 1, turnId: "t1", type: "turn.accepted", data: { turnId: "t1", message: "hi", model: "codex/default" }, at: AT },
+      { seq: 2, turnId: "t1", type: "usage.updated", data: { turnId: "t1", usage, conversation: { ...usage, complete: true } }, at: AT },
+    ];
+    const state = applyAll(emptyConversation("c1"), events);
+    expect(state.turns.t1).toMatchObject({ model: "codex/default", usage: { provenance: { inputTokens: "estimated" }, modelRequests: 2, servedModels: ["gpt-5.4"] } });
+    expect(state.usageTotal?.provenance?.inputTokens).toBe("estimated");
+    // A turn that named no model has none: the provider's default is not shown as asked for.
+    expect(applyAll(emptyConversation("c2"), scriptedTurn()).turns.t1!.model).toBeNull();
+  });
+
+  it("usage read back names the model each turn asked for, and a served model even before any count", () => {
+    let state = applyAll(emptyConversation("c1"), scriptedTurn().slice(0, 3));
+    const silent = { inputTokens: null, outputTokens: null, cost: null, source: "none", servedModels: ["gpt-5.4"] };
+    state = reduce(state, {
+      type: "usage",
+      total: { inputTokens: null, outputTokens: null, cost: null, complete: false },
+      budget: { tokens: 100, used: 0, complete: false, exceeded: false, scope: "conversation", provenance: "estimated" },
+      turns: [{ turnId: "t1", model: "codex/default", usage: silent }],
+    });
+    expect(state.turns.t1).toMatchObject({ model: "codex/default", usage: { servedModels: ["gpt-5.4"] } });
+    expect(state.budget?.provenance).toBe("estimated");
+    // Read again, unchanged: the turn keeps its identity (nothing to redraw).
+    const again = reduce(state, { type: "usage", total: state.usageTotal, budget: state.budget, turns: [{ turnId: "t1", model: "codex/default", usage: { ...silent, servedModels: null } }] });
+    expect(again.turns.t1!.model).toBe("codex/default");
+  });
 });

@@ -1,14 +1,15 @@
 /**
  * A one-shot run's stream (OpenAI chunks) → provider events. Stateful per stream: chunks carry
  * deltas only, so the reader keeps each part's text so far (viewers are shown the whole text of a
- * part on every update), the tool calls being assembled, and the measured cost so far.
+ * part on every update), the tool calls being assembled, and the measured cost so far. A chunk's
+ * usage, request count and served models (its `provider_models`) are one usage report.
  *
  * The finish chunk and an error frame are remembered, not turned into a terminal event: a finish is
  * provisional until the run snapshot says terminal (seed 003); the provider confirms it.
  */
 import type { SseFrame } from "../../lib/sse";
 import type { ProviderEvent, RunError, UsageReport } from "../provider";
-import { chunkUsage } from "./usage";
+import { chunkUsage, servedModelsOf } from "./usage";
 import { Chunk } from "./wire";
 
 interface ToolCall {
@@ -72,6 +73,9 @@ export class ChunkStream {
       usage = read.report;
       this.costTotal = read.costTotal;
     }
+    // The models the bridge observed serving the run (its own data, not the `model` echo).
+    const served = upstreamId !== undefined ? servedModelsOf(chunk) : undefined;
+    if (served !== undefined) usage = { ...(usage ?? { mode: "delta", key: upstreamId, provenance: "unknown", counts: null }), servedModels: served };
     const choice = chunk.choices?.[0];
     if (choice?.finish_reason) {
       this.finish = { upstreamId, reason: choice.finish_reason, ...(usage ? { usage } : {}) };

@@ -6,7 +6,7 @@
 import type { SseFrame } from "../../lib/sse";
 import { InteractionRequest } from "../../schemas/contracts";
 import type { ProviderEvent } from "../provider";
-import { envelopeUsage } from "./usage";
+import { envelopeUsage, servedModelsOf } from "./usage";
 import { Envelope } from "./wire";
 
 export type EnvelopeRead =
@@ -52,7 +52,10 @@ export function readEnvelope(frame: SseFrame & { data: string }): EnvelopeRead {
     case "raw": {
       const inner = fields.event as { type?: unknown; usage?: unknown } | undefined;
       if (inner?.type === "usage" && typeof inner.usage === "object" && inner.usage !== null) {
-        const usage = envelopeUsage(inner.usage as Record<string, unknown>, eventId);
+        // Served models only from the bridge's own event fields, never from inside the native record.
+        const served = servedModelsOf(fields);
+        const counted = envelopeUsage(inner.usage as Record<string, unknown>, eventId);
+        const usage = served === undefined ? counted : { ...(counted ?? { mode: "delta" as const, key: eventId, provenance: "unknown" as const, counts: null }), servedModels: served };
         if (usage) return { event: { kind: "usage", upstreamId, usage, shown } };
       }
       return { event: { kind: "passthrough", upstreamId, shown } };

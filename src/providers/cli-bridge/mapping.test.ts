@@ -61,7 +61,7 @@ describe("one-shot chunks", () => {
     });
   });
 
-  it("usage-only chunks with empty choices are usage reports; one without token counts is none", async () => {
+  it("usage-only chunks with empty choices are usage reports; one with only a request count counts requests, not tokens (41)", async () => {
     const text = [
       'data: {"choices":[],"usage":{"prompt_tokens":4,"completion_tokens":5,"total_tokens":9,"fresh_input_tokens":4,"cache_read_input_tokens":0,"cache_write_input_tokens":0,"cost_known":false}}',
       "id: 7",
@@ -74,7 +74,30 @@ describe("one-shot chunks", () => {
     const { events } = await readChunks(text);
     expect(events).toEqual([
       { kind: "usage", upstreamId: "7", usage: { mode: "delta", key: "7", provenance: "unknown", counts: { inputTokens: 4, outputTokens: 5, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 } } },
+      { kind: "usage", upstreamId: "8", usage: { mode: "delta", key: "8", provenance: "unknown", counts: null, modelRequests: 1 } },
     ]);
+  });
+
+  it("served models are the chunk's provider_models, never its model echo; malformed evidence is refused", async () => {
+    const text = [
+      'data: {"model":"codex/default","choices":[],"usage":{"prompt_tokens":4,"completion_tokens":5},"provider_models":["gpt-5.4-2026-03-05"]}',
+      "id: 7",
+      "",
+      'data: {"model":"codex/default","choices":[],"provider_model":"gpt-5.4-mini"}',
+      "id: 8",
+      "",
+      'data: {"model":"codex/default","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}',
+      "id: 9",
+      "",
+      'data: {"model":"codex/default","choices":[],"provider_models":[42]}',
+      "id: 10",
+      "",
+      "",
+    ].join("\n");
+    const { events } = await readChunks(text);
+    expect(events.filter((e) => e.kind === "usage").map((e) => e.kind === "usage" && e.usage.servedModels)).toEqual([["gpt-5.4-2026-03-05"], ["gpt-5.4-mini"], null]);
+    // A chunk with only its `model` (the route's echo) says nothing about what served it.
+    expect(events.find((e) => e.upstreamId === "9")).toMatchObject({ kind: "part" });
   });
 
   it("an error frame is remembered with its type; tool calls become tool parts", async () => {
@@ -99,21 +122,36 @@ describe("one-shot chunks", () => {
 
 describe("bridge usage", () => {
   it("a measured cost counts; an unknown or estimated one does not; a total cost replaces", () => {
-    expect(chunkUsage({ prompt_tokens: 1, completion_tokens: 2, cost: 0.5, cost_known: true, estimated: false }, "k", 0)).toEqual({
-      report: { mode: "delta", key: "k", provenance: "measured", counts: { inputTokens: 1, outputTokens: 2, cost: 0.5 } },
+    expect(chunkUsage({ prompt_tokens: 1, completion_tokens: 2, cost: 0.5, cost_known: true, cost_provenance: "provider-receipt", estimated: false }, "k", 0)).toEqual({
+      report: { mode: "delta", key: "k", provenance: "measured", costProvenance: "measured", counts: { inputTokens: 1, outputTokens: 2, cost: 0.5 } },
       costTotal: 0.5,
     });
+    // A known cost whose provenance the bridge does not name is counted, of unknown provenance.
+    expect(chunkUsage({ prompt_tokens: 1, completion_tokens: 2, cost: 0.5, cost_known: true }, "k", 0).report).toMatchObject({ provenance: "unknown", costProvenance: "unknown" });
     expect(chunkUsage({ prompt_tokens: 1, completion_tokens: 2, estimated_cost: 0.5, cost_known: false }, "k", 0).report?.counts).not.toHaveProperty("cost");
     expect(chunkUsage({ prompt_tokens: 1, completion_tokens: 2, cost: 0.5, cost_known: true, estimated: true }, "k", 0).report).toMatchObject({ provenance: "estimated" });
     expect(chunkUsage({ prompt_tokens: 1, completion_tokens: 2, cost: 0.5, cost_known: true, estimated: true }, "k", 0).report?.counts).not.toHaveProperty("cost");
     const total = chunkUsage({ prompt_tokens: 1, completion_tokens: 1, cost: 0.9, cost_known: true, cost_scope: "total" }, "k2", 0.5);
-    expect(total.report?.counts.cost).toBeCloseTo(0.4);
+    expect(total.report?.counts?.cost).toBeCloseTo(0.4);
     expect(total.costTotal).toBe(0.9);
+  });
+
+  it("request counts count only when exact and not estimated (agent-provider-cli-bridge: 'Usage events … include modelRequests only when …')", () => {
+    expect(chunkUsage({ model_requests: 2, cost_known: false }, "k", 0).report).toEqual({ mode: "delta", key: "k", provenance: "unknown", counts: null, modelRequests: 2 });
+    expect(chunkUsage({ model_requests: 2, estimated: true }, "k", 0).report).toMatchObject({ counts: null, modelRequests: null });
+    expect(chunkUsage({ model_requests: 1.5 }, "k", 0).report).toMatchObject({ modelRequests: null });
+    expect(chunkUsage({ prompt_tokens: 1, completion_tokens: 1, model_requests: -1 }, "k", 0).report).toMatchObject({ counts: { inputTokens: 1 }, modelRequests: null });
+    expect(chunkUsage({ cost_known: false }, "k", 0).report).toBeNull();
+  });
+
+  it("a retained run's native usage record never certifies itself as measured (agent-provider-cli-bridge: 'nested native … records cannot assert host observation authority')", () => {
+    expect(envelopeUsage({ inputTokens: 4, outputTokens: 3, estimated: false }, "e")).toMatchObject({ provenance: "unknown" });
+    expect(envelopeUsage({ inputTokens: 4, outputTokens: 3, estimated: true }, "e")).toMatchObject({ provenance: "estimated" });
   });
 
   it("an invalid count is a problem; cache writes are cache creation", () => {
     expect(chunkUsage({ prompt_tokens: -1, completion_tokens: 2 }, "k", 0).report).toMatchObject({ problem: expect.stringContaining("prompt_tokens") });
-    expect(chunkUsage({ prompt_tokens: 3, completion_tokens: 2, cache_write_input_tokens: 1 }, "k", 0).report?.counts.cacheCreationInputTokens).toBe(1);
+    expect(chunkUsage({ prompt_tokens: 3, completion_tokens: 2, cache_write_input_tokens: 1 }, "k", 0).report?.counts?.cacheCreationInputTokens).toBe(1);
     expect(envelopeUsage({ inputTokens: 4, outputTokens: 3, cacheReadInputTokens: 0 }, "e")).toEqual({
       mode: "delta",
       key: "e",
@@ -153,6 +191,18 @@ describe("retained envelopes", () => {
     });
     expect(readEnvelope(envelope(14, { type: "status", status: "completed" }))).toEqual({ end: { upstreamId: "14", status: "completed", detail: undefined } });
     expect(readEnvelope(envelope(3, { type: "status", status: "started" }))).toMatchObject({ event: { kind: "passthrough" } });
+  });
+
+  it("a retained run's served models are the bridge's own event fields, never the native record's", () => {
+    const usage = { inputTokens: 4, outputTokens: 3 };
+    expect(readEnvelope(envelope(11, { type: "raw", backend: "pi", provider_models: ["fake-echo-1"], event: { type: "usage", data: {}, usage } }))).toMatchObject({
+      event: { kind: "usage", usage: { counts: usage, servedModels: ["fake-echo-1"] } },
+    });
+    const inner = readEnvelope(envelope(11, { type: "raw", backend: "pi", event: { type: "usage", data: {}, provider_models: ["claimed"], usage: { ...usage, provider_models: ["claimed"] } } })) as {
+      event: { kind: string; usage?: Record<string, unknown> };
+    };
+    expect(inner.event.kind).toBe("usage");
+    expect(inner.event.usage).not.toHaveProperty("servedModels");
   });
 
   it("an envelope that is not one is a warning naming it", () => {

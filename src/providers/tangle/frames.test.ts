@@ -70,6 +70,16 @@ describe("upstream frame normalization", () => {
     expect(fraction).toMatchObject({ kind: "usage", usage: { problem: expect.stringContaining("output") } });
   });
 
+  it("Sandbox token counts are measured; a cost's provenance the wire does not give (steps and receipt)", () => {
+    const tokens = { input: 100, output: 20 };
+    const step = normalizeFrame(frame("raw", { backend: "opencode", event: { type: "step_finish", part: { id: "s1", type: "step-finish", tokens, cost: 0.5 } } }), { requireId: true });
+    expect(step).toMatchObject({ kind: "usage", usage: { provenance: "measured", costProvenance: "unknown" } });
+    const result = normalizeFrame(frame("result", { finalText: "ok", tokenUsage: { inputTokens: 5, outputTokens: 1 }, totalCostUsd: 0.1, status: "success" }), { requireId: true });
+    expect(result).toMatchObject({ kind: "terminal", receipt: { inputTokens: 5, cost: 0.1 }, receiptProvenance: { provenance: "measured", costProvenance: "unknown" } });
+    // A receipt that reports nothing has no provenance to give.
+    expect(normalizeFrame(frame("done", {}), { requireId: true })).not.toHaveProperty("receiptProvenance");
+  });
+
   it("an invalid frame becomes a warning naming the problem, under the frame's own id", () => {
     const notJson = normalizeFrame(frame("status", "{oops"), { requireId: true })!;
     expect(notJson).toMatchObject({ upstreamId: "5", kind: "warning", code: "invalid_upstream_frame" });

@@ -6,10 +6,16 @@
  * cursor still advances past it. Usage is read here too: OpenCode steps (`raw` step_finish, or a
  * `step-finish` part with tokens) are delta reports keyed by their part id, converted to the
  * receipt's convention; `result` and `done` carry the authoritative receipt.
+ *
+ * Provenance: step and receipt token counts are measured (agent-provider-tangle, "Environment observation": the usage an execution
+ * measured). Whether a cost (a step's `cost`, `totalCostUsd`) is billed spend or a catalog price
+ * the Sandbox wire does not say (docs/sandbox-wire.md "Token usage on the wire"), so a cost is of
+ * unknown provenance. Neither the steps nor the receipt name the model that served the run: the
+ * served model is unknown, never the requested one.
  */
 import type { SseFrame } from "../../lib/sse";
 import { COUNTERS, type Counts } from "../../schemas/common";
-import type { ProviderEvent, ShownEvent, UsageReport } from "../provider";
+import type { ProviderEvent, ReceiptProvenance, ShownEvent, UsageReport } from "../provider";
 import { FrameDataSchemas, type KnownFrameType } from "./wire";
 
 export const MAX_FRAME_BYTES = 1024 * 1024;
@@ -43,6 +49,9 @@ function frameBytes(frame: SseFrame): number {
   return encoder.encode(frame.data ?? "").length + encoder.encode(frame.event ?? "").length + encoder.encode(frame.id ?? "").length;
 }
 
+/** Token counts measured; a cost of unknown provenance (see the header). */
+export const SANDBOX_PROVENANCE = { provenance: "measured", costProvenance: "unknown" } as const satisfies ReceiptProvenance;
+
 const isCount = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0;
 const isCost = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;
 
@@ -66,7 +75,7 @@ export function receiptCounts(usage: unknown, totalCostUsd?: unknown): Counts {
  * or output reports neither (unknown); a negative or non-integer count is a problem.
  */
 function stepReport(partId: string, part: Record<string, unknown>): UsageReport {
-  const base = { mode: "delta" as const, provenance: "measured" as const, key: partId };
+  const base = { mode: "delta" as const, ...SANDBOX_PROVENANCE, key: partId };
   const tokens = part.tokens;
   if (typeof tokens !== "object" || tokens === null) return { ...base, counts: {} };
   const t = tokens as { input?: unknown; output?: unknown; reasoning?: unknown; cache?: { read?: unknown; write?: unknown } };
@@ -101,10 +110,10 @@ function stepOf(type: string, data: Record<string, unknown>): { partId: string; 
   return null;
 }
 
-function terminalReceipt(data: Record<string, unknown>): { receipt?: Counts } {
+function terminalReceipt(data: Record<string, unknown>): { receipt?: Counts; receiptProvenance?: ReceiptProvenance } {
   const counts = receiptCounts(data.tokenUsage, data.totalCostUsd);
   // A receipt that reports no counter says nothing about usage.
-  return Object.keys(counts).length > 0 ? { receipt: counts } : {};
+  return Object.keys(counts).length > 0 ? { receipt: counts, receiptProvenance: SANDBOX_PROVENANCE } : {};
 }
 
 /**

@@ -35,7 +35,7 @@ import type {
   ProviderResult,
 } from "../provider";
 import { claimsOf } from "./claims";
-import { MAX_FRAME_BYTES, normalizeFrame, receiptCounts } from "./frames";
+import { MAX_FRAME_BYTES, normalizeFrame, receiptCounts, SANDBOX_PROVENANCE } from "./frames";
 import { sandboxRoutes as routes } from "./routes";
 import { AbortResponse, AnswerResponse, PromptResult, Sandbox, SandboxCapabilities, SessionStateResponse, type BackendConfig } from "./wire";
 
@@ -393,7 +393,7 @@ export class TangleProvider implements AgentProvider {
         status,
         ...(result.response !== undefined ? { text: result.response } : {}),
         ...(status === "failed" ? { error: { message: result.error ?? "the run failed", ...(result.errorCode ? { code: result.errorCode } : {}) } } : {}),
-        ...(Object.keys(receipt).length > 0 ? { receipt } : {}),
+        ...(Object.keys(receipt).length > 0 ? { receipt, receiptProvenance: SANDBOX_PROVENANCE } : {}),
       };
     } catch (err) {
       // 409: not finished yet.
