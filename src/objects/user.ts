@@ -9,6 +9,7 @@ import { readConfig } from "../config";
 import { captureRpc, type RpcResult } from "../errors";
 import { createProvider } from "../providers";
 import type { EnvironmentRecord } from "../providers/provider";
+import { WaitingFor } from "../schemas/api";
 import { providerRefusal } from "./provider-refusal";
 import { SlidingWindow, type RateLimitKind } from "./rate-limit";
 
@@ -27,6 +28,8 @@ export interface ConversationEntry {
   conversationId: string;
   title: string;
   state: "idle" | "running";
+  /** What the running turn waits for (an ask is open), else null. */
+  waitingFor: WaitingFor | null;
   lastEventId: number;
   createdAt: string;
   updatedAt: string;
@@ -48,15 +51,17 @@ export class UserObject extends DurableObject<Env> {
   private migrate(): void {
     this.sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
     const current = this.sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0]?.version ?? 0;
-    if (current >= 4) return;
+    if (current >= 5) return;
     if (current < 2) this.migrateToV2();
     // v3: how many times each conversation id was deleted: a conversation id used again talks to a
     // new agent session, never the old agent's memory.
     this.sql.exec("CREATE TABLE IF NOT EXISTS incarnations (conversation_id TEXT PRIMARY KEY, deletions INTEGER NOT NULL)");
     // v4: what deleted conversations spent: spend is the user's, kept when conversations go.
     this.sql.exec("CREATE TABLE IF NOT EXISTS deleted_spend (id INTEGER PRIMARY KEY CHECK (id = 1), used_tokens INTEGER NOT NULL, incomplete INTEGER NOT NULL)");
+    // v5: what each conversation's running turn waits for (an open ask), null when nothing.
+    this.sql.exec("ALTER TABLE conversations ADD COLUMN waiting_for TEXT");
     this.sql.exec("DELETE FROM schema_version");
-    this.sql.exec("INSERT INTO schema_version (version) VALUES (4)");
+    this.sql.exec("INSERT INTO schema_version (version) VALUES (5)");
   }
 
   private migrateToV2(): void {
@@ -128,18 +133,23 @@ export class UserObject extends DurableObject<Env> {
     conversationId: string;
     title: string;
     state: "idle" | "running";
+    waitingFor: WaitingFor | null;
     lastEventId: number;
     updatedAt: number;
     usage: { used: number; complete: boolean };
   }): Promise<void> {
+    // Touches can arrive out of order (each is its own call): one that saw less of the log than
+    // the row already has is older news and changes nothing.
     this.sql.exec(
-      `INSERT INTO conversations (conversation_id, title, state, last_event_id, created_at, updated_at, used_tokens, usage_complete) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT(conversation_id) DO UPDATE SET title = excluded.title, state = excluded.state,
+      `INSERT INTO conversations (conversation_id, title, state, waiting_for, last_event_id, created_at, updated_at, used_tokens, usage_complete) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT(conversation_id) DO UPDATE SET title = excluded.title, state = excluded.state, waiting_for = excluded.waiting_for,
          last_event_id = excluded.last_event_id, updated_at = excluded.updated_at,
-         used_tokens = excluded.used_tokens, usage_complete = excluded.usage_complete`,
+         used_tokens = excluded.used_tokens, usage_complete = excluded.usage_complete
+       WHERE excluded.last_event_id >= conversations.last_event_id`,
       entry.conversationId,
       entry.title,
       entry.state,
+      entry.waitingFor,
       entry.lastEventId,
       entry.updatedAt,
       entry.updatedAt,
@@ -190,7 +200,7 @@ export class UserObject extends DurableObject<Env> {
 
   async listConversations(limit: number): Promise<ConversationEntry[]> {
     return this.sql
-      .exec<{ conversation_id: string; title: string; state: string; last_event_id: number; created_at: number; updated_at: number }>(
+      .exec<{ conversation_id: string; title: string; state: string; waiting_for: string | null; last_event_id: number; created_at: number; updated_at: number }>(
         "SELECT * FROM conversations ORDER BY updated_at DESC LIMIT ?",
         limit,
       )
@@ -199,6 +209,7 @@ export class UserObject extends DurableObject<Env> {
         conversationId: r.conversation_id,
         title: r.title,
         state: r.state as "idle" | "running",
+        waitingFor: r.state === "running" && r.waiting_for !== null ? WaitingFor.parse(r.waiting_for) : null,
         lastEventId: r.last_event_id,
         createdAt: new Date(r.created_at).toISOString(),
         updatedAt: new Date(r.updated_at).toISOString(),
