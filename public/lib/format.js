@@ -40,6 +40,15 @@ export const STATUS_LABEL = {
   cancelled: "cancelled",
 };
 
+/**
+ * What a waiting turn waits for, in words ("Waiting for you: permission"), by the server's state.
+ * @param {string} waitingFor  awaiting_question, awaiting_permission, awaiting_plan_decision, awaiting_interaction
+ */
+export function waitingText(waitingFor) {
+  const kind = { awaiting_question: "question", awaiting_permission: "permission", awaiting_plan_decision: "plan decision" }[waitingFor] ?? "an answer";
+  return `Waiting for you: ${kind}`;
+}
+
 /** @param {string | null} reason */
 export const cancelReasonText = (reason) => (reason === "budget_exceeded" ? "token budget reached" : (reason ?? ""));
 

@@ -4,7 +4,7 @@
  * the server), then what the agent did in order (markdown text, reasoning, tool cards, asks,
  * warnings), then a footer (status, cancel reason, usage, time) with Copy, Retry and Regenerate.
  */
-import { cancelReasonText, STATUS_LABEL, timeText, usageText } from "../lib/format.js";
+import { cancelReasonText, STATUS_LABEL, timeText, usageText, waitingText } from "../lib/format.js";
 import { renderMarkdown } from "../lib/markdown.js";
 import { isActive } from "../lib/reducer.js";
 import { createAskView } from "./ask.js";
@@ -211,16 +211,17 @@ export function createTurnView(turnId, handlers) {
       view.update(view.item, asks);
       view.ask = asks[view.item.id];
     }
-    const waiting = turn.blocks.some((b) => b.kind === "ask" && asks[b.id]?.status === "outstanding");
+    // What the turn waits for is the server's word (turn.waiting), not guessed from the cards.
+    const waiting = isActive(turn.status) ? turn.waitingFor : null;
     typing.hidden = !isActive(turn.status);
-    typing.textContent = turn.status === "sending" ? "Sending" : waiting ? "Waiting for you" : "Working";
+    typing.textContent = turn.status === "sending" ? "Sending" : waiting ? waitingText(waiting) : "Working";
     error.hidden = turn.status !== "failed";
     error.textContent = turn.status === "failed" ? `The turn failed: ${turn.error?.message ?? "unknown error"}` : "";
     const ended = !isActive(turn.status) && turn.status !== "unsent";
     const text = answerText(turn);
     footer.replaceChildren(
       ...[
-        el("span", { class: `badge ${turn.status}`, text: STATUS_LABEL[turn.status] }),
+        el("span", { class: `badge ${turn.status}`, text: waiting ? "waiting for you" : STATUS_LABEL[turn.status] }),
         turn.status === "cancelled" && turn.cancelReason ? el("span", { class: "cancel-reason", text: cancelReasonText(turn.cancelReason) }) : null,
         turn.usage ? el("span", { class: "usage", text: usageText(turn.usage) }) : null,
         ended ? timeElement(turn.endedAt, turn.endedAt ? timeText(turn.endedAt) : "") : null,

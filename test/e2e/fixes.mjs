@@ -328,6 +328,34 @@ describe("fixed: asks read clearly", () => {
   });
 });
 
+describe("fixed: a turn that waits for a person says what for", () => {
+  it("the turn says Waiting for you: permission (so does its list entry, and a reload); answered, it works again", async () => {
+    const page = await openPage();
+    await signIn(page, unique("waiting"));
+    await send(page, "Run the tests slowly [permission] [slow]");
+    const typing = lastTurn(page).locator(".typing");
+    await typing.filter({ hasText: "Waiting for you: permission" }).waitFor();
+    assert.equal(await lastTurn(page).locator(".badge").textContent(), "waiting for you");
+    await page.locator(".conversation-list li[aria-current=page] .meta", { hasText: "waiting for you" }).waitFor();
+    const turnId = await lastTurn(page).getAttribute("data-turn");
+    const turn = await api(`/v1/conversations/${await cidOf(page)}/turns/${turnId}`, await tokenOf(page));
+    assert.deepEqual([turn.status, turn.waitingFor], ["running", "awaiting_permission"]);
+    await shot(page, "waiting-for-permission");
+
+    // A reload reads it from the summary.
+    await page.reload();
+    await page.locator("#connection[data-state=live]").waitFor();
+    await typing.filter({ hasText: "Waiting for you: permission" }).waitFor();
+
+    await page.getByRole("button", { name: "Allow once" }).click();
+    await typing.filter({ hasText: /^Working$/ }).waitFor();
+    assert.equal(await lastTurn(page).locator(".badge").textContent(), "working");
+    await waitForBadge(page, "done", 60_000);
+    assert.equal(await typing.isHidden(), true);
+    await page.context().close();
+  });
+});
+
 describe("fixed: accessibility", () => {
   it("the sign-in screen, an empty conversation, an answer, an ask and a stopped turn have no serious axe violation", async () => {
     const page = await openPage();
