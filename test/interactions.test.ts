@@ -282,3 +282,44 @@ describe("a turn that waits for a person", () => {
     expect(cancelled).toMatchObject({ announced: "awaiting_question", after: ["awaiting_question", null], turn: { status: "cancelled", waitingFor: null } });
   });
 });
+
+describe("a permission in the ask's own form", () => {
+  afterEach(async () => {
+    await emulator("/_emulator/variants", {});
+  });
+
+  it("the Sandbox SDK's { response: \"allow\" }: answered in that form, the run goes on; a grant is not an answer to it", async () => {
+    await emulator("/_emulator/variants", { permissionAnswer: "response" });
+    const { token, cid, turnId, interaction, lastId } = await untilAsk("run tests [permission]");
+    expect(interaction.answerSpec.fields.map((f: any) => f.name)).toEqual(["response"]);
+    const wrong = await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: { grant: "allow_once" } });
+    expect(wrong.status).toBe(422);
+    expect((await json(wrong)).message).toBe("grant: is not a field of this request; response: is required");
+    const ack = await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: { response: "allow" } }));
+    expect(ack.status).toBe("accepted");
+    const events = await rest(token, cid, lastId);
+    expect(events.find((e) => e.type === "interaction.resolved")!.data).toMatchObject({ status: "answered", outcome: "accepted", approved: true });
+    expect(events.filter((e) => (e.data.part as any)?.tool === "bash").map((e) => (e.data.part as any).state.status)).toEqual(["running", "completed"]);
+    expect((await waitForTurn(token, cid, turnId)).result.text).toContain("The tests pass (allowed once)");
+  });
+
+  it("denied in that form: every device learns it was not granted, and the tool does not run", async () => {
+    await emulator("/_emulator/variants", { permissionAnswer: "response" });
+    const { token, cid, turnId, interaction, lastId } = await untilAsk("run tests [permission]");
+    expect((await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: { response: "deny" } }))).status).toBe("accepted");
+    const events = await rest(token, cid, lastId);
+    expect(events.find((e) => e.type === "interaction.resolved")!.data).toMatchObject({ status: "answered", approved: false });
+    expect(events.some((e) => (e.data.part as any)?.tool === "bash")).toBe(false);
+    expect((await waitForTurn(token, cid, turnId)).result.text).toContain("You denied running the tests");
+  });
+
+  it("scopes in the contract's vocabulary: allow-once is a grant the interaction scope allows; persistent without the option is no grant", async () => {
+    await emulator("/_emulator/variants", { permissionScopes: "contract" });
+    const { token, cid, interaction } = await untilAsk("run tests [permission]");
+    expect(interaction.responseScopes).toEqual(["interaction", "session", "persistent"]);
+    // The scopes allow always, but the ask's own options do not offer it.
+    const always = await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: { grant: "allow_always" } }));
+    expect(always.message).toBe("grant: allow_always is not one of allow_once, allow_session, deny");
+    expect((await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: { grant: "allow_once" } }))).status).toBe("accepted");
+  });
+});

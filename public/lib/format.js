@@ -52,21 +52,6 @@ export function waitingText(waitingFor) {
 /** @param {string | null} reason */
 export const cancelReasonText = (reason) => (reason === "budget_exceeded" ? "token budget reached" : (reason ?? ""));
 
-/** The grants a permission's scopes allow, with the words for each (the server's rule). */
-export function allowedGrants(/** @type {{ responseScopes?: string[] }} */ request) {
-  const scopes = request.responseScopes ?? ["once"];
-  /** @type {Array<[string, string]>} */
-  const grants = [];
-  if (scopes.includes("once")) grants.push(["allow_once", "Allow once"]);
-  if (scopes.includes("session")) grants.push(["allow_session", "Allow for this session"]);
-  if (scopes.includes("always") || scopes.includes("persistent")) grants.push(["allow_always", "Always allow"]);
-  grants.push(["deny", "Deny"]);
-  return grants;
-}
-
-/** @type {Record<string, string>} */
-export const GRANT_CHOSEN = { allow_once: "Allowed once", allow_session: "Allowed for this session", allow_always: "Always allowed", deny: "Denied" };
-
 /**
  * How an ask ended, in words. `choice` is what this browser answered, when it did.
  * @param {import("./reducer.js").Ask} ask

@@ -167,6 +167,20 @@ describe("what a frontend sends", () => {
     expect(answerBody(denial!, { kind: "plan", answerSpec: { fields: [{ name: "decision" }] } })).toEqual({ outcome: "accepted", data: { decision: "reject" } });
   });
 
+  it("an approval is answered in the ask's own form: its decision field, a one-time yes, the refusal for a no", () => {
+    const approval = { interactionId: "ask-1", via: "approval" as const, outcome: "accepted" as const, approved: true };
+    const seedForm = { kind: "permission", answerSpec: { fields: [{ name: "response", type: "select", options: ["allow", "deny"], required: true }] } };
+    expect(answerBody(approval, seedForm)).toEqual({ outcome: "accepted", data: { response: "allow" } });
+    expect(answerBody({ ...approval, approved: false }, seedForm)).toEqual({ outcome: "accepted", data: { response: "deny" } });
+    // The contract's scopes: a yes is the one-time grant, never a session grant nobody chose.
+    const contract = {
+      kind: "permission",
+      responseScopes: ["interaction", "session", "persistent"],
+      answerSpec: { fields: [{ name: "grant", type: "select", options: ["allow_session", "allow_once", "deny"], required: true }] },
+    };
+    expect(answerBody(approval, contract)).toEqual({ outcome: "accepted", data: { grant: "allow_once" } });
+  });
+
   it("refuses what the SDK never sends, naming the field", () => {
     const refusal = (b: ChatRequestBody) => {
       try {
