@@ -314,7 +314,12 @@ function refreshConversations() {
 }
 
 function drawConversationList() {
-  renderConversationList(ui.conversationList, page.conversations, page.conv.cid, { open: (cid) => openConversation(cid), remove: deleteConversation });
+  // The open conversation as its stream has it: the list may not have caught up with a new ask yet.
+  const active = activeTurn(page.conv);
+  const entries = page.conversations.map((c) =>
+    c.conversationId === page.conv.cid && active?.status === "running" ? { ...c, state: /** @type {const} */ ("running"), waitingFor: active.waitingFor } : c,
+  );
+  renderConversationList(ui.conversationList, entries, page.conv.cid, { open: (cid) => openConversation(cid), remove: deleteConversation });
 }
 
 ui.newConversation.addEventListener("click", () => openConversation(newConversationId()));
@@ -404,7 +409,8 @@ async function reload() {
     ...transcript.messages.flatMap((m) => (m.role === "assistant" ? m.parts.filter((p) => p.type === "interaction").map((p) => String(p.id)) : [])),
     ...(summary.interactions ?? []).map((/** @type {{ id: string }} */ i) => i.id),
   ];
-  dispatch({ type: "loaded", transcript, outstanding: summary.interactions, title: summary.title, unsent: unsentStore.list(cid), choices: choiceStore.read(askIds) });
+  const waiting = summary.activeTurn ? { turnId: summary.activeTurn.turnId, waitingFor: summary.activeTurn.waitingFor ?? null } : null;
+  dispatch({ type: "loaded", transcript, outstanding: summary.interactions, waiting, title: summary.title, unsent: unsentStore.list(cid), choices: choiceStore.read(askIds) });
   for (const turn of sending) {
     if (!page.conv.turns[turn.turnId]) dispatch({ type: "send", turnId: turn.turnId, message: turn.userText, at: turn.sentAt ?? new Date().toISOString() });
   }

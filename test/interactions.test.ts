@@ -217,3 +217,109 @@ describe("a plan", () => {
     expect(turn.result.text).toContain("Plan revision 2 approved");
   });
 });
+
+describe("a turn that waits for a person", () => {
+  /** The conversation's entry in the user's list, once it says `waitingFor` (the list is updated after the event). */
+  async function listedAs(token: string, cid: string, waitingFor: string | null) {
+    const deadline = Date.now() + 5000;
+    let entry: any;
+    while (Date.now() < deadline) {
+      entry = (await json(await api(`/v1/conversations`, { token }))).conversations.find((c: any) => c.conversationId === cid);
+      if (entry?.waitingFor === waitingFor) return entry;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    throw new Error(`the list says ${JSON.stringify(entry)}, not waitingFor ${waitingFor}`);
+  }
+
+  it("a permission: the turn, the summary, the list and the stream say awaiting_permission; answered, it runs again", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const turnId = uid("turn");
+    const accepted = await json(await sendTurn(token, cid, turnId, "run tests [permission]"));
+    expect(accepted.waitingFor).toBeNull();
+    const first = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (e) => e.type === "turn.waiting");
+    const interaction = first.events.find((e) => e.type === "interaction.requested")!.data.interaction as any;
+    expect(first.events.at(-1)!.data).toEqual({ turnId, waitingFor: "awaiting_permission", interactionId: interaction.id });
+
+    const turn = await json(await api(`/v1/conversations/${cid}/turns/${turnId}`, { token }));
+    expect(turn).toMatchObject({ status: "running", waitingFor: "awaiting_permission" });
+    const summary = await json(await api(`/v1/conversations/${cid}`, { token }));
+    expect(summary).toMatchObject({ state: "running", waitingFor: "awaiting_permission", activeTurn: { turnId, waitingFor: "awaiting_permission" } });
+    expect((await listedAs(token, cid, "awaiting_permission")).state).toBe("running");
+
+    await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: { grant: "allow_once" } });
+    const events = await rest(token, cid, first.lastId!);
+    const resolved = events.findIndex((e) => e.type === "interaction.resolved");
+    const running = events.findIndex((e) => e.type === "turn.waiting");
+    expect(resolved).toBeGreaterThanOrEqual(0);
+    expect(running).toBeGreaterThan(resolved);
+    expect(events[running]!.data).toEqual({ turnId, waitingFor: null, interactionId: null });
+    // Running again: the agent's work after the answer follows the waiting state's end.
+    expect(events.slice(running).some((e) => (e.data.part as any)?.tool === "bash")).toBe(true);
+    const done = await waitForTurn(token, cid, turnId);
+    expect(done).toMatchObject({ status: "completed", waitingFor: null });
+    expect(await json(await api(`/v1/conversations/${cid}`, { token }))).toMatchObject({ state: "idle", waitingFor: null, lastTurn: { waitingFor: null } });
+    expect((await listedAs(token, cid, null)).state).toBe("idle");
+  });
+
+  it("a question that expires, a plan, and an ask the run's end closes: each waits, then not", async () => {
+    const states = async (message: string, settle: (ctx: { token: string; cid: string; interaction: any }) => Promise<unknown>) => {
+      const { token, cid, turnId, interaction, lastId } = await untilAsk(message);
+      const seen = (await collect(await api(`/v1/conversations/${cid}/events`, { token, headers: { "last-event-id": lastId } }), (e) => e.type === "turn.waiting")).events.at(-1)!;
+      const during = (await json(await api(`/v1/conversations/${cid}/turns/${turnId}`, { token }))).waitingFor;
+      await settle({ token, cid, interaction });
+      const after = (await rest(token, cid, lastId)).filter((e) => e.type === "turn.waiting").map((e) => e.data.waitingFor);
+      return { announced: seen.data.waitingFor, during, after, turn: await waitForTurn(token, cid, turnId) };
+    };
+    const expired = await states("expire [ask-timeout]", async () => undefined);
+    // (It expires within moments: what the turn said meanwhile is not read here.)
+    expect(expired).toMatchObject({ announced: "awaiting_question", after: ["awaiting_question", null], turn: { status: "completed", waitingFor: null } });
+
+    const plan = await states("plan it [plan]", ({ token, cid, interaction }) => answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: { decision: "approve" } }));
+    expect(plan).toMatchObject({ announced: "awaiting_plan_decision", during: "awaiting_plan_decision", after: ["awaiting_plan_decision", null], turn: { status: "completed" } });
+
+    const cancelled = await states("stop while asking [ask]", ({ token, cid }) => api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } }));
+    expect(cancelled).toMatchObject({ announced: "awaiting_question", after: ["awaiting_question", null], turn: { status: "cancelled", waitingFor: null } });
+  });
+});
+
+describe("a permission in the ask's own form", () => {
+  afterEach(async () => {
+    await emulator("/_emulator/variants", {});
+  });
+
+  it("the Sandbox SDK's { response: \"allow\" }: answered in that form, the run goes on; a grant is not an answer to it", async () => {
+    await emulator("/_emulator/variants", { permissionAnswer: "response" });
+    const { token, cid, turnId, interaction, lastId } = await untilAsk("run tests [permission]");
+    expect(interaction.answerSpec.fields.map((f: any) => f.name)).toEqual(["response"]);
+    const wrong = await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: { grant: "allow_once" } });
+    expect(wrong.status).toBe(422);
+    expect((await json(wrong)).message).toBe("grant: is not a field of this request; response: is required");
+    const ack = await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: { response: "allow" } }));
+    expect(ack.status).toBe("accepted");
+    const events = await rest(token, cid, lastId);
+    expect(events.find((e) => e.type === "interaction.resolved")!.data).toMatchObject({ status: "answered", outcome: "accepted", approved: true });
+    expect(events.filter((e) => (e.data.part as any)?.tool === "bash").map((e) => (e.data.part as any).state.status)).toEqual(["running", "completed"]);
+    expect((await waitForTurn(token, cid, turnId)).result.text).toContain("The tests pass (allowed once)");
+  });
+
+  it("denied in that form: every device learns it was not granted, and the tool does not run", async () => {
+    await emulator("/_emulator/variants", { permissionAnswer: "response" });
+    const { token, cid, turnId, interaction, lastId } = await untilAsk("run tests [permission]");
+    expect((await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: { response: "deny" } }))).status).toBe("accepted");
+    const events = await rest(token, cid, lastId);
+    expect(events.find((e) => e.type === "interaction.resolved")!.data).toMatchObject({ status: "answered", approved: false });
+    expect(events.some((e) => (e.data.part as any)?.tool === "bash")).toBe(false);
+    expect((await waitForTurn(token, cid, turnId)).result.text).toContain("You denied running the tests");
+  });
+
+  it("scopes in the contract's vocabulary: allow-once is a grant the interaction scope allows; persistent without the option is no grant", async () => {
+    await emulator("/_emulator/variants", { permissionScopes: "contract" });
+    const { token, cid, interaction } = await untilAsk("run tests [permission]");
+    expect(interaction.responseScopes).toEqual(["interaction", "session", "persistent"]);
+    // The scopes allow always, but the ask's own options do not offer it.
+    const always = await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: { grant: "allow_always" } }));
+    expect(always.message).toBe("grant: allow_always is not one of allow_once, allow_session, deny");
+    expect((await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: { grant: "allow_once" } }))).status).toBe("accepted");
+  });
+});

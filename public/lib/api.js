@@ -25,7 +25,7 @@ export class ApiError extends Error {
   }
 }
 
-/** @typedef {{ conversationId: string, title: string, state: "idle" | "running", lastEventId: number, createdAt: string, updatedAt: string }} ConversationEntry */
+/** @typedef {{ conversationId: string, title: string, state: "idle" | "running", waitingFor?: string | null, lastEventId: number, createdAt: string, updatedAt: string }} ConversationEntry */
 /** @typedef {{ turnId: string, status: import("./reducer.js").TurnStatus, after?: number, cached?: boolean }} TurnAnswer */
 /** @typedef {{ status: string, message?: string, retryable?: boolean }} AnswerAck */
 

@@ -19,6 +19,8 @@ export const GATEWAY_EVENT = Object.freeze({
   budgetExceeded: "budget.exceeded",
   interactionRequested: "interaction.requested",
   interactionResolved: "interaction.resolved",
+  /** What the running turn waits for changed: `{ turnId, waitingFor, interactionId }` (null: nothing, it runs). */
+  turnWaiting: "turn.waiting",
   warning: "warning",
   /** Not logged: sent when the stream's cursor is no longer (or never was) in the log. */
   streamReset: "stream.reset",

@@ -89,23 +89,17 @@ export const STATUS_LABEL = {
   cancelled: "cancelled",
 };
 
-/** @param {string | null} reason */
-export const cancelReasonText = (reason) => (reason === "budget_exceeded" ? "token budget reached" : (reason ?? ""));
-
-/** The grants a permission's scopes allow, with the words for each (the server's rule). */
-export function allowedGrants(/** @type {{ responseScopes?: string[] }} */ request) {
-  const scopes = request.responseScopes ?? ["once"];
-  /** @type {Array<[string, string]>} */
-  const grants = [];
-  if (scopes.includes("once")) grants.push(["allow_once", "Allow once"]);
-  if (scopes.includes("session")) grants.push(["allow_session", "Allow for this session"]);
-  if (scopes.includes("always") || scopes.includes("persistent")) grants.push(["allow_always", "Always allow"]);
-  grants.push(["deny", "Deny"]);
-  return grants;
+/**
+ * What a waiting turn waits for, in words ("Waiting for you: permission"), by the server's state.
+ * @param {string} waitingFor  awaiting_question, awaiting_permission, awaiting_plan_decision, awaiting_interaction
+ */
+export function waitingText(waitingFor) {
+  const kind = { awaiting_question: "question", awaiting_permission: "permission", awaiting_plan_decision: "plan decision" }[waitingFor] ?? "an answer";
+  return `Waiting for you: ${kind}`;
 }
 
-/** @type {Record<string, string>} */
-export const GRANT_CHOSEN = { allow_once: "Allowed once", allow_session: "Allowed for this session", allow_always: "Always allowed", deny: "Denied" };
+/** @param {string | null} reason */
+export const cancelReasonText = (reason) => (reason === "budget_exceeded" ? "token budget reached" : (reason ?? ""));
 
 /**
  * How an ask ended, in words. `choice` is what this browser answered, when it did.

@@ -85,6 +85,7 @@ import { GATEWAY_EVENT as E } from "./events.js";
  * @property {string} userText
  * @property {string | null} sentAt      ISO time the message was sent
  * @property {TurnStatus} status
+ * @property {string | null} waitingFor  what the running turn waits for, as the server says (`turn.waiting`, the summary): `awaiting_permission`, …; null when nothing
  * @property {Block[]} blocks            what the agent did, in the order it happened
  * @property {ErrorInfo | null} error    why the turn failed
  * @property {string | null} cancelReason
@@ -118,7 +119,7 @@ import { GATEWAY_EVENT as E } from "./events.js";
  */
 /** @typedef {{ turnId: string, message: string, at: string, error: ErrorInfo }} UnsentTurn */
 /**
- * @typedef {{ type: "loaded", transcript: Transcript, outstanding?: Array<AskRequest & { turnId: string }>, title?: string | null, unsent?: UnsentTurn[], choices?: Record<string, string> }} LoadedAction
+ * @typedef {{ type: "loaded", transcript: Transcript, outstanding?: Array<AskRequest & { turnId: string }>, waiting?: { turnId: string, waitingFor: string | null } | null, title?: string | null, unsent?: UnsentTurn[], choices?: Record<string, string> }} LoadedAction
  * @typedef {{ type: "event", event: StreamEvent }} EventAction
  * @typedef {{ type: "send", turnId: string, message: string, at: string }} SendAction
  * @typedef {{ type: "sendFailed", turnId: string, error: ErrorInfo }} SendFailedAction
@@ -147,7 +148,7 @@ export function emptyConversation(cid) {
  * @returns {Turn}
  */
 function newTurn(turnId) {
-  return { turnId, userText: "", sentAt: null, status: "running", blocks: [], error: null, cancelReason: null, usage: null, model: null, endedAt: null, sendError: null };
+  return { turnId, userText: "", sentAt: null, status: "running", waitingFor: null, blocks: [], error: null, cancelReason: null, usage: null, model: null, endedAt: null, sendError: null };
 }
 
 /** @param {TurnStatus} status */
@@ -283,7 +284,7 @@ function resolveAsk(state, interactionId, fields) {
  */
 function endTurn(turn, end) {
   /** @type {Turn} */
-  let next = { ...turn, status: end.status, error: end.status === "failed" ? (end.error ?? { message: "unknown error" }) : null, cancelReason: end.cancelReason ?? null, endedAt: end.at, sendError: null };
+  let next = { ...turn, status: end.status, waitingFor: null, error: end.status === "failed" ? (end.error ?? { message: "unknown error" }) : null, cancelReason: end.cancelReason ?? null, endedAt: end.at, sendError: null };
   if (end.status === "completed" && end.resultText && !turn.blocks.some((b) => b.kind === "text")) {
     next = withBlock(next, { key: `part:${turn.turnId}:result`, kind: "text", id: `${turn.turnId}:result`, text: end.resultText });
   }
@@ -335,6 +336,11 @@ function applyEvent(state, e) {
       return { ...state, budgetExceeded: data.budget ?? {} };
     case E.interactionRequested:
       return turnId ? withAsk(state, turnId, data.interaction) : state;
+    case E.turnWaiting: {
+      if (!turnId) return state;
+      const waitingFor = typeof data.waitingFor === "string" ? data.waitingFor : null;
+      return withTurn(state, turnId, (turn) => (turn.waitingFor === waitingFor || !isActive(turn.status) ? turn : { ...turn, waitingFor }));
+    }
     case E.interactionResolved: {
       const status = data.status === "answered" || data.status === "expired" || data.status === "cancelled" ? data.status : "cancelled";
       return resolveAsk(state, data.interactionId, { status, outcome: data.outcome ?? null, reason: data.reason ?? null });
@@ -387,6 +393,11 @@ function load(cid, action) {
   // Asks still waiting (a server that does not list asks in the transcript lists them here).
   for (const request of action.outstanding ?? []) {
     if (!state.asks[request.id]) state = withAsk(state, request.turnId, request);
+  }
+  // What the running turn waits for, as the summary says (the stream goes on from there).
+  const waiting = action.waiting;
+  if (waiting?.waitingFor && state.turns[waiting.turnId] && isActive(/** @type {Turn} */ (state.turns[waiting.turnId]).status)) {
+    state = withTurn(state, waiting.turnId, (turn) => ({ ...turn, waitingFor: waiting.waitingFor }));
   }
   for (const unsent of action.unsent ?? []) {
     if (state.turns[unsent.turnId]) continue; // it reached the server after all

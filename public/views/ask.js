@@ -1,11 +1,13 @@
 // @ts-check
 /**
- * An ask card: a question's form (from its answerSpec), a permission's grants (only those its
- * scopes allow), a plan with approve and reject-with-feedback. Once answered it says what was
- * chosen (here) or how it ended (elsewhere). Field problems, found here or by the server, are
- * shown on their field, by the field's label.
+ * An ask card, built from the request itself: a question's form (its answerSpec); a permission or
+ * a plan in its own form, one button per decision its answerSpec offers and its scopes allow (the
+ * table the server checks answers with, public/lib/grants.js), its other fields (a note, a plan's
+ * feedback) beside them. Once answered it says what was chosen (here) or how it ended (elsewhere).
+ * Field problems, found here or by the server, are shown on their field, by the field's label.
  */
-import { allowedGrants, askOutcomeText, GRANT_CHOSEN } from "../lib/format.js";
+import { askOutcomeText } from "../lib/format.js";
+import { allowedDecisions, decisionField, decisionOf } from "../lib/grants.js";
 import { renderMarkdown } from "../lib/markdown.js";
 import { el } from "./dom.js";
 
@@ -229,51 +231,59 @@ export function createAskView(ask, handlers) {
     say(shown ? "Please fix the fields marked above." : result.message, true);
   };
 
-  if (request.kind === "permission") {
-    if (request.body) card.append(el("div", { class: "ask-body markdown" }, renderMarkdown(request.body)));
+  const decision = /** @type {AskField | null} */ (decisionField(request));
+  if (decision) {
+    // A permission or a plan: one button per decision it allows, its other fields beside them.
+    if (request.kind === "plan") card.append(el("div", { class: "plan-body markdown" }, renderMarkdown(request.body ?? "")));
+    else if (request.body) card.append(el("div", { class: "ask-body markdown" }, renderMarkdown(request.body)));
     const subject = /** @type {Record<string, unknown> | undefined} */ (request.subject);
-    if (subject) card.append(el("p", { class: "subject", text: [subject.tool, subject.command ?? subject.path ?? ""].filter(Boolean).join(": ") || JSON.stringify(subject) }));
-    const noteId = `f-${safeId(request.id)}-note`;
-    const note = el("input", { type: "text", id: noteId, name: "feedback", placeholder: "Optional note for the agent" });
+    if (request.kind === "permission" && subject) card.append(el("p", { class: "subject", text: [subject.tool, subject.command ?? subject.path ?? ""].filter(Boolean).join(": ") || JSON.stringify(subject) }));
+    const others = fields.filter((f) => f !== decision);
+    const form = el("form", { novalidate: true }, ...others.map((f) => fieldControl(request.id, f)));
+    // Enter in a field does not send: the decision is a button.
+    form.addEventListener("submit", (event) => event.preventDefault());
+    /** @param {string} value */
+    const decide = (value) => {
+      const meaning = decisionOf(request, value);
+      /** @type {Record<string, unknown>} */
+      const data = { [decision.name]: value };
+      /** @type {Record<string, string>} */
+      const problems = {};
+      const said = [];
+      for (const field of others) {
+        const read = readField(form, field);
+        if ("problem" in read) problems[field.name] = read.problem;
+        else if (read.value !== undefined) {
+          data[field.name] = read.value;
+          said.push(field.type === "secret" ? "given (hidden)" : String(read.value));
+        }
+      }
+      if (showProblems(problems)) return say("Please fix the fields marked above.", true);
+      // A plan is rejected so that it can be revised: say what should change.
+      const feedback = others.find((f) => f.type === "text");
+      if (request.kind === "plan" && meaning?.allows === false && feedback && data[feedback.name] === undefined) {
+        /** @type {HTMLElement | null} */ (form.querySelector(`[name="${CSS.escape(feedback.name)}"]`))?.focus();
+        return say("Say what should change to reject the plan.", true);
+      }
+      say("", false);
+      const chosen = meaning?.chosen ?? labelOf(decision);
+      const choice = request.kind === "plan" && meaning?.allows === false && said.length ? `${chosen}: ${said.join("; ")}` : `${chosen}${said.length ? ` (note: ${said.join("; ")})` : ""}.`;
+      submit("accepted", data, choice);
+    };
+    const labels = new Map(optionsOf(decision).map((o) => [o.value, o.label]));
     card.append(
-      el("div", { class: "field" }, el("label", { for: noteId, text: "Note (optional)" }), note),
+      form,
       el(
         "div",
         { class: "actions" },
-        ...allowedGrants(request).map(([grant, label]) =>
-          el("button", {
+        ...allowedDecisions(request).map((value) => {
+          const meaning = decisionOf(request, value);
+          return el("button", {
             type: "button",
-            class: grant === "deny" ? "danger" : "primary",
-            text: label,
-            onclick: () => {
-              const feedback = note.value.trim();
-              submit("accepted", { grant, ...(feedback ? { feedback } : {}) }, `${GRANT_CHOSEN[grant] ?? grant}${feedback ? ` (note: ${feedback})` : ""}.`);
-            },
-          }),
-        ),
-      ),
-    );
-  } else if (request.kind === "plan") {
-    card.append(el("div", { class: "plan-body markdown" }, renderMarkdown(request.body ?? "")));
-    const feedbackId = `f-${safeId(request.id)}-feedback`;
-    const feedback = el("textarea", { id: feedbackId, rows: 2, placeholder: "What should change?" });
-    card.append(
-      el("div", { class: "field" }, el("label", { for: feedbackId, text: "Feedback (to reject)" }), feedback),
-      el(
-        "div",
-        { class: "actions" },
-        el("button", { type: "button", class: "primary", text: "Approve", onclick: () => submit("accepted", { decision: "approve" }, "Approved.") }),
-        el("button", {
-          type: "button",
-          text: "Reject with feedback",
-          onclick: () => {
-            const text = feedback.value.trim();
-            if (!text) {
-              feedback.focus();
-              return say("Say what should change to reject the plan.", true);
-            }
-            submit("accepted", { decision: "reject", feedback: text }, `Rejected: ${text}`);
-          },
+            class: meaning?.allows === false ? (request.kind === "permission" ? "danger" : undefined) : "primary",
+            text: meaning?.label ?? labels.get(value) ?? value,
+            onclick: () => decide(value),
+          });
         }),
       ),
     );

@@ -30,7 +30,7 @@ export function renderConversationList(list, conversations, current, handlers) {
             },
           },
           el("span", { class: "title", text: c.title }),
-          el("span", { class: "meta", text: c.state === "running" ? "working…" : timeText(c.updatedAt) }),
+          el("span", { class: "meta", text: c.state === "running" ? (c.waitingFor ? "waiting for you" : "working…") : timeText(c.updatedAt) }),
         ),
         el("button", {
           type: "button",

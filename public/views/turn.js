@@ -5,7 +5,7 @@
  * warnings), then a footer (status, cancel reason, usage, the model asked for and the one that
  * served it, time) with Copy, Retry and Regenerate.
  */
-import { cancelReasonText, modelText, STATUS_LABEL, timeText, usageText } from "../lib/format.js";
+import { cancelReasonText, modelText, STATUS_LABEL, timeText, usageText, waitingText } from "../lib/format.js";
 import { renderMarkdown } from "../lib/markdown.js";
 import { isActive } from "../lib/reducer.js";
 import { createAskView } from "./ask.js";
@@ -212,16 +212,17 @@ export function createTurnView(turnId, handlers) {
       view.update(view.item, asks);
       view.ask = asks[view.item.id];
     }
-    const waiting = turn.blocks.some((b) => b.kind === "ask" && asks[b.id]?.status === "outstanding");
+    // What the turn waits for is the server's word (turn.waiting), not guessed from the cards.
+    const waiting = isActive(turn.status) ? turn.waitingFor : null;
     typing.hidden = !isActive(turn.status);
-    typing.textContent = turn.status === "sending" ? "Sending" : waiting ? "Waiting for you" : "Working";
+    typing.textContent = turn.status === "sending" ? "Sending" : waiting ? waitingText(waiting) : "Working";
     error.hidden = turn.status !== "failed";
     error.textContent = turn.status === "failed" ? `The turn failed: ${turn.error?.message ?? "unknown error"}` : "";
     const ended = !isActive(turn.status) && turn.status !== "unsent";
     const text = answerText(turn);
     footer.replaceChildren(
       ...[
-        el("span", { class: `badge ${turn.status}`, text: STATUS_LABEL[turn.status] }),
+        el("span", { class: `badge ${turn.status}`, text: waiting ? "waiting for you" : STATUS_LABEL[turn.status] }),
         turn.status === "cancelled" && turn.cancelReason ? el("span", { class: "cancel-reason", text: cancelReasonText(turn.cancelReason) }) : null,
         turn.usage ? el("span", { class: "usage", text: usageText(turn.usage) }) : null,
         modelText(turn.model, turn.usage?.servedModels) ? el("span", { class: "model", text: modelText(turn.model, turn.usage?.servedModels) }) : null,

@@ -46,13 +46,24 @@ describe("a turn's events as UI message chunks", () => {
     const mapper = new TurnChunks("t1");
     const asked = mapper.push(event("interaction.requested", { interaction: permission }));
     expect(asked.asked).toBe("ask-1");
-    expect(types(asked.chunks)).toEqual(["start-step", "tool-input-available", "tool-approval-request", "finish-step"]);
+    expect(types(asked.chunks)).toEqual(["start-step", "tool-input-available", "tool-approval-request", "message-metadata", "finish-step"]);
+    expect(asked.chunks[3]).toEqual({ type: "message-metadata", messageMetadata: { waitingFor: "awaiting_permission" } });
     const denied = mapper.push(event("interaction.resolved", { interactionId: "ask-1", status: "answered", outcome: "accepted", approved: false }));
     expect(denied.chunks).toEqual([
       { type: "tool-approval-response", approvalId: "ask-1", approved: false },
       { type: "tool-output-denied", toolCallId: "ask-1" },
+      { type: "message-metadata", messageMetadata: { waitingFor: null } },
       { type: "start-step" },
     ]);
+  });
+
+  it("the message says what the turn waits for: the oldest open ask, then the next, then nothing", () => {
+    const mapper = new TurnChunks("t1");
+    const waitingFor = (chunks: UiChunk[]) => (chunks.find((c) => c.type === "message-metadata")?.messageMetadata as { waitingFor?: unknown } | undefined)?.waitingFor;
+    expect(waitingFor(mapper.push(event("interaction.requested", { interaction: { id: "q", kind: "question", title: "?", answerSpec: { fields: [] } } })).chunks)).toBe("awaiting_question");
+    expect(waitingFor(mapper.push(event("interaction.requested", { interaction: { id: "p", kind: "plan", title: "Plan?", answerSpec: { fields: [] } } })).chunks)).toBe("awaiting_question");
+    expect(waitingFor(mapper.push(event("interaction.resolved", { interactionId: "q", status: "answered", outcome: "accepted" })).chunks)).toBe("awaiting_plan_decision");
+    expect(waitingFor(mapper.push(event("interaction.resolved", { interactionId: "p", status: "expired", reason: "timeout" })).chunks)).toBeNull();
   });
 
   it("a question is a client tool; an expired one ends in an error, never with an answer", () => {
@@ -154,6 +165,20 @@ describe("what a frontend sends", () => {
     expect(answerBody(denial!, permission)).toEqual({ outcome: "accepted", data: { grant: "deny", feedback: "no" } });
     expect(answerBody({ ...denial!, approved: true }, permission)).toEqual({ outcome: "accepted", data: { grant: "allow_once" } });
     expect(answerBody(denial!, { kind: "plan", answerSpec: { fields: [{ name: "decision" }] } })).toEqual({ outcome: "accepted", data: { decision: "reject" } });
+  });
+
+  it("an approval is answered in the ask's own form: its decision field, a one-time yes, the refusal for a no", () => {
+    const approval = { interactionId: "ask-1", via: "approval" as const, outcome: "accepted" as const, approved: true };
+    const seedForm = { kind: "permission", answerSpec: { fields: [{ name: "response", type: "select", options: ["allow", "deny"], required: true }] } };
+    expect(answerBody(approval, seedForm)).toEqual({ outcome: "accepted", data: { response: "allow" } });
+    expect(answerBody({ ...approval, approved: false }, seedForm)).toEqual({ outcome: "accepted", data: { response: "deny" } });
+    // The contract's scopes: a yes is the one-time grant, never a session grant nobody chose.
+    const contract = {
+      kind: "permission",
+      responseScopes: ["interaction", "session", "persistent"],
+      answerSpec: { fields: [{ name: "grant", type: "select", options: ["allow_session", "allow_once", "deny"], required: true }] },
+    };
+    expect(answerBody(approval, contract)).toEqual({ outcome: "accepted", data: { grant: "allow_once" } });
   });
 
   it("refuses what the SDK never sends, naming the field", () => {

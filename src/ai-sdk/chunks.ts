@@ -14,12 +14,15 @@
  *   client-side tool whose output is the answer (`addToolOutput`). How the ask ended closes that
  *   tool call: an approval response and the output, or its denial, or an error when it expired.
  *   Never what was answered: a question's output says only that it was answered.
+ * - What the turn waits for is the message's metadata `waitingFor` (the `turnView` names:
+ *   `awaiting_permission`, …), set with the ask's chunks and back to null with its end.
  * - Usage, the turn's id and how it ended are the message's metadata; warnings and budget stops
  *   are `data-*` parts; the conversation's status changes are transient `data-status` chunks.
  * - The turn's end: `finish` (completed), `error` (failed), `abort` (cancelled).
  */
 import type { EventEnvelope } from "../objects/session-store";
 import { applyPartUpdate } from "../objects/part-text";
+import { waitingStateOf } from "../objects/waiting";
 
 export type UiChunk = { type: string } & Record<string, unknown>;
 
@@ -268,10 +271,17 @@ export class TurnChunks {
       ...(str(request.title) ? { title: str(request.title) } : {}),
     });
     if (approval) out.push({ type: "tool-approval-request", approvalId: id, toolCallId: id });
+    out.push(this.waitingMetadata());
     // The turn waits here: the step ends, so what follows the answer is a step of its own (the
     // SDK's "complete with tool calls" check looks at the last step only).
     out.push(...this.closeStep());
     return { chunks: out, asked: id };
+  }
+
+  /** What the turn waits for now: the oldest ask still open (asks are kept in the order asked), or null. */
+  private waitingMetadata(): UiChunk {
+    const oldest = this.asks.values().next();
+    return { type: "message-metadata", messageMetadata: { waitingFor: oldest.done ? null : waitingStateOf(oldest.value.kind) } };
   }
 
   private resolved(data: Obj): UiChunk[] {
@@ -292,6 +302,7 @@ export class TurnChunks {
     } else {
       out.push({ type: "tool-output-error", toolCallId: id, dynamic: true, errorText: `${status ?? "ended"}${reason ? `: ${reason}` : ""}` });
     }
+    out.push(this.waitingMetadata());
     // What the agent does next is a step of its own.
     out.push(...this.openStep());
     return out;

@@ -4,6 +4,7 @@
  * the conversation. Pure. Only the last message is taken: the agent keeps the history upstream,
  * and the client's earlier messages are never trusted.
  */
+import { yesOrNo } from "../../public/lib/grants.js";
 import { z } from "zod";
 import { ConversationId, TurnId } from "../schemas/common";
 import { RequestedInteractions } from "../schemas/contracts";
@@ -156,23 +157,27 @@ export function chatAction(body: ChatRequestBody): ChatAction {
   throw new ChatRequestError(`${at}.role`, "the last message must be the user's message (or the answer being continued)");
 }
 
-/** The ask an answer goes to, as far as the answer needs it: its kind and its fields' names. */
+/** The ask an answer goes to, as far as the answer needs it: its kind, its fields and its scopes. */
 export interface AskShape {
   kind: string;
-  answerSpec: { fields: Array<{ name: string }> };
+  answerSpec: { fields: Array<{ name: string; type?: string; required?: boolean; multi?: boolean; options?: Array<string | { value: string; label?: string }> }> };
+  responseScopes?: string[];
 }
 
 /**
- * The answer route's body for one ask answered through the chat: approved is a one-time grant
- * (or the plan's approval), denied is a deny (or a rejection) with the reason as its feedback,
- * where the ask has a feedback field; a question's output is its answer.
+ * The answer route's body for one ask answered through the chat, in the ask's own form (its
+ * decision field and the table of public/lib/grants.js): approved is a one-time grant (or the
+ * plan's approval), denied the refusal (a deny, a rejection) with the reason as its feedback,
+ * where the ask has a feedback field; a question's output is its answer. An ask that allows no
+ * such decision gets the contract's grant names, which the answer check then refuses, naming
+ * the field.
  */
 export function answerBody(answer: AskAnswer, ask: AskShape): { outcome: "accepted" | "declined"; data?: Record<string, unknown> } {
   if (answer.via === "output") return answer.data ? { outcome: answer.outcome, data: answer.data } : { outcome: answer.outcome };
   const hasFeedback = ask.answerSpec.fields.some((f) => f.name === "feedback");
   const feedback = answer.reason && hasFeedback ? { feedback: answer.reason } : {};
-  if (ask.kind === "plan") return { outcome: "accepted", data: { decision: answer.approved ? "approve" : "reject", ...(answer.approved ? {} : feedback) } };
-  return { outcome: "accepted", data: { grant: answer.approved ? "allow_once" : "deny", ...(answer.approved ? {} : feedback) } };
+  const fallback = ask.kind === "plan" ? { decision: answer.approved ? "approve" : "reject" } : { grant: answer.approved ? "allow_once" : "deny" };
+  return { outcome: "accepted", data: { ...(yesOrNo(ask, answer.approved === true) ?? fallback), ...(answer.approved ? {} : feedback) } };
 }
 
 /** The id of a turn that answers a user message again (regenerate): derived, so a retry is the same turn. */

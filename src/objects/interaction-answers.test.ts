@@ -1,7 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { InteractionRequest, type InteractionField } from "../schemas/contracts";
-import { allowedGrants, answerProblems } from "./interaction-answers";
+import { allowedDecisions, decisionField } from "../../public/lib/grants.js";
+import { answerProblems, approvalOf } from "./interaction-answers";
 
 const question = InteractionRequest.parse({
   id: "q1",
@@ -59,18 +60,64 @@ describe("answers are checked against the exact request", () => {
   });
 
   it("a permission grant must be one its response scopes allow; an omitted scope allows only once", () => {
-    expect(allowedGrants(permission())).toEqual(["allow_once", "deny"]);
-    expect(allowedGrants(permission(["once", "session"]))).toEqual(["allow_once", "deny", "allow_session"]);
+    expect(allowedDecisions(permission())).toEqual(["allow_once", "deny"]);
+    expect(allowedDecisions(permission(["once", "session"]))).toEqual(["allow_once", "allow_session", "deny"]);
     expect(answerProblems(permission(), "accepted", { grant: "allow_session" })).toEqual(["grant: allow_session is not one of allow_once, deny"]);
     expect(answerProblems(permission(["session"]), "accepted", { grant: "allow_session" })).toEqual([]);
     expect(answerProblems(permission(["once"]), "accepted", { grant: "allow_always" })[0]).toContain("allow_always is not one of");
   });
 
   it("reads the contract's scope vocabulary too: interaction allows once, persistent allows always", () => {
-    expect(allowedGrants(permission(["interaction"]))).toEqual(["allow_once", "deny"]);
-    expect(allowedGrants(permission(["interaction", "session", "persistent"]))).toEqual(["allow_once", "deny", "allow_session", "allow_always"]);
+    expect(allowedDecisions(permission(["interaction"]))).toEqual(["allow_once", "deny"]);
+    expect(allowedDecisions(permission(["interaction", "session", "persistent"]))).toEqual(["allow_once", "allow_session", "allow_always", "deny"]);
     expect(answerProblems(permission(["interaction"]), "accepted", { grant: "allow_once" })).toEqual([]);
     expect(answerProblems(permission(["session"]), "accepted", { grant: "allow_once" })[0]).toContain("allow_once is not one of");
+  });
+});
+
+describe("answers in the ask's own form", () => {
+  const response = (scopes?: string[]) =>
+    InteractionRequest.parse({
+      id: "p3",
+      kind: "permission",
+      title: "Run?",
+      ...(scopes ? { responseScopes: scopes } : {}),
+      answerSpec: { fields: [{ name: "response", type: "select", options: ["allow", "deny"], required: true }] },
+    });
+
+  it("the Sandbox's { response: \"allow\" }: the decision is whatever field the spec names; allow is a one-time grant", () => {
+    expect(decisionField(response())?.name).toBe("response");
+    expect(answerProblems(response(), "accepted", { response: "allow" })).toEqual([]);
+    expect(answerProblems(response(), "accepted", { response: "deny" })).toEqual([]);
+    expect(answerProblems(response(), "accepted", { grant: "allow_once" })).toEqual(["grant: is not a field of this request", "response: is required"]);
+    // allow names no scope: a request that permits only session grants does not take it.
+    expect(answerProblems(response(["session"]), "accepted", { response: "allow" })).toEqual(["response: allow is not one of deny"]);
+    expect(approvalOf(response(), "accepted", { response: "allow" })).toBe(true);
+    expect(approvalOf(response(), "accepted", { response: "deny" })).toBe(false);
+  });
+
+  it("a grant the table does not know is never taken for a permission (its scope is unknown)", () => {
+    const odd = InteractionRequest.parse({
+      id: "p4",
+      kind: "permission",
+      title: "Run?",
+      responseScopes: ["interaction", "session", "persistent"],
+      answerSpec: { fields: [{ name: "grant", type: "select", options: ["allow_once", "allow_forever", "deny"], required: true }] },
+    });
+    expect(answerProblems(odd, "accepted", { grant: "allow_forever" })).toEqual(["grant: allow_forever is not one of allow_once, deny"]);
+  });
+
+  it("a plan's decision by the table; a plan option the table does not know is taken, and not claimed as approval", () => {
+    const plan = InteractionRequest.parse({
+      id: "pl",
+      kind: "plan",
+      title: "Plan?",
+      answerSpec: { fields: [{ name: "verdict", type: "select", options: ["approve", "reject", "revise"], required: true }, { name: "feedback", type: "text" }] },
+    });
+    expect(approvalOf(plan, "accepted", { verdict: "approve" })).toBe(true);
+    expect(approvalOf(plan, "accepted", { verdict: "reject", feedback: "no" })).toBe(false);
+    expect(answerProblems(plan, "accepted", { verdict: "revise" })).toEqual([]);
+    expect(approvalOf(plan, "accepted", { verdict: "revise" })).toBeUndefined();
   });
 });
 
@@ -216,8 +263,8 @@ describe("answer validation properties (fast-check)", () => {
           return typeof v === "number" && Number.isFinite(v) && (!spec.integer || Number.isInteger(v)) && (spec.min === undefined || v >= spec.min) && (spec.max === undefined || v <= spec.max);
         case "select": {
           let options = spec.options!.map((o) => (typeof o === "string" ? o : o.value));
-          const grant = req.kind === "permission" && f.name === "grant";
-          if (grant) options = options.filter((o) => allowedGrants(req).includes(o));
+          // A permission's decision field offers only the grants its scopes allow (the shared table).
+          if (f === decisionField(req)) options = allowedDecisions(req);
           const chosen = spec.multi ? v : [v];
           if (!Array.isArray(chosen) || chosen.some((c) => typeof c !== "string")) return false;
           return chosen.every((c) => options.includes(c as string)) || (spec.allowCustom === true && req.kind !== "permission");

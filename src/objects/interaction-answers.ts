@@ -1,7 +1,10 @@
 /**
- * Answers to interactions, checked against the exact outstanding request (seed 001,
- * validateInteractionResponse). Pure. Every problem names its field.
+ * Answers to interactions, checked against the exact outstanding request (docs/contracts.md,
+ * "Interactions": validateInteractionResponse). Pure. Every problem names its field. What an
+ * approval's decision means, and which grants a permission's scopes allow, is the table the chat
+ * page reads too (public/lib/grants.js).
  */
+import { allowedDecisions, decisionField, decisionOf } from "../../public/lib/grants.js";
 import type { InteractionField, InteractionRequest } from "../schemas/contracts";
 
 export type Outcome = "accepted" | "declined" | "cancelled";
@@ -22,20 +25,6 @@ export function forbiddenPaths(value: unknown, path: string): string[] {
     out.push(...forbiddenPaths((value as Record<string, unknown>)[key], at));
   }
   return out;
-}
-
-/**
- * The grants a permission request allows: an omitted scope permits only a one-time answer. Scopes
- * come in the contract's vocabulary (`interaction`, `session`, `persistent`) or the older one
- * (`once`, `session`, `always`).
- */
-export function allowedGrants(request: InteractionRequest): string[] {
-  const scopes = request.responseScopes ?? ["interaction"];
-  const grants = ["deny"];
-  if (scopes.includes("once") || scopes.includes("interaction")) grants.unshift("allow_once");
-  if (scopes.includes("session")) grants.push("allow_session");
-  if (scopes.includes("always") || scopes.includes("persistent")) grants.push("allow_always");
-  return grants;
 }
 
 function optionValues(field: Extract<InteractionField, { type: "select" }>): string[] {
@@ -64,8 +53,8 @@ function checkField(field: InteractionField, value: unknown, request: Interactio
       return typeof value === "boolean" ? null : `${name}: must be true or false`;
     case "select": {
       const f = field as Extract<InteractionField, { type: "select" }>;
-      let options = optionValues(f);
-      if (request.kind === "permission" && name === "grant") options = options.filter((o) => allowedGrants(request).includes(o));
+      // An approval's decision: only what the table knows its scopes allow (public/lib/grants.js).
+      const options = field === decisionField(request) ? allowedDecisions(request) : optionValues(f);
       const chosen = f.multi ? value : [value];
       if (!Array.isArray(chosen) || chosen.some((v) => typeof v !== "string")) return `${name}: must be ${f.multi ? "a list of choices" : "one of the choices"}`;
       const unknown = (chosen as string[]).filter((v) => !options.includes(v));
@@ -85,8 +74,10 @@ function checkField(field: InteractionField, value: unknown, request: Interactio
 export function approvalOf(request: InteractionRequest, outcome: Outcome, data: Record<string, unknown> | undefined): boolean | undefined {
   if (request.kind !== "permission" && request.kind !== "plan") return undefined;
   if (outcome !== "accepted") return false;
-  if (request.kind === "permission" && typeof data?.grant === "string") return data.grant !== "deny";
-  if (request.kind === "plan" && typeof data?.decision === "string") return data.decision !== "reject";
+  const field = decisionField(request);
+  const decision = field && data ? data[field.name] : undefined;
+  // A decision the table does not know (a plan's own option) is not claimed either way.
+  if (typeof decision === "string") return decisionOf(request, decision)?.allows;
   return true;
 }
 

@@ -3,6 +3,7 @@
  * answered once whatever the retries and however many devices answer at once (one answer at a
  * time per ask). The answer itself is never stored: a keyed hash tells the same answer from
  * another. What upstream made of an answer comes from the provider as an acknowledgement status.
+ * Whenever the asks open on a turn change what it waits for, `turn.waiting` says so (./waiting.ts).
  */
 import { hmacKey } from "../auth/ids";
 import { canonicalDigest, canonicalJson, stripUndefined, toHex } from "../lib/digest";
@@ -12,6 +13,7 @@ import type { Appender, EventLog } from "./event-log";
 import { answerProblems, approvalOf, type Outcome } from "./interaction-answers";
 import { providerRefusal } from "./provider-refusal";
 import type { InteractionRecord, InteractionStatus, SessionContext, SessionStore } from "./session-store";
+import { sameWaiting, waitingOf, type Waiting } from "./waiting";
 
 export interface AnswerCommand {
   operationId: string;
@@ -27,6 +29,8 @@ export interface InteractionDeskDeps {
   provider: () => AgentProvider;
   /** The server secret the answer hashes are keyed with. */
   secret: () => string;
+  /** An answer changed what the running turn waits for (after its commit): the conversation list follows. */
+  waitingChanged: () => void;
 }
 
 /** A keyed hash of an answer: tells the same answer from another without storing it. */
@@ -45,26 +49,45 @@ export class InteractionDesk {
     return this.deps.store();
   }
 
-  /** Records a new ask and announces it; the caller holds the transaction. */
-  recordAsk(log: Appender, turnId: string, executionId: string, request: InteractionRequest, now: number): void {
-    if (!this.store.addInteraction({ interactionId: request.id, turnId, executionId, request, now })) return;
-    log.append({ turnId, executionId, type: "interaction.requested", data: { turnId, interaction: request }, now });
+  private waiting(turnId: string): Waiting | null {
+    return waitingOf(this.store.outstandingOfTurn(turnId));
   }
 
-  /** An outstanding ask ended without an answer; the caller holds the transaction. */
-  endAsk(log: Appender, interactionId: string, status: "expired" | "cancelled", now: number, reason?: string): void {
+  /** Appends `turn.waiting` when the turn's open asks changed what it waits for since `before`; answers whether they did. */
+  private announceWaiting(log: Appender, turnId: string, executionId: string, before: Waiting | null, now: number): boolean {
+    const after = this.waiting(turnId);
+    if (sameWaiting(before, after)) return false;
+    log.append({ turnId, executionId, type: "turn.waiting", data: { turnId, waitingFor: after?.waitingFor ?? null, interactionId: after?.interactionId ?? null }, now });
+    return true;
+  }
+
+  /** Records a new ask and announces it; the caller holds the transaction. Answers whether what the turn waits for changed. */
+  recordAsk(log: Appender, turnId: string, executionId: string, request: InteractionRequest, now: number): boolean {
+    const before = this.waiting(turnId);
+    if (!this.store.addInteraction({ interactionId: request.id, turnId, executionId, request, now })) return false;
+    log.append({ turnId, executionId, type: "interaction.requested", data: { turnId, interaction: request }, now });
+    return this.announceWaiting(log, turnId, executionId, before, now);
+  }
+
+  /** An outstanding ask ended without an answer; the caller holds the transaction. Answers whether what the turn waits for changed. */
+  endAsk(log: Appender, interactionId: string, status: "expired" | "cancelled", now: number, reason?: string): boolean {
     const ask = this.store.interaction(interactionId);
-    if (!ask || ask.status !== "outstanding") return;
+    if (!ask || ask.status !== "outstanding") return false;
+    const before = this.waiting(ask.turnId);
     this.store.resolveInteraction(interactionId, { status, now });
     this.announce(log, ask, status, now, reason);
+    return this.announceWaiting(log, ask.turnId, ask.executionId, before, now);
   }
 
   /** The run ended: nobody waits for its asks' answers any more. The caller holds the transaction. */
   closeAsksOfTurn(log: Appender, turnId: string, now: number): void {
-    for (const ask of this.store.outstandingOfTurn(turnId)) {
+    const open = this.store.outstandingOfTurn(turnId);
+    const before = waitingOf(open);
+    for (const ask of open) {
       this.store.resolveInteraction(ask.interactionId, { status: "cancelled", now });
       this.announce(log, ask, "cancelled", now, "the run ended");
     }
+    if (open[0]) this.announceWaiting(log, turnId, open[0].executionId, before, now);
   }
 
   private announce(log: Appender, ask: InteractionRecord, status: InteractionStatus, now: number, reason?: string, outcome?: string, approved?: boolean): void {
@@ -168,14 +191,18 @@ export class InteractionDesk {
     // Unconfirmed delivery is not recorded: the same operation retries it (the deployment records
     // answers, so a repeat cannot answer twice). A refused answer is not recorded either.
     if (status === "transport_failure") return result;
+    let waitingChanged = false;
     this.deps.log.commit((log) => {
       const now = Date.now();
       if (status === "accepted") {
+        const before = this.waiting(ask.turnId);
         store.resolveInteraction(interactionId, { status: "answered", outcome: command.outcome, answerHmac, operationId: command.operationId, now });
         this.announce(log, ask, "answered", now, undefined, command.outcome, approvalOf(ask.request, command.outcome, command.data));
+        waitingChanged = this.announceWaiting(log, ask.turnId, ask.executionId, before, now);
       }
       if (status !== "invalid_response") store.putOperation(command.operationId, { kind: "answer", requestDigest: answerHmac, ack: result }, now);
     });
+    if (waitingChanged) this.deps.waitingChanged();
     return result;
   }
 }

@@ -516,8 +516,12 @@ export class SessionStore {
     return this.sql.exec<InteractionRow>("SELECT * FROM interactions WHERE turn_id = ? ORDER BY created_at", turnId).toArray().map(toInteraction);
   }
 
+  /** The turn's outstanding asks, oldest first. */
   outstandingOfTurn(turnId: string): InteractionRecord[] {
-    return this.sql.exec<InteractionRow>("SELECT * FROM interactions WHERE status = 'outstanding' AND turn_id = ?", turnId).toArray().map(toInteraction);
+    return this.sql
+      .exec<InteractionRow>("SELECT * FROM interactions WHERE status = 'outstanding' AND turn_id = ? ORDER BY created_at, rowid", turnId)
+      .toArray()
+      .map(toInteraction);
   }
 
   /** Records a new ask; false when it was known already. */

@@ -77,6 +77,7 @@ export class SessionObject extends DurableObject<Env> {
       log: this.log,
       provider: () => this.provider,
       secret: () => this.config.SESSION_ID_SECRET,
+      waitingChanged: () => this.runner.refreshIndex(),
     });
     this.runner = new TurnRunner({
       store: () => this.store,
@@ -184,7 +185,7 @@ export class SessionObject extends DurableObject<Env> {
     return captureRpc(() => {
       const turn = this.storeInstance?.turn(turnId);
       if (!turn) throw new Refusal("turn_not_found", `no turn ${turnId} in this conversation`);
-      return turnView(turn);
+      return turnView(turn, this.store.outstandingOfTurn(turnId));
     });
   }
 
@@ -294,12 +295,14 @@ export class SessionObject extends DurableObject<Env> {
       const active = this.store.activeTurn();
       const last = this.store.lastTurn();
       const createdAt = this.store.getMeta("createdAt");
+      const activeView = active ? turnView(active, this.store.outstandingOfTurn(active.turnId)) : null;
       return {
         conversationId: context.conversationId,
         state: active ? "running" : "idle",
+        waitingFor: activeView?.waitingFor ?? null,
         title: this.store.getMeta("title"),
-        activeTurn: active ? turnView(active) : null,
-        lastTurn: last ? turnView(last) : null,
+        activeTurn: activeView,
+        lastTurn: last ? (last.turnId === active?.turnId ? activeView : turnView(last, this.store.outstandingOfTurn(last.turnId))) : null,
         turnCount: this.store.turnCount(),
         lastEventId: this.store.lastSeq(),
         interactions: this.store.outstandingInteractions().map((i) => ({ turnId: i.turnId, ...i.request })),

@@ -7,7 +7,8 @@
  */
 import { canonicalDigest, sha256Hex, stripUndefined } from "../lib/digest";
 import type { TurnView } from "../schemas/api";
-import { TERMINAL_TURN_STATUSES, type TurnRecord, type TurnRequest } from "./session-store";
+import { TERMINAL_TURN_STATUSES, type InteractionRecord, type TurnRecord, type TurnRequest } from "./session-store";
+import { waitingOf } from "./waiting";
 
 export type { TurnView };
 
@@ -38,12 +39,16 @@ export async function executionIdFor(sessionId: string, turnId: string): Promise
   return `exe_${hex.slice(0, 32)}`;
 }
 
-/** The public view of one turn (GET …/turns/:turnId, and the 200/202 answers of POST …/turns). */
-export function turnView(turn: TurnRecord): TurnView {
+/**
+ * The public view of one turn (GET …/turns/:turnId, and the 200/202 answers of POST …/turns).
+ * `open` is the turn's outstanding asks, oldest first: what a running turn waits for.
+ */
+export function turnView(turn: TurnRecord, open: readonly InteractionRecord[]): TurnView {
   return {
     turnId: turn.turnId,
     executionId: turn.executionId,
     status: turn.status,
+    waitingFor: turn.status === "running" ? (waitingOf(open)?.waitingFor ?? null) : null,
     message: turn.request.message,
     ...(turn.request.model ? { model: turn.request.model } : {}),
     // What served the turn is what the provider reported, never the model asked for.

@@ -10,7 +10,7 @@ import { canonicalDigest, stripUndefined } from "../lib/digest";
 import { turnShortfall, type Claims } from "../providers/claims";
 import { ProviderError } from "../providers/errors";
 import type { AgentProvider, EnvironmentRecord, ProviderEvent, ProviderResult, RunError, TerminalStatus } from "../providers/provider";
-import type { TotalView } from "../schemas/api";
+import type { TotalView, WaitingFor } from "../schemas/api";
 import { AgentExactRunControlRef, type CancellationAcknowledgement } from "../schemas/contracts";
 import { budgetUsage, tightestBudget, type BudgetState, type Spend } from "./budgets";
 import type { Appender, EventLog } from "./event-log";
@@ -22,6 +22,7 @@ import { turnParts } from "./transcript";
 import { NUMERIC_ID, type SessionContext, type SessionStore, type TurnRecord, type TurnRequest } from "./session-store";
 import { decideTurn, executionIdFor, turnRequestDigest, turnView, type TurnView } from "./turn-cache";
 import { breakSteps, emptyExecutionUsage, executionView, foldReceipt, totalOf, type ExecutionUsageState } from "./usage-fold";
+import { waitingOf } from "./waiting";
 
 /** How often a live run's watchdog alarm checks that its upstream reader is alive. */
 const WATCHDOG_INTERVAL_MS = 30_000;
@@ -49,7 +50,7 @@ export interface TurnRunnerDeps {
   /** Tokens the user spent in their other conversations. */
   usageElsewhere(context: SessionContext): Promise<Spend>;
   /** Updates the user's conversation list. */
-  touchIndex(context: SessionContext, entry: { title: string; state: "idle" | "running"; lastEventId: number; usage: Spend }): Promise<void>;
+  touchIndex(context: SessionContext, entry: { title: string; state: "idle" | "running"; waitingFor: WaitingFor | null; lastEventId: number; usage: Spend }): Promise<void>;
 }
 
 export class TurnRunner {
@@ -83,12 +84,12 @@ export class TurnRunner {
     const decision = decideTurn(this.store.turn(turnId), this.store.activeTurn(), requestDigest);
     switch (decision.kind) {
       case "cached":
-        return { outcome: "cached", turn: turnView(decision.turn) };
+        return { outcome: "cached", turn: turnView(decision.turn, []) };
       case "in_progress":
         // A pending turn that nothing here dispatches was left by a crash mid-dispatch: resume it
         // (the execution id is deterministic, so a dispatch that did land is re-attached).
         if (decision.turn.status === "pending" && !this.dispatching.has(turnId)) return this.dispatchPending(context, decision.turn.turnId, executionId, request);
-        return { outcome: "in_progress", turn: turnView(decision.turn) };
+        return { outcome: "in_progress", turn: turnView(decision.turn, this.store.outstandingOfTurn(turnId)) };
       case "conflict":
         throw new Refusal("turn_conflict", `turn ${turnId} was already sent with different content`, { turnId });
       case "busy":
@@ -157,7 +158,7 @@ export class TurnRunner {
     await this.deps.alarms.set(Date.now() + WATCHDOG_INTERVAL_MS);
     this.ensureReader();
     await this.touchIndex(context, "running");
-    return { outcome: "accepted", turn: turnView(this.store.turn(turnId)!) };
+    return { outcome: "accepted", turn: turnView(this.store.turn(turnId)!, this.store.outstandingOfTurn(turnId)) };
   }
 
   /**
@@ -300,6 +301,7 @@ export class TurnRunner {
     let fresh = true;
     let finished = false;
     let overBudget = false;
+    let waitingChanged = false;
     if (this.partTexts?.executionId !== executionId) this.partTexts = { executionId, texts: new Map() };
     const texts = this.partTexts.texts;
     let partText = null as { partId: string; text: string } | null;
@@ -341,8 +343,8 @@ export class TurnRunner {
         const { type, data, usage } = step.shown;
         log.append({ turnId, executionId, upstreamId: event.upstreamId ?? null, type, data, ...(usage ? { usage, usageMode: "cumulative" as const } : {}), now });
       }
-      if (step.askRequested) this.deps.desk.recordAsk(log, turnId, executionId, step.askRequested, now);
-      if (step.askEnded) this.deps.desk.endAsk(log, step.askEnded.interactionId, step.askEnded.status, now, step.askEnded.reason);
+      if (step.askRequested && this.deps.desk.recordAsk(log, turnId, executionId, step.askRequested, now)) waitingChanged = true;
+      if (step.askEnded && this.deps.desk.endAsk(log, step.askEnded.interactionId, step.askEnded.status, now, step.askEnded.reason)) waitingChanged = true;
       if (step.warning) log.append({ turnId, executionId, type: "warning", data: step.warning, now });
       if (step.usage) {
         this.recordUsage(log, turnId, step.usage, now);
@@ -359,7 +361,7 @@ export class TurnRunner {
     if (finished) {
       this.partTexts = undefined;
       this.touchIndexLater();
-    }
+    } else if (waitingChanged) this.refreshIndex();
     if (overBudget) this.stopForBudget(turnId).catch((err) => console.error(JSON.stringify({ msg: "budget stop failed", turnId, error: String(err) })));
     return fresh;
   }
@@ -578,9 +580,11 @@ export class TurnRunner {
   private async touchIndex(context: SessionContext | null, state: "idle" | "running"): Promise<void> {
     // Only a conversation that still exists here is listed (a delete may have just removed it).
     if (!context || !this.deps.bound()) return;
+    const active = state === "running" ? this.store.activeTurn() : null;
     await this.deps.touchIndex(context, {
       title: this.store.getMeta("title") ?? context.conversationId,
       state,
+      waitingFor: active?.status === "running" ? (waitingOf(this.store.outstandingOfTurn(active.turnId))?.waitingFor ?? null) : null,
       lastEventId: this.store.lastSeq(),
       usage: budgetUsage(this.total()),
     });
@@ -588,6 +592,11 @@ export class TurnRunner {
 
   private touchIndexLater(): void {
     this.touchIndex(this.deps.bound(), "idle").catch(() => undefined);
+  }
+
+  /** What the running turn waits for changed (an ask opened, was answered, expired): the conversation list follows. */
+  refreshIndex(): void {
+    this.touchIndex(this.deps.bound(), this.store.activeTurn() ? "running" : "idle").catch(() => undefined);
   }
 }
 

@@ -14,6 +14,7 @@ import { capabilityReadDue } from "../providers/claims";
 import type { CreateLedger, EnvironmentRecord } from "../providers/provider";
 import { Provenance } from "../schemas/common";
 import type { Spend } from "./budgets";
+import { WaitingFor } from "../schemas/api";
 import { providerRefusal } from "./provider-refusal";
 import { SlidingWindow, type RateLimitKind } from "./rate-limit";
 import { weakest } from "./usage-fold";
@@ -34,6 +35,8 @@ export interface ConversationEntry {
   conversationId: string;
   title: string;
   state: "idle" | "running";
+  /** What the running turn waits for (an ask is open), else null. */
+  waitingFor: WaitingFor | null;
   lastEventId: number;
   createdAt: string;
   updatedAt: string;
@@ -72,6 +75,8 @@ export class UserObject extends DurableObject<Env> {
       this.sql.exec("ALTER TABLE conversations ADD COLUMN usage_provenance TEXT NOT NULL DEFAULT 'unknown'");
       this.sql.exec("ALTER TABLE deleted_spend ADD COLUMN provenance TEXT NOT NULL DEFAULT 'unknown'");
     }
+    // v5: what each conversation's running turn waits for (an open ask), null when nothing.
+    this.sql.exec("ALTER TABLE conversations ADD COLUMN waiting_for TEXT");
     this.sql.exec("DELETE FROM schema_version");
     this.sql.exec("INSERT INTO schema_version (version) VALUES (5)");
   }
@@ -183,18 +188,23 @@ export class UserObject extends DurableObject<Env> {
     conversationId: string;
     title: string;
     state: "idle" | "running";
+    waitingFor: WaitingFor | null;
     lastEventId: number;
     updatedAt: number;
     usage: Spend;
   }): Promise<void> {
+    // Touches can arrive out of order (each is its own call): one that saw less of the log than
+    // the row already has is older news and changes nothing.
     this.sql.exec(
-      `INSERT INTO conversations (conversation_id, title, state, last_event_id, created_at, updated_at, used_tokens, usage_complete, usage_provenance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT(conversation_id) DO UPDATE SET title = excluded.title, state = excluded.state,
+      `INSERT INTO conversations (conversation_id, title, state, waiting_for, last_event_id, created_at, updated_at, used_tokens, usage_complete, usage_provenance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT(conversation_id) DO UPDATE SET title = excluded.title, state = excluded.state, waiting_for = excluded.waiting_for,
          last_event_id = excluded.last_event_id, updated_at = excluded.updated_at,
-         used_tokens = excluded.used_tokens, usage_complete = excluded.usage_complete, usage_provenance = excluded.usage_provenance`,
+         used_tokens = excluded.used_tokens, usage_complete = excluded.usage_complete, usage_provenance = excluded.usage_provenance
+       WHERE excluded.last_event_id >= conversations.last_event_id`,
       entry.conversationId,
       entry.title,
       entry.state,
+      entry.waitingFor,
       entry.lastEventId,
       entry.updatedAt,
       entry.updatedAt,
@@ -264,7 +274,7 @@ export class UserObject extends DurableObject<Env> {
 
   async listConversations(limit: number): Promise<ConversationEntry[]> {
     return this.sql
-      .exec<{ conversation_id: string; title: string; state: string; last_event_id: number; created_at: number; updated_at: number }>(
+      .exec<{ conversation_id: string; title: string; state: string; waiting_for: string | null; last_event_id: number; created_at: number; updated_at: number }>(
         "SELECT * FROM conversations ORDER BY updated_at DESC LIMIT ?",
         limit,
       )
@@ -273,6 +283,7 @@ export class UserObject extends DurableObject<Env> {
         conversationId: r.conversation_id,
         title: r.title,
         state: r.state as "idle" | "running",
+        waitingFor: r.state === "running" && r.waiting_for !== null ? WaitingFor.parse(r.waiting_for) : null,
         lastEventId: r.last_event_id,
         createdAt: new Date(r.created_at).toISOString(),
         updatedAt: new Date(r.updated_at).toISOString(),

@@ -89,11 +89,22 @@ export type TotalView = z.infer<typeof UsageTotalSchema>;
 
 export const TurnStatus = z.enum(["pending", "running", "completed", "failed", "cancelled"]);
 
+/**
+ * What a running turn waits for while an ask of the agent is open (the Sandbox's names: a turn
+ * reports a status such as `awaiting_question` or `awaiting_plan_decision`); `awaiting_interaction`
+ * for a namespaced kind of ask. Null when nobody is waited for.
+ */
+export const WaitingFor = z
+  .enum(["awaiting_question", "awaiting_permission", "awaiting_plan_decision", "awaiting_interaction"])
+  .meta({ id: "WaitingFor", description: "What the turn waits for: the kind of the oldest open ask (question, permission, plan, or another kind)" });
+export type WaitingFor = z.infer<typeof WaitingFor>;
+
 export const TurnViewSchema = z
   .object({
     turnId: TurnId,
     executionId: z.string(),
     status: TurnStatus,
+    waitingFor: WaitingFor.nullable().describe("while the turn runs: what it waits for (an ask of the agent is open), else null; back to null once answered, expired or ended"),
     message: z.string(),
     model: z.string().optional().describe("the model route the turn asked for (absent: the provider's default)"),
     servedModels: z
@@ -129,6 +140,7 @@ export const ConversationSummarySchema = z
   .object({
     conversationId: ConversationId,
     state: z.enum(["idle", "running"]),
+    waitingFor: WaitingFor.nullable().describe("what the running turn waits for (its waitingFor), else null"),
     title: z.string().nullable(),
     activeTurn: TurnViewSchema.nullable(),
     lastTurn: TurnViewSchema.nullable(),
@@ -180,6 +192,7 @@ export const ConversationListSchema = z
         conversationId: ConversationId,
         title: z.string(),
         state: z.enum(["idle", "running"]),
+        waitingFor: WaitingFor.nullable().describe("what the running turn waits for, else null"),
         lastEventId: z.number().int(),
         createdAt: z.string(),
         updatedAt: z.string(),

@@ -201,6 +201,9 @@ describe("the agent's asks as the SDK's tool approvals and client-side tools", (
     assert.equal(permission.input.title, "Run the test suite?");
     const waiting = await call("GET", `/v1/conversations/${id}`, token);
     assert.equal(waiting.body.interactions.length, 1, "the ask is outstanding");
+    // The message says what the turn waits for, as the turn does.
+    assert.equal(answer.metadata.waitingFor, "awaiting_permission");
+    assert.equal(waiting.body.activeTurn.waitingFor, "awaiting_permission");
     const done = nextFinish();
     await chat.addToolApprovalResponse({ id: permission.approval.id, approved: true });
     await done;
@@ -213,10 +216,31 @@ describe("the agent's asks as the SDK's tool approvals and client-side tools", (
     assert.equal(toolPart(final, "bash").output, "12 tests passed");
     assert.match(textOf(final), /The tests pass \(allowed once\)/);
     assert.equal(final.metadata.status, "completed");
+    assert.equal(final.metadata.waitingFor, null, "answered: it waits for nothing");
     const continuation = wire.exchanges[1];
     assert.equal(continuation.body.messageId, answer.id);
     await assertChunksValid(await wire.allChunks());
     assert.deepEqual(await reloaded(token, id), plain(chat.messages));
+  });
+
+  it("a permission in the Sandbox SDK's { response } form: approved through addToolApprovalResponse, answered in that form", async () => {
+    assert.equal((await call("POST", "/_emulator/variants", undefined, { permissionAnswer: "response" })).status, 200);
+    try {
+      const token = await login(base(), unique("ai-user"));
+      const id = unique("chat");
+      const { chat, nextFinish } = await askFor("[permission] run the tests", token, id);
+      const permission = toolPart(chat.messages.at(-1), "permission");
+      assert.deepEqual(permission.input.fields.map((f) => f.name), ["response"]);
+      const done = nextFinish();
+      await chat.addToolApprovalResponse({ id: permission.approval.id, approved: true });
+      await done;
+      assert.equal(chat.status, "ready", String(chat.error));
+      const final = chat.messages.at(-1);
+      assert.equal(toolPart(final, "bash").output, "12 tests passed");
+      assert.match(textOf(final), /The tests pass \(allowed once\)/);
+    } finally {
+      await call("POST", "/_emulator/variants", undefined, {});
+    }
   });
 
   it("a permission denied with a reason: the agent is told, and the tool call is denied", async () => {

@@ -1,7 +1,7 @@
 // The chat page's "broken today" list (issue 12), one test per item, each named for what it pins.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { api, assertAccessible, assertNoSidewaysScroll, cidOf, lastTurn, openPage, send, server, shot, signIn, tokenOf, unique, waitForBadge } from "./harness.mjs";
+import { api, assertAccessible, assertNoSidewaysScroll, cidOf, lastTurn, openPage, send, server, shot, shownText, signIn, tokenOf, unique, waitForBadge } from "./harness.mjs";
 
 const LONG_WORD = "Supercalifragilisticexpialidocious".repeat(6);
 const LONG_URL = `https://example.com/${"a-very-long-path-segment/".repeat(8)}index.html?query=${"x".repeat(60)}`;
@@ -325,6 +325,81 @@ describe("fixed: asks read clearly", () => {
     await card.locator(".outcome", { hasText: "Approved." }).waitFor();
     await waitForBadge(page, "done");
     await page.context().close();
+  });
+});
+
+/** Switches the emulator's wire variants for the tests that need one (`{}` restores the defaults). */
+async function variants(body) {
+  const res = await fetch(`${server.base}/_emulator/variants`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  assert.equal(res.status, 200, await res.text());
+}
+
+describe("fixed: a turn that waits for a person says what for", () => {
+  it("the turn says Waiting for you: permission (so does its list entry, and a reload); answered, it works again", async () => {
+    const page = await openPage();
+    await signIn(page, unique("waiting"));
+    await send(page, "Run the tests slowly [permission] [slow]");
+    const typing = lastTurn(page).locator(".typing");
+    await typing.filter({ hasText: "Waiting for you: permission" }).waitFor();
+    assert.equal(await lastTurn(page).locator(".badge").textContent(), "waiting for you");
+    await page.locator(".conversation-list li[aria-current=page] .meta", { hasText: "waiting for you" }).waitFor();
+    const turnId = await lastTurn(page).getAttribute("data-turn");
+    const turn = await api(`/v1/conversations/${await cidOf(page)}/turns/${turnId}`, await tokenOf(page));
+    assert.deepEqual([turn.status, turn.waitingFor], ["running", "awaiting_permission"]);
+    await shot(page, "waiting-for-permission");
+
+    // A reload reads it from the summary.
+    await page.reload();
+    await page.locator("#connection[data-state=live]").waitFor();
+    await typing.filter({ hasText: "Waiting for you: permission" }).waitFor();
+
+    await page.getByRole("button", { name: "Allow once" }).click();
+    await typing.filter({ hasText: /^Working$/ }).waitFor();
+    assert.equal(await lastTurn(page).locator(".badge").textContent(), "working");
+    await waitForBadge(page, "done", 60_000);
+    assert.equal(await typing.isHidden(), true);
+    await page.context().close();
+  });
+});
+
+describe("fixed: asks answered in their own form", () => {
+  it("a permission in the Sandbox SDK's { response } form: its card offers its own decisions, and the run goes on when answered from the page", async () => {
+    await variants({ permissionAnswer: "response" });
+    try {
+      const page = await openPage();
+      await signIn(page, unique("response-form"));
+      await send(page, "Run the tests [permission]");
+      const card = page.locator(".interaction", { hasText: "Run the test suite?" });
+      await card.waitFor();
+      assert.deepEqual(await card.locator("button").allTextContents(), ["Allow once", "Deny"]);
+      await card.getByRole("button", { name: "Allow once" }).click();
+      await card.locator(".outcome", { hasText: "Allowed once." }).waitFor();
+      await waitForBadge(page, "done");
+      assert.match(await shownText(page), /The tests pass \(allowed once\)/);
+      const tool = lastTurn(page).locator("details.tool", { hasText: "bash" });
+      assert.equal(await tool.locator(".tool-status").textContent(), "completed");
+      await page.context().close();
+    } finally {
+      await variants({});
+    }
+  });
+
+  it("scopes in the contract's vocabulary still offer Allow once", async () => {
+    await variants({ permissionScopes: "contract" });
+    try {
+      const page = await openPage();
+      await signIn(page, unique("contract-scopes"));
+      await send(page, "Run the tests [permission]");
+      const card = page.locator(".interaction", { hasText: "Run the test suite?" });
+      await card.waitFor();
+      assert.deepEqual(await card.locator("button").allTextContents(), ["Allow once", "Allow for this session", "Deny"]);
+      await card.getByRole("button", { name: "Allow once" }).click();
+      await card.locator(".outcome", { hasText: "Allowed once." }).waitFor();
+      await waitForBadge(page, "done");
+      await page.context().close();
+    } finally {
+      await variants({});
+    }
   });
 });
 

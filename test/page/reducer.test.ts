@@ -165,6 +165,31 @@ describe("the page's reducer", () => {
     expect(state.asks["ask-1"]).toMatchObject({ status: "answered", choice: "Denied" });
   });
 
+  it("a turn waiting for a person says what for, from the stream or a reload's summary, and runs again when the server says so", () => {
+    const [accepted, , , , , , , , requested, resolved, , , , completed] = scriptedTurn();
+    const waiting = (seq: number, waitingFor: string | null): StreamEvent => ({ seq, turnId: "t1", type: "turn.waiting", data: { turnId: "t1", waitingFor, interactionId: waitingFor ? "ask-1" : null }, at: AT });
+    const events = [accepted!, requested!, waiting(10, "awaiting_permission"), resolved!, waiting(11, null)].map((e, i) => ({ ...e, seq: i + 1 }));
+    let state = applyAll(emptyConversation("c1"), events.slice(0, 2));
+    expect(state.turns.t1!.waitingFor).toBeNull();
+    state = applyAll(state, events.slice(2, 3));
+    expect(state.turns.t1).toMatchObject({ status: "running", waitingFor: "awaiting_permission" });
+    // The card's answer is not the server's word that the turn runs again; its turn.waiting is.
+    state = applyAll(state, events.slice(3, 4));
+    expect(state.turns.t1!.waitingFor).toBe("awaiting_permission");
+    state = applyAll(state, events.slice(4));
+    expect(state.turns.t1).toMatchObject({ status: "running", waitingFor: null });
+
+    // A reload while it waits: the summary says what for; the stream after the transcript goes on.
+    const loaded = reduce(emptyConversation("c1"), { type: "loaded", transcript: transcriptAfter(events.slice(0, 3)), waiting: { turnId: "t1", waitingFor: "awaiting_permission" } });
+    expect(loaded.turns.t1).toMatchObject({ status: "running", waitingFor: "awaiting_permission" });
+    expect(applyAll(loaded, events.slice(3)).turns.t1!.waitingFor).toBeNull();
+
+    // A turn that ends while waiting waits no more; a late word for a finished turn changes nothing.
+    const ended = applyAll(emptyConversation("c1"), [...events.slice(0, 3), { ...completed!, seq: 4 }]);
+    expect(ended.turns.t1).toMatchObject({ status: "completed", waitingFor: null });
+    expect(reduce(ended, { type: "event", event: waiting(5, "awaiting_question") })).toMatchObject({ lastSeq: 5, turns: { t1: ended.turns.t1 } });
+  });
+
   it("a send that did not reach the server keeps its text and turn id; a retry that succeeds is the same turn", () => {
     let state = reduce(emptyConversation("c1"), { type: "send", turnId: "t9", message: "hello", at: AT });
     state = reduce(state, { type: "sendFailed", turnId: "t9", error: { message: "could not reach the server" } });

@@ -19,6 +19,8 @@ export interface AskContext {
   timeoutMs?: number;
   /** The vocabulary of a permission ask's scopes (variant `permissionScopes`). */
   permissionScopes?: Variants["permissionScopes"];
+  /** The form of a permission ask's answer (variant `permissionAnswer`). */
+  permissionAnswer?: Variants["permissionAnswer"];
   /** How a plan waits for its decision (variant `planDecision`). */
   planDecision?: Variants["planDecision"];
 }
@@ -68,19 +70,29 @@ export function questionAsk(ctx: AskContext): WaitFrame {
 }
 
 export function permissionAsk(ctx: AskContext): WaitFrame {
+  const fields =
+    ctx.permissionAnswer === "response"
+      ? [{ name: "response", type: "select", label: "Allow?", options: ["allow", "deny"], required: true }]
+      : [
+          { name: "grant", type: "select", label: "Allow?", options: ["allow_once", "allow_session", "deny"], required: true },
+          { name: "feedback", type: "text", label: "Anything the agent should know?" },
+        ];
   return ask(ctx, `${ctx.executionId}:permission-1`, {
     kind: "permission",
     title: "Run the test suite?",
     body: "I want to run `npm test` in the sandbox.",
     subject: { tool: "bash", command: "npm test" },
     responseScopes: permissionScopes(ctx.permissionScopes ?? "legacy"),
-    answerSpec: {
-      fields: [
-        { name: "grant", type: "select", label: "Allow?", options: ["allow_once", "allow_session", "deny"], required: true },
-        { name: "feedback", type: "text", label: "Anything the agent should know?" },
-      ],
-    },
+    answerSpec: { fields },
   });
+}
+
+/** How the agent reads an answer to its permission ask, in either form: denied, once, or for the session. */
+export function permissionGranted(answer: AskAnswer): "deny" | "once" | "session" {
+  if (answer.outcome !== "accepted") return "deny";
+  const given = answer.data?.grant ?? answer.data?.response;
+  if (given === undefined || given === "deny") return "deny";
+  return given === "allow_session" ? "session" : "once";
 }
 
 /**

@@ -79,6 +79,7 @@ export class Runner {
       ...(run.interactions ? { interactions: run.interactions } : {}),
       ...(faults.foreignBinding ? { foreignBinding: true } : {}),
       ...(variants.permissionScopes === "contract" ? { permissionScopes: "contract" as const } : {}),
+      ...(variants.permissionAnswer === "response" ? { permissionAnswer: "response" as const } : {}),
       ...(variants.planDecision === "route" ? { planDecision: "route" as const } : {}),
     };
     const script = buildScript(input);

@@ -1,4 +1,4 @@
-import { afterQuestion, FIRST_PLAN, permissionAsk, planFrames, questionAsk, type AskAnswer, type AskContext } from "./asks";
+import { afterQuestion, FIRST_PLAN, permissionAsk, permissionGranted, planFrames, questionAsk, type AskAnswer, type AskContext } from "./asks";
 /**
  * The emulator's deterministic scripted agent. A message picks a script; each script is a list of
  * frames, each emitted one frame-delay after the previous one. Pure: the same message and ids give
@@ -55,6 +55,7 @@ export interface ScriptInput {
   backend: string;
   /** Variants fixed when the run started (absent: the default shape). */
   permissionScopes?: "contract";
+  permissionAnswer?: "response";
   planDecision?: "route";
 }
 
@@ -184,6 +185,7 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
     foreignBinding: input.foreignBinding,
     ...(hasDirective(message, "ask-timeout") ? { timeoutMs: 150 } : {}),
     ...(input.permissionScopes ? { permissionScopes: input.permissionScopes } : {}),
+    ...(input.permissionAnswer ? { permissionAnswer: input.permissionAnswer } : {}),
     ...(input.planDecision ? { planDecision: input.planDecision } : {}),
   };
   // A kind the turn did not enable is never asked: the agent goes on with its defaults.
@@ -246,7 +248,7 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
     push(p);
     const answer = answers[p.waitFor];
     if (!answer) return frames;
-    const grant = answer.outcome === "accepted" ? String(answer.data?.grant ?? "deny") : "deny";
+    const grant = permissionGranted(answer);
     if (grant === "deny") {
       const feedback = answer.data?.feedback ? ` (${String(answer.data.feedback)})` : "";
       say(`You denied running the tests${feedback}, so I only read the code.`);
@@ -255,7 +257,7 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
       const input2 = { command: "npm test" };
       push({ type: "message.part.updated", data: { part: { id: bash, type: "tool", tool: "bash", state: { status: "running", input: input2 } } } });
       push({ type: "message.part.updated", data: { part: { id: bash, type: "tool", tool: "bash", state: { status: "completed", input: input2, output: "12 tests passed" } } } });
-      say(`The tests pass (${grant === "allow_session" ? "allowed for this session" : "allowed once"}).`);
+      say(`The tests pass (${grant === "session" ? "allowed for this session" : "allowed once"}).`);
     }
   }
 

@@ -42,6 +42,7 @@ describe("the emulator's variants", () => {
         readiness: "enum",
         readinessUnknownPolls: 2,
         permissionScopes: "legacy",
+        permissionAnswer: "grant",
         backendModel: "string",
         interactionsAt: "top",
         planDecision: "interaction",
@@ -405,6 +406,28 @@ describe("the emulator's variants", () => {
     const listed = (await json(await emu.api("GET", runtime(id, "/agents/sessions/s1/interactions")))).data.interactions;
     expect(listed.map((a: { responseScopes: string[] }) => a.responseScopes)).toEqual([["interaction", "session", "persistent"]]);
     await emu.api("POST", runtime(id, "/agents/sessions/s1/abort"), { executionId: "exe-ps3" });
+  });
+
+  it("permissionAnswer: a permission ask answered with a grant by default; in the Sandbox SDK's { response: \"allow\" } form when switched", async () => {
+    const { emu, id } = await fastSandbox("permission-answer");
+    const asked = async (exe: string, turnId: string) => {
+      const stream = await dispatch(emu, id, { message: "run them [permission]", executionId: exe, turnId });
+      const text = await readRaw(stream, (t) => t.includes("event: interaction"));
+      return JSON.parse(rawFrames(text).map(fields).find((f) => f.event === "interaction")!.data!).request as { id: string; answerSpec: { fields: Array<{ name: string; options?: string[] }> } };
+    };
+    const first = await asked("exe-pa1", "t1");
+    expect(first.answerSpec.fields.map((f) => f.name)).toEqual(["grant", "feedback"]);
+    await emu.api("POST", runtime(id, "/agents/sessions/s1/abort"), { executionId: "exe-pa1" });
+
+    await setVariants(emu, { permissionAnswer: "response" });
+    const second = await asked("exe-pa2", "t2");
+    expect(second.answerSpec.fields).toEqual([{ name: "response", type: "select", label: "Allow?", options: ["allow", "deny"], required: true }]);
+    // Its own form is required: a grant is not an answer to it.
+    const wrong = await emu.api("POST", runtime(id, "/agents/sessions/s1/interactions"), { id: second.id, outcome: "accepted", data: { grant: "allow_once" } });
+    expect(wrong.status).toBe(400);
+    expect((await emu.api("POST", runtime(id, "/agents/sessions/s1/interactions"), { id: second.id, outcome: "accepted", data: { response: "allow" } })).status).toBe(200);
+    const run = await whole(await emu.control("/_emulator/executions/exe-pa2/stream"));
+    expect(run).toContain("The tests pass (allowed once).");
   });
 
   it("backendModel: backend.model as a string (or an object) by default; only an object { provider?, model } when switched, a string refused naming backend.model", async () => {

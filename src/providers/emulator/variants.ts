@@ -43,6 +43,12 @@ export const EmulatorVariants = z.strictObject({
   readinessUnknownPolls: z.number().int().positive().optional(),
   /** A permission ask's `responseScopes`: `["once", "session"]`, or the contract's `["interaction", "session", "persistent"]`. */
   permissionScopes: z.enum(["legacy", "contract"]).optional(),
+  /**
+   * A permission ask's answer: a `grant` select (`allow_once`, `allow_session`, `deny`; the
+   * contract's grants), or the Sandbox SDK's own `{ response: "allow" | "deny" }`
+   * (`respondToPermission`), a `response` select and nothing else.
+   */
+  permissionAnswer: z.enum(["grant", "response"]).optional(),
   /** §2 `backend.model` on a dispatch: a string (or an object) accepted, or an object `{ provider?, model }` required. */
   backendModel: z.enum(["string", "object"]).optional(),
   /** §3 where a dispatch's interaction posture is read: top-level `interactions`, or only `backend.interactions`. */
@@ -88,6 +94,7 @@ const DEFAULT_VARIANTS: Variants = {
   readiness: "enum",
   readinessUnknownPolls: 2,
   permissionScopes: "legacy",
+  permissionAnswer: "grant",
   backendModel: "string",
   interactionsAt: "top",
   planDecision: "interaction",
