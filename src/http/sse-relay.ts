@@ -121,8 +121,8 @@ export async function openSubscription(stub: { fetch(input: string, init?: Reque
 }
 
 /** How often a stream of a conversation that does not exist yet asks whether it does (backing off). */
-const FIRST_POLL_MS = 500;
-const MAX_POLL_MS = 10_000;
+const FIRST_POLL_MS = 250;
+const MAX_POLL_MS = 3_000;
 const RETRY_HEAD = encoder.encode("retry: 2000\n\n");
 
 /**
@@ -163,7 +163,7 @@ export function relayOnceKnown(known: () => Promise<boolean>, open: () => Promis
           }
           if (sincePoll >= pollMs) {
             sincePoll = 0;
-            pollMs = Math.min(MAX_POLL_MS, pollMs * 2);
+            pollMs = Math.min(MAX_POLL_MS, Math.ceil(pollMs * 1.5));
           }
         }
         if (closed) return;

@@ -24,7 +24,9 @@ const DEFAULT_MAX_FRAME_BYTES = 1024 * 1024;
 
 /** Incremental parser: feed text chunks, get complete frames back. */
 export class SseParser {
-  private buffer = "";
+  /** The line in progress, in the pieces it came in (joined once, at its end: linear in its length). */
+  private pieces: string[] = [];
+  private pendingLength = 0;
   private pendingCr = false;
   private frame: SseFrame = { comments: [] };
   private dataLines: string[] | undefined;
@@ -42,15 +44,17 @@ export class SseParser {
       if (text.startsWith("\n")) text = text.slice(1);
       this.pendingCr = false;
     }
-    this.buffer += text;
     let start = 0;
-    for (let i = 0; i < this.buffer.length; i++) {
-      const ch = this.buffer.charCodeAt(i);
+    for (let i = 0; i < text.length; i++) {
+      const ch = text.charCodeAt(i);
       if (ch !== 10 && ch !== 13) continue;
-      const line = this.buffer.slice(start, i);
+      const tail = text.slice(start, i);
+      const line = this.pieces.length > 0 ? this.pieces.join("") + tail : tail;
+      this.pieces = [];
+      this.pendingLength = 0;
       if (ch === 13) {
-        if (i + 1 < this.buffer.length) {
-          if (this.buffer.charCodeAt(i + 1) === 10) i++;
+        if (i + 1 < text.length) {
+          if (text.charCodeAt(i + 1) === 10) i++;
         } else {
           this.pendingCr = true;
         }
@@ -59,12 +63,16 @@ export class SseParser {
       const frame = this.line(line);
       if (frame) frames.push(frame);
     }
-    this.buffer = this.buffer.slice(start);
-    if (this.frameBytes + this.buffer.length > this.maxFrameBytes) {
+    if (start < text.length && !this.skippingLine) {
+      this.pieces.push(text.slice(start));
+      this.pendingLength += text.length - start;
+    }
+    if (this.frameBytes + this.pendingLength > this.maxFrameBytes) {
       // An over-long line: drop what we hold of it and the rest of it when it ends.
       this.frame.tooLarge = true;
       this.dataLines = undefined;
-      this.buffer = "";
+      this.pieces = [];
+      this.pendingLength = 0;
       this.skippingLine = true;
     }
     return frames;
@@ -72,7 +80,8 @@ export class SseParser {
 
   /** Ends the input: an unterminated frame is dropped, as the event-stream rules say. */
   end(): void {
-    this.buffer = "";
+    this.pieces = [];
+    this.pendingLength = 0;
     this.reset();
   }
 
