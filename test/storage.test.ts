@@ -5,7 +5,7 @@
  */
 import { env, listDurableObjectIds } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid } from "./helpers";
+import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
 
 const sessions = async () => (await listDurableObjectIds(env.SESSIONS)).length;
 
@@ -24,6 +24,24 @@ describe("reads of a conversation that does not exist", () => {
     expect(stream.status).toBe(200);
     const reader = stream.body!.getReader();
     expect(new TextDecoder().decode((await reader.read()).value)).toBe("retry: 2000\n\n");
+    await reader.cancel();
+    expect(await sessions()).toBe(before);
+  });
+
+  it("a cursor into a conversation that is gone (deleted elsewhere) is reset, as a cursor ahead of an empty log", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const turnId = uid("turn");
+    await sendTurn(token, cid, turnId, "soon gone");
+    await waitForTurn(token, cid, turnId);
+    expect((await api(`/v1/conversations/${cid}`, { token, method: "DELETE" })).status).toBe(200);
+    const before = await sessions();
+    const stream = await api(`/v1/conversations/${cid}/events`, { token, headers: { "last-event-id": "12" } });
+    expect(stream.status).toBe(200);
+    const reader = stream.body!.getReader();
+    let text = "";
+    while (!text.includes("stream.reset")) text += new TextDecoder().decode((await reader.read()).value);
+    expect(text).toContain('"reason":"cursor_ahead"');
     await reader.cancel();
     expect(await sessions()).toBe(before);
   });

@@ -131,7 +131,7 @@ const RETRY_HEAD = encoder.encode("retry: 2000\n\n");
  * store an empty database for any id read. It asks the user's index, backing off, whether the
  * conversation exists; once it does, it relays the log from `after` as any stream.
  */
-export function relayOnceKnown(known: () => Promise<boolean>, open: () => Promise<RelaySocket>, options: RelayOptions): ReadableStream<Uint8Array> {
+export function relayOnceKnown(known: () => Promise<boolean>, open: (after: number) => Promise<RelaySocket>, after: number, options: RelayOptions): ReadableStream<Uint8Array> {
   let inner: ReadableStreamDefaultReader<Uint8Array> | undefined;
   let closed = false;
   let wake: (() => void) | undefined;
@@ -145,6 +145,9 @@ export function relayOnceKnown(known: () => Promise<boolean>, open: () => Promis
   return new ReadableStream<Uint8Array>({
     start(controller) {
       controller.enqueue(RETRY_HEAD);
+      // A cursor into a log that does not exist (the conversation was deleted, say): reset, as an
+      // empty log answers a cursor ahead of it (docs/sse-protocol.md §4), and follow from the start.
+      if (after > 0) controller.enqueue(encoder.encode(`event: stream.reset\ndata: ${JSON.stringify({ type: "stream.reset", data: { reason: "cursor_ahead", firstRetainedSeq: null, lastSeq: 0 } })}\n\n`));
     },
     async pull(controller) {
       if (!inner) {
@@ -167,7 +170,7 @@ export function relayOnceKnown(known: () => Promise<boolean>, open: () => Promis
           }
         }
         if (closed) return;
-        inner = relayStream(await open(), options).getReader();
+        inner = relayStream(await open(0), options).getReader();
       }
       const { done, value } = await inner.read();
       if (done) controller.close();

@@ -25,7 +25,7 @@ streamRoutes.get("/:cid/events", async (c) => {
   const after = Number(raw.trim());
   if (!(await knownConversation(c, conversationId))) {
     // Not a conversation yet: wait for it without waking (and so storing) a session object.
-    return new Response(relayOnceKnown(() => knownConversation(c, conversationId), () => openSubscription(stub, after), options), { headers: SSE_HEADERS });
+    return new Response(relayOnceKnown(() => knownConversation(c, conversationId), (from) => openSubscription(stub, from), after, options), { headers: SSE_HEADERS });
   }
   return new Response(relayStream(await openSubscription(stub, after), options), { headers: SSE_HEADERS });
 });
