@@ -302,7 +302,10 @@ async function cancelRun(bridge, runId, request, scope = {}) {
     else if (command.run.runId !== runId) return fail(400, "run.runId does not name the run in the path", "invalid_request_error");
   }
 
-  const run = bridge.runs.get(runId);
+  const found = bridge.runs.get(runId);
+  // A run lost in a crash has no process to cancel: this bridge process holds no live record of it
+  // (issue 18: the legacy cancel answers 404 run not found; the digest-bound answer is guessed).
+  const run = found?.status === "unknown" ? undefined : found;
   const acknowledgement = command !== undefined && bridge.variants.cancelAnswer === "acknowledgement";
   if (!run || (scope.sessionId !== undefined && run.sessionId !== scope.sessionId)) {
     if (acknowledgement && command) {
@@ -416,7 +419,7 @@ function createSession(bridge, request) {
   if (!parsed.success) return invalid(parsed.error);
   const backend = backendOf(parsed.data.model);
   if (!backend) return fail(404, `model ${JSON.stringify(parsed.data.model)} not found`, "not_found_error", { param: "model" });
-  if (!("nativeContinuation" in capabilitiesFor(backend))) {
+  if (!("nativeContinuation" in capabilitiesFor(backend, bridge.variants.piTransport))) {
     return fail(501, `backend ${JSON.stringify(backend)} does not prove native retained-session support`, "capability_denied");
   }
   if (parsed.data.execution && parsed.data.execution.kind !== "host") {
@@ -565,7 +568,7 @@ function matchBridgeRoute(bridge, request) {
       const model = query.get("model");
       if (!model) return fail(400, "the model query parameter is required", "invalid_request_error", { param: "model" });
       const backend = backendOf(model);
-      return backend ? ok(200, capabilitiesFor(backend)) : fail(404, `model ${JSON.stringify(model)} not found`, "not_found_error", { param: "model" });
+      return backend ? ok(200, capabilitiesFor(backend, bridge.variants.piTransport)) : fail(404, `model ${JSON.stringify(model)} not found`, "not_found_error", { param: "model" });
     });
   }
   if (method === "POST" && n === 3 && s[1] === "chat" && s[2] === "completions") return at("/v1/chat/completions", () => chatCompletions(bridge, request));
