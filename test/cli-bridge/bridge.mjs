@@ -87,7 +87,7 @@ export class Bridge {
   runs = new Map();
   /** @type {Map<string, Session>} */
   sessions = new Map();
-  /** Session ids one-shot runs used, and whether they were closed. @type {Map<string, { closed: boolean }>} */
+  /** Session ids one-shot runs used, whether they were closed, and how often. @type {Map<string, { closed: boolean, closes: number }>} */
   oneShotSessions = new Map();
   /** Interaction answers by operation id. @type {Map<string, { commandDigest: string, ack: Record<string, unknown> }>} */
   respondOperations = new Map();
@@ -262,7 +262,7 @@ export class Bridge {
       executionId: explicit ? /** @type {string} */ (body.execution_id) : runId,
       prompt: promptOfChat(body),
     });
-    if (!this.oneShotSessions.has(sessionId)) this.oneShotSessions.set(sessionId, { closed: false });
+    if (!this.oneShotSessions.has(sessionId)) this.oneShotSessions.set(sessionId, { closed: false, closes: 0 });
     this.runs.set(runId, run);
     this.countRunStarted(run);
     run.pushFrame({ kind: "metadata" });

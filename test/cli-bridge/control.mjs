@@ -98,9 +98,15 @@ export function handleControl(bridge, request, res) {
   }
   if (method === "GET" && s.length === 3 && name === "sessions") {
     const session = bridge.sessions.get(/** @type {string} */ (s[2]));
+    const oneShot = bridge.oneShotSessions.get(/** @type {string} */ (s[2]));
+    if (!session && oneShot) {
+      const runs = [...bridge.runs.values()].filter((r) => r.kind === "one-shot" && r.sessionId === s[2]).map((r) => r.id);
+      return sendJson(res, 200, { sessionId: s[2], api: "legacy", status: oneShot.closed ? "closed" : "open", closes: oneShot.closes, runs });
+    }
     if (!session) return sendJson(res, 404, errorBody("session not found", "not_found_error"));
     return sendJson(res, 200, {
       sessionId: session.id,
+      api: "retained",
       status: session.status,
       request: session.createBody,
       runs: [...bridge.runs.values()].filter((r) => r.session === session).map((r) => r.id),

@@ -303,10 +303,19 @@ async function cancelRun(bridge, runId, request, scope = {}) {
   }
 
   const found = bridge.runs.get(runId);
-  // A run lost in a crash has no process to cancel: this bridge process holds no live record of it
-  // (issue 18: the legacy cancel answers 404 run not found; the digest-bound answer is guessed).
-  const run = found?.status === "unknown" ? undefined : found;
   const acknowledgement = command !== undefined && bridge.variants.cancelAnswer === "acknowledgement";
+  // A run lost in a crash has no process to cancel. The legacy cancel answers 404 run not found
+  // (issue 18's exchanges); the digest-bound one is taken and never confirmed ("Stop answers
+  // cancel_requested but ends nothing", ibid.; its body is a guess).
+  if (found?.status === "unknown" && command && (scope.sessionId === undefined || found.sessionId === scope.sessionId)) {
+    const headers = { ...runHeaders(bridge, found, { snapshot: true, replayExpiresAt: true }), "retry-after": "1" };
+    if (acknowledgement) {
+      return ok(202, { operationId: command.operationId, requestDigest: command.requestDigest, run: command.run, status: "accepted", effect: "unknown" }, headers);
+    }
+    const body = { cancelled: false, cancel_requested: false, terminal: false, run: found.snapshot(bridge.settings, bridge.faults) };
+    return ok(202, { ...body, operationId: command.operationId, requestDigest: command.requestDigest }, headers);
+  }
+  const run = found?.status === "unknown" ? undefined : found;
   if (!run || (scope.sessionId !== undefined && run.sessionId !== scope.sessionId)) {
     if (acknowledgement && command) {
       return ok(404, {
@@ -540,6 +549,7 @@ function closeSession(bridge, sessionId) {
   const oneShot = bridge.oneShotSessions.get(sessionId);
   if (!oneShot) return fail(404, "session not found", "not_found_error");
   oneShot.closed = true;
+  oneShot.closes++;
   return ok(200, { id: sessionId, object: "session", status: "closed" });
 }
 

@@ -976,6 +976,18 @@ describe("restarts, shutdown cancels and session identity (a real bridge's excha
       const cancel = await bridge.json(`/v1/runs/${runId}/cancel`, { method: "POST" });
       expect(cancel.status).toBe(404);
       expect(cancel.text).toBe(recorded["08b-run-unknown"].body);
+      // The digest-bound form is taken, and can never be confirmed.
+      const snap2 = snap.body;
+      const ref = { runId, provider: snap2.provider, environmentId: snap2.environmentId, sessionId: snap2.sessionId, executionId: snap2.executionId, requestDigest: snap2.requestDigest };
+      const command = { operationId: unique("op"), run: ref };
+      const bound = await bridge.json(`/v1/runs/${runId}/cancel?wait_ms=30000`, { body: { ...command, requestDigest: await digest(command) } });
+      expect(bound.status).toBe(202);
+      expect(bound.headers.get("retry-after")).toBe("1");
+      expect(bound.body).toMatchObject({ cancelled: false, terminal: false, run: { status: "unknown", terminal: false }, operationId: command.operationId });
+      await bridge.control("/variants", { cancelAnswer: "acknowledgement" });
+      const acked = await bridge.json(`/v1/runs/${runId}/cancel`, { body: { ...command, requestDigest: await digest(command) } });
+      expect([acked.status, acked.body.status, acked.body.effect]).toEqual([202, "accepted", "unknown"]);
+      await bridge.control("/variants", {});
       expect((await bridge.json(`/v1/runs/${runId}`)).body).toMatchObject({ status: "unknown", terminal: false });
     }
     expect((await bridge.json(`/v1/runs/${done}`)).body.status).toBe("done");
