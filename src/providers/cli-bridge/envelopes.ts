@@ -3,7 +3,7 @@
  * keeps each text part's latest whole text, so the run's answer is known at its end (a retained
  * run's terminal carries no text of its own: docs/cli-bridge-wire.md, "Retained runs").
  *
- * - A `status` event of `completed` or `failed` ends the run, provisionally: the provider confirms
+ * - A `status` event of `completed`, `failed` or `cancelled` ends the run, provisionally: the provider confirms
  *   it from the run snapshot (a cancelled retained run ends `failed` with `detail: "cancelled"`
  *   while its snapshot says `cancelled`).
  * - An envelope that names another run than the stream's is refused (seed 003: the provider rejects
@@ -22,7 +22,7 @@ import { Envelope } from "./wire";
 export type EnvelopeRead =
   | { event: ProviderEvent }
   /** The run's last event, to confirm from the snapshot. */
-  | { end: { upstreamId: string | undefined; status: "completed" | "failed"; detail?: unknown } };
+  | { end: { upstreamId: string | undefined; status: "completed" | "failed" | "cancelled"; detail?: unknown } };
 
 /** Frames that never leave the gateway: they name the native session. */
 const PRIVATE_TYPES = new Set(["native.session.observed", "session.updated"]);
@@ -62,7 +62,7 @@ export class EnvelopeStream {
         return { event: { kind: "part", upstreamId, part: part as Record<string, unknown> & { id: string; type: string }, ...(typeof fields.delta === "string" ? { delta: fields.delta } : {}) } };
       }
       case "status": {
-        if (fields.status === "completed" || fields.status === "failed") return { end: { upstreamId, status: fields.status, detail: fields.detail } };
+        if (fields.status === "completed" || fields.status === "failed" || fields.status === "cancelled") return { end: { upstreamId, status: fields.status, detail: fields.detail } };
         return { event: { kind: "passthrough", upstreamId, shown } };
       }
       case "interaction": {

@@ -156,6 +156,7 @@ describe("retained envelopes", () => {
     });
     expect(readEnvelope(envelope(14, { type: "status", status: "completed" }))).toEqual({ end: { upstreamId: "14", status: "completed", detail: undefined } });
     expect(readEnvelope(envelope(3, { type: "status", status: "started" }))).toMatchObject({ event: { kind: "passthrough" } });
+    expect(readEnvelope(envelope(7, { type: "status", status: "cancelled" }))).toEqual({ end: { upstreamId: "7", status: "cancelled", detail: undefined } });
   });
 
   it("keeps no raw harness frame and no native session id: the permission notice with its grant and nonce is private (transcript 25)", () => {
