@@ -109,6 +109,11 @@ args.push(...passed);
 
 const child = spawn(join(root, "node_modules", ".bin", "wrangler"), args, { cwd: root, stdio: "inherit", env: childEnv });
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
+child.on("error", (error) => {
+  cleanup();
+  console.error(`could not start wrangler: ${error.message}`);
+  process.exit(1);
+});
 child.on("exit", (code, signal) => {
   cleanup();
   process.exit(code ?? (signal ? 1 : 0));

@@ -388,6 +388,7 @@ describe("nothing private is relayed (issue 18)", () => {
     // The scan read what it was meant to: the turn, its ask and its answer are all there.
     expect(seen[0]![1]).toContain(interaction.id);
     expect(seen[0]![1]).toContain("interaction.resolved");
+    expect(consoleLines.some((l) => l.includes("environment ready")), "the spy sees what the objects log").toBe(true);
   });
 });
 
