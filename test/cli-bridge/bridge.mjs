@@ -130,7 +130,7 @@ export class Bridge {
   }
 
   /**
-   * The bridge process stops and starts again (issue 18's exchanges with a real bridge). A graceful
+   * The bridge process stops and starts again (docs/cli-bridge-wire.md, "Restarts, shutdowns and session identity"). A graceful
    * stop cancels every run in flight by itself (nobody asked: not a caller's cancel); a crash
    * (kill -9) cancels nothing: its runs in flight are lost, `status: "unknown"` and never terminal
    * afterwards, their events kept up to the crash, and every open connection drops. Either way the
@@ -574,8 +574,7 @@ export class Bridge {
 }
 
 /**
- * One session id, two session APIs: the id is owned by the first that used it (issue 18's
- * exchanges with a real bridge).
+ * One session id, two session APIs: the id is owned by the first that used it (docs/cli-bridge-wire.md, "Restarts, shutdowns and session identity").
  * @param {string} sessionId
  * @param {"legacy" | "retained"} owner
  * @param {"legacy" | "retained"} requested

@@ -304,9 +304,9 @@ async function cancelRun(bridge, runId, request, scope = {}) {
 
   const found = bridge.runs.get(runId);
   const acknowledgement = command !== undefined && bridge.variants.cancelAnswer === "acknowledgement";
-  // A run lost in a crash has no process to cancel. The legacy cancel answers 404 run not found
-  // (issue 18's exchanges); the digest-bound one is taken and never confirmed ("Stop answers
-  // cancel_requested but ends nothing", ibid.; its body is a guess).
+  // A run lost in a crash has no process to cancel. The legacy cancel answers 404 run not found;
+  // a digest-bound one is taken and never ends it (docs/cli-bridge-wire.md, "Restarts, shutdowns
+  // and session identity"; its body is a guess).
   if (found?.status === "unknown" && command && (scope.sessionId === undefined || found.sessionId === scope.sessionId)) {
     const headers = { ...runHeaders(bridge, found, { snapshot: true, replayExpiresAt: true }), "retry-after": "1" };
     if (acknowledgement) {

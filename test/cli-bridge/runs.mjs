@@ -76,7 +76,7 @@ export class Run {
     this.script = parseScript(init.prompt);
     /**
      * `unknown`: the run was in flight when the bridge process died (kill -9); after the restart it
-     * is never terminal again (docs/cli-bridge-wire.md, issue 18's exchanges).
+     * is never terminal again (docs/cli-bridge-wire.md, "Restarts, shutdowns and session identity").
      * @type {"running" | "done" | "error" | "cancelled" | "unknown"}
      */
     this.status = "running";

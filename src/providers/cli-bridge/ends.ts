@@ -2,10 +2,10 @@
  * How a run ended, read from its snapshot (`GET /v1/runs/:runId`, docs/cli-bridge-wire.md). Pure.
  *
  * - A snapshot that names another run or another request digest than the control ref's is not
- *   this run's end (seed 003: the provider rejects a terminal response that does not match the
+ *   this run's end (seeds/003_84635c82d6e641c4.txt: the provider rejects a terminal response that does not match the
  *   accepted run): the turn fails `upstream_mismatch`, its outcome unknown.
  * - `status: "unknown"` is a run that was in flight when the bridge died; after its restart no
- *   process holds it and it is never terminal again (issue 18's exchanges). So is a run the bridge
+ *   process holds it and it is never terminal again (docs/cli-bridge-wire.md, "Restarts, shutdowns and session identity"). So is a run the bridge
  *   no longer knows at all (404: its README says a restart loses its in-memory registry). Either
  *   ends the turn `failed` `upstream_lost` at once, and a stop the session asked for wins.
  * - `cancelled` is whoever's cancel it was: the session knows whether it asked.

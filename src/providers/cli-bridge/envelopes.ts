@@ -6,7 +6,7 @@
  * - A `status` event of `completed`, `failed` or `cancelled` ends the run, provisionally: the provider confirms
  *   it from the run snapshot (a cancelled retained run ends `failed` with `detail: "cancelled"`
  *   while its snapshot says `cancelled`).
- * - An envelope that names another run than the stream's is refused (seed 003: the provider rejects
+ * - An envelope that names another run than the stream's is refused (seeds/003_84635c82d6e641c4.txt: the provider rejects
  *   what does not match the accepted run): a warning, and nothing of it is acted on.
  * - Nothing private is relayed (README, "never the data"): `raw` frames are the harness's own
  *   protocol (Pi's injected extension writes the chosen grant and the bridge's per-session nonce

@@ -1,5 +1,5 @@
 /**
- * The CLI Bridge provider (seed 003) over a CLI Bridge server's HTTP API (docs/cli-bridge-wire.md).
+ * The CLI Bridge provider (seeds/003_84635c82d6e641c4.txt) over a CLI Bridge server's HTTP API (docs/cli-bridge-wire.md).
  *
  * - Which transport: the turn's model route's capability document decides. Where the bridge proves
  *   retained control and native continuation (Pi today), the conversation is a retained native
@@ -17,7 +17,7 @@
  * - Reading: `GET /v1/runs/:runId/events` after a cursor; a finish is provisional until the run
  *   snapshot says terminal. A run the bridge lost (`status: "unknown"` after a restart, or 404)
  *   ends at once.
- * - A one-shot Pi run's session is closed once its end is confirmed (seed 003), once.
+ * - A one-shot Pi run's session is closed once its end is confirmed (seeds/003_84635c82d6e641c4.txt), once.
  */
 import { canonicalDigest, stripUndefined } from "../../lib/digest";
 import { readSseFrames } from "../../lib/sse";
@@ -191,7 +191,7 @@ export class CliBridgeProvider implements AgentProvider {
     const transport: Transport = supportsRetainedSessions(doc) ? "retained" : "one-shot";
     const kind = this.options.execution?.kind;
     if (transport === "retained" && kind !== undefined && kind !== "host") {
-      // Seed 003: retained native sessions run on the host; the bridge would refuse after the session is opened.
+      // seeds/003_84635c82d6e641c4.txt: retained native sessions run on the host; the bridge would refuse after the session is opened.
       throw new ProviderError(
         "not_configured",
         `model route ${model} runs as a retained native session, which the CLI Bridge runs on the host only, but CLI_BRIDGE_EXECUTION has kind ${JSON.stringify(kind)}: use kind "host", or a model route that runs one-shot`,
@@ -508,7 +508,7 @@ export class CliBridgeProvider implements AgentProvider {
   }
 
   /**
-   * Once a one-shot Pi run's end is confirmed, its session is closed (seed 003), after checking the
+   * Once a one-shot Pi run's end is confirmed, its session is closed (seeds/003_84635c82d6e641c4.txt), after checking the
    * snapshot names exactly this run and session; once per session.
    */
   private async afterEnd(ref: AgentExactRunControlRef, snapshot: RunSnapshot, end: RunEnd): Promise<{ closeFailed?: string }> {

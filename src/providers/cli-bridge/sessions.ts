@@ -3,8 +3,8 @@
  *
  * A CLI Bridge owns one session id per session API: an id first used by a one-shot run (the
  * legacy session API) is refused by `POST /v1/sessions` with 409 `session_identity_conflict`, and
- * the reverse (docs/cli-bridge-wire.md; issue 18's exchanges). And another model route is another
- * environment (seed 003): a retained session runs the model it was opened with. So each transport
+ * the reverse (docs/cli-bridge-wire.md, "Restarts, shutdowns and session identity"). And another model route is another
+ * environment (seeds/003_84635c82d6e641c4.txt): a retained session runs the model it was opened with. So each transport
  * and model route of a conversation has a session family of its own,
  *
  *   `<conversation session id>:<r|o><12 hex of the route's digest>`   (retained | one-shot)
