@@ -30,6 +30,8 @@ export interface ContractPeer {
   environmentsCanVanish: boolean;
   /** Upstream refuses a second turn while one runs in the session (one-shot bridge runs do not: the session object does). */
   refusesBusySession: boolean;
+  /** The provider runs the conversation in upstream sessions of its own named after the conversation's (CLI Bridge: one per model route). */
+  namesSessions?: true;
 }
 
 const TIMEOUT_MS = 15_000;
@@ -93,7 +95,9 @@ export function providerContract(name: string, makePeer: () => ContractPeer | Pr
       const before = await peer.runsStarted();
       const { input, receipt, ref } = await start(peer.messages.plain, peer);
       expect(receipt.alreadyExisted).toBe(false);
-      expect(ref).toMatchObject({ executionId: input.executionId, sessionId: input.sessionId, environmentId: input.environmentId });
+      expect(ref).toMatchObject({ executionId: input.executionId, environmentId: input.environmentId });
+      if (peer.namesSessions) expect(ref.sessionId.startsWith(`${input.sessionId}:`), ref.sessionId).toBe(true);
+      else expect(ref.sessionId).toBe(input.sessionId);
       expect(ref.requestDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
       const again = await peer.provider.dispatch(input);
       expect(again.alreadyExisted).toBe(true);

@@ -374,7 +374,12 @@ export class TurnRunner {
   }
 
   /** Writes the turn's end and its gateway event; the caller holds the transaction. */
-  private finishTurn(log: Appender, turn: TurnRecord, status: TerminalStatus, text: string | undefined, error: RunError | undefined, now: number): void {
+  private finishTurn(log: Appender, turn: TurnRecord, reported: TerminalStatus, text: string | undefined, reportedError: RunError | undefined, now: number): void {
+    // A run cancelled upstream that nobody here asked to stop (a service shutting down cancels its
+    // runs) is not a user's Stop: the turn failed, and says who stopped it.
+    const upstreamCancelled = reported === "cancelled" && turn.cancelReason == null;
+    const status: TerminalStatus = upstreamCancelled ? "failed" : reported;
+    const error = upstreamCancelled ? { code: "upstream_cancelled", message: "the agent service cancelled the run by itself; the gateway did not ask it to stop" } : reportedError;
     const turnError = status === "failed" ? { code: error?.code ?? "agent_failed", message: error?.message ?? "the run failed" } : undefined;
     this.deps.desk.closeAsksOfTurn(log, turn.turnId, now);
     this.store.finishTurn(turn.turnId, { status, resultText: text, error: turnError, now });

@@ -104,6 +104,8 @@ export function respond(bridge, runId, interactionId, command) {
     return store(ack("binding_mismatch", { message: "the binding does not name this outstanding interaction request" }));
   }
   if (interaction.state === "cancelled") return store(ack("cancelled"));
+  // The ask's native process died with the bridge (a guess: no recording shows this answer).
+  if (interaction.state === "lost") return store(ack("unknown_interaction", { message: "the interaction was lost across a bridge restart" }));
   const problem = answerProblem(interaction, command.response, bridge.variants.selectAnswer === "array-or-string");
   if (problem) return store(ack("invalid_response", { message: problem }));
   const responseCanonical = canonicalJson(command.response);

@@ -4,7 +4,7 @@
  * operations), the scripted CLIs that drive its runs, cancellation, and the test controls
  * (counters, faults, variants, settings). HTTP lives in routes.mjs, SSE readers in streams.mjs.
  */
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { askPermission } from "./asks.mjs";
 import { RETAINED_PROVIDER, Run, Session } from "./runs.mjs";
 import { TOOL_COMMAND, TOOL_OUTPUT, codexUsage, piOneShotUsage, piRawUsage, scriptedFailure, servedFields, toolCallDelta } from "./scripts.mjs";
@@ -67,6 +67,7 @@ function freshCounters() {
     responds: 0,
     sessionsCreated: 0,
     turns: 0,
+    restarts: 0,
   };
 }
 
@@ -86,15 +87,17 @@ export class Bridge {
   runs = new Map();
   /** @type {Map<string, Session>} */
   sessions = new Map();
-  /** Session ids one-shot runs used, and whether they were closed. @type {Map<string, { closed: boolean }>} */
+  /** Session ids one-shot runs used, whether they were closed, and how often. @type {Map<string, { closed: boolean, closes: number }>} */
   oneShotSessions = new Map();
   /** Interaction answers by operation id. @type {Map<string, { commandDigest: string, ack: Record<string, unknown> }>} */
   respondOperations = new Map();
   /** Cancellations by operation id. @type {Map<string, { requestDigest: string, runId: string }>} */
   cancelOperations = new Map();
   counters = freshCounters();
-  /** Open SSE writers (streams.mjs), closed on reset, detach and shutdown. @type {Set<{ close(): void, runId?: string, sessionId?: string }>} */
+  /** Open SSE writers (streams.mjs), closed on reset, detach and shutdown. @type {Set<{ close(): void, end(): void, drop(): void, runId?: string, sessionId?: string }>} */
   writers = new Set();
+  /** Until this time (ms) the bridge process is down after a restart: every connection is reset. */
+  downUntil = 0;
 
   /**
    * @param {Settings} defaults
@@ -118,6 +121,58 @@ export class Bridge {
     this.respondOperations = new Map();
     this.cancelOperations = new Map();
     this.counters = freshCounters();
+    this.downUntil = 0;
+  }
+
+  /** Whether the bridge process is down (between a restart's stop and its start). */
+  get down() {
+    return Date.now() < this.downUntil;
+  }
+
+  /**
+   * The bridge process stops and starts again (docs/cli-bridge-wire.md, "Restarts, shutdowns and session identity"). A graceful
+   * stop cancels every run in flight by itself (nobody asked: not a caller's cancel); a crash
+   * (kill -9) cancels nothing: its runs in flight are lost, `status: "unknown"` and never terminal
+   * afterwards, their events kept up to the crash, and every open connection drops. Either way the
+   * restarted bridge restores each retained session that ran a turn with `status: "unknown"`
+   * (its native process is gone; a turn on it is 404 `unknown_session`), and one-shot session ids
+   * stay owned by the legacy session API.
+   * @param {{ crash?: boolean, downMs?: number, forgetOneShotRuns?: boolean }} options
+   */
+  restart({ crash = false, downMs = 0, forgetOneShotRuns = false }) {
+    this.counters.restarts++;
+    for (const run of this.runs.values()) {
+      if (!run.live) continue;
+      if (crash) this.loseRun(run);
+      else this.completeCancel(run, "shutdown");
+    }
+    for (const writer of [...this.writers]) {
+      if (crash) writer.drop();
+      else writer.end();
+    }
+    for (const session of this.sessions.values()) {
+      if (session.run && session.status !== "closed" && session.status !== "cancelled") {
+        session.status = "unknown";
+        session.touch();
+        session.events.emit("idle");
+      }
+    }
+    if (forgetOneShotRuns) {
+      for (const [id, run] of this.runs) if (run.kind === "one-shot") this.runs.delete(id);
+    }
+    this.downUntil = Date.now() + downMs;
+  }
+
+  /**
+   * A run in flight when the process died: its CLI is gone with it, nothing more is written, and
+   * no process will ever end it.
+   * @param {Run} run
+   */
+  loseRun(run) {
+    run.status = "unknown";
+    run.abort.abort();
+    for (const interaction of run.interactions.values()) if (interaction.state === "pending") interaction.state = "lost";
+    run.events.emit("lost");
   }
 
   /** @param {Faults} faults */
@@ -194,6 +249,7 @@ export class Bridge {
     }
     const explicit = typeof body.provider === "string";
     const sessionId = /** @type {string | undefined} */ (body.session_id) ?? runId;
+    if (this.sessions.has(sessionId)) return identityConflict(sessionId, "retained", "legacy");
     const run = new Run({
       id: runId,
       kind: "one-shot",
@@ -206,7 +262,7 @@ export class Bridge {
       executionId: explicit ? /** @type {string} */ (body.execution_id) : runId,
       prompt: promptOfChat(body),
     });
-    if (!this.oneShotSessions.has(sessionId)) this.oneShotSessions.set(sessionId, { closed: false });
+    if (!this.oneShotSessions.has(sessionId)) this.oneShotSessions.set(sessionId, { closed: false, closes: 0 });
     this.runs.set(runId, run);
     this.countRunStarted(run);
     run.pushFrame({ kind: "metadata" });
@@ -258,6 +314,7 @@ export class Bridge {
    */
   createSession(body, backend) {
     const id = /** @type {string | undefined} */ (body.session_id) ?? randomUUID();
+    if (this.oneShotSessions.has(id)) return identityConflict(id, "legacy", "retained");
     const normalized = { ...body, session_id: id };
     const existing = this.sessions.get(id);
     if (existing) {
@@ -307,6 +364,9 @@ export class Bridge {
     }
     if (session.status === "cancelled" || session.status === "closed") {
       return refuse(409, `retained session ${JSON.stringify(session.id)} is ${session.status}`, "invalid_state");
+    }
+    if (session.status === "unknown") {
+      return refuse(404, `native session ${JSON.stringify(session.id)} was lost across bridge restart; its continuation is unknown`, "unknown_session");
     }
     if (session.busy) {
       return refuse(409, `retained session ${JSON.stringify(session.id)} is running turn ${JSON.stringify(session.run?.id)}`, "invalid_state", {
@@ -393,7 +453,7 @@ export class Bridge {
           type: "extension_ui_request",
           id: "notify-1",
           method: "notify",
-          message: `cli-bridge.permission-applied.v1:${randomBytes(16).toString("hex")}-1:${grant}`,
+          message: `cli-bridge.permission-applied.v1:${session.notifyNonce}-${++session.notifies}:${grant}`,
           notifyType: "info",
         },
       });
@@ -475,21 +535,26 @@ export class Bridge {
    */
   requestCancel(run) {
     this.counters.cancels++;
-    if (run.terminal || run.cancelRequestedAt !== null) return false;
+    if (!run.live || run.cancelRequestedAt !== null) return false;
     run.cancelRequestedAt = Date.now();
     run.abort.abort(); // the CLI is killed: its script stops at once
     setTimeout(() => this.completeCancel(run), this.settings.cancelDelayMs);
     return true;
   }
 
-  /** @param {Run} run */
-  completeCancel(run) {
-    if (run.terminal) return;
+  /**
+   * Ends a run cancelled: by the caller (transcripts 11b, 54), or by the bridge itself as it shuts
+   * down (the frames of a shutdown cancel are guessed: the same shapes, another message).
+   * @param {Run} run
+   * @param {"caller" | "shutdown"} [by]
+   */
+  completeCancel(run, by = "caller") {
+    if (!run.live) return;
+    run.abort.abort();
     if (run.kind === "one-shot") {
-      run.pushFrame({
-        kind: "error",
-        error: { message: `run ${run.id} was cancelled by the caller before it produced a terminal answer`, type: "run_cancelled" },
-      });
+      const message =
+        by === "caller" ? `run ${run.id} was cancelled by the caller before it produced a terminal answer` : `run ${run.id} was cancelled because the bridge is shutting down`;
+      run.pushFrame({ kind: "error", error: { message, type: "run_cancelled" } });
       run.finish("cancelled");
       return;
     }
@@ -499,11 +564,25 @@ export class Bridge {
     for (const interaction of run.interactions.values()) {
       if (interaction.state !== "pending") continue;
       interaction.state = "cancelled";
-      emit({ type: "interaction.cancel", id: interaction.id, reason: "run cancelled" });
+      emit({ type: "interaction.cancel", id: interaction.id, reason: by === "caller" ? "run cancelled" : "bridge shutting down" });
     }
     emit({ type: "raw", backend: "pi", ...servedFields(run.script), event: piRawUsage(run.answeredText ?? "", run.script) });
     emit({ type: "raw", backend: "pi", event: { type: "agent_end", messages: [] } });
     emit({ type: "status", status: "failed", detail: "cancelled" });
     this.endTurn(run, session, "cancelled");
   }
+}
+
+/**
+ * One session id, two session APIs: the id is owned by the first that used it (docs/cli-bridge-wire.md, "Restarts, shutdowns and session identity").
+ * @param {string} sessionId
+ * @param {"legacy" | "retained"} owner
+ * @param {"legacy" | "retained"} requested
+ */
+function identityConflict(sessionId, owner, requested) {
+  return refuse(
+    409,
+    `session id ${JSON.stringify(sessionId)} is already owned by the ${owner} session API and cannot be used by the ${requested} session API`,
+    "session_identity_conflict",
+  );
 }

@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { jsonBody } from "./routes.mjs";
-import { Faults, ResetBody, Settings, Variants } from "./schemas.mjs";
+import { Faults, ResetBody, RestartBody, Settings, Variants } from "./schemas.mjs";
 import { errorBody, sendJson } from "./wire.mjs";
 
 /** @typedef {import("./bridge.mjs").Bridge} Bridge */
@@ -75,6 +75,9 @@ export function handleControl(bridge, request, res) {
     if (method === "POST") return post(Settings, (settings) => ((bridge.settings = { ...bridge.settings, ...settingsSet(settings) }), { settings: bridge.settings }));
   }
   if (method === "POST" && s.length === 2 && name === "reset") return post(ResetBody, () => (bridge.reset(), { ok: true }));
+  if (method === "POST" && s.length === 2 && name === "restart") {
+    return post(RestartBody, (options) => (bridge.restart(options), { restarted: true, crash: options.crash === true, downUntil: new Date(bridge.downUntil).toISOString() }));
+  }
   if (method === "GET" && s.length === 3 && name === "runs") {
     const run = bridge.runs.get(/** @type {string} */ (s[2]));
     if (!run) return sendJson(res, 404, errorBody("run not found", "not_found_error"));
@@ -95,9 +98,15 @@ export function handleControl(bridge, request, res) {
   }
   if (method === "GET" && s.length === 3 && name === "sessions") {
     const session = bridge.sessions.get(/** @type {string} */ (s[2]));
+    const oneShot = bridge.oneShotSessions.get(/** @type {string} */ (s[2]));
+    if (!session && oneShot) {
+      const runs = [...bridge.runs.values()].filter((r) => r.kind === "one-shot" && r.sessionId === s[2]).map((r) => r.id);
+      return sendJson(res, 200, { sessionId: s[2], api: "legacy", status: oneShot.closed ? "closed" : "open", closes: oneShot.closes, runs });
+    }
     if (!session) return sendJson(res, 404, errorBody("session not found", "not_found_error"));
     return sendJson(res, 200, {
       sessionId: session.id,
+      api: "retained",
       status: session.status,
       request: session.createBody,
       runs: [...bridge.runs.values()].filter((r) => r.session === session).map((r) => r.id),

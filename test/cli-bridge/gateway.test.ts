@@ -3,8 +3,9 @@
  * routes work unchanged (streaming, reconnects, retries, Stop, asks, usage), whichever transport
  * the model route takes.
  */
-import { env } from "cloudflare:test";
-import { afterEach, describe, expect, it } from "vitest";
+import { env, runInDurableObject } from "cloudflare:test";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { deriveOwnerKey, deriveSessionId } from "../../src/auth/ids";
 import type { EventEnvelope } from "../../src/objects/session-store";
 import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "../helpers";
 
@@ -20,10 +21,17 @@ const PI = "pi/tangle-router/fake-echo";
 
 afterEach(async () => {
   await control("faults", {});
+  await control("variants", {});
 });
 
 async function conversation() {
-  return { token: await tokenFor(uid("user")), cid: uid("conv") };
+  const user = uid("user");
+  return { user, token: await tokenFor(user), cid: uid("conv") };
+}
+
+/** Waits until the turn shows its first streamed part (the run is under way upstream). */
+async function untilStreaming(token: string, cid: string, after: number | string) {
+  return collect(await api(`/v1/conversations/${cid}/events?after=${after}`, { token }), (e) => e.type === "message.part.updated");
 }
 
 async function turnEvents(token: string, cid: string, after: number | string): Promise<EventEnvelope[]> {
@@ -238,5 +246,264 @@ describe("a Pi-style conversation (retained native session)", () => {
     expect(events.at(-1)).toMatchObject({ type: "turn.completed" });
     const [run1, run2] = [await control(`runs/${first.executionId}`), await control(`runs/${second.executionId}`)];
     expect(run2.sessionId).not.toBe(run1.sessionId);
+  });
+});
+
+describe("the bridge restarts, crashes and shuts down (issue 18)", () => {
+  it("a bridge restart does not end a retained conversation: the next turn opens a new bridge session, says agent_memory_reset, and runs", async () => {
+    const { token, cid } = await conversation();
+    const t1 = uid("turn");
+    const first = await json(await sendTurn(token, cid, t1, "before the restart", { model: PI }));
+    expect((await waitForTurn(token, cid, t1)).status).toBe("completed");
+    await control("restart", {});
+    const t2 = uid("turn");
+    const sent = await sendTurn(token, cid, t2, "after the restart", { model: PI });
+    expect(sent.status).toBe(202);
+    const second = await json(sent);
+    const events = await turnEvents(token, cid, second.after);
+    expect(events.filter((e) => e.type === "warning").map((e) => e.data.code)).toEqual(["agent_memory_reset"]);
+    expect(events.at(-1)).toMatchObject({ type: "turn.completed", data: { result: { text: "echo: after the restart" } } });
+    const [run1, run2] = [await control(`runs/${first.executionId}`), await control(`runs/${second.executionId}`)];
+    expect(run2.sessionId).not.toBe(run1.sessionId);
+    expect((await control(`sessions/${encodeURIComponent(run1.sessionId)}`)).status).toBe("unknown");
+    // The new session goes on: the next turn continues it, with nothing to say.
+    const t3 = uid("turn");
+    const third = await json(await sendTurn(token, cid, t3, "and on", { model: PI }));
+    const more = await turnEvents(token, cid, third.after);
+    expect(more.some((e) => e.type === "warning")).toBe(false);
+    expect((await control(`runs/${third.executionId}`)).sessionId).toBe(run2.sessionId);
+  });
+
+  it("a crash mid-run ends the turn at once, failed upstream_lost, one-shot and retained; the conversation goes on", async () => {
+    const codex = await conversation();
+    const pi = await conversation();
+    const [c1, p1] = [uid("turn"), uid("turn")];
+    const codexRun = await json(await sendTurn(codex.token, codex.cid, c1, "[hang] crash under me", { model: CODEX }));
+    const piRun = await json(await sendTurn(pi.token, pi.cid, p1, "[hang] crash under me too", { model: PI }));
+    await untilStreaming(codex.token, codex.cid, codexRun.after);
+    await untilStreaming(pi.token, pi.cid, piRun.after);
+    await control("restart", { crash: true });
+    for (const [who, turnId] of [[codex, c1], [pi, p1]] as const) {
+      const turn = await waitForTurn(who.token, who.cid, turnId);
+      expect(turn).toMatchObject({ status: "failed", error: { code: "upstream_lost" } });
+    }
+    expect((await control(`runs/${codexRun.executionId}`)).status).toBe("unknown");
+    // New turns run: no session_busy, and the retained one in a new bridge session.
+    const [c2, p2] = [uid("turn"), uid("turn")];
+    expect((await sendTurn(codex.token, codex.cid, c2, "after the crash", { model: CODEX })).status).toBe(202);
+    expect((await sendTurn(pi.token, pi.cid, p2, "after the crash", { model: PI })).status).toBe(202);
+    expect((await waitForTurn(codex.token, codex.cid, c2)).result.text).toBe("echo: after the crash");
+    expect((await waitForTurn(pi.token, pi.cid, p2)).result.text).toBe("echo: after the crash");
+  });
+
+  it("a run the restarted bridge no longer knows (404) ends the turn failed upstream_lost", async () => {
+    const { token, cid } = await conversation();
+    const turnId = uid("turn");
+    const accepted = await json(await sendTurn(token, cid, turnId, "[hang] forget me", { model: CODEX }));
+    await untilStreaming(token, cid, accepted.after);
+    await control("restart", { crash: true, forgetOneShotRuns: true });
+    expect(await waitForTurn(token, cid, turnId)).toMatchObject({ status: "failed", error: { code: "upstream_lost" } });
+  });
+
+  it("Stop on a run the bridge lost in a crash ends the turn cancelled (the bridge takes the cancel but can never confirm it), whichever answer it gives", async () => {
+    for (const cancelAnswer of ["legacy", "acknowledgement"] as const) {
+      await control("variants", { cancelAnswer });
+      const { token, cid } = await conversation();
+      const turnId = uid("turn");
+      const accepted = await json(await sendTurn(token, cid, turnId, "[hang] stop me after the crash", { model: CODEX }));
+      await untilStreaming(token, cid, accepted.after);
+      // Every bridge answer is slow from here: the Stop reaches the turn while its reader still waits.
+      await control("faults", { delayHeaders: { ms: 2500 } });
+      await control("restart", { crash: true });
+      const ack = await json(await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op"), reason: "stop" } }));
+      await control("faults", {});
+      expect(ack, cancelAnswer).toMatchObject({ status: "accepted", effect: "not_live" });
+      expect(await waitForTurn(token, cid, turnId), cancelAnswer).toMatchObject({ status: "cancelled", cancelReason: "stop" });
+    }
+  });
+
+  it("a run the bridge cancels as it shuts down is not a Stop: the turn fails upstream_cancelled, one-shot and retained", async () => {
+    const codex = await conversation();
+    const pi = await conversation();
+    const [c1, p1] = [uid("turn"), uid("turn")];
+    const codexRun = await json(await sendTurn(codex.token, codex.cid, c1, "[hang] shut down under me", { model: CODEX }));
+    const piRun = await json(await sendTurn(pi.token, pi.cid, p1, "[hang] shut down under me too", { model: PI }));
+    await untilStreaming(codex.token, codex.cid, codexRun.after);
+    await untilStreaming(pi.token, pi.cid, piRun.after);
+    await control("restart", {});
+    for (const [who, turnId, run] of [[codex, c1, codexRun], [pi, p1, piRun]] as const) {
+      const turn = await waitForTurn(who.token, who.cid, turnId);
+      expect(turn).toMatchObject({ status: "failed", error: { code: "upstream_cancelled" } });
+      expect(turn.cancelReason ?? null).toBeNull();
+      expect((await control(`runs/${run.executionId}`)).status).toBe("cancelled");
+      const end = (await turnEvents(who.token, who.cid, run.after)).at(-1)!;
+      expect(end).toMatchObject({ type: "turn.failed", data: { error: { code: "upstream_cancelled" } } });
+    }
+  });
+});
+
+describe("changing model inside a conversation (issue 18)", () => {
+  it("Pi → Codex → Pi → another Codex route: each route its own bridge session, agent_memory_reset on each switch, never a 502", async () => {
+    const { token, cid } = await conversation();
+    const turn = async (message: string, model: string) => {
+      const turnId = uid("turn");
+      const sent = await sendTurn(token, cid, turnId, message, { model });
+      expect(sent.status, `${model}: ${message}`).toBe(202);
+      const accepted = await json(sent);
+      const events = await turnEvents(token, cid, accepted.after);
+      expect(events.at(-1), `${model}: ${message}`).toMatchObject({ type: "turn.completed", data: { result: { text: `echo: ${message}` } } });
+      const run = await control(`runs/${accepted.executionId}`);
+      return { resets: events.filter((e) => e.type === "warning" && e.data.code === "agent_memory_reset").length, sessionId: run.sessionId as string, run };
+    };
+    const pi1 = await turn("first on pi", PI);
+    expect(pi1.resets).toBe(0);
+    const codex1 = await turn("now on codex", CODEX);
+    expect(codex1.resets).toBe(1);
+    expect(codex1.run.request.session_id).toBe(codex1.sessionId);
+    const pi2 = await turn("back on pi", PI);
+    expect(pi2.resets).toBe(1);
+    // Pi's own session again: its memory of its own turns carries over.
+    expect(pi2.sessionId).toBe(pi1.sessionId);
+    const other = await turn("another codex route", "codex/gpt-5.4");
+    expect(other.resets).toBe(1);
+    const again = await turn("same route again", "codex/gpt-5.4");
+    expect(again.resets).toBe(0);
+    expect(new Set([pi1.sessionId, codex1.sessionId, other.sessionId]).size).toBe(3);
+    expect(again.sessionId).toBe(other.sessionId);
+    // The retained session was opened on its own route, and runs it.
+    expect((await control(`sessions/${encodeURIComponent(pi1.sessionId)}`)).request.model).toBe(PI);
+  });
+});
+
+describe("nothing private is relayed (issue 18)", () => {
+  const consoleLines: string[] = [];
+  const spies: Array<{ mockRestore(): void }> = [];
+  beforeEach(() => {
+    consoleLines.length = 0;
+    for (const level of ["log", "info", "warn", "error", "debug"] as const) {
+      const original = console[level].bind(console);
+      spies.push(
+        vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
+          consoleLines.push(args.map((a) => (typeof a === "string" ? a : JSON.stringify(a))).join(" "));
+          original(...args);
+        }),
+      );
+    }
+  });
+  afterEach(() => {
+    for (const spy of spies.splice(0)) spy.mockRestore();
+  });
+
+  /** Every row of every table, and every stored entry, of the conversation's and the user's objects. */
+  async function storedText(user: string, cid: string): Promise<string> {
+    const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;
+    const read = (namespace: typeof env.SESSIONS | typeof env.USERS, name: string) =>
+      runInDurableObject(namespace.get(namespace.idFromName(name)), async (_instance: unknown, state: DurableObjectState) => {
+        const tables = state.storage.sql
+          .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'sqlite_%'")
+          .toArray();
+        const rows = tables.map(({ name: table }) => JSON.stringify(state.storage.sql.exec(`SELECT * FROM "${table}"`).toArray()));
+        return [...rows, JSON.stringify([...(await state.storage.list())])].join("\n");
+      });
+    return (await read(env.SESSIONS, await deriveSessionId(secret, user, cid))) + (await read(env.USERS, await deriveOwnerKey(secret, user)));
+  }
+
+  it("a Pi permission answered: the bridge's notice (the grant and its per-session nonce) reaches no viewer, stored row or log line; nor does the bridge's token", async () => {
+    const { user, token, cid } = await conversation();
+    const turnId = uid("turn");
+    const accepted = await json(await sendTurn(token, cid, turnId, "[permission] run the tests", { model: PI, interactions: { permission: true } }));
+    const asked = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (e) => e.type === "interaction.requested");
+    const interaction = asked.events.at(-1)!.data.interaction as { id: string };
+    const answer = await api(`/v1/conversations/${cid}/interactions/${encodeURIComponent(interaction.id)}`, { token, body: { operationId: uid("op"), outcome: "accepted", data: { grant: "allow_once" } } });
+    expect((await json(answer)).status).toBe("accepted");
+    expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
+
+    // The notice, as the bridge wrote it (so the scan looks for what really was upstream).
+    const upstream = await (await fetch(`${bridge}/v1/runs/${encodeURIComponent(accepted.executionId)}/events`, { headers })).text();
+    const notice = /cli-bridge\.permission-applied\.v1:([0-9a-f]{32})-\d+:allow_once/.exec(upstream);
+    expect(notice, "the bridge wrote its permission notice").not.toBeNull();
+
+    const seen: Array<[string, string]> = [];
+    const record = async (where: string, res: Response) => seen.push([where, `${[...res.headers].map(([k, v]) => `${k}: ${v}`).join("\n")}\n${await res.text()}`]);
+    const all = await collect(await api(`/v1/conversations/${cid}/events?after=0`, { token }), isTurnEnd);
+    seen.push(["the event stream", JSON.stringify(all.frames)]);
+    for (const path of [`/v1/conversations/${cid}`, `/v1/conversations/${cid}/messages`, `/v1/conversations/${cid}/turns/${turnId}`, `/v1/conversations/${cid}/usage`, "/v1/conversations"]) {
+      await record(path, await api(path, { token }));
+    }
+    await record("the AI SDK messages", await api(`/v1/chat/${cid}/messages`, { token }));
+    seen.push(["stored rows", await storedText(user, cid)]);
+    seen.push(["console lines", consoleLines.join("\n")]);
+    const markers = { "the permission notice": "permission-applied", "the bridge's nonce": notice![1]!, "the bridge token": "standin-token" };
+    const found = seen.flatMap(([where, text]) => Object.entries(markers).filter(([, marker]) => text.includes(marker)).map(([name]) => `${name} in ${where}`));
+    expect(found).toEqual([]);
+    // The scan read what it was meant to: the turn, its ask and its answer are all there.
+    expect(seen[0]![1]).toContain(interaction.id);
+    expect(seen[0]![1]).toContain("interaction.resolved");
+    expect(consoleLines.some((l) => l.includes("environment ready")), "the spy sees what the objects log").toBe(true);
+  });
+});
+
+describe("retained turns carry their answer (issue 18)", () => {
+  it("a completed Pi turn's answer is on the turn and on turn.completed, also when the reader joined mid-run", async () => {
+    const { token, cid } = await conversation();
+    const t1 = uid("turn");
+    const first = await json(await sendTurn(token, cid, t1, "[tool] a retained answer", { model: PI }));
+    const events = await turnEvents(token, cid, first.after);
+    expect(events.at(-1)).toMatchObject({ type: "turn.completed", data: { result: { text: "echo: a retained answer" } } });
+    expect((await waitForTurn(token, cid, t1)).result.text).toBe("echo: a retained answer");
+    // The reader's stream is cut after a few events and resumed from its cursor.
+    await control("faults", { severStreams: { afterFrames: 6, count: 1, routes: ["run-events"] } });
+    const t2 = uid("turn");
+    await sendTurn(token, cid, t2, "[slow:20] cut me off somewhere in the middle", { model: PI });
+    expect((await waitForTurn(token, cid, t2)).result.text).toBe("echo: cut me off somewhere in the middle");
+  });
+});
+
+describe("seed 003's other rules (issue 18)", () => {
+  it("a terminal snapshot that names another request digest, or another run, is refused: the turn fails upstream_mismatch", async () => {
+    for (const [misattributed, model] of [["request-digest", CODEX], ["run-id", PI]] as const) {
+      const { token, cid } = await conversation();
+      await control("faults", { misattributedSnapshots: misattributed });
+      const turnId = uid("turn");
+      await sendTurn(token, cid, turnId, "whose end is this", { model });
+      expect(await waitForTurn(token, cid, turnId), misattributed).toMatchObject({ status: "failed", error: { code: "upstream_mismatch" } });
+    }
+  });
+
+  it("envelopes that name another run are refused: none of them is shown, each is a warning", async () => {
+    const { token, cid } = await conversation();
+    await control("faults", { misattributedEnvelopes: true });
+    const turnId = uid("turn");
+    const accepted = await json(await sendTurn(token, cid, turnId, "not my events", { model: PI }));
+    await waitForTurn(token, cid, turnId);
+    await control("faults", {});
+    const events = await turnEvents(token, cid, accepted.after);
+    expect(events.some((e) => e.type === "message.part.updated")).toBe(false);
+    const refused = events.filter((e) => e.type === "warning" && e.data.code === "invalid_upstream_frame");
+    expect(refused.length).toBeGreaterThan(0);
+    expect(String(refused[0]!.data.message)).toContain(`belongs to run ${accepted.executionId}-other`);
+    expect(events.at(-1)!.data.result ?? {}).not.toMatchObject({ text: "echo: not my events" });
+  });
+
+  it("one-shot Pi (a bridge that proves no native continuation): each run's session is closed once its end is confirmed, once; the next turn starts a new one and says so", async () => {
+    await control("variants", { piTransport: "one-shot" });
+    const { token, cid } = await conversation();
+    const t1 = uid("turn");
+    const first = await json(await sendTurn(token, cid, t1, "one shot on pi", { model: PI }));
+    expect((await waitForTurn(token, cid, t1)).result.text).toBe("echo: one shot on pi");
+    const run1 = await control(`runs/${first.executionId}`);
+    expect(run1).toMatchObject({ kind: "one-shot", provider: "pi" });
+    expect(await control(`sessions/${encodeURIComponent(run1.sessionId)}`)).toMatchObject({ api: "legacy", status: "closed", closes: 1 });
+    const t2 = uid("turn");
+    const second = await json(await sendTurn(token, cid, t2, "and another", { model: PI }));
+    const events = await turnEvents(token, cid, second.after);
+    expect(events.filter((e) => e.type === "warning").map((e) => e.data.code)).toEqual(["agent_memory_reset"]);
+    expect(events.at(-1)).toMatchObject({ type: "turn.completed" });
+    const run2 = await control(`runs/${second.executionId}`);
+    expect(run2.sessionId).not.toBe(run1.sessionId);
+    // Deleting the conversation cleans up again without a second close of a closed session.
+    expect((await api(`/v1/conversations/${cid}`, { token, method: "DELETE" })).status).toBe(200);
+    expect((await control(`sessions/${encodeURIComponent(run1.sessionId)}`)).closes).toBe(1);
+    expect((await control(`sessions/${encodeURIComponent(run2.sessionId)}`)).closes).toBe(1);
   });
 });

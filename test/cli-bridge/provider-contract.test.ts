@@ -25,6 +25,7 @@ providerContract("cli-bridge over the stand-in (Pi, retained sessions)", () => {
       return Object.values(counters.counters.runsStarted).reduce((a, b) => a + b, 0);
     },
     environmentsCanVanish: false,
+    namesSessions: true,
   };
 });
 
@@ -48,6 +49,7 @@ providerContract(
         return Object.values(counters.counters.runsStarted).reduce((a, b) => a + b, 0);
       },
       environmentsCanVanish: false,
+      namesSessions: true,
     };
   },
   { interactions: false },

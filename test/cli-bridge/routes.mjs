@@ -302,8 +302,20 @@ async function cancelRun(bridge, runId, request, scope = {}) {
     else if (command.run.runId !== runId) return fail(400, "run.runId does not name the run in the path", "invalid_request_error");
   }
 
-  const run = bridge.runs.get(runId);
+  const found = bridge.runs.get(runId);
   const acknowledgement = command !== undefined && bridge.variants.cancelAnswer === "acknowledgement";
+  // A run lost in a crash has no process to cancel. The legacy cancel answers 404 run not found;
+  // a digest-bound one is taken and never ends it (docs/cli-bridge-wire.md, "Restarts, shutdowns
+  // and session identity"; its body is a guess).
+  if (found?.status === "unknown" && command && (scope.sessionId === undefined || found.sessionId === scope.sessionId)) {
+    const headers = { ...runHeaders(bridge, found, { snapshot: true, replayExpiresAt: true }), "retry-after": "1" };
+    if (acknowledgement) {
+      return ok(202, { operationId: command.operationId, requestDigest: command.requestDigest, run: command.run, status: "accepted", effect: "unknown" }, headers);
+    }
+    const body = { cancelled: false, cancel_requested: false, terminal: false, run: found.snapshot(bridge.settings, bridge.faults) };
+    return ok(202, { ...body, operationId: command.operationId, requestDigest: command.requestDigest }, headers);
+  }
+  const run = found?.status === "unknown" ? undefined : found;
   if (!run || (scope.sessionId !== undefined && run.sessionId !== scope.sessionId)) {
     if (acknowledgement && command) {
       return ok(404, {
@@ -416,7 +428,7 @@ function createSession(bridge, request) {
   if (!parsed.success) return invalid(parsed.error);
   const backend = backendOf(parsed.data.model);
   if (!backend) return fail(404, `model ${JSON.stringify(parsed.data.model)} not found`, "not_found_error", { param: "model" });
-  if (!("nativeContinuation" in capabilitiesFor(backend))) {
+  if (!("nativeContinuation" in capabilitiesFor(backend, bridge.variants.piTransport))) {
     return fail(501, `backend ${JSON.stringify(backend)} does not prove native retained-session support`, "capability_denied");
   }
   if (parsed.data.execution && parsed.data.execution.kind !== "host") {
@@ -537,6 +549,7 @@ function closeSession(bridge, sessionId) {
   const oneShot = bridge.oneShotSessions.get(sessionId);
   if (!oneShot) return fail(404, "session not found", "not_found_error");
   oneShot.closed = true;
+  oneShot.closes++;
   return ok(200, { id: sessionId, object: "session", status: "closed" });
 }
 
@@ -567,7 +580,7 @@ function matchBridgeRoute(bridge, request) {
       const backend = backendOf(model);
       if (!backend) return fail(404, `model ${JSON.stringify(model)} not found`, "not_found_error", { param: "model" });
       /** @type {Record<string, unknown>} */
-      const doc = capabilitiesFor(backend);
+      const doc = capabilitiesFor(backend, bridge.variants.piTransport);
       const changed = bridge.faults.capabilities?.[model];
       for (const field of changed?.omit ?? []) delete doc[field];
       return ok(200, Object.assign(doc, changed?.set));

@@ -4,6 +4,7 @@
  * envelopes, its status and snapshot; a session's log with session-wide cursors and its view.
  * The scripted CLIs that fill them and the operations on them live in bridge.mjs.
  */
+import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { canonicalDigest, capabilitiesFor } from "./wire.mjs";
 import { parseScript } from "./scripts.mjs";
@@ -38,7 +39,7 @@ const RUN_LIFETIME_MS = 21_600_000;
  * @typedef {object} Interaction
  * @property {string} id
  * @property {Record<string, unknown>} request     the InteractionRequest as sent, digest included
- * @property {"pending" | "resolved" | "cancelled"} state
+ * @property {"pending" | "resolved" | "cancelled" | "lost"} state  lost: its run's process died in a crash
  * @property {string | undefined} responseCanonical canonical JSON of the accepted response
  * @property {(grant: string) => void} resolve
  */
@@ -73,7 +74,11 @@ export class Run {
     this.session = init.session;
     this.turnId = init.turnId;
     this.script = parseScript(init.prompt);
-    /** @type {"running" | "done" | "error" | "cancelled"} */
+    /**
+     * `unknown`: the run was in flight when the bridge process died (kill -9); after the restart it
+     * is never terminal again (docs/cli-bridge-wire.md, "Restarts, shutdowns and session identity").
+     * @type {"running" | "done" | "error" | "cancelled" | "unknown"}
+     */
     this.status = "running";
     /** @type {number | null} */
     this.cancelRequestedAt = null;
@@ -86,7 +91,7 @@ export class Run {
     this.envelopes = [];
     /** @type {Map<string, Interaction>} */
     this.interactions = new Map();
-    /** Emits "frame" (a OneShotFrame or an Envelope) and "terminal". */
+    /** Emits "frame" (a OneShotFrame or an Envelope), "terminal", and "lost" (its process died). */
     this.events = new EventEmitter();
     this.events.setMaxListeners(0);
     this.readers = 0;
@@ -100,7 +105,12 @@ export class Run {
   }
 
   get terminal() {
-    return this.status !== "running";
+    return this.status === "done" || this.status === "error" || this.status === "cancelled";
+  }
+
+  /** Still running in this bridge process: its CLI can produce, be cancelled and end. */
+  get live() {
+    return this.status === "running";
   }
 
   /** The last OpenAI-format id (0 for a retained run, whose events are canonical: transcript 22). */
@@ -137,24 +147,26 @@ export class Run {
    * @param {"done" | "error" | "cancelled"} status
    */
   finish(status) {
-    if (this.terminal) return;
+    if (!this.live) return;
     this.status = status;
     this.endedAt = Date.now();
     this.abort.abort();
     this.events.emit("terminal");
   }
 
-  /** Resolves when the run is terminal or after `ms`. @param {number} ms */
+  /** Resolves when the run is terminal or after `ms` (at once for a run no process holds). @param {number} ms */
   waitTerminal(ms) {
-    if (this.terminal || ms <= 0) return Promise.resolve();
+    if (!this.live || ms <= 0) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
         this.events.off("terminal", done);
+        this.events.off("lost", done);
         resolve(undefined);
       };
       const timer = setTimeout(done, ms);
       this.events.on("terminal", done);
+      this.events.on("lost", done);
     });
   }
 
@@ -167,11 +179,12 @@ export class Run {
     const expired = this.replayWindowExpired(settings);
     const unknown = faults.unknownRunStatus === "all" || (faults.unknownRunStatus === "unfinished" && !this.terminal);
     const expiresAt = this.endedAt === null ? null : this.endedAt + settings.replayWindowMs;
+    const misattributed = this.terminal ? faults.misattributedSnapshots : undefined;
     return {
-      id: this.id,
-      requestDigest: this.requestDigest,
+      id: misattributed === "run-id" ? `${this.id}-other` : this.id,
+      requestDigest: misattributed === "request-digest" ? `sha256:${"0".repeat(64)}` : this.requestDigest,
       status: unknown ? "unknown" : this.status,
-      state: this.terminal ? "terminal" : this.cancelRequestedAt !== null ? "cancelling" : this.readers > 0 ? "running" : "detached",
+      state: this.terminal ? "terminal" : !this.live ? "detached" : this.cancelRequestedAt !== null ? "cancelling" : this.readers > 0 ? "running" : "detached",
       terminal: this.terminal,
       attachedReaders: this.readers,
       cancelRequestedAt: this.cancelRequestedAt,
@@ -214,7 +227,11 @@ export class Session {
     this.backend = init.backend;
     this.createBody = init.createBody;
     this.createDigest = canonicalDigest(init.createBody);
-    /** @type {"created" | "running" | "idle" | "cancelled" | "closed"} */
+    /**
+     * `unknown`: restored after a bridge restart with its native process gone; a turn on it is
+     * 404 `unknown_session`.
+     * @type {"created" | "running" | "idle" | "cancelled" | "closed" | "unknown"}
+     */
     this.status = "created";
     /** @type {Run | undefined} the current or last run */
     this.run = undefined;
@@ -233,10 +250,13 @@ export class Session {
     this.events = new EventEmitter();
     this.events.setMaxListeners(0);
     this.replayExpired = false;
+    /** The per-session nonce the injected Pi extension writes into its permission-applied notices (transcript 25). */
+    this.notifyNonce = randomBytes(16).toString("hex");
+    this.notifies = 0;
   }
 
   get busy() {
-    return this.run !== undefined && !this.run.terminal;
+    return this.run !== undefined && this.run.live;
   }
 
   touch() {

@@ -132,6 +132,10 @@ export const Faults = z.strictObject({
   capabilities: z
     .record(z.string(), z.strictObject({ omit: z.array(z.string()).optional(), set: z.record(z.string(), z.json()).optional() }))
     .optional(),
+  /** Snapshots of terminal runs name another run id, or another request digest, than the run's own. */
+  misattributedSnapshots: z.enum(["run-id", "request-digest"]).optional(),
+  /** Every envelope a run's event stream writes names another run id than the run's own. */
+  misattributedEnvelopes: z.literal(true).optional(),
 });
 
 /** Variants: the wire shapes the recordings do not settle (`POST /_standin/variants`, replaces the set). */
@@ -144,6 +148,30 @@ export const Variants = z.strictObject({
   respondStatus: z.enum(["always-200", "by-status"]).optional(),
   /** Frame field order: `data:` before `id:` (recorded), or `id:` first. */
   fieldOrder: z.enum(["data-first", "id-first"]).optional(),
+  /**
+   * The event stream of a run lost in a crash: its backlog, then the end of the answer (`end`), or
+   * its backlog, then nothing but keepalives (`hold`). No recording shows which.
+   */
+  lostRunEvents: z.enum(["end", "hold"]).optional(),
+  /**
+   * Pi routes: retained native sessions (recorded), or `one-shot`: a bridge whose Pi capability
+   * document proves no native continuation, so Pi turns are one-shot runs and `POST /v1/sessions`
+   * is 501 for them.
+   */
+  piTransport: z.enum(["retained", "one-shot"]).optional(),
+});
+
+/**
+ * `POST /_standin/restart`: the bridge process stops and starts again. By default a graceful
+ * shutdown, which cancels every run in flight by itself; `crash: true` is a kill -9 (nothing is
+ * cancelled, the runs in flight are lost). `downMs`: how long the bridge answers nothing (every
+ * connection is reset) before it is back. `forgetOneShotRuns`: the restarted bridge no longer
+ * knows its one-shot runs (404), as its README says of its in-memory registry.
+ */
+export const RestartBody = z.strictObject({
+  crash: z.boolean().optional(),
+  downMs: NonNegativeInt.max(60_000).optional(),
+  forgetOneShotRuns: z.literal(true).optional(),
 });
 
 /** Timing settings (`POST /_standin/settings` merges; `startStandIn` options set the defaults). */

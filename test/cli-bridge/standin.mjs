@@ -75,6 +75,11 @@ export async function startStandIn({ port = 0, host = "127.0.0.1", token = "stan
     }
     let bridge = instances.get(instance);
     if (!bridge) instances.set(instance, (bridge = new Bridge(defaults)));
+    // A bridge between a restart's stop and its start answers nothing: the connection is reset.
+    if (bridge.down && segments[0] !== "_standin") {
+      req.socket.destroy();
+      return;
+    }
 
     const raw = await readBody(req);
     if (raw === undefined) return sendJson(res, 413, errorBody("request body is larger than 1 MiB", "request_too_large"));

@@ -979,6 +979,217 @@ describe("the capabilities fault", () => {
   });
 });
 
+describe("restarts, shutdown cancels and session identity (a real bridge's exchanges, issue 18)", () => {
+  const LOST_TURN = (id: string) =>
+    JSON.stringify({ error: { message: `native session ${JSON.stringify(id)} was lost across bridge restart; its continuation is unknown`, type: "unknown_session" } });
+
+  it("a crash mid-run (kill -9, then a restart): open streams drop, runs in flight read unknown and never terminal, their events replay up to the crash, the legacy cancel is 404", async () => {
+    const bridge = standIn("crash");
+    const oneShot = unique("run");
+    const live = new StreamReader(await bridge.chat(oneShot, "[hang] crash me"));
+    await live.until((t) => t.includes("id: 2\n\n"));
+    const sessionId = unique("sess");
+    await bridge.createSession(sessionId);
+    const retained = unique("run");
+    await bridge.turn(sessionId, { message: "[hang] crash me too", run_id: retained });
+    await eventually(() => bridge.json(`/v1/runs/${retained}`), (r) => r.body.canonicalLastSeq === 4);
+    const done = unique("run");
+    await readAll(await bridge.chat(done, "finished before"));
+
+    expect(await bridge.control("/restart", { crash: true })).toMatchObject({ restarted: true, crash: true });
+    // The reader's connection dropped: no cancelled frame, no [DONE].
+    await live.rest();
+    expect(live.text).not.toContain("[DONE]");
+    expect(live.text).not.toContain("run_cancelled");
+
+    for (const runId of [oneShot, retained]) {
+      // wait_ms does not wait for an end that no process will write.
+      const snap = await bridge.json(`/v1/runs/${runId}?wait_ms=30000`);
+      expect(snap.body, runId).toMatchObject({ status: "unknown", terminal: false, endedAt: null });
+      expect([snap.headers.get("x-run-status"), snap.headers.get("x-run-terminal")]).toEqual(["unknown", "false"]);
+      const cancel = await bridge.json(`/v1/runs/${runId}/cancel`, { method: "POST" });
+      expect(cancel.status).toBe(404);
+      expect(cancel.text).toBe(recorded["08b-run-unknown"].body);
+      // The digest-bound form is taken, and can never be confirmed.
+      const snap2 = snap.body;
+      const ref = { runId, provider: snap2.provider, environmentId: snap2.environmentId, sessionId: snap2.sessionId, executionId: snap2.executionId, requestDigest: snap2.requestDigest };
+      const command = { operationId: unique("op"), run: ref };
+      const bound = await bridge.json(`/v1/runs/${runId}/cancel?wait_ms=30000`, { body: { ...command, requestDigest: await digest(command) } });
+      expect(bound.status).toBe(202);
+      expect(bound.headers.get("retry-after")).toBe("1");
+      expect(bound.body).toMatchObject({ cancelled: false, terminal: false, run: { status: "unknown", terminal: false }, operationId: command.operationId });
+      await bridge.control("/variants", { cancelAnswer: "acknowledgement" });
+      const acked = await bridge.json(`/v1/runs/${runId}/cancel`, { body: { ...command, requestDigest: await digest(command) } });
+      expect([acked.status, acked.body.status, acked.body.effect]).toEqual([202, "accepted", "unknown"]);
+      await bridge.control("/variants", {});
+      expect((await bridge.json(`/v1/runs/${runId}`)).body).toMatchObject({ status: "unknown", terminal: false });
+    }
+    expect((await bridge.json(`/v1/runs/${done}`)).body.status).toBe("done");
+
+    // The events up to the crash, then the stream ends: nothing terminal.
+    const replay = await bridge.fetch(`/v1/runs/${oneShot}/events`);
+    expect(replay.headers.get("x-run-status")).toBe("unknown");
+    const replayed = await readAll(replay);
+    expect(idsOf(replayed)).toEqual(["1", "2"]);
+    expect(replayed).not.toContain("[DONE]");
+    const retainedReplay = await readAll(await bridge.fetch(`/v1/runs/${retained}/events`));
+    expect(idsOf(retainedReplay)).toEqual(["1", "2", "3", "4"]);
+    expect(retainedReplay).not.toContain('"status":"failed"');
+    expect((await bridge.control("/counters")).counters.restarts).toBe(1);
+  });
+
+  it("restores a retained session that ran a turn as unknown (a turn on it is 404 unknown_session); a session that ran none still takes turns", async () => {
+    const bridge = standIn("restored");
+    const used = unique("sess");
+    await bridge.createSession(used);
+    const first = unique("run");
+    await bridge.turn(used, { message: "before the restart", run_id: first });
+    await bridge.json(`/v1/runs/${first}?wait_ms=5000`);
+    const fresh = unique("sess");
+    await bridge.createSession(fresh);
+    await bridge.control("/restart", {});
+
+    const view = await bridge.json(`/v1/sessions/${used}`);
+    expect(view.body).toMatchObject({ id: used, status: "unknown" });
+    const turn = await bridge.turn(used, { message: "after the restart", run_id: unique("run") });
+    expect(turn.status).toBe(404);
+    expect(turn.text).toBe(LOST_TURN(used));
+    // Its past stays readable.
+    expect((await bridge.json(`/v1/runs/${first}`)).body.status).toBe("done");
+    const runId = unique("run");
+    expect((await bridge.turn(fresh, { message: "first turn", run_id: runId })).status).toBe(202);
+    expect((await bridge.json(`/v1/runs/${runId}?wait_ms=5000`)).body.status).toBe("done");
+  });
+
+  it("a graceful restart cancels its runs by itself: the cancelled frames, status cancelled, no cancel request counted", async () => {
+    const bridge = standIn("shutdown");
+    const oneShot = unique("run");
+    const live = new StreamReader(await bridge.chat(oneShot, "[hang] shut me down"));
+    await live.until((t) => t.includes("id: 2\n\n"));
+    const sessionId = unique("sess");
+    await bridge.createSession(sessionId);
+    const retained = unique("run");
+    await bridge.turn(sessionId, { message: "[hang] me too", run_id: retained });
+    await eventually(() => bridge.json(`/v1/runs/${retained}`), (r) => r.body.canonicalLastSeq === 4);
+
+    await bridge.control("/restart", {});
+    const text = await live.rest();
+    const frames = sseFrames(text);
+    expect(dataOf(frames.at(-2)!)).toBe(JSON.stringify({ error: { message: `run ${oneShot} was cancelled because the bridge is shutting down`, type: "run_cancelled" } }));
+    expect(frames.at(-1)).toBe("data: [DONE]");
+    for (const runId of [oneShot, retained]) {
+      expect((await bridge.json(`/v1/runs/${runId}`)).body, runId).toMatchObject({ status: "cancelled", terminal: true, cancelRequestedAt: null });
+    }
+    const events = await readAll(await bridge.fetch(`/v1/runs/${retained}/events`, { headers: { "last-event-id": "4" } }));
+    expect(sseFrames(events).at(-1)).toMatch(/"event":\{"type":"status","status":"failed","detail":"cancelled"\}\}\nid: 7$/);
+    expect((await bridge.control("/counters")).counters.cancels).toBe(0);
+  });
+
+  it("while down after a restart every connection is reset; then the bridge answers again; it can also forget its one-shot runs", async () => {
+    const bridge = standIn("down");
+    const oneShot = unique("run");
+    await readAll(await bridge.chat(oneShot, "remember me"));
+    await bridge.control("/restart", { crash: true, downMs: 400, forgetOneShotRuns: true });
+    await expect(bridge.fetch("/health", { bearer: null })).rejects.toThrow();
+    // Polled slowly: each reset connection is also logged by the Workers runtime.
+    for (let up = false; !up; ) {
+      await sleep(150);
+      up = await bridge.fetch("/health", { bearer: null }).then((r) => r.status === 200, () => false);
+    }
+    expect((await bridge.json(`/v1/runs/${oneShot}`)).status).toBe(404);
+  });
+
+  it("keeps a lost run's event stream open after its backlog under the `hold` variant (keepalives only)", async () => {
+    const bridge = standIn("hold");
+    await bridge.control("/settings", { keepaliveMs: 30 });
+    await bridge.control("/variants", { lostRunEvents: "hold" });
+    const runId = unique("run");
+    const live = new StreamReader(await bridge.chat(runId, "[hang] held"));
+    await live.until((t) => t.includes("id: 2\n\n"));
+    await bridge.control("/restart", { crash: true });
+    await live.rest();
+    const held = new StreamReader(await bridge.fetch(`/v1/runs/${runId}/events`));
+    const text = await held.until((t) => /id: 2\n\n(: keepalive\n\n){2}/.test(t));
+    held.cancel();
+    expect(idsOf(text)).toEqual(["1", "2"]);
+    expect(text).not.toContain("[DONE]");
+  });
+
+  it("owns a session id by the API that used it first: 409 session_identity_conflict, both ways", async () => {
+    const bridge = standIn("identity");
+    const legacy = unique("sess");
+    await readAll(await bridge.chat(unique("run"), "one-shot first", { extra: { session_id: legacy } }));
+    const retainedOnLegacy = await bridge.json("/v1/sessions", { body: { session_id: legacy, model: PI } });
+    expect(retainedOnLegacy.status).toBe(409);
+    expect(retainedOnLegacy.text).toBe(
+      JSON.stringify({
+        error: { message: `session id ${JSON.stringify(legacy)} is already owned by the legacy session API and cannot be used by the retained session API`, type: "session_identity_conflict" },
+      }),
+    );
+
+    const retained = unique("sess");
+    await bridge.createSession(retained);
+    const runId = unique("run");
+    const legacyOnRetained = await bridge.chat(runId, "one-shot after", { extra: { session_id: retained } });
+    expect(legacyOnRetained.status).toBe(409);
+    expect(await legacyOnRetained.text()).toBe(
+      JSON.stringify({
+        error: { message: `session id ${JSON.stringify(retained)} is already owned by the retained session API and cannot be used by the legacy session API`, type: "session_identity_conflict" },
+      }),
+    );
+    expect((await bridge.json(`/v1/runs/${runId}`)).status).toBe(404);
+    expect((await bridge.control("/counters")).counters.runsStarted).toEqual({ [CODEX]: 1 });
+  });
+
+  it("writes the permission-applied notice with the session's own nonce, numbered per notice", async () => {
+    const bridge = standIn("notify");
+    const notices: string[] = [];
+    for (const sessionId of [unique("sess"), unique("sess")]) {
+      await bridge.createSession(sessionId);
+      for (let turn = 0; turn < 2; turn++) {
+        const runId = unique("run");
+        await bridge.turn(sessionId, { message: "[permission] go", run_id: runId });
+        const request = await bridge.pendingAsk(runId);
+        await bridge.json(respondPath(runId, request.id), { body: await respondCommand(unique("op"), request, { id: request.id, outcome: "accepted", data: { grant: ["allow_once"] } }) });
+        await bridge.json(`/v1/runs/${runId}?wait_ms=5000`);
+        const events = await readAll(await bridge.fetch(`/v1/runs/${runId}/events`));
+        notices.push(/cli-bridge\.permission-applied\.v1:([0-9a-f]{32}-\d+):allow_once/.exec(events)![1]!);
+      }
+    }
+    const [a1, a2, b1] = notices.map((n) => n.split("-"));
+    expect(a1![0]).toBe(a2![0]);
+    expect(b1![0]).not.toBe(a1![0]);
+    expect(notices.map((n) => n.split("-")[1])).toEqual(["1", "2", "1", "2"]);
+  });
+
+  it("misattributes terminal snapshots and run envelopes under their faults", async () => {
+    const bridge = standIn("misattributed");
+    const sessionId = unique("sess");
+    await bridge.createSession(sessionId);
+    const runId = unique("run");
+    await bridge.turn(sessionId, { message: "whose run", run_id: runId });
+    const honest = (await bridge.json(`/v1/runs/${runId}?wait_ms=5000`)).body;
+    await bridge.control("/faults", { misattributedSnapshots: "run-id", misattributedEnvelopes: true });
+    expect((await bridge.json(`/v1/runs/${runId}`)).body).toMatchObject({ id: `${runId}-other`, requestDigest: honest.requestDigest });
+    const events = await readAll(await bridge.fetch(`/v1/runs/${runId}/events`));
+    expect(events).toContain(`"runId":"${runId}-other"`);
+    expect(events).not.toContain(`"runId":"${runId}"`);
+    await bridge.control("/faults", { misattributedSnapshots: "request-digest" });
+    expect((await bridge.json(`/v1/runs/${runId}`)).body).toMatchObject({ id: runId, requestDigest: `sha256:${"0".repeat(64)}` });
+  });
+
+  it("serves Pi one-shot under the piTransport variant: the generic document, 501 for sessions, one-shot runs with Pi usage", async () => {
+    const bridge = standIn("pi-one-shot");
+    await bridge.control("/variants", { piTransport: "one-shot" });
+    const doc = (await bridge.json(`/v1/capabilities?model=${encodeURIComponent(PI)}`)).body;
+    expect(doc).toEqual((await bridge.json(`/v1/capabilities?model=${CODEX}`)).body);
+    expect((await bridge.json("/v1/sessions", { body: { session_id: unique("sess"), model: PI } })).status).toBe(501);
+    const res = await bridge.chat(unique("run"), "one shot via pi", { model: PI, extra: { session_id: unique("sess") } });
+    expect(res.headers.get("x-run-provider")).toBe("pi");
+    expect(await readAll(res)).toContain('"model_requests":1');
+  });
+});
+
 describe("variants, settings and control routes", () => {
   it("writes id before data under the id-first field order, on both formats", async () => {
     const bridge = standIn("order");

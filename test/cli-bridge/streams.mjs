@@ -101,6 +101,13 @@ class SseWriter {
     else this.cleanups.push(fn);
   }
 
+  /** Drops the connection at once, queued bytes unsent (the bridge process died). */
+  drop() {
+    if (this.closed) return;
+    this.res.socket?.destroy();
+    this.close();
+  }
+
   close() {
     if (this.closed) return;
     this.closed = true;
@@ -149,10 +156,14 @@ export function streamRun(bridge, res, { run, cursor, route, model, headers }) {
 
   const oneShot = run.kind === "one-shot";
   const render = oneShot ? oneShotRenderer(model, order) : undefined;
+  const misattributed = bridge.faults.misattributedEnvelopes === true;
   /** @param {OneShotFrame | Envelope} frame */
   const write = (frame) => {
     if (render) writer.enqueue(render(/** @type {OneShotFrame} */ (frame)), true);
-    else writer.enqueue(envelopeFrame(/** @type {Envelope} */ (frame), (e) => e.sequence, order), true);
+    else {
+      const envelope = /** @type {Envelope} */ (frame);
+      writer.enqueue(envelopeFrame(misattributed ? { ...envelope, runId: `${envelope.runId}-other` } : envelope, (e) => e.sequence, order), true);
+    }
   };
   /** @param {OneShotFrame | Envelope} frame */
   const onFrame = (frame) => write(frame);
@@ -165,7 +176,11 @@ export function streamRun(bridge, res, { run, cursor, route, model, headers }) {
   const backlog = oneShot ? run.frames.filter((f) => f.seq > cursor) : run.envelopes.filter((e) => e.sequence > cursor);
   for (const frame of backlog) write(frame);
   if (run.terminal) onTerminal();
-  else {
+  else if (!run.live) {
+    // Lost in a crash: no process will write more. The stream ends after its backlog (no `[DONE]`,
+    // no terminal event), or under the `hold` variant stays open with keepalives only.
+    if ((bridge.variants.lostRunEvents ?? "end") === "end") writer.end();
+  } else {
     run.events.on("frame", onFrame);
     run.events.on("terminal", onTerminal);
   }

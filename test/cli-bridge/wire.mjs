@@ -273,10 +273,14 @@ function piCapabilities() {
 }
 
 /**
+ * A route's capability document. Under the `piTransport: "one-shot"` variant a Pi route answers
+ * the generic one-shot document a bridge gives every non-native backend (the one recorded for
+ * Codex), as a bridge that does not prove Pi's native continuation would.
  * @param {Backend} backend
+ * @param {"retained" | "one-shot"} [piTransport]
  */
-export function capabilitiesFor(backend) {
-  return backend === "pi" ? piCapabilities() : codexCapabilities();
+export function capabilitiesFor(backend, piTransport = "retained") {
+  return backend === "pi" && piTransport === "retained" ? piCapabilities() : codexCapabilities();
 }
 
 /** @param {number} runsRetained */

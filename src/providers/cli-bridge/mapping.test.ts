@@ -3,7 +3,9 @@ import { readSseFrames, type SseFrame } from "../../lib/sse";
 import type { ProviderEvent } from "../provider";
 import { ChunkStream } from "./chunks";
 import { bridgeClaims, supportsRetainedSessions } from "./claims";
-import { readEnvelope } from "./envelopes";
+import { LOST, runEnd } from "./ends";
+import { EnvelopeStream } from "./envelopes";
+import { generationIn, isConversationSession, sessionFamily, sessionOf } from "./sessions";
 import { chunkUsage, envelopeUsage } from "./usage";
 
 /** The body of a recorded one-shot stream (transcript 05), byte for byte. */
@@ -162,12 +164,13 @@ describe("bridge usage", () => {
 });
 
 describe("retained envelopes", () => {
-  const envelope = (id: number, event: Record<string, unknown>) => ({
+  const envelope = (id: number, event: Record<string, unknown>, runId = "ret-run-2") => ({
     id: String(id),
     event: String(event.type),
-    data: JSON.stringify({ runId: "ret-run-2", eventId: `ret-run-2:${id}`, sequence: id, cursor: String(id + 11), receivedAt: "2026-11-30T19:17:40.103Z", event }),
+    data: JSON.stringify({ runId, eventId: `${runId}:${id}`, sequence: id, cursor: String(id + 11), receivedAt: "2026-11-30T19:17:40.103Z", event }),
     comments: [],
   });
+  const readEnvelope = (frame: ReturnType<typeof envelope>) => new EnvelopeStream("ret-run-2").read(frame);
 
   it("parts, asks, usage and the provisional end (transcript 25)", () => {
     expect(readEnvelope(envelope(8, { type: "message.part.updated", part: { id: "p", type: "text", text: "echo: " }, delta: "echo: " }))).toEqual({
@@ -183,14 +186,15 @@ describe("retained envelopes", () => {
       requestDigest: `sha256:${"e".repeat(64)}`,
     };
     expect(readEnvelope(envelope(4, { type: "interaction", request }))).toMatchObject({ event: { kind: "interaction.requested", upstreamId: "4", request: { id: request.id } } });
-    expect(readEnvelope(envelope(11, { type: "raw", backend: "pi", event: { type: "usage", data: {}, usage: { inputTokens: 4, outputTokens: 3 } } }))).toMatchObject({
-      event: { kind: "usage", usage: { key: "ret-run-2:11", counts: { inputTokens: 4, outputTokens: 3 } } },
+    expect(readEnvelope(envelope(11, { type: "raw", backend: "pi", event: { type: "usage", data: {}, usage: { inputTokens: 4, outputTokens: 3 } } }))).toEqual({
+      event: { kind: "usage", upstreamId: "11", usage: { mode: "delta", key: "ret-run-2:11", provenance: "unknown", counts: { inputTokens: 4, outputTokens: 3 } } },
     });
     expect(readEnvelope(envelope(12, { type: "model-processing", phase: "generating" }))).toEqual({
       event: { kind: "passthrough", upstreamId: "12", shown: { type: "model-processing", data: { phase: "generating" } } },
     });
     expect(readEnvelope(envelope(14, { type: "status", status: "completed" }))).toEqual({ end: { upstreamId: "14", status: "completed", detail: undefined } });
     expect(readEnvelope(envelope(3, { type: "status", status: "started" }))).toMatchObject({ event: { kind: "passthrough" } });
+    expect(readEnvelope(envelope(7, { type: "status", status: "cancelled" }))).toEqual({ end: { upstreamId: "7", status: "cancelled", detail: undefined } });
   });
 
   it("a retained run's served models are the bridge's own event fields, never the native record's", () => {
@@ -205,9 +209,68 @@ describe("retained envelopes", () => {
     expect(inner.event.usage).not.toHaveProperty("servedModels");
   });
 
-  it("an envelope that is not one is a warning naming it", () => {
+  it("keeps no raw harness frame and no native session id: the permission notice with its grant and nonce is private (transcript 25)", () => {
+    const notice = { type: "extension_ui_request", id: "notify-1", method: "notify", message: "cli-bridge.permission-applied.v1:82fc6712a55541be84f5ea1437b04623-1:allow_once", notifyType: "info" };
+    expect(readEnvelope(envelope(5, { type: "raw", backend: "pi", event: notice }))).toEqual({ event: { kind: "private", upstreamId: "5", type: "raw:extension_ui_request" } });
+    expect(readEnvelope(envelope(13, { type: "raw", backend: "pi", event: { type: "agent_end", messages: [] } }))).toEqual({ event: { kind: "private", upstreamId: "13", type: "raw:agent_end" } });
+    expect(readEnvelope(envelope(2, { type: "session.updated", sessionId: "93edd3c3-31e1-4b4a-8cd0-2cde20933fc2", time: { updated: 1 } }))).toEqual({
+      event: { kind: "private", upstreamId: "2", type: "session.updated" },
+    });
+  });
+
+  it("the answer is the text parts' latest whole texts, in order", () => {
+    const stream = new EnvelopeStream("ret-run-2");
+    stream.read(envelope(6, { type: "message.part.updated", part: { id: "tool", type: "tool", state: { status: "running" } } }));
+    stream.read(envelope(8, { type: "message.part.updated", part: { id: "a", type: "text", text: "echo: " }, delta: "echo: " }));
+    stream.read(envelope(9, { type: "message.part.updated", part: { id: "a", type: "text", text: "echo: second" }, delta: "second" }));
+    stream.read(envelope(10, { type: "message.part.updated", part: { id: "b", type: "text", text: "done" }, delta: "done" }));
+    expect(stream.answer).toBe("echo: second\n\ndone");
+  });
+
+  it("an envelope of another run is refused, naming both runs; one that is not an envelope is a warning naming it", () => {
+    const stream = new EnvelopeStream("ret-run-2");
+    expect(stream.read(envelope(8, { type: "message.part.updated", part: { id: "a", type: "text", text: "x" } }, "ret-run-9"))).toEqual({
+      event: { kind: "warning", upstreamId: "8", code: "invalid_upstream_frame", message: "bridge event 8 belongs to run ret-run-9, not to run ret-run-2: refused" },
+    });
+    expect(stream.read(envelope(14, { type: "status", status: "completed" }, "ret-run-9"))).toMatchObject({ event: { kind: "warning" } });
+    expect(stream.answer).toBe("");
     expect(readEnvelope({ id: "9", event: "status", data: "{oops", comments: [] })).toMatchObject({ event: { kind: "warning", code: "invalid_upstream_frame" } });
     expect(readEnvelope({ id: "9", event: "status", data: "{}", comments: [] })).toMatchObject({ event: { kind: "warning", code: "invalid_upstream_frame" } });
+  });
+});
+
+describe("bridge sessions of a conversation", () => {
+  it("one family per transport and model route, generations after it; ids of letters, digits and colons", async () => {
+    const pi = await sessionFamily("s_abc", "retained", "pi/tangle-router/fake-echo");
+    const codex = await sessionFamily("s_abc", "one-shot", "codex/default");
+    expect(pi).toMatch(/^s_abc:r[0-9a-f]{12}$/);
+    expect(codex).toMatch(/^s_abc:o[0-9a-f]{12}$/);
+    expect(await sessionFamily("s_abc", "one-shot", "codex/gpt-5.4")).not.toBe(codex);
+    expect(await sessionFamily("s_abc", "retained", "pi/tangle-router/fake-echo")).toBe(pi);
+    expect(await sessionFamily("s_abc", "one-shot", "pi/tangle-router/fake-echo")).not.toBe(pi.replace(":r", ":o"));
+    expect([sessionOf(pi, 1), sessionOf(pi, 3)]).toEqual([pi, `${pi}:g3`]);
+    expect([generationIn(pi, pi), generationIn(`${pi}:g3`, pi), generationIn(`${pi}:g0`, pi), generationIn(`${pi}:gx`, pi), generationIn(codex, pi), generationIn("s_abc", pi)]).toEqual([1, 3, null, null, null, null]);
+    expect([isConversationSession(pi, "s_abc"), isConversationSession(pi, "s_ab"), isConversationSession("s_abc.1:r0", "s_abc")]).toEqual([true, false, false]);
+  });
+});
+
+describe("run ends from snapshots", () => {
+  const ref = { runId: "run-1", provider: "codex", environmentId: "cli-bridge", sessionId: "s", executionId: "run-1", requestDigest: `sha256:${"a".repeat(64)}` } as const;
+  const snap = (fields: Record<string, unknown>) => ({ id: "run-1", requestDigest: ref.requestDigest, status: "running", ...fields });
+
+  it("done, cancelled and error end the run; running does not; unknown (after a bridge restart) is lost, a stop winning", () => {
+    expect(runEnd(ref, snap({ status: "done" }))).toEqual({ status: "completed" });
+    expect(runEnd(ref, snap({ status: "cancelled" }))).toEqual({ status: "cancelled" });
+    expect(runEnd(ref, snap({ status: "error", error: "boom" }))).toEqual({ status: "failed", error: { message: "boom" } });
+    expect(runEnd(ref, snap({ status: "running" }))).toBeNull();
+    expect(runEnd(ref, snap({ status: "unknown", terminal: false }))).toBe(LOST);
+    expect(LOST).toMatchObject({ status: "failed", assumed: true, error: { code: "upstream_lost" } });
+  });
+
+  it("a snapshot of another run or another request digest is refused, naming it", () => {
+    expect(runEnd(ref, snap({ status: "done", id: "run-2" }))).toMatchObject({ status: "failed", assumed: true, error: { code: "upstream_mismatch", message: expect.stringContaining("run run-2") } });
+    expect(runEnd(ref, snap({ status: "done", requestDigest: `sha256:${"b".repeat(64)}` }))).toMatchObject({ status: "failed", error: { code: "upstream_mismatch", message: expect.stringContaining("request digest sha256:bbbb") } });
+    expect(runEnd(ref, { id: "run-1", status: "done" })).toEqual({ status: "completed" });
   });
 });
 

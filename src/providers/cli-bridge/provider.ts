@@ -1,17 +1,23 @@
 /**
- * The CLI Bridge provider (seed 003) over a CLI Bridge server's HTTP API (docs/cli-bridge-wire.md).
+ * The CLI Bridge provider (seeds/003_84635c82d6e641c4.txt) over a CLI Bridge server's HTTP API (docs/cli-bridge-wire.md).
  *
  * - Which transport: the turn's model route's capability document decides. Where the bridge proves
  *   retained control and native continuation (Pi today), the conversation is a retained native
  *   session (`/v1/sessions`, then `/turns` with caller-stable run, turn and execution ids);
  *   otherwise each turn is a one-shot run (`/v1/chat/completions`, stream, a stable `X-Run-Id`,
- *   and the conversation's `session_id` so the CLI conversation continues).
+ *   and the conversation's `session_id` so the CLI conversation continues). Retained sessions run
+ *   on the host only: a `kind: "sandbox"` execution default is refused before the session is opened.
+ * - Which bridge session: one per transport and model route of the conversation, and a new
+ *   generation once one ended (sessions.ts). When the agent's memory does not carry over (another
+ *   route, a session stopped, closed or lost across a bridge restart), the receipt says so
+ *   (`agent_memory_reset`). A `session_identity_conflict` is never read as "already open".
  * - Exact control: the control ref is the server's (the `X-Run-*` headers, or the run object of a
- *   retained turn), digest included; a run that already exists must be the one planned.
+ *   retained turn), digest included; a run that already exists must be the one planned, and a
+ *   snapshot or envelope that names another run is refused (ends.ts, envelopes.ts).
  * - Reading: `GET /v1/runs/:runId/events` after a cursor; a finish is provisional until the run
- *   snapshot says terminal.
- * - Cancelling a retained run ends its bridge session: the next turn opens a new one, and the
- *   conversation is told that the agent's memory starts afresh.
+ *   snapshot says terminal. A run the bridge lost (`status: "unknown"` after a restart, or 404)
+ *   ends at once.
+ * - A one-shot Pi run's session is closed once its end is confirmed (seeds/003_84635c82d6e641c4.txt), once.
  */
 import { canonicalDigest, stripUndefined } from "../../lib/digest";
 import { readSseFrames } from "../../lib/sse";
@@ -32,16 +38,20 @@ import type {
   InteractionCommand,
   ProviderEvent,
   ProviderResult,
-  TerminalStatus,
+  RunError,
 } from "../provider";
 import { ChunkStream } from "./chunks";
 import { bridgeClaims, supportsRetainedSessions } from "./claims";
-import { readEnvelope } from "./envelopes";
+import { LOST, namesRun, runEnd, type RunEnd } from "./ends";
+import { EnvelopeStream } from "./envelopes";
+import { generationIn, isConversationSession, sessionFamily, sessionOf, type Transport } from "./sessions";
 import { CancelAnswer, CapabilityDocument, RespondAnswer, RunSnapshot, SessionView, TurnAccepted } from "./wire";
 
 const PROVIDER_NAME = "cli-bridge";
 /** The bridge names its one environment so (`X-Run-Environment-Id`). */
 const ENVIRONMENT_ID = "cli-bridge";
+/** The `X-Run-Provider` of a one-shot Pi run (transcript 41): its session is closed after the run. */
+const PI_ONE_SHOT_PROVIDER = "pi";
 const MAX_FRAME_BYTES = 1024 * 1024 + 64 * 1024;
 /**
  * A route's capability document read this recently is reused (concurrent reads share one request);
@@ -53,10 +63,19 @@ const TERMINAL_WAIT_MS = 5_000;
 const TERMINAL_CHECKS = 3;
 /** How long a cancel waits for the bridge to confirm the run terminal. */
 const CANCEL_WAIT_MS = 2_000;
-/** A retained session after the first one is the conversation's session id with this suffix and its generation. */
-const GENERATION_MARK = "~g";
+/** Sessions a dispatch may open or step over (ended, lost, taken) before it gives up. */
+const MAX_SESSION_STEPS = 8;
 /** A retained session in one of these takes no more turns: the conversation continues in a new one. */
 const ENDED_SESSION_STATES = new Set(["cancelled", "closed", "failed", "error", "expired"]);
+
+/** Why the agent's memory does not carry over into this turn (the receipt's `agent_memory_reset`). */
+const RESET = {
+  route: (model: string) => `this turn runs on model route ${model}, in an agent session of its own: the agent does not remember this conversation's turns on other model routes`,
+  stopped: "the agent's previous session ended (it was stopped); this turn starts a new one, without the earlier conversation in its memory",
+  lost: "the CLI Bridge lost the agent's session (it restarted); this turn starts a new one, without the earlier conversation in its memory",
+  taken: "the CLI Bridge holds the agent's session under other settings; this turn starts a new one, without the earlier conversation in its memory",
+  closed: "each one-shot Pi run is an agent session of its own, closed when the run ends: this turn starts without the earlier conversation in its memory",
+};
 
 const enc = encodeURIComponent;
 const routes = {
@@ -85,13 +104,21 @@ export interface CliBridgeProviderOptions {
 }
 
 type Doc = Record<string, unknown>;
+type Notice = NonNullable<DispatchReceipt["notice"]>;
 
-function snapshotStatus(status: string): TerminalStatus | null {
-  if (status === "done" || status === "completed") return "completed";
-  if (status === "cancelled") return "cancelled";
-  if (status === "error" || status === "failed") return "failed";
-  return null;
+/** Where a dispatch starts in the route's session family: the generation the conversation last used, if it did. */
+interface Start {
+  family: string;
+  generation: number;
+  /** The conversation's last run was in this family's session of `generation`. */
+  continuing: boolean;
+  /** The last run was a one-shot Pi run: its session was closed after it. */
+  closed: boolean;
+  /** The conversation ran elsewhere before (another route or transport): the agent does not remember that. */
+  notice?: Notice;
 }
+
+const memoryReset = (message: string): Notice => ({ code: "agent_memory_reset", message });
 
 /** The bridge's own error codes, as provider error codes. */
 function refine(err: unknown): unknown {
@@ -108,9 +135,20 @@ function refine(err: unknown): unknown {
   }
 }
 
+const isWire = (err: unknown, wireCode: string): err is ProviderError => err instanceof ProviderError && err.options.wireCode === wireCode;
+const isNotFound = (err: unknown): err is ProviderError => err instanceof ProviderError && err.code === "not_found";
+
+/** A bridge session id this gateway gave the conversation, in any naming it used. */
+function isOurs(bridgeSessionId: string, sessionId: string): boolean {
+  // Before per-route families: the conversation's id itself, then `~g<N>` generations.
+  return isConversationSession(bridgeSessionId, sessionId) || bridgeSessionId === sessionId || bridgeSessionId.startsWith(`${sessionId}~g`);
+}
+
 export class CliBridgeProvider implements AgentProvider {
   readonly name = PROVIDER_NAME;
   private readonly discovery = new Map<string, { at: number; doc: Promise<Doc | null> }>();
+  /** One-shot Pi sessions this instance closed: a repeat cleanup sends no second close. */
+  private readonly closedSessions = new Set<string>();
 
   constructor(private readonly options: CliBridgeProviderOptions) {}
 
@@ -159,45 +197,76 @@ export class CliBridgeProvider implements AgentProvider {
   async dispatch(input: DispatchInput): Promise<DispatchReceipt> {
     const model = this.modelFor(input.model);
     const doc = await this.capabilities(model);
+    const transport: Transport = supportsRetainedSessions(doc) ? "retained" : "one-shot";
+    const kind = this.options.execution?.kind;
+    if (transport === "retained" && kind !== undefined && kind !== "host") {
+      // seeds/003_84635c82d6e641c4.txt: retained native sessions run on the host; the bridge would refuse after the session is opened.
+      throw new ProviderError(
+        "not_configured",
+        `model route ${model} runs as a retained native session, which the CLI Bridge runs on the host only, but CLI_BRIDGE_EXECUTION has kind ${JSON.stringify(kind)}: use kind "host", or a model route that runs one-shot`,
+        { retryable: false },
+      );
+    }
     const runId = input.executionId;
     // A run under this id already exists (a retried dispatch): it must be exactly the one planned.
     const existing = await this.snapshot(runId).catch((err: unknown) => {
-      if (err instanceof ProviderError && err.code === "not_found") return null;
+      if (isNotFound(err)) return null;
       throw err;
     });
-    if (existing && ((existing.executionId && existing.executionId !== input.executionId) || (existing.sessionId && !this.isOurSession(existing.sessionId, input.sessionId)))) {
+    if (existing && ((existing.executionId && existing.executionId !== input.executionId) || (existing.sessionId && !isOurs(existing.sessionId, input.sessionId)))) {
       throw new ProviderError("admission_mismatch", `the CLI Bridge holds run ${runId} for another session or execution`);
     }
-    const receipt = supportsRetainedSessions(doc) ? await this.dispatchRetained(input, model, runId) : await this.dispatchOneShot(input, model, runId);
+    const start = await this.startOf(input, transport, model, existing);
+    const receipt = transport === "retained" ? await this.dispatchRetained(input, model, runId, start) : await this.dispatchOneShot(input, model, runId, start);
     if (existing?.requestDigest && existing.requestDigest !== receipt.controlRef.requestDigest) {
       throw new ProviderError("admission_mismatch", `the CLI Bridge answered run ${runId} with another request digest than the run it holds`);
     }
     return { ...receipt, alreadyExisted: existing !== null };
   }
 
-  private isOurSession(bridgeSessionId: string, sessionId: string): boolean {
-    return bridgeSessionId === sessionId || bridgeSessionId.startsWith(`${sessionId}${GENERATION_MARK}`);
+  /** Where in the route's session family this turn starts, from the run that exists already or the conversation's last run. */
+  private async startOf(input: DispatchInput, transport: Transport, model: string, existing: RunSnapshot | null): Promise<Start> {
+    const family = await sessionFamily(input.sessionId, transport, model);
+    // A retried dispatch whose run landed: the session it landed in.
+    const landed = existing?.sessionId !== undefined ? generationIn(existing.sessionId, family) : null;
+    if (landed !== null) return { family, generation: landed, continuing: true, closed: false };
+    const previous = input.previous;
+    const last = previous ? generationIn(previous.sessionId, family) : null;
+    if (previous && last !== null) return { family, generation: last, continuing: true, closed: previous.provider === PI_ONE_SHOT_PROVIDER };
+    return { family, generation: 1, continuing: false, closed: false, ...(previous ? { notice: memoryReset(RESET.route(model)) } : {}) };
   }
 
-  private async dispatchOneShot(input: DispatchInput, model: string, runId: string): Promise<DispatchReceipt> {
+  private async dispatchOneShot(input: DispatchInput, model: string, runId: string, start: Start): Promise<DispatchReceipt> {
+    let generation = start.closed ? start.generation + 1 : start.generation;
+    let notice = start.closed ? memoryReset(RESET.closed) : start.notice;
+    for (let step = 0; ; step++) {
+      const sessionId = sessionOf(start.family, generation);
+      try {
+        const controlRef = await this.startOneShot(input, model, runId, sessionId);
+        return { controlRef, alreadyExisted: false, ...(notice ? { notice } : {}) };
+      } catch (err) {
+        // The id is owned by the other session API (or was used otherwise): never this run's session.
+        if (!isWire(err, "session_identity_conflict") || step + 1 >= MAX_SESSION_STEPS) throw refine(err);
+        generation++;
+        notice = memoryReset(RESET.taken);
+      }
+    }
+  }
+
+  private async startOneShot(input: DispatchInput, model: string, runId: string, sessionId: string): Promise<AgentExactRunControlRef> {
     const body = stripUndefined({
       model,
       stream: true,
       messages: [{ role: "user", content: input.message }],
-      session_id: input.sessionId,
+      session_id: sessionId,
       run_id: runId,
       cwd: this.options.cwd,
       execution: this.options.execution,
       // Only an empty posture can reach a one-shot run (its route claims no interaction kind).
       interactions: input.interactions,
     });
-    let response: Response;
-    try {
-      // Safe to retry: the same run id and body attach to the same run.
-      response = await this.http.send(routes.chat(), { body, headers: { "x-run-id": runId }, stream: true, retry: true }, "start run");
-    } catch (err) {
-      throw refine(err);
-    }
+    // Safe to retry: the same run id and body attach to the same run.
+    const response = await this.http.send(routes.chat(), { body, headers: { "x-run-id": runId }, stream: true, retry: true }, "start run");
     // The run is the bridge's now; this reader detaches (the one upstream reader re-attaches by id).
     response.body?.cancel().catch(() => undefined);
     const h = (name: string) => response.headers.get(name) ?? undefined;
@@ -212,30 +281,40 @@ export class CliBridgeProvider implements AgentProvider {
     if (!ref.runId || !ref.provider || !ref.environmentId || !ref.sessionId || !ref.executionId || !ref.requestDigest) {
       throw new ProviderError("admission_missing", "the CLI Bridge started the run without the X-Run-* headers that identify it exactly", { retryable: false });
     }
-    if (ref.runId !== runId || ref.sessionId !== input.sessionId) {
-      throw new ProviderError("admission_mismatch", `the CLI Bridge admitted run ${ref.runId} in session ${ref.sessionId} instead of ${runId}`);
+    if (ref.runId !== runId || ref.sessionId !== sessionId) {
+      throw new ProviderError("admission_mismatch", `the CLI Bridge admitted run ${ref.runId} in session ${ref.sessionId} instead of ${runId} in ${sessionId}`);
     }
-    return { controlRef: ref as AgentExactRunControlRef, alreadyExisted: false };
+    return ref as AgentExactRunControlRef;
   }
 
-  private async dispatchRetained(input: DispatchInput, model: string, runId: string): Promise<DispatchReceipt> {
-    const previous = input.previous?.provider === PROVIDER_NAME && this.isOurSession(input.previous.sessionId, input.sessionId) ? input.previous.sessionId : undefined;
-    let bridgeSessionId = previous ?? input.sessionId;
-    if (!previous) await this.openSession(bridgeSessionId, model);
-    let notice: DispatchReceipt["notice"];
-    let run;
-    try {
-      run = await this.startTurn(bridgeSessionId, input, runId);
-    } catch (err) {
-      if (!(err instanceof ProviderError && err.options.wireCode === "invalid_state")) throw err;
-      // The session takes no turn now: busy with one (wait for it), or ended by a cancel or a close
-      // (continue in a new one). Its own view says which.
-      const session = await this.http.json(routes.session(bridgeSessionId), SessionView, { retry: true }, "read session").catch(() => null);
-      if (session && !ENDED_SESSION_STATES.has(session.status)) throw err.as("session_busy", "the agent session is already running a turn");
-      bridgeSessionId = nextGeneration(bridgeSessionId, input.sessionId);
-      await this.openSession(bridgeSessionId, model);
-      run = await this.startTurn(bridgeSessionId, input, runId);
-      notice = { code: "agent_memory_reset", message: "the agent's previous session ended (it was stopped); this turn starts a new one, without the earlier conversation in its memory" };
+  private async dispatchRetained(input: DispatchInput, model: string, runId: string, start: Start): Promise<DispatchReceipt> {
+    let generation = start.generation;
+    let notice = start.notice;
+    let open = !start.continuing;
+    let run: RunSnapshot | undefined;
+    for (let step = 0; !run; step++) {
+      if (step >= MAX_SESSION_STEPS) {
+        throw new ProviderError("unavailable", `the CLI Bridge took no turn in ${MAX_SESSION_STEPS} sessions of this conversation on ${model}`, { retryable: false });
+      }
+      const sessionId = sessionOf(start.family, generation);
+      if (open && !(await this.openSession(sessionId, model))) {
+        generation++;
+        notice = memoryReset(RESET.taken);
+        continue;
+      }
+      try {
+        run = await this.startTurn(sessionId, input, runId);
+      } catch (err) {
+        const ended = await this.sessionEnded(err, sessionId, open);
+        if (ended === "missing") {
+          // The bridge no longer knows the session at all: open it again (its memory is gone).
+          open = true;
+        } else {
+          generation++;
+          open = true;
+        }
+        notice = memoryReset(RESET[ended === "stopped" ? "stopped" : "lost"]);
+      }
     }
     if (run.id !== runId || (run.executionId !== undefined && run.executionId !== input.executionId)) {
       throw new ProviderError("admission_mismatch", `the CLI Bridge admitted run ${run.id} instead of ${runId}`);
@@ -245,25 +324,43 @@ export class CliBridgeProvider implements AgentProvider {
       runId: run.id,
       provider: run.provider ?? PROVIDER_NAME,
       environmentId: run.environmentId ?? ENVIRONMENT_ID,
-      sessionId: run.sessionId ?? bridgeSessionId,
+      sessionId: run.sessionId ?? sessionOf(start.family, generation),
       executionId: run.executionId ?? input.executionId,
       requestDigest: run.requestDigest,
     };
     return { controlRef, alreadyExisted: false, ...(notice ? { notice } : {}) };
   }
 
-  private async openSession(bridgeSessionId: string, model: string): Promise<void> {
+  /** Opens (or re-opens, the same request) a retained session; false when the id is taken by another session or request. */
+  private async openSession(bridgeSessionId: string, model: string): Promise<boolean> {
     const body = stripUndefined({ session_id: bridgeSessionId, model, cwd: this.options.cwd, execution: this.options.execution });
     try {
       await this.http.send(routes.createSession(), { body, retry: true }, "open session");
+      return true;
     } catch (err) {
-      // Already open (a retried dispatch, or an earlier turn in this generation): continue it.
-      if (err instanceof ProviderError && err.code === "conflict" && err.options.wireCode !== "invalid_state") return;
+      // Owned by the other session API, or opened with another request: not ours to continue.
+      if (isWire(err, "session_identity_conflict")) return false;
       throw refine(err);
     }
   }
 
-  private async startTurn(bridgeSessionId: string, input: DispatchInput, runId: string) {
+  /**
+   * Whether a refused turn means its session takes no more turns, and why: `stopped` (cancelled,
+   * closed), `lost` (its native process did not survive a bridge restart), `missing` (the bridge
+   * does not know it). Anything else is thrown on: busy is `session_busy`.
+   */
+  private async sessionEnded(err: unknown, bridgeSessionId: string, justOpened: boolean): Promise<"stopped" | "lost" | "missing"> {
+    if (isWire(err, "unknown_session")) return "lost";
+    if (isNotFound(err) && !justOpened) return "missing";
+    if (!isWire(err, "invalid_state")) throw err;
+    // Busy with a turn (wait for it), or ended: its own view says which.
+    const session = await this.http.json(routes.session(bridgeSessionId), SessionView, { retry: true }, "read session").catch(() => null);
+    if (session?.status === "unknown") return "lost";
+    if (session && !ENDED_SESSION_STATES.has(session.status)) throw err.as("session_busy", "the agent session is already running a turn");
+    return "stopped";
+  }
+
+  private async startTurn(bridgeSessionId: string, input: DispatchInput, runId: string): Promise<RunSnapshot> {
     const body = stripUndefined({ message: input.message, run_id: runId, turn_id: input.turnId, execution_id: input.executionId, interactions: input.interactions });
     try {
       return (await this.http.json(routes.turns(bridgeSessionId), TurnAccepted, { body, retry: true }, "start turn")).run;
@@ -282,18 +379,26 @@ export class CliBridgeProvider implements AgentProvider {
     return this.http.json(routes.run(runId), RunSnapshot, { retry: true, ...(waitMs ? { query: { wait_ms: String(waitMs) } } : {}) }, "read run");
   }
 
-  /** How the run ended, from its snapshot; null while the bridge does not say terminal. */
-  private async confirmEnd(runId: string): Promise<TerminalStatus | null> {
+  /** How the run ended, from its snapshot (a one-shot Pi run's session is then closed); null while the bridge does not say. */
+  private async confirmEnd(ref: AgentExactRunControlRef): Promise<{ end: RunEnd; closeFailed?: string } | null> {
     for (let check = 0; check < TERMINAL_CHECKS; check++) {
-      const status = snapshotStatus((await this.snapshot(runId, TERMINAL_WAIT_MS)).status);
-      if (status) return status;
+      let snapshot: RunSnapshot;
+      try {
+        snapshot = await this.snapshot(ref.runId, TERMINAL_WAIT_MS);
+      } catch (err) {
+        if (isNotFound(err)) return { end: LOST };
+        throw err;
+      }
+      const end = runEnd(ref, snapshot);
+      if (end) return { end, ...(await this.afterEnd(ref, snapshot, end)) };
     }
     return null;
   }
 
   async *events(ref: AgentExactRunControlRef, options: EventsOptions): AsyncIterable<ProviderEvent> {
-    // One-shot chunks carry deltas only; to show whole part texts, a reader that joins mid-run reads
-    // the run from its first chunk (within the bridge's replay window) and shows what is after the cursor.
+    // Chunks carry deltas only, and a retained run's end carries no text: to know the whole answer
+    // and whole part texts, a reader that joins mid-run reads the run from its first event (within
+    // the bridge's replay window) and shows what is after the cursor.
     let cursor = options.after;
     let fromStart = cursor === undefined;
     while (true) {
@@ -304,7 +409,7 @@ export class CliBridgeProvider implements AgentProvider {
     }
   }
 
-  /** One read of the run's stream; answers true when a one-shot stream must be read from its start. */
+  /** One read of the run's stream; answers true when it must be read again from its start. */
   private async *readOnce(ref: AgentExactRunControlRef, cursor: string | undefined, fromStart: boolean, options: EventsOptions): AsyncGenerator<ProviderEvent, boolean> {
     let response: Response;
     try {
@@ -314,12 +419,25 @@ export class CliBridgeProvider implements AgentProvider {
         "read run events",
       );
     } catch (err) {
+      // The bridge no longer knows a run it admitted: lost (a restart cleared its registry).
+      if (isNotFound(err) && !(err.options.wireCode === "expired_replay_cursor")) {
+        yield { kind: "terminal", upstreamId: undefined, ...LOST };
+        return false;
+      }
       throw refine(err);
+    }
+    // A run lost in a crash is never terminal: its stream ends after what it had, or stays open.
+    const status = response.headers.get("x-run-status") ?? (await this.snapshot(ref.runId).catch(() => null))?.status;
+    if (status === "unknown") {
+      response.body?.cancel().catch(() => undefined);
+      yield { kind: "terminal", upstreamId: undefined, ...LOST };
+      return false;
     }
     const after = options.after === undefined ? -1 : Number(options.after);
     const isNew = (id: string | undefined) => id === undefined || !Number.isFinite(after) || Number(id) > after;
     let format: "openai" | "canonical" | undefined;
     const chunks = new ChunkStream(ref.runId);
+    const envelopes = new EnvelopeStream(ref.runId);
     for await (const frame of readSseFrames(response.body!, MAX_FRAME_BYTES)) {
       if (frame.data === undefined) continue;
       const data = frame.data;
@@ -335,32 +453,33 @@ export class CliBridgeProvider implements AgentProvider {
         if (chunks.done) break;
         continue;
       }
-      const read = readEnvelope({ ...frame, data });
-      if ("skip" in read) continue;
+      const read = envelopes.read({ ...frame, data });
       if ("event" in read) {
-        yield read.event;
+        if (isNew(read.event.upstreamId)) yield read.event;
         continue;
       }
       // The run's last event: confirm it from the snapshot (a cancelled retained run reads failed here).
-      const status = await this.confirmEnd(ref.runId);
-      if (!status) return false;
-      yield {
-        kind: "terminal",
-        upstreamId: read.end.upstreamId,
-        status,
-        ...(status === "failed" ? { error: { message: typeof read.end.detail === "string" ? read.end.detail : "the run failed" } } : {}),
-      };
+      const confirmed = await this.confirmEnd(ref);
+      if (!confirmed) return false;
+      if (confirmed.closeFailed) yield { kind: "warning", upstreamId: undefined, code: "session_close_failed", message: confirmed.closeFailed };
+      const { end } = confirmed;
+      const error = errorOf(end, typeof read.end.detail === "string" ? { message: read.end.detail } : undefined);
+      // Part updates carry whole texts, so a reader that joined mid-run reads only the answer from the start.
+      const text = fromStart ? envelopes.answer : await this.answerFromStart(ref, envelopes.answer);
+      yield { kind: "terminal", upstreamId: read.end.upstreamId, ...end, text, ...(error ? { error } : {}) };
       return false;
     }
     if (format !== "openai" || !(chunks.done || chunks.finish || chunks.error)) return false; // severed: reconnect
-    const status = await this.confirmEnd(ref.runId);
-    if (!status) return false;
-    const end = chunks.error?.upstreamId ?? chunks.finish?.upstreamId;
-    const error = status === "failed" ? (chunks.error?.error ?? { message: `the run ended (${chunks.finish?.reason ?? "failed"})` }) : undefined;
+    const confirmed = await this.confirmEnd(ref);
+    if (!confirmed) return false;
+    if (confirmed.closeFailed) yield { kind: "warning", upstreamId: undefined, code: "session_close_failed", message: confirmed.closeFailed };
+    const { end } = confirmed;
+    const upstreamId = chunks.error?.upstreamId ?? chunks.finish?.upstreamId;
+    const error = errorOf(end, chunks.error?.error ?? { message: `the run ended (${chunks.finish?.reason ?? "failed"})` });
     yield {
       kind: "terminal",
-      upstreamId: end,
-      status,
+      upstreamId,
+      ...end,
       text: chunks.answer,
       ...(error ? { error } : {}),
       ...(chunks.finish?.usage ? { usage: chunks.finish.usage } : {}),
@@ -368,11 +487,51 @@ export class CliBridgeProvider implements AgentProvider {
     return false;
   }
 
+  /** A retained run's answer read from its first event; what the reader saw when that read fails. */
+  private async answerFromStart(ref: AgentExactRunControlRef, seen: string): Promise<string> {
+    try {
+      const response = await this.http.send(routes.runEvents(ref.runId), { retry: true, stream: true }, "read run events");
+      const envelopes = new EnvelopeStream(ref.runId);
+      for await (const frame of readSseFrames(response.body!, MAX_FRAME_BYTES)) {
+        if (frame.data === undefined || frame.event === undefined) continue;
+        if ("end" in envelopes.read({ ...frame, data: frame.data })) break;
+      }
+      return envelopes.answer.length >= seen.length ? envelopes.answer : seen;
+    } catch {
+      return seen;
+    }
+  }
+
   async result(ref: AgentExactRunControlRef): Promise<ProviderResult | null> {
-    const snapshot = await this.snapshot(ref.runId);
-    const status = snapshotStatus(snapshot.status);
-    if (!status) return null;
-    return { status, ...(status === "failed" ? { error: { message: typeof snapshot.error === "string" ? snapshot.error : "the run failed" } } : {}) };
+    let snapshot: RunSnapshot;
+    try {
+      snapshot = await this.snapshot(ref.runId);
+    } catch (err) {
+      if (isNotFound(err)) return { status: LOST.status, error: LOST.error! };
+      throw err;
+    }
+    const end = runEnd(ref, snapshot);
+    if (!end) return null;
+    await this.afterEnd(ref, snapshot, end);
+    return { status: end.status, ...(end.error ? { error: end.error } : {}) };
+  }
+
+  /**
+   * Once a one-shot Pi run's end is confirmed, its session is closed (seeds/003_84635c82d6e641c4.txt), after checking the
+   * snapshot names exactly this run and session; once per session.
+   */
+  private async afterEnd(ref: AgentExactRunControlRef, snapshot: RunSnapshot, end: RunEnd): Promise<{ closeFailed?: string }> {
+    if (ref.provider !== PI_ONE_SHOT_PROVIDER || end === LOST || !namesRun(ref, snapshot) || snapshot.sessionId !== ref.sessionId) return {};
+    if (this.closedSessions.has(ref.sessionId)) return {};
+    try {
+      await this.http.send(routes.closeSession(ref.sessionId), { body: {}, retry: true }, "close session");
+    } catch (err) {
+      if (!(isNotFound(err) || (err instanceof ProviderError && err.code === "conflict"))) {
+        return { closeFailed: `the run's Pi session could not be closed on the CLI Bridge: ${err instanceof Error ? err.message : String(err)}` };
+      }
+    }
+    this.closedSessions.add(ref.sessionId);
+    return {};
   }
 
   // ------------------------------------------------------------------ control
@@ -384,21 +543,27 @@ export class CliBridgeProvider implements AgentProvider {
       const command = stripUndefined({ operationId: request.operationId, run: ref, reason: request.reason });
       body = { ...command, requestDigest: await canonicalDigest(command) };
     }
+    let answer;
     try {
-      const answer = await this.http.json(routes.cancel(ref.runId), CancelAnswer, { ...(body ? { body } : {}), query: { wait_ms: String(CANCEL_WAIT_MS) }, retry: true }, "cancel run");
-      if (answer.effect === "cancelled" || answer.effect === "cancel_requested" || answer.effect === "not_live") return { effect: answer.effect };
-      if (answer.cancelled === true) return { effect: "cancelled" };
-      if (answer.terminal === true) return { effect: "not_live", reason: "the run had already ended" };
-      return { effect: "cancel_requested" };
+      answer = await this.http.json(routes.cancel(ref.runId), CancelAnswer, { ...(body ? { body } : {}), query: { wait_ms: String(CANCEL_WAIT_MS) }, retry: true }, "cancel run");
     } catch (err) {
-      if (err instanceof ProviderError && err.code === "not_found") return { effect: "not_live", reason: "unknown_run" };
+      if (isNotFound(err)) return { effect: "not_live", reason: "unknown_run" };
       throw refine(err);
     }
+    if (answer.effect === "cancelled" || answer.cancelled === true) return { effect: "cancelled" };
+    if (answer.effect === "not_live") return { effect: "not_live" };
+    if (answer.terminal === true) return { effect: "not_live", reason: "the run had already ended" };
+    // Accepted but not confirmed: a run the bridge lost in a restart never will be.
+    const run = RunSnapshot.safeParse(answer.run);
+    const status = run.success ? run.data.status : (await this.snapshot(ref.runId).catch(() => null))?.status;
+    if (status === "unknown") return { effect: "not_live", reason: "the CLI Bridge lost this run in a restart: nothing runs under it" };
+    return { effect: "cancel_requested" };
   }
 
   async respondToInteraction(ref: AgentExactRunControlRef, command: InteractionCommand): Promise<AnswerDelivery> {
     const interactionId = command.binding.interactionId;
-    const binding = { ...command.binding, ...(command.request.requestDigest ? { requestDigest: command.request.requestDigest } : {}) };
+    // The bridge's own binding of the ask: it names the bridge session, which is not the conversation's id.
+    const binding = { ...(command.request.binding ?? command.binding), ...(command.request.requestDigest ? { requestDigest: command.request.requestDigest } : {}) };
     const response = stripUndefined({ id: interactionId, outcome: command.outcome, data: command.data ? bridgeAnswer(command.request, command.data) : undefined });
     const body = { operationId: command.operationId, binding, response, commandDigest: await canonicalDigest({ binding, response }) };
     try {
@@ -417,8 +582,9 @@ export class CliBridgeProvider implements AgentProvider {
   }
 
   async deleteSession({ lastRun }: { environmentId: string; sessionId: string; lastRun?: AgentExactRunControlRef }): Promise<void> {
-    // One-shot runs leave nothing to delete on the bridge; a retained session is closed.
-    if (lastRun?.provider !== PROVIDER_NAME) return;
+    // A retained session is closed, and a one-shot Pi session not closed yet; other one-shot runs leave nothing to delete.
+    if (!lastRun || (lastRun.provider !== PROVIDER_NAME && lastRun.provider !== PI_ONE_SHOT_PROVIDER)) return;
+    if (this.closedSessions.has(lastRun.sessionId)) return;
     try {
       await this.http.send(routes.closeSession(lastRun.sessionId), { body: {}, retry: true }, "close session");
     } catch (err) {
@@ -428,9 +594,14 @@ export class CliBridgeProvider implements AgentProvider {
   }
 }
 
-function nextGeneration(current: string, base: string): string {
-  const generation = current === base ? 1 : Number(current.slice(base.length + GENERATION_MARK.length)) || 1;
-  return `${base}${GENERATION_MARK}${generation + 1}`;
+/**
+ * A failed run's error: the gateway's own (lost, mismatched) first, then what the stream said,
+ * then the snapshot's. None for a run that did not fail.
+ */
+function errorOf(end: RunEnd, fromStream: RunError | undefined): RunError | undefined {
+  if (end.status !== "failed") return undefined;
+  if (end.error?.code) return end.error;
+  return fromStream ?? end.error ?? { message: "the run failed" };
 }
 
 /** Select answers as the bridge records them: a list of the chosen values. */

@@ -1,0 +1,57 @@
+/**
+ * The CLI Bridge provider's rules that depend on the deployment's configuration (which the
+ * `cli-bridge` vitest project fixes for the gateway), at the provider seam against the stand-in,
+ * each in a stand-in instance of its own.
+ */
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { Refusal } from "../../src/errors";
+import { providerRefusal } from "../../src/objects/provider-refusal";
+import { CliBridgeProvider } from "../../src/providers/cli-bridge/provider";
+import { HttpTransport } from "../../src/providers/http";
+import { upstreamRejection, uid } from "../helpers";
+
+const base = (env as unknown as Record<string, string>).CLI_BRIDGE_URL!;
+const PI = "pi/tangle-router/fake-echo";
+const CODEX = "codex/default";
+
+function peer(execution: Record<string, unknown>) {
+  const url = `${base}/i/${uid("provider")}/`;
+  const provider = new CliBridgeProvider({
+    transport: new HttpTransport({ baseUrl: url, bearer: "standin-token", fetch: (r) => fetch(r), headersTimeoutMs: 10_000, bodyTimeoutMs: 10_000 }),
+    execution,
+  });
+  const control = async (path: string) => (await (await fetch(`${url}_standin/${path}`)).json()) as any;
+  return { provider, control };
+}
+
+const turn = (model: string) => ({ environmentId: "cli-bridge", sessionId: uid("sess"), turnId: uid("turn"), executionId: uid("exe"), message: "hello", model });
+
+describe("a retained native session runs on the host only (seed 003)", () => {
+  it("a retained route under a kind: \"sandbox\" execution default is refused before any session is opened, clearly; a one-shot route takes the default unchanged", async () => {
+    const execution = { kind: "sandbox", repoUrl: "https://example.invalid/repo.git" };
+    const { provider, control } = peer(execution);
+    const err = await upstreamRejection(provider.dispatch(turn(PI)));
+    expect(err.code).toBe("not_configured");
+    expect(err.message).toContain('kind "sandbox"');
+    expect(err.message).toContain(PI);
+    const counters = (await control("counters")).counters;
+    expect(counters.sessionsCreated).toBe(0);
+    expect(Object.keys(counters.requests)).toEqual(["GET /v1/capabilities"]);
+    // The API answers it as 501 provider_unavailable, with the reason.
+    const refusal = providerRefusal(err) as Refusal;
+    expect(refusal).toBeInstanceOf(Refusal);
+    expect([refusal.code, refusal.message]).toEqual(["provider_unavailable", err.message]);
+
+    const oneShot = turn(CODEX);
+    const receipt = await provider.dispatch(oneShot);
+    expect((await control(`runs/${receipt.controlRef.runId}`)).request.execution).toEqual(execution);
+  });
+
+  it("an explicit host default opens the retained session with it", async () => {
+    const execution = { kind: "host", jail: { mode: "fs-jail" } };
+    const { provider, control } = peer(execution);
+    const receipt = await provider.dispatch(turn(PI));
+    expect((await control(`sessions/${encodeURIComponent(receipt.controlRef.sessionId)}`)).request.execution).toEqual(execution);
+  });
+});
