@@ -181,19 +181,7 @@ describe("no turn is ever stuck", () => {
     const turnId = uid("turn");
     const request = { message: "dispatched after a crash" };
     const executionId = await executionIdFor(sessionId, turnId);
-    const digest = await turnRequestDigest(request);
-    await runInDurableObject(stub, async (_i: SessionObject, state) => {
-      const now = Date.now();
-      state.storage.sql.exec(
-        "INSERT INTO turns (turn_id, ordinal, request_digest, request, execution_id, status, created_at, updated_at) VALUES (?, 60, ?, ?, ?, 'pending', ?, ?)",
-        turnId,
-        digest,
-        JSON.stringify(request),
-        executionId,
-        now,
-        now,
-      );
-    });
+    await plantPending(stub, turnId, request, executionId);
     const retry = await sendTurn(token, cid, turnId, request.message);
     expect(retry.status).toBe(202);
     expect(await json(retry)).toMatchObject({ turnId, executionId, status: "running" });
