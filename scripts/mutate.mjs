@@ -132,7 +132,7 @@ const MUTANTS = [
   { id: "answers.session-scope-ignored", file: "src/objects/interaction-answers.ts", tests: T.answers, why: "a session scope does not allow allow_session",
     find: "if (scopes.includes(\"session\")) grants.push(\"allow_session\");", replace: "" },
 
-  // ---- auth (src/auth/tokens.ts, the stream-token check in src/worker.ts)
+  // ---- auth (src/auth/tokens.ts, the stream-token check in src/http/app-context.ts)
   { id: "tokens.use-unchecked", file: "src/auth/tokens.ts", tests: T.tokens, why: "a stream token works as a user token",
     find: "if (use !== expectedUse) throw", replace: "if (expectedUse !== undefined && use !== expectedUse) throw" },
   { id: "tokens.no-exp-required", file: "src/auth/tokens.ts", tests: T.tokens, why: "a token without exp never expires (defect 9)",
@@ -143,7 +143,7 @@ const MUTANTS = [
     find: "...(config.AUTH_AUDIENCE ? { audience: config.AUTH_AUDIENCE } : {}),", replace: "" },
   { id: "tokens.empty-sub", file: "src/auth/tokens.ts", tests: T.tokens, why: "an empty sub is a user",
     find: "payload.sub.length === 0 ||", replace: "" },
-  { id: "worker.stream-token-any-conversation", file: "src/worker.ts", tests: ["test/auth.test.ts"], why: "a stream token opens any conversation of its user",
+  { id: "worker.stream-token-any-conversation", file: "src/http/app-context.ts", tests: ["test/auth.test.ts"], why: "a stream token opens any conversation of its user",
     find: "if (verified.claims.cid !== cid) {", replace: "if (verified.claims.cid === undefined && cid === \"\") {" },
 
   // ---- ids (src/auth/ids.ts)
