@@ -246,11 +246,12 @@ describe("the agent's asks as the SDK's tool approvals and client-side tools", (
   it("a permission denied with a reason: the agent is told, and the tool call is denied", async () => {
     const token = await login(base(), unique("ai-user"));
     const id = unique("chat");
-    const { chat, nextFinish } = await askFor("[permission] run the tests", token, id);
+    const { chat, wire, nextFinish } = await askFor("[permission] run the tests", token, id);
     const permission = toolPart(chat.messages.at(-1), "permission");
     const done = nextFinish();
     await chat.addToolApprovalResponse({ id: permission.approval.id, approved: false, reason: "not on my machine" });
     await done;
+    await assertChunksValid(await wire.allChunks());
     const final = chat.messages.at(-1);
     assert.equal(toolPart(final, "permission").state, "output-denied");
     assert.equal(toolPart(final, "bash"), undefined, "the tool never ran");
@@ -266,7 +267,7 @@ describe("the agent's asks as the SDK's tool approvals and client-side tools", (
   it("a question answered through addToolOutput; an invalid answer is a clear error and the ask stays open", async () => {
     const token = await login(base(), unique("ai-user"));
     const id = unique("chat");
-    const { chat, nextFinish } = await askFor("[ask] set up tests", token, id);
+    const { chat, wire, nextFinish } = await askFor("[ask] set up tests", token, id);
     const question = toolPart(chat.messages.at(-1), "question");
     assert.equal(question.state, "input-available");
     assert.ok(question.input.fields.some((f) => f.name === "project"));
@@ -286,6 +287,7 @@ describe("the agent's asks as the SDK's tool approvals and client-side tools", (
     const final = chat.messages.at(-1);
     assert.equal(toolPart(final, "question").state, "output-available");
     assert.deepEqual(toolPart(final, "question").output, { status: "answered", outcome: "accepted" }, "never the answer's values");
+    await assertChunksValid(await wire.allChunks());
     assert.match(textOf(final), /gateway/);
     assert.equal(final.metadata.status, "completed");
     assert.deepEqual(await reloaded(token, id), plain(chat.messages));
@@ -294,7 +296,7 @@ describe("the agent's asks as the SDK's tool approvals and client-side tools", (
   it("a plan approved as a tool approval", async () => {
     const token = await login(base(), unique("ai-user"));
     const id = unique("chat");
-    const { chat, nextFinish } = await askFor("[plan] add a test", token, id);
+    const { chat, wire, nextFinish } = await askFor("[plan] add a test", token, id);
     const plan = toolPart(chat.messages.at(-1), "plan");
     assert.equal(plan.state, "approval-requested");
     assert.match(plan.input.body, /Read the README/);
@@ -302,6 +304,7 @@ describe("the agent's asks as the SDK's tool approvals and client-side tools", (
     await chat.addToolApprovalResponse({ id: plan.approval.id, approved: true });
     await done;
     assert.match(textOf(chat.messages.at(-1)), /Plan revision 1 approved/);
+    await assertChunksValid(await wire.allChunks());
   });
 });
 
@@ -455,7 +458,7 @@ describe("bad bodies", () => {
 });
 
 describe("every chunk of every emulator script", () => {
-  const scripts = ["plain answer", "[long] go", "[no-usage] go", "[receipt-none] go", "[receipt-partial] go", "[step-partial] go", "[bad-usage] go", "[fail] go", "[words:40] [paragraphs] go", "[ask-timeout] go", "[big-output:1046000] a frame at the size bound"];
+  const scripts = ["plain answer", "[long] go", "[no-usage] go", "[receipt-none] go", "[receipt-partial] go", "[step-partial] go", "[bad-usage] go", "[receipt-low] go", "[fail] go", "[words:40] [paragraphs] go", "[ask-timeout] go", "[big-output:1046000] a frame at the size bound"];
   for (const message of scripts) {
     it(`${message}: the SDK's schema accepts every chunk, and the reload is the streamed message`, async () => {
       const token = await login(base(), unique("ai-user"));
