@@ -7,6 +7,7 @@ import { readdirSync } from "node:fs";
 import { createServer } from "node:http";
 import { join, relative } from "node:path";
 import { describe, it } from "node:test";
+import { expectedCsp, expectedHeaders, cspDirectives } from "../page/page-policy.mjs";
 import { takeViolations } from "./csp.mjs";
 import { openPage, server, signIn, unique } from "./harness.mjs";
 
@@ -19,31 +20,11 @@ function assetPaths(dir = "public") {
   });
 }
 
-const directives = (csp) => Object.fromEntries(csp.split(";").map((d) => d.trim().split(/\s+/)).map(([name, ...sources]) => [name, sources]));
-
 function assertSecurityHeaders(res, path, importMapHash) {
   const csp = res.headers.get("content-security-policy");
   assert.ok(csp, `${path}: no Content-Security-Policy`);
-  assert.deepEqual(
-    directives(csp),
-    {
-      "default-src": ["'self'"],
-      "script-src": ["'self'", importMapHash],
-      "style-src": ["'self'"],
-      "img-src": ["'self'"],
-      "font-src": ["'self'"],
-      "connect-src": ["'self'"],
-      "object-src": ["'none'"],
-      "base-uri": ["'none'"],
-      "form-action": ["'self'"],
-      "frame-ancestors": ["'none'"],
-    },
-    path,
-  );
-  assert.equal(res.headers.get("x-frame-options"), "DENY", path);
-  assert.equal(res.headers.get("x-content-type-options"), "nosniff", path);
-  assert.equal(res.headers.get("referrer-policy"), "no-referrer", path);
-  assert.equal(res.headers.get("cross-origin-opener-policy"), "same-origin", path);
+  assert.deepEqual(cspDirectives(csp), expectedCsp(importMapHash), path);
+  for (const [name, value] of Object.entries(expectedHeaders)) assert.equal(res.headers.get(name), value, `${path}: ${name}`);
 }
 
 /** The violations reported (taken from csp.mjs, so they do not fail the test) once `enough` holds, or after 5 s. */

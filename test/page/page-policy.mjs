@@ -1,0 +1,30 @@
+// The security headers the chat page is held to (issue 19): one list, read by the check of the
+// committed public/_headers (test/page/headers.test.ts) and by the browser suite's check of what
+// `wrangler dev` serves (test/e2e/security.mjs).
+
+/** CSP value → directive → its sources, as a plain object. */
+export const cspDirectives = (csp) => Object.fromEntries(csp.split(";").map((d) => d.trim().split(/\s+/)).map(([name, ...sources]) => [name, sources]));
+
+/** Every directive of the page's policy; `importMapHash` is the one inline script it allows. */
+export function expectedCsp(importMapHash) {
+  return {
+    "default-src": ["'self'"],
+    "script-src": ["'self'", importMapHash],
+    "style-src": ["'self'"],
+    "img-src": ["'self'"],
+    "font-src": ["'self'"],
+    "connect-src": ["'self'"],
+    "object-src": ["'none'"],
+    "base-uri": ["'none'"],
+    "form-action": ["'self'"],
+    "frame-ancestors": ["'none'"],
+  };
+}
+
+/** The other headers on every answer of the page and its files. */
+export const expectedHeaders = {
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "cross-origin-opener-policy": "same-origin",
+};
