@@ -17,6 +17,9 @@ import { canonicalDigest } from "../../lib/digest";
 
 export type Transport = "retained" | "one-shot";
 
+/** The `X-Run-Provider` of a one-shot Pi run (transcript 41): its session is closed after the run, so the next turn runs in the next generation. */
+export const PI_ONE_SHOT_PROVIDER = "pi";
+
 const GENERATION = ":g";
 
 /** The family of a conversation's sessions on one transport and model route. */
@@ -41,4 +44,10 @@ export function generationIn(bridgeSessionId: string, family: string): number | 
 /** Whether a bridge session id is one of this conversation's (any family, any generation). */
 export function isConversationSession(bridgeSessionId: string, sessionId: string): boolean {
   return bridgeSessionId.startsWith(`${sessionId}:`);
+}
+
+/** A bridge session id this gateway gave the conversation, in any naming it used. */
+export function isOurs(bridgeSessionId: string, sessionId: string): boolean {
+  // Before per-route families: the conversation's id itself, then `~g<N>` generations.
+  return isConversationSession(bridgeSessionId, sessionId) || bridgeSessionId === sessionId || bridgeSessionId.startsWith(`${sessionId}~g`);
 }
