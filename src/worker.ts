@@ -1,7 +1,7 @@
 /**
  * The Worker: the app's assembly. Middleware (request id and headers, configuration, CORS,
  * authentication, no caching of a user's data) and the routes by resource, each a sub-app in
- * src/http/routes/. Errors map to `{ error: { code, message } }` here; the objects answer domain
+ * src/http/routes/ whose routes are declared once (src/http/route-declaration.ts). Errors map to `{ error: { code, message } }` here; the objects answer domain
  * outcomes and the routes choose HTTP statuses.
  */
 import { Hono } from "hono";
@@ -89,11 +89,11 @@ app.use("/v1/*", async (c, next) => {
 // ------------------------------------------------------------------ routes, by resource
 
 // Local development only (dev login, the emulator, probes): 404 elsewhere.
-app.route("/", devRoutes);
-app.route("/v1/conversations", conversationRoutes);
-app.route("/v1/conversations", interactionRoutes);
-app.route("/v1/conversations", streamRoutes);
+app.route("/", devRoutes.app);
+app.route("/v1/conversations", conversationRoutes.app);
+app.route("/v1/conversations", interactionRoutes.app);
+app.route("/v1/conversations", streamRoutes.app);
 // The AI SDK's UI message stream protocol over the same conversations.
-app.route("/v1/chat", chatRoutes);
+app.route("/v1/chat", chatRoutes.app);
 
 export default app satisfies ExportedHandler<Env>;
