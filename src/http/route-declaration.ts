@@ -15,7 +15,7 @@ import type { AppEnv } from "./app-context";
 import { readJsonBody } from "./body";
 
 /** One documented answer: its description and, for an answer with a body, the body's media type and schema. */
-interface Answer {
+export interface Answer {
   readonly description: string;
   readonly content?: { readonly media: "application/json" | "text/event-stream"; readonly schema: z.ZodType };
 }
@@ -25,7 +25,7 @@ export const json = (schema: z.ZodType, description: string): Answer => ({ descr
 export const eventStream = (schema: z.ZodType, description: string): Answer => ({ description, content: { media: "text/event-stream", schema } });
 export const noContent = (description: string): Answer => ({ description });
 
-interface RouteDeclaration<Body extends z.ZodType | undefined = z.ZodType | undefined> {
+export interface RouteDeclaration<Body extends z.ZodType | undefined = z.ZodType | undefined> {
   readonly method: "get" | "post" | "delete" | "all";
   /** Hono's path syntax (`/:cid/turns`), relative to where the sub-app is mounted. */
   readonly path: string;
