@@ -1,21 +1,17 @@
 /**
  * The Worker: the app's assembly. Middleware (request id and headers, configuration, CORS,
  * authentication, no caching of a user's data) and the routes by resource, each a sub-app in
- * src/http/routes/. Errors map to `{ error: { code, message } }` here; the objects answer domain
- * outcomes and the routes choose HTTP statuses.
+ * src/http/routes/ (mounted where src/http/routes/index.ts says) whose declarations are also the
+ * OpenAPI document's (src/http/openapi.ts). Errors map to `{ error: { code, message } }` here; the
+ * objects answer domain outcomes and the routes choose HTTP statuses.
  */
 import { Hono } from "hono";
 import { cors } from "hono/cors";
 import { readConfig } from "./config";
-import { authenticate, isLocalDevelopment, type AppEnv } from "./http/app-context";
+import { authenticate, type AppEnv } from "./http/app-context";
 import { ApiError } from "./http/errors";
-import { openApiDocument } from "./http/openapi";
-import { chatRoutes } from "./http/routes/chat";
-import { conversationRoutes } from "./http/routes/conversations";
-import { devRoutes } from "./http/routes/dev";
-import { interactionRoutes } from "./http/routes/interactions";
-import { streamRoutes } from "./http/routes/streams";
-import { VERSION } from "./version";
+import { documentRoutes } from "./http/openapi";
+import { AUTHENTICATED_PREFIXES, MOUNTS } from "./http/routes";
 
 export { SessionObject } from "./objects/session";
 export { UserObject } from "./objects/user";
@@ -65,20 +61,12 @@ app.onError((err, c) => {
 
 app.notFound((c) => c.json(new ApiError(404, "not_found", `no route ${c.req.method} ${c.req.path}`).toBody(), 404));
 
-// ------------------------------------------------------------------ public, unauthenticated
-
-app.get("/healthz", (c) => {
-  const config = c.get("config");
-  return c.json({ ok: true as const, version: VERSION, provider: config.provider, devLogin: config.DEV_LOGIN && isLocalDevelopment(c) });
-});
-app.get("/openapi.json", (c) => c.json(openApiDocument(VERSION)));
-
 // ------------------------------------------------------------------ authenticated
 
-app.use("/v1/conversations", authenticate);
-app.use("/v1/conversations/*", authenticate);
-app.use("/v1/chat", authenticate);
-app.use("/v1/chat/*", authenticate);
+for (const prefix of AUTHENTICATED_PREFIXES) {
+  app.use(prefix, authenticate);
+  app.use(`${prefix}/*`, authenticate);
+}
 
 // A user's data is never cached by a browser or a proxy.
 app.use("/v1/*", async (c, next) => {
@@ -88,12 +76,7 @@ app.use("/v1/*", async (c, next) => {
 
 // ------------------------------------------------------------------ routes, by resource
 
-// Local development only (dev login, the emulator, probes): 404 elsewhere.
-app.route("/", devRoutes);
-app.route("/v1/conversations", conversationRoutes);
-app.route("/v1/conversations", interactionRoutes);
-app.route("/v1/conversations", streamRoutes);
-// The AI SDK's UI message stream protocol over the same conversations.
-app.route("/v1/chat", chatRoutes);
+for (const { prefix, routes } of MOUNTS) app.route(prefix, routes.app);
+app.route("/", documentRoutes.app);
 
 export default app satisfies ExportedHandler<Env>;

@@ -1,5 +1,7 @@
+import { inspectRoutes } from "hono/dev";
 import { describe, expect, it } from "vitest";
 import type { z } from "zod";
+import app from "../src/worker";
 import {
   CancelAckSchema,
   ConversationListSchema,
@@ -26,7 +28,20 @@ async function documented<S extends z.ZodType>(schema: S, response: Response): P
   return parsed.data!;
 }
 
+/** The local-development helpers left out of the document, each saying why in its declaration (src/http/routes/dev.ts). */
+const LOCAL_ONLY = ["ALL /_emulator/*", "POST /v1/conversations/{cid}/dev/drop-streams", "GET /v1/conversations/{cid}/dev/object"];
+
 describe("the OpenAPI document matches what the routes answer", () => {
+  it("names every route the app serves (walking the app's own route table), and none it does not", async () => {
+    const served = new Set(inspectRoutes(app).filter((route) => !route.isMiddleware).map((route) => `${route.method} ${route.path.replace(/:([A-Za-z0-9_]+)/g, "{$1}")}`));
+    const doc = await json(await api("/openapi.json"));
+    const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`));
+    expect([...served].filter((route) => !documented.includes(route) && !LOCAL_ONLY.includes(route)), "served but not documented").toEqual([]);
+    expect(documented.filter((route) => !served.has(route)), "documented but not served").toEqual([]);
+    expect(LOCAL_ONLY.filter((route) => !served.has(route)), "no longer served: take it off LOCAL_ONLY").toEqual([]);
+    expect(documented).toEqual(expect.arrayContaining(["GET /healthz", "GET /openapi.json", "POST /v1/conversations/{cid}/turns", "POST /v1/chat"]));
+  });
+
   it("every route's answer parses with its documented schema, with nothing undocumented", async () => {
     await documented(HealthSchema, await api("/healthz"));
     await documented(DevLoginAnswer, await api("/v1/dev/login", { body: { user: uid("dev") } }));

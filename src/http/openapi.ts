@@ -1,176 +1,117 @@
 /**
- * The OpenAPI 3.1 document of the public API, generated from the same Zod schemas the routes
- * validate with (every schema with a `.meta({ id })` becomes a component).
+ * The OpenAPI 3.1 document of the public API, and the route that serves it (`GET /openapi.json`).
+ * Derived from the route declarations (./route-declaration.ts) of the sub-apps that
+ * ./routes/index.ts mounts: each route's method, path, summary, parameters, body and answers are
+ * declared once, beside its handler, and there is no second list of paths here. Components are
+ * the Zod schemas with a `.meta({ id })`, converted by `z.toJSONSchema`; every other schema is
+ * inlined. test/openapi.test.ts fails if the app serves a route the document does not name.
+ *
+ * Why not @hono/zod-openapi (1.6.3, checked on Node 20 with hono 4.13 and zod 4.6, which it
+ * supports): `openapi()` attaches @hono/zod-validator to every route whose body is a Zod schema,
+ * and that validator reads the body before a hook (or `defaultHook`) sees anything, so the
+ * refusals of ./body.ts, in their order, cannot be kept (README "Errors and limits"):
+ * - `application/json-patch+json` and other `+json` types are read as JSON; we answer 415;
+ * - malformed JSON is an HTTPException 400 "Malformed JSON in request body" thrown before the hook,
+ *   and the body is read whole before any size check: a large malformed body is 400, not 413;
+ * - the body is decoded leniently: invalid UTF-8 becomes U+FFFD and passes (we answer
+ *   invalid_json), and the bytes our reader would check are gone (it sees a re-serialized copy);
+ * - the hook sees only the schema's verdict, too late for all of the above.
+ * Declaring the body as a plain JSON Schema object turns its validator off, but then the body's
+ * Zod schema is a second declaration again, and the document comes from a second converter
+ * (@asteasolutions/zod-to-openapi) whose components differ from `z.toJSONSchema`'s (it drops
+ * `propertyNames`: SubmitTurn's `interactions` key pattern, for one).
  */
 import { z } from "zod";
-import "../schemas/api";
-import "../ai-sdk/request";
+import { ErrorBody } from "../schemas/api";
+import { VERSION } from "../version";
+import { DeclaredRoutes, json, type Answer, type RouteDeclaration } from "./route-declaration";
+import { AUTHENTICATED_PREFIXES, MOUNTS, type Mount } from "./routes";
 
-const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
-const json = (id: string, description: string) => ({ description, content: { "application/json": { schema: ref(id) } } });
-const errors = (...statuses: number[]) =>
-  Object.fromEntries(statuses.map((s) => [String(s), json("Error", "Error, with a stable code")]));
-const uiStream = (description: string) => ({
-  description,
-  content: { "text/event-stream": { schema: { type: "string", description: "SSE: each data line is one UIMessageChunk of the AI SDK's UI message stream protocol as JSON; the stream ends with data: [DONE]" } } },
-});
-const cid = { name: "cid", in: "path", required: true, schema: { type: "string", pattern: "^[A-Za-z0-9._:-]{1,128}$" } };
-const auth = [{ bearer: [] }];
+const DocumentSchema = z.record(z.string(), z.unknown()).describe("This document (OpenAPI 3.1)");
 
-let cached: Record<string, unknown> | undefined;
+export const documentRoutes = new DeclaredRoutes();
 
-export function openApiDocument(version: string): Record<string, unknown> {
+documentRoutes.serve(
+  { method: "get", path: "/openapi.json", summary: "The OpenAPI 3.1 document of the public API", answers: { 200: json(DocumentSchema, "The document") } },
+  (c) => c.json(openApiDocument(VERSION)),
+);
+
+type Json = Record<string, unknown>;
+
+/** A schema as the document holds it: a reference to its component, or inline. */
+function schemaOf(schema: z.ZodType, io: "input" | "output"): Json {
+  const id = z.globalRegistry.get(schema)?.id;
+  if (id !== undefined) return { $ref: `#/components/schemas/${id}` };
+  const { $schema: _, ...inline } = z.toJSONSchema(schema, { io }) as Json;
+  if ("$defs" in inline) throw new Error("an inline schema must not hold a named one: give it an id of its own");
+  return inline;
+}
+
+function answer({ description, content }: Answer): Json {
+  return content ? { description, content: { [content.media]: { schema: schemaOf(content.schema, "output") } } } : { description };
+}
+
+/** `/:cid/turns` under `/v1/conversations` → `/v1/conversations/{cid}/turns`. */
+function documentedPath(prefix: string, path: string): string {
+  const joined = prefix === "/" ? path : path === "/" ? prefix : `${prefix}${path}`;
+  return joined.replace(/:([A-Za-z0-9_]+)/g, "{$1}");
+}
+
+function parameters(where: "path" | "header" | "query", schemas: Readonly<Record<string, z.ZodType>> = {}): Json[] {
+  return Object.entries(schemas).map(([name, schema]) => ({
+    name,
+    in: where,
+    required: where === "path" || !schema.safeParse(undefined).success,
+    schema: schemaOf(schema, "input"),
+  }));
+}
+
+function operation(path: string, route: RouteDeclaration): Json {
+  const named = [...route.path.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]!);
+  const declared = Object.keys(route.params ?? {});
+  if (named.join() !== declared.join()) throw new Error(`${path}: the path's parameters (${named.join()}) are not the declared ones (${declared.join()})`);
+  const responses: Json = {};
+  for (const status of route.errors ?? []) responses[status] = { description: "Error, with a stable code", content: { "application/json": { schema: schemaOf(ErrorBody, "output") } } };
+  for (const [status, declaredAnswer] of Object.entries(route.answers)) {
+    if (status in responses) throw new Error(`${path}: ${status} is declared both as an answer and as an error`);
+    responses[status] = answer(declaredAnswer);
+  }
+  const params = [...parameters("path", route.params), ...parameters("header", route.headers), ...parameters("query", route.query)];
+  const authenticated = AUTHENTICATED_PREFIXES.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
+  return {
+    summary: route.summary,
+    ...(authenticated ? { security: [{ bearer: [] }] } : {}),
+    ...(params.length > 0 ? { parameters: params } : {}),
+    ...(route.body ? { requestBody: { content: { "application/json": { schema: schemaOf(route.body, "input") } } } } : {}),
+    responses,
+  };
+}
+
+function paths(mounts: readonly Mount[]): Record<string, Json> {
+  const out: Record<string, Json> = {};
+  for (const { prefix, routes } of mounts) {
+    for (const route of routes.declarations) {
+      if (route.undocumented !== undefined) continue;
+      const path = documentedPath(prefix, route.path);
+      if (route.method === "all") throw new Error(`${path}: a route for every method cannot be documented; declare its methods, or why it is undocumented`);
+      const operations = (out[path] ??= {});
+      if (route.method in operations) throw new Error(`${route.method} ${path} is declared twice`);
+      operations[route.method] = operation(path, route);
+    }
+  }
+  return out;
+}
+
+let cached: Json | undefined;
+
+export function openApiDocument(version: string): Json {
   if (cached) return cached;
-  const components = z.toJSONSchema(z.globalRegistry, { uri: (id) => `#/components/schemas/${id}` }) as { schemas: Record<string, unknown> };
+  const components = z.toJSONSchema(z.globalRegistry, { uri: (id) => `#/components/schemas/${id}` }) as { schemas: Json };
   cached = {
     openapi: "3.1.0",
     info: { title: "Agent chat gateway", version, description: "Durable conversations with coding agents, streamed as Server-Sent Events." },
     components: { schemas: components.schemas, securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } } },
-    paths: {
-      "/healthz": { get: { summary: "Liveness and version", responses: { 200: json("Health", "Alive") } } },
-      "/v1/dev/login": {
-        post: {
-          summary: "Local development only: a token for any user name (DEV_LOGIN on a loopback host)",
-          requestBody: { content: { "application/json": { schema: ref("DevLogin") } } },
-          responses: { 200: json("DevLoginAnswer", "A user token"), ...errors(400, 404, 415) },
-        },
-      },
-      "/v1/conversations": {
-        get: { summary: "The user's conversations", security: auth, responses: { 200: json("ConversationList", "Newest first"), ...errors(401) } },
-      },
-      "/v1/conversations/{cid}": {
-        get: {
-          summary: "Conversation summary",
-          security: auth,
-          parameters: [cid],
-          responses: { 200: json("ConversationSummary", "Summary"), ...errors(400, 401, 404) },
-        },
-        delete: {
-          summary: "Delete the session upstream and every local record of it",
-          security: auth,
-          parameters: [cid],
-          responses: { 200: json("Deleted", "Deleted"), ...errors(400, 401, 404, 502) },
-        },
-      },
-      "/v1/conversations/{cid}/turns": {
-        post: {
-          summary: "Send a message (retry-safe under its turnId)",
-          security: auth,
-          parameters: [cid, { name: "Idempotency-Key", in: "header", required: false, schema: { type: "string" } }],
-          requestBody: { content: { "application/json": { schema: ref("SubmitTurn") } } },
-          responses: {
-            200: json("Turn", "The cached result of a finished turn with this id"),
-            202: json("Turn", "Accepted (or already running): follow the event stream"),
-            ...errors(400, 401, 409, 413, 415, 429, 501, 502, 503, 504),
-          },
-        },
-      },
-      "/v1/conversations/{cid}/turns/{turnId}": {
-        get: {
-          summary: "One turn: status, result, usage",
-          security: auth,
-          parameters: [cid, { name: "turnId", in: "path", required: true, schema: { type: "string" } }],
-          responses: { 200: json("Turn", "The turn"), ...errors(400, 401, 404) },
-        },
-      },
-      "/v1/conversations/{cid}/events": {
-        get: {
-          summary: "The conversation's events as Server-Sent Events, strictly after the cursor, then live",
-          security: auth,
-          parameters: [
-            cid,
-            { name: "Last-Event-ID", in: "header", required: false, schema: { type: "string" } },
-            { name: "after", in: "query", required: false, schema: { type: "integer", minimum: 0 } },
-          ],
-          responses: {
-            200: { description: "text/event-stream; each frame's data is an Event", content: { "text/event-stream": { schema: ref("Event") } } },
-            ...errors(400, 401),
-          },
-        },
-      },
-      "/v1/conversations/{cid}/cancel": {
-        post: {
-          summary: "Cancel the running turn (retry-safe under its operationId); a browser disconnect never cancels",
-          security: auth,
-          parameters: [cid],
-          requestBody: { content: { "application/json": { schema: ref("Cancel") } } },
-          responses: {
-            200: json("CancellationAcknowledgement", "accepted (effect cancelled, cancel_requested or not_live) or replayed"),
-            409: json("CancellationAcknowledgement", "conflict: the operationId was used for another request"),
-            502: json("CancellationAcknowledgement", "unknown: whether the run stopped could not be confirmed"),
-            ...errors(400, 401, 404, 501),
-          },
-        },
-      },
-      "/v1/conversations/{cid}/interactions/{iid}": {
-        post: {
-          summary: "Answer an interaction (retry-safe under its operationId); delivered upstream exactly once",
-          security: auth,
-          parameters: [cid, { name: "iid", in: "path", required: true, schema: { type: "string" } }],
-          requestBody: { content: { "application/json": { schema: ref("Answer") } } },
-          responses: {
-            200: json("InteractionAcknowledgement", "accepted, or already_resolved_same"),
-            404: json("InteractionAcknowledgement", "unknown_interaction / unknown_run"),
-            409: json("InteractionAcknowledgement", "already_resolved_different, binding_mismatch, cancelled"),
-            410: json("InteractionAcknowledgement", "expired"),
-            422: json("InteractionAcknowledgement", "invalid_response: the message names each field"),
-            502: json("InteractionAcknowledgement", "transport_failure: delivery unconfirmed, retryable"),
-            ...errors(400, 401, 501),
-          },
-        },
-      },
-      "/v1/conversations/{cid}/stream-token": {
-        post: {
-          summary: "A short-lived token for EventSource (which cannot send headers), bound to the user and this conversation",
-          security: auth,
-          parameters: [cid],
-          responses: { 200: json("StreamToken", "The token and the events URL that accepts it"), ...errors(400, 401, 501) },
-        },
-      },
-      "/v1/conversations/{cid}/usage": {
-        get: {
-          summary: "The usage fold: per turn and in total, with unknowns, conflicts and the budget",
-          security: auth,
-          parameters: [cid],
-          responses: { 200: json("ConversationUsage", "Usage"), ...errors(400, 401, 404) },
-        },
-      },
-      "/v1/chat": {
-        post: {
-          summary: "The AI SDK's chat route (DefaultChatTransport): one turn as a UI message stream; a retried message never runs twice",
-          security: auth,
-          requestBody: { content: { "application/json": { schema: ref("ChatRequest") } } },
-          responses: {
-            200: uiStream("The turn as a UI message stream (x-vercel-ai-ui-message-stream: v1), to its end or to an ask it waits on"),
-            ...errors(400, 401, 404, 409, 413, 415, 422, 429, 501, 502, 503, 504),
-          },
-        },
-      },
-      "/v1/chat/{cid}/stream": {
-        get: {
-          summary: "Resume (reconnectToStream, useChat's resume: true): the running turn's whole stream from its start, then live",
-          security: auth,
-          parameters: [cid],
-          responses: { 200: uiStream("The running turn's UI message stream, from its start"), 204: { description: "No turn is running: nothing to resume" }, ...errors(400, 401, 429) },
-        },
-      },
-      "/v1/chat/{cid}/messages": {
-        get: {
-          summary: "The conversation as the AI SDK's UIMessage[] (seed useChat's messages after a reload)",
-          security: auth,
-          parameters: [cid],
-          responses: { 200: json("UIMessages", "Each turn's user message and answer"), ...errors(400, 401, 404) },
-        },
-      },
-      "/v1/conversations/{cid}/messages": {
-        get: {
-          summary: "The transcript rebuilt from the log",
-          security: auth,
-          parameters: [cid],
-          responses: { 200: json("Messages", "Messages"), ...errors(400, 401, 404) },
-        },
-      },
-    },
+    paths: paths([...MOUNTS, { prefix: "/", routes: documentRoutes }]),
   };
   return cached;
 }

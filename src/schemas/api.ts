@@ -6,7 +6,7 @@ import { z } from "zod";
 import { ConversationId, COUNTERS, Id, Provenance, TokenUsage, TurnId } from "./common";
 import { CancellationAcknowledgement, InteractionAcknowledgement, InteractionRequest, RequestedInteractions } from "./contracts";
 
-const ErrorBody = z
+export const ErrorBody = z
   .object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }) })
   .meta({ id: "Error" });
 

@@ -3,17 +3,20 @@
  * `DefaultChatTransport` sends, `GET /v1/chat/:id/stream` what `reconnectToStream` (`resume:
  * true`) asks, `GET /v1/chat/:id/messages` the conversation as `UIMessage[]`. A chat is an
  * ordinary conversation (the chat id is the conversation id): the same turns, asks and log as
- * the native routes, read through the mapping of src/ai-sdk/.
+ * the native routes, read through the mapping of src/ai-sdk/. Mounted at `/v1/chat`; each route
+ * declared once (../route-declaration.ts).
  */
-import { Hono, type Context } from "hono";
+import type { Context } from "hono";
+import { z } from "zod";
 import { TurnResponse } from "../../ai-sdk/chunks";
-import { answerBody, ChatRequestBody, ChatRequestError, chatAction, regeneratedTurnId, type AskShape, type ChatAction } from "../../ai-sdk/request";
+import { answerBody, ChatRequestBody, ChatRequestError, chatAction, regeneratedTurnId, UiMessagesSchema, type AskShape, type ChatAction } from "../../ai-sdk/request";
 import type { RpcResult } from "../../errors";
 import type { ConversationSummary } from "../../objects/session";
+import { ConversationId } from "../../schemas/common";
 import type { InteractionAcknowledgement } from "../../schemas/contracts";
 import { knownConversation, knownSession, rateLimit, requireConversation, session, type AppEnv } from "../app-context";
-import { readJsonBody } from "../body";
 import { ApiError, unwrapRpc } from "../errors";
+import { DeclaredRoutes, eventStream, json, noContent } from "../route-declaration";
 import { openSubscription } from "../sse-relay";
 import { followTurn, uiStreamResponse } from "../ui-stream";
 
@@ -30,7 +33,12 @@ async function summaryOf(s: Session): Promise<RpcResult<ConversationSummary>> {
   return (await s.stub.summary(s.conversationId)) as unknown as RpcResult<ConversationSummary>;
 }
 
-export const chatRoutes = new Hono<AppEnv>();
+/** What a UI message stream's frames hold (documented inline: the chunks are the AI SDK's). */
+const UiMessageStream = z
+  .string()
+  .describe("SSE: each data line is one UIMessageChunk of the AI SDK's UI message stream protocol as JSON; the stream ends with data: [DONE]");
+
+export const chatRoutes = new DeclaredRoutes();
 
 function refused(err: ChatRequestError): ApiError {
   return new ApiError(400, "invalid_request", `the body is invalid: ${err.path}: ${err.message}`, { issues: [{ path: err.path, message: err.message }] });
@@ -85,57 +93,87 @@ async function deliverAnswers(s: Session, action: Extract<ChatAction, { kind: "a
   }
 }
 
-chatRoutes.post("/", async (c) => {
-  const body = await readJsonBody(c, ChatRequestBody, CHAT_MAX_BODY_BYTES);
-  let action: ChatAction;
-  try {
-    action = chatAction(body);
-  } catch (err) {
-    if (err instanceof ChatRequestError) throw refused(err);
-    throw err;
-  }
-  const s = await session(c, body.id);
-  const options = { ...(body.model !== undefined ? { model: body.model } : {}), ...(body.interactions !== undefined ? { interactions: body.interactions } : {}) };
-  if (action.kind === "answer") {
-    await requireConversation(c, s.conversationId);
-    await deliverAnswers(s, action);
-    return respondWithTurn(c, s, action.turnId, action.askIds);
-  }
-  checkSize(c, action.message);
-  let turnId: string;
-  if (action.kind === "submit") {
-    turnId = action.turnId;
-  } else {
-    // Regenerate: a new turn with the same message, its id derived from the answer it replaces,
-    // so a retried request is the same turn. Without the SDK's messageId, that is the latest answer.
-    const summary = await summaryOf(s);
-    const latest = summary.ok ? summary.value.lastTurn : null;
-    const active = summary.ok ? summary.value.activeTurn : null;
-    if (action.of === null && active && active.turnId.startsWith("regen-") && active.message === action.message) {
-      // A regenerate of this message is running: this request is its retry.
-      return respondWithTurn(c, s, active.turnId);
+chatRoutes.serve(
+  {
+    method: "post",
+    path: "/",
+    summary: "The AI SDK's chat route (DefaultChatTransport): one turn as a UI message stream; a retried message never runs twice",
+    body: ChatRequestBody,
+    answers: { 200: eventStream(UiMessageStream, "The turn as a UI message stream (x-vercel-ai-ui-message-stream: v1), to its end or to an ask it waits on") },
+    errors: [400, 401, 404, 409, 413, 415, 422, 429, 501, 502, 503, 504],
+  },
+  async (c, readBody) => {
+    const body = await readBody(CHAT_MAX_BODY_BYTES);
+    let action: ChatAction;
+    try {
+      action = chatAction(body);
+    } catch (err) {
+      if (err instanceof ChatRequestError) throw refused(err);
+      throw err;
     }
-    turnId = await regeneratedTurnId(action.userMessageId, action.of ?? latest?.turnId ?? action.userMessageId);
-  }
-  await rateLimit(c, "turn");
-  const { turn } = unwrapRpc(await s.stub.submitTurn(s.context, turnId, { message: action.message, ...options }));
-  return respondWithTurn(c, s, turn.turnId);
-});
+    const s = await session(c, body.id);
+    const options = { ...(body.model !== undefined ? { model: body.model } : {}), ...(body.interactions !== undefined ? { interactions: body.interactions } : {}) };
+    if (action.kind === "answer") {
+      await requireConversation(c, s.conversationId);
+      await deliverAnswers(s, action);
+      return respondWithTurn(c, s, action.turnId, action.askIds);
+    }
+    checkSize(c, action.message);
+    let turnId: string;
+    if (action.kind === "submit") {
+      turnId = action.turnId;
+    } else {
+      // Regenerate: a new turn with the same message, its id derived from the answer it replaces,
+      // so a retried request is the same turn. Without the SDK's messageId, that is the latest answer.
+      const summary = await summaryOf(s);
+      const latest = summary.ok ? summary.value.lastTurn : null;
+      const active = summary.ok ? summary.value.activeTurn : null;
+      if (action.of === null && active && active.turnId.startsWith("regen-") && active.message === action.message) {
+        // A regenerate of this message is running: this request is its retry.
+        return respondWithTurn(c, s, active.turnId);
+      }
+      turnId = await regeneratedTurnId(action.userMessageId, action.of ?? latest?.turnId ?? action.userMessageId);
+    }
+    await rateLimit(c, "turn");
+    const { turn } = unwrapRpc(await s.stub.submitTurn(s.context, turnId, { message: action.message, ...options }));
+    return respondWithTurn(c, s, turn.turnId);
+  },
+);
 
-chatRoutes.get("/:cid/stream", async (c) => {
-  const s = await session(c);
-  await rateLimit(c, "stream");
-  // No conversation yet (asked without waking a session object), or no turn running: nothing to resume.
-  if (!(await knownConversation(c, s.conversationId))) return c.body(null, 204);
-  const summary = await summaryOf(s);
-  if (!summary.ok && summary.refusal.code === "conversation_not_found") return c.body(null, 204);
-  const active = unwrapRpc(summary).activeTurn;
-  if (!active) return c.body(null, 204);
-  return respondWithTurn(c, s, active.turnId);
-});
+chatRoutes.serve(
+  {
+    method: "get",
+    path: "/:cid/stream",
+    summary: "Resume (reconnectToStream, useChat's resume: true): the running turn's whole stream from its start, then live",
+    params: { cid: ConversationId },
+    answers: { 200: eventStream(UiMessageStream, "The running turn's UI message stream, from its start"), 204: noContent("No turn is running: nothing to resume") },
+    errors: [400, 401, 429],
+  },
+  async (c) => {
+    const s = await session(c);
+    await rateLimit(c, "stream");
+    // No conversation yet (asked without waking a session object), or no turn running: nothing to resume.
+    if (!(await knownConversation(c, s.conversationId))) return c.body(null, 204);
+    const summary = await summaryOf(s);
+    if (!summary.ok && summary.refusal.code === "conversation_not_found") return c.body(null, 204);
+    const active = unwrapRpc(summary).activeTurn;
+    if (!active) return c.body(null, 204);
+    return respondWithTurn(c, s, active.turnId);
+  },
+);
 
-chatRoutes.get("/:cid/messages", async (c) => {
-  const s = await knownSession(c);
-  const json = unwrapRpc(await s.stub.chatMessages(s.conversationId));
-  return c.body(json, 200, { "content-type": "application/json; charset=utf-8" });
-});
+chatRoutes.serve(
+  {
+    method: "get",
+    path: "/:cid/messages",
+    summary: "The conversation as the AI SDK's UIMessage[] (seed useChat's messages after a reload)",
+    params: { cid: ConversationId },
+    answers: { 200: json(UiMessagesSchema, "Each turn's user message and answer") },
+    errors: [400, 401, 404],
+  },
+  async (c) => {
+    const s = await knownSession(c);
+    const messages = unwrapRpc(await s.stub.chatMessages(s.conversationId));
+    return c.body(messages, 200, { "content-type": "application/json; charset=utf-8" });
+  },
+);

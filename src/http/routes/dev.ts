@@ -2,15 +2,18 @@
  * Local development only (README "Deploy": what protects the development-only routes): dev login,
  * the emulator's control routes, and the conversation probes for the page and the benchmarks. Each
  * is behind `devOnly`, which answers 404 (as for a route that does not exist) unless the deployment
- * itself is local and the request came to a loopback host.
+ * itself is local and the request came to a loopback host. Mounted at `/`; each route declared
+ * once (../route-declaration.ts). Dev login is in the OpenAPI document; the emulator's control
+ * routes (README "The emulator's control routes") and the probes are left out of it, each saying why.
  */
-import { Hono, type Context, type MiddlewareHandler } from "hono";
+import type { MiddlewareHandler } from "hono";
 import { signToken } from "../../auth/tokens";
 import { emulatorFetch } from "../../providers";
-import { DevLoginBody } from "../../schemas/api";
+import { DevLoginAnswer, DevLoginBody } from "../../schemas/api";
+import { ConversationId } from "../../schemas/common";
 import { isLocalDevelopment, session, type AppEnv } from "../app-context";
-import { readJsonBody } from "../body";
 import { ApiError } from "../errors";
+import { DeclaredRoutes, json } from "../route-declaration";
 
 const DEV_TOKEN_TTL_SECONDS = 12 * 60 * 60;
 
@@ -27,28 +30,68 @@ function devOnly(needs: "devLogin" | "emulator"): MiddlewareHandler<AppEnv> {
   };
 }
 
-export const devRoutes = new Hono<AppEnv>();
+export const devRoutes = new DeclaredRoutes();
 
-devRoutes.post("/v1/dev/login", devOnly("devLogin"), async (c) => {
-  const { user } = await readJsonBody(c, DevLoginBody, 4096);
-  const token = await signToken(c.get("config"), { sub: user }, DEV_TOKEN_TTL_SECONDS);
-  return c.json({ token, user, expiresIn: DEV_TOKEN_TTL_SECONDS });
-});
+devRoutes.serve(
+  {
+    method: "post",
+    path: "/v1/dev/login",
+    summary: "Local development only: a token for any user name (DEV_LOGIN on a loopback host)",
+    guard: devOnly("devLogin"),
+    body: DevLoginBody,
+    answers: { 200: json(DevLoginAnswer, "A user token") },
+    errors: [400, 404, 415],
+  },
+  async (c, readBody) => {
+    const { user } = await readBody(4096);
+    const token = await signToken(c.get("config"), { sub: user }, DEV_TOKEN_TTL_SECONDS);
+    return c.json({ token, user, expiresIn: DEV_TOKEN_TTL_SECONDS });
+  },
+);
 
-// Emulator control (fault injection, counters) for local runs, tests and benchmarks.
-devRoutes.all("/_emulator/*", devOnly("emulator"), async (c: Context<AppEnv>) => {
-  const url = new URL(c.req.url);
-  return emulatorFetch(c.env)(new Request(`http://sandbox-emulator.local${url.pathname}${url.search}`, c.req.raw));
-});
+devRoutes.serve(
+  {
+    method: "all",
+    path: "/_emulator/*",
+    summary: "Emulator control (fault injection, counters) for local runs, tests and benchmarks",
+    guard: devOnly("emulator"),
+    answers: {},
+    undocumented: "the emulator's own API, passed through; README \"The emulator's control routes (local only)\" documents it",
+  },
+  async (c) => {
+    const url = new URL(c.req.url);
+    return emulatorFetch(c.env)(new Request(`http://sandbox-emulator.local${url.pathname}${url.search}`, c.req.raw));
+  },
+);
 
-// Close every browser stream of a conversation (the page must reconnect). Authenticated by the app.
-devRoutes.post("/v1/conversations/:cid/dev/drop-streams", devOnly("devLogin"), async (c) => {
-  const { stub } = await session(c);
-  return c.json({ dropped: await stub.dropReaders() });
-});
+devRoutes.serve(
+  {
+    method: "post",
+    path: "/v1/conversations/:cid/dev/drop-streams",
+    summary: "Close every browser stream of a conversation (the page must reconnect). Authenticated by the app",
+    guard: devOnly("devLogin"),
+    params: { cid: ConversationId },
+    answers: {},
+    undocumented: "a local-development probe for reconnect tests; README \"Public API (v1)\" describes it",
+  },
+  async (c) => {
+    const { stub } = await session(c);
+    return c.json({ dropped: await stub.dropReaders() });
+  },
+);
 
-// Which in-memory instance of the session object answers (the benchmarks see hibernation).
-devRoutes.get("/v1/conversations/:cid/dev/object", devOnly("devLogin"), async (c) => {
-  const { stub } = await session(c);
-  return c.json(await stub.instanceInfo());
-});
+devRoutes.serve(
+  {
+    method: "get",
+    path: "/v1/conversations/:cid/dev/object",
+    summary: "Which in-memory instance of the session object answers (the benchmarks see hibernation)",
+    guard: devOnly("devLogin"),
+    params: { cid: ConversationId },
+    answers: {},
+    undocumented: "a local-development probe for the benchmarks; README \"Public API (v1)\" describes it",
+  },
+  async (c) => {
+    const { stub } = await session(c);
+    return c.json(await stub.instanceInfo());
+  },
+);

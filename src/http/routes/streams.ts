@@ -1,41 +1,73 @@
 /**
  * The event stream (docs/sse-protocol.md) and the stream tokens EventSource needs. The Worker holds
  * each browser's response (../sse-relay.ts) and subscribes to the session object over a
- * hibernatable WebSocket. Mounted at `/v1/conversations`.
+ * hibernatable WebSocket. Mounted at `/v1/conversations`; declared once (../route-declaration.ts).
  */
-import { Hono } from "hono";
+import { z } from "zod";
 import { signToken } from "../../auth/tokens";
 import { SSE_HEADERS } from "../../lib/sse";
-import { conversationIdOf, knownConversation, rateLimit, session, type AppEnv } from "../app-context";
+import { EventEnvelopeSchema, StreamTokenAnswer } from "../../schemas/api";
+import { ConversationId } from "../../schemas/common";
+import { conversationIdOf, knownConversation, rateLimit, session } from "../app-context";
 import { ApiError } from "../errors";
+import { DeclaredRoutes, eventStream, json } from "../route-declaration";
 import { openSubscription, relayOnceKnown, relayStream } from "../sse-relay";
 
-export const streamRoutes = new Hono<AppEnv>();
+/** The cursor: the last event id seen (a non-negative integer; surrounding whitespace is allowed). */
+const Cursor = z
+  .string()
+  .trim()
+  .regex(/^\d{1,15}$/)
+  .describe("The seq of the last event seen: the stream goes on strictly after it");
 
-streamRoutes.get("/:cid/events", async (c) => {
-  const { stub, conversationId } = await session(c);
-  // EventSource sends Last-Event-ID on its own reconnects; a reloaded page passes ?after=.
-  const raw = c.req.header("last-event-id") ?? c.req.query("after") ?? "0";
-  if (!/^\d{1,15}$/.test(raw.trim())) throw new ApiError(400, "invalid_cursor", "the cursor (Last-Event-ID or ?after=) must be a non-negative integer");
-  await rateLimit(c, "stream");
-  // The object streams the log over a hibernatable WebSocket; this Worker holds the browser's
-  // response, its pings and its slow-viewer bound, so the object can hibernate between events.
-  const config = c.get("config");
-  const options = { pingIntervalMs: config.SSE_PING_INTERVAL_MS, maxPendingBytes: config.SSE_MAX_PENDING_BYTES };
-  const after = Number(raw.trim());
-  if (!(await knownConversation(c, conversationId))) {
-    // Not a conversation yet: wait for it without waking (and so storing) a session object.
-    return new Response(relayOnceKnown(() => knownConversation(c, conversationId), (from) => openSubscription(stub, from), after, options), { headers: SSE_HEADERS });
-  }
-  return new Response(relayStream(await openSubscription(stub, after), options), { headers: SSE_HEADERS });
-});
+export const streamRoutes = new DeclaredRoutes();
 
-streamRoutes.post("/:cid/stream-token", async (c) => {
-  const config = c.get("config");
-  const conversationId = conversationIdOf(c);
-  const { userId } = c.get("identity");
-  if (!config.AUTH_JWT_SECRET) throw new ApiError(501, "stream_tokens_unavailable", "stream tokens need AUTH_JWT_SECRET to sign them");
-  const ttl = config.STREAM_TOKEN_TTL_SECONDS;
-  const token = await signToken(config, { sub: userId, use: "stream", cid: conversationId }, ttl);
-  return c.json({ token, expiresIn: ttl, eventsUrl: `/v1/conversations/${encodeURIComponent(conversationId)}/events?access_token=${token}` });
-});
+streamRoutes.serve(
+  {
+    method: "get",
+    path: "/:cid/events",
+    summary: "The conversation's events as Server-Sent Events, strictly after the cursor, then live",
+    params: { cid: ConversationId },
+    headers: { "Last-Event-ID": Cursor.optional() },
+    query: { after: Cursor.optional() },
+    answers: { 200: eventStream(EventEnvelopeSchema, "text/event-stream; each frame's data is an Event") },
+    errors: [400, 401],
+  },
+  async (c) => {
+    const { stub, conversationId } = await session(c);
+    // EventSource sends Last-Event-ID on its own reconnects; a reloaded page passes ?after=.
+    const cursor = Cursor.safeParse(c.req.header("last-event-id") ?? c.req.query("after") ?? "0");
+    if (!cursor.success) throw new ApiError(400, "invalid_cursor", "the cursor (Last-Event-ID or ?after=) must be a non-negative integer");
+    await rateLimit(c, "stream");
+    // The object streams the log over a hibernatable WebSocket; this Worker holds the browser's
+    // response, its pings and its slow-viewer bound, so the object can hibernate between events.
+    const config = c.get("config");
+    const options = { pingIntervalMs: config.SSE_PING_INTERVAL_MS, maxPendingBytes: config.SSE_MAX_PENDING_BYTES };
+    const after = Number(cursor.data);
+    if (!(await knownConversation(c, conversationId))) {
+      // Not a conversation yet: wait for it without waking (and so storing) a session object.
+      return new Response(relayOnceKnown(() => knownConversation(c, conversationId), (from) => openSubscription(stub, from), after, options), { headers: SSE_HEADERS });
+    }
+    return new Response(relayStream(await openSubscription(stub, after), options), { headers: SSE_HEADERS });
+  },
+);
+
+streamRoutes.serve(
+  {
+    method: "post",
+    path: "/:cid/stream-token",
+    summary: "A short-lived token for EventSource (which cannot send headers), bound to the user and this conversation",
+    params: { cid: ConversationId },
+    answers: { 200: json(StreamTokenAnswer, "The token and the events URL that accepts it") },
+    errors: [400, 401, 501],
+  },
+  async (c) => {
+    const config = c.get("config");
+    const conversationId = conversationIdOf(c);
+    const { userId } = c.get("identity");
+    if (!config.AUTH_JWT_SECRET) throw new ApiError(501, "stream_tokens_unavailable", "stream tokens need AUTH_JWT_SECRET to sign them");
+    const ttl = config.STREAM_TOKEN_TTL_SECONDS;
+    const token = await signToken(config, { sub: userId, use: "stream", cid: conversationId }, ttl);
+    return c.json({ token, expiresIn: ttl, eventsUrl: `/v1/conversations/${encodeURIComponent(conversationId)}/events?access_token=${token}` });
+  },
+);

@@ -1,0 +1,32 @@
+/**
+ * The routes by resource: each sub-app with the prefix it is mounted at, and the prefixes whose
+ * routes need a user's token. src/worker.ts mounts these and applies `authenticate` to those
+ * prefixes; src/http/openapi.ts documents the same declarations, with `security` on the same
+ * prefixes.
+ */
+import type { DeclaredRoutes } from "../route-declaration";
+import { chatRoutes } from "./chat";
+import { conversationRoutes } from "./conversations";
+import { devRoutes } from "./dev";
+import { interactionRoutes } from "./interactions";
+import { serviceRoutes } from "./service";
+import { streamRoutes } from "./streams";
+
+export interface Mount {
+  readonly prefix: string;
+  readonly routes: DeclaredRoutes;
+}
+
+export const MOUNTS: readonly Mount[] = [
+  { prefix: "/", routes: serviceRoutes },
+  // Local development only (dev login, the emulator, probes): 404 elsewhere.
+  { prefix: "/", routes: devRoutes },
+  { prefix: "/v1/conversations", routes: conversationRoutes },
+  { prefix: "/v1/conversations", routes: interactionRoutes },
+  { prefix: "/v1/conversations", routes: streamRoutes },
+  // The AI SDK's UI message stream protocol over the same conversations.
+  { prefix: "/v1/chat", routes: chatRoutes },
+];
+
+/** Every route at or under these needs `Authorization: Bearer <user token>` (or, on an events route, a stream token). */
+export const AUTHENTICATED_PREFIXES = ["/v1/conversations", "/v1/chat"] as const;
