@@ -19,7 +19,7 @@ import { VERSION } from "./version";
 
 export { SessionObject } from "./objects/session";
 export { UserObject } from "./objects/user";
-export { SandboxEmulator } from "./providers/emulator/emulator";
+export { SandboxEmulator } from "./emulator/emulator";
 
 const app = new Hono<AppEnv>();
 
