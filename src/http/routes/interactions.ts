@@ -3,7 +3,7 @@
  * exact outstanding request and delivered upstream once. Mounted at `/v1/conversations`.
  */
 import { Hono } from "hono";
-import { forbiddenPaths } from "../../objects/interaction-answers";
+import { forbiddenPaths } from "../../lib/forbidden-names";
 import { AnswerBody } from "../../schemas/api";
 import { Id } from "../../schemas/common";
 import type { InteractionAcknowledgement } from "../../schemas/contracts";
