@@ -15,7 +15,7 @@ import { AUTHENTICATED_PREFIXES, MOUNTS } from "./http/routes";
 
 export { SessionObject } from "./objects/session";
 export { UserObject } from "./objects/user";
-export { SandboxEmulator } from "./providers/emulator/emulator";
+export { SandboxEmulator } from "./emulator/emulator";
 
 const app = new Hono<AppEnv>();
 

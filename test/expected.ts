@@ -1,4 +1,4 @@
-import { buildScript } from "../src/providers/emulator/script";
+import { buildScript } from "../src/emulator/script";
 import type { EventEnvelope } from "../src/objects/session-store";
 
 /**

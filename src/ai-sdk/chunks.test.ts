@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { EventEnvelope } from "../objects/session-store";
+import type { EventEnvelope } from "../schemas/api";
 import { assistantMessageId, turnOfAssistantMessage, TurnChunks, TurnResponse, type UiChunk } from "./chunks";
 import { MessageFold } from "./message";
 import { answerBody, chatAction, ChatRequestError, type ChatRequestBody } from "./request";

@@ -20,7 +20,7 @@
  *   are `data-*` parts; the conversation's status changes are transient `data-status` chunks.
  * - The turn's end: `finish` (completed), `error` (failed), `abort` (cancelled).
  */
-import type { EventEnvelope } from "../objects/session-store";
+import type { EventEnvelope } from "../schemas/api";
 import { applyPartUpdate } from "../objects/part-text";
 import { waitingStateOf } from "../objects/waiting";
 

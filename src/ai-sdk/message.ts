@@ -6,7 +6,7 @@
  * package) for the chunks the gateway sends; test/ai-sdk checks it against the SDK's reader.
  */
 import type { TranscriptTurn } from "../objects/transcript";
-import type { EventEnvelope } from "../objects/session-store";
+import type { EventEnvelope } from "../schemas/api";
 import { frameChunk, TurnChunks, TurnResponse, type UiChunk } from "./chunks";
 
 type Obj = Record<string, unknown>;

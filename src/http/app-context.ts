@@ -6,7 +6,7 @@ import type { Context } from "hono";
 import { deriveOwnerKey, deriveSessionId } from "../auth/ids";
 import { bearerToken, verifyUserToken } from "../auth/tokens";
 import type { Config } from "../config";
-import type { SessionContext } from "../objects/session-store";
+import type { SessionContext } from "../objects/session";
 import { ConversationId } from "../schemas/common";
 import { invalid } from "./body";
 import { ApiError } from "./errors";

@@ -6,7 +6,7 @@
  */
 import { frameChunk, type TurnResponse, type UiChunk } from "../ai-sdk/chunks";
 import { SseParser, SSE_HEADERS } from "../lib/sse";
-import type { EventEnvelope } from "../objects/session-store";
+import type { EventEnvelope } from "../schemas/api";
 import { relayStream, type RelayOptions, type RelaySocket } from "./sse-relay";
 
 /** The protocol's response headers (the SDK's own `UI_MESSAGE_STREAM_HEADERS`). */

@@ -5,27 +5,10 @@
  * page reads too (public/lib/grants.js).
  */
 import { allowedDecisions, decisionField, decisionOf } from "../../public/lib/grants.js";
+import { forbiddenPaths, isForbiddenName } from "../lib/forbidden-names";
 import type { InteractionField, InteractionRequest } from "../schemas/contracts";
 
 export type Outcome = "accepted" | "declined" | "cancelled";
-
-const FORBIDDEN_NAMES = new Set(["__proto__", "constructor", "prototype"]);
-
-/**
- * The paths of every forbidden name (`__proto__`, `constructor`, `prototype`) at any depth of a
- * value, as JSON parsing leaves them: own properties. Read on the raw JSON, before anything copies it.
- */
-export function forbiddenPaths(value: unknown, path: string): string[] {
-  if (Array.isArray(value)) return value.flatMap((item, i) => forbiddenPaths(item, `${path}[${i}]`));
-  if (typeof value !== "object" || value === null) return [];
-  const out: string[] = [];
-  for (const key of Object.keys(value)) {
-    const at = path ? `${path}.${key}` : key;
-    if (FORBIDDEN_NAMES.has(key)) out.push(at);
-    out.push(...forbiddenPaths((value as Record<string, unknown>)[key], at));
-  }
-  return out;
-}
 
 function optionValues(field: Extract<InteractionField, { type: "select" }>): string[] {
   return field.options.map((o) => (typeof o === "string" ? o : o.value));
@@ -94,7 +77,7 @@ export function answerProblems(request: InteractionRequest, outcome: Outcome, da
   const forbidden = forbiddenPaths(values, "");
   const fields = new Map(request.answerSpec.fields.map((f) => [f.name, f]));
   for (const key of Object.keys(values)) {
-    if (!fields.has(key) && !FORBIDDEN_NAMES.has(key)) problems.push(`${key}: is not a field of this request`);
+    if (!fields.has(key) && !isForbiddenName(key)) problems.push(`${key}: is not a field of this request`);
   }
   problems.push(...forbidden.map((p) => `${p}: is a forbidden field name`));
   for (const field of request.answerSpec.fields) {

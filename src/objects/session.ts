@@ -28,6 +28,8 @@ import { emptyExecutionUsage, executionView } from "./usage-fold";
 export type ConversationSummary = z.infer<typeof ConversationSummarySchema>;
 export type ConversationUsage = z.infer<typeof ConversationUsageSchema>;
 export type ConversationMessages = z.infer<typeof MessagesSchema>;
+/** Who a conversation RPC is for: session id and owner key, derived by the Worker from the user and the conversation id. */
+export type { SessionContext };
 
 export class SessionObject extends DurableObject<Env> {
   /** Null until the conversation exists: reading a conversation that does not exist stores nothing. */

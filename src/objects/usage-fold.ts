@@ -25,8 +25,6 @@ import { COUNTERS, CounterProvenance, Counts, type Counter, type Provenance, typ
 import type { TotalView, UsageView } from "../schemas/api";
 import type { ReceiptProvenance, UsageReport } from "../providers/provider";
 
-export type { Counts };
-
 const UsageConflictSchema = z.object({
   counter: z.enum(COUNTERS),
   previous: z.number(),

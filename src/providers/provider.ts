@@ -8,8 +8,7 @@
  * acknowledgement statuses. The session knows no provider's frame names or error strings.
  */
 import type { AgentExactRunControlRef, InteractionAcknowledgement, InteractionRequest, RequestedInteractions } from "../schemas/contracts";
-import type { JsonObject, Provenance } from "../schemas/common";
-import type { Counts } from "../objects/usage-fold";
+import type { Counts, JsonObject, Provenance } from "../schemas/common";
 import type { Claims } from "./claims";
 
 /** What the per-user object keeps about the user's environment (no secrets). */

@@ -135,6 +135,7 @@ export const EventEnvelopeSchema = z
     at: z.string(),
   })
   .meta({ id: "Event", description: "The data of one SSE frame; the frame's id is seq and its event name is type" });
+export type EventEnvelope = z.infer<typeof EventEnvelopeSchema>;
 
 export const ConversationSummarySchema = z
   .object({

@@ -3,7 +3,7 @@
  * exact outstanding request and delivered upstream once. Mounted at `/v1/conversations`; declared
  * once (../route-declaration.ts).
  */
-import { forbiddenPaths } from "../../objects/interaction-answers";
+import { forbiddenPaths } from "../../lib/forbidden-names";
 import { AnswerBody, InteractionAckSchema } from "../../schemas/api";
 import { ConversationId, Id } from "../../schemas/common";
 import type { InteractionAcknowledgement } from "../../schemas/contracts";

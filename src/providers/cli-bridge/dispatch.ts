@@ -24,12 +24,10 @@ import { supportsRetainedSessions } from "./claims";
 import { ENVIRONMENT_ID, modelFor, type CapabilityDocuments } from "./environment";
 import { readSnapshot } from "./result";
 import { bridgeRoutes as routes } from "./routes";
-import { generationIn, isOurs, PI_ONE_SHOT_PROVIDER, sessionFamily, sessionOf, type Transport } from "./sessions";
+import { CLI_BRIDGE_PROVIDER_NAME, generationIn, isOurs, PI_ONE_SHOT_PROVIDER, sessionFamily, sessionOf, type Transport } from "./sessions";
 import { isNotFound, isWire, refine } from "./wire-errors";
 import { SessionView, TurnAccepted, type RunSnapshot } from "./wire";
 
-/** The provider's name, and the `provider` coordinate of a retained run's control ref where the bridge names none. */
-export const CLI_BRIDGE_PROVIDER_NAME = "cli-bridge";
 /** Sessions a dispatch may open or step over (ended, lost, taken) before it gives up. */
 const MAX_SESSION_STEPS = 8;
 /** A retained session in one of these takes no more turns: the conversation continues in a new one. */

@@ -34,7 +34,8 @@ import type {
 } from "../provider";
 import { bridgeClaims } from "./claims";
 import { answerInteraction, cancelRun } from "./control";
-import { CLI_BRIDGE_PROVIDER_NAME, dispatchTurn, type TurnDefaults } from "./dispatch";
+import { dispatchTurn, type TurnDefaults } from "./dispatch";
+import { CLI_BRIDGE_PROVIDER_NAME } from "./sessions";
 import { CapabilityDocuments, ensureEnvironment, modelFor } from "./environment";
 import { readEvents } from "./events";
 import { readResult } from "./result";

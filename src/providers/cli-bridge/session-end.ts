@@ -7,10 +7,9 @@
 import type { AgentExactRunControlRef } from "../../schemas/contracts";
 import { ProviderError } from "../errors";
 import type { HttpTransport } from "../http";
-import { CLI_BRIDGE_PROVIDER_NAME } from "./dispatch";
 import { LOST, namesRun, type RunEnd } from "./ends";
 import { bridgeRoutes as routes } from "./routes";
-import { PI_ONE_SHOT_PROVIDER } from "./sessions";
+import { CLI_BRIDGE_PROVIDER_NAME, PI_ONE_SHOT_PROVIDER } from "./sessions";
 import { isNotFound, refine } from "./wire-errors";
 import type { RunSnapshot } from "./wire";
 

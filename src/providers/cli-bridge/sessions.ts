@@ -20,6 +20,9 @@ export type Transport = "retained" | "one-shot";
 /** The `X-Run-Provider` of a one-shot Pi run (transcript 41): its session is closed after the run, so the next turn runs in the next generation. */
 export const PI_ONE_SHOT_PROVIDER = "pi";
 
+/** The provider's name, and the `provider` coordinate of a retained run's control ref where the bridge names none. */
+export const CLI_BRIDGE_PROVIDER_NAME = "cli-bridge";
+
 const GENERATION = ":g";
 
 /** The family of a conversation's sessions on one transport and model route. */

@@ -1,4 +1,5 @@
 import { afterQuestion, FIRST_PLAN, permissionAsk, permissionGranted, planFrames, questionAsk, type AskAnswer, type AskContext } from "./asks";
+import type { ScriptFrame } from "./script-frame";
 /**
  * The emulator's deterministic scripted agent. A message picks a script; each script is a list of
  * frames, each emitted one frame-delay after the previous one. Pure: the same message and ids give
@@ -27,18 +28,6 @@ import { afterQuestion, FIRST_PLAN, permissionAsk, permissionGranted, planFrames
  *   [step-partial]      the first step lacks its output count: no running total after it
  *   [bad-usage]         the first step has a negative count
  */
-
-export interface ScriptFrame {
-  type: string;
-  data: Record<string, unknown>;
-  /** Multiplier of the frame delay before this frame (default 1). */
-  delayFactor?: number;
-  /** The run stops after this frame until the named ask is answered (or expires after timeoutMs). */
-  waitFor?: string;
-  timeoutMs?: number;
-  /** The ask it waits for, as recorded: its request, and whether the answer route or only the plan routes decide it. */
-  ask?: { request: Record<string, unknown>; via: "interaction" | "plan-route" };
-}
 
 export interface ScriptInput {
   message: string;

@@ -11,7 +11,8 @@
  * or left out; the run's state records its end either way).
  */
 import type { AskAnswer } from "./asks";
-import { buildScript, type ScriptFrame, type ScriptInput } from "./script";
+import { buildScript, type ScriptInput } from "./script";
+import type { ScriptFrame } from "./script-frame";
 import type { EmulatorStore, ExecutionRow } from "./store";
 import type { StreamHub } from "./streams";
 import { admissionFrame, effectiveVariants, terminalFrame, type TerminalShape } from "./variants";

@@ -2,7 +2,7 @@
  * The emulator agent's asks: a question, a permission and a plan, and what it does with each
  * answer. Pure: the frames of an ask, and the frames that follow a given answer.
  */
-import type { ScriptFrame } from "./script";
+import type { ScriptFrame } from "./script-frame";
 import { permissionScopes, type Variants } from "./variants";
 
 export interface AskAnswer {
