@@ -1,5 +1,5 @@
 /**
- * Turn identity and retry safety (seed 004, "Retry a turn without running it twice"). Pure.
+ * Turn identity and retry safety (the Sandbox sessions guide, "Retry a turn without running it twice"). Pure.
  *
  * Same turnId and same content: the cached result (200) or the running turn (202).
  * Same turnId, other content: 409 turn_conflict. A new turn while another runs: 409 session_busy.

@@ -1,5 +1,5 @@
 /**
- * The usage fold (docs/contracts.md "The usage fold"; seed 000 "Usage before the terminal
+ * The usage fold (docs/contracts.md "The usage fold"; agent-provider-tangle "Usage before the terminal
  * receipt"). Pure: a per-execution state folded from usage-bearing events, and totals over
  * executions.
  *

@@ -1,5 +1,5 @@
 /**
- * One Durable Object per user: the user's sandbox (one per user, seed 004 "One sandbox per user")
+ * One Durable Object per user: the user's sandbox (one per user, the Sandbox sessions guide "One sandbox per user")
  * and the index of the user's conversations. Ensuring the environment is single-flight here, so
  * two conversations starting at once never race to provision. It also keeps the create ledger
  * (which create keys were sent, which bring-ups failed), so a create can prove it made the

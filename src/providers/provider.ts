@@ -1,5 +1,5 @@
 /**
- * The seam between the session and a provider (Tangle Sandbox, seed 000; CLI Bridge, seed 003).
+ * The seam between the session and a provider (Tangle Sandbox, agent-provider-tangle; CLI Bridge, agent-provider-cli-bridge).
  *
  * An environment is ensured per user; a turn is dispatched detached under caller-chosen ids and
  * answers an exact control ref, which is then enough to replay events from a cursor, read the
@@ -201,7 +201,7 @@ export interface CancelOutcome {
   reason?: string;
 }
 
-/** One answer, as the full command (seed 001): some wires need the binding and digests. */
+/** One answer, as the full command (agent-interface): some wires need the binding and digests. */
 export interface InteractionCommand {
   operationId: string;
   binding: InteractionAcknowledgement["binding"];

@@ -1,5 +1,5 @@
 /**
- * Contract shapes of agent-interface (seed 001, docs/contracts.md) that this project uses.
+ * Contract shapes of agent-interface (docs/contracts.md) that this project uses.
  */
 import { z } from "zod";
 import { Id, Sha256Digest } from "./common";

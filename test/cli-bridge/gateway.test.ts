@@ -459,7 +459,7 @@ describe("retained turns carry their answer (issue 18)", () => {
   });
 });
 
-describe("seed 003's other rules (issue 18)", () => {
+describe("agent-provider-cli-bridge's other rules (issue 18)", () => {
   it("a terminal snapshot that names another request digest, or another run, is refused: the turn fails upstream_mismatch", async () => {
     for (const [misattributed, model] of [["request-digest", CODEX], ["run-id", PI]] as const) {
       const { token, cid } = await conversation();

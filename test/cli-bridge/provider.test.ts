@@ -27,7 +27,7 @@ function peer(execution: Record<string, unknown>) {
 
 const turn = (model: string) => ({ environmentId: "cli-bridge", sessionId: uid("sess"), turnId: uid("turn"), executionId: uid("exe"), message: "hello", model });
 
-describe("a retained native session runs on the host only (seed 003)", () => {
+describe("a retained native session runs on the host only (agent-provider-cli-bridge)", () => {
   it("a retained route under a kind: \"sandbox\" execution default is refused before any session is opened, clearly; a one-shot route takes the default unchanged", async () => {
     const execution = { kind: "sandbox", repoUrl: "https://example.invalid/repo.git" };
     const { provider, control } = peer(execution);

@@ -5,7 +5,7 @@
  * usage, request count and served models (its `provider_models`) are one usage report.
  *
  * The finish chunk and an error frame are remembered, not turned into a terminal event: a finish is
- * provisional until the run snapshot says terminal (seed 003); the provider confirms it.
+ * provisional until the run snapshot says terminal (agent-provider-cli-bridge); the provider confirms it.
  */
 import type { SseFrame } from "../../lib/sse";
 import type { ProviderEvent, RunError, UsageReport } from "../provider";

@@ -1,6 +1,6 @@
 /**
  * A CLI Bridge route's capability document (`GET /v1/capabilities?model=`) as the project's claims,
- * and whether the route supports retained native sessions (seed 003: retained control only where
+ * and whether the route supports retained native sessions (agent-provider-cli-bridge: retained control only where
  * the running bridge proves the complete contract; native interactions only where it proves them).
  * Pure. Only `true` is a claim.
  */

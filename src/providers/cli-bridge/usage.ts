@@ -1,5 +1,5 @@
 /**
- * CLI Bridge usage as usage reports (seed 003, docs/cli-bridge-wire.md). Pure.
+ * CLI Bridge usage as usage reports (agent-provider-cli-bridge, docs/cli-bridge-wire.md). Pure.
  *
  * - Usage chunks are deltas: they add. A counter a chunk does not carry is unknown, never zero.
  * - A cost counts only when measured (`cost_known: true`, not estimated); `cost_scope: "total"`

@@ -19,7 +19,7 @@ describe("capability claims", () => {
     expect(claimsOf(null)).toEqual({ detach: false, replay: false, cancelRun: false, interactions: false, interactionKinds: [] });
   });
 
-  it("each flag drops exactly the claims it gates (seed 000 table)", () => {
+  it("each flag drops exactly the claims it gates (agent-provider-tangle table)", () => {
     const claimsOf = (doc: Record<string, unknown>) => {
       const { interactionKinds: _kinds, ...flags } = claimsOfDoc(doc);
       return flags;

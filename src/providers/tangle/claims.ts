@@ -1,5 +1,5 @@
 /**
- * The Tangle Sandbox capability document as the project's claims (seed 000, "Two capability
+ * The Tangle Sandbox capability document as the project's claims (agent-provider-tangle, "Two capability
  * documents"). Pure. A flag counts only when it is `true`: a missing flag is unknown, and unknown
  * is never a claim. No document (a failed read) claims nothing.
  */

@@ -43,7 +43,7 @@ function isKnown(type: string): type is KnownFrameType {
   return Object.hasOwn(FrameDataSchemas, type);
 }
 
-/** Serialized size of a frame in UTF-8 bytes (event name, id and data), as seed 000 bounds it. */
+/** Serialized size of a frame in UTF-8 bytes (event name, id and data), as agent-provider-tangle bounds it. */
 function frameBytes(frame: SseFrame): number {
   const encoder = new TextEncoder();
   return encoder.encode(frame.data ?? "").length + encoder.encode(frame.event ?? "").length + encoder.encode(frame.id ?? "").length;

@@ -82,7 +82,7 @@ const WIRE_STATUSES = [
   "blocked_on_approval",
 ] as const;
 
-/** Each known frame type's data schema. Unknown types pass through as JSON objects (seed 001: new variants arrive). */
+/** Each known frame type's data schema. Unknown types pass through as JSON objects (agent-interface: new variants arrive). */
 export const FrameDataSchemas = {
   "connection.established": z.looseObject({}),
   "execution.started": z.looseObject({
@@ -162,7 +162,7 @@ const Flag = z.boolean().optional().catch(undefined);
 const FlagGroup = <T extends Record<string, typeof Flag>>(flags: T) => z.looseObject(flags).optional().catch(undefined);
 /**
  * The capability document (`GET …/runtime/capabilities`). Only `schema: 1` is required: a document
- * of another schema is one this client cannot read, and claims nothing (seed 000, "Two capability
+ * of another schema is one this client cannot read, and claims nothing (agent-provider-tangle, "Two capability
  * documents"). Each absent or unreadable group or flag drops only the claims it gates; fields this
  * client does not read (`agentInterface`, `image`, `interactiveAgent`, a newer group) are ignored.
  */
