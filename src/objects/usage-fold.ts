@@ -257,28 +257,17 @@ function executionProvenance(state: ExecutionUsageState): CounterProvenance {
   return out;
 }
 
-function provenanceView(provenance: CounterProvenance): UsageView["provenance"] {
-  return {
-    inputTokens: provenance.inputTokens ?? null,
-    outputTokens: provenance.outputTokens ?? null,
-    reasoningTokens: provenance.reasoningTokens ?? null,
-    cacheReadInputTokens: provenance.cacheReadInputTokens ?? null,
-    cacheCreationInputTokens: provenance.cacheCreationInputTokens ?? null,
-    cost: provenance.cost ?? null,
-  };
+/** Every counter, null where `values` does not know it (a view never leaves a counter out). */
+function everyCounter<T>(values: Partial<Record<Counter, T>>): Record<Counter, T | null> {
+  return Object.fromEntries(COUNTERS.map((c) => [c, values[c] ?? null])) as Record<Counter, T | null>;
 }
 
 export function executionView(state: ExecutionUsageState): UsageView {
   const total = executionTotal(state);
   const source = state.receipt !== null ? "receipt" : Object.keys(total).length > 0 ? "running" : "none";
   return {
-    inputTokens: total.inputTokens ?? null,
-    outputTokens: total.outputTokens ?? null,
-    reasoningTokens: total.reasoningTokens ?? null,
-    cacheReadInputTokens: total.cacheReadInputTokens ?? null,
-    cacheCreationInputTokens: total.cacheCreationInputTokens ?? null,
-    cost: total.cost ?? null,
-    provenance: provenanceView(executionProvenance(state)),
+    ...everyCounter(total),
+    provenance: everyCounter(executionProvenance(state)),
     source,
     conflict: state.conflicts.length > 0,
     modelRequests: state.modelRequestsUnknown ? null : state.modelRequests,
@@ -316,7 +305,7 @@ export function totalOf(states: ExecutionUsageState[]): TotalView {
     cacheReadInputTokens: known("cacheReadInputTokens"),
     cacheCreationInputTokens: known("cacheCreationInputTokens"),
     cost: sums.cost === undefined ? (states.length === 0 ? 0 : null) : Math.round(sums.cost * 1e9) / 1e9,
-    provenance: provenanceView(provenance),
+    provenance: everyCounter(provenance),
     conflict: states.some((s) => s.conflicts.length > 0),
     // Input and output are what budgets and users count: unknown in any execution makes them a floor.
     complete: !unknown.has("inputTokens") && !unknown.has("outputTokens"),
