@@ -19,7 +19,7 @@ import type { InteractionDesk } from "./interaction-desk";
 import { providerRefusal } from "./provider-refusal";
 import { runPump } from "./pump";
 import { turnParts } from "./transcript";
-import { NUMERIC_ID, type SessionContext, type SessionStore, type TurnRecord, type TurnRequest } from "./session-store";
+import { type SessionContext, type SessionStore, type TurnRecord, type TurnRequest } from "./session-store";
 import { decideTurn, executionIdFor, turnRequestDigest, turnView, type TurnView } from "./turn-cache";
 import { breakSteps, emptyExecutionUsage, executionView, foldReceipt, totalOf, type ExecutionUsageState } from "./usage-fold";
 import { waitingOf } from "./waiting";
@@ -306,24 +306,10 @@ export class TurnRunner {
     const texts = this.partTexts.texts;
     let partText = null as { partId: string; text: string } | null;
     this.deps.log.commit((log) => {
-      if (event.upstreamId !== undefined) {
-        // Each upstream frame counts once. Numeric ids come in order: one at or below the cursor is
-        // a repeat (an inclusive replay, a repeated frame), and the cursor is the newest logged
-        // event's id, so a frame costs one row. Other ids are remembered one by one.
-        if (NUMERIC_ID.test(event.upstreamId)) {
-          const cursor = store.cursorOf(turnId, executionId);
-          if (cursor !== undefined && NUMERIC_ID.test(cursor) && Number(event.upstreamId) <= Number(cursor)) {
-            fresh = false;
-            return;
-          }
-          store.clearLost(turnId);
-        } else {
-          if (!store.markSeen(executionId, event.upstreamId)) {
-            fresh = false;
-            return;
-          }
-          store.setCursor(turnId, event.upstreamId);
-        }
+      // Each upstream frame counts once (the store's one rule, SessionStore.admitUpstream).
+      if (event.upstreamId !== undefined && !store.admitUpstream(turnId, executionId, event.upstreamId)) {
+        fresh = false;
+        return;
       }
       const status = store.turnStatus(turnId);
       if (!status) return;
