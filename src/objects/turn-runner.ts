@@ -12,7 +12,8 @@ import { ProviderError } from "../providers/errors";
 import type { AgentProvider, EnvironmentRecord, ProviderEvent, ProviderResult, RunError, TerminalStatus } from "../providers/provider";
 import type { TotalView, WaitingFor } from "../schemas/api";
 import { AgentExactRunControlRef, type CancellationAcknowledgement } from "../schemas/contracts";
-import { budgetUsage, tightestBudget, type BudgetState, type Spend } from "./budgets";
+import { BudgetStop } from "./budget-stop";
+import { budgetUsage, type BudgetState, type Spend } from "./budgets";
 import type { Appender, EventLog } from "./event-log";
 import { ingestStep } from "./ingest";
 import type { InteractionDesk } from "./interaction-desk";
@@ -21,7 +22,8 @@ import { runPump } from "./pump";
 import { turnParts } from "./transcript";
 import { type SessionContext, type SessionStore, type TurnRecord, type TurnRequest } from "./session-store";
 import { decideTurn, executionIdFor, turnRequestDigest, turnView, type TurnView } from "./turn-cache";
-import { breakSteps, emptyExecutionUsage, executionView, foldReceipt, totalOf, type ExecutionUsageState } from "./usage-fold";
+import { conversationTotal, recordUsage } from "./turn-usage";
+import { breakSteps, emptyExecutionUsage, executionView, foldReceipt } from "./usage-fold";
 import { waitingOf } from "./waiting";
 
 /** How often a live run's watchdog alarm checks that its upstream reader is alive. */
@@ -55,7 +57,7 @@ export interface TurnRunnerDeps {
 
 export class TurnRunner {
   private reader: { executionId: string; abort: AbortController } | undefined;
-  private readonly budgetStops = new Set<string>();
+  private readonly budgets: BudgetStop;
   /**
    * The text of each streaming part of the running execution, so each delta is stored and sent
    * once (src/objects/part-text.ts). Memory only: a new instance sends a part whole once, then deltas.
@@ -64,7 +66,9 @@ export class TurnRunner {
   /** Dispatches under way in this instance, to their end (a pending turn not in here was left by a crash). */
   private readonly dispatching = new Map<string, Promise<unknown>>();
 
-  constructor(private readonly deps: TurnRunnerDeps) {}
+  constructor(private readonly deps: TurnRunnerDeps) {
+    this.budgets = new BudgetStop({ store: deps.store, log: deps.log, provider: deps.provider, config: deps.config, usageElsewhere: (context) => deps.usageElsewhere(context) });
+  }
 
   private get store(): SessionStore {
     return this.deps.store();
@@ -97,15 +101,7 @@ export class TurnRunner {
       case "new":
         break;
     }
-    if (this.deps.config().TOKEN_BUDGET_PER_USER !== undefined) this.store.setMeta("userElsewhere", await this.deps.usageElsewhere(context));
-    const budget = this.budget();
-    if (budget?.exceeded) {
-      throw new Refusal(
-        "budget_exceeded",
-        `the ${budget.scope} token budget of ${budget.tokens} is used up (${budget.complete ? "" : "at least "}${budget.used} tokens${PROVENANCE_NOTE[budget.provenance]})`,
-        { budget },
-      );
-    }
+    await this.budgets.admit(context);
     const now = Date.now();
     this.deps.log.commit(() => {
       this.store.insertPendingTurn({ turnId, requestDigest, request, executionId, now });
@@ -333,7 +329,7 @@ export class TurnRunner {
       if (step.askEnded && this.deps.desk.endAsk(log, step.askEnded.interactionId, step.askEnded.status, now, step.askEnded.reason)) waitingChanged = true;
       if (step.warning) log.append({ turnId, executionId, type: "warning", data: step.warning, now });
       if (step.usage) {
-        this.recordUsage(log, turnId, step.usage, now);
+        recordUsage(this.store, log, turnId, step.usage, now);
         overBudget = status === "running" && this.budget()?.exceeded === true;
       }
       if (step.finish && status === "running") {
@@ -348,15 +344,8 @@ export class TurnRunner {
       this.partTexts = undefined;
       this.touchIndexLater();
     } else if (waitingChanged) this.refreshIndex();
-    if (overBudget) this.stopForBudget(turnId).catch((err) => console.error(JSON.stringify({ msg: "budget stop failed", turnId, error: String(err) })));
+    if (overBudget) this.budgets.stop(turnId);
     return fresh;
-  }
-
-  /** Stores an execution's fold and reports it; the caller holds the transaction. */
-  private recordUsage(log: Appender, turnId: string, state: ExecutionUsageState, now: number): void {
-    const view = executionView(state);
-    this.store.putExecutionUsage(turnId, state, view);
-    log.append({ turnId, executionId: state.executionId, type: "usage.updated", data: { turnId, executionId: state.executionId, usage: view, conversation: this.total() }, now });
   }
 
   /** Writes the turn's end and its gateway event; the caller holds the transaction. */
@@ -401,7 +390,7 @@ export class TurnRunner {
       const usage = this.store.executionUsage(executionId);
       const broken = usage ? breakSteps(usage) : null;
       // The result's receipt is authoritative, folded by the terminal receipt's rule.
-      if (result.receipt) this.recordUsage(log, turnId, foldReceipt(broken ?? emptyExecutionUsage(executionId), result.receipt, result.receiptProvenance), now);
+      if (result.receipt) recordUsage(this.store, log, turnId, foldReceipt(broken ?? emptyExecutionUsage(executionId), result.receipt, result.receiptProvenance), now);
       else if (broken) this.store.putExecutionUsage(turnId, broken, executionView(broken));
       if (result.status === "unknown") {
         const why = result.error?.message ? ` (${result.error.message})` : "";
@@ -482,48 +471,14 @@ export class TurnRunner {
 
   // ------------------------------------------------------------------ usage and budgets
 
-  /**
-   * The conversation's total over every dispatched turn. A turn that reported no usage at all
-   * counts as unknown, never as zero: the total is then a floor.
-   */
+  /** The conversation's total over every dispatched turn (a turn that reported nothing makes it a floor). */
   total(): TotalView {
-    const folds = new Map(this.store.allExecutionUsage().map((state) => [state.executionId, state]));
-    return totalOf(this.store.dispatchedExecutionIds().map((id) => folds.get(id) ?? emptyExecutionUsage(id)));
+    return conversationTotal(this.store);
   }
 
   /** The tightest budget that applies, with what was used against it; null when none is set. */
   budget(): BudgetState | null {
-    const config = this.deps.config();
-    const elsewhere = this.store.getMeta("userElsewhere") ?? { used: 0, complete: true, provenance: "measured" as const };
-    return tightestBudget(this.total(), elsewhere, { perConversation: config.TOKEN_BUDGET_PER_CONVERSATION, perUser: config.TOKEN_BUDGET_PER_USER });
-  }
-
-  /** The running total crossed a budget: cancel the run upstream; the turn ends cancelled, budget_exceeded. */
-  private async stopForBudget(turnId: string): Promise<void> {
-    if (this.budgetStops.has(turnId)) return;
-    const turn = this.store.turn(turnId);
-    if (!turn?.controlRef || turn.status !== "running") return;
-    this.budgetStops.add(turnId);
-    const budget = this.budget();
-    this.deps.log.commit((log) => {
-      this.store.setCancelReason(turnId, "budget_exceeded");
-      log.append({ turnId, executionId: turn.executionId, type: "budget.exceeded", data: { turnId, budget }, now: Date.now() });
-    });
-    try {
-      await this.deps.provider().cancel(turn.controlRef, { operationId: `budget:${turnId}`, reason: "budget_exceeded" });
-    } catch (err) {
-      // Try again at the next usage report.
-      this.budgetStops.delete(turnId);
-      this.deps.log.commit((log) =>
-        log.append({
-          turnId,
-          executionId: turn.executionId,
-          type: "warning",
-          data: { code: "budget_cancel_failed", message: `could not cancel the run for its budget: ${err instanceof Error ? err.message : String(err)}` },
-          now: Date.now(),
-        }),
-      );
-    }
+    return this.budgets.budget();
   }
 
   // ------------------------------------------------------------------ cancellation
@@ -596,9 +551,6 @@ async function rekeyedTurnId(turnId: string, replaced: string): Promise<string> 
   const bytes = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`rekey/v1|${turnId.length}:${turnId}|${replaced.length}:${replaced}`)));
   return `${turnId}.r-${[...bytes.slice(0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
-
-/** How a budget's spend is described after its figure. */
-const PROVENANCE_NOTE: Record<BudgetState["provenance"], string> = { measured: "", estimated: ", counting estimates", unknown: ", counting figures of unknown provenance" };
 
 function titleFrom(message: string): string {
   const line = message.replace(/\s+/g, " ").trim();
