@@ -9,25 +9,23 @@ import { Refusal } from "../errors";
 import { canonicalDigest, stripUndefined } from "../lib/digest";
 import { turnShortfall, type Claims } from "../providers/claims";
 import { ProviderError } from "../providers/errors";
-import type { AgentProvider, EnvironmentRecord, ProviderEvent, ProviderResult, RunError, TerminalStatus } from "../providers/provider";
+import type { AgentProvider, EnvironmentRecord, ProviderEvent } from "../providers/provider";
 import type { TotalView, WaitingFor } from "../schemas/api";
 import { AgentExactRunControlRef, type CancellationAcknowledgement } from "../schemas/contracts";
 import { BudgetStop } from "./budget-stop";
 import { budgetUsage, type BudgetState, type Spend } from "./budgets";
-import type { Appender, EventLog } from "./event-log";
+import type { EventLog } from "./event-log";
 import { ingestStep } from "./ingest";
 import type { InteractionDesk } from "./interaction-desk";
 import { providerRefusal } from "./provider-refusal";
 import { runPump } from "./pump";
-import { turnParts } from "./transcript";
-import { type SessionContext, type SessionStore, type TurnRecord, type TurnRequest } from "./session-store";
+import type { SessionContext, SessionStore, TurnRequest } from "./session-store";
+import { TurnEnd, WATCHDOG_INTERVAL_MS } from "./turn-end";
 import { decideTurn, executionIdFor, turnRequestDigest, turnView, type TurnView } from "./turn-cache";
 import { conversationTotal, recordUsage } from "./turn-usage";
-import { breakSteps, emptyExecutionUsage, executionView, foldReceipt } from "./usage-fold";
+import { emptyExecutionUsage } from "./usage-fold";
 import { waitingOf } from "./waiting";
 
-/** How often a live run's watchdog alarm checks that its upstream reader is alive. */
-const WATCHDOG_INTERVAL_MS = 30_000;
 /** A dispatch admitted under another execution goes again under a new turn key at most this often. */
 const MISMATCH_REKEYS = 1;
 /** How many turn keys a dispatch follows at most (each one a run stopped earlier in place of ours). */
@@ -58,6 +56,7 @@ export interface TurnRunnerDeps {
 export class TurnRunner {
   private reader: { executionId: string; abort: AbortController } | undefined;
   private readonly budgets: BudgetStop;
+  private readonly end: TurnEnd;
   /**
    * The text of each streaming part of the running execution, so each delta is stored and sent
    * once (src/objects/part-text.ts). Memory only: a new instance sends a part whole once, then deltas.
@@ -68,6 +67,17 @@ export class TurnRunner {
 
   constructor(private readonly deps: TurnRunnerDeps) {
     this.budgets = new BudgetStop({ store: deps.store, log: deps.log, provider: deps.provider, config: deps.config, usageElsewhere: (context) => deps.usageElsewhere(context) });
+    this.end = new TurnEnd({
+      store: deps.store,
+      log: deps.log,
+      desk: deps.desk,
+      provider: deps.provider,
+      config: deps.config,
+      alarms: deps.alarms,
+      reader: { ensure: () => this.ensureReader(), stop: () => this.stopReader() },
+      dispatching: (turnId) => this.dispatching.has(turnId),
+      showIdle: () => this.showIdle(),
+    });
   }
 
   private get store(): SessionStore {
@@ -270,13 +280,13 @@ export class TurnRunner {
         cursor: () => (this.deps.bound() ? this.store.cursorOf(turnId, ref.executionId) : undefined),
         ingest: (event) => this.deps.bound() !== null && this.ingest(turnId, ref.executionId, event),
         isLive: () => this.deps.bound() !== null && this.store.turnStatus(turnId) === "running",
-        finishFromResult: (result, reason) => this.finishFromResult(turnId, ref.executionId, result, reason),
-        environmentLost: (reason) => this.failTurn(turnId, "environment_lost", `the agent's environment is gone or stopped, and the run with it: ${reason}`),
+        finishFromResult: (result, reason) => this.end.fromResult(turnId, ref.executionId, result, reason),
+        environmentLost: (reason) => this.end.fail(turnId, "environment_lost", `the agent's environment is gone or stopped, and the run with it: ${reason}`),
       },
       { signal: abort.signal },
     )
       .then((outcome) => {
-        if (outcome === "finished") return this.afterRunEnded(ref.executionId);
+        if (outcome === "finished") return this.end.afterRun(ref.executionId);
         // Could not reach the run: remembered, so a turn nothing can settle ends after a bounded time.
         if (outcome === "gave_up") this.deps.log.commit(() => this.store.markLost(turnId, Date.now()));
       })
@@ -333,7 +343,7 @@ export class TurnRunner {
         overBudget = status === "running" && this.budget()?.exceeded === true;
       }
       if (step.finish && status === "running") {
-        this.finishTurn(log, store.turn(turnId)!, step.finish.status, step.finish.text, step.finish.error, now);
+        this.end.finish(log, store.turn(turnId)!, step.finish.status, step.finish.text, step.finish.error, now);
         finished = true;
       }
     });
@@ -342,131 +352,15 @@ export class TurnRunner {
     // The conversation list shows the turn done as soon as it is, not when the stream closes.
     if (finished) {
       this.partTexts = undefined;
-      this.touchIndexLater();
+      void this.showIdle();
     } else if (waitingChanged) this.refreshIndex();
     if (overBudget) this.budgets.stop(turnId);
     return fresh;
   }
 
-  /** Writes the turn's end and its gateway event; the caller holds the transaction. */
-  private finishTurn(log: Appender, turn: TurnRecord, reported: TerminalStatus, text: string | undefined, reportedError: RunError | undefined, now: number): void {
-    // A run cancelled upstream that nobody here asked to stop (a service shutting down cancels its
-    // runs) is not a user's Stop: the turn failed, and says who stopped it.
-    const upstreamCancelled = reported === "cancelled" && turn.cancelReason == null;
-    const status: TerminalStatus = upstreamCancelled ? "failed" : reported;
-    const error = upstreamCancelled ? { code: "upstream_cancelled", message: "the agent service cancelled the run by itself; the gateway did not ask it to stop" } : reportedError;
-    const turnError = status === "failed" ? { code: error?.code ?? "agent_failed", message: error?.message ?? "the run failed" } : undefined;
-    this.deps.desk.closeAsksOfTurn(log, turn.turnId, now);
-    this.store.finishTurn(turn.turnId, { status, resultText: text, error: turnError, now });
-    const finished = this.store.turn(turn.turnId)!;
-    const type = status === "completed" ? "turn.completed" : status === "cancelled" ? "turn.cancelled" : "turn.failed";
-    log.append({
-      turnId: turn.turnId,
-      executionId: turn.executionId,
-      type,
-      data: {
-        turnId: turn.turnId,
-        status,
-        ...(text !== undefined ? { result: { text } } : {}),
-        ...(turnError ? { error: turnError } : {}),
-        ...(status === "cancelled" && finished.cancelReason ? { reason: finished.cancelReason } : {}),
-        ...(finished.usage ? { usage: finished.usage } : {}),
-      },
-      now,
-    });
-  }
-
-  /**
-   * Ends a running turn from its run's result (the stream could not tell). A result that says the
-   * run ended but not how ends the turn `failed` with `outcome_unknown`: never a success.
-   */
-  private finishFromResult(turnId: string, executionId: string, result: ProviderResult, reason: string): void {
-    this.deps.log.commit((log) => {
-      const turn = this.store.turn(turnId);
-      if (!turn || turn.status !== "running") return;
-      const now = Date.now();
-      log.append({ turnId, executionId, type: "warning", data: { code: "stream_incomplete", message: `settled from the run's result: ${reason}` }, now });
-      // Frames were missed: whatever usage they held is unknown, so no running total stands.
-      const usage = this.store.executionUsage(executionId);
-      const broken = usage ? breakSteps(usage) : null;
-      // The result's receipt is authoritative, folded by the terminal receipt's rule.
-      if (result.receipt) recordUsage(this.store, log, turnId, foldReceipt(broken ?? emptyExecutionUsage(executionId), result.receipt, result.receiptProvenance), now);
-      else if (broken) this.store.putExecutionUsage(turnId, broken, executionView(broken));
-      if (result.status === "unknown") {
-        const why = result.error?.message ? ` (${result.error.message})` : "";
-        this.finishTurn(log, turn, "failed", undefined, { code: "outcome_unknown", message: `the run ended upstream, but how it ended is unknown${why}` }, now);
-      } else {
-        this.finishTurn(log, turn, result.status, result.text, result.error, now);
-      }
-    });
-  }
-
-  /** Ends a running turn failed with `code`, here and now (its reader stops on its own). */
-  private failTurn(turnId: string, code: string, message: string): void {
-    this.deps.log.commit((log) => {
-      const turn = this.store.turn(turnId);
-      if (!turn || turn.status !== "running") return;
-      this.finishTurn(log, turn, "failed", undefined, { code, message }, Date.now());
-    });
-    this.touchIndexLater();
-  }
-
-  /** Ends a running turn cancelled, here: upstream says nothing runs any more. */
-  private endCancelled(turnId: string, why: string): void {
-    this.deps.log.commit((log) => {
-      const turn = this.store.turn(turnId);
-      if (!turn || turn.status !== "running") return;
-      log.append({ turnId, executionId: turn.executionId, type: "warning", data: { code: "run_not_live", message: why }, now: Date.now() });
-      this.finishTurn(log, turn, "cancelled", undefined, undefined, Date.now());
-    });
-    this.stopReader();
-    this.touchIndexLater();
-  }
-
-  /** The run's upstream stream is over: drop its de-duplication keys, trim the log, update the index. */
-  private async afterRunEnded(executionId: string): Promise<void> {
-    this.deps.log.commit(() => {
-      const store = this.store;
-      store.forgetSeen(executionId);
-      const cutoff = store.trimCutoff(this.deps.config().EVENT_LOG_MAX_EVENTS);
-      if (cutoff === 0) return;
-      // A turn the trim cuts into keeps its whole message first: a reload shows it all.
-      for (const turn of store.turnsTrimmedBy(cutoff)) {
-        if (turn.status === "pending" || turn.status === "running") continue;
-        store.keepParts(turn.turnId, turnParts({ events: store.eventsOfTurn(turn.turnId), interactions: store.interactionsOfTurn(turn.turnId) }));
-      }
-      store.trimEvents(cutoff);
-    });
-    if (!this.store.activeTurn()) await this.deps.alarms.clear();
-    await this.touchIndex(this.deps.bound(), "idle").catch(() => undefined);
-  }
-
-  /**
-   * The watchdog: after an eviction or restart, a running turn gets its reader back; a dispatch that
-   * never finished is cleared; a turn past TURN_MAX_DURATION_MS is stopped and fails turn_timeout;
-   * a turn whose run could not be reached for UPSTREAM_LOST_AFTER_MS fails upstream_lost.
-   */
-  async watchdog(): Promise<void> {
-    const active = this.store.activeTurn();
-    if (!active) return;
-    const now = Date.now();
-    const config = this.deps.config();
-    if (active.status === "pending") {
-      // A dispatch that never finished (the object was evicted mid-dispatch): nothing was acknowledged.
-      if (now - active.updatedAt > WATCHDOG_INTERVAL_MS && !this.dispatching.has(active.turnId)) this.deps.log.commit(() => this.store.deleteTurn(active.turnId));
-    } else if (now - active.createdAt >= config.TURN_MAX_DURATION_MS) {
-      // The turn ends here first (what the run says after this is not its end), then the run is stopped.
-      this.stopReader();
-      this.failTurn(active.turnId, "turn_timeout", `the turn ran longer than ${config.TURN_MAX_DURATION_MS} ms and was stopped`);
-      if (active.controlRef) await this.deps.provider().cancel(active.controlRef, { operationId: `timeout:${active.turnId}`, reason: "turn_timeout" }).catch(() => undefined);
-    } else if (active.lostAt !== null && now - active.lostAt >= config.UPSTREAM_LOST_AFTER_MS) {
-      this.stopReader();
-      this.failTurn(active.turnId, "upstream_lost", `the run could not be reached for ${Math.round((now - active.lostAt) / 1000)} s and nothing could settle it`);
-    } else {
-      this.ensureReader();
-    }
-    const still = this.store.activeTurn();
-    if (still) await this.deps.alarms.set(Math.min(Date.now() + WATCHDOG_INTERVAL_MS, still.createdAt + config.TURN_MAX_DURATION_MS));
+  /** The alarm: the watchdog of ./turn-end.ts. */
+  watchdog(): Promise<void> {
+    return this.end.watchdog();
   }
 
   // ------------------------------------------------------------------ usage and budgets
@@ -510,7 +404,7 @@ export class TurnRunner {
         const outcome = await this.deps.provider().cancel(run, { operationId, ...(reason !== undefined ? { reason } : {}) });
         ack = { operationId, requestDigest, run, status: "accepted", effect: outcome.effect };
         // Upstream runs nothing under this ref any more: the turn must not stay running here.
-        if (outcome.effect === "not_live") this.endCancelled(current.turnId, `upstream says the run is not live${outcome.reason ? ` (${outcome.reason})` : ""}`);
+        if (outcome.effect === "not_live") this.end.cancelled(current.turnId, `upstream says the run is not live${outcome.reason ? ` (${outcome.reason})` : ""}`);
       } catch (err) {
         // Whether the run stopped is unknown: not recorded, so the same operation can be sent again.
         const message = `the cancellation could not be confirmed: ${err instanceof Error ? err.message : String(err)}`;
@@ -536,8 +430,9 @@ export class TurnRunner {
     });
   }
 
-  private touchIndexLater(): void {
-    this.touchIndex(this.deps.bound(), "idle").catch(() => undefined);
+  /** The conversation list shows the conversation idle; never rejects. */
+  private showIdle(): Promise<void> {
+    return this.touchIndex(this.deps.bound(), "idle").catch(() => undefined);
   }
 
   /** What the running turn waits for changed (an ask opened, was answered, expired): the conversation list follows. */
