@@ -9,21 +9,19 @@ import { Refusal } from "../errors";
 import { canonicalDigest, stripUndefined } from "../lib/digest";
 import { turnShortfall, type Claims } from "../providers/claims";
 import { ProviderError } from "../providers/errors";
-import type { AgentProvider, EnvironmentRecord, ProviderEvent } from "../providers/provider";
+import type { AgentProvider, EnvironmentRecord } from "../providers/provider";
 import type { TotalView, WaitingFor } from "../schemas/api";
 import { AgentExactRunControlRef, type CancellationAcknowledgement } from "../schemas/contracts";
 import { BudgetStop } from "./budget-stop";
 import { budgetUsage, type BudgetState, type Spend } from "./budgets";
 import type { EventLog } from "./event-log";
-import { ingestStep } from "./ingest";
 import type { InteractionDesk } from "./interaction-desk";
 import { providerRefusal } from "./provider-refusal";
-import { runPump } from "./pump";
 import type { SessionContext, SessionStore, TurnRequest } from "./session-store";
 import { TurnEnd, WATCHDOG_INTERVAL_MS } from "./turn-end";
 import { decideTurn, executionIdFor, turnRequestDigest, turnView, type TurnView } from "./turn-cache";
-import { conversationTotal, recordUsage } from "./turn-usage";
-import { emptyExecutionUsage } from "./usage-fold";
+import { conversationTotal } from "./turn-usage";
+import { UpstreamReader } from "./upstream-reader";
 import { waitingOf } from "./waiting";
 
 /** A dispatch admitted under another execution goes again under a new turn key at most this often. */
@@ -54,14 +52,9 @@ export interface TurnRunnerDeps {
 }
 
 export class TurnRunner {
-  private reader: { executionId: string; abort: AbortController } | undefined;
   private readonly budgets: BudgetStop;
   private readonly end: TurnEnd;
-  /**
-   * The text of each streaming part of the running execution, so each delta is stored and sent
-   * once (src/objects/part-text.ts). Memory only: a new instance sends a part whole once, then deltas.
-   */
-  private partTexts: { executionId: string; texts: Map<string, string> } | undefined;
+  private readonly reader: UpstreamReader;
   /** Dispatches under way in this instance, to their end (a pending turn not in here was left by a crash). */
   private readonly dispatching = new Map<string, Promise<unknown>>();
 
@@ -74,9 +67,20 @@ export class TurnRunner {
       provider: deps.provider,
       config: deps.config,
       alarms: deps.alarms,
-      reader: { ensure: () => this.ensureReader(), stop: () => this.stopReader() },
+      reader: { ensure: () => this.reader.ensure(), stop: () => this.reader.stop() },
       dispatching: (turnId) => this.dispatching.has(turnId),
       showIdle: () => this.showIdle(),
+    });
+    this.reader = new UpstreamReader({
+      store: deps.store,
+      exists: () => deps.bound() !== null,
+      log: deps.log,
+      desk: deps.desk,
+      provider: deps.provider,
+      end: this.end,
+      budgets: this.budgets,
+      showIdle: () => this.showIdle(),
+      waitingChanged: () => this.refreshIndex(),
     });
   }
 
@@ -264,98 +268,11 @@ export class TurnRunner {
 
   /** Starts the upstream reader for the running turn, unless one runs already in this instance. */
   ensureReader(): void {
-    const turn = this.store.activeTurn();
-    if (!turn || turn.status !== "running" || !turn.controlRef) return;
-    if (this.reader?.executionId === turn.executionId) return;
-    const abort = new AbortController();
-    const ref = turn.controlRef;
-    const turnId = turn.turnId;
-    const reader = { executionId: turn.executionId, abort };
-    this.reader = reader;
-    runPump(
-      this.deps.provider(),
-      ref,
-      {
-        // A deleted conversation has nothing left to read into (and recreates nothing).
-        cursor: () => (this.deps.bound() ? this.store.cursorOf(turnId, ref.executionId) : undefined),
-        ingest: (event) => this.deps.bound() !== null && this.ingest(turnId, ref.executionId, event),
-        isLive: () => this.deps.bound() !== null && this.store.turnStatus(turnId) === "running",
-        finishFromResult: (result, reason) => this.end.fromResult(turnId, ref.executionId, result, reason),
-        environmentLost: (reason) => this.end.fail(turnId, "environment_lost", `the agent's environment is gone or stopped, and the run with it: ${reason}`),
-      },
-      { signal: abort.signal },
-    )
-      .then((outcome) => {
-        if (outcome === "finished") return this.end.afterRun(ref.executionId);
-        // Could not reach the run: remembered, so a turn nothing can settle ends after a bounded time.
-        if (outcome === "gave_up") this.deps.log.commit(() => this.store.markLost(turnId, Date.now()));
-      })
-      .catch((err) => console.error(JSON.stringify({ msg: "upstream reader failed", executionId: ref.executionId, error: String(err) })))
-      .finally(() => {
-        if (this.reader === reader) this.reader = undefined;
-      });
+    this.reader.ensure();
   }
 
   stopReader(): void {
-    this.reader?.abort.abort();
-    this.reader = undefined;
-  }
-
-  /** Persists one upstream event (de-duplicated by its upstream id) and what follows from it. */
-  private ingest(turnId: string, executionId: string, event: ProviderEvent): boolean {
-    const store = this.store;
-    let fresh = true;
-    let finished = false;
-    let overBudget = false;
-    let waitingChanged = false;
-    if (this.partTexts?.executionId !== executionId) this.partTexts = { executionId, texts: new Map() };
-    const texts = this.partTexts.texts;
-    let partText = null as { partId: string; text: string } | null;
-    this.deps.log.commit((log) => {
-      // Each upstream frame counts once (the store's one rule, SessionStore.admitUpstream).
-      if (event.upstreamId !== undefined && !store.admitUpstream(turnId, executionId, event.upstreamId)) {
-        fresh = false;
-        return;
-      }
-      const status = store.turnStatus(turnId);
-      if (!status) return;
-      const now = Date.now();
-      const step = ingestStep(
-        {
-          status,
-          usage: event.kind === "usage" || event.kind === "terminal" ? (store.executionUsage(executionId) ?? emptyExecutionUsage(executionId)) : emptyExecutionUsage(executionId),
-          askStatus: (id) => store.interaction(id)?.status ?? null,
-          cancelRequested: event.kind === "terminal" && store.turn(turnId)?.cancelReason != null,
-          partText: (id) => texts.get(id),
-        },
-        event,
-      );
-      partText = step.partText;
-      if (step.shown) {
-        const { type, data, usage } = step.shown;
-        log.append({ turnId, executionId, upstreamId: event.upstreamId ?? null, type, data, ...(usage ? { usage, usageMode: "cumulative" as const } : {}), now });
-      }
-      if (step.askRequested && this.deps.desk.recordAsk(log, turnId, executionId, step.askRequested, now)) waitingChanged = true;
-      if (step.askEnded && this.deps.desk.endAsk(log, step.askEnded.interactionId, step.askEnded.status, now, step.askEnded.reason)) waitingChanged = true;
-      if (step.warning) log.append({ turnId, executionId, type: "warning", data: step.warning, now });
-      if (step.usage) {
-        recordUsage(this.store, log, turnId, step.usage, now);
-        overBudget = status === "running" && this.budget()?.exceeded === true;
-      }
-      if (step.finish && status === "running") {
-        this.end.finish(log, store.turn(turnId)!, step.finish.status, step.finish.text, step.finish.error, now);
-        finished = true;
-      }
-    });
-    // Held once the event is stored: a rolled-back commit leaves the text as it was.
-    if (partText) texts.set(partText.partId, partText.text);
-    // The conversation list shows the turn done as soon as it is, not when the stream closes.
-    if (finished) {
-      this.partTexts = undefined;
-      void this.showIdle();
-    } else if (waitingChanged) this.refreshIndex();
-    if (overBudget) this.budgets.stop(turnId);
-    return fresh;
+    this.reader.stop();
   }
 
   /** The alarm: the watchdog of ./turn-end.ts. */
