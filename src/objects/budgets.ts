@@ -3,7 +3,7 @@
  * tightest budget that applies out. A total that is a floor (some usage unknown) still counts what
  * is known, and says so (`complete: false`); spend that is in part an estimate says so too
  * (`provenance`: the weakest of what it counts), so a stop on estimated spend is never reported
- * as a stop on measured spend.
+ * as a stop on measured spend. Enforced (a new turn refused, a running one stopped) by ./budget-stop.ts.
  */
 import type { TotalView } from "../schemas/api";
 import type { Provenance } from "../schemas/common";

@@ -1,7 +1,8 @@
 /**
  * Ingesting one provider event, as a pure step: the turn's state and the event in; what to show,
- * what to store and what the turn becomes, out. The session object applies the step in one
- * transaction (src/objects/turn-runner.ts). Duplicates are dropped before this step (by upstream id).
+ * what to store and what the turn becomes, out. The upstream reader applies the step in one
+ * transaction (./upstream-reader.ts). Duplicates are dropped before this step, by upstream id
+ * (SessionStore.admitUpstream).
  */
 import type { InteractionRequest } from "../schemas/contracts";
 import type { TokenUsage } from "../schemas/common";

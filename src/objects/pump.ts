@@ -1,9 +1,9 @@
 /**
- * The one upstream reader of a running execution. It reads the provider's events from the last
- * upstream id the session stored, hands each to the session (which persists it synchronously),
- * and after a severed stream reconnects from that id with a bounded exponential backoff. It ends
- * when the session says the run is over, when it is aborted, or when it gives up (the session's
- * alarm tries again later).
+ * The reconnecting loop of the one upstream reader of a running execution (its host is
+ * ./upstream-reader.ts). It reads the provider's events from the last upstream id the session
+ * stored, hands each to the host (which persists it synchronously), and after a severed stream
+ * reconnects from that id with a bounded exponential backoff. It ends when the host says the run
+ * is over, when it is aborted, or when it gives up (the session's alarm tries again later).
  */
 import { ProviderError } from "../providers/errors";
 import type { AgentProvider, ProviderEvent, ProviderResult } from "../providers/provider";

@@ -11,7 +11,7 @@ import { ExecutionUsageStateSchema, type ExecutionUsageState } from "./usage-fol
 
 const SCHEMA_VERSION = 9;
 /** Upstream ids that are whole numbers come in order: a repeat is one at or below the cursor. */
-export const NUMERIC_ID = /^\d{1,15}$/;
+const NUMERIC_ID = /^\d{1,15}$/;
 
 export type TurnStatus = z.infer<typeof TurnStatusSchema>;
 export type TranscriptPart = z.infer<typeof TranscriptPartSchema>;
@@ -588,10 +588,23 @@ export class SessionStore {
 
   // ---- upstream de-duplication
 
-  /** Records an upstream id as seen; false when it was seen before (a repeat or an inclusive replay). */
-  markSeen(executionId: string, upstreamId: string): boolean {
-    const before = this.sql.exec("INSERT OR IGNORE INTO upstream_seen (execution_id, upstream_id) VALUES (?, ?)", executionId, upstreamId);
-    return before.rowsWritten > 0;
+  /**
+   * The one de-duplication rule: whether an upstream frame is new (true) or a repeat (false: an
+   * inclusive replay, a repeated frame), so each counts once. Numeric ids come in order: one at or
+   * below the cursor is a repeat, and the cursor is the newest logged event's id, so a frame costs
+   * one row (the caller logs it under its upstream id). Other ids are remembered one by one, the
+   * newest being the turn's cursor. A new frame is progress: the reader is no longer lost.
+   */
+  admitUpstream(turnId: string, executionId: string, upstreamId: string): boolean {
+    if (NUMERIC_ID.test(upstreamId)) {
+      const cursor = this.cursorOf(turnId, executionId);
+      if (cursor !== undefined && NUMERIC_ID.test(cursor) && Number(upstreamId) <= Number(cursor)) return false;
+      this.clearLost(turnId);
+      return true;
+    }
+    if (this.sql.exec("INSERT OR IGNORE INTO upstream_seen (execution_id, upstream_id) VALUES (?, ?)", executionId, upstreamId).rowsWritten === 0) return false;
+    this.setCursor(turnId, upstreamId);
+    return true;
   }
 
   forgetSeen(executionId: string): void {

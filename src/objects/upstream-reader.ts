@@ -1,0 +1,142 @@
+/**
+ * The upstream reader of the running turn: at most one per execution in this instance, over the
+ * reconnecting loop of ./pump.ts. Each event it reads is applied in one commit: admitted once by
+ * its upstream id (`SessionStore.admitUpstream`, the one de-duplication rule), stepped by the pure
+ * ./ingest.ts, and what the step says written: the shown event, asks opened or ended, warnings,
+ * the usage fold (./turn-usage.ts), and the turn's end (./turn-end.ts). A total that crossed a
+ * budget hands the turn to the budget stop (./budget-stop.ts) after the commit.
+ */
+import type { AgentProvider, ProviderEvent } from "../providers/provider";
+import type { BudgetStop } from "./budget-stop";
+import type { EventLog } from "./event-log";
+import { ingestStep } from "./ingest";
+import type { InteractionDesk } from "./interaction-desk";
+import { runPump } from "./pump";
+import type { SessionStore } from "./session-store";
+import type { TurnEnd } from "./turn-end";
+import { recordUsage } from "./turn-usage";
+import { emptyExecutionUsage } from "./usage-fold";
+
+export interface UpstreamReaderDeps {
+  store: () => SessionStore;
+  /** Whether the conversation still exists here: a deleted one has nothing left to read into (and recreates nothing). */
+  exists(): boolean;
+  log: EventLog;
+  desk: Pick<InteractionDesk, "recordAsk" | "endAsk">;
+  provider: () => AgentProvider;
+  end: Pick<TurnEnd, "finish" | "fromResult" | "fail" | "afterRun">;
+  budgets: Pick<BudgetStop, "budget" | "stop">;
+  /** The conversation list shows the conversation idle (never rejects). */
+  showIdle(): Promise<void>;
+  /** What the running turn waits for changed: the conversation list follows. */
+  waitingChanged(): void;
+}
+
+export class UpstreamReader {
+  private reader: { executionId: string; abort: AbortController } | undefined;
+  /**
+   * The text of each streaming part of the running execution, so each delta is stored and sent
+   * once (./part-text.ts). Memory only: a new instance sends a part whole once, then deltas.
+   */
+  private partTexts: { executionId: string; texts: Map<string, string> } | undefined;
+
+  constructor(private readonly deps: UpstreamReaderDeps) {}
+
+  private get store(): SessionStore {
+    return this.deps.store();
+  }
+
+  /** Starts the upstream reader for the running turn, unless one runs already in this instance. */
+  ensure(): void {
+    const turn = this.store.activeTurn();
+    if (!turn || turn.status !== "running" || !turn.controlRef) return;
+    if (this.reader?.executionId === turn.executionId) return;
+    const abort = new AbortController();
+    const ref = turn.controlRef;
+    const turnId = turn.turnId;
+    const reader = { executionId: turn.executionId, abort };
+    this.reader = reader;
+    runPump(
+      this.deps.provider(),
+      ref,
+      {
+        cursor: () => (this.deps.exists() ? this.store.cursorOf(turnId, ref.executionId) : undefined),
+        ingest: (event) => this.deps.exists() && this.ingest(turnId, ref.executionId, event),
+        isLive: () => this.deps.exists() && this.store.turnStatus(turnId) === "running",
+        finishFromResult: (result, reason) => this.deps.end.fromResult(turnId, ref.executionId, result, reason),
+        environmentLost: (reason) => this.deps.end.fail(turnId, "environment_lost", `the agent's environment is gone or stopped, and the run with it: ${reason}`),
+      },
+      { signal: abort.signal },
+    )
+      .then((outcome) => {
+        if (outcome === "finished") return this.deps.end.afterRun(ref.executionId);
+        // Could not reach the run: remembered, so a turn nothing can settle ends after a bounded time.
+        if (outcome === "gave_up") this.deps.log.commit(() => this.store.markLost(turnId, Date.now()));
+      })
+      .catch((err) => console.error(JSON.stringify({ msg: "upstream reader failed", executionId: ref.executionId, error: String(err) })))
+      .finally(() => {
+        if (this.reader === reader) this.reader = undefined;
+      });
+  }
+
+  stop(): void {
+    this.reader?.abort.abort();
+    this.reader = undefined;
+  }
+
+  /** Persists one upstream event (once: a repeat answers false) and what follows from it. */
+  private ingest(turnId: string, executionId: string, event: ProviderEvent): boolean {
+    const store = this.store;
+    let fresh = true;
+    let finished = false;
+    let overBudget = false;
+    let waitingChanged = false;
+    if (this.partTexts?.executionId !== executionId) this.partTexts = { executionId, texts: new Map() };
+    const texts = this.partTexts.texts;
+    let partText = null as { partId: string; text: string } | null;
+    this.deps.log.commit((log) => {
+      if (event.upstreamId !== undefined && !store.admitUpstream(turnId, executionId, event.upstreamId)) {
+        fresh = false;
+        return;
+      }
+      const status = store.turnStatus(turnId);
+      if (!status) return;
+      const now = Date.now();
+      const step = ingestStep(
+        {
+          status,
+          usage: event.kind === "usage" || event.kind === "terminal" ? (store.executionUsage(executionId) ?? emptyExecutionUsage(executionId)) : emptyExecutionUsage(executionId),
+          askStatus: (id) => store.interaction(id)?.status ?? null,
+          cancelRequested: event.kind === "terminal" && store.turn(turnId)?.cancelReason != null,
+          partText: (id) => texts.get(id),
+        },
+        event,
+      );
+      partText = step.partText;
+      if (step.shown) {
+        const { type, data, usage } = step.shown;
+        log.append({ turnId, executionId, upstreamId: event.upstreamId ?? null, type, data, ...(usage ? { usage, usageMode: "cumulative" as const } : {}), now });
+      }
+      if (step.askRequested && this.deps.desk.recordAsk(log, turnId, executionId, step.askRequested, now)) waitingChanged = true;
+      if (step.askEnded && this.deps.desk.endAsk(log, step.askEnded.interactionId, step.askEnded.status, now, step.askEnded.reason)) waitingChanged = true;
+      if (step.warning) log.append({ turnId, executionId, type: "warning", data: step.warning, now });
+      if (step.usage) {
+        recordUsage(store, log, turnId, step.usage, now);
+        overBudget = status === "running" && this.deps.budgets.budget()?.exceeded === true;
+      }
+      if (step.finish && status === "running") {
+        this.deps.end.finish(log, store.turn(turnId)!, step.finish.status, step.finish.text, step.finish.error, now);
+        finished = true;
+      }
+    });
+    // Held once the event is stored: a rolled-back commit leaves the text as it was.
+    if (partText) texts.set(partText.partId, partText.text);
+    // The conversation list shows the turn done as soon as it is, not when the stream closes.
+    if (finished) {
+      this.partTexts = undefined;
+      void this.deps.showIdle();
+    } else if (waitingChanged) this.deps.waitingChanged();
+    if (overBudget) this.deps.budgets.stop(turnId);
+    return fresh;
+  }
+}
