@@ -116,7 +116,8 @@ export function registerControlRoutes(app: Hono, deps: ControlDeps): void {
     const id = c.req.param("id");
     const status = parsed.data.status;
     store.setSandboxStatus(id, status);
-    if (status !== "stopped") {
+    if (status === "stopped") runner.sandboxStopped(id);
+    else {
       // The sandbox is gone (deleted, failed, expired): its runs die with it, with no terminal
       // frame; their live streams just close.
       for (const exe of store.runningExecutions(id)) runner.finish(exe, "failed", { error: `sandbox ${status}` });

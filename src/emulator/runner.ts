@@ -149,6 +149,20 @@ export class Runner {
     this.finish(exe, "cancelled", { finalText: text, error: reason });
   }
 
+  /**
+   * The sandbox stopped: its runtime is down, so the live streams of its runs close with no
+   * terminal frame. Variant `stoppedRuns`: the runs end `failed` with it, or are kept (`survive`)
+   * and go on; their frames are there for a reader once the sandbox runs again.
+   */
+  sandboxStopped(sandboxId: string): void {
+    const survive = effectiveVariants(this.store.variants()).stoppedRuns === "survive";
+    for (const exe of this.store.runningExecutions(sandboxId)) {
+      if (survive) this.streams.closeExecution(exe.id);
+      else this.finish(exe, "failed", { error: "sandbox stopped" });
+    }
+    this.schedule();
+  }
+
   /** Ends a run without further frames (its sandbox or session went away, or its script ended). */
   finish(exe: ExecutionRow, status: string, fields: { finalText?: string; usage?: unknown; cost?: number; error?: string }): void {
     this.store.finishExecution(exe.id, status, fields);

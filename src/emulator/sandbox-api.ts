@@ -171,6 +171,7 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
     const row = sandboxes.get(c.req.param("id"));
     if (!row) return notFound(c);
     sandboxes.stop(row);
+    runner.sandboxStopped(row.id);
     return c.json(view(sandboxes.get(row.id)!));
   });
 

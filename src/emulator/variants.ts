@@ -76,6 +76,13 @@ export const EmulatorVariants = z.strictObject({
    * or 201 like a fresh one, nothing telling them apart.
    */
   createReplay: z.enum(["200", "201"]).optional(),
+  /**
+   * §2 a sandbox stopped with a run in flight [ours]: its runtime goes down, so every live stream of
+   * the run closes without a terminal frame, and the run dies with it (`end`: it ends `failed`), or
+   * is kept and goes on, readable again once the sandbox runs again, holding its agent session
+   * until it ends (`survive`).
+   */
+  stoppedRuns: z.enum(["end", "survive"]).optional(),
 });
 export type EmulatorVariants = z.infer<typeof EmulatorVariants>;
 export type Variants = Required<EmulatorVariants>;
@@ -103,6 +110,7 @@ const DEFAULT_VARIANTS: Variants = {
   runControlRef: "optional",
   dispatched: "absent",
   createReplay: "200",
+  stoppedRuns: "end",
 };
 
 /** The variants in force: those set, the defaults for the rest. */

@@ -14,6 +14,7 @@ import { turnShortfall, type Claims } from "../providers/claims";
 import { ProviderError } from "../providers/errors";
 import type { AgentProvider, EnvironmentRecord } from "../providers/provider";
 import { AgentExactRunControlRef } from "../schemas/contracts";
+import type { AbandonedRuns } from "./abandoned-runs";
 import type { BudgetStop } from "./budget-stop";
 import type { EventLog } from "./event-log";
 import { providerRefusal } from "./provider-refusal";
@@ -86,6 +87,8 @@ export interface DispatchDeps {
   /** The user's ready environment; `staleEnvironmentId` says that one was found unusable, `claimMissing` that its claims fell short. */
   environment(context: SessionContext, staleEnvironmentId?: string, claimMissing?: boolean): Promise<EnvironmentRecord>;
   budgets: Pick<BudgetStop, "admit">;
+  /** Runs an earlier turn left going upstream: settled before this one is sent (./abandoned-runs.ts). */
+  abandoned: Pick<AbandonedRuns, "settle">;
   /** The turn was accepted and runs: its upstream reader starts. */
   startReader(): void;
   /** The conversation list shows the conversation running. */
@@ -219,6 +222,9 @@ export class Dispatcher {
   /** The provider's dispatch of the turn, retried as `retryStep` says. */
   private async dispatch(context: SessionContext, turnId: string, executionId: string, request: TurnRequest): Promise<Dispatched> {
     let { environment, claims } = await this.claimedEnvironment(context, request);
+    // A run an earlier turn left going (its sandbox stopped mid-turn, then resumed just now) would
+    // hold the agent session: it is stopped first, and its usage folded into its own turn.
+    await this.deps.abandoned.settle(environment.environmentId);
     const previous = this.store.lastRunRef();
     const input = {
       sessionId: this.agentSessionId(context),
@@ -244,6 +250,7 @@ export class Dispatcher {
         if (step.kind === "refuse") throw err;
         if (step.kind === "recover") {
           ({ environment, claims } = await this.claimedEnvironment(context, request, environment.environmentId));
+          await this.deps.abandoned.settle(environment.environmentId);
           tries.recovered = true;
         } else if (step.kind === "replaced") {
           await this.deps

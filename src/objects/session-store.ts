@@ -39,6 +39,17 @@ const MetaSchemas = {
     // Before schema 9 it was not recorded (read again at the next turn).
     provenance: Provenance.default("unknown"),
   }),
+  /** Runs whose turn the gateway ended while they may still run upstream (./abandoned-runs.ts). */
+  abandonedRuns: z.array(
+    z.strictObject({
+      turnId: z.string(),
+      ref: AgentExactRunControlRef,
+      /** When the turn was ended here. */
+      since: z.number().int(),
+      /** Settlements tried without an answer on the run's end. */
+      attempts: z.number().int().nonnegative(),
+    }),
+  ),
 };
 type MetaKey = keyof typeof MetaSchemas;
 type MetaValue<K extends MetaKey> = z.infer<(typeof MetaSchemas)[K]>;

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { emptyExecutionUsage, foldUsage } from "./usage-fold";
-import { endingOf, nextWatchdogAt, resultEnding, usageFromResult, WATCHDOG_INTERVAL_MS, watchdogVerdict } from "./turn-end";
+import { endingOf, nextWatchdogAt, resultEnding, WATCHDOG_INTERVAL_MS, watchdogVerdict } from "./turn-end";
 
 describe("how a turn ends from what its run reported", () => {
   it("a completed or cancelled run ends so, without an error", () => {
@@ -39,31 +38,6 @@ describe("how a turn ends from its run's result", () => {
     expect(resultEnding({ status: "completed", text: "done" })).toEqual({ status: "completed", text: "done" });
     expect(resultEnding({ status: "failed", error: { code: "boom", message: "it broke" } })).toEqual({ status: "failed", error: { code: "boom", message: "it broke" } });
     expect(resultEnding({ status: "cancelled" })).toEqual({ status: "cancelled" });
-  });
-
-  it("frames were missed: no running total stands, and the result's receipt is authoritative and announced", () => {
-    const streamed = foldUsage(emptyExecutionUsage("e1"), { mode: "cumulative", counts: { inputTokens: 5 }, provenance: "measured" }).state;
-    const settled = usageFromResult(streamed, "e1", { status: "completed", receipt: { inputTokens: 7, outputTokens: 3 }, receiptProvenance: { provenance: "measured" } });
-    expect(settled?.report).toBe(true);
-    expect(settled?.state.stepsBroken).toBe(true);
-    expect(settled?.state.receipt).toEqual({ inputTokens: 7, outputTokens: 3 });
-    expect(settled?.state.receiptProvenance).toEqual({ inputTokens: "measured", outputTokens: "measured" });
-    expect(settled?.state.receiptDisagreements).toEqual([{ counter: "inputTokens", streamed: 5, receipt: 7 }]);
-  });
-
-  it("a receipt with nothing streamed before it is folded from an empty fold of that execution", () => {
-    const settled = usageFromResult(null, "e2", { status: "completed", receipt: { inputTokens: 1 } });
-    expect(settled?.report).toBe(true);
-    expect(settled?.state.executionId).toBe("e2");
-    expect(settled?.state.receipt).toEqual({ inputTokens: 1 });
-    // A receipt whose provenance nobody gave is not called measured.
-    expect(settled?.state.receiptProvenance).toEqual({ inputTokens: "unknown" });
-  });
-
-  it("without a receipt a streamed fold is kept, broken, but not announced; with neither nothing is stored", () => {
-    const streamed = foldUsage(emptyExecutionUsage("e1"), { mode: "cumulative", counts: { inputTokens: 5 }, provenance: "measured" }).state;
-    expect(usageFromResult(streamed, "e1", { status: "completed" })).toEqual({ state: { ...streamed, stepsBroken: true }, report: false });
-    expect(usageFromResult(null, "e1", { status: "completed" })).toBeNull();
   });
 });
 

@@ -12,16 +12,17 @@
  * A budget stop and a user's Stop only ask the run to stop: its end then comes from the run, and
  * reads `cancelled` with the recorded reason. A run cancelled upstream that nobody here asked to
  * stop fails `upstream_cancelled`. The decisions are pure functions (`endingOf`, `resultEnding`,
- * `usageFromResult`, `watchdogVerdict`); the class applies them, each end in one commit.
+ * `watchdogVerdict`; the usage a result reports is ./turn-usage.ts `usageFromResult`); the class
+ * applies them, each end in one commit.
  */
 import type { Config } from "../config";
-import type { AgentProvider, ProviderResult, RunError, TerminalStatus } from "../providers/provider";
+import type { ProviderResult, RunError, TerminalStatus } from "../providers/provider";
 import type { Appender, EventLog } from "./event-log";
 import type { InteractionDesk } from "./interaction-desk";
 import { turnParts } from "./transcript";
 import type { SessionStore, TurnError, TurnRecord } from "./session-store";
-import { recordUsage } from "./turn-usage";
-import { breakSteps, emptyExecutionUsage, executionView, foldReceipt, type ExecutionUsageState } from "./usage-fold";
+import { alarmWanted, type AbandonedRuns } from "./abandoned-runs";
+import { recordResultUsage } from "./turn-usage";
 
 /** How often a live run's watchdog alarm checks that its upstream reader is alive. */
 export const WATCHDOG_INTERVAL_MS = 30_000;
@@ -48,18 +49,6 @@ export function resultEnding(result: ProviderResult): { status: TerminalStatus; 
     return { status: "failed", error: { code: "outcome_unknown", message: `the run ended upstream, but how it ended is unknown${why}` } };
   }
   return { status: result.status, ...(result.text !== undefined ? { text: result.text } : {}), ...(result.error ? { error: result.error } : {}) };
-}
-
-/**
- * The execution's usage once it is settled from its result: frames were missed, so whatever usage
- * they held is unknown and no running total stands; the result's receipt is authoritative, folded
- * by the terminal receipt's rule. `report`: the fold is announced (`usage.updated`) as well as
- * stored. Null: nothing to store.
- */
-export function usageFromResult(stored: ExecutionUsageState | null, executionId: string, result: ProviderResult): { state: ExecutionUsageState; report: boolean } | null {
-  const broken = stored ? breakSteps(stored) : null;
-  if (result.receipt) return { state: foldReceipt(broken ?? emptyExecutionUsage(executionId), result.receipt, result.receiptProvenance), report: true };
-  return broken ? { state: broken, report: false } : null;
 }
 
 export type WatchdogVerdict =
@@ -100,7 +89,6 @@ export interface TurnEndDeps {
   store: () => SessionStore;
   log: EventLog;
   desk: Pick<InteractionDesk, "closeAsksOfTurn">;
-  provider: () => Pick<AgentProvider, "cancel">;
   config: () => Pick<Config, "TURN_MAX_DURATION_MS" | "UPSTREAM_LOST_AFTER_MS" | "EVENT_LOG_MAX_EVENTS">;
   alarms: { set(atMs: number): Promise<void>; clear(): Promise<void> };
   /** The running turn's upstream reader: stopped when the turn ends here, started again by the watchdog. */
@@ -109,6 +97,8 @@ export interface TurnEndDeps {
   dispatching(turnId: string): boolean;
   /** The conversation list shows the conversation idle (never rejects). */
   showIdle(): Promise<void>;
+  /** Runs whose turn ended here while they may still run upstream (./abandoned-runs.ts). */
+  abandoned: Pick<AbandonedRuns, "remember" | "settle" | "followed">;
 }
 
 export class TurnEnd {
@@ -148,22 +138,38 @@ export class TurnEnd {
       if (!turn || turn.status !== "running") return;
       const now = Date.now();
       log.append({ turnId, executionId, type: "warning", data: { code: "stream_incomplete", message: `settled from the run's result: ${reason}` }, now });
-      const usage = usageFromResult(this.store.executionUsage(executionId), executionId, result);
-      if (usage?.report) recordUsage(this.store, log, turnId, usage.state, now);
-      else if (usage) this.store.putExecutionUsage(turnId, usage.state, executionView(usage.state));
+      recordResultUsage(this.store, log, turnId, executionId, result, now);
       const ending = resultEnding(result);
       this.finish(log, turn, ending.status, ending.text, ending.error, now);
     });
   }
 
-  /** Ends a running turn failed with `code`, here and now (its reader stops on its own). */
+  /**
+   * Ends a running turn failed with `code`, here and now (its reader stops on its own). Its run may
+   * still go on upstream: it is remembered in the same commit and settled (cancelled, its later
+   * usage folded into this turn) by ./abandoned-runs.ts, first at once.
+   */
   fail(turnId: string, code: string, message: string): void {
+    let ended = false;
     this.deps.log.commit((log) => {
       const turn = this.store.turn(turnId);
       if (!turn || turn.status !== "running") return;
-      this.finish(log, turn, "failed", undefined, { code, message }, Date.now());
+      const now = Date.now();
+      this.finish(log, turn, "failed", undefined, { code, message }, now);
+      this.deps.abandoned.remember(turn, now);
+      ended = true;
     });
     void this.deps.showIdle();
+    if (ended) {
+      this.deps.abandoned.settle().catch((err) => console.error(JSON.stringify({ msg: "settling an abandoned run failed", turnId, error: String(err) })));
+      void this.armForAbandoned();
+    }
+  }
+
+  /** With no turn active, the alarm comes back only while a followed run has alarm tries left. */
+  private async armForAbandoned(): Promise<void> {
+    if (this.store.activeTurn()) return;
+    if (alarmWanted(this.deps.abandoned.followed())) await this.deps.alarms.set(Date.now() + WATCHDOG_INTERVAL_MS);
   }
 
   /** Ends a running turn cancelled, here: upstream says nothing runs any more. */
@@ -192,14 +198,15 @@ export class TurnEnd {
       }
       store.trimEvents(cutoff);
     });
-    if (!this.store.activeTurn()) await this.deps.alarms.clear();
+    if (!this.store.activeTurn() && !alarmWanted(this.deps.abandoned.followed())) await this.deps.alarms.clear();
     await this.deps.showIdle();
   }
 
   /** The alarm's check of the active turn (`watchdogVerdict`), then the next alarm while a turn is still active. */
   async watchdog(): Promise<void> {
+    await this.deps.abandoned.settle().catch(() => undefined);
     const active = this.store.activeTurn();
-    if (!active) return;
+    if (!active) return this.armForAbandoned();
     const config = this.deps.config();
     const verdict = watchdogVerdict(active, Date.now(), config, this.deps.dispatching(active.turnId));
     switch (verdict.kind) {
@@ -209,12 +216,10 @@ export class TurnEnd {
       case "wait":
         break;
       case "fail":
-        // The turn ends here first (what the run says after this is not its end), then a run past its time is stopped.
+        // The turn ends here first (what the run says after this is not its end); its run is then
+        // stopped upstream by the settlement of abandoned runs that `fail` starts.
         this.deps.reader.stop();
         this.fail(active.turnId, verdict.code, verdict.message);
-        if (verdict.code === "turn_timeout" && active.controlRef) {
-          await this.deps.provider().cancel(active.controlRef, { operationId: `timeout:${active.turnId}`, reason: "turn_timeout" }).catch(() => undefined);
-        }
         break;
       case "resume":
         this.deps.reader.ensure();

@@ -7,7 +7,9 @@
  *  - ./turn-end.ts         every way a turn ends: finish, fail, cancel-end, settle from the
  *                          result, the watchdog;
  *  - ./budget-stop.ts      budgets enforced: refused at the door, a running turn stopped;
- *  - ./turn-usage.ts       the usage fold stored and reported, the conversation's total.
+ *  - ./turn-usage.ts       the usage fold stored and reported, the conversation's total;
+ *  - ./abandoned-runs.ts   runs whose turn ended here while they may still run upstream:
+ *                          cancelled, their later usage folded into their turn.
  * It holds what joins them: cancellation (exact and idempotent under its operation id) and the
  * user's conversation list entry. Every write that belongs together goes through one commit
  * (./event-log.ts).
@@ -18,6 +20,7 @@ import { canonicalDigest, stripUndefined } from "../lib/digest";
 import type { AgentProvider, EnvironmentRecord } from "../providers/provider";
 import type { TotalView, WaitingFor } from "../schemas/api";
 import type { CancellationAcknowledgement } from "../schemas/contracts";
+import { AbandonedRuns } from "./abandoned-runs";
 import { BudgetStop } from "./budget-stop";
 import { budgetUsage, type BudgetState, type Spend } from "./budgets";
 import { Dispatcher, type SubmitOutcome } from "./dispatch";
@@ -53,20 +56,22 @@ export class TurnRunner {
   private readonly end: TurnEnd;
   private readonly reader: UpstreamReader;
   private readonly dispatcher: Dispatcher;
+  private readonly abandoned: AbandonedRuns;
 
   constructor(private readonly deps: TurnRunnerDeps) {
     const { store, log, desk, provider, config, alarms } = deps;
+    this.abandoned = new AbandonedRuns({ store, log, provider });
     this.budgets = new BudgetStop({ store, log, provider, config, usageElsewhere: (context) => deps.usageElsewhere(context) });
     this.end = new TurnEnd({
       store,
       log,
       desk,
-      provider,
       config,
       alarms,
       reader: { ensure: () => this.reader.ensure(), stop: () => this.reader.stop() },
       dispatching: (turnId) => this.dispatcher.isDispatching(turnId),
       showIdle: () => this.showIdle(),
+      abandoned: this.abandoned,
     });
     this.reader = new UpstreamReader({
       store,
@@ -86,6 +91,7 @@ export class TurnRunner {
       alarms,
       environment: (context, stale, claimMissing) => deps.environment(context, stale, claimMissing),
       budgets: this.budgets,
+      abandoned: this.abandoned,
       startReader: () => this.reader.ensure(),
       showRunning: (context) => this.touchIndex(context, "running"),
     });

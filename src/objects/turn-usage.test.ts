@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { NewEvent, SessionStore } from "./session-store";
-import { conversationTotal, recordUsage } from "./turn-usage";
-import { emptyExecutionUsage, foldReceipt, type ExecutionUsageState } from "./usage-fold";
+import { conversationTotal, recordUsage, usageFromResult } from "./turn-usage";
+import { emptyExecutionUsage, foldReceipt, foldUsage, type ExecutionUsageState } from "./usage-fold";
 
 const spent = (executionId: string, inputTokens: number, outputTokens: number): ExecutionUsageState =>
   foldReceipt(emptyExecutionUsage(executionId), { inputTokens, outputTokens }, { provenance: "measured" });
@@ -48,5 +48,32 @@ describe("recording an execution's usage", () => {
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ turnId: "turn-b", executionId: "b", type: "usage.updated", now: 42 });
     expect(events[0]!.data).toMatchObject({ turnId: "turn-b", executionId: "b", usage: { inputTokens: 1, outputTokens: 2 }, conversation: { inputTokens: 11, outputTokens: 7, complete: true } });
+  });
+});
+
+describe("the usage a run's result gives its turn", () => {
+  it("frames were missed: no running total stands, and the result's receipt is authoritative and announced", () => {
+    const streamed = foldUsage(emptyExecutionUsage("e1"), { mode: "cumulative", counts: { inputTokens: 5 }, provenance: "measured" }).state;
+    const settled = usageFromResult(streamed, "e1", { status: "completed", receipt: { inputTokens: 7, outputTokens: 3 }, receiptProvenance: { provenance: "measured" } });
+    expect(settled?.report).toBe(true);
+    expect(settled?.state.stepsBroken).toBe(true);
+    expect(settled?.state.receipt).toEqual({ inputTokens: 7, outputTokens: 3 });
+    expect(settled?.state.receiptProvenance).toEqual({ inputTokens: "measured", outputTokens: "measured" });
+    expect(settled?.state.receiptDisagreements).toEqual([{ counter: "inputTokens", streamed: 5, receipt: 7 }]);
+  });
+
+  it("a receipt with nothing streamed before it is folded from an empty fold of that execution", () => {
+    const settled = usageFromResult(null, "e2", { status: "completed", receipt: { inputTokens: 1 } });
+    expect(settled?.report).toBe(true);
+    expect(settled?.state.executionId).toBe("e2");
+    expect(settled?.state.receipt).toEqual({ inputTokens: 1 });
+    // A receipt whose provenance nobody gave is not called measured.
+    expect(settled?.state.receiptProvenance).toEqual({ inputTokens: "unknown" });
+  });
+
+  it("without a receipt a streamed fold is kept, broken, but not announced; with neither nothing is stored", () => {
+    const streamed = foldUsage(emptyExecutionUsage("e1"), { mode: "cumulative", counts: { inputTokens: 5 }, provenance: "measured" }).state;
+    expect(usageFromResult(streamed, "e1", { status: "completed" })).toEqual({ state: { ...streamed, stepsBroken: true }, report: false });
+    expect(usageFromResult(null, "e1", { status: "completed" })).toBeNull();
   });
 });

@@ -4,10 +4,11 @@
  * helpers over a minimal view of the store, shared by the upstream reader, the turn's end and the
  * budget stop, so the total is computed one way. The fold's rules are ./usage-fold.ts.
  */
-import type { TotalView } from "../schemas/api";
 import type { Appender } from "./event-log";
 import type { SessionStore } from "./session-store";
-import { emptyExecutionUsage, executionView, totalOf, type ExecutionUsageState } from "./usage-fold";
+import type { ProviderResult } from "../providers/provider";
+import type { TotalView } from "../schemas/api";
+import { breakSteps, emptyExecutionUsage, executionView, foldReceipt, totalOf, type ExecutionUsageState } from "./usage-fold";
 
 type TotalStore = Pick<SessionStore, "allExecutionUsage" | "dispatchedExecutionIds">;
 
@@ -25,4 +26,30 @@ export function recordUsage(store: TotalStore & Pick<SessionStore, "putExecution
   const view = executionView(state);
   store.putExecutionUsage(turnId, state, view);
   log.append({ turnId, executionId: state.executionId, type: "usage.updated", data: { turnId, executionId: state.executionId, usage: view, conversation: conversationTotal(store) }, now });
+}
+
+/**
+ * The execution's usage once it is settled from its result: frames were missed, so whatever usage
+ * they held is unknown and no running total stands; the result's receipt is authoritative, folded
+ * by the terminal receipt's rule. `report`: the fold is announced (`usage.updated`) as well as
+ * stored. Null: nothing to store.
+ */
+export function usageFromResult(stored: ExecutionUsageState | null, executionId: string, result: ProviderResult): { state: ExecutionUsageState; report: boolean } | null {
+  const broken = stored ? breakSteps(stored) : null;
+  if (result.receipt) return { state: foldReceipt(broken ?? emptyExecutionUsage(executionId), result.receipt, result.receiptProvenance), report: true };
+  return broken ? { state: broken, report: false } : null;
+}
+
+/** Stores (and, with a receipt, reports) the usage a run's result gives its turn; the caller holds the transaction. */
+export function recordResultUsage(
+  store: TotalStore & Pick<SessionStore, "putExecutionUsage" | "executionUsage">,
+  log: Appender,
+  turnId: string,
+  executionId: string,
+  result: ProviderResult,
+  now: number,
+): void {
+  const usage = usageFromResult(store.executionUsage(executionId), executionId, result);
+  if (usage?.report) recordUsage(store, log, turnId, usage.state, now);
+  else if (usage) store.putExecutionUsage(turnId, usage.state, executionView(usage.state));
 }
