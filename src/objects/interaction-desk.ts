@@ -11,6 +11,7 @@ import type { AgentProvider } from "../providers/provider";
 import type { InteractionAcknowledgement, InteractionRequest } from "../schemas/contracts";
 import type { Appender, EventLog } from "./event-log";
 import { answerProblems, approvalOf, type Outcome } from "./interaction-answers";
+import { priorOperation } from "./operations";
 import { providerRefusal } from "./provider-refusal";
 import type { InteractionRecord, InteractionStatus, SessionContext, SessionStore } from "./session-store";
 import { sameWaiting, waitingOf, type Waiting } from "./waiting";
@@ -146,11 +147,9 @@ export class InteractionDesk {
 
     // Refused before anything is recorded or sent upstream.
     if (command.forbidden?.length) return ack("invalid_response", { message: command.forbidden.map((p) => `${p}: is a forbidden field name`).join("; ") });
-    const recorded = store.operation(command.operationId);
-    if (recorded) {
-      if (recorded.kind === "answer" && recorded.requestDigest === answerHmac) return recorded.ack;
-      return ack("already_resolved_different", { message: "this operationId was used for a different command" });
-    }
+    const prior = priorOperation(store.operation(command.operationId), "answer", answerHmac);
+    if (prior.kind === "replay") return prior.ack;
+    if (prior.kind === "conflict") return ack("already_resolved_different", { message: "this operationId was used for a different command" });
     if (!ask || !turn?.controlRef) return ack("unknown_interaction", { message: `no interaction ${interactionId} in this conversation` });
     const ref = turn.controlRef;
     const b = ask.request.binding;

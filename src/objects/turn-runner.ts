@@ -16,6 +16,7 @@ import { budgetUsage, tightestBudget, type BudgetState, type Spend } from "./bud
 import type { Appender, EventLog } from "./event-log";
 import { ingestStep } from "./ingest";
 import type { InteractionDesk } from "./interaction-desk";
+import { priorOperation } from "./operations";
 import { providerRefusal } from "./provider-refusal";
 import { runPump } from "./pump";
 import { turnParts } from "./transcript";
@@ -554,11 +555,9 @@ export class TurnRunner {
       throw new Refusal("capability_denied", "this agent environment does not claim exact run cancellation (session.cancelRun)", { missing: ["session.cancelRun"] });
     }
     const requestDigest = await canonicalDigest(stripUndefined({ operationId, run, reason }));
-    const previous = store.operation(operationId);
-    if (previous) {
-      if (previous.kind === "cancel" && previous.requestDigest === requestDigest) return { ...previous.ack, status: "replayed" };
-      return { operationId, requestDigest, run, status: "conflict", effect: "unknown", existingRequestDigest: previous.requestDigest as `sha256:${string}` };
-    }
+    const prior = priorOperation(store.operation(operationId), "cancel", requestDigest);
+    if (prior.kind === "replay") return { ...prior.ack, status: "replayed" };
+    if (prior.kind === "conflict") return { operationId, requestDigest, run, status: "conflict", effect: "unknown", existingRequestDigest: prior.recordedDigest as `sha256:${string}` };
     let ack: CancellationAcknowledgement;
     const current = store.turn(target.turnId)!;
     if (current.status !== "running") {

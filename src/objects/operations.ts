@@ -1,0 +1,25 @@
+/**
+ * Idempotent commands (a cancel, an answer): an `operationId` names one command for good. What is
+ * recorded under it decides a new command's fate: the same command again replays the recorded
+ * acknowledgement, any other is a conflict, and only an id nothing was recorded under goes ahead
+ * (docs/contracts.md "Cancellation" and "Interactions"). One rule for both kinds, so cancel and
+ * answer cannot drift apart; each caller shapes its own replay and conflict acknowledgements.
+ * Pure: the caller reads the record and writes the new one.
+ */
+import type { StoredOperation } from "./session-store";
+
+type AckOf<K extends StoredOperation["kind"]> = Extract<StoredOperation, { kind: K }>["ack"];
+
+export type PriorOperation<K extends StoredOperation["kind"]> =
+  | { kind: "new" }
+  /** The same command was acknowledged under this id: answer what it was answered. */
+  | { kind: "replay"; ack: AckOf<K> }
+  /** Another command holds this id; `recordedDigest` is the digest it was recorded under. */
+  | { kind: "conflict"; recordedDigest: string };
+
+/** What the record under an operation id says about a `kind` command whose digest is `digest`. */
+export function priorOperation<K extends StoredOperation["kind"]>(recorded: StoredOperation | null, kind: K, digest: string): PriorOperation<K> {
+  if (!recorded) return { kind: "new" };
+  if (recorded.kind === kind && recorded.requestDigest === digest) return { kind: "replay", ack: recorded.ack as AckOf<K> };
+  return { kind: "conflict", recordedDigest: recorded.requestDigest };
+}
