@@ -6,6 +6,7 @@
  * Whenever the asks open on a turn change what it waits for, `turn.waiting` says so (./waiting.ts).
  */
 import { hmacKey } from "../auth/ids";
+import { Refusal } from "../errors";
 import { canonicalDigest, canonicalJson, stripUndefined, toHex } from "../lib/digest";
 import type { AgentProvider } from "../providers/provider";
 import type { InteractionAcknowledgement, InteractionRequest } from "../schemas/contracts";
@@ -110,8 +111,14 @@ export class InteractionDesk {
     });
   }
 
-  /** Answers one ask, once: a second device waits for the first, then sees it resolved. */
+  /**
+   * Answers one ask, once: a second device waits for the first, then sees it resolved. An
+   * environment that does not claim interactions records no answers, so none is taken.
+   */
   async answer(context: SessionContext, interactionId: string, command: AnswerCommand): Promise<InteractionAcknowledgement> {
+    if (!this.store.getMeta("claims")?.interactions) {
+      throw new Refusal("capability_denied", "this agent environment does not claim interactions (it does not record answers)", { missing: ["interactions"] });
+    }
     const previous = this.queues.get(interactionId) ?? Promise.resolve();
     const run = previous.then(() => this.answerOnce(context, interactionId, command));
     const queued = run.catch(() => undefined);

@@ -198,13 +198,7 @@ export class SessionObject extends DurableObject<Env> {
 
   async answer(conversationId: string, interactionId: string, command: AnswerCommand): Promise<RpcResult<InteractionAcknowledgement>> {
     return captureRpc(() => {
-      const context = this.bound(conversationId);
-      if (!this.store.getMeta("claims")?.interactions) {
-        throw new Refusal("capability_denied", "this agent environment does not claim interactions (it does not record answers)", {
-          missing: ["interactions"],
-        });
-      }
-      return this.desk.answer(context, interactionId, command);
+      return this.desk.answer(this.bound(conversationId), interactionId, command);
     });
   }
 
