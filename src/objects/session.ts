@@ -8,7 +8,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { readConfig, type Config } from "../config";
 import { captureRpc, Refusal, type RpcResult } from "../errors";
-import { CLOSE_DELETED, CLOSE_DROPPED, CLOSE_PROTOCOL, PullMessage, SUBSCRIBE_PATH } from "../lib/subscription-wire";
+import { CLOSE_DELETED, CLOSE_DROPPED } from "../lib/subscription-wire";
 import { createProvider } from "../providers";
 import type { AgentProvider, EnvironmentRecord } from "../providers/provider";
 import type { ConversationSummarySchema, ConversationUsageSchema, MessagesSchema } from "../schemas/api";
@@ -20,7 +20,7 @@ import { providerRefusal } from "./provider-refusal";
 import { SessionStore, TERMINAL_TURN_STATUSES, type SessionContext, type TurnRecord, type TurnRequest } from "./session-store";
 import { buildTranscript, type TranscriptTurn } from "./transcript";
 import { replayTurn, uiMessages } from "../ai-sdk/message";
-import { newSubscription, SubscriptionHub, type Subscription } from "./subscriptions";
+import { SubscriptionSockets } from "./subscriptions";
 import { turnView, type TurnView } from "./turn-cache";
 import { TurnRunner, type SubmitOutcome } from "./turn-runner";
 import { emptyExecutionUsage, executionView } from "./usage-fold";
@@ -35,9 +35,7 @@ export class SessionObject extends DurableObject<Env> {
   private readonly log: EventLog;
   private readonly desk: InteractionDesk;
   private readonly runner: TurnRunner;
-  private readonly hub: SubscriptionHub<WebSocket>;
-  /** Subscription states read from the sockets' attachments (the attachment is the truth). */
-  private readonly subscriptions = new WeakMap<WebSocket, Subscription>();
+  private readonly subscriptions: SubscriptionSockets;
   /** Turn submissions under way (binding, dispatch and bookkeeping): a delete waits for them. */
   private readonly submissions = new Set<Promise<unknown>>();
   private providerInstance: AgentProvider | undefined;
@@ -51,27 +49,16 @@ export class SessionObject extends DurableObject<Env> {
     this.log = new EventLog({
       transaction: (fn) => ctx.storage.transactionSync(fn),
       append: (event) => this.store.appendEvent(event),
-      publish: (row) => this.hub.publish(row),
+      publish: (row) => this.subscriptions.publish(row),
     });
-    this.hub = new SubscriptionHub<WebSocket>({
-      sockets: () => ctx.getWebSockets(),
-      load: (ws) => {
-        let state = this.subscriptions.get(ws);
-        if (!state) {
-          state = (ws.deserializeAttachment() as Subscription | null) ?? undefined;
-          if (state) this.subscriptions.set(ws, state);
-        }
-        return state ?? null;
+    this.subscriptions = new SubscriptionSockets(
+      { accept: (ws) => ctx.acceptWebSocket(ws), sockets: () => ctx.getWebSockets() },
+      {
+        readPage: (after, limit) => this.storeInstance?.eventsAfter(after, limit) ?? [],
+        lastSeq: () => this.storeInstance?.lastSeq() ?? 0,
+        firstRetainedSeq: () => this.storeInstance?.firstRetainedSeq() ?? null,
       },
-      save: (ws, state) => {
-        ws.serializeAttachment(state);
-        this.subscriptions.set(ws, state);
-      },
-      send: (ws, message) => ws.send(message),
-      readPage: (after, limit) => this.storeInstance?.eventsAfter(after, limit) ?? [],
-      lastSeq: () => this.storeInstance?.lastSeq() ?? 0,
-      firstRetainedSeq: () => this.storeInstance?.firstRetainedSeq() ?? null,
-    });
+    );
     this.desk = new InteractionDesk({
       store: () => this.store,
       log: this.log,
@@ -208,59 +195,21 @@ export class SessionObject extends DurableObject<Env> {
 
   // ------------------------------------------------------------------ reads
 
-  /**
-   * A browser stream's subscription: the Worker (which holds the browser's SSE response) opens a
-   * WebSocket here, and the object accepts it as hibernatable. Its cursor and liveness live in
-   * the socket's attachment, so they survive the object's memory.
-   */
+  /** A browser stream's subscription: the Worker, which holds the browser's SSE response, opens a WebSocket here (./subscriptions.ts). */
   override async fetch(request: Request): Promise<Response> {
-    const url = new URL(request.url);
-    const after = /^\d{1,15}$/.exec(url.searchParams.get("after") ?? "");
-    if (url.pathname !== SUBSCRIBE_PATH || request.headers.get("upgrade")?.toLowerCase() !== "websocket" || !after) {
-      return new Response("expected a subscription: a WebSocket upgrade to /subscribe?after=<seq>", { status: 400 });
-    }
-    const { 0: client, 1: server } = new WebSocketPair();
-    this.ctx.acceptWebSocket(server);
-    server.serializeAttachment(newSubscription(Number(after[0])));
-    return new Response(null, { status: 101, webSocket: client });
+    return this.subscriptions.accept(request);
   }
 
   override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(typeof message === "string" ? message : new TextDecoder().decode(message));
-    } catch {
-      parsed = undefined;
-    }
-    if (!PullMessage.safeParse(parsed).success) {
-      ws.close(CLOSE_PROTOCOL, "expected {\"op\":\"pull\"}");
-      return;
-    }
-    this.hub.pull(ws);
+    this.subscriptions.message(ws, message);
   }
 
   override async webSocketClose(ws: WebSocket, code: number): Promise<void> {
-    try {
-      ws.close(code === 1005 || code === 1006 ? 1000 : code, "closed");
-    } catch {
-      // already closed
-    }
+    this.subscriptions.close(ws, code);
   }
 
   override async webSocketError(): Promise<void> {
     // The Worker's side went away; the socket is gone from getWebSockets() already.
-  }
-
-  private closeSubscriptions(code: number, reason: string): number {
-    const sockets = this.ctx.getWebSockets();
-    for (const ws of sockets) {
-      try {
-        ws.close(code, reason);
-      } catch {
-        // already closing
-      }
-    }
-    return sockets.length;
   }
 
   /**
@@ -271,7 +220,7 @@ export class SessionObject extends DurableObject<Env> {
     return {
       instance: this.instance,
       startedAt: this.startedAt,
-      subscriptions: this.ctx.getWebSockets().length,
+      subscriptions: this.subscriptions.count(),
       // Rows this instance wrote (a new instance starts from 0), and the log it holds.
       rowsWritten: this.storeInstance?.rowsWritten ?? 0,
       log: this.storeInstance?.logSize() ?? { events: 0, bytes: 0 },
@@ -280,7 +229,7 @@ export class SessionObject extends DurableObject<Env> {
 
   /** Closes every browser stream (local development: the page must reconnect by itself). */
   async dropReaders(): Promise<number> {
-    return this.closeSubscriptions(CLOSE_DROPPED, "dropped");
+    return this.subscriptions.closeAll(CLOSE_DROPPED, "dropped");
   }
 
   async summary(conversationId: string): Promise<RpcResult<ConversationSummary>> {
@@ -402,7 +351,7 @@ export class SessionObject extends DurableObject<Env> {
         }
       }
       this.runner.stopReader();
-      this.closeSubscriptions(CLOSE_DELETED, "conversation deleted");
+      this.subscriptions.closeAll(CLOSE_DELETED, "conversation deleted");
       await this.wipe();
       await this.userStub(context.ownerKey).removeConversation(context.conversationId);
       return { deleted: true as const };
