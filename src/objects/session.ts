@@ -11,23 +11,17 @@ import { captureRpc, Refusal, type RpcResult } from "../errors";
 import { CLOSE_DELETED, CLOSE_DROPPED } from "../lib/subscription-wire";
 import { createProvider } from "../providers";
 import type { AgentProvider, EnvironmentRecord } from "../providers/provider";
-import type { ConversationSummarySchema, ConversationUsageSchema, MessagesSchema } from "../schemas/api";
 import type { CancellationAcknowledgement, InteractionAcknowledgement } from "../schemas/contracts";
-import type { z } from "zod";
 import { EventLog } from "./event-log";
 import { InteractionDesk, type AnswerCommand } from "./interaction-desk";
 import { providerRefusal } from "./provider-refusal";
-import { SessionStore, TERMINAL_TURN_STATUSES, type SessionContext, type TurnRecord, type TurnRequest } from "./session-store";
-import { buildTranscript, type TranscriptTurn } from "./transcript";
-import { replayTurn, uiMessages } from "../ai-sdk/message";
+import { SessionStore, type SessionContext, type TurnRequest } from "./session-store";
 import { SubscriptionSockets } from "./subscriptions";
 import { turnView, type TurnView } from "./turn-cache";
 import { TurnRunner, type SubmitOutcome } from "./turn-runner";
-import { emptyExecutionUsage, executionView } from "./usage-fold";
+import { chatMessagesOf, chatReplayOf, messagesOf, summaryOf, usageOf, type ConversationMessages, type ConversationSummary, type ConversationUsage } from "./views";
 
-export type ConversationSummary = z.infer<typeof ConversationSummarySchema>;
-export type ConversationUsage = z.infer<typeof ConversationUsageSchema>;
-export type ConversationMessages = z.infer<typeof MessagesSchema>;
+export type { ConversationSummary } from "./views";
 
 export class SessionObject extends DurableObject<Env> {
   /** Null until the conversation exists: reading a conversation that does not exist stores nothing. */
@@ -232,94 +226,32 @@ export class SessionObject extends DurableObject<Env> {
     return this.subscriptions.closeAll(CLOSE_DROPPED, "dropped");
   }
 
-  async summary(conversationId: string): Promise<RpcResult<ConversationSummary>> {
+  /** A read view of the conversation (./views.ts); refused, creating no storage, when this object holds none. */
+  private read<T>(conversationId: string, view: (store: SessionStore, context: SessionContext) => T): Promise<RpcResult<T>> {
     return captureRpc(() => {
       const context = this.bound(conversationId);
-      const active = this.store.activeTurn();
-      const last = this.store.lastTurn();
-      const createdAt = this.store.getMeta("createdAt");
-      const activeView = active ? turnView(active, this.store.outstandingOfTurn(active.turnId)) : null;
-      return {
-        conversationId: context.conversationId,
-        state: active ? "running" : "idle",
-        waitingFor: activeView?.waitingFor ?? null,
-        title: this.store.getMeta("title"),
-        activeTurn: activeView,
-        lastTurn: last ? (last.turnId === active?.turnId ? activeView : turnView(last, this.store.outstandingOfTurn(last.turnId))) : null,
-        turnCount: this.store.turnCount(),
-        lastEventId: this.store.lastSeq(),
-        interactions: this.store.outstandingInteractions().map((i) => ({ turnId: i.turnId, ...i.request })),
-        usage: this.runner.total(),
-        createdAt: createdAt === null ? null : new Date(createdAt).toISOString(),
-        updatedAt: last ? new Date(last.updatedAt).toISOString() : null,
-      };
+      return view(this.store, context);
     });
   }
 
-  /** A turn with what its views are built from (its events, or the parts it kept when the log was trimmed into it). */
-  private transcriptTurn(turn: TurnRecord): TranscriptTurn {
-    const interactions = this.store.interactionsOfTurn(turn.turnId);
-    if (turn.parts) return { turn, events: [], interactions };
-    return { turn, events: this.store.eventsOfTurn(turn.turnId), interactions };
+  async summary(conversationId: string): Promise<RpcResult<ConversationSummary>> {
+    return this.read(conversationId, (store, context) => summaryOf(store, context, this.runner.total()));
   }
 
   async messages(conversationId: string): Promise<RpcResult<ConversationMessages>> {
-    return captureRpc(() => {
-      this.bound(conversationId);
-      const lastEventId = this.store.lastSeq();
-      const turns = this.store.turns().map((turn) => this.transcriptTurn(turn));
-      return { conversationId, lastEventId, messages: buildTranscript(turns) };
-    });
+    return this.read(conversationId, (store) => messagesOf(store, conversationId));
   }
 
-  /** The conversation as the AI SDK's UIMessage[] (src/ai-sdk/message.ts), as JSON. */
   async chatMessages(conversationId: string): Promise<RpcResult<string>> {
-    return captureRpc(() => {
-      this.bound(conversationId);
-      return JSON.stringify(uiMessages(this.store.turns().map((turn) => this.transcriptTurn(turn))));
-    });
+    return this.read(conversationId, (store) => chatMessagesOf(store));
   }
 
-  /**
-   * A finished turn's UI message stream (src/ai-sdk/chunks.ts) as SSE text, from its start or
-   * after the asks a client answered; null while the turn runs (the stream is then followed live).
-   */
   async chatReplay(conversationId: string, turnId: string, continueAfterAsks: string[]): Promise<RpcResult<string | null>> {
-    return captureRpc(() => {
-      this.bound(conversationId);
-      const turn = this.store.turn(turnId);
-      if (!turn) throw new Refusal("turn_not_found", `no turn ${turnId} in this conversation`);
-      if (!TERMINAL_TURN_STATUSES.has(turn.status)) return null;
-      return replayTurn(this.transcriptTurn(turn), continueAfterAsks);
-    });
+    return this.read(conversationId, (store) => chatReplayOf(store, turnId, continueAfterAsks));
   }
 
   async usage(conversationId: string): Promise<RpcResult<ConversationUsage>> {
-    return captureRpc(() => {
-      this.bound(conversationId);
-      const byExecution = new Map(this.store.allExecutionUsage().map((state) => [state.executionId, state]));
-      const turns = this.store.turns().map((turn) => {
-        const state = byExecution.get(turn.executionId) ?? emptyExecutionUsage(turn.executionId);
-        return {
-          turnId: turn.turnId,
-          executionId: turn.executionId,
-          status: turn.status,
-          ...(turn.request.model ? { model: turn.request.model } : {}),
-          usage: executionView(state),
-          conflicts: state.conflicts,
-          receiptDisagreements: state.receiptDisagreements,
-        };
-      });
-      const budget = this.runner.budget();
-      return {
-        conversationId,
-        total: this.runner.total(),
-        turns,
-        budget: budget
-          ? { tokens: budget.tokens, used: budget.used, complete: budget.complete, exceeded: budget.exceeded, scope: budget.scope, provenance: budget.provenance }
-          : null,
-      };
-    });
+    return this.read(conversationId, (store) => usageOf(store, conversationId, this.runner.total(), this.runner.budget()));
   }
 
   /**
