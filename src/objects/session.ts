@@ -1,9 +1,10 @@
 /**
- * One Durable Object per conversation session: a thin RPC shell. The turn runner owns turns, the
- * upstream reader, usage and budgets; the interaction desk owns asks and answers; the event log
- * commits then publishes; the subscription hub pushes the log to the Worker's browser streams over
- * hibernatable WebSockets, so an object with viewers and no running turn can hibernate. Methods
- * answer domain outcomes (values or Refusals); the Worker chooses HTTP statuses.
+ * One Durable Object per conversation session: a shell that wires its rooms and owns only the
+ * session's binding (whose conversation it is; a refused first turn leaves nothing behind). Turns,
+ * the upstream reader, usage, budgets and a delete's shutdown are the turn runner's; asks and
+ * answers the interaction desk's; the event log commits then publishes; subscriptions.ts holds
+ * the hibernatable sockets of the Worker's browser streams, views.ts what the reads answer.
+ * Methods answer domain outcomes (values or Refusals); the Worker chooses HTTP statuses.
  */
 import { DurableObject } from "cloudflare:workers";
 import { readConfig, type Config } from "../config";
@@ -17,9 +18,9 @@ import { InteractionDesk, type AnswerCommand } from "./interaction-desk";
 import { providerRefusal } from "./provider-refusal";
 import { SessionStore, type SessionContext, type TurnRequest } from "./session-store";
 import { SubscriptionSockets } from "./subscriptions";
-import { turnView, type TurnView } from "./turn-cache";
+import type { TurnView } from "./turn-cache";
 import { TurnRunner, type SubmitOutcome } from "./turn-runner";
-import { chatMessagesOf, chatReplayOf, messagesOf, summaryOf, usageOf, type ConversationMessages, type ConversationSummary, type ConversationUsage } from "./views";
+import { chatMessagesOf, chatReplayOf, messagesOf, summaryOf, turnOf, usageOf, type ConversationMessages, type ConversationSummary, type ConversationUsage } from "./views";
 
 export type { ConversationSummary } from "./views";
 
@@ -45,14 +46,7 @@ export class SessionObject extends DurableObject<Env> {
       append: (event) => this.store.appendEvent(event),
       publish: (row) => this.subscriptions.publish(row),
     });
-    this.subscriptions = new SubscriptionSockets(
-      { accept: (ws) => ctx.acceptWebSocket(ws), sockets: () => ctx.getWebSockets() },
-      {
-        readPage: (after, limit) => this.storeInstance?.eventsAfter(after, limit) ?? [],
-        lastSeq: () => this.storeInstance?.lastSeq() ?? 0,
-        firstRetainedSeq: () => this.storeInstance?.firstRetainedSeq() ?? null,
-      },
-    );
+    this.subscriptions = new SubscriptionSockets({ accept: (ws) => ctx.acceptWebSocket(ws), sockets: () => ctx.getWebSockets() }, () => this.storeInstance);
     this.desk = new InteractionDesk({
       store: () => this.store,
       log: this.log,
@@ -144,6 +138,11 @@ export class SessionObject extends DurableObject<Env> {
     return context;
   }
 
+  /** Runs `fn` on the conversation this object holds; refused when it holds none, before the store is touched (so creating none). */
+  private held<T>(conversationId: string, fn: (context: SessionContext, store: SessionStore) => T | Promise<T>): Promise<RpcResult<T>> {
+    return captureRpc(() => fn(this.bound(conversationId), this.store));
+  }
+
   // ------------------------------------------------------------------ turns
 
   async submitTurn(context: SessionContext, turnId: string, request: TurnRequest): Promise<RpcResult<SubmitOutcome>> {
@@ -163,31 +162,22 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   async getTurn(turnId: string): Promise<RpcResult<TurnView>> {
-    return captureRpc(() => {
-      const turn = this.storeInstance?.turn(turnId);
-      if (!turn) throw new Refusal("turn_not_found", `no turn ${turnId} in this conversation`);
-      return turnView(turn, this.store.outstandingOfTurn(turnId));
-    });
+    return captureRpc(() => turnOf(this.storeInstance, turnId));
   }
 
   async cancel(conversationId: string, operationId: string, reason?: string): Promise<RpcResult<CancellationAcknowledgement>> {
-    return captureRpc(() => {
-      this.bound(conversationId);
-      return this.runner.cancel(conversationId, operationId, reason);
-    });
+    return this.held(conversationId, () => this.runner.cancel(conversationId, operationId, reason));
   }
 
   async answer(conversationId: string, interactionId: string, command: AnswerCommand): Promise<RpcResult<InteractionAcknowledgement>> {
-    return captureRpc(() => {
-      return this.desk.answer(this.bound(conversationId), interactionId, command);
-    });
+    return this.held(conversationId, (context) => this.desk.answer(context, interactionId, command));
   }
 
   override async alarm(): Promise<void> {
     if (this.storeInstance) await this.runner.watchdog();
   }
 
-  // ------------------------------------------------------------------ reads
+  // ------------------------------------------------------------------ streams and reads
 
   /** A browser stream's subscription: the Worker, which holds the browser's SSE response, opens a WebSocket here (./subscriptions.ts). */
   override async fetch(request: Request): Promise<Response> {
@@ -206,10 +196,7 @@ export class SessionObject extends DurableObject<Env> {
     // The Worker's side went away; the socket is gone from getWebSockets() already.
   }
 
-  /**
-   * Which in-memory instance answers, since when, with how many subscriptions (local development
-   * and the benchmarks: a new instance means the previous one was evicted or hibernated).
-   */
+  /** Which instance answers, since when, with how many subscriptions (development and the benchmarks: a new instance means the last was evicted or hibernated). */
   async instanceInfo(): Promise<{ instance: string; startedAt: number; subscriptions: number; rowsWritten: number; log: { events: number; bytes: number } }> {
     return {
       instance: this.instance,
@@ -226,63 +213,32 @@ export class SessionObject extends DurableObject<Env> {
     return this.subscriptions.closeAll(CLOSE_DROPPED, "dropped");
   }
 
-  /** A read view of the conversation (./views.ts); refused, creating no storage, when this object holds none. */
-  private read<T>(conversationId: string, view: (store: SessionStore, context: SessionContext) => T): Promise<RpcResult<T>> {
-    return captureRpc(() => {
-      const context = this.bound(conversationId);
-      return view(this.store, context);
-    });
-  }
-
   async summary(conversationId: string): Promise<RpcResult<ConversationSummary>> {
-    return this.read(conversationId, (store, context) => summaryOf(store, context, this.runner.total()));
+    return this.held(conversationId, (context, store) => summaryOf(store, context, this.runner.total()));
   }
 
   async messages(conversationId: string): Promise<RpcResult<ConversationMessages>> {
-    return this.read(conversationId, (store) => messagesOf(store, conversationId));
+    return this.held(conversationId, (_context, store) => messagesOf(store, conversationId));
   }
 
   async chatMessages(conversationId: string): Promise<RpcResult<string>> {
-    return this.read(conversationId, (store) => chatMessagesOf(store));
+    return this.held(conversationId, (_context, store) => chatMessagesOf(store));
   }
 
   async chatReplay(conversationId: string, turnId: string, continueAfterAsks: string[]): Promise<RpcResult<string | null>> {
-    return this.read(conversationId, (store) => chatReplayOf(store, turnId, continueAfterAsks));
+    return this.held(conversationId, (_context, store) => chatReplayOf(store, turnId, continueAfterAsks));
   }
 
   async usage(conversationId: string): Promise<RpcResult<ConversationUsage>> {
-    return this.read(conversationId, (store) => usageOf(store, conversationId, this.runner.total(), this.runner.budget()));
+    return this.held(conversationId, (_context, store) => usageOf(store, conversationId, this.runner.total(), this.runner.budget()));
   }
 
-  /**
-   * Deletes the conversation: waits for a dispatch under way, stops the running run, deletes the
-   * session upstream, then every local record of it. Nothing runs on afterwards.
-   */
+  /** Deletes the conversation once a turn being sent has finished (accepted or refused): the runner shuts it down upstream, then every local record goes. */
   async deleteConversation(conversationId: string): Promise<RpcResult<{ deleted: true }>> {
     return captureRpc(async () => {
-      // A turn being sent finishes first (accepted or refused): then everything goes, its run included.
       await Promise.allSettled([...this.submissions]);
-      await this.runner.quiesce();
       const context = this.bound(conversationId);
-      const running = this.store.activeTurn();
-      if (running?.controlRef) {
-        this.runner.stopReader();
-        await this.provider.cancel(running.controlRef, { operationId: `delete:${running.turnId}`, reason: "conversation deleted" }).catch((err: unknown) => {
-          throw providerRefusal(err);
-        });
-      }
-      const environmentId = this.store.getMeta("environmentId");
-      if (environmentId) {
-        try {
-          const lastRun = this.store.lastRunRef();
-          const sessionId = this.store.getMeta("agentSessionId") ?? context.sessionId;
-          await this.provider.deleteSession({ environmentId, sessionId, ...(lastRun ? { lastRun } : {}) });
-        } catch (err) {
-          // Local records stay until the upstream session is gone: a retry can finish the job.
-          throw providerRefusal(err);
-        }
-      }
-      this.runner.stopReader();
+      await this.runner.shutdown(context);
       this.subscriptions.closeAll(CLOSE_DELETED, "conversation deleted");
       await this.wipe();
       await this.userStub(context.ownerKey).removeConversation(context.conversationId);

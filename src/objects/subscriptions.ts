@@ -17,7 +17,7 @@
 import { z } from "zod";
 import { encodeSseFrame, encodeSseRetry } from "../lib/sse";
 import { CLOSE_PROTOCOL, EVENTS, LIVE, PAGE, PullMessage, SUBSCRIBE_PATH } from "../lib/subscription-wire";
-import type { EventRow } from "./session-store";
+import type { EventRow, SessionStore } from "./session-store";
 
 const SubscriptionState = z.strictObject({
   /** The last seq this subscription was sent (exclusive cursor). */
@@ -157,8 +157,8 @@ export interface SocketHost {
   sockets(): WebSocket[];
 }
 
-/** The log a subscription replays. */
-export type SubscribedLog = Pick<SubscriptionHubDeps<WebSocket>, "readPage" | "lastSeq" | "firstRetainedSeq">;
+/** The log a subscription replays: the session's store, or null before it exists (an empty log). */
+export type SubscribedLog = () => Pick<SessionStore, "eventsAfter" | "lastSeq" | "firstRetainedSeq"> | null;
 
 /**
  * The subscription socket protocol (src/lib/subscription-wire.ts), as the session object's
@@ -182,9 +182,9 @@ export class SubscriptionSockets {
         this.states.set(ws, state);
       },
       send: (ws, message) => ws.send(message),
-      readPage: (after, limit) => log.readPage(after, limit),
-      lastSeq: () => log.lastSeq(),
-      firstRetainedSeq: () => log.firstRetainedSeq(),
+      readPage: (after, limit) => log()?.eventsAfter(after, limit) ?? [],
+      lastSeq: () => log()?.lastSeq() ?? 0,
+      firstRetainedSeq: () => log()?.firstRetainedSeq() ?? null,
     });
   }
 

@@ -579,6 +579,36 @@ export class TurnRunner {
     return ack;
   }
 
+  /**
+   * The conversation is being deleted: once the dispatches under way here end, the running run is
+   * stopped, the agent session deleted upstream and no reader runs on. The local records are the
+   * caller's to wipe: a refusal here (upstream could not be told) leaves them, so a retry can
+   * finish the job.
+   */
+  async shutdown(context: SessionContext): Promise<void> {
+    await this.quiesce();
+    const running = this.store.activeTurn();
+    if (running?.controlRef) {
+      this.stopReader();
+      await this.deps
+        .provider()
+        .cancel(running.controlRef, { operationId: `delete:${running.turnId}`, reason: "conversation deleted" })
+        .catch((err: unknown) => {
+          throw providerRefusal(err);
+        });
+    }
+    const environmentId = this.store.getMeta("environmentId");
+    if (environmentId) {
+      try {
+        const lastRun = this.store.lastRunRef();
+        await this.deps.provider().deleteSession({ environmentId, sessionId: this.agentSessionId(context), ...(lastRun ? { lastRun } : {}) });
+      } catch (err) {
+        throw providerRefusal(err);
+      }
+    }
+    this.stopReader();
+  }
+
   // ------------------------------------------------------------------ the conversation index
 
   private async touchIndex(context: SessionContext | null, state: "idle" | "running"): Promise<void> {

@@ -1,8 +1,9 @@
 /**
- * The conversation's read views: its summary, its messages (the gateway's transcript and the AI
- * SDK's UIMessage[]), a finished turn's replay, and its usage. Reads of the session store only,
- * built in one place so the shell that answers them holds no view logic; the conversation's total
- * and its budget are the turn runner's and come from the caller. Nothing here writes.
+ * The conversation's read views: one turn, its summary, its messages (the gateway's transcript
+ * and the AI SDK's UIMessage[]), a finished turn's replay, and its usage. Reads of the session
+ * store only, built in one place so the shell that answers them holds no view logic; the
+ * conversation's total and its budget are the turn runner's and come from the caller. Nothing
+ * here writes.
  */
 import type { z } from "zod";
 import { replayTurn, uiMessages } from "../ai-sdk/message";
@@ -11,12 +12,19 @@ import type { ConversationSummarySchema, ConversationUsageSchema, MessagesSchema
 import type { BudgetState } from "./budgets";
 import { TERMINAL_TURN_STATUSES, type SessionContext, type SessionStore, type TurnRecord } from "./session-store";
 import { buildTranscript, type TranscriptTurn } from "./transcript";
-import { turnView } from "./turn-cache";
+import { turnView, type TurnView } from "./turn-cache";
 import { emptyExecutionUsage, executionView } from "./usage-fold";
 
 export type ConversationSummary = z.infer<typeof ConversationSummarySchema>;
 export type ConversationUsage = z.infer<typeof ConversationUsageSchema>;
 export type ConversationMessages = z.infer<typeof MessagesSchema>;
+
+/** One turn of the conversation, refused when this object holds no such turn (or no conversation). */
+export function turnOf(store: SessionStore | null, turnId: string): TurnView {
+  const turn = store?.turn(turnId);
+  if (!store || !turn) throw new Refusal("turn_not_found", `no turn ${turnId} in this conversation`);
+  return turnView(turn, store.outstandingOfTurn(turnId));
+}
 
 export function summaryOf(store: SessionStore, context: SessionContext, total: TotalView): ConversationSummary {
   const active = store.activeTurn();
