@@ -14,12 +14,16 @@ export type PriorOperation<K extends StoredOperation["kind"]> =
   | { kind: "new" }
   /** The same command was acknowledged under this id: answer what it was answered. */
   | { kind: "replay"; ack: AckOf<K> }
-  /** Another command holds this id; `recordedDigest` is the digest it was recorded under. */
-  | { kind: "conflict"; recordedDigest: string };
+  /**
+   * Another command holds this id. `recordedDigest` is the digest it was recorded under when it is
+   * of the same kind, else null: an answer's record is a keyed hash of the answer, which no
+   * acknowledgement may carry (docs/contracts.md "Interactions").
+   */
+  | { kind: "conflict"; recordedDigest: string | null };
 
 /** What the record under an operation id says about a `kind` command whose digest is `digest`. */
 export function priorOperation<K extends StoredOperation["kind"]>(recorded: StoredOperation | null, kind: K, digest: string): PriorOperation<K> {
   if (!recorded) return { kind: "new" };
   if (recorded.kind === kind && recorded.requestDigest === digest) return { kind: "replay", ack: recorded.ack as AckOf<K> };
-  return { kind: "conflict", recordedDigest: recorded.requestDigest };
+  return { kind: "conflict", recordedDigest: recorded.kind === kind ? recorded.requestDigest : null };
 }

@@ -557,7 +557,10 @@ export class TurnRunner {
     const requestDigest = await canonicalDigest(stripUndefined({ operationId, run, reason }));
     const prior = priorOperation(store.operation(operationId), "cancel", requestDigest);
     if (prior.kind === "replay") return { ...prior.ack, status: "replayed" };
-    if (prior.kind === "conflict") return { operationId, requestDigest, run, status: "conflict", effect: "unknown", existingRequestDigest: prior.recordedDigest as `sha256:${string}` };
+    if (prior.kind === "conflict") {
+      const existing = prior.recordedDigest === null ? {} : { existingRequestDigest: prior.recordedDigest as `sha256:${string}` };
+      return { operationId, requestDigest, run, status: "conflict", effect: "unknown", ...existing };
+    }
     let ack: CancellationAcknowledgement;
     const current = store.turn(target.turnId)!;
     if (current.status !== "running") {
