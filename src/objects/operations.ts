@@ -16,8 +16,9 @@ export type PriorOperation<K extends StoredOperation["kind"]> =
   | { kind: "replay"; ack: AckOf<K> }
   /**
    * Another command holds this id. `recordedDigest` is the digest it was recorded under when it is
-   * of the same kind, else null: an answer's record is a keyed hash of the answer, which no
-   * acknowledgement may carry (docs/contracts.md "Interactions").
+   * of the same kind, else null: a record of another kind is not this caller's to show (an
+   * answer's is a keyed hash of the answer, which no acknowledgement may carry, docs/contracts.md
+   * "Interactions"; the answer's own conflict shows none either).
    */
   | { kind: "conflict"; recordedDigest: string | null };
 
