@@ -118,7 +118,7 @@ export class Dispatcher {
   }
 
   /** The agent session upstream: the session id, or a fresh one for a conversation id used again after a delete. */
-  private agentSessionId(context: SessionContext): string {
+  agentSessionId(context: SessionContext): string {
     return this.store.getMeta("agentSessionId") ?? context.sessionId;
   }
 

@@ -6,11 +6,13 @@
  * Whenever the asks open on a turn change what it waits for, `turn.waiting` says so (./waiting.ts).
  */
 import { hmacKey } from "../auth/ids";
+import { Refusal } from "../errors";
 import { canonicalDigest, canonicalJson, stripUndefined, toHex } from "../lib/digest";
 import type { AgentProvider } from "../providers/provider";
 import type { InteractionAcknowledgement, InteractionRequest } from "../schemas/contracts";
 import type { Appender, EventLog } from "./event-log";
 import { answerProblems, approvalOf, type Outcome } from "./interaction-answers";
+import { priorOperation } from "./operations";
 import { providerRefusal } from "./provider-refusal";
 import type { InteractionRecord, InteractionStatus, SessionContext, SessionStore } from "./session-store";
 import { sameWaiting, waitingOf, type Waiting } from "./waiting";
@@ -109,8 +111,14 @@ export class InteractionDesk {
     });
   }
 
-  /** Answers one ask, once: a second device waits for the first, then sees it resolved. */
+  /**
+   * Answers one ask, once: a second device waits for the first, then sees it resolved. An
+   * environment that does not claim interactions records no answers, so none is taken.
+   */
   async answer(context: SessionContext, interactionId: string, command: AnswerCommand): Promise<InteractionAcknowledgement> {
+    if (!this.store.getMeta("claims")?.interactions) {
+      throw new Refusal("capability_denied", "this agent environment does not claim interactions (it does not record answers)", { missing: ["interactions"] });
+    }
     const previous = this.queues.get(interactionId) ?? Promise.resolve();
     const run = previous.then(() => this.answerOnce(context, interactionId, command));
     const queued = run.catch(() => undefined);
@@ -146,11 +154,9 @@ export class InteractionDesk {
 
     // Refused before anything is recorded or sent upstream.
     if (command.forbidden?.length) return ack("invalid_response", { message: command.forbidden.map((p) => `${p}: is a forbidden field name`).join("; ") });
-    const recorded = store.operation(command.operationId);
-    if (recorded) {
-      if (recorded.kind === "answer" && recorded.requestDigest === answerHmac) return recorded.ack;
-      return ack("already_resolved_different", { message: "this operationId was used for a different command" });
-    }
+    const prior = priorOperation(store.operation(command.operationId), "answer", answerHmac);
+    if (prior.kind === "replay") return prior.ack;
+    if (prior.kind === "conflict") return ack("already_resolved_different", { message: "this operationId was used for a different command" });
     if (!ask || !turn?.controlRef) return ack("unknown_interaction", { message: `no interaction ${interactionId} in this conversation` });
     const ref = turn.controlRef;
     const b = ask.request.binding;

@@ -1,33 +1,28 @@
 /**
- * One Durable Object per conversation session: a thin RPC shell. The turn runner owns turns, the
- * upstream reader, usage and budgets; the interaction desk owns asks and answers; the event log
- * commits then publishes; the subscription hub pushes the log to the Worker's browser streams over
- * hibernatable WebSockets, so an object with viewers and no running turn can hibernate. Methods
- * answer domain outcomes (values or Refusals); the Worker chooses HTTP statuses.
+ * One Durable Object per conversation session: a shell that wires its rooms and owns only the
+ * session's binding (whose conversation it is; a refused first turn leaves nothing behind). Turns,
+ * the upstream reader, usage, budgets and a delete's shutdown are the turn runner's; asks and
+ * answers the interaction desk's; the event log commits then publishes; subscriptions.ts holds
+ * the hibernatable sockets of the Worker's browser streams, views.ts what the reads answer.
+ * Methods answer domain outcomes (values or Refusals); the Worker chooses HTTP statuses.
  */
 import { DurableObject } from "cloudflare:workers";
 import { readConfig, type Config } from "../config";
 import { captureRpc, Refusal, type RpcResult } from "../errors";
-import { CLOSE_DELETED, CLOSE_DROPPED, CLOSE_PROTOCOL, PullMessage, SUBSCRIBE_PATH } from "../lib/subscription-wire";
+import { CLOSE_DELETED, CLOSE_DROPPED } from "../lib/subscription-wire";
 import { createProvider } from "../providers";
 import type { AgentProvider, EnvironmentRecord } from "../providers/provider";
-import type { ConversationSummarySchema, ConversationUsageSchema, MessagesSchema } from "../schemas/api";
 import type { CancellationAcknowledgement, InteractionAcknowledgement } from "../schemas/contracts";
-import type { z } from "zod";
 import { EventLog } from "./event-log";
 import { InteractionDesk, type AnswerCommand } from "./interaction-desk";
 import { providerRefusal } from "./provider-refusal";
-import { SessionStore, TERMINAL_TURN_STATUSES, type SessionContext, type TurnRecord, type TurnRequest } from "./session-store";
-import { buildTranscript, type TranscriptTurn } from "./transcript";
-import { replayTurn, uiMessages } from "../ai-sdk/message";
-import { newSubscription, SubscriptionHub, type Subscription } from "./subscriptions";
-import { turnView, type TurnView } from "./turn-cache";
+import { SessionStore, type SessionContext, type TurnRequest } from "./session-store";
+import { SubscriptionSockets } from "./subscriptions";
+import type { TurnView } from "./turn-cache";
 import { TurnRunner, type SubmitOutcome } from "./turn-runner";
-import { emptyExecutionUsage, executionView } from "./usage-fold";
+import { chatMessagesOf, chatReplayOf, messagesOf, summaryOf, turnOf, usageOf, type ConversationMessages, type ConversationSummary, type ConversationUsage } from "./views";
 
-export type ConversationSummary = z.infer<typeof ConversationSummarySchema>;
-export type ConversationUsage = z.infer<typeof ConversationUsageSchema>;
-export type ConversationMessages = z.infer<typeof MessagesSchema>;
+export type { ConversationSummary } from "./views";
 /** Who a conversation RPC is for: session id and owner key, derived by the Worker from the user and the conversation id. */
 export type { SessionContext };
 
@@ -37,9 +32,7 @@ export class SessionObject extends DurableObject<Env> {
   private readonly log: EventLog;
   private readonly desk: InteractionDesk;
   private readonly runner: TurnRunner;
-  private readonly hub: SubscriptionHub<WebSocket>;
-  /** Subscription states read from the sockets' attachments (the attachment is the truth). */
-  private readonly subscriptions = new WeakMap<WebSocket, Subscription>();
+  private readonly subscriptions: SubscriptionSockets;
   /** Turn submissions under way (binding, dispatch and bookkeeping): a delete waits for them. */
   private readonly submissions = new Set<Promise<unknown>>();
   private providerInstance: AgentProvider | undefined;
@@ -53,27 +46,9 @@ export class SessionObject extends DurableObject<Env> {
     this.log = new EventLog({
       transaction: (fn) => ctx.storage.transactionSync(fn),
       append: (event) => this.store.appendEvent(event),
-      publish: (row) => this.hub.publish(row),
+      publish: (row) => this.subscriptions.publish(row),
     });
-    this.hub = new SubscriptionHub<WebSocket>({
-      sockets: () => ctx.getWebSockets(),
-      load: (ws) => {
-        let state = this.subscriptions.get(ws);
-        if (!state) {
-          state = (ws.deserializeAttachment() as Subscription | null) ?? undefined;
-          if (state) this.subscriptions.set(ws, state);
-        }
-        return state ?? null;
-      },
-      save: (ws, state) => {
-        ws.serializeAttachment(state);
-        this.subscriptions.set(ws, state);
-      },
-      send: (ws, message) => ws.send(message),
-      readPage: (after, limit) => this.storeInstance?.eventsAfter(after, limit) ?? [],
-      lastSeq: () => this.storeInstance?.lastSeq() ?? 0,
-      firstRetainedSeq: () => this.storeInstance?.firstRetainedSeq() ?? null,
-    });
+    this.subscriptions = new SubscriptionSockets({ accept: (ws) => ctx.acceptWebSocket(ws), sockets: () => ctx.getWebSockets() }, () => this.storeInstance);
     this.desk = new InteractionDesk({
       store: () => this.store,
       log: this.log,
@@ -165,6 +140,11 @@ export class SessionObject extends DurableObject<Env> {
     return context;
   }
 
+  /** Runs `fn` on the conversation this object holds; refused when it holds none, before the store is touched (so creating none). */
+  private held<T>(conversationId: string, fn: (context: SessionContext, store: SessionStore) => T | Promise<T>): Promise<RpcResult<T>> {
+    return captureRpc(() => fn(this.bound(conversationId), this.store));
+  }
+
   // ------------------------------------------------------------------ turns
 
   async submitTurn(context: SessionContext, turnId: string, request: TurnRequest): Promise<RpcResult<SubmitOutcome>> {
@@ -184,102 +164,46 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   async getTurn(turnId: string): Promise<RpcResult<TurnView>> {
-    return captureRpc(() => {
-      const turn = this.storeInstance?.turn(turnId);
-      if (!turn) throw new Refusal("turn_not_found", `no turn ${turnId} in this conversation`);
-      return turnView(turn, this.store.outstandingOfTurn(turnId));
-    });
+    return captureRpc(() => turnOf(this.storeInstance, turnId));
   }
 
   async cancel(conversationId: string, operationId: string, reason?: string): Promise<RpcResult<CancellationAcknowledgement>> {
-    return captureRpc(() => {
-      this.bound(conversationId);
-      return this.runner.cancel(conversationId, operationId, reason);
-    });
+    return this.held(conversationId, () => this.runner.cancel(conversationId, operationId, reason));
   }
 
   async answer(conversationId: string, interactionId: string, command: AnswerCommand): Promise<RpcResult<InteractionAcknowledgement>> {
-    return captureRpc(() => {
-      const context = this.bound(conversationId);
-      if (!this.store.getMeta("claims")?.interactions) {
-        throw new Refusal("capability_denied", "this agent environment does not claim interactions (it does not record answers)", {
-          missing: ["interactions"],
-        });
-      }
-      return this.desk.answer(context, interactionId, command);
-    });
+    return this.held(conversationId, (context) => this.desk.answer(context, interactionId, command));
   }
 
   override async alarm(): Promise<void> {
     if (this.storeInstance) await this.runner.watchdog();
   }
 
-  // ------------------------------------------------------------------ reads
+  // ------------------------------------------------------------------ streams and reads
 
-  /**
-   * A browser stream's subscription: the Worker (which holds the browser's SSE response) opens a
-   * WebSocket here, and the object accepts it as hibernatable. Its cursor and liveness live in
-   * the socket's attachment, so they survive the object's memory.
-   */
+  /** A browser stream's subscription: the Worker, which holds the browser's SSE response, opens a WebSocket here (./subscriptions.ts). */
   override async fetch(request: Request): Promise<Response> {
-    const url = new URL(request.url);
-    const after = /^\d{1,15}$/.exec(url.searchParams.get("after") ?? "");
-    if (url.pathname !== SUBSCRIBE_PATH || request.headers.get("upgrade")?.toLowerCase() !== "websocket" || !after) {
-      return new Response("expected a subscription: a WebSocket upgrade to /subscribe?after=<seq>", { status: 400 });
-    }
-    const { 0: client, 1: server } = new WebSocketPair();
-    this.ctx.acceptWebSocket(server);
-    server.serializeAttachment(newSubscription(Number(after[0])));
-    return new Response(null, { status: 101, webSocket: client });
+    return this.subscriptions.accept(request);
   }
 
   override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(typeof message === "string" ? message : new TextDecoder().decode(message));
-    } catch {
-      parsed = undefined;
-    }
-    if (!PullMessage.safeParse(parsed).success) {
-      ws.close(CLOSE_PROTOCOL, "expected {\"op\":\"pull\"}");
-      return;
-    }
-    this.hub.pull(ws);
+    this.subscriptions.message(ws, message);
   }
 
   override async webSocketClose(ws: WebSocket, code: number): Promise<void> {
-    try {
-      ws.close(code === 1005 || code === 1006 ? 1000 : code, "closed");
-    } catch {
-      // already closed
-    }
+    this.subscriptions.close(ws, code);
   }
 
   override async webSocketError(): Promise<void> {
     // The Worker's side went away; the socket is gone from getWebSockets() already.
   }
 
-  private closeSubscriptions(code: number, reason: string): number {
-    const sockets = this.ctx.getWebSockets();
-    for (const ws of sockets) {
-      try {
-        ws.close(code, reason);
-      } catch {
-        // already closing
-      }
-    }
-    return sockets.length;
-  }
-
-  /**
-   * Which in-memory instance answers, since when, with how many subscriptions (local development
-   * and the benchmarks: a new instance means the previous one was evicted or hibernated).
-   */
+  /** Which instance answers, since when, with how many subscriptions (development and the benchmarks: a new instance means the last was evicted or hibernated). */
   async instanceInfo(): Promise<{ instance: string; startedAt: number; subscriptions: number; rowsWritten: number; log: { events: number; bytes: number } }> {
     return {
       instance: this.instance,
       startedAt: this.startedAt,
-      subscriptions: this.ctx.getWebSockets().length,
+      subscriptions: this.subscriptions.count(),
       // Rows this instance wrote (a new instance starts from 0), and the log it holds.
       rowsWritten: this.storeInstance?.rowsWritten ?? 0,
       log: this.storeInstance?.logSize() ?? { events: 0, bytes: 0 },
@@ -288,129 +212,36 @@ export class SessionObject extends DurableObject<Env> {
 
   /** Closes every browser stream (local development: the page must reconnect by itself). */
   async dropReaders(): Promise<number> {
-    return this.closeSubscriptions(CLOSE_DROPPED, "dropped");
+    return this.subscriptions.closeAll(CLOSE_DROPPED, "dropped");
   }
 
   async summary(conversationId: string): Promise<RpcResult<ConversationSummary>> {
-    return captureRpc(() => {
-      const context = this.bound(conversationId);
-      const active = this.store.activeTurn();
-      const last = this.store.lastTurn();
-      const createdAt = this.store.getMeta("createdAt");
-      const activeView = active ? turnView(active, this.store.outstandingOfTurn(active.turnId)) : null;
-      return {
-        conversationId: context.conversationId,
-        state: active ? "running" : "idle",
-        waitingFor: activeView?.waitingFor ?? null,
-        title: this.store.getMeta("title"),
-        activeTurn: activeView,
-        lastTurn: last ? (last.turnId === active?.turnId ? activeView : turnView(last, this.store.outstandingOfTurn(last.turnId))) : null,
-        turnCount: this.store.turnCount(),
-        lastEventId: this.store.lastSeq(),
-        interactions: this.store.outstandingInteractions().map((i) => ({ turnId: i.turnId, ...i.request })),
-        usage: this.runner.total(),
-        createdAt: createdAt === null ? null : new Date(createdAt).toISOString(),
-        updatedAt: last ? new Date(last.updatedAt).toISOString() : null,
-      };
-    });
-  }
-
-  /** A turn with what its views are built from (its events, or the parts it kept when the log was trimmed into it). */
-  private transcriptTurn(turn: TurnRecord): TranscriptTurn {
-    const interactions = this.store.interactionsOfTurn(turn.turnId);
-    if (turn.parts) return { turn, events: [], interactions };
-    return { turn, events: this.store.eventsOfTurn(turn.turnId), interactions };
+    return this.held(conversationId, (context, store) => summaryOf(store, context, this.runner.total()));
   }
 
   async messages(conversationId: string): Promise<RpcResult<ConversationMessages>> {
-    return captureRpc(() => {
-      this.bound(conversationId);
-      const lastEventId = this.store.lastSeq();
-      const turns = this.store.turns().map((turn) => this.transcriptTurn(turn));
-      return { conversationId, lastEventId, messages: buildTranscript(turns) };
-    });
+    return this.held(conversationId, (_context, store) => messagesOf(store, conversationId));
   }
 
-  /** The conversation as the AI SDK's UIMessage[] (src/ai-sdk/message.ts), as JSON. */
   async chatMessages(conversationId: string): Promise<RpcResult<string>> {
-    return captureRpc(() => {
-      this.bound(conversationId);
-      return JSON.stringify(uiMessages(this.store.turns().map((turn) => this.transcriptTurn(turn))));
-    });
+    return this.held(conversationId, (_context, store) => chatMessagesOf(store));
   }
 
-  /**
-   * A finished turn's UI message stream (src/ai-sdk/chunks.ts) as SSE text, from its start or
-   * after the asks a client answered; null while the turn runs (the stream is then followed live).
-   */
   async chatReplay(conversationId: string, turnId: string, continueAfterAsks: string[]): Promise<RpcResult<string | null>> {
-    return captureRpc(() => {
-      this.bound(conversationId);
-      const turn = this.store.turn(turnId);
-      if (!turn) throw new Refusal("turn_not_found", `no turn ${turnId} in this conversation`);
-      if (!TERMINAL_TURN_STATUSES.has(turn.status)) return null;
-      return replayTurn(this.transcriptTurn(turn), continueAfterAsks);
-    });
+    return this.held(conversationId, (_context, store) => chatReplayOf(store, turnId, continueAfterAsks));
   }
 
   async usage(conversationId: string): Promise<RpcResult<ConversationUsage>> {
-    return captureRpc(() => {
-      this.bound(conversationId);
-      const byExecution = new Map(this.store.allExecutionUsage().map((state) => [state.executionId, state]));
-      const turns = this.store.turns().map((turn) => {
-        const state = byExecution.get(turn.executionId) ?? emptyExecutionUsage(turn.executionId);
-        return {
-          turnId: turn.turnId,
-          executionId: turn.executionId,
-          status: turn.status,
-          ...(turn.request.model ? { model: turn.request.model } : {}),
-          usage: executionView(state),
-          conflicts: state.conflicts,
-          receiptDisagreements: state.receiptDisagreements,
-        };
-      });
-      const budget = this.runner.budget();
-      return {
-        conversationId,
-        total: this.runner.total(),
-        turns,
-        budget: budget
-          ? { tokens: budget.tokens, used: budget.used, complete: budget.complete, exceeded: budget.exceeded, scope: budget.scope, provenance: budget.provenance }
-          : null,
-      };
-    });
+    return this.held(conversationId, (_context, store) => usageOf(store, conversationId, this.runner.total(), this.runner.budget()));
   }
 
-  /**
-   * Deletes the conversation: waits for a dispatch under way, stops the running run, deletes the
-   * session upstream, then every local record of it. Nothing runs on afterwards.
-   */
+  /** Deletes the conversation once a turn being sent has finished (accepted or refused): the runner shuts it down upstream, then every local record goes. */
   async deleteConversation(conversationId: string): Promise<RpcResult<{ deleted: true }>> {
     return captureRpc(async () => {
-      // A turn being sent finishes first (accepted or refused): then everything goes, its run included.
       await Promise.allSettled([...this.submissions]);
-      await this.runner.quiesce();
       const context = this.bound(conversationId);
-      const running = this.store.activeTurn();
-      if (running?.controlRef) {
-        this.runner.stopReader();
-        await this.provider.cancel(running.controlRef, { operationId: `delete:${running.turnId}`, reason: "conversation deleted" }).catch((err: unknown) => {
-          throw providerRefusal(err);
-        });
-      }
-      const environmentId = this.store.getMeta("environmentId");
-      if (environmentId) {
-        try {
-          const lastRun = this.store.lastRunRef();
-          const sessionId = this.store.getMeta("agentSessionId") ?? context.sessionId;
-          await this.provider.deleteSession({ environmentId, sessionId, ...(lastRun ? { lastRun } : {}) });
-        } catch (err) {
-          // Local records stay until the upstream session is gone: a retry can finish the job.
-          throw providerRefusal(err);
-        }
-      }
-      this.runner.stopReader();
-      this.closeSubscriptions(CLOSE_DELETED, "conversation deleted");
+      await this.runner.shutdown(context);
+      this.subscriptions.closeAll(CLOSE_DELETED, "conversation deleted");
       await this.wipe();
       await this.userStub(context.ownerKey).removeConversation(context.conversationId);
       return { deleted: true as const };

@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { SseParser } from "../lib/sse";
 import { relayStream } from "../http/sse-relay";
 import { SessionStore, type EventRow } from "./session-store";
-import { newSubscription, SubscriptionHub, type Subscription } from "./subscriptions";
+import { CLOSE_PROTOCOL, LIVE, PULL } from "../lib/subscription-wire";
+import { attachmentOf, newSubscription, subscriptionOf, SubscriptionHub, type Subscription } from "./subscriptions";
 
 interface FanoutOptions {
   readPage(after: number, limit: number): EventRow[];
@@ -287,5 +288,60 @@ describe("fan-out: cursors the log does not hold", () => {
     expect(new TextDecoder().decode((await atEnd.read()).value)).toBe("retry: 2000\n\n");
     await atEnd.cancel();
     expect(await opening(fanout, 21, 20)).toEqual({ retry: 2000, reset: { reason: "cursor_ahead", firstRetainedSeq: 11, lastSeq: 20 }, ids: range(11, 20) });
+  });
+});
+
+describe("a socket's attachment: the subscription under its own key, read through its schema", () => {
+  it("reads back what it wrote, whatever else the attachment carries beside it", () => {
+    const state = { after: 41, live: true, started: true };
+    expect(subscriptionOf(attachmentOf(state))).toEqual(state);
+    expect(subscriptionOf(structuredClone(attachmentOf(newSubscription(0))))).toEqual({ after: 0, live: false, started: false });
+    expect(subscriptionOf({ ...attachmentOf(state), other: { id: "x" } })).toEqual(state);
+  });
+
+  it("an attachment that does not hold a whole, well-formed subscription reads as none", () => {
+    const state = { after: 3, live: false, started: false };
+    for (const attachment of [
+      null,
+      undefined,
+      "x",
+      state, // a state not under its key
+      { subscription: null },
+      { subscription: { ...state, after: -1 } },
+      { subscription: { ...state, after: 1.5 } },
+      { subscription: { ...state, after: "3" } },
+      { subscription: { ...state, after: Number.MAX_SAFE_INTEGER + 2 } },
+      { subscription: { after: 3, live: false } },
+      { subscription: { ...state, live: "yes" } },
+      { subscription: { ...state, extra: 1 } },
+    ]) {
+      expect(subscriptionOf(attachment), JSON.stringify(attachment) ?? String(attachment)).toBeNull();
+    }
+  });
+
+  it("the session object closes a subscription whose attachment it cannot read instead of leaving its stream waiting", async () => {
+    const stub = env.SESSIONS.get(env.SESSIONS.idFromName(`attachment-${crypto.randomUUID()}`));
+    const open = async () => {
+      const res = await stub.fetch("https://session/subscribe?after=0", { headers: { upgrade: "websocket" } });
+      expect(res.status).toBe(101);
+      const ws = res.webSocket!;
+      ws.accept();
+      return ws;
+    };
+    const readable = await open();
+    const first = new Promise<string>((resolve) => readable.addEventListener("message", (e) => resolve(String(e.data)), { once: true }));
+    readable.send(PULL);
+    expect(await first).toBe(`${LIVE}retry: 2000\n\n`);
+
+    const unreadable = await open();
+    await runInDurableObject(stub, (_instance, state) => {
+      const fresh = state.getWebSockets().filter((ws) => subscriptionOf(ws.deserializeAttachment())?.started === false);
+      expect(fresh).toHaveLength(1);
+      fresh[0]!.serializeAttachment({ after: 0, live: false, started: false }); // not under its key
+    });
+    const closed = new Promise<number>((resolve) => unreadable.addEventListener("close", (e) => resolve(e.code)));
+    unreadable.send(PULL);
+    expect(await closed).toBe(CLOSE_PROTOCOL);
+    readable.close(1000);
   });
 });

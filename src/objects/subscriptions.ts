@@ -1,27 +1,48 @@
 /**
  * The session object's side of the event streams: one subscription per browser stream, each a
  * hibernatable WebSocket from the Worker that holds the browser's SSE response (the wire is in
- * src/lib/subscription-wire.ts; the Worker's side in src/http/sse-relay.ts).
+ * src/lib/subscription-wire.ts; the Worker's side in src/http/sse-relay.ts). `SubscriptionSockets`
+ * speaks the socket protocol the session object's handlers hand it (accept, message, close);
+ * `SubscriptionHub` is the replay-then-live rule under it, over any socket.
  *
  * Nothing here lives only in memory: a subscription's state (its cursor, whether it is live) is
- * the socket's attachment, so the object can hibernate with streams open and, woken by a new
- * event, push it to every live subscription. The object holds no timer for them: pings and the
- * slow-viewer bound are the Worker's.
+ * the socket's attachment, held under its own key and read back through a schema, so the object
+ * can hibernate with streams open and, woken by a new event, push it to every live subscription.
+ * The object holds no timer for them: pings and the slow-viewer bound are the Worker's.
  *
  * Each subscription first replays the log strictly after its cursor, one page per pull from the
  * Worker, and with the page that catches up (one that is not full) it joins the live set in that
  * same synchronous step: no event can fall between replay and live.
  */
+import { z } from "zod";
 import { encodeSseFrame, encodeSseRetry } from "../lib/sse";
-import { EVENTS, LIVE, PAGE } from "../lib/subscription-wire";
-import type { EventRow } from "./session-store";
+import { CLOSE_PROTOCOL, EVENTS, LIVE, PAGE, PullMessage, SUBSCRIBE_PATH } from "../lib/subscription-wire";
+import type { EventRow, SessionStore } from "./session-store";
 
-export interface Subscription {
+const SubscriptionState = z.strictObject({
   /** The last seq this subscription was sent (exclusive cursor). */
-  after: number;
-  live: boolean;
+  after: z.number().int().nonnegative(),
+  live: z.boolean(),
   /** Whether the stream's head (retry, and a reset when the cursor is not held) was sent. */
-  started: boolean;
+  started: z.boolean(),
+});
+export type Subscription = z.infer<typeof SubscriptionState>;
+
+/**
+ * A socket's attachment: the subscription's state under a key of its own, so nothing else a socket
+ * may carry is mistaken for it, and an attachment this module did not write reads as none.
+ */
+const SocketAttachment = z.object({ subscription: SubscriptionState });
+type SocketAttachment = z.infer<typeof SocketAttachment>;
+
+/** The subscription an attachment holds, or null when it holds none that reads as one. */
+export function subscriptionOf(attachment: unknown): Subscription | null {
+  const parsed = SocketAttachment.safeParse(attachment);
+  return parsed.success ? parsed.data.subscription : null;
+}
+
+export function attachmentOf(state: Subscription): SocketAttachment {
+  return { subscription: state };
 }
 
 export interface SubscriptionHubDeps<S> {
@@ -125,5 +146,121 @@ export class SubscriptionHub<S> {
         console.warn(JSON.stringify({ msg: "subscription write failed", error: String(err) }));
       }
     }
+  }
+}
+
+/** What the session object lends the socket protocol: its Durable Object's hibernatable sockets. */
+export interface SocketHost {
+  /** Accepts a socket as hibernatable (ctx.acceptWebSocket). */
+  accept(socket: WebSocket): void;
+  /** The open sockets, after hibernation too (ctx.getWebSockets). */
+  sockets(): WebSocket[];
+}
+
+/** The log a subscription replays: the session's store, or null before it exists (an empty log). */
+export type SubscribedLog = () => Pick<SessionStore, "eventsAfter" | "lastSeq" | "firstRetainedSeq"> | null;
+
+/**
+ * The subscription socket protocol (src/lib/subscription-wire.ts), as the session object's
+ * fetch and webSocket handlers speak it: an upgrade opens a subscription, a pull answers its next
+ * page, anything else closes it, and a close from the Worker is answered.
+ */
+export class SubscriptionSockets {
+  /** States read from the sockets' attachments, kept per socket (the attachment is the truth). */
+  private readonly states = new WeakMap<WebSocket, Subscription>();
+  private readonly hub: SubscriptionHub<WebSocket>;
+
+  constructor(
+    private readonly host: SocketHost,
+    log: SubscribedLog,
+  ) {
+    this.hub = new SubscriptionHub<WebSocket>({
+      sockets: () => host.sockets(),
+      load: (ws) => this.load(ws),
+      save: (ws, state) => {
+        ws.serializeAttachment(attachmentOf(state));
+        this.states.set(ws, state);
+      },
+      send: (ws, message) => ws.send(message),
+      readPage: (after, limit) => log()?.eventsAfter(after, limit) ?? [],
+      lastSeq: () => log()?.lastSeq() ?? 0,
+      firstRetainedSeq: () => log()?.firstRetainedSeq() ?? null,
+    });
+  }
+
+  private load(ws: WebSocket): Subscription | null {
+    let state = this.states.get(ws);
+    if (!state) {
+      state = subscriptionOf(ws.deserializeAttachment()) ?? undefined;
+      if (state) this.states.set(ws, state);
+    }
+    return state ?? null;
+  }
+
+  /**
+   * Opens a subscription: a WebSocket upgrade to /subscribe?after=<seq>, accepted as hibernatable,
+   * its cursor and liveness in the socket's attachment so they survive the object's memory.
+   */
+  accept(request: Request): Response {
+    const url = new URL(request.url);
+    const after = /^\d{1,15}$/.exec(url.searchParams.get("after") ?? "");
+    if (url.pathname !== SUBSCRIBE_PATH || request.headers.get("upgrade")?.toLowerCase() !== "websocket" || !after) {
+      return new Response("expected a subscription: a WebSocket upgrade to /subscribe?after=<seq>", { status: 400 });
+    }
+    const { 0: client, 1: server } = new WebSocketPair();
+    this.host.accept(server);
+    server.serializeAttachment(attachmentOf(newSubscription(Number(after[0]))));
+    return new Response(null, { status: 101, webSocket: client });
+  }
+
+  /** A message from the Worker: a pull is answered with the next page; anything else closes the socket. */
+  message(ws: WebSocket, message: string | ArrayBuffer): void {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(typeof message === "string" ? message : new TextDecoder().decode(message));
+    } catch {
+      parsed = undefined;
+    }
+    if (!PullMessage.safeParse(parsed).success) {
+      ws.close(CLOSE_PROTOCOL, "expected {\"op\":\"pull\"}");
+      return;
+    }
+    // A socket whose state cannot be read has no cursor to serve: closed, its browser reconnects
+    // from its last id, rather than waiting on a pull nothing answers.
+    if (!this.load(ws)) {
+      ws.close(CLOSE_PROTOCOL, "the subscription's state is unreadable");
+      return;
+    }
+    this.hub.pull(ws);
+  }
+
+  /** The Worker closed its side: the close is answered (1005 and 1006, which cannot be sent, as a normal close). */
+  close(ws: WebSocket, code: number): void {
+    try {
+      ws.close(code === 1005 || code === 1006 ? 1000 : code, "closed");
+    } catch {
+      // already closed
+    }
+  }
+
+  /** Closes every subscription (a delete, a dev drop); answers how many there were. */
+  closeAll(code: number, reason: string): number {
+    const sockets = this.host.sockets();
+    for (const ws of sockets) {
+      try {
+        ws.close(code, reason);
+      } catch {
+        // already closing
+      }
+    }
+    return sockets.length;
+  }
+
+  count(): number {
+    return this.host.sockets().length;
+  }
+
+  publish(row: EventRow): void {
+    this.hub.publish(row);
   }
 }

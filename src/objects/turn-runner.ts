@@ -26,6 +26,8 @@ import { budgetUsage, type BudgetState, type Spend } from "./budgets";
 import { Dispatcher, type SubmitOutcome } from "./dispatch";
 import type { EventLog } from "./event-log";
 import type { InteractionDesk } from "./interaction-desk";
+import { priorOperation } from "./operations";
+import { providerRefusal } from "./provider-refusal";
 import type { SessionContext, SessionStore, TurnRequest } from "./session-store";
 import { TurnEnd } from "./turn-end";
 import { conversationTotal } from "./turn-usage";
@@ -150,10 +152,11 @@ export class TurnRunner {
       throw new Refusal("capability_denied", "this agent environment does not claim exact run cancellation (session.cancelRun)", { missing: ["session.cancelRun"] });
     }
     const requestDigest = await canonicalDigest(stripUndefined({ operationId, run, reason }));
-    const previous = store.operation(operationId);
-    if (previous) {
-      if (previous.kind === "cancel" && previous.requestDigest === requestDigest) return { ...previous.ack, status: "replayed" };
-      return { operationId, requestDigest, run, status: "conflict", effect: "unknown", existingRequestDigest: previous.requestDigest as `sha256:${string}` };
+    const prior = priorOperation(store.operation(operationId), "cancel", requestDigest);
+    if (prior.kind === "replay") return { ...prior.ack, status: "replayed" };
+    if (prior.kind === "conflict") {
+      const existing = prior.recordedDigest === null ? {} : { existingRequestDigest: prior.recordedDigest as `sha256:${string}` };
+      return { operationId, requestDigest, run, status: "conflict", effect: "unknown", ...existing };
     }
     let ack: CancellationAcknowledgement;
     const current = store.turn(target.turnId)!;
@@ -174,6 +177,36 @@ export class TurnRunner {
     }
     this.deps.log.commit(() => store.putOperation(operationId, { kind: "cancel", requestDigest, ack }, Date.now()));
     return ack;
+  }
+
+  /**
+   * The conversation is being deleted: once the dispatches under way here end, the running run is
+   * stopped, the agent session deleted upstream and no reader runs on. The local records are the
+   * caller's to wipe: a refusal here (upstream could not be told) leaves them, so a retry can
+   * finish the job.
+   */
+  async shutdown(context: SessionContext): Promise<void> {
+    await this.quiesce();
+    const running = this.store.activeTurn();
+    if (running?.controlRef) {
+      this.stopReader();
+      await this.deps
+        .provider()
+        .cancel(running.controlRef, { operationId: `delete:${running.turnId}`, reason: "conversation deleted" })
+        .catch((err: unknown) => {
+          throw providerRefusal(err);
+        });
+    }
+    const environmentId = this.store.getMeta("environmentId");
+    if (environmentId) {
+      try {
+        const lastRun = this.store.lastRunRef();
+        await this.deps.provider().deleteSession({ environmentId, sessionId: this.dispatcher.agentSessionId(context), ...(lastRun ? { lastRun } : {}) });
+      } catch (err) {
+        throw providerRefusal(err);
+      }
+    }
+    this.stopReader();
   }
 
   // ------------------------------------------------------------------ the conversation index

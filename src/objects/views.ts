@@ -1,0 +1,99 @@
+/**
+ * The conversation's read views: one turn, its summary, its messages (the gateway's transcript
+ * and the AI SDK's UIMessage[]), a finished turn's replay, and its usage. Reads of the session
+ * store only, built in one place so the shell that answers them holds no view logic; the
+ * conversation's total and its budget are the turn runner's and come from the caller. Nothing
+ * here writes.
+ */
+import type { z } from "zod";
+import { replayTurn, uiMessages } from "../ai-sdk/message";
+import { Refusal } from "../errors";
+import type { ConversationSummarySchema, ConversationUsageSchema, MessagesSchema, TotalView } from "../schemas/api";
+import type { BudgetState } from "./budgets";
+import { TERMINAL_TURN_STATUSES, type SessionContext, type SessionStore, type TurnRecord } from "./session-store";
+import { buildTranscript, type TranscriptTurn } from "./transcript";
+import { turnView, type TurnView } from "./turn-cache";
+import { emptyExecutionUsage, executionView } from "./usage-fold";
+
+export type ConversationSummary = z.infer<typeof ConversationSummarySchema>;
+export type ConversationUsage = z.infer<typeof ConversationUsageSchema>;
+export type ConversationMessages = z.infer<typeof MessagesSchema>;
+
+/** One turn of the conversation, refused when this object holds no such turn (or no conversation). */
+export function turnOf(store: SessionStore | null, turnId: string): TurnView {
+  const turn = store?.turn(turnId);
+  if (!store || !turn) throw new Refusal("turn_not_found", `no turn ${turnId} in this conversation`);
+  return turnView(turn, store.outstandingOfTurn(turnId));
+}
+
+export function summaryOf(store: SessionStore, context: SessionContext, total: TotalView): ConversationSummary {
+  const active = store.activeTurn();
+  const last = store.lastTurn();
+  const createdAt = store.getMeta("createdAt");
+  const activeView = active ? turnView(active, store.outstandingOfTurn(active.turnId)) : null;
+  return {
+    conversationId: context.conversationId,
+    state: active ? "running" : "idle",
+    waitingFor: activeView?.waitingFor ?? null,
+    title: store.getMeta("title"),
+    activeTurn: activeView,
+    lastTurn: last ? (last.turnId === active?.turnId ? activeView : turnView(last, store.outstandingOfTurn(last.turnId))) : null,
+    turnCount: store.turnCount(),
+    lastEventId: store.lastSeq(),
+    interactions: store.outstandingInteractions().map((i) => ({ turnId: i.turnId, ...i.request })),
+    usage: total,
+    createdAt: createdAt === null ? null : new Date(createdAt).toISOString(),
+    updatedAt: last ? new Date(last.updatedAt).toISOString() : null,
+  };
+}
+
+/** A turn with what its views are built from (its events, or the parts it kept when the log was trimmed into it). */
+function transcriptTurn(store: SessionStore, turn: TurnRecord): TranscriptTurn {
+  const interactions = store.interactionsOfTurn(turn.turnId);
+  if (turn.parts) return { turn, events: [], interactions };
+  return { turn, events: store.eventsOfTurn(turn.turnId), interactions };
+}
+
+export function messagesOf(store: SessionStore, conversationId: string): ConversationMessages {
+  const lastEventId = store.lastSeq();
+  const turns = store.turns().map((turn) => transcriptTurn(store, turn));
+  return { conversationId, lastEventId, messages: buildTranscript(turns) };
+}
+
+/** The conversation as the AI SDK's UIMessage[] (src/ai-sdk/message.ts), as JSON. */
+export function chatMessagesOf(store: SessionStore): string {
+  return JSON.stringify(uiMessages(store.turns().map((turn) => transcriptTurn(store, turn))));
+}
+
+/**
+ * A finished turn's UI message stream (src/ai-sdk/chunks.ts) as SSE text, from its start or
+ * after the asks a client answered; null while the turn runs (the stream is then followed live).
+ */
+export function chatReplayOf(store: SessionStore, turnId: string, continueAfterAsks: string[]): string | null {
+  const turn = store.turn(turnId);
+  if (!turn) throw new Refusal("turn_not_found", `no turn ${turnId} in this conversation`);
+  if (!TERMINAL_TURN_STATUSES.has(turn.status)) return null;
+  return replayTurn(transcriptTurn(store, turn), continueAfterAsks);
+}
+
+export function usageOf(store: SessionStore, conversationId: string, total: TotalView, budget: BudgetState | null): ConversationUsage {
+  const byExecution = new Map(store.allExecutionUsage().map((state) => [state.executionId, state]));
+  const turns = store.turns().map((turn) => {
+    const state = byExecution.get(turn.executionId) ?? emptyExecutionUsage(turn.executionId);
+    return {
+      turnId: turn.turnId,
+      executionId: turn.executionId,
+      status: turn.status,
+      ...(turn.request.model ? { model: turn.request.model } : {}),
+      usage: executionView(state),
+      conflicts: state.conflicts,
+      receiptDisagreements: state.receiptDisagreements,
+    };
+  });
+  return {
+    conversationId,
+    total,
+    turns,
+    budget: budget ? { tokens: budget.tokens, used: budget.used, complete: budget.complete, exceeded: budget.exceeded, scope: budget.scope, provenance: budget.provenance } : null,
+  };
+}
