@@ -58,12 +58,15 @@ export function createConversations({ api, store, ui, narrow, connect, closeStre
     if (generation !== store.generation) return;
     // Messages this tab is still sending are not in the transcript yet: they stay on the page.
     const sending = Object.values(store.conv.turns).filter((turn) => turn.status === "sending");
+    // The open asks: each one's request with its turn id. The summary's schema leaves their shape
+    // open (ConversationSummary.interactions in src/schemas/api.ts is an array of unknown).
+    const outstanding = /** @type {Array<import("../lib/wire").InteractionRequest & { turnId: string }>} */ (summary.interactions ?? []);
     const askIds = [
       ...transcript.messages.flatMap((m) => (m.role === "assistant" ? m.parts.filter((p) => p.type === "interaction").map((p) => String(p.id)) : [])),
-      ...(summary.interactions ?? []).map((/** @type {{ id: string }} */ i) => i.id),
+      ...outstanding.map((i) => i.id),
     ];
     const waiting = summary.activeTurn ? { turnId: summary.activeTurn.turnId, waitingFor: summary.activeTurn.waitingFor ?? null } : null;
-    store.dispatch({ type: "loaded", transcript, outstanding: summary.interactions, waiting, title: summary.title, unsent: unsentStore.list(cid), choices: choiceStore.read(askIds) });
+    store.dispatch({ type: "loaded", transcript, outstanding, waiting, title: summary.title, unsent: unsentStore.list(cid), choices: choiceStore.read(askIds) });
     for (const turn of sending) {
       if (!store.conv.turns[turn.turnId]) store.dispatch({ type: "send", turnId: turn.turnId, message: turn.userText, at: turn.sentAt ?? new Date().toISOString() });
     }

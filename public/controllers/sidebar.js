@@ -50,7 +50,7 @@ export function createSidebar({ api, store, ui, narrow, open, openNew, screen })
     renderConversationList(ui.conversationList, entries, store.conv.cid, { open: (cid) => open(cid), remove });
   }
 
-  /** @param {import("../lib/api.js").ConversationEntry} entry */
+  /** @param {{ conversationId: string, title: string }} entry */
   async function remove(entry) {
     if (!confirm(`Delete “${entry.title}”? This removes it everywhere.`)) return;
     try {
