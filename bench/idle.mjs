@@ -19,22 +19,29 @@ export const config = {
 };
 const { IDLE_VIEWERS, IDLE_PROBES_S, BEFORE_REF, BEFORE_PROBES_S } = config;
 
+/** IDLE_VIEWERS viewers of a new conversation, and its first turn, run to its end with them attached. */
+async function viewedTurn({ base, api, auth }, cid) {
+  const viewers = Array.from({ length: IDLE_VIEWERS }, () => viewer(base, cid, auth));
+  await Promise.all(viewers.map((v) => v.opened));
+  await sleep(300);
+  await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t1", message: "idle [words:20]" }, auth);
+  await Promise.all(viewers.map((v) => v.waitFor(turnEndOf("t1"))));
+  return viewers;
+}
+
 /**
  * Idle conversations with viewers open: one per probe time. Each runs a turn with IDLE_VIEWERS
  * viewers, lets the object settle, then waits its probe time untouched and asks dev/object once:
  * the same instance (still in memory) or a new one (evicted meanwhile). Then a second turn: every
  * viewer must get it exactly once, through an object that hibernated with their subscriptions.
  */
-export async function idle({ base, api, auth, results, problems }) {
+export async function idle(ctx) {
+  const { api, auth, results, problems } = ctx;
   await api.post("/_emulator/faults", { frameDelayMs: 0 });
   const probes = await Promise.all(
     IDLE_PROBES_S.map(async (seconds, i) => {
       const cid = `idle-${i}-${tag}`;
-      const viewers = Array.from({ length: IDLE_VIEWERS }, () => viewer(base, cid, auth));
-      await Promise.all(viewers.map((v) => v.opened));
-      await sleep(300);
-      await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t1", message: "idle [words:20]" }, auth);
-      await Promise.all(viewers.map((v) => v.waitFor(turnEndOf("t1"))));
+      const viewers = await viewedTurn(ctx, cid);
       const settled = await settledObject(api, cid, auth);
       const idleFrom = performance.now();
       await sleep(seconds * 1000);
@@ -101,17 +108,13 @@ export async function before({ results, problems }) {
     if (sameDeps) symlinkSync(join(root, "node_modules"), join(dir, "node_modules"), "dir");
     else execFileSync("npm", ["ci", "--no-audit", "--no-fund"], { cwd: dir, stdio: "ignore" });
     server = await startBenchServer({ checkout: dir, timeoutMs: 90_000 });
-    const { base, api, auth } = await signIn(server.base);
+    const old = await signIn(server.base);
+    const { api, auth } = old;
     await api.post("/v1/conversations/warm/turns", { turnId: "w1", message: "warm up" }, auth);
     await api.post("/_emulator/faults", { frameDelayMs: 0 });
     const probes = await Promise.all(
       BEFORE_PROBES_S.map(async (seconds, i) => {
-        const cid = `before-${i}-${tag}`;
-        const viewers = Array.from({ length: IDLE_VIEWERS }, () => viewer(base, cid, auth));
-        await Promise.all(viewers.map((v) => v.opened));
-        await sleep(300);
-        await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t1", message: "idle [words:20]" }, auth);
-        await Promise.all(viewers.map((v) => v.waitFor(turnEndOf("t1"))));
+        const viewers = await viewedTurn(old, `before-${i}-${tag}`);
         await sleep(500);
         const idleFrom = performance.now();
         await sleep(seconds * 1000);
