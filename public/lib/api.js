@@ -25,9 +25,8 @@ export class ApiError extends Error {
   }
 }
 
-/** @typedef {{ conversationId: string, title: string, state: "idle" | "running", waitingFor?: string | null, lastEventId: number, createdAt: string, updatedAt: string }} ConversationEntry */
-/** @typedef {{ turnId: string, status: import("./reducer.js").TurnStatus, after?: number, cached?: boolean }} TurnAnswer */
-/** @typedef {{ status: string, message?: string, retryable?: boolean }} AnswerAck */
+// The answers' types are the server's schemas' (wire.d.ts): the page trusts the gateway's JSON.
+/** @typedef {import("./wire").ConversationEntry} ConversationEntry */
 
 const enc = encodeURIComponent;
 const conversationPath = (/** @type {string} */ cid) => `/v1/conversations/${enc(cid)}`;
@@ -66,9 +65,9 @@ export function createApi({ baseUrl, token, onUnauthorized }) {
   }
 
   return {
-    /** @returns {Promise<{ ok: true, devLogin: boolean, provider: string }>} */
+    /** @returns {Promise<import("./wire").Health>} */
     health: async () => (await request("/healthz")).data,
-    /** @param {string} user @returns {Promise<{ token: string, user: string, expiresIn: number }>} */
+    /** @param {string} user @returns {Promise<import("./wire").DevLoginAnswer>} */
     devLogin: async (user) => (await request("/v1/dev/login", { method: "POST", body: { user } })).data,
     /**
      * Whether the server accepts a pasted user token (a 401 here signs nobody out).
@@ -82,32 +81,37 @@ export function createApi({ baseUrl, token, onUnauthorized }) {
     },
     /** @param {number} limit @returns {Promise<ConversationEntry[]>} */
     conversations: async (limit) => (await request(`/v1/conversations?limit=${limit}`)).data.conversations,
-    /** @param {string} cid @returns {Promise<import("./reducer.js").Transcript>} */
+    /** @param {string} cid @returns {Promise<import("./wire").Messages>} */
     messages: async (cid) => (await request(`${conversationPath(cid)}/messages`)).data,
-    /** @param {string} cid */
+    /** @param {string} cid @returns {Promise<import("./wire").ConversationSummary>} */
     summary: async (cid) => (await request(conversationPath(cid))).data,
-    /** @param {string} cid */
+    /** @param {string} cid @returns {Promise<import("./wire").ConversationUsage>} */
     usage: async (cid) => (await request(`${conversationPath(cid)}/usage`)).data,
     /**
      * @param {string} cid
      * @param {string} turnId  the same id on a retry: the server runs a turn once
      * @param {string} message
-     * @returns {Promise<TurnAnswer>}
+     * @returns {Promise<import("./wire").TurnView>}
      */
     send: async (cid, turnId, message) => (await request(`${conversationPath(cid)}/turns`, { method: "POST", body: { turnId, message } })).data,
-    /** @param {string} cid @param {string} operationId @param {string} reason */
+    /**
+     * The cancellation's acknowledgement, with its HTTP status (409: the operation id was used for
+     * another command; 502: whether the run stopped could not be confirmed).
+     * @param {string} cid @param {string} operationId @param {string} reason
+     * @returns {Promise<{ status: number, data: import("./wire").CancellationAcknowledgement }>}
+     */
     cancel: async (cid, operationId, reason) => request(`${conversationPath(cid)}/cancel`, { method: "POST", body: { operationId, reason }, accept: [409, 502] }),
     /**
      * An answer's acknowledgement, whatever its status (every status has its HTTP code).
      * @param {string} cid @param {string} interactionId
      * @param {{ operationId: string, outcome: string, data?: Record<string, unknown> }} body
-     * @returns {Promise<AnswerAck>}
+     * @returns {Promise<import("./wire").InteractionAcknowledgement>}
      */
     answer: async (cid, interactionId, body) =>
       (await request(`${conversationPath(cid)}/interactions/${enc(interactionId)}`, { method: "POST", body, accept: [404, 409, 410, 422, 502] })).data,
-    /** @param {string} cid */
+    /** @param {string} cid @returns {Promise<import("./wire").Deleted>} */
     remove: async (cid) => (await request(conversationPath(cid), { method: "DELETE" })).data,
-    /** @param {string} cid @returns {Promise<{ token: string, expiresIn: number, eventsUrl: string }>} */
+    /** @param {string} cid @returns {Promise<import("./wire").StreamToken>} */
     streamToken: async (cid) => (await request(`${conversationPath(cid)}/stream-token`, { method: "POST" })).data,
     baseUrl,
   };

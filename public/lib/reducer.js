@@ -17,50 +17,24 @@
  */
 import { GATEWAY_EVENT as E } from "./events.js";
 
-/** @typedef {"sending" | "unsent" | "pending" | "running" | "completed" | "failed" | "cancelled"} TurnStatus */
+// What the server sends is typed by its schemas (wire.d.ts); what is the page's own (turns,
+// blocks, asks as shown, actions) is typed here.
+/** @typedef {import("./wire").TurnStatus | "sending" | "unsent"} TurnStatus  the server's, and the two of a message not yet accepted */
 /** @typedef {{ code?: string, message: string }} ErrorInfo */
 /**
  * Where a figure comes from: measured, an estimate, or reported without saying which (null: the
  * figure is unknown). A figure is never shown as measured unless it says so.
- * @typedef {"measured" | "estimated" | "unknown"} Provenance
- * @typedef {{ inputTokens?: Provenance | null, outputTokens?: Provenance | null, cost?: Provenance | null }} UsageProvenance
+ * @typedef {import("./wire").Provenance} Provenance
  */
 /**
  * Token usage as the API reports it: null is unknown, never zero. `servedModels` are the models
  * the provider reported serving the turn (null: not reported); `modelRequests` likewise.
- * @typedef {{ inputTokens: number | null, outputTokens: number | null, cost: number | null, source?: string, complete?: boolean, provenance?: UsageProvenance, modelRequests?: number | null, servedModels?: string[] | null }} UsageView
+ * @typedef {import("./wire").UsageReading} UsageView
  */
-/** @typedef {{ tokens: number, used: number, complete: boolean, exceeded: boolean, scope: string, provenance?: Provenance }} Budget */
-/**
- * @typedef {object} AskField
- * @property {string} name
- * @property {string} type
- * @property {string} [label]
- * @property {string} [description]
- * @property {boolean} [required]
- * @property {boolean} [multiline]
- * @property {number} [maxLength]
- * @property {number} [min]
- * @property {number} [max]
- * @property {boolean} [integer]
- * @property {Array<string | { value: string, label?: string }>} [options]
- * @property {boolean} [multi]
- * @property {boolean} [allowCustom]
- */
-/**
- * What the agent asked (an InteractionRequest).
- * @typedef {object} AskRequest
- * @property {string} id
- * @property {string} kind
- * @property {string} title
- * @property {string} [body]
- * @property {unknown} [subject]
- * @property {{ fields: AskField[] }} [answerSpec]
- * @property {string[]} [responseScopes]
- * @property {Array<"accepted" | "declined" | "cancelled">} [allowedOutcomes]
- * @property {number} [timeoutMs]
- */
-/** @typedef {"outstanding" | "answered" | "expired" | "cancelled"} AskStatus */
+/** @typedef {import("./wire").BudgetReading} Budget */
+/** @typedef {import("./wire").InteractionField} AskField */
+/** What the agent asked. @typedef {import("./wire").InteractionRequest} AskRequest */
+/** @typedef {import("./wire").TranscriptInteractionPart["status"]} AskStatus */
 /**
  * @typedef {object} Ask
  * @property {string} id
@@ -102,21 +76,13 @@ import { GATEWAY_EVENT as E } from "./events.js";
  * @property {Record<string, Turn>} turns
  * @property {Record<string, Ask>} asks
  * @property {string | null} title
- * @property {(UsageView & { complete: boolean }) | null} usageTotal
+ * @property {import("./wire").TotalReading | null} usageTotal
  * @property {Budget | null} budget
  * @property {{ scope?: string, tokens?: number, provenance?: Provenance } | null} budgetExceeded
  * @property {boolean} deleted           deleted elsewhere: nothing more can happen here
  */
-/**
- * A stream event's data (an EventEnvelope).
- * @typedef {{ seq: number, turnId: string | null, type: string, data: Record<string, any>, at: string }} StreamEvent
- */
-/**
- * A transcript message (GET …/messages).
- * @typedef {{ role: "user", turnId: string, text: string, at: string }} UserMessage
- * @typedef {{ role: "assistant", turnId: string, status: TurnStatus, parts: Array<Record<string, any>>, text: string, error?: ErrorInfo, cancelReason?: string, at: string }} AssistantMessage
- * @typedef {{ messages: Array<UserMessage | AssistantMessage>, lastEventId: number }} Transcript
- */
+/** @typedef {import("./wire").StreamEvent} StreamEvent */
+/** @typedef {import("./wire").Transcript} Transcript */
 /** @typedef {{ turnId: string, message: string, at: string, error: ErrorInfo }} UnsentTurn */
 /**
  * @typedef {{ type: "loaded", transcript: Transcript, outstanding?: Array<AskRequest & { turnId: string }>, waiting?: { turnId: string, waitingFor: string | null } | null, title?: string | null, unsent?: UnsentTurn[], choices?: Record<string, string> }} LoadedAction

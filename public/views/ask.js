@@ -13,6 +13,7 @@ import { el } from "./dom.js";
 
 /** @typedef {import("../lib/reducer.js").Ask} Ask */
 /** @typedef {import("../lib/reducer.js").AskField} AskField */
+/** @typedef {Extract<AskField, { type: "select" }>} SelectField */
 /**
  * What became of an answer: taken, or why not (by field name where it names one).
  * @typedef {{ ok: true } | { ok: false, message: string, fields?: Record<string, string> }} AnswerResult
@@ -29,7 +30,7 @@ const safeId = (value) => value.replace(/[^A-Za-z0-9_-]/g, "_");
 /** @param {AskField} field */
 const labelOf = (field) => field.label ?? field.name;
 
-/** @param {AskField} field */
+/** @param {SelectField} field */
 const optionsOf = (field) => (field.options ?? []).map((o) => (typeof o === "string" ? { value: o, label: o } : { value: o.value, label: o.label ?? o.value }));
 
 /**
@@ -78,7 +79,8 @@ function readField(form, field) {
       if (field.max !== undefined && n > field.max) return { problem: `must be at most ${field.max}` };
       value = n;
     } else {
-      if (field.maxLength !== undefined && raw.length > field.maxLength) return { problem: `must be at most ${field.maxLength} characters` };
+      // A length limit is a text field's (a secret's is not checked, by the server either).
+      if (field.type === "text" && field.maxLength !== undefined && raw.length > field.maxLength) return { problem: `must be at most ${field.maxLength} characters` };
       value = raw;
     }
   }
@@ -231,7 +233,8 @@ export function createAskView(ask, handlers) {
     say(shown ? "Please fix the fields marked above." : result.message, true);
   };
 
-  const decision = /** @type {AskField | null} */ (decisionField(request));
+  // A decision field is a single select (lib/grants.js).
+  const decision = /** @type {SelectField | null} */ (decisionField(request));
   if (decision) {
     // A permission or a plan: one button per decision it allows, its other fields beside them.
     if (request.kind === "plan") card.append(el("div", { class: "plan-body markdown" }, renderMarkdown(request.body ?? "")));

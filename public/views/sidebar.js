@@ -3,7 +3,11 @@
 import { timeText } from "../lib/format.js";
 import { el } from "./dom.js";
 
-/** @typedef {import("../lib/api.js").ConversationEntry} ConversationEntry */
+/**
+ * A listed conversation (GET /v1/conversations), the open one as its stream has it: what it waits
+ * for as the stream said, whatever kind (a kind newer than the list's schema too).
+ * @typedef {Omit<import("../lib/api.js").ConversationEntry, "waitingFor"> & { waitingFor: string | null }} ConversationEntry
+ */
 
 /**
  * @param {HTMLElement} list

@@ -296,7 +296,7 @@ describe("the page's reducer", () => {
 
   it("usage read back names the model each turn asked for, and a served model even before any count", () => {
     let state = applyAll(emptyConversation("c1"), scriptedTurn().slice(0, 3));
-    const silent = { inputTokens: null, outputTokens: null, cost: null, source: "none", servedModels: ["gpt-5.4"] };
+    const silent = { inputTokens: null, outputTokens: null, cost: null, source: "none" as const, servedModels: ["gpt-5.4"] };
     state = reduce(state, {
       type: "usage",
       total: { inputTokens: null, outputTokens: null, cost: null, complete: false },

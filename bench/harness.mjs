@@ -1,0 +1,250 @@
+// What every benchmark of bench/run.mjs shares: the dev server they run against (started with the
+// per-user rate limits raised) and a signed-in client of it, the readers that time a stream
+// (follow, viewer, timedRead), the statistics (percentile) and the throughput table that prints a
+// figure beside its baseline and their ratio. Each benchmark is a file of its own beside this one
+// (relay, replay, latency, rows, idle), the cost model is cost.mjs; bench/README.md has the figures.
+import { devLogin, readSse, startDevServer } from "../scripts/devserver.mjs";
+
+export const env = process.env;
+export const num = (name, fallback) => Number(env[name] ?? fallback);
+export const list = (name, fallback) => String(env[name] ?? fallback).split(",").filter(Boolean).map(Number);
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** This run's tag: every conversation a benchmark opens is named with it. */
+export const tag = Date.now().toString(36);
+export const isTurnEnd = (type) => type === "turn.completed" || type === "turn.failed" || type === "turn.cancelled";
+export const utf8 = (s) => Buffer.byteLength(s, "utf8");
+
+export function percentile(values, q) {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+}
+export const ms = (v) => (v === null ? null : Number(v.toFixed(2)));
+
+// ------------------------------------------------------------------ the server
+
+/** The limits a single user meets in production are per user; a benchmark is one user doing a lot. */
+const BENCH_VARS = { RATE_LIMIT_STREAMS_PER_MINUTE: "100000", RATE_LIMIT_TURNS_PER_MINUTE: "1000" };
+
+/** `wrangler dev` of this tree, or of `checkout` (an older commit's worktree), for a benchmark run. */
+export const startBenchServer = (options = {}) => startDevServer({ ...options, vars: BENCH_VARS });
+
+/** A client of `base`, signed in by dev login: `{ base, api, auth }`, what every benchmark is given. */
+export async function signIn(base) {
+  return { base, api: client(base), auth: { authorization: `Bearer ${await devLogin(base, "bench")}` } };
+}
+
+/** What to undo when the run is interrupted (Ctrl-C, a timeout): servers started, worktrees added. */
+const onInterrupt = new Set();
+
+/** Runs `undo` if the run is interrupted before the returned function is called. */
+export function untilInterrupted(undo) {
+  onInterrupt.add(undo);
+  return () => onInterrupt.delete(undo);
+}
+
+/** On SIGINT or SIGTERM: everything registered is undone, and the process exits 130. */
+export function stopOnSignal() {
+  const stop = () => {
+    for (const undo of onInterrupt) undo();
+    process.exit(130);
+  };
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+}
+
+function client(base) {
+  async function call(method, path, body, headers = {}) {
+    const res = await fetch(`${base}${path}`, {
+      signal: AbortSignal.timeout(120_000),
+      method,
+      headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 500)}`);
+    return JSON.parse(text);
+  }
+  return {
+    post: (path, body, headers) => call("POST", path, body, headers),
+    get: (path, headers) => call("GET", path, undefined, headers),
+  };
+}
+
+// ------------------------------------------------------------------ reading streams
+
+/**
+ * Follows one SSE response. Every frame is stamped with the time its chunk arrived
+ * (performance.now() right after the read), its UTF-8 size on the wire and the chunk's index;
+ * `onFrame` returns true to stop. Linear in the size of a burst (one pass, one slice).
+ */
+export function follow(url, headers, onFrame) {
+  const abort = new AbortController();
+  let opened;
+  const openedP = new Promise((resolve, reject) => (opened = { resolve, reject }));
+  openedP.catch(() => {});
+  const done = (async () => {
+    let res;
+    const noHeaders = setTimeout(() => abort.abort(new Error(`${url}: no response headers within 60 s`)), 60_000);
+    try {
+      res = await fetch(url, { headers, signal: abort.signal });
+    } catch (err) {
+      opened.reject(err);
+      throw err;
+    } finally {
+      clearTimeout(noHeaders);
+    }
+    if (!res.ok) {
+      const err = new Error(`${url}: ${res.status} ${await res.text()}`);
+      opened.reject(err);
+      throw err;
+    }
+    opened.resolve();
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    let frame = {};
+    let frameBytes = 0;
+    let chunk = -1;
+    let total = 0;
+    try {
+      while (true) {
+        const { done: end, value } = await reader.read();
+        if (end) return { total, ended: "stream" };
+        const t = performance.now();
+        chunk++;
+        total += value.byteLength;
+        buffer += decoder.decode(value, { stream: true });
+        let start = 0;
+        let nl;
+        while ((nl = buffer.indexOf("\n", start)) !== -1) {
+          const line = buffer.charCodeAt(nl - 1) === 13 ? buffer.slice(start, nl - 1) : buffer.slice(start, nl);
+          frameBytes += utf8(buffer.slice(start, nl)) + 1;
+          start = nl + 1;
+          if (line === "") {
+            if (frame.data !== undefined && onFrame(frame, t, frameBytes, chunk)) return { total, ended: "stopped" };
+            frame = {};
+            frameBytes = 0;
+          } else if (line.startsWith("id: ")) frame.id = line.slice(4);
+          else if (line.startsWith("event: ")) frame.event = line.slice(7);
+          else if (line.startsWith("data: ")) frame.data = frame.data === undefined ? line.slice(6) : `${frame.data}\n${line.slice(6)}`;
+        }
+        buffer = buffer.slice(start);
+      }
+    } catch (err) {
+      if (abort.signal.aborted) return { total, ended: "closed" };
+      throw err;
+    } finally {
+      reader.cancel().catch(() => {});
+    }
+  })();
+  done.catch(() => {});
+  return { opened: openedP, done, close: () => abort.abort() };
+}
+
+/**
+ * A browser on a conversation's event stream: keeps every frame (envelope parsed), checks seqs,
+ * and lets the caller wait for a frame. It stays open until closed or `stopAt` matches.
+ */
+export function viewer(base, cid, auth, { after = 0, stopAt } = {}) {
+  const v = { frames: [], waiters: [], ended: null, seqErrors: 0, lastSeq: after };
+  const check = () => {
+    v.waiters = v.waiters.filter((w) => {
+      for (; w.from < v.frames.length; w.from++) {
+        if (w.pred(v.frames[w.from])) {
+          w.resolve(v.frames[w.from]);
+          return false;
+        }
+      }
+      if (v.ended) w.reject(new Error(`viewer of ${cid} ended (${v.ended}) before the awaited frame`));
+      return !v.ended;
+    });
+  };
+  v.stream = follow(`${base}/v1/conversations/${cid}/events?after=${after}`, auth, (f, t, bytes, chunk) => {
+    const seq = Number(f.id);
+    // Every event exactly once, in order: seq is the log's own, one more than the last.
+    if (seq !== v.lastSeq + 1) v.seqErrors++;
+    v.lastSeq = Math.max(v.lastSeq, seq);
+    // The envelope is parsed when first asked for: the next viewer's chunk waits for this one's work.
+    const rec = { seq, type: f.event, data: f.data, t, bytes, chunk, parsed: undefined, get env() { return (this.parsed ??= JSON.parse(this.data)); } };
+    v.frames.push(rec);
+    check();
+    return stopAt ? stopAt(rec) : false;
+  });
+  v.done = v.stream.done.then(
+    (r) => ((v.ended = r.ended), check(), r),
+    (err) => ((v.ended = `error: ${err.message}`), check(), { ended: v.ended }),
+  );
+  v.opened = v.stream.opened;
+  v.waitFor = (pred, timeoutMs = 120_000) =>
+    new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`viewer of ${cid}: no awaited frame within ${timeoutMs} ms`)), timeoutMs);
+      v.waiters.push({ pred, from: 0, resolve: (x) => (clearTimeout(timer), resolve(x)), reject: (e) => (clearTimeout(timer), reject(e)) });
+      check();
+    });
+  v.close = () => v.stream.close();
+  return v;
+}
+export const turnEndOf = (turnId) => (f) => f.env.turnId === turnId && isTurnEnd(f.type);
+
+/** The text deltas of a stream, in order: the k-th delta upstream is the k-th a viewer gets. */
+export const deltaOf = (data) => (data && typeof data.delta === "string" ? data.delta : null);
+
+/** Reads a stream to `stopAt` (or its end): frames counted, seconds from the first agent frame to the last. */
+export async function timedRead(url, headers, stopAt) {
+  const res = await fetch(url, { headers });
+  if (!res.ok) throw new Error(`${url}: ${res.status} ${await res.text()}`);
+  let frames = 0;
+  let first = 0;
+  let last = 0;
+  await readSse(res, (f) => {
+    const now = performance.now();
+    // The gateway's turn.accepted comes at dispatch, before the agent's first frame: the clock
+    // starts after it, so the figure is throughput, not dispatch latency.
+    if (f.event === "turn.accepted") return false;
+    if (frames === 0) first = now;
+    last = now;
+    frames++;
+    return stopAt(f);
+  });
+  if (frames === 0) throw new Error(`${url}: the stream ended with no frame (did wrangler dev reload?)`);
+  return { frames, seconds: Math.max(last - first, 0.001) / 1000 };
+}
+export const sseTurnEnd = (f) => isTurnEnd(f.event);
+export const streamEnd = () => false;
+
+/** dev/object once the object's writes have settled (two reads in a row agree). */
+export async function settledObject(api, cid, auth) {
+  let last = await api.get(`/v1/conversations/${cid}/dev/object`, auth);
+  for (let i = 0; i < 20; i++) {
+    await sleep(250);
+    const next = await api.get(`/v1/conversations/${cid}/dev/object`, auth);
+    if (next.instance === last.instance && next.rowsWritten === last.rowsWritten && next.log.events === last.log.events) return { ...next, at: performance.now() };
+    last = next;
+  }
+  return { ...last, at: performance.now() };
+}
+
+// ------------------------------------------------------------------ reporting
+
+/**
+ * A throughput figure beside its baseline: frames per second of both and their ratio, as the
+ * results record it (relay.mjs, replay.mjs).
+ */
+export function throughput({ frames, rate, baseline, target }) {
+  return { frames, framesPerSecond: Math.round(rate), baselineFramesPerSecond: Math.round(baseline), ratio: Number((rate / baseline).toFixed(2)), target };
+}
+
+/** The throughput table: each relay and replay figure, its baseline and their ratio. */
+export function throughputReport(results) {
+  const out = [];
+  const relays = Object.entries(results).filter(([name]) => name.startsWith("relay_") || name === "replay_log");
+  if (relays.length) {
+    out.push("throughput          frames   frames/s   baseline/s   ratio   target");
+    for (const [name, r] of relays) {
+      out.push(`${name.padEnd(18)} ${String(r.frames).padStart(7)} ${String(r.framesPerSecond).padStart(10)} ${String(r.baselineFramesPerSecond).padStart(12)} ${String(r.ratio).padStart(7)}   ${r.target}`);
+    }
+  }
+  return out;
+}

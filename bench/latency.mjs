@@ -1,0 +1,144 @@
+// Benchmark `latency`: for K in LATENCY_VIEWERS (1, 10, 100) viewers of one turn, (a) the upstream
+// run streams the gateway opens (baseline: K readers of the raw stream, counted the same way) and
+// (b) the latency a text delta gains from the raw stream to each viewer at LATENCY_FRAME_MS per
+// frame (baseline: the raw stream's own inter-arrival and jitter, and, for K up to
+// LATENCY_RAW_FANOUT_MAX, the raw stream itself fanned out to K readers in a turn of its own).
+// Every viewer must get exactly the raw stream's deltas, in order.
+import { deltaOf, follow, isTurnEnd, list, ms, num, percentile, sleep, tag, viewer } from "./harness.mjs";
+
+export const config = {
+  LATENCY_WORDS: num("LATENCY_WORDS", 300),
+  LATENCY_FRAME_MS: num("LATENCY_FRAME_MS", 20),
+  LATENCY_VIEWERS: list("LATENCY_VIEWERS", "1,10,100"),
+  // The raw stream fanned out to K readers, for K up to this: under wrangler dev every chunk of a
+  // subrequest body (each raw reader is one) is forwarded to the dev server, and 100 of them at
+  // 50 frames/s open connections faster than they close, until workerd runs out of descriptors.
+  LATENCY_RAW_FANOUT_MAX: num("LATENCY_RAW_FANOUT_MAX", 10),
+};
+const { LATENCY_WORDS, LATENCY_FRAME_MS, LATENCY_VIEWERS, LATENCY_RAW_FANOUT_MAX } = config;
+
+/** The text deltas of an execution's raw stream, each with its arrival time and chunk index. */
+async function rawDeltas(base, executionId) {
+  const frames = [];
+  await follow(`${base}/_emulator/executions/${executionId}/stream`, {}, (f, t, _bytes, chunk) => (frames.push({ t, data: f.data, chunk }), false)).done;
+  return frames.map((f) => ({ t: f.t, chunk: f.chunk, delta: deltaOf(JSON.parse(f.data)) })).filter((f) => f.delta !== null);
+}
+
+/**
+ * One turn at LATENCY_FRAME_MS per frame, K viewers attached before it starts and the raw stream
+ * of the same execution opened as soon as the turn is accepted (it replays what was already
+ * emitted in its first chunk, then follows live; frames of that first chunk are not compared).
+ * Also the emulator's run-stream counters around the turn: upstream reads for K viewers.
+ */
+async function latencyRun({ base, api, auth, problems }, K) {
+  const cid = `latency-${K}-${tag}`;
+  const viewers = Array.from({ length: K }, () => viewer(base, cid, auth, { stopAt: (f) => isTurnEnd(f.type) }));
+  await Promise.all(viewers.map((v) => v.opened));
+  await sleep(300 + K * 5); // every subscription live before the run starts
+  const before = await api.get("/_emulator/counters");
+  const accepted = await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t1", message: `latency [words:${LATENCY_WORDS}]` }, auth);
+  const rawStream = rawDeltas(base, accepted.executionId);
+  await Promise.all(viewers.map((v) => v.done));
+  const raw = await rawStream;
+  await sleep(300); // the gateway's reader closes after `done`
+  const after = await api.get("/_emulator/counters");
+  const delta = (name) => (after.counters[name] ?? 0) - (before.counters[name] ?? 0);
+
+  // Lost, duplicated, out of order: every viewer must get exactly the raw stream's deltas.
+  let mismatched = 0;
+  let seqErrors = 0;
+  const added = [];
+  for (const v of viewers) {
+    seqErrors += v.seqErrors;
+    const got = v.frames.filter((f) => f.type !== "stream.reset").map((f) => ({ t: f.t, delta: deltaOf(f.env.data) })).filter((d) => d.delta !== null);
+    if (got.length !== raw.length || got.some((d, k) => d.delta !== raw[k].delta)) mismatched++;
+    for (let k = 0; k < Math.min(got.length, raw.length); k++) {
+      if (raw[k].chunk === 0) continue; // replayed when the raw stream opened, not live
+      added.push(got[k].t - raw[k].t);
+    }
+  }
+  const gaps = [];
+  for (let k = 1; k < raw.length; k++) if (raw[k - 1].chunk > 0) gaps.push(raw[k].t - raw[k - 1].t);
+  const jitter = gaps.map((g) => Math.abs(g - LATENCY_FRAME_MS));
+
+  // Baseline of the upstream reads: each of K viewers reads the run upstream itself, the raw
+  // stream of the same execution, counted the same way.
+  const beforeRaw = await api.get("/_emulator/counters");
+  const rawReads = await Promise.all(
+    Array.from({ length: K }, () => {
+      let n = 0;
+      return follow(`${base}/_emulator/executions/${accepted.executionId}/stream`, {}, () => (n++, false)).done.then(() => n);
+    }),
+  );
+  const afterRaw = await api.get("/_emulator/counters");
+  const rawOpened = (afterRaw.counters["streams.opened"] ?? 0) - (beforeRaw.counters["streams.opened"] ?? 0);
+  if (new Set(rawReads).size !== 1) problems.push(`latency K=${K}: the raw readers got different frame counts ${[...new Set(rawReads)]}`);
+
+  // Baseline of the latency: the raw pass-through itself fanned out to K readers (a turn of its
+  // own, so the two loads do not add up), against one more raw reader as the reference.
+  let rawFanout = null;
+  if (K <= LATENCY_RAW_FANOUT_MAX) {
+    const fan = await api.post(`/v1/conversations/${cid}-raw/turns`, { turnId: "t1", message: `latency [words:${LATENCY_WORDS}]` }, auth);
+    const [reference, ...readers] = await Promise.all(Array.from({ length: K + 1 }, () => rawDeltas(base, fan.executionId)));
+    const spread = [];
+    for (const r of readers) {
+      for (let k = 0; k < Math.min(r.length, reference.length); k++) {
+        if (r[k].chunk === 0 || reference[k].chunk === 0) continue;
+        spread.push(r[k].t - reference[k].t);
+      }
+    }
+    rawFanout = { compared: spread.length, addedMs: { p50: ms(percentile(spread, 0.5)), p99: ms(percentile(spread, 0.99)) } };
+  }
+
+  const result = {
+    viewers: K,
+    upstream: {
+      // The raw stream this benchmark opened itself is not the gateway's.
+      runStreamsOpened: delta("streams.opened") - 1,
+      dispatchStreams: delta("runs.dispatches"),
+      readerStreams: delta("runs.replays"),
+      baselineRunStreamsOpened: rawOpened,
+    },
+    frames: raw.length,
+    compared: added.length,
+    addedMs: { p50: ms(percentile(added, 0.5)), p99: ms(percentile(added, 0.99)), max: ms(added.length ? Math.max(...added) : null) },
+    rawInterArrivalMs: { p50: ms(percentile(gaps, 0.5)), p99: ms(percentile(gaps, 0.99)) },
+    rawJitterMs: { p50: ms(percentile(jitter, 0.5)), p99: ms(percentile(jitter, 0.99)) },
+    rawFanout,
+    viewersMismatched: mismatched,
+    seqErrors,
+  };
+  if (mismatched || seqErrors) problems.push(`latency K=${K}: ${mismatched} viewers did not get exactly the upstream deltas, ${seqErrors} seq gaps or repeats`);
+  return result;
+}
+
+export async function latency(ctx) {
+  await ctx.api.post("/_emulator/faults", { frameDelayMs: LATENCY_FRAME_MS });
+  try {
+    ctx.results.latency = [];
+    for (const K of LATENCY_VIEWERS) ctx.results.latency.push(await latencyRun(ctx, K));
+  } finally {
+    await ctx.api.post("/_emulator/faults", { frameDelayMs: 0 });
+  }
+}
+
+export function report(results) {
+  const out = [];
+  if (results.latency) {
+    out.push("", `viewers  upstream streams (dispatch+reader) / raw baseline  | at ${LATENCY_FRAME_MS} ms/frame: added p50 / p99 ms  raw fan-out p50 / p99 ms  raw gap p50 / p99 ms  raw jitter p99 ms`);
+    for (const r of results.latency) {
+      const u = r.upstream;
+      const cells = [
+        String(r.viewers).padStart(7),
+        `${u.runStreamsOpened} (${u.dispatchStreams}+${u.readerStreams}) / ${u.baselineRunStreamsOpened}`.padStart(20),
+        `${r.addedMs.p50} / ${r.addedMs.p99}`.padStart(44),
+        (r.rawFanout ? `${r.rawFanout.addedMs.p50} / ${r.rawFanout.addedMs.p99}` : "-").padStart(24),
+        `${r.rawInterArrivalMs.p50} / ${r.rawInterArrivalMs.p99}`.padStart(20),
+        String(r.rawJitterMs.p99).padStart(18),
+        `  (${r.compared} compared, ${r.viewersMismatched} viewers mismatched)`,
+      ];
+      out.push(cells.join(""));
+    }
+  }
+  return out;
+}

@@ -1,0 +1,130 @@
+// Benchmark `rows`: SQLite rows written and bytes stored per answer, for ROWS_SMALL_WORDS (500) and
+// ROWS_WORDS (5,000) word answers at ROWS_FRAME_MS per frame, with one viewer attached (its frames
+// and their bytes on the wire). Baseline: the raw stream's bytes for the same run, every frame of
+// which carries the part's whole text so far.
+import { deltaOf, follow, num, settledObject, tag, turnEndOf, utf8, viewer } from "./harness.mjs";
+
+export const config = {
+  ROWS_SMALL_WORDS: num("ROWS_SMALL_WORDS", 500),
+  ROWS_WORDS: num("ROWS_WORDS", 5000),
+  // The rows turns are paced (ms per frame): unpaced, a one-part answer is a burst of quadratic size
+  // upstream (5,000 words: 72 MB of cumulative part.text at once), which on a loaded 2-core machine
+  // starves the dev server for minutes.
+  ROWS_FRAME_MS: num("ROWS_FRAME_MS", 2),
+};
+const { ROWS_SMALL_WORDS, ROWS_WORDS, ROWS_FRAME_MS } = config;
+
+/** The gateway's own events (not relayed from upstream). */
+const GATEWAY_OWN = /^(turn\.|usage\.updated$|budget\.|interaction\.|warning$)/;
+
+/**
+ * Rows written and bytes stored for one answer, with one viewer attached (it also keeps the
+ * measurement honest: the frames it gets are what was relayed). Baseline: the raw stream's bytes
+ * for the same run (every frame carries the part's whole text so far).
+ */
+async function rowsTurn({ base, api, auth, problems }, v, cid, turnId, words) {
+  const start = await settledObject(api, cid, auth);
+  const accepted = await api.post(`/v1/conversations/${cid}/turns`, { turnId, message: `rows [words:${words}]` }, auth);
+  const end = await v.waitFor(turnEndOf(turnId), 300_000);
+  const stop = await settledObject(api, cid, auth);
+  const frames = v.frames.filter((f) => f.env.turnId === turnId);
+  const relayed = frames.filter((f) => !GATEWAY_OWN.test(f.type));
+  const answer = end.env.data?.result?.text ?? "";
+  const deltaBytes = relayed.reduce((n, f) => n + utf8(deltaOf(f.env.data) ?? ""), 0);
+  const textParts = new Set(relayed.filter((f) => deltaOf(f.env.data) !== null).map((f) => f.env.data.part?.id));
+  let rawFrames = 0;
+  const raw = await follow(`${base}/_emulator/executions/${accepted.executionId}/stream`, {}, () => (rawFrames++, false)).done;
+  const sameInstance = start.instance === stop.instance;
+  const out = {
+    words,
+    sameInstance,
+    instances: sameInstance ? [start.instance] : [start.instance, stop.instance],
+    seconds: Number(((stop.at - start.at) / 1000).toFixed(1)),
+    relayedFrames: relayed.length,
+    gatewayFrames: frames.length - relayed.length,
+    eventsStored: stop.log.events - start.log.events,
+    rowsWritten: sameInstance ? stop.rowsWritten - start.rowsWritten : null,
+    rowsPerRelayedFrame: sameInstance ? Number(((stop.rowsWritten - start.rowsWritten) / relayed.length).toFixed(3)) : null,
+    answerBytes: utf8(answer),
+    deltaBytes,
+    answerTextParts: textParts.size,
+    storedBytes: stop.log.bytes - start.log.bytes,
+    wireBytes: frames.reduce((n, f) => n + f.bytes, 0),
+    rawFrames,
+    rawBytes: raw.total,
+  };
+  out.storedPerWord = Number((out.storedBytes / words).toFixed(1));
+  out.storedPerAnswerByte = Number((out.storedBytes / out.answerBytes).toFixed(2));
+  out.wirePerAnswerByte = Number((out.wireBytes / out.answerBytes).toFixed(2));
+  out.rawPerAnswerByte = Number((out.rawBytes / out.answerBytes).toFixed(2));
+  // What each stored frame costs beyond three times its share of the answer.
+  out.storedOver3xPerFrame = Math.round((out.storedBytes - 3 * out.answerBytes) / frames.length);
+  out.wireOver3xPerFrame = Math.round((out.wireBytes - 3 * out.answerBytes) / frames.length);
+  if (out.eventsStored !== frames.length) problems.push(`rows ${words} words: ${out.eventsStored} events stored, the viewer got ${frames.length}`);
+  return out;
+}
+
+export async function rows(ctx) {
+  const { api } = ctx;
+  await api.post("/_emulator/faults", { frameDelayMs: ROWS_FRAME_MS });
+  try {
+    await rowsMeasured(ctx);
+  } finally {
+    await api.post("/_emulator/faults", { frameDelayMs: 0 });
+  }
+}
+
+async function rowsMeasured(ctx) {
+  const { base, api, auth, results, problems } = ctx;
+  const cid = `rows-${tag}`;
+  const v = viewer(base, cid, auth);
+  await v.opened;
+  // A first turn creates the conversation (schema, binding, title): not part of the figures.
+  await api.post(`/v1/conversations/${cid}/turns`, { turnId: "warm", message: "rows warm-up [words:10]" }, auth);
+  await v.waitFor(turnEndOf("warm"));
+  const turns = [];
+  for (const words of [ROWS_SMALL_WORDS, ROWS_WORDS]) {
+    let out;
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      out = await rowsTurn(ctx, v, cid, `w${words}-${attempt}`, words);
+      if (out.sameInstance) break;
+    }
+    if (!out.sameInstance) problems.push(`rows ${words} words: the session object changed instance during the turn twice; rows not measured`);
+    turns.push(out);
+  }
+  v.close();
+  if (v.seqErrors) problems.push(`rows: the viewer saw ${v.seqErrors} seq gaps or repeats`);
+  const [small, large] = turns;
+  // rows = perTurn + perFrame × relayed frames, from the two sizes.
+  let fit = null;
+  if (small.rowsWritten !== null && large.rowsWritten !== null) {
+    const perFrame = (large.rowsWritten - small.rowsWritten) / (large.relayedFrames - small.relayedFrames);
+    fit = { perFrame: Number(perFrame.toFixed(4)), perTurn: Number((small.rowsWritten - perFrame * small.relayedFrames).toFixed(1)) };
+  }
+  // ≤ 3 × answer bytes + a constant per frame: the constant the small answer needs must do for the large one.
+  const constant = Math.max(0, small.storedOver3xPerFrame);
+  const wireConstant = Math.max(0, small.wireOver3xPerFrame);
+  const largeFrames = large.relayedFrames + large.gatewayFrames;
+  results.rows = {
+    turns,
+    fit,
+    target: {
+      storedConstantPerFrame: constant,
+      storedMet: large.storedBytes <= 3 * large.answerBytes + constant * largeFrames * 1.05,
+      wireConstantPerFrame: wireConstant,
+      wireMet: large.wireBytes <= 3 * large.answerBytes + wireConstant * largeFrames * 1.05,
+    },
+  };
+}
+
+export function report(results) {
+  const out = [];
+  if (results.rows) {
+    out.push("", "rows & bytes   relayed  rows  rows/frame  answer B  stored B  stored/answer  wire/answer  raw/answer  text parts");
+    for (const t of results.rows.turns) {
+      out.push(`${String(t.words).padStart(5)} words  ${String(t.relayedFrames).padStart(8)} ${String(t.rowsWritten).padStart(5)} ${String(t.rowsPerRelayedFrame).padStart(11)} ${String(t.answerBytes).padStart(9)} ${String(t.storedBytes).padStart(9)} ${String(t.storedPerAnswerByte).padStart(14)} ${String(t.wirePerAnswerByte).padStart(12)} ${String(t.rawPerAnswerByte).padStart(11)} ${String(t.answerTextParts).padStart(11)}`);
+    }
+    out.push(`fit: rows = ${results.rows.fit?.perTurn} per turn + ${results.rows.fit?.perFrame} per relayed frame; ≤ 3× answer + constant/frame: stored ${results.rows.target.storedMet ? "met" : "NOT met"}, wire ${results.rows.target.wireMet ? "met" : "NOT met"}`);
+  }
+  return out;
+}

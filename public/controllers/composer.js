@@ -1,0 +1,196 @@
+// @ts-check
+/**
+ * Sending: the message box (Enter sends, Shift+Enter adds a line), the example prompts of an empty
+ * conversation, and the turn's own buttons (resend, rerun, edit). A message shows at once; its
+ * turn id makes delivery safe to repeat (a turn runs once), so one that did not reach the server
+ * is retried once, then kept in this browser, unsent, for Retry. Stop cancels the running turn,
+ * or, while the turn is still being dispatched, as soon as it runs.
+ */
+import { ApiError } from "../lib/api.js";
+import { activeTurn } from "../lib/reducer.js";
+import { unsentStore } from "../lib/storage.js";
+import { el } from "../views/dom.js";
+
+const SEND_RETRY_DELAY_MS = 800;
+
+/**
+ * @param {{
+ *   api: import("../lib/api.js").Api,
+ *   store: import("../lib/store.js").Store,
+ *   ui: { composer: HTMLFormElement, input: HTMLTextAreaElement, stop: HTMLButtonElement, examples: HTMLElement },
+ *   refreshList: () => Promise<void>,
+ *   follow: () => void,
+ *   screen: { showBanner: (text: string, kind?: string) => void, hideBanner: () => void, schedule: () => void },
+ * }} deps  `follow`: the transcript follows the newest content again
+ */
+export function createComposer({ api, store, ui, refreshList, follow, screen }) {
+  /** A stop asked for while the message was still being sent: done once the turn runs. */
+  let stopWhenRunning = /** @type {string | null} */ (null);
+
+  /**
+   * Sends a message as a new turn; the message shows at once.
+   * @param {string} message
+   */
+  function send(message) {
+    if (store.busy()) return;
+    const turnId = `t-${crypto.randomUUID()}`;
+    store.editing = null;
+    store.dispatch({ type: "send", turnId, message, at: new Date().toISOString() });
+    follow();
+    screen.hideBanner();
+    deliver(turnId, message);
+  }
+
+  /**
+   * Delivers a turn to the server. The turn id makes this safe to repeat: a turn runs once.
+   * @param {string} turnId
+   * @param {string} message
+   */
+  async function deliver(turnId, message) {
+    const generation = store.generation;
+    const cid = store.conv.cid;
+    const at = store.conv.turns[turnId]?.sentAt ?? new Date().toISOString();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const answer = await api.send(cid, turnId, message);
+        unsentStore.remove(cid, turnId);
+        if (generation !== store.generation) return;
+        store.dispatch({ type: "sent", turnId, status: answer.status });
+        refreshList();
+        return;
+      } catch (err) {
+        const error = err instanceof ApiError ? err : new ApiError(0, "unreachable", String(err));
+        if (!error.unreachable) {
+          // Refused (too large, a budget, another turn running): nothing was stored; the text goes back.
+          if (generation !== store.generation) return;
+          store.dispatch({ type: "sendRefused", turnId });
+          if (!ui.input.value.trim()) ui.input.value = message;
+          ui.input.focus();
+          screen.showBanner(error.code === "budget_exceeded" ? `Token budget reached: ${error.message}` : error.message);
+          return;
+        }
+        if (attempt === 0) {
+          await new Promise((resolve) => setTimeout(resolve, SEND_RETRY_DELAY_MS));
+          if (generation !== store.generation) return;
+          continue;
+        }
+        // Kept in this browser, with its turn id: Retry (even after a reload) is the same turn.
+        const reason = { message: error.status === 0 ? "could not reach the server" : error.message };
+        unsentStore.put(cid, { turnId, message, at, error: reason });
+        if (generation === store.generation) store.dispatch({ type: "sendFailed", turnId, error: reason });
+        return;
+      }
+    }
+  }
+
+  /** @type {Omit<import("../views/turn.js").TurnHandlers, "answer">} */
+  const handlers = {
+    resend(turnId) {
+      const turn = store.conv.turns[turnId];
+      if (!turn || store.busy()) return;
+      store.dispatch({ type: "send", turnId, message: turn.userText, at: turn.sentAt ?? new Date().toISOString() });
+      follow();
+      deliver(turnId, turn.userText);
+    },
+    rerun(turnId) {
+      const turn = store.conv.turns[turnId];
+      if (turn) send(turn.userText);
+      ui.input.focus();
+    },
+    edit(turnId) {
+      const turn = turnId ? store.conv.turns[turnId] : null;
+      if (turn?.status === "unsent") {
+        // An unsent message goes back to the composer; it is not kept twice.
+        unsentStore.remove(store.conv.cid, turn.turnId);
+        store.dispatch({ type: "sendRefused", turnId: turn.turnId });
+        ui.input.value = turn.userText;
+        ui.input.focus();
+        return;
+      }
+      store.editing = turnId;
+      screen.schedule();
+      if (!turnId) ui.input.focus();
+    },
+    sendEdited(_turnId, message) {
+      send(message);
+      ui.input.focus();
+    },
+  };
+
+  async function stop() {
+    const active = activeTurn(store.conv);
+    if (!active || ui.stop.disabled) return;
+    if (active.status !== "running") {
+      // The server cannot cancel a turn it is still dispatching: cancel it as soon as it runs.
+      stopWhenRunning = active.turnId;
+      return;
+    }
+    stopWhenRunning = null;
+    // Focus stays in the composer, not on a button about to disappear.
+    ui.input.focus();
+    ui.stop.disabled = true;
+    try {
+      const res = await api.cancel(store.conv.cid, crypto.randomUUID(), "stopped by the user");
+      if (res.status >= 400) screen.showBanner(res.data?.message ?? "Could not confirm the run stopped.");
+    } catch (err) {
+      screen.showBanner(`Could not stop the run: ${err instanceof Error ? err.message : String(err)}`);
+    } finally {
+      ui.stop.disabled = false;
+    }
+  }
+
+  ui.input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      ui.composer.requestSubmit();
+    }
+  });
+
+  ui.composer.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const message = ui.input.value.trim();
+    if (!message || store.busy()) return;
+    ui.input.value = "";
+    send(message);
+  });
+
+  ui.stop.addEventListener("click", stop);
+
+  /**
+   * Example prompts for an empty conversation; the emulator's markers show what each script does.
+   * @param {string} provider  the server's provider (GET /healthz)
+   */
+  function showExamples(provider) {
+    const examples =
+      provider === "emulator"
+        ? [
+            ["Explain the README", "What does the README say?"],
+            ["Answer a few questions first", "Set up the test runner [ask]"],
+            ["Ask before running a command", "Run the test suite [permission]"],
+            ["Propose a plan to approve", "Add a parser test, with a plan first [plan]"],
+            ["A long, streamed answer", "Explain how this project fits together [long]"],
+            ["A run that fails", "Try something that breaks [fail]"],
+          ]
+        : [
+            ["Explain the project", "Explain what this repository does and how it is organised."],
+            ["Find a bug", "Run the tests and explain any failure."],
+            ["Write a test", "Add a test for the most important function that has none."],
+            ["Review recent changes", "Summarize the most recent changes and anything risky in them."],
+          ];
+    ui.examples.replaceChildren(
+      ...examples.map(([label, prompt]) =>
+        el("li", {}, el("button", { type: "button", class: "example", onclick: () => send(/** @type {string} */ (prompt)) }, el("strong", { text: label }), el("span", { text: prompt }))),
+      ),
+    );
+  }
+
+  return {
+    handlers,
+    stop,
+    showExamples,
+    /** A stop asked for while the turn was being dispatched is sent once the turn runs. */
+    stopIfNowRunning() {
+      if (stopWhenRunning && store.conv.turns[stopWhenRunning]?.status === "running") stop();
+    },
+  };
+}

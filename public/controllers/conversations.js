@@ -1,0 +1,154 @@
+// @ts-check
+/**
+ * Opening a conversation: the URL names it (?c=), its transcript and summary are loaded into the
+ * store, then its stream is followed strictly after them, and its usage is fetched. A conversation
+ * the server does not have yet asks the server nothing (no 404s): it starts with the first message
+ * sent. One deleted elsewhere is left for a new one, saying so.
+ */
+import { ApiError } from "../lib/api.js";
+import { emptyConversation } from "../lib/reducer.js";
+import { choiceStore, unsentStore } from "../lib/storage.js";
+
+const RELOAD_RETRY_MS = 3000;
+
+const newConversationId = () => `c-${crypto.randomUUID().slice(0, 18)}`;
+
+/**
+ * @param {{
+ *   api: import("../lib/api.js").Api,
+ *   store: import("../lib/store.js").Store,
+ *   ui: { input: HTMLTextAreaElement },
+ *   narrow: MediaQueryList,
+ *   connect: (options?: { exists?: boolean }) => void,
+ *   closeStream: () => void,
+ *   refreshList: () => Promise<void>,
+ *   drawList: () => void,
+ *   closeSidebar: () => void,
+ *   follow: () => void,
+ *   screen: { showBanner: (text: string, kind?: string) => void, hideBanner: () => void, announce: (text: string) => void, updateTitle: () => void, schedule: () => void },
+ * }} deps  `follow`: the transcript follows the newest content again
+ */
+export function createConversations({ api, store, ui, narrow, connect, closeStream, refreshList, drawList, closeSidebar, follow, screen }) {
+  /**
+   * Rebuilds the open conversation from its transcript, then follows it; a conversation that is
+   * gone (deleted elsewhere) is left.
+   * @returns {Promise<void>}
+   */
+  async function reload() {
+    const generation = store.generation;
+    const cid = store.conv.cid;
+    const hadHistory = store.conv.lastSeq > 0 || store.conversations.some((c) => c.conversationId === cid);
+    let transcript;
+    let summary;
+    try {
+      transcript = await api.messages(cid);
+      summary = await api.summary(cid);
+    } catch (err) {
+      if (generation !== store.generation) return;
+      if (err instanceof ApiError && err.code === "conversation_not_found") {
+        if (hadHistory) return void leaveDeleted();
+        store.dispatch({ type: "loaded", transcript: { messages: [], lastEventId: 0 }, unsent: unsentStore.list(cid) });
+        connect({ exists: false });
+        return;
+      }
+      screen.showBanner(`Could not load the conversation: ${err instanceof Error ? err.message : String(err)}`);
+      setTimeout(() => generation === store.generation && reload(), RELOAD_RETRY_MS);
+      return;
+    }
+    if (generation !== store.generation) return;
+    // Messages this tab is still sending are not in the transcript yet: they stay on the page.
+    const sending = Object.values(store.conv.turns).filter((turn) => turn.status === "sending");
+    // The open asks: each one's request with its turn id. The summary's schema leaves their shape
+    // open (ConversationSummary.interactions in src/schemas/api.ts is an array of unknown).
+    const outstanding = /** @type {Array<import("../lib/wire").InteractionRequest & { turnId: string }>} */ (summary.interactions ?? []);
+    const askIds = [
+      ...transcript.messages.flatMap((m) => (m.role === "assistant" ? m.parts.filter((p) => p.type === "interaction").map((p) => String(p.id)) : [])),
+      ...outstanding.map((i) => i.id),
+    ];
+    const waiting = summary.activeTurn ? { turnId: summary.activeTurn.turnId, waitingFor: summary.activeTurn.waitingFor ?? null } : null;
+    store.dispatch({ type: "loaded", transcript, outstanding, waiting, title: summary.title, unsent: unsentStore.list(cid), choices: choiceStore.read(askIds) });
+    for (const turn of sending) {
+      if (!store.conv.turns[turn.turnId]) store.dispatch({ type: "send", turnId: turn.turnId, message: turn.userText, at: turn.sentAt ?? new Date().toISOString() });
+    }
+    for (const turnId of store.conv.order) if (store.conv.turns[turnId]?.status !== "unsent") unsentStore.remove(cid, turnId);
+    connect();
+    loadUsage();
+  }
+
+  async function loadUsage() {
+    const generation = store.generation;
+    try {
+      const usage = await api.usage(store.conv.cid);
+      if (generation === store.generation) store.dispatch({ type: "usage", total: usage.total, budget: usage.budget, turns: usage.turns });
+    } catch {
+      // usage stays as the stream reports it
+    }
+  }
+
+  /**
+   * @param {string} cid
+   * @param {{ push?: boolean }} [options]
+   */
+  async function open(cid, { push = true } = {}) {
+    closeStream();
+    store.generation++;
+    store.editing = null;
+    store.replace(emptyConversation(cid));
+    screen.hideBanner();
+    closeSidebar();
+    const url = new URL(location.href);
+    url.searchParams.set("c", cid);
+    if (push) history.pushState({ cid }, "", url);
+    else history.replaceState({ cid }, "", url);
+    const known = store.conversations.find((c) => c.conversationId === cid);
+    drawList();
+    if (known || !store.listComplete) {
+      store.replace({ ...store.conv, title: known?.title ?? null });
+      screen.updateTitle();
+      screen.schedule();
+      await reload();
+    } else {
+      store.dispatch({ type: "loaded", transcript: { messages: [], lastEventId: 0 }, unsent: unsentStore.list(cid) });
+      connect({ exists: false });
+    }
+    screen.updateTitle();
+    screen.schedule();
+    follow();
+    if (!narrow.matches || document.activeElement === document.body) ui.input.focus();
+  }
+
+  const openNew = () => open(newConversationId());
+
+  /** The open conversation was deleted elsewhere: say so, and leave it for a new one. */
+  async function leaveDeleted() {
+    const title = store.conv.title || "This conversation";
+    store.dispatch({ type: "deleted" });
+    store.conversations = store.conversations.filter((c) => c.conversationId !== store.conv.cid);
+    await openNew();
+    screen.showBanner(`“${title}” was deleted in another tab or on another device. This is a new conversation.`, "deleted");
+    screen.announce(`“${title}” was deleted elsewhere.`);
+    refreshList();
+  }
+
+  addEventListener("popstate", () => {
+    const cid = new URL(location.href).searchParams.get("c");
+    if (cid && cid !== store.conv.cid) open(cid, { push: false });
+  });
+
+  return {
+    open,
+    openNew,
+    reload,
+    /** Signed in: the list, then the conversation the URL names (else a new one). */
+    async enter() {
+      await refreshList();
+      const fromUrl = new URL(location.href).searchParams.get("c");
+      await open(fromUrl ?? newConversationId(), { push: false });
+    },
+    /** Another tab deleted a conversation: leave it if it is this one, else update the list. */
+    deletedElsewhere(/** @type {string} */ cid) {
+      if (cid === store.conv.cid) leaveDeleted();
+      else refreshList();
+    },
+  };
+}

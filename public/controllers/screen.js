@@ -1,0 +1,132 @@
+// @ts-check
+/**
+ * What the page shows of the open conversation, drawn from the store: the transcript
+ * (views/transcript.js), the title and usage line, Stop and Send, the banner and the browser tab's
+ * title; and the live region that tells a screen reader user what happened (answers, failures,
+ * asks). A change is drawn once per frame, and by a timer too, so a background tab catches up.
+ */
+import { formatTokens, usageText } from "../lib/format.js";
+import { activeTurn } from "../lib/reducer.js";
+
+/** @typedef {import("../lib/reducer.js").ConversationState} ConversationState */
+
+const APP_NAME = "Agent chat";
+
+/**
+ * @param {{
+ *   store: import("../lib/store.js").Store,
+ *   transcript: ReturnType<typeof import("../views/transcript.js").createTranscriptView>,
+ *   ui: {
+ *     app: HTMLElement, title: HTMLElement, empty: HTMLElement, usageTotal: HTMLElement, stop: HTMLButtonElement, send: HTMLButtonElement,
+ *     banner: HTMLElement, bannerText: HTMLElement, bannerClose: HTMLElement, input: HTMLTextAreaElement, announcer: HTMLElement,
+ *   },
+ * }} deps
+ */
+export function createScreen({ store, transcript, ui }) {
+  /** @param {string} text */
+  function announce(text) {
+    ui.announcer.textContent = "";
+    setTimeout(() => (ui.announcer.textContent = text), 50);
+  }
+
+  /** What a screen reader user should hear as it happens: answers, failures, asks. */
+  function announceChanges(/** @type {ConversationState} */ before, /** @type {ConversationState} */ after) {
+    for (const id of after.order) {
+      const now = after.turns[id];
+      const was = before.turns[id];
+      if (!now || was?.status === now.status) continue;
+      if (now.status === "completed") {
+        const text = now.blocks.flatMap((b) => (b.kind === "text" ? [b.text] : [])).join(" ");
+        announce(`The agent answered: ${text.slice(0, 200)}`);
+      } else if (now.status === "failed") announce("The turn failed.");
+      else if (now.status === "cancelled") announce("The turn was cancelled.");
+    }
+    for (const ask of Object.values(after.asks)) {
+      if (ask.status === "outstanding" && !before.asks[ask.id]) announce(`The agent is waiting for you: ${ask.request.title}`);
+    }
+  }
+
+  function updateTitle() {
+    const conv = store.conv;
+    const title = conv.title || "New conversation";
+    const waiting = Object.values(conv.asks).some((a) => a.status === "outstanding");
+    const active = activeTurn(conv);
+    const prefix = waiting ? "Waiting for you · " : active ? "Working… · " : "";
+    document.title = ui.app.hidden ? APP_NAME : `${prefix}${title} — ${APP_NAME}`;
+  }
+
+  let queued = false;
+  function schedule() {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(draw);
+    setTimeout(draw, 100);
+  }
+
+  function draw() {
+    if (!queued) return;
+    queued = false;
+    const conv = store.conv;
+    const active = activeTurn(conv);
+    transcript.render(conv, { busy: store.busy(), editing: store.editing });
+    ui.title.textContent = conv.title || "New conversation";
+    ui.empty.hidden = !conv.cid || conv.order.length > 0;
+    ui.stop.hidden = !active || active.status === "sending";
+    ui.send.disabled = store.busy();
+    const total = conv.usageTotal;
+    const parts = [];
+    if (total) parts.push(`Total: ${usageText(total, { floor: !total.complete })}`);
+    if (conv.budget) {
+      const b = conv.budget;
+      parts.push(`Budget ${b.complete ? "" : "at least "}${formatTokens(b.used)} of ${formatTokens(b.tokens)} tokens${spendNote(b.provenance)}${b.exceeded ? " (reached)" : ""}`);
+    }
+    ui.usageTotal.textContent = parts.join(" · ");
+    if (conv.budgetExceeded && ui.banner.dataset.kind !== "budget") {
+      const stopped = conv.budgetExceeded;
+      showBanner(`Token budget reached: the run was stopped (${stopped.scope ?? "conversation"} budget ${stopped.tokens ?? ""}${spendNote(stopped.provenance)}).`, "budget");
+    }
+  }
+
+  /** @param {string} text @param {string} [kind] */
+  function showBanner(text, kind = "notice") {
+    ui.bannerText.textContent = text;
+    ui.banner.dataset.kind = kind;
+    ui.banner.hidden = false;
+  }
+
+  function hideBanner() {
+    ui.banner.hidden = true;
+    delete ui.banner.dataset.kind;
+  }
+
+  ui.bannerClose.addEventListener("click", () => {
+    hideBanner();
+    ui.input.focus();
+  });
+
+  /**
+   * @param {string} text
+   * @param {HTMLButtonElement} button
+   */
+  async function copy(text, button) {
+    const label = button.textContent;
+    try {
+      await navigator.clipboard.writeText(text);
+      button.textContent = "Copied";
+      announce("Copied to the clipboard.");
+    } catch {
+      button.textContent = "Copy failed";
+    }
+    setTimeout(() => (button.textContent = label), 1500);
+  }
+
+  return { announce, announceChanges, updateTitle, schedule, showBanner, hideBanner, copy };
+}
+
+/**
+ * What a budget's spend is made of, when it is not all measured.
+ * @param {import("../lib/reducer.js").Provenance | undefined} provenance
+ */
+function spendNote(provenance) {
+  return provenance === "estimated" ? ", counting estimates" : provenance === "unknown" ? ", counting unverified figures" : "";
+}

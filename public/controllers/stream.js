@@ -1,0 +1,59 @@
+// @ts-check
+/**
+ * Following the open conversation's event stream (lib/stream.js), strictly after the last event
+ * the store applied, and the connection badge in the header. Every event goes to the store as an
+ * action; events of a conversation that is no longer open are dropped (the store's generation).
+ */
+import { followStream } from "../lib/stream.js";
+
+/** @typedef {import("../lib/stream.js").ConnectionState} ConnectionState */
+
+const LABEL = { idle: "Idle", connecting: "Connecting", replaying: "Catching up", live: "Live", reconnecting: "Reconnecting" };
+
+/**
+ * @param {{
+ *   api: import("../lib/api.js").Api,
+ *   store: import("../lib/store.js").Store,
+ *   ui: { connection: HTMLElement },
+ *   onReset: () => void,
+ * }} deps  `onReset`: the server no longer has the stream's cursor; the conversation is loaded again
+ */
+export function createStreamController({ api, store, ui, onReset }) {
+  /** @type {{ close: () => void } | null} */
+  let stream = null;
+
+  /** @param {ConnectionState | "idle"} state */
+  function setConnection(state) {
+    if (ui.connection.dataset.state === state) return;
+    ui.connection.dataset.state = state;
+    ui.connection.textContent = LABEL[state];
+  }
+
+  function close() {
+    stream?.close();
+    stream = null;
+    setConnection("idle");
+  }
+
+  /**
+   * Follows the open conversation. A conversation the server does not have yet is followed too:
+   * another tab may start it.
+   * @param {{ exists?: boolean }} [options]
+   */
+  function connect({ exists = true } = {}) {
+    close();
+    const generation = store.generation;
+    const cid = store.conv.cid;
+    stream = followStream({
+      api,
+      cid,
+      after: () => store.conv.lastSeq,
+      onEvent: (event) => generation === store.generation && store.dispatch({ type: "event", event }),
+      onReset: () => generation === store.generation && onReset(),
+      onState: (state) => generation === store.generation && setConnection(state),
+      exists,
+    });
+  }
+
+  return { connect, close };
+}

@@ -1,0 +1,51 @@
+/// <reference types="vite/client" />
+// The chat page's module graph stays flat: the browser finds a module's imports only once it has
+// loaded it, so every level of imports is one more round trip before the page runs. Controllers
+// (public/controllers/) are imported by app.js alone, never by one another or by lib/ or views/,
+// and no module of the page is further from app.js than the markdown renderer has always been.
+import { describe, expect, it } from "vitest";
+
+const sources = import.meta.glob(["/public/**/*.js", "!/public/vendor/**"], { query: "?raw", import: "default", eager: true }) as Record<string, string>;
+
+/** The page modules a module imports statically (relative specifiers), as paths from the root. */
+function importsOf(path: string): string[] {
+  const code = (sources[path] ?? "").replace(/\/\*[\s\S]*?\*\//g, "");
+  const found = [...code.matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s+"(\.{1,2}\/[^"]+)"|^\s*import\s+"(\.{1,2}\/[^"]+)"/gm)].map((m) => (m[1] ?? m[2]) as string);
+  return found.map((spec) => new URL(spec, `file://${path}`).pathname);
+}
+
+/** Each module's distance from app.js in imports (app.js itself: 0). */
+function distances(): Map<string, number> {
+  const out = new Map([["/public/app.js", 0]]);
+  const queue = ["/public/app.js"];
+  for (let path = queue.shift(); path; path = queue.shift()) {
+    for (const next of importsOf(path)) {
+      if (out.has(next)) continue;
+      out.set(next, (out.get(path) ?? 0) + 1);
+      queue.push(next);
+    }
+  }
+  return out;
+}
+
+describe("the page's module graph", () => {
+  it("resolves: every import names a module of the page", () => {
+    for (const path of Object.keys(sources)) for (const target of importsOf(path)) expect(sources, `${path} imports ${target}`).toHaveProperty([target]);
+  });
+
+  it("has its controllers imported by app.js alone", () => {
+    const controllers = Object.keys(sources).filter((p) => p.startsWith("/public/controllers/"));
+    expect(controllers.length).toBeGreaterThan(0);
+    for (const controller of controllers) {
+      const importers = Object.keys(sources).filter((p) => importsOf(p).includes(controller));
+      expect(importers, controller).toEqual(["/public/app.js"]);
+    }
+  });
+
+  it("keeps every module within the markdown renderer's distance from app.js", () => {
+    const depth = distances();
+    const markdown = depth.get("/public/lib/markdown.js");
+    expect(markdown).toBe(3); // app.js → views/transcript.js → views/turn.js → lib/markdown.js
+    for (const [path, d] of depth) expect(d, path).toBeLessThanOrEqual(3);
+  });
+});
