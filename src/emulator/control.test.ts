@@ -316,17 +316,33 @@ describe("the emulator's faults", () => {
     });
   }
 
-  it("a sandbox stopped through the control route answers 409 SANDBOX_NOT_RUNNING and keeps its runs", async () => {
+  it("a sandbox stopped through the control route answers 409 SANDBOX_NOT_RUNNING; its run's live stream closes and the run ends failed with it", async () => {
     const emu = emulator("stopped-control");
     const id = await runningSandbox(emu);
     const stream = await dispatch(emu, id, { message: "hi [ask]", executionId: "exe-sp", turnId: "t1" });
+    const live = readRaw(stream);
     await readRaw(await emu.control("/_emulator/executions/exe-sp/stream"), (t) => t.includes("event: interaction"));
     await emu.control(`/_emulator/sandboxes/${id}/status`, { status: "stopped" });
     const res = await emu.api("GET", runtime(id, "/agents/sessions/s1"));
     expect(res.status).toBe(409);
     expect((await json(res)).error.code).toBe("SANDBOX_NOT_RUNNING");
-    expect((await json(await emu.control("/_emulator/executions/exe-sp"))).status).toBe("running");
-    await stream.body?.cancel();
+    // The stream ends (readRaw returns before its timeout) with no terminal frame.
+    const text = await live;
+    expect(text).toContain("event: interaction");
+    expect(text).not.toMatch(/event: (result|done)/);
+    expect((await json(await emu.control("/_emulator/executions/exe-sp"))).status).toBe("failed");
+  });
+
+  it("with variant stoppedRuns survive, the stream closes but the run is kept running", async () => {
+    const emu = emulator("stopped-survive");
+    await emu.control("/_emulator/variants", { stoppedRuns: "survive" });
+    const id = await runningSandbox(emu);
+    const stream = await dispatch(emu, id, { message: "hi [ask]", executionId: "exe-sv", turnId: "t1" });
+    const live = readRaw(stream);
+    await readRaw(await emu.control("/_emulator/executions/exe-sv/stream"), (t) => t.includes("event: interaction"));
+    await emu.control(`/_emulator/sandboxes/${id}/status`, { status: "stopped" });
+    expect(await live).not.toMatch(/event: (result|done)/);
+    expect((await json(await emu.control("/_emulator/executions/exe-sv"))).status).toBe("running");
   });
 });
 

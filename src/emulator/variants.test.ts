@@ -51,6 +51,7 @@ describe("the emulator's variants", () => {
         runControlRef: "optional",
         dispatched: "absent",
         createReplay: "200",
+        stoppedRuns: "end",
       },
     });
     const set = await emu.control("/_emulator/variants", { errorBody: "control-plane", fieldOrder: "data-first" });
