@@ -11,7 +11,7 @@ import { canonicalDigest, canonicalJson, stripUndefined, toHex } from "../lib/di
 import type { AgentProvider } from "../providers/provider";
 import type { InteractionAcknowledgement, InteractionRequest } from "../schemas/contracts";
 import type { Appender, EventLog } from "./event-log";
-import { answerProblems, approvalOf, type Outcome } from "./interaction-answers";
+import { answerProblems, approvalOf, type Outcome } from "./answer-check";
 import { priorOperation } from "./operations";
 import { providerRefusal } from "./provider-refusal";
 import type { InteractionRecord, InteractionStatus, SessionContext, SessionStore } from "./session-store";

@@ -211,7 +211,7 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   /** Closes every browser stream (local development: the page must reconnect by itself). */
-  async dropReaders(): Promise<number> {
+  async closeBrowserStreams(): Promise<number> {
     return this.subscriptions.closeAll(CLOSE_DROPPED, "dropped");
   }
 

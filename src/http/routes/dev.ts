@@ -76,7 +76,7 @@ devRoutes.serve(
   },
   async (c) => {
     const { stub } = await session(c);
-    return c.json({ dropped: await stub.dropReaders() });
+    return c.json({ dropped: await stub.closeBrowserStreams() });
   },
 );
 

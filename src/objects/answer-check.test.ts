@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { InteractionRequest, type InteractionField } from "../schemas/contracts";
 import { allowedDecisions, decisionField } from "../../public/lib/grants.js";
-import { answerProblems, approvalOf } from "./interaction-answers";
+import { answerProblems, approvalOf } from "./answer-check";
 
 const question = InteractionRequest.parse({
   id: "q1",
