@@ -2,6 +2,10 @@
  * The Sandbox HTTP API of docs/sandbox-wire.md §2–3, as the emulator serves it: the control plane
  * (`/v1/sandboxes…`) and the runtime proxy (`/v1/sandboxes/{id}/runtime…`). Every call is
  * authenticated, counted by route, and subject to injected failures (`failNext`).
+ *
+ * Over 400 lines on purpose: one block per route in the order of the wire document's tables, so
+ * the served API is read against docs/sandbox-wire.md in one file; what a route does beyond
+ * shaping its answer lives in ./runner.ts, ./sandboxes.ts and ./asks.ts.
  */
 import type { Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
