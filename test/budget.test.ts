@@ -97,3 +97,28 @@ describe("spend is the user's", () => {
     expect(usage.budget.used).toBeGreaterThanOrEqual(3960 + 1040);
   });
 });
+
+describe("a send while the per-user budget is being read", () => {
+  // Admitting a new turn reads the user's spend elsewhere (an RPC): two sends that arrive together
+  // must still be decided as if one came after the other.
+  it("the same turn sent twice at once is one turn, answered twice, never a server error", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const turnId = uid("turn");
+    const answers = await Promise.all([sendTurn(token, cid, turnId, "hello"), sendTurn(token, cid, turnId, "hello")]);
+    expect(answers.map((r) => r.status).sort()).toEqual([202, 202]);
+    const [a, b] = await Promise.all(answers.map((r) => json(r)));
+    expect(a.executionId).toBe(b.executionId);
+    expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
+  });
+
+  it("two turns sent at once to one conversation: one runs, the other is refused busy", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const first = await sendTurn(token, cid, uid("turn"), "hello");
+    expect(first.status).toBe(202);
+    await waitForTurn(token, cid, (await json(first)).turnId);
+    const answers = await Promise.all([sendTurn(token, cid, uid("turn"), "one"), sendTurn(token, cid, uid("turn"), "two")]);
+    expect(answers.map((r) => r.status).sort()).toEqual([202, 409]);
+  });
+});

@@ -125,8 +125,14 @@ export class Dispatcher {
   async submit(context: SessionContext, turnId: string, request: TurnRequest): Promise<SubmitOutcome> {
     const requestDigest = await turnRequestDigest(request);
     const executionId = await executionIdFor(this.agentSessionId(context), turnId);
-    // From here to the insert nothing awaits: a concurrent retry sees this turn.
-    const decision = decideTurn(this.store.turn(turnId), this.store.activeTurn(), requestDigest);
+    let decision = decideTurn(this.store.turn(turnId), this.store.activeTurn(), requestDigest);
+    if (decision.kind === "new") {
+      // Admitting a new turn may read the user's spend elsewhere (an RPC): a send that arrived
+      // meanwhile may have taken this turn id or the conversation, so the turn is decided again.
+      await this.deps.budgets.admit(context);
+      decision = decideTurn(this.store.turn(turnId), this.store.activeTurn(), requestDigest);
+    }
+    // From here to the insert nothing awaits: a concurrent send sees this turn.
     switch (decision.kind) {
       case "cached":
         return { outcome: "cached", turn: turnView(decision.turn, []) };
@@ -141,7 +147,6 @@ export class Dispatcher {
       case "new":
         break;
     }
-    await this.deps.budgets.admit(context);
     const now = Date.now();
     this.deps.log.commit(() => {
       this.store.insertPendingTurn({ turnId, requestDigest, request, executionId, now });
