@@ -19,6 +19,15 @@ const FILES = {
   "@highlightjs/cdn-assets/es/highlight.min.js": "highlight.min.js",
 };
 
+/**
+ * Copies a file unless the target already holds the same bytes: a server already serving public/
+ * (another `npm start`, a test suite's) never sees its assets rewritten under it.
+ */
+function copyIfChanged(source, target) {
+  if (existsSync(target) && readFileSync(target).equals(readFileSync(source))) return;
+  copyFileSync(source, target);
+}
+
 mkdirSync(out, { recursive: true });
 for (const [from, to] of Object.entries(FILES)) {
   const source = join(root, "node_modules", from);
@@ -26,9 +35,9 @@ for (const [from, to] of Object.entries(FILES)) {
     console.error(`vendor: ${from} is missing; run npm ci`);
     process.exit(1);
   }
-  copyFileSync(source, join(out, to));
+  copyIfChanged(source, join(out, to));
   // The source map beside it, when the package ships one (devtools asks for it).
-  if (existsSync(`${source}.map`)) copyFileSync(`${source}.map`, join(out, `${to}.map`));
+  if (existsSync(`${source}.map`)) copyIfChanged(`${source}.map`, join(out, `${to}.map`));
 }
 
 // The Content-Security-Policy (public/_headers) allows the page's one inline script, its import
