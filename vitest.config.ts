@@ -40,8 +40,9 @@ const PAGE_TESTS = "test/page/**";
 
 export default defineConfig({
   test: {
-    // One file at a time on a small machine (vitest's default): test files share the CLI Bridge
-    // stand-in and its faults, so two at once read each other's capability documents.
+    // Test files run side by side (most of their time is spent waiting on the emulator's clock);
+    // the cli-bridge project runs after the rest, one file at a time (below).
+    maxWorkers: "100%",
     projects: [
       {
         plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml", environment: "local" }, miniflare: { bindings } })],
@@ -69,7 +70,9 @@ export default defineConfig({
             miniflare: { bindings: { ...bindings, ...cliBridgeBindings } },
           }),
         ],
-        test: { ...timeouts, name: "cli-bridge", include: [CLI_BRIDGE_TESTS], globalSetup: ["./test/cli-bridge/global-setup.mjs"] },
+        // One file at a time, after the others: its files share the stand-in and its faults, so two at
+        // once read each other's capability documents.
+        test: { ...timeouts, name: "cli-bridge", include: [CLI_BRIDGE_TESTS], globalSetup: ["./test/cli-bridge/global-setup.mjs"], maxWorkers: 1, sequence: { groupOrder: 1 } },
       },
       { test: { ...timeouts, name: "page", include: [PAGE_TESTS + "/*.test.ts"], environment: "node" } },
     ],
