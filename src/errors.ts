@@ -21,7 +21,13 @@ export type RefusalCode =
   | "admission_missing"
   | "upstream_rate_limited"
   | "upstream_timeout"
-  | "upstream_error";
+  | "upstream_error"
+  /** The user's account is being deleted: nothing of it is read or run any more. */
+  | "account_deleting"
+  /** The user's account was deleted; the token was issued before that. */
+  | "account_deleted"
+  /** The provider does not let a user stop or delete their environment (the CLI Bridge's one shared environment). */
+  | "environment_control_unsupported";
 
 export class Refusal extends Error {
   override name = "Refusal";

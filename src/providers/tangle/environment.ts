@@ -24,6 +24,8 @@ export interface EnvironmentOptions extends BackendDefaults {
   git?: { url: string; ref?: string };
   readyTimeoutMs: number;
   readyPollMs: number;
+  /** Sent at creation: the Sandbox stops a sandbox idle this long, and retires it this long after creation. */
+  limits?: { idleTimeoutSeconds: number; maxLifetimeSeconds: number };
 }
 
 const TERMINAL_SANDBOX_STATUSES = new Set(["failed", "stopped", "expired", "deleted"]);
@@ -156,6 +158,8 @@ async function createEnvironment(options: EnvironmentOptions, ownerKey: string, 
       name: `chat-${ownerKey.slice(0, 24)}`,
       backend: backendFor(options, undefined),
       git: options.git,
+      idleTimeoutSeconds: options.limits?.idleTimeoutSeconds,
+      maxLifetimeSeconds: options.limits?.maxLifetimeSeconds,
       metadata: { createdBy: "agent-chat-gateway", owner: ownerKey },
       idempotencyKey: `${ownerKey}:g${generation}`,
     });
@@ -172,7 +176,13 @@ async function createEnvironment(options: EnvironmentOptions, ownerKey: string, 
       if (err instanceof ProviderError && err.code === "environment_unavailable") write({ ...state, failed: Math.max(state.failed, generation) });
       throw err;
     }
-    const record: EnvironmentRecord = { environmentId: sandbox.id, generation, readyAt: new Date().toISOString(), ...(await readCapabilities(options, sandbox.id, null)) };
+    const record: EnvironmentRecord = {
+      environmentId: sandbox.id,
+      generation,
+      readyAt: new Date().toISOString(),
+      ...(await readCapabilities(options, sandbox.id, null)),
+      ...(options.limits ? { requested: { ...options.limits } } : {}),
+    };
     return { record, outcome: createdHere ? "created" : "found" };
   }
 }
