@@ -27,7 +27,9 @@ export type RefusalCode =
   /** The user's account was deleted; the token was issued before that. */
   | "account_deleted"
   /** The provider does not let a user stop or delete their environment (the CLI Bridge's one shared environment). */
-  | "environment_control_unsupported";
+  | "environment_control_unsupported"
+  /** The user has no environment (none yet, or it was deleted). */
+  | "environment_not_found";
 
 export class Refusal extends Error {
   override name = "Refusal";

@@ -46,6 +46,7 @@ const REFUSAL_STATUS: Record<RefusalCode, ContentfulStatusCode> = {
   account_deleting: 409,
   account_deleted: 410,
   environment_control_unsupported: 501,
+  environment_not_found: 404,
 };
 
 function refusalToApi(refusal: RefusalWire): ApiError {

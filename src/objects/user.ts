@@ -369,7 +369,7 @@ export class UserObject extends DurableObject<Env> {
   async stopEnvironment(): Promise<RpcResult<{ stopped: true; environmentId: string }>> {
     return captureRpc(async () => {
       const { provider, known } = await this.settledEnvironment("stop");
-      if (!known) throw new Refusal("environment_unavailable", "there is no sandbox to stop: the next turn creates one");
+      if (!known) throw new Refusal("environment_not_found", "there is no sandbox to stop: the next turn creates one");
       await provider.stopEnvironment(known).catch((err: unknown) => {
         throw providerRefusal(err);
       });

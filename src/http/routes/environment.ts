@@ -31,7 +31,7 @@ environmentRoutes.serve(
     path: "/stop",
     summary: "Stop the user's sandbox now; the next turn resumes it (the agent's memory kept). A running turn ends failed environment_lost",
     answers: { 200: json(EnvironmentStopAnswer, "Stopped") },
-    errors: [401, 409, 410, 501, 502, 503],
+    errors: [401, 404, 409, 410, 501, 502, 503],
   },
   async (c) => c.json(unwrapRpc(await userOf(c).stopEnvironment())),
 );
