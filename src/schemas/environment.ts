@@ -22,13 +22,13 @@ export const IdlePolicy = z.object({
 });
 export type IdlePolicy = z.infer<typeof IdlePolicy>;
 
-export const Resources = z.object({
+const Resources = z.object({
   cpuCores: z.number().positive().nullable(),
   memoryMB: z.number().positive().nullable(),
   diskGB: z.number().positive().nullable(),
 });
 
-export const AccountUsage = z.object({
+const AccountUsage = z.object({
   activeSandboxes: z.number().int().nonnegative().nullable().describe("null: not reported"),
   concurrentSandboxLimit: z.number().int().positive().nullable().describe("null: not reported, or no ceiling (never zero)"),
 });
@@ -44,7 +44,7 @@ export const ObservedEnvironment = z.object({
   resources: observed(Resources),
 });
 export type ObservedEnvironment = z.infer<typeof ObservedEnvironment>;
-export type Observed<T> = { state: "reported"; value: T } | { state: "unavailable"; reason: string };
+type Observed<T> = { state: "reported"; value: T } | { state: "unavailable"; reason: string };
 export type ObservedAccountUsage = Observed<z.infer<typeof AccountUsage>>;
 
 export const EnvironmentAction = z.object({
@@ -85,7 +85,7 @@ export const EnvironmentDeleteAnswer = z
   .meta({ id: "EnvironmentDeleted" });
 
 /** The steps of an account's deletion, in the order they run (README "The sandbox's life"). */
-export const DELETION_STEPS = ["sealed", "webhooks", "streams", "conversations", "sandbox", "index", "done"] as const;
+const DELETION_STEPS = ["sealed", "webhooks", "streams", "conversations", "sandbox", "index", "done"] as const;
 export type DeletionStep = (typeof DELETION_STEPS)[number];
 
 export const AccountDeletion = z

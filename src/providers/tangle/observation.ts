@@ -43,7 +43,7 @@ const unavailable = (why: string) => ({ state: "unavailable" as const, reason: w
 const time = (value: string | undefined, name: string) => (value !== undefined && !Number.isNaN(Date.parse(value)) ? { state: "reported" as const, value } : unavailable(`the Sandbox reported no ${name}`));
 
 /** The sandbox object read into surfaces; `null` when the Sandbox has no such sandbox (404). */
-export function observedOf(sandbox: Sandbox | null): ObservedEnvironment {
+function observedOf(sandbox: Sandbox | null): ObservedEnvironment {
   if (!sandbox) {
     const gone = unavailable("the Sandbox no longer has this sandbox (404)");
     return { status: { state: "reported", value: "gone" }, createdAt: gone, startedAt: gone, lastActivityAt: gone, expiresAt: gone, idlePolicy: gone, resources: gone };
