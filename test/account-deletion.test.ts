@@ -8,7 +8,7 @@
 import { abortAllDurableObjects, env, runDurableObjectAlarm } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { deriveOwnerKey } from "../src/auth/ids";
-import { api, collect, emulator, json, sendTurn, setFaults, tokenFor, uid, upstream, waitForTurn } from "./helpers";
+import { api, collect, counters, emulator, json, sendTurn, setFaults, tokenFor, uid, upstream, waitForTurn } from "./helpers";
 
 const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;
 
@@ -127,6 +127,20 @@ describe("DELETE /v1/me", () => {
     expect(await json(resumed)).toMatchObject({ state: "deleted", step: "done", conversationsDeleted: 2, lastError: null });
     expect((await emulator(`/_emulator/sandboxes/${sandboxId}`)).status).toBe("deleted");
     expect(new Set(await everything(token, cids[1]!))).toEqual(new Set(["410 account_deleted"]));
+  });
+
+  it("a turn running when the deletion begins is stopped upstream, and its conversation deleted with the rest", async () => {
+    const { token, cids } = await userWithConversations();
+    const turnId = uid("turn");
+    const accepted = await json(await sendTurn(token, cids[0]!, turnId, "a long job [slow] [long]"));
+    expect((await emulator(`/_emulator/executions/${accepted.executionId}`)).status).toBe("running");
+    const abortsBefore = (await counters())["requests.runtime.session.abort"] ?? 0;
+    const res = await api("/v1/me", { token, method: "DELETE" });
+    expect(res.status).toBe(200);
+    expect(await json(res)).toMatchObject({ state: "deleted", conversationsDeleted: 2 });
+    // The run was interrupted, then its session (the run with it) deleted upstream.
+    expect((await counters())["requests.runtime.session.abort"]).toBe(abortsBefore + 1);
+    expect((await emulator(`/_emulator/executions/${accepted.executionId}`)).error.code).toBe("EXECUTION_NOT_FOUND");
   });
 
   it("an account with nothing in it is deleted at once; GET /v1/me says no deletion began before", async () => {
