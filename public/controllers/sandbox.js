@@ -3,7 +3,7 @@
  * The sandbox panel (README "The sandbox's life"): the user's sandbox as the provider reports it
  * (GET /v1/environment: a value the provider does not report reads "unknown", its reason on
  * hover, never a made-up figure), what the gateway last did to it, and Stop / Delete, each asked
- * for again in the panel before it is sent. Opened from the header's Sandbox button.
+ * for again in the panel before it is sent. Opened from the sidebar's Sandbox button.
  */
 import { el } from "../views/dom.js";
 
