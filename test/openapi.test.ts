@@ -92,7 +92,7 @@ describe("the OpenAPI document matches what the routes answer", () => {
     await documented(AccountAnswer, await api("/v1/me", { token }));
     // The account gate's answers are documented on every authenticated route but the account's own.
     const doc = await json(await api("/openapi.json"));
-    for (const [path, method] of [["/v1/conversations", "get"], ["/v1/conversations/{cid}/events", "get"], ["/v1/environment", "get"]]) {
+    for (const [path, method] of [["/v1/conversations", "get"], ["/v1/conversations/{cid}/events", "get"], ["/v1/environment", "get"]] as const) {
       expect(Object.keys(doc.paths[path][method].responses)).toEqual(expect.arrayContaining(["409", "410"]));
     }
     expect(Object.keys(doc.paths["/v1/me"].delete.responses)).not.toContain("410");
