@@ -131,6 +131,29 @@ describe("the limits, kept by the Sandbox", () => {
     expect(view.actions[0]).toMatchObject({ action: "replaced", environmentId: next.sandboxId, detail: `in place of ${sandboxId}` });
   });
 
+  it("an expired sandbox holds no session to end: its conversation is deleted all the same, and so is the account", async () => {
+    const { token, cid, sandboxId } = await userWithSandbox();
+    const other = uid("conv");
+    const turnId = uid("turn");
+    await sendTurn(token, other, turnId, "hello");
+    expect((await waitForTurn(token, other, turnId)).status).toBe("completed");
+    await emulator(`/_emulator/sandboxes/${sandboxId}/clock`, { advanceSeconds: DAY });
+    const removed = await api(`/v1/conversations/${cid}`, { token, method: "DELETE" });
+    expect(removed.status).toBe(200);
+    expect((await api(`/v1/conversations/${cid}/messages`, { token })).status).toBe(404);
+    const deleted = await api("/v1/me", { token, method: "DELETE" });
+    expect(deleted.status).toBe(200);
+    expect(await json(deleted)).toMatchObject({ state: "deleted", conversationsDeleted: 1 });
+  });
+
+  it("stop of a sandbox that is gone already says so", async () => {
+    const { token, sandboxId } = await userWithSandbox();
+    await emulator(`/_emulator/sandboxes/${sandboxId}/status`, { status: "deleted" });
+    const res = await api("/v1/environment/stop", { token, method: "POST" });
+    expect(res.status).toBe(404);
+    expect((await json(res)).error.code).toBe("environment_not_found");
+  });
+
   it("the limits are configuration: whole seconds above zero, the idle timeout no longer than the lifetime", () => {
     const base = env as unknown as Record<string, string>;
     const read = (overrides: Record<string, string>) => {

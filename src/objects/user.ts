@@ -12,6 +12,7 @@ import { readConfig } from "../config";
 import { captureRpc, Refusal, type RpcResult } from "../errors";
 import { createProvider } from "../providers";
 import { capabilityReadDue } from "../providers/claims";
+import { ProviderError } from "../providers/errors";
 import type { CreateLedger, EnvironmentRecord } from "../providers/provider";
 import { Provenance } from "../schemas/common";
 import type { Spend } from "./budgets";
@@ -371,6 +372,7 @@ export class UserObject extends DurableObject<Env> {
       const { provider, known } = await this.settledEnvironment("stop");
       if (!known) throw new Refusal("environment_not_found", "there is no sandbox to stop: the next turn creates one");
       await provider.stopEnvironment(known).catch((err: unknown) => {
+        if (err instanceof ProviderError && err.code === "environment_gone") throw new Refusal("environment_not_found", "the sandbox is gone already: the next turn creates another");
         throw providerRefusal(err);
       });
       // The next turn probes it (and resumes it) instead of trusting the last check.

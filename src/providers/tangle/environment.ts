@@ -47,6 +47,11 @@ async function getSandbox(options: EnvironmentOptions, id: string): Promise<Sand
   }
 }
 
+/** The sandbox's status; null when it is gone (404). */
+export async function sandboxStatus(options: EnvironmentOptions, id: string): Promise<string | null> {
+  return (await getSandbox(options, id))?.status ?? null;
+}
+
 /** Polls until the sandbox is running with a ready filesystem; on failure deletes it only when this call created it. */
 async function waitReady(options: EnvironmentOptions, id: string, createdNow: boolean): Promise<void> {
   const deadline = Date.now() + options.readyTimeoutMs;
