@@ -68,6 +68,7 @@ const ui = {
   sandboxYes: /** @type {HTMLButtonElement} */ ($("sandbox-yes")),
   sandboxNo: /** @type {HTMLButtonElement} */ ($("sandbox-no")),
   sandboxClose: $("sandbox-close"),
+  accountDelete: /** @type {HTMLButtonElement} */ ($("account-delete")),
   announcer: $("announcer"),
 };
 const narrow = matchMedia("(max-width: 720px)");
@@ -106,7 +107,7 @@ const conversations = createConversations({
 });
 const composer = createComposer({ api, store, ui, refreshList: sidebar.refresh, follow: () => transcript.follow(), screen });
 const asks = createAsks({ api, store });
-createSandbox({ api, ui, screen });
+createSandbox({ api, ui, screen, signOut: (message) => session.signOut(message) });
 const session = createSession({ api, config, store, ui, showExamples: composer.showExamples, enter: conversations.enter, closeStream: stream.close, updateTitle: screen.updateTitle });
 listenForKeys({ store, ui, sidebar, stopEditing: () => composer.handlers.edit(null), stop: composer.stop });
 

@@ -3,7 +3,8 @@
  * The sandbox panel (README "The sandbox's life"): the user's sandbox as the provider reports it
  * (GET /v1/environment: a value the provider does not report reads "unknown", its reason on
  * hover, never a made-up figure), what the gateway last did to it, and Stop / Delete, each asked
- * for again in the panel before it is sent. Opened from the sidebar's Sandbox button.
+ * for again in the panel before it is sent; and Delete my account (DELETE /v1/me), asked for the
+ * same way, after which the page signs out. Opened from the sidebar's Sandbox button.
  */
 import { el } from "../views/dom.js";
 
@@ -21,6 +22,11 @@ const ACTIONS = {
     question: "Delete the sandbox? Its files are removed, and at your next message the agent starts in a new sandbox, without the earlier conversation in its memory.",
     confirm: "Yes, delete it",
     done: "Sandbox deleted. The agent starts afresh at your next message.",
+  },
+  account: {
+    question: "Delete your account? Every conversation, your sandbox and your webhooks are removed, here and at the agent service. This cannot be undone.",
+    confirm: "Yes, delete my account",
+    done: "Your account was deleted.",
   },
 };
 
@@ -47,12 +53,13 @@ function fact(observed, show = String) {
 /**
  * @param {{
  *   api: import("../lib/api.js").Api,
- *   ui: { sandboxButton: HTMLElement, sandboxPanel: HTMLElement, sandboxFacts: HTMLElement, sandboxNote: HTMLElement, sandboxStop: HTMLButtonElement, sandboxDelete: HTMLButtonElement, sandboxConfirm: HTMLElement, sandboxQuestion: HTMLElement, sandboxYes: HTMLButtonElement, sandboxNo: HTMLButtonElement, sandboxClose: HTMLElement },
+ *   ui: { accountDelete: HTMLButtonElement, sandboxButton: HTMLElement, sandboxPanel: HTMLElement, sandboxFacts: HTMLElement, sandboxNote: HTMLElement, sandboxStop: HTMLButtonElement, sandboxDelete: HTMLButtonElement, sandboxConfirm: HTMLElement, sandboxQuestion: HTMLElement, sandboxYes: HTMLButtonElement, sandboxNo: HTMLButtonElement, sandboxClose: HTMLElement },
  *   screen: { showBanner: (text: string, kind?: string) => void, announce: (text: string) => void },
+ *   signOut: (message: string) => void,
  * }} deps
  */
-export function createSandbox({ api, ui, screen }) {
-  /** @type {"stop" | "delete" | null} */
+export function createSandbox({ api, ui, screen, signOut }) {
+  /** @type {"stop" | "delete" | "account" | null} */
   let asking = null;
 
   /** @param {EnvironmentView} v */
@@ -88,7 +95,7 @@ export function createSandbox({ api, ui, screen }) {
     }
   }
 
-  /** @param {"stop" | "delete" | null} action */
+  /** @param {"stop" | "delete" | "account" | null} action */
   function ask(action) {
     asking = action;
     ui.sandboxConfirm.hidden = action === null;
@@ -102,6 +109,7 @@ export function createSandbox({ api, ui, screen }) {
     const action = asking;
     if (!action) return;
     ask(null);
+    if (action === "account") return deleteAccount();
     try {
       if (action === "stop") await api.stopEnvironment();
       else await api.deleteEnvironment();
@@ -110,6 +118,17 @@ export function createSandbox({ api, ui, screen }) {
       screen.showBanner(`Could not ${action} the sandbox: ${err instanceof Error ? err.message : String(err)}`);
     }
     await refresh();
+  }
+
+  /** Deletes the account; once it began, nothing of it is readable, so the page signs out (a deletion cut short finishes by itself). */
+  async function deleteAccount() {
+    try {
+      const { status } = await api.deleteAccount();
+      set(false);
+      signOut(status === 200 ? ACTIONS.account.done : "Your account is being deleted: nothing of it can be read any more, and the deletion finishes by itself.");
+    } catch (err) {
+      screen.showBanner(`Could not delete your account: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
 
   /** @param {boolean} open */
@@ -127,6 +146,7 @@ export function createSandbox({ api, ui, screen }) {
   });
   ui.sandboxStop.addEventListener("click", () => ask("stop"));
   ui.sandboxDelete.addEventListener("click", () => ask("delete"));
+  ui.accountDelete.addEventListener("click", () => ask("account"));
   ui.sandboxYes.addEventListener("click", () => confirm());
   ui.sandboxNo.addEventListener("click", () => ask(null));
 

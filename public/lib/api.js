@@ -115,6 +115,8 @@ export function createApi({ baseUrl, token, onUnauthorized }) {
     environment: async () => (await request("/v1/environment")).data,
     stopEnvironment: async () => (await request("/v1/environment/stop", { method: "POST" })).data,
     deleteEnvironment: async () => (await request("/v1/environment", { method: "DELETE" })).data,
+    /** 200: deleted; 202: begun, and finishing by itself. @returns {Promise<{ status: number, data: any }>} */
+    deleteAccount: async () => request("/v1/me", { method: "DELETE" }),
     /** @param {string} cid @returns {Promise<import("./wire").StreamToken>} */
     streamToken: async (cid) => (await request(`${conversationPath(cid)}/stream-token`, { method: "POST" })).data,
     baseUrl,

@@ -3,7 +3,7 @@
 // sends nothing). Found by role, label and text; checked against the API.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { api, assertAccessible, openPage, send, shot, signIn, tokenOf, unique, waitForBadge } from "./harness.mjs";
+import { api, assertAccessible, cidOf, openPage, send, shot, signIn, tokenOf, unique, waitForBadge } from "./harness.mjs";
 
 const status = async (token) => (await api("/v1/environment", token)).environment?.reported.status.value ?? null;
 
@@ -51,6 +51,31 @@ describe("the sandbox panel", () => {
     assert.equal(await status(token), "running");
     await page.getByRole("button", { name: "Sandbox" }).click();
     await panel.getByText("running", { exact: true }).waitFor();
+    await page.context().close();
+  });
+
+  it("deletes the account once confirmed: the page signs out, and the old token reads nothing", async () => {
+    const page = await openPage();
+    await signIn(page, unique("leaver"));
+    await send(page, "hello");
+    await waitForBadge(page, "done");
+    const token = await tokenOf(page);
+    const cid = await cidOf(page);
+
+    await page.getByRole("button", { name: "Sandbox" }).click();
+    const panel = page.getByRole("region", { name: "Your sandbox" });
+    await panel.getByRole("button", { name: "Delete my account" }).click();
+    const confirm = panel.getByRole("alertdialog");
+    await confirm.getByText("Delete your account?", { exact: false }).waitFor();
+    await confirm.getByRole("button", { name: "Cancel" }).click();
+    assert.equal((await api("/v1/me", token)).deletion, null);
+
+    await panel.getByRole("button", { name: "Delete my account" }).click();
+    await confirm.getByRole("button", { name: "Yes, delete my account" }).click();
+    await page.getByText("Your account was deleted.").waitFor();
+    await page.getByLabel("Your name").waitFor();
+    assert.equal((await api("/v1/me", token)).deletion.state, "deleted");
+    assert.equal((await api(`/v1/conversations/${cid}/messages`, token)).error.code, "account_deleted");
     await page.context().close();
   });
 });
