@@ -14,6 +14,7 @@
 import { createAsks } from "./controllers/asks.js";
 import { createComposer } from "./controllers/composer.js";
 import { createConversations } from "./controllers/conversations.js";
+import { createSandbox } from "./controllers/sandbox.js";
 import { listenForKeys } from "./controllers/keyboard.js";
 import { createScreen } from "./controllers/screen.js";
 import { createSession } from "./controllers/session.js";
@@ -56,6 +57,18 @@ const ui = {
   input: /** @type {HTMLTextAreaElement} */ ($("composer-input")),
   send: /** @type {HTMLButtonElement} */ ($("send")),
   stop: /** @type {HTMLButtonElement} */ ($("stop")),
+  sandboxButton: $("sandbox-button"),
+  sandboxPanel: $("sandbox-panel"),
+  sandboxFacts: $("sandbox-facts"),
+  sandboxNote: $("sandbox-note"),
+  sandboxStop: /** @type {HTMLButtonElement} */ ($("sandbox-stop")),
+  sandboxDelete: /** @type {HTMLButtonElement} */ ($("sandbox-delete")),
+  sandboxConfirm: $("sandbox-confirm"),
+  sandboxQuestion: $("sandbox-question"),
+  sandboxYes: /** @type {HTMLButtonElement} */ ($("sandbox-yes")),
+  sandboxNo: /** @type {HTMLButtonElement} */ ($("sandbox-no")),
+  sandboxClose: $("sandbox-close"),
+  accountDelete: /** @type {HTMLButtonElement} */ ($("account-delete")),
   announcer: $("announcer"),
 };
 const narrow = matchMedia("(max-width: 720px)");
@@ -94,6 +107,7 @@ const conversations = createConversations({
 });
 const composer = createComposer({ api, store, ui, refreshList: sidebar.refresh, follow: () => transcript.follow(), screen });
 const asks = createAsks({ api, store });
+createSandbox({ api, ui, screen, signOut: (message) => session.signOut(message) });
 const session = createSession({ api, config, store, ui, showExamples: composer.showExamples, enter: conversations.enter, closeStream: stream.close, updateTitle: screen.updateTitle });
 listenForKeys({ store, ui, sidebar, stopEditing: () => composer.handlers.edit(null), stop: composer.stop });
 

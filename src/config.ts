@@ -64,6 +64,10 @@ const ConfigSchema = z
     ADMISSION_TIMEOUT_MS: PositiveInt(15_000),
     SANDBOX_READY_TIMEOUT_MS: PositiveInt(120_000),
     SANDBOX_READY_POLL_MS: PositiveInt(2_000),
+    /** Sent at creation (README "The sandbox's life"): the Sandbox stops a sandbox idle this long (30 minutes). */
+    SANDBOX_IDLE_TIMEOUT_SECONDS: PositiveInt(30 * 60),
+    /** Sent at creation: the Sandbox retires a sandbox this long after it was created (24 hours); the next turn replaces it. */
+    SANDBOX_MAX_LIFETIME_SECONDS: PositiveInt(24 * 60 * 60),
     CAPABILITIES_MAX_AGE_MS: PositiveInt(5 * 60_000),
     CAPABILITIES_RECHECK_MS: PositiveInt(DEFAULT_CAPABILITY_RECHECK_MS),
     EVENT_LOG_MAX_EVENTS: PositiveInt(50_000),
@@ -106,6 +110,13 @@ const ConfigSchema = z
     }
     if (provider === "cli-bridge" && !c.CLI_BRIDGE_URL) {
       ctx.addIssue({ code: "custom", path: ["CLI_BRIDGE_URL"], message: "is required when PROVIDER is cli-bridge (the bridge's base URL)" });
+    }
+    if (c.SANDBOX_IDLE_TIMEOUT_SECONDS > c.SANDBOX_MAX_LIFETIME_SECONDS) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["SANDBOX_IDLE_TIMEOUT_SECONDS"],
+        message: `must not exceed SANDBOX_MAX_LIFETIME_SECONDS (${c.SANDBOX_MAX_LIFETIME_SECONDS}): a sandbox cannot idle longer than it lives`,
+      });
     }
     if (c.DEV_LOGIN && !c.AUTH_JWT_SECRET) {
       ctx.addIssue({ code: "custom", path: ["AUTH_JWT_SECRET"], message: "is required when DEV_LOGIN is enabled (dev tokens are HS256)" });

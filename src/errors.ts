@@ -21,7 +21,15 @@ export type RefusalCode =
   | "admission_missing"
   | "upstream_rate_limited"
   | "upstream_timeout"
-  | "upstream_error";
+  | "upstream_error"
+  /** The user's account is being deleted: nothing of it is read or run any more. */
+  | "account_deleting"
+  /** The user's account was deleted; the token was issued before that. */
+  | "account_deleted"
+  /** The provider does not let a user stop or delete their environment (the CLI Bridge's one shared environment). */
+  | "environment_control_unsupported"
+  /** The user has no environment (none yet, or it was deleted). */
+  | "environment_not_found";
 
 export class Refusal extends Error {
   override name = "Refusal";

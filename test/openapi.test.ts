@@ -17,6 +17,7 @@ import {
   TurnViewSchema,
 } from "../src/schemas/api";
 import { UiMessagesSchema } from "../src/ai-sdk/request";
+import { AccountAnswer, AccountDeletion, EnvironmentAnswer, EnvironmentDeleteAnswer, EnvironmentStopAnswer } from "../src/schemas/environment";
 import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
 
 /** The body matches its documented schema exactly: valid, and with no field the schema does not name. */
@@ -74,6 +75,27 @@ describe("the OpenAPI document matches what the routes answer", () => {
     await documented(CancelAckSchema, await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } }));
     await waitForTurn(token, cid, slow);
     await documented(DeletedAnswer, await api(`/v1/conversations/${cid}`, { token, method: "DELETE" }));
+  });
+
+  it("the sandbox's and the account's routes answer their documented schemas", async () => {
+    const token = await tokenFor(uid("user"));
+    await documented(EnvironmentAnswer, await api("/v1/environment", { token }));
+    const cid = uid("conv");
+    const turnId = uid("turn");
+    await sendTurn(token, cid, turnId, "hello");
+    await waitForTurn(token, cid, turnId);
+    await documented(EnvironmentAnswer, await api("/v1/environment", { token }));
+    await documented(EnvironmentStopAnswer, await api("/v1/environment/stop", { token, method: "POST" }));
+    await documented(EnvironmentDeleteAnswer, await api("/v1/environment", { token, method: "DELETE" }));
+    await documented(AccountAnswer, await api("/v1/me", { token }));
+    await documented(AccountDeletion, await api("/v1/me", { token, method: "DELETE" }));
+    await documented(AccountAnswer, await api("/v1/me", { token }));
+    // The account gate's answers are documented on every authenticated route but the account's own.
+    const doc = await json(await api("/openapi.json"));
+    for (const [path, method] of [["/v1/conversations", "get"], ["/v1/conversations/{cid}/events", "get"], ["/v1/environment", "get"]] as const) {
+      expect(Object.keys(doc.paths[path][method].responses)).toEqual(expect.arrayContaining(["409", "410"]));
+    }
+    expect(Object.keys(doc.paths["/v1/me"].delete.responses)).not.toContain("410");
   });
 
   it("the document names every component it refers to", async () => {

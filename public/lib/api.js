@@ -111,6 +111,12 @@ export function createApi({ baseUrl, token, onUnauthorized }) {
       (await request(`${conversationPath(cid)}/interactions/${enc(interactionId)}`, { method: "POST", body, accept: [404, 409, 410, 422, 502] })).data,
     /** @param {string} cid @returns {Promise<import("./wire").Deleted>} */
     remove: async (cid) => (await request(conversationPath(cid), { method: "DELETE" })).data,
+    /** @returns {Promise<import("./wire").EnvironmentView>} */
+    environment: async () => (await request("/v1/environment")).data,
+    stopEnvironment: async () => (await request("/v1/environment/stop", { method: "POST" })).data,
+    deleteEnvironment: async () => (await request("/v1/environment", { method: "DELETE" })).data,
+    /** 200: deleted; 202: begun, and finishing by itself. @returns {Promise<{ status: number, data: any }>} */
+    deleteAccount: async () => request("/v1/me", { method: "DELETE" }),
     /** @param {string} cid @returns {Promise<import("./wire").StreamToken>} */
     streamToken: async (cid) => (await request(`${conversationPath(cid)}/stream-token`, { method: "POST" })).data,
     baseUrl,

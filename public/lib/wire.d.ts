@@ -10,6 +10,7 @@
  */
 import type { z } from "zod";
 import type * as api from "../../src/schemas/api";
+import type { EnvironmentAnswer } from "../../src/schemas/environment";
 import type { Provenance } from "../../src/schemas/common";
 import type { CancellationAcknowledgement, InteractionAcknowledgement, InteractionField, InteractionRequest } from "../../src/schemas/contracts";
 
@@ -22,6 +23,8 @@ export type Health = z.infer<typeof api.HealthSchema>;
 export type DevLoginAnswer = z.infer<typeof api.DevLoginAnswer>;
 /** POST …/stream-token */
 export type StreamToken = z.infer<typeof api.StreamTokenAnswer>;
+/** GET /v1/environment */
+export type EnvironmentView = z.infer<typeof EnvironmentAnswer>;
 /** DELETE /v1/conversations/:id */
 export type Deleted = z.infer<typeof api.DeletedAnswer>;
 /** One entry of GET /v1/conversations. */

@@ -31,11 +31,14 @@ const CONTROL_PATHS = {
   executionStream: "/_emulator/executions/:id/stream",
   sandbox: "/_emulator/sandboxes/:id",
   sandboxStatus: "/_emulator/sandboxes/:id/status",
+  sandboxClock: "/_emulator/sandboxes/:id/clock",
   reset: "/_emulator/reset",
 } as const;
 
 const SandboxStatusBody = z.strictObject({ status: z.enum(["stopped", "failed", "expired", "deleted"]) });
 const ResetBody = z.strictObject({});
+/** Moves one sandbox's clock ahead: its times (and its runs') move back, as if that much time had passed for it. */
+const SandboxClockBody = z.strictObject({ advanceSeconds: z.number().int().positive() });
 
 /** Whether a content-type header names exactly `application/json` (parameters such as charset allowed). */
 function isJsonMediaType(contentType: string | undefined): boolean {
@@ -123,6 +126,15 @@ export function registerControlRoutes(app: Hono, deps: ControlDeps): void {
       for (const exe of store.runningExecutions(id)) runner.finish(exe, "failed", { error: `sandbox ${status}` });
       runner.schedule();
     }
+    return c.json({ ok: true });
+  });
+
+  app.post(CONTROL_PATHS.sandboxClock, async (c) => {
+    const parsed = SandboxClockBody.safeParse(await body(c));
+    if (!parsed.success) return controlError(c, 400, "INVALID_CLOCK", z.prettifyError(parsed.error));
+    const id = c.req.param("id");
+    if (!store.sandbox(id)) return controlError(c, 404, "SANDBOX_NOT_FOUND", "no such sandbox");
+    store.ageSandbox(id, parsed.data.advanceSeconds * 1000);
     return c.json({ ok: true });
   });
 

@@ -44,7 +44,15 @@ export class SandboxEmulator extends DurableObject<Env> {
     super(ctx, env);
     const store = new EmulatorStore(ctx.storage.sql);
     const streams = new StreamHub(store);
-    const sandboxes = new Sandboxes(store, () => configuredMs(env, "EMULATOR_PROVISION_MS", DEFAULT_PROVISION_MS));
+    // A sandbox its limits ended: idle-stopped runs nothing; an expired one's runs die with it (no terminal frame).
+    const ended = (id: string, status: "stopped" | "expired") => {
+      if (status === "stopped") this.runner.sandboxStopped(id);
+      else {
+        for (const exe of store.runningExecutions(id)) this.runner.finish(exe, "failed", { error: `sandbox ${status}` });
+        this.runner.schedule();
+      }
+    };
+    const sandboxes = new Sandboxes(store, () => configuredMs(env, "EMULATOR_PROVISION_MS", DEFAULT_PROVISION_MS), ended);
     this.runner = new Runner({
       store,
       streams,

@@ -25,6 +25,7 @@ import {
   PlanRejectBody,
   RunStreamBody,
   RunStreamBodyHeaderId,
+  type AccountUsageView,
   type SandboxView,
 } from "./wire";
 
@@ -41,6 +42,7 @@ const API_PATHS = {
   sandbox: "/v1/sandboxes/:id",
   resume: "/v1/sandboxes/:id/resume",
   stop: "/v1/sandboxes/:id/stop",
+  accountUsage: "/v1/account/usage",
   capabilities: "/v1/sandboxes/:id/runtime/capabilities",
   runStream: "/v1/sandboxes/:id/runtime/agents/run/stream",
   sessions: "/v1/sandboxes/:id/runtime/agents/sessions",
@@ -55,6 +57,7 @@ const API_PATHS = {
 
 /** A stable name for a route, for counters (`requests.<key>`) and targeted fault injection. */
 function routeKey(method: string, path: string): string {
+  if (path === API_PATHS.accountUsage) return "account.usage";
   const p = path.replace(/^\/v1\/sandboxes/, "");
   if (p === "" || p === "/") return method === "POST" ? "sandboxes.create" : "sandboxes.list";
   const runtime = p.match(/^\/[^/]+\/runtime(\/.*)$/);
@@ -100,6 +103,8 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
     const row = sandboxes.get(c.req.param("id") ?? "");
     if (!row) return notFound(c);
     if (row.status !== "running") return fail(c, 409, "SANDBOX_NOT_RUNNING", `sandbox is ${row.status}`);
+    // A runtime call is the sandbox's use: its idle timeout counts from here.
+    sandboxes.touch(row);
     return row;
   };
   const view = (row: SandboxRow): SandboxView => sandboxes.view(row);
@@ -187,6 +192,13 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
     runner.schedule();
     store.count("sandboxes.deleted");
     return c.json({ success: true });
+  });
+
+  // §2 the account's usage [ours] (the SDK's `client.usage()`); variant `accountUsage: "missing"` serves none.
+  app.get(API_PATHS.accountUsage, (c) => {
+    if (variants().accountUsage === "missing") return fail(c, 404, "NOT_FOUND", "no route GET /v1/account/usage");
+    const usage: AccountUsageView = { activeSandboxes: store.runningSandboxCount() };
+    return c.json(usage);
   });
 
   // ---------------------------------------------------------------- §3 runtime proxy

@@ -21,6 +21,10 @@ export interface SandboxRow extends Record<string, SqlStorageValue> {
   error: string | null;
   /** Answers that showed this ready sandbox as "warming" since it last became ready (variant `readiness`). */
   warming_polls: number;
+  /** When it last reached running (ms), null before. */
+  started_at: number | null;
+  /** The last runtime call, create or resume (ms): idleness is measured from it (or from a run's end, if later). */
+  last_activity_at: number | null;
 }
 
 export interface ExecutionRow extends Record<string, SqlStorageValue> {
@@ -110,6 +114,8 @@ export class EmulatorStore {
     this.addColumn("sandboxes", "warming_polls", "INTEGER NOT NULL DEFAULT 0");
     this.addColumn("executions", "terminal", "TEXT NOT NULL DEFAULT 'result+done'");
     this.addColumn("asks", "via", "TEXT NOT NULL DEFAULT 'interaction'");
+    this.addColumn("sandboxes", "started_at", "INTEGER");
+    this.addColumn("sandboxes", "last_activity_at", "INTEGER");
   }
 
   private addColumn(table: string, column: string, declaration: string): void {
@@ -196,13 +202,48 @@ export class EmulatorStore {
     // A key held by a deleted sandbox is freed first, so a create with it makes a new one.
     if (row.idempotencyKey) this.sql.exec("UPDATE sandboxes SET idempotency_key = NULL WHERE idempotency_key = ?", row.idempotencyKey);
     this.sql.exec(
-      "INSERT INTO sandboxes (id, idempotency_key, body, status, readiness, ready_at, created_at) VALUES (?, ?, ?, 'provisioning', 'transitioning', ?, ?)",
+      "INSERT INTO sandboxes (id, idempotency_key, body, status, readiness, ready_at, created_at, last_activity_at) VALUES (?, ?, ?, 'provisioning', 'transitioning', ?, ?, ?)",
       row.id,
       row.idempotencyKey,
       JSON.stringify(row.body),
       row.readyAt,
       row.createdAt,
+      row.createdAt,
     );
+  }
+
+  /** The sandbox was used now (a runtime call, a resume). */
+  touchSandbox(id: string, at: number): void {
+    this.sql.exec("UPDATE sandboxes SET last_activity_at = ? WHERE id = ?", at, id);
+  }
+
+  setSandboxStartedAt(id: string, at: number): void {
+    this.sql.exec("UPDATE sandboxes SET started_at = ? WHERE id = ?", at, id);
+  }
+
+  /**
+   * Ages the sandbox by `ms`, as if that much time had passed for it: its times and its runs'
+   * move back by that much (`POST /_emulator/sandboxes/:id/clock`).
+   */
+  ageSandbox(id: string, ms: number): void {
+    this.sql.exec(
+      "UPDATE sandboxes SET created_at = created_at - ?, started_at = started_at - ?, last_activity_at = last_activity_at - ? WHERE id = ?",
+      ms,
+      ms,
+      ms,
+      id,
+    );
+    this.sql.exec("UPDATE executions SET created_at = created_at - ?, finished_at = finished_at - ? WHERE sandbox_id = ?", ms, ms, id);
+  }
+
+  /** When the sandbox's last run ended (ms), null when none has. */
+  lastRunEndedAt(sandboxId: string): number | null {
+    return this.sql.exec<{ at: number | null }>("SELECT MAX(finished_at) AS at FROM executions WHERE sandbox_id = ?", sandboxId).one().at;
+  }
+
+  /** How many sandboxes run now (the account's usage [ours]). */
+  runningSandboxCount(): number {
+    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sandboxes WHERE status = 'running'").one().n;
   }
 
   updateSandbox(id: string, fields: { status: string; readiness: string; readyAt: number | null; error: string | null }): void {

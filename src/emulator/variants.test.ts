@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { dispatch, emulator, json, fields, rawFrames, readRaw, runningSandbox, runtime, type Emu } from "./test-support";
-import { ControlPlaneErrorBody, ExecutionStartedData, PromptResultView, SandboxListView, SandboxView, SessionStateInner, SidecarErrorBody } from "./wire";
+import { AccountUsageView, ControlPlaneErrorBody, ExecutionStartedData, PromptResultView, SandboxListView, SandboxView, SessionStateInner, SidecarErrorBody } from "./wire";
 
 async function setVariants(emu: Emu, variants: Record<string, unknown>): Promise<void> {
   const res = await emu.control("/_emulator/variants", variants);
@@ -55,6 +55,8 @@ describe("the emulator's variants", () => {
         dispatched: "absent",
         createReplay: "200",
         stoppedRuns: "end",
+        sandboxLifecycle: "full",
+        accountUsage: "served",
       },
     });
     const set = await emu.control("/_emulator/variants", { errorBody: "control-plane", fieldOrder: "data-first" });
@@ -694,5 +696,31 @@ describe("the emulator's variants", () => {
     expect(SandboxView.parse(await json(other)).id).not.toBe(id);
     const counters = (await json(await emu.control("/_emulator/counters"))).counters as Record<string, number>;
     expect(counters).toMatchObject({ "sandboxes.created": 2, "sandboxes.replayed": 2 });
+  });
+  it("sandboxLifecycle: a sandbox echoes its create's limits and the resources given; only the [wire] times when switched", async () => {
+    const emu = emulator("sandbox-lifecycle");
+    const created = await emu.api("POST", "/v1/sandboxes", { name: "test", idleTimeoutSeconds: 600, maxLifetimeSeconds: 3600, resources: { memoryMB: 2048 } });
+    const full = SandboxView.parse(await json(created));
+    expect(full).toMatchObject({ idleTimeoutSeconds: 600, maxLifetimeSeconds: 3600, resources: { cpuCores: 2, memoryMB: 2048, diskGB: 10 } });
+    expect(Date.parse(full.expiresAt!) - Date.parse(full.createdAt)).toBe(3600 * 1000);
+
+    await setVariants(emu, { sandboxLifecycle: "wire-only" });
+    const wireOnly = SandboxView.parse(await json(await emu.api("GET", `/v1/sandboxes/${full.id}`)));
+    expect(wireOnly.expiresAt).toBe(full.expiresAt);
+    expect(wireOnly.lastActivityAt).toBeTypeOf("string");
+    for (const name of ["idleTimeoutSeconds", "maxLifetimeSeconds", "resources"]) expect(wireOnly).not.toHaveProperty(name);
+  });
+
+  it("accountUsage: the account's usage is served by default; 404 like a deployment without it when switched", async () => {
+    const emu = emulator("account-usage");
+    await runningSandbox(emu);
+    const served = await emu.api("GET", "/v1/account/usage");
+    expect(served.status).toBe(200);
+    expect(AccountUsageView.parse(await json(served))).toEqual({ activeSandboxes: 1 });
+
+    await setVariants(emu, { accountUsage: "missing" });
+    const missing = await emu.api("GET", "/v1/account/usage");
+    expect(missing.status).toBe(404);
+    expect(SidecarErrorBody.parse(await json(missing)).error.code).toBe("NOT_FOUND");
   });
 });

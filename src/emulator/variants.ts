@@ -83,6 +83,14 @@ export const EmulatorVariants = z.strictObject({
    * until it ends (`survive`).
    */
   stoppedRuns: z.enum(["end", "survive"]).optional(),
+  /**
+   * §2 the sandbox object's lifecycle [ours]: the [wire] times (`startedAt`, `lastActivityAt`,
+   * `expiresAt`) plus the create's `idleTimeoutSeconds`, `maxLifetimeSeconds` and the `resources`
+   * given (`full`), or the [wire] times only (`wire-only`).
+   */
+  sandboxLifecycle: z.enum(["full", "wire-only"]).optional(),
+  /** §2 the account's usage [ours]: `GET /v1/account/usage` served, or 404 like a deployment without it. */
+  accountUsage: z.enum(["served", "missing"]).optional(),
 });
 export type EmulatorVariants = z.infer<typeof EmulatorVariants>;
 export type Variants = Required<EmulatorVariants>;
@@ -111,6 +119,8 @@ const DEFAULT_VARIANTS: Variants = {
   dispatched: "absent",
   createReplay: "200",
   stoppedRuns: "end",
+  sandboxLifecycle: "full",
+  accountUsage: "served",
 };
 
 /** The variants in force: those set, the defaults for the rest. */

@@ -92,18 +92,31 @@ export const PlanRejectBody = z.strictObject({ feedback: z.string() });
 
 const SandboxStatus = z.enum(["pending", "provisioning", "running", "stopped", "failed", "expired", "deleted"]);
 
-/** §2 sandbox object [wire] (the emulator serves no connection, startedAt, lastActivityAt or expiresAt). */
+/**
+ * §2 sandbox object [wire] (the emulator serves no connection); the create's limits and the
+ * resources given are [ours] (variant `sandboxLifecycle`).
+ */
 export const SandboxView = z.strictObject({
   id: z.string().min(1),
   name: z.string().optional(),
   status: SandboxStatus,
   metadata: z.record(z.string(), z.unknown()).optional(),
   createdAt: z.string(),
+  startedAt: z.string().optional(),
+  lastActivityAt: z.string().optional(),
+  expiresAt: z.string().optional(),
+  idleTimeoutSeconds: z.number().int().positive().optional(),
+  maxLifetimeSeconds: z.number().int().positive().optional(),
+  resources: z.strictObject({ cpuCores: z.number().optional(), memoryMB: z.number().optional(), diskGB: z.number().optional() }).optional(),
   /** `"warming"` is the unlisted value of variant `readiness: "unknown-value"`. */
   filesystemIncarnationReadiness: z.enum(["transitioning", "ready", "warming"]),
   error: z.string().optional(),
 });
 export type SandboxView = z.infer<typeof SandboxView>;
+
+/** §2 the account's usage [ours] (the SDK's `client.usage()`): no ceiling is left out, never 0. */
+export const AccountUsageView = z.strictObject({ activeSandboxes: z.number().int().nonnegative(), concurrentSandboxLimit: z.number().int().positive().optional() });
+export type AccountUsageView = z.infer<typeof AccountUsageView>;
 
 export const SandboxListView = z.strictObject({ sandboxes: z.array(SandboxView) });
 

@@ -9,11 +9,13 @@ import type { Config } from "../config";
 import type { SessionContext } from "../objects/session";
 import { ConversationId } from "../schemas/common";
 import { invalid } from "./body";
-import { ApiError } from "./errors";
+import { ApiError, unwrapRpc } from "./errors";
 
 interface Identity {
   userId: string;
   ownerKey: string;
+  /** The token's `iat` (seconds), null when it has none: places the token before or after an account's deletion. */
+  issuedAt: number | null;
 }
 
 export type AppEnv = { Bindings: Env; Variables: { config: Config; identity: Identity; requestId: string } };
@@ -37,6 +39,7 @@ export async function authenticate(c: Context<AppEnv>, next: () => Promise<void>
   const streamToken = c.req.query("access_token");
   const events = EVENTS_PATH.exec(c.req.path);
   let userId: string;
+  let issuedAt: unknown;
   if (header === undefined && streamToken !== undefined && events && c.req.method === "GET") {
     // EventSource cannot send headers: a short-lived stream token, bound to the user and this
     // conversation, is accepted here and nowhere else.
@@ -51,10 +54,17 @@ export async function authenticate(c: Context<AppEnv>, next: () => Promise<void>
       throw new ApiError(401, "token_claim_invalid", "this stream token is for another conversation");
     }
     userId = verified.userId;
+    issuedAt = verified.claims.iat;
   } else {
-    ({ userId } = await verifyUserToken(config, bearerToken(header)));
+    const verified = await verifyUserToken(config, bearerToken(header));
+    ({ userId } = verified);
+    issuedAt = verified.claims.iat;
   }
-  c.set("identity", { userId, ownerKey: await deriveOwnerKey(config.SESSION_ID_SECRET, userId) });
+  const identity = { userId, ownerKey: await deriveOwnerKey(config.SESSION_ID_SECRET, userId), issuedAt: typeof issuedAt === "number" ? issuedAt : null };
+  c.set("identity", identity);
+  // An account being deleted (or deleted, for a token issued before) is served nothing but its own account routes.
+  const account = c.req.path === "/v1/me" || c.req.path === "/v1/me/";
+  unwrapRpc(await c.env.USERS.get(c.env.USERS.idFromName(identity.ownerKey)).accountGate(identity.issuedAt, account));
   await next();
 }
 

@@ -43,6 +43,10 @@ const REFUSAL_STATUS: Record<RefusalCode, ContentfulStatusCode> = {
   upstream_rate_limited: 503,
   upstream_timeout: 504,
   upstream_error: 502,
+  account_deleting: 409,
+  account_deleted: 410,
+  environment_control_unsupported: 501,
+  environment_not_found: 404,
 };
 
 function refusalToApi(refusal: RefusalWire): ApiError {

@@ -78,6 +78,11 @@ function operation(path: string, route: RouteDeclaration): Json {
   }
   const params = [...parameters("path", route.params), ...parameters("header", route.headers), ...parameters("query", route.query)];
   const authenticated = AUTHENTICATED_PREFIXES.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
+  // The account gate (`authenticate`): every authenticated route but the account's own answers
+  // 409 account_deleting while the account is deleted, 410 account_deleted after (README "Deleting an account").
+  if (authenticated && path !== "/v1/me") {
+    for (const status of [409, 410]) responses[status] ??= { description: "Error, with a stable code", content: { "application/json": { schema: schemaOf(ErrorBody, "output") } } };
+  }
   return {
     summary: route.summary,
     ...(authenticated ? { security: [{ bearer: [] }] } : {}),

@@ -7,17 +7,25 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
+import { deriveSessionId } from "../auth/ids";
 import { readConfig } from "../config";
-import { captureRpc, type RpcResult } from "../errors";
+import { captureRpc, Refusal, type RpcResult } from "../errors";
 import { createProvider } from "../providers";
 import { capabilityReadDue } from "../providers/claims";
+import { ProviderError } from "../providers/errors";
 import type { CreateLedger, EnvironmentRecord } from "../providers/provider";
 import { Provenance } from "../schemas/common";
 import type { Spend } from "./budgets";
 import { WaitingFor } from "../schemas/api";
+import type { AccountAnswer, AccountDeletion, EnvironmentAnswer } from "../schemas/environment";
+import { runDeletion } from "./account-deletion";
+import { ACCOUNT_TABLES_V6, AccountRecords } from "./account-records";
 import { providerRefusal } from "./provider-refusal";
 import { SlidingWindow, type RateLimitKind } from "./rate-limit";
 import { weakest } from "./usage-fold";
+
+/** How long after a deletion step stopped short (or began, in case this instance dies) the alarm runs it again. */
+const DELETION_RETRY_MS = 30_000;
 
 /** A ready environment checked this recently is used without another status probe. */
 const TRUST_VERIFIED_MS = 30_000;
@@ -29,6 +37,7 @@ const EnvironmentRecordSchema = z.object({
   capabilitiesCheckedAt: z.string().optional(),
   warnings: z.array(z.string()),
   readyAt: z.string(),
+  requested: z.object({ idleTimeoutSeconds: z.number().nullable(), maxLifetimeSeconds: z.number().nullable() }).optional(),
 });
 
 export interface ConversationEntry {
@@ -49,17 +58,31 @@ export class UserObject extends DurableObject<Env> {
   /** The provisioning under way, and whether it reads the capability document again. */
   private ensuring: { work: Promise<EnvironmentRecord>; rereads: boolean } | undefined;
   private verifiedAt = 0;
+  /** The sandbox's life and the account's deletion (./account-records.ts). */
+  private readonly records: AccountRecords;
+  /** The deletion steps under way in this instance (one at a time: a request and the alarm share it). */
+  private deleting: Promise<void> | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.migrate();
+    this.records = new AccountRecords(this.sql);
   }
 
   private migrate(): void {
     this.sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
     const current = this.sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0]?.version ?? 0;
-    if (current >= 5) return;
+    if (current >= 6) return;
+    if (current < 5) this.migrateToV5(current);
+    // v6 (issue 22, the sandbox's life): what the gateway did to the user's environment, and the
+    // durable record of an account's deletion (./account-records.ts).
+    for (const statement of ACCOUNT_TABLES_V6) this.sql.exec(statement);
+    this.sql.exec("DELETE FROM schema_version");
+    this.sql.exec("INSERT INTO schema_version (version) VALUES (6)");
+  }
+
+  private migrateToV5(current: number): void {
     if (current < 2) this.migrateToV2();
     // v3: how many times each conversation id was deleted: a conversation id used again talks to a
     // new agent session, never the old agent's memory.
@@ -77,8 +100,6 @@ export class UserObject extends DurableObject<Env> {
     }
     // v5: what each conversation's running turn waits for (an open ask), null when nothing.
     this.sql.exec("ALTER TABLE conversations ADD COLUMN waiting_for TEXT");
-    this.sql.exec("DELETE FROM schema_version");
-    this.sql.exec("INSERT INTO schema_version (version) VALUES (5)");
   }
 
   private migrateToV2(): void {
@@ -108,6 +129,7 @@ export class UserObject extends DurableObject<Env> {
    */
   async ensureEnvironment(ownerKey: string, staleEnvironmentId?: string, claimMissing = false): Promise<RpcResult<EnvironmentRecord>> {
     return captureRpc(async () => {
+      this.refuseWhileDeleting();
       // Twice at most: a provisioning under way that does not read the document again is waited
       // for, then this call reads it if it still must.
       for (let pass = 1; ; pass++) {
@@ -166,6 +188,10 @@ export class UserObject extends DurableObject<Env> {
         JSON.stringify(record),
       );
       this.verifiedAt = Date.now();
+      if (outcome !== "existing") {
+        const replaced = known !== null && known.environmentId !== record.environmentId;
+        this.records.recordAction(replaced ? "replaced" : outcome, record.environmentId, replaced ? `in place of ${known.environmentId}` : undefined);
+      }
       if (outcome !== "existing" || record.warnings.length) {
         console.log(JSON.stringify({ msg: "environment ready", outcome, environmentId: record.environmentId, warnings: record.warnings }));
       }
@@ -288,6 +314,191 @@ export class UserObject extends DurableObject<Env> {
         createdAt: new Date(r.created_at).toISOString(),
         updatedAt: new Date(r.updated_at).toISOString(),
       }));
+  }
+
+  // ------------------------------------------------------------------ the sandbox's life (README "The sandbox's life")
+
+  /** Reads and turns of an account being deleted are refused from the moment its deletion began. */
+  private refuseWhileDeleting(): void {
+    if (this.records.pending()) throw new Refusal("account_deleting", "this account is being deleted: its conversations and sandbox can no longer be read or used");
+  }
+
+  /** Whether a request of a token issued at `issuedAtSeconds` is served (`account`: GET or DELETE /v1/me). */
+  async accountGate(issuedAtSeconds: number | null, account: boolean): Promise<RpcResult<null>> {
+    return captureRpc(() => {
+      const gate = this.records.gate(issuedAtSeconds, account);
+      if (!gate.open) throw new Refusal(gate.code, gate.message);
+      return null;
+    });
+  }
+
+  /** The user's sandbox as the provider reports it, and what the gateway did to it. */
+  async environmentView(): Promise<RpcResult<EnvironmentAnswer>> {
+    return captureRpc(async () => {
+      this.refuseWhileDeleting();
+      const config = readConfig(this.env);
+      const provider = createProvider(config, this.env);
+      const known = this.known();
+      const observedAt = new Date().toISOString();
+      const observation = await provider.observe(known);
+      return {
+        provider: config.provider,
+        observedAt,
+        environment:
+          known && observation.environment
+            ? { environmentId: known.environmentId, generation: known.generation, requested: known.requested ?? null, reported: observation.environment }
+            : null,
+        accountUsage: observation.accountUsage,
+        capabilities: { ...provider.environmentControl },
+        actions: this.records.actions(),
+      };
+    });
+  }
+
+  /** The environment as it is once a bring-up under way has ended; refused where the provider lets no user do `what`. */
+  private async settledEnvironment(what: "stop" | "delete") {
+    this.refuseWhileDeleting();
+    const provider = createProvider(readConfig(this.env), this.env);
+    if (!provider.environmentControl[what]) {
+      throw new Refusal("environment_control_unsupported", `this provider's environment is shared by every user: it cannot be ${what === "stop" ? "stopped" : "deleted"} by one`);
+    }
+    await this.ensuring?.work.catch(() => undefined);
+    return { provider, known: this.known() };
+  }
+
+  /** Stops the user's sandbox now; the next turn resumes it (its agent's memory kept). */
+  async stopEnvironment(): Promise<RpcResult<{ stopped: true; environmentId: string }>> {
+    return captureRpc(async () => {
+      const { provider, known } = await this.settledEnvironment("stop");
+      if (!known) throw new Refusal("environment_not_found", "there is no sandbox to stop: the next turn creates one");
+      await provider.stopEnvironment(known).catch((err: unknown) => {
+        if (err instanceof ProviderError && err.code === "environment_gone") throw new Refusal("environment_not_found", "the sandbox is gone already: the next turn creates another");
+        throw providerRefusal(err);
+      });
+      // The next turn probes it (and resumes it) instead of trusting the last check.
+      this.verifiedAt = 0;
+      this.records.recordAction("stopped", known.environmentId, "the user asked");
+      return { stopped: true as const, environmentId: known.environmentId };
+    });
+  }
+
+  /** Deletes the user's sandbox upstream and here; the next turn creates another, its agent starting afresh. */
+  async deleteEnvironment(): Promise<RpcResult<{ deleted: true; environmentId: string | null }>> {
+    return captureRpc(async () => {
+      const { provider, known } = await this.settledEnvironment("delete");
+      if (!known) return { deleted: true as const, environmentId: null };
+      await this.forgetEnvironment(provider, known);
+      this.records.recordAction("deleted", known.environmentId, "the user asked");
+      return { deleted: true as const, environmentId: known.environmentId };
+    });
+  }
+
+  /**
+   * Deletes the environment upstream, then its record. Every create key sent so far is retired
+   * (the ledger's `failed`), so the next create makes a new sandbox under a key never sent,
+   * rather than finding the deleted one under its old key.
+   */
+  private async forgetEnvironment(provider: ReturnType<typeof createProvider>, known: EnvironmentRecord): Promise<void> {
+    if (provider.environmentControl.delete) {
+      await provider.deleteEnvironment(known).catch((err: unknown) => {
+        throw providerRefusal(err);
+      });
+    }
+    this.ctx.storage.transactionSync(() => {
+      const ledger = this.ledger();
+      const retired = Math.max(ledger.sent, ledger.failed, known.generation);
+      this.sql.exec("INSERT INTO create_ledger (id, sent, failed) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET sent = excluded.sent, failed = excluded.failed", retired, retired);
+      this.sql.exec("DELETE FROM environment WHERE id = 1");
+    });
+    this.verifiedAt = 0;
+  }
+
+  // ------------------------------------------------------------------ deleting the account
+
+  /** The account as a token issued at `issuedAtSeconds` sees it: the deletion, if one began. */
+  async account(issuedAtSeconds: number | null): Promise<AccountAnswer> {
+    return { deletion: this.records.deletion(issuedAtSeconds) };
+  }
+
+  /**
+   * Deletes the account (./account-deletion.ts has the steps and their order): the record is
+   * written first, then the steps run; one cut short is resumed by the alarm, or by calling this
+   * again. Answers the deletion as it stands (`deleted`, or `deleting` with the last error).
+   */
+  async deleteAccount(userId: string, issuedAtSeconds: number | null): Promise<AccountDeletion> {
+    this.records.begin(userId, issuedAtSeconds);
+    // If this instance dies mid-way, the alarm picks the deletion up.
+    await this.ctx.storage.setAlarm(Date.now() + DELETION_RETRY_MS);
+    await this.continueDeletion();
+    return this.records.deletion(issuedAtSeconds)!;
+  }
+
+  override async alarm(): Promise<void> {
+    await this.continueDeletion();
+  }
+
+  /** Runs the pending deletion's steps (one run at a time); a step that fails is retried from the alarm. */
+  private continueDeletion(): Promise<void> {
+    this.deleting ??= this.deletionSteps().finally(() => {
+      this.deleting = undefined;
+    });
+    return this.deleting;
+  }
+
+  private async deletionSteps(): Promise<void> {
+    const pending = this.records.pending();
+    if (!pending) {
+      await this.ctx.storage.deleteAlarm();
+      return;
+    }
+    const config = readConfig(this.env);
+    const provider = createProvider(config, this.env);
+    const session = async (conversationId: string) =>
+      this.env.SESSIONS.get(this.env.SESSIONS.idFromName(await deriveSessionId(config.SESSION_ID_SECRET, pending.userId, conversationId)));
+    try {
+      await runDeletion({
+        step: () => this.records.pending()?.step ?? "done",
+        advance: (step) => this.records.advance(step),
+        forgetWebhooks: () => this.forgetWebhooks(),
+        conversations: () => this.sql.exec<{ conversation_id: string }>("SELECT conversation_id FROM conversations ORDER BY created_at").toArray().map((r) => r.conversation_id),
+        closeStreams: async (cid) => {
+          await (await session(cid)).closeBrowserStreams();
+        },
+        deleteConversation: async (cid) => {
+          const answer = (await (await session(cid)).deleteConversation(cid)) as RpcResult<{ deleted: true }>;
+          if (!answer.ok) {
+            // A conversation its session object does not hold (a refused first turn wiped it) has only its row here.
+            if (answer.refusal.code !== "conversation_not_found") throw new Error(`conversation ${cid}: ${answer.refusal.message}`);
+            await this.removeConversation(cid);
+          }
+          this.records.countConversationDeleted();
+        },
+        deleteSandbox: async () => {
+          await this.ensuring?.work.catch(() => undefined);
+          const known = this.known();
+          if (known) await this.forgetEnvironment(provider, known);
+        },
+        wipeIndex: () =>
+          this.ctx.storage.transactionSync(() => {
+            for (const table of ["conversations", "incarnations", "deleted_spend", "environment_actions", "environment"]) this.sql.exec(`DELETE FROM ${table}`);
+          }),
+      });
+      await this.ctx.storage.deleteAlarm();
+    } catch (err) {
+      const message = err instanceof Refusal || err instanceof Error ? err.message : String(err);
+      this.records.failed(message);
+      console.error(JSON.stringify({ msg: "account deletion stopped short; the alarm resumes it", step: this.records.pending()?.step, error: message }));
+      await this.ctx.storage.setAlarm(Date.now() + DELETION_RETRY_MS);
+    }
+  }
+
+  /**
+   * The deletion's `webhooks` step: forgets every webhook of the user (its endpoints, secrets and
+   * delivery log) and any delivery still queued. A no-op until webhooks exist: the merger wires
+   * the webhook store's deletion in here (issue 22, webhooks).
+   */
+  private async forgetWebhooks(): Promise<void> {
+    // Nothing to forget yet.
   }
 }
 

@@ -9,6 +9,7 @@
  */
 import type { AgentExactRunControlRef, InteractionAcknowledgement, InteractionRequest, RequestedInteractions } from "../schemas/contracts";
 import type { Counts, JsonObject, Provenance } from "../schemas/common";
+import type { IdlePolicy, ObservedAccountUsage, ObservedEnvironment } from "../schemas/environment";
 import type { Claims } from "./claims";
 
 /** What the per-user object keeps about the user's environment (no secrets). */
@@ -25,6 +26,15 @@ export interface EnvironmentRecord {
   capabilitiesCheckedAt?: string;
   warnings: string[];
   readyAt: string;
+  /** The idle timeout and lifetime sent when this environment was created; absent on records kept before they were sent, and where the provider creates nothing. */
+  requested?: IdlePolicy;
+}
+
+/** What the provider reports of the user's environment and of the account (seed 000, "Environment observation"). */
+export interface EnvironmentObservation {
+  /** null: no environment was given to observe. */
+  environment: ObservedEnvironment | null;
+  accountUsage: ObservedAccountUsage;
 }
 
 /**
@@ -238,4 +248,12 @@ export interface AgentProvider {
   respondToInteraction(ref: AgentExactRunControlRef, command: InteractionCommand): Promise<AnswerDelivery>;
   /** Ends the conversation's session upstream; `lastRun` is its latest run, if any. */
   deleteSession(input: { environmentId: string; sessionId: string; lastRun?: AgentExactRunControlRef }): Promise<void>;
+  /** What the provider reports of the environment (each surface reported or unavailable, never a made-up value) and of the account. */
+  observe(environment: EnvironmentRecord | null): Promise<EnvironmentObservation>;
+  /** Whether a user may stop and delete their environment here (an environment shared by every user may not be). */
+  readonly environmentControl: { stop: boolean; delete: boolean };
+  /** Stops the environment now (the next turn resumes it). Only where `environmentControl.stop`. */
+  stopEnvironment(environment: EnvironmentRecord): Promise<void>;
+  /** Deletes the environment upstream; one already gone is deleted. Only where `environmentControl.delete`. */
+  deleteEnvironment(environment: EnvironmentRecord): Promise<void>;
 }

@@ -8,6 +8,7 @@ import "./fixes.mjs";
 import "./features.mjs";
 import "./looks.mjs";
 import "./security.mjs";
+import "./sandbox.mjs";
 
 describe("the chat page", () => {
   it("signs in, sends a message, streams the answer with a tool card, and shows usage", async () => {

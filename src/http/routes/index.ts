@@ -8,6 +8,7 @@ import type { DeclaredRoutes } from "../route-declaration";
 import { chatRoutes } from "./chat";
 import { conversationRoutes } from "./conversations";
 import { devRoutes } from "./dev";
+import { accountRoutes, environmentRoutes } from "./environment";
 import { interactionRoutes } from "./interactions";
 import { serviceRoutes } from "./service";
 import { streamRoutes } from "./streams";
@@ -26,7 +27,10 @@ export const MOUNTS: readonly Mount[] = [
   { prefix: "/v1/conversations", routes: streamRoutes },
   // The AI SDK's UI message stream protocol over the same conversations.
   { prefix: "/v1/chat", routes: chatRoutes },
+  // The user's sandbox and account (README "The sandbox's life").
+  { prefix: "/v1/environment", routes: environmentRoutes },
+  { prefix: "/v1/me", routes: accountRoutes },
 ];
 
 /** Every route at or under these needs `Authorization: Bearer <user token>` (or, on an events route, a stream token). */
-export const AUTHENTICATED_PREFIXES = ["/v1/conversations", "/v1/chat"] as const;
+export const AUTHENTICATED_PREFIXES = ["/v1/conversations", "/v1/chat", "/v1/environment", "/v1/me"] as const;

@@ -8,7 +8,7 @@
 import { capabilityReadDue, DEFAULT_CAPABILITY_RECHECK_MS } from "../claims";
 import { ProviderError } from "../errors";
 import type { HttpTransport } from "../http";
-import type { EnsureEnvironmentInput, EnsureEnvironmentResult } from "../provider";
+import type { EnsureEnvironmentInput, EnsureEnvironmentResult, EnvironmentObservation, EnvironmentRecord } from "../provider";
 import { bridgeRoutes as routes } from "./routes";
 import { refine } from "./wire-errors";
 import { CapabilityDocument } from "./wire";
@@ -65,4 +65,26 @@ export class CapabilityDocuments {
     doc.catch(() => this.discovery.delete(model));
     return doc;
   }
+}
+
+const NO_LIFECYCLE = "the CLI Bridge reports no lifecycle for its one environment, which every user shares (docs/cli-bridge-wire.md)";
+
+/**
+ * What the bridge reports of its one environment: nothing of its lifecycle, its limits, its
+ * resources or an account (docs/cli-bridge-wire.md has no such route), so every surface is
+ * unavailable, with the reason; nothing is derived from the local record.
+ */
+export function observeEnvironment(known: EnvironmentRecord | null): EnvironmentObservation {
+  const none = { state: "unavailable" as const, reason: NO_LIFECYCLE };
+  return {
+    environment: known
+      ? { status: none, createdAt: none, startedAt: none, lastActivityAt: none, expiresAt: none, idlePolicy: none, resources: none }
+      : null,
+    accountUsage: { state: "unavailable", reason: "the CLI Bridge has no account to report on" },
+  };
+}
+
+/** The bridge's environment is shared by every user: no user may stop or delete it. */
+export function refuseEnvironmentControl(what: "stop" | "delete"): never {
+  throw new ProviderError("capability_denied", `the CLI Bridge's one environment is shared by every user: it cannot be ${what === "stop" ? "stopped" : "deleted"} by one`);
 }

@@ -26,6 +26,7 @@ import type {
   DispatchReceipt,
   EnsureEnvironmentInput,
   EnsureEnvironmentResult,
+  EnvironmentObservation,
   EnvironmentRecord,
   EventsOptions,
   InteractionCommand,
@@ -36,7 +37,7 @@ import { bridgeClaims } from "./claims";
 import { answerInteraction, cancelRun } from "./control";
 import { dispatchTurn, type TurnDefaults } from "./dispatch";
 import { CLI_BRIDGE_PROVIDER_NAME } from "./sessions";
-import { CapabilityDocuments, ensureEnvironment, modelFor } from "./environment";
+import { CapabilityDocuments, ensureEnvironment, modelFor, observeEnvironment, refuseEnvironmentControl } from "./environment";
 import { readEvents } from "./events";
 import { readResult } from "./result";
 import { SessionCloser } from "./session-end";
@@ -91,5 +92,19 @@ export class CliBridgeProvider implements AgentProvider {
 
   deleteSession({ lastRun }: { environmentId: string; sessionId: string; lastRun?: AgentExactRunControlRef }): Promise<void> {
     return this.closer.endSession(lastRun);
+  }
+
+  async observe(environment: EnvironmentRecord | null): Promise<EnvironmentObservation> {
+    return observeEnvironment(environment);
+  }
+
+  readonly environmentControl = { stop: false, delete: false };
+
+  async stopEnvironment(): Promise<void> {
+    refuseEnvironmentControl("stop");
+  }
+
+  async deleteEnvironment(): Promise<void> {
+    refuseEnvironmentControl("delete");
   }
 }

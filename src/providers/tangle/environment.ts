@@ -24,6 +24,8 @@ export interface EnvironmentOptions extends BackendDefaults {
   git?: { url: string; ref?: string };
   readyTimeoutMs: number;
   readyPollMs: number;
+  /** Sent at creation: the Sandbox stops a sandbox idle this long, and retires it this long after creation. */
+  limits?: { idleTimeoutSeconds: number; maxLifetimeSeconds: number };
 }
 
 const TERMINAL_SANDBOX_STATUSES = new Set(["failed", "stopped", "expired", "deleted"]);
@@ -43,6 +45,11 @@ async function getSandbox(options: EnvironmentOptions, id: string): Promise<Sand
     if (err instanceof ProviderError && err.code === "not_found") return null;
     throw err;
   }
+}
+
+/** The sandbox's status; null when it is gone (404). */
+export async function sandboxStatus(options: EnvironmentOptions, id: string): Promise<string | null> {
+  return (await getSandbox(options, id))?.status ?? null;
 }
 
 /** Polls until the sandbox is running with a ready filesystem; on failure deletes it only when this call created it. */
@@ -156,6 +163,8 @@ async function createEnvironment(options: EnvironmentOptions, ownerKey: string, 
       name: `chat-${ownerKey.slice(0, 24)}`,
       backend: backendFor(options, undefined),
       git: options.git,
+      idleTimeoutSeconds: options.limits?.idleTimeoutSeconds,
+      maxLifetimeSeconds: options.limits?.maxLifetimeSeconds,
       metadata: { createdBy: "agent-chat-gateway", owner: ownerKey },
       idempotencyKey: `${ownerKey}:g${generation}`,
     });
@@ -172,7 +181,13 @@ async function createEnvironment(options: EnvironmentOptions, ownerKey: string, 
       if (err instanceof ProviderError && err.code === "environment_unavailable") write({ ...state, failed: Math.max(state.failed, generation) });
       throw err;
     }
-    const record: EnvironmentRecord = { environmentId: sandbox.id, generation, readyAt: new Date().toISOString(), ...(await readCapabilities(options, sandbox.id, null)) };
+    const record: EnvironmentRecord = {
+      environmentId: sandbox.id,
+      generation,
+      readyAt: new Date().toISOString(),
+      ...(await readCapabilities(options, sandbox.id, null)),
+      ...(options.limits ? { requested: { ...options.limits } } : {}),
+    };
     return { record, outcome: createdHere ? "created" : "found" };
   }
 }

@@ -12,6 +12,7 @@
  * - result.ts: the run's result read after the fact, or its session's state where no result route exists;
  * - control.ts: cancel a run, answer an interaction;
  * - session-end.ts: a conversation's session deleted upstream;
+ * - observation.ts: the sandbox and the account as the Sandbox reports them; a user's stop and delete;
  * - wire-errors.ts: the Sandbox's error codes as provider error codes; routes.ts the route table.
  */
 import type { AgentExactRunControlRef } from "../../schemas/contracts";
@@ -25,6 +26,7 @@ import type {
   DispatchReceipt,
   EnsureEnvironmentInput,
   EnsureEnvironmentResult,
+  EnvironmentObservation,
   EnvironmentRecord,
   EventsOptions,
   InteractionCommand,
@@ -36,6 +38,7 @@ import { answerInteraction, cancelRun } from "./control";
 import { dispatchTurn, TANGLE_PROVIDER_NAME } from "./dispatch";
 import { ensureEnvironment } from "./environment";
 import { readEvents } from "./events";
+import { deleteSandbox, observe, stopSandbox } from "./observation";
 import { readResult } from "./result";
 import { endSession } from "./session-end";
 
@@ -48,6 +51,8 @@ export interface TangleProviderOptions {
   /** How long a dispatch stream may go without admitting the run before the run is looked up by its id. */
   admissionTimeoutMs: number;
   readyPollMs: number;
+  /** Sent at creation (`SANDBOX_IDLE_TIMEOUT_SECONDS`, `SANDBOX_MAX_LIFETIME_SECONDS`). */
+  limits: { idleTimeoutSeconds: number; maxLifetimeSeconds: number };
 }
 
 export class TangleProvider implements AgentProvider {
@@ -86,5 +91,19 @@ export class TangleProvider implements AgentProvider {
 
   deleteSession({ environmentId, sessionId }: { environmentId: string; sessionId: string }): Promise<void> {
     return endSession(this.options, environmentId, sessionId);
+  }
+
+  observe(environment: EnvironmentRecord | null): Promise<EnvironmentObservation> {
+    return observe(this.options.client, environment);
+  }
+
+  readonly environmentControl = { stop: true, delete: true };
+
+  stopEnvironment(environment: EnvironmentRecord): Promise<void> {
+    return stopSandbox(this.options.client, environment.environmentId);
+  }
+
+  deleteEnvironment(environment: EnvironmentRecord): Promise<void> {
+    return deleteSandbox(this.options.client, environment.environmentId);
   }
 }

@@ -12,7 +12,10 @@ export const sandboxRoutes = {
   createSandbox: (): Route => ({ method: "POST", path: "/v1/sandboxes" }),
   getSandbox: (id: string): Route => ({ method: "GET", path: `/v1/sandboxes/${enc(id)}` }),
   resumeSandbox: (id: string): Route => ({ method: "POST", path: `/v1/sandboxes/${enc(id)}/resume` }),
+  stopSandbox: (id: string): Route => ({ method: "POST", path: `/v1/sandboxes/${enc(id)}/stop` }),
   deleteSandbox: (id: string): Route => ({ method: "DELETE", path: `/v1/sandboxes/${enc(id)}` }),
+  // [ours] (SDK `client.usage()` [sdk]; docs/sandbox-wire.md §2)
+  accountUsage: (): Route => ({ method: "GET", path: "/v1/account/usage" }),
   // Runtime proxy [wire]
   capabilities: (id: string): Route => ({ method: "GET", path: runtime(id, "/capabilities") }),
   runStream: (id: string): Route => ({ method: "POST", path: runtime(id, "/agents/run/stream") }),

@@ -1,0 +1,129 @@
+/**
+ * The user object's records of the sandbox's life and of the account's deletion (README "The
+ * sandbox's life"): what the gateway did to the user's environment (a bounded log, newest kept),
+ * and the durable deletion record whose step says where a deletion resumes. The tables are made
+ * by the user object's migration (v6).
+ */
+import type { AccountDeletion, DeletionStep, EnvironmentAction } from "../schemas/environment";
+
+/** How many actions the log keeps (the oldest go first). */
+const ACTIONS_KEPT = 50;
+
+/**
+ * How long after a deletion began a token must have been issued to open a fresh account: the
+ * clock skew tokens are allowed (src/auth/tokens.ts), so a token issued before the deletion never
+ * passes for a later one.
+ */
+const FRESH_TOKEN_AFTER_MS = 60_000;
+
+export const ACCOUNT_TABLES_V6 = [
+  "CREATE TABLE IF NOT EXISTS environment_actions (seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, action TEXT NOT NULL, environment_id TEXT NOT NULL, detail TEXT)",
+  `CREATE TABLE IF NOT EXISTS account_deletion (
+     id INTEGER PRIMARY KEY CHECK (id = 1), user_id TEXT, began_at INTEGER NOT NULL, step TEXT NOT NULL,
+     conversations_deleted INTEGER NOT NULL DEFAULT 0, last_error TEXT, finished_at INTEGER
+   )`,
+];
+
+interface DeletionRow extends Record<string, SqlStorageValue> {
+  user_id: string | null;
+  began_at: number;
+  step: string;
+  conversations_deleted: number;
+  last_error: string | null;
+  finished_at: number | null;
+}
+
+/** What a request may do while (or after) the account is deleted. */
+export type Gate = { open: true } | { open: false; code: "account_deleting" | "account_deleted"; message: string };
+
+export class AccountRecords {
+  constructor(private readonly sql: SqlStorage) {}
+
+  // ------------------------------------------------------------------ what the gateway did
+
+  recordAction(action: EnvironmentAction["action"], environmentId: string, detail?: string): void {
+    this.sql.exec("INSERT INTO environment_actions (at, action, environment_id, detail) VALUES (?, ?, ?, ?)", Date.now(), action, environmentId, detail ?? null);
+    this.sql.exec("DELETE FROM environment_actions WHERE seq <= (SELECT MAX(seq) FROM environment_actions) - ?", ACTIONS_KEPT);
+  }
+
+  actions(): EnvironmentAction[] {
+    return this.sql
+      .exec<{ at: number; action: string; environment_id: string; detail: string | null }>("SELECT at, action, environment_id, detail FROM environment_actions ORDER BY seq DESC")
+      .toArray()
+      .map((r) => ({
+        action: r.action as EnvironmentAction["action"],
+        at: new Date(r.at).toISOString(),
+        environmentId: r.environment_id,
+        ...(r.detail !== null ? { detail: r.detail } : {}),
+      }));
+  }
+
+  // ------------------------------------------------------------------ the deletion record
+
+  private row(): DeletionRow | undefined {
+    return this.sql.exec<DeletionRow>("SELECT * FROM account_deletion WHERE id = 1").toArray()[0];
+  }
+
+  /** A deletion under way (begun and not finished): its user id and next step. */
+  pending(): { userId: string; step: DeletionStep } | null {
+    const row = this.row();
+    if (!row || row.finished_at !== null || row.user_id === null) return null;
+    return { userId: row.user_id, step: row.step as DeletionStep };
+  }
+
+  /** A token issued this long after a finished deletion began belongs to a fresh account. */
+  private freshAfter(row: DeletionRow, issuedAtSeconds: number | null): boolean {
+    return row.finished_at !== null && issuedAtSeconds !== null && issuedAtSeconds * 1000 > row.began_at + FRESH_TOKEN_AFTER_MS;
+  }
+
+  /**
+   * Whether a request of a token issued at `issuedAtSeconds` is served. While a deletion runs,
+   * nothing is (but the account routes, `account`); once it finished, a token issued before it
+   * began is refused everywhere but the account routes, and one issued later opens a fresh account.
+   */
+  gate(issuedAtSeconds: number | null, account: boolean): Gate {
+    const row = this.row();
+    if (!row || this.freshAfter(row, issuedAtSeconds) || account) return { open: true };
+    if (row.finished_at === null) return { open: false, code: "account_deleting", message: "this account is being deleted: its conversations and sandbox can no longer be read or used" };
+    return { open: false, code: "account_deleted", message: "this account was deleted; sign in again for a new, empty account" };
+  }
+
+  /** The deletion as a token issued at `issuedAtSeconds` sees it (null: none, or one before this token's fresh account). */
+  deletion(issuedAtSeconds: number | null): AccountDeletion | null {
+    const row = this.row();
+    if (!row || this.freshAfter(row, issuedAtSeconds)) return null;
+    return {
+      state: row.finished_at === null ? "deleting" : "deleted",
+      step: row.step as DeletionStep,
+      beganAt: new Date(row.began_at).toISOString(),
+      finishedAt: row.finished_at === null ? null : new Date(row.finished_at).toISOString(),
+      conversationsDeleted: row.conversations_deleted,
+      lastError: row.last_error,
+    };
+  }
+
+  /** Begins a deletion (written before anything is deleted); one under way, or finished for this token, is left as it is. */
+  begin(userId: string, issuedAtSeconds: number | null): void {
+    const row = this.row();
+    if (row && (row.finished_at === null || !this.freshAfter(row, issuedAtSeconds))) return;
+    this.sql.exec(
+      "INSERT INTO account_deletion (id, user_id, began_at, step, conversations_deleted, last_error, finished_at) VALUES (1, ?, ?, 'sealed', 0, NULL, NULL) ON CONFLICT(id) DO UPDATE SET user_id = excluded.user_id, began_at = excluded.began_at, step = 'sealed', conversations_deleted = 0, last_error = NULL, finished_at = NULL",
+      userId,
+      Date.now(),
+    );
+  }
+
+  /** The deletion moves on to `step`; `done` finishes it and forgets the user id. */
+  advance(step: DeletionStep): void {
+    if (step === "done") this.sql.exec("UPDATE account_deletion SET step = 'done', last_error = NULL, user_id = NULL, finished_at = ? WHERE id = 1", Date.now());
+    else this.sql.exec("UPDATE account_deletion SET step = ?, last_error = NULL WHERE id = 1", step);
+  }
+
+  countConversationDeleted(): void {
+    this.sql.exec("UPDATE account_deletion SET conversations_deleted = conversations_deleted + 1 WHERE id = 1");
+  }
+
+  failed(error: string): void {
+    this.sql.exec("UPDATE account_deletion SET last_error = ? WHERE id = 1", error.slice(0, 1000));
+  }
+}

@@ -1,0 +1,154 @@
+/**
+ * Deleting an account through the public API against the emulator (README "Deleting an account"):
+ * cut short half-way by upstream failures and an eviction of every object, then resumed (by the
+ * user object's alarm, or by calling again), with nothing of the account readable from the moment
+ * the deletion began, and the agent sessions and the sandbox gone upstream at the end. A token of
+ * the deleted user is refused (410); one issued after the deletion opens a new, empty account.
+ */
+import { abortAllDurableObjects, env, runDurableObjectAlarm } from "cloudflare:test";
+import { afterEach, describe, expect, it } from "vitest";
+import { deriveOwnerKey } from "../src/auth/ids";
+import { api, collect, counters, emulator, json, sendTurn, setFaults, tokenFor, uid, upstream, waitForTurn } from "./helpers";
+
+const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;
+
+afterEach(async () => {
+  await setFaults({});
+});
+
+/** A user with two conversations, each with a finished turn, and the sandbox they ran in. */
+async function userWithConversations() {
+  const user = uid("user");
+  const token = await tokenFor(user);
+  const cids = [uid("conv"), uid("conv")];
+  let sandboxId = "";
+  for (const cid of cids) {
+    const turnId = uid("turn");
+    const accepted = await json(await sendTurn(token, cid, turnId, "hello"));
+    expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
+    sandboxId = (await emulator(`/_emulator/executions/${accepted.executionId}`)).sandboxId;
+  }
+  return { user, token, cids, sandboxId };
+}
+
+/** The agent sessions the sandbox holds upstream (null once the sandbox is gone). */
+async function upstreamSessions(sandboxId: string): Promise<string[] | null> {
+  const res = await upstream("GET", `/v1/sandboxes/${sandboxId}/runtime/agents/sessions`);
+  if (res.status === 404) return null;
+  return (await json(res)).data.sessions.map((s: { id: string }) => s.id);
+}
+
+/** Every read and write of the account, with the status and code each answers. */
+async function everything(token: string, cid: string) {
+  const calls: [string, Parameters<typeof api>[1]][] = [
+    ["/v1/conversations", {}],
+    [`/v1/conversations/${cid}`, {}],
+    [`/v1/conversations/${cid}/messages`, {}],
+    [`/v1/conversations/${cid}/usage`, {}],
+    [`/v1/conversations/${cid}/events`, {}],
+    [`/v1/conversations/${cid}/turns`, { body: { turnId: uid("turn"), message: "still there?" } }],
+    [`/v1/chat/${cid}`, { body: { id: cid, messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "hi" }] }] } }],
+    ["/v1/environment", {}],
+    ["/v1/environment/stop", { method: "POST" }],
+  ];
+  const out: string[] = [];
+  for (const [path, options] of calls) {
+    const res = await api(path, { token, ...options });
+    const body = await res.text();
+    out.push(`${res.status} ${res.status >= 400 ? JSON.parse(body).error.code : "served"}`);
+  }
+  return out;
+}
+
+describe("DELETE /v1/me", () => {
+  it("cut short before the sandbox, and every object evicted: nothing is readable meanwhile; the alarm resumes it to the end", async () => {
+    const { user, token, cids, sandboxId } = await userWithConversations();
+    expect((await upstreamSessions(sandboxId))?.length).toBe(2);
+    // A browser stream open when the deletion begins.
+    const stream = api(`/v1/conversations/${cids[0]}/events`, { token }).then((res) => collect(res, () => false));
+
+    // The sandbox's delete fails (every attempt of the call): the deletion stops after the conversations.
+    await setFaults({ failNext: { status: 503, count: 3, route: "sandboxes.delete" } });
+    const cut = await api("/v1/me", { token, method: "DELETE" });
+    expect(cut.status).toBe(202);
+    const partial = await json(cut);
+    expect(partial).toMatchObject({ state: "deleting", step: "sandbox", conversationsDeleted: 2, finishedAt: null });
+    expect(partial.lastError).toContain("503");
+    // The open stream was closed, and its conversations' agent sessions are gone upstream; the sandbox is not.
+    await stream;
+    expect(await upstreamSessions(sandboxId)).toEqual([]);
+    expect((await emulator(`/_emulator/sandboxes/${sandboxId}`)).status).toBe("running");
+
+    // Nothing of the account is read or run while the deletion is under way.
+    expect(new Set(await everything(token, cids[1]!))).toEqual(new Set(["409 account_deleting"]));
+    expect(await json(await api("/v1/me", { token }))).toEqual({ deletion: partial });
+
+    // A crash: every object loses its memory; the user object's alarm picks the deletion up.
+    await abortAllDurableObjects();
+    await setFaults({});
+    const userObject = env.USERS.get(env.USERS.idFromName(await deriveOwnerKey(secret, user)));
+    expect(await runDurableObjectAlarm(userObject)).toBe(true);
+
+    const done = await json(await api("/v1/me", { token }));
+    expect(done.deletion).toMatchObject({ state: "deleted", step: "done", conversationsDeleted: 2, lastError: null, beganAt: partial.beganAt });
+    expect(done.deletion.finishedAt).toBeTypeOf("string");
+    expect((await emulator(`/_emulator/sandboxes/${sandboxId}`)).status).toBe("deleted");
+    expect(await upstreamSessions(sandboxId)).toBeNull();
+    // No alarm is left to run.
+    expect(await runDurableObjectAlarm(userObject)).toBe(false);
+
+    // The deleted user's token is refused everywhere but its account; deleting again answers the deletion.
+    expect(new Set(await everything(token, cids[0]!))).toEqual(new Set(["410 account_deleted"]));
+    const again = await api("/v1/me", { token, method: "DELETE" });
+    expect(again.status).toBe(200);
+    expect((await json(again)).finishedAt).toBe(done.deletion.finishedAt);
+
+    // A token issued after the deletion began (past the allowed clock skew) opens a new, empty account.
+    while (Date.now() <= Date.parse(partial.beganAt) + 1000) await new Promise((r) => setTimeout(r, 50));
+    const fresh = await tokenFor(user, { issuedAt: Math.floor(Date.now() / 1000) + 60 });
+    expect(await json(await api("/v1/me", { token: fresh }))).toEqual({ deletion: null });
+    expect(await json(await api("/v1/conversations", { token: fresh }))).toEqual({ conversations: [] });
+    for (const cid of cids) expect((await api(`/v1/conversations/${cid}/messages`, { token: fresh })).status).toBe(404);
+    expect((await json(await api("/v1/environment", { token: fresh }))).environment).toBeNull();
+  });
+
+  it("cut short in the conversations: the next call resumes where it stopped, and ends with nothing left", async () => {
+    const { token, cids, sandboxId } = await userWithConversations();
+    await setFaults({ failNext: { status: 503, count: 3, route: "runtime.session.delete" } });
+    const cut = await api("/v1/me", { token, method: "DELETE" });
+    expect(cut.status).toBe(202);
+    expect(await json(cut)).toMatchObject({ state: "deleting", step: "conversations", conversationsDeleted: 0 });
+    expect(new Set(await everything(token, cids[0]!))).toEqual(new Set(["409 account_deleting"]));
+    // Upstream still holds both sessions: nothing was claimed deleted that was not.
+    expect((await upstreamSessions(sandboxId))?.length).toBe(2);
+
+    const resumed = await api("/v1/me", { token, method: "DELETE" });
+    expect(resumed.status).toBe(200);
+    expect(await json(resumed)).toMatchObject({ state: "deleted", step: "done", conversationsDeleted: 2, lastError: null });
+    expect((await emulator(`/_emulator/sandboxes/${sandboxId}`)).status).toBe("deleted");
+    expect(new Set(await everything(token, cids[1]!))).toEqual(new Set(["410 account_deleted"]));
+  });
+
+  it("a turn running when the deletion begins is stopped upstream, and its conversation deleted with the rest", async () => {
+    const { token, cids } = await userWithConversations();
+    const turnId = uid("turn");
+    const accepted = await json(await sendTurn(token, cids[0]!, turnId, "a long job [slow] [long]"));
+    expect((await emulator(`/_emulator/executions/${accepted.executionId}`)).status).toBe("running");
+    const abortsBefore = (await counters())["requests.runtime.session.abort"] ?? 0;
+    const res = await api("/v1/me", { token, method: "DELETE" });
+    expect(res.status).toBe(200);
+    expect(await json(res)).toMatchObject({ state: "deleted", conversationsDeleted: 2 });
+    // The run was interrupted, then its session (the run with it) deleted upstream.
+    expect((await counters())["requests.runtime.session.abort"]).toBe(abortsBefore + 1);
+    expect((await emulator(`/_emulator/executions/${accepted.executionId}`)).error.code).toBe("EXECUTION_NOT_FOUND");
+  });
+
+  it("an account with nothing in it is deleted at once; GET /v1/me says no deletion began before", async () => {
+    const token = await tokenFor(uid("user"));
+    expect(await json(await api("/v1/me", { token }))).toEqual({ deletion: null });
+    const res = await api("/v1/me", { token, method: "DELETE" });
+    expect(res.status).toBe(200);
+    expect(await json(res)).toMatchObject({ state: "deleted", conversationsDeleted: 0 });
+    expect((await api("/v1/me", { method: "DELETE" })).status).toBe(401);
+  });
+});
