@@ -55,7 +55,8 @@ export function createComposer({ api, store, ui, refreshList, follow, screen }) 
         const answer = await api.send(cid, turnId, message);
         unsentStore.remove(cid, turnId);
         if (generation !== store.generation) return;
-        store.dispatch({ type: "sent", turnId, status: answer.status });
+        // A send without whenBusy is never queued: it runs, or was refused.
+        store.dispatch({ type: "sent", turnId, status: answer.status === "queued" ? "pending" : answer.status });
         refreshList();
         return;
       } catch (err) {
