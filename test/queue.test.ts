@@ -43,7 +43,7 @@ describe("a turn sent while another runs can wait its turn", () => {
     const token = await tokenFor(uid("user"));
     const cid = uid("conv");
     const started = await count("runs.started");
-    const dispatches = await count("runs.dispatches");
+    const attached = await count("runs.attached");
     const first = uid("turn");
     expect((await sendTurn(token, cid, first, "first [slow]")).status).toBe(202);
     const queued = [uid("q"), uid("q"), uid("q")];
@@ -76,9 +76,11 @@ describe("a turn sent while another runs can wait its turn", () => {
       expect(start).toBeGreaterThan(previousEnd);
     }
     expect(events.filter((e) => e.type === "turn.queued").map((e) => [e.turnId, e.data.queuePosition])).toEqual(queued.map((id, i) => [id, i + 1]));
-    // Four turns, four runs: each queued turn was dispatched once, and the retry dispatched nothing.
+    // Four turns, four runs: each queued turn was dispatched once (no dispatch attached to a run
+    // already started), and the retry dispatched nothing. A dispatch upstream refused busy (the
+    // agent session not yet released after the previous receipt) starts nothing and is retried.
     expect((await count("runs.started")) - started).toBe(4);
-    expect((await count("runs.dispatches")) - dispatches).toBe(4);
+    expect((await count("runs.attached")) - attached).toBe(0);
 
     for (const turnId of queued) expect((await ended(token, cid, turnId)).status).toBe("completed");
     const cached = await queue(token, cid, queued[0]!, "queued 1");
@@ -224,7 +226,7 @@ describe("queued turns survive the session object losing its memory", () => {
     const token = await tokenFor(user);
     const cid = uid("conv");
     const started = await count("runs.started");
-    const dispatches = await count("runs.dispatches");
+    const attached = await count("runs.attached");
     const first = uid("turn");
     await sendTurn(token, cid, first, "evicted mid-run [long] [slow]");
     const queued = [uid("q"), uid("q")];
@@ -239,7 +241,7 @@ describe("queued turns survive the session object losing its memory", () => {
     const events = await logUntilEnd(token, cid, queued[1]!);
     expect(events.filter((e) => e.type === "turn.accepted").map((e) => e.turnId)).toEqual([first, ...queued]);
     expect((await count("runs.started")) - started).toBe(3);
-    expect((await count("runs.dispatches")) - dispatches).toBe(3);
+    expect((await count("runs.attached")) - attached).toBe(0);
   });
 
   it("evicted while a queued turn's dispatch waits for its admission: the new instance dispatches it again under the same execution, one run", async () => {

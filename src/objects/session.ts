@@ -53,7 +53,7 @@ export class SessionObject extends DurableObject<Env> {
       publish: (row) => {
         this.subscriptions.publish(row);
         // A turn ended: the next queued turn may start (after this commit's events are out).
-        if (TURN_ENDS.has(row.type)) queueMicrotask(() => void this.runner.queue.move());
+        if (TURN_ENDS.has(row.type)) queueMicrotask(() => this.runner.turnEnded());
       },
     });
     this.subscriptions = new SubscriptionSockets({ accept: (ws) => ctx.acceptWebSocket(ws), sockets: () => ctx.getWebSockets() }, () => this.storeInstance);

@@ -89,6 +89,7 @@ export class TurnRunner {
       budgets: this.budgets,
       showIdle: () => this.showIdle(),
       waitingChanged: () => this.refreshIndex(),
+      stopped: () => void this.queue.move(),
     });
     this.dispatcher = new Dispatcher({
       store,
@@ -126,6 +127,15 @@ export class TurnRunner {
 
   stopReader(): void {
     this.reader.stop();
+  }
+
+  /**
+   * A turn ended (its terminal event is committed). The next queued turn starts once the run's
+   * stream is over, when upstream has let go of the agent session (the reader's stop moves the
+   * queue); an end with no reader running here moves it now.
+   */
+  turnEnded(): void {
+    if (!this.reader.reading()) void this.queue.move();
   }
 
   /** The alarm: the watchdog of ./turn-end.ts. */
