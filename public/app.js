@@ -14,6 +14,7 @@
 import { createAsks } from "./controllers/asks.js";
 import { createComposer } from "./controllers/composer.js";
 import { createConversations } from "./controllers/conversations.js";
+import { createQueued } from "./controllers/queued.js";
 import { listenForKeys } from "./controllers/keyboard.js";
 import { createScreen } from "./controllers/screen.js";
 import { createSession } from "./controllers/session.js";
@@ -49,6 +50,8 @@ const ui = {
   bannerText: $("banner-text"),
   bannerClose: $("banner-close"),
   transcript: $("transcript"),
+  queued: $("queued"),
+  queuedList: $("queued-list"),
   empty: $("empty"),
   examples: $("examples"),
   jump: /** @type {HTMLButtonElement} */ ($("jump-latest")),
@@ -92,7 +95,8 @@ const conversations = createConversations({
   follow: () => transcript.follow(),
   screen,
 });
-const composer = createComposer({ api, store, ui, refreshList: sidebar.refresh, follow: () => transcript.follow(), screen });
+const composer = createComposer({ api, store, ui, refreshList: sidebar.refresh, queue: (message) => queued.add(message), follow: () => transcript.follow(), screen });
+const queued = createQueued({ api, store, ui, sent: () => composer.sent(), screen });
 const asks = createAsks({ api, store });
 const session = createSession({ api, config, store, ui, showExamples: composer.showExamples, enter: conversations.enter, closeStream: stream.close, updateTitle: screen.updateTitle });
 listenForKeys({ store, ui, sidebar, stopEditing: () => composer.handlers.edit(null), stop: composer.stop });
