@@ -203,6 +203,24 @@ describe("a turn sent while another runs can wait its turn", () => {
   });
 });
 
+describe("deleting a conversation with turns queued", () => {
+  it("stops the running turn and starts none of the queued ones; the id used again has no queue", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const started = await count("runs.started");
+    await sendTurn(token, cid, uid("turn"), "deleted mid-run [long] [slow]");
+    for (let i = 0; i < 2; i++) expect((await queue(token, cid, uid("q"), "never runs")).status).toBe(202);
+    expect((await api(`/v1/conversations/${cid}`, { token, method: "DELETE" })).status).toBe(200);
+    expect((await api(`/v1/conversations/${cid}`, { token })).status).toBe(404);
+    const again = uid("turn");
+    expect((await sendTurn(token, cid, again, "afresh")).status).toBe(202);
+    expect((await json(await api(`/v1/conversations/${cid}`, { token }))).queue).toEqual([]);
+    expect((await ended(token, cid, again)).status).toBe("completed");
+    // Two runs: the deleted turn and this one; no queued turn started, before or after the delete.
+    expect((await count("runs.started")) - started).toBe(2);
+  });
+});
+
 describe("queued turns survive the session object losing its memory", () => {
   async function stubOf(user: string, cid: string) {
     const sessionId = await deriveSessionId(secret, user, cid);
