@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { deriveSessionId } from "../src/auth/ids";
 import type { SessionObject } from "../src/objects/session";
 import type { EventEnvelope } from "../src/objects/session-store";
-import { api, collect, counters, json, sendTurn, setFaults, tokenFor, uid } from "./helpers";
+import { api, collect, counters, isTurnEnd, json, sendTurn, setFaults, tokenFor, uid } from "./helpers";
 
 const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;
 const TERMINAL = new Set(["completed", "failed", "cancelled"]);
@@ -37,6 +37,9 @@ async function logUntilEnd(token: string, cid: string, turnId: string): Promise<
 }
 
 const count = async (name: string) => (await counters())[name] ?? 0;
+/** Stops the running turn (the queue runs on): tests hold a long turn running while they queue behind it. */
+const stop = async (token: string, cid: string) => expect((await json(await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } }))).status).toBe("accepted");
+const LONG = "first [long] [slow]";
 
 describe("a turn sent while another runs can wait its turn", () => {
   it("queued turns start in order, one at a time, each dispatched once; a retry is the same queued turn", async () => {
@@ -45,7 +48,7 @@ describe("a turn sent while another runs can wait its turn", () => {
     const started = await count("runs.started");
     const attached = await count("runs.attached");
     const first = uid("turn");
-    expect((await sendTurn(token, cid, first, "first [slow]")).status).toBe(202);
+    expect((await sendTurn(token, cid, first, LONG)).status).toBe(202);
     const queued = [uid("q"), uid("q"), uid("q")];
     for (const [i, turnId] of queued.entries()) {
       const res = await queue(token, cid, turnId, `queued ${i + 1}`);
@@ -63,6 +66,7 @@ describe("a turn sent while another runs can wait its turn", () => {
     expect((await json(busy)).error.code).toBe("session_busy");
     const summary = await json(await api(`/v1/conversations/${cid}`, { token }));
     expect(summary.queue.map((t: { turnId: string; queuePosition: number }) => [t.turnId, t.queuePosition])).toEqual(queued.map((id, i) => [id, i + 1]));
+    await stop(token, cid);
 
     const events = await logUntilEnd(token, cid, queued[2]!);
     const accepted = events.filter((e) => e.type === "turn.accepted").map((e) => e.turnId);
@@ -70,7 +74,7 @@ describe("a turn sent while another runs can wait its turn", () => {
     // One at a time: each starts after the one before it ended.
     const order = [first, ...queued];
     for (let i = 1; i < order.length; i++) {
-      const previousEnd = events.findIndex((e) => e.turnId === order[i - 1] && e.type === "turn.completed");
+      const previousEnd = events.findIndex((e) => e.turnId === order[i - 1] && isTurnEnd(e));
       const start = events.findIndex((e) => e.turnId === order[i] && e.type === "turn.accepted");
       expect(previousEnd).toBeGreaterThanOrEqual(0);
       expect(start).toBeGreaterThan(previousEnd);
@@ -87,7 +91,7 @@ describe("a turn sent while another runs can wait its turn", () => {
     expect(cached.status).toBe(200);
     expect(await json(cached)).toMatchObject({ status: "completed", cached: true });
     const messages = await json(await api(`/v1/conversations/${cid}/messages`, { token }));
-    expect(messages.messages.filter((m: { role: string }) => m.role === "user").map((m: { text: string }) => m.text)).toEqual(["first [slow]", "queued 1", "queued 2", "queued 3"]);
+    expect(messages.messages.filter((m: { role: string }) => m.role === "user").map((m: { text: string }) => m.text)).toEqual([LONG, "queued 1", "queued 2", "queued 3"]);
     expect((await json(await api(`/v1/conversations/${cid}`, { token }))).queue).toEqual([]);
   });
 
@@ -96,7 +100,7 @@ describe("a turn sent while another runs can wait its turn", () => {
     const cid = uid("conv");
     const started = await count("runs.started");
     const first = uid("turn");
-    await sendTurn(token, cid, first, "first [slow]");
+    await sendTurn(token, cid, first, LONG);
     const [q1, q2, q3] = [uid("q"), uid("q"), uid("q")];
     for (const [turnId, message] of [
       [q1, "one"],
@@ -133,6 +137,7 @@ describe("a turn sent while another runs can wait its turn", () => {
     expect((await json(await edit(token, cid, q3, { message: "x", model: "m" }))).error.code).toBe("invalid_request");
     // The edited text keeps the send's identity: a retry of the original send is the same turn.
     expect(await json(await queue(token, cid, q2, "two"))).toMatchObject({ turnId: q2, message: "two, edited", status: "queued" });
+    await stop(token, cid);
 
     const events = await logUntilEnd(token, cid, q3);
     expect(events.filter((e) => e.type === "turn.accepted").map((e) => e.turnId)).toEqual([first, q2, q3]);
@@ -143,7 +148,7 @@ describe("a turn sent while another runs can wait its turn", () => {
     expect(await ended(token, cid, q2)).toMatchObject({ status: "completed", message: "two, edited" });
     expect((await edit(token, cid, q2, { message: "after" })).status).toBe(409);
     const messages = await json(await api(`/v1/conversations/${cid}/messages`, { token }));
-    expect(messages.messages.filter((m: { role: string }) => m.role === "user").map((m: { text: string }) => m.text)).toEqual(["first [slow]", "two, edited", "three"]);
+    expect(messages.messages.filter((m: { role: string }) => m.role === "user").map((m: { text: string }) => m.text)).toEqual([LONG, "two, edited", "three"]);
   });
 
   it("a failed or cancelled turn leaves the queue to run; cancel with queue clear, or DELETE …/queue, removes it", async () => {
@@ -175,13 +180,16 @@ describe("a turn sent while another runs can wait its turn", () => {
     for (const turnId of cleared) expect(await turnOf(token, cid, turnId)).toMatchObject({ status: "cancelled", cancelReason: "the queue was cleared before it started" });
 
     const lastRunning = uid("turn");
-    await sendTurn(token, cid, lastRunning, "runs on [slow]");
+    await sendTurn(token, cid, lastRunning, LONG);
     const dropped = [uid("q"), uid("q")];
     for (const turnId of dropped) await queue(token, cid, turnId, "dropped");
     const res = await api(`/v1/conversations/${cid}/queue`, { token, method: "DELETE" });
     expect(res.status).toBe(200);
     expect(await json(res)).toEqual({ removed: dropped });
-    expect((await ended(token, cid, lastRunning)).status).toBe("completed");
+    // The running turn was not touched: it runs until stopped.
+    expect((await turnOf(token, cid, lastRunning)).status).toBe("running");
+    await stop(token, cid);
+    expect((await ended(token, cid, lastRunning)).status).toBe("cancelled");
     expect((await json(await api(`/v1/conversations/${cid}`, { token }))).queue).toEqual([]);
     // Two runs (stopAll, lastRunning): nothing cleared was dispatched.
     expect((await count("runs.started")) - started).toBe(2);
@@ -267,7 +275,7 @@ describe("queued turns survive the session object losing its memory", () => {
     const token = await tokenFor(user);
     const cid = uid("conv");
     const first = uid("turn");
-    await sendTurn(token, cid, first, "first [slow]");
+    await sendTurn(token, cid, first, LONG);
     const [q1, q2] = [uid("q"), uid("q")];
     const queuedView = await json(await queue(token, cid, q1, "admitted in silence"));
     await queue(token, cid, q2, "and then this");
@@ -276,6 +284,7 @@ describe("queued turns survive the session object losing its memory", () => {
     const started = await count("runs.started");
     const attached = await count("runs.attached");
     const stub = await stubOf(user, cid);
+    await stop(token, cid);
     // Wait until q1 is recorded pending and its run started upstream, its dispatch still waiting.
     const deadline = Date.now() + 15_000;
     for (;;) {
@@ -291,7 +300,7 @@ describe("queued turns survive the session object losing its memory", () => {
     const fresh = await stubOf(user, cid);
     expect(await runDurableObjectAlarm(fresh)).toBe(true);
     const status = await storedEnd(fresh, [first, q1, q2]);
-    expect([status[first], status[q1], status[q2]]).toEqual(["completed", "completed", "completed"]);
+    expect([status[first], status[q1], status[q2]]).toEqual(["cancelled", "completed", "completed"]);
     // q1's run was started once and attached again; q2 started once.
     expect((await count("runs.started")) - started).toBe(2);
     expect((await count("runs.attached")) - attached).toBeGreaterThanOrEqual(1);

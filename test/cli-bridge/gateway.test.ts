@@ -516,15 +516,17 @@ describe("queued turns on the CLI Bridge", () => {
       const { token, cid } = await conversation();
       const started = await runsStarted();
       const first = uid("turn");
-      await sendTurn(token, cid, first, "first [slow:40]", { model });
+      await sendTurn(token, cid, first, "first [slow:100]", { model });
       const queued = [uid("q"), uid("q")];
+      const views = [];
       for (const [i, turnId] of queued.entries()) {
         const res = await queue(token, cid, turnId, `queued ${i + 1}`, model);
         expect(res.status).toBe(202);
-        expect((await json(res)).status).toBe("queued");
+        views.push(await json(res));
       }
-      // A retry of a queued send is the same queued turn.
-      expect(await json(await queue(token, cid, queued[0]!, "queued 1", model))).toMatchObject({ turnId: queued[0], status: "queued" });
+      expect(views.map((v) => v.status)).toEqual(["queued", "queued"]);
+      // A retry of a queued send is the same turn (queued still, or started by now), never a second one.
+      expect(await json(await queue(token, cid, queued[0]!, "queued 1", model))).toMatchObject({ turnId: queued[0], executionId: views[0].executionId });
       const last = queued[1]!;
       const { events } = await collect(await api(`/v1/conversations/${cid}/events`, { token }), (e) => isTurnEnd(e) && e.turnId === last, { timeoutMs: 15_000 });
       expect(events.filter((e) => e.type === "turn.accepted").map((e) => e.turnId)).toEqual([first, ...queued]);
