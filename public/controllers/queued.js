@@ -184,7 +184,8 @@ export function createQueued({ api, store, ui, sent, screen }) {
   store.subscribe((before, after, action) => {
     if (action.type === "loaded" || action.type === "deleted") {
       if (before.cid !== after.cid || action.type === "deleted") show([]);
-      refresh();
+      // A conversation without turns has no queue (and may not exist on the server yet: nothing to ask).
+      if (action.type === "loaded" && after.order.length > 0) refresh();
     } else if (action.type === "event" && MOVES.has(action.event.type)) refresh();
   });
 

@@ -10,7 +10,7 @@ describe("queued messages", () => {
     const user = unique("queue");
     const page = await openPage();
     await signIn(page, user);
-    await send(page, "Explain everything [long] [slow]");
+    await send(page, "Explain everything [words:600] [slow]");
     await page.getByRole("button", { name: "Stop" }).waitFor();
     const input = page.getByLabel("Message", { exact: true });
     for (const message of ["first queued", "second queued", "third queued"]) {
@@ -30,6 +30,7 @@ describe("queued messages", () => {
     const other = await openPage();
     await signIn(other, user, await cidOf(page));
     await other.getByRole("list", { name: "Queued messages" }).getByText("third queued").waitFor();
+    await page.bringToFront();
 
     await item("first queued").getByRole("button", { name: "Remove" }).click();
     await item("first queued").waitFor({ state: "detached" });
@@ -39,15 +40,18 @@ describe("queued messages", () => {
     await page.getByRole("button", { name: "Save" }).click();
     await queue.getByText("second, edited").waitFor();
     // The other tab follows the edit and the removal.
+    // (Brought to the front: a page in the background draws no frames for the locator to see.)
+    await other.bringToFront();
     await other.getByRole("list", { name: "Queued messages" }).getByText("second, edited").waitFor();
     assert.equal(await other.getByRole("list", { name: "Queued messages" }).getByText("first queued").count(), 0);
     await other.context().close();
+    await page.bringToFront();
 
     // Stop ends the running turn; the queue runs on, in order.
     await page.getByRole("button", { name: "Stop" }).click();
     await page.locator(".bubble-user", { hasText: "third queued" }).waitFor({ timeout: 30_000 });
     await waitForBadge(page, "done", 30_000);
-    assert.deepEqual(await page.locator(".bubble-user").allTextContents(), ["Explain everything [long] [slow]", "second, edited", "third queued"]);
+    assert.deepEqual(await page.locator(".bubble-user").allTextContents(), ["Explain everything [words:600] [slow]", "second, edited", "third queued"]);
     assert.equal(await page.locator("#queued").isHidden(), true);
     const turnId = await lastTurn(page).getAttribute("data-turn");
     const turn = await api(`/v1/conversations/${await cidOf(page)}/turns/${turnId}`, await tokenOf(page));
