@@ -14,6 +14,7 @@
 import { createAsks } from "./controllers/asks.js";
 import { createComposer } from "./controllers/composer.js";
 import { createConversations } from "./controllers/conversations.js";
+import { createQueued } from "./controllers/queued.js";
 import { createSandbox } from "./controllers/sandbox.js";
 import { listenForKeys } from "./controllers/keyboard.js";
 import { createScreen } from "./controllers/screen.js";
@@ -50,6 +51,8 @@ const ui = {
   bannerText: $("banner-text"),
   bannerClose: $("banner-close"),
   transcript: $("transcript"),
+  queued: $("queued"),
+  queuedList: $("queued-list"),
   empty: $("empty"),
   examples: $("examples"),
   jump: /** @type {HTMLButtonElement} */ ($("jump-latest")),
@@ -105,7 +108,8 @@ const conversations = createConversations({
   follow: () => transcript.follow(),
   screen,
 });
-const composer = createComposer({ api, store, ui, refreshList: sidebar.refresh, follow: () => transcript.follow(), screen });
+const composer = createComposer({ api, store, ui, refreshList: sidebar.refresh, queue: (message) => queued.add(message), follow: () => transcript.follow(), screen });
+const queued = createQueued({ api, store, ui, sent: () => composer.sent(), screen });
 const asks = createAsks({ api, store });
 createSandbox({ api, ui, screen, signOut: (message) => session.signOut(message) });
 const session = createSession({ api, config, store, ui, showExamples: composer.showExamples, enter: conversations.enter, closeStream: stream.close, updateTitle: screen.updateTitle });

@@ -20,10 +20,15 @@ export function freePort() {
   });
 }
 
-/** `checkout`: the tree to start (default this one; the benchmarks also start an older commit's). */
-export async function startDevServer({ timeoutMs = 60_000, log = false, vars = {}, checkout = root } = {}) {
-  const port = await freePort();
-  const persist = mkdtempSync(join(tmpdir(), "gateway-state-"));
+/**
+ * `checkout`: the tree to start (default this one; the benchmarks also start an older commit's).
+ * `persistTo`: the state directory to use and keep (a restart on it finds the state the last
+ * server left); without it, a throwaway one removed when the server stops. `port`: a port to
+ * listen on (a restart keeps its clients' base URL), else a free one.
+ */
+export async function startDevServer({ timeoutMs = 60_000, log = false, vars = {}, checkout = root, persistTo = undefined, port: fixedPort = undefined } = {}) {
+  const port = fixedPort ?? (await freePort());
+  const persist = persistTo ?? mkdtempSync(join(tmpdir(), "gateway-state-"));
   const extra = Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]);
   const child = spawn(process.execPath, [join(checkout, "scripts", "start.mjs"), ...extra], {
     cwd: checkout,
@@ -58,7 +63,17 @@ export async function startDevServer({ timeoutMs = 60_000, log = false, vars = {
     } catch {
       // already gone
     }
-    rmSync(persist, { recursive: true, force: true });
+    if (!persistTo) rmSync(persist, { recursive: true, force: true });
+  }
+  /** Kills the whole server at once (SIGKILL to its process group: nothing gets to shut down) and waits for it to exit. */
+  async function killed() {
+    const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once("exit", r));
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+    await exited;
   }
   /** Stops it and waits (at most 5 s) for it to exit, e.g. before its checkout is removed. */
   async function stopped() {
@@ -67,7 +82,7 @@ export async function startDevServer({ timeoutMs = 60_000, log = false, vars = {
     await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
   }
   // pid: the server's process group (it was started detached), e.g. to find its workerd.
-  return { base, pid: child.pid, stop, stopped, output: () => output };
+  return { base, port, pid: child.pid, stop, stopped, killed, output: () => output };
 }
 
 export async function devLogin(base, user) {

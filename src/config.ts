@@ -73,6 +73,7 @@ const ConfigSchema = z
     EVENT_LOG_MAX_EVENTS: PositiveInt(50_000),
     TURN_MAX_DURATION_MS: PositiveInt(60 * 60_000),
     RATE_LIMIT_TURNS_PER_MINUTE: PositiveInt(30),
+    QUEUE_MAX_TURNS: PositiveInt(10),
     RATE_LIMIT_STREAMS_PER_MINUTE: PositiveInt(120),
     UPSTREAM_LOST_AFTER_MS: PositiveInt(10 * 60_000),
     SSE_PING_INTERVAL_MS: PositiveInt(15_000),

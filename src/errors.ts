@@ -8,6 +8,8 @@ export type RefusalCode =
   | "conversation_not_found"
   | "turn_not_found"
   | "turn_conflict"
+  | "queue_full"
+  | "turn_not_queued"
   | "session_busy"
   | "turn_not_ready"
   | "capability_denied"

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
+import { api, collect, counters, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
 
 // This project runs with TOKEN_BUDGET_PER_CONVERSATION=2500 and TOKEN_BUDGET_PER_USER=4500.
 // A plain scripted turn spends 1980 input + 80 output tokens, 995 of them by its first step.
@@ -120,5 +120,61 @@ describe("a send while the per-user budget is being read", () => {
     await waitForTurn(token, cid, (await json(first)).turnId);
     const answers = await Promise.all([sendTurn(token, cid, uid("turn"), "one"), sendTurn(token, cid, uid("turn"), "two")]);
     expect(answers.map((r) => r.status).sort()).toEqual([202, 409]);
+  });
+});
+
+describe("queued turns and the budget", () => {
+  const queue = (token: string, cid: string, turnId: string, message: string) => sendTurn(token, cid, turnId, message, { whenBusy: "queue" });
+
+  it("is checked when a queued turn starts, not when it was queued: a refusal at the start ends that turn failed, and the next is checked at its own start", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const started = (await counters())["runs.started"] ?? 0;
+    const first = uid("turn");
+    await sendTurn(token, cid, first, "first [slow]");
+    // Both are accepted while the budget allows a new turn.
+    const [crosses, refused, alsoRefused] = [uid("q"), uid("q"), uid("q")];
+    for (const q of [crosses, refused, alsoRefused]) expect((await queue(token, cid, q, "queued")).status).toBe(202);
+    expect((await waitForTurn(token, cid, first)).status).toBe("completed");
+    // 2060 spent: the first queued turn starts (under 2500) and is stopped when it crosses the budget.
+    const { events } = await collect(await api(`/v1/conversations/${cid}/events`, { token }), (e) => e.type === "turn.dequeued" && e.turnId === alsoRefused, { timeoutMs: 15_000 });
+    expect(events.find((e) => e.type === "turn.cancelled")).toMatchObject({ turnId: crosses, data: { reason: "budget_exceeded" } });
+    // The rest are refused at their start, each with the budget's refusal, and never dispatched.
+    const dequeued = events.filter((e) => e.type === "turn.dequeued");
+    expect(dequeued.map((e) => [e.turnId, e.data.reason, (e.data.error as { code: string }).code])).toEqual([
+      [refused, "refused", "budget_exceeded"],
+      [alsoRefused, "refused", "budget_exceeded"],
+    ]);
+    const turn = await json(await api(`/v1/conversations/${cid}/turns/${refused}`, { token }));
+    expect(turn).toMatchObject({ status: "failed", error: { code: "budget_exceeded" } });
+    expect(turn.error.message).toContain("token budget of 2500 is used up");
+    expect(events.filter((e) => e.type === "turn.accepted").map((e) => e.turnId)).toEqual([first, crosses]);
+    expect(((await counters())["runs.started"] ?? 0) - started).toBe(2);
+    // A retry of a refused queued send is its final answer.
+    const retried = await queue(token, cid, refused, "queued");
+    expect(retried.status).toBe(200);
+    expect(await json(retried)).toMatchObject({ status: "failed", cached: true, error: { code: "budget_exceeded" } });
+  });
+
+  it("two turns sent at once with whenBusy queue while the per-user budget is read: one runs, the other waits and starts after it", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const [a, b] = [uid("turn"), uid("turn")];
+    const answers = await Promise.all([queue(token, cid, a, "one"), queue(token, cid, b, "two")]);
+    expect(answers.map((r) => r.status)).toEqual([202, 202]);
+    const views = await Promise.all(answers.map((r) => json(r)));
+    expect(views.map((t) => t.status === "queued").sort()).toEqual([false, true]);
+    const [runs, waits] = views[0].status === "queued" ? [b, a] : [a, b];
+    const endOf = async (turnId: string) => {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const turn = await json(await api(`/v1/conversations/${cid}/turns/${turnId}`, { token }));
+        if (["completed", "failed", "cancelled"].includes(turn.status) || Date.now() > deadline) return turn;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    expect((await endOf(runs)).status).toBe("completed");
+    // It started (2060 of 2500 spent), then crossed the conversation's budget.
+    expect(await endOf(waits)).toMatchObject({ status: "cancelled", cancelReason: "budget_exceeded" });
   });
 });

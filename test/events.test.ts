@@ -34,6 +34,19 @@ async function typesOf(message: string, answer?: (interaction: { id: string; kin
   return types;
 }
 
+/** A conversation with turns queued, one edited, one removed: the queue's events. */
+async function queueTypes() {
+  const token = await tokenFor(uid("user"));
+  const cid = uid("conv");
+  await sendTurn(token, cid, uid("turn"), "first [slow]");
+  const [kept, removed] = [uid("q"), uid("q")];
+  for (const q of [kept, removed]) await sendTurn(token, cid, q, "queued", { whenBusy: "queue" });
+  await api(`/v1/conversations/${cid}/turns/${kept}`, { token, method: "PATCH", body: { message: "edited" } });
+  await api(`/v1/conversations/${cid}/turns/${removed}`, { token, method: "DELETE" });
+  const stream = await collect(await api(`/v1/conversations/${cid}/events`, { token }), (e) => isTurnEnd(e) && e.turnId === kept, { timeoutMs: 15_000 });
+  return new Set(stream.frames.flatMap((frame) => (frame.event ? [frame.event] : [])));
+}
+
 describe("the page's event names and the server's", () => {
   it("every event the server streams in a conversation's life is one the page listens for", async () => {
     const seen = new Set<string>();
@@ -45,6 +58,7 @@ describe("the page's event names and the server's", () => {
     add(await typesOf("plan it [plan]", (i) => (i.kind === "plan" ? { outcome: "accepted", data: { decision: "approve" } } : "cancel")));
     add(await typesOf("this fails [fail]"));
     add(await typesOf("odd usage [bad-usage]"));
+    add(await queueTypes());
     const missing = [...seen].filter((type) => !STREAM_EVENTS.includes(type));
     expect(missing).toEqual([]);
     // And the gateway's own names are the ones it emits (budget.exceeded needs a budget: test/budget.test.ts).

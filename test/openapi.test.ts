@@ -13,6 +13,7 @@ import {
   HealthSchema,
   InteractionAckSchema,
   MessagesSchema,
+  QueueClearedAnswer,
   StreamTokenAnswer,
   TurnViewSchema,
 } from "../src/schemas/api";
@@ -72,6 +73,14 @@ describe("the OpenAPI document matches what the routes answer", () => {
     await documented(StreamTokenAnswer, await api(`/v1/conversations/${cid}/stream-token`, { token, body: {} }));
     const slow = uid("turn");
     await sendTurn(token, cid, slow, "a long job [slow] [long]");
+    // Queued turns: the queued answer, the summary's queue, an edit, a removal, the queue cleared.
+    const [q1, q2] = [uid("q"), uid("q")];
+    for (const q of [q1, q2]) await documented(TurnViewSchema, await sendTurn(token, cid, q, "wait", { whenBusy: "queue" }));
+    expect((await documented(ConversationSummarySchema, await api(`/v1/conversations/${cid}`, { token }))).queue).toHaveLength(2);
+    await documented(TurnViewSchema, await api(`/v1/conversations/${cid}/turns/${q1}`, { token, method: "PATCH", body: { message: "edited" } }));
+    await documented(TurnViewSchema, await api(`/v1/conversations/${cid}/turns/${q1}`, { token, method: "DELETE" }));
+    await documented(TurnViewSchema, await api(`/v1/conversations/${cid}/turns/${q1}`, { token }));
+    expect((await documented(QueueClearedAnswer, await api(`/v1/conversations/${cid}/queue`, { token, method: "DELETE" }))).removed).toEqual([q2]);
     await documented(CancelAckSchema, await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } }));
     await waitForTurn(token, cid, slow);
     await documented(DeletedAnswer, await api(`/v1/conversations/${cid}`, { token, method: "DELETE" }));

@@ -1,7 +1,8 @@
 // @ts-check
 /**
- * Sending: the message box (Enter sends, Shift+Enter adds a line), the example prompts of an empty
- * conversation, and the turn's own buttons (resend, rerun, edit). A message shows at once; its
+ * Sending: the message box (Enter sends, Shift+Enter adds a line; during a turn, Enter queues the
+ * message behind it: ./queued.js), the example prompts of an empty conversation, and the turn's own
+ * buttons (resend, rerun, edit). A message shows at once; its
  * turn id makes delivery safe to repeat (a turn runs once), so one that did not reach the server
  * is retried once, then kept in this browser, unsent, for Retry. Stop cancels the running turn,
  * or, while the turn is still being dispatched, as soon as it runs.
@@ -19,13 +20,16 @@ const SEND_RETRY_DELAY_MS = 800;
  *   store: import("../lib/store.js").Store,
  *   ui: { composer: HTMLFormElement, input: HTMLTextAreaElement, stop: HTMLButtonElement, examples: HTMLElement },
  *   refreshList: () => Promise<void>,
+ *   queue: (message: string) => Promise<void>,
  *   follow: () => void,
  *   screen: { showBanner: (text: string, kind?: string) => void, hideBanner: () => void, schedule: () => void },
- * }} deps  `follow`: the transcript follows the newest content again
+ * }} deps  `follow`: the transcript follows the newest content again; `queue`: sends a message to wait behind the running turn
  */
-export function createComposer({ api, store, ui, refreshList, follow, screen }) {
+export function createComposer({ api, store, ui, refreshList, queue, follow, screen }) {
   /** A stop asked for while the message was still being sent: done once the turn runs. */
   let stopWhenRunning = /** @type {string | null} */ (null);
+  /** The delivery under way (settled once answered): a queued message is sent after it. */
+  let delivering = /** @type {Promise<void>} */ (Promise.resolve());
 
   /**
    * Sends a message as a new turn; the message shows at once.
@@ -38,7 +42,7 @@ export function createComposer({ api, store, ui, refreshList, follow, screen }) 
     store.dispatch({ type: "send", turnId, message, at: new Date().toISOString() });
     follow();
     screen.hideBanner();
-    deliver(turnId, message);
+    delivering = deliver(turnId, message);
   }
 
   /**
@@ -55,7 +59,8 @@ export function createComposer({ api, store, ui, refreshList, follow, screen }) 
         const answer = await api.send(cid, turnId, message);
         unsentStore.remove(cid, turnId);
         if (generation !== store.generation) return;
-        store.dispatch({ type: "sent", turnId, status: answer.status });
+        // A send without whenBusy is never queued: it runs, or was refused.
+        store.dispatch({ type: "sent", turnId, status: answer.status === "queued" ? "pending" : answer.status });
         refreshList();
         return;
       } catch (err) {
@@ -149,7 +154,15 @@ export function createComposer({ api, store, ui, refreshList, follow, screen }) 
   ui.composer.addEventListener("submit", (event) => {
     event.preventDefault();
     const message = ui.input.value.trim();
-    if (!message || store.busy()) return;
+    if (!message) return;
+    // During a turn the message waits its turn on the server, listed under the running one.
+    if (store.conv.cid && !store.conv.deleted && activeTurn(store.conv)) {
+      ui.input.value = "";
+      screen.hideBanner();
+      queue(message);
+      return;
+    }
+    if (store.busy()) return;
     ui.input.value = "";
     send(message);
   });
@@ -188,6 +201,8 @@ export function createComposer({ api, store, ui, refreshList, follow, screen }) 
     handlers,
     stop,
     showExamples,
+    /** Settles once the message being sent, if any, has its answer. */
+    sent: () => delivering,
     /** A stop asked for while the turn was being dispatched is sent once the turn runs. */
     stopIfNowRunning() {
       if (stopWhenRunning && store.conv.turns[stopWhenRunning]?.status === "running") stop();

@@ -72,7 +72,8 @@ export function createScreen({ store, transcript, ui }) {
     ui.title.textContent = conv.title || "New conversation";
     ui.empty.hidden = !conv.cid || conv.order.length > 0;
     ui.stop.hidden = !active || active.status === "sending";
-    ui.send.disabled = store.busy();
+    // During a turn, Send queues the message (./queued.js).
+    ui.send.disabled = !conv.cid || conv.deleted;
     const total = conv.usageTotal;
     const parts = [];
     if (total) parts.push(`Total: ${usageText(total, { floor: !total.complete })}`);

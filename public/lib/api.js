@@ -95,6 +95,17 @@ export function createApi({ baseUrl, token, onUnauthorized }) {
      */
     send: async (cid, turnId, message) => (await request(`${conversationPath(cid)}/turns`, { method: "POST", body: { turnId, message } })).data,
     /**
+     * Sends a turn that waits in the queue while another runs (it starts at once if none does).
+     * @param {string} cid @param {string} turnId  the same id on a retry: the same queued turn
+     * @param {string} message
+     * @returns {Promise<import("./wire").TurnView>}
+     */
+    queue: async (cid, turnId, message) => (await request(`${conversationPath(cid)}/turns`, { method: "POST", body: { turnId, message, whenBusy: "queue" } })).data,
+    /** @param {string} cid @param {string} turnId @param {string} message @returns {Promise<import("./wire").TurnView>} */
+    editQueued: async (cid, turnId, message) => (await request(`${conversationPath(cid)}/turns/${encodeURIComponent(turnId)}`, { method: "PATCH", body: { message } })).data,
+    /** @param {string} cid @param {string} turnId @returns {Promise<import("./wire").TurnView>} */
+    removeQueued: async (cid, turnId) => (await request(`${conversationPath(cid)}/turns/${encodeURIComponent(turnId)}`, { method: "DELETE" })).data,
+    /**
      * The cancellation's acknowledgement, with its HTTP status (409: the operation id was used for
      * another command; 502: whether the run stopped could not be confirmed).
      * @param {string} cid @param {string} operationId @param {string} reason

@@ -22,6 +22,12 @@ export const GATEWAY_EVENT = Object.freeze({
   /** What the running turn waits for changed: `{ turnId, waitingFor, interactionId }` (null: nothing, it runs). */
   turnWaiting: "turn.waiting",
   warning: "warning",
+  /** A turn was queued behind the running one: `{ turnId, message, model?, queuePosition }`. */
+  turnQueued: "turn.queued",
+  /** A queued turn's text was replaced: `{ turnId, message }`. */
+  turnQueueEdited: "turn.queue_edited",
+  /** A queued turn left the queue without running: `{ turnId, reason, error? }` (its start is its turn.accepted). */
+  turnDequeued: "turn.dequeued",
   /** Not logged: sent when the stream's cursor is no longer (or never was) in the log. */
   streamReset: "stream.reset",
 });

@@ -31,6 +31,8 @@ const REFUSAL_STATUS: Record<RefusalCode, ContentfulStatusCode> = {
   turn_conflict: 409,
   session_busy: 409,
   turn_not_ready: 409,
+  queue_full: 409,
+  turn_not_queued: 409,
   capability_denied: 501,
   interaction_kind_unsupported: 400,
   model_invalid: 400,

@@ -157,6 +157,26 @@ export class Dispatcher {
     return this.dispatchPending(context, turnId, executionId, request);
   }
 
+  /**
+   * Dispatches a turn the queue has just recorded pending (./queue-runner.ts), or recorded and left
+   * undispatched (a new instance): the budget is checked now, at its start, not when it was queued.
+   * Nothing accepted (the budget refused it, or the dispatch failed): the pending turn is gone and
+   * the refusal is the queue's to record.
+   */
+  startQueued(context: SessionContext, turnId: string, executionId: string, request: TurnRequest): Promise<SubmitOutcome> {
+    const work = (async () => {
+      try {
+        await this.deps.budgets.admit(context);
+      } catch (err) {
+        this.deps.log.commit(() => this.store.deleteTurn(turnId));
+        throw err;
+      }
+      return this.runDispatch(context, turnId, executionId, request);
+    })().finally(() => this.dispatching.delete(turnId));
+    this.dispatching.set(turnId, work);
+    return work;
+  }
+
   /** Dispatches a recorded pending turn; on success the turn runs, on failure it is forgotten. */
   private dispatchPending(context: SessionContext, turnId: string, executionId: string, request: TurnRequest): Promise<SubmitOutcome> {
     const work = this.runDispatch(context, turnId, executionId, request).finally(() => this.dispatching.delete(turnId));

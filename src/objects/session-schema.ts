@@ -5,7 +5,8 @@
  */
 import { COUNTERS } from "../schemas/common";
 
-const SCHEMA_VERSION = 9;
+// 10: turns sent while another runs can wait in a queue (issue 21, "A queue").
+const SCHEMA_VERSION = 10;
 
 /** Unknown provenance for each counter a stored (pre-9) record holds a value of. */
 function unknownProvenance(values: unknown, present: (v: unknown) => boolean = (v) => v !== undefined): Record<string, "unknown"> {
@@ -156,6 +157,25 @@ export function migrateSessionSchema(sql: Pick<SqlStorage, "exec">): void {
     for (const row of sql.exec<{ turn_id: string; usage: string }>("SELECT turn_id, usage FROM turns WHERE usage IS NOT NULL").toArray()) {
       sql.exec("UPDATE turns SET usage = ? WHERE turn_id = ?", JSON.stringify(usageViewV9(JSON.parse(row.usage))), row.turn_id);
     }
+  }
+  if (current < 10) {
+    // Turns sent while another runs, waiting their turn (./turn-queue.ts): in order of `position`,
+    // each with the digest of the request it was sent with (a retry of that send finds it) and its
+    // request as last edited. A row stays as the record of a queued turn that was removed or
+    // refused at its start; one that started is in `turns` (its row here marks it `started`).
+    sql.exec(`
+      CREATE TABLE IF NOT EXISTS queued_turns (
+        turn_id TEXT PRIMARY KEY,
+        position INTEGER NOT NULL,
+        request_digest TEXT NOT NULL,
+        request TEXT NOT NULL,
+        execution_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        error TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      ) WITHOUT ROWID;
+    `);
   }
   sql.exec("DELETE FROM schema_version");
   sql.exec("INSERT INTO schema_version (version) VALUES (?)", SCHEMA_VERSION);

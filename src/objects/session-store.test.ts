@@ -68,3 +68,32 @@ describe("upstream de-duplication: one rule, SessionStore.admitUpstream", () => 
     });
   });
 });
+
+describe("queued turns in storage (schema 10)", () => {
+  it("a schema-9 database gains the queue table, its turns kept; queued turns keep their order, their send's digest through an edit, and why they ended", async () => {
+    await withStore("queue", (store) => {
+      // As a database written before schema 10: no queue table, version 9.
+      const sql = (store as unknown as { sql: Pick<SqlStorage, "exec"> }).sql;
+      sql.exec("DROP TABLE queued_turns");
+      sql.exec("UPDATE schema_version SET version = 9");
+      const reopened = new SessionStore(sql as SqlStorage);
+      expect(reopened.turn("t")?.request.message).toBe("hi");
+      expect(sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version).toBe(10);
+
+      reopened.insertQueuedTurn({ turnId: "q1", requestDigest: "d1", request: { message: "one" }, executionId: "e1", now: 1 });
+      reopened.insertQueuedTurn({ turnId: "q2", requestDigest: "d2", request: { message: "two", model: "m" }, executionId: "e2", now: 2 });
+      reopened.setQueuedRequest("q2", { message: "two, edited", model: "m" }, 3);
+      expect(reopened.waitingTurns().map((q) => [q.turnId, q.request.message, q.requestDigest])).toEqual([
+        ["q1", "one", "d1"],
+        ["q2", "two, edited", "d2"],
+      ]);
+      reopened.setQueuedState("q1", "removed", 4, { code: "removed", message: "removed" });
+      expect(reopened.waitingTurns().map((q) => q.turnId)).toEqual(["q2"]);
+      expect(reopened.queuedTurn("q1")).toMatchObject({ state: "removed", error: { code: "removed" }, updatedAt: 4 });
+      reopened.setQueuedState("q2", "starting", 5);
+      expect(reopened.waitingTurns().map((q) => q.state)).toEqual(["starting"]);
+      reopened.setQueuedState("q2", "started", 6);
+      expect(reopened.waitingTurns()).toEqual([]);
+    });
+  });
+});

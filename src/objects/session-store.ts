@@ -113,6 +113,56 @@ interface TurnRow extends Record<string, SqlStorageValue> {
   completed_at: number | null;
 }
 
+/**
+ * Where a queued turn is (./turn-queue.ts): waiting (`queued`); recorded pending in `turns` and
+ * being dispatched (`starting`); dispatched (`started`: its record is the turn's from then on);
+ * removed before it started (`removed`); refused at its start (`refused`, with its error).
+ */
+export const QueueState = z.enum(["queued", "starting", "started", "removed", "refused"]);
+export type QueueState = z.infer<typeof QueueState>;
+
+export interface QueuedTurn {
+  turnId: string;
+  /** Its place: queued turns start in ascending position. */
+  position: number;
+  /** The digest of the send that queued it: a retry of that send finds it, an edit keeps it. */
+  requestDigest: string;
+  /** What it will send, as last edited. */
+  request: TurnRequest;
+  executionId: string;
+  state: QueueState;
+  /** Why it was removed or refused. */
+  error: TurnError | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+interface QueuedRow extends Record<string, SqlStorageValue> {
+  turn_id: string;
+  position: number;
+  request_digest: string;
+  request: string;
+  execution_id: string;
+  state: string;
+  error: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+function toQueued(row: QueuedRow): QueuedTurn {
+  return {
+    turnId: row.turn_id,
+    position: row.position,
+    requestDigest: row.request_digest,
+    request: TurnRequest.parse(JSON.parse(row.request)),
+    executionId: row.execution_id,
+    state: QueueState.parse(row.state),
+    error: parseJson(TurnError, row.error),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
 export interface EventRow extends Record<string, SqlStorageValue> {
   seq: number;
   type: string;
@@ -335,6 +385,41 @@ export class SessionStore {
 
   setCancelReason(turnId: string, reason: string): void {
     this.sql.exec("UPDATE turns SET cancel_reason = COALESCE(cancel_reason, ?) WHERE turn_id = ?", reason, turnId);
+  }
+
+  // ---- queued turns (./turn-queue.ts)
+
+  queuedTurn(turnId: string): QueuedTurn | null {
+    const row = this.sql.exec<QueuedRow>("SELECT * FROM queued_turns WHERE turn_id = ?", turnId).toArray()[0];
+    return row ? toQueued(row) : null;
+  }
+
+  /** The turns that wait (queued, or starting: recorded pending and being dispatched), in order. */
+  waitingTurns(): QueuedTurn[] {
+    return this.sql.exec<QueuedRow>("SELECT * FROM queued_turns WHERE state IN ('queued', 'starting') ORDER BY position").toArray().map(toQueued);
+  }
+
+  insertQueuedTurn(input: { turnId: string; requestDigest: string; request: TurnRequest; executionId: string; now: number }): void {
+    const position = (this.sql.exec<{ n: number | null }>("SELECT MAX(position) AS n FROM queued_turns").one().n ?? 0) + 1;
+    this.sql.exec(
+      "INSERT INTO queued_turns (turn_id, position, request_digest, request, execution_id, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?)",
+      input.turnId,
+      position,
+      input.requestDigest,
+      JSON.stringify(input.request),
+      input.executionId,
+      input.now,
+      input.now,
+    );
+  }
+
+  /** A queued turn's request as edited (the digest of the send that queued it stays). */
+  setQueuedRequest(turnId: string, request: TurnRequest, now: number): void {
+    this.sql.exec("UPDATE queued_turns SET request = ?, updated_at = ? WHERE turn_id = ?", JSON.stringify(request), now, turnId);
+  }
+
+  setQueuedState(turnId: string, state: QueueState, now: number, error?: TurnError): void {
+    this.sql.exec("UPDATE queued_turns SET state = ?, error = ?, updated_at = ? WHERE turn_id = ?", state, error ? JSON.stringify(error) : null, now, turnId);
   }
 
   // ---- operations (idempotent cancel and answer commands)

@@ -19,12 +19,16 @@ import { providerRefusal } from "./provider-refusal";
 import { SessionStore, type SessionContext, type TurnRequest } from "./session-store";
 import { SubscriptionSockets } from "./subscriptions";
 import type { TurnView } from "./turn-cache";
+import type { WhenBusy } from "./turn-queue";
 import { TurnRunner, type SubmitOutcome } from "./turn-runner";
 import { chatMessagesOf, chatReplayOf, messagesOf, summaryOf, turnOf, usageOf, type ConversationMessages, type ConversationSummary, type ConversationUsage } from "./views";
 
 export type { ConversationSummary } from "./views";
 /** Who a conversation RPC is for: session id and owner key, derived by the Worker from the user and the conversation id. */
 export type { SessionContext };
+
+/** The events that end a turn (./turn-end.ts): each may let the queue move. */
+const TURN_ENDS = new Set(["turn.completed", "turn.failed", "turn.cancelled"]);
 
 export class SessionObject extends DurableObject<Env> {
   /** Null until the conversation exists: reading a conversation that does not exist stores nothing. */
@@ -46,7 +50,11 @@ export class SessionObject extends DurableObject<Env> {
     this.log = new EventLog({
       transaction: (fn) => ctx.storage.transactionSync(fn),
       append: (event) => this.store.appendEvent(event),
-      publish: (row) => this.subscriptions.publish(row),
+      publish: (row) => {
+        this.subscriptions.publish(row);
+        // A turn ended: the next queued turn may start (after this commit's events are out).
+        if (TURN_ENDS.has(row.type)) queueMicrotask(() => this.runner.turnEnded());
+      },
     });
     this.subscriptions = new SubscriptionSockets({ accept: (ws) => ctx.acceptWebSocket(ws), sockets: () => ctx.getWebSockets() }, () => this.storeInstance);
     this.desk = new InteractionDesk({
@@ -81,6 +89,9 @@ export class SessionObject extends DurableObject<Env> {
       } catch (err) {
         console.error(JSON.stringify({ msg: "could not resume the upstream reader", error: String(err) }));
       }
+      // A queued turn this instance finds recorded pending and undispatched (the last one was
+      // evicted mid-dispatch) is dispatched again; with nothing active, the next one starts.
+      if (this.storeInstance) void this.runner.queue.move();
     });
   }
 
@@ -147,16 +158,19 @@ export class SessionObject extends DurableObject<Env> {
 
   // ------------------------------------------------------------------ turns
 
-  async submitTurn(context: SessionContext, turnId: string, request: TurnRequest): Promise<RpcResult<SubmitOutcome>> {
+  async submitTurn(context: SessionContext, turnId: string, request: TurnRequest, whenBusy: WhenBusy = "refuse"): Promise<RpcResult<SubmitOutcome>> {
     const work = captureRpc(async () => {
       const fresh = !this.storeInstance?.getMeta("session");
       await this.bind(context);
       try {
-        return await this.runner.submit(context, turnId, request);
+        return await this.runner.submit(context, turnId, request, whenBusy);
       } catch (err) {
-        // A refused first turn leaves nothing behind: no conversation, no title, no summary.
-        if (fresh && this.storeInstance?.turnCount() === 0) await this.wipe();
+        // A refused first turn leaves nothing behind: no conversation, no title, no summary (unless turns queued behind it).
+        if (fresh && this.storeInstance?.turnCount() === 0 && this.storeInstance.waitingTurns().length === 0) await this.wipe();
         throw err;
+      } finally {
+        // A refused dispatch may leave the conversation free with turns queued.
+        if (this.storeInstance) void this.runner.queue.move();
       }
     });
     this.submissions.add(work);
@@ -164,11 +178,26 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   async getTurn(turnId: string): Promise<RpcResult<TurnView>> {
-    return captureRpc(() => turnOf(this.storeInstance, turnId));
+    return captureRpc(() => turnOf(this.storeInstance, turnId, (id) => this.runner.queue.view(id)));
   }
 
-  async cancel(conversationId: string, operationId: string, reason?: string): Promise<RpcResult<CancellationAcknowledgement>> {
-    return this.held(conversationId, () => this.runner.cancel(conversationId, operationId, reason));
+  async cancel(conversationId: string, operationId: string, reason?: string, queue?: "keep" | "clear"): Promise<RpcResult<CancellationAcknowledgement>> {
+    return this.held(conversationId, () => this.runner.cancel(conversationId, operationId, reason, queue));
+  }
+
+  /** Replaces a queued turn's text before it starts. */
+  async editQueued(conversationId: string, turnId: string, message: string): Promise<RpcResult<TurnView>> {
+    return this.held(conversationId, () => this.runner.queue.edit(turnId, message));
+  }
+
+  /** Removes a queued turn before it starts. */
+  async removeQueued(conversationId: string, turnId: string): Promise<RpcResult<TurnView>> {
+    return this.held(conversationId, () => this.runner.queue.remove(turnId));
+  }
+
+  /** Removes every queued turn. */
+  async clearQueue(conversationId: string): Promise<RpcResult<{ removed: string[] }>> {
+    return this.held(conversationId, () => ({ removed: this.runner.queue.clear() }));
   }
 
   async answer(conversationId: string, interactionId: string, command: AnswerCommand): Promise<RpcResult<InteractionAcknowledgement>> {
@@ -177,6 +206,7 @@ export class SessionObject extends DurableObject<Env> {
 
   override async alarm(): Promise<void> {
     if (this.storeInstance) await this.runner.watchdog();
+    if (this.storeInstance) void this.runner.queue.move();
   }
 
   // ------------------------------------------------------------------ streams and reads
@@ -216,7 +246,7 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   async summary(conversationId: string): Promise<RpcResult<ConversationSummary>> {
-    return this.held(conversationId, (context, store) => summaryOf(store, context, this.runner.total()));
+    return this.held(conversationId, (context, store) => summaryOf(store, context, this.runner.total(), this.runner.queue.waiting()));
   }
 
   async messages(conversationId: string): Promise<RpcResult<ConversationMessages>> {

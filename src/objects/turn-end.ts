@@ -198,7 +198,8 @@ export class TurnEnd {
       }
       store.trimEvents(cutoff);
     });
-    if (!this.store.activeTurn() && !alarmWanted(this.deps.abandoned.followed())) await this.deps.alarms.clear();
+    // Turns still queued keep the alarm: it wakes an object evicted before the next one started.
+    if (!this.store.activeTurn() && this.store.waitingTurns().length === 0 && !alarmWanted(this.deps.abandoned.followed())) await this.deps.alarms.clear();
     await this.deps.showIdle();
   }
 

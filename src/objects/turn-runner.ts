@@ -9,7 +9,8 @@
  *  - ./budget-stop.ts      budgets enforced: refused at the door, a running turn stopped;
  *  - ./turn-usage.ts       the usage fold stored and reported, the conversation's total;
  *  - ./abandoned-runs.ts   runs whose turn ended here while they may still run upstream:
- *                          cancelled, their later usage folded into their turn.
+ *                          cancelled, their later usage folded into their turn;
+ *  - ./queue-runner.ts     turns sent while another runs, waiting their turn (./turn-queue.ts).
  * It holds what joins them: cancellation (exact and idempotent under its operation id) and the
  * user's conversation list entry. Every write that belongs together goes through one commit
  * (./event-log.ts).
@@ -23,18 +24,20 @@ import type { CancellationAcknowledgement } from "../schemas/contracts";
 import { AbandonedRuns } from "./abandoned-runs";
 import { BudgetStop } from "./budget-stop";
 import { budgetUsage, type BudgetState, type Spend } from "./budgets";
-import { Dispatcher, type SubmitOutcome } from "./dispatch";
+import { Dispatcher } from "./dispatch";
 import type { EventLog } from "./event-log";
 import type { InteractionDesk } from "./interaction-desk";
 import { priorOperation } from "./operations";
 import { providerRefusal } from "./provider-refusal";
+import { QueueRunner, type QueueOutcome } from "./queue-runner";
 import type { SessionContext, SessionStore, TurnRequest } from "./session-store";
 import { TurnEnd } from "./turn-end";
+import type { WhenBusy } from "./turn-queue";
 import { conversationTotal } from "./turn-usage";
 import { UpstreamReader } from "./upstream-reader";
 import { waitingOf } from "./waiting";
 
-export type { SubmitOutcome } from "./dispatch";
+export type { QueueOutcome as SubmitOutcome } from "./queue-runner";
 
 export interface TurnRunnerDeps {
   store: () => SessionStore;
@@ -59,6 +62,7 @@ export class TurnRunner {
   private readonly reader: UpstreamReader;
   private readonly dispatcher: Dispatcher;
   private readonly abandoned: AbandonedRuns;
+  readonly queue: QueueRunner;
 
   constructor(private readonly deps: TurnRunnerDeps) {
     const { store, log, desk, provider, config, alarms } = deps;
@@ -85,6 +89,7 @@ export class TurnRunner {
       budgets: this.budgets,
       showIdle: () => this.showIdle(),
       waitingChanged: () => this.refreshIndex(),
+      stopped: () => void this.queue.move(),
     });
     this.dispatcher = new Dispatcher({
       store,
@@ -97,6 +102,7 @@ export class TurnRunner {
       startReader: () => this.reader.ensure(),
       showRunning: (context) => this.touchIndex(context, "running"),
     });
+    this.queue = new QueueRunner({ store, bound: () => deps.bound(), log, dispatcher: this.dispatcher, config, alarms });
   }
 
   private get store(): SessionStore {
@@ -105,8 +111,8 @@ export class TurnRunner {
 
   // ------------------------------------------------------------------ the turn's life, by room
 
-  submit(context: SessionContext, turnId: string, request: TurnRequest): Promise<SubmitOutcome> {
-    return this.dispatcher.submit(context, turnId, request);
+  submit(context: SessionContext, turnId: string, request: TurnRequest, whenBusy: WhenBusy = "refuse"): Promise<QueueOutcome> {
+    return this.queue.submit(context, turnId, request, whenBusy);
   }
 
   /** Waits for every dispatch under way here to end (accepted or refused), its bookkeeping included. */
@@ -121,6 +127,15 @@ export class TurnRunner {
 
   stopReader(): void {
     this.reader.stop();
+  }
+
+  /**
+   * A turn ended (its terminal event is committed). The next queued turn starts once the run's
+   * stream is over, when upstream has let go of the agent session (the reader's stop moves the
+   * queue); an end with no reader running here moves it now.
+   */
+  turnEnded(): void {
+    if (!this.reader.reading()) void this.queue.move();
   }
 
   /** The alarm: the watchdog of ./turn-end.ts. */
@@ -141,7 +156,7 @@ export class TurnRunner {
   // ------------------------------------------------------------------ cancellation
 
   /** Cancels the conversation's run, exactly and idempotently under `operationId`. */
-  async cancel(conversationId: string, operationId: string, reason?: string): Promise<CancellationAcknowledgement> {
+  async cancel(conversationId: string, operationId: string, reason?: string, queue?: "keep" | "clear"): Promise<CancellationAcknowledgement> {
     const store = this.store;
     const active = store.activeTurn();
     if (active && !active.controlRef) throw new Refusal("turn_not_ready", "the turn is still being dispatched; retry in a moment", { retryable: true });
@@ -151,7 +166,8 @@ export class TurnRunner {
     if (!store.getMeta("claims")?.cancelRun) {
       throw new Refusal("capability_denied", "this agent environment does not claim exact run cancellation (session.cancelRun)", { missing: ["session.cancelRun"] });
     }
-    const requestDigest = await canonicalDigest(stripUndefined({ operationId, run, reason }));
+    const clear = queue === "clear" ? queue : undefined;
+    const requestDigest = await canonicalDigest(stripUndefined({ operationId, run, reason, queue: clear }));
     const prior = priorOperation(store.operation(operationId), "cancel", requestDigest);
     if (prior.kind === "replay") return { ...prior.ack, status: "replayed" };
     if (prior.kind === "conflict") {
@@ -160,6 +176,8 @@ export class TurnRunner {
     }
     let ack: CancellationAcknowledgement;
     const current = store.turn(target.turnId)!;
+    // Cleared before the run is stopped: its end must not start the next queued turn.
+    if (clear) this.queue.clear();
     if (current.status !== "running") {
       ack = { operationId, requestDigest, run, status: "accepted", effect: "not_live" };
     } else {
@@ -186,6 +204,16 @@ export class TurnRunner {
    * finish the job.
    */
   async shutdown(context: SessionContext): Promise<void> {
+    this.queue.close();
+    try {
+      await this.stopAll(context);
+    } catch (err) {
+      this.queue.reopen();
+      throw err;
+    }
+  }
+
+  private async stopAll(context: SessionContext): Promise<void> {
     await this.quiesce();
     const running = this.store.activeTurn();
     if (running?.controlRef) {

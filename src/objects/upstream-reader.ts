@@ -30,6 +30,8 @@ export interface UpstreamReaderDeps {
   showIdle(): Promise<void>;
   /** What the running turn waits for changed: the conversation list follows. */
   waitingChanged(): void;
+  /** A reader stopped (its run's stream is over, it gave up, or it was stopped): the queue may move. */
+  stopped(): void;
 }
 
 export class UpstreamReader {
@@ -76,7 +78,13 @@ export class UpstreamReader {
       .catch((err) => console.error(JSON.stringify({ msg: "upstream reader failed", executionId: ref.executionId, error: String(err) })))
       .finally(() => {
         if (this.reader === reader) this.reader = undefined;
+        this.deps.stopped();
       });
+  }
+
+  /** Whether a reader runs in this instance. */
+  reading(): boolean {
+    return this.reader !== undefined;
   }
 
   stop(): void {

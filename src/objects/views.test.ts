@@ -32,7 +32,7 @@ describe("the conversation's read views", () => {
     const total = totalOf([]);
     const summary = await withStore((store) => {
       store.setMeta("createdAt", Date.UTC(2025, 0, 2));
-      return summaryOf(store, context, total);
+      return summaryOf(store, context, total, []);
     });
     expect(summary).toEqual({
       conversationId: "conv-1",
@@ -41,6 +41,7 @@ describe("the conversation's read views", () => {
       title: null,
       activeTurn: null,
       lastTurn: null,
+      queue: [],
       turnCount: 0,
       lastEventId: 0,
       interactions: [],
@@ -56,7 +57,7 @@ describe("the conversation's read views", () => {
       turn(store, "t1", "x1", "completed");
       turn(store, "t2", "x2", undefined, 2_000);
       store.addInteraction({ interactionId: "ask-1", turnId: "t2", executionId: "x2", request: question, now: 2_001 });
-      return summaryOf(store, context, totalOf([]));
+      return summaryOf(store, context, totalOf([]), []);
     });
     expect(summary).toMatchObject({ state: "running", title: "a title", turnCount: 2, lastEventId: 3, waitingFor: "awaiting_question" });
     expect(summary.activeTurn).toMatchObject({ turnId: "t2", status: "running", waitingFor: "awaiting_question" });

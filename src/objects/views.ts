@@ -19,14 +19,17 @@ export type ConversationSummary = z.infer<typeof ConversationSummarySchema>;
 export type ConversationUsage = z.infer<typeof ConversationUsageSchema>;
 export type ConversationMessages = z.infer<typeof MessagesSchema>;
 
-/** One turn of the conversation, refused when this object holds no such turn (or no conversation). */
-export function turnOf(store: SessionStore | null, turnId: string): TurnView {
+/** One turn of the conversation (or the view of one the queue holds), refused when this object holds no such turn (or no conversation). */
+export function turnOf(store: SessionStore | null, turnId: string, queued: (turnId: string) => TurnView | null): TurnView {
   const turn = store?.turn(turnId);
-  if (!store || !turn) throw new Refusal("turn_not_found", `no turn ${turnId} in this conversation`);
-  return turnView(turn, store.outstandingOfTurn(turnId));
+  if (store && turn) return turnView(turn, store.outstandingOfTurn(turnId));
+  const waiting = store ? queued(turnId) : null;
+  if (!waiting) throw new Refusal("turn_not_found", `no turn ${turnId} in this conversation`);
+  return waiting;
 }
 
-export function summaryOf(store: SessionStore, context: SessionContext, total: TotalView): ConversationSummary {
+/** `queue`: the turns waiting to start, in order (./queue-runner.ts). */
+export function summaryOf(store: SessionStore, context: SessionContext, total: TotalView, queue: TurnView[]): ConversationSummary {
   const active = store.activeTurn();
   const last = store.lastTurn();
   const createdAt = store.getMeta("createdAt");
@@ -38,6 +41,7 @@ export function summaryOf(store: SessionStore, context: SessionContext, total: T
     title: store.getMeta("title"),
     activeTurn: activeView,
     lastTurn: last ? (last.turnId === active?.turnId ? activeView : turnView(last, store.outstandingOfTurn(last.turnId))) : null,
+    queue,
     turnCount: store.turnCount(),
     lastEventId: store.lastSeq(),
     interactions: store.outstandingInteractions().map((i) => ({ turnId: i.turnId, ...i.request })),

@@ -16,6 +16,10 @@ export const SubmitTurnBody = z
     message: z.string().min(1, "must not be empty"),
     model: z.string().min(1).max(256).optional(),
     interactions: RequestedInteractions.optional(),
+    whenBusy: z
+      .enum(["refuse", "queue"])
+      .optional()
+      .describe("While another turn runs (or turns wait): refuse (the default) answers 409 session_busy; queue accepts the turn as queued, to start when the turns before it end"),
   })
   .meta({ id: "SubmitTurn" });
 export type SubmitTurnBody = z.infer<typeof SubmitTurnBody>;
@@ -24,8 +28,15 @@ export const CancelBody = z
   .strictObject({
     operationId: Id.describe("Repeat the same operationId to retry safely"),
     reason: z.string().min(1).max(2048).optional(),
+    queue: z.enum(["keep", "clear"]).optional().describe("keep (the default): queued turns start after the cancelled one ends; clear: they are removed too"),
   })
   .meta({ id: "Cancel" });
+
+export const EditQueuedTurnBody = z.strictObject({ message: z.string().min(1, "must not be empty") }).meta({ id: "EditQueuedTurn" });
+
+export const QueueClearedAnswer = z
+  .object({ removed: z.array(TurnId).describe("the queued turns removed, in their order") })
+  .meta({ id: "QueueCleared" });
 
 export const AnswerBody = z
   .strictObject({
@@ -88,6 +99,8 @@ const UsageTotalSchema = UsageViewSchema.omit({ source: true, modelRequests: tru
 export type TotalView = z.infer<typeof UsageTotalSchema>;
 
 export const TurnStatus = z.enum(["pending", "running", "completed", "failed", "cancelled"]);
+/** A turn's status as the API answers it: a turn that waits in the queue is `queued` (it has no record of a run yet). */
+const TurnViewStatus = z.enum([...TurnStatus.options, "queued"]);
 
 /**
  * What a running turn waits for while an ask of the agent is open (the Sandbox's names: a turn
@@ -103,7 +116,8 @@ export const TurnViewSchema = z
   .object({
     turnId: TurnId,
     executionId: z.string(),
-    status: TurnStatus,
+    status: TurnViewStatus,
+    queuePosition: z.number().int().positive().optional().describe("a queued turn's place in the queue: 1 starts next"),
     waitingFor: WaitingFor.nullable().describe("while the turn runs: what it waits for (an ask of the agent is open), else null; back to null once answered, expired or ended"),
     message: z.string(),
     model: z.string().optional().describe("the model route the turn asked for (absent: the provider's default)"),
@@ -145,6 +159,7 @@ export const ConversationSummarySchema = z
     title: z.string().nullable(),
     activeTurn: TurnViewSchema.nullable(),
     lastTurn: TurnViewSchema.nullable(),
+    queue: z.array(TurnViewSchema).describe("turns that wait to start, in order (status queued)"),
     turnCount: z.number().int(),
     lastEventId: z.number().int(),
     interactions: z.array(z.unknown()),

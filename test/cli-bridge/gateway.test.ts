@@ -507,3 +507,34 @@ describe("agent-provider-cli-bridge's other rules (issue 18)", () => {
     expect((await control(`sessions/${encodeURIComponent(run2.sessionId)}`)).closes).toBe(1);
   });
 });
+
+describe("queued turns on the CLI Bridge", () => {
+  const queue = (token: string, cid: string, turnId: string, message: string, model: string) => sendTurn(token, cid, turnId, message, { model, whenBusy: "queue" });
+
+  for (const model of [CODEX, PI]) {
+    it(`${model}: turns sent while one runs wait, then run in order, each dispatched once, none starting the agent afresh`, async () => {
+      const { token, cid } = await conversation();
+      const started = await runsStarted();
+      const first = uid("turn");
+      await sendTurn(token, cid, first, "first [slow:100]", { model });
+      const queued = [uid("q"), uid("q")];
+      const views = [];
+      for (const [i, turnId] of queued.entries()) {
+        const res = await queue(token, cid, turnId, `queued ${i + 1}`, model);
+        expect(res.status).toBe(202);
+        views.push(await json(res));
+      }
+      expect(views.map((v) => v.status)).toEqual(["queued", "queued"]);
+      // A retry of a queued send is the same turn (queued still, or started by now), never a second one.
+      expect(await json(await queue(token, cid, queued[0]!, "queued 1", model))).toMatchObject({ turnId: queued[0], executionId: views[0].executionId });
+      const last = queued[1]!;
+      const { events } = await collect(await api(`/v1/conversations/${cid}/events`, { token }), (e) => isTurnEnd(e) && e.turnId === last, { timeoutMs: 15_000 });
+      expect(events.filter((e) => e.type === "turn.accepted").map((e) => e.turnId)).toEqual([first, ...queued]);
+      expect(events.filter(isTurnEnd).map((e) => [e.turnId, e.type])).toEqual([first, ...queued].map((id) => [id, "turn.completed"]));
+      expect((await runsStarted()) - started).toBe(3);
+      const texts = await Promise.all(queued.map(async (id) => (await waitForTurn(token, cid, id)).result.text));
+      expect(texts).toEqual(["echo: queued 1", "echo: queued 2"]);
+      expect(events.some((e) => e.type === "warning" && e.data.code === "agent_memory_reset")).toBe(false);
+    });
+  }
+});

@@ -7,6 +7,7 @@ import { api, cidOf, lastTurn, openPage, send, server, shot, shownText, signIn, 
 import "./fixes.mjs";
 import "./features.mjs";
 import "./looks.mjs";
+import "./queue.mjs";
 import "./security.mjs";
 import "./sandbox.mjs";
 

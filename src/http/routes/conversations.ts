@@ -1,11 +1,13 @@
 /**
  * Conversations and their turns (README "Public API"): the list, sending a turn (retry-safe under
- * its turn id), one turn, the summary, the transcript, usage, cancel and delete. Mounted at
+ * its turn id, queued while another runs when asked), one turn, editing and removing a queued turn,
+ * clearing the queue, the summary, the transcript, usage, cancel and delete. Mounted at
  * `/v1/conversations`, authenticated by the app. Each route is declared once (../route-declaration.ts):
  * the declaration registers it and documents it.
  */
+import type { Context } from "hono";
 import { z } from "zod";
-import { knownSession, rateLimit, session } from "../app-context";
+import { knownSession, rateLimit, session, type AppEnv } from "../app-context";
 import { invalid } from "../body";
 import { ApiError, unwrapRpc } from "../errors";
 import { DeclaredRoutes, json } from "../route-declaration";
@@ -17,7 +19,9 @@ import {
   ConversationSummarySchema,
   ConversationUsageSchema,
   DeletedAnswer,
+  EditQueuedTurnBody,
   MessagesSchema,
+  QueueClearedAnswer,
   SubmitTurnBody,
   TurnViewSchema,
 } from "../../schemas/api";
@@ -54,7 +58,7 @@ conversationRoutes.serve(
     body: SubmitTurnBody,
     answers: {
       200: json(TurnViewSchema, "The cached result of a finished turn with this id"),
-      202: json(TurnViewSchema, "Accepted (or already running): follow the event stream"),
+      202: json(TurnViewSchema, "Accepted (or already running): follow the event stream; with whenBusy queue, possibly queued (status queued) to start after the turns before it"),
     },
     errors: [400, 401, 409, 413, 415, 429, 501, 502, 503, 504],
   },
@@ -83,8 +87,8 @@ conversationRoutes.serve(
       ...(body.model !== undefined ? { model: body.model } : {}),
       ...(body.interactions !== undefined ? { interactions: body.interactions } : {}),
     };
-    const { outcome, turn } = unwrapRpc(await stub.submitTurn(context, turnId, request));
-    // 202: accepted now or still running under this id; 200: the cached result of a finished turn.
+    const { outcome, turn } = unwrapRpc(await stub.submitTurn(context, turnId, request, body.whenBusy ?? "refuse"));
+    // 202: accepted now, queued, or still running under this id; 200: the cached result of a finished turn.
     return outcome === "cached" ? c.json({ ...turn, cached: true }, 200) : c.json(turn, 202);
   },
 );
@@ -103,6 +107,67 @@ conversationRoutes.serve(
     const turnId = TurnId.safeParse(c.req.param("turnId"));
     if (!turnId.success) throw invalid("turn id", turnId.error);
     return c.json(unwrapRpc(await stub.getTurn(turnId.data)));
+  },
+);
+
+/** The turn id of a `/:cid/turns/:turnId` route. */
+function turnIdOf(c: Context<AppEnv>): string {
+  const turnId = TurnId.safeParse(c.req.param("turnId"));
+  if (!turnId.success) throw invalid("turn id", turnId.error);
+  return turnId.data;
+}
+
+conversationRoutes.serve(
+  {
+    method: "patch",
+    path: "/:cid/turns/:turnId",
+    summary: "Edit a queued turn's message before it starts",
+    params: { ...cid, turnId: TurnId },
+    body: EditQueuedTurnBody,
+    answers: { 200: json(TurnViewSchema, "The queued turn, with its new message") },
+    errors: [400, 401, 404, 409, 413, 415],
+  },
+  async (c, readBody) => {
+    const config = c.get("config");
+    const turnId = turnIdOf(c);
+    const { stub, conversationId } = await knownSession(c);
+    const body = await readBody(config.MAX_MESSAGE_BYTES + BODY_OVERHEAD_BYTES);
+    const messageBytes = new TextEncoder().encode(body.message).length;
+    if (messageBytes > config.MAX_MESSAGE_BYTES) {
+      throw new ApiError(413, "message_too_large", `the message is ${messageBytes} bytes; the limit is ${config.MAX_MESSAGE_BYTES}`);
+    }
+    return c.json(unwrapRpc(await stub.editQueued(conversationId, turnId, body.message)));
+  },
+);
+
+conversationRoutes.serve(
+  {
+    method: "delete",
+    path: "/:cid/turns/:turnId",
+    summary: "Remove a queued turn before it starts (again: the same answer)",
+    params: { ...cid, turnId: TurnId },
+    answers: { 200: json(TurnViewSchema, "The removed turn: status cancelled, with its cancelReason") },
+    errors: [400, 401, 404, 409],
+  },
+  async (c) => {
+    const turnId = turnIdOf(c);
+    const { stub, conversationId } = await knownSession(c);
+    return c.json(unwrapRpc(await stub.removeQueued(conversationId, turnId)));
+  },
+);
+
+conversationRoutes.serve(
+  {
+    method: "delete",
+    path: "/:cid/queue",
+    summary: "Remove every queued turn (the running turn runs on)",
+    params: cid,
+    answers: { 200: json(QueueClearedAnswer, "The turns removed") },
+    errors: [400, 401, 404],
+  },
+  async (c) => {
+    const { stub, conversationId } = await knownSession(c);
+    return c.json(unwrapRpc(await stub.clearQueue(conversationId)));
   },
 );
 
@@ -141,7 +206,7 @@ conversationRoutes.serve(
   {
     method: "post",
     path: "/:cid/cancel",
-    summary: "Cancel the running turn (retry-safe under its operationId); a browser disconnect never cancels",
+    summary: "Cancel the running turn (retry-safe under its operationId; queue clear removes the queued turns too); a browser disconnect never cancels",
     params: cid,
     body: CancelBody,
     answers: {
@@ -154,7 +219,7 @@ conversationRoutes.serve(
   async (c, readBody) => {
     const { stub, conversationId } = await session(c);
     const body = await readBody(8 * 1024);
-    const ack = unwrapRpc(await stub.cancel(conversationId, body.operationId, body.reason));
+    const ack = unwrapRpc(await stub.cancel(conversationId, body.operationId, body.reason, body.queue));
     // conflict: the operation id was used for another command; unknown: whether the run stopped could not be confirmed.
     return c.json(ack, ack.status === "conflict" ? 409 : ack.status === "unknown" ? 502 : 200);
   },

@@ -1,0 +1,193 @@
+// @ts-check
+/**
+ * Queued messages: a message sent while a turn runs waits on the server (README "Queued turns")
+ * and is listed under the running turn, with Edit and Remove, until it starts (it then shows in
+ * the transcript as any turn) or leaves the queue. The list is the server's: read from the
+ * summary's `queue` when the conversation loads and again whenever the stream says the queue moved
+ * (`turn.queued`, `turn.queue_edited`, `turn.dequeued`, a turn's start or end), so every tab shows
+ * the same queue. A queued send is retried once under its turn id (the same queued turn).
+ */
+import { ApiError } from "../lib/api.js";
+import { GATEWAY_EVENT as E } from "../lib/events.js";
+import { el } from "../views/dom.js";
+
+/** Events after which the queue may look different. */
+const MOVES = new Set(/** @type {string[]} */ ([E.turnQueued, E.turnQueueEdited, E.turnDequeued, E.turnAccepted, E.turnCompleted, E.turnFailed, E.turnCancelled]));
+const SEND_RETRY_DELAY_MS = 800;
+
+/**
+ * @param {{
+ *   api: import("../lib/api.js").Api,
+ *   store: import("../lib/store.js").Store,
+ *   ui: { queued: HTMLElement, queuedList: HTMLElement, input: HTMLTextAreaElement },
+ *   sent: () => Promise<unknown>,
+ *   screen: { showBanner: (text: string, kind?: string) => void, announce: (text: string) => void },
+ * }} deps  `sent`: settles once the message being sent (if any) has its answer, so a queued one never overtakes it
+ */
+export function createQueued({ api, store, ui, sent, screen }) {
+  /** @type {Array<{ turnId: string, message: string }>} the queue, in order */
+  let items = [];
+  /** @type {string | null} the queued turn whose text is being edited */
+  let editing = null;
+  /** @type {Promise<void> | null} */
+  let loading = null;
+  let again = false;
+
+  /** Reads the queue again (one read at a time; asked meanwhile, once more after it). */
+  function refresh() {
+    if (loading) {
+      again = true;
+      return loading;
+    }
+    loading = (async () => {
+      do {
+        again = false;
+        await load();
+      } while (again);
+    })().finally(() => {
+      loading = null;
+    });
+    return loading;
+  }
+
+  async function load() {
+    const { cid, deleted } = store.conv;
+    const generation = store.generation;
+    if (!cid || deleted) return show([]);
+    try {
+      const summary = await api.summary(cid);
+      if (generation === store.generation) show(summary.queue.map((t) => ({ turnId: t.turnId, message: t.message })));
+    } catch (err) {
+      // A conversation the server does not have yet has no queue; otherwise the list stays as it was.
+      if (err instanceof ApiError && err.status === 404 && generation === store.generation) show([]);
+    }
+  }
+
+  /** @param {Array<{ turnId: string, message: string }>} next */
+  function show(next) {
+    items = next;
+    if (editing && !items.some((i) => i.turnId === editing)) editing = null;
+    draw();
+  }
+
+  function draw() {
+    ui.queued.hidden = items.length === 0;
+    ui.queuedList.replaceChildren(...items.map((item) => (item.turnId === editing ? editor(item) : entry(item))));
+  }
+
+  /** @param {{ turnId: string, message: string }} item */
+  function entry(item) {
+    return el(
+      "li",
+      { class: "queued-item", "data-turn": item.turnId },
+      el("span", { class: "queued-text", text: item.message }),
+      el("span", { class: "queued-actions" },
+        el("button", { type: "button", text: "Edit", onclick: () => startEditing(item.turnId) }),
+        el("button", { type: "button", text: "Remove", onclick: () => remove(item.turnId) }),
+      ),
+    );
+  }
+
+  /** @param {{ turnId: string, message: string }} item */
+  function editor(item) {
+    const box = el("textarea", { class: "queued-edit", rows: 2, "aria-label": "Edit queued message" });
+    box.value = item.message;
+    const form = el(
+      "form",
+      { class: "queued-form", onsubmit: (/** @type {SubmitEvent} */ event) => (event.preventDefault(), save(item.turnId, box.value.trim())) },
+      box,
+      el("span", { class: "queued-actions" },
+        el("button", { type: "submit", class: "primary", text: "Save" }),
+        el("button", { type: "button", text: "Cancel", onclick: () => ((editing = null), draw()) }),
+      ),
+    );
+    box.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") {
+        event.stopPropagation();
+        editing = null;
+        draw();
+      }
+    });
+    queueMicrotask(() => box.focus());
+    return el("li", { class: "queued-item editing", "data-turn": item.turnId }, form);
+  }
+
+  /** @param {string} turnId */
+  function startEditing(turnId) {
+    editing = turnId;
+    draw();
+  }
+
+  /** @param {unknown} err @param {string} what */
+  function refused(err, what) {
+    const error = err instanceof ApiError ? err : null;
+    screen.showBanner(error?.code === "turn_not_queued" ? `That message has started; it can no longer be ${what}.` : `Could not ${what === "edited" ? "edit" : "remove"} the queued message: ${error?.message ?? String(err)}`);
+    refresh();
+  }
+
+  /** @param {string} turnId @param {string} message */
+  async function save(turnId, message) {
+    if (!message) return;
+    editing = null;
+    try {
+      const turn = await api.editQueued(store.conv.cid, turnId, message);
+      show(items.map((i) => (i.turnId === turnId ? { ...i, message: turn.message } : i)));
+    } catch (err) {
+      refused(err, "edited");
+    }
+    ui.input.focus();
+  }
+
+  /** @param {string} turnId */
+  async function remove(turnId) {
+    try {
+      await api.removeQueued(store.conv.cid, turnId);
+      show(items.filter((i) => i.turnId !== turnId));
+      screen.announce("Queued message removed.");
+    } catch (err) {
+      refused(err, "removed");
+    }
+    ui.input.focus();
+  }
+
+  /**
+   * Sends a message to wait behind the running turn (it starts at once if that turn has ended).
+   * @param {string} message
+   */
+  async function add(message) {
+    const generation = store.generation;
+    const cid = store.conv.cid;
+    const turnId = `t-${crypto.randomUUID()}`;
+    await sent().catch(() => undefined);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const turn = await api.queue(cid, turnId, message);
+        if (generation !== store.generation) return;
+        if (turn.status === "queued" && !items.some((i) => i.turnId === turnId)) show([...items, { turnId, message: turn.message }]);
+        screen.announce(turn.status === "queued" ? "Message queued: it is sent when the running turn ends." : "Message sent.");
+        return;
+      } catch (err) {
+        const error = err instanceof ApiError ? err : new ApiError(0, "unreachable", String(err));
+        if (error.unreachable && attempt === 0) {
+          await new Promise((resolve) => setTimeout(resolve, SEND_RETRY_DELAY_MS));
+          continue;
+        }
+        // Refused (the queue is full, a budget) or unreachable twice: the text goes back.
+        if (generation !== store.generation) return;
+        if (!ui.input.value.trim()) ui.input.value = message;
+        screen.showBanner(error.code === "queue_full" ? `The queue is full: ${error.message}` : error.message);
+        return;
+      }
+    }
+  }
+
+  store.subscribe((before, after, action) => {
+    if (action.type === "loaded" || action.type === "deleted") {
+      if (before.cid !== after.cid || action.type === "deleted") show([]);
+      // A conversation without turns has no queue (and may not exist on the server yet: nothing to ask).
+      if (action.type === "loaded" && after.order.length > 0) refresh();
+    } else if (action.type === "event" && MOVES.has(action.event.type)) refresh();
+  });
+
+  return { add };
+}
