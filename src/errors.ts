@@ -7,6 +7,7 @@
 export type RefusalCode =
   | "conversation_not_found"
   | "turn_not_found"
+  | "branch_not_found"
   | "turn_conflict"
   | "session_busy"
   | "turn_not_ready"

@@ -42,6 +42,7 @@ describe("the emulator's variants", () => {
         dispatchExecutionId: "body",
         terminal: "result+done",
         resultRoute: "available",
+        forkRoute: "available",
         readiness: "enum",
         readinessUnknownPolls: 2,
         permissionScopes: "legacy",

@@ -5,7 +5,7 @@
  */
 import { COUNTERS } from "../schemas/common";
 
-const SCHEMA_VERSION = 9;
+const SCHEMA_VERSION = 10;
 
 /** Unknown provenance for each counter a stored (pre-9) record holds a value of. */
 function unknownProvenance(values: unknown, present: (v: unknown) => boolean = (v) => v !== undefined): Record<string, "unknown"> {
@@ -156,6 +156,17 @@ export function migrateSessionSchema(sql: Pick<SqlStorage, "exec">): void {
     for (const row of sql.exec<{ turn_id: string; usage: string }>("SELECT turn_id, usage FROM turns WHERE usage IS NOT NULL").toArray()) {
       sql.exec("UPDATE turns SET usage = ? WHERE turn_id = ?", JSON.stringify(usageViewV9(JSON.parse(row.usage))), row.turn_id);
     }
+  }
+  if (current < 10) {
+    // Conversations branch (./turn-tree.ts): each turn follows a parent turn and belongs to a
+    // branch (its agent session). Turns stored before were one line: each follows the one before
+    // it, in branch 0. A forked branch's origin and agent session are a row of `branches`.
+    sql.exec("ALTER TABLE turns ADD COLUMN parent_turn_id TEXT");
+    sql.exec("ALTER TABLE turns ADD COLUMN branch INTEGER NOT NULL DEFAULT 0");
+    sql.exec("UPDATE turns SET parent_turn_id = (SELECT p.turn_id FROM turns p WHERE p.ordinal < turns.ordinal ORDER BY p.ordinal DESC LIMIT 1)");
+    sql.exec(
+      "CREATE TABLE IF NOT EXISTS branches (branch INTEGER PRIMARY KEY, fork_of INTEGER, at_turn_id TEXT, agent_session_id TEXT NOT NULL, forked INTEGER NOT NULL, created_at INTEGER NOT NULL)",
+    );
   }
   sql.exec("DELETE FROM schema_version");
   sql.exec("INSERT INTO schema_version (version) VALUES (?)", SCHEMA_VERSION);

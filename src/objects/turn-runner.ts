@@ -21,6 +21,7 @@ import type { AgentProvider, EnvironmentRecord } from "../providers/provider";
 import type { TotalView, WaitingFor } from "../schemas/api";
 import type { CancellationAcknowledgement } from "../schemas/contracts";
 import { AbandonedRuns } from "./abandoned-runs";
+import { agentSessions } from "./branches";
 import { BudgetStop } from "./budget-stop";
 import { budgetUsage, type BudgetState, type Spend } from "./budgets";
 import { Dispatcher, type SubmitOutcome } from "./dispatch";
@@ -201,7 +202,10 @@ export class TurnRunner {
     if (environmentId) {
       try {
         const lastRun = this.store.lastRunRef();
-        await this.deps.provider().deleteSession({ environmentId, sessionId: this.dispatcher.agentSessionId(context), ...(lastRun ? { lastRun } : {}) });
+        // Every branch's agent session goes (README "Branches"), the conversation's own last.
+        for (const sessionId of agentSessions(this.store, this.dispatcher.agentSessionId(context)).reverse()) {
+          await this.deps.provider().deleteSession({ environmentId, sessionId, ...(lastRun ? { lastRun } : {}) });
+        }
       } catch (err) {
         throw providerRefusal(err);
       }

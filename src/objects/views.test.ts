@@ -42,6 +42,8 @@ describe("the conversation's read views", () => {
       activeTurn: null,
       lastTurn: null,
       turnCount: 0,
+      branch: 0,
+      branchCount: 0,
       lastEventId: 0,
       interactions: [],
       usage: total,

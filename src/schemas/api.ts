@@ -16,6 +16,11 @@ export const SubmitTurnBody = z
     message: z.string().min(1, "must not be empty"),
     model: z.string().min(1).max(256).optional(),
     interactions: RequestedInteractions.optional(),
+    parentTurnId: TurnId.nullable()
+      .optional()
+      .describe(
+        "The turn this one follows (README \"Branches\"): omitted, the active branch's latest turn; a turn that already has a follower starts a branch (an edit of the message after it, or a regenerate of its answer); null sends a first message again. Part of what a retry must repeat",
+      ),
   })
   .meta({ id: "SubmitTurn" });
 export type SubmitTurnBody = z.infer<typeof SubmitTurnBody>;
@@ -106,6 +111,8 @@ export const TurnViewSchema = z
     status: TurnStatus,
     waitingFor: WaitingFor.nullable().describe("while the turn runs: what it waits for (an ask of the agent is open), else null; back to null once answered, expired or ended"),
     message: z.string(),
+    parentTurnId: TurnId.nullable().describe("the turn this one follows; null for a first message"),
+    branch: z.number().int().nonnegative().describe("the branch (agent session) the turn runs in"),
     model: z.string().optional().describe("the model route the turn asked for (absent: the provider's default)"),
     servedModels: z
       .array(z.string())
@@ -145,7 +152,9 @@ export const ConversationSummarySchema = z
     title: z.string().nullable(),
     activeTurn: TurnViewSchema.nullable(),
     lastTurn: TurnViewSchema.nullable(),
-    turnCount: z.number().int(),
+    turnCount: z.number().int().describe("turns on the active branch"),
+    branch: z.number().int().nonnegative().describe("the active branch: lastTurn is its latest turn, /messages its conversation"),
+    branchCount: z.number().int().nonnegative(),
     lastEventId: z.number().int(),
     interactions: z.array(z.unknown()),
     usage: UsageTotalSchema,
@@ -227,7 +236,16 @@ export const TranscriptPartSchema = z.discriminatedUnion("type", [TranscriptCont
 
 const TranscriptMessageSchema = z
   .discriminatedUnion("role", [
-    z.object({ role: z.literal("user"), turnId: TurnId, text: z.string(), at: z.string() }),
+    z.object({
+      role: z.literal("user"),
+      turnId: TurnId,
+      text: z.string(),
+      at: z.string(),
+      siblings: z
+        .object({ index: z.number().int().nonnegative(), turnIds: z.array(TurnId) })
+        .optional()
+        .describe("where branches split at this message: every turn that follows the same turn, oldest first, and which one this is (the page's < n/m > picker)"),
+    }),
     z.object({
       role: z.literal("assistant"),
       turnId: TurnId,
@@ -243,9 +261,37 @@ const TranscriptMessageSchema = z
   .meta({ id: "TranscriptMessage" });
 export type TranscriptMessage = z.infer<typeof TranscriptMessageSchema>;
 
+const BranchViewSchema = z
+  .object({
+    branch: z.number().int().nonnegative(),
+    active: z.boolean(),
+    forkedFrom: z
+      .object({ branch: z.number().int().nonnegative(), turnId: TurnId })
+      .nullable()
+      .describe("the branch whose agent session it was forked from, and the last turn copied; null for branch 0 and for a first message sent again"),
+    firstTurnId: TurnId,
+    parentTurnId: TurnId.nullable().describe("the turn its first turn follows (where it splits from its siblings)"),
+    tipTurnId: TurnId,
+    turnIds: z.array(TurnId).describe("its conversation: every turn on its path, first message first"),
+  })
+  .meta({ id: "Branch" });
+export type BranchView = z.infer<typeof BranchViewSchema>;
+
+export const BranchListSchema = z
+  .object({ conversationId: ConversationId, active: z.number().int().nonnegative(), branches: z.array(BranchViewSchema) })
+  .meta({ id: "Branches" });
+
+export const SwitchBranchBody = z
+  .strictObject({
+    branch: z.number().int().nonnegative().optional().describe("the branch to show"),
+    turnId: TurnId.optional().describe("or a turn to show: the active branch when it goes through it, else the newest branch that does"),
+  })
+  .meta({ id: "SwitchBranch", description: "Names exactly one of branch and turnId" });
+
 export const MessagesSchema = z
   .object({
     conversationId: ConversationId,
+    branch: z.number().int().nonnegative().describe("the branch these messages are the conversation of"),
     lastEventId: z.number().int(),
     messages: z.array(TranscriptMessageSchema),
   })

@@ -11,6 +11,7 @@
  *   plans.ts turns a plan waiting for its decision into an ask);
  * - result.ts: the run's result read after the fact, or its session's state where no result route exists;
  * - control.ts: cancel a run, answer an interaction;
+ * - fork.ts: an agent session forked at a run (a branch of the conversation);
  * - session-end.ts: a conversation's session deleted upstream;
  * - wire-errors.ts: the Sandbox's error codes as provider error codes; routes.ts the route table.
  */
@@ -27,6 +28,7 @@ import type {
   EnsureEnvironmentResult,
   EnvironmentRecord,
   EventsOptions,
+  ForkInput,
   InteractionCommand,
   ProviderEvent,
   ProviderResult,
@@ -35,6 +37,7 @@ import { claimsOf } from "./claims";
 import { answerInteraction, cancelRun } from "./control";
 import { dispatchTurn, TANGLE_PROVIDER_NAME } from "./dispatch";
 import { ensureEnvironment } from "./environment";
+import { forkSession } from "./fork";
 import { readEvents } from "./events";
 import { readResult } from "./result";
 import { endSession } from "./session-end";
@@ -82,6 +85,10 @@ export class TangleProvider implements AgentProvider {
 
   respondToInteraction(ref: AgentExactRunControlRef, command: InteractionCommand): Promise<AnswerDelivery> {
     return answerInteraction(this.options.client, ref, command);
+  }
+
+  fork(input: ForkInput): Promise<{ sessionId: string }> {
+    return forkSession(this.options.client, input);
   }
 
   deleteSession({ environmentId, sessionId }: { environmentId: string; sessionId: string }): Promise<void> {
