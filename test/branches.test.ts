@@ -131,6 +131,18 @@ describe("branches", () => {
     const heard = stream.events.filter((e) => e.type === "branch.switched");
     expect(heard.map((e) => e.data)).toEqual([{ branch: 0, previous: 1, tipTurnId: t2, by: "switch" }]);
 
+    // The event stream's history of one branch: its turns' events and the conversation's own.
+    const last = (await json(await api(`/v1/conversations/${cid}`, { token }))).lastEventId;
+    const ofBranch = async (branch: number) =>
+      (await collect(await api(`/v1/conversations/${cid}/events?branch=${branch}`, { token }), (e) => e.seq >= last)).events;
+    const all = (await collect(await api(`/v1/conversations/${cid}/events`, { token }), (e) => e.seq >= last)).events;
+    const onZero = await ofBranch(0);
+    const onOne = await ofBranch(1);
+    expect(new Set(onZero.map((e) => e.turnId))).toEqual(new Set([t1, t2, null]));
+    expect(new Set(onOne.map((e) => e.turnId))).toEqual(new Set([t1, b, null]));
+    expect(onZero.filter((e) => e.turnId === t1)).toEqual(all.filter((e) => e.turnId === t1));
+    expect((await api(`/v1/conversations/${cid}/events?branch=x`, { token })).status).toBe(400);
+
     expect((await api(`/v1/conversations/${cid}/branches/active`, { token, body: { branch: 7 } })).status).toBe(404);
     expect((await api(`/v1/conversations/${cid}/branches/active`, { token, body: { branch: 0, turnId: t1 } })).status).toBe(400);
     expect((await api(`/v1/conversations/${cid}/messages?branch=7`, { token })).status).toBe(404);

@@ -568,6 +568,18 @@ export class SessionStore {
     return this.sql.exec<EventRow>("SELECT seq, type, envelope FROM events WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, limit).toArray();
   }
 
+  /** One page of a branch's history strictly after `afterSeq`: the events of `turnIds` (its path) and those of no turn. */
+  eventsAfterOf(afterSeq: number, limit: number, turnIds: string[]): EventRow[] {
+    return this.sql
+      .exec<EventRow>(
+        "SELECT seq, type, envelope FROM events WHERE seq > ? AND (turn_id IS NULL OR turn_id IN (SELECT value FROM json_each(?))) ORDER BY seq LIMIT ?",
+        afterSeq,
+        JSON.stringify(turnIds),
+        limit,
+      )
+      .toArray();
+  }
+
   /** The retained events of one turn, read back validated. */
   eventsOfTurn(turnId: string): EventEnvelope[] {
     return this.sql

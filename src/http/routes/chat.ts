@@ -9,7 +9,7 @@
 import type { Context } from "hono";
 import { z } from "zod";
 import { TurnResponse } from "../../ai-sdk/chunks";
-import { answerBody, ChatRequestBody, ChatRequestError, chatAction, regeneratedTurnId, UiMessagesSchema, type AskShape, type ChatAction } from "../../ai-sdk/request";
+import { answerBody, ChatRequestBody, ChatRequestError, chatAction, editedTurnId, regeneratedTurnId, UiMessagesSchema, type AskShape, type ChatAction } from "../../ai-sdk/request";
 import type { RpcResult } from "../../errors";
 import type { ConversationSummary } from "../../objects/session";
 import { ConversationId } from "../../schemas/common";
@@ -120,8 +120,19 @@ chatRoutes.serve(
     }
     checkSize(c, action.message);
     let turnId: string;
+    // The turn this one follows (README "Branches"); undefined: the active branch's latest turn.
+    let parentTurnId: string | null | undefined;
     if (action.kind === "submit") {
       turnId = action.turnId;
+      const known = await s.stub.getTurn(action.turnId);
+      if (known.ok && known.value.message !== action.message) {
+        // The SDK's edit (sendMessage with the id of an earlier message): the message again, with
+        // its new text, after the turn it followed: a branch.
+        turnId = await editedTurnId(action.turnId, action.message);
+        parentTurnId = known.value.parentTurnId;
+      } else if (!known.ok && action.after !== undefined) {
+        parentTurnId = action.after;
+      }
     } else {
       // Regenerate: a new turn with the same message, its id derived from the answer it replaces,
       // so a retried request is the same turn. Without the SDK's messageId, that is the latest answer.
@@ -132,10 +143,16 @@ chatRoutes.serve(
         // A regenerate of this message is running: this request is its retry.
         return respondWithTurn(c, s, active.turnId);
       }
-      turnId = await regeneratedTurnId(action.userMessageId, action.of ?? latest?.turnId ?? action.userMessageId);
+      const of = action.of ?? latest?.turnId ?? action.userMessageId;
+      turnId = await regeneratedTurnId(action.userMessageId, of);
+      // The answer again, after the turn the answered one followed: a branch beside it.
+      const answered = await s.stub.getTurn(of);
+      if (answered.ok) parentTurnId = answered.value.parentTurnId;
+      else if (action.of !== null) throw new ApiError(404, "turn_not_found", `messageId names no answer of this conversation (${action.of})`);
     }
     await rateLimit(c, "turn");
-    const { turn } = unwrapRpc(await s.stub.submitTurn(s.context, turnId, { message: action.message, ...options }));
+    const request = { message: action.message, ...options, ...(parentTurnId !== undefined ? { parentTurnId } : {}) };
+    const { turn } = unwrapRpc(await s.stub.submitTurn(s.context, turnId, request));
     return respondWithTurn(c, s, turn.turnId);
   },
 );
