@@ -18,6 +18,7 @@ import { knownConversation, knownSession, rateLimit, requireConversation, sessio
 import { ApiError, unwrapRpc } from "../errors";
 import { DeclaredRoutes, eventStream, json, noContent } from "../route-declaration";
 import { openSubscription } from "../sse-relay";
+import { BranchQuery, branchOf } from "./conversations";
 import { followTurn, uiStreamResponse } from "../ui-stream";
 
 /** The SDK sends the whole history with every request; only the last message is read. */
@@ -183,14 +184,16 @@ chatRoutes.serve(
   {
     method: "get",
     path: "/:cid/messages",
-    summary: "The conversation as the AI SDK's UIMessage[] (seed useChat's messages after a reload)",
+    summary: "The conversation as the AI SDK's UIMessage[] (seed useChat's messages after a reload): the active branch's, or ?branch='s",
     params: { cid: ConversationId },
+    query: { branch: BranchQuery.optional() },
     answers: { 200: json(UiMessagesSchema, "Each turn's user message and answer") },
     errors: [400, 401, 404],
   },
   async (c) => {
+    const branch = branchOf(c.req.query("branch"));
     const s = await knownSession(c);
-    const messages = unwrapRpc(await s.stub.chatMessages(s.conversationId));
+    const messages = unwrapRpc(await s.stub.chatMessages(s.conversationId, branch));
     return c.body(messages, 200, { "content-type": "application/json; charset=utf-8" });
   },
 );

@@ -31,10 +31,10 @@ const BODY_OVERHEAD_BYTES = 16 * 1024;
 const Limit = z.coerce.number().int().min(1).max(200).default(50).describe("How many conversations to list, newest first");
 
 /** Which branch a read is of (README "Branches"); absent: the active one. */
-const BranchQuery = z.coerce.number().int().nonnegative().max(1_000_000).describe("The branch to read (GET …/branches lists them); absent: the active branch");
+export const BranchQuery = z.coerce.number().int().nonnegative().max(1_000_000).describe("The branch to read (GET …/branches lists them); absent: the active branch");
 
 /** The `?branch=` of a read, parsed; undefined when absent. */
-function branchOf(value: string | undefined): number | undefined {
+export function branchOf(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const parsed = BranchQuery.safeParse(value);
   if (!parsed.success) throw new ApiError(400, "invalid_request", "branch must be a non-negative integer (a branch id from GET …/branches)");
