@@ -5,7 +5,10 @@
  * active branch is switched, shown and heard on the event stream; a deployment without the fork
  * route refuses the edit with a capability error, having dispatched nothing.
  */
+import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
+import type { SessionObject } from "../src/objects/session";
+import { SessionStore } from "../src/objects/session-store";
 import { api, collect, counters, emulator, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
 
 const variants = (v: Record<string, unknown>) => emulator("/_emulator/variants", v);
@@ -175,4 +178,28 @@ describe("branches", () => {
       await sent(token, cid, uid("t"), "c");
     });
   }
+});
+
+describe("turns stored before conversations branched (schema 9)", () => {
+  it("read back as one line: each follows the one before it, in branch 0, the active one", async () => {
+    const stub = env.SESSIONS.get(env.SESSIONS.idFromName(uid("schema9")));
+    const tree = await runInDurableObject(stub, (_instance: SessionObject, state) => {
+      const sql = state.storage.sql;
+      const store = new SessionStore(sql);
+      for (const [i, id] of ["a", "b", "c"].entries()) store.insertPendingTurn({ turnId: id, requestDigest: "d", request: { message: id }, executionId: `exe_${id}`, now: i });
+      // The tables as schema 9 had them.
+      sql.exec("ALTER TABLE turns DROP COLUMN parent_turn_id");
+      sql.exec("ALTER TABLE turns DROP COLUMN branch");
+      sql.exec("DROP TABLE branches");
+      sql.exec("UPDATE schema_version SET version = 9");
+      const upgraded = new SessionStore(sql);
+      return { turns: upgraded.treeTurns(), branches: upgraded.branches() };
+    });
+    expect(tree.turns).toEqual([
+      { turnId: "a", parentTurnId: null, branch: 0, ordinal: 1 },
+      { turnId: "b", parentTurnId: "a", branch: 0, ordinal: 2 },
+      { turnId: "c", parentTurnId: "b", branch: 0, ordinal: 3 },
+    ]);
+    expect(tree.branches).toEqual([]);
+  });
 });

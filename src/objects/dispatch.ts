@@ -81,6 +81,15 @@ export function titleFrom(message: string): string {
   return line.length > 80 ? `${line.slice(0, 79)}…` : line || "New conversation";
 }
 
+/** An edit of an earlier message where the environment cannot fork (README "Branches"). */
+function forkRefusal(): Refusal {
+  return new Refusal(
+    "capability_denied",
+    "this agent environment cannot fork an agent session (session.fork), which a turn after an earlier message needs; continue the latest message, or send the first one again",
+    { missing: ["session.fork"] },
+  );
+}
+
 export interface DispatchDeps {
   store: () => SessionStore;
   log: EventLog;
@@ -256,13 +265,7 @@ export class Dispatcher {
    */
   private async fork(environment: EnvironmentRecord, claims: Claims, branch: StoredBranch): Promise<void> {
     const unavailable = this.store.getMeta("forkUnavailable");
-    const refusal = () =>
-      new Refusal(
-        "capability_denied",
-        "this agent environment cannot fork an agent session (session.fork), which a turn after an earlier message needs; continue the latest message, or send the first one again",
-        { missing: ["session.fork"] },
-      );
-    if (!claims.fork || unavailable?.environmentId === environment.environmentId) throw refusal();
+    if (!claims.fork || unavailable?.environmentId === environment.environmentId) throw forkRefusal();
     const at = branch.at === null ? null : this.store.turn(branch.at);
     if (!at?.controlRef) throw new Refusal("turn_not_ready", `turn ${branch.at} has not run yet; a branch after it waits for it`, { retryable: true });
     try {
@@ -271,7 +274,7 @@ export class Dispatcher {
     } catch (err) {
       if (err instanceof ProviderError && err.code === "capability_denied") {
         this.deps.log.commit(() => this.store.setMeta("forkUnavailable", { environmentId: environment.environmentId, since: Date.now() }));
-        throw refusal();
+        throw forkRefusal();
       }
       throw err;
     }
@@ -279,14 +282,18 @@ export class Dispatcher {
 
   /** The provider's dispatch of the turn, retried as `retryStep` says. */
   private async dispatch(context: SessionContext, turnId: string, executionId: string, request: TurnRequest): Promise<Dispatched> {
+    const turn = this.store.turn(turnId)!;
+    const origin = this.store.branches().find((b) => b.branch === turn.branch);
+    const needsFork = origin !== undefined && !origin.forked && origin.forkOf !== null;
+    // What the conversation's environment is known not to do is refused before any call: its
+    // stored claims say no fork, or its fork route proved missing.
+    if (needsFork && (this.store.getMeta("claims")?.fork === false || this.store.getMeta("forkUnavailable")?.environmentId === this.store.getMeta("environmentId"))) throw forkRefusal();
     let { environment, claims } = await this.claimedEnvironment(context, request);
     // A run an earlier turn left going (its sandbox stopped mid-turn, then resumed just now) would
     // hold the agent session: it is stopped first, and its usage folded into its own turn.
     await this.deps.abandoned.settle(environment.environmentId);
-    const turn = this.store.turn(turnId)!;
-    const origin = this.store.branches().find((b) => b.branch === turn.branch);
     // A branch forked at an earlier turn: its agent session is copied up to that turn, once.
-    if (origin && !origin.forked && origin.forkOf !== null) await this.fork(environment, claims, origin);
+    if (needsFork) await this.fork(environment, claims, origin);
     const previous = previousRun(this.store, turn.parentTurnId);
     const input = {
       sessionId: agentSessionOf(this.store, this.agentSessionId(context), turn.branch),

@@ -161,9 +161,13 @@ export function migrateSessionSchema(sql: Pick<SqlStorage, "exec">): void {
     // Conversations branch (./turn-tree.ts): each turn follows a parent turn and belongs to a
     // branch (its agent session). Turns stored before were one line: each follows the one before
     // it, in branch 0. A forked branch's origin and agent session are a row of `branches`.
-    sql.exec("ALTER TABLE turns ADD COLUMN parent_turn_id TEXT");
-    sql.exec("ALTER TABLE turns ADD COLUMN branch INTEGER NOT NULL DEFAULT 0");
-    sql.exec("UPDATE turns SET parent_turn_id = (SELECT p.turn_id FROM turns p WHERE p.ordinal < turns.ordinal ORDER BY p.ordinal DESC LIMIT 1)");
+    // (Each column only where it is missing: a database another step rewrote may have it.)
+    const columns = sql.exec("SELECT * FROM turns LIMIT 0").columnNames;
+    if (!columns.includes("parent_turn_id")) {
+      sql.exec("ALTER TABLE turns ADD COLUMN parent_turn_id TEXT");
+      sql.exec("UPDATE turns SET parent_turn_id = (SELECT p.turn_id FROM turns p WHERE p.ordinal < turns.ordinal ORDER BY p.ordinal DESC LIMIT 1)");
+    }
+    if (!columns.includes("branch")) sql.exec("ALTER TABLE turns ADD COLUMN branch INTEGER NOT NULL DEFAULT 0");
     sql.exec(
       "CREATE TABLE IF NOT EXISTS branches (branch INTEGER PRIMARY KEY, fork_of INTEGER, at_turn_id TEXT, agent_session_id TEXT NOT NULL, forked INTEGER NOT NULL, created_at INTEGER NOT NULL)",
     );

@@ -20,8 +20,8 @@ export const ClaimsSchema = z.strictObject({
   interactions: z.boolean(),
   /** The interaction kinds a turn may request. */
   interactionKinds: z.array(z.string()),
-  /** Forking an agent session at a run (a branch of the conversation continues from there). Claims stored before it was read: none. */
-  fork: z.boolean().default(false),
+  /** Forking an agent session at a run (a branch of the conversation continues from there). Absent in claims stored before it was read: unknown (read again at the next turn), never a claim. */
+  fork: z.boolean().optional(),
 });
 export type Claims = z.infer<typeof ClaimsSchema>;
 
