@@ -65,6 +65,7 @@ describe("branches", () => {
     // The new branch is active: the summary and the transcript show it.
     const summary = await json(await api(`/v1/conversations/${cid}`, { token }));
     expect(summary).toMatchObject({ branch: 1, branchCount: 2, turnCount: 2 });
+    expect((await json(await api("/v1/conversations", { token }))).conversations.find((e: any) => e.conversationId === cid).branch).toBe(1);
     expect(summary.lastTurn.turnId).toBe(edit);
     const messages = await json(await api(`/v1/conversations/${cid}/messages`, { token }));
     expect(messages.branch).toBe(1);
@@ -129,6 +130,11 @@ describe("branches", () => {
     const summary = await json(await api(`/v1/conversations/${cid}`, { token }));
     expect(summary).toMatchObject({ branch: 0, turnCount: 2 });
     expect(summary.lastTurn.turnId).toBe(t2);
+
+    // The conversation list shows the branch too (its entry follows the switch).
+    const listed = async () => (await json(await api("/v1/conversations", { token }))).conversations.find((e: any) => e.conversationId === cid)?.branch;
+    for (let i = 0; i < 100 && (await listed()) !== 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(await listed()).toBe(0);
 
     const stream = await collect(await api(`/v1/conversations/${cid}/events?after=${before}`, { token }), (e) => e.type === "branch.switched");
     const heard = stream.events.filter((e) => e.type === "branch.switched");

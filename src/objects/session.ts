@@ -235,7 +235,12 @@ export class SessionObject extends DurableObject<Env> {
 
   /** Shows another branch; every stream of the conversation hears `branch.switched`. */
   async switchBranch(conversationId: string, target: { branch?: number; turnId?: string }): Promise<RpcResult<{ branch: number; previous: number; tipTurnId: string }>> {
-    return this.held(conversationId, (_context, store) => switchBranch(store, this.log, target));
+    return this.held(conversationId, (_context, store) => {
+      const switched = switchBranch(store, this.log, target);
+      // The conversation list shows the branch too.
+      if (switched.branch !== switched.previous) this.runner.refreshIndex();
+      return switched;
+    });
   }
 
   async chatReplay(conversationId: string, turnId: string, continueAfterAsks: string[]): Promise<RpcResult<string | null>> {

@@ -21,7 +21,7 @@ import type { AgentProvider, EnvironmentRecord } from "../providers/provider";
 import type { TotalView, WaitingFor } from "../schemas/api";
 import type { CancellationAcknowledgement } from "../schemas/contracts";
 import { AbandonedRuns } from "./abandoned-runs";
-import { agentSessions } from "./branches";
+import { activeBranch, agentSessions } from "./branches";
 import { BudgetStop } from "./budget-stop";
 import { budgetUsage, type BudgetState, type Spend } from "./budgets";
 import { Dispatcher, type SubmitOutcome } from "./dispatch";
@@ -51,7 +51,7 @@ export interface TurnRunnerDeps {
   /** Tokens the user spent in their other conversations. */
   usageElsewhere(context: SessionContext): Promise<Spend>;
   /** Updates the user's conversation list. */
-  touchIndex(context: SessionContext, entry: { title: string; state: "idle" | "running"; waitingFor: WaitingFor | null; lastEventId: number; usage: Spend }): Promise<void>;
+  touchIndex(context: SessionContext, entry: { title: string; state: "idle" | "running"; waitingFor: WaitingFor | null; branch: number; lastEventId: number; usage: Spend }): Promise<void>;
 }
 
 export class TurnRunner {
@@ -223,6 +223,7 @@ export class TurnRunner {
       title: this.store.getMeta("title") ?? context.conversationId,
       state,
       waitingFor: active?.status === "running" ? (waitingOf(this.store.outstandingOfTurn(active.turnId))?.waitingFor ?? null) : null,
+      branch: activeBranch(this.store),
       lastEventId: this.store.lastSeq(),
       usage: budgetUsage(this.total()),
     });

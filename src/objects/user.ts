@@ -37,6 +37,8 @@ export interface ConversationEntry {
   state: "idle" | "running";
   /** What the running turn waits for (an ask is open), else null. */
   waitingFor: WaitingFor | null;
+  /** The branch the conversation shows (README "Branches"). */
+  branch: number;
   lastEventId: number;
   createdAt: string;
   updatedAt: string;
@@ -59,7 +61,8 @@ export class UserObject extends DurableObject<Env> {
   private migrate(): void {
     this.sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
     const current = this.sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0]?.version ?? 0;
-    if (current >= 5) return;
+    if (current >= 6) return;
+    if (current === 5) return this.migrateToV6();
     if (current < 2) this.migrateToV2();
     // v3: how many times each conversation id was deleted: a conversation id used again talks to a
     // new agent session, never the old agent's memory.
@@ -77,8 +80,14 @@ export class UserObject extends DurableObject<Env> {
     }
     // v5: what each conversation's running turn waits for (an open ask), null when nothing.
     this.sql.exec("ALTER TABLE conversations ADD COLUMN waiting_for TEXT");
+    this.migrateToV6();
+  }
+
+  /** v6: the branch each conversation shows (conversations branch: README "Branches"); before, every one showed its only line, branch 0. */
+  private migrateToV6(): void {
+    this.sql.exec("ALTER TABLE conversations ADD COLUMN branch INTEGER NOT NULL DEFAULT 0");
     this.sql.exec("DELETE FROM schema_version");
-    this.sql.exec("INSERT INTO schema_version (version) VALUES (5)");
+    this.sql.exec("INSERT INTO schema_version (version) VALUES (6)");
   }
 
   private migrateToV2(): void {
@@ -189,6 +198,7 @@ export class UserObject extends DurableObject<Env> {
     title: string;
     state: "idle" | "running";
     waitingFor: WaitingFor | null;
+    branch?: number;
     lastEventId: number;
     updatedAt: number;
     usage: Spend;
@@ -196,8 +206,8 @@ export class UserObject extends DurableObject<Env> {
     // Touches can arrive out of order (each is its own call): one that saw less of the log than
     // the row already has is older news and changes nothing.
     this.sql.exec(
-      `INSERT INTO conversations (conversation_id, title, state, waiting_for, last_event_id, created_at, updated_at, used_tokens, usage_complete, usage_provenance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT(conversation_id) DO UPDATE SET title = excluded.title, state = excluded.state, waiting_for = excluded.waiting_for,
+      `INSERT INTO conversations (conversation_id, title, state, waiting_for, last_event_id, created_at, updated_at, used_tokens, usage_complete, usage_provenance, branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT(conversation_id) DO UPDATE SET title = excluded.title, state = excluded.state, waiting_for = excluded.waiting_for, branch = excluded.branch,
          last_event_id = excluded.last_event_id, updated_at = excluded.updated_at,
          used_tokens = excluded.used_tokens, usage_complete = excluded.usage_complete, usage_provenance = excluded.usage_provenance
        WHERE excluded.last_event_id >= conversations.last_event_id`,
@@ -211,6 +221,7 @@ export class UserObject extends DurableObject<Env> {
       entry.usage.used,
       entry.usage.complete ? 1 : 0,
       entry.usage.provenance,
+      entry.branch ?? 0,
     );
   }
 
@@ -274,7 +285,7 @@ export class UserObject extends DurableObject<Env> {
 
   async listConversations(limit: number): Promise<ConversationEntry[]> {
     return this.sql
-      .exec<{ conversation_id: string; title: string; state: string; waiting_for: string | null; last_event_id: number; created_at: number; updated_at: number }>(
+      .exec<{ conversation_id: string; title: string; state: string; waiting_for: string | null; branch: number; last_event_id: number; created_at: number; updated_at: number }>(
         "SELECT * FROM conversations ORDER BY updated_at DESC LIMIT ?",
         limit,
       )
@@ -284,6 +295,7 @@ export class UserObject extends DurableObject<Env> {
         title: r.title,
         state: r.state as "idle" | "running",
         waitingFor: r.state === "running" && r.waiting_for !== null ? WaitingFor.parse(r.waiting_for) : null,
+        branch: r.branch ?? 0,
         lastEventId: r.last_event_id,
         createdAt: new Date(r.created_at).toISOString(),
         updatedAt: new Date(r.updated_at).toISOString(),

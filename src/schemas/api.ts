@@ -203,6 +203,7 @@ export const ConversationListSchema = z
         title: z.string(),
         state: z.enum(["idle", "running"]),
         waitingFor: WaitingFor.nullable().describe("what the running turn waits for, else null"),
+        branch: z.number().int().nonnegative().describe("the branch the conversation shows (its summary's branch)"),
         lastEventId: z.number().int(),
         createdAt: z.string(),
         updatedAt: z.string(),
