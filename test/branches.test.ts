@@ -52,7 +52,7 @@ describe("branches", () => {
     expect(edited.result.text).toContain(`Earlier in this session: "first".`);
     expect(await count("sessions.forked")).toBe(forksBefore + 1);
 
-    // Retried (the same id, the same branch point): the cached turn; nothing forks again.
+    // Retried while it runs, and after (the same id, the same branch point): the same turn; nothing forks again.
     const retry = await sendTurn(token, cid, edit, "second, edited [recall]", body);
     expect(retry.status).toBe(200);
     expect(await count("requests.runtime.session.fork")).toBe(calls + 1);
@@ -92,6 +92,24 @@ describe("branches", () => {
     expect(onOld.branch).toBe(0);
     expect(onOld.result.text).toContain(`Earlier in this session: "first" | "second" | "third".`);
     expect(await count("sessions.forked")).toBe(forksBefore + 1);
+  });
+
+  it("a branch request retried while its turn runs is the same turn: one fork, one dispatch", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const t1 = uid("t");
+    await sent(token, cid, t1, "one");
+    await sent(token, cid, uid("t"), "two");
+    const [forks, dispatches] = [await count("sessions.forked"), await count("runs.dispatches")];
+    const edit = uid("t");
+    const body = { parentTurnId: t1 };
+    const [a, b] = await Promise.all([sendTurn(token, cid, edit, "two, edited [slow]", body), sendTurn(token, cid, edit, "two, edited [slow]", body)]);
+    expect([a.status, b.status]).toEqual([202, 202]);
+    const again = await sendTurn(token, cid, edit, "two, edited [slow]", body);
+    expect(again.status).toBe(202);
+    expect((await waitForTurn(token, cid, edit)).status).toBe("completed");
+    expect(await count("sessions.forked")).toBe(forks + 1);
+    expect(await count("runs.dispatches")).toBe(dispatches + 1);
   });
 
   it("a regenerate of an earlier answer is a branch with the same message; the first message sent again starts afresh, without a fork", async () => {
