@@ -22,6 +22,8 @@ export const GATEWAY_EVENT = Object.freeze({
   /** What the running turn waits for changed: `{ turnId, waitingFor, interactionId }` (null: nothing, it runs). */
   turnWaiting: "turn.waiting",
   warning: "warning",
+  /** The conversation shows another branch: `{ branch, previous, tipTurnId, by }` (docs/sse-protocol.md §9). */
+  branchSwitched: "branch.switched",
   /** Not logged: sent when the stream's cursor is no longer (or never was) in the log. */
   streamReset: "stream.reset",
 });
