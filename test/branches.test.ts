@@ -112,6 +112,24 @@ describe("branches", () => {
     expect(await count("runs.dispatches")).toBe(dispatches + 1);
   });
 
+  it("an ask in a branch is answered there, and the run goes on in the branch's own session", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const t1 = uid("t");
+    await sent(token, cid, t1, "one");
+    await sent(token, cid, uid("t"), "two");
+    const edit = uid("t");
+    const accepted = await json(await sendTurn(token, cid, edit, "two, edited [permission]", { parentTurnId: t1 }));
+    const asked = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (e) => e.type === "interaction.requested");
+    const interaction = asked.events.at(-1)!.data.interaction as { id: string };
+    const ack = await api(`/v1/conversations/${cid}/interactions/${encodeURIComponent(interaction.id)}`, { token, body: { operationId: uid("op"), outcome: "accepted", data: { grant: "allow_once" } } });
+    expect(ack.status).toBe(200);
+    expect((await json(ack)).status).toBe("accepted");
+    const done = await waitForTurn(token, cid, edit);
+    expect(done).toMatchObject({ status: "completed", branch: 1 });
+    expect(done.result.text).toContain("The tests pass");
+  });
+
   it("a regenerate of an earlier answer is a branch with the same message; the first message sent again starts afresh, without a fork", async () => {
     const token = await tokenFor(uid("user"));
     const cid = uid("conv");
