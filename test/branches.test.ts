@@ -92,6 +92,11 @@ describe("branches", () => {
     expect(onOld.branch).toBe(0);
     expect(onOld.result.text).toContain(`Earlier in this session: "first" | "second" | "third".`);
     expect(await count("sessions.forked")).toBe(forksBefore + 1);
+
+    // A delete deletes both agent sessions upstream.
+    const deletes = await count("requests.runtime.session.delete");
+    expect((await api(`/v1/conversations/${cid}`, { token, method: "DELETE" })).status).toBe(200);
+    expect(await count("requests.runtime.session.delete")).toBe(deletes + 2);
   });
 
   it("a branch request retried while its turn runs is the same turn: one fork, one dispatch", async () => {

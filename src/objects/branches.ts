@@ -22,9 +22,13 @@ export function agentSessionOf(store: SessionStore, base: string, branch: number
   return store.branches().find((b) => b.branch === branch)?.agentSessionId ?? branchSessionId(base, branch);
 }
 
-/** Every agent session the conversation made upstream (branch 0's, and each branch's that exists there). */
-export function agentSessions(store: SessionStore, base: string): string[] {
-  return [base, ...store.branches().filter((b) => b.forked).map((b) => b.agentSessionId)];
+/** Every agent session the conversation made upstream (branch 0's, and each branch's that exists there), each with its latest run. */
+export function agentSessions(store: SessionStore, base: string): Array<{ sessionId: string; lastRun: AgentExactRunControlRef | null }> {
+  const lastRunOf = (branch: number) => {
+    const turns = store.turns().filter((t) => t.branch === branch && t.controlRef !== null);
+    return turns.at(-1)?.controlRef ?? null;
+  };
+  return [{ sessionId: base, lastRun: lastRunOf(0) }, ...store.branches().filter((b) => b.forked).map((b) => ({ sessionId: b.agentSessionId, lastRun: lastRunOf(b.branch) }))];
 }
 
 /** The run a turn after `parentTurnId` continues: the nearest dispatched turn on its path. */

@@ -210,9 +210,9 @@ export class Dispatcher {
         data: { turnId, executionId, message: request.message, ...(request.model ? { model: request.model } : {}), parentTurnId: placed.parentTurnId, branch: placed.branch },
         now: Date.now(),
       });
-      // A branch started afresh exists upstream once its first run does.
+      // A branch started afresh exists upstream once its first run does, under the id it was sent with.
       const origin = this.store.branches().find((b) => b.branch === placed.branch);
-      if (origin && !origin.forked) this.store.markForked(origin.branch, dispatched.controlRef.sessionId);
+      if (origin && !origin.forked) this.store.markForked(origin.branch, origin.agentSessionId);
       // The conversation shows the branch it was last sent on (every tab hears of the switch).
       const shown = this.store.getMeta("activeBranch") ?? 0;
       if (shown !== placed.branch) {

@@ -280,12 +280,6 @@ export class SessionStore {
     return row ? toTurn(row) : null;
   }
 
-  /** The control ref of the latest turn that was dispatched. */
-  lastRunRef(): AgentExactRunControlRef | null {
-    const row = this.sql.exec<{ control_ref: string }>("SELECT control_ref FROM turns WHERE control_ref IS NOT NULL ORDER BY ordinal DESC LIMIT 1").toArray()[0];
-    return row ? AgentExactRunControlRef.parse(JSON.parse(row.control_ref)) : null;
-  }
-
   /** The execution ids of every turn that was dispatched (all but a pending one). */
   dispatchedExecutionIds(): string[] {
     return this.sql

@@ -201,9 +201,8 @@ export class TurnRunner {
     const environmentId = this.store.getMeta("environmentId");
     if (environmentId) {
       try {
-        const lastRun = this.store.lastRunRef();
-        // Every branch's agent session goes (README "Branches"), the conversation's own last.
-        for (const sessionId of agentSessions(this.store, this.dispatcher.agentSessionId(context)).reverse()) {
+        // Every branch's agent session goes (README "Branches"), each with its own latest run, the conversation's own last.
+        for (const { sessionId, lastRun } of agentSessions(this.store, this.dispatcher.agentSessionId(context)).reverse()) {
           await this.deps.provider().deleteSession({ environmentId, sessionId, ...(lastRun ? { lastRun } : {}) });
         }
       } catch (err) {

@@ -535,6 +535,12 @@ describe("branches on a CLI Bridge (no fork on its wire: README \"Branches\")", 
     expect(runAgain.request.session_id).not.toBe(run1.request.session_id);
     const events = await turnEvents(token, cid, fresh.after);
     expect(events.some((e) => e.type === "warning" && e.data.code === "agent_memory_reset")).toBe(false);
+    // Its next turn continues its own session.
+    const onFresh = uid("turn");
+    const next = await json(await sendTurn(token, cid, onFresh, "one, then more", { model: CODEX }));
+    expect(next.branch).toBe(fresh.branch);
+    await waitForTurn(token, cid, onFresh);
+    expect((await control(`runs/${next.executionId}`)).request.session_id).toBe(runAgain.request.session_id);
 
     // Branch 0 goes on in its own session.
     const t3 = uid("turn");
@@ -542,5 +548,7 @@ describe("branches on a CLI Bridge (no fork on its wire: README \"Branches\")", 
     expect(third.branch).toBe(0);
     await waitForTurn(token, cid, t3);
     expect((await control(`runs/${third.executionId}`)).request.session_id).toBe(run1.request.session_id);
+    // A delete ends every branch's session.
+    expect((await api(`/v1/conversations/${cid}`, { token, method: "DELETE" })).status).toBe(200);
   });
 });
