@@ -439,6 +439,23 @@ describe("one conversation, two protocols", () => {
     assert.deepEqual(old.body.messages.filter((m) => m.role === "user").map((m) => m.text), ["first", "second", "third"]);
   });
 
+  it("a history that goes on from an earlier answer (a client holding an older history) branches there", async () => {
+    const token = await login(base(), unique("ai-user"));
+    const id = unique("chat");
+    const { chat } = newChat(base(), token, id);
+    await chat.sendMessage({ text: "first" });
+    await chat.sendMessage({ text: "second" });
+    const before = await counters();
+    const stale = newChat(base(), token, id, { messages: plain(chat.messages.slice(0, 2)) });
+    await stale.chat.sendMessage({ text: "another second [recall]" });
+    assert.equal(stale.chat.status, "ready", String(stale.chat.error));
+    assert.match(textOf(stale.chat.messages[3]), /Earlier in this session: "first"\./);
+    assert.equal(delta(before, await counters(), "sessions.forked"), 1);
+    const summary = (await call("GET", `/v1/conversations/${id}`, token)).body;
+    assert.equal(summary.branch, 1);
+    assert.equal(summary.turnCount, 2);
+  });
+
   it("another user's chat id is their own conversation", async () => {
     const ada = await login(base(), unique("ada"));
     const bob = await login(base(), unique("bob"));
