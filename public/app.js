@@ -12,6 +12,7 @@
  * before this module loads, and the page signs in with that token instead of asking.
  */
 import { createAsks } from "./controllers/asks.js";
+import { createBranches } from "./controllers/branches.js";
 import { createComposer } from "./controllers/composer.js";
 import { createConversations } from "./controllers/conversations.js";
 import { createQueued } from "./controllers/queued.js";
@@ -87,10 +88,13 @@ const transcript = createTranscriptView({
     resend: (turnId) => composer.handlers.resend(turnId),
     rerun: (turnId) => composer.handlers.rerun(turnId),
     edit: (turnId) => composer.handlers.edit(turnId),
-    sendEdited: (turnId, message) => composer.handlers.sendEdited(turnId, message),
+    sendEdited: (turnId, message) => branches.edit(turnId, message),
+    regenerate: (turnId) => branches.regenerate(turnId),
+    pick: (turnId, delta) => branches.pick(turnId, delta),
     answer: (ask, outcome, data, choice) => asks.answer(ask, outcome, data, choice),
   },
   copy: (text, button) => screen.copy(text, button),
+  siblings: (turnId) => branches.siblingsOf(turnId),
 });
 const screen = createScreen({ store, transcript, ui });
 const stream = createStreamController({ api, store, ui, onReset: () => conversations.reload() });
@@ -112,12 +116,14 @@ const composer = createComposer({ api, store, ui, refreshList: sidebar.refresh, 
 const queued = createQueued({ api, store, ui, sent: () => composer.sent(), screen });
 const asks = createAsks({ api, store });
 createSandbox({ api, ui, screen, signOut: (message) => session.signOut(message) });
+const branches = createBranches({ api, store, reload: () => conversations.reload(), follow: () => transcript.follow(), screen });
 const session = createSession({ api, config, store, ui, showExamples: composer.showExamples, enter: conversations.enter, closeStream: stream.close, updateTitle: screen.updateTitle });
 listenForKeys({ store, ui, sidebar, stopEditing: () => composer.handlers.edit(null), stop: composer.stop });
 
 // What a change of the open conversation sets off, in this order.
 store.subscribe((before, after, action) => {
   if (action.type === "event") screen.announceChanges(before, after);
+  branches.changed(action);
   composer.stopIfNowRunning();
   if (action.type === "event" && /^turn\./.test(action.event.type)) sidebar.refresh();
   screen.updateTitle();

@@ -34,6 +34,7 @@ const T = {
   ids: ["src/auth/tokens.test.ts"],
   sse: ["src/lib/sse.test.ts"],
   digest: ["src/lib/digest.test.ts", "src/objects/turn-cache.test.ts"],
+  tree: ["src/objects/turn-tree.test.ts"],
 };
 
 /**
@@ -65,6 +66,14 @@ const MUTANTS = [
   // ---- the log's paging (src/objects/session-store.ts)
   { id: "store.inclusive-page", file: "src/objects/session-store.ts", tests: T.store, why: "a page starts at the cursor, not after it (the 14-minute hang of issue 10)",
     find: "FROM events WHERE seq > ? ORDER BY seq LIMIT ?", replace: "FROM events WHERE seq >= ? ORDER BY seq LIMIT ?" },
+
+  // ---- the turn tree (src/objects/turn-tree.ts)
+  { id: "tree.followed-parent-continues", file: "src/objects/turn-tree.ts", tests: T.tree, why: "a turn after a turn already followed goes on in its branch instead of starting one",
+    find: "const followed = turns.some((t) => t.parentTurnId === parentTurnId);", replace: "const followed = false;" },
+  { id: "tree.path-without-ancestors", file: "src/objects/turn-tree.ts", tests: T.tree, why: "a branch's path holds only its own turns, not those it shares with the branch it was forked from",
+    find: "    at = turn.parentTurnId;\n", replace: "    at = turn.branch === branch ? turn.parentTurnId : null;\n" },
+  { id: "tree.empty-branch-not-reused", file: "src/objects/turn-tree.ts", tests: T.tree, why: "a branch whose first turn was refused is made again (a second fork) by the next turn with its origin",
+    find: "if (reusable) return", replace: "if (reusable && false) return" },
 
   // ---- turn cache (src/objects/turn-cache.ts)
   { id: "turn-cache.no-conflict", file: "src/objects/turn-cache.ts", tests: T.turnCache, why: "the same turn id with other content is served the old turn",

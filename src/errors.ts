@@ -7,6 +7,7 @@
 export type RefusalCode =
   | "conversation_not_found"
   | "turn_not_found"
+  | "branch_not_found"
   | "turn_conflict"
   | "queue_full"
   | "turn_not_queued"

@@ -309,3 +309,37 @@ describe("queued turns survive the session object losing its memory", () => {
     expect(events.filter((e) => e.type === "turn.accepted").map((e) => e.turnId)).toEqual([first, q1, q2]);
   });
 });
+
+describe("queued turns in a conversation that branches (README \"Queued turns\", \"Branches\")", () => {
+  it("a queued turn takes its place when it starts: after the turn it names, else the active branch's latest turn; one fork per branch", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const [t1, t2, edit] = [uid("t"), uid("t"), uid("t")];
+    await sendTurn(token, cid, t1, "first");
+    await ended(token, cid, t1);
+    await sendTurn(token, cid, t2, "second");
+    await ended(token, cid, t2);
+    const forks = await count("sessions.forked");
+    // An edit of the second message (a branch after the first) runs; two turns queue behind it.
+    expect((await sendTurn(token, cid, edit, "second, edited [long] [slow]", { parentTurnId: t1 })).status).toBe(202);
+    const onActive = uid("q");
+    const onOld = uid("q");
+    expect(await json(await queue(token, cid, onActive, "after the edit [recall]"))).toMatchObject({ status: "queued", queuePosition: 1 });
+    const old = await json(await sendTurn(token, cid, onOld, "after the second [recall]", { whenBusy: "queue", parentTurnId: t2 }));
+    // Queued, it has no place in the tree yet.
+    expect(old).toMatchObject({ status: "queued", queuePosition: 2 });
+    expect(old.branch).toBeUndefined();
+    await stop(token, cid);
+
+    const [a, b, e] = [await ended(token, cid, onActive), await ended(token, cid, onOld), await turnOf(token, cid, edit)];
+    expect(e.branch).toBe(1);
+    // The first queued turn went on the branch the edit made active, after the edit.
+    expect(a).toMatchObject({ status: "completed", parentTurnId: edit, branch: 1 });
+    expect(a.result.text).toContain(`Earlier in this session: "first" | "second, edited".`);
+    // The one that named the second turn continued the first line, in its own agent session.
+    expect(b).toMatchObject({ status: "completed", parentTurnId: t2, branch: 0 });
+    expect(b.result.text).toContain(`Earlier in this session: "first" | "second".`);
+    // One fork: the edit's branch; neither queued turn forked again.
+    expect((await count("sessions.forked")) - forks).toBe(1);
+  });
+});

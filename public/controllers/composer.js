@@ -88,7 +88,7 @@ export function createComposer({ api, store, ui, refreshList, queue, follow, scr
     }
   }
 
-  /** @type {Omit<import("../views/turn.js").TurnHandlers, "answer">} */
+  /** @type {Omit<import("../views/turn.js").TurnHandlers, "answer" | "regenerate" | "pick">} */
   const handlers = {
     resend(turnId) {
       const turn = store.conv.turns[turnId];

@@ -106,6 +106,16 @@ export function createApi({ baseUrl, token, onUnauthorized }) {
     /** @param {string} cid @param {string} turnId @returns {Promise<import("./wire").TurnView>} */
     removeQueued: async (cid, turnId) => (await request(`${conversationPath(cid)}/turns/${encodeURIComponent(turnId)}`, { method: "DELETE" })).data,
     /**
+     * A turn after `parentTurnId` (an edit of the message after it, or its answer again): a branch (README "Branches").
+     * @param {string} cid @param {string} turnId @param {string} message @param {string | null} parentTurnId
+     * @returns {Promise<import("./wire").TurnView>}
+     */
+    sendAfter: async (cid, turnId, message, parentTurnId) => (await request(`${conversationPath(cid)}/turns`, { method: "POST", body: { turnId, message, parentTurnId } })).data,
+    /** @param {string} cid @returns {Promise<import("./wire").Branches>} */
+    branches: async (cid) => (await request(`${conversationPath(cid)}/branches`)).data,
+    /** Shows the branch that goes through `turnId`. @param {string} cid @param {string} turnId */
+    switchBranch: async (cid, turnId) => (await request(`${conversationPath(cid)}/branches/active`, { method: "POST", body: { turnId } })).data,
+    /**
      * The cancellation's acknowledgement, with its HTTP status (409: the operation id was used for
      * another command; 502: whether the run stopped could not be confirmed).
      * @param {string} cid @param {string} operationId @param {string} reason

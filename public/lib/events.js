@@ -28,6 +28,8 @@ export const GATEWAY_EVENT = Object.freeze({
   turnQueueEdited: "turn.queue_edited",
   /** A queued turn left the queue without running: `{ turnId, reason, error? }` (its start is its turn.accepted). */
   turnDequeued: "turn.dequeued",
+  /** The conversation shows another branch: `{ branch, previous, tipTurnId, by }` (docs/sse-protocol.md §10). */
+  branchSwitched: "branch.switched",
   /** Not logged: sent when the stream's cursor is no longer (or never was) in the log. */
   streamReset: "stream.reset",
 });

@@ -37,6 +37,8 @@ export type ConversationUsage = z.infer<typeof api.ConversationUsageSchema>;
 type Budget = NonNullable<ConversationUsage["budget"]>;
 /** GET …/messages */
 export type Messages = z.infer<typeof api.MessagesSchema>;
+/** GET …/branches */
+export type Branches = z.infer<typeof api.BranchListSchema>;
 /** A turn's status on the server. */
 export type TurnStatus = z.infer<typeof api.TurnStatus>;
 

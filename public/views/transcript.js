@@ -18,9 +18,10 @@ const AT_BOTTOM_PX = 48;
  *   jump: HTMLButtonElement,
  *   handlers: import("./turn.js").TurnHandlers,
  *   copy: (text: string, button: HTMLButtonElement) => void,
- * }} options
+ *   siblings: (turnId: string) => import("./turn.js").TurnProps["siblings"],
+ * }} options  `siblings`: where branches split at a message (the "< n/m >" picker)
  */
-export function createTranscriptView({ list, jump, handlers, copy }) {
+export function createTranscriptView({ list, jump, handlers, copy, siblings }) {
   /** @type {Map<string, ReturnType<typeof createTurnView>>} */
   const views = new Map();
   let following = true;
@@ -58,6 +59,12 @@ export function createTranscriptView({ list, jump, handlers, copy }) {
         return handlers.resend(turnId);
       case "rerun":
         return handlers.rerun(turnId);
+      case "regenerate":
+        return handlers.regenerate(turnId);
+      case "branch-prev":
+        return handlers.pick(turnId, -1);
+      case "branch-next":
+        return handlers.pick(turnId, 1);
       case "edit":
       case "edit-unsent":
         return handlers.edit(turnId);
@@ -96,7 +103,7 @@ export function createTranscriptView({ list, jump, handlers, copy }) {
           views.set(turnId, view);
           list.append(view.node);
         }
-        view.render({ turn, asks: state.asks, isLast: turnId === lastId, busy, editing: editing === turnId });
+        view.render({ turn, asks: state.asks, isLast: turnId === lastId, busy, editing: editing === turnId, siblings: siblings(turnId) });
       }
       for (const [turnId, view] of views) {
         if (!state.turns[turnId]) {

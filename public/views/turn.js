@@ -1,9 +1,10 @@
 // @ts-check
 /**
- * One turn: the user's message (plain text, with its time, and Retry/Edit when it has not reached
- * the server), then what the agent did in order (markdown text, reasoning, tool cards, asks,
- * warnings), then a footer (status, cancel reason, usage, the model asked for and the one that
- * served it, time) with Copy, Retry and Regenerate.
+ * One turn: the user's message (plain text, with its time, Edit, the "< n/m >" picker where
+ * branches split, and Retry/Edit when it has not reached the server), then what the agent did in
+ * order (markdown text, reasoning, tool cards, asks, warnings), then a footer (status, cancel
+ * reason, usage, the model asked for and the one that served it, time) with Copy, Retry and
+ * Regenerate. Edit and Regenerate, on any turn, make a branch (README "Branches").
  */
 import { cancelReasonText, modelText, STATUS_LABEL, timeText, usageText, waitingText } from "../lib/format.js";
 import { renderMarkdown } from "../lib/markdown.js";
@@ -19,16 +20,19 @@ import { el, reconcile, timeElement } from "./dom.js";
  * @typedef {object} TurnProps
  * @property {Turn} turn
  * @property {Record<string, Ask>} asks
- * @property {boolean} isLast     the newest turn: Edit and Regenerate are offered on it
+ * @property {boolean} isLast     the newest turn shown
  * @property {boolean} busy       a turn is being sent or run: nothing new can be sent
  * @property {boolean} editing    its message is being edited
+ * @property {{ index: number, count: number } | null} siblings  where branches split at this message: which of how many it is
  */
 /**
  * @typedef {object} TurnHandlers
  * @property {(turnId: string) => void} resend      the same turn again (it never reached the server)
  * @property {(turnId: string) => void} rerun       the same message as a new turn (retry a failed turn, regenerate)
  * @property {(turnId: string | null) => void} edit  start (or, with null, stop) editing a message
- * @property {(turnId: string, message: string) => void} sendEdited
+ * @property {(turnId: string, message: string) => void} sendEdited  the edited message, on a branch of its own
+ * @property {(turnId: string) => void} regenerate  the same message answered again, on a branch of its own
+ * @property {(turnId: string, delta: number) => void} pick  show the branch of the previous (-1) or next (+1) version of this message
  * @property {import("./ask.js").AnswerHandler} answer
  */
 
@@ -146,7 +150,7 @@ export function createTurnView(turnId, handlers) {
   let editor = null;
 
   /** @param {TurnProps} props */
-  function drawUser({ turn, isLast, busy, editing }) {
+  function drawUser({ turn, busy, editing, siblings }) {
     if (editing) {
       if (!editor) {
         editor = el("textarea", { class: "edit-input", rows: 3, "aria-label": "Edit your message" });
@@ -156,7 +160,7 @@ export function createTurnView(turnId, handlers) {
           "form",
           { class: "edit-form" },
           box,
-          el("p", { class: "hint", text: "Sends the edited message as a new turn; this one stays in the history." }),
+          el("p", { class: "hint", text: "Sends the edited message on a new branch; this version stays a click away (‹ ›)." }),
           el("div", { class: "actions" }, el("button", { type: "submit", class: "primary", text: "Send edited" }), el("button", { type: "button", text: "Cancel", onclick: () => handlers.edit(null) })),
         );
         form.addEventListener("submit", (event) => {
@@ -179,9 +183,18 @@ export function createTurnView(turnId, handlers) {
       editor = null;
     }
     if (bubble.textContent !== turn.userText) bubble.textContent = turn.userText;
-    const canEdit = isLast && !busy && !editing && !isActive(turn.status) && turn.status !== "unsent";
+    const canEdit = !busy && !editing && !isActive(turn.status) && turn.status !== "unsent";
+    const picker = siblings
+      ? el(
+          "span",
+          { class: "branch-picker", role: "group", "aria-label": "Versions of this message" },
+          el("button", { type: "button", class: "link-button", "data-action": "branch-prev", "aria-label": "Previous version", text: "‹", disabled: busy || siblings.index === 0 }),
+          el("span", { class: "branch-count", text: `${siblings.index + 1}/${siblings.count}` }),
+          el("button", { type: "button", class: "link-button", "data-action": "branch-next", "aria-label": "Next version", text: "›", disabled: busy || siblings.index === siblings.count - 1 }),
+        )
+      : null;
     meta.replaceChildren(
-      ...[timeElement(turn.sentAt, turn.sentAt ? timeText(turn.sentAt) : ""), canEdit ? el("button", { type: "button", class: "link-button", "data-action": "edit", text: "Edit" }) : null].filter((n) => n !== null),
+      ...[timeElement(turn.sentAt, turn.sentAt ? timeText(turn.sentAt) : ""), picker, canEdit ? el("button", { type: "button", class: "link-button", "data-action": "edit", text: "Edit" }) : null].filter((n) => n !== null),
     );
     if (turn.status === "unsent") {
       sendError.hidden = false;
@@ -197,7 +210,7 @@ export function createTurnView(turnId, handlers) {
   }
 
   /** @param {TurnProps} props */
-  function drawAgent({ turn, asks, isLast, busy }) {
+  function drawAgent({ turn, asks, busy }) {
     agent.hidden = turn.status === "unsent";
     reconcile(
       parts,
@@ -233,7 +246,7 @@ export function createTurnView(turnId, handlers) {
               { class: "turn-actions" },
               text ? el("button", { type: "button", class: "copy-button", "data-action": "copy-answer", text: "Copy answer" }) : null,
               turn.status === "failed" ? el("button", { type: "button", "data-action": "rerun", text: "Retry", disabled: busy }) : null,
-              isLast && turn.status !== "failed" ? el("button", { type: "button", "data-action": "rerun", text: "Regenerate", disabled: busy }) : null,
+              turn.status !== "failed" ? el("button", { type: "button", "data-action": "regenerate", text: "Regenerate", disabled: busy }) : null,
             )
           : null,
       ].filter((n) => n !== null),
@@ -244,7 +257,8 @@ export function createTurnView(turnId, handlers) {
     node,
     /** @param {TurnProps} props */
     render(props) {
-      if (last && last.turn === props.turn && last.asks === props.asks && last.isLast === props.isLast && last.busy === props.busy && last.editing === props.editing) return;
+      const same = (/** @type {TurnProps["siblings"]} */ a, /** @type {TurnProps["siblings"]} */ b) => a === b || (a !== null && b !== null && a.index === b.index && a.count === b.count);
+      if (last && last.turn === props.turn && last.asks === props.asks && last.isLast === props.isLast && last.busy === props.busy && last.editing === props.editing && same(last.siblings, props.siblings)) return;
       node.dataset.status = props.turn.status;
       drawUser(props);
       drawAgent(props);

@@ -60,7 +60,8 @@ export interface AskAnswer {
 }
 
 export type ChatAction =
-  | { kind: "submit"; turnId: string; message: string }
+  /** `after`: the turn the message before it answers (the client's history goes on from there); undefined when the history names none. */
+  | { kind: "submit"; turnId: string; message: string; after: string | undefined }
   | { kind: "regenerate"; userMessageId: string; message: string; of: string | null }
   | { kind: "answer"; turnId: string; answers: AskAnswer[]; askIds: string[] };
 
@@ -144,7 +145,11 @@ export function chatAction(body: ChatRequestBody): ChatAction {
   if (last.role === "user") {
     const id = TurnId.safeParse(last.id);
     if (!id.success) throw new ChatRequestError(`${at}.id`, `the message id is the turn id: ${id.error.issues[0]?.message}`);
-    return { kind: "submit", turnId: id.data, message: userText(last, at) };
+    // The history the client holds: the answer before this message names the turn it goes on from
+    // (an earlier one than the active branch's latest is a branch: README "Branches").
+    const previous = body.messages[lastIndex - 1];
+    const after = previous?.role === "assistant" ? (turnOfAssistantMessage(previous.id) ?? undefined) : undefined;
+    return { kind: "submit", turnId: id.data, message: userText(last, at), after };
   }
   if (last.role === "assistant") {
     const turnId = turnOfAssistantMessage(last.id);
@@ -178,6 +183,12 @@ export function answerBody(answer: AskAnswer, ask: AskShape): { outcome: "accept
   const feedback = answer.reason && hasFeedback ? { feedback: answer.reason } : {};
   const fallback = ask.kind === "plan" ? { decision: answer.approved ? "approve" : "reject" } : { grant: answer.approved ? "allow_once" : "deny" };
   return { outcome: "accepted", data: { ...(yesOrNo(ask, answer.approved === true) ?? fallback), ...(answer.approved ? {} : feedback) } };
+}
+
+/** The id of the turn an edit of turn `turnId`'s message sends (its new text): derived, so a retry is the same turn. */
+export async function editedTurnId(turnId: string, message: string): Promise<string> {
+  const bytes = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`edit/v1|${turnId.length}:${turnId}|${message.length}:${message}`)));
+  return `edit-${[...bytes.slice(0, 12)].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
 /** The id of a turn that answers a user message again (regenerate): derived, so a retry is the same turn. */

@@ -50,6 +50,8 @@ export interface StartRun {
   requestedExecutionId?: string;
   /** The dispatch body as received (the control route shows it). */
   request: unknown;
+  /** The session's earlier user messages (its memory, forks included). */
+  history?: string[];
 }
 
 export class Runner {
@@ -77,6 +79,7 @@ export class Runner {
       turnId: run.turnId,
       backend: run.backend,
       environmentId: run.sandboxId,
+      ...(run.history && run.history.length > 0 ? { history: run.history } : {}),
       ...(run.interactions ? { interactions: run.interactions } : {}),
       ...(faults.foreignBinding ? { foreignBinding: true } : {}),
       ...(variants.permissionScopes === "contract" ? { permissionScopes: "contract" as const } : {}),

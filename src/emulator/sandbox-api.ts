@@ -19,6 +19,7 @@ import { abortBody, admissionFrame, effectiveVariants, errorBody, sessionStateBo
 import {
   AbortBody,
   BackendModelObject,
+  ForkBody,
   CreateSandboxBody,
   InteractionAnswerBody,
   PlanApproveBody,
@@ -48,6 +49,7 @@ const API_PATHS = {
   sessions: "/v1/sandboxes/:id/runtime/agents/sessions",
   session: "/v1/sandboxes/:id/runtime/agents/sessions/:sid",
   abort: "/v1/sandboxes/:id/runtime/agents/sessions/:sid/abort",
+  fork: "/v1/sandboxes/:id/runtime/agents/sessions/:sid/fork",
   interactions: "/v1/sandboxes/:id/runtime/agents/sessions/:sid/interactions",
   planApprove: "/v1/sandboxes/:id/runtime/agents/sessions/:sid/plan/approve",
   planReject: "/v1/sandboxes/:id/runtime/agents/sessions/:sid/plan/reject",
@@ -70,7 +72,7 @@ function routeKey(method: string, path: string): string {
   if (rest === "/capabilities") return "runtime.capabilities";
   if (rest === "/agents/run/stream") return "runtime.run";
   if (rest === "/agents/sessions") return "runtime.sessions.list";
-  const m = rest.match(/^\/agents\/sessions\/[^/]+(?:\/(abort|interactions|plan|turns|executions))?/);
+  const m = rest.match(/^\/agents\/sessions\/[^/]+(?:\/(abort|fork|interactions|plan|turns|executions))?/);
   if (m) return m[1] ? `runtime.session.${m[1]}` : method === "DELETE" ? "runtime.session.delete" : "runtime.session.get";
   return "runtime.other";
 }
@@ -299,6 +301,7 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
       backend: body.backend?.type ?? created.backend?.type ?? "opencode",
       requestedExecutionId: requested,
       request: body,
+      history: store.sessionHistory(sb.id, body.sessionId).map((m) => m.message),
     });
     const faults = store.faults();
     if (faults.withholdAdmission) {
@@ -347,6 +350,35 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
     runner.cancel(running, "interrupted");
     runner.schedule();
     return c.json(abortBody(variants(), true));
+  });
+
+  // §3 fork [ours]: copies the session's conversation up to a run into a new session under the
+  // caller's id (the Sandbox sessions guide: `session(id).fork({ messageId })`). The same new id
+  // and origin again is the same session (200); another origin under that id is a conflict.
+  app.post(API_PATHS.fork, async (c) => {
+    const v = variants();
+    if (v.forkRoute === "missing") return apiNotFound(store, c);
+    if (v.forkRoute === "not-implemented") return fail(c, 501, "NOT_IMPLEMENTED", "this deployment does not fork sessions");
+    const sb = runningSandbox(c);
+    if (sb instanceof Response) return sb;
+    const parsed = ForkBody.safeParse(await jsonBody(c));
+    if (!parsed.success) return invalid(c, "VALIDATION_ERROR", parsed.error);
+    const source = c.req.param("sid");
+    const { messageId, sessionId } = parsed.data;
+    const history = store.sessionHistory(sb.id, source);
+    if (history.length === 0) return fail(c, 404, "SESSION_NOT_FOUND", "no such session");
+    if (!history.some((m) => m.executionId === messageId)) return fail(c, 404, "MESSAGE_NOT_FOUND", `no message ${messageId} in session ${source}`);
+    const answer = (status: 200 | 201) => c.json({ data: { session: { id: sessionId, forkedFrom: { sessionId: source, messageId } } } }, status);
+    const known = store.forkOf(sb.id, sessionId);
+    if (known) {
+      if (known.source !== source || known.messageId !== messageId) return fail(c, 409, "SESSION_EXISTS", `session ${sessionId} was forked from elsewhere`);
+      store.count("sessions.forkReplayed");
+      return answer(200);
+    }
+    if (store.countSessionExecutions(sb.id, sessionId) > 0) return fail(c, 409, "SESSION_EXISTS", `session ${sessionId} exists`);
+    store.insertFork(sb.id, sessionId, source, messageId, Date.now());
+    store.count("sessions.forked");
+    return answer(201);
   });
 
   app.get(API_PATHS.interactions, (c) => {

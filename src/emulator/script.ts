@@ -15,6 +15,8 @@ import type { ScriptFrame } from "./script-frame";
  *               (benchmarks; N ≤ 20000)
  *   [paragraphs] with [words:N]: the answer in parts of 25 words instead (each its own text part)
  *   [big-output:N] the `read` tool's output is N bytes (up to 2,000,000): a frame near the size bounds
+ *   [recall]    the answer names the session's earlier messages (its memory: a forked session's
+ *               starts with the messages copied from the session it was forked from)
  * Asks (the run waits for the answer and continues according to it):
  *   [ask]          a question with text, select, boolean, number, multi-select and secret fields
  *   [ask-timeout]  the same question, expiring after a short time (interaction.cancel, timeout)
@@ -42,6 +44,8 @@ export interface ScriptInput {
   foreignBinding?: boolean;
   turnId?: string;
   backend: string;
+  /** The session's earlier user messages, oldest first (what [recall] names). */
+  history?: string[];
   /** Variants fixed when the run started (absent: the default shape). */
   permissionScopes?: "contract";
   permissionAnswer?: "response";
@@ -163,6 +167,13 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
 
   const intro = `Looking into it: "${echo(message)}".`;
   for (const f of textFrames(`${exe}:text-1`, intro, 2)) push(f);
+  const recalled: string[] = [];
+  if (hasDirective(message, "recall")) {
+    const earlier = (input.history ?? []).map((m) => `"${echo(m)}"`);
+    const memory = earlier.length > 0 ? `Earlier in this session: ${earlier.join(" | ")}.` : "Nothing earlier in this session.";
+    recalled.push(memory);
+    for (const f of textFrames(`${exe}:text-recall`, memory, 3)) push(f);
+  }
 
   // Asks: the frames up to an unanswered ask are the whole script for now; the emulator builds it
   // again, with the answer, once it comes.
@@ -292,7 +303,7 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
           answer.split(" ").slice(p * WORDS_PER_PARAGRAPH, (p + 1) * WORDS_PER_PARAGRAPH).join(" "),
         )
       : [answer];
-  const finalText = [intro, ...askTexts, ...paragraphs].join("\n\n");
+  const finalText = [intro, ...recalled, ...askTexts, ...paragraphs].join("\n\n");
   const tokenUsage: Record<string, unknown> = toReceipt(
     [{ ...step1, input: Math.max(0, step1.input), output: step1.output ?? 0 }, step2],
     cost1 + cost2,

@@ -42,6 +42,7 @@ describe("the emulator's variants", () => {
         dispatchExecutionId: "body",
         terminal: "result+done",
         resultRoute: "available",
+        forkRoute: "available",
         readiness: "enum",
         readinessUnknownPolls: 2,
         permissionScopes: "legacy",
@@ -355,6 +356,36 @@ describe("the emulator's variants", () => {
 
     await setVariants(emu, {});
     expect((await emu.api("GET", path)).status).toBe(200);
+  });
+
+  it("forkRoute: a fork copies a session up to a run under the caller's id, once; missing is 404 NOT_FOUND, not-implemented 501", async () => {
+    const { emu, id } = await fastSandbox("fork-route");
+    await whole(await dispatch(emu, id, { executionId: "exe-f1", turnId: "t1", message: "one" }));
+    await whole(await dispatch(emu, id, { executionId: "exe-f2", turnId: "t2", message: "two" }));
+    const path = runtime(id, "/agents/sessions/s1/fork");
+    const created = await emu.api("POST", path, { messageId: "exe-f1", sessionId: "s1.b1" });
+    expect(created.status).toBe(201);
+    expect(await json(created)).toEqual({ data: { session: { id: "s1.b1", forkedFrom: { sessionId: "s1", messageId: "exe-f1" } } } });
+    // Again: the same session (200); the id taken by another origin: 409.
+    expect((await emu.api("POST", path, { messageId: "exe-f1", sessionId: "s1.b1" })).status).toBe(200);
+    expect((await emu.api("POST", path, { messageId: "exe-f2", sessionId: "s1.b1" })).status).toBe(409);
+    expect(SidecarErrorBody.parse(await json(await emu.api("POST", path, { messageId: "exe-nope", sessionId: "s1.b2" }))).error.code).toBe("MESSAGE_NOT_FOUND");
+    expect(SidecarErrorBody.parse(await json(await emu.api("POST", runtime(id, "/agents/sessions/nobody/fork"), { messageId: "exe-f1", sessionId: "x" }))).error.code).toBe("SESSION_NOT_FOUND");
+    // The fork remembers what it copied: a [recall] run in it names the first message only.
+    await whole(await dispatch(emu, id, { executionId: "exe-f3", turnId: "t3", sessionId: "s1.b1", message: "three [recall]" }));
+    expect(PromptResultView.parse(await json(await emu.api("GET", runtime(id, "/agents/sessions/s1.b1/executions/exe-f3/result")))).response).toContain('Earlier in this session: "one".');
+
+    await setVariants(emu, { forkRoute: "missing" });
+    const missing = await emu.api("POST", path, { messageId: "exe-f1", sessionId: "s1.b9" });
+    expect(missing.status).toBe(404);
+    expect(SidecarErrorBody.parse(await json(missing)).error).toEqual({ code: "NOT_FOUND", message: `no route POST ${path}` });
+    await setVariants(emu, { forkRoute: "not-implemented" });
+    const notImplemented = await emu.api("POST", path, { messageId: "exe-f1", sessionId: "s1.b9" });
+    expect(notImplemented.status).toBe(501);
+    expect(SidecarErrorBody.parse(await json(notImplemented)).error.code).toBe("NOT_IMPLEMENTED");
+    const counters = (await json(await emu.control("/_emulator/counters"))) as { counters: Record<string, number> };
+    expect(counters.counters["sessions.forked"]).toBe(1);
+    expect(counters.counters["sessions.forkReplayed"]).toBe(1);
   });
 
   it("readiness: ready by default; unknown-value reports \"warming\" for the first N answers that would say ready, then ready (again after a resume)", async () => {

@@ -35,6 +35,8 @@ export const EmulatorVariants = z.strictObject({
    * no terminal frame at all (the stream closes cleanly; the run's end is in the emulator's state).
    */
   terminal: z.enum(["result+done", "done-only", "run-failed", "none"]).optional(),
+  /** §3 the fork route [ours]: served, 404 `NOT_FOUND` like a deployment without it, or 501 `NOT_IMPLEMENTED`. */
+  forkRoute: z.enum(["available", "missing", "not-implemented"]).optional(),
   /** §3 the run-result route [ours]: served, or 404 `NOT_FOUND` like a deployment without it. */
   resultRoute: z.enum(["available", "missing"]).optional(),
   /** §2 readiness: the doc's enum, or an unlisted `"warming"` for the first polls of a ready sandbox. */
@@ -106,6 +108,7 @@ const DEFAULT_VARIANTS: Variants = {
   dispatchExecutionId: "body",
   terminal: "result+done",
   resultRoute: "available",
+  forkRoute: "available",
   readiness: "enum",
   readinessUnknownPolls: 2,
   permissionScopes: "legacy",

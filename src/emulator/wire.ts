@@ -77,6 +77,9 @@ export const RunStreamBodyHeaderId = RunStreamBody.omit({ executionId: true });
 /** §3 abort: `{}` on the wire [wire]; an `executionId` naming the run to stop [ours]. Nothing else. */
 export const AbortBody = z.strictObject({ executionId: z.string().min(1).optional() });
 
+/** §3 fork a session [ours]: the run whose answer is the last message copied, and the new session's id. */
+export const ForkBody = z.strictObject({ messageId: z.string().min(1), sessionId: z.string().min(1).max(512) });
+
 /** §3 answer an interaction [wire]. */
 export const InteractionAnswerBody = z.strictObject({
   id: z.string().min(1),

@@ -28,6 +28,7 @@ export class ApiError extends Error {
 const REFUSAL_STATUS: Record<RefusalCode, ContentfulStatusCode> = {
   conversation_not_found: 404,
   turn_not_found: 404,
+  branch_not_found: 404,
   turn_conflict: 409,
   session_busy: 409,
   turn_not_ready: 409,

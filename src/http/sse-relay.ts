@@ -112,8 +112,9 @@ export function relayStream(socket: RelaySocket, options: RelayOptions): Readabl
 }
 
 /** Opens a subscription to a conversation's log strictly after `after` (the object accepts it as hibernatable). */
-export async function openSubscription(stub: { fetch(input: string, init?: RequestInit): Promise<Response> }, after: number): Promise<WebSocket> {
-  const upgrade = await stub.fetch(`https://session${SUBSCRIBE_PATH}?after=${after}`, { headers: { upgrade: "websocket" } });
+export async function openSubscription(stub: { fetch(input: string, init?: RequestInit): Promise<Response> }, after: number, branch?: number): Promise<WebSocket> {
+  const query = `after=${after}${branch !== undefined ? `&branch=${branch}` : ""}`;
+  const upgrade = await stub.fetch(`https://session${SUBSCRIBE_PATH}?${query}`, { headers: { upgrade: "websocket" } });
   const socket = upgrade.webSocket;
   if (upgrade.status !== 101 || !socket) throw new ApiError(503, "session_unavailable", "the conversation's event log could not be opened; retry");
   socket.accept();

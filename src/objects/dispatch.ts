@@ -18,9 +18,11 @@ import type { AbandonedRuns } from "./abandoned-runs";
 import type { BudgetStop } from "./budget-stop";
 import type { EventLog } from "./event-log";
 import { providerRefusal } from "./provider-refusal";
-import type { SessionContext, SessionStore, TurnRequest } from "./session-store";
+import { agentSessionOf, branchSessionId, previousRun } from "./branches";
+import type { SessionContext, SessionStore, StoredBranch, TurnRequest } from "./session-store";
 import { WATCHDOG_INTERVAL_MS } from "./turn-end";
 import { decideTurn, executionIdFor, turnRequestDigest, turnView, type TurnView } from "./turn-cache";
+import { place, type Placement } from "./turn-tree";
 
 /** A dispatch admitted under another execution goes again under a new turn key at most this often. */
 const MISMATCH_REKEYS = 1;
@@ -79,10 +81,19 @@ export function titleFrom(message: string): string {
   return line.length > 80 ? `${line.slice(0, 79)}…` : line || "New conversation";
 }
 
+/** An edit of an earlier message where the environment cannot fork (README "Branches"). */
+function forkRefusal(): Refusal {
+  return new Refusal(
+    "capability_denied",
+    "this agent environment cannot fork an agent session (session.fork), which a turn after an earlier message needs; continue the latest message, or send the first one again",
+    { missing: ["session.fork"] },
+  );
+}
+
 export interface DispatchDeps {
   store: () => SessionStore;
   log: EventLog;
-  provider: () => Pick<AgentProvider, "claimsFor" | "dispatch" | "cancel">;
+  provider: () => Pick<AgentProvider, "claimsFor" | "dispatch" | "cancel" | "fork">;
   alarms: { set(atMs: number): Promise<void> };
   /** The user's ready environment; `staleEnvironmentId` says that one was found unusable, `claimMissing` that its claims fell short. */
   environment(context: SessionContext, staleEnvironmentId?: string, claimMissing?: boolean): Promise<EnvironmentRecord>;
@@ -147,14 +158,38 @@ export class Dispatcher {
       case "new":
         break;
     }
+    const placement = this.placement(request);
     const now = Date.now();
-    this.deps.log.commit(() => {
-      this.store.insertPendingTurn({ turnId, requestDigest, request, executionId, now });
-      if (!this.store.getMeta("title")) this.store.setMeta("title", titleFrom(request.message));
-    });
+    this.deps.log.commit(() => this.recordPending(context, placement, { turnId, requestDigest, request, executionId, now }));
     // Armed before the dispatch: an object evicted mid-dispatch must not keep a pending turn forever.
     await this.deps.alarms.set(now + WATCHDOG_INTERVAL_MS);
     return this.dispatchPending(context, turnId, executionId, request);
+  }
+
+  /**
+   * Where a new turn goes in the conversation's tree (./turn-tree.ts): after the turn it names, or
+   * the active branch's tip; a turn already followed starts a branch. Refused when it names a turn
+   * the conversation does not hold.
+   */
+  placement(request: TurnRequest): Exclude<Placement, { kind: "unknown_parent" }> {
+    const placement = place(this.store.treeTurns(), this.store.branches(), this.store.getMeta("activeBranch") ?? 0, request.parentTurnId);
+    if (placement.kind === "unknown_parent") throw new Refusal("turn_not_found", `parentTurnId names no turn of this conversation (${placement.parentTurnId})`, { parentTurnId: placement.parentTurnId });
+    return placement;
+  }
+
+  /** Records a new turn pending at its place (and the branch it starts): inside the caller's commit. */
+  recordPending(context: SessionContext, placement: Exclude<Placement, { kind: "unknown_parent" }>, turn: { turnId: string; requestDigest: string; request: TurnRequest; executionId: string; now: number }): void {
+    if (placement.kind === "branch" && !placement.reused) {
+      this.store.insertBranch({
+        branch: placement.branch,
+        forkOf: placement.forkOf,
+        at: placement.parentTurnId,
+        agentSessionId: branchSessionId(this.agentSessionId(context), placement.branch),
+        createdAt: turn.now,
+      });
+    }
+    this.store.insertPendingTurn({ ...turn, parentTurnId: placement.parentTurnId, branch: placement.branch });
+    if (!this.store.getMeta("title")) this.store.setMeta("title", titleFrom(turn.request.message));
   }
 
   /**
@@ -196,15 +231,25 @@ export class Dispatcher {
 
     // The run's own execution (another than requested when a run admitted in its place was stopped).
     const executionId = dispatched.controlRef.executionId;
+    const placed = this.store.turn(turnId)!;
     // The control ref is persisted before the turn is acknowledged to anyone.
     this.deps.log.commit((log) => {
       const row = log.append({
         turnId,
         executionId,
         type: "turn.accepted",
-        data: { turnId, executionId, message: request.message, ...(request.model ? { model: request.model } : {}) },
+        data: { turnId, executionId, message: request.message, ...(request.model ? { model: request.model } : {}), parentTurnId: placed.parentTurnId, branch: placed.branch },
         now: Date.now(),
       });
+      // A branch started afresh exists upstream once its first run does, under the id it was sent with.
+      const origin = this.store.branches().find((b) => b.branch === placed.branch);
+      if (origin && !origin.forked) this.store.markForked(origin.branch, origin.agentSessionId);
+      // The conversation shows the branch it was last sent on (every tab hears of the switch).
+      const shown = this.store.getMeta("activeBranch") ?? 0;
+      if (shown !== placed.branch) {
+        this.store.setMeta("activeBranch", placed.branch);
+        log.append({ turnId, executionId, type: "branch.switched", data: { branch: placed.branch, previous: shown, tipTurnId: turnId, by: "turn" }, now: Date.now() });
+      }
       this.store.markRunning(turnId, dispatched.controlRef, row.seq, Date.now());
       if (dispatched.notice) log.append({ turnId, executionId, type: "warning", data: dispatched.notice, now: Date.now() });
       this.store.setMeta("environmentId", dispatched.controlRef.environmentId);
@@ -244,15 +289,45 @@ export class Dispatcher {
     return { environment, claims };
   }
 
+  /**
+   * Copies the agent session of the branch forked from, up to the fork point, into the branch's
+   * own session; refused before any upstream call where the environment claims no fork (or its
+   * fork route proved missing). Recorded once made, so no retry forks twice.
+   */
+  private async fork(environment: EnvironmentRecord, claims: Claims, branch: StoredBranch): Promise<void> {
+    const unavailable = this.store.getMeta("forkUnavailable");
+    if (!claims.fork || unavailable?.environmentId === environment.environmentId) throw forkRefusal();
+    const at = branch.at === null ? null : this.store.turn(branch.at);
+    if (!at?.controlRef) throw new Refusal("turn_not_ready", `turn ${branch.at} has not run yet; a branch after it waits for it`, { retryable: true });
+    try {
+      const { sessionId } = await this.deps.provider().fork({ environmentId: environment.environmentId, sessionId: at.controlRef.sessionId, at: at.controlRef, newSessionId: branch.agentSessionId });
+      this.deps.log.commit(() => this.store.markForked(branch.branch, sessionId));
+    } catch (err) {
+      if (err instanceof ProviderError && err.code === "capability_denied") {
+        this.deps.log.commit(() => this.store.setMeta("forkUnavailable", { environmentId: environment.environmentId, since: Date.now() }));
+        throw forkRefusal();
+      }
+      throw err;
+    }
+  }
+
   /** The provider's dispatch of the turn, retried as `retryStep` says. */
   private async dispatch(context: SessionContext, turnId: string, executionId: string, request: TurnRequest): Promise<Dispatched> {
+    const turn = this.store.turn(turnId)!;
+    const origin = this.store.branches().find((b) => b.branch === turn.branch);
+    const needsFork = origin !== undefined && !origin.forked && origin.forkOf !== null;
+    // What the conversation's environment is known not to do is refused before any call: its
+    // stored claims say no fork, or its fork route proved missing.
+    if (needsFork && (this.store.getMeta("claims")?.fork === false || this.store.getMeta("forkUnavailable")?.environmentId === this.store.getMeta("environmentId"))) throw forkRefusal();
     let { environment, claims } = await this.claimedEnvironment(context, request);
     // A run an earlier turn left going (its sandbox stopped mid-turn, then resumed just now) would
     // hold the agent session: it is stopped first, and its usage folded into its own turn.
     await this.deps.abandoned.settle(environment.environmentId);
-    const previous = this.store.lastRunRef();
+    // A branch forked at an earlier turn: its agent session is copied up to that turn, once.
+    if (needsFork) await this.fork(environment, claims, origin);
+    const previous = previousRun(this.store, turn.parentTurnId);
     const input = {
-      sessionId: this.agentSessionId(context),
+      sessionId: agentSessionOf(this.store, this.agentSessionId(context), turn.branch),
       turnId,
       executionId,
       message: request.message,

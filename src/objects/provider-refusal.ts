@@ -29,7 +29,7 @@ export function providerRefusal(err: unknown): unknown {
     case "environment_unavailable":
       return new Refusal(err.code, err.message, details);
     case "capability_denied":
-      return new Refusal("capability_denied", err.message, { ...details, missing: ["interactions"] });
+      return new Refusal("capability_denied", err.message, { ...details, missing: Array.isArray(err.options.details?.missing) ? err.options.details.missing : ["interactions"] });
     case "not_configured":
       return new Refusal("provider_unavailable", err.message, details);
     case "model_invalid":

@@ -35,7 +35,7 @@ export interface QueueRunnerDeps {
   /** The conversation this session holds, or null (never stored, or deleted): nothing is written then. */
   bound(): SessionContext | null;
   log: EventLog;
-  dispatcher: Pick<Dispatcher, "submit" | "startQueued" | "isDispatching" | "agentSessionId">;
+  dispatcher: Pick<Dispatcher, "submit" | "startQueued" | "isDispatching" | "agentSessionId" | "placement" | "recordPending">;
   config: () => Pick<Config, "QUEUE_MAX_TURNS">;
   alarms: { set(atMs: number): Promise<void> };
 }
@@ -235,9 +235,18 @@ export class QueueRunner {
         case "start": {
           const { entry } = step;
           const now = Date.now();
+          // Its place in the tree is taken now: after the turn it names, else the active branch's
+          // latest turn when it starts (README "Queued turns").
+          let placement;
+          try {
+            placement = this.deps.dispatcher.placement(entry.request);
+          } catch (err) {
+            this.refuse(entry, err);
+            break;
+          }
           this.deps.log.commit(() => {
             store.setQueuedState(entry.turnId, "starting", now);
-            store.insertPendingTurn({ turnId: entry.turnId, requestDigest: entry.requestDigest, request: entry.request, executionId: entry.executionId, now });
+            this.deps.dispatcher.recordPending(context, placement, { turnId: entry.turnId, requestDigest: entry.requestDigest, request: entry.request, executionId: entry.executionId, now });
           });
           // Armed before the dispatch: an instance evicted mid-dispatch wakes to dispatch it again.
           await this.deps.alarms.set(now + WATCHDOG_INTERVAL_MS);
@@ -259,16 +268,21 @@ export class QueueRunner {
       if (this.deps.bound()) this.deps.log.commit(() => this.store.setQueuedState(entry.turnId, "started", Date.now()));
     } catch (err) {
       if (!this.deps.bound()) return;
-      const refusal = providerRefusal(err);
-      const error: TurnError =
-        refusal instanceof Refusal ? { code: refusal.code, message: refusal.message } : { code: "dispatch_failed", message: "the turn could not be dispatched" };
-      if (!(refusal instanceof Refusal)) console.error(JSON.stringify({ msg: "a queued turn's dispatch failed", turnId: entry.turnId, error: String(err) }));
-      this.deps.log.commit((log) => {
-        const now = Date.now();
-        if (this.store.turnStatus(entry.turnId) === "pending") this.store.deleteTurn(entry.turnId);
-        this.store.setQueuedState(entry.turnId, "refused", now, error);
-        log.append({ turnId: entry.turnId, executionId: null, type: "turn.dequeued", data: { turnId: entry.turnId, reason: "refused", error }, now });
-      });
+      this.refuse(entry, err);
     }
+  }
+
+  /** A queued turn refused at its start: it ends failed with the refusal as its error, and leaves the queue. */
+  private refuse(entry: QueuedTurn, err: unknown): void {
+    const refusal = providerRefusal(err);
+    const error: TurnError =
+      refusal instanceof Refusal ? { code: refusal.code, message: refusal.message } : { code: "dispatch_failed", message: "the turn could not be dispatched" };
+    if (!(refusal instanceof Refusal)) console.error(JSON.stringify({ msg: "a queued turn's dispatch failed", turnId: entry.turnId, error: String(err) }));
+    this.deps.log.commit((log) => {
+      const now = Date.now();
+      if (this.store.turnStatus(entry.turnId) === "pending") this.store.deleteTurn(entry.turnId);
+      this.store.setQueuedState(entry.turnId, "refused", now, error);
+      log.append({ turnId: entry.turnId, executionId: null, type: "turn.dequeued", data: { turnId: entry.turnId, reason: "refused", error }, now });
+    });
   }
 }

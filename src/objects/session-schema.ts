@@ -5,7 +5,8 @@
  */
 import { COUNTERS } from "../schemas/common";
 
-// 10: turns sent while another runs can wait in a queue (issue 21, "A queue").
+// 10: turns sent while another runs can wait in a queue, and a conversation is a tree of turns
+// with branches (issue 21).
 const SCHEMA_VERSION = 10;
 
 /** Unknown provenance for each counter a stored (pre-9) record holds a value of. */
@@ -176,6 +177,19 @@ export function migrateSessionSchema(sql: Pick<SqlStorage, "exec">): void {
         updated_at INTEGER NOT NULL
       ) WITHOUT ROWID;
     `);
+    // Conversations branch (./turn-tree.ts): each turn follows a parent turn and belongs to a
+    // branch (its agent session). Turns stored before were one line: each follows the one before
+    // it, in branch 0. A forked branch's origin and agent session are a row of `branches`.
+    // (Each column only where it is missing: a database another step rewrote may have it.)
+    const columns = sql.exec("SELECT * FROM turns LIMIT 0").columnNames;
+    if (!columns.includes("parent_turn_id")) {
+      sql.exec("ALTER TABLE turns ADD COLUMN parent_turn_id TEXT");
+      sql.exec("UPDATE turns SET parent_turn_id = (SELECT p.turn_id FROM turns p WHERE p.ordinal < turns.ordinal ORDER BY p.ordinal DESC LIMIT 1)");
+    }
+    if (!columns.includes("branch")) sql.exec("ALTER TABLE turns ADD COLUMN branch INTEGER NOT NULL DEFAULT 0");
+    sql.exec(
+      "CREATE TABLE IF NOT EXISTS branches (branch INTEGER PRIMARY KEY, fork_of INTEGER, at_turn_id TEXT, agent_session_id TEXT NOT NULL, forked INTEGER NOT NULL, created_at INTEGER NOT NULL)",
+    );
   }
   sql.exec("DELETE FROM schema_version");
   sql.exec("INSERT INTO schema_version (version) VALUES (?)", SCHEMA_VERSION);

@@ -13,6 +13,7 @@ import { Provenance } from "../schemas/common";
 import { EventEnvelopeSchema, TranscriptPartSchema, TurnStatus as TurnStatusSchema, UsageViewSchema, type UsageView } from "../schemas/api";
 import { AgentExactRunControlRef, CancellationAcknowledgement, InteractionAcknowledgement, InteractionRequest } from "../schemas/contracts";
 import { migrateSessionSchema } from "./session-schema";
+import type { BranchRecord, TreeTurn } from "./turn-tree";
 import { ExecutionUsageStateSchema, type ExecutionUsageState } from "./usage-fold";
 
 /** Upstream ids that are whole numbers come in order: a repeat is one at or below the cursor. */
@@ -44,6 +45,10 @@ const MetaSchemas = {
     // Before schema 9 it was not recorded (read again at the next turn).
     provenance: Provenance.default("unknown"),
   }),
+  /** The branch the conversation shows (./turn-tree.ts); absent: branch 0. */
+  activeBranch: z.number().int().nonnegative(),
+  /** The environment whose fork route was proved missing (404, 501): an edit there is refused before any upstream call. */
+  forkUnavailable: z.strictObject({ environmentId: z.string(), since: z.number().int() }),
   /** Runs whose turn the gateway ended while they may still run upstream (./abandoned-runs.ts). */
   abandonedRuns: z.array(
     z.strictObject({
@@ -63,6 +68,8 @@ export const TurnRequest = z.strictObject({
   message: z.string(),
   model: z.string().optional(),
   interactions: z.record(z.string(), z.boolean()).optional(),
+  /** The turn this one follows, as the client named it (null: a first message sent again); absent: the active branch's tip. Part of the request digest. */
+  parentTurnId: z.string().nullable().optional(),
 });
 export type TurnRequest = z.infer<typeof TurnRequest>;
 
@@ -72,6 +79,10 @@ export type TurnError = z.infer<typeof TurnError>;
 export interface TurnRecord {
   turnId: string;
   ordinal: number;
+  /** The turn it follows (null: a first message). */
+  parentTurnId: string | null;
+  /** The branch (agent session) it runs in (./turn-tree.ts). */
+  branch: number;
   requestDigest: string;
   request: TurnRequest;
   executionId: string;
@@ -95,6 +106,8 @@ export interface TurnRecord {
 interface TurnRow extends Record<string, SqlStorageValue> {
   turn_id: string;
   ordinal: number;
+  parent_turn_id: string | null;
+  branch: number;
   request_digest: string;
   request: string;
   execution_id: string;
@@ -233,6 +246,8 @@ function toTurn(row: TurnRow): TurnRecord {
   return {
     turnId: row.turn_id,
     ordinal: row.ordinal,
+    parentTurnId: row.parent_turn_id ?? null,
+    branch: row.branch ?? 0,
     requestDigest: row.request_digest,
     request: TurnRequest.parse(JSON.parse(row.request)),
     executionId: row.execution_id,
@@ -250,6 +265,14 @@ function toTurn(row: TurnRow): TurnRecord {
     updatedAt: row.updated_at,
     completedAt: row.completed_at,
   };
+}
+
+/** A branch other than 0: where it was forked from, and its agent session upstream. */
+export interface StoredBranch extends BranchRecord {
+  agentSessionId: string;
+  /** Whether its agent session exists upstream (forked, or started afresh by its first turn). */
+  forked: boolean;
+  createdAt: number;
 }
 
 export class SessionStore {
@@ -307,12 +330,6 @@ export class SessionStore {
     return row ? toTurn(row) : null;
   }
 
-  /** The control ref of the latest turn that was dispatched. */
-  lastRunRef(): AgentExactRunControlRef | null {
-    const row = this.sql.exec<{ control_ref: string }>("SELECT control_ref FROM turns WHERE control_ref IS NOT NULL ORDER BY ordinal DESC LIMIT 1").toArray()[0];
-    return row ? AgentExactRunControlRef.parse(JSON.parse(row.control_ref)) : null;
-  }
-
   /** The execution ids of every turn that was dispatched (all but a pending one). */
   dispatchedExecutionIds(): string[] {
     return this.sql
@@ -325,19 +342,56 @@ export class SessionStore {
     return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM turns").one().n;
   }
 
-  insertPendingTurn(input: { turnId: string; requestDigest: string; request: TurnRequest; executionId: string; now: number }): void {
+  /** Records a pending turn; without a place in the tree it follows the newest turn, in branch 0 (a conversation that never branched). */
+  insertPendingTurn(input: { turnId: string; parentTurnId?: string | null; branch?: number; requestDigest: string; request: TurnRequest; executionId: string; now: number }): void {
     const ordinal = (this.sql.exec<{ n: number | null }>("SELECT MAX(ordinal) AS n FROM turns").one().n ?? 0) + 1;
+    const parentTurnId = input.parentTurnId !== undefined ? input.parentTurnId : (this.lastTurn()?.turnId ?? null);
     this.sql.exec(
-      `INSERT INTO turns (turn_id, ordinal, request_digest, request, execution_id, status, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)`,
+      `INSERT INTO turns (turn_id, ordinal, parent_turn_id, branch, request_digest, request, execution_id, status, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
       input.turnId,
       ordinal,
+      parentTurnId,
+      input.branch ?? 0,
       input.requestDigest,
       JSON.stringify(input.request),
       input.executionId,
       input.now,
       input.now,
     );
+  }
+
+  /** Every turn's place in the tree (./turn-tree.ts), oldest first. */
+  treeTurns(): TreeTurn[] {
+    return this.sql
+      .exec<{ turn_id: string; parent_turn_id: string | null; branch: number; ordinal: number }>("SELECT turn_id, parent_turn_id, branch, ordinal FROM turns ORDER BY ordinal")
+      .toArray()
+      .map((r) => ({ turnId: r.turn_id, parentTurnId: r.parent_turn_id, branch: r.branch, ordinal: r.ordinal }));
+  }
+
+  // ---- branches
+
+  branches(): StoredBranch[] {
+    return this.sql
+      .exec<{ branch: number; fork_of: number | null; at_turn_id: string | null; agent_session_id: string; forked: number; created_at: number }>("SELECT * FROM branches ORDER BY branch")
+      .toArray()
+      .map((r) => ({ branch: r.branch, forkOf: r.fork_of, at: r.at_turn_id, agentSessionId: r.agent_session_id, forked: r.forked === 1, createdAt: r.created_at }));
+  }
+
+  insertBranch(branch: Omit<StoredBranch, "forked">): void {
+    this.sql.exec(
+      "INSERT INTO branches (branch, fork_of, at_turn_id, agent_session_id, forked, created_at) VALUES (?, ?, ?, ?, 0, ?)",
+      branch.branch,
+      branch.forkOf,
+      branch.at,
+      branch.agentSessionId,
+      branch.createdAt,
+    );
+  }
+
+  /** The branch's agent session exists upstream now, under the id upstream answered. */
+  markForked(branch: number, agentSessionId: string): void {
+    this.sql.exec("UPDATE branches SET forked = 1, agent_session_id = ? WHERE branch = ?", agentSessionId, branch);
   }
 
   deleteTurn(turnId: string): void {
@@ -591,6 +645,18 @@ export class SessionStore {
   /** One page of the log strictly after `afterSeq`. */
   eventsAfter(afterSeq: number, limit: number): EventRow[] {
     return this.sql.exec<EventRow>("SELECT seq, type, envelope FROM events WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, limit).toArray();
+  }
+
+  /** One page of a branch's history strictly after `afterSeq`: the events of `turnIds` (its path) and those of no turn. */
+  eventsAfterOf(afterSeq: number, limit: number, turnIds: string[]): EventRow[] {
+    return this.sql
+      .exec<EventRow>(
+        "SELECT seq, type, envelope FROM events WHERE seq > ? AND (turn_id IS NULL OR turn_id IN (SELECT value FROM json_each(?))) ORDER BY seq LIMIT ?",
+        afterSeq,
+        JSON.stringify(turnIds),
+        limit,
+      )
+      .toArray();
   }
 
   /** The retained events of one turn, read back validated. */

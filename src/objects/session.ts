@@ -13,6 +13,7 @@ import { CLOSE_DELETED, CLOSE_DROPPED } from "../lib/subscription-wire";
 import { createProvider } from "../providers";
 import type { AgentProvider, EnvironmentRecord } from "../providers/provider";
 import type { CancellationAcknowledgement, InteractionAcknowledgement } from "../schemas/contracts";
+import { branchesOf, switchBranch } from "./branches";
 import { EventLog } from "./event-log";
 import { InteractionDesk, type AnswerCommand } from "./interaction-desk";
 import { providerRefusal } from "./provider-refusal";
@@ -249,12 +250,27 @@ export class SessionObject extends DurableObject<Env> {
     return this.held(conversationId, (context, store) => summaryOf(store, context, this.runner.total(), this.runner.queue.waiting()));
   }
 
-  async messages(conversationId: string): Promise<RpcResult<ConversationMessages>> {
-    return this.held(conversationId, (_context, store) => messagesOf(store, conversationId));
+  /** A branch's conversation (`branch` omitted: the active one). */
+  async messages(conversationId: string, branch?: number): Promise<RpcResult<ConversationMessages>> {
+    return this.held(conversationId, (_context, store) => messagesOf(store, conversationId, branch));
   }
 
-  async chatMessages(conversationId: string): Promise<RpcResult<string>> {
-    return this.held(conversationId, (_context, store) => chatMessagesOf(store));
+  async chatMessages(conversationId: string, branch?: number): Promise<RpcResult<string>> {
+    return this.held(conversationId, (_context, store) => chatMessagesOf(store, branch));
+  }
+
+  async branches(conversationId: string): Promise<RpcResult<ReturnType<typeof branchesOf> & { conversationId: string }>> {
+    return this.held(conversationId, (_context, store) => ({ conversationId, ...branchesOf(store) }));
+  }
+
+  /** Shows another branch; every stream of the conversation hears `branch.switched`. */
+  async switchBranch(conversationId: string, target: { branch?: number; turnId?: string }): Promise<RpcResult<{ branch: number; previous: number; tipTurnId: string }>> {
+    return this.held(conversationId, (_context, store) => {
+      const switched = switchBranch(store, this.log, target);
+      // The conversation list shows the branch too.
+      if (switched.branch !== switched.previous) this.runner.refreshIndex();
+      return switched;
+    });
   }
 
   async chatReplay(conversationId: string, turnId: string, continueAfterAsks: string[]): Promise<RpcResult<string | null>> {

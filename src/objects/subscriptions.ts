@@ -18,6 +18,7 @@ import { z } from "zod";
 import { encodeSseFrame, encodeSseRetry } from "../lib/sse";
 import { CLOSE_PROTOCOL, EVENTS, LIVE, PAGE, PullMessage, SUBSCRIBE_PATH } from "../lib/subscription-wire";
 import type { EventRow, SessionStore } from "./session-store";
+import { pathOf } from "./turn-tree";
 
 const SubscriptionState = z.strictObject({
   /** The last seq this subscription was sent (exclusive cursor). */
@@ -25,6 +26,8 @@ const SubscriptionState = z.strictObject({
   live: z.boolean(),
   /** Whether the stream's head (retry, and a reset when the cursor is not held) was sent. */
   started: z.boolean(),
+  /** The branch whose history the replay holds (its turns' events and the conversation's own); absent: every event. Live, every event goes out. */
+  branch: z.number().int().nonnegative().optional(),
 });
 export type Subscription = z.infer<typeof SubscriptionState>;
 
@@ -51,7 +54,7 @@ export interface SubscriptionHubDeps<S> {
   load(socket: S): Subscription | null;
   save(socket: S, state: Subscription): void;
   send(socket: S, message: string): void;
-  readPage(afterSeq: number, limit: number): EventRow[];
+  readPage(afterSeq: number, limit: number, branch?: number): EventRow[];
   lastSeq(): number;
   firstRetainedSeq(): number | null;
   pageSize?: number;
@@ -66,8 +69,8 @@ function encodeEventRow(row: EventRow): string {
   return encodeSseFrame({ id: row.seq, event: row.type, data: row.envelope });
 }
 
-export function newSubscription(after: number): Subscription {
-  return { after, live: false, started: false };
+export function newSubscription(after: number, branch?: number): Subscription {
+  return { after, live: false, started: false, ...(branch !== undefined ? { branch } : {}) };
 }
 
 export class SubscriptionHub<S> {
@@ -104,7 +107,7 @@ export class SubscriptionHub<S> {
       state.started = true;
     }
     const pageSize = this.deps.pageSize ?? 500;
-    const rows = this.deps.readPage(state.after, pageSize);
+    const rows = this.deps.readPage(state.after, pageSize, state.branch);
     const limit = this.deps.pageBytes ?? DEFAULT_PAGE_BYTES;
     let sent = 0;
     for (const row of rows) {
@@ -158,7 +161,14 @@ export interface SocketHost {
 }
 
 /** The log a subscription replays: the session's store, or null before it exists (an empty log). */
-export type SubscribedLog = () => Pick<SessionStore, "eventsAfter" | "lastSeq" | "firstRetainedSeq"> | null;
+export type SubscribedLog = () => Pick<SessionStore, "eventsAfter" | "eventsAfterOf" | "treeTurns" | "lastSeq" | "firstRetainedSeq"> | null;
+
+/** A replay page: the log's, or a branch's history (the events of the turns on its path, and those of no turn). */
+function pageOf(store: ReturnType<SubscribedLog>, after: number, limit: number, branch?: number): EventRow[] {
+  if (!store) return [];
+  if (branch === undefined) return store.eventsAfter(after, limit);
+  return store.eventsAfterOf(after, limit, pathOf(store.treeTurns(), branch).map((t) => t.turnId));
+}
 
 /**
  * The subscription socket protocol (src/lib/subscription-wire.ts), as the session object's
@@ -182,7 +192,7 @@ export class SubscriptionSockets {
         this.states.set(ws, state);
       },
       send: (ws, message) => ws.send(message),
-      readPage: (after, limit) => log()?.eventsAfter(after, limit) ?? [],
+      readPage: (after, limit, branch) => pageOf(log(), after, limit, branch),
       lastSeq: () => log()?.lastSeq() ?? 0,
       firstRetainedSeq: () => log()?.firstRetainedSeq() ?? null,
     });
@@ -204,12 +214,13 @@ export class SubscriptionSockets {
   accept(request: Request): Response {
     const url = new URL(request.url);
     const after = /^\d{1,15}$/.exec(url.searchParams.get("after") ?? "");
-    if (url.pathname !== SUBSCRIBE_PATH || request.headers.get("upgrade")?.toLowerCase() !== "websocket" || !after) {
+    const branch = url.searchParams.get("branch");
+    if (url.pathname !== SUBSCRIBE_PATH || request.headers.get("upgrade")?.toLowerCase() !== "websocket" || !after || (branch !== null && !/^\d{1,7}$/.test(branch))) {
       return new Response("expected a subscription: a WebSocket upgrade to /subscribe?after=<seq>", { status: 400 });
     }
     const { 0: client, 1: server } = new WebSocketPair();
     this.host.accept(server);
-    server.serializeAttachment(attachmentOf(newSubscription(Number(after[0]))));
+    server.serializeAttachment(attachmentOf(newSubscription(Number(after[0]), branch === null ? undefined : Number(branch))));
     return new Response(null, { status: 101, webSocket: client });
   }
 

@@ -9,6 +9,8 @@ function turn(overrides: Partial<TurnRecord> = {}): TurnRecord {
   return {
     turnId: "t1",
     ordinal: 1,
+    parentTurnId: null,
+    branch: 0,
     requestDigest: "sha256:x",
     request: { message: "hello" },
     executionId: "exe-1",

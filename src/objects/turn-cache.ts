@@ -50,6 +50,8 @@ export function turnView(turn: TurnRecord, open: readonly InteractionRecord[]): 
     status: turn.status,
     waitingFor: turn.status === "running" ? (waitingOf(open)?.waitingFor ?? null) : null,
     message: turn.request.message,
+    parentTurnId: turn.parentTurnId,
+    branch: turn.branch,
     ...(turn.request.model ? { model: turn.request.model } : {}),
     // What served the turn is what the provider reported, never the model asked for.
     servedModels: turn.usage?.servedModels ?? null,

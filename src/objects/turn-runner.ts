@@ -22,6 +22,7 @@ import type { AgentProvider, EnvironmentRecord } from "../providers/provider";
 import type { TotalView, WaitingFor } from "../schemas/api";
 import type { CancellationAcknowledgement } from "../schemas/contracts";
 import { AbandonedRuns } from "./abandoned-runs";
+import { activeBranch, agentSessions } from "./branches";
 import { BudgetStop } from "./budget-stop";
 import { budgetUsage, type BudgetState, type Spend } from "./budgets";
 import { Dispatcher } from "./dispatch";
@@ -53,7 +54,7 @@ export interface TurnRunnerDeps {
   /** Tokens the user spent in their other conversations. */
   usageElsewhere(context: SessionContext): Promise<Spend>;
   /** Updates the user's conversation list. */
-  touchIndex(context: SessionContext, entry: { title: string; state: "idle" | "running"; waitingFor: WaitingFor | null; lastEventId: number; usage: Spend }): Promise<void>;
+  touchIndex(context: SessionContext, entry: { title: string; state: "idle" | "running"; waitingFor: WaitingFor | null; branch: number; lastEventId: number; usage: Spend }): Promise<void>;
 }
 
 export class TurnRunner {
@@ -228,8 +229,10 @@ export class TurnRunner {
     const environmentId = this.store.getMeta("environmentId");
     if (environmentId) {
       try {
-        const lastRun = this.store.lastRunRef();
-        await this.deps.provider().deleteSession({ environmentId, sessionId: this.dispatcher.agentSessionId(context), ...(lastRun ? { lastRun } : {}) });
+        // Every branch's agent session goes (README "Branches"), each with its own latest run, the conversation's own last.
+        for (const { sessionId, lastRun } of agentSessions(this.store, this.dispatcher.agentSessionId(context)).reverse()) {
+          await this.deps.provider().deleteSession({ environmentId, sessionId, ...(lastRun ? { lastRun } : {}) });
+        }
       } catch (err) {
         throw providerRefusal(err);
       }
@@ -247,6 +250,7 @@ export class TurnRunner {
       title: this.store.getMeta("title") ?? context.conversationId,
       state,
       waitingFor: active?.status === "running" ? (waitingOf(this.store.outstandingOfTurn(active.turnId))?.waitingFor ?? null) : null,
+      branch: activeBranch(this.store),
       lastEventId: this.store.lastSeq(),
       usage: budgetUsage(this.total()),
     });

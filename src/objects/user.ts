@@ -46,6 +46,8 @@ export interface ConversationEntry {
   state: "idle" | "running";
   /** What the running turn waits for (an ask is open), else null. */
   waitingFor: WaitingFor | null;
+  /** The branch the conversation shows (README "Branches"). */
+  branch: number;
   lastEventId: number;
   createdAt: string;
   updatedAt: string;
@@ -73,13 +75,16 @@ export class UserObject extends DurableObject<Env> {
   private migrate(): void {
     this.sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
     const current = this.sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0]?.version ?? 0;
-    if (current >= 6) return;
+    if (current >= 7) return;
     if (current < 5) this.migrateToV5(current);
     // v6 (issue 22, the sandbox's life): what the gateway did to the user's environment, and the
     // durable record of an account's deletion (./account-records.ts).
-    for (const statement of ACCOUNT_TABLES_V6) this.sql.exec(statement);
+    if (current < 6) for (const statement of ACCOUNT_TABLES_V6) this.sql.exec(statement);
+    // v7: the branch each conversation shows (README "Branches"); before, every one showed its only
+    // line, branch 0.
+    if (current < 7) this.sql.exec("ALTER TABLE conversations ADD COLUMN branch INTEGER NOT NULL DEFAULT 0");
     this.sql.exec("DELETE FROM schema_version");
-    this.sql.exec("INSERT INTO schema_version (version) VALUES (6)");
+    this.sql.exec("INSERT INTO schema_version (version) VALUES (7)");
   }
 
   private migrateToV5(current: number): void {
@@ -215,6 +220,7 @@ export class UserObject extends DurableObject<Env> {
     title: string;
     state: "idle" | "running";
     waitingFor: WaitingFor | null;
+    branch?: number;
     lastEventId: number;
     updatedAt: number;
     usage: Spend;
@@ -222,8 +228,8 @@ export class UserObject extends DurableObject<Env> {
     // Touches can arrive out of order (each is its own call): one that saw less of the log than
     // the row already has is older news and changes nothing.
     this.sql.exec(
-      `INSERT INTO conversations (conversation_id, title, state, waiting_for, last_event_id, created_at, updated_at, used_tokens, usage_complete, usage_provenance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT(conversation_id) DO UPDATE SET title = excluded.title, state = excluded.state, waiting_for = excluded.waiting_for,
+      `INSERT INTO conversations (conversation_id, title, state, waiting_for, last_event_id, created_at, updated_at, used_tokens, usage_complete, usage_provenance, branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT(conversation_id) DO UPDATE SET title = excluded.title, state = excluded.state, waiting_for = excluded.waiting_for, branch = excluded.branch,
          last_event_id = excluded.last_event_id, updated_at = excluded.updated_at,
          used_tokens = excluded.used_tokens, usage_complete = excluded.usage_complete, usage_provenance = excluded.usage_provenance
        WHERE excluded.last_event_id >= conversations.last_event_id`,
@@ -237,6 +243,7 @@ export class UserObject extends DurableObject<Env> {
       entry.usage.used,
       entry.usage.complete ? 1 : 0,
       entry.usage.provenance,
+      entry.branch ?? 0,
     );
   }
 
@@ -300,7 +307,7 @@ export class UserObject extends DurableObject<Env> {
 
   async listConversations(limit: number): Promise<ConversationEntry[]> {
     return this.sql
-      .exec<{ conversation_id: string; title: string; state: string; waiting_for: string | null; last_event_id: number; created_at: number; updated_at: number }>(
+      .exec<{ conversation_id: string; title: string; state: string; waiting_for: string | null; branch: number; last_event_id: number; created_at: number; updated_at: number }>(
         "SELECT * FROM conversations ORDER BY updated_at DESC LIMIT ?",
         limit,
       )
@@ -310,6 +317,7 @@ export class UserObject extends DurableObject<Env> {
         title: r.title,
         state: r.state as "idle" | "running",
         waitingFor: r.state === "running" && r.waiting_for !== null ? WaitingFor.parse(r.waiting_for) : null,
+        branch: r.branch ?? 0,
         lastEventId: r.last_event_id,
         createdAt: new Date(r.created_at).toISOString(),
         updatedAt: new Date(r.updated_at).toISOString(),

@@ -43,6 +43,8 @@ describe("the conversation's read views", () => {
       lastTurn: null,
       queue: [],
       turnCount: 0,
+      branch: 0,
+      branchCount: 0,
       lastEventId: 0,
       interactions: [],
       usage: total,

@@ -11,7 +11,9 @@ import { Refusal } from "../errors";
 import type { ConversationSummarySchema, ConversationUsageSchema, MessagesSchema, TotalView } from "../schemas/api";
 import type { BudgetState } from "./budgets";
 import { TERMINAL_TURN_STATUSES, type SessionContext, type SessionStore, type TurnRecord } from "./session-store";
+import { activeBranch, branchPath } from "./branches";
 import { buildTranscript, type TranscriptTurn } from "./transcript";
+import { branchIds, siblingsOf, tipOf } from "./turn-tree";
 import { turnView, type TurnView } from "./turn-cache";
 import { emptyExecutionUsage, executionView } from "./usage-fold";
 
@@ -31,7 +33,11 @@ export function turnOf(store: SessionStore | null, turnId: string, queued: (turn
 /** `queue`: the turns waiting to start, in order (./queue-runner.ts). */
 export function summaryOf(store: SessionStore, context: SessionContext, total: TotalView, queue: TurnView[]): ConversationSummary {
   const active = store.activeTurn();
-  const last = store.lastTurn();
+  const tree = store.treeTurns();
+  const branch = activeBranch(store);
+  const tip = tipOf(tree, branch);
+  // The active branch's latest turn (a turn running on another branch is still the active turn).
+  const last = tip ? store.turn(tip.turnId) : null;
   const createdAt = store.getMeta("createdAt");
   const activeView = active ? turnView(active, store.outstandingOfTurn(active.turnId)) : null;
   return {
@@ -42,7 +48,9 @@ export function summaryOf(store: SessionStore, context: SessionContext, total: T
     activeTurn: activeView,
     lastTurn: last ? (last.turnId === active?.turnId ? activeView : turnView(last, store.outstandingOfTurn(last.turnId))) : null,
     queue,
-    turnCount: store.turnCount(),
+    turnCount: branchPath(store).turns.length,
+    branch,
+    branchCount: branchIds(tree).length,
     lastEventId: store.lastSeq(),
     interactions: store.outstandingInteractions().map((i) => ({ turnId: i.turnId, ...i.request })),
     usage: total,
@@ -58,15 +66,28 @@ function transcriptTurn(store: SessionStore, turn: TurnRecord): TranscriptTurn {
   return { turn, events: store.eventsOfTurn(turn.turnId), interactions };
 }
 
-export function messagesOf(store: SessionStore, conversationId: string): ConversationMessages {
-  const lastEventId = store.lastSeq();
-  const turns = store.turns().map((turn) => transcriptTurn(store, turn));
-  return { conversationId, lastEventId, messages: buildTranscript(turns) };
+/** The turns of a branch's conversation (the active one by default), in order. */
+function pathTurns(store: SessionStore, branch?: number): { branch: number; turns: TurnRecord[] } {
+  const path = branchPath(store, branch);
+  return { branch: path.branch, turns: path.turns.map((t) => store.turn(t.turnId)!) };
 }
 
-/** The conversation as the AI SDK's UIMessage[] (src/ai-sdk/message.ts), as JSON. */
-export function chatMessagesOf(store: SessionStore): string {
-  return JSON.stringify(uiMessages(store.turns().map((turn) => transcriptTurn(store, turn))));
+export function messagesOf(store: SessionStore, conversationId: string, branch?: number): ConversationMessages {
+  const lastEventId = store.lastSeq();
+  const path = pathTurns(store, branch);
+  const tree = store.treeTurns();
+  const messages = buildTranscript(path.turns.map((turn) => transcriptTurn(store, turn))).map((m) => {
+    if (m.role !== "user") return m;
+    // Where branches split: the turns that follow the same turn as this one.
+    const siblings = siblingsOf(tree, m.turnId);
+    return siblings.length > 1 ? { ...m, siblings: { index: siblings.findIndex((t) => t.turnId === m.turnId), turnIds: siblings.map((t) => t.turnId) } } : m;
+  });
+  return { conversationId, branch: path.branch, lastEventId, messages };
+}
+
+/** A branch's conversation (the active one by default) as the AI SDK's UIMessage[] (src/ai-sdk/message.ts), as JSON. */
+export function chatMessagesOf(store: SessionStore, branch?: number): string {
+  return JSON.stringify(uiMessages(pathTurns(store, branch).turns.map((turn) => transcriptTurn(store, turn))));
 }
 
 /**

@@ -23,7 +23,7 @@ describe("when a capability document is read again", () => {
 });
 
 describe("what a turn lacks", () => {
-  const all: Claims = { detach: true, replay: true, cancelRun: true, interactions: true, interactionKinds: ["question"] };
+  const all: Claims = { detach: true, replay: true, cancelRun: true, interactions: true, interactionKinds: ["question"], fork: false };
 
   it("names the streaming claims a turn cannot run without", () => {
     expect(turnShortfall(all, undefined)).toEqual({ missing: [], unsupported: [] });

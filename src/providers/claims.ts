@@ -20,10 +20,12 @@ export const ClaimsSchema = z.strictObject({
   interactions: z.boolean(),
   /** The interaction kinds a turn may request. */
   interactionKinds: z.array(z.string()),
+  /** Forking an agent session at a run (a branch of the conversation continues from there). Absent in claims stored before it was read: unknown (read again at the next turn), never a claim. */
+  fork: z.boolean().optional(),
 });
 export type Claims = z.infer<typeof ClaimsSchema>;
 
-export const NO_CLAIMS: Claims = { detach: false, replay: false, cancelRun: false, interactions: false, interactionKinds: [] };
+export const NO_CLAIMS: Claims = { detach: false, replay: false, cancelRun: false, interactions: false, interactionKinds: [], fork: false };
 
 /** The requested interaction kinds this environment cannot offer (every key counts, false ones too). */
 export function unsupportedKinds(requested: Record<string, boolean>, claims: Claims): string[] {

@@ -84,6 +84,17 @@ export interface DispatchInput {
   previous?: AgentExactRunControlRef;
 }
 
+/** A fork of an agent session at one of its runs (the Sandbox sessions guide: `session(id).fork({ messageId })`). */
+export interface ForkInput {
+  environmentId: string;
+  /** The agent session to copy. */
+  sessionId: string;
+  /** The run whose answer is the last message the copy keeps. */
+  at: AgentExactRunControlRef;
+  /** The new session's id, chosen by the caller (derived from the conversation and the branch). */
+  newSessionId: string;
+}
+
 export interface DispatchReceipt {
   controlRef: AgentExactRunControlRef;
   /** True when the platform already held this run (a retried dispatch). */
@@ -246,6 +257,13 @@ export interface AgentProvider {
   cancel(ref: AgentExactRunControlRef, request?: { operationId?: string; reason?: string }): Promise<CancelOutcome>;
   /** Delivers one answer upstream and says what upstream made of it. */
   respondToInteraction(ref: AgentExactRunControlRef, command: InteractionCommand): Promise<AnswerDelivery>;
+  /**
+   * Copies an agent session up to one of its runs into a new session sharing the environment's
+   * files; answers the new session's id. Safe to repeat: the same new id and origin is the same
+   * session. A provider whose claims say no fork is never asked; one whose route proves missing
+   * throws `capability_denied` with `details.missing: ["session.fork"]`.
+   */
+  fork(input: ForkInput): Promise<{ sessionId: string }>;
   /** Ends the conversation's session upstream; `lastRun` is its latest run, if any. */
   deleteSession(input: { environmentId: string; sessionId: string; lastRun?: AgentExactRunControlRef }): Promise<void>;
   /** What the provider reports of the environment (each surface reported or unavailable, never a made-up value) and of the account. */

@@ -20,6 +20,11 @@ export const SubmitTurnBody = z
       .enum(["refuse", "queue"])
       .optional()
       .describe("While another turn runs (or turns wait): refuse (the default) answers 409 session_busy; queue accepts the turn as queued, to start when the turns before it end"),
+    parentTurnId: TurnId.nullable()
+      .optional()
+      .describe(
+        "The turn this one follows (README \"Branches\"): omitted, the active branch's latest turn; a turn that already has a follower starts a branch (an edit of the message after it, or a regenerate of its answer); null sends a first message again. Part of what a retry must repeat",
+      ),
   })
   .meta({ id: "SubmitTurn" });
 export type SubmitTurnBody = z.infer<typeof SubmitTurnBody>;
@@ -120,6 +125,10 @@ export const TurnViewSchema = z
     queuePosition: z.number().int().positive().optional().describe("a queued turn's place in the queue: 1 starts next"),
     waitingFor: WaitingFor.nullable().describe("while the turn runs: what it waits for (an ask of the agent is open), else null; back to null once answered, expired or ended"),
     message: z.string(),
+    parentTurnId: TurnId.nullable()
+      .optional()
+      .describe("the turn this one follows; null for a first message; absent while the turn is queued (it takes its place in the tree when it starts)"),
+    branch: z.number().int().nonnegative().optional().describe("the branch (agent session) the turn runs in; absent while the turn is queued"),
     model: z.string().optional().describe("the model route the turn asked for (absent: the provider's default)"),
     servedModels: z
       .array(z.string())
@@ -160,7 +169,9 @@ export const ConversationSummarySchema = z
     activeTurn: TurnViewSchema.nullable(),
     lastTurn: TurnViewSchema.nullable(),
     queue: z.array(TurnViewSchema).describe("turns that wait to start, in order (status queued)"),
-    turnCount: z.number().int(),
+    turnCount: z.number().int().describe("turns on the active branch"),
+    branch: z.number().int().nonnegative().describe("the active branch: lastTurn is its latest turn, /messages its conversation"),
+    branchCount: z.number().int().nonnegative(),
     lastEventId: z.number().int(),
     interactions: z.array(z.unknown()),
     usage: UsageTotalSchema,
@@ -209,6 +220,7 @@ export const ConversationListSchema = z
         title: z.string(),
         state: z.enum(["idle", "running"]),
         waitingFor: WaitingFor.nullable().describe("what the running turn waits for, else null"),
+        branch: z.number().int().nonnegative().describe("the branch the conversation shows (its summary's branch)"),
         lastEventId: z.number().int(),
         createdAt: z.string(),
         updatedAt: z.string(),
@@ -242,7 +254,16 @@ export const TranscriptPartSchema = z.discriminatedUnion("type", [TranscriptCont
 
 const TranscriptMessageSchema = z
   .discriminatedUnion("role", [
-    z.object({ role: z.literal("user"), turnId: TurnId, text: z.string(), at: z.string() }),
+    z.object({
+      role: z.literal("user"),
+      turnId: TurnId,
+      text: z.string(),
+      at: z.string(),
+      siblings: z
+        .object({ index: z.number().int().nonnegative(), turnIds: z.array(TurnId) })
+        .optional()
+        .describe("where branches split at this message: every turn that follows the same turn, oldest first, and which one this is (the page's < n/m > picker)"),
+    }),
     z.object({
       role: z.literal("assistant"),
       turnId: TurnId,
@@ -258,9 +279,37 @@ const TranscriptMessageSchema = z
   .meta({ id: "TranscriptMessage" });
 export type TranscriptMessage = z.infer<typeof TranscriptMessageSchema>;
 
+const BranchViewSchema = z
+  .object({
+    branch: z.number().int().nonnegative(),
+    active: z.boolean(),
+    forkedFrom: z
+      .object({ branch: z.number().int().nonnegative(), turnId: TurnId })
+      .nullable()
+      .describe("the branch whose agent session it was forked from, and the last turn copied; null for branch 0 and for a first message sent again"),
+    firstTurnId: TurnId,
+    parentTurnId: TurnId.nullable().describe("the turn its first turn follows (where it splits from its siblings)"),
+    tipTurnId: TurnId,
+    turnIds: z.array(TurnId).describe("its conversation: every turn on its path, first message first"),
+  })
+  .meta({ id: "Branch" });
+export type BranchView = z.infer<typeof BranchViewSchema>;
+
+export const BranchListSchema = z
+  .object({ conversationId: ConversationId, active: z.number().int().nonnegative(), branches: z.array(BranchViewSchema) })
+  .meta({ id: "Branches" });
+
+export const SwitchBranchBody = z
+  .strictObject({
+    branch: z.number().int().nonnegative().optional().describe("the branch to show"),
+    turnId: TurnId.optional().describe("or a turn to show: the active branch when it goes through it, else the newest branch that does"),
+  })
+  .meta({ id: "SwitchBranch", description: "Names exactly one of branch and turnId" });
+
 export const MessagesSchema = z
   .object({
     conversationId: ConversationId,
+    branch: z.number().int().nonnegative().describe("the branch these messages are the conversation of"),
     lastEventId: z.number().int(),
     messages: z.array(TranscriptMessageSchema),
   })

@@ -361,7 +361,7 @@ describe("one conversation, two protocols", () => {
     assert.equal(later.chat.messages.at(-1).metadata.status, "completed");
   });
 
-  it("regenerate answers the last message again as a new turn; a retry of it runs once", async () => {
+  it("regenerate answers the last message again as a new turn, a branch beside the first answer; a retry of it runs once", async () => {
     const token = await login(base(), unique("ai-user"));
     const id = unique("chat");
     const { chat } = newChat(base(), token, id);
@@ -371,7 +371,8 @@ describe("one conversation, two protocols", () => {
     assert.equal(chat.status, "ready", String(chat.error));
     assert.equal(chat.messages.length, 2);
     const summary = await call("GET", `/v1/conversations/${id}`, token);
-    assert.equal(summary.body.turnCount, 2, "a new turn with the same message");
+    assert.equal(summary.body.branchCount, 2, "a new turn with the same message, on a branch of its own");
+    assert.equal(summary.body.turnCount, 1, "the active branch holds the new answer only");
     assert.equal(summary.body.lastTurn.message, "answer me");
     assert.equal(chat.messages[1].id, `${summary.body.lastTurn.turnId}:answer`);
     const replay = chat.messages.slice(0, 1);
@@ -385,7 +386,74 @@ describe("one conversation, two protocols", () => {
     assert.equal(twice.status, 200);
     const after = await counters();
     assert.equal(delta(before, after, "runs.dispatches"), 2, "the SDK's regenerate, and one regenerate of its answer sent twice");
-    assert.equal((await call("GET", `/v1/conversations/${id}`, token)).body.turnCount, 3);
+    assert.equal((await call("GET", `/v1/conversations/${id}`, token)).body.branchCount, 3);
+  });
+
+  it("an edit of an earlier message and a regenerate of an earlier answer branch there: the SDK's history after them is the branch's, and each forks once", async () => {
+    const token = await login(base(), unique("ai-user"));
+    const id = unique("chat");
+    const { chat } = newChat(base(), token, id);
+    await chat.sendMessage({ text: "first" });
+    await chat.sendMessage({ text: "second" });
+    await chat.sendMessage({ text: "third" });
+    assert.equal(chat.messages.length, 6);
+    const [first, , second] = chat.messages;
+
+    // Edit the second message (the SDK's sendMessage with its id): a branch after the first turn.
+    const before = await counters();
+    await chat.sendMessage({ text: "second, edited [recall]", messageId: second.id });
+    assert.equal(chat.status, "ready", String(chat.error));
+    assert.equal(chat.messages.length, 4);
+    assert.match(textOf(chat.messages[3]), /Earlier in this session: "first"\./, "the branch's agent remembers the first message only");
+    const afterEdit = await counters();
+    assert.equal(delta(before, afterEdit, "sessions.forked"), 1);
+    let summary = (await call("GET", `/v1/conversations/${id}`, token)).body;
+    assert.equal(summary.branch, 1);
+    assert.equal(summary.turnCount, 2);
+    // A reload shows the active branch: what the SDK holds now.
+    const messages = await reloaded(token, id);
+    assert.deepEqual(messages.map((m) => textOf(m)).filter((_, i) => i % 2 === 0), ["first", "second, edited [recall]"]);
+    // The answers are the same messages; the edited message is its new turn after a reload (the SDK keeps the id it edited).
+    assert.deepEqual([messages[1].id, messages[3].id], [chat.messages[1].id, chat.messages[3].id]);
+    assert.equal(`${messages[2].id}:answer`, chat.messages[3].id);
+
+    // Sent again as the SDK would retry it: the same turn, nothing forks or runs again.
+    const retryBody = { id, trigger: "submit-message", messageId: second.id, messages: [...plain(chat.messages.slice(0, 2)), { id: second.id, role: "user", parts: [{ type: "text", text: "second, edited [recall]" }] }] };
+    const retried = await call("POST", "/v1/chat", token, retryBody);
+    assert.equal(retried.status, 200, retried.text);
+    const afterRetry = await counters();
+    assert.equal(delta(afterEdit, afterRetry, "sessions.forked"), 0);
+    assert.equal(delta(afterEdit, afterRetry, "runs.dispatches"), 0);
+
+    // Regenerate the first answer: the first message answered again, afresh (nothing before it to copy).
+    await chat.regenerate({ messageId: chat.messages[1].id });
+    assert.equal(chat.status, "ready", String(chat.error));
+    assert.equal(chat.messages.length, 2);
+    assert.equal(chat.messages[0].id, first.id);
+    summary = (await call("GET", `/v1/conversations/${id}`, token)).body;
+    assert.equal(summary.branch, 2);
+    assert.equal(summary.branchCount, 3);
+    assert.equal(delta(afterRetry, await counters(), "runs.dispatches"), 1);
+    // The original line is still there, whole.
+    const old = await call("GET", `/v1/conversations/${id}/messages?branch=0`, token);
+    assert.deepEqual(old.body.messages.filter((m) => m.role === "user").map((m) => m.text), ["first", "second", "third"]);
+  });
+
+  it("a history that goes on from an earlier answer (a client holding an older history) branches there", async () => {
+    const token = await login(base(), unique("ai-user"));
+    const id = unique("chat");
+    const { chat } = newChat(base(), token, id);
+    await chat.sendMessage({ text: "first" });
+    await chat.sendMessage({ text: "second" });
+    const before = await counters();
+    const stale = newChat(base(), token, id, { messages: plain(chat.messages.slice(0, 2)) });
+    await stale.chat.sendMessage({ text: "another second [recall]" });
+    assert.equal(stale.chat.status, "ready", String(stale.chat.error));
+    assert.match(textOf(stale.chat.messages[3]), /Earlier in this session: "first"\./);
+    assert.equal(delta(before, await counters(), "sessions.forked"), 1);
+    const summary = (await call("GET", `/v1/conversations/${id}`, token)).body;
+    assert.equal(summary.branch, 1);
+    assert.equal(summary.turnCount, 2);
   });
 
   it("another user's chat id is their own conversation", async () => {

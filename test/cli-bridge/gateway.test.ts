@@ -538,3 +538,48 @@ describe("queued turns on the CLI Bridge", () => {
     });
   }
 });
+
+describe("branches on a CLI Bridge (no fork on its wire: README \"Branches\")", () => {
+  it("an edit of an earlier message is refused with a capability error before any bridge call; the first message sent again runs in a fresh session; the old line goes on in its own", async () => {
+    const { token, cid } = await conversation();
+    const t1 = uid("turn");
+    const first = await json(await sendTurn(token, cid, t1, "one", { model: CODEX }));
+    await waitForTurn(token, cid, t1);
+    const t2 = uid("turn");
+    await json(await sendTurn(token, cid, t2, "two", { model: CODEX }));
+    await waitForTurn(token, cid, t2);
+
+    const [calls, runs] = [await requests(), await runsStarted()];
+    const refused = await sendTurn(token, cid, uid("turn"), "two, edited", { model: CODEX, parentTurnId: t1 });
+    expect(refused.status).toBe(501);
+    expect(await json(refused)).toMatchObject({ error: { code: "capability_denied", details: { missing: ["session.fork"] } } });
+    expect(await requests()).toBe(calls);
+    expect(await runsStarted()).toBe(runs);
+
+    // The first message again: nothing to copy, so a fresh agent session of its own.
+    const again = uid("turn");
+    const fresh = await json(await sendTurn(token, cid, again, "one, again", { model: CODEX, parentTurnId: null }));
+    expect(fresh.parentTurnId).toBeNull();
+    expect(fresh.branch).toBeGreaterThan(0);
+    expect((await waitForTurn(token, cid, again)).result.text).toBe("echo: one, again");
+    const [run1, runAgain] = [await control(`runs/${first.executionId}`), await control(`runs/${fresh.executionId}`)];
+    expect(runAgain.request.session_id).not.toBe(run1.request.session_id);
+    const events = await turnEvents(token, cid, fresh.after);
+    expect(events.some((e) => e.type === "warning" && e.data.code === "agent_memory_reset")).toBe(false);
+    // Its next turn continues its own session.
+    const onFresh = uid("turn");
+    const next = await json(await sendTurn(token, cid, onFresh, "one, then more", { model: CODEX }));
+    expect(next.branch).toBe(fresh.branch);
+    await waitForTurn(token, cid, onFresh);
+    expect((await control(`runs/${next.executionId}`)).request.session_id).toBe(runAgain.request.session_id);
+
+    // Branch 0 goes on in its own session.
+    const t3 = uid("turn");
+    const third = await json(await sendTurn(token, cid, t3, "three", { model: CODEX, parentTurnId: t2 }));
+    expect(third.branch).toBe(0);
+    await waitForTurn(token, cid, t3);
+    expect((await control(`runs/${third.executionId}`)).request.session_id).toBe(run1.request.session_id);
+    // A delete ends every branch's session.
+    expect((await api(`/v1/conversations/${cid}`, { token, method: "DELETE" })).status).toBe(200);
+  });
+});

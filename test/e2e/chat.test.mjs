@@ -6,6 +6,7 @@ import { describe, it } from "node:test";
 import { api, cidOf, lastTurn, openPage, send, server, shot, shownText, signIn, tokenOf, unique, waitForBadge } from "./harness.mjs";
 import "./fixes.mjs";
 import "./features.mjs";
+import "./branches.mjs";
 import "./looks.mjs";
 import "./queue.mjs";
 import "./security.mjs";

@@ -120,7 +120,7 @@ describe("markdown in answers", () => {
 });
 
 describe("actions on messages", () => {
-  it("copies an answer and a tool's output; regenerates the last answer as a new turn", async () => {
+  it("copies an answer and a tool's output; regenerates the last answer on a branch beside it", async () => {
     const page = await openPage();
     await signIn(page, unique("copy"));
     await send(page, "What does the README say?");
@@ -133,16 +133,17 @@ describe("actions on messages", () => {
     await tool.getByRole("button", { name: "Copy output" }).click();
     assert.equal(await page.evaluate(() => navigator.clipboard.readText()), "# Demo project\n\nA small service with a test suite.\n");
 
+    const before = await lastTurn(page).getAttribute("data-turn");
     await lastTurn(page).getByRole("button", { name: "Regenerate" }).click();
-    await page.locator("li.turn").nth(1).waitFor();
+    await page.waitForFunction((id) => document.querySelector("li.turn:last-child")?.getAttribute("data-turn") !== id, before);
     await waitForBadge(page, "done");
     const messages = await page.locator(".bubble-user").allTextContents();
-    assert.deepEqual(messages, ["What does the README say?", "What does the README say?"]);
-    assert.equal(await page.locator("li.turn").first().getByRole("button", { name: "Regenerate" }).count(), 0, "only the last answer regenerates");
+    assert.deepEqual(messages, ["What does the README say?"], "the new answer replaces the old one on the page");
+    await lastTurn(page).getByRole("group", { name: "Versions of this message" }).getByText("2/2").waitFor();
     await page.context().close();
   });
 
-  it("a failed turn has Retry (a new turn with the same message); the last message can be edited and sent again", async () => {
+  it("a failed turn has Retry (a new turn with the same message); the last message can be edited and sent again, on a branch", async () => {
     const page = await openPage();
     await signIn(page, unique("retry"));
     await send(page, "Break please [fail]");
@@ -160,10 +161,14 @@ describe("actions on messages", () => {
     assert.equal(await page.evaluate(() => document.activeElement?.getAttribute("aria-label")), "Edit your message");
     await editor.fill("Now work please");
     await page.keyboard.press("Enter");
-    await page.locator("li.turn").nth(2).waitFor();
+    await lastTurn(page).locator(".bubble-user", { hasText: "Now work please" }).waitFor();
     await waitForBadge(page, "done");
-    assert.equal(await lastTurn(page).locator(".bubble-user").textContent(), "Now work please");
-    assert.equal(await page.locator("li.turn").nth(1).locator(".bubble-user").textContent(), "Break please [fail]", "the edited turn stays in the history");
+    assert.equal(await page.locator("li.turn").count(), 2);
+    // The edited version stays a click away.
+    const picker = lastTurn(page).getByRole("group", { name: "Versions of this message" });
+    await picker.getByText("2/2").waitFor();
+    await picker.getByRole("button", { name: "Previous version" }).click();
+    await lastTurn(page).locator(".bubble-user", { hasText: "Break please [fail]" }).waitFor();
     await page.context().close();
   });
 });

@@ -9,7 +9,7 @@
 import type { Context } from "hono";
 import { z } from "zod";
 import { TurnResponse } from "../../ai-sdk/chunks";
-import { answerBody, ChatRequestBody, ChatRequestError, chatAction, regeneratedTurnId, UiMessagesSchema, type AskShape, type ChatAction } from "../../ai-sdk/request";
+import { answerBody, ChatRequestBody, ChatRequestError, chatAction, editedTurnId, regeneratedTurnId, UiMessagesSchema, type AskShape, type ChatAction } from "../../ai-sdk/request";
 import type { RpcResult } from "../../errors";
 import type { ConversationSummary } from "../../objects/session";
 import { ConversationId } from "../../schemas/common";
@@ -18,6 +18,7 @@ import { knownConversation, knownSession, rateLimit, requireConversation, sessio
 import { ApiError, unwrapRpc } from "../errors";
 import { DeclaredRoutes, eventStream, json, noContent } from "../route-declaration";
 import { openSubscription } from "../sse-relay";
+import { BranchQuery, branchOf } from "./conversations";
 import { followTurn, uiStreamResponse } from "../ui-stream";
 
 /** The SDK sends the whole history with every request; only the last message is read. */
@@ -120,8 +121,19 @@ chatRoutes.serve(
     }
     checkSize(c, action.message);
     let turnId: string;
+    // The turn this one follows (README "Branches"); undefined: the active branch's latest turn.
+    let parentTurnId: string | null | undefined;
     if (action.kind === "submit") {
       turnId = action.turnId;
+      const known = await s.stub.getTurn(action.turnId);
+      if (known.ok && known.value.message !== action.message) {
+        // The SDK's edit (sendMessage with the id of an earlier message): the message again, with
+        // its new text, after the turn it followed: a branch.
+        turnId = await editedTurnId(action.turnId, action.message);
+        parentTurnId = known.value.parentTurnId;
+      } else if (!known.ok && action.after !== undefined) {
+        parentTurnId = action.after;
+      }
     } else {
       // Regenerate: a new turn with the same message, its id derived from the answer it replaces,
       // so a retried request is the same turn. Without the SDK's messageId, that is the latest answer.
@@ -132,10 +144,16 @@ chatRoutes.serve(
         // A regenerate of this message is running: this request is its retry.
         return respondWithTurn(c, s, active.turnId);
       }
-      turnId = await regeneratedTurnId(action.userMessageId, action.of ?? latest?.turnId ?? action.userMessageId);
+      const of = action.of ?? latest?.turnId ?? action.userMessageId;
+      turnId = await regeneratedTurnId(action.userMessageId, of);
+      // The answer again, after the turn the answered one followed: a branch beside it.
+      const answered = await s.stub.getTurn(of);
+      if (answered.ok) parentTurnId = answered.value.parentTurnId;
+      else if (action.of !== null) throw new ApiError(404, "turn_not_found", `messageId names no answer of this conversation (${action.of})`);
     }
     await rateLimit(c, "turn");
-    const { turn } = unwrapRpc(await s.stub.submitTurn(s.context, turnId, { message: action.message, ...options }));
+    const request = { message: action.message, ...options, ...(parentTurnId !== undefined ? { parentTurnId } : {}) };
+    const { turn } = unwrapRpc(await s.stub.submitTurn(s.context, turnId, request));
     return respondWithTurn(c, s, turn.turnId);
   },
 );
@@ -166,14 +184,16 @@ chatRoutes.serve(
   {
     method: "get",
     path: "/:cid/messages",
-    summary: "The conversation as the AI SDK's UIMessage[] (seed useChat's messages after a reload)",
+    summary: "The conversation as the AI SDK's UIMessage[] (seed useChat's messages after a reload): the active branch's, or ?branch='s",
     params: { cid: ConversationId },
+    query: { branch: BranchQuery.optional() },
     answers: { 200: json(UiMessagesSchema, "Each turn's user message and answer") },
     errors: [400, 401, 404],
   },
   async (c) => {
+    const branch = branchOf(c.req.query("branch"));
     const s = await knownSession(c);
-    const messages = unwrapRpc(await s.stub.chatMessages(s.conversationId));
+    const messages = unwrapRpc(await s.stub.chatMessages(s.conversationId, branch));
     return c.body(messages, 200, { "content-type": "application/json; charset=utf-8" });
   },
 );

@@ -13,6 +13,7 @@ import { ApiError, unwrapRpc } from "../errors";
 import { DeclaredRoutes, json } from "../route-declaration";
 import { ConversationId, TurnId } from "../../schemas/common";
 import {
+  BranchListSchema,
   CancelAckSchema,
   CancelBody,
   ConversationListSchema,
@@ -23,6 +24,7 @@ import {
   MessagesSchema,
   QueueClearedAnswer,
   SubmitTurnBody,
+  SwitchBranchBody,
   TurnViewSchema,
 } from "../../schemas/api";
 
@@ -31,6 +33,17 @@ const BODY_OVERHEAD_BYTES = 16 * 1024;
 
 /** How many conversations the list answers. */
 const Limit = z.coerce.number().int().min(1).max(200).default(50).describe("How many conversations to list, newest first");
+
+/** Which branch a read is of (README "Branches"); absent: the active one. */
+export const BranchQuery = z.coerce.number().int().nonnegative().max(1_000_000).describe("The branch to read (GET …/branches lists them); absent: the active branch");
+
+/** The `?branch=` of a read, parsed; undefined when absent. */
+export function branchOf(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const parsed = BranchQuery.safeParse(value);
+  if (!parsed.success) throw new ApiError(400, "invalid_request", "branch must be a non-negative integer (a branch id from GET …/branches)");
+  return parsed.data;
+}
 
 /** The conversation id of every `/:cid` route, parsed by app-context's `conversationIdOf`. */
 const cid = { cid: ConversationId };
@@ -86,6 +99,8 @@ conversationRoutes.serve(
       message: body.message,
       ...(body.model !== undefined ? { model: body.model } : {}),
       ...(body.interactions !== undefined ? { interactions: body.interactions } : {}),
+      // The branch point is part of the request: a retry names it again, another one is a conflict.
+      ...(body.parentTurnId !== undefined ? { parentTurnId: body.parentTurnId } : {}),
     };
     const { outcome, turn } = unwrapRpc(await stub.submitTurn(context, turnId, request, body.whenBusy ?? "refuse"));
     // 202: accepted now, queued, or still running under this id; 200: the cached result of a finished turn.
@@ -180,10 +195,56 @@ conversationRoutes.serve(
 );
 
 conversationRoutes.serve(
-  { method: "get", path: "/:cid/messages", summary: "The transcript rebuilt from the log", params: cid, answers: { 200: json(MessagesSchema, "Messages") }, errors: [400, 401, 404] },
+  {
+    method: "get",
+    path: "/:cid/messages",
+    summary: "The transcript rebuilt from the log: the conversation of the active branch, or of ?branch=",
+    params: cid,
+    query: { branch: BranchQuery.optional() },
+    answers: { 200: json(MessagesSchema, "Messages") },
+    errors: [400, 401, 404],
+  },
+  async (c) => {
+    const branch = branchOf(c.req.query("branch"));
+    const { stub, conversationId } = await knownSession(c);
+    return c.json(unwrapRpc(await stub.messages(conversationId, branch)));
+  },
+);
+
+conversationRoutes.serve(
+  {
+    method: "get",
+    path: "/:cid/branches",
+    summary: "The conversation's branches (each its own agent session) and which one is active",
+    params: cid,
+    answers: { 200: json(BranchListSchema, "Branches, oldest first") },
+    errors: [400, 401, 404],
+  },
   async (c) => {
     const { stub, conversationId } = await knownSession(c);
-    return c.json(unwrapRpc(await stub.messages(conversationId)));
+    return c.json(unwrapRpc(await stub.branches(conversationId)));
+  },
+);
+
+const SwitchedAnswer = z
+  .object({ branch: z.number().int().nonnegative(), previous: z.number().int().nonnegative(), tipTurnId: TurnId })
+  .meta({ id: "BranchSwitched", description: "The branch now active, the one before, and its latest turn (every stream of the conversation hears branch.switched)" });
+
+conversationRoutes.serve(
+  {
+    method: "post",
+    path: "/:cid/branches/active",
+    summary: "Switch the active branch (by branch id, or by a turn it goes through); safe to repeat",
+    params: cid,
+    body: SwitchBranchBody,
+    answers: { 200: json(SwitchedAnswer, "Active") },
+    errors: [400, 401, 404],
+  },
+  async (c, readBody) => {
+    const body = await readBody(4 * 1024);
+    if ((body.branch === undefined) === (body.turnId === undefined)) throw new ApiError(400, "invalid_request", "name exactly one of branch and turnId");
+    const { stub, conversationId } = await knownSession(c);
+    return c.json(unwrapRpc(await stub.switchBranch(conversationId, { ...(body.branch !== undefined ? { branch: body.branch } : {}), ...(body.turnId !== undefined ? { turnId: body.turnId } : {}) })));
   },
 );
 

@@ -29,7 +29,14 @@ streamRoutes.serve(
     summary: "The conversation's events as Server-Sent Events, strictly after the cursor, then live",
     params: { cid: ConversationId },
     headers: { "Last-Event-ID": Cursor.optional() },
-    query: { after: Cursor.optional() },
+    query: {
+      after: Cursor.optional(),
+      branch: z
+        .string()
+        .regex(/^\d{1,7}$/)
+        .optional()
+        .describe("Replay only this branch's history (the events of the turns on its path, and the conversation's own, such as branch.switched); live events of every branch follow"),
+    },
     answers: { 200: eventStream(EventEnvelopeSchema, "text/event-stream; each frame's data is an Event") },
     errors: [400, 401],
   },
@@ -38,6 +45,9 @@ streamRoutes.serve(
     // EventSource sends Last-Event-ID on its own reconnects; a reloaded page passes ?after=.
     const cursor = Cursor.safeParse(c.req.header("last-event-id") ?? c.req.query("after") ?? "0");
     if (!cursor.success) throw new ApiError(400, "invalid_cursor", "the cursor (Last-Event-ID or ?after=) must be a non-negative integer");
+    const branchParam = c.req.query("branch");
+    if (branchParam !== undefined && !/^\d{1,7}$/.test(branchParam)) throw new ApiError(400, "invalid_request", "branch must be a non-negative integer (a branch id from GET …/branches)");
+    const branch = branchParam === undefined ? undefined : Number(branchParam);
     await rateLimit(c, "stream");
     // The object streams the log over a hibernatable WebSocket; this Worker holds the browser's
     // response, its pings and its slow-viewer bound, so the object can hibernate between events.
@@ -46,9 +56,9 @@ streamRoutes.serve(
     const after = Number(cursor.data);
     if (!(await knownConversation(c, conversationId))) {
       // Not a conversation yet: wait for it without waking (and so storing) a session object.
-      return new Response(relayOnceKnown(() => knownConversation(c, conversationId), (from) => openSubscription(stub, from), after, options), { headers: SSE_HEADERS });
+      return new Response(relayOnceKnown(() => knownConversation(c, conversationId), (from) => openSubscription(stub, from, branch), after, options), { headers: SSE_HEADERS });
     }
-    return new Response(relayStream(await openSubscription(stub, after), options), { headers: SSE_HEADERS });
+    return new Response(relayStream(await openSubscription(stub, after, branch), options), { headers: SSE_HEADERS });
   },
 );
 

@@ -44,5 +44,7 @@ export function bridgeClaims(doc: Doc | null): Claims {
     cancelRun: retainedControl(doc),
     interactions,
     interactionKinds: interactions && Array.isArray(kinds) ? kinds.filter((k): k is string => typeof k === "string") : [],
+    // docs/cli-bridge-wire.md has no route that copies a session: an edit of an earlier message is refused.
+    fork: false,
   };
 }

@@ -288,12 +288,12 @@ describe("bridge capability documents", () => {
 
   it("codex (transcript 04): one-shot runs with exact cancel, and no interactions", () => {
     expect(supportsRetainedSessions(codex)).toBe(false);
-    expect(bridgeClaims(codex)).toEqual({ detach: true, replay: true, cancelRun: true, interactions: false, interactionKinds: [] });
+    expect(bridgeClaims(codex)).toEqual({ detach: true, replay: true, cancelRun: true, interactions: false, interactionKinds: [], fork: false });
   });
 
   it("pi (transcript 20): retained native sessions with permission asks", () => {
     expect(supportsRetainedSessions(pi)).toBe(true);
-    expect(bridgeClaims(pi)).toEqual({ detach: true, replay: true, cancelRun: true, interactions: true, interactionKinds: ["permission"] });
+    expect(bridgeClaims(pi)).toEqual({ detach: true, replay: true, cancelRun: true, interactions: true, interactionKinds: ["permission"], fork: false });
   });
 
   it("a missing flag is no claim", () => {

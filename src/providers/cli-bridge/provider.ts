@@ -17,6 +17,7 @@
  */
 import type { AgentExactRunControlRef } from "../../schemas/contracts";
 import type { Claims } from "../claims";
+import { ProviderError } from "../errors";
 import type { HttpTransport } from "../http";
 import type {
   AgentProvider,
@@ -88,6 +89,11 @@ export class CliBridgeProvider implements AgentProvider {
 
   respondToInteraction(ref: AgentExactRunControlRef, command: InteractionCommand): Promise<AnswerDelivery> {
     return answerInteraction(this.http, ref, command);
+  }
+
+  /** docs/cli-bridge-wire.md has no route that copies a session (its claims say no fork, so the session never asks). */
+  async fork(): Promise<{ sessionId: string }> {
+    throw new ProviderError("capability_denied", "a CLI Bridge cannot fork an agent session", { details: { missing: ["session.fork"] } });
   }
 
   deleteSession({ lastRun }: { environmentId: string; sessionId: string; lastRun?: AgentExactRunControlRef }): Promise<void> {

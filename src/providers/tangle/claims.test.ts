@@ -15,13 +15,13 @@ const without = (group: keyof typeof full, name: string) => ({ ...full, [group]:
 
 describe("capability claims", () => {
   it("a full document claims everything; no document claims nothing", () => {
-    expect(claimsOf(full)).toEqual({ detach: true, replay: true, cancelRun: true, interactions: true, interactionKinds: ["question", "permission", "plan"] });
-    expect(claimsOf(null)).toEqual({ detach: false, replay: false, cancelRun: false, interactions: false, interactionKinds: [] });
+    expect(claimsOf(full)).toEqual({ detach: true, replay: true, cancelRun: true, interactions: true, interactionKinds: ["question", "permission", "plan"], fork: true });
+    expect(claimsOf(null)).toEqual({ detach: false, replay: false, cancelRun: false, interactions: false, interactionKinds: [], fork: false });
   });
 
   it("each flag drops exactly the claims it gates (agent-provider-tangle table)", () => {
     const claimsOf = (doc: Record<string, unknown>) => {
-      const { interactionKinds: _kinds, ...flags } = claimsOfDoc(doc);
+      const { interactionKinds: _kinds, fork: _fork, ...flags } = claimsOfDoc(doc);
       return flags;
     };
     expect(claimsOf(without("dispatch", "runControlRef"))).toEqual({ detach: false, replay: true, cancelRun: false, interactions: true });
@@ -31,6 +31,11 @@ describe("capability claims", () => {
       expect(claimsOf(without(group, name))).toEqual({ detach: true, replay: true, cancelRun: false, interactions: true });
     }
     expect(claimsOf(without("interactions", "responseDedupe"))).toEqual({ detach: true, replay: true, cancelRun: true, interactions: false });
+  });
+
+  it("fork is claimed with detached dispatch (the sessions guide documents it; no flag gates it)", () => {
+    expect(claimsOf(full).fork).toBe(true);
+    expect(claimsOf(without("dispatch", "runControlRef")).fork).toBe(false);
   });
 
   it("only true is a claim: false, a string or a missing group is unknown", () => {
@@ -53,7 +58,7 @@ const { interactions: _withoutInteractions, ...noInteractionsGroup } = full;
 
 describe("reading the capability document (sandbox-wire §6)", () => {
   it("a document without the interactions group keeps every claim its other flags back", () => {
-    expect(read(noInteractionsGroup)).toEqual({ detach: true, replay: true, cancelRun: true, interactions: false, interactionKinds: [] });
+    expect(read(noInteractionsGroup)).toEqual({ detach: true, replay: true, cancelRun: true, interactions: false, interactionKinds: [], fork: true });
   });
 
   it("each missing group drops only what it gates", () => {
@@ -62,7 +67,7 @@ describe("reading the capability document (sandbox-wire §6)", () => {
     const { runs: _r, ...noRuns } = full;
     expect(read(noRuns)).toEqual({ ...read(full), replay: false, cancelRun: false });
     const { dispatch: _d, ...noDispatch } = full;
-    expect(read(noDispatch)).toEqual({ ...read(full), detach: false, cancelRun: false });
+    expect(read(noDispatch)).toEqual({ ...read(full), detach: false, cancelRun: false, fork: false });
     expect(read({ schema: 1 })).toEqual(claimsOf(null));
   });
 
@@ -82,7 +87,7 @@ describe("reading the capability document (sandbox-wire §6)", () => {
     expect(read({ ...full, interactions: { responseDedupe: "true" } })).toEqual({ ...read(full), interactions: false, interactionKinds: [] });
     expect(read({ ...full, cancel: { ...full.cancel, idempotent: 1 } }).cancelRun).toBe(false);
     expect(read({ ...full, runs: null })).toEqual({ ...read(full), replay: false, cancelRun: false });
-    expect(read({ ...full, dispatch: [true, true] })).toEqual({ ...read(full), detach: false, cancelRun: false });
+    expect(read({ ...full, dispatch: [true, true] })).toEqual({ ...read(full), detach: false, cancelRun: false, fork: false });
   });
 
   it("a document of another schema, or none at all, is not read (it claims nothing)", () => {

@@ -11,6 +11,7 @@
  *   plans.ts turns a plan waiting for its decision into an ask);
  * - result.ts: the run's result read after the fact, or its session's state where no result route exists;
  * - control.ts: cancel a run, answer an interaction;
+ * - fork.ts: an agent session forked at a run (a branch of the conversation);
  * - session-end.ts: a conversation's session deleted upstream;
  * - observation.ts: the sandbox and the account as the Sandbox reports them; a user's stop and delete;
  * - wire-errors.ts: the Sandbox's error codes as provider error codes; routes.ts the route table.
@@ -29,6 +30,7 @@ import type {
   EnvironmentObservation,
   EnvironmentRecord,
   EventsOptions,
+  ForkInput,
   InteractionCommand,
   ProviderEvent,
   ProviderResult,
@@ -37,6 +39,7 @@ import { claimsOf } from "./claims";
 import { answerInteraction, cancelRun } from "./control";
 import { dispatchTurn, TANGLE_PROVIDER_NAME } from "./dispatch";
 import { ensureEnvironment } from "./environment";
+import { forkSession } from "./fork";
 import { readEvents } from "./events";
 import { deleteSandbox, observe, stopSandbox } from "./observation";
 import { readResult } from "./result";
@@ -87,6 +90,10 @@ export class TangleProvider implements AgentProvider {
 
   respondToInteraction(ref: AgentExactRunControlRef, command: InteractionCommand): Promise<AnswerDelivery> {
     return answerInteraction(this.options.client, ref, command);
+  }
+
+  fork(input: ForkInput): Promise<{ sessionId: string }> {
+    return forkSession(this.options.client, input);
   }
 
   deleteSession({ environmentId, sessionId }: { environmentId: string; sessionId: string }): Promise<void> {

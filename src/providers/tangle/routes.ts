@@ -32,5 +32,7 @@ export const sandboxRoutes = {
     method: "GET",
     path: runtime(id, `/agents/sessions/${enc(sessionId)}/executions/${enc(executionId)}/result`),
   }),
+  // [ours] (SDK `session(id).fork({ messageId })`; docs/sandbox-wire.md §3)
+  forkSession: (id: string, sessionId: string): Route => ({ method: "POST", path: runtime(id, `/agents/sessions/${enc(sessionId)}/fork`) }),
   deleteSession: (id: string, sessionId: string): Route => ({ method: "DELETE", path: runtime(id, `/agents/sessions/${enc(sessionId)}`) }),
 } as const;

@@ -174,3 +174,10 @@ export const SandboxCapabilities = z.looseObject({
   interactions: FlagGroup({ responseDedupe: Flag }),
 });
 export type SandboxCapabilities = z.infer<typeof SandboxCapabilities>;
+
+const ForkedSession = z.looseObject({ id: z.string().min(1) });
+/** A fork's answer [ours]: `{ data: { session: { id } } }`, or `{ session: { id } }` as the SDK returns it. */
+export const ForkResponse = z.union([
+  z.looseObject({ data: z.looseObject({ session: ForkedSession }) }).transform((v) => v.data.session),
+  z.looseObject({ session: ForkedSession }).transform((v) => v.session),
+]);
