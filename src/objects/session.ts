@@ -20,6 +20,7 @@ import { SessionStore, type SessionContext, type TurnRequest } from "./session-s
 import { SubscriptionSockets } from "./subscriptions";
 import type { TurnView } from "./turn-cache";
 import { TurnRunner, type SubmitOutcome } from "./turn-runner";
+import { HANDOFF_RETRY_MS, WebhookHandoff } from "./webhook-handoff";
 import { chatMessagesOf, chatReplayOf, messagesOf, summaryOf, turnOf, usageOf, type ConversationMessages, type ConversationSummary, type ConversationUsage } from "./views";
 
 export type { ConversationSummary } from "./views";
@@ -33,6 +34,8 @@ export class SessionObject extends DurableObject<Env> {
   private readonly desk: InteractionDesk;
   private readonly runner: TurnRunner;
   private readonly subscriptions: SubscriptionSockets;
+  /** Webhook events handed to the user object after their commit (./webhook-handoff.ts). */
+  private readonly handoff: WebhookHandoff;
   /** Turn submissions under way (binding, dispatch and bookkeeping): a delete waits for them. */
   private readonly submissions = new Set<Promise<unknown>>();
   private providerInstance: AgentProvider | undefined;
@@ -46,7 +49,19 @@ export class SessionObject extends DurableObject<Env> {
     this.log = new EventLog({
       transaction: (fn) => ctx.storage.transactionSync(fn),
       append: (event) => this.store.appendEvent(event),
-      publish: (row) => this.subscriptions.publish(row),
+      publish: (row) => {
+        this.subscriptions.publish(row);
+        this.handoff.noticed(row.type);
+      },
+    });
+    this.handoff = new WebhookHandoff({
+      store: () => this.storeInstance,
+      bound: () => this.storeInstance?.getMeta("session") ?? null,
+      handOff: (ownerKey, events) => this.userStub(ownerKey).acceptWebhookEvents(events),
+      retryLater: async (at) => {
+        const armed = await ctx.storage.getAlarm();
+        if (armed === null || armed > at) await ctx.storage.setAlarm(at);
+      },
     });
     this.subscriptions = new SubscriptionSockets({ accept: (ws) => ctx.acceptWebSocket(ws), sockets: () => ctx.getWebSockets() }, () => this.storeInstance);
     this.desk = new InteractionDesk({
@@ -63,7 +78,11 @@ export class SessionObject extends DurableObject<Env> {
       desk: this.desk,
       provider: () => this.provider,
       config: () => this.config,
-      alarms: { set: (at) => ctx.storage.setAlarm(at), clear: () => ctx.storage.deleteAlarm() },
+      alarms: {
+        set: (at) => ctx.storage.setAlarm(at),
+        // An event not yet handed over keeps the alarm, so it is handed over even if nothing wakes this object.
+        clear: () => (this.handoff.pending() ? ctx.storage.setAlarm(Date.now() + HANDOFF_RETRY_MS) : ctx.storage.deleteAlarm()),
+      },
       environment: async (context, stale, claimMissing) => {
         // RPC typing drops the record's JSON document (unknown values); the shape is UserObject's own.
         const answer = (await this.userStub(context.ownerKey).ensureEnvironment(context.ownerKey, stale, claimMissing)) as unknown as RpcResult<EnvironmentRecord>;
@@ -80,6 +99,11 @@ export class SessionObject extends DurableObject<Env> {
         if (this.storeInstance) this.runner.ensureReader();
       } catch (err) {
         console.error(JSON.stringify({ msg: "could not resume the upstream reader", error: String(err) }));
+      }
+      try {
+        this.handoff.start();
+      } catch (err) {
+        console.error(JSON.stringify({ msg: "could not resume the webhook hand-off", error: String(err) }));
       }
     });
   }
@@ -124,6 +148,7 @@ export class SessionObject extends DurableObject<Env> {
         if (this.store.getMeta("session")) return;
         this.store.setMeta("session", context);
         this.store.setMeta("createdAt", Date.now());
+        this.store.setMeta("webhooksHandedOff", 0);
         if (deletions > 0) this.store.setMeta("agentSessionId", `${context.sessionId}.${deletions}`);
       });
       known = this.store.getMeta("session")!;
@@ -176,6 +201,7 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
+    await this.handoff.flush();
     if (this.storeInstance) await this.runner.watchdog();
   }
 

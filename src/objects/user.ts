@@ -18,6 +18,8 @@ import { WaitingFor } from "../schemas/api";
 import { providerRefusal } from "./provider-refusal";
 import { SlidingWindow, type RateLimitKind } from "./rate-limit";
 import { weakest } from "./usage-fold";
+import { WebhookDesk, WEBHOOK_TABLES_SQL, type CreateOutcome } from "./webhook-desk";
+import type { WebhookDeliveryView, WebhookEndpointView, WebhookEvent, WebhookEventType } from "../schemas/webhooks";
 
 /** A ready environment checked this recently is used without another status probe. */
 const TRUST_VERIFIED_MS = 30_000;
@@ -49,17 +51,48 @@ export class UserObject extends DurableObject<Env> {
   /** The provisioning under way, and whether it reads the capability document again. */
   private ensuring: { work: Promise<EnvironmentRecord>; rereads: boolean } | undefined;
   private verifiedAt = 0;
+  /** The user's webhook endpoints and their deliveries (./webhook-desk.ts). */
+  private readonly webhooks: WebhookDesk;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.migrate();
+    this.webhooks = new WebhookDesk({
+      sql: this.sql,
+      transaction: (fn) => ctx.storage.transactionSync(fn),
+      alarm: { get: () => ctx.storage.getAlarm(), set: (at) => ctx.storage.setAlarm(at) },
+      settings: () => {
+        const config = readConfig(this.env);
+        return {
+          local: config.local,
+          timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+          baseDelayMs: config.WEBHOOK_RETRY_BASE_MS,
+          maxDelayMs: config.WEBHOOK_RETRY_MAX_DELAY_MS,
+          giveUpAfterMs: config.WEBHOOK_GIVE_UP_AFTER_MS,
+          sealingSecret: config.SESSION_ID_SECRET,
+        };
+      },
+      fetch: (url, init) => fetch(url, init),
+      now: () => Date.now(),
+      random: () => Math.random(),
+    });
+    // A delivery due while the object was gone (a restart) gets its alarm back.
+    ctx.blockConcurrencyWhile(() => this.webhooks.rearm());
   }
 
   private migrate(): void {
     this.sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
     const current = this.sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0]?.version ?? 0;
-    if (current >= 5) return;
+    if (current >= 6) return;
+    if (current < 5) this.migrateToV5(current);
+    // v6: webhook endpoints and their deliveries (the outbox and the delivery log in one table).
+    this.sql.exec(WEBHOOK_TABLES_SQL);
+    this.sql.exec("DELETE FROM schema_version");
+    this.sql.exec("INSERT INTO schema_version (version) VALUES (6)");
+  }
+
+  private migrateToV5(current: number): void {
     if (current < 2) this.migrateToV2();
     // v3: how many times each conversation id was deleted: a conversation id used again talks to a
     // new agent session, never the old agent's memory.
@@ -77,8 +110,6 @@ export class UserObject extends DurableObject<Env> {
     }
     // v5: what each conversation's running turn waits for (an open ask), null when nothing.
     this.sql.exec("ALTER TABLE conversations ADD COLUMN waiting_for TEXT");
-    this.sql.exec("DELETE FROM schema_version");
-    this.sql.exec("INSERT INTO schema_version (version) VALUES (5)");
   }
 
   private migrateToV2(): void {
@@ -270,6 +301,50 @@ export class UserObject extends DurableObject<Env> {
   /** How many times this conversation id was deleted (0 for a first use). */
   async deletionsOf(conversationId: string): Promise<number> {
     return this.sql.exec<{ deletions: number }>("SELECT deletions FROM incarnations WHERE conversation_id = ?", conversationId).toArray()[0]?.deletions ?? 0;
+  }
+
+  // ------------------------------------------------------------------ webhooks (README "Webhooks")
+
+  /** Records the deliveries of events a session hands over (idempotent per event); sends nothing on the caller's time. */
+  async acceptWebhookEvents(events: WebhookEvent[]): Promise<void> {
+    await this.webhooks.accept(events);
+  }
+
+  async createWebhook(input: { url: string; events: WebhookEventType[]; description?: string; linkOrigin: string }): Promise<CreateOutcome> {
+    return this.webhooks.create(input);
+  }
+
+  async listWebhooks(): Promise<WebhookEndpointView[]> {
+    return this.webhooks.list();
+  }
+
+  async getWebhook(id: string): Promise<WebhookEndpointView | null> {
+    return this.webhooks.get(id);
+  }
+
+  async deleteWebhook(id: string): Promise<boolean> {
+    return this.webhooks.remove(id);
+  }
+
+  async rotateWebhookSecret(id: string, graceSeconds?: number): Promise<{ endpoint: WebhookEndpointView; secret: string } | null> {
+    return this.webhooks.rotate(id, graceSeconds);
+  }
+
+  async webhookDeliveries(id: string, limit: number): Promise<WebhookDeliveryView[] | null> {
+    return this.webhooks.deliveries(id, limit);
+  }
+
+  /**
+   * Account deletion: forgets every webhook endpoint of the user and every delivery, pending ones
+   * included, so nothing is sent after it returns. Idempotent (a resumed deletion calls it again).
+   */
+  async forgetWebhooks(): Promise<{ endpoints: number; deliveries: number }> {
+    return this.webhooks.forgetAll();
+  }
+
+  /** The alarm: webhook deliveries that are due. */
+  override async alarm(): Promise<void> {
+    await this.webhooks.runDue();
   }
 
   async listConversations(limit: number): Promise<ConversationEntry[]> {

@@ -11,6 +11,7 @@ import { devRoutes } from "./dev";
 import { interactionRoutes } from "./interactions";
 import { serviceRoutes } from "./service";
 import { streamRoutes } from "./streams";
+import { webhookRoutes } from "./webhooks";
 
 export interface Mount {
   readonly prefix: string;
@@ -26,7 +27,9 @@ export const MOUNTS: readonly Mount[] = [
   { prefix: "/v1/conversations", routes: streamRoutes },
   // The AI SDK's UI message stream protocol over the same conversations.
   { prefix: "/v1/chat", routes: chatRoutes },
+  // The user's webhook endpoints and their delivery logs.
+  { prefix: "/v1/webhooks", routes: webhookRoutes },
 ];
 
 /** Every route at or under these needs `Authorization: Bearer <user token>` (or, on an events route, a stream token). */
-export const AUTHENTICATED_PREFIXES = ["/v1/conversations", "/v1/chat"] as const;
+export const AUTHENTICATED_PREFIXES = ["/v1/conversations", "/v1/chat", "/v1/webhooks"] as const;
