@@ -19,7 +19,7 @@ import { providerRefusal } from "./provider-refusal";
 import { SlidingWindow, type RateLimitKind } from "./rate-limit";
 import { weakest } from "./usage-fold";
 import { WebhookDesk, WEBHOOK_TABLES_SQL, type CreateOutcome } from "./webhook-desk";
-import type { WebhookDeliveryView, WebhookEndpointView, WebhookEvent, WebhookEventType } from "../schemas/webhooks";
+import { WebhookEvent as WebhookEventSchema, type WebhookDeliveryView, type WebhookEndpointView, type WebhookEvent, type WebhookEventType } from "../schemas/webhooks";
 
 /** A ready environment checked this recently is used without another status probe. */
 const TRUST_VERIFIED_MS = 30_000;
@@ -307,7 +307,7 @@ export class UserObject extends DurableObject<Env> {
 
   /** Records the deliveries of events a session hands over (idempotent per event); sends nothing on the caller's time. */
   async acceptWebhookEvents(events: WebhookEvent[]): Promise<void> {
-    await this.webhooks.accept(events);
+    await this.webhooks.accept(z.array(WebhookEventSchema).parse(events));
   }
 
   async createWebhook(input: { url: string; events: WebhookEventType[]; description?: string; linkOrigin: string }): Promise<CreateOutcome> {

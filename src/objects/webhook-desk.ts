@@ -319,17 +319,16 @@ export class WebhookDesk {
   }
 
   private async attempt(row: DeliveryRow, endpoint: EndpointRow, settings: WebhookSettings, startedAt: number): Promise<AttemptOutcome> {
-    let secrets: string[];
+    let current: string;
     try {
-      const current = await openSecret(settings.sealingSecret, endpoint.id, endpoint.secret);
-      const previous =
-        endpoint.previous_secret !== null && endpoint.previous_expires_at !== null && endpoint.previous_expires_at > startedAt
-          ? [await openSecret(settings.sealingSecret, endpoint.id, endpoint.previous_secret)]
-          : [];
-      secrets = [current, ...previous];
+      current = await openSecret(settings.sealingSecret, endpoint.id, endpoint.secret);
     } catch {
-      return { kind: "failed", status: null, error: "the signing secret cannot be read (the server secret changed): rotate the endpoint's secret", permanent: false };
+      return { kind: "failed", status: null, error: "the signing secret cannot be read (the server secret changed)", permanent: false };
     }
+    const previousLive = endpoint.previous_secret !== null && endpoint.previous_expires_at !== null && endpoint.previous_expires_at > startedAt;
+    // A previous secret that cannot be read any more only loses its signature.
+    const previous = previousLive ? await openSecret(settings.sealingSecret, endpoint.id, endpoint.previous_secret!).catch(() => null) : null;
+    const secrets = previous === null ? [current] : [current, previous];
     const timestamp = Math.floor(startedAt / 1000);
     const headers = {
       "content-type": "application/json",

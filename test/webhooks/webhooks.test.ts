@@ -317,6 +317,26 @@ describe("the signing secret", () => {
   });
 });
 
+describe("secrets at rest", () => {
+  it("no row of the user's object holds a signing secret, current or previous, in clear", async () => {
+    const { user, token, name, endpoint } = await subscribed(["turn.completed"]);
+    const rotated = await json(await api(`/v1/webhooks/${endpoint.id}/rotate-secret`, { token, body: {} }));
+    await inbox(name, { secrets: [rotated.secret] });
+    await completedTurn(token);
+    await until("the delivery", async () => ((await inbox(name)).some((r) => r.verified) ? true : undefined));
+    const stub = env.USERS.get(env.USERS.idFromName(await deriveOwnerKey(bindings.SESSION_ID_SECRET!, user)));
+    const dump = await runInDurableObject(stub, (_instance, state) => {
+      const tables = state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%'").toArray();
+      return tables.map(({ name }) => JSON.stringify(state.storage.sql.exec(`SELECT * FROM "${name}"`).toArray())).join("\n");
+    });
+    expect(dump).toContain(endpoint.id);
+    for (const secret of [endpoint.secret, rotated.secret]) {
+      expect(dump).not.toContain(secret.slice(6));
+      expect(dump).not.toContain(secret.slice(6, 26));
+    }
+  });
+});
+
 describe("forgetting", () => {
   it("a deleted endpoint's pending deliveries are never sent", async () => {
     const { user, token, name, endpoint } = await subscribed(["turn.completed"], { mode: "fail", status: 500 });
