@@ -14,6 +14,7 @@
 import { createAsks } from "./controllers/asks.js";
 import { createComposer } from "./controllers/composer.js";
 import { createConversations } from "./controllers/conversations.js";
+import { createNotifier } from "./controllers/notify.js";
 import { listenForKeys } from "./controllers/keyboard.js";
 import { createScreen } from "./controllers/screen.js";
 import { createSession } from "./controllers/session.js";
@@ -57,6 +58,8 @@ const ui = {
   send: /** @type {HTMLButtonElement} */ ($("send")),
   stop: /** @type {HTMLButtonElement} */ ($("stop")),
   announcer: $("announcer"),
+  notifyToggle: /** @type {HTMLInputElement} */ ($("notify-toggle")),
+  notifyStatus: $("notify-status"),
 };
 const narrow = matchMedia("(max-width: 720px)");
 
@@ -94,12 +97,14 @@ const conversations = createConversations({
 });
 const composer = createComposer({ api, store, ui, refreshList: sidebar.refresh, follow: () => transcript.follow(), screen });
 const asks = createAsks({ api, store });
+const notifier = createNotifier({ ui });
 const session = createSession({ api, config, store, ui, showExamples: composer.showExamples, enter: conversations.enter, closeStream: stream.close, updateTitle: screen.updateTitle });
 listenForKeys({ store, ui, sidebar, stopEditing: () => composer.handlers.edit(null), stop: composer.stop });
 
 // What a change of the open conversation sets off, in this order.
 store.subscribe((before, after, action) => {
   if (action.type === "event") screen.announceChanges(before, after);
+  if (action.type === "event") notifier.changed(before, after);
   composer.stopIfNowRunning();
   if (action.type === "event" && /^turn\./.test(action.event.type)) sidebar.refresh();
   screen.updateTitle();

@@ -7,6 +7,7 @@ import { api, cidOf, lastTurn, openPage, send, server, shot, shownText, signIn, 
 import "./fixes.mjs";
 import "./features.mjs";
 import "./looks.mjs";
+import "./notify.mjs";
 import "./security.mjs";
 
 describe("the chat page", () => {
