@@ -6,7 +6,7 @@
  */
 import { abortAllDurableObjects, env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { deriveOwnerKey } from "../../src/auth/ids";
+import { deriveOwnerKey, deriveSessionId } from "../../src/auth/ids";
 import { api, json, sendTurn, tokenFor, uid, waitForTurn } from "../helpers";
 
 const bindings = env as unknown as Record<string, string>;
@@ -280,6 +280,28 @@ describe("deliveries", () => {
     });
     expect(done.webhookId).toBe(first[0]!.webhookId);
     expect((await inbox(name)).at(-1)).toMatchObject({ webhookId: first[0]!.webhookId, verified: true });
+  });
+});
+
+describe("the hand-off from the conversation", () => {
+  it("an event handed over again (the session restarted before it knew it was taken) makes no second delivery", async () => {
+    const { user, token, name, endpoint } = await subscribed(["turn.completed"]);
+    const { cid } = await completedTurn(token);
+    await until("the delivery", async () => ((await inbox(name)).some((r) => r.verified) ? true : undefined));
+    const sessionId = await deriveSessionId(bindings.SESSION_ID_SECRET!, user, cid);
+    // A new stub each time: one made before abortAllDurableObjects() is dead after it.
+    const session = () => env.SESSIONS.get(env.SESSIONS.idFromName(sessionId));
+    const cursor = () => runInDurableObject(session(), (_i, state) => state.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'webhooksHandedOff'").one().value);
+    const handedOff = await cursor();
+    expect(Number(handedOff)).toBeGreaterThan(0);
+    // As if the user object's answer had been lost: the cursor is back before the event, and the object restarts.
+    await runInDurableObject(session(), (_i, state) => state.storage.sql.exec("UPDATE meta SET value = '0' WHERE key = 'webhooksHandedOff'"));
+    await abortAllDurableObjects();
+    expect((await api(`/v1/conversations/${cid}`, { token })).status).toBe(200);
+    await until("the hand-off again", async () => ((await cursor()) === handedOff ? true : undefined));
+    const log = await deliveries(token, endpoint.id);
+    expect(log.map((d) => d.status)).toEqual(["delivered"]);
+    expect(await inbox(name)).toHaveLength(1);
   });
 });
 
