@@ -40,6 +40,8 @@ const cliBridgeBindings = {
 // global setup on a port chosen here) with retry timings short enough for a test to see a retry,
 // a give-up and a timeout.
 const WEBHOOK_TESTS = "test/webhooks/**/*.test.ts";
+// The budget stop's webhook runs with the budgets (test/webhooks/budget.test.ts).
+const WEBHOOK_BUDGET_TESTS = "test/webhooks/budget.test.ts";
 const ports = await webhookPorts();
 const webhookBindings = {
   WEBHOOK_RECEIVER_URL: `http://127.0.0.1:${ports.receiver}`,
@@ -71,10 +73,10 @@ export default defineConfig({
         plugins: [
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml", environment: "local" },
-            miniflare: { bindings: { ...bindings, TOKEN_BUDGET_PER_CONVERSATION: "2500", TOKEN_BUDGET_PER_USER: "4500" } },
+            miniflare: { bindings: { ...bindings, ...webhookBindings, TOKEN_BUDGET_PER_CONVERSATION: "2500", TOKEN_BUDGET_PER_USER: "4500" } },
           }),
         ],
-        test: { ...timeouts, name: "budgets", include: [BUDGET_TESTS] },
+        test: { ...timeouts, name: "budgets", include: [BUDGET_TESTS, WEBHOOK_BUDGET_TESTS], globalSetup: ["./test/webhooks/global-setup.mjs"] },
       },
       {
         plugins: [
@@ -87,7 +89,7 @@ export default defineConfig({
       },
       {
         plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml", environment: "local" }, miniflare: { bindings: { ...bindings, ...webhookBindings } } })],
-        test: { ...timeouts, name: "webhooks", include: [WEBHOOK_TESTS], globalSetup: ["./test/webhooks/global-setup.mjs"] },
+        test: { ...timeouts, name: "webhooks", include: [WEBHOOK_TESTS], exclude: [WEBHOOK_BUDGET_TESTS], globalSetup: ["./test/webhooks/global-setup.mjs"] },
       },
       { test: { ...timeouts, name: "page", include: [PAGE_TESTS + "/*.test.ts"], environment: "node" } },
     ],

@@ -8,66 +8,7 @@ import { abortAllDurableObjects, env, runInDurableObject } from "cloudflare:test
 import { describe, expect, it } from "vitest";
 import { deriveOwnerKey, deriveSessionId } from "../../src/auth/ids";
 import { api, json, sendTurn, tokenFor, uid, waitForTurn } from "../helpers";
-
-const bindings = env as unknown as Record<string, string>;
-const RECEIVER = bindings.WEBHOOK_RECEIVER_URL!;
-const DOWN = bindings.WEBHOOK_DOWN_URL!;
-
-interface Received {
-  webhookId: string;
-  timestamp: string;
-  signature: string;
-  body: string;
-  verified: boolean;
-  payload: any;
-  error: string | null;
-}
-
-async function inbox(name: string, settings?: Record<string, unknown>): Promise<Received[]> {
-  const res = await fetch(`${RECEIVER}/_control/${name}`, settings ? { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify(settings) } : {});
-  return ((await res.json()) as { received: Received[] }).received;
-}
-
-/** Polls until `check` answers a value (not undefined); fails after `timeoutMs` naming `what`. */
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-async function createWebhook(token: string, body: Record<string, unknown>) {
-  const res = await api("/v1/webhooks", { token, body });
-  expect(res.status, await res.clone().text()).toBe(201);
-  return json(res);
-}
-
-/** A user with one endpoint on a fresh inbox whose secret the receiver knows. */
-async function subscribed(events: string[], settings: Record<string, unknown> = {}) {
-  const user = uid("user");
-  const token = await tokenFor(user);
-  const name = uid("inbox").replace(/[^\w-]/g, "-");
-  const endpoint = await createWebhook(token, { url: `${RECEIVER}/hooks/${name}`, events });
-  await inbox(name, { secrets: [endpoint.secret], ...settings });
-  return { user, token, name, endpoint };
-}
-
-async function deliveries(token: string, id: string): Promise<any[]> {
-  const res = await api(`/v1/webhooks/${id}/deliveries`, { token });
-  expect(res.status).toBe(200);
-  return (await json(res)).deliveries;
-}
-
-async function completedTurn(token: string, message = "hello webhooks") {
-  const cid = uid("conv");
-  const turnId = uid("turn");
-  expect((await sendTurn(token, cid, turnId, message)).status).toBe(202);
-  const turn = await waitForTurn(token, cid, turnId);
-  return { cid, turnId, turn };
-}
+import { bindings, completedTurn, createWebhook, deliveries, DOWN, inbox, RECEIVER, subscribed, until } from "./support";
 
 describe("the endpoints", () => {
   it("create shows the secret once; list and read never do; delete forgets the endpoint", async () => {
