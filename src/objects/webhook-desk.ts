@@ -5,8 +5,9 @@
  *  - `accept` records the deliveries of events a session handed over (idempotent per event and
  *    endpoint: a hand-off sent again records nothing new) and arms the alarm for now;
  *  - `runDue` (the alarm) takes the deliveries that are due. Before sending, each attempt is
- *    counted and its row given a check-back time in one commit, and the alarm armed for it, so a
- *    restart mid-attempt loses nothing: the attempt is made again, under the same `webhook-id`;
+ *    counted and its row given a check-back time (the timeout and a margin) in one commit, and the
+ *    alarm armed for it, so a restart mid-attempt loses nothing: the attempt is made again at the
+ *    check-back time, under the same `webhook-id` (also past the give-up time: its outcome decides);
  *  - after an attempt: delivered, given up (a 410, or no retry left before the give-up time:
  *    ../webhooks/backoff.ts), or due again at its backoff time.
  * An endpoint receives only events that happened after it was created. The signing, target
@@ -294,11 +295,9 @@ export class WebhookDesk {
           this.sql.exec("DELETE FROM webhook_deliveries WHERE webhook_id = ?", row.webhook_id);
           continue;
         }
-        // An attempt whose outcome was never recorded (a restart mid-attempt), past the give-up time.
-        if (row.attempts > 0 && now >= row.created_at + settings.giveUpAfterMs) {
-          this.giveUp(row.webhook_id, now, row.last_error ?? "no attempt succeeded before the give-up time");
-          continue;
-        }
+        // A row due at its check-back time is an attempt whose outcome was never recorded (the
+        // object restarted mid-attempt): it is made again, even past the give-up time, and its
+        // outcome decides (a failure then gives up).
         this.sql.exec(
           "UPDATE webhook_deliveries SET attempts = attempts + 1, last_attempt_at = ?, next_attempt_at = ? WHERE webhook_id = ?",
           now,

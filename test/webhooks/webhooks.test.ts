@@ -209,18 +209,48 @@ describe("deliveries", () => {
     expect(arrived.map((r) => [r.webhookId, r.verified])).toEqual([[done.webhookId, true]]);
   });
 
-  it("a restart of every object between attempts loses nothing: the same webhook-id arrives", async () => {
+  it("a restart of every object between attempts loses nothing: the same webhook-id arrives", { timeout: 40_000 }, async () => {
     const { token, name, endpoint } = await subscribed(["turn.completed"], { mode: "fail", status: 503 });
     await completedTurn(token);
     const first = await until("a failed attempt", async () => ((await inbox(name)).length ? inbox(name) : undefined));
     await abortAllDurableObjects();
     await inbox(name, { mode: "ok" });
-    const done = await until("the delivery", async () => {
-      const [d] = await deliveries(token, endpoint.id);
-      return d?.status === "delivered" ? d : undefined;
-    });
+    // An attempt cut off mid-flight comes due again at its check-back time (the attempt's timeout
+    // plus 5 s), later than a retry: the wait is long enough for that on a loaded machine.
+    const done = await until(
+      "the delivery",
+      async () => {
+        const [d] = await deliveries(token, endpoint.id);
+        return d?.status === "delivered" ? d : undefined;
+      },
+      30_000,
+    );
     expect(done.webhookId).toBe(first[0]!.webhookId);
     expect((await inbox(name)).at(-1)).toMatchObject({ webhookId: first[0]!.webhookId, verified: true });
+  });
+});
+
+describe("an attempt cut off", () => {
+  it("mid-flight by a restart (the receiver still holding it) is made again at its check-back time, same webhook-id, even past the give-up time", { timeout: 40_000 }, async () => {
+    const { token, name, endpoint } = await subscribed(["turn.completed"], { mode: "slow", delayMs: 5000 });
+    await completedTurn(token);
+    const [held] = await until("the held attempt", async () => ((await inbox(name)).length ? inbox(name) : undefined));
+    await abortAllDurableObjects();
+    await inbox(name, { mode: "ok" });
+    // The check-back time is the attempt's timeout (1.5 s) plus 5 s: past this project's 4 s give-up.
+    const done = await until(
+      "the delivery",
+      async () => {
+        const [d] = await deliveries(token, endpoint.id);
+        return d?.status !== "pending" ? d : undefined;
+      },
+      30_000,
+    );
+    expect(done).toMatchObject({ status: "delivered", attempts: 2, webhookId: held!.webhookId });
+    expect((await inbox(name)).map((r) => [r.webhookId, r.verified])).toEqual([
+      [held!.webhookId, true],
+      [held!.webhookId, true],
+    ]);
   });
 });
 
