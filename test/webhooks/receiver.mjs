@@ -8,16 +8,17 @@
  *   mode "slow"      holds the request `delayMs` before answering 204;
  *   mode "redirect"  answers 307 to `location`.
  * Control (JSON): PUT /_control/<name> `{ secrets?, mode?, status?, delayMs?, location? }` merges
- * into the inbox's record; GET /_control/<name> answers `{ received }`, every request as received:
- * `{ webhookId, timestamp, signature, body, verified, payload }` (payload: what the library
- * returned, null when verification failed), in arrival order.
+ * into the inbox's record; GET /_control/<name> answers `{ received, holding }`: every request as
+ * received, `{ webhookId, timestamp, signature, body, verified, payload }` (payload: what the
+ * library returned, null when verification failed), in arrival order; and how many requests it
+ * holds unanswered (mode "slow"), whether or not their sender still waits.
  */
 import { createServer } from "node:http";
 import { Webhook } from "standardwebhooks";
 
 /**
  * @typedef {{ webhookId: string | undefined, timestamp: string | undefined, signature: string | undefined, body: string, verified: boolean, payload: unknown, error: string | null }} Received
- * @typedef {{ secrets: string[], mode: "ok" | "fail" | "slow" | "redirect", status: number, delayMs: number, location: string, received: Received[] }} Inbox
+ * @typedef {{ secrets: string[], mode: "ok" | "fail" | "slow" | "redirect", status: number, delayMs: number, location: string, received: Received[], holding: number }} Inbox
  */
 
 /** @param {{ port?: number }} [options] */
@@ -28,7 +29,7 @@ export async function startReceiver({ port = 0 } = {}) {
   const inbox = (name) => {
     let box = inboxes.get(name);
     if (!box) {
-      box = { secrets: [], mode: "ok", status: 500, delayMs: 0, location: "", received: [] };
+      box = { secrets: [], mode: "ok", status: 500, delayMs: 0, location: "", received: [], holding: 0 };
       inboxes.set(name, box);
     }
     return box;
@@ -43,7 +44,7 @@ export async function startReceiver({ port = 0 } = {}) {
     if (control) {
       const box = inbox(/** @type {string} */ (control[1]));
       if (req.method === "PUT") Object.assign(box, JSON.parse(body || "{}"));
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ received: box.received }));
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ received: box.received, holding: box.holding }));
       return;
     }
     const hook = /^\/hooks\/([\w-]+)$/.exec(url.pathname);
@@ -78,7 +79,10 @@ export async function startReceiver({ port = 0 } = {}) {
       }
     }
     box.received.push(record);
+    // Held until answered here, whether or not the sender is still waiting.
+    box.holding++;
     if (box.mode === "slow") await new Promise((r) => setTimeout(r, box.delayMs));
+    box.holding--;
     if (box.mode === "fail") {
       res.writeHead(box.status, { "content-type": "text/plain" }).end(`inbox ${hook[1]} fails on purpose`);
       return;

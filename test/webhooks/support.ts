@@ -25,6 +25,11 @@ export async function inbox(name: string, settings?: Record<string, unknown>): P
   return ((await res.json()) as { received: Received[] }).received;
 }
 
+/** How many requests the inbox holds unanswered now. */
+export async function holding(name: string): Promise<number> {
+  return ((await (await fetch(`${RECEIVER}/_control/${name}`)).json()) as { holding: number }).holding;
+}
+
 /** Polls until `check` answers a value (not undefined); fails after `timeoutMs` naming `what`. */
 export async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
