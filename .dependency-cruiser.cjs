@@ -89,6 +89,21 @@ module.exports = {
       from: { path: "^test/cli-bridge/", pathNot: TEST },
       to: { path: "^(src|public)/" },
     },
+    {
+      name: "webhooks-are-rules",
+      severity: "error",
+      comment:
+        "src/webhooks holds the pure rules of webhook deliveries (signing, target checks, backoff, one attempt, the payload): it imports only itself and src/schemas; the user object applies them.",
+      from: { path: "^src/webhooks/" },
+      to: { path: "^(src|test|public)/", pathNot: "^src/(webhooks|schemas)/" },
+    },
+    {
+      name: "webhook-receiver-is-a-peer",
+      severity: "error",
+      comment: "The tests' webhook receiver (test/webhooks, all but its *.test files) verifies with the standardwebhooks package, never with the gateway's code: it imports nothing from src/ or public/.",
+      from: { path: "^test/webhooks/", pathNot: TEST },
+      to: { path: "^(src|public)/" },
+    },
   ],
   options: {
     doNotFollow: { path: "node_modules" },

@@ -1,6 +1,7 @@
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 import { standInPort } from "./test/cli-bridge/port.mjs";
+import { webhookPorts } from "./test/webhooks/port.mjs";
 
 const bindings = {
   AUTH_JWT_SECRET: "test-jwt-secret-0123456789abcdef0123456789",
@@ -35,6 +36,21 @@ const cliBridgeBindings = {
   CLI_BRIDGE_URL: `http://127.0.0.1:${await standInPort()}`,
   CLI_BRIDGE_TOKEN: "standin-token",
 };
+// The webhook tests deliver to a real receiver (test/webhooks/receiver.mjs, started by the project's
+// global setup on a port chosen here) with retry timings short enough for a test to see a retry,
+// a give-up and a timeout.
+const WEBHOOK_TESTS = "test/webhooks/**/*.test.ts";
+// The budget stop's webhook runs with the budgets (test/webhooks/budget.test.ts).
+const WEBHOOK_BUDGET_TESTS = "test/webhooks/budget.test.ts";
+const ports = await webhookPorts();
+const webhookBindings = {
+  WEBHOOK_RECEIVER_URL: `http://127.0.0.1:${ports.receiver}`,
+  WEBHOOK_DOWN_URL: `http://127.0.0.1:${ports.down}`,
+  WEBHOOK_TIMEOUT_MS: "1500",
+  WEBHOOK_RETRY_BASE_MS: "100",
+  WEBHOOK_RETRY_MAX_DELAY_MS: "400",
+  WEBHOOK_GIVE_UP_AFTER_MS: "4000",
+};
 // The chat page's pure modules (public/lib) are tested in plain Node: no Workers runtime.
 const PAGE_TESTS = "test/page/**";
 
@@ -46,7 +62,7 @@ export default defineConfig({
     projects: [
       {
         plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml", environment: "local" }, miniflare: { bindings } })],
-        test: { ...timeouts, name: "gateway", include: ["test/**/*.test.ts", "src/**/*.test.ts"], exclude: [BUDGET_TESTS, LIMIT_TESTS, CAPABILITY_AGE_TESTS, PAGE_TESTS, CLI_BRIDGE_TESTS] },
+        test: { ...timeouts, name: "gateway", include: ["test/**/*.test.ts", "src/**/*.test.ts"], exclude: [BUDGET_TESTS, LIMIT_TESTS, CAPABILITY_AGE_TESTS, PAGE_TESTS, CLI_BRIDGE_TESTS, WEBHOOK_TESTS] },
       },
       {
         plugins: [
@@ -58,10 +74,10 @@ export default defineConfig({
         plugins: [
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml", environment: "local" },
-            miniflare: { bindings: { ...bindings, TOKEN_BUDGET_PER_CONVERSATION: "2500", TOKEN_BUDGET_PER_USER: "4500" } },
+            miniflare: { bindings: { ...bindings, ...webhookBindings, TOKEN_BUDGET_PER_CONVERSATION: "2500", TOKEN_BUDGET_PER_USER: "4500" } },
           }),
         ],
-        test: { ...timeouts, name: "budgets", include: [BUDGET_TESTS] },
+        test: { ...timeouts, name: "budgets", include: [BUDGET_TESTS, WEBHOOK_BUDGET_TESTS], globalSetup: ["./test/webhooks/global-setup.mjs"] },
       },
       {
         plugins: [
@@ -73,6 +89,10 @@ export default defineConfig({
         // One file at a time, after the others: its files share the stand-in and its faults, so two at
         // once read each other's capability documents.
         test: { ...timeouts, name: "cli-bridge", include: [CLI_BRIDGE_TESTS], globalSetup: ["./test/cli-bridge/global-setup.mjs"], maxWorkers: 1, sequence: { groupOrder: 1 } },
+      },
+      {
+        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml", environment: "local" }, miniflare: { bindings: { ...bindings, ...webhookBindings } } })],
+        test: { ...timeouts, name: "webhooks", include: [WEBHOOK_TESTS], exclude: [WEBHOOK_BUDGET_TESTS], globalSetup: ["./test/webhooks/global-setup.mjs"] },
       },
       { test: { ...timeouts, name: "page", include: [PAGE_TESTS + "/*.test.ts"], environment: "node" } },
     ],

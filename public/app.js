@@ -17,6 +17,7 @@ import { createComposer } from "./controllers/composer.js";
 import { createConversations } from "./controllers/conversations.js";
 import { createQueued } from "./controllers/queued.js";
 import { createSandbox } from "./controllers/sandbox.js";
+import { createNotifier } from "./controllers/notify.js";
 import { listenForKeys } from "./controllers/keyboard.js";
 import { createScreen } from "./controllers/screen.js";
 import { createSession } from "./controllers/session.js";
@@ -74,6 +75,8 @@ const ui = {
   sandboxClose: $("sandbox-close"),
   accountDelete: /** @type {HTMLButtonElement} */ ($("account-delete")),
   announcer: $("announcer"),
+  notifyToggle: /** @type {HTMLInputElement} */ ($("notify-toggle")),
+  notifyStatus: $("notify-status"),
 };
 const narrow = matchMedia("(max-width: 720px)");
 
@@ -117,6 +120,7 @@ const queued = createQueued({ api, store, ui, sent: () => composer.sent(), scree
 const asks = createAsks({ api, store });
 createSandbox({ api, ui, screen, signOut: (message) => session.signOut(message) });
 const branches = createBranches({ api, store, reload: () => conversations.reload(), follow: () => transcript.follow(), screen });
+const notifier = createNotifier({ ui });
 const session = createSession({ api, config, store, ui, showExamples: composer.showExamples, enter: conversations.enter, closeStream: stream.close, updateTitle: screen.updateTitle });
 listenForKeys({ store, ui, sidebar, stopEditing: () => composer.handlers.edit(null), stop: composer.stop });
 
@@ -124,6 +128,7 @@ listenForKeys({ store, ui, sidebar, stopEditing: () => composer.handlers.edit(nu
 store.subscribe((before, after, action) => {
   if (action.type === "event") screen.announceChanges(before, after);
   branches.changed(action);
+  if (action.type === "event") notifier.changed(before, after);
   composer.stopIfNowRunning();
   if (action.type === "event" && /^turn\./.test(action.event.type)) sidebar.refresh();
   screen.updateTitle();

@@ -89,6 +89,11 @@ const ConfigSchema = z
     CLI_BRIDGE_CWD: OptionalText,
     CLI_BRIDGE_HEADERS_TIMEOUT_MS: PositiveInt(30_000),
     CLI_BRIDGE_BODY_TIMEOUT_MS: PositiveInt(120_000),
+    // Webhooks (README "Webhooks"): one attempt's timeout, the backoff's first and longest delay, and when a delivery is given up.
+    WEBHOOK_TIMEOUT_MS: PositiveInt(15_000),
+    WEBHOOK_RETRY_BASE_MS: PositiveInt(5_000),
+    WEBHOOK_RETRY_MAX_DELAY_MS: PositiveInt(6 * 60 * 60_000),
+    WEBHOOK_GIVE_UP_AFTER_MS: PositiveInt(3 * 24 * 60 * 60_000),
     EMULATOR_FRAME_DELAY_MS: PositiveInt(40),
     EMULATOR_PROVISION_MS: PositiveInt(300),
   })

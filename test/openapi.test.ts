@@ -19,6 +19,7 @@ import {
 } from "../src/schemas/api";
 import { UiMessagesSchema } from "../src/ai-sdk/request";
 import { AccountAnswer, AccountDeletion, EnvironmentAnswer, EnvironmentDeleteAnswer, EnvironmentStopAnswer } from "../src/schemas/environment";
+import { WebhookDeliveriesAnswer, WebhookEndpointView, WebhookListAnswer, WebhookSecretAnswer } from "../src/schemas/webhooks";
 import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
 
 /** The body matches its documented schema exactly: valid, and with no field the schema does not name. */
@@ -107,11 +108,23 @@ describe("the OpenAPI document matches what the routes answer", () => {
     expect(Object.keys(doc.paths["/v1/me"].delete.responses)).not.toContain("410");
   });
 
+  it("the webhook routes' answers parse with their documented schemas", async () => {
+    const token = await tokenFor(uid("user"));
+    const created = await documented(WebhookSecretAnswer, await api("/v1/webhooks", { token, body: { url: "http://127.0.0.1:9/hook", events: ["turn.completed"] } }));
+    await documented(WebhookListAnswer, await api("/v1/webhooks", { token }));
+    await documented(WebhookEndpointView, await api(`/v1/webhooks/${created.id}`, { token }));
+    await documented(WebhookSecretAnswer, await api(`/v1/webhooks/${created.id}/rotate-secret`, { token, body: {} }));
+    await documented(WebhookDeliveriesAnswer, await api(`/v1/webhooks/${created.id}/deliveries`, { token }));
+    await documented(DeletedAnswer, await api(`/v1/webhooks/${created.id}`, { token, method: "DELETE" }));
+  });
+
   it("the document names every component it refers to", async () => {
     const doc = await json(await api("/openapi.json"));
     const text = JSON.stringify(doc.paths);
     const refs = [...text.matchAll(/#\/components\/schemas\/([A-Za-z]+)/g)].map((m) => m[1]!);
     for (const id of new Set(refs)) expect(doc.components.schemas, id).toHaveProperty(id);
-    for (const path of ["/v1/chat", "/v1/chat/{cid}/stream", "/v1/chat/{cid}/messages"]) expect(doc.paths, path).toHaveProperty([path]);
+    for (const path of ["/v1/chat", "/v1/chat/{cid}/stream", "/v1/chat/{cid}/messages", "/v1/webhooks", "/v1/webhooks/{id}", "/v1/webhooks/{id}/rotate-secret", "/v1/webhooks/{id}/deliveries"]) {
+      expect(doc.paths, path).toHaveProperty([path]);
+    }
   });
 });

@@ -1,8 +1,8 @@
 // @ts-check
 /**
  * What the page keeps in this browser (localStorage, shared by its tabs): the sign-in, messages
- * that have not reached the server yet, and what this browser answered to asks (in words, never a
- * secret value). Signing out forgets all of it. Other tabs learn of changes through the `storage`
+ * that have not reached the server yet, what this browser answered to asks (in words, never a
+ * secret value), and whether it notifies when the agent asks. Signing out forgets all of it. Other tabs learn of changes through the `storage`
  * event: a sign-out, a sign-in, a conversation deleted here.
  */
 
@@ -10,6 +10,7 @@ const PREFIX = "gw:";
 const TOKEN = `${PREFIX}token`;
 const USER = `${PREFIX}user`;
 const DELETED = `${PREFIX}deleted`;
+const NOTIFY = `${PREFIX}notify`;
 const unsentKey = (/** @type {string} */ cid) => `${PREFIX}unsent:${cid}`;
 const choiceKey = (/** @type {string} */ interactionId) => `${PREFIX}choice:${interactionId}`;
 
@@ -87,6 +88,13 @@ export const choiceStore = {
   },
   /** @param {string} interactionId @param {string} choice */
   save: (interactionId, choice) => write(choiceKey(interactionId), choice),
+};
+
+/** "Notify me when the agent needs me" (controllers/notify.js), this browser's choice. */
+export const notifySetting = {
+  on: () => read(NOTIFY) === "on",
+  /** @param {boolean} on */
+  save: (on) => write(NOTIFY, on ? "on" : null),
 };
 
 /** Tells this browser's other tabs that a conversation was deleted here. */

@@ -26,7 +26,7 @@ export interface DeletionDeps {
   step(): DeletionStep;
   /** Marks `step` as the next one (durably, before it runs). */
   advance(step: DeletionStep): void;
-  /** The webhooks of the user are forgotten (issue 22, webhooks: wired by the merger). */
+  /** Every webhook endpoint of the user and every delivery, pending ones included, is forgotten (UserObject.forgetWebhooks). */
   forgetWebhooks(): Promise<void>;
   /** The conversation ids the index still holds. */
   conversations(): string[];

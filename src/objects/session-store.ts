@@ -60,6 +60,8 @@ const MetaSchemas = {
       attempts: z.number().int().nonnegative(),
     }),
   ),
+  /** The seq up to which the log's webhook events were handed to the user object (./webhook-handoff.ts). */
+  webhooksHandedOff: z.number().int().nonnegative(),
 };
 type MetaKey = keyof typeof MetaSchemas;
 type MetaValue<K extends MetaKey> = z.infer<(typeof MetaSchemas)[K]>;
@@ -657,6 +659,14 @@ export class SessionStore {
         limit,
       )
       .toArray();
+  }
+
+  /** The retained events of these types strictly after `afterSeq`, read back validated (the webhook hand-off). */
+  eventsOfTypesAfter(afterSeq: number, types: readonly string[], limit: number): EventEnvelope[] {
+    return this.sql
+      .exec<{ envelope: string }>(`SELECT envelope FROM events WHERE seq > ? AND type IN (${types.map(() => "?").join(", ")}) ORDER BY seq LIMIT ?`, afterSeq, ...types, limit)
+      .toArray()
+      .map((row) => EventEnvelopeSchema.parse(JSON.parse(row.envelope)));
   }
 
   /** The retained events of one turn, read back validated. */

@@ -22,6 +22,7 @@ import { SubscriptionSockets } from "./subscriptions";
 import type { TurnView } from "./turn-cache";
 import type { WhenBusy } from "./turn-queue";
 import { TurnRunner, type SubmitOutcome } from "./turn-runner";
+import { HANDOFF_RETRY_MS, WebhookHandoff } from "./webhook-handoff";
 import { chatMessagesOf, chatReplayOf, messagesOf, summaryOf, turnOf, usageOf, type ConversationMessages, type ConversationSummary, type ConversationUsage } from "./views";
 
 export type { ConversationSummary } from "./views";
@@ -38,6 +39,8 @@ export class SessionObject extends DurableObject<Env> {
   private readonly desk: InteractionDesk;
   private readonly runner: TurnRunner;
   private readonly subscriptions: SubscriptionSockets;
+  /** Webhook events handed to the user object after their commit (./webhook-handoff.ts). */
+  private readonly handoff: WebhookHandoff;
   /** Turn submissions under way (binding, dispatch and bookkeeping): a delete waits for them. */
   private readonly submissions = new Set<Promise<unknown>>();
   private providerInstance: AgentProvider | undefined;
@@ -55,6 +58,16 @@ export class SessionObject extends DurableObject<Env> {
         this.subscriptions.publish(row);
         // A turn ended: the next queued turn may start (after this commit's events are out).
         if (TURN_ENDS.has(row.type)) queueMicrotask(() => this.runner.turnEnded());
+        this.handoff.noticed(row.type);
+      },
+    });
+    this.handoff = new WebhookHandoff({
+      store: () => this.storeInstance,
+      bound: () => this.storeInstance?.getMeta("session") ?? null,
+      handOff: (ownerKey, events) => this.userStub(ownerKey).acceptWebhookEvents(events),
+      retryLater: async (at) => {
+        const armed = await ctx.storage.getAlarm();
+        if (armed === null || armed > at) await ctx.storage.setAlarm(at);
       },
     });
     this.subscriptions = new SubscriptionSockets({ accept: (ws) => ctx.acceptWebSocket(ws), sockets: () => ctx.getWebSockets() }, () => this.storeInstance);
@@ -72,7 +85,11 @@ export class SessionObject extends DurableObject<Env> {
       desk: this.desk,
       provider: () => this.provider,
       config: () => this.config,
-      alarms: { set: (at) => ctx.storage.setAlarm(at), clear: () => ctx.storage.deleteAlarm() },
+      alarms: {
+        set: (at) => ctx.storage.setAlarm(at),
+        // An event not yet handed over keeps the alarm, so it is handed over even if nothing wakes this object.
+        clear: () => (this.handoff.pending() ? ctx.storage.setAlarm(Date.now() + HANDOFF_RETRY_MS) : ctx.storage.deleteAlarm()),
+      },
       environment: async (context, stale, claimMissing) => {
         // RPC typing drops the record's JSON document (unknown values); the shape is UserObject's own.
         const answer = (await this.userStub(context.ownerKey).ensureEnvironment(context.ownerKey, stale, claimMissing)) as unknown as RpcResult<EnvironmentRecord>;
@@ -93,6 +110,11 @@ export class SessionObject extends DurableObject<Env> {
       // A queued turn this instance finds recorded pending and undispatched (the last one was
       // evicted mid-dispatch) is dispatched again; with nothing active, the next one starts.
       if (this.storeInstance) void this.runner.queue.move();
+      try {
+        this.handoff.start();
+      } catch (err) {
+        console.error(JSON.stringify({ msg: "could not resume the webhook hand-off", error: String(err) }));
+      }
     });
   }
 
@@ -136,6 +158,7 @@ export class SessionObject extends DurableObject<Env> {
         if (this.store.getMeta("session")) return;
         this.store.setMeta("session", context);
         this.store.setMeta("createdAt", Date.now());
+        this.store.setMeta("webhooksHandedOff", 0);
         if (deletions > 0) this.store.setMeta("agentSessionId", `${context.sessionId}.${deletions}`);
       });
       known = this.store.getMeta("session")!;
@@ -206,6 +229,7 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
+    await this.handoff.flush();
     if (this.storeInstance) await this.runner.watchdog();
     if (this.storeInstance) void this.runner.queue.move();
   }

@@ -23,6 +23,8 @@ import { ACCOUNT_TABLES_V6, AccountRecords } from "./account-records";
 import { providerRefusal } from "./provider-refusal";
 import { SlidingWindow, type RateLimitKind } from "./rate-limit";
 import { weakest } from "./usage-fold";
+import { WebhookDesk, WEBHOOK_TABLES_SQL, type CreateOutcome } from "./webhook-desk";
+import { WebhookEvent as WebhookEventSchema, type WebhookDeliveryView, type WebhookEndpointView, type WebhookEvent, type WebhookEventType } from "../schemas/webhooks";
 
 /** How long after a deletion step stopped short (or began, in case this instance dies) the alarm runs it again. */
 const DELETION_RETRY_MS = 30_000;
@@ -64,18 +66,41 @@ export class UserObject extends DurableObject<Env> {
   private readonly records: AccountRecords;
   /** The deletion steps under way in this instance (one at a time: a request and the alarm share it). */
   private deleting: Promise<void> | undefined;
+  /** The user's webhook endpoints and their deliveries (./webhook-desk.ts). */
+  private readonly webhooks: WebhookDesk;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.migrate();
     this.records = new AccountRecords(this.sql);
+    this.webhooks = new WebhookDesk({
+      sql: this.sql,
+      transaction: (fn) => ctx.storage.transactionSync(fn),
+      alarm: { get: () => ctx.storage.getAlarm(), set: (at) => ctx.storage.setAlarm(at) },
+      settings: () => {
+        const config = readConfig(this.env);
+        return {
+          local: config.local,
+          timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+          baseDelayMs: config.WEBHOOK_RETRY_BASE_MS,
+          maxDelayMs: config.WEBHOOK_RETRY_MAX_DELAY_MS,
+          giveUpAfterMs: config.WEBHOOK_GIVE_UP_AFTER_MS,
+          sealingSecret: config.SESSION_ID_SECRET,
+        };
+      },
+      fetch: (url, init) => fetch(url, init),
+      now: () => Date.now(),
+      random: () => Math.random(),
+    });
+    // A delivery due while the object was gone (a restart) gets its alarm back.
+    ctx.blockConcurrencyWhile(() => this.webhooks.rearm());
   }
 
   private migrate(): void {
     this.sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
     const current = this.sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0]?.version ?? 0;
-    if (current >= 7) return;
+    if (current >= 8) return;
     if (current < 5) this.migrateToV5(current);
     // v6 (issue 22, the sandbox's life): what the gateway did to the user's environment, and the
     // durable record of an account's deletion (./account-records.ts).
@@ -83,8 +108,10 @@ export class UserObject extends DurableObject<Env> {
     // v7: the branch each conversation shows (README "Branches"); before, every one showed its only
     // line, branch 0.
     if (current < 7) this.sql.exec("ALTER TABLE conversations ADD COLUMN branch INTEGER NOT NULL DEFAULT 0");
+    // v8: webhook endpoints and their deliveries (the outbox and the delivery log in one table).
+    if (current < 8) this.sql.exec(WEBHOOK_TABLES_SQL);
     this.sql.exec("DELETE FROM schema_version");
-    this.sql.exec("INSERT INTO schema_version (version) VALUES (7)");
+    this.sql.exec("INSERT INTO schema_version (version) VALUES (8)");
   }
 
   private migrateToV5(current: number): void {
@@ -305,6 +332,45 @@ export class UserObject extends DurableObject<Env> {
     return this.sql.exec<{ deletions: number }>("SELECT deletions FROM incarnations WHERE conversation_id = ?", conversationId).toArray()[0]?.deletions ?? 0;
   }
 
+  // ------------------------------------------------------------------ webhooks (README "Webhooks")
+
+  /** Records the deliveries of events a session hands over (idempotent per event); sends nothing on the caller's time. */
+  async acceptWebhookEvents(events: WebhookEvent[]): Promise<void> {
+    await this.webhooks.accept(z.array(WebhookEventSchema).parse(events));
+  }
+
+  async createWebhook(input: { url: string; events: WebhookEventType[]; description?: string; linkOrigin: string }): Promise<CreateOutcome> {
+    return this.webhooks.create(input);
+  }
+
+  async listWebhooks(): Promise<WebhookEndpointView[]> {
+    return this.webhooks.list();
+  }
+
+  async getWebhook(id: string): Promise<WebhookEndpointView | null> {
+    return this.webhooks.get(id);
+  }
+
+  async deleteWebhook(id: string): Promise<boolean> {
+    return this.webhooks.remove(id);
+  }
+
+  async rotateWebhookSecret(id: string, graceSeconds?: number): Promise<{ endpoint: WebhookEndpointView; secret: string } | null> {
+    return this.webhooks.rotate(id, graceSeconds);
+  }
+
+  async webhookDeliveries(id: string, limit: number): Promise<WebhookDeliveryView[] | null> {
+    return this.webhooks.deliveries(id, limit);
+  }
+
+  /**
+   * Account deletion: forgets every webhook endpoint of the user and every delivery, pending ones
+   * included, so nothing is sent after it returns. Idempotent (a resumed deletion calls it again).
+   */
+  async forgetWebhooks(): Promise<{ endpoints: number; deliveries: number }> {
+    return this.webhooks.forgetAll();
+  }
+
   async listConversations(limit: number): Promise<ConversationEntry[]> {
     return this.sql
       .exec<{ conversation_id: string; title: string; state: string; waiting_for: string | null; branch: number; last_event_id: number; created_at: number; updated_at: number }>(
@@ -441,8 +507,10 @@ export class UserObject extends DurableObject<Env> {
     return this.records.deletion(issuedAtSeconds)!;
   }
 
+  /** The alarm: a deletion cut short goes on, and the webhook deliveries that are due go out. */
   override async alarm(): Promise<void> {
     await this.continueDeletion();
+    await this.webhooks.runDue();
   }
 
   /** Runs the pending deletion's steps (one run at a time); a step that fails is retried from the alarm. */
@@ -455,10 +523,8 @@ export class UserObject extends DurableObject<Env> {
 
   private async deletionSteps(): Promise<void> {
     const pending = this.records.pending();
-    if (!pending) {
-      await this.ctx.storage.deleteAlarm();
-      return;
-    }
+    // Nothing to delete: the alarm stays as it is (webhook deliveries may need it).
+    if (!pending) return;
     const config = readConfig(this.env);
     const provider = createProvider(config, this.env);
     const session = async (conversationId: string) =>
@@ -467,7 +533,9 @@ export class UserObject extends DurableObject<Env> {
       await runDeletion({
         step: () => this.records.pending()?.step ?? "done",
         advance: (step) => this.records.advance(step),
-        forgetWebhooks: () => this.forgetWebhooks(),
+        forgetWebhooks: async () => {
+          await this.forgetWebhooks();
+        },
         conversations: () => this.sql.exec<{ conversation_id: string }>("SELECT conversation_id FROM conversations ORDER BY created_at").toArray().map((r) => r.conversation_id),
         closeStreams: async (cid) => {
           await (await session(cid)).closeBrowserStreams();
@@ -498,15 +566,6 @@ export class UserObject extends DurableObject<Env> {
       console.error(JSON.stringify({ msg: "account deletion stopped short; the alarm resumes it", step: this.records.pending()?.step, error: message }));
       await this.ctx.storage.setAlarm(Date.now() + DELETION_RETRY_MS);
     }
-  }
-
-  /**
-   * The deletion's `webhooks` step: forgets every webhook of the user (its endpoints, secrets and
-   * delivery log) and any delivery still queued. A no-op until webhooks exist: the merger wires
-   * the webhook store's deletion in here (issue 22, webhooks).
-   */
-  private async forgetWebhooks(): Promise<void> {
-    // Nothing to forget yet.
   }
 }
 

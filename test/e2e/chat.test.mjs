@@ -9,6 +9,7 @@ import "./features.mjs";
 import "./branches.mjs";
 import "./looks.mjs";
 import "./queue.mjs";
+import "./notify.mjs";
 import "./security.mjs";
 import "./sandbox.mjs";
 

@@ -12,6 +12,7 @@ import { accountRoutes, environmentRoutes } from "./environment";
 import { interactionRoutes } from "./interactions";
 import { serviceRoutes } from "./service";
 import { streamRoutes } from "./streams";
+import { webhookRoutes } from "./webhooks";
 
 export interface Mount {
   readonly prefix: string;
@@ -30,7 +31,9 @@ export const MOUNTS: readonly Mount[] = [
   // The user's sandbox and account (README "The sandbox's life").
   { prefix: "/v1/environment", routes: environmentRoutes },
   { prefix: "/v1/me", routes: accountRoutes },
+  // The user's webhook endpoints and their delivery logs.
+  { prefix: "/v1/webhooks", routes: webhookRoutes },
 ];
 
 /** Every route at or under these needs `Authorization: Bearer <user token>` (or, on an events route, a stream token). */
-export const AUTHENTICATED_PREFIXES = ["/v1/conversations", "/v1/chat", "/v1/environment", "/v1/me"] as const;
+export const AUTHENTICATED_PREFIXES = ["/v1/conversations", "/v1/chat", "/v1/environment", "/v1/me", "/v1/webhooks"] as const;
