@@ -143,6 +143,20 @@ describe("DELETE /v1/me", () => {
     expect((await emulator(`/_emulator/executions/${accepted.executionId}`)).error.code).toBe("EXECUTION_NOT_FOUND");
   });
 
+  it("its webhook endpoints go with it: a later account of the same user holds none", async () => {
+    const user = uid("user");
+    const token = await tokenFor(user);
+    const created = await api("/v1/webhooks", { token, body: { url: "http://127.0.0.1:9/hook", events: ["turn.completed"] } });
+    expect(created.status).toBe(201);
+    expect((await json(await api("/v1/webhooks", { token }))).webhooks).toHaveLength(1);
+    const res = await api("/v1/me", { token, method: "DELETE" });
+    expect(res.status).toBe(200);
+    const began = Date.parse((await json(res)).beganAt);
+    while (Date.now() <= began + 1000) await new Promise((r) => setTimeout(r, 50));
+    const fresh = await tokenFor(user, { issuedAt: Math.floor(Date.now() / 1000) + 60 });
+    expect(await json(await api("/v1/webhooks", { token: fresh }))).toEqual({ webhooks: [] });
+  });
+
   it("an account with nothing in it is deleted at once; GET /v1/me says no deletion began before", async () => {
     const token = await tokenFor(uid("user"));
     expect(await json(await api("/v1/me", { token }))).toEqual({ deletion: null });
