@@ -88,7 +88,7 @@ export class SessionObject extends DurableObject<Env> {
       alarms: {
         set: (at) => ctx.storage.setAlarm(at),
         // An event not yet handed over keeps the alarm, so it is handed over even if nothing wakes this object.
-        clear: () => (this.handoff.pending() ? ctx.storage.setAlarm(Date.now() + HANDOFF_RETRY_MS) : ctx.storage.deleteAlarm()),
+        clear: () => (this.handoff.needsAlarm() ? ctx.storage.setAlarm(Date.now() + HANDOFF_RETRY_MS) : ctx.storage.deleteAlarm()),
       },
       environment: async (context, stale, claimMissing) => {
         // RPC typing drops the record's JSON document (unknown values); the shape is UserObject's own.

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { payloadOf } from "../webhooks/payload";
 import type { EventEnvelope } from "./session-store";
-import { webhookEventOf } from "./webhook-handoff";
+import { WebhookHandoff, webhookEventOf } from "./webhook-handoff";
 
 const conversation = { conversationId: "c1", title: "Fix the tests", incarnation: 1700000000000 };
 const ask = { id: "ask-1", kind: "question", title: "Which framework?", body: "pick one", answerSpec: { fields: [{ id: "token", type: "secret", label: "API token" }] } };
@@ -66,5 +66,46 @@ describe("the payload", () => {
         links: { conversation: "https://chat.example.com/?c=c1", api: "https://chat.example.com/v1/conversations/c1" },
       },
     });
+  });
+});
+
+describe("the hand-off and the object's alarm", () => {
+  /** A store holding one turn's end after the hand-off's cursor. */
+  function fakeStore() {
+    const meta = new Map<string, unknown>([["webhooksHandedOff", 0]]);
+    const events = [envelope(1, "turn.completed", { status: "completed" })];
+    return {
+      getMeta: (key: string) => meta.get(key) ?? null,
+      setMeta: (key: string, value: unknown) => void meta.set(key, value),
+      eventsOfTypesAfter: (after: number) => events.filter((e) => e.seq > after),
+      lastSeq: () => events.length,
+      interaction: () => null,
+    };
+  }
+  const session = { sessionId: "s1", conversationId: "c1", ownerKey: "u1" };
+
+  it("a hand-off under way needs no alarm (it arms one itself if it fails); one that failed does; one done leaves none", async () => {
+    const store = fakeStore();
+    let release!: (ok: boolean) => void;
+    const retries: number[] = [];
+    const handoff = new WebhookHandoff({
+      store: () => store as never,
+      bound: () => session,
+      handOff: () => new Promise<void>((resolve, reject) => (release = (ok) => (ok ? resolve() : reject(new Error("user object gone"))))),
+      retryLater: async (at) => void retries.push(at),
+    });
+    expect(handoff.needsAlarm()).toBe(true);
+    const first = handoff.flush();
+    // Under way: the turn's end must not arm an alarm for it (that alarm would wake an idle object).
+    expect(handoff.needsAlarm()).toBe(false);
+    release(false);
+    await first;
+    expect(retries).toHaveLength(1);
+    expect(handoff.needsAlarm()).toBe(true);
+    const second = handoff.flush();
+    release(true);
+    await second;
+    expect(handoff.needsAlarm()).toBe(false);
+    expect(store.getMeta("webhooksHandedOff")).toBe(1);
   });
 });

@@ -100,6 +100,15 @@ export class WebhookHandoff {
     if (HANDED_OFF.has(type)) this.kick();
   }
 
+  /**
+   * Whether the alarm must stay armed for the hand-off: an event waits and no hand-off is under way
+   * (one under way arms the alarm itself if it fails). An idle conversation keeps no alarm, so it
+   * hibernates.
+   */
+  needsAlarm(): boolean {
+    return this.running === null && this.pending();
+  }
+
   /** Whether an event waits to be handed over. */
   pending(): boolean {
     const store = this.deps.store();
