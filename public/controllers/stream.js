@@ -3,7 +3,7 @@
  * Following the open conversation's event stream (lib/stream.js), strictly after the last event
  * the store applied, and the connection badge in the header. Every event goes to the store as an
  * action; events of a conversation that is no longer open are dropped (the store's generation).
- * It also keeps since when the stream has been (re)connecting, for what the page says once the
+ * It also keeps since when the stream has been reconnecting, for what the page says once the
  * connection counts as lost (lib/connection.js).
  */
 import { followStream } from "../lib/stream.js";
@@ -25,15 +25,13 @@ const LABEL = { idle: "Idle", connecting: "Connecting", replaying: "Catching up"
 export function createStreamController({ api, store, ui, onReset, onChange }) {
   /** @type {{ close: () => void } | null} */
   let stream = null;
-  /** @type {{ state: ConnectionState | "idle", since: number }} since: when it last started (re)connecting */
+  /** @type {{ state: ConnectionState | "idle", since: number }} since: when it entered this state */
   let status = { state: "idle", since: Date.now() };
 
   /** @param {ConnectionState | "idle"} state */
   function setConnection(state) {
     if (status.state === state) return;
-    const trying = (/** @type {string} */ s) => s === "connecting" || s === "reconnecting";
-    // Connecting, then reconnecting (a refused token opened again) is one outage, not two.
-    status = { state, since: trying(state) && trying(status.state) ? status.since : Date.now() };
+    status = { state, since: Date.now() };
     ui.connection.dataset.state = state;
     ui.connection.textContent = LABEL[state];
     onChange();

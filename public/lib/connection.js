@@ -1,21 +1,23 @@
 // @ts-check
 /**
  * What the page says about its connection to the server, beyond the header's badge: once the
- * stream has been trying to (re)connect for LOST_AFTER_MS, the connection counts as lost. Then the
+ * stream has been trying to reconnect for LOST_AFTER_MS, the connection counts as lost. Then the
  * running turn says so (the run goes on upstream; the stream catches up from its last event id
  * once the page reconnects), Stop cannot reach the server and says so, and the message box keeps
  * what is typed instead of sending it, saying why. A shorter blip (a reconnect within the
- * threshold) changes nothing but the badge. Pure: no DOM, no clock of its own.
+ * threshold) changes nothing but the badge. A first connection still under way (`connecting`, slow
+ * on a slow link) is not a lost one: a message sent meanwhile goes as usual, and one that cannot
+ * reach the server is kept with Retry. Pure: no DOM, no clock of its own.
  */
 
 /** @typedef {import("./stream.js").ConnectionState | "idle"} ConnectionState */
 
-/** How long the stream may try to (re)connect before the page says the connection is lost. */
+/** How long the stream may try to reconnect before the page says the connection is lost. */
 export const LOST_AFTER_MS = 3000;
 
 /**
  * @typedef {object} ConnectionView
- * @property {boolean} lost           the stream has been down for LOST_AFTER_MS or more
+ * @property {boolean} lost           the stream has been reconnecting for LOST_AFTER_MS or more
  * @property {string} turnNotice      what the running turn says ("" when nothing)
  * @property {string} composerStatus  why the message box will not send ("" when it will)
  * @property {boolean} canStop        Stop can reach the server
@@ -24,11 +26,11 @@ export const LOST_AFTER_MS = 3000;
 
 /**
  * @param {{ state: ConnectionState, since: number, now: number, turnRunning: boolean }} input
- *   `since`: when the stream last stopped being connected (started connecting or reconnecting)
+ *   `since`: when the stream started reconnecting (controllers/stream.js)
  * @returns {ConnectionView}
  */
 export function connectionView({ state, since, now, turnRunning }) {
-  const trying = state === "connecting" || state === "reconnecting";
+  const trying = state === "reconnecting";
   const down = trying ? Math.max(0, now - since) : 0;
   const lost = trying && down >= LOST_AFTER_MS;
   return {
