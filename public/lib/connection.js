@@ -10,7 +10,7 @@
  * reach the server is kept with Retry. Pure: no DOM, no clock of its own.
  */
 
-/** @typedef {import("./stream.js").ConnectionState | "idle"} ConnectionState */
+/** @typedef {"idle" | "connecting" | "replaying" | "live" | "reconnecting"} ConnectionState  lib/stream.js's states, and idle (nothing open) */
 
 /** How long the stream may try to reconnect before the page says the connection is lost. */
 export const LOST_AFTER_MS = 3000;
