@@ -45,6 +45,7 @@ const ui = {
   who: $("who"),
   signOut: $("sign-out"),
   sidebar: $("sidebar"),
+  scrim: $("scrim"),
   newConversation: $("new-conversation"),
   conversationList: $("conversation-list"),
   title: $("conversation-title"),
@@ -62,6 +63,7 @@ const ui = {
   input: /** @type {HTMLTextAreaElement} */ ($("composer-input")),
   send: /** @type {HTMLButtonElement} */ ($("send")),
   stop: /** @type {HTMLButtonElement} */ ($("stop")),
+  composerStatus: $("composer-status"),
   sandboxButton: $("sandbox-button"),
   sandboxPanel: $("sandbox-panel"),
   sandboxFacts: $("sandbox-facts"),
@@ -99,8 +101,8 @@ const transcript = createTranscriptView({
   copy: (text, button) => screen.copy(text, button),
   siblings: (turnId) => branches.siblingsOf(turnId),
 });
-const screen = createScreen({ store, transcript, ui });
-const stream = createStreamController({ api, store, ui, onReset: () => conversations.reload() });
+const screen = createScreen({ store, transcript, ui, connection: () => stream.status() });
+const stream = createStreamController({ api, store, ui, onReset: () => conversations.reload(), onChange: () => screen.schedule() });
 const sidebar = createSidebar({ api, store, ui, narrow, open: (cid) => conversations.open(cid), openNew: () => conversations.openNew(), screen });
 const conversations = createConversations({
   api,
@@ -115,7 +117,7 @@ const conversations = createConversations({
   follow: () => transcript.follow(),
   screen,
 });
-const composer = createComposer({ api, store, ui, refreshList: sidebar.refresh, queue: (message) => queued.add(message), follow: () => transcript.follow(), screen });
+const composer = createComposer({ api, store, ui, narrow, refreshList: sidebar.refresh, queue: (message) => queued.add(message), follow: () => transcript.follow(), screen });
 const queued = createQueued({ api, store, ui, sent: () => composer.sent(), screen });
 const asks = createAsks({ api, store });
 createSandbox({ api, ui, screen, signOut: (message) => session.signOut(message) });

@@ -5,7 +5,8 @@
  * buttons (resend, rerun, edit). A message shows at once; its
  * turn id makes delivery safe to repeat (a turn runs once), so one that did not reach the server
  * is retried once, then kept in this browser, unsent, for Retry. Stop cancels the running turn,
- * or, while the turn is still being dispatched, as soon as it runs.
+ * or, while the turn is still being dispatched, as soon as it runs. While the connection is lost
+ * (lib/connection.js) nothing is sent: the message stays in the box and the box's status says why.
  */
 import { ApiError } from "../lib/api.js";
 import { activeTurn } from "../lib/reducer.js";
@@ -13,19 +14,25 @@ import { unsentStore } from "../lib/storage.js";
 import { el } from "../views/dom.js";
 
 const SEND_RETRY_DELAY_MS = 800;
+/** The message box's placeholder: a narrow screen gets the short one, which fits beside Stop and Send. */
+const PLACEHOLDER = { wide: "Message the agent — Enter sends, Shift+Enter for a new line", narrow: "Message the agent" };
 
 /**
  * @param {{
  *   api: import("../lib/api.js").Api,
  *   store: import("../lib/store.js").Store,
  *   ui: { composer: HTMLFormElement, input: HTMLTextAreaElement, stop: HTMLButtonElement, examples: HTMLElement },
+ *   narrow: MediaQueryList,
  *   refreshList: () => Promise<void>,
  *   queue: (message: string) => Promise<void>,
  *   follow: () => void,
- *   screen: { showBanner: (text: string, kind?: string) => void, hideBanner: () => void, schedule: () => void },
+ *   screen: { showBanner: (text: string, kind?: string) => void, hideBanner: () => void, schedule: () => void, connectionLost: () => boolean, holdBack: () => void },
  * }} deps  `follow`: the transcript follows the newest content again; `queue`: sends a message to wait behind the running turn
  */
-export function createComposer({ api, store, ui, refreshList, queue, follow, screen }) {
+export function createComposer({ api, store, ui, narrow, refreshList, queue, follow, screen }) {
+  const placeholder = () => (ui.input.placeholder = narrow.matches ? PLACEHOLDER.narrow : PLACEHOLDER.wide);
+  narrow.addEventListener("change", placeholder);
+  placeholder();
   /** A stop asked for while the message was still being sent: done once the turn runs. */
   let stopWhenRunning = /** @type {string | null} */ (null);
   /** The delivery under way (settled once answered): a queued message is sent after it. */
@@ -37,6 +44,7 @@ export function createComposer({ api, store, ui, refreshList, queue, follow, scr
    */
   function send(message) {
     if (store.busy()) return;
+    if (screen.connectionLost()) return screen.holdBack();
     const turnId = `t-${crypto.randomUUID()}`;
     store.editing = null;
     store.dispatch({ type: "send", turnId, message, at: new Date().toISOString() });
@@ -140,7 +148,7 @@ export function createComposer({ api, store, ui, refreshList, queue, follow, scr
     } catch (err) {
       screen.showBanner(`Could not stop the run: ${err instanceof Error ? err.message : String(err)}`);
     } finally {
-      ui.stop.disabled = false;
+      ui.stop.disabled = screen.connectionLost();
     }
   }
 
@@ -155,6 +163,8 @@ export function createComposer({ api, store, ui, refreshList, queue, follow, scr
     event.preventDefault();
     const message = ui.input.value.trim();
     if (!message) return;
+    // Not connected: the message stays in the box, and the box says why (not a silent no-op).
+    if (screen.connectionLost()) return screen.holdBack();
     // During a turn the message waits its turn on the server, listed under the running one.
     if (store.conv.cid && !store.conv.deleted && activeTurn(store.conv)) {
       ui.input.value = "";

@@ -4,7 +4,9 @@
  * (views/transcript.js), the title and usage line, Stop and Send, the banner and the browser tab's
  * title; and the live region that tells a screen reader user what happened (answers, failures,
  * asks). A change is drawn once per frame, and by a timer too, so a background tab catches up.
+ * A lost connection (lib/connection.js) is said on the running turn and in the message box's status.
  */
+import { connectionView, HELD_BACK } from "../lib/connection.js";
 import { formatTokens, usageText } from "../lib/format.js";
 import { activeTurn } from "../lib/reducer.js";
 
@@ -19,10 +21,18 @@ const APP_NAME = "Agent chat";
  *   ui: {
  *     app: HTMLElement, title: HTMLElement, empty: HTMLElement, usageTotal: HTMLElement, stop: HTMLButtonElement, send: HTMLButtonElement,
  *     banner: HTMLElement, bannerText: HTMLElement, bannerClose: HTMLElement, input: HTMLTextAreaElement, announcer: HTMLElement,
+ *     composerStatus: HTMLElement,
  *   },
- * }} deps
+ *   connection: () => { state: import("../lib/connection.js").ConnectionState, since: number },
+ * }} deps  `connection`: the stream's state and since when (controllers/stream.js)
  */
-export function createScreen({ store, transcript, ui }) {
+export function createScreen({ store, transcript, ui, connection }) {
+  let lost = false;
+  /** A message was held back while the connection is lost: the status says so until it is back. */
+  let heldBack = false;
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let recheck;
+
   /** @param {string} text */
   function announce(text) {
     ui.announcer.textContent = "";
@@ -68,7 +78,11 @@ export function createScreen({ store, transcript, ui }) {
     queued = false;
     const conv = store.conv;
     const active = activeTurn(conv);
-    transcript.render(conv, { busy: store.busy(), editing: store.editing });
+    const link = connectionView({ ...connection(), now: Date.now(), turnRunning: active !== null });
+    clearTimeout(recheck);
+    if (link.recheckInMs !== null) recheck = setTimeout(schedule, link.recheckInMs + 20);
+    drawConnection(link);
+    transcript.render(conv, { busy: store.busy(), editing: store.editing, connectionNotice: link.turnNotice });
     ui.title.textContent = conv.title || "New conversation";
     ui.empty.hidden = !conv.cid || conv.order.length > 0;
     ui.stop.hidden = !active || active.status === "sending";
@@ -86,6 +100,31 @@ export function createScreen({ store, transcript, ui }) {
       const stopped = conv.budgetExceeded;
       showBanner(`Token budget reached: the run was stopped (${stopped.scope ?? "conversation"} budget ${stopped.tokens ?? ""}${spendNote(stopped.provenance)}).`, "budget");
     }
+  }
+
+  /** @param {import("../lib/connection.js").ConnectionView} link */
+  function drawConnection(link) {
+    if (link.lost !== lost) {
+      lost = link.lost;
+      // Stop cannot reach the server; Send stays pressable, to say why it does not send.
+      ui.stop.disabled = lost;
+      ui.send.setAttribute("aria-disabled", String(lost));
+      if (!lost) {
+        heldBack = false;
+        announce("Connected to the server again.");
+      }
+    }
+    const text = heldBack ? HELD_BACK : link.composerStatus;
+    if (ui.composerStatus.textContent !== text) ui.composerStatus.textContent = text;
+  }
+
+  /** The message box did not send because the connection is lost: said again, where the user looks. */
+  function holdBack() {
+    heldBack = true;
+    ui.composerStatus.textContent = "";
+    setTimeout(() => {
+      if (heldBack) ui.composerStatus.textContent = HELD_BACK;
+    }, 50);
   }
 
   /** @param {string} text @param {string} [kind] */
@@ -121,7 +160,7 @@ export function createScreen({ store, transcript, ui }) {
     setTimeout(() => (button.textContent = label), 1500);
   }
 
-  return { announce, announceChanges, updateTitle, schedule, showBanner, hideBanner, copy };
+  return { announce, announceChanges, updateTitle, schedule, showBanner, hideBanner, copy, holdBack, connectionLost: () => lost };
 }
 
 /**

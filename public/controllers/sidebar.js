@@ -2,7 +2,8 @@
 /**
  * The sidebar: the conversation list (fetched into the store, drawn by views/sidebar.js, with the
  * open conversation as its stream has it), New conversation, Delete, and opening and closing it.
- * Closed on a narrow screen, it is off-screen: out of the tab order and the accessibility tree.
+ * Closed on a narrow screen, it is off-screen: out of the tab order and the accessibility tree;
+ * open there, a scrim covers the page behind it, and a tap on the scrim closes it (as Escape does).
  */
 import { activeTurn } from "../lib/reducer.js";
 import { announceDeleted } from "../lib/storage.js";
@@ -14,7 +15,7 @@ const LIST_LIMIT = 100;
  * @param {{
  *   api: import("../lib/api.js").Api,
  *   store: import("../lib/store.js").Store,
- *   ui: { sidebar: HTMLElement, toggleSidebar: HTMLElement, newConversation: HTMLElement, conversationList: HTMLElement, input: HTMLTextAreaElement },
+ *   ui: { sidebar: HTMLElement, scrim: HTMLElement, toggleSidebar: HTMLElement, newConversation: HTMLElement, conversationList: HTMLElement, input: HTMLTextAreaElement },
  *   narrow: MediaQueryList,
  *   open: (cid: string) => Promise<void>,
  *   openNew: () => Promise<void>,
@@ -70,9 +71,16 @@ export function createSidebar({ api, store, ui, narrow, open, openNew, screen })
     ui.sidebar.classList.toggle("open", isOpen);
     ui.toggleSidebar.setAttribute("aria-expanded", String(isOpen));
     ui.sidebar.inert = narrow.matches && !isOpen;
+    ui.scrim.hidden = !(narrow.matches && isOpen);
   }
 
   const isOpen = () => ui.sidebar.classList.contains("open");
+
+  /** Closes it and gives the focus back to the button that opens it (Escape, a tap on the scrim). */
+  function dismiss() {
+    set(false);
+    ui.toggleSidebar.focus();
+  }
 
   ui.newConversation.addEventListener("click", () => openNew());
   ui.toggleSidebar.addEventListener("click", () => {
@@ -81,6 +89,7 @@ export function createSidebar({ api, store, ui, narrow, open, openNew, screen })
     if (opening) ui.newConversation.focus();
   });
   narrow.addEventListener("change", () => set(false));
+  ui.scrim.addEventListener("click", () => dismiss());
   set(false);
 
   return {
@@ -88,10 +97,6 @@ export function createSidebar({ api, store, ui, narrow, open, openNew, screen })
     draw,
     close: () => set(false),
     isOpen,
-    /** Closes it and gives the focus back to the button that opens it (Escape). */
-    dismiss() {
-      set(false);
-      ui.toggleSidebar.focus();
-    },
+    dismiss,
   };
 }

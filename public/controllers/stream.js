@@ -3,6 +3,8 @@
  * Following the open conversation's event stream (lib/stream.js), strictly after the last event
  * the store applied, and the connection badge in the header. Every event goes to the store as an
  * action; events of a conversation that is no longer open are dropped (the store's generation).
+ * It also keeps since when the stream has been reconnecting, for what the page says once the
+ * connection counts as lost (lib/connection.js).
  */
 import { followStream } from "../lib/stream.js";
 
@@ -16,17 +18,23 @@ const LABEL = { idle: "Idle", connecting: "Connecting", replaying: "Catching up"
  *   store: import("../lib/store.js").Store,
  *   ui: { connection: HTMLElement },
  *   onReset: () => void,
- * }} deps  `onReset`: the server no longer has the stream's cursor; the conversation is loaded again
+ *   onChange: () => void,
+ * }} deps  `onReset`: the server no longer has the stream's cursor; the conversation is loaded again;
+ *   `onChange`: the connection's state changed
  */
-export function createStreamController({ api, store, ui, onReset }) {
+export function createStreamController({ api, store, ui, onReset, onChange }) {
   /** @type {{ close: () => void } | null} */
   let stream = null;
+  /** @type {{ state: ConnectionState | "idle", since: number }} since: when it entered this state */
+  let status = { state: "idle", since: Date.now() };
 
   /** @param {ConnectionState | "idle"} state */
   function setConnection(state) {
-    if (ui.connection.dataset.state === state) return;
+    if (status.state === state) return;
+    status = { state, since: Date.now() };
     ui.connection.dataset.state = state;
     ui.connection.textContent = LABEL[state];
+    onChange();
   }
 
   function close() {
@@ -55,5 +63,5 @@ export function createStreamController({ api, store, ui, onReset }) {
     });
   }
 
-  return { connect, close };
+  return { connect, close, status: () => status };
 }

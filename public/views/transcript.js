@@ -82,9 +82,9 @@ export function createTranscriptView({ list, jump, handlers, copy, siblings }) {
     follow,
     /**
      * @param {ConversationState} state
-     * @param {{ busy: boolean, editing: string | null }} context
+     * @param {{ busy: boolean, editing: string | null, connectionNotice: string }} context  `connectionNotice`: what a running turn says of a lost connection
      */
-    render(state, { busy, editing }) {
+    render(state, { busy, editing, connectionNotice }) {
       if (state.cid !== cid) {
         // Another conversation: nothing of the last one's views is reused.
         cid = state.cid;
@@ -103,7 +103,7 @@ export function createTranscriptView({ list, jump, handlers, copy, siblings }) {
           views.set(turnId, view);
           list.append(view.node);
         }
-        view.render({ turn, asks: state.asks, isLast: turnId === lastId, busy, editing: editing === turnId, siblings: siblings(turnId) });
+        view.render({ turn, asks: state.asks, isLast: turnId === lastId, busy, editing: editing === turnId, siblings: siblings(turnId), connectionNotice });
       }
       for (const [turnId, view] of views) {
         if (!state.turns[turnId]) {

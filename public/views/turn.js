@@ -24,6 +24,7 @@ import { el, reconcile, timeElement } from "./dom.js";
  * @property {boolean} busy       a turn is being sent or run: nothing new can be sent
  * @property {boolean} editing    its message is being edited
  * @property {{ index: number, count: number } | null} siblings  where branches split at this message: which of how many it is
+ * @property {string} connectionNotice  what a running turn says of a lost connection ("" when connected: lib/connection.js)
  */
 /**
  * @typedef {object} TurnHandlers
@@ -35,6 +36,15 @@ import { el, reconcile, timeElement } from "./dom.js";
  * @property {(turnId: string, delta: number) => void} pick  show the branch of the previous (-1) or next (+1) version of this message
  * @property {import("./ask.js").AnswerHandler} answer
  */
+
+/**
+ * A message this long (characters, or lines) is shown collapsed, with "Show more": taller than the
+ * collapsed bubble (style.css, .bubble-user.collapsed) at any width the bubble has.
+ */
+const LONG_MESSAGE_CHARS = 1200;
+const LONG_MESSAGE_LINES = 12;
+/** @param {string} text */
+const isLongMessage = (text) => text.length > LONG_MESSAGE_CHARS || text.split("\n").length > LONG_MESSAGE_LINES;
 
 /** @param {unknown} value */
 const pretty = (value) => (typeof value === "string" ? value : JSON.stringify(value, null, 2));
@@ -132,15 +142,24 @@ export function answerText(/** @type {Turn} */ turn) {
  * @param {TurnHandlers} handlers
  */
 export function createTurnView(turnId, handlers) {
-  const bubble = el("div", { class: "bubble-user" });
+  const bubble = el("div", { class: "bubble-user", id: `message-${turnId}` });
+  /** A long message starts collapsed; this button shows all of it, and collapses it again. */
+  const more = el("button", { type: "button", class: "link-button show-more", "aria-expanded": "false", "aria-controls": bubble.id, hidden: true, text: "Show more" });
+  let expanded = false;
+  more.addEventListener("click", () => {
+    expanded = !expanded;
+    drawCollapse(bubble.textContent ?? "");
+    if (!expanded) bubble.scrollIntoView({ block: "nearest" });
+  });
   const meta = el("div", { class: "message-meta" });
   const sendError = el("div", { class: "send-error", role: "alert", hidden: true });
-  const userRow = el("div", { class: "user-row" }, bubble, meta, sendError);
+  const userRow = el("div", { class: "user-row" }, bubble, more, meta, sendError);
   const parts = el("div", { class: "parts" });
   const typing = el("p", { class: "typing", text: "Working" });
+  const lostNotice = el("p", { class: "turn-connection", hidden: true });
   const error = el("p", { class: "turn-error", role: "alert", hidden: true });
   const footer = el("div", { class: "turn-footer" });
-  const agent = el("div", { class: "agent", role: "group", "aria-label": "The agent's answer" }, parts, typing, error, footer);
+  const agent = el("div", { class: "agent", role: "group", "aria-label": "The agent's answer" }, parts, typing, lostNotice, error, footer);
   const node = el("li", { class: "turn", "data-turn": turnId }, userRow, agent);
   /** @type {Map<string, ReturnType<typeof blockView>>} */
   const blocks = new Map();
@@ -148,6 +167,15 @@ export function createTurnView(turnId, handlers) {
   let last = null;
   /** @type {HTMLTextAreaElement | null} */
   let editor = null;
+
+  /** @param {string} text */
+  function drawCollapse(text) {
+    const long = !editor && isLongMessage(text);
+    more.hidden = !long;
+    bubble.classList.toggle("collapsed", long && !expanded);
+    more.setAttribute("aria-expanded", String(long && expanded));
+    more.textContent = expanded ? "Show less" : "Show more";
+  }
 
   /** @param {TurnProps} props */
   function drawUser({ turn, busy, editing, siblings }) {
@@ -183,6 +211,7 @@ export function createTurnView(turnId, handlers) {
       editor = null;
     }
     if (bubble.textContent !== turn.userText) bubble.textContent = turn.userText;
+    drawCollapse(turn.userText);
     const canEdit = !busy && !editing && !isActive(turn.status) && turn.status !== "unsent";
     const picker = siblings
       ? el(
@@ -210,7 +239,7 @@ export function createTurnView(turnId, handlers) {
   }
 
   /** @param {TurnProps} props */
-  function drawAgent({ turn, asks, busy }) {
+  function drawAgent({ turn, asks, busy, connectionNotice }) {
     agent.hidden = turn.status === "unsent";
     reconcile(
       parts,
@@ -229,6 +258,8 @@ export function createTurnView(turnId, handlers) {
     const waiting = isActive(turn.status) ? turn.waitingFor : null;
     typing.hidden = !isActive(turn.status);
     typing.textContent = turn.status === "sending" ? "Sending" : waiting ? waitingText(waiting) : "Working";
+    lostNotice.hidden = !isActive(turn.status) || !connectionNotice;
+    lostNotice.textContent = lostNotice.hidden ? "" : connectionNotice;
     error.hidden = turn.status !== "failed";
     error.textContent = turn.status === "failed" ? `The turn failed: ${turn.error?.message ?? "unknown error"}` : "";
     const ended = !isActive(turn.status) && turn.status !== "unsent";
@@ -258,7 +289,7 @@ export function createTurnView(turnId, handlers) {
     /** @param {TurnProps} props */
     render(props) {
       const same = (/** @type {TurnProps["siblings"]} */ a, /** @type {TurnProps["siblings"]} */ b) => a === b || (a !== null && b !== null && a.index === b.index && a.count === b.count);
-      if (last && last.turn === props.turn && last.asks === props.asks && last.isLast === props.isLast && last.busy === props.busy && last.editing === props.editing && same(last.siblings, props.siblings)) return;
+      if (last && last.turn === props.turn && last.asks === props.asks && last.isLast === props.isLast && last.busy === props.busy && last.editing === props.editing && last.connectionNotice === props.connectionNotice && same(last.siblings, props.siblings)) return;
       node.dataset.status = props.turn.status;
       drawUser(props);
       drawAgent(props);
