@@ -228,7 +228,7 @@ export const ConversationEntrySchema = z
 export const ConversationListSchema = z.object({ conversations: z.array(ConversationEntrySchema) }).meta({ id: "ConversationList" });
 
 /** The longest title a conversation can be given (the title from a first message is at most 80). */
-export const TITLE_MAX_CHARS = 200;
+const TITLE_MAX_CHARS = 200;
 
 /** Control characters (C0, DEL, C1) and the line and paragraph separators: a title is one line of text. */
 const TITLE_FORBIDDEN = /[\p{Cc}\u2028\u2029]/u;
