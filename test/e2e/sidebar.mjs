@@ -86,8 +86,10 @@ describe("the sidebar of a chat product", () => {
     // A new turn keeps the new title.
     await send(b, "One more thing");
     await waitForBadge(b, "done");
-    await b.waitForTimeout(300);
-    assert.equal((await api("/v1/conversations", await tokenOf(b))).conversations[0].title, "Changelog for 2.0");
+    const token = await tokenOf(b);
+    let entry;
+    for (let i = 0; i < 50 && (entry = (await api("/v1/conversations", token)).conversations[0]).state !== "idle"; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual([entry.state, entry.title], ["idle", "Changelog for 2.0"]);
     await b.context().close();
 
     // Search: as you type, by every word, with a count a screen reader hears.
@@ -169,91 +171,101 @@ describe("the sidebar of a chat product", () => {
   });
 
   it("keyboard shortcuts: new chat, focus the message box, search, the sheet listing them; buttons named after their message", async () => {
-    for (const colorScheme of ["light", "dark"]) {
-      const page = await openPage({ colorScheme });
-      await signIn(page, unique("keys"));
-      const long = "Explain what this repository does and how its tests run";
-      await send(page, long);
-      await waitForBadge(page, "done");
-      const turn = lastTurn(page);
-      for (const name of ["Copy answer to “Explain what this repository does and h…”", "Regenerate answer to “Explain what this repository does and h…”", "Edit message “Explain what this repository does and h…”"]) {
-        assert.equal(await turn.getByRole("button", { name, exact: true }).count(), 1, name);
+    const page = await openPage();
+    /** axe in the light scheme and the dark one (the theme follows the system), with a screenshot of each. */
+    const bothSchemes = async (state) => {
+      for (const colorScheme of ["light", "dark"]) {
+        await page.emulateMedia({ colorScheme });
+        await page.waitForFunction((scheme) => document.documentElement.dataset.theme === scheme, colorScheme);
+        await assertAccessible(page, `${state}, ${colorScheme}`);
+        await shot(page, `${state}-${colorScheme}-wide`);
       }
-      await send(page, "This one fails [fail]");
-      await waitForBadge(page, "failed");
-      assert.equal(await lastTurn(page).getByRole("button", { name: "Retry “This one fails [fail]”", exact: true }).count(), 1);
-      await assertAccessible(page, `named buttons, ${colorScheme}`);
-
-      // The sheet: Ctrl+/ (⌘ on a Mac), a modal dialog named after its heading, listing every shortcut.
-      await page.locator("#composer-input").focus();
-      await page.keyboard.press("Control+/");
-      const sheet = page.getByRole("dialog", { name: "Keyboard shortcuts" });
-      await sheet.waitFor();
-      const listedShortcuts = await sheet.locator("dd").allTextContents();
-      for (const does of ["New conversation", "Search conversations", "Focus the message box", "Show these shortcuts"]) assert.ok(listedShortcuts.includes(does), does);
-      assert.match(await sheet.textContent(), /Ctrl \+ Shift \+ O/);
-      assert.match(await sheet.textContent(), /Shift \+ Esc/);
-      await assertAccessible(page, `shortcut sheet, ${colorScheme}`);
-      await shot(page, `shortcuts-${colorScheme}-wide`);
-      // The focus stays in it.
-      for (let i = 0; i < 3; i++) {
-        await page.keyboard.press("Tab");
-        assert.equal(await page.evaluate(() => document.getElementById("shortcuts").contains(document.activeElement) || document.activeElement === document.body), true);
-      }
-      // Escape closes it, and stops nothing; the focus goes back.
-      await page.keyboard.press("Escape");
-      await sheet.waitFor({ state: "hidden" });
-      assert.equal(await page.evaluate(() => document.activeElement?.id), "composer-input");
-      // Its button opens it too, and Close closes it.
-      await page.getByRole("button", { name: "Keyboard shortcuts" }).click();
-      await sheet.getByRole("button", { name: "Close the keyboard shortcuts" }).click();
-      await sheet.waitFor({ state: "hidden" });
-
-      // Ctrl+K: the search; Shift+Escape: back to the message box.
-      await page.keyboard.press("Control+k");
-      assert.equal(await page.evaluate(() => document.activeElement?.id), "conversation-search");
-      await page.keyboard.press("Shift+Escape");
-      assert.equal(await page.evaluate(() => document.activeElement?.id), "composer-input");
-      // Ctrl+Shift+O: a new conversation, the message box focused.
-      const before = await cidOf(page);
-      await page.keyboard.press("Control+Shift+O");
-      await page.waitForFunction((cid) => new URL(location.href).searchParams.get("c") !== cid, before);
-      await page.locator("#empty").waitFor();
-      assert.equal(await page.locator("#conversation-title").textContent(), "New conversation");
-      assert.equal(await page.evaluate(() => document.activeElement?.id), "composer-input");
-      await page.context().close();
+      await page.emulateMedia({ colorScheme: "light" });
+    };
+    await signIn(page, unique("keys"));
+    const long = "Explain what this repository does and how its tests run";
+    await send(page, long);
+    await waitForBadge(page, "done");
+    const turn = lastTurn(page);
+    for (const name of ["Copy answer to “Explain what this repository does and h…”", "Regenerate answer to “Explain what this repository does and h…”", "Edit message “Explain what this repository does and h…”"]) {
+      assert.equal(await turn.getByRole("button", { name, exact: true }).count(), 1, name);
     }
+    await send(page, "This one fails [fail]");
+    await waitForBadge(page, "failed");
+    assert.equal(await lastTurn(page).getByRole("button", { name: "Retry “This one fails [fail]”", exact: true }).count(), 1);
+    await bothSchemes("named-buttons");
+
+    // The sheet: Ctrl+/ (⌘ on a Mac), a modal dialog named after its heading, listing every shortcut.
+    await page.locator("#composer-input").focus();
+    await page.keyboard.press("Control+/");
+    const sheet = page.getByRole("dialog", { name: "Keyboard shortcuts" });
+    await sheet.waitFor();
+    const listedShortcuts = await sheet.locator("dd").allTextContents();
+    for (const does of ["New conversation", "Search conversations", "Focus the message box", "Show these shortcuts"]) assert.ok(listedShortcuts.includes(does), does);
+    assert.match(await sheet.textContent(), /Ctrl \+ Shift \+ O/);
+    assert.match(await sheet.textContent(), /Shift \+ Esc/);
+    await bothSchemes("shortcuts");
+    // The focus stays in it.
+    for (let i = 0; i < 3; i++) {
+      await page.keyboard.press("Tab");
+      assert.equal(await page.evaluate(() => document.getElementById("shortcuts").contains(document.activeElement) || document.activeElement === document.body), true);
+    }
+    // Escape closes it, and stops nothing; the focus goes back.
+    await page.keyboard.press("Escape");
+    await sheet.waitFor({ state: "hidden" });
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "composer-input");
+    // Its button opens it too, and Close closes it.
+    await page.getByRole("button", { name: "Keyboard shortcuts" }).click();
+    await sheet.getByRole("button", { name: "Close the keyboard shortcuts" }).click();
+    await sheet.waitFor({ state: "hidden" });
+
+    // Ctrl+K: the search; Shift+Escape: back to the message box.
+    await page.keyboard.press("Control+k");
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "conversation-search");
+    await page.keyboard.press("Shift+Escape");
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "composer-input");
+    // Ctrl+Shift+O: a new conversation, the message box focused.
+    const before = await cidOf(page);
+    await page.keyboard.press("Control+Shift+O");
+    await page.waitForFunction((cid) => new URL(location.href).searchParams.get("c") !== cid, before);
+    await page.locator("#empty").waitFor();
+    assert.equal(await page.locator("#conversation-title").textContent(), "New conversation");
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "composer-input");
+    await page.context().close();
   });
 
-  it("on a phone, light and dark: the sidebar's search, headings, rename and theme fit and are axe-clean", async () => {
-    for (const colorScheme of ["light", "dark"]) {
-      const page = await openPage({ width: 390, height: 844, colorScheme });
-      await signIn(page, unique("phone"));
-      await startConversations(await tokenOf(page), TITLES);
-      await page.reload();
-      await page.locator("#connection[data-state=live]").waitFor();
-      await page.locator("#toggle-sidebar").click();
-      await page.locator("#sidebar.open").waitFor();
-      await page.getByRole("link", { name: /Plan the database migration/ }).waitFor();
-      await page.waitForTimeout(200);
-      await assertAccessible(page, `phone sidebar, ${colorScheme}`);
-      await assertNoSidewaysScroll(page, `phone sidebar, ${colorScheme}`);
-      await shot(page, `sidebar-${colorScheme}-narrow`);
-      await page.getByRole("button", { name: "Rename conversation Fix the failing test" }).click();
-      await page.getByRole("textbox", { name: "New title for Fix the failing test" }).fill("A much longer title that will not fit on a phone's sidebar at all");
-      await page.keyboard.press("Enter");
-      await page.getByRole("link", { name: /A much longer title/ }).waitFor();
-      await page.getByRole("searchbox", { name: "Search conversations" }).fill("longer");
-      assert.deepEqual(await listed(page), ["A much longer title that will not fit on a phone's sidebar at all"]);
-      await assertAccessible(page, `phone search, ${colorScheme}`);
-      await assertNoSidewaysScroll(page, `phone search, ${colorScheme}`);
-      await shot(page, `sidebar-search-${colorScheme}-narrow`);
-      // Ctrl+/ on a phone with a keyboard: the sheet fits.
-      await page.keyboard.press("Control+/");
-      await page.getByRole("dialog", { name: "Keyboard shortcuts" }).waitFor();
-      await assertAccessible(page, `phone shortcuts, ${colorScheme}`);
-      await shot(page, `shortcuts-${colorScheme}-narrow`);
-      await page.context().close();
-    }
+  it("on a phone, light and dark: the sidebar's search, headings, rename and the shortcut sheet fit and are axe-clean", async () => {
+    const page = await openPage({ width: 390, height: 844 });
+    const bothSchemes = async (state) => {
+      for (const colorScheme of ["light", "dark"]) {
+        await page.emulateMedia({ colorScheme });
+        await page.waitForFunction((scheme) => document.documentElement.dataset.theme === scheme, colorScheme);
+        await assertAccessible(page, `${state}, ${colorScheme}`);
+        await assertNoSidewaysScroll(page, `${state}, ${colorScheme}`);
+        await shot(page, `${state}-${colorScheme}-narrow`);
+      }
+      await page.emulateMedia({ colorScheme: "light" });
+    };
+    await signIn(page, unique("phone"));
+    await startConversations(await tokenOf(page), TITLES);
+    await page.reload();
+    await page.locator("#connection[data-state=live]").waitFor();
+    await page.locator("#toggle-sidebar").click();
+    await page.locator("#sidebar.open").waitFor();
+    await page.getByRole("link", { name: /Plan the database migration/ }).waitFor();
+    await page.waitForTimeout(200);
+    await bothSchemes("sidebar");
+    await page.getByRole("button", { name: "Rename conversation Fix the failing test" }).click();
+    await page.getByRole("textbox", { name: "New title for Fix the failing test" }).fill("A much longer title that will not fit on a phone's sidebar at all");
+    await page.keyboard.press("Enter");
+    await page.getByRole("link", { name: /A much longer title/ }).waitFor();
+    await page.getByRole("searchbox", { name: "Search conversations" }).fill("longer");
+    assert.deepEqual(await listed(page), ["A much longer title that will not fit on a phone's sidebar at all"]);
+    await bothSchemes("sidebar-search");
+    // Ctrl+/ on a phone with a keyboard: the sheet fits.
+    await page.keyboard.press("Control+/");
+    await page.getByRole("dialog", { name: "Keyboard shortcuts" }).waitFor();
+    await bothSchemes("shortcuts");
+    await page.context().close();
   });
 });
