@@ -7,8 +7,8 @@
  *
  * The search filters the list as loaded (the LIST_LIMIT most recent conversations; the hint says
  * so when there are more). The list is fetched again when a turn of the open conversation moves,
- * when another tab of this browser renames or deletes one, and when the tab comes back into view
- * (another device's renames and new conversations show then).
+ * when another tab of this browser renames or deletes one, and when the tab comes back into view or
+ * its window into focus (another device's renames and new conversations show then).
  */
 import { searchTitles } from "../lib/conversation-list.js";
 import { activeTurn } from "../lib/reducer.js";
@@ -163,10 +163,12 @@ export function createSidebar({ api, store, ui, narrow, open, openNew, screen })
     ui.conversationSearch.value = "";
     draw();
   });
-  // Back in view: what other devices changed (a rename, a new conversation) shows.
-  document.addEventListener("visibilitychange", () => {
+  // Back in view (or back in focus): what other devices changed (a rename, a new conversation) shows.
+  const refreshIfShown = () => {
     if (document.visibilityState === "visible" && !ui.sidebar.closest("[hidden]")) refresh();
-  });
+  };
+  document.addEventListener("visibilitychange", refreshIfShown);
+  addEventListener("focus", refreshIfShown);
 
   return {
     refresh,

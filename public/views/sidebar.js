@@ -35,11 +35,12 @@ export function renderConversationList(list, conversations, current, renaming, h
   const focused = document.activeElement instanceof HTMLElement && list.contains(document.activeElement) ? document.activeElement.dataset.focusKey : undefined;
   list.replaceChildren(
     ...groupByDate(conversations, now).map((group, i) =>
+      // A heading and the list it names (not a labelled section: that would be a landmark per group).
       el(
-        "section",
-        { class: "list-group", "aria-labelledby": `list-group-${i}` },
+        "div",
+        { class: "list-group" },
         el("h2", { class: "list-heading", id: `list-group-${i}`, text: group.label }),
-        el("ul", {}, ...group.entries.map((c) => entryView(c, c.conversationId === current, c.conversationId === renaming, handlers))),
+        el("ul", { "aria-labelledby": `list-group-${i}` }, ...group.entries.map((c) => entryView(c, c.conversationId === current, c.conversationId === renaming, handlers))),
       ),
     ),
   );
