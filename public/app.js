@@ -23,6 +23,7 @@ import { createScreen } from "./controllers/screen.js";
 import { createSession } from "./controllers/session.js";
 import { createSidebar } from "./controllers/sidebar.js";
 import { createStreamController } from "./controllers/stream.js";
+import { createThemeControl } from "./controllers/theme.js";
 import { createApi } from "./lib/api.js";
 import { watchOtherTabs } from "./lib/storage.js";
 import { createStore } from "./lib/store.js";
@@ -48,6 +49,13 @@ const ui = {
   scrim: $("scrim"),
   newConversation: $("new-conversation"),
   conversationList: $("conversation-list"),
+  conversationSearch: /** @type {HTMLInputElement} */ ($("conversation-search")),
+  searchStatus: $("search-status"),
+  themeChoice: $("theme-choice"),
+  shortcuts: /** @type {HTMLDialogElement} */ ($("shortcuts")),
+  shortcutList: $("shortcut-list"),
+  shortcutsClose: $("shortcuts-close"),
+  shortcutsButton: $("shortcuts-button"),
   title: $("conversation-title"),
   usageTotal: $("usage-total"),
   banner: $("banner"),
@@ -124,7 +132,8 @@ createSandbox({ api, ui, screen, signOut: (message) => session.signOut(message) 
 const branches = createBranches({ api, store, reload: () => conversations.reload(), follow: () => transcript.follow(), screen });
 const notifier = createNotifier({ ui });
 const session = createSession({ api, config, store, ui, showExamples: composer.showExamples, enter: conversations.enter, closeStream: stream.close, updateTitle: screen.updateTitle });
-listenForKeys({ store, ui, sidebar, stopEditing: () => composer.handlers.edit(null), stop: composer.stop });
+listenForKeys({ store, ui, sidebar, narrow, openNew: () => conversations.openNew(), stopEditing: () => composer.handlers.edit(null), stop: composer.stop });
+createThemeControl({ ui });
 
 // What a change of the open conversation sets off, in this order.
 store.subscribe((before, after, action) => {
@@ -141,6 +150,7 @@ watchOtherTabs({
   signedOut: session.signedOutElsewhere,
   signedIn: session.signedInElsewhere,
   deleted: conversations.deletedElsewhere,
+  renamed: () => sidebar.refresh(),
   answered: asks.answeredElsewhere,
 });
 

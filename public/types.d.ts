@@ -13,3 +13,8 @@ declare module "@highlightjs/cdn-assets/es/highlight.min.js" {
 interface Window {
   AGENT_GATEWAY?: { getToken?: () => Promise<string>; baseUrl?: string };
 }
+
+/** The theme the page shows, set up before the first paint by public/theme.js (a classic script). */
+interface Window {
+  pageTheme?: { choice: () => "system" | "light" | "dark"; choose: (choice: "system" | "light" | "dark") => void };
+}

@@ -4,6 +4,7 @@ import type { z } from "zod";
 import app from "../src/worker";
 import {
   CancelAckSchema,
+  ConversationEntrySchema,
   ConversationListSchema,
   ConversationSummarySchema,
   ConversationUsageSchema,
@@ -68,6 +69,7 @@ describe("the OpenAPI document matches what the routes answer", () => {
     await documented(TurnViewSchema, await api(`/v1/conversations/${cid}/turns/${turnId}`, { token }));
     await documented(TurnViewSchema, await sendTurn(token, cid, turnId, "hello [ask]"));
     await documented(ConversationListSchema, await api("/v1/conversations", { token }));
+    await documented(ConversationEntrySchema, await api(`/v1/conversations/${cid}`, { token, method: "PATCH", body: { title: "Renamed" } }));
     await documented(MessagesSchema, await api(`/v1/conversations/${cid}/messages`, { token }));
     await documented(UiMessagesSchema, await api(`/v1/chat/${cid}/messages`, { token }));
     await documented(ConversationUsageSchema, await api(`/v1/conversations/${cid}/usage`, { token }));

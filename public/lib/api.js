@@ -130,6 +130,8 @@ export function createApi({ baseUrl, token, onUnauthorized }) {
      */
     answer: async (cid, interactionId, body) =>
       (await request(`${conversationPath(cid)}/interactions/${enc(interactionId)}`, { method: "POST", body, accept: [404, 409, 410, 422, 502] })).data,
+    /** Renames the conversation on the server (every device lists the new title). @param {string} cid @param {string} title @returns {Promise<ConversationEntry>} */
+    rename: async (cid, title) => (await request(conversationPath(cid), { method: "PATCH", body: { title } })).data,
     /** @param {string} cid @returns {Promise<import("./wire").Deleted>} */
     remove: async (cid) => (await request(conversationPath(cid), { method: "DELETE" })).data,
     /** @returns {Promise<import("./wire").EnvironmentView>} */

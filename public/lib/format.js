@@ -132,3 +132,17 @@ export const ACK_PROBLEM = {
   invalid_response: "The answer was not accepted.",
   transport_failure: "Could not confirm the answer was delivered; try again.",
 };
+
+/** How many characters of a message name its buttons for a screen reader ("Copy answer to “…”"). */
+const SNIPPET_CHARS = 40;
+
+/**
+ * A message as a button's name quotes it: one line, at most 40 characters (the 40th an ellipsis
+ * when cut), in quotes: “Fix the failing test”.
+ * @param {string} text
+ */
+export function quoted(text) {
+  const line = text.replace(/\s+/g, " ").trim();
+  const chars = [...line];
+  return `“${chars.length > SNIPPET_CHARS ? `${chars.slice(0, SNIPPET_CHARS - 1).join("").trimEnd()}…` : line}”`;
+}

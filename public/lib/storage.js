@@ -3,13 +3,15 @@
  * What the page keeps in this browser (localStorage, shared by its tabs): the sign-in, messages
  * that have not reached the server yet, what this browser answered to asks (in words, never a
  * secret value), and whether it notifies when the agent asks. Signing out forgets all of it. Other tabs learn of changes through the `storage`
- * event: a sign-out, a sign-in, a conversation deleted here.
+ * event: a sign-out, a sign-in, a conversation deleted or renamed here. (The theme is kept by
+ * theme.js, outside the sign-in: it stays when you sign out.)
  */
 
 const PREFIX = "gw:";
 const TOKEN = `${PREFIX}token`;
 const USER = `${PREFIX}user`;
 const DELETED = `${PREFIX}deleted`;
+const RENAMED = `${PREFIX}renamed`;
 const NOTIFY = `${PREFIX}notify`;
 const unsentKey = (/** @type {string} */ cid) => `${PREFIX}unsent:${cid}`;
 const choiceKey = (/** @type {string} */ interactionId) => `${PREFIX}choice:${interactionId}`;
@@ -102,9 +104,14 @@ export function announceDeleted(/** @type {string} */ cid) {
   write(DELETED, JSON.stringify({ cid, at: Date.now() }));
 }
 
+/** Tells this browser's other tabs that a conversation was renamed here (their lists fetch it). */
+export function announceRenamed(/** @type {string} */ cid) {
+  write(RENAMED, JSON.stringify({ cid, at: Date.now() }));
+}
+
 /**
  * Changes other tabs made.
- * @param {{ signedOut: () => void, signedIn: () => void, deleted: (cid: string) => void, answered: (interactionId: string, choice: string) => void }} on
+ * @param {{ signedOut: () => void, signedIn: () => void, deleted: (cid: string) => void, renamed: () => void, answered: (interactionId: string, choice: string) => void }} on
  */
 export function watchOtherTabs(on) {
   addEventListener("storage", (event) => {
@@ -117,6 +124,7 @@ export function watchOtherTabs(on) {
       } catch {
         // not ours
       }
-    } else if (event.key.startsWith(`${PREFIX}choice:`) && event.newValue) on.answered(event.key.slice(`${PREFIX}choice:`.length), event.newValue);
+    } else if (event.key === RENAMED && event.newValue) on.renamed();
+    else if (event.key.startsWith(`${PREFIX}choice:`) && event.newValue) on.answered(event.key.slice(`${PREFIX}choice:`.length), event.newValue);
   });
 }

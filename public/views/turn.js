@@ -6,7 +6,7 @@
  * reason, usage, the model asked for and the one that served it, time) with Copy, Retry and
  * Regenerate. Edit and Regenerate, on any turn, make a branch (README "Branches").
  */
-import { cancelReasonText, modelText, STATUS_LABEL, timeText, usageText, waitingText } from "../lib/format.js";
+import { cancelReasonText, modelText, quoted, STATUS_LABEL, timeText, usageText, waitingText } from "../lib/format.js";
 import { renderMarkdown } from "../lib/markdown.js";
 import { isActive } from "../lib/reducer.js";
 import { createAskView } from "./ask.js";
@@ -223,14 +223,14 @@ export function createTurnView(turnId, handlers) {
         )
       : null;
     meta.replaceChildren(
-      ...[timeElement(turn.sentAt, turn.sentAt ? timeText(turn.sentAt) : ""), picker, canEdit ? el("button", { type: "button", class: "link-button", "data-action": "edit", text: "Edit" }) : null].filter((n) => n !== null),
+      ...[timeElement(turn.sentAt, turn.sentAt ? timeText(turn.sentAt) : ""), picker, canEdit ? el("button", { type: "button", class: "link-button", "data-action": "edit", "aria-label": `Edit message ${quoted(turn.userText)}`, text: "Edit" }) : null].filter((n) => n !== null),
     );
     if (turn.status === "unsent") {
       sendError.hidden = false;
       sendError.replaceChildren(
         el("span", { text: `Not sent: ${turn.sendError?.message ?? "could not reach the server"}.` }),
-        el("button", { type: "button", "data-action": "resend", text: "Retry", disabled: busy }),
-        el("button", { type: "button", "data-action": "edit-unsent", text: "Edit" }),
+        el("button", { type: "button", "data-action": "resend", "aria-label": `Retry sending ${quoted(turn.userText)}`, text: "Retry", disabled: busy }),
+        el("button", { type: "button", "data-action": "edit-unsent", "aria-label": `Edit message ${quoted(turn.userText)}`, text: "Edit" }),
       );
     } else {
       sendError.hidden = true;
@@ -275,9 +275,9 @@ export function createTurnView(turnId, handlers) {
           ? el(
               "span",
               { class: "turn-actions" },
-              text ? el("button", { type: "button", class: "copy-button", "data-action": "copy-answer", text: "Copy answer" }) : null,
-              turn.status === "failed" ? el("button", { type: "button", "data-action": "rerun", text: "Retry", disabled: busy }) : null,
-              turn.status !== "failed" ? el("button", { type: "button", "data-action": "regenerate", text: "Regenerate", disabled: busy }) : null,
+              text ? el("button", { type: "button", class: "copy-button", "data-action": "copy-answer", "aria-label": `Copy answer to ${quoted(turn.userText)}`, text: "Copy answer" }) : null,
+              turn.status === "failed" ? el("button", { type: "button", "data-action": "rerun", "aria-label": `Retry ${quoted(turn.userText)}`, text: "Retry", disabled: busy }) : null,
+              turn.status !== "failed" ? el("button", { type: "button", "data-action": "regenerate", "aria-label": `Regenerate answer to ${quoted(turn.userText)}`, text: "Regenerate", disabled: busy }) : null,
             )
           : null,
       ].filter((n) => n !== null),

@@ -22,6 +22,7 @@ import { SubscriptionSockets } from "./subscriptions";
 import type { TurnView } from "./turn-cache";
 import type { WhenBusy } from "./turn-queue";
 import { TurnRunner, type SubmitOutcome } from "./turn-runner";
+import type { ConversationEntry } from "./user";
 import { HANDOFF_RETRY_MS, WebhookHandoff } from "./webhook-handoff";
 import { chatMessagesOf, chatReplayOf, messagesOf, summaryOf, turnOf, usageOf, type ConversationMessages, type ConversationSummary, type ConversationUsage } from "./views";
 
@@ -294,6 +295,21 @@ export class SessionObject extends DurableObject<Env> {
       // The conversation list shows the branch too.
       if (switched.branch !== switched.previous) this.runner.refreshIndex();
       return switched;
+    });
+  }
+
+  /**
+   * Renames the conversation: the summary's title here, then the user's list (whose entry is
+   * answered). The title from the first message is set only while there is none, so a later turn
+   * keeps the new one. Should the list's write fail, the next touch of the index carries the
+   * new title from here.
+   */
+  async rename(conversationId: string, title: string): Promise<RpcResult<ConversationEntry>> {
+    return this.held(conversationId, async (context, store) => {
+      store.setMeta("title", title);
+      const entry = await this.userStub(context.ownerKey).renameConversation(context.conversationId, title);
+      if (!entry) throw new Refusal("conversation_not_found", `no conversation ${conversationId}`);
+      return entry;
     });
   }
 

@@ -100,7 +100,7 @@ export class UserObject extends DurableObject<Env> {
   private migrate(): void {
     this.sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
     const current = this.sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0]?.version ?? 0;
-    if (current >= 8) return;
+    if (current >= 9) return;
     if (current < 5) this.migrateToV5(current);
     // v6 (issue 22, the sandbox's life): what the gateway did to the user's environment, and the
     // durable record of an account's deletion (./account-records.ts).
@@ -110,8 +110,12 @@ export class UserObject extends DurableObject<Env> {
     if (current < 7) this.sql.exec("ALTER TABLE conversations ADD COLUMN branch INTEGER NOT NULL DEFAULT 0");
     // v8: webhook endpoints and their deliveries (the outbox and the delivery log in one table).
     if (current < 8) this.sql.exec(WEBHOOK_TABLES_SQL);
+    // v9: whether the user renamed the conversation (README "Public API", PATCH /v1/conversations/:cid):
+    // a renamed title is the user's, and no touch of the session's (one in flight from before the
+    // rename included) writes over it.
+    if (current < 9) this.sql.exec("ALTER TABLE conversations ADD COLUMN renamed INTEGER NOT NULL DEFAULT 0");
     this.sql.exec("DELETE FROM schema_version");
-    this.sql.exec("INSERT INTO schema_version (version) VALUES (8)");
+    this.sql.exec("INSERT INTO schema_version (version) VALUES (9)");
   }
 
   private migrateToV5(current: number): void {
@@ -256,7 +260,7 @@ export class UserObject extends DurableObject<Env> {
     // the row already has is older news and changes nothing.
     this.sql.exec(
       `INSERT INTO conversations (conversation_id, title, state, waiting_for, last_event_id, created_at, updated_at, used_tokens, usage_complete, usage_provenance, branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT(conversation_id) DO UPDATE SET title = excluded.title, state = excluded.state, waiting_for = excluded.waiting_for, branch = excluded.branch,
+       ON CONFLICT(conversation_id) DO UPDATE SET title = CASE WHEN conversations.renamed = 1 THEN conversations.title ELSE excluded.title END, state = excluded.state, waiting_for = excluded.waiting_for, branch = excluded.branch,
          last_event_id = excluded.last_event_id, updated_at = excluded.updated_at,
          used_tokens = excluded.used_tokens, usage_complete = excluded.usage_complete, usage_provenance = excluded.usage_provenance
        WHERE excluded.last_event_id >= conversations.last_event_id`,
@@ -322,6 +326,15 @@ export class UserObject extends DurableObject<Env> {
     });
   }
 
+  /**
+   * The user renamed the conversation: its listed title from now on, whatever a touch carries.
+   * Answers the entry as listed, or null when the user has no such conversation.
+   */
+  async renameConversation(conversationId: string, title: string): Promise<ConversationEntry | null> {
+    this.sql.exec("UPDATE conversations SET title = ?, renamed = 1 WHERE conversation_id = ?", title, conversationId);
+    return this.entries("SELECT * FROM conversations WHERE conversation_id = ?", conversationId)[0] ?? null;
+  }
+
   /** Whether the user has this conversation (a read of one it does not have wakes no session object). */
   async knows(conversationId: string): Promise<boolean> {
     return this.sql.exec("SELECT 1 FROM conversations WHERE conversation_id = ?", conversationId).toArray().length > 0;
@@ -372,11 +385,13 @@ export class UserObject extends DurableObject<Env> {
   }
 
   async listConversations(limit: number): Promise<ConversationEntry[]> {
+    return this.entries("SELECT * FROM conversations ORDER BY updated_at DESC LIMIT ?", limit);
+  }
+
+  /** Rows of the conversation index as listed. */
+  private entries(query: string, ...bindings: (string | number)[]): ConversationEntry[] {
     return this.sql
-      .exec<{ conversation_id: string; title: string; state: string; waiting_for: string | null; branch: number; last_event_id: number; created_at: number; updated_at: number }>(
-        "SELECT * FROM conversations ORDER BY updated_at DESC LIMIT ?",
-        limit,
-      )
+      .exec<{ conversation_id: string; title: string; state: string; waiting_for: string | null; branch: number; last_event_id: number; created_at: number; updated_at: number }>(query, ...bindings)
       .toArray()
       .map((r) => ({
         conversationId: r.conversation_id,

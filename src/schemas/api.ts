@@ -212,22 +212,38 @@ export const ConversationUsageSchema = z
   })
   .meta({ id: "ConversationUsage" });
 
-export const ConversationListSchema = z
+export const ConversationEntrySchema = z
   .object({
-    conversations: z.array(
-      z.object({
-        conversationId: ConversationId,
-        title: z.string(),
-        state: z.enum(["idle", "running"]),
-        waitingFor: WaitingFor.nullable().describe("what the running turn waits for, else null"),
-        branch: z.number().int().nonnegative().describe("the branch the conversation shows (its summary's branch)"),
-        lastEventId: z.number().int(),
-        createdAt: z.string(),
-        updatedAt: z.string(),
-      }),
-    ),
+    conversationId: ConversationId,
+    title: z.string(),
+    state: z.enum(["idle", "running"]),
+    waitingFor: WaitingFor.nullable().describe("what the running turn waits for, else null"),
+    branch: z.number().int().nonnegative().describe("the branch the conversation shows (its summary's branch)"),
+    lastEventId: z.number().int(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
   })
-  .meta({ id: "ConversationList" });
+  .meta({ id: "ConversationEntry" });
+
+export const ConversationListSchema = z.object({ conversations: z.array(ConversationEntrySchema) }).meta({ id: "ConversationList" });
+
+/** The longest title a conversation can be given (the title from a first message is at most 80). */
+const TITLE_MAX_CHARS = 200;
+
+/** Control characters (C0, DEL, C1) and the line and paragraph separators: a title is one line of text. */
+const TITLE_FORBIDDEN = /[\p{Cc}\u2028\u2029]/u;
+
+export const RenameConversationBody = z
+  .strictObject({
+    title: z
+      .string()
+      .trim()
+      .min(1, "must not be empty (after trimming spaces)")
+      .max(TITLE_MAX_CHARS, `must be at most ${TITLE_MAX_CHARS} characters`)
+      .refine((title) => !TITLE_FORBIDDEN.test(title), "must be one line with no control characters")
+      .describe("The conversation's new title: trimmed, 1 to 200 characters, one line with no control characters"),
+  })
+  .meta({ id: "RenameConversation" });
 
 const TranscriptContentPartSchema = z.looseObject({
   id: z.string(),

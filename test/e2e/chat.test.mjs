@@ -13,6 +13,7 @@ import "./notify.mjs";
 import "./security.mjs";
 import "./sandbox.mjs";
 import "./connection.mjs";
+import "./sidebar.mjs";
 
 describe("the chat page", () => {
   it("signs in, sends a message, streams the answer with a tool card, and shows usage", async () => {

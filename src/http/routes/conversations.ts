@@ -1,5 +1,5 @@
 /**
- * Conversations and their turns (README "Public API"): the list, sending a turn (retry-safe under
+ * Conversations and their turns (README "Public API"): the list, renaming one, sending a turn (retry-safe under
  * its turn id, queued while another runs when asked), one turn, editing and removing a queued turn,
  * clearing the queue, the summary, the transcript, usage, cancel and delete. Mounted at
  * `/v1/conversations`, authenticated by the app. Each route is declared once (../route-declaration.ts):
@@ -16,6 +16,7 @@ import {
   BranchListSchema,
   CancelAckSchema,
   CancelBody,
+  ConversationEntrySchema,
   ConversationListSchema,
   ConversationSummarySchema,
   ConversationUsageSchema,
@@ -23,6 +24,7 @@ import {
   EditQueuedTurnBody,
   MessagesSchema,
   QueueClearedAnswer,
+  RenameConversationBody,
   SubmitTurnBody,
   SwitchBranchBody,
   TurnViewSchema,
@@ -191,6 +193,23 @@ conversationRoutes.serve(
   async (c) => {
     const { stub, conversationId } = await knownSession(c);
     return c.json(unwrapRpc(await stub.summary(conversationId)));
+  },
+);
+
+conversationRoutes.serve(
+  {
+    method: "patch",
+    path: "/:cid",
+    summary: "Rename the conversation: its title in the list and the summary, on every device; later turns keep it",
+    params: cid,
+    body: RenameConversationBody,
+    answers: { 200: json(ConversationEntrySchema, "The conversation as listed, with its new title") },
+    errors: [400, 401, 404, 413, 415],
+  },
+  async (c, readBody) => {
+    const { stub, conversationId } = await knownSession(c);
+    const body = await readBody(4 * 1024);
+    return c.json(unwrapRpc(await stub.rename(conversationId, body.title)));
   },
 );
 
