@@ -62,7 +62,7 @@ describe("the emulator's markdown answers", () => {
     }
     expect(soFar).toBe(text);
     const sizes = frames.map((f) => f.delta!.length);
-    expect(Math.max(...sizes)).toBeLessThanOrEqual(40);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(64);
     expect(new Set(sizes).size).toBeGreaterThan(5);
     // Some delta ends inside a word, and some text so far ends in the middle of a line of an open fence.
     expect(frames.some((f) => /\w$/.test(f.delta!) && /^\w/.test(text.slice(f.part.text!.length)))).toBe(true);
