@@ -33,6 +33,8 @@ async function assertRendered(page, state) {
   const table = answer.getByRole("table");
   assert.deepEqual(await table.getByRole("columnheader").allTextContents(), ["Module", "What it does", "Lines", "Tested"], state);
   await table.getByRole("cell", { name: "upstream-reader.ts" }).waitFor();
+  // The table scrolls inside a named box that takes focus (narrow screens scroll it).
+  assert.equal(await answer.getByRole("group", { name: "table" }).getAttribute("tabindex"), "0", state);
   // Every task checkbox is named by its item's own text (not its sub-items') and shows its state.
   const boxes = answer.getByRole("checkbox");
   assert.equal(await boxes.count(), TASKS.length, state);
