@@ -5,7 +5,12 @@
  * - marked's output then goes through DOMPurify with an allow-list of the tags and attributes
  *   markdown produces (no script, no event handler, no style, no javascript: URL);
  * - images are shown as links, not loaded: an image URL can carry data out of the page;
- * - links open in a new tab with no opener and no referrer.
+ * - links open in a new tab with no opener and no referrer; a link that is not an absolute http:,
+ *   https: or mailto: URL (javascript:, data:, a relative path that would open the gateway's own
+ *   origin) leads nowhere and is shown as its text.
+ * What it draws is accessible: a task list's checkboxes are disabled and named by their item's
+ * text; code blocks and tables, which scroll sideways, take keyboard focus and are named ("ts
+ * code", "table"), so a keyboard user can scroll to the end of a long line.
  * Code blocks get a language label, a copy button and syntax highlighting (highlight.js, loaded
  * the first time a code block in a known language appears; its HTML is sanitized too).
  */
@@ -25,13 +30,6 @@ const markdown = new Marked({
     html: ({ text }) => escapeHtml(text),
     image: ({ href, text }) => `<a href="${escapeHtml(href)}" class="image-link">${escapeHtml(`Image: ${text || href}`)}</a>`,
   },
-});
-
-DOMPurify.addHook("afterSanitizeAttributes", (node) => {
-  if (node.tagName === "A") {
-    node.setAttribute("target", "_blank");
-    node.setAttribute("rel", "noopener noreferrer nofollow");
-  }
 });
 
 /** @typedef {{ highlight(code: string, options: { language: string, ignoreIllegals?: boolean }): { value: string }, getLanguage(name: string): unknown }} Highlighter */
@@ -62,6 +60,46 @@ function highlight(code) {
   code.classList.add("hljs");
 }
 
+const LINK_PROTOCOLS = new Set(["http:", "https:", "mailto:"]);
+
+/**
+ * Whether a link's target leads somewhere a chat answer may send the reader: an absolute http:,
+ * https: or mailto: URL. `href` is the attribute's value as the browser reads it (entities
+ * decoded); the URL parser drops the tabs and newlines a `java\nscript:` hides behind.
+ * (Exported for its tests in test/page, which import it by a path tools do not follow.)
+ * @public
+ * @param {string | null} href
+ */
+export function isLinkable(href) {
+  if (!href) return false;
+  try {
+    return LINK_PROTOCOLS.has(new URL(href).protocol);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A task item's own words, for its checkbox's name: its text without its sub-list.
+ * @param {Element} item
+ */
+function taskName(item) {
+  const own = /** @type {Element} */ (item.cloneNode(true));
+  for (const nested of own.querySelectorAll("ul, ol, input")) nested.remove();
+  return (own.textContent ?? "").replace(/\s+/g, " ").trim();
+}
+
+/**
+ * A region that may scroll sideways: focusable, so the keyboard can scroll it, and named.
+ * @param {HTMLElement} node
+ * @param {string} name
+ */
+function scrollable(node, name) {
+  node.tabIndex = 0;
+  node.setAttribute("role", "group");
+  node.setAttribute("aria-label", name);
+}
+
 /** @param {HTMLElement} pre */
 function codeBlock(pre) {
   const code = pre.querySelector("code");
@@ -81,6 +119,7 @@ function codeBlock(pre) {
   header.append(label, copy);
   pre.replaceWith(wrapper);
   wrapper.append(header, pre);
+  scrollable(pre, lang ? `${lang} code` : "code");
   if (code && lang) {
     code.dataset.lang = lang;
     if (highlighter) highlight(code);
@@ -100,6 +139,25 @@ export function renderMarkdown(text) {
   for (const node of [...fragment.childNodes]) if (node.nodeType === Node.TEXT_NODE && !node.textContent?.trim()) node.remove();
   // Only the disabled checkboxes of task lists: no other input survives.
   for (const input of fragment.querySelectorAll('input:not([type="checkbox"][disabled])')) input.remove();
+  for (const input of fragment.querySelectorAll("input")) {
+    const item = input.closest("li");
+    input.setAttribute("aria-label", (item && taskName(item)) || "task");
+  }
+  for (const link of fragment.querySelectorAll("a")) {
+    // A link to nowhere is its text; the others open in a new tab, with no opener and no referrer.
+    if (!isLinkable(link.getAttribute("href"))) link.replaceWith(...link.childNodes);
+    else {
+      link.setAttribute("target", "_blank");
+      link.setAttribute("rel", "noopener noreferrer nofollow");
+    }
+  }
   for (const pre of fragment.querySelectorAll("pre")) codeBlock(/** @type {HTMLElement} */ (pre));
+  for (const table of fragment.querySelectorAll("table")) {
+    const wrapper = document.createElement("div");
+    wrapper.className = "table-scroll";
+    table.replaceWith(wrapper);
+    wrapper.append(table);
+    scrollable(wrapper, "table");
+  }
   return fragment;
 }

@@ -1,4 +1,5 @@
 import { afterQuestion, FIRST_PLAN, permissionAsk, permissionGranted, planFrames, questionAsk, type AskAnswer, type AskContext } from "./asks";
+import { markdownAnswer, tokenDeltas } from "./markdown-answer";
 import type { ScriptFrame } from "./script-frame";
 /**
  * The emulator's deterministic scripted agent. A message picks a script; each script is a list of
@@ -17,6 +18,12 @@ import type { ScriptFrame } from "./script-frame";
  *   [big-output:N] the `read` tool's output is N bytes (up to 2,000,000): a frame near the size bounds
  *   [recall]    the answer names the session's earlier messages (its memory: a forked session's
  *               starts with the messages copied from the session it was forked from)
+ *   [markdown]  the answer is markdown as coding agents write it: headings, lists, a GFM task list,
+ *               a table, links (two of them dead: javascript: and data:), fenced code in ts, python,
+ *               bash and json with lines wider than a chat bubble, inline code and a long diff;
+ *               streamed in deltas of a few characters cut anywhere, as model tokens arrive
+ *   [markdown:<section>]  only that section: lists, tasks, table, code, diff, links (they combine;
+ *               see markdown-answer.ts)
  * Asks (the run waits for the answer and continues according to it):
  *   [ask]          a question with text, select, boolean, number, multi-select and secret fields
  *   [ask-timeout]  the same question, expiring after a short time (interaction.cancel, timeout)
@@ -107,8 +114,13 @@ function splitDeltas(text: string, wordsPerDelta: number): string[] {
 }
 
 function textFrames(partId: string, text: string, wordsPerDelta: number): ScriptFrame[] {
+  return cumulativeFrames(partId, splitDeltas(text, wordsPerDelta));
+}
+
+/** One text part growing by each delta: `part.text` the text so far, `delta` the new suffix. */
+function cumulativeFrames(partId: string, deltas: string[]): ScriptFrame[] {
   let cumulative = "";
-  return splitDeltas(text, wordsPerDelta).map((delta) => {
+  return deltas.map((delta) => {
     cumulative += delta;
     return { type: "message.part.updated", data: { part: { id: partId, type: "text", text: cumulative }, delta } };
   });
@@ -277,8 +289,11 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
 
   push({ type: "message.part.updated", data: { part: { id: `${exe}:step-2`, type: "step-start" } } });
   const words = wordCount(message);
+  const markdown = words === undefined ? markdownAnswer(message) : undefined;
   const answer =
-    words !== undefined
+    markdown !== undefined
+      ? markdown
+      : words !== undefined
       ? Array.from({ length: words }, (_, i) => LONG_WORDS[i % LONG_WORDS.length]).join(" ")
       : hasDirective(message, "long")
         ? LONG_WORDS.join(" ")
@@ -291,6 +306,8 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
       const paragraph = all.slice(p * WORDS_PER_PARAGRAPH, (p + 1) * WORDS_PER_PARAGRAPH).join(" ");
       for (const f of textFrames(`${exe}:text-2-${p}`, paragraph, 1)) push(f);
     }
+  } else if (markdown !== undefined) {
+    for (const f of cumulativeFrames(`${exe}:text-2`, tokenDeltas(markdown))) push(f);
   } else {
     // One text part for the whole answer, its text growing with every delta (OpenCode's way).
     for (const f of textFrames(`${exe}:text-2`, answer, words !== undefined || hasDirective(message, "long") ? 1 : 3)) push(f);

@@ -14,6 +14,7 @@ import "./security.mjs";
 import "./sandbox.mjs";
 import "./connection.mjs";
 import "./sidebar.mjs";
+import "./markdown.mjs";
 
 describe("the chat page", () => {
   it("signs in, sends a message, streams the answer with a tool card, and shows usage", async () => {
