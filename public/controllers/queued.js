@@ -32,6 +32,8 @@ export function createQueued({ api, store, ui, sent, screen }) {
   /** @type {Promise<void> | null} */
   let loading = null;
   let again = false;
+  /** @type {Promise<void>} the queued send under way, if any: the next waits for its answer */
+  let sending = Promise.resolve();
 
   /** Reads the queue again (one read at a time; asked meanwhile, once more after it). */
   function refresh() {
@@ -151,13 +153,21 @@ export function createQueued({ api, store, ui, sent, screen }) {
   }
 
   /**
-   * Sends a message to wait behind the running turn (it starts at once if that turn has ended).
+   * Sends a message to wait behind the running turn (it starts at once if that turn has ended),
+   * once the queued sends before it have their answers.
    * @param {string} message
    */
-  async function add(message) {
+  function add(message) {
     const generation = store.generation;
     const cid = store.conv.cid;
     const turnId = `t-${crypto.randomUUID()}`;
+    const done = sending.then(() => deliver(generation, cid, turnId, message));
+    sending = done.catch(() => undefined);
+    return done;
+  }
+
+  /** @param {number} generation @param {string} cid @param {string} turnId @param {string} message */
+  async function deliver(generation, cid, turnId, message) {
     await sent().catch(() => undefined);
     for (let attempt = 0; ; attempt++) {
       try {
