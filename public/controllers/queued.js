@@ -6,6 +6,12 @@
  * summary's `queue` when the conversation loads and again whenever the stream says the queue moved
  * (`turn.queued`, `turn.queue_edited`, `turn.dequeued`, a turn's start or end), so every tab shows
  * the same queue. A queued send is retried once under its turn id (the same queued turn).
+ *
+ * The server queues turns in the order their sends reach it, so queued messages are sent one at a
+ * time, each once the one before it is answered: they wait in the order they were typed. A read of
+ * the queue under way while this page changed the list (queued, edited, removed a message) may
+ * predate the change: it is not shown, and the queue is read again. The message being edited keeps
+ * what was typed in it, and the focus, whenever the list is drawn again.
  */
 import { ApiError } from "../lib/api.js";
 import { GATEWAY_EVENT as E } from "../lib/events.js";
@@ -32,6 +38,10 @@ export function createQueued({ api, store, ui, sent, screen }) {
   /** @type {Promise<void> | null} */
   let loading = null;
   let again = false;
+  /** Counts this page's own changes to the list: a read that began at another count may predate one. */
+  let changes = 0;
+  /** @type {Promise<void>} the queued send under way, if any: the next waits for its answer */
+  let sending = Promise.resolve();
 
   /** Reads the queue again (one read at a time; asked meanwhile, once more after it). */
   function refresh() {
@@ -54,9 +64,15 @@ export function createQueued({ api, store, ui, sent, screen }) {
     const { cid, deleted } = store.conv;
     const generation = store.generation;
     if (!cid || deleted) return show([]);
+    const seen = changes;
     try {
       const summary = await api.summary(cid);
-      if (generation === store.generation) show(summary.queue.map((t) => ({ turnId: t.turnId, message: t.message })));
+      if (generation !== store.generation) return;
+      if (seen !== changes) {
+        again = true;
+        return;
+      }
+      show(summary.queue.map((t) => ({ turnId: t.turnId, message: t.message })));
     } catch (err) {
       // A conversation the server does not have yet has no queue; otherwise the list stays as it was.
       if (err instanceof ApiError && err.status === 404 && generation === store.generation) show([]);
@@ -70,9 +86,24 @@ export function createQueued({ api, store, ui, sent, screen }) {
     draw();
   }
 
+  /** This page's own change to the list, shown at once. @param {Array<{ turnId: string, message: string }>} next */
+  function change(next) {
+    changes++;
+    show(next);
+  }
+
   function draw() {
     ui.queued.hidden = items.length === 0;
-    ui.queuedList.replaceChildren(...items.map((item) => (item.turnId === editing ? editor(item) : entry(item))));
+    // The open editor is never taken out of the list (that would lose its focus), nor drawn anew
+    // (that would lose what was typed in it): the other items are put around it.
+    const open = /** @type {HTMLElement | null} */ (ui.queuedList.querySelector(".queued-item.editing"));
+    const kept = open && open.dataset.turn === editing && items.some((i) => i.turnId === editing) ? open : null;
+    const nodes = items.map((item) => (item.turnId === editing ? (kept ?? editor(item)) : entry(item)));
+    if (!kept) return ui.queuedList.replaceChildren(...nodes);
+    for (const child of [...ui.queuedList.children]) if (child !== kept) child.remove();
+    const at = nodes.indexOf(kept);
+    kept.before(...nodes.slice(0, at));
+    kept.after(...nodes.slice(at + 1));
   }
 
   /** @param {{ turnId: string, message: string }} item */
@@ -131,7 +162,7 @@ export function createQueued({ api, store, ui, sent, screen }) {
     editing = null;
     try {
       const turn = await api.editQueued(store.conv.cid, turnId, message);
-      show(items.map((i) => (i.turnId === turnId ? { ...i, message: turn.message } : i)));
+      change(items.map((i) => (i.turnId === turnId ? { ...i, message: turn.message } : i)));
     } catch (err) {
       refused(err, "edited");
     }
@@ -142,7 +173,7 @@ export function createQueued({ api, store, ui, sent, screen }) {
   async function remove(turnId) {
     try {
       await api.removeQueued(store.conv.cid, turnId);
-      show(items.filter((i) => i.turnId !== turnId));
+      change(items.filter((i) => i.turnId !== turnId));
       screen.announce("Queued message removed.");
     } catch (err) {
       refused(err, "removed");
@@ -151,19 +182,27 @@ export function createQueued({ api, store, ui, sent, screen }) {
   }
 
   /**
-   * Sends a message to wait behind the running turn (it starts at once if that turn has ended).
+   * Sends a message to wait behind the running turn (it starts at once if that turn has ended),
+   * once the queued sends before it have their answers.
    * @param {string} message
    */
-  async function add(message) {
+  function add(message) {
     const generation = store.generation;
     const cid = store.conv.cid;
     const turnId = `t-${crypto.randomUUID()}`;
+    const done = sending.then(() => deliver(generation, cid, turnId, message));
+    sending = done.catch(() => undefined);
+    return done;
+  }
+
+  /** @param {number} generation @param {string} cid @param {string} turnId @param {string} message */
+  async function deliver(generation, cid, turnId, message) {
     await sent().catch(() => undefined);
     for (let attempt = 0; ; attempt++) {
       try {
         const turn = await api.queue(cid, turnId, message);
         if (generation !== store.generation) return;
-        if (turn.status === "queued" && !items.some((i) => i.turnId === turnId)) show([...items, { turnId, message: turn.message }]);
+        if (turn.status === "queued" && !items.some((i) => i.turnId === turnId)) change([...items, { turnId, message: turn.message }]);
         screen.announce(turn.status === "queued" ? "Message queued: it is sent when the running turn ends." : "Message sent.");
         return;
       } catch (err) {

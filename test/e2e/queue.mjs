@@ -13,13 +13,37 @@ describe("queued messages", () => {
     await send(page, "Explain everything [words:600] [slow]");
     await page.getByRole("button", { name: "Stop" }).waitFor();
     const input = page.getByLabel("Message", { exact: true });
+    // The first queued send is slow to reach the server (held here until all three are typed): the
+    // server queues sends as they reach it, so the page sends each once the one before it is answered.
+    const turns = "**/v1/conversations/*/turns";
+    let release = () => {};
+    const released = new Promise((resolve) => (release = resolve));
+    let first = "to hold";
+    /** @type {Promise<void>[]} queued sends that went out while the first was held */
+    const overtaking = [];
+    await page.route(turns, async (route) => {
+      if (route.request().postDataJSON()?.whenBusy !== "queue") return route.continue();
+      if (first === "to hold") {
+        first = "held";
+        await released;
+        return route.continue();
+      }
+      if (first === "released") return route.continue();
+      const answered = route.fetch().then((response) => route.fulfill({ response }));
+      overtaking.push(answered);
+      await answered;
+    });
     for (const message of ["first queued", "second queued", "third queued"]) {
       await input.fill(message);
       await input.press("Enter");
     }
+    await Promise.all(overtaking);
+    first = "released";
+    release();
     const queue = page.getByRole("list", { name: "Queued messages" });
     const item = (text) => queue.getByRole("listitem").filter({ hasText: text });
     await item("third queued").waitFor();
+    await page.unroute(turns);
     assert.deepEqual(await queue.locator(".queued-text").allTextContents(), ["first queued", "second queued", "third queued"]);
     // Not in the transcript: only the running turn is.
     assert.equal(await page.locator("li.turn").count(), 1);
@@ -32,11 +56,45 @@ describe("queued messages", () => {
     await other.getByRole("list", { name: "Queued messages" }).getByText("third queued").waitFor();
     await page.bringToFront();
 
+    // Another client queues a message. The page reads the queue again, and that read is slow to
+    // come back: meanwhile "first queued" is removed here. The late read, older than the removal,
+    // is not shown (the queue is read again): the removed message never comes back.
+    const [cid, token] = [await cidOf(page), await tokenOf(page)];
+    const summary = `**/v1/conversations/${cid}`;
+    let hold = true;
+    /** @type {(release: () => Promise<void>) => void} */
+    let onHeld = () => {};
+    const held = new Promise((resolve) => (onHeld = resolve));
+    await page.route(summary, async (route) => {
+      if (!hold) return route.continue();
+      hold = false;
+      const response = await route.fetch();
+      onHeld(() => route.fulfill({ response }));
+    });
+    const elsewhere = { turnId: `t-${crypto.randomUUID()}`, message: "queued elsewhere", whenBusy: "queue" };
+    await api(`/v1/conversations/${cid}/turns`, token, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(elsewhere) });
+    const answerLate = await held;
     await item("first queued").getByRole("button", { name: "Remove" }).click();
     await item("first queued").waitFor({ state: "detached" });
+    await page.evaluate(() => {
+      const list = /** @type {HTMLElement} */ (document.getElementById("queued-list"));
+      window.queueShown = [];
+      new MutationObserver(() => window.queueShown.push(list.textContent)).observe(list, { childList: true, subtree: true });
+    });
+    await answerLate();
+    await item("queued elsewhere").waitFor();
+    await page.unroute(summary);
+    assert.deepEqual((await page.evaluate(() => window.queueShown)).filter((text) => text.includes("first queued")), []);
+
     await item("second queued").getByRole("button", { name: "Edit" }).click();
     const box = page.getByLabel("Edit queued message");
     await box.fill("second, edited");
+    // Meanwhile the other client removes its message: the page reads the queue again, and the
+    // message being edited keeps what was typed in it, and the focus.
+    await api(`/v1/conversations/${cid}/turns/${elsewhere.turnId}`, token, { method: "DELETE" });
+    await item("queued elsewhere").waitFor({ state: "detached" });
+    assert.equal(await box.inputValue(), "second, edited");
+    assert.equal(await box.evaluate((node) => node === document.activeElement), true);
     await page.getByRole("button", { name: "Save" }).click();
     await queue.getByText("second, edited").waitFor();
     // The other tab follows the edit and the removal.
@@ -52,9 +110,10 @@ describe("queued messages", () => {
     await page.locator(".bubble-user", { hasText: "third queued" }).waitFor({ timeout: 30_000 });
     await waitForBadge(page, "done", 30_000);
     assert.deepEqual(await page.locator(".bubble-user").allTextContents(), ["Explain everything [words:600] [slow]", "second, edited", "third queued"]);
-    assert.equal(await page.locator("#queued").isHidden(), true);
+    // The queue is read again once the last queued turn started: the list goes.
+    await page.locator("#queued").waitFor({ state: "hidden" });
     const turnId = await lastTurn(page).getAttribute("data-turn");
-    const turn = await api(`/v1/conversations/${await cidOf(page)}/turns/${turnId}`, await tokenOf(page));
+    const turn = await api(`/v1/conversations/${cid}/turns/${turnId}`, token);
     assert.equal(turn.status, "completed");
     await page.context().close();
   });
