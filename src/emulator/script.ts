@@ -1,4 +1,5 @@
 import { afterQuestion, FIRST_PLAN, permissionAsk, permissionGranted, planFrames, questionAsk, type AskAnswer, type AskContext } from "./asks";
+import { EDITS_TEXT, editFrames } from "./edits";
 import type { ScriptFrame } from "./script-frame";
 /**
  * The emulator's deterministic scripted agent. A message picks a script; each script is a list of
@@ -17,6 +18,9 @@ import type { ScriptFrame } from "./script-frame";
  *   [big-output:N] the `read` tool's output is N bytes (up to 2,000,000): a frame near the size bounds
  *   [recall]    the answer names the session's earlier messages (its memory: a forked session's
  *               starts with the messages copied from the session it was forked from)
+ * Files the agent changes (edits.ts):
+ *   [edits]     after its `read`, the agent writes a new file, edits another, fails one edit and
+ *               writes over a third file, with OpenCode's `write` and `edit` tool calls, then says so
  * Asks (the run waits for the answer and continues according to it):
  *   [ask]          a question with text, select, boolean, number, multi-select and secret fields
  *   [ask-timeout]  the same question, expiring after a short time (interaction.cancel, timeout)
@@ -242,6 +246,11 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
       },
     },
   });
+
+  if (hasDirective(message, "edits")) {
+    for (const f of editFrames(exe)) push(f);
+    say(EDITS_TEXT);
+  }
 
   if (hasDirective(message, "permission") && enabled("permission")) {
     const p = permissionAsk(ctx);

@@ -12,6 +12,7 @@ import "./queue.mjs";
 import "./notify.mjs";
 import "./security.mjs";
 import "./sandbox.mjs";
+import "./changes.mjs";
 
 describe("the chat page", () => {
   it("signs in, sends a message, streams the answer with a tool card, and shows usage", async () => {
