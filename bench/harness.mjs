@@ -68,7 +68,7 @@ export function stopOnSignal() {
  * afterwards, also when the run is interrupted.
  */
 export async function atCommit(ref, problems, fn) {
-  const dir = join(tmpdir(), `bench-at-${ref}-${process.pid}`);
+  const dir = join(tmpdir(), `bench-at-${ref.replace(/[^\w.-]/g, "_")}-${process.pid}`);
   const git = (...args) => execFileSync("git", ["-C", root, ...args], { stdio: ["ignore", "pipe", "pipe"] }).toString();
   const done = untilInterrupted(() => {
     try {
