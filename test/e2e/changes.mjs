@@ -5,7 +5,7 @@
 // it is not counted and shows no diff. Axe-clean closed and open, light and dark, wide and narrow.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { assertAccessible, assertNoSidewaysScroll, lastTurn, openPage, send, shot, signIn, unique, waitForBadge } from "./harness.mjs";
+import { assertAccessible, assertNoSidewaysScroll, lastTurn, openPage, send, server, shot, signIn, unique, waitForBadge } from "./harness.mjs";
 
 /** Sends an `[edits]` message on a fresh page and waits for its turn to end. */
 async function editedTurn(options) {
@@ -91,5 +91,46 @@ describe("what the agent changed", () => {
       await shot(narrow, `changes-open-${colorScheme}-narrow`);
       await narrow.context().close();
     }
+  });
+});
+
+// Issue 23, item 6 (fast on slow links), the parts a browser shows: the page paints a notice before
+// any module runs, and every module of the start comes from index.html's modulepreload list, none
+// found only when its importer ran (which is one round trip per level of imports).
+describe("the page before and while its modules load", () => {
+  it("says it is loading with no script at all, and not once the app shows", async () => {
+    const page = await openPage();
+    const noScript = await page.context().browser().newContext({ javaScriptEnabled: false });
+    const bare = await noScript.newPage();
+    await bare.goto(`${server.base}/`);
+    assert.equal(await bare.getByRole("status").filter({ hasText: "Loading the chat…" }).isVisible(), true);
+    await noScript.close();
+    await signIn(page, unique("boot"));
+    assert.equal(await page.getByText("Loading the chat…").isVisible(), false);
+    await page.context().close();
+  });
+
+  it("fetches every module of the start through the preload list", async () => {
+    const page = await openPage();
+    await signIn(page, unique("preload"));
+    const scripts = await page.evaluate(() =>
+      performance
+        .getEntriesByType("resource")
+        .filter((e) => /\.(m?js)$/.test(new URL(e.name).pathname))
+        .map((e) => ({ path: new URL(e.name).pathname, start: e.startTime, end: /** @type {PerformanceResourceTiming} */ (e).responseEnd })),
+    );
+    const preloaded = await page.$$eval('link[rel="modulepreload"]', (links) => links.map((l) => new URL(l.href).pathname));
+    assert.ok(preloaded.length > 20, `${preloaded.length} modules preloaded`);
+    const app = scripts.find((s) => s.path === "/app.js");
+    assert.ok(app, "app.js was fetched");
+    // Each was requested before app.js had even arrived: none waited for its importer to run.
+    for (const path of preloaded) {
+      const entry = scripts.find((s) => s.path === path);
+      assert.ok(entry, `${path} was fetched`);
+      assert.ok(entry.start < app.end, `${path} requested at ${entry.start} ms, after app.js arrived (${app.end} ms)`);
+    }
+    // And nothing of the start was fetched that the list does not name (highlight.js comes on demand).
+    assert.deepEqual(scripts.filter((s) => s.path !== "/app.js" && !preloaded.includes(s.path) && !s.path.includes("highlight")), []);
+    await page.context().close();
   });
 });
