@@ -67,7 +67,7 @@ describe("what the agent changed", () => {
     await page.context().close();
   });
 
-  it("stays open across a reload's rebuild, and is axe-clean in dark, wide and narrow", async () => {
+  it("is rebuilt the same from the transcript after a reload, and is axe-clean open in dark, wide and narrow", async () => {
     const dark = await editedTurn({ colorScheme: "dark" });
     await lastTurn(dark).locator("details.changes > summary").click();
     await lastTurn(dark).locator("details.changes code.hljs .hljs-addition").first().waitFor();
