@@ -3,7 +3,14 @@
 // (follow, viewer, timedRead), the statistics (percentile) and the throughput table that prints a
 // figure beside its baseline and their ratio. Each benchmark is a file of its own beside this one
 // (relay, replay, latency, rows, idle), the cost model is cost.mjs; bench/README.md has the figures.
+import { execFileSync } from "node:child_process";
+import { existsSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { devLogin, readSse, startDevServer } from "../scripts/devserver.mjs";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
 export const env = process.env;
 export const num = (name, fallback) => Number(env[name] ?? fallback);
@@ -52,6 +59,45 @@ export function stopOnSignal() {
   };
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
+}
+
+/**
+ * Runs `fn(dir, sameDeps)` on an older commit `ref` (a baseline: `BENCH_BEFORE_REF`, the page-load
+ * benchmark's `PAGE_LOAD_BEFORE_REF`): a detached git worktree in the temp dir, with this tree's
+ * node_modules when package.json and the lock are the same (else its own `npm ci`), removed
+ * afterwards, also when the run is interrupted.
+ */
+export async function atCommit(ref, problems, fn) {
+  const dir = join(tmpdir(), `bench-at-${ref.replace(/[^\w.-]/g, "_")}-${process.pid}`);
+  const git = (...args) => execFileSync("git", ["-C", root, ...args], { stdio: ["ignore", "pipe", "pipe"] }).toString();
+  const done = untilInterrupted(() => {
+    try {
+      git("worktree", "remove", "--force", dir);
+    } catch {
+      // not added yet
+    }
+  });
+  try {
+    git("worktree", "add", "--detach", dir, ref);
+    let sameDeps = true;
+    try {
+      git("diff", "--quiet", ref, "HEAD", "--", "package.json", "package-lock.json");
+    } catch {
+      sameDeps = false;
+    }
+    if (sameDeps) symlinkSync(join(root, "node_modules"), join(dir, "node_modules"), "dir");
+    else execFileSync("npm", ["ci", "--no-audit", "--no-fund"], { cwd: dir, stdio: "ignore" });
+    return await fn(dir, sameDeps);
+  } finally {
+    try {
+      git("worktree", "remove", "--force", dir);
+    } catch (err) {
+      problems.push(`could not remove the worktree ${dir} of ${ref}: ${err.message}`);
+    }
+    if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
+    git("worktree", "prune");
+    done();
+  }
 }
 
 function client(base) {

@@ -2,14 +2,7 @@
 // a turn, one conversation per IDLE_PROBES_S entry, each probed once after that idle time; then a
 // second turn every viewer must get exactly once. Its baseline, `before` (only with
 // BENCH_BEFORE_REF): the same on that older commit, in a worktree of its own with its own server.
-import { execFileSync } from "node:child_process";
-import { existsSync, rmSync, symlinkSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { env, list, num, settledObject, signIn, sleep, startBenchServer, tag, turnEndOf, untilInterrupted, viewer } from "./harness.mjs";
-
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+import { atCommit, env, list, num, settledObject, signIn, sleep, startBenchServer, tag, turnEndOf, untilInterrupted, viewer } from "./harness.mjs";
 
 export const config = {
   IDLE_VIEWERS: num("IDLE_VIEWERS", 3),
@@ -86,58 +79,35 @@ export async function idle(ctx) {
  * IDLE_VIEWERS after an idle time (with the viewers still open) means it was never evicted.
  */
 export async function before({ results, problems }) {
-  const dir = join(tmpdir(), `bench-before-${process.pid}`);
-  let server;
-  const git = (...args) => execFileSync("git", ["-C", root, ...args], { stdio: ["ignore", "pipe", "pipe"] }).toString();
-  const done = untilInterrupted(() => {
-    server?.stop();
+  await atCommit(BEFORE_REF, problems, async (dir, sameDeps) => {
+    const server = await startBenchServer({ checkout: dir, timeoutMs: 90_000 });
+    const undo = untilInterrupted(() => server.stop());
     try {
-      git("worktree", "remove", "--force", dir);
-    } catch {
-      // not added yet
+      const old = await signIn(server.base);
+      const { api, auth } = old;
+      await api.post("/v1/conversations/warm/turns", { turnId: "w1", message: "warm up" }, auth);
+      await api.post("/_emulator/faults", { frameDelayMs: 0 });
+      const probes = await Promise.all(
+        BEFORE_PROBES_S.map(async (seconds, i) => {
+          const cid = `before-${i}-${tag}`;
+          const viewers = await viewedTurn(old, cid);
+          await sleep(500);
+          const idleFrom = performance.now();
+          await sleep(seconds * 1000);
+          const openBefore = viewers.filter((v) => !v.ended).length;
+          const sent = performance.now();
+          const { dropped } = await api.post(`/v1/conversations/${cid}/dev/drop-streams`, {}, auth);
+          await Promise.race([Promise.all(viewers.map((v) => v.done)), sleep(2000)]);
+          viewers.forEach((v) => v.close());
+          return { probeSeconds: seconds, idleSeconds: Number(((sent - idleFrom) / 1000).toFixed(2)), viewersOpen: openBefore, streamsHeld: dropped, inMemory: dropped === IDLE_VIEWERS };
+        }),
+      );
+      results.before = { ref: BEFORE_REF, sameDeps, viewers: IDLE_VIEWERS, probes };
+    } finally {
+      await server.stopped();
+      undo();
     }
   });
-  try {
-    git("worktree", "add", "--detach", dir, BEFORE_REF);
-    let sameDeps = true;
-    try {
-      git("diff", "--quiet", BEFORE_REF, "HEAD", "--", "package.json", "package-lock.json");
-    } catch {
-      sameDeps = false;
-    }
-    if (sameDeps) symlinkSync(join(root, "node_modules"), join(dir, "node_modules"), "dir");
-    else execFileSync("npm", ["ci", "--no-audit", "--no-fund"], { cwd: dir, stdio: "ignore" });
-    server = await startBenchServer({ checkout: dir, timeoutMs: 90_000 });
-    const old = await signIn(server.base);
-    const { api, auth } = old;
-    await api.post("/v1/conversations/warm/turns", { turnId: "w1", message: "warm up" }, auth);
-    await api.post("/_emulator/faults", { frameDelayMs: 0 });
-    const probes = await Promise.all(
-      BEFORE_PROBES_S.map(async (seconds, i) => {
-        const viewers = await viewedTurn(old, `before-${i}-${tag}`);
-        await sleep(500);
-        const idleFrom = performance.now();
-        await sleep(seconds * 1000);
-        const openBefore = viewers.filter((v) => !v.ended).length;
-        const sent = performance.now();
-        const { dropped } = await api.post(`/v1/conversations/${cid}/dev/drop-streams`, {}, auth);
-        await Promise.race([Promise.all(viewers.map((v) => v.done)), sleep(2000)]);
-        viewers.forEach((v) => v.close());
-        return { probeSeconds: seconds, idleSeconds: Number(((sent - idleFrom) / 1000).toFixed(2)), viewersOpen: openBefore, streamsHeld: dropped, inMemory: dropped === IDLE_VIEWERS };
-      }),
-    );
-    results.before = { ref: BEFORE_REF, sameDeps, viewers: IDLE_VIEWERS, probes };
-  } finally {
-    await server?.stopped();
-    try {
-      git("worktree", "remove", "--force", dir);
-    } catch (err) {
-      problems.push(`before: could not remove the worktree ${dir}: ${err.message}`);
-    }
-    if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
-    git("worktree", "prune");
-    done();
-  }
 }
 
 export function report(results) {

@@ -5,10 +5,13 @@
 //   npm run bench                                  every benchmark below, on this tree
 //   BENCH_BEFORE_REF=4ee4fd7 npm run bench         also the idle figure of that commit (a git
 //                                                  worktree in the temp dir, removed afterwards)
-//   BENCH_ONLY=relay,latency npm run bench         a subset (relay,replay,latency,rows,idle,before)
+//   BENCH_ONLY=relay,latency npm run bench         a subset (relay,replay,latency,rows,idle,page-load,before)
+//   PAGE_LOAD_BEFORE_REF=0e361c4 BENCH_ONLY=page-load npm run bench
+//                                                  the page over a slow link, here and on that commit
 //
 // One file per benchmark beside this one, each with its configuration (environment variables) at
-// its top: relay.mjs, replay.mjs, latency.mjs, rows.mjs, idle.mjs (and its baseline `before`);
+// its top: relay.mjs, replay.mjs, latency.mjs, rows.mjs, idle.mjs (and its baseline `before`),
+// page-load.mjs (Chromium over a throttled link);
 // cost.mjs computes the cost model from their figures; harness.mjs holds what they share. This
 // file starts the server, runs them in this order, and prints and writes what they measured.
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -19,6 +22,7 @@ import * as cost from "./cost.mjs";
 import { signIn, sseTurnEnd, startBenchServer, stopOnSignal, throughputReport, timedRead, untilInterrupted } from "./harness.mjs";
 import * as idle from "./idle.mjs";
 import * as latency from "./latency.mjs";
+import * as pageLoad from "./page-load.mjs";
 import * as relay from "./relay.mjs";
 import * as replay from "./replay.mjs";
 import * as rows from "./rows.mjs";
@@ -28,7 +32,7 @@ const { BEFORE_REF } = idle.config;
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(",")) : null;
 const runs = (section) => (ONLY ? ONLY.has(section) : section !== "before" || BEFORE_REF !== "");
 
-const results = { config: { ...relay.config, ...replay.config, ...latency.config, ...rows.config, ...idle.config } };
+const results = { config: { ...relay.config, ...replay.config, ...latency.config, ...rows.config, ...idle.config, ...pageLoad.config } };
 const problems = [];
 
 const server = await startBenchServer();
@@ -46,7 +50,7 @@ try {
   await api.post("/v1/conversations/warm/turns", { turnId: "w1", message: "warm up" }, auth);
   await timedRead(`${base}/v1/conversations/warm/events`, auth, sseTurnEnd);
   await api.post("/_emulator/faults", { frameDelayMs: 0 });
-  const sections = { relay: relay.relay, replay: replay.replay, latency: latency.latency, rows: rows.rows, idle: idle.idle };
+  const sections = { relay: relay.relay, replay: replay.replay, latency: latency.latency, rows: rows.rows, idle: idle.idle, "page-load": pageLoad.pageLoad };
   for (const [name, fn] of Object.entries(sections)) {
     if (!runs(name)) continue;
     const t = performance.now();
@@ -78,7 +82,7 @@ results.loadAverage.end = loadavg().map((l) => Number(l.toFixed(2)));
 results.seconds = { ...seconds, total: Number(((performance.now() - started) / 1000).toFixed(1)) };
 results.problems = problems;
 
-const out = [...throughputReport(results), ...latency.report(results), ...rows.report(results), ...idle.report(results), ...cost.report(results)];
+const out = [...throughputReport(results), ...latency.report(results), ...rows.report(results), ...idle.report(results), ...pageLoad.report(results), ...cost.report(results)];
 if (problems.length) out.push("", "PROBLEMS:", ...problems.map((p) => `  - ${p}`));
 out.push("", `seconds: ${JSON.stringify(results.seconds)}`);
 console.log(out.join("\n"));

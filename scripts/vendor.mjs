@@ -3,21 +3,28 @@
 // the page's import map (public/index.html) finds them. Run by wrangler before `wrangler dev` and
 // `wrangler deploy` ([build] in wrangler.toml), so `npm start`, the browser tests and a deploy all
 // serve the versions package-lock.json pins. The copies are generated: public/vendor/ is ignored.
-// Then brings the import map's CSP hash in public/_headers up to date with index.html (below).
+// Each library lives under a directory named by its version (`/vendor/marked-18.2.1/…`): a URL
+// there never changes content, so public/_headers lets browsers cache it for a year.
+// Then brings index.html up to date (below): the import map's URLs (their versions), the
+// modulepreload list of the page's module graph, and the import map's CSP hash in public/_headers.
 import { createHash } from "node:crypto";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { moduleGraph, preloadBlock, PRELOAD_BLOCK } from "./module-graph.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const out = join(root, "public", "vendor");
 
-/** node_modules path → file name under public/vendor/ (each import map entry names one). */
-const FILES = {
-  "marked/lib/marked.esm.js": "marked.esm.js",
-  "dompurify/dist/purify.es.mjs": "purify.es.mjs",
-  "@highlightjs/cdn-assets/es/highlight.min.js": "highlight.min.js",
-};
+/**
+ * Each library: its package, the file the page imports (its path in the package) and the import map
+ * entry that names it. Its URL is /vendor/<dir>-<version>/<file name>.
+ */
+const LIBRARIES = [
+  { dir: "marked", pkg: "marked", file: "lib/marked.esm.js", specifier: "marked" },
+  { dir: "dompurify", pkg: "dompurify", file: "dist/purify.es.mjs", specifier: "dompurify" },
+  { dir: "highlightjs", pkg: "@highlightjs/cdn-assets", file: "es/highlight.min.js", specifier: "@highlightjs/cdn-assets/es/highlight.min.js" },
+];
 
 /**
  * Copies a file unless the target already holds the same bytes: a server already serving public/
@@ -29,15 +36,55 @@ function copyIfChanged(source, target) {
 }
 
 mkdirSync(out, { recursive: true });
-for (const [from, to] of Object.entries(FILES)) {
-  const source = join(root, "node_modules", from);
-  if (!existsSync(source)) {
-    console.error(`vendor: ${from} is missing; run npm ci`);
+/** import map specifier → the library's versioned URL */
+const urls = {};
+const keep = new Set();
+for (const { dir, pkg, file, specifier } of LIBRARIES) {
+  const source = join(root, "node_modules", pkg, file);
+  const manifest = join(root, "node_modules", pkg, "package.json");
+  if (!existsSync(source) || !existsSync(manifest)) {
+    console.error(`vendor: ${pkg}/${file} is missing; run npm ci`);
     process.exit(1);
   }
-  copyIfChanged(source, join(out, to));
+  const versioned = `${dir}-${JSON.parse(readFileSync(manifest, "utf8")).version}`;
+  const name = file.split("/").pop();
+  keep.add(versioned);
+  mkdirSync(join(out, versioned), { recursive: true });
+  copyIfChanged(source, join(out, versioned, name));
   // The source map beside it, when the package ships one (devtools asks for it).
-  if (existsSync(`${source}.map`)) copyIfChanged(`${source}.map`, join(out, `${to}.map`));
+  if (existsSync(`${source}.map`)) copyIfChanged(`${source}.map`, join(out, versioned, `${name}.map`));
+  urls[specifier] = `/vendor/${versioned}/${name}`;
+}
+// Other versions' copies, and the unversioned copies of before, are not served any more.
+for (const entry of readdirSync(out)) if (!keep.has(entry)) rmSync(join(out, entry), { recursive: true, force: true });
+
+// index.html: the import map names each library's versioned URL, and the modulepreload block lists
+// every module of the page's static graph (scripts/module-graph.mjs), so the browser fetches them
+// all at once instead of one level of imports per round trip. test/page/module-graph.test.ts fails
+// when the committed index.html is stale.
+const htmlPath = join(root, "public", "index.html");
+let html = readFileSync(htmlPath, "utf8");
+for (const [specifier, url] of Object.entries(urls)) {
+  // The entry's value, in place: the map's text (and so its hash) changes only where a version did.
+  const key = `"${specifier}":`;
+  const at = html.indexOf(key);
+  if (at < 0) {
+    console.error(`vendor: public/index.html's import map has no entry "${specifier}"`);
+    process.exit(1);
+  }
+  const open = html.indexOf('"', at + key.length);
+  const close = html.indexOf('"', open + 1);
+  html = `${html.slice(0, open + 1)}${url}${html.slice(close)}`;
+}
+if (!PRELOAD_BLOCK.test(html)) {
+  console.error("vendor: public/index.html has no modulepreload block (<!-- modulepreload: … --> … <!-- /modulepreload -->)");
+  process.exit(1);
+}
+const graph = moduleGraph(join(root, "public"), html);
+html = html.replace(PRELOAD_BLOCK, (block) => preloadBlock(graph, block));
+if (html !== readFileSync(htmlPath, "utf8")) {
+  writeFileSync(htmlPath, html);
+  console.log("vendor: public/index.html's import map or modulepreload list changed (commit it)");
 }
 
 // The Content-Security-Policy (public/_headers) allows the page's one inline script, its import
@@ -46,7 +93,6 @@ for (const [from, to] of Object.entries(FILES)) {
 // hash (which would block the map and every library import) cannot be served. _headers is
 // committed so the policy can be read and reviewed; test/page/headers.test.ts fails if the
 // committed copy is stale.
-const html = readFileSync(join(root, "public", "index.html"), "utf8");
 const maps = [...html.matchAll(/<script type="importmap">([\s\S]*?)<\/script>/g)];
 if (maps.length !== 1) {
   console.error(`vendor: public/index.html must have exactly one <script type="importmap">, found ${maps.length}`);

@@ -191,6 +191,7 @@ export function createComposer({ api, store, ui, narrow, refreshList, queue, fol
             ["Answer a few questions first", "Set up the test runner [ask]"],
             ["Ask before running a command", "Run the test suite [permission]"],
             ["Propose a plan to approve", "Add a parser test, with a plan first [plan]"],
+            ["Change a few files", "Add a greeting to the server [edits]"],
             ["A long, streamed answer", "Explain how this project fits together [long]"],
             ["Markdown as agents write it", "Look into the duplicated tool card [markdown]"],
             ["A run that fails", "Try something that breaks [fail]"],

@@ -29,8 +29,10 @@ export function createSession({ api, config, store, ui, showExamples, enter, clo
   let user = null;
 
   async function start() {
-    const health = await api.health().catch(() => null);
-    showExamples(health?.provider ?? "");
+    // Signed in already, the page does not wait for /healthz (one round trip less on a slow link):
+    // only the sign-in form needs it first; the examples are filled in when it answers.
+    const healthy = api.health().catch(() => null);
+    healthy.then((health) => showExamples(health?.provider ?? ""));
     if (typeof config.getToken === "function") {
       token = await config.getToken().catch(() => null);
     }
@@ -39,6 +41,8 @@ export function createSession({ api, config, store, ui, showExamples, enter, clo
       user = signInStore.user();
     }
     if (token) return enterApp();
+    const health = await healthy;
+    if (token) return; // signed in meanwhile (another tab)
     ui.signin.hidden = false;
     const dev = health?.devLogin === true;
     (dev ? ui.devLogin : ui.tokenLogin).hidden = false;

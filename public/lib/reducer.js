@@ -47,7 +47,7 @@ import { GATEWAY_EVENT as E } from "./events.js";
  */
 /**
  * @typedef {{ key: string, kind: "text" | "reasoning", id: string, text: string }} TextBlock
- * @typedef {{ key: string, kind: "tool", id: string, tool: string, status: string, input?: unknown, output?: unknown, error?: unknown }} ToolBlock
+ * @typedef {{ key: string, kind: "tool", id: string, tool: string, status: string, input?: unknown, output?: unknown, error?: unknown, metadata?: unknown }} ToolBlock
  * @typedef {{ key: string, kind: "file", id: string, label: string }} FileBlock
  * @typedef {{ key: string, kind: "ask", id: string }} AskBlock
  * @typedef {{ key: string, kind: "warning", id: string, text: string }} WarningBlock
@@ -204,6 +204,8 @@ function partBlock(part) {
       if (state.input !== undefined) block.input = state.input;
       if (state.output !== undefined) block.output = state.output;
       if (state.error !== undefined) block.error = state.error;
+      // What the tool reported about itself (OpenCode's write: whether the file existed; lib/changes.js reads it).
+      if (state.metadata !== undefined) block.metadata = state.metadata;
       return block;
     }
     default:

@@ -2,14 +2,17 @@
 /**
  * One turn: the user's message (plain text, with its time, Edit, the "< n/m >" picker where
  * branches split, and Retry/Edit when it has not reached the server), then what the agent did in
- * order (markdown text, reasoning, tool cards, asks, warnings), then a footer (status, cancel
+ * order (markdown text, reasoning, tool cards, asks, warnings), the files its tools changed
+ * (views/changes.js, collapsed), then a footer (status, cancel
  * reason, usage, the model asked for and the one that served it, time) with Copy, Retry and
  * Regenerate. Edit and Regenerate, on any turn, make a branch (README "Branches").
  */
+import { changedFiles } from "../lib/changes.js";
 import { cancelReasonText, modelText, quoted, STATUS_LABEL, timeText, usageText, waitingText } from "../lib/format.js";
 import { renderMarkdown } from "../lib/markdown.js";
 import { isActive } from "../lib/reducer.js";
 import { createAskView } from "./ask.js";
+import { createChangesView } from "./changes.js";
 import { el, reconcile, timeElement } from "./dom.js";
 
 /** @typedef {import("../lib/reducer.js").Turn} Turn */
@@ -159,7 +162,8 @@ export function createTurnView(turnId, handlers) {
   const lostNotice = el("p", { class: "turn-connection", hidden: true });
   const error = el("p", { class: "turn-error", role: "alert", hidden: true });
   const footer = el("div", { class: "turn-footer" });
-  const agent = el("div", { class: "agent", role: "group", "aria-label": "The agent's answer" }, parts, typing, lostNotice, error, footer);
+  const changes = createChangesView();
+  const agent = el("div", { class: "agent", role: "group", "aria-label": "The agent's answer" }, parts, changes.node, typing, lostNotice, error, footer);
   const node = el("li", { class: "turn", "data-turn": turnId }, userRow, agent);
   /** @type {Map<string, ReturnType<typeof blockView>>} */
   const blocks = new Map();
@@ -167,6 +171,9 @@ export function createTurnView(turnId, handlers) {
   let last = null;
   /** @type {HTMLTextAreaElement | null} */
   let editor = null;
+  /** The tool blocks the changed files were last computed from (text deltas leave them as they are). */
+  /** @type {Block[]} */
+  let toolsSeen = [];
 
   /** @param {string} text */
   function drawCollapse(text) {
@@ -253,6 +260,11 @@ export function createTurnView(turnId, handlers) {
     for (const view of blocks.values()) if (view.ask && asks[view.item.id] !== view.ask) {
       view.update(view.item, asks);
       view.ask = asks[view.item.id];
+    }
+    const tools = turn.blocks.filter((b) => b.kind === "tool");
+    if (tools.length !== toolsSeen.length || tools.some((b, i) => b !== toolsSeen[i])) {
+      toolsSeen = tools;
+      changes.update(changedFiles(tools));
     }
     // What the turn waits for is the server's word (turn.waiting), not guessed from the cards.
     const waiting = isActive(turn.status) ? turn.waitingFor : null;

@@ -1,5 +1,6 @@
 import { afterQuestion, FIRST_PLAN, permissionAsk, permissionGranted, planFrames, questionAsk, type AskAnswer, type AskContext } from "./asks";
 import { markdownAnswer, tokenDeltas } from "./markdown-answer";
+import { EDITS_TEXT, editFrames } from "./edits";
 import type { ScriptFrame } from "./script-frame";
 /**
  * The emulator's deterministic scripted agent. A message picks a script; each script is a list of
@@ -24,6 +25,9 @@ import type { ScriptFrame } from "./script-frame";
  *               streamed in deltas of a few characters cut anywhere, as model tokens arrive
  *   [markdown:<section>]  only that section: lists, tasks, table, code, diff, links (they combine;
  *               see markdown-answer.ts)
+ * Files the agent changes (edits.ts):
+ *   [edits]     after its `read`, the agent writes a new file, edits another, fails one edit and
+ *               writes over a third file, with OpenCode's `write` and `edit` tool calls, then says so
  * Asks (the run waits for the answer and continues according to it):
  *   [ask]          a question with text, select, boolean, number, multi-select and secret fields
  *   [ask-timeout]  the same question, expiring after a short time (interaction.cancel, timeout)
@@ -254,6 +258,11 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
       },
     },
   });
+
+  if (hasDirective(message, "edits")) {
+    for (const f of editFrames(exe)) push(f);
+    say(EDITS_TEXT);
+  }
 
   if (hasDirective(message, "permission") && enabled("permission")) {
     const p = permissionAsk(ctx);

@@ -15,6 +15,7 @@ import "./sandbox.mjs";
 import "./connection.mjs";
 import "./sidebar.mjs";
 import "./markdown.mjs";
+import "./changes.mjs";
 
 describe("the chat page", () => {
   it("signs in, sends a message, streams the answer with a tool card, and shows usage", async () => {

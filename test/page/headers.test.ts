@@ -11,8 +11,8 @@ import headersFile from "../../public/_headers?raw";
 import html from "../../public/index.html?raw";
 import { cspDirectives, expectedCsp, expectedHeaders } from "./page-policy.mjs";
 
-/** The `/*` rule of _headers: header name (lower case) → value. */
-function rootRule(text: string): Map<string, string> {
+/** The rules of _headers: path pattern → header name (lower case) → value. */
+function rulesOf(text: string): Map<string, Map<string, string>> {
   const rules = new Map<string, Map<string, string>>();
   let current: Map<string, string> | undefined;
   for (const line of text.split("\n")) {
@@ -23,8 +23,7 @@ function rootRule(text: string): Map<string, string> {
       current?.set(line.slice(0, at).trim().toLowerCase(), line.slice(at + 1).trim());
     }
   }
-  expect([...rules.keys()]).toEqual(["/*"]);
-  return rules.get("/*")!;
+  return rules;
 }
 
 
@@ -36,7 +35,8 @@ async function sha256(text: string) {
 const scripts = [...html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)].map((m) => ({ attrs: m[1]!, body: m[2]! }));
 
 describe("the chat page's security headers", () => {
-  const rule = rootRule(headersFile);
+  const rules = rulesOf(headersFile);
+  const rule = rules.get("/*") ?? new Map<string, string>();
   const csp = new Map(Object.entries(cspDirectives(rule.get("content-security-policy") ?? "")));
 
   it("allow the import map by the hash of its text in index.html, and no other inline script", async () => {
@@ -54,6 +54,17 @@ describe("the chat page's security headers", () => {
   it("carry a strict policy, frame protection, nosniff and a referrer policy", () => {
     expect(Object.fromEntries(csp)).toEqual(expectedCsp(csp.get("script-src")?.[1]));
     for (const [name, value] of Object.entries(expectedHeaders)) expect(rule.get(name), name).toBe(value);
+  });
+
+  it("cache only what is immutable by its URL: the versioned libraries for a year, nothing else past a revalidation", () => {
+    expect([...rules.keys()]).toEqual(["/*", "/vendor/*"]);
+    expect(rules.get("/vendor/*")).toEqual(new Map([["cache-control", "public, max-age=31536000, immutable"]]));
+    // The page and its modules keep the platform's `max-age=0, must-revalidate`: no rule sets theirs.
+    expect(rule.has("cache-control")).toBe(false);
+    // Every library URL the page names is versioned (scripts/vendor.mjs writes /vendor/<name>-<version>/).
+    const libraries = [...html.matchAll(/"(\/vendor\/[^"]+)"/g)].map((m) => m[1]!);
+    expect(libraries.length).toBeGreaterThanOrEqual(3);
+    for (const url of libraries) expect(url).toMatch(/^\/vendor\/[a-z]+-\d+\.\d+\.\d+[^/]*\/[^/]+$/);
   });
 
   it("leave index.html nothing inline to allow: no event handler attributes, style, or javascript: URLs", () => {

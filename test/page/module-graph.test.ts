@@ -3,7 +3,13 @@
 // loaded it, so every level of imports is one more round trip before the page runs. Controllers
 // (public/controllers/) are imported by app.js alone, never by one another or by lib/ or views/,
 // and no module of the page is further from app.js than the markdown renderer has always been.
+// And index.html preloads the whole graph (`<link rel="modulepreload">`, written by
+// scripts/vendor.mjs), so the browser fetches every level at once: the list must be the graph.
 import { describe, expect, it } from "vitest";
+import html from "../../public/index.html?raw";
+import marked from "../../node_modules/marked/package.json";
+import dompurify from "../../node_modules/dompurify/package.json";
+import highlight from "../../node_modules/@highlightjs/cdn-assets/package.json";
 
 const sources = import.meta.glob(["/public/**/*.js", "!/public/vendor/**"], { query: "?raw", import: "default", eager: true }) as Record<string, string>;
 
@@ -28,6 +34,15 @@ function distances(): Map<string, number> {
   return out;
 }
 
+/** index.html's import map: specifier → URL. */
+const importMap = JSON.parse(/<script type="importmap">([\s\S]*?)<\/script>/.exec(html)?.[1] ?? "{}").imports as Record<string, string>;
+
+/** The bare specifiers (the libraries) a module imports statically. */
+function librariesOf(path: string): string[] {
+  const code = (sources[path] ?? "").replace(/\/\*[\s\S]*?\*\//g, "");
+  return [...code.matchAll(/^\s*import\b[^;]*?\bfrom\s+"([^./][^"]*)"/gm)].map((m) => m[1] as string);
+}
+
 describe("the page's module graph", () => {
   it("resolves: every import names a module of the page", () => {
     for (const path of Object.keys(sources)) for (const target of importsOf(path)) expect(sources, `${path} imports ${target}`).toHaveProperty([target]);
@@ -47,5 +62,27 @@ describe("the page's module graph", () => {
     const markdown = depth.get("/public/lib/markdown.js");
     expect(markdown).toBe(3); // app.js → views/transcript.js → views/turn.js → lib/markdown.js
     for (const [path, d] of depth) expect(d, path).toBeLessThanOrEqual(3);
+  });
+
+  it("is preloaded whole by index.html: every module app.js reaches statically, libraries included, and nothing else", () => {
+    const graph = [...distances().keys()].filter((p) => p !== "/public/app.js").map((p) => p.replace(/^\/public/, ""));
+    const libraries = [...new Set([...distances().keys()].flatMap(librariesOf))].map((spec) => {
+      expect(importMap, `the import map names ${spec}`).toHaveProperty([spec]);
+      return importMap[spec]!;
+    });
+    expect(libraries.length).toBeGreaterThan(0);
+    const preloaded = [...html.matchAll(/<link rel="modulepreload" href="([^"]+)"/g)].map((m) => m[1]!);
+    expect(new Set(preloaded).size, "no module twice").toBe(preloaded.length);
+    expect([...preloaded].sort(), "run node scripts/vendor.mjs (npm start does) and commit public/index.html").toEqual([...graph, ...libraries].sort());
+    // highlight.js is imported on demand (the first code block): not preloaded, so it takes no bandwidth from the start.
+    expect(preloaded.some((p) => p.includes("highlight"))).toBe(false);
+  });
+
+  it("names each library by the version installed, so its long-cached URL changes when the library does", () => {
+    expect(importMap).toEqual({
+      marked: `/vendor/marked-${marked.version}/marked.esm.js`,
+      dompurify: `/vendor/dompurify-${dompurify.version}/purify.es.mjs`,
+      "@highlightjs/cdn-assets/es/highlight.min.js": `/vendor/highlightjs-${highlight.version}/highlight.min.js`,
+    });
   });
 });
