@@ -60,6 +60,8 @@ export class SessionObject extends DurableObject<Env> {
         if (TURN_ENDS.has(row.type)) queueMicrotask(() => this.runner.turnEnded());
         this.handoff.noticed(row.type);
       },
+      settle: () => this.storeInstance?.settleAdmissions(),
+      rolledBack: () => this.storeInstance?.discardHeld(),
     });
     this.handoff = new WebhookHandoff({
       store: () => this.storeInstance,
@@ -98,6 +100,7 @@ export class SessionObject extends DurableObject<Env> {
       },
       usageElsewhere: (context) => this.userStub(context.ownerKey).usageElsewhere(context.conversationId),
       touchIndex: (context, entry) => this.userStub(context.ownerKey).touchConversation({ conversationId: context.conversationId, updatedAt: Date.now(), ...entry }),
+      durable: () => ctx.storage.sync(),
     });
     // One start-up path: whatever wakes this object (a request, an RPC, the alarm), a running
     // turn gets its upstream reader back before anything else runs.
