@@ -29,6 +29,9 @@ export interface EventLogDeps {
 }
 
 export class EventLog {
+  /** Transactions committed through this log by this instance (the benchmarks: frames per commit). */
+  commits = 0;
+
   constructor(private readonly deps: EventLogDeps) {}
 
   commit<T>(fn: (log: Appender) => T): T {
@@ -50,6 +53,7 @@ export class EventLog {
       this.deps.rolledBack?.();
       throw err;
     }
+    this.commits++;
     for (const row of rows) this.deps.publish(row);
     return result;
   }

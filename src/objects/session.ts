@@ -257,13 +257,15 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   /** Which instance answers, since when, with how many subscriptions (development and the benchmarks: a new instance means the last was evicted or hibernated). */
-  async instanceInfo(): Promise<{ instance: string; startedAt: number; subscriptions: number; rowsWritten: number; log: { events: number; bytes: number } }> {
+  async instanceInfo(): Promise<{ instance: string; startedAt: number; subscriptions: number; rowsWritten: number; commits: number; log: { events: number; bytes: number } }> {
     return {
       instance: this.instance,
       startedAt: this.startedAt,
       subscriptions: this.subscriptions.count(),
       // Rows this instance wrote (a new instance starts from 0), and the log it holds.
       rowsWritten: this.storeInstance?.rowsWritten ?? 0,
+      // Transactions this instance committed through the log (a batch of upstream frames is one).
+      commits: this.log.commits,
       log: this.storeInstance?.logSize() ?? { events: 0, bytes: 0 },
     };
   }
