@@ -9,8 +9,8 @@
  * `durable` resolves once what was committed is durable (`ctx.storage.sync()`: the output gate,
  * which also holds every socket send of the object until then). A batch that throws is rolled
  * back whole: the queue is dropped and the failure is handed to the reader (the next `push` or
- * `settled` throws it), which reconnects from the cursor the store still holds, so what the batch
- * held is read again.
+ * `settled` throws it, and `onFailure` listeners drop the stream being read), which reconnects from
+ * the cursor the store still holds, so what the batch held is read again.
  */
 
 export interface IngestQueueDeps<E> {
@@ -30,6 +30,7 @@ export class IngestQueue<E> {
   private closed = false;
   private failure: unknown = undefined;
   private waiters: Array<{ resolve(): void; reject(err: unknown): void }> = [];
+  private readonly failureListeners = new Set<() => void>();
   /** Events applied as new since this queue was made (a reader's progress). */
   admitted = 0;
   /** Commits made (batches applied), for tests and counters. */
@@ -57,6 +58,16 @@ export class IngestQueue<E> {
     return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
   }
 
+  /**
+   * Calls `listener` when a batch fails, so the reader can drop the stream it is reading (it may
+   * wait long for its next frame, an ask's answer for one) and read it again from the cursor.
+   * Answers the function that stops listening.
+   */
+  onFailure(listener: () => void): () => void {
+    this.failureListeners.add(listener);
+    return () => this.failureListeners.delete(listener);
+  }
+
   /** Drops what is queued and applies nothing more (the reader was stopped). */
   close(): void {
     this.closed = true;
@@ -78,6 +89,7 @@ export class IngestQueue<E> {
     } catch (err) {
       this.failure = err;
       this.queue = [];
+      for (const listener of [...this.failureListeners]) listener();
     } finally {
       this.running = false;
       this.wake();

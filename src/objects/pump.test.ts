@@ -92,6 +92,7 @@ function host(options: { failOn?: string } = {}) {
     settled: () => queue.settled(),
     admitted: () => queue.admitted,
     backlogged: () => queue.backlogged(),
+    onFailure: (listener: () => void) => queue.onFailure(listener),
     isLive: () => live,
     finishFromResult(result: ProviderResult, reason: string) {
       settled = `${result.status}: ${reason}`;
@@ -168,6 +169,32 @@ describe("the upstream reader", () => {
     expect(await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep })).toBe("finished");
     expect(cursors).toEqual([undefined, "1"]);
     expect(h.log).toEqual(["1", "2", "3", "4"]);
+  });
+
+  it("a commit that fails while the stream waits for its next frame drops that stream at once and reads it again", async () => {
+    const cursors: Array<string | undefined> = [];
+    let call = 0;
+    const provider = {
+      name: "fake",
+      async *events(_ref: unknown, options: { after?: string; signal: AbortSignal }) {
+        cursors.push(options.after);
+        if (call++ === 0) {
+          yield ev("1");
+          yield ev("2");
+          // Then nothing, for as long as the stream is open (a run waiting for an answer).
+          await new Promise((_resolve, reject) => options.signal.addEventListener("abort", () => reject(options.signal.reason)));
+        }
+        yield ev("2");
+        yield ev("3", "completed");
+      },
+      async result() {
+        return null;
+      },
+    } as unknown as AgentProvider;
+    const h = host({ failOn: "2" });
+    expect(await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep })).toBe("finished");
+    expect(cursors).toEqual([undefined, "1"]);
+    expect(h.log).toEqual(["1", "2", "3"]);
   });
 
   it("backs off exponentially up to a cap", () => {

@@ -23,6 +23,8 @@ export interface PumpHost {
   admitted(): number;
   /** Whether so many events wait for a commit that the reader should wait before reading on. */
   backlogged(): boolean;
+  /** Calls `listener` when a commit failed (the stream is then read again); answers how to stop listening. */
+  onFailure(listener: () => void): () => void;
   /** Whether the run is still live (no terminal event stored yet). */
   isLive(): boolean;
   /** Finishes the run from its result when the stream cannot tell (cursor gone, reader gave up). */
@@ -80,8 +82,13 @@ export async function runPump(provider: AgentProvider, ref: AgentExactRunControl
   while (!signal.aborted && host.isLive()) {
     const before = host.admitted();
     let reason = CLEAN_END;
+    // This stream only: dropped when a commit fails (what it held is read again from the cursor).
+    const pass = new AbortController();
+    const dropPass = () => pass.abort(new Error("a commit of this stream's events failed"));
+    signal.addEventListener("abort", dropPass, { once: true });
+    const stopListening = host.onFailure(dropPass);
     try {
-      for await (const event of provider.events(ref, { after: host.cursor(), signal })) {
+      for await (const event of provider.events(ref, { after: host.cursor(), signal: pass.signal })) {
         host.ingest(event);
         if (event.kind === "terminal" || host.backlogged()) {
           await host.settled();
@@ -105,6 +112,9 @@ export async function runPump(provider: AgentProvider, ref: AgentExactRunControl
         if (await settleFromResult(err.message)) return "finished";
       }
       reason = err instanceof Error ? err.message : String(err);
+    } finally {
+      signal.removeEventListener("abort", dropPass);
+      stopListening();
     }
     if (signal.aborted) return "aborted";
     const progressed = host.admitted() > before;

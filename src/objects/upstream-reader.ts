@@ -77,6 +77,7 @@ export class UpstreamReader {
         settled: () => queue.settled(),
         admitted: () => queue.admitted,
         backlogged: () => queue.backlogged(),
+        onFailure: (listener) => queue.onFailure(listener),
         isLive: () => this.deps.exists() && this.store.turnStatus(turnId) === "running",
         finishFromResult: (result, reason) => this.deps.end.fromResult(turnId, ref.executionId, result, reason),
         environmentLost: (reason) => this.deps.end.fail(turnId, "environment_lost", `the agent's environment is gone or stopped, and the run with it: ${reason}`),
