@@ -22,7 +22,8 @@ export interface IngestQueueDeps<E> {
   maxQueued?: number;
 }
 
-const DEFAULT_MAX_QUEUED = 2_000;
+// Upstream frames may each be large (a part's whole text so far, up to 1 MiB): a few hundred bound the memory.
+const DEFAULT_MAX_QUEUED = 500;
 
 export class IngestQueue<E> {
   private queue: E[] = [];
