@@ -45,6 +45,9 @@ async function rowsTurn({ base, api, auth, problems }, v, cid, turnId, words) {
     eventsStored: stop.log.events - start.log.events,
     rowsWritten: sameInstance ? stop.rowsWritten - start.rowsWritten : null,
     rowsPerRelayedFrame: sameInstance ? Number(((stop.rowsWritten - start.rowsWritten) / relayed.length).toFixed(3)) : null,
+    // Commits (transactions) the turn took: upstream frames arriving while one is made durable share the next.
+    commits: sameInstance ? stop.commits - start.commits : null,
+    relayedFramesPerCommit: sameInstance && stop.commits > start.commits ? Number((relayed.length / (stop.commits - start.commits)).toFixed(2)) : null,
     answerBytes: utf8(answer),
     deltaBytes,
     answerTextParts: textParts.size,
@@ -120,9 +123,9 @@ async function rowsMeasured(ctx) {
 export function report(results) {
   const out = [];
   if (results.rows) {
-    out.push("", "rows & bytes   relayed  rows  rows/frame  answer B  stored B  stored/answer  wire/answer  raw/answer  text parts");
+    out.push("", "rows & bytes   relayed  rows  rows/frame  commits  frames/commit  answer B  stored B  stored/answer  wire/answer  raw/answer  text parts");
     for (const t of results.rows.turns) {
-      out.push(`${String(t.words).padStart(5)} words  ${String(t.relayedFrames).padStart(8)} ${String(t.rowsWritten).padStart(5)} ${String(t.rowsPerRelayedFrame).padStart(11)} ${String(t.answerBytes).padStart(9)} ${String(t.storedBytes).padStart(9)} ${String(t.storedPerAnswerByte).padStart(14)} ${String(t.wirePerAnswerByte).padStart(12)} ${String(t.rawPerAnswerByte).padStart(11)} ${String(t.answerTextParts).padStart(11)}`);
+      out.push(`${String(t.words).padStart(5)} words  ${String(t.relayedFrames).padStart(8)} ${String(t.rowsWritten).padStart(5)} ${String(t.rowsPerRelayedFrame).padStart(11)} ${String(t.commits).padStart(8)} ${String(t.relayedFramesPerCommit).padStart(14)} ${String(t.answerBytes).padStart(9)} ${String(t.storedBytes).padStart(9)} ${String(t.storedPerAnswerByte).padStart(14)} ${String(t.wirePerAnswerByte).padStart(12)} ${String(t.rawPerAnswerByte).padStart(11)} ${String(t.answerTextParts).padStart(11)}`);
     }
     out.push(`fit: rows = ${results.rows.fit?.perTurn} per turn + ${results.rows.fit?.perFrame} per relayed frame; ≤ 3× answer + constant/frame: stored ${results.rows.target.storedMet ? "met" : "NOT met"}, wire ${results.rows.target.wireMet ? "met" : "NOT met"}`);
   }

@@ -58,4 +58,32 @@ describe("the event log", () => {
     expect(stored).toEqual([]);
     expect(published).toEqual([]);
   });
+
+  it("writes what the store holds inside the transaction, and drops it when the transaction rolls back", () => {
+    const calls: string[] = [];
+    let inTransaction = false;
+    const log = new EventLog({
+      transaction: (fn) => {
+        inTransaction = true;
+        try {
+          return fn();
+        } finally {
+          inTransaction = false;
+        }
+      },
+      append: (e) => ({ seq: 1, type: e.type, envelope: "{}" }),
+      publish: () => calls.push("publish"),
+      settle: () => calls.push(inTransaction ? "settle (in the transaction)" : "settle (outside)"),
+      rolledBack: () => calls.push("rolledBack"),
+    });
+    log.commit((l) => l.append(event("a")));
+    expect(calls).toEqual(["settle (in the transaction)", "publish"]);
+    calls.length = 0;
+    expect(() =>
+      log.commit(() => {
+        throw new Error("boom");
+      }),
+    ).toThrow("boom");
+    expect(calls).toEqual(["rolledBack"]);
+  });
 });

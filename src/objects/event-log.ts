@@ -1,6 +1,14 @@
 /**
  * Commit, then publish: events appended inside one storage transaction reach viewers only after
  * the transaction committed, and all of them or none. The one way the session writes its log.
+ *
+ * The upstream reader commits a whole batch of frames at a time (./ingest-queue.ts): what the
+ * store holds in memory for the batch (cursor, seen ids) is written by `settle` inside the same
+ * transaction, and a transaction that fails drops what the store held (`rolledBack`), so memory
+ * never runs ahead of storage. A commit's rows are published in order, in one synchronous step
+ * after it (the subscriptions send such a burst as one message per socket): the Durable Object's
+ * output gate then holds every socket send until the commit is durable, so no viewer sees a row a
+ * crash could take back.
  */
 import type { EventRow, NewEvent } from "./session-store";
 
@@ -12,23 +20,40 @@ export interface EventLogDeps {
   /** Runs `fn` in one storage transaction (rolled back if it throws). */
   transaction<T>(fn: () => T): T;
   append(event: NewEvent): EventRow;
+  /** Each row a commit appended, in order, once it committed. */
   publish(row: EventRow): void;
+  /** Writes what the store holds for this commit, inside the transaction, before it commits. */
+  settle?(): void;
+  /** The transaction rolled back: what the store holds in memory is dropped. */
+  rolledBack?(): void;
 }
 
 export class EventLog {
+  /** Transactions committed through this log by this instance (the benchmarks: frames per commit). */
+  commits = 0;
+
   constructor(private readonly deps: EventLogDeps) {}
 
   commit<T>(fn: (log: Appender) => T): T {
     const rows: EventRow[] = [];
-    const result = this.deps.transaction(() =>
-      fn({
-        append: (event) => {
-          const row = this.deps.append(event);
-          rows.push(row);
-          return row;
-        },
-      }),
-    );
+    let result: T;
+    try {
+      result = this.deps.transaction(() => {
+        const value = fn({
+          append: (event) => {
+            const row = this.deps.append(event);
+            rows.push(row);
+            return row;
+          },
+        });
+        this.deps.settle?.();
+        return value;
+      });
+    } catch (err) {
+      this.deps.rolledBack?.();
+      throw err;
+    }
+    this.commits++;
     for (const row of rows) this.deps.publish(row);
     return result;
   }

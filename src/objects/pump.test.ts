@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ProviderError } from "../providers/errors";
 import type { AgentProvider, ProviderEvent, ProviderResult } from "../providers/provider";
+import { IngestQueue } from "./ingest-queue";
 import { backoffMs, runPump } from "./pump";
 
 const ref = { runId: "e1", provider: "p", environmentId: "env", sessionId: "s", executionId: "e1", requestDigest: `sha256:${"0".repeat(64)}` } as const;
@@ -26,16 +27,57 @@ function scripted(streams: Array<ProviderEvent[] | Error>, result: ProviderResul
   return { provider, cursors };
 }
 
-function host() {
+/**
+ * A host over a real ingest queue whose commits are instant; `commits` holds each batch's ids.
+ * `durable` resolves on a later macrotask, as the output gate does, so frames that arrive meanwhile
+ * wait for the next batch.
+ */
+function host(options: { failOn?: string } = {}) {
   const seen = new Set<string>();
   const log: string[] = [];
+  const commits: string[][] = [];
   let cursor: string | undefined;
   let live = true;
   let settled: string | undefined;
   let lost: string | undefined;
+  let failOn = options.failOn;
+  const queue = new IngestQueue<ProviderEvent>({
+    apply(batch) {
+      // One transaction: a failure keeps nothing of the batch.
+      const before = { seen: new Set(seen), log: log.length, cursor, live };
+      let fresh = 0;
+      try {
+        for (const event of batch) {
+          if (event.upstreamId === failOn) {
+            failOn = undefined;
+            throw new Error("the commit failed");
+          }
+          if (event.upstreamId !== undefined) {
+            if (seen.has(event.upstreamId)) continue;
+            seen.add(event.upstreamId);
+            cursor = event.upstreamId;
+          }
+          fresh++;
+          log.push(event.upstreamId!);
+          if (event.kind === "terminal") live = false;
+        }
+      } catch (err) {
+        seen.clear();
+        for (const id of before.seen) seen.add(id);
+        log.length = before.log;
+        cursor = before.cursor;
+        live = before.live;
+        throw err;
+      }
+      commits.push(batch.map((e) => e.upstreamId!));
+      return fresh;
+    },
+    durable: () => new Promise((resolve) => setTimeout(resolve, 0)),
+  });
   return {
     log,
-    get settled() {
+    commits,
+    get settledWith() {
       return settled;
     },
     get lost() {
@@ -46,16 +88,11 @@ function host() {
       live = false;
     },
     cursor: () => cursor,
-    ingest(event: ProviderEvent) {
-      if (event.upstreamId !== undefined) {
-        if (seen.has(event.upstreamId)) return false;
-        seen.add(event.upstreamId);
-        cursor = event.upstreamId;
-      }
-      log.push(event.upstreamId!);
-      if (event.kind === "terminal") live = false;
-      return true;
-    },
+    ingest: (event: ProviderEvent) => queue.push(event),
+    settled: () => queue.settled(),
+    admitted: () => queue.admitted,
+    backlogged: () => queue.backlogged(),
+    onFailure: (listener: () => void) => queue.onFailure(listener),
     isLive: () => live,
     finishFromResult(result: ProviderResult, reason: string) {
       settled = `${result.status}: ${reason}`;
@@ -87,7 +124,7 @@ describe("the upstream reader", () => {
     const { provider } = scripted([[ev("1")], new ProviderError("cursor_expired", "cursor gone")], { status: "completed", text: "done" });
     const h = host();
     expect(await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep })).toBe("finished");
-    expect(h.settled).toContain("completed");
+    expect(h.settledWith).toContain("completed");
   });
 
   it("a stream that ends cleanly with nothing new settles from the result at once, without backing off", async () => {
@@ -96,7 +133,7 @@ describe("the upstream reader", () => {
     const h = host();
     const outcome = await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: async () => void sleeps++ });
     expect(outcome).toBe("finished");
-    expect(h.settled).toBe("completed: the stream ended without a terminal frame");
+    expect(h.settledWith).toBe("completed: the stream ended without a terminal frame");
     expect(sleeps).toBe(1);
   });
 
@@ -115,6 +152,49 @@ describe("the upstream reader", () => {
     abort.abort();
     const { provider } = scripted([[ev("1")]]);
     expect(await runPump(provider, ref, host(), { signal: abort.signal, sleep: noSleep })).toBe("aborted");
+  });
+
+  it("frames that arrive while a commit is in flight go in the next commit together; the first goes at once", async () => {
+    const { provider } = scripted([[ev("1"), ev("2"), ev("3"), ev("4"), ev("5", "completed")]]);
+    const h = host();
+    expect(await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep })).toBe("finished");
+    expect(h.log).toEqual(["1", "2", "3", "4", "5"]);
+    // One stream chunk: the first frame is committed alone and at once, the rest wait for its durability together.
+    expect(h.commits).toEqual([["1"], ["2", "3", "4", "5"]]);
+  });
+
+  it("a commit that fails keeps nothing of its batch: the reader reconnects from the last committed id and reads it again", async () => {
+    const { provider, cursors } = scripted([[ev("1"), ev("2"), ev("3")], [ev("2"), ev("3"), ev("4", "completed")]]);
+    const h = host({ failOn: "3" });
+    expect(await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep })).toBe("finished");
+    expect(cursors).toEqual([undefined, "1"]);
+    expect(h.log).toEqual(["1", "2", "3", "4"]);
+  });
+
+  it("a commit that fails while the stream waits for its next frame drops that stream at once and reads it again", async () => {
+    const cursors: Array<string | undefined> = [];
+    let call = 0;
+    const provider = {
+      name: "fake",
+      async *events(_ref: unknown, options: { after?: string; signal: AbortSignal }) {
+        cursors.push(options.after);
+        if (call++ === 0) {
+          yield ev("1");
+          yield ev("2");
+          // Then nothing, for as long as the stream is open (a run waiting for an answer).
+          await new Promise((_resolve, reject) => options.signal.addEventListener("abort", () => reject(options.signal.reason)));
+        }
+        yield ev("2");
+        yield ev("3", "completed");
+      },
+      async result() {
+        return null;
+      },
+    } as unknown as AgentProvider;
+    const h = host({ failOn: "2" });
+    expect(await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep })).toBe("finished");
+    expect(cursors).toEqual([undefined, "1"]);
+    expect(h.log).toEqual(["1", "2", "3"]);
   });
 
   it("backs off exponentially up to a cap", () => {

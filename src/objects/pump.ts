@@ -1,9 +1,12 @@
 /**
  * The reconnecting loop of the one upstream reader of a running execution (its host is
  * ./upstream-reader.ts). It reads the provider's events from the last upstream id the session
- * stored, hands each to the host (which persists it synchronously), and after a severed stream
- * reconnects from that id with a bounded exponential backoff. It ends when the host says the run
- * is over, when it is aborted, or when it gives up (the session's alarm tries again later).
+ * stored and hands each to the host, which queues it for the next commit (./ingest-queue.ts): the
+ * reader does not wait for a commit per frame, only at a terminal event (to know whether the run
+ * ended), when the queue is long (backpressure) and at the end of a stream (its progress). After a
+ * severed stream it reconnects from the last committed id with a bounded exponential backoff. It
+ * ends when the host says the run is over, when it is aborted, or when it gives up (the session's
+ * alarm tries again later).
  */
 import { ProviderError } from "../providers/errors";
 import type { AgentProvider, ProviderEvent, ProviderResult } from "../providers/provider";
@@ -12,8 +15,16 @@ import type { AgentExactRunControlRef } from "../schemas/contracts";
 export interface PumpHost {
   /** The last upstream id stored for this execution (exclusive cursor), or undefined for the start. */
   cursor(): string | undefined;
-  /** Persists one event; answers true when it was new (not a repeat). */
-  ingest(event: ProviderEvent): boolean;
+  /** Queues one event for the next commit (throws a failed commit's error). */
+  ingest(event: ProviderEvent): void;
+  /** Resolves once every event handed over is committed and durable; rejects when a commit failed. */
+  settled(): Promise<void>;
+  /** How many events handed over so far were new (not repeats), once committed. */
+  admitted(): number;
+  /** Whether so many events wait for a commit that the reader should wait before reading on. */
+  backlogged(): boolean;
+  /** Calls `listener` when a commit failed (the stream is then read again); answers how to stop listening. */
+  onFailure(listener: () => void): () => void;
   /** Whether the run is still live (no terminal event stored yet). */
   isLive(): boolean;
   /** Finishes the run from its result when the stream cannot tell (cursor gone, reader gave up). */
@@ -69,15 +80,26 @@ export async function runPump(provider: AgentProvider, ref: AgentExactRunControl
   };
 
   while (!signal.aborted && host.isLive()) {
-    let progressed = false;
+    const before = host.admitted();
     let reason = CLEAN_END;
+    // This stream only: dropped when a commit fails (what it held is read again from the cursor).
+    const pass = new AbortController();
+    const dropPass = () => pass.abort(new Error("a commit of this stream's events failed"));
+    signal.addEventListener("abort", dropPass, { once: true });
+    const stopListening = host.onFailure(dropPass);
     try {
-      for await (const event of provider.events(ref, { after: host.cursor(), signal })) {
-        if (host.ingest(event)) progressed = true;
-        // The run ended: whatever follows on this stream repeats what the session has.
-        if (event.kind === "terminal" && !host.isLive()) break;
+      for await (const event of provider.events(ref, { after: host.cursor(), signal: pass.signal })) {
+        host.ingest(event);
+        if (event.kind === "terminal" || host.backlogged()) {
+          await host.settled();
+          // The run ended: whatever follows on this stream repeats what the session has.
+          if (event.kind === "terminal" && !host.isLive()) break;
+        }
       }
+      await host.settled();
     } catch (err) {
+      // What was handed over is committed (or dropped with a failed commit) before the cursor is read again.
+      await host.settled().catch(() => undefined);
       if (signal.aborted) return "aborted";
       if (err instanceof ProviderError && (err.code === "environment_gone" || err.code === "environment_not_running")) {
         host.environmentLost(err.message);
@@ -90,8 +112,12 @@ export async function runPump(provider: AgentProvider, ref: AgentExactRunControl
         if (await settleFromResult(err.message)) return "finished";
       }
       reason = err instanceof Error ? err.message : String(err);
+    } finally {
+      signal.removeEventListener("abort", dropPass);
+      stopListening();
     }
     if (signal.aborted) return "aborted";
+    const progressed = host.admitted() > before;
     if (!host.isLive()) return "finished";
     // A stream that ended cleanly with nothing new: the run may be over without a terminal frame.
     if (!progressed && reason === CLEAN_END && (await settleFromResult("the stream ended without a terminal frame"))) return "finished";

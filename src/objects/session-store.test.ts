@@ -1,5 +1,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { EventLog } from "./event-log";
 import { SessionStore } from "./session-store";
 
 /** A fresh store with one turn `t` of execution `e`, in a Durable Object of its own. */
@@ -65,6 +67,89 @@ describe("upstream de-duplication: one rule, SessionStore.admitUpstream", () => 
       store.markLost("t", 3_000);
       expect(store.admitUpstream("t", "e", "evt-x")).toBe(false);
       expect(store.turn("t")!.lostAt).toBe(3_000);
+    });
+  });
+});
+
+describe("ingest batches: held in memory, written with the batch", () => {
+  it("a frame costs one statement's row: the cursor, seq, status and lost marker are not read or written per frame", async () => {
+    await withStore("one-row", (store) => {
+      store.markRunning("t", { runId: "e", provider: "p", environmentId: "env", sessionId: "s", executionId: "e", requestDigest: `sha256:${"0".repeat(64)}` }, 0, 0);
+      for (let i = 1; i <= 3; i++) if (store.admitUpstream("t", "e", String(i))) logFrame(store, String(i));
+      const before = store.rowsWritten;
+      for (let i = 4; i <= 13; i++) {
+        expect(store.turnStatus("t")).toBe("running");
+        if (store.admitUpstream("t", "e", String(i))) logFrame(store, String(i));
+      }
+      expect(store.rowsWritten - before).toBe(10);
+      expect(store.lastSeq()).toBe(13);
+      expect(store.cursorOf("t", "e")).toBe("13");
+    });
+  });
+
+  it("property: any split of a frame sequence into commits, with failed commits replayed and new instances between them, stores the same log as one by one", async () => {
+    const stub = env.SESSIONS.get(env.SESSIONS.idFromName(`store-batches-${crypto.randomUUID()}`));
+    await runInDurableObject(stub, (_instance, state) => {
+      const sql = state.storage.sql;
+      let run = 0;
+      // Upstream ids: numbers mostly rising (repeats and stale ones among them), or opaque ids repeated.
+      const numeric = fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 40 }).map((ns) => ns.map((n, i) => String(n + i)));
+      const opaque = fc.array(fc.constantFrom("a", "b", "c", "d", "e", "f", "g"), { minLength: 1, maxLength: 20 });
+      const step = fc.record({ size: fc.integer({ min: 1, max: 6 }), fails: fc.boolean(), restart: fc.boolean() });
+      fc.assert(
+        fc.property(fc.oneof(numeric, opaque), fc.array(step, { minLength: 1, maxLength: 20 }), (frames, steps) => {
+          run++;
+          const apply = (store: SessionStore, log: EventLog, executionId: string, batch: string[], fail = false) =>
+            log.commit((l) => {
+              for (const id of batch) {
+                if (store.admitUpstream(`t-${executionId}`, executionId, id)) l.append({ turnId: `t-${executionId}`, executionId, upstreamId: id, type: "message.part.updated", data: {}, now: 0 });
+              }
+              if (fail) throw new Error("the commit failed");
+            });
+          const open = () => {
+            const store = new SessionStore(sql);
+            const log = new EventLog({
+              transaction: (fn) => state.storage.transactionSync(fn),
+              append: (e) => store.appendEvent(e),
+              publish: () => undefined,
+              settle: () => store.settleAdmissions(),
+              rolledBack: () => store.discardHeld(),
+            });
+            return { store, log };
+          };
+          const logged = (executionId: string) =>
+            sql.exec<{ upstream_id: string; seq: number }>("SELECT upstream_id, seq FROM events WHERE execution_id = ? ORDER BY seq", executionId).toArray();
+
+          // One by one, one instance.
+          const one = `one-${run}`;
+          let ref = open();
+          ref.store.insertPendingTurn({ turnId: `t-${one}`, requestDigest: "d", request: { message: "m" }, executionId: one, now: 0 });
+          for (const id of frames) apply(ref.store, ref.log, one, [id]);
+
+          // In batches of any size; a failed batch is read again from where the store stands, and
+          // an instance may be replaced between commits (eviction, crash) reading what storage holds.
+          const many = `many-${run}`;
+          ref = open();
+          ref.store.insertPendingTurn({ turnId: `t-${many}`, requestDigest: "d", request: { message: "m" }, executionId: many, now: 0 });
+          let at = 0;
+          for (let i = 0; at < frames.length; i++) {
+            const { size, fails, restart } = steps[i % steps.length]!;
+            const batch = frames.slice(at, at + size);
+            if (fails) expect(() => apply(ref.store, ref.log, many, batch, true)).toThrow("the commit failed");
+            if (restart) ref = open();
+            apply(ref.store, ref.log, many, batch);
+            at += size;
+          }
+          const a = logged(one);
+          const b = logged(many);
+          expect(b.map((r) => r.upstream_id)).toEqual(a.map((r) => r.upstream_id));
+          // Seqs strictly increase by one within each commit's run and never repeat.
+          expect(new Set(b.map((r) => r.seq)).size).toBe(b.length);
+          expect(ref.store.lastSeq()).toBe(sql.exec<{ n: number }>("SELECT MAX(seq) AS n FROM events").one().n);
+          expect(ref.store.cursorOf(`t-${many}`, many)).toBe(open().store.cursorOf(`t-${many}`, many));
+        }),
+        { numRuns: 60 },
+      );
     });
   });
 });

@@ -1,7 +1,14 @@
 /**
  * The session object's SQLite storage: typed accessors over its tables (the schema and its
  * migrations are ./session-schema.ts). Everything that belongs together is written in one
- * transactionSync by the caller.
+ * transactionSync by the caller (./event-log.ts).
+ *
+ * What the ingest path reads per frame is held in memory, read from storage once per instance
+ * and kept in step with every write made through this store: the last seq, each turn's status
+ * and lost marker, and each running execution's upstream cursor and the opaque upstream ids it
+ * has seen. So a frame costs at most one statement (its event's INSERT); the cursor and the seen
+ * ids are written once per commit (`settleAdmissions`). A transaction that rolls back drops what
+ * is held (`discardHeld`), which is read again from storage on next use.
  *
  * Over 400 lines on purpose: every SQL statement that reads or writes a session's tables is here,
  * one section per table, so what a row costs and what a schema change touches are read in one
@@ -277,10 +284,30 @@ export interface StoredBranch extends BranchRecord {
   createdAt: number;
 }
 
+/** A running execution's upstream cursor and seen ids, as held in memory (see the header). */
+interface HeldCursor {
+  turnId: string;
+  /** The last upstream id admitted (exclusive cursor). */
+  cursor: string | undefined;
+  /** Opaque (non-numeric) ids seen, read from storage on first need. */
+  seen: Set<string> | undefined;
+  /** Opaque ids admitted and not yet written, and whether the turn's cursor is to be written. */
+  unsaved: string[];
+  cursorDirty: boolean;
+}
+
 export class SessionStore {
   /** Rows written through this store since it was opened (SQLite rows are billed per row written). */
   rowsWritten = 0;
   private readonly sql: Pick<SqlStorage, "exec">;
+  /** The log's last seq, once read (appends advance it). */
+  private heldLastSeq: number | undefined;
+  /** Turn statuses read or written (null: no such turn). */
+  private readonly heldStatus = new Map<string, TurnStatus | null>();
+  /** Turns' lost markers read or written. */
+  private readonly heldLost = new Map<string, number | null>();
+  /** Per execution: its upstream cursor and seen ids. */
+  private readonly heldCursors = new Map<string, HeldCursor>();
 
   constructor(sql: SqlStorage) {
     this.sql = {
@@ -312,9 +339,24 @@ export class SessionStore {
     return row ? toTurn(row) : null;
   }
 
-  /** Just a turn's status: the hot path reads this per event instead of the whole record. */
+  /** Just a turn's status: the hot path reads this per event, from memory once read. */
   turnStatus(turnId: string): TurnStatus | null {
-    return (this.sql.exec<{ status: string }>("SELECT status FROM turns WHERE turn_id = ?", turnId).toArray()[0]?.status as TurnStatus | undefined) ?? null;
+    const held = this.heldStatus.get(turnId);
+    if (held !== undefined) return held;
+    const status = (this.sql.exec<{ status: string }>("SELECT status FROM turns WHERE turn_id = ?", turnId).toArray()[0]?.status as TurnStatus | undefined) ?? null;
+    this.heldStatus.set(turnId, status);
+    return status;
+  }
+
+  /**
+   * Forgets what is held in memory (the last seq, statuses, lost markers, cursors): a transaction
+   * rolled back, so storage is the truth again.
+   */
+  discardHeld(): void {
+    this.heldLastSeq = undefined;
+    this.heldStatus.clear();
+    this.heldLost.clear();
+    this.heldCursors.clear();
   }
 
   /** The turn that is pending or running, if any (at most one: turns run one at a time). */
@@ -361,6 +403,8 @@ export class SessionStore {
       input.now,
       input.now,
     );
+    this.heldStatus.set(input.turnId, "pending");
+    this.heldLost.set(input.turnId, null);
   }
 
   /** Every turn's place in the tree (./turn-tree.ts), oldest first. */
@@ -398,6 +442,8 @@ export class SessionStore {
 
   deleteTurn(turnId: string): void {
     this.sql.exec("DELETE FROM turns WHERE turn_id = ?", turnId);
+    this.heldStatus.set(turnId, null);
+    this.heldLost.delete(turnId);
   }
 
   /** The turn runs under its control ref's execution (the requested one, or the one it went again under). */
@@ -410,33 +456,51 @@ export class SessionStore {
       now,
       turnId,
     );
-  }
-
-  /** Advances the turn's upstream cursor (upstream ids that are not numbers): progress, so the reader is not lost. */
-  setCursor(turnId: string, cursor: string): void {
-    this.sql.exec("UPDATE turns SET upstream_cursor = ?, lost_at = NULL WHERE turn_id = ?", cursor, turnId);
+    this.heldStatus.set(turnId, "running");
   }
 
   /**
-   * The run's cursor: the upstream id of its newest logged event (numeric ids, which upstream
-   * sends in order), else the one stored on the turn. Reading it back costs no write per frame.
+   * The run's cursor: held in memory once read; from storage, the upstream id of its newest logged
+   * event (numeric ids, which upstream sends in order), else the one stored on the turn.
    */
   cursorOf(turnId: string, executionId: string): string | undefined {
+    return this.heldCursor(turnId, executionId).cursor;
+  }
+
+  private heldCursor(turnId: string, executionId: string): HeldCursor {
+    let held = this.heldCursors.get(executionId);
+    if (held) return held;
     const logged = this.sql
       .exec<{ upstream_id: string }>("SELECT upstream_id FROM events WHERE execution_id = ? AND upstream_id IS NOT NULL ORDER BY seq DESC LIMIT 1", executionId)
       .toArray()[0]?.upstream_id;
-    if (logged !== undefined && NUMERIC_ID.test(logged)) return logged;
-    return this.sql.exec<{ upstream_cursor: string | null }>("SELECT upstream_cursor FROM turns WHERE turn_id = ?", turnId).toArray()[0]?.upstream_cursor ?? undefined;
+    const cursor =
+      logged !== undefined && NUMERIC_ID.test(logged)
+        ? logged
+        : (this.sql.exec<{ upstream_cursor: string | null }>("SELECT upstream_cursor FROM turns WHERE turn_id = ?", turnId).toArray()[0]?.upstream_cursor ?? undefined);
+    held = { turnId, cursor, seen: undefined, unsaved: [], cursorDirty: false };
+    this.heldCursors.set(executionId, held);
+    return held;
   }
 
-  /** Progress after the reader had lost the run: no longer lost (writes only when it was). */
-  clearLost(turnId: string): void {
-    this.sql.exec("UPDATE turns SET lost_at = NULL WHERE turn_id = ? AND lost_at IS NOT NULL", turnId);
+  private lostAt(turnId: string): number | null {
+    const held = this.heldLost.get(turnId);
+    if (held !== undefined) return held;
+    const lost = this.sql.exec<{ lost_at: number | null }>("SELECT lost_at FROM turns WHERE turn_id = ?", turnId).toArray()[0]?.lost_at ?? null;
+    this.heldLost.set(turnId, lost);
+    return lost;
+  }
+
+  /** Progress after the reader had lost the run: no longer lost (a statement only when it was). */
+  private clearLost(turnId: string): void {
+    if (this.lostAt(turnId) === null) return;
+    this.sql.exec("UPDATE turns SET lost_at = NULL WHERE turn_id = ?", turnId);
+    this.heldLost.set(turnId, null);
   }
 
   /** The reader gave up reaching the turn's run; the first time is kept. */
   markLost(turnId: string, now: number): void {
     this.sql.exec("UPDATE turns SET lost_at = COALESCE(lost_at, ?) WHERE turn_id = ?", now, turnId);
+    this.heldLost.delete(turnId);
   }
 
   setCancelReason(turnId: string, reason: string): void {
@@ -587,6 +651,7 @@ export class SessionStore {
       fields.now,
       turnId,
     );
+    this.heldStatus.set(turnId, fields.status);
   }
 
   // ---- upstream de-duplication
@@ -597,21 +662,56 @@ export class SessionStore {
    * below the cursor is a repeat, and the cursor is the newest logged event's id, so a frame costs
    * one row (the caller logs it under its upstream id). Other ids are remembered one by one, the
    * newest being the turn's cursor. A new frame is progress: the reader is no longer lost.
+   *
+   * Decided in memory (the cursor and the seen ids are held); what it must write, the opaque ids
+   * and the turn's cursor, is written by `settleAdmissions` once per commit, in the same
+   * transaction.
    */
   admitUpstream(turnId: string, executionId: string, upstreamId: string): boolean {
+    const held = this.heldCursor(turnId, executionId);
     if (NUMERIC_ID.test(upstreamId)) {
-      const cursor = this.cursorOf(turnId, executionId);
-      if (cursor !== undefined && NUMERIC_ID.test(cursor) && Number(upstreamId) <= Number(cursor)) return false;
+      if (held.cursor !== undefined && NUMERIC_ID.test(held.cursor) && Number(upstreamId) <= Number(held.cursor)) return false;
+      held.cursor = upstreamId;
       this.clearLost(turnId);
       return true;
     }
-    if (this.sql.exec("INSERT OR IGNORE INTO upstream_seen (execution_id, upstream_id) VALUES (?, ?)", executionId, upstreamId).rowsWritten === 0) return false;
-    this.setCursor(turnId, upstreamId);
+    held.seen ??= new Set(
+      this.sql
+        .exec<{ upstream_id: string }>("SELECT upstream_id FROM upstream_seen WHERE execution_id = ?", executionId)
+        .toArray()
+        .map((r) => r.upstream_id),
+    );
+    if (held.seen.has(upstreamId)) return false;
+    held.seen.add(upstreamId);
+    held.unsaved.push(upstreamId);
+    held.cursor = upstreamId;
+    held.cursorDirty = true;
+    this.clearLost(turnId);
     return true;
+  }
+
+  /** Writes what admissions left to write (opaque ids seen, the turn's cursor): once per commit, inside its transaction. */
+  settleAdmissions(): void {
+    for (const [executionId, held] of this.heldCursors) {
+      if (held.unsaved.length > 0) {
+        const ids = held.unsaved;
+        held.unsaved = [];
+        this.sql.exec(
+          "INSERT OR IGNORE INTO upstream_seen (execution_id, upstream_id) SELECT ?, value FROM json_each(?)",
+          executionId,
+          JSON.stringify(ids),
+        );
+      }
+      if (held.cursorDirty && held.cursor !== undefined) {
+        held.cursorDirty = false;
+        this.sql.exec("UPDATE turns SET upstream_cursor = ? WHERE turn_id = ?", held.cursor, held.turnId);
+      }
+    }
   }
 
   forgetSeen(executionId: string): void {
     this.sql.exec("DELETE FROM upstream_seen WHERE execution_id = ?", executionId);
+    this.heldCursors.delete(executionId);
   }
 
   // ---- event log
@@ -619,7 +719,7 @@ export class SessionStore {
   /** Appends one event and answers it with its seq; the caller publishes it after the transaction. */
   appendEvent(input: NewEvent): EventRow {
     const at = new Date(input.now).toISOString();
-    // Appends are synchronous in a single-threaded object, so the next seq is known before the insert.
+    // Appends are synchronous in a single-threaded object: the next seq is held, not read per append.
     const seq = this.lastSeq() + 1;
     const envelope: EventEnvelope = {
       seq,
@@ -641,6 +741,7 @@ export class SessionStore {
       input.type,
       text,
     );
+    this.heldLastSeq = seq;
     return { seq, type: input.type, envelope: text };
   }
 
@@ -678,8 +779,9 @@ export class SessionStore {
   }
 
   lastSeq(): number {
-    // Trimming never removes the newest event, so the largest seq is the high-water mark.
-    return this.sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events").one().seq ?? 0;
+    // Trimming never removes the newest event, so the largest seq is the high-water mark; read once, then held.
+    this.heldLastSeq ??= this.sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events").one().seq ?? 0;
+    return this.heldLastSeq;
   }
 
   /** The retained log's size: its events and the UTF-8 bytes of their envelopes. */

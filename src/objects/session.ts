@@ -61,6 +61,8 @@ export class SessionObject extends DurableObject<Env> {
         if (TURN_ENDS.has(row.type)) queueMicrotask(() => this.runner.turnEnded());
         this.handoff.noticed(row.type);
       },
+      settle: () => this.storeInstance?.settleAdmissions(),
+      rolledBack: () => this.storeInstance?.discardHeld(),
     });
     this.handoff = new WebhookHandoff({
       store: () => this.storeInstance,
@@ -99,6 +101,7 @@ export class SessionObject extends DurableObject<Env> {
       },
       usageElsewhere: (context) => this.userStub(context.ownerKey).usageElsewhere(context.conversationId),
       touchIndex: (context, entry) => this.userStub(context.ownerKey).touchConversation({ conversationId: context.conversationId, updatedAt: Date.now(), ...entry }),
+      durable: () => ctx.storage.sync(),
     });
     // One start-up path: whatever wakes this object (a request, an RPC, the alarm), a running
     // turn gets its upstream reader back before anything else runs.
@@ -255,13 +258,15 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   /** Which instance answers, since when, with how many subscriptions (development and the benchmarks: a new instance means the last was evicted or hibernated). */
-  async instanceInfo(): Promise<{ instance: string; startedAt: number; subscriptions: number; rowsWritten: number; log: { events: number; bytes: number } }> {
+  async instanceInfo(): Promise<{ instance: string; startedAt: number; subscriptions: number; rowsWritten: number; commits: number; log: { events: number; bytes: number } }> {
     return {
       instance: this.instance,
       startedAt: this.startedAt,
       subscriptions: this.subscriptions.count(),
       // Rows this instance wrote (a new instance starts from 0), and the log it holds.
       rowsWritten: this.storeInstance?.rowsWritten ?? 0,
+      // Transactions this instance committed through the log (a batch of upstream frames is one).
+      commits: this.log.commits,
       log: this.storeInstance?.logSize() ?? { events: 0, bytes: 0 },
     };
   }

@@ -2,8 +2,8 @@
  * Running turns: a short coordinator over one room per part of a turn's life, wired here and
  * nowhere else:
  *  - ./dispatch.ts         sending a turn: the turn cache, claims, the dispatch and its retries;
- *  - ./upstream-reader.ts  the one reader of the running execution (./pump.ts), each event applied
- *                          once (./ingest.ts);
+ *  - ./upstream-reader.ts  the one reader of the running execution (./pump.ts), its events
+ *                          committed in batches (./ingest-queue.ts), each applied once (./ingest.ts);
  *  - ./turn-end.ts         every way a turn ends: finish, fail, cancel-end, settle from the
  *                          result, the watchdog;
  *  - ./budget-stop.ts      budgets enforced: refused at the door, a running turn stopped;
@@ -55,6 +55,8 @@ export interface TurnRunnerDeps {
   usageElsewhere(context: SessionContext): Promise<Spend>;
   /** Updates the user's conversation list. */
   touchIndex(context: SessionContext, entry: { title: string; state: "idle" | "running"; waitingFor: WaitingFor | null; branch: number; lastEventId: number; usage: Spend }): Promise<void>;
+  /** Resolves once every write committed so far is durable (ctx.storage.sync()): the upstream reader's batches wait on it. */
+  durable(): Promise<void>;
 }
 
 export class TurnRunner {
@@ -91,6 +93,7 @@ export class TurnRunner {
       showIdle: () => this.showIdle(),
       waitingChanged: () => this.refreshIndex(),
       stopped: () => void this.queue.move(),
+      durable: () => deps.durable(),
     });
     this.dispatcher = new Dispatcher({
       store,

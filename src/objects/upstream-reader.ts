@@ -1,15 +1,19 @@
 /**
  * The upstream reader of the running turn: at most one per execution in this instance, over the
- * reconnecting loop of ./pump.ts. Each event it reads is applied in one commit: admitted once by
- * its upstream id (`SessionStore.admitUpstream`, the one de-duplication rule), stepped by the pure
- * ./ingest.ts, and what the step says written: the shown event, asks opened or ended, warnings,
- * the usage fold (./turn-usage.ts), and the turn's end (./turn-end.ts). A total that crossed a
- * budget hands the turn to the budget stop (./budget-stop.ts) after the commit.
+ * reconnecting loop of ./pump.ts. The events it reads are committed in batches (./ingest-queue.ts):
+ * the first while no commit is in flight at once, those that arrive while one is made durable
+ * together in the next, one transaction each. In a batch each event is admitted once by its
+ * upstream id (`SessionStore.admitUpstream`, the one de-duplication rule, decided in memory),
+ * stepped by the pure ./ingest.ts, and what the step says written: the shown event, asks opened or
+ * ended, warnings, the usage fold (./turn-usage.ts), and the turn's end (./turn-end.ts). A batch's
+ * rows reach viewers after its commit (./event-log.ts). A total that crossed a budget hands the
+ * turn to the budget stop (./budget-stop.ts) after the commit.
  */
 import type { AgentProvider, ProviderEvent } from "../providers/provider";
 import type { BudgetStop } from "./budget-stop";
 import type { EventLog } from "./event-log";
 import { ingestStep } from "./ingest";
+import { IngestQueue } from "./ingest-queue";
 import type { InteractionDesk } from "./interaction-desk";
 import { runPump } from "./pump";
 import type { SessionStore } from "./session-store";
@@ -32,10 +36,12 @@ export interface UpstreamReaderDeps {
   waitingChanged(): void;
   /** A reader stopped (its run's stream is over, it gave up, or it was stopped): the queue may move. */
   stopped(): void;
+  /** Resolves once every write committed so far is durable (ctx.storage.sync()). */
+  durable(): Promise<void>;
 }
 
 export class UpstreamReader {
-  private reader: { executionId: string; abort: AbortController } | undefined;
+  private reader: { executionId: string; abort: AbortController; queue: IngestQueue<ProviderEvent> } | undefined;
   /**
    * The text of each streaming part of the running execution, so each delta is stored and sent
    * once (./part-text.ts). Memory only: a new instance sends a part whole once, then deltas.
@@ -56,14 +62,22 @@ export class UpstreamReader {
     const abort = new AbortController();
     const ref = turn.controlRef;
     const turnId = turn.turnId;
-    const reader = { executionId: turn.executionId, abort };
+    const queue = new IngestQueue<ProviderEvent>({
+      apply: (batch) => (this.deps.exists() ? this.ingest(turnId, ref.executionId, batch) : 0),
+      durable: () => this.deps.durable(),
+    });
+    const reader = { executionId: turn.executionId, abort, queue };
     this.reader = reader;
     runPump(
       this.deps.provider(),
       ref,
       {
         cursor: () => (this.deps.exists() ? this.store.cursorOf(turnId, ref.executionId) : undefined),
-        ingest: (event) => this.deps.exists() && this.ingest(turnId, ref.executionId, event),
+        ingest: (event) => queue.push(event),
+        settled: () => queue.settled(),
+        admitted: () => queue.admitted,
+        backlogged: () => queue.backlogged(),
+        onFailure: (listener) => queue.onFailure(listener),
         isLive: () => this.deps.exists() && this.store.turnStatus(turnId) === "running",
         finishFromResult: (result, reason) => this.deps.end.fromResult(turnId, ref.executionId, result, reason),
         environmentLost: (reason) => this.deps.end.fail(turnId, "environment_lost", `the agent's environment is gone or stopped, and the run with it: ${reason}`),
@@ -77,6 +91,7 @@ export class UpstreamReader {
       })
       .catch((err) => console.error(JSON.stringify({ msg: "upstream reader failed", executionId: ref.executionId, error: String(err) })))
       .finally(() => {
+        queue.close();
         if (this.reader === reader) this.reader = undefined;
         this.deps.stopped();
       });
@@ -89,56 +104,61 @@ export class UpstreamReader {
 
   stop(): void {
     this.reader?.abort.abort();
+    // Nothing read after a stop is applied.
+    this.reader?.queue.close();
     this.reader = undefined;
   }
 
-  /** Persists one upstream event (once: a repeat answers false) and what follows from it. */
-  private ingest(turnId: string, executionId: string, event: ProviderEvent): boolean {
+  /**
+   * Persists a batch of upstream events in one commit (each once: repeats are dropped) and what
+   * follows from them; answers how many were new.
+   */
+  private ingest(turnId: string, executionId: string, batch: ProviderEvent[]): number {
     const store = this.store;
-    let fresh = true;
+    let fresh = 0;
     let finished = false;
     let overBudget = false;
     let waitingChanged = false;
     if (this.partTexts?.executionId !== executionId) this.partTexts = { executionId, texts: new Map() };
     const texts = this.partTexts.texts;
-    let partText = null as { partId: string; text: string } | null;
+    // The batch's part texts, held once it is stored: a rolled-back commit leaves them as they were.
+    const drafted = new Map<string, string>();
     this.deps.log.commit((log) => {
-      if (event.upstreamId !== undefined && !store.admitUpstream(turnId, executionId, event.upstreamId)) {
-        fresh = false;
-        return;
-      }
-      const status = store.turnStatus(turnId);
-      if (!status) return;
-      const now = Date.now();
-      const step = ingestStep(
-        {
-          status,
-          usage: event.kind === "usage" || event.kind === "terminal" ? (store.executionUsage(executionId) ?? emptyExecutionUsage(executionId)) : emptyExecutionUsage(executionId),
-          askStatus: (id) => store.interaction(id)?.status ?? null,
-          cancelRequested: event.kind === "terminal" && store.turn(turnId)?.cancelReason != null,
-          partText: (id) => texts.get(id),
-        },
-        event,
-      );
-      partText = step.partText;
-      if (step.shown) {
-        const { type, data, usage } = step.shown;
-        log.append({ turnId, executionId, upstreamId: event.upstreamId ?? null, type, data, ...(usage ? { usage, usageMode: "cumulative" as const } : {}), now });
-      }
-      if (step.askRequested && this.deps.desk.recordAsk(log, turnId, executionId, step.askRequested, now)) waitingChanged = true;
-      if (step.askEnded && this.deps.desk.endAsk(log, step.askEnded.interactionId, step.askEnded.status, now, step.askEnded.reason)) waitingChanged = true;
-      if (step.warning) log.append({ turnId, executionId, type: "warning", data: step.warning, now });
-      if (step.usage) {
-        recordUsage(store, log, turnId, step.usage, now);
-        overBudget = status === "running" && this.deps.budgets.budget()?.exceeded === true;
-      }
-      if (step.finish && status === "running") {
-        this.deps.end.finish(log, store.turn(turnId)!, step.finish.status, step.finish.text, step.finish.error, now);
-        finished = true;
+      for (const event of batch) {
+        if (event.upstreamId !== undefined && !store.admitUpstream(turnId, executionId, event.upstreamId)) continue;
+        fresh++;
+        const status = store.turnStatus(turnId);
+        if (!status) continue;
+        const now = Date.now();
+        const step = ingestStep(
+          {
+            status,
+            usage: event.kind === "usage" || event.kind === "terminal" ? (store.executionUsage(executionId) ?? emptyExecutionUsage(executionId)) : emptyExecutionUsage(executionId),
+            askStatus: (id) => store.interaction(id)?.status ?? null,
+            cancelRequested: event.kind === "terminal" && store.turn(turnId)?.cancelReason != null,
+            partText: (id) => (drafted.has(id) ? drafted.get(id) : texts.get(id)),
+          },
+          event,
+        );
+        if (step.partText) drafted.set(step.partText.partId, step.partText.text);
+        if (step.shown) {
+          const { type, data, usage } = step.shown;
+          log.append({ turnId, executionId, upstreamId: event.upstreamId ?? null, type, data, ...(usage ? { usage, usageMode: "cumulative" as const } : {}), now });
+        }
+        if (step.askRequested && this.deps.desk.recordAsk(log, turnId, executionId, step.askRequested, now)) waitingChanged = true;
+        if (step.askEnded && this.deps.desk.endAsk(log, step.askEnded.interactionId, step.askEnded.status, now, step.askEnded.reason)) waitingChanged = true;
+        if (step.warning) log.append({ turnId, executionId, type: "warning", data: step.warning, now });
+        if (step.usage) {
+          recordUsage(store, log, turnId, step.usage, now);
+          if (status === "running" && this.deps.budgets.budget()?.exceeded === true) overBudget = true;
+        }
+        if (step.finish && status === "running") {
+          this.deps.end.finish(log, store.turn(turnId)!, step.finish.status, step.finish.text, step.finish.error, now);
+          finished = true;
+        }
       }
     });
-    // Held once the event is stored: a rolled-back commit leaves the text as it was.
-    if (partText) texts.set(partText.partId, partText.text);
+    for (const [partId, text] of drafted) texts.set(partId, text);
     // The conversation list shows the turn done as soon as it is, not when the stream closes.
     if (finished) {
       this.partTexts = undefined;

@@ -1,0 +1,229 @@
+// No loss window (issue 24, item 3): the dev server killed (SIGKILL to `npm start`'s whole process
+// group: nothing shuts down, nothing is flushed) at random points of long turns, KILLS times, and
+// started again on the same PERSIST_TO, while viewers follow each conversation's event stream and
+// reconnect with Last-Event-ID across every restart. Whatever the ingest batched, a viewer never saw
+// a frame the crash took back or renumbered: across all its reconnects each viewer received every
+// event of the log exactly once, ids strictly increasing and contiguous, no stream.reset (a cursor
+// ahead of the log would mean it had seen an event the log lost), each frame byte for byte the one
+// a fresh replay from 0 sends; and each turn's transcript (`GET …/messages`) has exactly the text
+// the stream rebuilds (docs/sse-protocol.md §1.6). Run: node --test test/restart/kill.test.mjs
+// (KILLS, KILL_SEED to repeat a run).
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, it } from "node:test";
+import { devLogin, readSse, startDevServer } from "../../scripts/devserver.mjs";
+
+const KILLS = Number(process.env.KILLS ?? 20);
+const SEED = Number(process.env.KILL_SEED ?? Date.now() % 100_000);
+const CONVERSATIONS = ["k1", "k2"];
+/** Words per turn and ms per frame: a turn spans a few kills, its frames also come in bursts after each restart. */
+const WORDS = 600;
+const FRAME_MS = 8;
+
+const persistTo = mkdtempSync(join(tmpdir(), "gateway-kill-"));
+let server;
+
+after(async () => {
+  await server?.stopped();
+  rmSync(persistTo, { recursive: true, force: true });
+});
+
+/** A small seeded generator (mulberry32), so a failing run can be repeated with KILL_SEED. */
+function random(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function call(path, token, init = {}) {
+  const headers = { authorization: `Bearer ${token}`, ...(init.body ? { "content-type": "application/json" } : {}) };
+  const res = await fetch(`${server.base}${path}`, { ...init, headers, signal: AbortSignal.timeout(30_000) });
+  return { status: res.status, body: await res.json() };
+}
+
+/**
+ * A viewer of one conversation: reads its stream, and whenever it breaks (the server was killed)
+ * opens it again with the last id it received as Last-Event-ID, until stopped.
+ */
+function viewer(cid, token) {
+  const frames = [];
+  const resets = [];
+  let lastId = null;
+  let stopped = false;
+  let controller;
+  const done = (async () => {
+    while (!stopped) {
+      controller = new AbortController();
+      try {
+        const headers = { authorization: `Bearer ${token}`, ...(lastId !== null ? { "last-event-id": lastId } : {}) };
+        const res = await fetch(`${server.base}/v1/conversations/${cid}/events`, { headers, signal: controller.signal });
+        if (res.status !== 200) {
+          await res.body?.cancel();
+          throw new Error(`events ${res.status}`);
+        }
+        await readSse(res, (frame) => {
+          if (frame.id === undefined) {
+            if (frame.event === "stream.reset") resets.push(frame.data);
+            return false;
+          }
+          frames.push(frame);
+          lastId = frame.id;
+          return false;
+        });
+      } catch {
+        // The server is gone (or not back yet): try again shortly.
+      }
+      if (!stopped) await sleep(100);
+    }
+  })();
+  return {
+    frames,
+    resets,
+    lastId: () => (lastId === null ? 0 : Number(lastId)),
+    async stop() {
+      stopped = true;
+      controller?.abort();
+      await done;
+    },
+  };
+}
+
+/** Sends a turn until it is accepted (a kill may fall on the request; the same turn id is safe to send again). */
+async function send(token, cid, turnId) {
+  for (let i = 0; i < 200; i++) {
+    try {
+      const answer = await call(`/v1/conversations/${cid}/turns`, token, { method: "POST", body: JSON.stringify({ turnId, message: `kill ${turnId} [words:${WORDS}]` }) });
+      if (answer.status === 200 || answer.status === 202) return;
+      if (answer.status === 409) {
+        // Another turn of this conversation still runs: wait for it.
+        await sleep(200);
+        continue;
+      }
+      throw new Error(`send ${turnId}: ${answer.status} ${JSON.stringify(answer.body)}`);
+    } catch (err) {
+      if (String(err).includes("send ")) throw err;
+      await sleep(200);
+    }
+  }
+  throw new Error(`send ${turnId}: never accepted`);
+}
+
+async function turnStatus(token, cid, turnId) {
+  try {
+    return (await call(`/v1/conversations/${cid}/turns/${turnId}`, token)).body.status;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The text of each turn's text parts, rebuilt from its events by the rule of docs/sse-protocol.md §1.6, joined as the transcript joins them. */
+function streamedTexts(frames) {
+  const turns = new Map();
+  for (const frame of frames) {
+    if (frame.event !== "message.part.updated") continue;
+    const envelope = JSON.parse(frame.data);
+    const { part, delta } = envelope.data;
+    if (part?.type !== "text") continue;
+    const parts = turns.get(envelope.turnId) ?? new Map();
+    turns.set(envelope.turnId, parts);
+    const previous = parts.get(part.id);
+    parts.set(part.id, typeof part.text === "string" ? part.text : typeof delta === "string" ? (previous ?? "") + delta : previous);
+  }
+  return new Map([...turns].map(([turnId, parts]) => [turnId, [...parts.values()].filter(Boolean).join("\n\n")]));
+}
+
+it(`killed ${KILLS} times at random points of running turns: every viewer gets every event once, as a fresh replay sends it, and /messages is the streamed text`, { timeout: 900_000 }, async () => {
+  const rand = random(SEED);
+  console.log(`kill test: ${KILLS} kills, KILL_SEED=${SEED}`);
+  const vars = { EMULATOR_FRAME_DELAY_MS: String(FRAME_MS), RATE_LIMIT_STREAMS_PER_MINUTE: "100000", RATE_LIMIT_TURNS_PER_MINUTE: "1000" };
+  server = await startDevServer({ persistTo, vars });
+  const token = await devLogin(server.base, "kill-user");
+  const viewers = CONVERSATIONS.map((cid) => viewer(cid, token));
+  const turns = new Map(CONVERSATIONS.map((cid) => [cid, []]));
+  let next = 0;
+
+  // Each conversation runs turns one after another for as long as kills are to come.
+  let killing = true;
+  const drivers = CONVERSATIONS.map(async (cid) => {
+    while (killing) {
+      const turnId = `${cid}-t${++next}`;
+      turns.get(cid).push(turnId);
+      await send(token, cid, turnId);
+      for (;;) {
+        const status = await turnStatus(token, cid, turnId);
+        if (status === "completed" || status === "failed" || status === "cancelled") break;
+        await sleep(150);
+      }
+    }
+  });
+
+  const started = Date.now();
+  let kills = 0;
+  // Kills that fell while frames were reaching the viewers (they got some in the moments before).
+  let midStream = 0;
+  const received = () => viewers.reduce((n, v) => n + v.frames.length, 0);
+  while (kills < KILLS) {
+    // A random point: some time after the server came back, while turns run and viewers read.
+    const before = received();
+    await sleep(200 + rand() * 1_000);
+    if (received() > before) midStream++;
+    await server.killed();
+    kills++;
+    server = await startDevServer({ persistTo, vars, port: server.port });
+  }
+  killing = false;
+  await Promise.all(drivers);
+  const all = [...turns.values()].flat();
+  console.log(`kill test: ${kills} kills (${midStream} while frames were reaching the viewers) in ${Math.round((Date.now() - started) / 1000)} s over ${all.length} turns, ${received()} frames received`);
+
+  for (const [i, cid] of CONVERSATIONS.entries()) {
+    const summary = (await call(`/v1/conversations/${cid}`, token)).body;
+    const lastEventId = summary.lastEventId;
+    // Every viewer catches up to the end of the log.
+    for (let w = 0; w < 600 && viewers[i].lastId() < lastEventId; w++) await sleep(50);
+  }
+  await Promise.all(viewers.map((v) => v.stop()));
+
+  for (const [i, cid] of CONVERSATIONS.entries()) {
+    const v = viewers[i];
+    assert.deepEqual(v.resets, [], `${cid}: a viewer's cursor was not held by the log after a restart (it had seen an event the log lost)`);
+    // A fresh replay from the start: what the log holds now.
+    const replay = [];
+    const res = await fetch(`${server.base}/v1/conversations/${cid}/events`, { headers: { authorization: `Bearer ${token}` } });
+    const lastEventId = (await call(`/v1/conversations/${cid}`, token)).body.lastEventId;
+    await readSse(res, (frame) => {
+      if (frame.id !== undefined) replay.push(frame);
+      return Number(frame.id) >= lastEventId;
+    });
+    const ids = v.frames.map((f) => Number(f.id));
+    // Nothing lost, nothing twice, in order: 1..last, each once.
+    assert.deepEqual(ids, Array.from({ length: lastEventId }, (_, k) => k + 1), `${cid}: the viewer's ids across ${KILLS} restarts`);
+    // Nothing taken back or renumbered: each frame is the one the log holds under its id.
+    assert.equal(v.frames.length, replay.length);
+    for (let k = 0; k < replay.length; k++) {
+      if (v.frames[k].event !== replay[k].event || v.frames[k].data !== replay[k].data) {
+        assert.fail(`${cid}: frame ${replay[k].id} as the viewer got it differs from the log's:\n${v.frames[k].data}\n${replay[k].data}`);
+      }
+    }
+    // The transcript is the streamed text, turn by turn, and each answer is whole.
+    const texts = streamedTexts(v.frames);
+    const messages = (await call(`/v1/conversations/${cid}/messages`, token)).body.messages;
+    const assistants = messages.filter((m) => m.role === "assistant");
+    assert.deepEqual(assistants.map((m) => m.turnId), turns.get(cid));
+    for (const m of assistants) {
+      assert.equal(m.status, "completed", `${cid} ${m.turnId}: ${JSON.stringify(m.error ?? null)}`);
+      const transcriptText = m.parts.filter((p) => p.type === "text" && p.text).map((p) => p.text).join("\n\n");
+      assert.equal(transcriptText, texts.get(m.turnId), `${cid} ${m.turnId}: /messages differs from the streamed text`);
+      // The run's own result text: the answer streamed whole.
+      assert.equal(texts.get(m.turnId), m.text, `${cid} ${m.turnId}: the streamed text is not the run's answer`);
+    }
+  }
+});
