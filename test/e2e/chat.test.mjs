@@ -6,16 +6,7 @@ import { describe, it } from "node:test";
 import { api, cidOf, lastTurn, openPage, send, server, shot, shownText, signIn, tokenOf, unique, waitForBadge } from "./harness.mjs";
 import "./fixes.mjs";
 import "./features.mjs";
-import "./branches.mjs";
-import "./looks.mjs";
-import "./queue.mjs";
-import "./notify.mjs";
-import "./security.mjs";
-import "./sandbox.mjs";
-import "./connection.mjs";
-import "./sidebar.mjs";
-import "./markdown.mjs";
-import "./changes.mjs";
+// The rest of the page's tests are in page.test.mjs, which runs beside this file.
 
 describe("the chat page", () => {
   it("signs in, sends a message, streams the answer with a tool card, and shows usage", async () => {
