@@ -82,10 +82,31 @@ export function encodeEvent(previous, row) {
 }
 
 /**
+ * The event a frame carries after `previous` (the event of the frame before it in the same
+ * response, or null), or null for a frame that carries none: what `frameDecoder` applies, for a
+ * reader that keeps the previous event itself. Throws on a delta frame with nothing to continue.
+ * @param {FrameContext} previous
+ * @param {{ id?: string, event?: string, data?: string }} frame  a frame with data
+ * @returns {Envelope | null}
+ */
+export function decodeAfter(previous, frame) {
+  if (frame.data === undefined || frame.id === undefined || frame.id === "") return null;
+  const seq = Number(frame.id);
+  if (frame.event === DELTA_EVENT) {
+    const lean = JSON.parse(frame.data);
+    const event = isObject(lean) && typeof lean.d === "string" && (lean.t === undefined || Number.isSafeInteger(lean.t)) ? continued(previous, seq, lean.d, typeof lean.t === "number" ? lean.t : 0) : null;
+    if (!event) throw new Error(`delta frame ${frame.id} continues no part update`);
+    return event;
+  }
+  const event = JSON.parse(frame.data);
+  return isObject(event) && typeof event.seq === "number" ? /** @type {Envelope} */ (event) : null;
+}
+
+/**
  * A reader's side: one decoder per response (a new response starts with a full frame). `decode`
- * answers the event a frame carries, or null for a frame that carries none (no id: `stream.reset`;
- * data that is not an event). A delta frame with nothing to continue throws: the server never
- * sends one.
+ * answers the event a frame carries, or null for a frame that carries none (no data: a ping or the
+ * retry line, which change nothing; no id: `stream.reset`, after which nothing is continued). A
+ * delta frame with nothing to continue throws: the server never sends one.
  */
 export function frameDecoder() {
   /** @type {FrameContext} */
@@ -96,22 +117,10 @@ export function frameDecoder() {
      * @returns {Envelope | null}
      */
     decode(frame) {
-      if (frame.id === undefined || frame.id === "" || frame.data === undefined) {
-        // A frame of the server's own (stream.reset): what follows starts afresh.
-        previous = null;
-        return null;
-      }
-      const seq = Number(frame.id);
-      if (frame.event === DELTA_EVENT) {
-        const lean = JSON.parse(frame.data);
-        const event = isObject(lean) && typeof lean.d === "string" && (lean.t === undefined || Number.isSafeInteger(lean.t)) ? continued(previous, seq, lean.d, typeof lean.t === "number" ? lean.t : 0) : null;
-        if (!event) throw new Error(`delta frame ${frame.id} continues no part update`);
-        previous = event;
-        return event;
-      }
-      const event = JSON.parse(frame.data);
-      if (!isObject(event) || typeof event.seq !== "number") return null;
-      previous = /** @type {Envelope} */ (event);
+      // No data: a comment (the ping) or the retry line, which carry nothing and change nothing.
+      if (frame.data === undefined) return null;
+      // A frame of the server's own (stream.reset, no id): what follows starts afresh.
+      previous = decodeAfter(previous, frame);
       return previous;
     },
   };

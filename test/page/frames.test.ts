@@ -74,6 +74,8 @@ function wire(rows: Row[], cuts: Set<number>, pages: Set<number>): string[] {
       context = null;
     }
     if (pages.has(row.seq)) context = null;
+    // A ping between any two frames changes nothing (pages happen to be where they fall).
+    if (pages.has(row.seq + 1)) text += ": ping\n\n";
     const encoded = encodeEvent(context, row);
     text += encodeSseFrame(encoded.frame);
     context = encoded.context;
