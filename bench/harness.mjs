@@ -182,7 +182,7 @@ function envelopeOf(rec) {
   for (let i = unread.length - 1; i >= 0; i--) {
     const r = unread[i];
     const previous = r.prev?.parsed?.seq !== undefined ? r.prev.parsed : null;
-    r.parsed = r.id === undefined ? JSON.parse(r.data) : decodeAfter(previous, r);
+    r.parsed = r.id === undefined ? JSON.parse(r.data) : decodeAfter(previous, { id: r.id, event: r.type, data: r.data });
   }
   return rec.parsed;
 }

@@ -46,8 +46,14 @@ const cpuSince = (pgid, before) => {
  */
 async function latencyRun({ base, api, auth, problems, server }, K) {
   const cid = `latency-${K}-${tag}`;
-  const viewers = Array.from({ length: K }, () => viewer(base, cid, auth, { stopAt: (f) => isTurnEnd(f.type) }));
-  await Promise.all(viewers.map((v) => v.opened));
+  // Opened 50 at a time: hundreds of requests at once leave some without response headers for a
+  // minute under wrangler dev.
+  const viewers = [];
+  for (let i = 0; i < K; i += 50) {
+    const batch = Array.from({ length: Math.min(50, K - i) }, () => viewer(base, cid, auth, { stopAt: (f) => isTurnEnd(f.type) }));
+    await Promise.all(batch.map((v) => v.opened));
+    viewers.push(...batch);
+  }
   await sleep(300 + K * 5); // every subscription live before the run starts
   const before = await api.get("/_emulator/counters");
   const cpuBefore = groupCpuMs(server.pid);
