@@ -4,10 +4,11 @@
 // figure beside its baseline and their ratio. Each benchmark is a file of its own beside this one
 // (relay, replay, latency, rows, idle), the cost model is cost.mjs; bench/README.md has the figures.
 import { execFileSync } from "node:child_process";
-import { existsSync, rmSync, symlinkSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { decodeAfter, DELTA_EVENT } from "../public/lib/frames.js";
 import { devLogin, readSse, startDevServer } from "../scripts/devserver.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -36,6 +37,36 @@ const BENCH_VARS = { RATE_LIMIT_STREAMS_PER_MINUTE: "100000", RATE_LIMIT_TURNS_P
 
 /** `wrangler dev` of this tree, or of `checkout` (an older commit's worktree), for a benchmark run. */
 export const startBenchServer = (options = {}) => startDevServer({ ...options, vars: BENCH_VARS });
+
+/**
+ * CPU time (user + system, ms) the processes of a process group have used so far: the dev server's
+ * (it is started detached, its pid is its group), `workerd` alone and all of them (wrangler's own
+ * Node processes too). Read from /proc: Linux only; null elsewhere.
+ */
+export function groupCpuMs(pgid) {
+  const TICK_MS = 10; // USER_HZ, 100 on Linux
+  let all = 0;
+  let workerd = 0;
+  try {
+    for (const entry of readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        // fields[2] the process group; fields[11], [12] utime and stime in ticks.
+        if (Number(fields[2]) !== pgid) continue;
+        const ms = (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+        all += ms;
+        if (stat.includes("(workerd)")) workerd += ms;
+      } catch {
+        // gone meanwhile
+      }
+    }
+  } catch {
+    return null;
+  }
+  return { all, workerd };
+}
 
 /** A client of `base`, signed in by dev login: `{ base, api, auth }`, what every benchmark is given. */
 export async function signIn(base) {
@@ -189,6 +220,18 @@ export function follow(url, headers, onFrame) {
   return { opened: openedP, done, close: () => abort.abort() };
 }
 
+/** A viewer's frame record as its event (a frame without an id, stream.reset: its own data). */
+function envelopeOf(rec) {
+  const unread = [];
+  for (let r = rec; r && r.parsed === undefined; r = r.type === DELTA_EVENT ? r.prev : undefined) unread.push(r);
+  for (let i = unread.length - 1; i >= 0; i--) {
+    const r = unread[i];
+    const previous = r.prev?.parsed?.seq !== undefined ? r.prev.parsed : null;
+    r.parsed = r.id === undefined ? JSON.parse(r.data) : decodeAfter(previous, { id: r.id, event: r.type, data: r.data });
+  }
+  return rec.parsed;
+}
+
 /**
  * A browser on a conversation's event stream: keeps every frame (envelope parsed), checks seqs,
  * and lets the caller wait for a frame. It stays open until closed or `stopAt` matches.
@@ -212,8 +255,10 @@ export function viewer(base, cid, auth, { after = 0, stopAt } = {}) {
     // Every event exactly once, in order: seq is the log's own, one more than the last.
     if (seq !== v.lastSeq + 1) v.seqErrors++;
     v.lastSeq = Math.max(v.lastSeq, seq);
-    // The envelope is parsed when first asked for: the next viewer's chunk waits for this one's work.
-    const rec = { seq, type: f.event, data: f.data, t, bytes, chunk, parsed: undefined, get env() { return (this.parsed ??= JSON.parse(this.data)); } };
+    // The envelope is read when first asked for: the next viewer's chunk waits for this one's work.
+    // A lean delta frame continues the frame before it (public/lib/frames.js), so each record knows
+    // its predecessor, and reading one reads the unread run before it, in order.
+    const rec = { seq, type: f.event, id: f.id, data: f.data, t, bytes, chunk, prev: v.frames.at(-1), parsed: undefined, get env() { return envelopeOf(this); } };
     v.frames.push(rec);
     check();
     return stopAt ? stopAt(rec) : false;

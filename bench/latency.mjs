@@ -3,8 +3,13 @@
 // (b) the latency a text delta gains from the raw stream to each viewer at LATENCY_FRAME_MS per
 // frame (baseline: the raw stream's own inter-arrival and jitter, and, for K up to
 // LATENCY_RAW_FANOUT_MAX, the raw stream itself fanned out to K readers in a turn of its own).
-// Every viewer must get exactly the raw stream's deltas, in order.
-import { deltaOf, follow, isTurnEnd, list, ms, num, percentile, sleep, tag, viewer } from "./harness.mjs";
+// Every viewer must get exactly the raw stream's deltas, in order. Also (c) the dev server's CPU
+// time over each turn (workerd and wrangler's processes, from /proc), so that the CPU each extra
+// viewer costs per frame is (CPU at K − CPU at 1) / (frames × (K − 1)), beside the same figure of
+// the raw fan-out; and (d) the bytes of each text delta's frame as a viewer receives it.
+// LATENCY_VIEWERS=1,10,100,300 adds 300 viewers (the first K must be 1: the others are against it).
+import { DELTA_EVENT } from "../public/lib/frames.js";
+import { deltaOf, follow, groupCpuMs, isTurnEnd, list, ms, num, percentile, sleep, tag, viewer } from "./harness.mjs";
 
 export const config = {
   LATENCY_WORDS: num("LATENCY_WORDS", 300),
@@ -14,15 +19,24 @@ export const config = {
   // subrequest body (each raw reader is one) is forwarded to the dev server, and 100 of them at
   // 50 frames/s open connections faster than they close, until workerd runs out of descriptors.
   LATENCY_RAW_FANOUT_MAX: num("LATENCY_RAW_FANOUT_MAX", 10),
+  // The upstream-reads baseline (K raw readers of the finished run), for K up to this: it is K by
+  // construction, and 300 subrequest streams at once outrun the dev server's descriptors.
+  LATENCY_RAW_READS_MAX: num("LATENCY_RAW_READS_MAX", 100),
 };
-const { LATENCY_WORDS, LATENCY_FRAME_MS, LATENCY_VIEWERS, LATENCY_RAW_FANOUT_MAX } = config;
+const { LATENCY_WORDS, LATENCY_FRAME_MS, LATENCY_VIEWERS, LATENCY_RAW_FANOUT_MAX, LATENCY_RAW_READS_MAX } = config;
 
-/** The text deltas of an execution's raw stream, each with its arrival time and chunk index. */
+/** The text deltas of an execution's raw stream, each with its arrival time and chunk index (`frames`: all its frames). */
 async function rawDeltas(base, executionId) {
   const frames = [];
   await follow(`${base}/_emulator/executions/${executionId}/stream`, {}, (f, t, _bytes, chunk) => (frames.push({ t, data: f.data, chunk }), false)).done;
-  return frames.map((f) => ({ t: f.t, chunk: f.chunk, delta: deltaOf(JSON.parse(f.data)) })).filter((f) => f.delta !== null);
+  const deltas = frames.map((f) => ({ t: f.t, chunk: f.chunk, delta: deltaOf(JSON.parse(f.data)) })).filter((f) => f.delta !== null);
+  return Object.assign(deltas, { frames: frames.length });
 }
+
+const cpuSince = (pgid, before) => {
+  const now = groupCpuMs(pgid);
+  return now && before ? { all: now.all - before.all, workerd: now.workerd - before.workerd } : null;
+};
 
 /**
  * One turn at LATENCY_FRAME_MS per frame, K viewers attached before it starts and the raw stream
@@ -30,15 +44,23 @@ async function rawDeltas(base, executionId) {
  * emitted in its first chunk, then follows live; frames of that first chunk are not compared).
  * Also the emulator's run-stream counters around the turn: upstream reads for K viewers.
  */
-async function latencyRun({ base, api, auth, problems }, K) {
+async function latencyRun({ base, api, auth, problems, server }, K) {
   const cid = `latency-${K}-${tag}`;
-  const viewers = Array.from({ length: K }, () => viewer(base, cid, auth, { stopAt: (f) => isTurnEnd(f.type) }));
-  await Promise.all(viewers.map((v) => v.opened));
+  // Opened 50 at a time: hundreds of requests at once leave some without response headers for a
+  // minute under wrangler dev.
+  const viewers = [];
+  for (let i = 0; i < K; i += 50) {
+    const batch = Array.from({ length: Math.min(50, K - i) }, () => viewer(base, cid, auth, { stopAt: (f) => isTurnEnd(f.type) }));
+    await Promise.all(batch.map((v) => v.opened));
+    viewers.push(...batch);
+  }
   await sleep(300 + K * 5); // every subscription live before the run starts
   const before = await api.get("/_emulator/counters");
+  const cpuBefore = groupCpuMs(server.pid);
   const accepted = await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t1", message: `latency [words:${LATENCY_WORDS}]` }, auth);
   const rawStream = rawDeltas(base, accepted.executionId);
   await Promise.all(viewers.map((v) => v.done));
+  const cpu = cpuSince(server.pid, cpuBefore);
   const raw = await rawStream;
   await sleep(300); // the gateway's reader closes after `done`
   const after = await api.get("/_emulator/counters");
@@ -57,6 +79,9 @@ async function latencyRun({ base, api, auth, problems }, K) {
       added.push(got[k].t - raw[k].t);
     }
   }
+  // The wire: each text delta's frame as the first viewer got it, SSE framing included.
+  const deltaFrames = viewers[0].frames.filter((f) => f.type === DELTA_EVENT || (f.type === "message.part.updated" && deltaOf(f.env.data) !== null));
+  const deltaBytes = deltaFrames.map((f) => f.bytes);
   const gaps = [];
   for (let k = 1; k < raw.length; k++) if (raw[k - 1].chunk > 0) gaps.push(raw[k].t - raw[k - 1].t);
   const jitter = gaps.map((g) => Math.abs(g - LATENCY_FRAME_MS));
@@ -65,21 +90,23 @@ async function latencyRun({ base, api, auth, problems }, K) {
   // stream of the same execution, counted the same way.
   const beforeRaw = await api.get("/_emulator/counters");
   const rawReads = await Promise.all(
-    Array.from({ length: K }, () => {
+    Array.from({ length: K <= LATENCY_RAW_READS_MAX ? K : 0 }, () => {
       let n = 0;
       return follow(`${base}/_emulator/executions/${accepted.executionId}/stream`, {}, () => (n++, false)).done.then(() => n);
     }),
   );
   const afterRaw = await api.get("/_emulator/counters");
-  const rawOpened = (afterRaw.counters["streams.opened"] ?? 0) - (beforeRaw.counters["streams.opened"] ?? 0);
-  if (new Set(rawReads).size !== 1) problems.push(`latency K=${K}: the raw readers got different frame counts ${[...new Set(rawReads)]}`);
+  const rawOpened = K <= LATENCY_RAW_READS_MAX ? (afterRaw.counters["streams.opened"] ?? 0) - (beforeRaw.counters["streams.opened"] ?? 0) : null;
+  if (rawReads.length && new Set(rawReads).size !== 1) problems.push(`latency K=${K}: the raw readers got different frame counts ${[...new Set(rawReads)]}`);
 
   // Baseline of the latency: the raw pass-through itself fanned out to K readers (a turn of its
   // own, so the two loads do not add up), against one more raw reader as the reference.
   let rawFanout = null;
   if (K <= LATENCY_RAW_FANOUT_MAX) {
+    const fanCpuBefore = groupCpuMs(server.pid);
     const fan = await api.post(`/v1/conversations/${cid}-raw/turns`, { turnId: "t1", message: `latency [words:${LATENCY_WORDS}]` }, auth);
     const [reference, ...readers] = await Promise.all(Array.from({ length: K + 1 }, () => rawDeltas(base, fan.executionId)));
+    const fanCpu = cpuSince(server.pid, fanCpuBefore);
     const spread = [];
     for (const r of readers) {
       for (let k = 0; k < Math.min(r.length, reference.length); k++) {
@@ -87,7 +114,7 @@ async function latencyRun({ base, api, auth, problems }, K) {
         spread.push(r[k].t - reference[k].t);
       }
     }
-    rawFanout = { compared: spread.length, addedMs: { p50: ms(percentile(spread, 0.5)), p99: ms(percentile(spread, 0.99)) } };
+    rawFanout = { compared: spread.length, addedMs: { p50: ms(percentile(spread, 0.5)), p99: ms(percentile(spread, 0.99)) }, cpuMs: fanCpu, framesPerReader: reference.frames };
   }
 
   const result = {
@@ -100,6 +127,9 @@ async function latencyRun({ base, api, auth, problems }, K) {
       baselineRunStreamsOpened: rawOpened,
     },
     frames: raw.length,
+    framesPerViewer: viewers[0].frames.length,
+    cpuMs: cpu,
+    deltaFrameBytes: { count: deltaBytes.length, mean: ms(deltaBytes.length ? deltaBytes.reduce((a, b) => a + b, 0) / deltaBytes.length : null), p50: percentile(deltaBytes, 0.5), max: deltaBytes.length ? Math.max(...deltaBytes) : null, lean: deltaFrames.filter((f) => f.type === DELTA_EVENT).length },
     compared: added.length,
     addedMs: { p50: ms(percentile(added, 0.5)), p99: ms(percentile(added, 0.99)), max: ms(added.length ? Math.max(...added) : null) },
     rawInterArrivalMs: { p50: ms(percentile(gaps, 0.5)), p99: ms(percentile(gaps, 0.99)) },
@@ -116,9 +146,29 @@ export async function latency(ctx) {
   await ctx.api.post("/_emulator/faults", { frameDelayMs: LATENCY_FRAME_MS });
   try {
     ctx.results.latency = [];
-    for (const K of LATENCY_VIEWERS) ctx.results.latency.push(await latencyRun(ctx, K));
+    for (const K of LATENCY_VIEWERS) {
+      ctx.results.latency.push(await latencyRun(ctx, K));
+      perExtraViewer(ctx.results.latency);
+    }
   } finally {
     await ctx.api.post("/_emulator/faults", { frameDelayMs: 0 });
+  }
+}
+
+/**
+ * CPU per frame per extra viewer, against the run with one viewer: (CPU at K − CPU at 1) / (frames
+ * × (K − 1)), in µs, for the gateway and (where it ran) the raw fan-out. Machine-wide noise is in
+ * both; they come from the same run.
+ */
+function perExtraViewer(runs) {
+  const one = runs.find((r) => r.viewers === 1);
+  for (const r of runs) {
+    if (!one || r === one || !r.cpuMs || !one.cpuMs) continue;
+    const us = (a, b, frames, extra) => Number((((a - b) * 1000) / (frames * extra)).toFixed(1));
+    r.cpuPerFramePerExtraViewerUs = { all: us(r.cpuMs.all, one.cpuMs.all, r.framesPerViewer, r.viewers - 1), workerd: us(r.cpuMs.workerd, one.cpuMs.workerd, r.framesPerViewer, r.viewers - 1) };
+    if (r.rawFanout?.cpuMs && one.rawFanout?.cpuMs) {
+      r.rawFanout.cpuPerFramePerExtraReaderUs = { all: us(r.rawFanout.cpuMs.all, one.rawFanout.cpuMs.all, r.rawFanout.framesPerReader, r.viewers - 1), workerd: us(r.rawFanout.cpuMs.workerd, one.rawFanout.cpuMs.workerd, r.rawFanout.framesPerReader, r.viewers - 1) };
+    }
   }
 }
 
@@ -130,7 +180,7 @@ export function report(results) {
       const u = r.upstream;
       const cells = [
         String(r.viewers).padStart(7),
-        `${u.runStreamsOpened} (${u.dispatchStreams}+${u.readerStreams}) / ${u.baselineRunStreamsOpened}`.padStart(20),
+        `${u.runStreamsOpened} (${u.dispatchStreams}+${u.readerStreams}) / ${u.baselineRunStreamsOpened ?? "-"}`.padStart(20),
         `${r.addedMs.p50} / ${r.addedMs.p99}`.padStart(44),
         (r.rawFanout ? `${r.rawFanout.addedMs.p50} / ${r.rawFanout.addedMs.p99}` : "-").padStart(24),
         `${r.rawInterArrivalMs.p50} / ${r.rawInterArrivalMs.p99}`.padStart(20),
@@ -138,6 +188,19 @@ export function report(results) {
         `  (${r.compared} compared, ${r.viewersMismatched} viewers mismatched)`,
       ];
       out.push(cells.join(""));
+    }
+    out.push("", "viewers  server CPU ms (workerd)  CPU µs per frame per extra viewer (workerd) / raw fan-out's  delta frame bytes mean / max (lean)");
+    for (const r of results.latency) {
+      const c = r.cpuPerFramePerExtraViewerUs;
+      const raw = r.rawFanout?.cpuPerFramePerExtraReaderUs;
+      out.push(
+        [
+          String(r.viewers).padStart(7),
+          (r.cpuMs ? `${r.cpuMs.all} (${r.cpuMs.workerd})` : "-").padStart(24),
+          `${c ? `${c.all} (${c.workerd})` : "-"} / ${raw ? `${raw.all} (${raw.workerd})` : "-"}`.padStart(60),
+          `${r.deltaFrameBytes.mean} / ${r.deltaFrameBytes.max} (${r.deltaFrameBytes.lean} of ${r.deltaFrameBytes.count})`.padStart(36),
+        ].join(""),
+      );
     }
   }
   return out;

@@ -35,7 +35,9 @@ const runs = (section) => (ONLY ? ONLY.has(section) : section !== "before" || BE
 const results = { config: { ...relay.config, ...replay.config, ...latency.config, ...rows.config, ...idle.config, ...pageLoad.config } };
 const problems = [];
 
-const server = await startBenchServer();
+// BENCH_SERVER_CHECKOUT=<dir>: the server of another checkout (an older commit's worktree, with
+// node_modules), measured by this tree's benchmarks: a before/after of the same figures.
+const server = await startBenchServer(process.env.BENCH_SERVER_CHECKOUT ? { checkout: process.env.BENCH_SERVER_CHECKOUT } : {});
 // Interrupted (Ctrl-C, a timeout): the servers this run started go with it.
 untilInterrupted(() => server.stop());
 stopOnSignal();
@@ -44,7 +46,7 @@ let serverLog = "";
 results.loadAverage = { start: loadavg().map((l) => Number(l.toFixed(2))) };
 const seconds = {};
 try {
-  const ctx = { ...(await signIn(server.base)), results, problems };
+  const ctx = { ...(await signIn(server.base)), results, problems, server };
   const { base, api, auth } = ctx;
   // Warm up: provision the sandbox and compile everything once.
   await api.post("/v1/conversations/warm/turns", { turnId: "w1", message: "warm up" }, auth);

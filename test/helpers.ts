@@ -1,5 +1,6 @@
 import { env, SELF } from "cloudflare:test";
 import { SignJWT } from "jose";
+import { frameDecoder } from "../public/lib/frames.js";
 import { readSseFrames, type SseFrame } from "../src/lib/sse";
 import type { EventEnvelope } from "../src/objects/session-store";
 import { ProviderError } from "../src/providers/errors";
@@ -87,6 +88,8 @@ export async function collect(
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), options.timeoutMs ?? 10_000);
   const body = response.body!;
+  // The events back from their frames: a lean delta frame continues the one before it.
+  const decoder = frameDecoder();
   try {
     const iterator = readSseFrames(body);
     const timeout = new Promise<never>((_, reject) => abort.signal.addEventListener("abort", () => reject(new Error(`timed out after ${events.length} events: ${events.map((e) => e.type).join(",")}`))));
@@ -102,8 +105,8 @@ export async function collect(
         }
         lastId = frame.id;
       }
-      if (frame.data !== undefined && frame.id !== undefined) {
-        const event = JSON.parse(frame.data) as EventEnvelope;
+      const event = decoder.decode(frame) as EventEnvelope | null;
+      if (event) {
         events.push(event);
         if (events.length > (options.maxEvents ?? MAX_COLLECTED_EVENTS)) {
           await iterator.return(undefined);

@@ -3,6 +3,7 @@
  * frame for a streamed answer, with every frame made durable and each counted once.
  */
 import { env, runInDurableObject } from "cloudflare:test";
+import { DELTA_EVENT } from "../public/lib/frames.js";
 import { describe, expect, it } from "vitest";
 import { deriveSessionId } from "../src/auth/ids";
 import type { SessionObject } from "../src/objects/session";
@@ -81,7 +82,10 @@ describe("bytes linear in the answer", () => {
     // whole text repeated on every frame would be about 1,000 × 3,000 bytes here.
     const PER_FRAME = 400;
     expect(stored).toBeLessThanOrEqual(3 * answerBytes + PER_FRAME * frames);
-    expect(wire).toBeLessThanOrEqual(3 * answerBytes + PER_FRAME * frames);
+    // On the wire the deltas after a part's first go lean (docs/sse-protocol.md §11): the frame is
+    // its seq, the word and the time, at most 120 bytes with its SSE lines.
+    expect(all.frames.filter((f) => f.event === DELTA_EVENT).length).toBeGreaterThanOrEqual(990);
+    expect(wire).toBeLessThanOrEqual(3 * answerBytes + 120 * frames);
     expect(stored).toBeLessThan(answerBytes * 100);
   });
 });

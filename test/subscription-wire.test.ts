@@ -10,8 +10,19 @@ function stubFor(name: string) {
   return env.SESSIONS.get(env.SESSIONS.idFromName(name));
 }
 
-function nextMessage(ws: WebSocket): Promise<string> {
-  return new Promise((resolve) => ws.addEventListener("message", (e) => resolve(String(e.data)), { once: true }));
+/** The next message, as its kind byte and its SSE text (the object sends binary messages only). */
+function nextMessage(ws: WebSocket): Promise<{ kind: number; text: string }> {
+  return new Promise((resolve, reject) =>
+    ws.addEventListener(
+      "message",
+      (e) => {
+        if (typeof e.data === "string") return reject(new Error("a text message"));
+        const bytes = new Uint8Array(e.data);
+        resolve({ kind: bytes[0]!, text: new TextDecoder().decode(bytes.subarray(1)) });
+      },
+      { once: true },
+    ),
+  );
 }
 
 describe("the subscription endpoint of the session object", () => {
@@ -30,11 +41,12 @@ describe("the subscription endpoint of the session object", () => {
     const res = await stub.fetch("https://session/subscribe?after=0", { headers: { upgrade: "websocket" } });
     expect(res.status).toBe(101);
     const ws = res.webSocket!;
+    ws.binaryType = "arraybuffer";
     ws.accept();
     const first = nextMessage(ws);
     ws.send(PULL);
     // An empty log: the head (the retry delay) and the switch to live, in one message.
-    expect(await first).toBe(`${LIVE}retry: 2000\n\n`);
+    expect(await first).toEqual({ kind: LIVE, text: "retry: 2000\n\n" });
     const closed = new Promise<number>((resolve) => ws.addEventListener("close", (e) => resolve(e.code)));
     ws.send(JSON.stringify({ op: "pull", extra: true }));
     expect(await closed).toBe(CLOSE_PROTOCOL);

@@ -3,9 +3,11 @@
  * Following a conversation's event stream: EventSource with a short-lived stream token (it cannot
  * send headers), resumed strictly after the page's last event. EventSource's own reconnects send
  * Last-Event-ID; a stream the server refused (an expired token) is opened again with a new token
- * after the last event applied.
+ * after the last event applied. Each connection reads its frames back into events with its own
+ * decoder (lib/frames.js: a lean delta frame continues the frame before it in the same response).
  */
 import { STREAM_EVENTS } from "./events.js";
+import { frameDecoder } from "./frames.js";
 
 /** @typedef {"connecting" | "replaying" | "live" | "reconnecting"} ConnectionState */
 
@@ -51,6 +53,7 @@ export function followStream({ api, cid, after, onEvent, onReset, onState, exist
     // send Last-Event-ID, which the server prefers.
     const es = new EventSource(`${api.baseUrl}${minted.eventsUrl}&after=${after()}`);
     source = es;
+    let frames = frameDecoder();
     es.addEventListener("open", () => {
       if (source !== es) return;
       if (!exists) return report();
@@ -63,6 +66,8 @@ export function followStream({ api, cid, after, onEvent, onReset, onState, exist
       );
     });
     es.addEventListener("error", () => {
+      // EventSource reconnects with a new response, which starts with a full frame.
+      frames = frameDecoder();
       if (source !== es || closed) return;
       onState("reconnecting");
       // CLOSED: the server refused the stream (an expired token, say); EventSource gives up.
@@ -71,14 +76,19 @@ export function followStream({ api, cid, after, onEvent, onReset, onState, exist
     for (const type of STREAM_EVENTS) {
       es.addEventListener(type, (message) => {
         if (source !== es) return;
-        if (type === "stream.reset") return onReset();
+        const { data, lastEventId } = /** @type {MessageEvent} */ (message);
+        if (type === "stream.reset") {
+          frames.decode({ event: type, data });
+          return onReset();
+        }
         let event;
         try {
-          event = JSON.parse(/** @type {MessageEvent} */ (message).data);
+          event = frames.decode({ id: lastEventId, event: type, data });
         } catch {
           return;
         }
-        onEvent(event);
+        if (!event) return;
+        onEvent(/** @type {import("./reducer.js").StreamEvent} */ (event));
         report();
       });
     }

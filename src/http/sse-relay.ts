@@ -7,6 +7,9 @@
  * written as they come; a `: ping` comment on an interval keeps proxies from timing the stream
  * out and finds browsers that went away, and a browser whose unread output passes the bound is
  * closed (it reconnects from its last id). The socket and the browser stream end together.
+ *
+ * The bytes are the object's: each message is its kind byte and SSE bytes, written to the browser
+ * as a view of the message itself, never decoded or encoded again here.
  */
 import { EVENTS, LIVE, PAGE, PULL, SUBSCRIBE_PATH } from "../lib/subscription-wire";
 import { ApiError } from "./errors";
@@ -18,6 +21,8 @@ export interface RelayOptions {
 
 /** The socket as the relay uses it (a WebSocket, already accepted). */
 export interface RelaySocket {
+  /** Set to "arraybuffer" by the relay: the object's messages are binary, and read as they come. */
+  binaryType: "blob" | "arraybuffer";
   send(message: string): void;
   close(code?: number, reason?: string): void;
   addEventListener(type: "message", listener: (event: { data: unknown }) => void): void;
@@ -25,10 +30,17 @@ export interface RelaySocket {
 }
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 const PING = encoder.encode(": ping\n\n");
 /** Replay asks for the next page while less than this is waiting to be read. */
 const HIGH_WATER_MARK_BYTES = 64 * 1024;
+
+/** A binary message's bytes, as a view (no copy); undefined for anything else (a text message). */
+function binary(data: unknown): Uint8Array | undefined {
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  // An ArrayBuffer, of this realm or another's (the check that does not depend on the realm).
+  if (Object.prototype.toString.call(data) === "[object ArrayBuffer]") return new Uint8Array(data as ArrayBuffer);
+  return undefined;
+}
 
 export function relayStream(socket: RelaySocket, options: RelayOptions): ReadableStream<Uint8Array> {
   let controller!: ReadableStreamDefaultController<Uint8Array>;
@@ -36,6 +48,8 @@ export function relayStream(socket: RelaySocket, options: RelayOptions): Readabl
   let ended = false;
   let pageArrived: (() => void) | undefined;
   let pingTimer: ReturnType<typeof setInterval> | undefined;
+  // Before the first pull (no message can arrive before it): binary messages as ArrayBuffers, in order.
+  socket.binaryType = "arraybuffer";
 
   const end = (closeSocket: boolean, code = 1000, reason = "") => {
     if (ended) return;
@@ -71,9 +85,14 @@ export function relayStream(socket: RelaySocket, options: RelayOptions): Readabl
   };
 
   socket.addEventListener("message", (event) => {
-    const text = typeof event.data === "string" ? event.data : decoder.decode(event.data as ArrayBuffer);
-    const kind = text[0];
-    if (text.length > 1) write(encoder.encode(text.slice(1)));
+    // The object sends binary messages only: anything else is not this wire.
+    const message = binary(event.data);
+    const kind = message?.[0];
+    if (!message || (kind !== PAGE && kind !== LIVE && kind !== EVENTS)) {
+      end(true, 1002, "unknown message");
+      return;
+    }
+    if (message.byteLength > 1) write(message.subarray(1));
     if (kind === LIVE) {
       live = true;
       pingTimer ??= setInterval(() => write(PING), options.pingIntervalMs);
@@ -81,8 +100,6 @@ export function relayStream(socket: RelaySocket, options: RelayOptions): Readabl
     if (kind === PAGE || kind === LIVE) {
       pageArrived?.();
       pageArrived = undefined;
-    } else if (kind !== EVENTS) {
-      end(true, 1002, "unknown message");
     }
   });
   // The object closed it (a delete, a dev drop, a deploy): answer the close, end the browser's stream.

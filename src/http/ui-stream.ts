@@ -4,6 +4,7 @@
  * pings, the slow-viewer bound), read here and written as the protocol's chunks. One reader of
  * the log per viewer, no second store: the native stream and this one are views of the same log.
  */
+import { frameDecoder } from "../../public/lib/frames.js";
 import { frameChunk, type TurnResponse, type UiChunk } from "../ai-sdk/chunks";
 import { SseParser, SSE_HEADERS } from "../lib/sse";
 import type { EventEnvelope } from "../schemas/api";
@@ -29,6 +30,8 @@ export function followTurn(socket: RelaySocket, response: TurnResponse, options:
   // An event holds an upstream frame of up to 1 MiB plus its envelope (test/large-frames.test.ts).
   const parser = new SseParser(MAX_EVENT_BYTES);
   const decoder = new TextDecoder();
+  // The events back from their frames (a lean delta frame continues the frame before it).
+  const events = frameDecoder();
   let closed = false;
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
@@ -59,12 +62,18 @@ export function followTurn(socket: RelaySocket, response: TurnResponse, options:
             closed = true;
             break;
           }
-          let event: EventEnvelope;
+          let event: EventEnvelope | null;
           try {
-            event = JSON.parse(frame.data) as EventEnvelope;
+            event = events.decode(frame) as EventEnvelope | null;
           } catch {
-            continue;
+            // A frame that does not read as an event (never sent by the session object): the text
+            // after it could not be trusted, so the response ends here, saying so.
+            controller.enqueue(encode([{ type: "error", errorText: "stream_unreadable: an event of the turn could not be read; reload the messages" }]));
+            wrote = true;
+            closed = true;
+            break;
           }
+          if (!event) continue;
           const chunks = response.feed(event);
           if (chunks.length > 0) {
             controller.enqueue(encode(chunks));

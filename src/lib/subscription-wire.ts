@@ -3,14 +3,15 @@
  * which holds the log: one hibernatable WebSocket per browser stream.
  *
  * Worker → object: `{"op":"pull"}`, "send me the next replay page" (the Worker asks only when its
- * browser has room, so a long replay never piles up in memory). Object → Worker: text messages
- * whose first character says what follows, the rest being SSE bytes to write to the browser as
- * they are:
+ * browser has room, so a long replay never piles up in memory). Object → Worker: binary messages
+ * whose first byte says what follows, the rest being SSE bytes (UTF-8, whole frames) that the
+ * Worker writes to the browser as they are, without decoding them:
  *   P  a replay page (the Worker pulls again when its browser has room);
  *   L  caught up: from now on events are pushed (the rest may hold the stream's head);
- *   E  live events, pushed as they are appended.
- * The object closes the socket to end a stream (a deleted conversation, a dev drop); the Worker
- * closes it when the browser goes away or falls too far behind.
+ *   E  live events, pushed as they are appended: one message per batch.
+ * The object encodes a live batch once and sends the same bytes to every socket. The object closes
+ * the socket to end a stream (a deleted conversation, a dev drop); the Worker closes it when the
+ * browser goes away or falls too far behind, or on a message it does not know (a text message).
  */
 import { z } from "zod";
 
@@ -19,9 +20,21 @@ export const SUBSCRIBE_PATH = "/subscribe";
 export const PullMessage = z.strictObject({ op: z.literal("pull") });
 export const PULL = JSON.stringify({ op: "pull" } satisfies z.infer<typeof PullMessage>);
 
-export const PAGE = "P";
-export const LIVE = "L";
-export const EVENTS = "E";
+export const PAGE = 0x50; // "P"
+export const LIVE = 0x4c; // "L"
+export const EVENTS = 0x45; // "E"
+type MessageKind = typeof PAGE | typeof LIVE | typeof EVENTS;
+
+const encoder = new TextEncoder();
+
+/** One object → Worker message: the kind byte, then the SSE text as UTF-8 (a buffer of its own, exactly that long). */
+export function wireMessage(kind: MessageKind, sse: string): Uint8Array {
+  const body = encoder.encode(sse);
+  const bytes = new Uint8Array(1 + body.byteLength);
+  bytes[0] = kind;
+  bytes.set(body, 1);
+  return bytes;
+}
 
 /** Close codes the object uses (4000–4999 are the application's own). */
 export const CLOSE_DROPPED = 4000;

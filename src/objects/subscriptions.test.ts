@@ -3,11 +3,14 @@ import { describe, expect, it } from "vitest";
 import { SseParser } from "../lib/sse";
 import { relayStream } from "../http/sse-relay";
 import { SessionStore, type EventRow } from "./session-store";
-import { CLOSE_PROTOCOL, LIVE, PULL } from "../lib/subscription-wire";
+import { CLOSE_PROTOCOL, EVENTS, LIVE, PULL } from "../lib/subscription-wire";
+import { DELTA_EVENT, frameDecoder } from "../../public/lib/frames.js";
 import { attachmentOf, newSubscription, subscriptionOf, SubscriptionHub, type Subscription } from "./subscriptions";
 
 interface FanoutOptions {
-  readPage(after: number, limit: number): EventRow[];
+  /** Sees every message the hub sends, before the socket does. */
+  onSend?(ws: WebSocket, message: Uint8Array): void;
+  readPage(after: number, limit: number, branch?: number): EventRow[];
   lastSeq(): number;
   firstRetainedSeq(): number | null;
   pingIntervalMs: number;
@@ -30,7 +33,10 @@ class EventFanout {
       sockets: () => this.sockets,
       load: (ws) => (this.states.has(ws) ? structuredClone(this.states.get(ws)!) : null),
       save: (ws, state) => void this.states.set(ws, structuredClone(state)),
-      send: (ws, message) => ws.send(message),
+      send: (ws, message) => {
+        options.onSend?.(ws, message);
+        ws.send(message);
+      },
       readPage: options.readPage,
       lastSeq: options.lastSeq,
       firstRetainedSeq: options.firstRetainedSeq,
@@ -43,11 +49,11 @@ class EventFanout {
     return this.sockets.size;
   }
 
-  open(cursor: number): ReadableStream<Uint8Array> {
+  open(cursor: number, branch?: number): ReadableStream<Uint8Array> {
     const { 0: client, 1: server } = new WebSocketPair();
     server.accept();
     this.sockets.add(server);
-    this.states.set(server, newSubscription(cursor));
+    this.states.set(server, newSubscription(cursor, branch));
     server.addEventListener("message", () => this.hub.pull(server));
     server.addEventListener("close", () => {
       this.sockets.delete(server);
@@ -63,6 +69,10 @@ class EventFanout {
 
   publish(row: EventRow): void {
     this.hub.publish(row);
+  }
+
+  publishBatch(rows: EventRow[]): void {
+    this.hub.publishBatch(rows);
   }
 }
 
@@ -325,13 +335,14 @@ describe("a socket's attachment: the subscription under its own key, read throug
       const res = await stub.fetch("https://session/subscribe?after=0", { headers: { upgrade: "websocket" } });
       expect(res.status).toBe(101);
       const ws = res.webSocket!;
+      ws.binaryType = "arraybuffer";
       ws.accept();
       return ws;
     };
     const readable = await open();
-    const first = new Promise<string>((resolve) => readable.addEventListener("message", (e) => resolve(String(e.data)), { once: true }));
+    const first = new Promise<Uint8Array>((resolve) => readable.addEventListener("message", (e) => resolve(new Uint8Array(e.data as ArrayBuffer)), { once: true }));
     readable.send(PULL);
-    expect(await first).toBe(`${LIVE}retry: 2000\n\n`);
+    expect([...(await first)]).toEqual([LIVE, ...new TextEncoder().encode("retry: 2000\n\n")]);
 
     const unreadable = await open();
     await runInDurableObject(stub, (_instance, state) => {
@@ -343,5 +354,91 @@ describe("a socket's attachment: the subscription under its own key, read throug
     unreadable.send(PULL);
     expect(await closed).toBe(CLOSE_PROTOCOL);
     readable.close(1000);
+  });
+});
+
+/** A log of part updates as the store writes them (appendEvent's envelope), turns and parts as given. */
+function partLog() {
+  const rows: EventRow[] = [];
+  const append = (turnId: string, partId: string, delta: string) => {
+    const seq = rows.length + 1;
+    const envelope = JSON.stringify({ seq, turnId, executionId: `exe-${turnId}`, type: "message.part.updated", data: { part: { id: partId, type: "text" }, delta }, at: new Date(Date.UTC(2026, 11, 2) + seq * 20).toISOString() });
+    const row = { seq, type: "message.part.updated", envelope };
+    rows.push(row);
+    return row;
+  };
+  return { rows, append };
+}
+
+/** Reads a stream's events back with a reader's decoder until it has `lastId`; also its frames' event names. */
+async function readEvents(stream: ReadableStream<Uint8Array>, lastId: number): Promise<{ envelopes: string[]; names: string[] }> {
+  const reader = stream.getReader();
+  const parser = new SseParser();
+  const decoder = frameDecoder();
+  const envelopes: string[] = [];
+  const names: string[] = [];
+  try {
+    while (envelopes.length < 500) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      for (const f of parser.push(new TextDecoder().decode(value))) {
+        const event = decoder.decode(f);
+        if (!event) continue;
+        envelopes.push(JSON.stringify(event));
+        names.push(f.event!);
+      }
+      if (envelopes.length && JSON.parse(envelopes.at(-1)!).seq >= lastId) break;
+    }
+  } finally {
+    await reader.cancel();
+  }
+  return { envelopes, names };
+}
+
+describe("fan-out: lean frames", () => {
+  it("a reader resuming at any cursor inside a part gets a full first frame and reads back exactly the log", async () => {
+    const l = partLog();
+    for (let i = 0; i < 12; i++) l.append("t1", i < 7 ? "p1" : "p2", `w${i} `);
+    const fanout = new EventFanout({ readPage: (after, limit) => l.rows.filter((r) => r.seq > after).slice(0, limit), lastSeq: () => l.rows.length, firstRetainedSeq: () => 1, pingIntervalMs: 60_000, maxPendingBytes: 1_000_000, pageSize: 5 });
+    for (let cursor = 0; cursor < 12; cursor++) {
+      const { envelopes, names } = await readEvents(fanout.open(cursor), 12);
+      expect(envelopes, `cursor ${cursor}`).toEqual(l.rows.slice(cursor).map((r) => r.envelope));
+      // Full at the response's start and at each page's (5 events), and at a new part (event 8); lean otherwise.
+      const expected = l.rows.slice(cursor).map((r, k) => (k % 5 === 0 || r.seq === 8 ? "message.part.updated" : DELTA_EVENT));
+      expect(names, `cursor ${cursor}`).toEqual(expected);
+    }
+  });
+
+  it("live, each batch is encoded once and sent as one message per socket; a reader whose replay ended elsewhere gets its first live frame full", async () => {
+    const l = partLog();
+    // Turn a on another branch streams; the branch reader's replay holds only turn b's events.
+    l.append("b", "pb", "done ");
+    for (let i = 0; i < 3; i++) l.append("a", "pa", `a${i} `);
+    const sent: Array<{ ws: WebSocket; message: Uint8Array }> = [];
+    // Branch 1's history: turn b's events only.
+    const readPage = (after: number, limit: number, branch?: number) => l.rows.filter((r) => r.seq > after && (branch === undefined || JSON.parse(r.envelope).turnId === "b")).slice(0, limit);
+    const fanout = new EventFanout({ readPage, lastSeq: () => l.rows.length, firstRetainedSeq: () => 1, pingIntervalMs: 60_000, maxPendingBytes: 1_000_000, onSend: (ws, message) => sent.push({ ws, message }) });
+    // Pushed live before the readers open: the live frames now continue event 4.
+    fanout.publish(l.rows[3]!);
+    await new Promise((r) => setTimeout(r, 0));
+    const watcher = fanout.open(0);
+    const branchReader = fanout.open(0, 1);
+    const watching = readEvents(watcher, 7);
+    const branchReading = readEvents(branchReader, 7);
+    await new Promise((r) => setTimeout(r, 10));
+    sent.length = 0;
+    fanout.publishBatch([l.append("a", "pa", "a3 "), l.append("a", "pa", "a4 "), l.append("a", "pa", "a5 ")]);
+    await new Promise((r) => setTimeout(r, 10));
+    // One message per socket for the batch; the synced watcher's is the shared one.
+    expect(sent.length).toBe(2);
+    const kinds = sent.map((m) => m.message[0]);
+    expect(kinds).toEqual([EVENTS, EVENTS]);
+    const watched = await watching;
+    const branch = await branchReading;
+    expect(watched.envelopes).toEqual(l.rows.map((r) => r.envelope));
+    expect(watched.names.slice(4)).toEqual([DELTA_EVENT, DELTA_EVENT, DELTA_EVENT]);
+    // The branch reader never got events 2–4: its first live frame is full, the rest lean.
+    expect(branch.envelopes).toEqual([l.rows[0]!, ...l.rows.slice(4)].map((r) => r.envelope));
+    expect(branch.names).toEqual(["message.part.updated", "message.part.updated", DELTA_EVENT, DELTA_EVENT]);
   });
 });

@@ -13,10 +13,15 @@
  * Each subscription first replays the log strictly after its cursor, one page per pull from the
  * Worker, and with the page that catches up (one that is not full) it joins the live set in that
  * same synchronous step: no event can fall between replay and live.
+ *
+ * Frames are encoded here, once: a replay page for its one socket, a live batch once for every
+ * socket (public/lib/frames.js: a text delta that continues the previous frame's part goes as a
+ * lean frame). A message is a kind byte and the SSE bytes the Worker writes as they are.
  */
 import { z } from "zod";
+import { DELTA_EVENT, encodeEvent, type Envelope } from "../../public/lib/frames.js";
 import { encodeSseFrame, encodeSseRetry } from "../lib/sse";
-import { CLOSE_PROTOCOL, EVENTS, LIVE, PAGE, PullMessage, SUBSCRIBE_PATH } from "../lib/subscription-wire";
+import { CLOSE_PROTOCOL, EVENTS, LIVE, PAGE, PullMessage, SUBSCRIBE_PATH, wireMessage } from "../lib/subscription-wire";
 import type { EventRow, SessionStore } from "./session-store";
 import { pathOf } from "./turn-tree";
 
@@ -28,6 +33,12 @@ const SubscriptionState = z.strictObject({
   started: z.boolean(),
   /** The branch whose history the replay holds (its turns' events and the conversation's own); absent: every event. Live, every event goes out. */
   branch: z.number().int().nonnegative().optional(),
+  /**
+   * Live, whether the live frames may continue what this stream was sent last (a lean delta frame
+   * continues the frame before it): true once it got a live batch, or when it went live right after
+   * the event the live frames continue. Absent: false, its next live batch starts with a full frame.
+   */
+  synced: z.boolean().optional(),
 });
 export type Subscription = z.infer<typeof SubscriptionState>;
 
@@ -53,7 +64,8 @@ export interface SubscriptionHubDeps<S> {
   sockets(): Iterable<S>;
   load(socket: S): Subscription | null;
   save(socket: S, state: Subscription): void;
-  send(socket: S, message: string): void;
+  /** A wire message (src/lib/subscription-wire.ts): the kind byte, then SSE bytes. */
+  send(socket: S, message: Uint8Array): void;
   readPage(afterSeq: number, limit: number, branch?: number): EventRow[];
   lastSeq(): number;
   firstRetainedSeq(): number | null;
@@ -65,8 +77,13 @@ export interface SubscriptionHubDeps<S> {
 
 const DEFAULT_PAGE_BYTES = 256 * 1024;
 
-function encodeEventRow(row: EventRow): string {
-  return encodeSseFrame({ id: row.seq, event: row.type, data: row.envelope });
+/** Live events encoded and not sent yet: one message per batch per socket. */
+interface LiveBatch {
+  text: string;
+  /** Its first event, and whether it went lean (a stream that is not synced needs it full). */
+  first: EventRow;
+  firstLength: number;
+  firstLean: boolean;
 }
 
 export function newSubscription(after: number, branch?: number): Subscription {
@@ -74,8 +91,13 @@ export function newSubscription(after: number, branch?: number): Subscription {
 }
 
 export class SubscriptionHub<S> {
-  private pending = "";
+  private batch: LiveBatch | null = null;
   private flushQueued = false;
+  /**
+   * The last event pushed live, as its frame left (its envelope's text beside it): what the next
+   * live frame may continue. Memory only: after a hibernation the first live frame goes full.
+   */
+  private live: { context: Envelope | null; envelope: string | null } = { context: null, envelope: null };
 
   constructor(private readonly deps: SubscriptionHubDeps<S>) {}
 
@@ -109,18 +131,27 @@ export class SubscriptionHub<S> {
     const pageSize = this.deps.pageSize ?? 500;
     const rows = this.deps.readPage(state.after, pageSize, state.branch);
     const limit = this.deps.pageBytes ?? DEFAULT_PAGE_BYTES;
-    let sent = 0;
+    // A page starts with a full frame: a page is one message, and a frame never continues one the
+    // reader may not have (the page before it was sent from another instance, say).
+    let context: Envelope | null = null;
+    let lastSent: EventRow | undefined;
     for (const row of rows) {
-      out += encodeEventRow(row);
+      const encoded = encodeEvent(context, row);
+      out += encodeSseFrame(encoded.frame);
+      context = encoded.context;
       state.after = row.seq;
-      sent++;
+      lastSent = row;
       if (out.length > limit) break;
     }
     // Caught up (a page that is not full, sent whole): join the live set in this same synchronous
     // step, so no event can fall between replay and live.
-    state.live = rows.length < pageSize && sent === rows.length;
+    state.live = rows.length < pageSize && lastSent === rows.at(-1);
+    // Synced when the next live frame may continue what this page sent last: nothing was pushed live
+    // since this instance started (its first live frame goes full), or this page ended on the very
+    // event the live frames continue.
+    if (state.live) state.synced = this.live.envelope === null || (lastSent !== undefined && lastSent.envelope === this.live.envelope);
     this.deps.save(socket, state);
-    this.deps.send(socket, (state.live ? LIVE : PAGE) + out);
+    this.deps.send(socket, wireMessage(state.live ? LIVE : PAGE, out));
   }
 
   /**
@@ -128,8 +159,23 @@ export class SubscriptionHub<S> {
    * log). Events published in one synchronous burst leave as one message.
    */
   publish(row: EventRow): void {
-    this.pending += encodeEventRow(row);
-    if (!this.flushQueued) {
+    this.publishBatch([row]);
+  }
+
+  /**
+   * Pushes committed events, in log order, to every live subscription: each frame encoded once,
+   * and one message per socket for the batch (and for everything else published in the same
+   * synchronous burst).
+   */
+  publishBatch(rows: readonly EventRow[]): void {
+    for (const row of rows) {
+      const encoded = encodeEvent(this.live.context, row);
+      const text = encodeSseFrame(encoded.frame);
+      if (this.batch) this.batch.text += text;
+      else this.batch = { text, first: row, firstLength: text.length, firstLean: encoded.frame.event === DELTA_EVENT };
+      this.live = { context: encoded.context, envelope: row.envelope };
+    }
+    if (this.batch && !this.flushQueued) {
       this.flushQueued = true;
       queueMicrotask(() => this.flush());
     }
@@ -137,12 +183,27 @@ export class SubscriptionHub<S> {
 
   private flush(): void {
     this.flushQueued = false;
-    if (this.pending === "") return;
-    const message = EVENTS + this.pending;
-    this.pending = "";
+    const batch = this.batch;
+    if (!batch) return;
+    this.batch = null;
+    const message = wireMessage(EVENTS, batch.text);
+    // For a stream that joined live after a frame of its own (a branch's replay, a page that ended
+    // elsewhere): the same batch with its first frame full. Encoded at most once per batch.
+    let resumed: Uint8Array | undefined;
     for (const socket of this.deps.sockets()) {
       try {
-        if (this.deps.load(socket)?.live) this.deps.send(socket, message);
+        const state = this.deps.load(socket);
+        if (!state?.live) continue;
+        if (batch.firstLean && !state.synced) {
+          resumed ??= wireMessage(EVENTS, encodeSseFrame(encodeEvent(null, batch.first).frame) + batch.text.slice(batch.firstLength));
+          this.deps.send(socket, resumed);
+        } else {
+          this.deps.send(socket, message);
+        }
+        if (!state.synced) {
+          state.synced = true;
+          this.deps.save(socket, state);
+        }
       } catch (err) {
         // A socket closing as we write (its browser reconnects from its last id): the others
         // still get the events.
@@ -273,5 +334,10 @@ export class SubscriptionSockets {
 
   publish(row: EventRow): void {
     this.hub.publish(row);
+  }
+
+  /** Committed events in log order: one message per live socket. */
+  publishBatch(rows: readonly EventRow[]): void {
+    this.hub.publishBatch(rows);
   }
 }

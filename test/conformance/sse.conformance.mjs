@@ -61,6 +61,43 @@ async function waitForTurn(token, cid, turnId) {
 const isTurnEnd = (f) => f.event === "turn.completed" || f.event === "turn.failed" || f.event === "turn.cancelled";
 
 /**
+ * The events a response's frames carry, by §11 (written from the document, not from the server's
+ * code): a full frame's data is its envelope; a `message.part.delta` frame continues the event of
+ * the frame before it in the same response, which must be a `message.part.updated`; a frame
+ * without an id (stream.reset) leaves nothing to continue.
+ */
+function eventsOf(frames) {
+  const events = [];
+  let previous = null;
+  for (const f of frames) {
+    if (f.data === undefined) continue;
+    if (f.id === undefined) {
+      previous = null;
+      continue;
+    }
+    if (f.event === "message.part.delta") {
+      assert.ok(previous?.type === "message.part.updated", `delta frame ${f.id} after ${previous?.type ?? "no event"} (§11.2)`);
+      const lean = JSON.parse(f.data);
+      assert.deepEqual(Object.keys(lean).filter((k) => k !== "d" && k !== "t"), [], `delta frame ${f.id}: only d and t`);
+      assert.equal(typeof lean.d, "string");
+      const { text: _text, ...part } = previous.data.part;
+      previous = {
+        seq: Number(f.id),
+        turnId: previous.turnId,
+        executionId: previous.executionId,
+        type: "message.part.updated",
+        data: { part, delta: lean.d },
+        at: new Date(Date.parse(previous.at) + (lean.t ?? 0)).toISOString(),
+      };
+    } else {
+      previous = JSON.parse(f.data);
+    }
+    events.push(previous);
+  }
+  return events;
+}
+
+/**
  * An open event stream: the response, its raw text so far, and the frames parsed from it by the
  * WHATWG rules (CR, LF and CRLF line endings; comments kept).
  */
@@ -204,13 +241,16 @@ describe("SSE conformance (docs/sse-protocol.md)", () => {
     assert.equal(events[0].event, "turn.accepted");
     assert.equal(Number(events[0].id), turn.after + 1);
     let previous = turn.after;
-    for (const f of events) {
+    const envelopes = eventsOf(events);
+    assert.equal(envelopes.length, events.length);
+    for (const [k, f] of events.entries()) {
       assert.match(f.id, /^[1-9]\d*$/);
       assert.ok(Number(f.id) > previous, `id ${f.id} after ${previous}`);
       previous = Number(f.id);
-      const envelope = JSON.parse(f.data);
+      const envelope = envelopes[k];
       assert.equal(envelope.seq, Number(f.id));
-      assert.equal(envelope.type, f.event);
+      assert.equal(f.event === "message.part.delta" ? "message.part.updated" : envelope.type, envelope.type);
+      if (f.event !== "message.part.delta") assert.equal(envelope.type, f.event);
       assert.equal(typeof envelope.at, "string");
       assert.ok("turnId" in envelope && "executionId" in envelope && "data" in envelope);
     }
@@ -282,6 +322,48 @@ describe("SSE conformance (docs/sse-protocol.md)", () => {
     await whole.until((frames) => frames.some(isTurnEnd));
     whole.close();
     assert.deepEqual([...seen, ...second.ids()], whole.ids());
+  });
+
+  test("a delta continuing its part is a lean frame of at most 120 bytes; a reader resuming anywhere rebuilds the same events (11)", async () => {
+    const token = await user();
+    const cid = conversation();
+    const turn = await sendTurn(token, cid, "lean frames [long]");
+    const whole = await open(cid, { token, after: turn.after });
+    await whole.until((frames) => frames.some(isTurnEnd));
+    whole.close();
+    const frames = whole.events();
+    const events = eventsOf(frames);
+    const lean = frames.filter((f) => f.event === "message.part.delta");
+    assert.ok(lean.length > 10, `${lean.length} lean frames in a long answer`);
+    // A one-word delta's frame, as written: id, event and data lines and the blank line.
+    for (const f of lean.filter((f) => !JSON.parse(f.data).d.trim().includes(" "))) {
+      const bytes = new TextEncoder().encode(`id: ${f.id}\nevent: ${f.event}\ndata: ${f.data}\n\n`).byteLength;
+      assert.ok(bytes <= 120, `frame ${f.id}: ${bytes} bytes`);
+    }
+    assert.ok(whole.raw.includes(`\nevent: message.part.delta\ndata: ${lean[0].data}\n\n`));
+    // Each text part, rebuilt by §1.6 from the events, is the part GET …/messages holds.
+    const texts = new Map();
+    for (const e of events) {
+      if (e.type !== "message.part.updated" || e.data.part.type !== "text") continue;
+      texts.set(e.data.part.id, typeof e.data.part.text === "string" ? e.data.part.text : (texts.get(e.data.part.id) ?? "") + (e.data.delta ?? ""));
+    }
+    await waitForTurn(token, cid, turn.turnId);
+    const { body } = await call("GET", `/v1/conversations/${cid}/messages`, token);
+    const stored = body.messages.at(-1).parts.filter((p) => p.type === "text" && texts.has(p.id));
+    assert.ok(stored.length > 0);
+    for (const p of stored) assert.equal(texts.get(p.id), p.text, `part ${p.id}`);
+    // Resuming in the middle of a part (Last-Event-ID and ?after=): the first frame is full (§11.3),
+    // and the events rebuilt from there are the ones a reader from the start rebuilt.
+    for (const at of [lean[0], lean[Math.floor(lean.length / 2)], lean.at(-1)]) {
+      const cursor = Number(at.id) - 1;
+      for (const how of [{ lastEventId: cursor }, { after: cursor }]) {
+        const resumed = await open(cid, { token, ...how });
+        await resumed.until((fs) => fs.some(isTurnEnd));
+        resumed.close();
+        assert.equal(resumed.events()[0].event, "message.part.updated", `the first frame after ${cursor} is full`);
+        assert.deepEqual(eventsOf(resumed.events()), events.filter((e) => e.seq > cursor), `resumed after ${cursor}`);
+      }
+    }
   });
 
   test("readers of one conversation see the same ids in the same order (1.4)", async () => {

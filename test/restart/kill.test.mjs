@@ -4,8 +4,9 @@
 // reconnect with Last-Event-ID across every restart. Whatever the ingest batched, a viewer never saw
 // a frame the crash took back or renumbered: across all its reconnects each viewer received every
 // event of the log exactly once, ids strictly increasing and contiguous, no stream.reset (a cursor
-// ahead of the log would mean it had seen an event the log lost), each frame byte for byte the one
-// a fresh replay from 0 sends; and each turn's transcript (`GET …/messages`) has exactly the text
+// ahead of the log would mean it had seen an event the log lost), each event (decoded from its
+// frame: a lean delta frame continues the frame before it, docs/sse-protocol.md §11) byte for byte
+// the one a fresh replay from 0 sends; and each turn's transcript (`GET …/messages`) has exactly the text
 // the stream rebuilds (docs/sse-protocol.md §1.6). Run: node --test test/restart/kill.test.mjs
 // (KILLS, KILL_SEED to repeat a run).
 import assert from "node:assert/strict";
@@ -13,6 +14,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, it } from "node:test";
+import { frameDecoder } from "../../public/lib/frames.js";
 import { devLogin, readSse, startDevServer } from "../../scripts/devserver.mjs";
 
 const KILLS = Number(process.env.KILLS ?? 20);
@@ -69,12 +71,14 @@ function viewer(cid, token) {
           await res.body?.cancel();
           throw new Error(`events ${res.status}`);
         }
+        const decoder = frameDecoder();
         await readSse(res, (frame) => {
+          const event = decoder.decode(frame);
           if (frame.id === undefined) {
             if (frame.event === "stream.reset") resets.push(frame.data);
             return false;
           }
-          frames.push(frame);
+          frames.push(asEvent(frame, event));
           lastId = frame.id;
           return false;
         });
@@ -94,6 +98,12 @@ function viewer(cid, token) {
       await done;
     },
   };
+}
+
+/** A frame as the event it carries (its id, its type, the event's JSON as the log stores it). */
+function asEvent(frame, event) {
+  if (!event) throw new Error(`frame ${frame.id} carries no event`);
+  return { id: frame.id, event: event.type, data: JSON.stringify(event) };
 }
 
 /** Sends a turn until it is accepted (a kill may fall on the request; the same turn id is safe to send again). */
@@ -197,10 +207,12 @@ it(`killed ${KILLS} times at random points of running turns: every viewer gets e
     assert.deepEqual(v.resets, [], `${cid}: a viewer's cursor was not held by the log after a restart (it had seen an event the log lost)`);
     // A fresh replay from the start: what the log holds now.
     const replay = [];
+    const decoder = frameDecoder();
     const res = await fetch(`${server.base}/v1/conversations/${cid}/events`, { headers: { authorization: `Bearer ${token}` } });
     const lastEventId = (await call(`/v1/conversations/${cid}`, token)).body.lastEventId;
     await readSse(res, (frame) => {
-      if (frame.id !== undefined) replay.push(frame);
+      const event = decoder.decode(frame);
+      if (frame.id !== undefined) replay.push(asEvent(frame, event));
       return Number(frame.id) >= lastEventId;
     });
     const ids = v.frames.map((f) => Number(f.id));

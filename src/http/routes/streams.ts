@@ -37,7 +37,7 @@ streamRoutes.serve(
         .optional()
         .describe("Replay only this branch's history (the events of the turns on its path, and the conversation's own, such as branch.switched); live events of every branch follow"),
     },
-    answers: { 200: eventStream(EventEnvelopeSchema, "text/event-stream; each frame's data is an Event") },
+    answers: { 200: eventStream(EventEnvelopeSchema, "text/event-stream; each frame's data is an Event, except a message.part.delta frame, a delta continuing the previous frame's part: {d, t?}, the Event rebuilt from the previous frame (docs/sse-protocol.md §11)") },
     errors: [400, 401],
   },
   async (c) => {

@@ -1,0 +1,133 @@
+/**
+ * The Worker's relay passes the object's bytes through: what it writes to the browser is a view of
+ * the message it got (the same memory: nothing decoded, nothing encoded), a frame split across two
+ * messages arrives whole, a page is pulled only when there is room, the ping starts once live, the
+ * slow-viewer bound counts bytes, and a message that is not this wire (text) ends the stream.
+ */
+import { describe, expect, it } from "vitest";
+import { EVENTS, LIVE, PAGE, PULL, wireMessage } from "../lib/subscription-wire";
+import { relayStream, type RelaySocket } from "./sse-relay";
+
+/** A socket the test plays the object on: it sees the relay's sends and delivers the test's messages. */
+function fakeSocket() {
+  const listeners: Record<string, Array<(event: { data: unknown }) => void>> = {};
+  const socket = {
+    binaryType: "blob" as "blob" | "arraybuffer",
+    sent: [] as string[],
+    closed: undefined as { code?: number; reason?: string } | undefined,
+    send(message: string) {
+      this.sent.push(message);
+    },
+    close(code?: number, reason?: string) {
+      this.closed = { code, reason };
+    },
+    addEventListener(type: string, listener: (event: { data: unknown }) => void) {
+      (listeners[type] ??= []).push(listener);
+    },
+    /** Delivers a message as the runtime would with binaryType "arraybuffer": the message's own buffer. */
+    deliver(data: unknown) {
+      for (const l of listeners.message ?? []) l({ data });
+    },
+  };
+  return socket satisfies RelaySocket;
+}
+
+const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+const tick = () => new Promise((r) => setTimeout(r, 0));
+
+describe("the Worker's relay", () => {
+  it("writes each message's SSE bytes as a view of the message itself, and pulls a page only when asked for more", async () => {
+    const socket = fakeSocket();
+    const reader = relayStream(socket, { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 }).getReader();
+    expect(socket.binaryType).toBe("arraybuffer");
+    const reading = reader.read();
+    await tick();
+    expect(socket.sent).toEqual([PULL]);
+    const page = wireMessage(PAGE, "retry: 2000\n\nid: 1\nevent: x\ndata: {}\n\n");
+    socket.deliver(page.buffer);
+    const { value } = await reading;
+    // The same memory as the message, one byte in: passed through, not copied or re-encoded.
+    expect(value!.buffer).toBe(page.buffer);
+    expect(value!.byteOffset).toBe(1);
+    expect(text(value!)).toBe("retry: 2000\n\nid: 1\nevent: x\ndata: {}\n\n");
+    const next = reader.read();
+    await tick();
+    expect(socket.sent).toEqual([PULL, PULL]);
+    socket.deliver(wireMessage(LIVE, "id: 2\nevent: x\ndata: {}\n\n").buffer);
+    expect(text((await next).value!)).toBe("id: 2\nevent: x\ndata: {}\n\n");
+    // Live: no more pulls; pushed events are written as they come.
+    const live = reader.read();
+    await tick();
+    expect(socket.sent).toEqual([PULL, PULL]);
+    socket.deliver(wireMessage(EVENTS, "id: 3\nevent: message.part.delta\ndata: {\"d\":\"a\"}\n\n").buffer);
+    expect(text((await live).value!)).toBe('id: 3\nevent: message.part.delta\ndata: {"d":"a"}\n\n');
+    await reader.cancel();
+    expect(socket.closed).toEqual({ code: 1000, reason: "viewer left" });
+  });
+
+  it("a frame split across two messages reaches the browser whole, byte for byte", async () => {
+    const socket = fakeSocket();
+    const reader = relayStream(socket, { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 }).getReader();
+    const first = reader.read();
+    await tick();
+    socket.deliver(wireMessage(LIVE, "retry: 2000\n\n").buffer);
+    await first;
+    const frame = 'id: 9\nevent: message.part.delta\ndata: {"d":"héllo ✓"}\n\n';
+    const bytes = new TextEncoder().encode(frame);
+    // Cut inside a multi-byte character: the relay never decodes, so nothing is mangled.
+    const cut = bytes.indexOf(0xc3) + 1;
+    for (const piece of [bytes.subarray(0, cut), bytes.subarray(cut)]) {
+      const message = new Uint8Array(piece.byteLength + 1);
+      message[0] = EVENTS;
+      message.set(piece, 1);
+      socket.deliver(message.buffer);
+    }
+    const got: number[] = [];
+    while (got.length < bytes.byteLength) got.push(...(await reader.read()).value!);
+    expect(new TextDecoder().decode(new Uint8Array(got))).toBe(frame);
+    await reader.cancel();
+  });
+
+  it("pings once live, at the interval", async () => {
+    const socket = fakeSocket();
+    const reader = relayStream(socket, { pingIntervalMs: 20, maxPendingBytes: 1_000_000 }).getReader();
+    const first = reader.read();
+    await tick();
+    socket.deliver(wireMessage(LIVE, "retry: 2000\n\n").buffer);
+    expect(text((await first).value!)).toBe("retry: 2000\n\n");
+    expect(text((await reader.read()).value!)).toBe(": ping\n\n");
+    await reader.cancel();
+  });
+
+  it("closes a viewer whose unread bytes pass the bound, counting the bytes passed through", async () => {
+    const socket = fakeSocket();
+    const stream = relayStream(socket, { pingIntervalMs: 60_000, maxPendingBytes: 1_000 });
+    const reader = stream.getReader();
+    const first = reader.read();
+    await tick();
+    socket.deliver(wireMessage(LIVE, "retry: 2000\n\n").buffer);
+    await first;
+    // 100-byte frames, unread: the eleventh puts 1,100 bytes in the queue, past the bound.
+    const frame = `id: 1\nevent: x\ndata: ${"y".repeat(100 - 23)}\n\n`;
+    expect(new TextEncoder().encode(frame).byteLength).toBe(100);
+    let sent = 0;
+    while (!socket.closed && sent < 2_000) {
+      socket.deliver(wireMessage(EVENTS, frame).buffer);
+      sent++;
+    }
+    expect(socket.closed).toEqual({ code: 1000, reason: "viewer too far behind" });
+    expect(sent).toBe(11);
+  });
+
+  it("ends the stream on a message that is not this wire: text, or an unknown kind", async () => {
+    for (const message of ["Eid: 1\n\n", wireMessage(EVENTS, "").buffer.slice(0, 0), new Uint8Array([0x58, 0x0a]).buffer]) {
+      const socket = fakeSocket();
+      const reader = relayStream(socket, { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 }).getReader();
+      const first = reader.read();
+      await tick();
+      socket.deliver(message);
+      expect(await first).toEqual({ done: true, value: undefined });
+      expect(socket.closed).toEqual({ code: 1002, reason: "unknown message" });
+    }
+  });
+});

@@ -1,0 +1,85 @@
+/**
+ * The page's stream (public/lib/stream.js) reads frames back into events: a lean delta frame
+ * (docs/sse-protocol.md §11) reaches the reducer as the full `message.part.updated` it stands for,
+ * a reconnect starts afresh (a new response starts with a full frame), and a `stream.reset` goes to
+ * the page's reset, leaving nothing to continue.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { DELTA_EVENT } from "../../public/lib/frames.js";
+
+// Loaded by path, not imported: the module is the page's, type-checked with the page's own settings
+// (tsconfig.public.json: the DOM's timers), not this project's.
+const STREAM_MODULE = "../../public/lib/stream.js";
+const { followStream } = (await import(/* @vite-ignore */ STREAM_MODULE)) as {
+  followStream(options: Record<string, unknown>): { close(): void };
+};
+
+type Listener = (event: { data?: string; lastEventId?: string }) => void;
+
+/** An EventSource the test drives: it records its URL and delivers the frames it is given. */
+class FakeEventSource {
+  static readonly CLOSED = 2;
+  static opened: FakeEventSource[] = [];
+  readonly listeners = new Map<string, Listener[]>();
+  readyState = 1;
+  lastEventId = "";
+  constructor(readonly url: string) {
+    FakeEventSource.opened.push(this);
+  }
+  addEventListener(type: string, listener: Listener) {
+    this.listeners.set(type, [...(this.listeners.get(type) ?? []), listener]);
+  }
+  close() {
+    this.readyState = FakeEventSource.CLOSED;
+  }
+  /** One frame, as EventSource dispatches it: the last id seen so far goes with every event. */
+  frame(event: string, data: string, id?: string) {
+    if (id !== undefined) this.lastEventId = id;
+    for (const l of this.listeners.get(event) ?? []) l({ data, lastEventId: this.lastEventId });
+  }
+  fail() {
+    for (const l of this.listeners.get("error") ?? []) l({});
+  }
+}
+
+const envelope = (seq: number, delta: string, at: string) =>
+  JSON.stringify({ seq, turnId: "t1", executionId: "e1", type: "message.part.updated", data: { part: { id: "p1", type: "text" }, delta }, at });
+
+async function follow() {
+  (globalThis as Record<string, unknown>).EventSource = FakeEventSource;
+  FakeEventSource.opened = [];
+  const events: unknown[] = [];
+  let resets = 0;
+  const api = { baseUrl: "", streamToken: async () => ({ eventsUrl: "/v1/conversations/c/events?access_token=x" }), summary: async () => ({ lastEventId: 0 }) };
+  const stream = followStream({ api, cid: "c", after: () => 0, onEvent: (e: unknown) => events.push(e), onReset: () => resets++, onState: () => {}, exists: false });
+  await new Promise((r) => setTimeout(r, 0));
+  return { es: FakeEventSource.opened[0]!, events, resets: () => resets, stream };
+}
+
+afterEach(() => {
+  delete (globalThis as Record<string, unknown>).EventSource;
+});
+
+describe("the page's stream", () => {
+  it("hands the reducer the full event a lean delta frame stands for", async () => {
+    const { es, events, stream } = await follow();
+    es.frame("message.part.updated", envelope(1, "Hello ", "2026-12-02T06:00:00.000Z"), "1");
+    es.frame(DELTA_EVENT, '{"d":"world","t":20}', "2");
+    expect(events).toEqual([JSON.parse(envelope(1, "Hello ", "2026-12-02T06:00:00.000Z")), JSON.parse(envelope(2, "world", "2026-12-02T06:00:00.020Z"))]);
+    stream.close();
+  });
+
+  it("after EventSource's own reconnect or a reset, a lean frame has nothing to continue and is dropped", async () => {
+    const { es, events, resets, stream } = await follow();
+    es.frame("message.part.updated", envelope(1, "Hello ", "2026-12-02T06:00:00.000Z"), "1");
+    es.fail(); // EventSource reconnects: a new response
+    es.frame(DELTA_EVENT, '{"d":"world"}', "2");
+    expect(events).toHaveLength(1);
+    es.frame("message.part.updated", envelope(2, "world", "2026-12-02T06:00:00.000Z"), "2");
+    es.frame("stream.reset", '{"type":"stream.reset","data":{}}');
+    expect(resets()).toBe(1);
+    es.frame(DELTA_EVENT, '{"d":"!"}', "3");
+    expect(events.map((e) => (e as { seq: number }).seq)).toEqual([1, 2]);
+    stream.close();
+  });
+});
