@@ -10,7 +10,11 @@ import { api, assertAccessible, assertNoSidewaysScroll, cidOf, lastTurn, openPag
 const DAY_MS = 24 * 60 * 60 * 1000;
 const TITLES = ["Fix the failing test", "Release notes draft", "Plan the database migration"];
 
-/** Starts conversations through the API, oldest first, and waits for their turns to end. */
+/**
+ * Starts conversations through the API, oldest first, each after the one before it ended: the list
+ * is ordered by last activity, and a turn's end is activity, so turns ending out of order would
+ * reorder it.
+ */
 async function startConversations(token, titles) {
   const started = [];
   for (const title of titles) {
@@ -18,8 +22,6 @@ async function startConversations(token, titles) {
     const turnId = unique("t");
     await api(`/v1/conversations/${cid}/turns`, token, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ turnId, message: title }) });
     started.push({ cid, turnId });
-  }
-  for (const { cid, turnId } of started) {
     for (let i = 0; i < 200 && !["completed", "failed"].includes((await api(`/v1/conversations/${cid}/turns/${turnId}`, token)).status); i++) await new Promise((r) => setTimeout(r, 50));
   }
   return started;
