@@ -15,6 +15,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import * as agents from "./agents.mjs";
 import * as cost from "./cost.mjs";
 import { signIn, sseTurnEnd, startBenchServer, stopOnSignal, throughputReport, timedRead, untilInterrupted } from "./harness.mjs";
 import * as idle from "./idle.mjs";
@@ -28,7 +29,7 @@ const { BEFORE_REF } = idle.config;
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(",")) : null;
 const runs = (section) => (ONLY ? ONLY.has(section) : section !== "before" || BEFORE_REF !== "");
 
-const results = { config: { ...relay.config, ...replay.config, ...latency.config, ...rows.config, ...idle.config } };
+const results = { config: { ...relay.config, ...replay.config, ...latency.config, ...rows.config, ...idle.config, ...agents.config } };
 const problems = [];
 
 const server = await startBenchServer();
@@ -40,13 +41,13 @@ let serverLog = "";
 results.loadAverage = { start: loadavg().map((l) => Number(l.toFixed(2))) };
 const seconds = {};
 try {
-  const ctx = { ...(await signIn(server.base)), results, problems };
+  const ctx = { ...(await signIn(server.base)), results, problems, server };
   const { base, api, auth } = ctx;
   // Warm up: provision the sandbox and compile everything once.
   await api.post("/v1/conversations/warm/turns", { turnId: "w1", message: "warm up" }, auth);
   await timedRead(`${base}/v1/conversations/warm/events`, auth, sseTurnEnd);
   await api.post("/_emulator/faults", { frameDelayMs: 0 });
-  const sections = { relay: relay.relay, replay: replay.replay, latency: latency.latency, rows: rows.rows, idle: idle.idle };
+  const sections = { relay: relay.relay, replay: replay.replay, latency: latency.latency, rows: rows.rows, idle: idle.idle, agents: agents.agents };
   for (const [name, fn] of Object.entries(sections)) {
     if (!runs(name)) continue;
     const t = performance.now();
@@ -78,7 +79,7 @@ results.loadAverage.end = loadavg().map((l) => Number(l.toFixed(2)));
 results.seconds = { ...seconds, total: Number(((performance.now() - started) / 1000).toFixed(1)) };
 results.problems = problems;
 
-const out = [...throughputReport(results), ...latency.report(results), ...rows.report(results), ...idle.report(results), ...cost.report(results)];
+const out = [...throughputReport(results), ...latency.report(results), ...rows.report(results), ...idle.report(results), ...agents.report(results), ...cost.report(results)];
 if (problems.length) out.push("", "PROBLEMS:", ...problems.map((p) => `  - ${p}`));
 out.push("", `seconds: ${JSON.stringify(results.seconds)}`);
 console.log(out.join("\n"));
