@@ -1,6 +1,8 @@
 // The workerd processes of a dev server, read from /proc (Linux): their resident memory and the CPU
 // time they have used. A dev server started by the bench runs detached, so its process group id is
-// the pid it was started with; every workerd of that group is its runtime (wrangler dev runs one).
+// the pid it was started with. wrangler dev (4.x) runs two workerd in that group: the runtime of the
+// Worker, its Durable Objects and the emulator (the one started with `--inspector-addr`), and its
+// own proxy in front of it (the public port; every request and response passes through it).
 import { readdirSync, readFileSync } from "node:fs";
 
 /** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ: 100 on Linux). */
@@ -31,30 +33,39 @@ export function workerdPids(pgid) {
   return pids;
 }
 
-/** Resident memory of the group's workerd processes, in MiB (VmRSS of /proc/<pid>/status). */
+/** Resident memory (VmRSS, MiB) of the group's workerd processes: `runtime`, `proxy` and their `total`. */
 export function rssMiB(pgid) {
-  let kB = 0;
+  const out = { runtime: 0, proxy: 0, total: 0 };
   for (const pid of workerdPids(pgid)) {
     try {
-      kB += Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+      const kB = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+      out[roleOf(pid)] += kB / 1024;
+      out.total += kB / 1024;
     } catch {
       // gone meanwhile
     }
   }
-  return Number((kB / 1024).toFixed(1));
+  return { runtime: Number(out.runtime.toFixed(1)), proxy: Number(out.proxy.toFixed(1)), total: Number(out.total.toFixed(1)) };
 }
 
-/** CPU seconds (user + system) the group's workerd processes have used so far. */
+/** The role of a workerd of the group: `runtime` (started with `--inspector-addr`) or `proxy`. */
+function roleOf(pid) {
+  return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("--inspector-addr") ? "runtime" : "proxy";
+}
+
+/** CPU seconds (user + system) the group's workerd processes have used so far: `runtime`, `proxy`, `total`. */
 export function cpuSeconds(pgid) {
-  let ticks = 0;
+  const out = { runtime: 0, proxy: 0, total: 0 };
   for (const pid of workerdPids(pgid)) {
     try {
       const { fields } = statFields(readFileSync(`/proc/${pid}/stat`, "utf8"));
       // utime and stime are the 14th and 15th fields of the line, [11] and [12] after the name.
-      ticks += Number(fields[11]) + Number(fields[12]);
+      const seconds = (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+      out[roleOf(pid)] += seconds;
+      out.total += seconds;
     } catch {
       // gone meanwhile
     }
   }
-  return ticks / TICKS_PER_SECOND;
+  return out;
 }
