@@ -45,7 +45,7 @@ const C = config;
 // ------------------------------------------------------------------ the peer's server and client
 
 /** `wrangler dev` of bench/agents-peer on a free port, throwaway state, its own process group. */
-async function startPeer() {
+export async function startPeer() {
   const port = await freePort();
   const persist = mkdtempSync(join(tmpdir(), "agents-peer-state-"));
   const args = ["dev", "--config", join(root, "bench", "agents-peer", "wrangler.toml"), "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persist, "--inspector-port", "0"];
@@ -86,7 +86,7 @@ async function startPeer() {
 }
 
 /** One WebSocket to agent `name`, as the agents chat transport opens it; every message kept with its arrival time and size. */
-function agentSocket(base, name) {
+export function agentSocket(base, name) {
   const ws = new WebSocket(`${base.replace(/^http/, "ws")}/agents/bench-chat/${name}`);
   const s = { ws, messages: [], waiters: [], closed: false };
   const check = () => {
@@ -122,10 +122,10 @@ function agentSocket(base, name) {
   s.close = () => ws.close();
   return s;
 }
-const isDone = (id) => (m) => m.msg.type === "cf_agent_use_chat_response" && m.msg.id === id && m.msg.done;
+export const isDone = (id) => (m) => m.msg.type === "cf_agent_use_chat_response" && m.msg.id === id && m.msg.done;
 
 /** Sends a turn as the chat transport does: the conversation's messages, the new user message last. */
-function sendTurn(s, requestId, text) {
+export function sendTurn(s, requestId, text) {
   const messages = [{ id: `u-${requestId}`, role: "user", parts: [{ type: "text", text }] }];
   s.send({ type: "cf_agent_use_chat_request", id: requestId, init: { method: "POST", body: JSON.stringify({ messages, trigger: "submit-message" }) } });
 }
@@ -183,6 +183,8 @@ async function peerRowsTurn(peer, name, words, frameMs) {
     midTurnBytesPerDelta: Number(((mid.databaseSize - start.databaseSize) / midDeltas).toFixed(1)),
     keptBytes: stop.databaseSize - start.databaseSize,
     keptPerAnswerByte: Number(((stop.databaseSize - start.databaseSize) / answerBytes).toFixed(2)),
+    // databaseSize counts free pages too: what the turn left in use, where the free pages could be read.
+    keptInUseBytes: stop.freeBytes === null || start.freeBytes === null ? null : stop.databaseSize - stop.freeBytes - (start.databaseSize - start.freeBytes),
     tablesAfter: Object.fromEntries(Object.entries(stop.tables).filter(([, n]) => n)),
     wireBytesPerDelta: Number((deltas.reduce((n, m) => n + m.bytes, 0) / deltas.length).toFixed(1)),
     wireBytes: responses.reduce((n, m) => n + m.bytes, 0),

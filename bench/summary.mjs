@@ -53,7 +53,8 @@ export function figures(results) {
   const m = results.memory;
   if (m?.runtime) {
     const v = m.runtime.verdict;
-    add(6, `workerd runtime RSS after ${m.config.MEMORY_ROUNDS} rounds of ${m.config.MEMORY_CONVERSATIONS} conversations, idle, ÷ its start`, `${v.worstRatio}× (${m.startMiB.runtime} → ${v.worstMiB} MiB)`, `/healthz rounds: +${m.runtime.baselineGrowthMiB} MiB`, null, "≤ 1.1×", v.met);
+    add(6, `workerd runtime RSS after ${m.config.MEMORY_ROUNDS} rounds of ${m.config.MEMORY_CONVERSATIONS} conversations, idle, ÷ its start`, `${v.worstRatio}× (${m.startMiB.runtime} → ${v.worstMiB} MiB)`, `/healthz rounds: +${m.runtime.baselineGrowthMiB} MiB`, m.peer && `${m.peer.runtimeRatio}× (${m.peer.startMiB.runtime} → ${Math.max(...m.peer.rounds.map((x) => x.idleMiB.runtime))} MiB, ${m.peer.rounds.length} rounds)`, "≤ 1.1×", v.met);
+    if (m.runtimeV8) add(6, "… of it, the JavaScript heap (V8's cage) and native, idle after the last round", `heap ${m.startMiB.runtimeV8} → ${m.rounds.at(-1).idleMiB.runtimeV8} MiB, native ${m.startMiB.runtimeNative} → ${m.rounds.at(-1).idleMiB.runtimeNative} MiB`, `emulator rounds after: +${m.runtime.emulatorGrowthMiB} MiB`, null, "—", null);
     add(6, "… with wrangler dev's proxy (the whole dev server)", `${m.total.verdict.worstRatio}× (${m.startMiB.total} → ${m.total.verdict.worstMiB} MiB)`, `/healthz rounds: +${m.total.baselineGrowthMiB} MiB`, null, "≤ 1.1×", m.total.verdict.met);
   } else add(6, "workerd RSS after rounds of conversations, idle, ÷ its start", null, null, null, "≤ 1.1×", null);
   return out;

@@ -33,19 +33,48 @@ export function workerdPids(pgid) {
   return pids;
 }
 
-/** Resident memory (VmRSS, MiB) of the group's workerd processes: `runtime`, `proxy` and their `total`. */
+const GiB4 = 4 * 1024 ** 3;
+
+/**
+ * Resident MiB of one process inside V8's pointer-compression cage: the 4 GiB-aligned region that
+ * holds the JavaScript heap (V8 reserves it whole and commits pages from it; the rest of the
+ * reservation is the largest mapping, resident nothing). Everything else resident is native:
+ * workerd, SQLite, buffers. BigInt addresses: they pass 2^53.
+ */
+function v8HeapMiB(pid) {
+  const maps = [];
+  for (const line of readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n")) {
+    const m = /^([0-9a-f]+)-([0-9a-f]+) /.exec(line);
+    if (m) maps.push({ start: BigInt(`0x${m[1]}`), end: BigInt(`0x${m[2]}`), kB: 0 });
+    else if (line.startsWith("Rss:") && maps.length) maps[maps.length - 1].kB = Number(/(\d+)/.exec(line)?.[1] ?? 0);
+  }
+  const reservation = maps.reduce((a, b) => (b.end - b.start > (a?.end ?? 0n) - (a?.start ?? 0n) ? b : a), null);
+  if (!reservation || reservation.end - reservation.start < BigInt(GiB4 / 4)) return null;
+  const base = (reservation.start / BigInt(GiB4)) * BigInt(GiB4);
+  const kB = maps.filter((m) => m.start >= base && m.start < base + BigInt(GiB4)).reduce((n, m) => n + m.kB, 0);
+  return kB / 1024;
+}
+
+/**
+ * Resident memory (VmRSS, MiB) of the group's workerd processes: `runtime`, `proxy` and their
+ * `total`; and of the runtime's, `runtimeV8` (its JavaScript heap, v8HeapMiB) and `runtimeNative`.
+ */
 export function rssMiB(pgid) {
-  const out = { runtime: 0, proxy: 0, total: 0 };
+  const out = { runtime: 0, proxy: 0, total: 0, runtimeV8: null, runtimeNative: null };
   for (const pid of workerdPids(pgid)) {
     try {
       const kB = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
-      out[roleOf(pid)] += kB / 1024;
+      const role = roleOf(pid);
+      out[role] += kB / 1024;
       out.total += kB / 1024;
+      if (role === "runtime") out.runtimeV8 = v8HeapMiB(pid);
     } catch {
       // gone meanwhile
     }
   }
-  return { runtime: Number(out.runtime.toFixed(1)), proxy: Number(out.proxy.toFixed(1)), total: Number(out.total.toFixed(1)) };
+  if (out.runtimeV8 !== null) out.runtimeNative = out.runtime - out.runtimeV8;
+  const r = (v) => (v === null ? null : Number(v.toFixed(1)));
+  return { runtime: r(out.runtime), proxy: r(out.proxy), total: r(out.total), runtimeV8: r(out.runtimeV8), runtimeNative: r(out.runtimeNative) };
 }
 
 /** The role of a workerd of the group: `runtime` (started with `--inspector-addr`) or `proxy`. */

@@ -7,7 +7,7 @@
 // GET /agents/bench-chat/<name>/bench-stats answers what the measurements need from storage: rows
 // written (the sum of every SQL cursor's rowsWritten, plus one per key put or deleted through the
 // KV API, each of which writes one row of the object's SQLite), the database's size and each
-// table's row count.
+// table's row count, and the free pages' bytes (freelist_count × page_size) where the runtime allows the pragmas.
 import { AIChatAgent } from "@cloudflare/ai-chat";
 import { routeAgentRequest } from "agents";
 import { createUIMessageStream, createUIMessageStreamResponse } from "ai";
@@ -78,8 +78,17 @@ export class BenchChat extends AIChatAgent {
           tables[name] = null; // a table this connection may not read (the runtime's own)
         }
       }
+      // Pages the database holds free (deleted rows' space, counted in databaseSize): null where the runtime refuses the pragma.
+      let freeBytes = null;
+      try {
+        const pages = Number([...sql.exec("PRAGMA freelist_count")][0]?.freelist_count);
+        const size = Number([...sql.exec("PRAGMA page_size")][0]?.page_size);
+        if (Number.isFinite(pages) && Number.isFinite(size)) freeBytes = pages * size;
+      } catch {
+        // not allowed here
+      }
       this.benchCounter.cursors = [];
-      return Response.json({ instance: this.benchInstance, rowsWritten, sqlRowsWritten: this.benchCounter.sqlRowsWritten, kvKeysWritten: this.benchCounter.kvKeysWritten, databaseSize: sql.databaseSize, tables, messages: this.messages.length });
+      return Response.json({ instance: this.benchInstance, rowsWritten, sqlRowsWritten: this.benchCounter.sqlRowsWritten, kvKeysWritten: this.benchCounter.kvKeysWritten, databaseSize: sql.databaseSize, freeBytes, tables, messages: this.messages.length });
     }
     return super.onRequest(request);
   }
