@@ -12,7 +12,7 @@ export const config = {
   // starves the dev server for minutes.
   ROWS_FRAME_MS: num("ROWS_FRAME_MS", 2),
   // Rows per relayed frame at the emulator's default pace (40 ms a frame) and at 50 frames/s.
-  ROWS_RATE_WORDS: num("ROWS_RATE_WORDS", 300),
+  ROWS_RATE_WORDS: num("ROWS_RATE_WORDS", 200),
   ROWS_RATES_MS: String(process.env.ROWS_RATES_MS ?? "40,20").split(",").filter(Boolean).map(Number),
 };
 const { ROWS_SMALL_WORDS, ROWS_WORDS, ROWS_FRAME_MS, ROWS_RATE_WORDS, ROWS_RATES_MS } = config;

@@ -27,7 +27,7 @@ export function figures(results) {
   for (const ms of [40, 20]) {
     const r = rate(ms);
     const p = a ? peerRows(a.config.RATE_WORDS, ms) : undefined;
-    add(2, `rows written per relayed frame at ${ms} ms a frame (${1000 / ms}/s), ${r?.words ?? "300"} words`, r?.rowsPerRelayedFrame, r && `1 row a frame: ${r.relayedFrames} frames`, p?.rowsPerDelta, "≤ 0.15", r?.rowsPerRelayedFrame == null ? null : r.rowsPerRelayedFrame <= 0.15);
+    add(2, `rows written per relayed frame at ${ms} ms a frame (${1000 / ms}/s), ${r?.words ?? "200"} words`, r?.rowsPerRelayedFrame, r && `1 row a frame: ${r.relayedFrames} frames`, p?.rowsPerDelta, "≤ 0.15", r?.rowsPerRelayedFrame == null ? null : r.rowsPerRelayedFrame <= 0.15);
   }
   add(2, `rows written per relayed frame, ${large?.words ?? 5000} words at ${results.config?.ROWS_FRAME_MS ?? 2} ms`, large?.rowsPerRelayedFrame, large && `${large.relayedFrames} frames`, peerLarge?.rowsPerDelta, "≤ 0.15", large?.rowsPerRelayedFrame == null ? null : large.rowsPerRelayedFrame <= 0.15);
   add(2, "bytes stored per one-word delta while the turn runs", large?.midTurnBytesPerEvent, large && `the delta's text: ${n(large.deltaBytes / large.relayedFrames, 1)} B`, peerLarge?.midTurnBytesPerDelta, "≤ 80 B", large?.midTurnBytesPerEvent == null ? null : large.midTurnBytesPerEvent <= 80);
