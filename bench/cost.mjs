@@ -37,7 +37,12 @@ export function cost(results, rowsSmallWords) {
   // Rows per turn: the measured rows of a turn of this many words (per-turn rows + rows per frame ×
   // frames), two setAlarm() (each billed as a row) and the user object's three index upserts.
   const frames = (c.wordsPerTurn / rowsSmallWords) * rowsTurn500.relayedFrames;
-  const sessionRows = results.rows.fit.perTurn + results.rows.fit.perFrame * frames;
+  // Rows per frame at the pace a turn really streams (the emulator's default, 40 ms a frame: a
+  // gateway that commits the frames arriving during a commit together writes fewer rows the faster
+  // they come, so the 2 ms turns would undercount), over the per-turn rows of the two-size fit.
+  const paced = results.rows.rates?.find((r) => r.frameMs === 40 && r.rowsWritten !== null);
+  const perFrame = paced ? Math.max(0, (paced.rowsWritten - results.rows.fit.perTurn) / paced.relayedFrames) : results.rows.fit.perFrame;
+  const sessionRows = results.rows.fit.perTurn + perFrame * frames;
   const rowsPerTurn = sessionRows + 2 + 3;
   // DO requests per turn: Worker → user (rate limit) and → session (submitTurn); session → user
   // (ensureEnvironment, three conversation-index updates). Per browser stream: the rate limit and
@@ -66,7 +71,7 @@ export function cost(results, rowsSmallWords) {
   };
   results.cost = {
     workload: c,
-    measured: { evictionDelaySeconds: idleS, framesPerTurn: Number(frames.toFixed(1)), sessionRowsPerTurn: Number(sessionRows.toFixed(1)), rowsPerTurn: Number(rowsPerTurn.toFixed(1)) },
+    measured: { evictionDelaySeconds: idleS, framesPerTurn: Number(frames.toFixed(1)), rowsPerFrame: Number(perFrame.toFixed(4)), rowsPerFrameAt: paced ? "40 ms a frame" : `${results.config?.ROWS_FRAME_MS ?? 2} ms a frame (fit)`, sessionRowsPerTurn: Number(sessionRows.toFixed(1)), rowsPerTurn: Number(rowsPerTurn.toFixed(1)) },
     before: line(activeBefore, streamRequests.before),
     after: line(activeAfter, streamRequests.after),
     afterIfIdleWindowUnbilled: line(activeAfterDocs, streamRequests.after),

@@ -11,8 +11,11 @@ export const config = {
   // upstream (5,000 words: 72 MB of cumulative part.text at once), which on a loaded 2-core machine
   // starves the dev server for minutes.
   ROWS_FRAME_MS: num("ROWS_FRAME_MS", 2),
+  // Rows per relayed frame at the emulator's default pace (40 ms a frame) and at 50 frames/s.
+  ROWS_RATE_WORDS: num("ROWS_RATE_WORDS", 200),
+  ROWS_RATES_MS: String(process.env.ROWS_RATES_MS ?? "40,20").split(",").filter(Boolean).map(Number),
 };
-const { ROWS_SMALL_WORDS, ROWS_WORDS, ROWS_FRAME_MS } = config;
+const { ROWS_SMALL_WORDS, ROWS_WORDS, ROWS_FRAME_MS, ROWS_RATE_WORDS, ROWS_RATES_MS } = config;
 
 /** The gateway's own events (not relayed from upstream). */
 const GATEWAY_OWN = /^(turn\.|usage\.updated$|budget\.|interaction\.|warning$)/;
@@ -25,6 +28,10 @@ const GATEWAY_OWN = /^(turn\.|usage\.updated$|budget\.|interaction\.|warning$)/;
 async function rowsTurn({ base, api, auth, problems }, v, cid, turnId, words) {
   const start = await settledObject(api, cid, auth);
   const accepted = await api.post(`/v1/conversations/${cid}/turns`, { turnId, message: `rows [words:${words}]` }, auth);
+  // Half-way: what the log holds while the turn runs (a turn's end may compact it).
+  let seen = 0;
+  await v.waitFor((f) => f.env.turnId === turnId && deltaOf(f.env.data) !== null && ++seen >= Math.ceil(words / 2), 300_000);
+  const mid = await api.get(`/v1/conversations/${cid}/dev/object`, auth);
   const end = await v.waitFor(turnEndOf(turnId), 300_000);
   const stop = await settledObject(api, cid, auth);
   const frames = v.frames.filter((f) => f.env.turnId === turnId);
@@ -53,6 +60,10 @@ async function rowsTurn({ base, api, auth, problems }, v, cid, turnId, words) {
     answerTextParts: textParts.size,
     storedBytes: stop.log.bytes - start.log.bytes,
     wireBytes: frames.reduce((n, f) => n + f.bytes, 0),
+    // One text delta's frame on the wire, its SSE framing included (the mean over the turn's deltas).
+    wireBytesPerDeltaFrame: Number((relayed.filter((f) => deltaOf(f.env.data) !== null).reduce((n, f) => n + f.bytes, 0) / Math.max(1, relayed.filter((f) => deltaOf(f.env.data) !== null).length)).toFixed(1)),
+    // Stored per event while the turn runs (half-way), same instance only.
+    midTurnBytesPerEvent: mid.instance === start.instance && mid.log.events > start.log.events ? Number(((mid.log.bytes - start.log.bytes) / (mid.log.events - start.log.events)).toFixed(1)) : null,
     rawFrames,
     rawBytes: raw.total,
   };
@@ -95,6 +106,15 @@ async function rowsMeasured(ctx) {
     if (!out.sameInstance) problems.push(`rows ${words} words: the session object changed instance during the turn twice; rows not measured`);
     turns.push(out);
   }
+  // Rows per relayed frame at a real pace: the emulator's default and 50 frames/s.
+  const rates = [];
+  for (const frameMs of ROWS_RATES_MS) {
+    await api.post("/_emulator/faults", { frameDelayMs: frameMs });
+    const out = await rowsTurn(ctx, v, cid, `rate${frameMs}`, ROWS_RATE_WORDS);
+    if (!out.sameInstance) problems.push(`rows at ${frameMs} ms a frame: the session object changed instance during the turn; rows not measured`);
+    rates.push({ frameMs, ...out });
+  }
+  await api.post("/_emulator/faults", { frameDelayMs: ROWS_FRAME_MS });
   v.close();
   if (v.seqErrors) problems.push(`rows: the viewer saw ${v.seqErrors} seq gaps or repeats`);
   const [small, large] = turns;
@@ -110,6 +130,7 @@ async function rowsMeasured(ctx) {
   const largeFrames = large.relayedFrames + large.gatewayFrames;
   results.rows = {
     turns,
+    rates,
     fit,
     target: {
       storedConstantPerFrame: constant,
@@ -127,6 +148,7 @@ export function report(results) {
     for (const t of results.rows.turns) {
       out.push(`${String(t.words).padStart(5)} words  ${String(t.relayedFrames).padStart(8)} ${String(t.rowsWritten).padStart(5)} ${String(t.rowsPerRelayedFrame).padStart(11)} ${String(t.commits).padStart(8)} ${String(t.relayedFramesPerCommit).padStart(14)} ${String(t.answerBytes).padStart(9)} ${String(t.storedBytes).padStart(9)} ${String(t.storedPerAnswerByte).padStart(14)} ${String(t.wirePerAnswerByte).padStart(12)} ${String(t.rawPerAnswerByte).padStart(11)} ${String(t.answerTextParts).padStart(11)}`);
     }
+    for (const r of results.rows.rates ?? []) out.push(`at ${r.frameMs} ms a frame, ${r.words} words: ${r.rowsWritten} rows for ${r.relayedFrames} relayed frames = ${r.rowsPerRelayedFrame} per frame; ${r.midTurnBytesPerEvent} B stored per event while running; ${r.wireBytesPerDeltaFrame} B per delta frame on the wire`);
     out.push(`fit: rows = ${results.rows.fit?.perTurn} per turn + ${results.rows.fit?.perFrame} per relayed frame; ≤ 3× answer + constant/frame: stored ${results.rows.target.storedMet ? "met" : "NOT met"}, wire ${results.rows.target.wireMet ? "met" : "NOT met"}`);
   }
   return out;

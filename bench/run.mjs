@@ -5,34 +5,40 @@
 //   npm run bench                                  every benchmark below, on this tree
 //   BENCH_BEFORE_REF=4ee4fd7 npm run bench         also the idle figure of that commit (a git
 //                                                  worktree in the temp dir, removed afterwards)
-//   BENCH_ONLY=relay,latency npm run bench         a subset (relay,replay,latency,rows,idle,page-load,before)
+//   BENCH_ONLY=relay,latency npm run bench         a subset (relay,replay,latency,rows,idle,agents,
+//                                                  memory,page-load,before)
 //   PAGE_LOAD_BEFORE_REF=0e361c4 BENCH_ONLY=page-load npm run bench
 //                                                  the page over a slow link, here and on that commit
 //
 // One file per benchmark beside this one, each with its configuration (environment variables) at
 // its top: relay.mjs, replay.mjs, latency.mjs, rows.mjs, idle.mjs (and its baseline `before`),
+// agents.mjs (the AIChatAgent peer beside the gateway), memory.mjs (a dev server of its own),
 // page-load.mjs (Chromium over a throttled link);
-// cost.mjs computes the cost model from their figures; harness.mjs holds what they share. This
+// cost.mjs computes the cost model from their figures, summary.mjs lays issue 24's figures beside
+// their baselines; harness.mjs holds what they share, workerd.mjs reads the runtime's /proc. This
 // file starts the server, runs them in this order, and prints and writes what they measured.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import * as agents from "./agents.mjs";
 import * as cost from "./cost.mjs";
 import { signIn, sseTurnEnd, startBenchServer, stopOnSignal, throughputReport, timedRead, untilInterrupted } from "./harness.mjs";
 import * as idle from "./idle.mjs";
 import * as latency from "./latency.mjs";
+import * as memory from "./memory.mjs";
 import * as pageLoad from "./page-load.mjs";
 import * as relay from "./relay.mjs";
 import * as replay from "./replay.mjs";
 import * as rows from "./rows.mjs";
+import * as summary from "./summary.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const { BEFORE_REF } = idle.config;
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(",")) : null;
 const runs = (section) => (ONLY ? ONLY.has(section) : section !== "before" || BEFORE_REF !== "");
 
-const results = { config: { ...relay.config, ...replay.config, ...latency.config, ...rows.config, ...idle.config, ...pageLoad.config } };
+const results = { config: { ...relay.config, ...replay.config, ...latency.config, ...rows.config, ...idle.config, ...agents.config, ...memory.config, ...pageLoad.config } };
 const problems = [];
 
 // BENCH_SERVER_CHECKOUT=<dir>: the server of another checkout (an older commit's worktree, with
@@ -52,7 +58,7 @@ try {
   await api.post("/v1/conversations/warm/turns", { turnId: "w1", message: "warm up" }, auth);
   await timedRead(`${base}/v1/conversations/warm/events`, auth, sseTurnEnd);
   await api.post("/_emulator/faults", { frameDelayMs: 0 });
-  const sections = { relay: relay.relay, replay: replay.replay, latency: latency.latency, rows: rows.rows, idle: idle.idle, "page-load": pageLoad.pageLoad };
+  const sections = { relay: relay.relay, replay: replay.replay, latency: latency.latency, rows: rows.rows, idle: idle.idle, agents: agents.agents, memory: memory.memory, "page-load": pageLoad.pageLoad };
   for (const [name, fn] of Object.entries(sections)) {
     if (!runs(name)) continue;
     const t = performance.now();
@@ -83,8 +89,9 @@ cost.cost(results, rows.config.ROWS_SMALL_WORDS);
 results.loadAverage.end = loadavg().map((l) => Number(l.toFixed(2)));
 results.seconds = { ...seconds, total: Number(((performance.now() - started) / 1000).toFixed(1)) };
 results.problems = problems;
+results.summary = summary.figures(results);
 
-const out = [...throughputReport(results), ...latency.report(results), ...rows.report(results), ...idle.report(results), ...pageLoad.report(results), ...cost.report(results)];
+const out = [...throughputReport(results), ...latency.report(results), ...rows.report(results), ...idle.report(results), ...agents.report(results), ...memory.report(results), ...pageLoad.report(results), ...cost.report(results), ...summary.report(results)];
 if (problems.length) out.push("", "PROBLEMS:", ...problems.map((p) => `  - ${p}`));
 out.push("", `seconds: ${JSON.stringify(results.seconds)}`);
 console.log(out.join("\n"));

@@ -1,0 +1,454 @@
+// Benchmark `agents`: the gateway beside a minimal AIChatAgent (bench/agents-peer/, the
+// @cloudflare/ai-chat package on `agents`, its own wrangler dev on a port of its own) on the same
+// workloads, in the same run: N one-word text deltas at a given rate. For the peer: rows written
+// per delta and bytes its SQLite keeps (while the turn runs and after it), bytes on its WebSocket
+// per delta. For both: workerd CPU per delta per extra viewer (1 against CPU_VIEWERS viewers),
+// a viewer reconnecting mid-stream (lost and duplicated deltas, time to the first new one), and
+// CONCURRENT conversations finishing a turn at once against one alone. The gateway's rows and
+// bytes are the `rows` benchmark's (the summary puts them side by side).
+//
+// The peer is spoken to as its own client does (agents' WebSocket chat transport): one WebSocket
+// per viewer to /agents/bench-chat/<name>; `cf_agent_use_chat_request` sends a turn, every open
+// socket of that agent gets each chunk as a `cf_agent_use_chat_response` message (its `seq` the
+// chunk's index), and a socket that reconnects sends `cf_agent_stream_resume_request`, gets
+// `cf_agent_stream_resuming`, answers `cf_agent_stream_resume_ack` and is sent the stream's
+// buffered chunks (`replay: true`) from its first, then the live ones.
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { freePort } from "../scripts/devserver.mjs";
+import { deltaOf, follow, isTurnEnd, ms, num, percentile, sleep, tag, turnEndOf, untilInterrupted, utf8, viewer } from "./harness.mjs";
+import { cpuSeconds } from "./workerd.mjs";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+export const config = {
+  AGENTS_SMALL_WORDS: num("AGENTS_SMALL_WORDS", 500),
+  AGENTS_WORDS: num("AGENTS_WORDS", 5000),
+  // The same pacing as the rows benchmark's turns (ms per frame), and the two rates of the rows-per-frame figure.
+  AGENTS_FRAME_MS: num("AGENTS_FRAME_MS", num("ROWS_FRAME_MS", 2)),
+  // The rows benchmark's paced turns (ROWS_RATE_WORDS). At 40 ms a frame 200 words take 8 s: a peer
+  // turn much longer than 10 s arms the package's alarms, which wrangler dev 4.86 wakes without the
+  // object's name, and the agent then fails ("could not determine its Durable Object name").
+  RATE_WORDS: num("ROWS_RATE_WORDS", 200),
+  CPU_WORDS: num("CPU_WORDS", 1000),
+  CPU_FRAME_MS: num("CPU_FRAME_MS", 5),
+  CPU_VIEWERS: num("CPU_VIEWERS", 10),
+  RECONNECT_WORDS: num("RECONNECT_WORDS", 300),
+  RECONNECT_FRAME_MS: num("RECONNECT_FRAME_MS", 20),
+  CONCURRENT: num("CONCURRENT", 50),
+  CONCURRENT_WORDS: num("CONCURRENT_WORDS", 200),
+  // The emulator's default pace (EMULATOR_FRAME_DELAY_MS): 25 frames/s.
+  CONCURRENT_FRAME_MS: num("CONCURRENT_FRAME_MS", 40),
+};
+const C = config;
+
+// ------------------------------------------------------------------ the peer's server and client
+
+/** `wrangler dev` of bench/agents-peer on a free port, throwaway state, its own process group. */
+export async function startPeer() {
+  const port = await freePort();
+  const persist = mkdtempSync(join(tmpdir(), "agents-peer-state-"));
+  const args = ["dev", "--config", join(root, "bench", "agents-peer", "wrangler.toml"), "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persist, "--inspector-port", "0"];
+  const child = spawn(join(root, "node_modules", ".bin", "wrangler"), args, {
+    cwd: root,
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  let output = "";
+  const keep = (d) => (output = (output + d).slice(-100_000));
+  child.stdout.on("data", keep);
+  child.stderr.on("data", keep);
+  const stop = () => {
+    try {
+      process.kill(-child.pid, "SIGTERM");
+    } catch {
+      // already gone
+    }
+    rmSync(persist, { recursive: true, force: true });
+  };
+  const base = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 90_000;
+  while (true) {
+    if (child.exitCode !== null) throw new Error(`the agents peer's wrangler dev exited (${child.exitCode}):\n${output}`);
+    try {
+      if ((await fetch(`${base}/healthz`)).ok) break;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) {
+      stop();
+      throw new Error(`the agents peer did not answer within 90 s:\n${output}`);
+    }
+    await sleep(250);
+  }
+  return { base, pid: child.pid, stop, output: () => output };
+}
+
+/** One WebSocket to agent `name`, as the agents chat transport opens it; every message kept with its arrival time and size. */
+export function agentSocket(base, name) {
+  const ws = new WebSocket(`${base.replace(/^http/, "ws")}/agents/bench-chat/${name}`);
+  const s = { ws, messages: [], waiters: [], closed: false };
+  const check = () => {
+    s.waiters = s.waiters.filter((w) => {
+      for (; w.from < s.messages.length; w.from++) {
+        if (w.pred(s.messages[w.from])) return w.resolve(s.messages[w.from]), false;
+      }
+      return true;
+    });
+  };
+  ws.onmessage = (e) => {
+    const t = performance.now();
+    const text = String(e.data);
+    const msg = JSON.parse(text);
+    let chunk = null;
+    if (msg.type === "cf_agent_use_chat_response" && msg.body) chunk = JSON.parse(msg.body);
+    s.messages.push({ t, bytes: utf8(text), msg, chunk, delta: chunk?.type === "text-delta" ? chunk.delta : null });
+    check();
+  };
+  s.opened = new Promise((resolve, reject) => {
+    ws.onopen = resolve;
+    ws.onerror = () => reject(new Error(`agents peer: the WebSocket to ${name} failed`));
+  });
+  s.opened.catch(() => {});
+  ws.onclose = () => (s.closed = true);
+  s.send = (obj) => ws.send(JSON.stringify(obj));
+  s.waitFor = (pred, timeoutMs = 120_000) =>
+    new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`agents peer ${name}: no awaited message within ${timeoutMs} ms`)), timeoutMs);
+      s.waiters.push({ pred, from: 0, resolve: (x) => (clearTimeout(timer), resolve(x)) });
+      check();
+    });
+  s.close = () => ws.close();
+  return s;
+}
+export const isDone = (id) => (m) => m.msg.type === "cf_agent_use_chat_response" && m.msg.id === id && m.msg.done;
+
+/** Sends a turn as the chat transport does: the conversation's messages, the new user message last. */
+export function sendTurn(s, requestId, text) {
+  const messages = [{ id: `u-${requestId}`, role: "user", parts: [{ type: "text", text }] }];
+  s.send({ type: "cf_agent_use_chat_request", id: requestId, init: { method: "POST", body: JSON.stringify({ messages, trigger: "submit-message" }) } });
+}
+
+async function peerStats(base, name) {
+  const res = await fetch(`${base}/agents/bench-chat/${name}/bench-stats`);
+  if (!res.ok) throw new Error(`agents peer stats ${name}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+/** Stats once the agent's writes have settled (two reads in a row agree). */
+async function settledPeerStats(base, name) {
+  let last = await peerStats(base, name);
+  for (let i = 0; i < 20; i++) {
+    await sleep(250);
+    const next = await peerStats(base, name);
+    if (next.rowsWritten === last.rowsWritten && next.databaseSize === last.databaseSize) return next;
+    last = next;
+  }
+  return last;
+}
+
+// ------------------------------------------------------------------ peer: rows and bytes
+
+/** One turn of `words` deltas at `frameMs` on a fresh agent: rows written, bytes kept (mid-turn and after), bytes per delta on its WebSocket. */
+async function peerRowsTurn(peer, name, words, frameMs) {
+  const s = agentSocket(peer.base, name);
+  await s.opened;
+  await s.waitFor((m) => m.msg.type === "cf_agent_identity");
+  const start = await settledPeerStats(peer.base, name);
+  const t0 = performance.now();
+  sendTurn(s, "r1", `rows [words:${words}] [ms:${frameMs}]`);
+  await s.waitFor((m) => m.delta === `w${Math.ceil(words / 2)} `);
+  const mid = await peerStats(peer.base, name);
+  const midDeltas = s.messages.filter((m) => m.delta !== null).length;
+  await s.waitFor(isDone("r1"));
+  const seconds = (performance.now() - t0) / 1000;
+  const stop = await settledPeerStats(peer.base, name);
+  s.close();
+  const deltas = s.messages.filter((m) => m.delta !== null);
+  const responses = s.messages.filter((m) => m.msg.type === "cf_agent_use_chat_response");
+  const answerBytes = deltas.reduce((n, m) => n + utf8(m.delta), 0);
+  const rows = stop.rowsWritten - start.rowsWritten;
+  return {
+    words,
+    frameMs,
+    sameInstance: start.instance === stop.instance,
+    seconds: Number(seconds.toFixed(1)),
+    deltas: deltas.length,
+    chunks: responses.length,
+    rowsWritten: rows,
+    rowsPerDelta: Number((rows / deltas.length).toFixed(3)),
+    answerBytes,
+    midTurnBytes: mid.databaseSize - start.databaseSize,
+    midTurnBytesPerDelta: Number(((mid.databaseSize - start.databaseSize) / midDeltas).toFixed(1)),
+    keptBytes: stop.databaseSize - start.databaseSize,
+    keptPerAnswerByte: Number(((stop.databaseSize - start.databaseSize) / answerBytes).toFixed(2)),
+    // databaseSize counts free pages too: what the turn left in use, where the free pages could be read.
+    keptInUseBytes: stop.freeBytes === null || start.freeBytes === null ? null : stop.databaseSize - stop.freeBytes - (start.databaseSize - start.freeBytes),
+    tablesAfter: Object.fromEntries(Object.entries(stop.tables).filter(([, n]) => n)),
+    wireBytesPerDelta: Number((deltas.reduce((n, m) => n + m.bytes, 0) / deltas.length).toFixed(1)),
+    wireBytes: responses.reduce((n, m) => n + m.bytes, 0),
+  };
+}
+
+// ------------------------------------------------------------------ CPU per delta per extra viewer
+
+/** workerd CPU of one turn with `viewers` viewers, for the gateway (`gatewayTurn`) or the peer (`peerTurn`). */
+async function cpuOf(pgid, run) {
+  const before = cpuSeconds(pgid);
+  const frames = await run();
+  const after = cpuSeconds(pgid);
+  // runtime: the Worker, its objects (and the emulator, the same work at 1 and K viewers); total: with wrangler's proxy.
+  return { runtimeSeconds: Number((after.runtime - before.runtime).toFixed(2)), totalSeconds: Number((after.total - before.total).toFixed(2)), frames };
+}
+
+/** The gateway: `K` viewers of a new conversation, a turn of CPU_WORDS deltas, until every viewer has its end. */
+async function gatewayCpuTurn({ base, api, auth }, K) {
+  const cid = `cpu-${K}-${tag}`;
+  const viewers = Array.from({ length: K }, () => viewer(base, cid, auth, { stopAt: (f) => isTurnEnd(f.type) }));
+  await Promise.all(viewers.map((v) => v.opened));
+  await sleep(300 + K * 5);
+  return cpuOf(ctxPgid, async () => {
+    await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t1", message: `cpu [words:${C.CPU_WORDS}]` }, auth);
+    await Promise.all(viewers.map((v) => v.done));
+    return viewers[0].frames.filter((f) => f.type !== "stream.reset" && deltaOf(f.env.data) !== null).length;
+  });
+}
+let ctxPgid = 0;
+
+/** The peer: `K` sockets on a new agent (the first sends the turn), until every socket has its end. */
+async function peerCpuTurn(peer, K) {
+  const name = `cpu-${K}-${tag}`;
+  const sockets = Array.from({ length: K }, () => agentSocket(peer.base, name));
+  await Promise.all(sockets.map((s) => s.opened));
+  await Promise.all(sockets.map((s) => s.waitFor((m) => m.msg.type === "cf_agent_identity")));
+  await sleep(300);
+  return cpuOf(peer.pid, async () => {
+    sendTurn(sockets[0], "c1", `cpu [words:${C.CPU_WORDS}] [ms:${C.CPU_FRAME_MS}]`);
+    await Promise.all(sockets.map((s) => s.waitFor(isDone("c1"))));
+    sockets.forEach((s) => s.close());
+    return sockets[0].messages.filter((m) => m.delta !== null).length;
+  });
+}
+
+const perExtraViewer = (one, many, K) => ({
+  one,
+  many,
+  viewers: K,
+  // The runtime's (what a deployment runs) and, with wrangler dev's proxy, the whole dev server's.
+  microsecondsPerDeltaPerExtraViewer: Math.round(((many.runtimeSeconds - one.runtimeSeconds) / (many.frames * (K - 1))) * 1e6),
+  withProxyMicroseconds: Math.round(((many.totalSeconds - one.totalSeconds) / (many.frames * (K - 1))) * 1e6),
+});
+
+// ------------------------------------------------------------------ reconnect mid-stream
+
+/**
+ * The gateway: a viewer follows a turn of RECONNECT_WORDS deltas, drops its stream at half of
+ * them and reopens it with Last-Event-ID. Lost and duplicated: against the raw stream's deltas.
+ */
+async function gatewayReconnect({ base, api, auth }) {
+  const cid = `reconnect-${tag}`;
+  const got = [];
+  let lastSeq = 0;
+  let dropAt = null;
+  const half = Math.ceil(C.RECONNECT_WORDS / 2);
+  const first = follow(`${base}/v1/conversations/${cid}/events?after=0`, auth, (f, t) => {
+    const seq = Number(f.id);
+    got.push({ seq, t, delta: deltaOf(JSON.parse(f.data).data), leg: 1 });
+    lastSeq = seq;
+    if (got.filter((g) => g.delta !== null).length >= half) return (dropAt = t), true;
+    return false;
+  });
+  await first.opened;
+  await sleep(300);
+  const accepted = await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t1", message: `reconnect [words:${C.RECONNECT_WORDS}]` }, auth);
+  await first.done;
+  const reopened = performance.now();
+  let firstNew = null;
+  await follow(`${base}/v1/conversations/${cid}/events`, { ...auth, "last-event-id": String(lastSeq) }, (f, t) => {
+    const env = JSON.parse(f.data);
+    const delta = deltaOf(env.data);
+    got.push({ seq: Number(f.id), t, delta, leg: 2 });
+    if (firstNew === null && delta !== null) firstNew = t;
+    return isTurnEnd(f.event);
+  }).done;
+  const raw = [];
+  await follow(`${base}/_emulator/executions/${accepted.executionId}/stream`, {}, (f) => (raw.push(deltaOf(JSON.parse(f.data))), false)).done;
+  const rawDeltas = raw.filter((d) => d !== null);
+  const seqs = got.map((g) => g.seq);
+  const duplicated = seqs.length - new Set(seqs).size;
+  const deltas = got.filter((g) => g.delta !== null);
+  const lost = Math.max(0, rawDeltas.length - new Set(deltas.map((g) => g.seq)).size);
+  const inOrder = deltas.length === rawDeltas.length && deltas.every((g, k) => g.delta === rawDeltas[k]);
+  return { deltas: rawDeltas.length, droppedAfter: half, lost, duplicated, exact: inOrder, reconnectMs: ms(firstNew === null ? null : firstNew - reopened), dropToReopenMs: ms(reopened - dropAt) };
+}
+
+/**
+ * The peer: a second socket follows a turn of RECONNECT_WORDS deltas, closes at half of them; a
+ * new socket resumes as the transport does (resume request, ack). Lost and duplicated by `seq`.
+ */
+async function peerReconnect(peer) {
+  const name = `reconnect-${tag}`;
+  const sender = agentSocket(peer.base, name);
+  const watcher = agentSocket(peer.base, name);
+  await Promise.all([sender.opened, watcher.opened]);
+  await Promise.all([sender, watcher].map((s) => s.waitFor((m) => m.msg.type === "cf_agent_identity")));
+  const half = Math.ceil(C.RECONNECT_WORDS / 2);
+  sendTurn(sender, "rc1", `reconnect [words:${C.RECONNECT_WORDS}] [ms:${C.RECONNECT_FRAME_MS}]`);
+  await watcher.waitFor((m) => m.delta === `w${half} `);
+  watcher.close();
+  const seenBefore = watcher.messages.filter((m) => m.msg.type === "cf_agent_use_chat_response" && m.msg.seq !== undefined);
+  const maxBefore = Math.max(...seenBefore.map((m) => m.msg.seq));
+  const reopened = performance.now();
+  const again = agentSocket(peer.base, name);
+  await again.opened;
+  again.send({ type: "cf_agent_stream_resume_request" });
+  const resuming = await again.waitFor((m) => m.msg.type === "cf_agent_stream_resuming");
+  again.send({ type: "cf_agent_stream_resume_ack", id: resuming.msg.id });
+  await again.waitFor(isDone("rc1"));
+  await sender.waitFor(isDone("rc1"));
+  const after = again.messages.filter((m) => m.msg.type === "cf_agent_use_chat_response" && m.msg.seq !== undefined);
+  const firstNew = after.find((m) => m.msg.seq > maxBefore);
+  const before = new Set(seenBefore.map((m) => m.msg.seq));
+  const all = [...seenBefore, ...after];
+  const seqs = new Set(all.map((m) => m.msg.seq));
+  const expected = new Set(sender.messages.filter((m) => m.msg.seq !== undefined).map((m) => m.msg.seq));
+  const deltaSeqs = new Set(sender.messages.filter((m) => m.delta !== null).map((m) => m.msg.seq));
+  sender.close();
+  again.close();
+  return {
+    deltas: deltaSeqs.size,
+    droppedAfter: half,
+    lost: [...expected].filter((q) => !seqs.has(q)).length,
+    duplicated: after.filter((m) => before.has(m.msg.seq) && deltaSeqs.has(m.msg.seq)).length,
+    duplicatedChunks: after.filter((m) => before.has(m.msg.seq)).length,
+    replayed: after.filter((m) => m.msg.replay).length,
+    reconnectMs: ms(firstNew ? firstNew.t - reopened : null),
+  };
+}
+
+// ------------------------------------------------------------------ CONCURRENT conversations against one
+
+/** The gateway: `n` new conversations, a turn each at once, one viewer each: seconds until the last turn's end. */
+async function gatewayConcurrent({ base, api, auth }, n, label) {
+  const cids = Array.from({ length: n }, (_, i) => `conc-${label}-${i}-${tag}`);
+  const viewers = cids.map((cid) => viewer(base, cid, auth, { stopAt: (f) => isTurnEnd(f.type) }));
+  await Promise.all(viewers.map((v) => v.opened));
+  await sleep(300 + n * 10);
+  const t0 = performance.now();
+  const ends = await Promise.all(
+    cids.map(async (cid, i) => {
+      await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t1", message: `concurrent [words:${C.CONCURRENT_WORDS}]` }, auth);
+      await viewers[i].waitFor(turnEndOf("t1"), 600_000);
+      return performance.now() - t0;
+    }),
+  );
+  viewers.forEach((v) => v.close());
+  return { conversations: n, seconds: Number((Math.max(...ends) / 1000).toFixed(2)), p50Seconds: Number((percentile(ends, 0.5) / 1000).toFixed(2)) };
+}
+
+/** The peer: `n` new agents, a turn each at once from its own socket: seconds until the last one is done. */
+async function peerConcurrent(peer, n, label) {
+  const sockets = Array.from({ length: n }, (_, i) => agentSocket(peer.base, `conc-${label}-${i}-${tag}`));
+  await Promise.all(sockets.map((s) => s.opened));
+  await Promise.all(sockets.map((s) => s.waitFor((m) => m.msg.type === "cf_agent_identity")));
+  await sleep(300);
+  const t0 = performance.now();
+  const ends = await Promise.all(
+    sockets.map(async (s) => {
+      sendTurn(s, "k1", `concurrent [words:${C.CONCURRENT_WORDS}] [ms:${C.CONCURRENT_FRAME_MS}]`);
+      await s.waitFor(isDone("k1"), 600_000);
+      return performance.now() - t0;
+    }),
+  );
+  sockets.forEach((s) => s.close());
+  return { conversations: n, seconds: Number((Math.max(...ends) / 1000).toFixed(2)), p50Seconds: Number((percentile(ends, 0.5) / 1000).toFixed(2)) };
+}
+
+const ratioOf = (one, many) => ({ one, many, ratio: Number((many.seconds / one.seconds).toFixed(2)) });
+
+// ------------------------------------------------------------------ the section
+
+export async function agents(ctx) {
+  const { api, results, problems, server } = ctx;
+  if (typeof WebSocket === "undefined") throw new Error("agents: no WebSocket in this Node (Node 20 needs --experimental-websocket; npm run bench passes it)");
+  ctxPgid = server.pid;
+  const peer = await startPeer();
+  const done = untilInterrupted(() => peer.stop());
+  const out = { config: C, peer: {}, gateway: {} };
+  results.agents = out;
+  try {
+    // Rows and bytes: the rows benchmark's sizes and pace, and the two rates of rows per frame.
+    // (The long AGENTS_WORDS turn comes last: see RATE_WORDS.)
+    out.peer.rows = [];
+    for (const [words, frameMs] of [
+      [C.AGENTS_SMALL_WORDS, C.AGENTS_FRAME_MS],
+      [C.RATE_WORDS, C.CONCURRENT_FRAME_MS],
+      [C.RATE_WORDS, 20],
+    ]) {
+      out.peer.rows.push(await peerRowsTurn(peer, `rows-${words}-${frameMs}-${tag}`, words, frameMs));
+    }
+
+    // CPU per delta per extra viewer, each on its own workerd, 1 then CPU_VIEWERS viewers.
+    await api.post("/_emulator/faults", { frameDelayMs: C.CPU_FRAME_MS });
+    try {
+      const one = await gatewayCpuTurn(ctx, 1);
+      const many = await gatewayCpuTurn(ctx, C.CPU_VIEWERS);
+      out.gateway.cpu = perExtraViewer(one, many, C.CPU_VIEWERS);
+    } finally {
+      await api.post("/_emulator/faults", { frameDelayMs: 0 });
+    }
+    out.peer.cpu = perExtraViewer(await peerCpuTurn(peer, 1), await peerCpuTurn(peer, C.CPU_VIEWERS), C.CPU_VIEWERS);
+
+    // A viewer reconnecting mid-stream.
+    await api.post("/_emulator/faults", { frameDelayMs: C.RECONNECT_FRAME_MS });
+    try {
+      out.gateway.reconnect = await gatewayReconnect(ctx);
+    } finally {
+      await api.post("/_emulator/faults", { frameDelayMs: 0 });
+    }
+    out.peer.reconnect = await peerReconnect(peer);
+    if (out.gateway.reconnect.lost || out.gateway.reconnect.duplicated || !out.gateway.reconnect.exact) problems.push(`agents: the gateway's reconnecting viewer lost ${out.gateway.reconnect.lost} and got ${out.gateway.reconnect.duplicated} twice (exact: ${out.gateway.reconnect.exact})`);
+
+    // CONCURRENT conversations at once against one, at the emulator's default pace.
+    await api.post("/_emulator/faults", { frameDelayMs: C.CONCURRENT_FRAME_MS });
+    try {
+      out.gateway.concurrent = ratioOf(await gatewayConcurrent(ctx, 1, "one"), await gatewayConcurrent(ctx, C.CONCURRENT, "many"));
+    } finally {
+      await api.post("/_emulator/faults", { frameDelayMs: 0 });
+    }
+    out.peer.concurrent = ratioOf(await peerConcurrent(peer, 1, "one"), await peerConcurrent(peer, C.CONCURRENT, "many"));
+
+    try {
+      out.peer.rows.push(await peerRowsTurn(peer, `rows-${C.AGENTS_WORDS}-${C.AGENTS_FRAME_MS}-${tag}`, C.AGENTS_WORDS, C.AGENTS_FRAME_MS));
+    } catch (err) {
+      problems.push(`agents peer ${C.AGENTS_WORDS}-word turn: ${err.message}`);
+    }
+    for (const t of out.peer.rows) if (!t.sameInstance) problems.push(`agents peer rows ${t.words} words: the agent changed instance during the turn; its rows are not this turn's`);
+  } catch (err) {
+    out.peerOutput = peer.output().slice(-4000);
+    throw err;
+  } finally {
+    peer.stop();
+    done();
+  }
+}
+
+export function report(results) {
+  const a = results.agents;
+  if (!a) return [];
+  const out = ["", "agents peer    words  ms/frame  deltas  rows  rows/delta  mid-turn B/delta  kept B  kept/answer  wire B/delta"];
+  for (const t of a.peer.rows ?? []) {
+    out.push(`${"".padEnd(13)} ${String(t.words).padStart(6)} ${String(t.frameMs).padStart(9)} ${String(t.deltas).padStart(7)} ${String(t.rowsWritten).padStart(5)} ${String(t.rowsPerDelta).padStart(11)} ${String(t.midTurnBytesPerDelta).padStart(17)} ${String(t.keptBytes).padStart(7)} ${String(t.keptPerAnswerByte).padStart(12)} ${String(t.wireBytesPerDelta).padStart(13)}`);
+  }
+  for (const side of ["gateway", "peer"]) {
+    const s = a[side];
+    if (s.cpu) out.push(`${side}: runtime CPU ${s.cpu.one.runtimeSeconds} s at 1 viewer, ${s.cpu.many.runtimeSeconds} s at ${s.cpu.viewers} (${s.cpu.many.frames} deltas): ${s.cpu.microsecondsPerDeltaPerExtraViewer} µs per delta per extra viewer (${s.cpu.withProxyMicroseconds} µs with wrangler's proxy)`);
+    if (s.reconnect) out.push(`${side}: reconnect at delta ${s.reconnect.droppedAfter} of ${s.reconnect.deltas}: first new delta after ${s.reconnect.reconnectMs} ms, ${s.reconnect.lost} lost, ${s.reconnect.duplicated} deltas twice`);
+    if (s.concurrent) out.push(`${side}: ${s.concurrent.many.conversations} conversations ${s.concurrent.many.seconds} s, one ${s.concurrent.one.seconds} s: ratio ${s.concurrent.ratio}`);
+  }
+  return out;
+}

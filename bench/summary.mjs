@@ -1,0 +1,68 @@
+// The summary of issue 24's figures, each beside its baseline from the same run and the agents
+// peer's figure where the peer has one (bench/agents.mjs), with the issue's target. Built from the
+// other benchmarks' results: a figure whose benchmark did not run says so ("not run").
+
+const n = (v, digits = 2) => (v === null || v === undefined || Number.isNaN(v) ? null : Number(Number(v).toFixed(digits)));
+const cell = (v, unit = "") => (v === null || v === undefined ? "-" : `${v}${unit}`);
+
+/** Each figure of the issue: `{ item, figure, ours, baseline, agents, target, met }` (met: true, false or null when unknown). */
+export function figures(results) {
+  const out = [];
+  const add = (item, figure, ours, baseline, agents, target, met) => out.push({ item, figure, ours: ours ?? null, baseline: baseline ?? null, agents: agents ?? null, target, met: ours === null || ours === undefined ? null : met });
+  const rows = results.rows;
+  const large = rows?.turns?.at(-1);
+  const rate = (ms) => rows?.rates?.find((r) => r.frameMs === ms);
+  const a = results.agents;
+  const peerRows = (words, ms) => a?.peer?.rows?.find((t) => t.words === words && (ms === undefined || t.frameMs === ms));
+  const peerLarge = a ? peerRows(a.config.AGENTS_WORDS, a.config.AGENTS_FRAME_MS) : undefined;
+
+  // 1. Ingest at the speed of the wire.
+  const relay = results.relay_1_reader;
+  add(1, "live relay to 1 reader, frames/s (ratio to raw)", relay && `${relay.framesPerSecond} (${relay.ratio})`, relay && `raw ${relay.baselineFramesPerSecond}`, null, "ratio ≥ 0.3", relay ? relay.ratio >= 0.3 : null);
+  const gc = a?.gateway?.concurrent;
+  const pc = a?.peer?.concurrent;
+  add(1, `${gc?.many.conversations ?? "50"} conversations at once ÷ one, time to finish a turn`, gc && `${gc.ratio}× (${gc.many.seconds} s)`, gc && `one: ${gc.one.seconds} s`, pc && `${pc.ratio}× (${pc.many.seconds} s, one ${pc.one.seconds} s)`, "≤ 1.3×", gc ? gc.ratio <= 1.3 : null);
+
+  // 2. Storage the size of the answer.
+  for (const ms of [40, 20]) {
+    const r = rate(ms);
+    const p = a ? peerRows(a.config.RATE_WORDS, ms) : undefined;
+    add(2, `rows written per relayed frame at ${ms} ms a frame (${1000 / ms}/s), ${r?.words ?? "200"} words`, r?.rowsPerRelayedFrame, r && `1 row a frame: ${r.relayedFrames} frames`, p?.rowsPerDelta, "≤ 0.15", r?.rowsPerRelayedFrame == null ? null : r.rowsPerRelayedFrame <= 0.15);
+  }
+  add(2, `rows written per relayed frame, ${large?.words ?? 5000} words at ${results.config?.ROWS_FRAME_MS ?? 2} ms`, large?.rowsPerRelayedFrame, large && `${large.relayedFrames} frames`, peerLarge?.rowsPerDelta, "≤ 0.15", large?.rowsPerRelayedFrame == null ? null : large.rowsPerRelayedFrame <= 0.15);
+  add(2, "bytes stored per one-word delta while the turn runs", large?.midTurnBytesPerEvent, large && `the delta's text: ${n(large.deltaBytes / large.relayedFrames, 1)} B`, peerLarge?.midTurnBytesPerDelta, "≤ 80 B", large?.midTurnBytesPerEvent == null ? null : large.midTurnBytesPerEvent <= 80);
+  add(2, `bytes kept after the ${large?.words ?? 5000}-word turn`, large?.storedBytes, large && `answer ${large.answerBytes} B; raw stream ${large.rawBytes} B`, peerLarge && `${peerLarge.keptBytes} (answer ${peerLarge.answerBytes} B)`, "—", null);
+  add(2, "bytes kept after the turn ÷ answer", large?.storedPerAnswerByte, large && `raw stream ÷ answer ${large.rawPerAnswerByte}`, peerLarge?.keptPerAnswerByte, "≤ 1.5 (+ a small constant per part and event)", large?.storedPerAnswerByte == null ? null : large.storedPerAnswerByte <= 1.5);
+
+  // 4. Lean on the wire.
+  add(4, "bytes on the wire per text delta frame (SSE framing included)", large?.wireBytesPerDeltaFrame, large && `raw stream ${n(large.rawBytes / large.rawFrames, 0)} B a frame`, peerLarge?.wireBytesPerDelta, "≤ 120 B", large?.wireBytesPerDeltaFrame == null ? null : large.wireBytesPerDeltaFrame <= 120);
+
+  // 5. Fan-out that scales.
+  const gcpu = a?.gateway?.cpu;
+  const pcpu = a?.peer?.cpu;
+  add(5, `workerd CPU per delta per extra viewer (1 vs ${gcpu?.viewers ?? 10} viewers), µs`, gcpu?.microsecondsPerDeltaPerExtraViewer, gcpu && `with wrangler's proxy: ${gcpu.withProxyMicroseconds} µs`, pcpu && `${pcpu.microsecondsPerDeltaPerExtraViewer} (with proxy ${pcpu.withProxyMicroseconds})`, "≤ the agents peer's", gcpu && pcpu ? gcpu.microsecondsPerDeltaPerExtraViewer <= pcpu.microsecondsPerDeltaPerExtraViewer : null);
+  const l300 = results.latency?.find((r) => r.viewers === 300);
+  add(5, "added p99 at 300 viewers, ms", l300?.addedMs?.p99, l300 && `raw jitter p99 ${l300.rawJitterMs.p99} ms`, null, "≤ 25 ms", l300 ? l300.addedMs.p99 <= 25 : null);
+
+  // 3. No loss window, as a viewer sees it: a reconnect mid-stream.
+  const gr = a?.gateway?.reconnect;
+  const pr = a?.peer?.reconnect;
+  add(3, `reconnect mid-stream (at delta ${gr?.droppedAfter ?? "150"} of ${gr?.deltas ?? "300"}): first new delta after, lost, twice`, gr && `${gr.reconnectMs} ms, ${gr.lost} lost, ${gr.duplicated} twice`, null, pr && `${pr.reconnectMs} ms, ${pr.lost} lost, ${pr.duplicated} twice`, "none lost, none twice", gr ? gr.lost === 0 && gr.duplicated === 0 : null);
+
+  // 6. Memory that comes back.
+  const m = results.memory;
+  if (m?.runtime) {
+    const v = m.runtime.verdict;
+    add(6, `workerd runtime RSS after ${m.config.MEMORY_ROUNDS} rounds of ${m.config.MEMORY_CONVERSATIONS} conversations, idle, ÷ its start`, `${v.worstRatio}× (${m.startMiB.runtime} → ${v.worstMiB} MiB)`, `/healthz rounds: +${m.runtime.baselineGrowthMiB} MiB`, m.peer && `${m.peer.runtimeRatio}× (${m.peer.startMiB.runtime} → ${Math.max(...m.peer.rounds.map((x) => x.idleMiB.runtime))} MiB, ${m.peer.rounds.length} rounds)`, "≤ 1.1×", v.met);
+    if (m.runtimeV8) add(6, "… of it, the JavaScript heap (V8's cage) and native, idle after the last round", `heap ${m.startMiB.runtimeV8} → ${m.rounds.at(-1).idleMiB.runtimeV8} MiB, native ${m.startMiB.runtimeNative} → ${m.rounds.at(-1).idleMiB.runtimeNative} MiB`, `emulator rounds after: +${m.runtime.emulatorGrowthMiB} MiB`, null, "—", null);
+    add(6, "… with wrangler dev's proxy (the whole dev server)", `${m.total.verdict.worstRatio}× (${m.startMiB.total} → ${m.total.verdict.worstMiB} MiB)`, `/healthz rounds: +${m.total.baselineGrowthMiB} MiB`, null, "≤ 1.1×", m.total.verdict.met);
+  } else add(6, "workerd RSS after rounds of conversations, idle, ÷ its start", null, null, null, "≤ 1.1×", null);
+  return out;
+}
+
+export function report(results) {
+  const rows = figures(results);
+  const out = ["", "issue 24: figure | ours | baseline (same run) | agents peer | target | met"];
+  for (const f of rows) out.push(`${f.item}. ${f.figure} | ${cell(f.ours)} | ${cell(f.baseline)} | ${cell(f.agents)} | ${f.target} | ${f.met === null ? (f.ours === null ? "not run" : "-") : f.met ? "met" : "NOT met"}`);
+  return out;
+}
