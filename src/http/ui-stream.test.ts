@@ -11,7 +11,7 @@ import { followTurn, STREAM_ENDED } from "./ui-stream";
 
 function fakeSocket() {
   const listeners: Record<string, Array<(event: { data: unknown }) => void>> = {};
-  return {
+  const socket = {
     binaryType: "blob" as "blob" | "arraybuffer",
     send() {},
     close() {},
@@ -21,7 +21,8 @@ function fakeSocket() {
     emit(type: string, data?: unknown) {
       for (const l of listeners[type] ?? []) l({ data });
     },
-  } satisfies RelaySocket;
+  };
+  return socket satisfies RelaySocket;
 }
 
 /** The response's UI chunks (the `data:` lines as JSON), and whether it ended with `[DONE]`. */
