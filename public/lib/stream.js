@@ -4,7 +4,8 @@
  * send headers), resumed strictly after the page's last event. EventSource's own reconnects send
  * Last-Event-ID; a stream the server refused (an expired token) is opened again with a new token
  * after the last event applied. Each connection reads its frames back into events with its own
- * decoder (lib/frames.js: a lean delta frame continues the frame before it in the same response).
+ * decoder (lib/frames.js: a lean delta frame continues the frame before it in the same response);
+ * a frame it cannot read back is not skipped: the stream is opened again after the last event applied.
  */
 import { STREAM_EVENTS } from "./events.js";
 import { frameDecoder } from "./frames.js";
@@ -75,7 +76,8 @@ export function followStream({ api, cid, after, onEvent, onReset, onState, exist
     });
     for (const type of STREAM_EVENTS) {
       es.addEventListener(type, (message) => {
-        if (source !== es) return;
+        // Closed here (left for a new response): nothing more is read from it.
+        if (source !== es || es.readyState === EventSource.CLOSED) return;
         const { data, lastEventId } = /** @type {MessageEvent} */ (message);
         if (type === "stream.reset") {
           frames.decode({ event: type, data });
@@ -85,13 +87,25 @@ export function followStream({ api, cid, after, onEvent, onReset, onState, exist
         try {
           event = frames.decode({ id: lastEventId, event: type, data });
         } catch {
-          return;
+          // A frame that does not read back (a delta with nothing to continue): the frames after it
+          // could decode against the wrong part, so this response is left and a new one opened
+          // strictly after the last event applied (docs/sse-protocol.md §11.2), as on a reconnect.
+          return reopen(es);
         }
         if (!event) return;
         onEvent(/** @type {import("./reducer.js").StreamEvent} */ (event));
         report();
       });
     }
+  }
+
+  /** Leaves a response that cannot be read on and opens a new one after the last event applied. */
+  function reopen(/** @type {EventSource} */ es) {
+    if (source !== es || closed) return;
+    es.close();
+    onState("reconnecting");
+    clearTimeout(timer);
+    open();
   }
 
   open();

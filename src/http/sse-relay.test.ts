@@ -2,7 +2,7 @@
  * The Worker's relay passes the object's bytes through: what it writes to the browser is a view of
  * the message it got (the same memory: nothing decoded, nothing encoded), a frame split across two
  * messages arrives whole, a page is pulled only when there is room, the ping starts once live, the
- * slow-viewer bound counts bytes, and a message that is not this wire (text) ends the stream.
+ * slow-viewer bound counts the bytes unread before a message (one large message passes), and a message that is not this wire (text) ends the stream.
  */
 import { describe, expect, it } from "vitest";
 import { EVENTS, LIVE, PAGE, PULL, wireMessage } from "../lib/subscription-wire";
@@ -107,7 +107,8 @@ describe("the Worker's relay", () => {
     await tick();
     socket.deliver(wireMessage(LIVE, "retry: 2000\n\n").buffer);
     await first;
-    // 100-byte frames, unread: the eleventh puts 1,100 bytes in the queue, past the bound.
+    // 100-byte frames, unread: the eleventh puts 1,100 bytes in the queue, past the bound, and the
+    // twelfth, arriving with the viewer that far behind, closes it (it is not written).
     const frame = `id: 1\nevent: x\ndata: ${"y".repeat(100 - 23)}\n\n`;
     expect(new TextEncoder().encode(frame).byteLength).toBe(100);
     let sent = 0;
@@ -116,7 +117,29 @@ describe("the Worker's relay", () => {
       sent++;
     }
     expect(socket.closed).toEqual({ code: 1000, reason: "viewer too far behind" });
-    expect(sent).toBe(11);
+    expect(sent).toBe(12);
+    let drained = 0;
+    for (let r = await reader.read(); !r.done; r = await reader.read()) drained += r.value.byteLength;
+    expect(drained).toBe(1_100);
+  });
+
+  it("one message larger than the bound reaches a viewer that keeps up: the bound counts what is unread before it", async () => {
+    const socket = fakeSocket();
+    const reader = relayStream(socket, { pingIntervalMs: 60_000, maxPendingBytes: 1_000 }).getReader();
+    const first = reader.read();
+    await tick();
+    socket.deliver(wireMessage(LIVE, "retry: 2000\n\n").buffer);
+    await first;
+    // No read pending when it arrives: 5,000 bytes in one message, five times the bound.
+    const frame = `id: 1\nevent: x\ndata: ${"y".repeat(5_000 - 23)}\n\n`;
+    socket.deliver(wireMessage(EVENTS, frame).buffer);
+    expect(socket.closed).toBeUndefined();
+    expect(text((await reader.read()).value!)).toBe(frame);
+    // Read: the next one is written too.
+    socket.deliver(wireMessage(EVENTS, frame).buffer);
+    expect(socket.closed).toBeUndefined();
+    expect(text((await reader.read()).value!)).toBe(frame);
+    await reader.cancel();
   });
 
   it("ends the stream on a message that is not this wire: text, or an unknown kind", async () => {

@@ -5,8 +5,8 @@
  *
  * Replay is pulled a page at a time, only when the browser has room. Once live, events are
  * written as they come; a `: ping` comment on an interval keeps proxies from timing the stream
- * out and finds browsers that went away, and a browser whose unread output passes the bound is
- * closed (it reconnects from its last id). The socket and the browser stream end together.
+ * out and finds browsers that went away, and a browser whose unread output passes the bound when
+ * a message arrives is closed (it reconnects from its last id; the message is not written). The socket and the browser stream end together.
  *
  * The bytes are the object's: each message is its kind byte and SSE bytes, written to the browser
  * as a view of the message itself, never decoded or encoded again here.
@@ -73,15 +73,19 @@ export function relayStream(socket: RelaySocket, options: RelayOptions): Readabl
 
   const write = (bytes: Uint8Array) => {
     if (ended) return;
+    // Bytes queued and not yet read by the browser (the queue counts chunk bytes), counted before
+    // this message: a viewer is too far behind when what it has not read yet passes the bound, so
+    // one message larger than the bound reaches a viewer that keeps up.
+    const queued = HIGH_WATER_MARK_BYTES - (controller.desiredSize ?? 0);
+    if (live && queued > options.maxPendingBytes) {
+      end(true, 1000, "viewer too far behind");
+      return;
+    }
     try {
       controller.enqueue(bytes);
     } catch {
       end(true, 1000, "viewer gone");
-      return;
     }
-    // Bytes queued and not yet read by the browser (the queue counts chunk bytes).
-    const queued = HIGH_WATER_MARK_BYTES - (controller.desiredSize ?? 0);
-    if (live && queued > options.maxPendingBytes) end(true, 1000, "viewer too far behind");
   };
 
   socket.addEventListener("message", (event) => {

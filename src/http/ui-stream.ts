@@ -18,6 +18,9 @@ const MAX_EVENT_BYTES = 2 * 1024 * 1024;
 const PING = encoder.encode(": ping\n\n");
 const DONE = encoder.encode("data: [DONE]\n\n");
 
+/** The error chunk's text when the log's stream ends before the turn does. */
+export const STREAM_ENDED = "stream_ended: the turn's event stream ended before the turn did; resume the stream (GET /v1/chat/:id/stream) or reload the messages";
+
 const encode = (chunks: UiChunk[]) => encoder.encode(chunks.map(frameChunk).join(""));
 
 /** Writes a finished, known body: a finished turn's replay, or a response with nothing to follow. */
@@ -41,8 +44,13 @@ export function followTurn(socket: RelaySocket, response: TurnResponse, options:
       while (!closed) {
         const { done, value } = await native.read();
         if (done) {
-          // The log's stream ended first (the conversation was deleted, or the object went away).
+          // The log's stream ended before the turn did (the conversation was deleted, the object
+          // went away, the relay dropped it): not the turn's end, so the response says so rather
+          // than ending as if the turn completed. The SDK's client is then in error, and
+          // `resumeStream()` (GET /v1/chat/:id/stream) picks the turn up from its start.
           closed = true;
+          controller.enqueue(encode([{ type: "error", errorText: STREAM_ENDED }]));
+          controller.enqueue(DONE);
           controller.close();
           return;
         }

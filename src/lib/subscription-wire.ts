@@ -8,8 +8,11 @@
  * Worker writes to the browser as they are, without decoding them:
  *   P  a replay page (the Worker pulls again when its browser has room);
  *   L  caught up: from now on events are pushed (the rest may hold the stream's head);
- *   E  live events, pushed as they are appended: one message per batch.
- * The object encodes a live batch once and sends the same bytes to every socket. The object closes
+ *   E  live events, pushed as they are appended: a batch in one or more messages, each of whole
+ *      frames and at most LIVE_MESSAGE_BYTES (a single frame larger than that goes alone).
+ * The object encodes a live batch once and sends the same bytes to every socket. Messages of one
+ * stream are written to one SSE response, in order: a lean delta frame may continue the last frame
+ * of the message before it. The object closes
  * the socket to end a stream (a deleted conversation, a dev drop); the Worker closes it when the
  * browser goes away or falls too far behind, or on a message it does not know (a text message).
  */
@@ -25,6 +28,13 @@ export const LIVE = 0x4c; // "L"
 export const EVENTS = 0x45; // "E"
 type MessageKind = typeof PAGE | typeof LIVE | typeof EVENTS;
 
+/**
+ * The bound of a live message's SSE bytes. A WebSocket message a Worker receives over 1 MiB was
+ * closed with 1009 (the limit was raised since, to 32 MiB for Durable Objects): a quarter of the
+ * old limit, as a replay page's (subscriptions.ts DEFAULT_PAGE_BYTES), keeps well inside both.
+ */
+export const LIVE_MESSAGE_BYTES = 256 * 1024;
+
 const encoder = new TextEncoder();
 
 /** One object → Worker message: the kind byte, then the SSE text as UTF-8 (a buffer of its own, exactly that long). */
@@ -33,6 +43,20 @@ export function wireMessage(kind: MessageKind, sse: string): Uint8Array {
   const bytes = new Uint8Array(1 + body.byteLength);
   bytes[0] = kind;
   bytes.set(body, 1);
+  return bytes;
+}
+
+/** One object → Worker message of SSE bytes already encoded: the kind byte, then the parts in order. */
+export function wireMessageOf(kind: MessageKind, parts: readonly Uint8Array[]): Uint8Array {
+  let length = 1;
+  for (const part of parts) length += part.byteLength;
+  const bytes = new Uint8Array(length);
+  bytes[0] = kind;
+  let at = 1;
+  for (const part of parts) {
+    bytes.set(part, at);
+    at += part.byteLength;
+  }
   return bytes;
 }
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { SseParser } from "../lib/sse";
 import { relayStream } from "../http/sse-relay";
 import { SessionStore, type EventRow } from "./session-store";
-import { CLOSE_PROTOCOL, EVENTS, LIVE, PULL } from "../lib/subscription-wire";
+import { CLOSE_PROTOCOL, EVENTS, LIVE, LIVE_MESSAGE_BYTES, PULL } from "../lib/subscription-wire";
 import { DELTA_EVENT, frameDecoder } from "../../public/lib/frames.js";
 import { attachmentOf, newSubscription, subscriptionOf, SubscriptionHub, type Subscription } from "./subscriptions";
 
@@ -378,7 +378,7 @@ async function readEvents(stream: ReadableStream<Uint8Array>, lastId: number): P
   const envelopes: string[] = [];
   const names: string[] = [];
   try {
-    while (envelopes.length < 500) {
+    while (envelopes.length < 5_000) {
       const { value, done } = await reader.read();
       if (done) break;
       for (const f of parser.push(new TextDecoder().decode(value))) {
@@ -440,5 +440,36 @@ describe("fan-out: lean frames", () => {
     // The branch reader never got events 2–4: its first live frame is full, the rest lean.
     expect(branch.envelopes).toEqual([l.rows[0]!, ...l.rows.slice(4)].map((r) => r.envelope));
     expect(branch.names).toEqual(["message.part.updated", "message.part.updated", DELTA_EVENT, DELTA_EVENT]);
+  });
+
+  it("a large live batch goes as several messages, none past the bound, and reads back exactly the log, lean frames continuing across them", async () => {
+    const l = partLog();
+    l.append("b", "pb", "done ");
+    const sent: Array<{ ws: WebSocket; message: Uint8Array }> = [];
+    const readPage = (after: number, limit: number, branch?: number) => l.rows.filter((r) => r.seq > after && (branch === undefined || JSON.parse(r.envelope).turnId === "a")).slice(0, limit);
+    // The production slow-viewer bound (SSE_MAX_PENDING_BYTES, 4 MiB): the batch is 6 MB.
+    const fanout = new EventFanout({ readPage, lastSeq: () => l.rows.length, firstRetainedSeq: () => 1, pingIntervalMs: 60_000, maxPendingBytes: 4 * 1024 * 1024, onSend: (ws, message) => sent.push({ ws, message }) });
+    fanout.publish(l.rows[0]!);
+    await new Promise((r) => setTimeout(r, 0));
+    // The watcher is synced; the branch reader's replay held nothing, so its first live frame goes full.
+    const watching = readEvents(fanout.open(0), 601);
+    const branchReading = readEvents(fanout.open(0, 1), 601);
+    await new Promise((r) => setTimeout(r, 10));
+    sent.length = 0;
+    const rows: EventRow[] = [];
+    for (let i = 0; i < 600; i++) rows.push(l.append("a", "pa", `${i} ${"w".repeat(10_000)}`));
+    fanout.publishBatch(rows);
+    const watched = await watching;
+    const branch = await branchReading;
+    expect(sent.length).toBeGreaterThan(2 * 20);
+    for (const { message } of sent) {
+      expect(message[0]).toBe(EVENTS);
+      expect(message.byteLength - 1).toBeLessThanOrEqual(LIVE_MESSAGE_BYTES);
+    }
+    expect(watched.envelopes).toEqual(l.rows.map((r) => r.envelope));
+    expect(watched.names.slice(2).every((n) => n === DELTA_EVENT)).toBe(true);
+    expect(branch.envelopes).toEqual(rows.map((r) => r.envelope));
+    expect(branch.names[0]).toBe("message.part.updated");
+    expect(branch.names.slice(1).every((n) => n === DELTA_EVENT)).toBe(true);
   });
 });

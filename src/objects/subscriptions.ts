@@ -16,12 +16,13 @@
  *
  * Frames are encoded here, once: a replay page for its one socket, a live batch once for every
  * socket (public/lib/frames.js: a text delta that continues the previous frame's part goes as a
- * lean frame). A message is a kind byte and the SSE bytes the Worker writes as they are.
+ * lean frame), in messages of whole frames of at most LIVE_MESSAGE_BYTES. A message is a kind
+ * byte and the SSE bytes the Worker writes as they are.
  */
 import { z } from "zod";
 import { DELTA_EVENT, encodeEvent, type Envelope } from "../../public/lib/frames.js";
 import { encodeSseFrame, encodeSseRetry } from "../lib/sse";
-import { CLOSE_PROTOCOL, EVENTS, LIVE, PAGE, PullMessage, SUBSCRIBE_PATH, wireMessage } from "../lib/subscription-wire";
+import { CLOSE_PROTOCOL, EVENTS, LIVE, LIVE_MESSAGE_BYTES, PAGE, PullMessage, SUBSCRIBE_PATH, wireMessage, wireMessageOf } from "../lib/subscription-wire";
 import type { EventRow, SessionStore } from "./session-store";
 import { pathOf } from "./turn-tree";
 
@@ -77,13 +78,31 @@ export interface SubscriptionHubDeps<S> {
 
 const DEFAULT_PAGE_BYTES = 256 * 1024;
 
-/** Live events encoded and not sent yet: one message per batch per socket. */
+/** Live frames encoded (SSE bytes, each a whole frame) and not sent yet, and their total. */
+interface LiveMessage {
+  frames: Uint8Array[];
+  bytes: number;
+}
+
+/** Live events encoded and not sent yet: messages of at most LIVE_MESSAGE_BYTES, the same for every socket. */
 interface LiveBatch {
-  text: string;
+  messages: LiveMessage[];
   /** Its first event, and whether it went lean (a stream that is not synced needs it full). */
   first: EventRow;
-  firstLength: number;
   firstLean: boolean;
+}
+
+const utf8 = new TextEncoder();
+
+/** The messages of a batch: each at most `bound` bytes of frames, a frame larger than that alone. */
+function addFrame(messages: LiveMessage[], frame: Uint8Array, bound: number): void {
+  const last = messages.at(-1);
+  if (last && last.bytes + frame.byteLength <= bound) {
+    last.frames.push(frame);
+    last.bytes += frame.byteLength;
+  } else {
+    messages.push({ frames: [frame], bytes: frame.byteLength });
+  }
 }
 
 export function newSubscription(after: number, branch?: number): Subscription {
@@ -164,15 +183,15 @@ export class SubscriptionHub<S> {
 
   /**
    * Pushes committed events, in log order, to every live subscription: each frame encoded once,
-   * and one message per socket for the batch (and for everything else published in the same
-   * synchronous burst).
+   * and the same messages (whole frames, each at most LIVE_MESSAGE_BYTES) to every socket for the
+   * batch and everything else published in the same synchronous burst.
    */
   publishBatch(rows: readonly EventRow[]): void {
     for (const row of rows) {
       const encoded = encodeEvent(this.live.context, row);
-      const text = encodeSseFrame(encoded.frame);
-      if (this.batch) this.batch.text += text;
-      else this.batch = { text, first: row, firstLength: text.length, firstLean: encoded.frame.event === DELTA_EVENT };
+      const frame = utf8.encode(encodeSseFrame(encoded.frame));
+      this.batch ??= { messages: [], first: row, firstLean: encoded.frame.event === DELTA_EVENT };
+      addFrame(this.batch.messages, frame, LIVE_MESSAGE_BYTES);
       this.live = { context: encoded.context, envelope: row.envelope };
     }
     if (this.batch && !this.flushQueued) {
@@ -186,20 +205,26 @@ export class SubscriptionHub<S> {
     const batch = this.batch;
     if (!batch) return;
     this.batch = null;
-    const message = wireMessage(EVENTS, batch.text);
+    // Several messages for a large batch (a resumed reader's whole part texts, tool outputs): none
+    // past the platform's message limit, none alone past the relay's slow-viewer bound. The relay
+    // writes them to one response in order, so a lean frame may continue the message before it.
+    const messages = batch.messages.map((m) => wireMessageOf(EVENTS, m.frames));
     // For a stream that joined live after a frame of its own (a branch's replay, a page that ended
     // elsewhere): the same batch with its first frame full. Encoded at most once per batch.
-    let resumed: Uint8Array | undefined;
+    let resumed: Uint8Array[] | undefined;
+    const resume = (): Uint8Array[] => {
+      const full = utf8.encode(encodeSseFrame(encodeEvent(null, batch.first).frame));
+      const head: LiveMessage[] = [];
+      addFrame(head, full, LIVE_MESSAGE_BYTES);
+      for (const frame of batch.messages[0]!.frames.slice(1)) addFrame(head, frame, LIVE_MESSAGE_BYTES);
+      return [...head.map((m) => wireMessageOf(EVENTS, m.frames)), ...messages.slice(1)];
+    };
     for (const socket of this.deps.sockets()) {
       try {
         const state = this.deps.load(socket);
         if (!state?.live) continue;
-        if (batch.firstLean && !state.synced) {
-          resumed ??= wireMessage(EVENTS, encodeSseFrame(encodeEvent(null, batch.first).frame) + batch.text.slice(batch.firstLength));
-          this.deps.send(socket, resumed);
-        } else {
-          this.deps.send(socket, message);
-        }
+        const out = batch.firstLean && !state.synced ? (resumed ??= resume()) : messages;
+        for (const message of out) this.deps.send(socket, message);
         if (!state.synced) {
           state.synced = true;
           this.deps.save(socket, state);
@@ -336,7 +361,7 @@ export class SubscriptionSockets {
     this.hub.publish(row);
   }
 
-  /** Committed events in log order: one message per live socket. */
+  /** Committed events in log order: the same messages to every live socket. */
   publishBatch(rows: readonly EventRow[]): void {
     this.hub.publishBatch(rows);
   }

@@ -1,8 +1,9 @@
 /**
  * The page's stream (public/lib/stream.js) reads frames back into events: a lean delta frame
  * (docs/sse-protocol.md §11) reaches the reducer as the full `message.part.updated` it stands for,
- * a reconnect starts afresh (a new response starts with a full frame), and a `stream.reset` goes to
- * the page's reset, leaving nothing to continue.
+ * a reconnect starts afresh (a new response starts with a full frame), a `stream.reset` goes to
+ * the page's reset, leaving nothing to continue, and a frame that cannot be read back reopens the
+ * stream after the last event applied (§11.2).
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { DELTA_EVENT } from "../../public/lib/frames.js";
@@ -51,7 +52,9 @@ async function follow() {
   const events: unknown[] = [];
   let resets = 0;
   const api = { baseUrl: "", streamToken: async () => ({ eventsUrl: "/v1/conversations/c/events?access_token=x" }), summary: async () => ({ lastEventId: 0 }) };
-  const stream = followStream({ api, cid: "c", after: () => 0, onEvent: (e: unknown) => events.push(e), onReset: () => resets++, onState: () => {}, exists: false });
+  // The page's cursor: the last event it applied.
+  const after = () => (events.at(-1) as { seq?: number } | undefined)?.seq ?? 0;
+  const stream = followStream({ api, cid: "c", after, onEvent: (e: unknown) => events.push(e), onReset: () => resets++, onState: () => {}, exists: false });
   await new Promise((r) => setTimeout(r, 0));
   return { es: FakeEventSource.opened[0]!, events, resets: () => resets, stream };
 }
@@ -69,17 +72,39 @@ describe("the page's stream", () => {
     stream.close();
   });
 
-  it("after EventSource's own reconnect or a reset, a lean frame has nothing to continue and is dropped", async () => {
+  it("a delta frame with nothing to continue (the first of a response, or after a reset) is not skipped: the stream is closed and opened again strictly after the last event applied", async () => {
     const { es, events, resets, stream } = await follow();
-    es.frame("message.part.updated", envelope(1, "Hello ", "2026-12-02T06:00:00.000Z"), "1");
-    es.fail(); // EventSource reconnects: a new response
+    // The first frame of a response: nothing to continue.
     es.frame(DELTA_EVENT, '{"d":"world"}', "2");
-    expect(events).toHaveLength(1);
-    es.frame("message.part.updated", envelope(2, "world", "2026-12-02T06:00:00.000Z"), "2");
-    es.frame("stream.reset", '{"type":"stream.reset","data":{}}');
+    expect(events).toEqual([]);
+    expect(es.readyState).toBe(FakeEventSource.CLOSED);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(FakeEventSource.opened.map((s) => new URL(s.url, "http://x").searchParams.get("after"))).toEqual(["0", "0"]);
+    // The new response reads on; a reset there leaves nothing to continue, and the next delta
+    // reopens after event 1, the last one applied.
+    const next = FakeEventSource.opened[1]!;
+    next.frame("message.part.updated", envelope(1, "Hello ", "2026-12-02T06:00:00.000Z"), "1");
+    next.frame("stream.reset", '{"type":"stream.reset","data":{}}');
     expect(resets()).toBe(1);
-    es.frame(DELTA_EVENT, '{"d":"!"}', "3");
-    expect(events.map((e) => (e as { seq: number }).seq)).toEqual([1, 2]);
+    next.frame(DELTA_EVENT, '{"d":"!"}', "3");
+    next.frame("message.part.updated", envelope(3, "!", "2026-12-02T06:00:00.000Z"), "3");
+    expect(next.readyState).toBe(FakeEventSource.CLOSED);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(FakeEventSource.opened).toHaveLength(3);
+    expect(new URL(FakeEventSource.opened[2]!.url, "http://x").searchParams.get("after")).toBe("1");
+    // Nothing read from a response once it was left.
+    expect(events.map((e) => (e as { seq: number }).seq)).toEqual([1]);
+    stream.close();
+  });
+
+  it("after EventSource's own reconnect a new decoder reads the new response from its full first frame", async () => {
+    const { es, events, stream } = await follow();
+    es.frame("message.part.updated", envelope(1, "Hello ", "2026-12-02T06:00:00.000Z"), "1");
+    es.fail(); // EventSource reconnects: a new response, which starts with a full frame
+    es.frame("message.part.updated", envelope(2, "world", "2026-12-02T06:00:00.000Z"), "2");
+    es.frame(DELTA_EVENT, '{"d":"!","t":5}', "3");
+    expect(events.map((e) => (e as { seq: number }).seq)).toEqual([1, 2, 3]);
+    expect(FakeEventSource.opened).toHaveLength(1);
     stream.close();
   });
 });
