@@ -12,7 +12,7 @@
 import type { AgentProvider, ProviderEvent } from "../providers/provider";
 import type { BudgetStop } from "./budget-stop";
 import type { EventLog } from "./event-log";
-import { ingestStep } from "./ingest";
+import { eventBytes, ingestStep } from "./ingest";
 import { IngestQueue } from "./ingest-queue";
 import type { InteractionDesk } from "./interaction-desk";
 import { runPump } from "./pump";
@@ -65,6 +65,8 @@ export class UpstreamReader {
     const queue = new IngestQueue<ProviderEvent>({
       apply: (batch) => (this.deps.exists() ? this.ingest(turnId, ref.executionId, batch) : 0),
       durable: () => this.deps.durable(),
+      // Bounded by bytes as well as by count: a part's frame carries its whole text so far.
+      sizeOf: eventBytes,
     });
     const reader = { executionId: turn.executionId, abort, queue };
     this.reader = reader;
