@@ -95,6 +95,8 @@ export class UpstreamReader {
       .finally(() => {
         queue.close();
         if (this.reader === reader) this.reader = undefined;
+        // Every way a reader stops lets go of its execution's held cursor (unless it reads again).
+        if (this.reader?.executionId !== reader.executionId) this.release(reader.executionId);
         this.deps.stopped();
       });
   }
@@ -104,11 +106,20 @@ export class UpstreamReader {
     return this.reader !== undefined;
   }
 
+  /** Stops the reader (a cancel, the watchdog's fail, a shutdown): its execution's held cursor is let go now. */
   stop(): void {
-    this.reader?.abort.abort();
+    const reader = this.reader;
+    if (!reader) return;
+    reader.abort.abort();
     // Nothing read after a stop is applied.
-    this.reader?.queue.close();
+    reader.queue.close();
     this.reader = undefined;
+    this.release(reader.executionId);
+  }
+
+  /** Lets go of what the store holds in memory for an execution (a deleted conversation holds nothing, and gets no store back). */
+  private release(executionId: string): void {
+    if (this.deps.exists()) this.store.releaseHeld(executionId);
   }
 
   /**
