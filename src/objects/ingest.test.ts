@@ -107,5 +107,8 @@ describe("a terminal frame that does not say how the run ended", () => {
     const nested: ProviderEvent = { kind: "passthrough", upstreamId: "2", shown: { type: "raw", data: { items: [{ text: "z".repeat(5000) }, "w".repeat(3000)] } } };
     expect(eventBytes(nested)).toBeGreaterThanOrEqual(8000);
     expect(eventBytes({ kind: "private", upstreamId: undefined, type: "x" })).toBeLessThan(100);
+    // A long array is walked without spreading it into one call's arguments.
+    const wide: ProviderEvent = { kind: "passthrough", upstreamId: "3", shown: { type: "raw", data: { items: Array.from({ length: 200_000 }, () => 1) } } };
+    expect(eventBytes(wide)).toBeGreaterThanOrEqual(200_000 * 8);
   });
 });

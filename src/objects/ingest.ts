@@ -122,7 +122,7 @@ export function eventBytes(event: ProviderEvent): number {
     const value = stack.pop();
     bytes += 8;
     if (typeof value === "string") bytes += value.length;
-    else if (Array.isArray(value)) stack.push(...value);
+    else if (Array.isArray(value)) for (const inner of value) stack.push(inner);
     else if (value !== null && typeof value === "object") {
       for (const [key, inner] of Object.entries(value)) {
         bytes += key.length;
