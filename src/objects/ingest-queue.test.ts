@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { IngestQueue } from "./ingest-queue";
+import { DEFAULT_MAX_QUEUED_BYTES, IngestQueue } from "./ingest-queue";
 
 /** A queue whose durability the test releases by hand. */
 function manual(apply: (batch: number[]) => number = (b) => b.length) {
@@ -62,7 +62,11 @@ describe("the ingest queue", () => {
     queue.push(2);
     queue.push(3);
     await release();
-    expect(batches).toEqual([[1], [2, 3]]);
+    // Rolled back whole, then applied in halves: 2 commits, 3 fails alone.
+    expect(batches).toEqual([[1], [2, 3], [2], [3]]);
+    // What committed before the failing event is made durable before the reader hears of it.
+    expect(queue.admitted).toBe(2);
+    await release();
     expect(() => queue.push(4)).toThrow("rolled back");
     // Handed over once: the reader reconnects and pushes again.
     queue.push(2);
@@ -89,6 +93,94 @@ describe("the ingest queue", () => {
     await release();
     expect(batches).toEqual([[1]]);
     await expect(queue.settled()).resolves.toBeUndefined();
+  });
+
+  it("a failed batch is applied again in halves: the events before the failing one commit, none after it", async () => {
+    const { queue, batches, release } = manual((batch) => {
+      if (batch.includes(50)) throw new Error("bad frame");
+      return batch.length;
+    });
+    queue.push(1);
+    // 2..60 arrive while the first commit becomes durable (a reader past its backlog bound).
+    for (let id = 2; id <= 60; id++) queue.push(id);
+    let failed: unknown;
+    void queue.settled().catch((err) => (failed = err));
+    await release();
+    const committed = batches.filter((b) => !b.includes(50)).flat();
+    expect(committed).toEqual(Array.from({ length: 49 }, (_, i) => i + 1));
+    expect(queue.admitted).toBe(49);
+    // The failing event was tried alone, and nothing after it was applied.
+    expect(batches.at(-1)).toEqual([50]);
+    expect(batches.filter((b) => !b.includes(50)).flat().filter((id) => id > 50)).toEqual([]);
+    // Few attempts: about two per halving, not one per event.
+    expect(batches.length).toBeLessThanOrEqual(2 + 2 * Math.ceil(Math.log2(59)));
+    await release();
+    expect(String(failed)).toContain("bad frame");
+  });
+
+  it("the backlog is bounded by bytes too: large frames make the reader wait, and all are applied once released, in order", async () => {
+    const MiB = 1024 * 1024;
+    const text = "x".repeat(MiB);
+    const pending: Array<() => void> = [];
+    const applied: number[] = [];
+    const queue = new IngestQueue<{ id: number; text: string }>({
+      apply: (batch) => {
+        for (const e of batch) applied.push(e.id);
+        return batch.length;
+      },
+      durable: () => new Promise<void>((resolve) => pending.push(resolve)),
+      sizeOf: (e) => e.text.length,
+    });
+    // A reader: pushes while the queue is not backlogged, else waits for the commit in flight.
+    let next = 1;
+    let maxQueued = 0;
+    let sawBacklog = false;
+    const reader = (async () => {
+      while (next <= 40) {
+        queue.push({ id: next++, text });
+        maxQueued = Math.max(maxQueued, queue.queuedBytes());
+        if (queue.backlogged()) {
+          sawBacklog = true;
+          await queue.settled();
+        }
+      }
+      await queue.settled();
+    })();
+    for (let i = 0; i < 10; i++) await Promise.resolve();
+    // Held by the first commit's durability: the reader waits, the queue at the bound.
+    expect(sawBacklog).toBe(true);
+    expect(queue.backlogged()).toBe(true);
+    expect(queue.queuedBytes()).toBeLessThanOrEqual(DEFAULT_MAX_QUEUED_BYTES);
+    expect(next - 1).toBeLessThan(40);
+    while (next <= 40 || pending.length > 0) {
+      pending.shift()?.();
+      for (let i = 0; i < 10; i++) await Promise.resolve();
+    }
+    await reader;
+    expect(maxQueued).toBeLessThanOrEqual(DEFAULT_MAX_QUEUED_BYTES);
+    expect(applied).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+  });
+
+  it("a frame larger than the byte bound still goes, alone", async () => {
+    const pending: Array<() => void> = [];
+    const batches: number[][] = [];
+    const queue = new IngestQueue<{ id: number; size: number }>({
+      apply: (batch) => (batches.push(batch.map((e) => e.id)), batch.length),
+      durable: () => new Promise<void>((resolve) => pending.push(resolve)),
+      sizeOf: (e) => e.size,
+      maxQueuedBytes: 100,
+    });
+    queue.push({ id: 1, size: 10 });
+    queue.push({ id: 2, size: 500 });
+    expect(queue.backlogged()).toBe(true);
+    const done = queue.settled();
+    while (pending.length > 0) {
+      pending.shift()!();
+      for (let i = 0; i < 5; i++) await Promise.resolve();
+    }
+    await done;
+    expect(batches).toEqual([[1], [2]]);
+    expect(queue.queuedBytes()).toBe(0);
   });
 
   it("property: whenever durability comes, every event is applied once, in order, and settled means all applied", async () => {

@@ -8,9 +8,17 @@
  * `apply` is one synchronous storage transaction over the whole batch (./upstream-reader.ts);
  * `durable` resolves once what was committed is durable (`ctx.storage.sync()`: the output gate,
  * which also holds every socket send of the object until then). A batch that throws is rolled
- * back whole: the queue is dropped and the failure is handed to the reader (the next `push` or
- * `settled` throws it, and `onFailure` listeners drop the stream being read), which reconnects from
- * the cursor the store still holds, so what the batch held is read again.
+ * back whole, then applied again in halves, in order, down to the one event that fails: the events
+ * before it commit in this pass (so one bad frame costs one pass, not one pass per frame before
+ * it), and nothing after it is applied (the cursor never passes an event not stored). The queue is
+ * then dropped and the failure handed to the reader (the next `push` or `settled` throws it, and
+ * `onFailure` listeners drop the stream being read), which reconnects from the cursor the store
+ * holds, so the failing event is read again, first and alone.
+ *
+ * The backlog is bounded by count and by an estimate of its bytes (`sizeOf`): upstream frames may
+ * each be large (a part's whole text so far, up to 1 MiB). Once either bound is reached the reader
+ * waits for the commit in flight (`backlogged`), so the queue holds at most the bound plus the one
+ * frame that reached it; a frame larger than the bound still goes, alone.
  */
 
 export interface IngestQueueDeps<E> {
@@ -20,13 +28,20 @@ export interface IngestQueueDeps<E> {
   durable(): Promise<void>;
   /** Events queued beyond which the reader waits for the commit in flight (memory stays bounded). */
   maxQueued?: number;
+  /** An estimate of an event's size in bytes (its memory); without it, events are not weighed. */
+  sizeOf?(event: E): number;
+  /** Estimated bytes queued beyond which the reader waits for the commit in flight. */
+  maxQueuedBytes?: number;
 }
 
-// Upstream frames may each be large (a part's whole text so far, up to 1 MiB): a few hundred bound the memory.
 const DEFAULT_MAX_QUEUED = 500;
+// Far below the isolate's 128 MB, yet a few dozen large frames (a part's whole text so far, up to 1 MiB each).
+export const DEFAULT_MAX_QUEUED_BYTES = 8 * 1024 * 1024;
 
 export class IngestQueue<E> {
   private queue: E[] = [];
+  /** The estimated bytes of `queue`. */
+  private bytes = 0;
   private running = false;
   private closed = false;
   private failure: unknown = undefined;
@@ -44,12 +59,18 @@ export class IngestQueue<E> {
     this.throwFailure();
     if (this.closed) return;
     this.queue.push(event);
+    if (this.deps.sizeOf) this.bytes += this.deps.sizeOf(event);
     if (!this.running) void this.run();
+  }
+
+  /** The estimated bytes of the events waiting for a commit. */
+  queuedBytes(): number {
+    return this.bytes;
   }
 
   /** Whether the reader should wait (`settled`) before reading on. */
   backlogged(): boolean {
-    return this.queue.length >= (this.deps.maxQueued ?? DEFAULT_MAX_QUEUED);
+    return this.queue.length >= (this.deps.maxQueued ?? DEFAULT_MAX_QUEUED) || this.bytes >= (this.deps.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES);
   }
 
   /** Resolves when every event pushed so far is committed and durable; rejects with a batch's failure. */
@@ -72,7 +93,7 @@ export class IngestQueue<E> {
   /** Drops what is queued and applies nothing more (the reader was stopped). */
   close(): void {
     this.closed = true;
-    this.queue = [];
+    this.drop();
     this.wake();
   }
 
@@ -81,20 +102,45 @@ export class IngestQueue<E> {
     try {
       while (this.queue.length > 0 && !this.closed) {
         const batch = this.queue;
-        this.queue = [];
-        this.admitted += this.deps.apply(batch);
-        this.commits++;
-        // What arrives while this commit becomes durable forms the next batch.
-        await this.deps.durable();
+        this.drop();
+        const before = this.commits;
+        try {
+          this.applyInOrder(batch);
+        } finally {
+          // What arrives while this commit becomes durable forms the next batch; what committed
+          // before a failing event is made durable before the reader hears of the failure.
+          if (this.commits > before) await this.deps.durable();
+        }
       }
     } catch (err) {
       this.failure = err;
-      this.queue = [];
+      this.drop();
       for (const listener of [...this.failureListeners]) listener();
     } finally {
       this.running = false;
       this.wake();
     }
+  }
+
+  /**
+   * Applies `batch` in one commit; if it fails (rolled back whole), its halves in order, and so on
+   * down to the one event that fails, which throws. Nothing after a failing event is applied.
+   */
+  private applyInOrder(batch: E[]): void {
+    try {
+      this.admitted += this.deps.apply(batch);
+      this.commits++;
+    } catch (err) {
+      if (batch.length === 1) throw err;
+      const half = Math.ceil(batch.length / 2);
+      this.applyInOrder(batch.slice(0, half));
+      this.applyInOrder(batch.slice(half));
+    }
+  }
+
+  private drop(): void {
+    this.queue = [];
+    this.bytes = 0;
   }
 
   private wake(): void {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ProviderEvent } from "../providers/provider";
 import type { InteractionStatus, TurnStatus } from "./session-store";
-import { ingestStep, type IngestState } from "./ingest";
+import { eventBytes, ingestStep, type IngestState } from "./ingest";
 import { emptyExecutionUsage, foldReceipt } from "./usage-fold";
 
 const state = (status: TurnStatus = "running", asks: Record<string, InteractionStatus> = {}, usage = emptyExecutionUsage("e")): IngestState => ({
@@ -96,5 +96,19 @@ describe("a terminal frame that does not say how the run ended", () => {
   it("a frame that says the run completed is believed, stop or not", () => {
     const result: ProviderEvent = { kind: "terminal", upstreamId: "8", status: "completed", text: "done in time" };
     expect(ingestStep({ ...state(), cancelRequested: true }, result).finish).toEqual({ status: "completed", text: "done in time" });
+  });
+
+  it("estimates an event's bytes from its strings: a part's frame weighs about its text", () => {
+    const MiB = 1024 * 1024;
+    const big: ProviderEvent = { kind: "part", upstreamId: "1", part: { id: "p", type: "text", text: "x".repeat(MiB) }, delta: "y".repeat(1024) };
+    const bytes = eventBytes(big);
+    expect(bytes).toBeGreaterThanOrEqual(MiB + 1024);
+    expect(bytes).toBeLessThan(MiB + 1024 + 512);
+    const nested: ProviderEvent = { kind: "passthrough", upstreamId: "2", shown: { type: "raw", data: { items: [{ text: "z".repeat(5000) }, "w".repeat(3000)] } } };
+    expect(eventBytes(nested)).toBeGreaterThanOrEqual(8000);
+    expect(eventBytes({ kind: "private", upstreamId: undefined, type: "x" })).toBeLessThan(100);
+    // A long array is walked without spreading it into one call's arguments.
+    const wide: ProviderEvent = { kind: "passthrough", upstreamId: "3", shown: { type: "raw", data: { items: Array.from({ length: 200_000 }, () => 1) } } };
+    expect(eventBytes(wide)).toBeGreaterThanOrEqual(200_000 * 8);
   });
 });

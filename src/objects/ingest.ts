@@ -109,3 +109,26 @@ export function ingestStep(state: IngestState, event: ProviderEvent): IngestStep
     }
   }
 }
+
+/**
+ * An estimate of an event's size in memory, in bytes (the ingest queue's byte bound): the length
+ * of its strings plus a few bytes per value, found by a walk that never copies a string (cheaper
+ * than serializing it). An estimate, not a measurement: V8 may hold a character in one byte or two.
+ */
+export function eventBytes(event: ProviderEvent): number {
+  let bytes = 0;
+  const stack: unknown[] = [event];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    bytes += 8;
+    if (typeof value === "string") bytes += value.length;
+    else if (Array.isArray(value)) for (const inner of value) stack.push(inner);
+    else if (value !== null && typeof value === "object") {
+      for (const [key, inner] of Object.entries(value)) {
+        bytes += key.length;
+        stack.push(inner);
+      }
+    }
+  }
+  return bytes;
+}

@@ -32,7 +32,7 @@ function scripted(streams: Array<ProviderEvent[] | Error>, result: ProviderResul
  * `durable` resolves on a later macrotask, as the output gate does, so frames that arrive meanwhile
  * wait for the next batch.
  */
-function host(options: { failOn?: string } = {}) {
+function host(options: { failOn?: string; failTimes?: number; alwaysFailOn?: string } = {}) {
   const seen = new Set<string>();
   const log: string[] = [];
   const commits: string[][] = [];
@@ -41,6 +41,7 @@ function host(options: { failOn?: string } = {}) {
   let settled: string | undefined;
   let lost: string | undefined;
   let failOn = options.failOn;
+  let failTimes = options.failTimes ?? 1;
   const queue = new IngestQueue<ProviderEvent>({
     apply(batch) {
       // One transaction: a failure keeps nothing of the batch.
@@ -49,9 +50,10 @@ function host(options: { failOn?: string } = {}) {
       try {
         for (const event of batch) {
           if (event.upstreamId === failOn) {
-            failOn = undefined;
+            if (--failTimes <= 0) failOn = undefined;
             throw new Error("the commit failed");
           }
+          if (event.upstreamId === options.alwaysFailOn) throw new Error("this frame always fails");
           if (event.upstreamId !== undefined) {
             if (seen.has(event.upstreamId)) continue;
             seen.add(event.upstreamId);
@@ -163,11 +165,21 @@ describe("the upstream reader", () => {
     expect(h.commits).toEqual([["1"], ["2", "3", "4", "5"]]);
   });
 
-  it("a commit that fails keeps nothing of its batch: the reader reconnects from the last committed id and reads it again", async () => {
+  it("a commit that fails keeps nothing of its batch: its halves are applied again, and the reader reconnects from the last committed id", async () => {
     const { provider, cursors } = scripted([[ev("1"), ev("2"), ev("3")], [ev("2"), ev("3"), ev("4", "completed")]]);
+    // 3 fails twice: in the batch [2, 3], then alone; 2 commits on its own in between.
+    const h = host({ failOn: "3", failTimes: 2 });
+    expect(await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep })).toBe("finished");
+    expect(h.commits.slice(0, 2)).toEqual([["1"], ["2"]]);
+    expect(cursors).toEqual([undefined, "2"]);
+    expect(h.log).toEqual(["1", "2", "3", "4"]);
+  });
+
+  it("a commit that fails once is applied again in halves at once: nothing is read twice", async () => {
+    const { provider, cursors } = scripted([[ev("1"), ev("2"), ev("3"), ev("4", "completed")]]);
     const h = host({ failOn: "3" });
     expect(await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep })).toBe("finished");
-    expect(cursors).toEqual([undefined, "1"]);
+    expect(cursors).toEqual([undefined]);
     expect(h.log).toEqual(["1", "2", "3", "4"]);
   });
 
@@ -195,6 +207,29 @@ describe("the upstream reader", () => {
     expect(await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep })).toBe("finished");
     expect(cursors).toEqual([undefined, "1"]);
     expect(h.log).toEqual(["1", "2", "3"]);
+  });
+
+  it("a frame whose commit always fails is isolated: the frames before it commit in the first pass, not one per pass", async () => {
+    const h = host({ alwaysFailOn: "50" });
+    const passes: Array<{ after: string | undefined; committed: number }> = [];
+    const provider = {
+      name: "fake",
+      // Replays every frame after the cursor at once (a resumed reader at wire speed); the run goes on.
+      async *events(_ref: unknown, options: { after?: string }) {
+        passes.push({ after: options.after, committed: h.log.length });
+        for (let id = Number(options.after ?? 0) + 1; id <= 60; id++) yield ev(String(id));
+      },
+      async result() {
+        return null;
+      },
+    } as unknown as AgentProvider;
+    const outcome = await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep, maxAttempts: 3 });
+    expect(outcome).toBe("gave_up");
+    expect(h.log).toEqual(Array.from({ length: 49 }, (_, i) => String(i + 1)));
+    // 1..49 committed by the end of the first pass; every later pass starts at the bad frame and
+    // fails on it alone, without progress, until the reader gives up.
+    expect(passes.map((p) => p.committed)).toEqual([0, 49, 49, 49]);
+    expect(passes.slice(1).every((p) => p.after === "49")).toBe(true);
   });
 
   it("backs off exponentially up to a cap", () => {

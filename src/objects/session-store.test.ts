@@ -53,6 +53,22 @@ describe("upstream de-duplication: one rule, SessionStore.admitUpstream", () => 
     });
   });
 
+  it("a stopped reader's held cursor and seen ids are let go from memory, and read back from storage on next use", async () => {
+    await withStore("release", (store) => {
+      expect(store.admitUpstream("t", "e", "evt-a")).toBe(true);
+      expect(store.admitUpstream("t", "e", "evt-b")).toBe(true);
+      store.settleAdmissions();
+      // Storage changed behind the store's back: what memory holds still answers.
+      store["sql"].exec("UPDATE turns SET upstream_cursor = 'evt-z' WHERE turn_id = 't'");
+      expect(store.cursorOf("t", "e")).toBe("evt-b");
+      store.releaseHeld("e");
+      // Let go: storage answers (the cursor), and the seen ids it holds are repeats still.
+      expect(store.cursorOf("t", "e")).toBe("evt-z");
+      expect(store.admitUpstream("t", "e", "evt-a")).toBe(false);
+      expect(store.admitUpstream("t", "e", "evt-c")).toBe(true);
+    });
+  });
+
   it("a new frame is progress (the reader is no longer lost); a repeat is not", async () => {
     await withStore("lost", (store) => {
       logFrame(store, "3");

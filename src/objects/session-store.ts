@@ -714,6 +714,16 @@ export class SessionStore {
     this.heldCursors.delete(executionId);
   }
 
+  /**
+   * Drops what memory holds of an execution's cursor and seen ids (its reader stopped: the turn
+   * ended, was cancelled or failed here, or the object shuts down), storage untouched. Safe between
+   * commits, since every commit writes what it admitted (`settleAdmissions`): a reader started
+   * again reads it back from storage once.
+   */
+  releaseHeld(executionId: string): void {
+    this.heldCursors.delete(executionId);
+  }
+
   // ---- event log
 
   /** Appends one event and answers it with its seq; the caller publishes it after the transaction. */

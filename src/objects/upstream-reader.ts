@@ -12,7 +12,7 @@
 import type { AgentProvider, ProviderEvent } from "../providers/provider";
 import type { BudgetStop } from "./budget-stop";
 import type { EventLog } from "./event-log";
-import { ingestStep } from "./ingest";
+import { eventBytes, ingestStep } from "./ingest";
 import { IngestQueue } from "./ingest-queue";
 import type { InteractionDesk } from "./interaction-desk";
 import { runPump } from "./pump";
@@ -65,6 +65,8 @@ export class UpstreamReader {
     const queue = new IngestQueue<ProviderEvent>({
       apply: (batch) => (this.deps.exists() ? this.ingest(turnId, ref.executionId, batch) : 0),
       durable: () => this.deps.durable(),
+      // Bounded by bytes as well as by count: a part's frame carries its whole text so far.
+      sizeOf: eventBytes,
     });
     const reader = { executionId: turn.executionId, abort, queue };
     this.reader = reader;
@@ -93,6 +95,8 @@ export class UpstreamReader {
       .finally(() => {
         queue.close();
         if (this.reader === reader) this.reader = undefined;
+        // Every way a reader stops lets go of its execution's held cursor (unless it reads again).
+        if (this.reader?.executionId !== reader.executionId) this.release(reader.executionId);
         this.deps.stopped();
       });
   }
@@ -102,11 +106,20 @@ export class UpstreamReader {
     return this.reader !== undefined;
   }
 
+  /** Stops the reader (a cancel, the watchdog's fail, a shutdown): its execution's held cursor is let go now. */
   stop(): void {
-    this.reader?.abort.abort();
+    const reader = this.reader;
+    if (!reader) return;
+    reader.abort.abort();
     // Nothing read after a stop is applied.
-    this.reader?.queue.close();
+    reader.queue.close();
     this.reader = undefined;
+    this.release(reader.executionId);
+  }
+
+  /** Lets go of what the store holds in memory for an execution (a deleted conversation holds nothing, and gets no store back). */
+  private release(executionId: string): void {
+    if (this.deps.exists()) this.store.releaseHeld(executionId);
   }
 
   /**
