@@ -9,6 +9,12 @@
  * after it (the subscriptions send such a burst as one message per socket): the Durable Object's
  * output gate then holds every socket send until the commit is durable, so no viewer sees a row a
  * crash could take back.
+ *
+ * One exception, the held tail (./log-chunks.ts, docs/sse-protocol.md §12): a text delta that
+ * continues a part whose upstream frame carried the part's whole text is published at once
+ * (`publishHeld`) and stored with a later commit, several in one row. `settle` writes the tail in
+ * every commit before the commit's own rows, so the log's order is the order viewers saw; what a
+ * crash takes of the tail is read again from upstream, and comes back within the part's whole text.
  */
 import type { EventRow, NewEvent } from "./session-store";
 
@@ -26,6 +32,8 @@ export interface EventLogDeps {
   settle?(): void;
   /** The transaction rolled back: what the store holds in memory is dropped. */
   rolledBack?(): void;
+  /** The transaction committed: what it wrote of what the store held is stored now. */
+  committed?(): void;
 }
 
 export class EventLog {
@@ -54,7 +62,13 @@ export class EventLog {
       throw err;
     }
     this.commits++;
+    this.deps.committed?.();
     for (const row of rows) this.deps.publish(row);
     return result;
+  }
+
+  /** Publishes a delta the store holds (not yet stored): the one row that reaches viewers before its commit. */
+  publishHeld(row: EventRow): void {
+    this.deps.publish(row);
   }
 }

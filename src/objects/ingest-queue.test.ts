@@ -9,7 +9,7 @@ function manual(apply: (batch: number[]) => number = (b) => b.length) {
   const queue = new IngestQueue<number>({
     apply: (batch) => {
       batches.push([...batch]);
-      return apply(batch);
+      return { admitted: apply(batch), committed: true };
     },
     durable: () => new Promise<void>((resolve) => pending.push(resolve)),
     maxQueued: 3,
@@ -126,7 +126,7 @@ describe("the ingest queue", () => {
     const queue = new IngestQueue<{ id: number; text: string }>({
       apply: (batch) => {
         for (const e of batch) applied.push(e.id);
-        return batch.length;
+        return { admitted: batch.length, committed: true };
       },
       durable: () => new Promise<void>((resolve) => pending.push(resolve)),
       sizeOf: (e) => e.text.length,
@@ -165,7 +165,7 @@ describe("the ingest queue", () => {
     const pending: Array<() => void> = [];
     const batches: number[][] = [];
     const queue = new IngestQueue<{ id: number; size: number }>({
-      apply: (batch) => (batches.push(batch.map((e) => e.id)), batch.length),
+      apply: (batch) => (batches.push(batch.map((e) => e.id)), { admitted: batch.length, committed: true }),
       durable: () => new Promise<void>((resolve) => pending.push(resolve)),
       sizeOf: (e) => e.size,
       maxQueuedBytes: 100,
@@ -200,5 +200,30 @@ describe("the ingest queue", () => {
       }),
       { numRuns: 200 },
     );
+  });
+
+  it("a batch that committed nothing (deltas the store holds) is not waited on: the next event is applied at once", async () => {
+    const pending: Array<() => void> = [];
+    const batches: number[][] = [];
+    const queue = new IngestQueue<number>({
+      apply: (batch) => (batches.push([...batch]), { admitted: batch.length, committed: batch[0]! % 2 === 0 }),
+      durable: () => new Promise<void>((resolve) => pending.push(resolve)),
+    });
+    queue.push(1);
+    await Promise.resolve();
+    queue.push(3);
+    await Promise.resolve();
+    expect(batches).toEqual([[1], [3]]);
+    expect(pending).toHaveLength(0);
+    expect(queue.commits).toBe(0);
+    queue.push(4);
+    queue.push(5);
+    expect(batches).toEqual([[1], [3], [4]]);
+    expect(pending).toHaveLength(1);
+    pending.shift()!();
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+    expect(batches).toEqual([[1], [3], [4], [5]]);
+    expect(queue.commits).toBe(1);
+    await queue.settled();
   });
 });

@@ -5,7 +5,9 @@
  * So a slow commit makes bigger batches, never a slower reader, and a frame waits at most one
  * commit before its own.
  *
- * `apply` is one synchronous storage transaction over the whole batch (./upstream-reader.ts);
+ * `apply` is one synchronous storage transaction over the whole batch (./upstream-reader.ts), or
+ * none when the store holds the batch's text deltas to write later (./log-chunks.ts): a batch that
+ * committed nothing is not waited on;
  * `durable` resolves once what was committed is durable (`ctx.storage.sync()`: the output gate,
  * which also holds every socket send of the object until then). A batch that throws is rolled
  * back whole, then applied again in halves, in order, down to the one event that fails: the events
@@ -21,9 +23,18 @@
  * frame that reached it; a frame larger than the bound still goes, alone.
  */
 
+/** What applying a batch did: its new events, and whether it committed (only then is it waited on). */
+export interface Applied {
+  admitted: number;
+  committed: boolean;
+}
+
 export interface IngestQueueDeps<E> {
-  /** Applies a batch in one commit; answers how many of its events were new (not repeats). */
-  apply(batch: E[]): number;
+  /**
+   * Applies a batch, in one commit or none (text deltas the store holds, ./log-chunks.ts); answers
+   * how many of its events were new (not repeats) and whether it committed anything.
+   */
+  apply(batch: E[]): Applied;
   /** Resolves once everything committed so far is durable. */
   durable(): Promise<void>;
   /** Events queued beyond which the reader waits for the commit in flight (memory stays bounded). */
@@ -49,7 +60,7 @@ export class IngestQueue<E> {
   private readonly failureListeners = new Set<() => void>();
   /** Events applied as new since this queue was made (a reader's progress). */
   admitted = 0;
-  /** Commits made (batches applied), for tests and counters. */
+  /** Commits made (batches applied that committed), for tests and counters. */
   commits = 0;
 
   constructor(private readonly deps: IngestQueueDeps<E>) {}
@@ -128,8 +139,9 @@ export class IngestQueue<E> {
    */
   private applyInOrder(batch: E[]): void {
     try {
-      this.admitted += this.deps.apply(batch);
-      this.commits++;
+      const applied = this.deps.apply(batch);
+      this.admitted += applied.admitted;
+      if (applied.committed) this.commits++;
     } catch (err) {
       if (batch.length === 1) throw err;
       const half = Math.ceil(batch.length / 2);

@@ -7,7 +7,8 @@
 import type { InteractionRequest } from "../schemas/contracts";
 import type { TokenUsage } from "../schemas/common";
 import type { ProviderEvent, RunError, ShownEvent, TerminalStatus } from "../providers/provider";
-import type { InteractionStatus, TurnStatus } from "./session-store";
+import { TAIL_MAX_BYTES } from "./held-tail";
+import { isNumericUpstreamId, type InteractionStatus, type TurnStatus } from "./session-store";
 import { compactPart } from "./part-text";
 import { foldReceipt, foldUsage, toTokenUsage, type ExecutionUsageState } from "./usage-fold";
 
@@ -108,6 +109,23 @@ export function ingestStep(state: IngestState, event: ProviderEvent): IngestStep
       return unknown;
     }
   }
+}
+
+/**
+ * A text delta the store may hold (published at once, stored with a later commit: ./log-chunks.ts),
+ * as its event's data; null for any other event. It must continue a streaming part whose text the
+ * session holds and is not empty, and upstream must have sent the part's whole text with it: a
+ * reader resumed in a new instance (which holds no text) then sends that part whole, never this
+ * delta again, so what a crash takes of the tail comes back within the part's text. Its upstream
+ * id is a number (the run's cursor is then the newest stored row's id), and the turn runs.
+ */
+export function holdableDelta(event: ProviderEvent, status: TurnStatus | null, known: string | undefined): { part: Record<string, unknown>; delta: string } | null {
+  if (status !== "running" || event.kind !== "part" || event.delta === undefined) return null;
+  if (event.upstreamId === undefined || !isNumericUpstreamId(event.upstreamId)) return null;
+  if (known === undefined || known === "" || typeof event.part.text !== "string" || event.delta.length > TAIL_MAX_BYTES) return null;
+  const compacted = compactPart(event.part, event.delta, known);
+  if (compacted.data.delta === undefined || "text" in compacted.data.part) return null;
+  return { part: compacted.data.part, delta: compacted.data.delta };
 }
 
 /**

@@ -72,7 +72,7 @@ function host(options: { failOn?: string; failTimes?: number; alwaysFailOn?: str
         throw err;
       }
       commits.push(batch.map((e) => e.upstreamId!));
-      return fresh;
+      return { admitted: fresh, committed: true };
     },
     durable: () => new Promise((resolve) => setTimeout(resolve, 0)),
   });

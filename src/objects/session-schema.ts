@@ -5,9 +5,8 @@
  */
 import { COUNTERS } from "../schemas/common";
 
-// 10: turns sent while another runs can wait in a queue, and a conversation is a tree of turns
-// with branches (issue 21).
-const SCHEMA_VERSION = 10;
+// 11: a turn's record costs two rows to insert and one to change (issue 24).
+const SCHEMA_VERSION = 11;
 
 /** Unknown provenance for each counter a stored (pre-9) record holds a value of. */
 function unknownProvenance(values: unknown, present: (v: unknown) => boolean = (v) => v !== undefined): Record<string, "unknown"> {
@@ -190,6 +189,42 @@ export function migrateSessionSchema(sql: Pick<SqlStorage, "exec">): void {
     sql.exec(
       "CREATE TABLE IF NOT EXISTS branches (branch INTEGER PRIMARY KEY, fork_of INTEGER, at_turn_id TEXT, agent_session_id TEXT NOT NULL, forked INTEGER NOT NULL, created_at INTEGER NOT NULL)",
     );
+  }
+  if (current < 11) {
+    // Rows are billed per row written: a turn's insert wrote four (the table, its turn_id key's
+    // index, and the UNIQUE indexes on ordinal and execution_id), and its start two (execution_id's
+    // index). Keyed by turn_id WITHOUT ROWID, with the ordinal index the newest-first walks use: two
+    // rows to insert, one to change. An execution id is unique by construction (one per turn, from
+    // its request digest) and no query looks a turn up by it.
+    sql.exec(`
+      CREATE TABLE turns_v11 (
+        turn_id TEXT PRIMARY KEY,
+        ordinal INTEGER NOT NULL,
+        request_digest TEXT NOT NULL,
+        request TEXT NOT NULL,
+        execution_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        control_ref TEXT,
+        upstream_cursor TEXT,
+        result_text TEXT,
+        error TEXT,
+        usage TEXT,
+        accepted_seq INTEGER,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        completed_at INTEGER,
+        cancel_reason TEXT,
+        lost_at INTEGER,
+        parts TEXT,
+        parent_turn_id TEXT,
+        branch INTEGER NOT NULL DEFAULT 0
+      ) WITHOUT ROWID;
+      INSERT INTO turns_v11 (turn_id, ordinal, request_digest, request, execution_id, status, control_ref, upstream_cursor, result_text, error, usage, accepted_seq, created_at, updated_at, completed_at, cancel_reason, lost_at, parts, parent_turn_id, branch)
+        SELECT turn_id, ordinal, request_digest, request, execution_id, status, control_ref, upstream_cursor, result_text, error, usage, accepted_seq, created_at, updated_at, completed_at, cancel_reason, lost_at, parts, parent_turn_id, branch FROM turns;
+      DROP TABLE turns;
+      ALTER TABLE turns_v11 RENAME TO turns;
+      CREATE UNIQUE INDEX turns_ordinal ON turns (ordinal);
+    `);
   }
   sql.exec("DELETE FROM schema_version");
   sql.exec("INSERT INTO schema_version (version) VALUES (?)", SCHEMA_VERSION);

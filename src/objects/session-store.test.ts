@@ -179,7 +179,7 @@ describe("queued turns in storage (schema 10)", () => {
       sql.exec("UPDATE schema_version SET version = 9");
       const reopened = new SessionStore(sql as SqlStorage);
       expect(reopened.turn("t")?.request.message).toBe("hi");
-      expect(sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version).toBe(10);
+      expect(sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version).toBe(11);
 
       reopened.insertQueuedTurn({ turnId: "q1", requestDigest: "d1", request: { message: "one" }, executionId: "e1", now: 1 });
       reopened.insertQueuedTurn({ turnId: "q2", requestDigest: "d2", request: { message: "two", model: "m" }, executionId: "e2", now: 2 });
@@ -195,6 +195,43 @@ describe("queued turns in storage (schema 10)", () => {
       expect(reopened.waitingTurns().map((q) => q.state)).toEqual(["starting"]);
       reopened.setQueuedState("q2", "started", 6);
       expect(reopened.waitingTurns()).toEqual([]);
+    });
+  });
+});
+
+describe("a turn's record in rows written (schema 11)", () => {
+  it("a turn costs two rows to insert and one to start; a meta value written again unchanged costs none; a schema-10 database keeps its turns", async () => {
+    await withStore("turn-rows", (store) => {
+      const ref = { runId: "e2", provider: "p", environmentId: "env", sessionId: "s", executionId: "e2", requestDigest: `sha256:${"0".repeat(64)}` };
+      let before = store.rowsWritten;
+      store.insertPendingTurn({ turnId: "t2", requestDigest: "d2", request: { message: "two" }, executionId: "e2", now: 1 });
+      expect(store.rowsWritten - before).toBe(2);
+      before = store.rowsWritten;
+      store.markRunning("t2", ref, 0, 2);
+      expect(store.rowsWritten - before).toBe(1);
+      store.setMeta("environmentId", "env");
+      before = store.rowsWritten;
+      store.setMeta("environmentId", "env");
+      expect(store.rowsWritten - before).toBe(0);
+      store.setMeta("environmentId", "env-2");
+      expect(store.rowsWritten - before).toBe(1);
+      expect(store.getMeta("environmentId")).toBe("env-2");
+
+      // As written before schema 11: the turns table with its UNIQUE columns.
+      const sql = (store as unknown as { sql: Pick<SqlStorage, "exec"> }).sql;
+      sql.exec(`CREATE TABLE turns_old AS SELECT * FROM turns; DROP TABLE turns;
+        CREATE TABLE turns (turn_id TEXT PRIMARY KEY, ordinal INTEGER NOT NULL UNIQUE, request_digest TEXT NOT NULL, request TEXT NOT NULL, execution_id TEXT NOT NULL UNIQUE, status TEXT NOT NULL, control_ref TEXT, upstream_cursor TEXT, result_text TEXT, error TEXT, usage TEXT, accepted_seq INTEGER, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, completed_at INTEGER, cancel_reason TEXT, lost_at INTEGER, parts TEXT, parent_turn_id TEXT, branch INTEGER NOT NULL DEFAULT 0);
+        INSERT INTO turns SELECT turn_id, ordinal, request_digest, request, execution_id, status, control_ref, upstream_cursor, result_text, error, usage, accepted_seq, created_at, updated_at, completed_at, cancel_reason, lost_at, parts, parent_turn_id, branch FROM turns_old; DROP TABLE turns_old;
+        UPDATE schema_version SET version = 10;`);
+      const reopened = new SessionStore(sql as SqlStorage);
+      expect(reopened.turns().map((t) => [t.turnId, t.ordinal, t.status, t.parentTurnId])).toEqual([
+        ["t", 1, "pending", null],
+        ["t2", 2, "running", "t"],
+      ]);
+      expect(sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version).toBe(11);
+      before = reopened.rowsWritten;
+      reopened.insertPendingTurn({ turnId: "t3", requestDigest: "d3", request: { message: "three" }, executionId: "e3", now: 3 });
+      expect(reopened.rowsWritten - before).toBe(2);
     });
   });
 });

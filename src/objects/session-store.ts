@@ -10,6 +10,13 @@
  * ids are written once per commit (`settleAdmissions`). A transaction that rolls back drops what
  * is held (`discardHeld`), which is read again from storage on next use.
  *
+ * The held tail (./held-tail.ts, docs/sse-protocol.md §12): text deltas published before they
+ * are stored, at most TAIL_MAX_DELTAS of one part, written in one row write by the next commit
+ * (from `appendEvent` and `settleAdmissions`, so the log's order is the order viewers saw). Every
+ * read of the log expands chunk rows (./log-chunks.ts) and adds the tail after what is stored. A
+ * new instance that finds a turn running does not know what tail the old one published: its seqs
+ * start TAIL_MAX_DELTAS past the stored ones (`lastSeq`), so no id a viewer may hold is given again.
+ *
  * Over 400 lines on purpose: every SQL statement that reads or writes a session's tables is here,
  * one section per table, so what a row costs and what a schema change touches are read in one
  * file; the rules above the storage live in the modules that call it.
@@ -19,12 +26,19 @@ import { ClaimsSchema } from "../providers/claims";
 import { Provenance } from "../schemas/common";
 import { EventEnvelopeSchema, TranscriptPartSchema, TurnStatus as TurnStatusSchema, UsageViewSchema, type UsageView } from "../schemas/api";
 import { AgentExactRunControlRef, CancellationAcknowledgement, InteractionAcknowledgement, InteractionRequest } from "../schemas/contracts";
+import { HeldTail, TAIL_MAX_DELTAS, type DeltaToHold } from "./held-tail";
+import { CHUNK_TYPE, expandRows, firstSeqOf, type EventRow } from "./log-chunks";
 import { migrateSessionSchema } from "./session-schema";
 import type { BranchRecord, TreeTurn } from "./turn-tree";
-import { ExecutionUsageStateSchema, type ExecutionUsageState } from "./usage-fold";
+import { ExecutionUsageStateSchema, executionView, type ExecutionUsageState } from "./usage-fold";
 
 /** Upstream ids that are whole numbers come in order: a repeat is one at or below the cursor. */
 const NUMERIC_ID = /^\d{1,15}$/;
+
+/** Whether an upstream id is a whole number (ids that come in order: the cursor is the newest stored row's). */
+export function isNumericUpstreamId(id: string): boolean {
+  return NUMERIC_ID.test(id);
+}
 
 export type TurnStatus = z.infer<typeof TurnStatusSchema>;
 export type TranscriptPart = z.infer<typeof TranscriptPartSchema>;
@@ -185,11 +199,7 @@ function toQueued(row: QueuedRow): QueuedTurn {
   };
 }
 
-export interface EventRow extends Record<string, SqlStorageValue> {
-  seq: number;
-  type: string;
-  envelope: string;
-}
+export type { EventRow };
 
 /** What a browser receives as `data:` of one SSE frame. */
 export type EventEnvelope = z.infer<typeof EventEnvelopeSchema>;
@@ -299,6 +309,12 @@ interface HeldCursor {
 export class SessionStore {
   /** Rows written through this store since it was opened (SQLite rows are billed per row written). */
   rowsWritten = 0;
+  /** Deltas published and not stored yet (see the header). */
+  private readonly tail: HeldTail;
+  /** The seqs this instance may not give again (a predecessor's tail): set on the first read of the last seq. */
+  private seqFloor: number | undefined;
+  /** How many seqs past the stored ones a predecessor may have published unstored (a turn ran when this store opened). */
+  private readonly inheritedTail: number;
   private readonly sql: Pick<SqlStorage, "exec">;
   /** The log's last seq, once read (appends advance it). */
   private heldLastSeq: number | undefined;
@@ -318,6 +334,10 @@ export class SessionStore {
       },
     };
     migrateSessionSchema(this.sql);
+    this.tail = new HeldTail(this.sql);
+    // A turn running when this store opens may have had deltas published by the instance before
+    // and never stored: their seqs are not given again.
+    this.inheritedTail = this.sql.exec("SELECT 1 FROM turns WHERE status = 'running' LIMIT 1").toArray().length > 0 ? TAIL_MAX_DELTAS : 0;
   }
 
   // ---- meta
@@ -329,14 +349,15 @@ export class SessionStore {
 
   setMeta<K extends MetaKey>(key: K, value: MetaValue<K>): void {
     const text = JSON.stringify(MetaSchemas[key].parse(value));
-    this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", key, text);
+    // A value written again unchanged writes no row.
+    this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value WHERE value IS NOT excluded.value", key, text);
   }
 
   // ---- turns
 
   turn(turnId: string): TurnRecord | null {
     const row = this.sql.exec<TurnRow>("SELECT * FROM turns WHERE turn_id = ?", turnId).toArray()[0];
-    return row ? toTurn(row) : null;
+    return row ? this.withLiveUsage(toTurn(row)) : null;
   }
 
   /** Just a turn's status: the hot path reads this per event, from memory once read. */
@@ -353,6 +374,8 @@ export class SessionStore {
    * rolled back, so storage is the truth again.
    */
   discardHeld(): void {
+    // The tail was published: it is held again, to be written by the next commit.
+    this.tail.rolledBack();
     this.heldLastSeq = undefined;
     this.heldStatus.clear();
     this.heldLost.clear();
@@ -362,16 +385,19 @@ export class SessionStore {
   /** The turn that is pending or running, if any (at most one: turns run one at a time). */
   activeTurn(): TurnRecord | null {
     const row = this.sql.exec<TurnRow>("SELECT * FROM turns WHERE status IN ('pending', 'running') ORDER BY ordinal DESC LIMIT 1").toArray()[0];
-    return row ? toTurn(row) : null;
+    return row ? this.withLiveUsage(toTurn(row)) : null;
   }
 
   turns(): TurnRecord[] {
-    return this.sql.exec<TurnRow>("SELECT * FROM turns ORDER BY ordinal").toArray().map(toTurn);
+    return this.sql
+      .exec<TurnRow>("SELECT * FROM turns ORDER BY ordinal")
+      .toArray()
+      .map((row) => this.withLiveUsage(toTurn(row)));
   }
 
   lastTurn(): TurnRecord | null {
     const row = this.sql.exec<TurnRow>("SELECT * FROM turns ORDER BY ordinal DESC LIMIT 1").toArray()[0];
-    return row ? toTurn(row) : null;
+    return row ? this.withLiveUsage(toTurn(row)) : null;
   }
 
   /** The execution ids of every turn that was dispatched (all but a pending one). */
@@ -477,7 +503,10 @@ export class SessionStore {
       logged !== undefined && NUMERIC_ID.test(logged)
         ? logged
         : (this.sql.exec<{ upstream_cursor: string | null }>("SELECT upstream_cursor FROM turns WHERE turn_id = ?", turnId).toArray()[0]?.upstream_cursor ?? undefined);
-    held = { turnId, cursor, seen: undefined, unsaved: [], cursorDirty: false };
+    // Deltas held and not stored were admitted: the cursor is past them.
+    const tail = this.tail.upstreamIdOf(executionId);
+    const ahead = tail !== undefined && (cursor === undefined || (NUMERIC_ID.test(cursor) && Number(tail) > Number(cursor)));
+    held = { turnId, cursor: ahead ? tail : cursor, seen: undefined, unsaved: [], cursorDirty: false };
     this.heldCursors.set(executionId, held);
     return held;
   }
@@ -630,28 +659,44 @@ export class SessionStore {
       .map((r) => ExecutionUsageStateSchema.parse(JSON.parse(r.state)));
   }
 
-  /** Stores an execution's fold and its view on the turn record, together. */
-  putExecutionUsage(turnId: string, state: ExecutionUsageState, view: UsageView): void {
+  /**
+   * Stores an execution's fold. Its view goes on the turn record once the turn has ended (here, for
+   * a report after the end; else with the end, `finishTurn`): while a turn runs, its record's usage
+   * is read from the fold (`withLiveUsage`), so a usage report writes one row, not two.
+   */
+  putExecutionUsage(turnId: string, state: ExecutionUsageState): void {
     this.sql.exec(
       "INSERT INTO usage (execution_id, turn_id, state) VALUES (?, ?, ?) ON CONFLICT(execution_id) DO UPDATE SET state = excluded.state",
       state.executionId,
       turnId,
       JSON.stringify(state),
     );
-    this.sql.exec("UPDATE turns SET usage = ? WHERE turn_id = ?", JSON.stringify(view), turnId);
+    const status = this.turnStatus(turnId);
+    if (status !== null && TERMINAL_TURN_STATUSES.has(status)) this.sql.exec("UPDATE turns SET usage = ? WHERE turn_id = ?", JSON.stringify(executionView(state)), turnId);
   }
 
+  /** Ends a turn; its usage view (from its execution's fold) is written with it, in the same row write. */
   finishTurn(turnId: string, fields: { status: TurnStatus; resultText?: string; error?: TurnError; now: number }): void {
+    const executionId = this.sql.exec<{ execution_id: string }>("SELECT execution_id FROM turns WHERE turn_id = ?", turnId).toArray()[0]?.execution_id;
+    const fold = executionId !== undefined ? this.executionUsage(executionId) : null;
     this.sql.exec(
-      "UPDATE turns SET status = ?, result_text = ?, error = ?, completed_at = ?, updated_at = ? WHERE turn_id = ?",
+      "UPDATE turns SET status = ?, result_text = ?, error = ?, completed_at = ?, updated_at = ?, usage = COALESCE(?, usage) WHERE turn_id = ?",
       fields.status,
       fields.resultText ?? null,
       fields.error ? JSON.stringify(fields.error) : null,
       fields.now,
       fields.now,
+      fold ? JSON.stringify(executionView(fold)) : null,
       turnId,
     );
     this.heldStatus.set(turnId, fields.status);
+  }
+
+  /** A turn record as read: one that has not ended has its usage from its execution's fold (see `putExecutionUsage`). */
+  private withLiveUsage(turn: TurnRecord): TurnRecord {
+    if (TERMINAL_TURN_STATUSES.has(turn.status)) return turn;
+    const fold = this.executionUsage(turn.executionId);
+    return fold ? { ...turn, usage: executionView(fold) } : turn;
   }
 
   // ---- upstream de-duplication
@@ -692,6 +737,8 @@ export class SessionStore {
 
   /** Writes what admissions left to write (opaque ids seen, the turn's cursor): once per commit, inside its transaction. */
   settleAdmissions(): void {
+    // The tail first: a cursor written past deltas not stored would skip them after a crash.
+    this.tail.flush();
     for (const [executionId, held] of this.heldCursors) {
       if (held.unsaved.length > 0) {
         const ids = held.unsaved;
@@ -728,6 +775,8 @@ export class SessionStore {
 
   /** Appends one event and answers it with its seq; the caller publishes it after the transaction. */
   appendEvent(input: NewEvent): EventRow {
+    // What viewers saw before this event is stored before it.
+    this.tail.flush();
     const at = new Date(input.now).toISOString();
     // Appends are synchronous in a single-threaded object: the next seq is held, not read per append.
     const seq = this.lastSeq() + 1;
@@ -752,17 +801,29 @@ export class SessionStore {
       text,
     );
     this.heldLastSeq = seq;
+    this.tail.appended();
     return { seq, type: input.type, envelope: text };
+  }
+
+  /**
+   * At most `limit` events strictly after `afterSeq`: the stored rows (chunk rows expanded), then,
+   * once storage has no more, the held tail. Fewer than `limit`: there is nothing more.
+   */
+  private page(afterSeq: number, limit: number, stored: EventRow[], tailToo: boolean): EventRow[] {
+    const events = expandRows(stored).filter((row) => row.seq > afterSeq);
+    // Every stored row holds an event after the cursor (its last seq is past it): a full read of rows is a full page.
+    if (stored.length < limit && tailToo) events.push(...this.tail.rows().filter((row) => row.seq > afterSeq));
+    return events.length > limit ? events.slice(0, limit) : events;
   }
 
   /** One page of the log strictly after `afterSeq`. */
   eventsAfter(afterSeq: number, limit: number): EventRow[] {
-    return this.sql.exec<EventRow>("SELECT seq, type, envelope FROM events WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, limit).toArray();
+    return this.page(afterSeq, limit, this.sql.exec<EventRow>("SELECT seq, type, envelope FROM events WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, limit).toArray(), true);
   }
 
   /** One page of a branch's history strictly after `afterSeq`: the events of `turnIds` (its path) and those of no turn. */
   eventsAfterOf(afterSeq: number, limit: number, turnIds: string[]): EventRow[] {
-    return this.sql
+    const stored = this.sql
       .exec<EventRow>(
         "SELECT seq, type, envelope FROM events WHERE seq > ? AND (turn_id IS NULL OR turn_id IN (SELECT value FROM json_each(?))) ORDER BY seq LIMIT ?",
         afterSeq,
@@ -770,6 +831,31 @@ export class SessionStore {
         limit,
       )
       .toArray();
+    const held = this.tail.turnId();
+    return this.page(afterSeq, limit, stored, held !== undefined && turnIds.includes(held));
+  }
+
+  // ---- the held tail (./held-tail.ts)
+
+  /**
+   * Holds a text delta (published by the caller at once, stored by the next commit) under the next
+   * seq, and answers its row; null when the tail cannot take it (another part, full, or being
+   * written): the caller commits (which stores the tail) and holds it then.
+   */
+  holdDelta(input: DeltaToHold): EventRow | null {
+    const row = this.tail.hold(input, this.lastSeq() + 1);
+    if (row) this.heldLastSeq = row.seq;
+    return row;
+  }
+
+  /** Whether deltas are held (published, not stored). */
+  holdsTail(): boolean {
+    return this.tail.holds();
+  }
+
+  /** The transaction that wrote the tail committed: it is stored. */
+  tailCommitted(): void {
+    this.tail.committed();
   }
 
   /** The retained events of these types strictly after `afterSeq`, read back validated (the webhook hand-off). */
@@ -780,27 +866,37 @@ export class SessionStore {
       .map((row) => EventEnvelopeSchema.parse(JSON.parse(row.envelope)));
   }
 
-  /** The retained events of one turn, read back validated. */
+  /** The retained events of one turn (the held ones included), read back validated. */
   eventsOfTurn(turnId: string): EventEnvelope[] {
-    return this.sql
-      .exec<{ envelope: string }>("SELECT envelope FROM events WHERE turn_id = ? ORDER BY seq", turnId)
-      .toArray()
-      .map((row) => EventEnvelopeSchema.parse(JSON.parse(row.envelope)));
+    const stored = this.sql.exec<EventRow>("SELECT seq, type, envelope FROM events WHERE turn_id = ? ORDER BY seq", turnId).toArray();
+    const held = this.tail.turnId() === turnId ? this.tail.rows() : [];
+    return [...expandRows(stored), ...held].map((row) => EventEnvelopeSchema.parse(JSON.parse(row.envelope)));
   }
 
   lastSeq(): number {
-    // Trimming never removes the newest event, so the largest seq is the high-water mark; read once, then held.
-    this.heldLastSeq ??= this.sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events").one().seq ?? 0;
+    if (this.heldLastSeq === undefined) {
+      // Trimming never removes the newest event, so the largest seq is the high-water mark; read once, then held.
+      const stored = this.sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events").one().seq ?? 0;
+      this.seqFloor ??= stored + this.inheritedTail;
+      this.heldLastSeq = Math.max(stored, this.seqFloor, this.tail.lastSeq() ?? 0);
+    }
     return this.heldLastSeq;
   }
 
-  /** The retained log's size: its events and the UTF-8 bytes of their envelopes. */
-  logSize(): { events: number; bytes: number } {
-    return this.sql.exec<{ events: number; bytes: number }>("SELECT COUNT(*) AS events, COALESCE(SUM(LENGTH(CAST(envelope AS BLOB))), 0) AS bytes FROM events").one();
+  /** The retained log's size: its events (a chunk row holds several), its rows, and the UTF-8 bytes of their envelopes. */
+  logSize(): { events: number; rows: number; bytes: number } {
+    return this.sql
+      .exec<{ events: number; rows: number; bytes: number }>(
+        "SELECT COALESCE(SUM(CASE WHEN type = ? THEN json_array_length(envelope, '$.deltas') ELSE 1 END), 0) AS events, COUNT(*) AS rows, COALESCE(SUM(LENGTH(CAST(envelope AS BLOB))), 0) AS bytes FROM events",
+        CHUNK_TYPE,
+      )
+      .one();
   }
 
+  /** The first seq the log holds (a chunk row's first delta), or null when it holds none. */
   firstRetainedSeq(): number | null {
-    return this.sql.exec<{ seq: number | null }>("SELECT MIN(seq) AS seq FROM events").one().seq;
+    const row = this.sql.exec<EventRow>("SELECT seq, type, envelope FROM events ORDER BY seq LIMIT 1").toArray()[0];
+    return row ? firstSeqOf(row) : (this.tail.firstSeq() ?? null);
   }
 
   /** The seq at and below which trimming to `maxEvents` removes events (0: nothing). */

@@ -63,6 +63,7 @@ export class SessionObject extends DurableObject<Env> {
       },
       settle: () => this.storeInstance?.settleAdmissions(),
       rolledBack: () => this.storeInstance?.discardHeld(),
+      committed: () => this.storeInstance?.tailCommitted(),
     });
     this.handoff = new WebhookHandoff({
       store: () => this.storeInstance,
@@ -258,7 +259,7 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   /** Which instance answers, since when, with how many subscriptions (development and the benchmarks: a new instance means the last was evicted or hibernated). */
-  async instanceInfo(): Promise<{ instance: string; startedAt: number; subscriptions: number; rowsWritten: number; commits: number; log: { events: number; bytes: number } }> {
+  async instanceInfo(): Promise<{ instance: string; startedAt: number; subscriptions: number; rowsWritten: number; commits: number; log: { events: number; rows: number; bytes: number } }> {
     return {
       instance: this.instance,
       startedAt: this.startedAt,
@@ -267,7 +268,7 @@ export class SessionObject extends DurableObject<Env> {
       rowsWritten: this.storeInstance?.rowsWritten ?? 0,
       // Transactions this instance committed through the log (a batch of upstream frames is one).
       commits: this.log.commits,
-      log: this.storeInstance?.logSize() ?? { events: 0, bytes: 0 },
+      log: this.storeInstance?.logSize() ?? { events: 0, rows: 0, bytes: 0 },
     };
   }
 

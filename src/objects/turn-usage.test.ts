@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { NewEvent, SessionStore } from "./session-store";
 import { conversationTotal, recordUsage, usageFromResult } from "./turn-usage";
-import { emptyExecutionUsage, foldReceipt, foldUsage, type ExecutionUsageState } from "./usage-fold";
+import { emptyExecutionUsage, executionView, foldReceipt, foldUsage, type ExecutionUsageState } from "./usage-fold";
 
 const spent = (executionId: string, inputTokens: number, outputTokens: number): ExecutionUsageState =>
   foldReceipt(emptyExecutionUsage(executionId), { inputTokens, outputTokens }, { provenance: "measured" });
@@ -13,9 +13,9 @@ function store(dispatched: string[], folds: ExecutionUsageState[]) {
   const view = {
     allExecutionUsage: () => [...byId.values()],
     dispatchedExecutionIds: () => dispatched,
-    putExecutionUsage: (turnId: string, state: ExecutionUsageState, usage: unknown) => {
+    putExecutionUsage: (turnId: string, state: ExecutionUsageState) => {
       byId.set(state.executionId, state);
-      views.set(turnId, usage);
+      views.set(turnId, executionView(state));
     },
   } as Pick<SessionStore, "allExecutionUsage" | "dispatchedExecutionIds" | "putExecutionUsage">;
   return { view, views };

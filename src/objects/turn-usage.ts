@@ -1,6 +1,6 @@
 /**
- * A turn's usage as the conversation sees it: an execution's fold stored with its view on the turn
- * and reported as `usage.updated`, and the conversation's total over every dispatched turn. Two
+ * A turn's usage as the conversation sees it: an execution's fold stored (its view on the turn
+ * record once the turn ends) and reported as `usage.updated`, and the conversation's total over every dispatched turn. Two
  * helpers over a minimal view of the store, shared by the upstream reader, the turn's end and the
  * budget stop, so the total is computed one way. The fold's rules are ./usage-fold.ts.
  */
@@ -24,7 +24,7 @@ export function conversationTotal(store: TotalStore): TotalView {
 /** Stores an execution's fold and reports it with the conversation's new total; the caller holds the transaction. */
 export function recordUsage(store: TotalStore & Pick<SessionStore, "putExecutionUsage">, log: Appender, turnId: string, state: ExecutionUsageState, now: number): void {
   const view = executionView(state);
-  store.putExecutionUsage(turnId, state, view);
+  store.putExecutionUsage(turnId, state);
   log.append({ turnId, executionId: state.executionId, type: "usage.updated", data: { turnId, executionId: state.executionId, usage: view, conversation: conversationTotal(store) }, now });
 }
 
@@ -51,5 +51,5 @@ export function recordResultUsage(
 ): void {
   const usage = usageFromResult(store.executionUsage(executionId), executionId, result);
   if (usage?.report) recordUsage(store, log, turnId, usage.state, now);
-  else if (usage) store.putExecutionUsage(turnId, usage.state, executionView(usage.state));
+  else if (usage) store.putExecutionUsage(turnId, usage.state);
 }

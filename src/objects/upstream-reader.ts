@@ -2,7 +2,8 @@
  * The upstream reader of the running turn: at most one per execution in this instance, over the
  * reconnecting loop of ./pump.ts. The events it reads are committed in batches (./ingest-queue.ts):
  * the first while no commit is in flight at once, those that arrive while one is made durable
- * together in the next, one transaction each. In a batch each event is admitted once by its
+ * together in the next, one transaction each; text deltas that continue a part are published at
+ * once and stored by a later commit, several in one row (the held tail: ./log-chunks.ts). In a batch each event is admitted once by its
  * upstream id (`SessionStore.admitUpstream`, the one de-duplication rule, decided in memory),
  * stepped by the pure ./ingest.ts, and what the step says written: the shown event, asks opened or
  * ended, warnings, the usage fold (./turn-usage.ts), and the turn's end (./turn-end.ts). A batch's
@@ -12,8 +13,8 @@
 import type { AgentProvider, ProviderEvent } from "../providers/provider";
 import type { BudgetStop } from "./budget-stop";
 import type { EventLog } from "./event-log";
-import { eventBytes, ingestStep } from "./ingest";
-import { IngestQueue } from "./ingest-queue";
+import { eventBytes, holdableDelta, ingestStep } from "./ingest";
+import { IngestQueue, type Applied } from "./ingest-queue";
 import type { InteractionDesk } from "./interaction-desk";
 import { runPump } from "./pump";
 import type { SessionStore } from "./session-store";
@@ -40,7 +41,12 @@ export interface UpstreamReaderDeps {
   durable(): Promise<void>;
 }
 
+/** At most this long between holding a delta and storing it (docs/sse-protocol.md §12). */
+const TAIL_FLUSH_MS = 2000;
+
 export class UpstreamReader {
+  /** The timer that stores held deltas of a run gone quiet. */
+  private tailFlush: ReturnType<typeof setTimeout> | undefined;
   private reader: { executionId: string; abort: AbortController; queue: IngestQueue<ProviderEvent> } | undefined;
   /**
    * The text of each streaming part of the running execution, so each delta is stored and sent
@@ -63,7 +69,7 @@ export class UpstreamReader {
     const ref = turn.controlRef;
     const turnId = turn.turnId;
     const queue = new IngestQueue<ProviderEvent>({
-      apply: (batch) => (this.deps.exists() ? this.ingest(turnId, ref.executionId, batch) : 0),
+      apply: (batch) => (this.deps.exists() ? this.ingest(turnId, ref.executionId, batch) : { admitted: 0, committed: false }),
       durable: () => this.deps.durable(),
       // Bounded by bytes as well as by count: a part's frame carries its whole text so far.
       sizeOf: eventBytes,
@@ -123,17 +129,72 @@ export class UpstreamReader {
   }
 
   /**
-   * Persists a batch of upstream events in one commit (each once: repeats are dropped) and what
-   * follows from them; answers how many were new.
+   * Persists a batch of upstream events and what follows from them; answers how many were new and
+   * whether anything was committed. Text deltas the store may hold (`holdableDelta`) are published
+   * at once and stored with a later commit, several in one row (./log-chunks.ts); the other events
+   * go in one commit per run of them, each once (repeats are dropped).
    */
-  private ingest(turnId: string, executionId: string, batch: ProviderEvent[]): number {
+  private ingest(turnId: string, executionId: string, batch: ProviderEvent[]): Applied {
+    const store = this.store;
+    if (this.partTexts?.executionId !== executionId) this.partTexts = { executionId, texts: new Map() };
+    const texts = this.partTexts.texts;
+    let admitted = 0;
+    let committed = false;
+    let group: ProviderEvent[] = [];
+    const commitGroup = () => {
+      if (group.length === 0) return;
+      admitted += this.commitEvents(turnId, executionId, group, texts);
+      committed = true;
+      group = [];
+    };
+    for (const event of batch) {
+      if (event.kind === "part" && event.delta !== undefined) {
+        // What comes before a delta is stored first: its part's text may be in it.
+        commitGroup();
+        const held = holdableDelta(event, store.turnStatus(turnId), texts.get(event.part.id));
+        if (held) {
+          if (!store.admitUpstream(turnId, executionId, event.upstreamId!)) continue;
+          admitted++;
+          const hold = { turnId, executionId, ...held, upstreamId: event.upstreamId!, now: Date.now() };
+          let row = store.holdDelta(hold);
+          if (!row) {
+            // The tail is full or another part's: the commit stores it, this delta starts the next.
+            this.deps.log.commit(() => undefined);
+            committed = true;
+            row = store.holdDelta(hold)!;
+          }
+          texts.set(event.part.id, texts.get(event.part.id)! + held.delta);
+          this.deps.log.publishHeld(row);
+          this.armTailFlush();
+          continue;
+        }
+      }
+      group.push(event);
+    }
+    commitGroup();
+    return { admitted, committed };
+  }
+
+  /**
+   * Stores what the store holds at most TAIL_FLUSH_MS after a delta was held, so a run that goes
+   * quiet (an agent thinking) does not leave published deltas unstored for long. Runs even after
+   * the reader stopped; a commit before then has stored the tail already.
+   */
+  private armTailFlush(): void {
+    if (this.tailFlush !== undefined) return;
+    this.tailFlush = setTimeout(() => {
+      this.tailFlush = undefined;
+      if (this.deps.exists() && this.store.holdsTail()) this.deps.log.commit(() => undefined);
+    }, TAIL_FLUSH_MS);
+  }
+
+  /** One commit of upstream events (each once: repeats are dropped) and what follows from them; answers how many were new. */
+  private commitEvents(turnId: string, executionId: string, batch: ProviderEvent[], texts: Map<string, string>): number {
     const store = this.store;
     let fresh = 0;
     let finished = false;
     let overBudget = false;
     let waitingChanged = false;
-    if (this.partTexts?.executionId !== executionId) this.partTexts = { executionId, texts: new Map() };
-    const texts = this.partTexts.texts;
     // The batch's part texts, held once it is stored: a rolled-back commit leaves them as they were.
     const drafted = new Map<string, string>();
     this.deps.log.commit((log) => {

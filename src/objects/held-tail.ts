@@ -1,0 +1,163 @@
+/**
+ * The held tail (docs/sse-protocol.md §12): text deltas published to viewers before they are
+ * stored, and how the next commit stores them in one row write.
+ *
+ * A delta is held only when it continues a part whose upstream frame carried the part's whole text
+ * (./ingest.ts `holdableDelta`): upstream can send that frame again, and a reader resumed in a new
+ * instance sends the part whole, so what a crash takes of the tail comes back, within the part's
+ * text, under a later id (SessionStore skips TAIL_MAX_DELTAS seqs when it opens on a running turn).
+ *
+ * Storing the tail (`flush`, inside the caller's transaction, before any row of its own) costs one
+ * row written, whatever the number of deltas: when the log's newest row is this part's chunk
+ * (./log-chunks.ts) and the deltas follow it, they join it (one UPDATE, the row moving to the seq
+ * of its last delta); otherwise a new chunk row holds them. So a part streamed without
+ * interruption is its first update's row and one chunk row, each delta in it under its own seq: a
+ * reader resuming anywhere in it gets exactly the deltas after its cursor.
+ */
+import { CHUNK_TYPE, deltaRow, encodeChunk, type DeltaOwner, type EventRow, type HeldDelta } from "./log-chunks";
+
+/** At most this many deltas are published and not stored; a new instance skips as many seqs. */
+export const TAIL_MAX_DELTAS = 64;
+/** At most this many bytes of delta text are held; a larger delta is stored as it comes. */
+export const TAIL_MAX_BYTES = 32 * 1024;
+/** A chunk row grows in place up to about this many bytes of text; past it, the next deltas start a chunk of their own. */
+const ROW_GROWS_TO = 256 * 1024;
+
+/** A delta to hold: its owner, its text, its upstream id, when it came. */
+export interface DeltaToHold {
+  turnId: string;
+  executionId: string;
+  /** The part less its text (what each delta's event carries). */
+  part: Record<string, unknown>;
+  delta: string;
+  upstreamId: string;
+  now: number;
+}
+
+interface Tail {
+  owner: DeltaOwner;
+  ownerKey: string;
+  deltas: HeldDelta[];
+  bytes: number;
+  upstreamId: string;
+  /** Written in the transaction under way: stored once it commits, held again if it rolls back. */
+  writing: boolean;
+}
+
+/** The log's newest row, when it is a chunk this instance wrote (so a tail that follows it can grow it). */
+interface NewestChunk {
+  seq: number;
+  ownerKey: string;
+  owner: DeltaOwner;
+  deltas: HeldDelta[];
+  bytes: number;
+}
+
+export class HeldTail {
+  private tail: Tail | null = null;
+  /** The log's newest row, when it is a chunk this instance wrote (null: unknown, or not a chunk). */
+  private newest: NewestChunk | null = null;
+  /** What `newest` was before the transaction under way (restored if it rolls back). */
+  private newestBefore: NewestChunk | null | undefined;
+
+  constructor(private readonly sql: Pick<SqlStorage, "exec">) {}
+
+  /** Holds a delta under `seq` and answers its row; null when the tail cannot take it (another part, full, being written). */
+  hold(input: DeltaToHold, seq: number): EventRow | null {
+    const owner: DeltaOwner = { turnId: input.turnId, executionId: input.executionId, part: input.part };
+    const ownerKey = JSON.stringify(owner);
+    const tail = this.tail;
+    if (tail && (tail.writing || tail.ownerKey !== ownerKey || tail.deltas.length >= TAIL_MAX_DELTAS || tail.bytes + input.delta.length > TAIL_MAX_BYTES)) return null;
+    const held: HeldDelta = { seq, delta: input.delta, atMs: input.now };
+    if (tail) {
+      tail.deltas.push(held);
+      tail.bytes += input.delta.length;
+      tail.upstreamId = input.upstreamId;
+    } else {
+      this.tail = { owner, ownerKey, deltas: [held], bytes: input.delta.length, upstreamId: input.upstreamId, writing: false };
+    }
+    return deltaRow(owner, held);
+  }
+
+  /** Whether deltas are held. */
+  holds(): boolean {
+    return this.tail !== null;
+  }
+
+  /** The held deltas' last seq, if any. */
+  lastSeq(): number | undefined {
+    return this.tail?.deltas.at(-1)?.seq;
+  }
+
+  /** The held deltas' first seq, if any. */
+  firstSeq(): number | undefined {
+    return this.tail?.deltas[0]?.seq;
+  }
+
+  /** The turn whose deltas are held, if any. */
+  turnId(): string | undefined {
+    return this.tail?.owner.turnId;
+  }
+
+  /** The upstream id of the last delta held of this execution (the run's cursor past them). */
+  upstreamIdOf(executionId: string): string | undefined {
+    return this.tail?.owner.executionId === executionId ? this.tail.upstreamId : undefined;
+  }
+
+  /** The held deltas as the log's rows (none while they are being written: storage has them then). */
+  rows(): EventRow[] {
+    const tail = this.tail;
+    if (!tail || tail.writing) return [];
+    return tail.deltas.map((held) => deltaRow(tail.owner, held));
+  }
+
+  /** The log appended a row of its own (SessionStore.appendEvent): its newest row is not a chunk. */
+  appended(): void {
+    this.remember();
+    this.newest = null;
+  }
+
+  /** Writes the held deltas in one row write, inside the caller's transaction (nothing when none are held). */
+  flush(): void {
+    const tail = this.tail;
+    if (!tail || tail.writing) return;
+    this.remember();
+    const last = tail.deltas.at(-1)!;
+    const newest = this.newest;
+    if (newest && newest.ownerKey === tail.ownerKey && newest.deltas.at(-1)!.seq + 1 === tail.deltas[0]!.seq && newest.bytes + tail.bytes <= ROW_GROWS_TO) {
+      const deltas = [...newest.deltas, ...tail.deltas];
+      this.sql.exec("UPDATE events SET seq = ?, upstream_id = ?, envelope = ? WHERE seq = ?", last.seq, tail.upstreamId, encodeChunk(tail.owner, deltas), newest.seq);
+      this.newest = { ...newest, seq: last.seq, deltas, bytes: newest.bytes + tail.bytes };
+    } else {
+      this.sql.exec(
+        "INSERT INTO events (seq, turn_id, execution_id, upstream_id, type, envelope) VALUES (?, ?, ?, ?, ?, ?)",
+        last.seq,
+        tail.owner.turnId,
+        tail.owner.executionId,
+        tail.upstreamId,
+        CHUNK_TYPE,
+        encodeChunk(tail.owner, tail.deltas),
+      );
+      this.newest = { seq: last.seq, ownerKey: tail.ownerKey, owner: tail.owner, deltas: [...tail.deltas], bytes: tail.bytes };
+    }
+    tail.writing = true;
+  }
+
+  /** The transaction committed: what it wrote of the tail is stored. */
+  committed(): void {
+    this.newestBefore = undefined;
+    if (this.tail?.writing) this.tail = null;
+  }
+
+  /** The transaction rolled back: the tail is held again, and the newest row is what it was. */
+  rolledBack(): void {
+    if (this.tail) this.tail.writing = false;
+    if (this.newestBefore !== undefined) this.newest = this.newestBefore;
+    this.newestBefore = undefined;
+  }
+
+  /** Keeps what `newest` was when the transaction under way began (once per transaction). */
+  private remember(): void {
+    if (this.newestBefore === undefined) this.newestBefore = this.newest;
+  }
+}
