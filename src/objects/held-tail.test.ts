@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { EventLog } from "./event-log";
 import { TAIL_MAX_DELTAS } from "./held-tail";
-import { deltaRow, encodeChunk, expandChunk } from "./log-chunks";
+import { deltaRow, encodeChunk, expandChunk, wholeRow } from "./log-chunks";
 import { SessionStore, type EventRow } from "./session-store";
 
 const PART = { id: "p1", type: "text" };
@@ -29,7 +29,7 @@ async function withLog(name: string, fn: (store: SessionStore, log: EventLog, pu
 }
 
 function hold(store: SessionStore, upstreamId: number, delta: string, now = 1000 + upstreamId): EventRow | null {
-  return store.holdDelta({ turnId: "t", executionId: "e", part: PART, delta, upstreamId: String(upstreamId), now });
+  return store.holdUpdate({ kind: "delta", turnId: "t", executionId: "e", part: PART, delta, upstreamId: String(upstreamId), now });
 }
 
 /** The log as a reader replaying from `after` gets it, page by page. */
@@ -50,10 +50,15 @@ describe("chunk rows", () => {
       { seq: 8, delta: "two ", atMs: 1_040 },
       { seq: 9, delta: "é\"\n", atMs: 1_039 },
     ];
-    expect(expandChunk(encodeChunk(owner, held))).toEqual(held.map((h) => deltaRow(owner, h)));
+    expect(expandChunk(encodeChunk(owner, null, held))).toEqual(held.map((h) => deltaRow(owner, h)));
+    // A chunk may start with the part's whole update.
+    const whole = { seq: 6, part: { ...PART, text: "zero " }, atMs: 990 };
+    expect(expandChunk(encodeChunk(owner, whole, held))).toEqual([wholeRow(owner, whole), ...held.map((h) => deltaRow(owner, h))]);
+    expect(expandChunk(encodeChunk(owner, whole, []))).toEqual([wholeRow(owner, whole)]);
     const row = deltaRow(owner, held[0]!);
     expect(JSON.parse(row.envelope)).toEqual({ seq: 7, turnId: "t", executionId: "e", type: "message.part.updated", data: { part: PART, delta: "one " }, at: new Date(1_000).toISOString() });
-    expect(() => encodeChunk(owner, [held[0]!, held[2]!])).toThrow(/consecutive/);
+    expect(() => encodeChunk(owner, null, [held[0]!, held[2]!])).toThrow(/consecutive/);
+    expect(() => encodeChunk(owner, { ...whole, seq: 5 }, held)).toThrow(/consecutive/);
   });
 });
 
@@ -95,6 +100,25 @@ describe("the held tail", () => {
     });
   });
 
+  it("a part that starts in the tail (its whole update first) is one row for its whole life", async () => {
+    await withLog("whole", (store, log) => {
+      const first = store.holdUpdate({ kind: "whole", turnId: "t", executionId: "e", part: { id: "p2", type: "text", text: "Hello" }, upstreamId: "2", now: 5 })!;
+      expect(JSON.parse(first.envelope).data).toEqual({ part: { id: "p2", type: "text", text: "Hello" } });
+      const rows = [first];
+      let id = 3;
+      for (let commit = 0; commit < 3; commit++) {
+        for (let i = 0; i < 5; i++) rows.push(store.holdUpdate({ kind: "delta", turnId: "t", executionId: "e", part: { id: "p2", type: "text" }, delta: ` w${id}`, upstreamId: String(id), now: 5 + id })!), id++;
+        log.commit(() => undefined);
+      }
+      // The first row (part p1's) and one chunk for all of p2.
+      expect(store.logSize()).toMatchObject({ events: 17, rows: 2 });
+      for (const cursor of [1, 2, 3, 10, 17]) expect(replay(store, cursor)).toEqual(rows.filter((r) => r.seq > cursor));
+      // A whole update does not join a tail that holds others: it asks for a commit first.
+      store.holdUpdate({ kind: "delta", turnId: "t", executionId: "e", part: { id: "p2", type: "text" }, delta: "!", upstreamId: "99", now: 99 });
+      expect(store.holdUpdate({ kind: "whole", turnId: "t", executionId: "e", part: { id: "p3", type: "text", text: "x" }, upstreamId: "100", now: 100 })).toBeNull();
+    });
+  });
+
   it("another event stores the tail before itself, so the log's order is the order viewers saw", async () => {
     await withLog("order", (store, log, published) => {
       hold(store, 2, "b");
@@ -133,7 +157,7 @@ describe("the held tail", () => {
       expect(hold(store, 2 + TAIL_MAX_DELTAS, "x")).toBeNull();
       log.commit(() => undefined);
       expect(hold(store, 2 + TAIL_MAX_DELTAS, "x")).not.toBeNull();
-      expect(store.holdDelta({ turnId: "t", executionId: "e", part: { id: "p2", type: "text" }, delta: "y", upstreamId: "99", now: 0 })).toBeNull();
+      expect(store.holdUpdate({ kind: "delta", turnId: "t", executionId: "e", part: { id: "p2", type: "text" }, delta: "y", upstreamId: "99", now: 0 })).toBeNull();
     });
   });
 
@@ -149,6 +173,14 @@ describe("the held tail", () => {
       expect(next.lastSeq()).toBeGreaterThanOrEqual(3);
       // The run's cursor is what was stored: upstream sends the lost frames again.
       expect(next.cursorOf("t", "e")).toBe("1");
+      // It too publishes held updates and dies before storing any: the one after it skips past
+      // its floor as well, not just past the stored seqs.
+      const held = next.holdUpdate({ kind: "whole", turnId: "t", executionId: "e", part: { ...PART, text: "a b" }, upstreamId: "2", now: 9 })!;
+      expect(held.seq).toBe(2 + TAIL_MAX_DELTAS);
+      for (let i = 0; i < TAIL_MAX_DELTAS - 1; i++) expect(next.holdUpdate({ kind: "delta", turnId: "t", executionId: "e", part: PART, delta: "x", upstreamId: String(3 + i), now: 10 })).not.toBeNull();
+      const published = next.lastSeq();
+      const third = new SessionStore(state.storage.sql);
+      expect(third.lastSeq()).toBeGreaterThanOrEqual(published);
       void log;
     });
   });

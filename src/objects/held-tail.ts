@@ -2,41 +2,50 @@
  * The held tail (docs/sse-protocol.md §12): text deltas published to viewers before they are
  * stored, and how the next commit stores them in one row write.
  *
- * A delta is held only when it continues a part whose upstream frame carried the part's whole text
- * (./ingest.ts `holdableDelta`): upstream can send that frame again, and a reader resumed in a new
- * instance sends the part whole, so what a crash takes of the tail comes back, within the part's
- * text, under a later id (SessionStore skips TAIL_MAX_DELTAS seqs when it opens on a running turn).
+ * An update is held only when it is of a text or reasoning part and its upstream frame carried the
+ * part's whole text (./ingest.ts `holdableUpdate`): a delta that continues the text this instance
+ * holds, or the part's whole update (its first in this instance, or one that does not continue).
+ * Upstream can send those frames again, and a reader resumed in a new instance, holding no text,
+ * sends each part's first update whole, so what a crash takes of the tail comes back, within the
+ * part's whole text, under a later id (SessionStore skips TAIL_MAX_DELTAS seqs when it opens on a
+ * running turn). A part streamed without interruption is then one row for its whole life.
  *
  * Storing the tail (`flush`, inside the caller's transaction, before any row of its own) costs one
- * row written, whatever the number of deltas: when the log's newest row is this part's chunk
+ * row written, whatever the number of updates: when the log's newest row is this part's chunk
  * (./log-chunks.ts) and the deltas follow it, they join it (one UPDATE, the row moving to the seq
- * of its last delta); otherwise a new chunk row holds them. So a part streamed without
- * interruption is its first update's row and one chunk row, each delta in it under its own seq: a
- * reader resuming anywhere in it gets exactly the deltas after its cursor.
+ * of its last delta); otherwise a new chunk row holds them. Each update keeps its own seq in the
+ * chunk: a reader resuming anywhere in it gets exactly the updates after its cursor.
  */
-import { CHUNK_TYPE, deltaRow, encodeChunk, type DeltaOwner, type EventRow, type HeldDelta } from "./log-chunks";
+import { CHUNK_TYPE, deltaRow, encodeChunk, wholeRow, type DeltaOwner, type EventRow, type HeldDelta, type HeldWhole } from "./log-chunks";
 
-/** At most this many deltas are published and not stored; a new instance skips as many seqs. */
+/** At most this many updates are published and not stored; a new instance skips as many seqs. */
 export const TAIL_MAX_DELTAS = 64;
 /** At most this many bytes of delta text are held; a larger delta is stored as it comes. */
 export const TAIL_MAX_BYTES = 32 * 1024;
 /** A chunk row grows in place up to about this many bytes of text; past it, the next deltas start a chunk of their own. */
 const ROW_GROWS_TO = 256 * 1024;
 
-/** A delta to hold: its owner, its text, its upstream id, when it came. */
-export interface DeltaToHold {
-  turnId: string;
-  executionId: string;
-  /** The part less its text (what each delta's event carries). */
-  part: Record<string, unknown>;
-  delta: string;
-  upstreamId: string;
-  now: number;
+/**
+ * An update to hold: its owner, a delta (with the part less its text, as a delta's event carries
+ * it) or the part's whole update (the part as upstream sent it, text included), its upstream id,
+ * when it came.
+ */
+export type UpdateToHold = { turnId: string; executionId: string; upstreamId: string; now: number } & (
+  | { kind: "delta"; part: Record<string, unknown>; delta: string }
+  | { kind: "whole"; part: Record<string, unknown> }
+);
+
+/** A part less its text: what the deltas after its whole update carry. */
+function lessText(part: Record<string, unknown>): Record<string, unknown> {
+  const { text: _text, ...rest } = part;
+  return rest;
 }
 
 interface Tail {
   owner: DeltaOwner;
   ownerKey: string;
+  /** The part's whole update it starts with, if it does. */
+  whole: HeldWhole | null;
   deltas: HeldDelta[];
   bytes: number;
   upstreamId: string;
@@ -49,6 +58,7 @@ interface NewestChunk {
   seq: number;
   ownerKey: string;
   owner: DeltaOwner;
+  whole: HeldWhole | null;
   deltas: HeldDelta[];
   bytes: number;
 }
@@ -62,21 +72,35 @@ export class HeldTail {
 
   constructor(private readonly sql: Pick<SqlStorage, "exec">) {}
 
-  /** Holds a delta under `seq` and answers its row; null when the tail cannot take it (another part, full, being written). */
-  hold(input: DeltaToHold, seq: number): EventRow | null {
-    const owner: DeltaOwner = { turnId: input.turnId, executionId: input.executionId, part: input.part };
+  /**
+   * Holds an update under `seq` and answers its row; null when the tail cannot take it (another
+   * part, full, being written, or a whole update after others): the caller commits (which stores
+   * the tail) and holds it then.
+   */
+  hold(input: UpdateToHold, seq: number): EventRow | null {
+    const owner: DeltaOwner = { turnId: input.turnId, executionId: input.executionId, part: input.kind === "delta" ? input.part : lessText(input.part) };
     const ownerKey = JSON.stringify(owner);
+    const size = input.kind === "delta" ? input.delta.length : String(input.part.text ?? "").length;
     const tail = this.tail;
-    if (tail && (tail.writing || tail.ownerKey !== ownerKey || tail.deltas.length >= TAIL_MAX_DELTAS || tail.bytes + input.delta.length > TAIL_MAX_BYTES)) return null;
-    const held: HeldDelta = { seq, delta: input.delta, atMs: input.now };
-    if (tail) {
-      tail.deltas.push(held);
-      tail.bytes += input.delta.length;
-      tail.upstreamId = input.upstreamId;
+    const held = tail ? tail.deltas.length + (tail.whole ? 1 : 0) : 0;
+    if (tail && (tail.writing || input.kind === "whole" || tail.ownerKey !== ownerKey || held >= TAIL_MAX_DELTAS || tail.bytes + size > TAIL_MAX_BYTES)) return null;
+    let row: EventRow;
+    if (input.kind === "whole") {
+      const whole: HeldWhole = { seq, part: input.part, atMs: input.now };
+      this.tail = { owner, ownerKey, whole, deltas: [], bytes: size, upstreamId: input.upstreamId, writing: false };
+      row = wholeRow(owner, whole);
     } else {
-      this.tail = { owner, ownerKey, deltas: [held], bytes: input.delta.length, upstreamId: input.upstreamId, writing: false };
+      const held: HeldDelta = { seq, delta: input.delta, atMs: input.now };
+      if (tail) {
+        tail.deltas.push(held);
+        tail.bytes += size;
+        tail.upstreamId = input.upstreamId;
+      } else {
+        this.tail = { owner, ownerKey, whole: null, deltas: [held], bytes: size, upstreamId: input.upstreamId, writing: false };
+      }
+      row = deltaRow(owner, held);
     }
-    return deltaRow(owner, held);
+    return row;
   }
 
   /** Whether deltas are held. */
@@ -84,14 +108,14 @@ export class HeldTail {
     return this.tail !== null;
   }
 
-  /** The held deltas' last seq, if any. */
+  /** The held updates' last seq, if any. */
   lastSeq(): number | undefined {
-    return this.tail?.deltas.at(-1)?.seq;
+    return this.tail ? (this.tail.deltas.at(-1) ?? this.tail.whole)?.seq : undefined;
   }
 
-  /** The held deltas' first seq, if any. */
+  /** The held updates' first seq, if any. */
   firstSeq(): number | undefined {
-    return this.tail?.deltas[0]?.seq;
+    return this.tail ? (this.tail.whole ?? this.tail.deltas[0])?.seq : undefined;
   }
 
   /** The turn whose deltas are held, if any. */
@@ -108,7 +132,7 @@ export class HeldTail {
   rows(): EventRow[] {
     const tail = this.tail;
     if (!tail || tail.writing) return [];
-    return tail.deltas.map((held) => deltaRow(tail.owner, held));
+    return [...(tail.whole ? [wholeRow(tail.owner, tail.whole)] : []), ...tail.deltas.map((held) => deltaRow(tail.owner, held))];
   }
 
   /** The log appended a row of its own (SessionStore.appendEvent): its newest row is not a chunk. */
@@ -122,11 +146,11 @@ export class HeldTail {
     const tail = this.tail;
     if (!tail || tail.writing) return;
     this.remember();
-    const last = tail.deltas.at(-1)!;
+    const last = (tail.deltas.at(-1) ?? tail.whole)!;
     const newest = this.newest;
-    if (newest && newest.ownerKey === tail.ownerKey && newest.deltas.at(-1)!.seq + 1 === tail.deltas[0]!.seq && newest.bytes + tail.bytes <= ROW_GROWS_TO) {
+    if (newest && !tail.whole && newest.ownerKey === tail.ownerKey && newest.seq + 1 === tail.deltas[0]!.seq && newest.bytes + tail.bytes <= ROW_GROWS_TO) {
       const deltas = [...newest.deltas, ...tail.deltas];
-      this.sql.exec("UPDATE events SET seq = ?, upstream_id = ?, envelope = ? WHERE seq = ?", last.seq, tail.upstreamId, encodeChunk(tail.owner, deltas), newest.seq);
+      this.sql.exec("UPDATE events SET seq = ?, upstream_id = ?, envelope = ? WHERE seq = ?", last.seq, tail.upstreamId, encodeChunk(tail.owner, newest.whole, deltas), newest.seq);
       this.newest = { ...newest, seq: last.seq, deltas, bytes: newest.bytes + tail.bytes };
     } else {
       this.sql.exec(
@@ -136,9 +160,9 @@ export class HeldTail {
         tail.owner.executionId,
         tail.upstreamId,
         CHUNK_TYPE,
-        encodeChunk(tail.owner, tail.deltas),
+        encodeChunk(tail.owner, tail.whole, tail.deltas),
       );
-      this.newest = { seq: last.seq, ownerKey: tail.ownerKey, owner: tail.owner, deltas: [...tail.deltas], bytes: tail.bytes };
+      this.newest = { seq: last.seq, ownerKey: tail.ownerKey, owner: tail.owner, whole: tail.whole, deltas: [...tail.deltas], bytes: tail.bytes };
     }
     tail.writing = true;
   }

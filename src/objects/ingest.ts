@@ -112,21 +112,33 @@ export function ingestStep(state: IngestState, event: ProviderEvent): IngestStep
 }
 
 /**
- * A text delta the store may hold (published at once, stored with a later commit: ./log-chunks.ts),
- * as its event's data; null for any other event. It must continue a streaming part whose text the
- * session holds and is not empty, and upstream must have sent the part's whole text with it: a
- * reader resumed in a new instance (which holds no text) then sends that part whole, never this
- * delta again, so what a crash takes of the tail comes back within the part's text. Its upstream
- * id is a number (the run's cursor is then the newest stored row's id), and the turn runs.
+ * A part's update the store may hold (published at once, stored with a later commit:
+ * ./held-tail.ts), as its event's data; null for any other event. The part is a text or reasoning
+ * part, upstream sent its whole text with this frame, its upstream id is a number (the run's
+ * cursor is then the newest stored row's id) and the turn runs. A delta that continues the text
+ * the session holds (not empty) is held as the delta; any other such update as the part's whole
+ * update (`data: { part }`, its text in it). A reader resumed in a new instance holds no text, so
+ * its first update of each part is whole, never a delta again: what a crash takes of the tail
+ * comes back within the part's whole text.
  */
-export function holdableDelta(event: ProviderEvent, status: TurnStatus | null, known: string | undefined): { part: Record<string, unknown>; delta: string } | null {
-  if (status !== "running" || event.kind !== "part" || event.delta === undefined) return null;
+export function holdableUpdate(
+  event: ProviderEvent,
+  status: TurnStatus | null,
+  known: string | undefined,
+): { kind: "delta"; part: Record<string, unknown>; delta: string } | { kind: "whole"; part: Record<string, unknown> } | null {
+  if (status !== "running" || event.kind !== "part") return null;
   if (event.upstreamId === undefined || !isNumericUpstreamId(event.upstreamId)) return null;
-  if (known === undefined || known === "" || typeof event.part.text !== "string" || event.delta.length > TAIL_MAX_BYTES) return null;
-  const compacted = compactPart(event.part, event.delta, known);
-  if (compacted.data.delta === undefined || "text" in compacted.data.part) return null;
-  return { part: compacted.data.part, delta: compacted.data.delta };
+  const text = event.part.text;
+  if (typeof text !== "string" || !STREAMED_TYPES.has(event.part.type) || text.length > TAIL_MAX_BYTES) return null;
+  if (known !== undefined && known !== "" && event.delta !== undefined) {
+    const compacted = compactPart(event.part, event.delta, known);
+    if (compacted.data.delta !== undefined && !("text" in compacted.data.part)) return { kind: "delta", part: compacted.data.part, delta: compacted.data.delta };
+  }
+  return { kind: "whole", part: event.part };
 }
+
+/** The part types whose text streams (./part-text.ts). */
+export const STREAMED_TYPES: ReadonlySet<string> = new Set(["text", "reasoning"]);
 
 /**
  * An estimate of an event's size in memory, in bytes (the ingest queue's byte bound): the length

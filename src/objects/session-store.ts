@@ -26,7 +26,7 @@ import { ClaimsSchema } from "../providers/claims";
 import { Provenance } from "../schemas/common";
 import { EventEnvelopeSchema, TranscriptPartSchema, TurnStatus as TurnStatusSchema, UsageViewSchema, type UsageView } from "../schemas/api";
 import { AgentExactRunControlRef, CancellationAcknowledgement, InteractionAcknowledgement, InteractionRequest } from "../schemas/contracts";
-import { HeldTail, TAIL_MAX_DELTAS, type DeltaToHold } from "./held-tail";
+import { HeldTail, TAIL_MAX_DELTAS, type UpdateToHold } from "./held-tail";
 import { CHUNK_TYPE, expandRows, firstSeqOf, type EventRow } from "./log-chunks";
 import { migrateSessionSchema } from "./session-schema";
 import type { BranchRecord, TreeTurn } from "./turn-tree";
@@ -83,6 +83,8 @@ const MetaSchemas = {
   ),
   /** The seq up to which the log's webhook events were handed to the user object (./webhook-handoff.ts). */
   webhooksHandedOff: z.number().int().nonnegative(),
+  /** The last seq an instance that opened on a running turn skipped to (./held-tail.ts): the next one skips past it. */
+  seqFloor: z.number().int().nonnegative(),
 };
 type MetaKey = keyof typeof MetaSchemas;
 type MetaValue<K extends MetaKey> = z.infer<(typeof MetaSchemas)[K]>;
@@ -315,6 +317,8 @@ export class SessionStore {
   private seqFloor: number | undefined;
   /** How many seqs past the stored ones a predecessor may have published unstored (a turn ran when this store opened). */
   private readonly inheritedTail: number;
+  /** This instance's floor, to store before it publishes an update it holds (a successor then skips past it too). */
+  private floorToStore: number | undefined;
   private readonly sql: Pick<SqlStorage, "exec">;
   /** The log's last seq, once read (appends advance it). */
   private heldLastSeq: number | undefined;
@@ -838,12 +842,19 @@ export class SessionStore {
   // ---- the held tail (./held-tail.ts)
 
   /**
-   * Holds a text delta (published by the caller at once, stored by the next commit) under the next
-   * seq, and answers its row; null when the tail cannot take it (another part, full, or being
+   * Holds a part's update (published by the caller at once, stored by the next commit) under the
+   * next seq, and answers its row; null when the tail cannot take it (another part, full, or being
    * written): the caller commits (which stores the tail) and holds it then.
    */
-  holdDelta(input: DeltaToHold): EventRow | null {
-    const row = this.tail.hold(input, this.lastSeq() + 1);
+  holdUpdate(input: UpdateToHold): EventRow | null {
+    const seq = this.lastSeq() + 1;
+    if (this.floorToStore !== undefined) {
+      // Before anything held above the floor reaches a viewer (the output gate holds the send
+      // until this write is durable): a successor that finds nothing stored past it skips past it.
+      this.setMeta("seqFloor", this.floorToStore);
+      this.floorToStore = undefined;
+    }
+    const row = this.tail.hold(input, seq);
     if (row) this.heldLastSeq = row.seq;
     return row;
   }
@@ -877,7 +888,11 @@ export class SessionStore {
     if (this.heldLastSeq === undefined) {
       // Trimming never removes the newest event, so the largest seq is the high-water mark; read once, then held.
       const stored = this.sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events").one().seq ?? 0;
-      this.seqFloor ??= stored + this.inheritedTail;
+      if (this.seqFloor === undefined) {
+        // Past the stored seqs and past the floor of any predecessor that stored nothing since.
+        this.seqFloor = this.inheritedTail > 0 ? Math.max(stored, this.getMeta("seqFloor") ?? 0) + this.inheritedTail : stored;
+        if (this.inheritedTail > 0) this.floorToStore = this.seqFloor;
+      }
       this.heldLastSeq = Math.max(stored, this.seqFloor, this.tail.lastSeq() ?? 0);
     }
     return this.heldLastSeq;
@@ -887,7 +902,7 @@ export class SessionStore {
   logSize(): { events: number; rows: number; bytes: number } {
     return this.sql
       .exec<{ events: number; rows: number; bytes: number }>(
-        "SELECT COALESCE(SUM(CASE WHEN type = ? THEN json_array_length(envelope, '$.deltas') ELSE 1 END), 0) AS events, COUNT(*) AS rows, COALESCE(SUM(LENGTH(CAST(envelope AS BLOB))), 0) AS bytes FROM events",
+        "SELECT COALESCE(SUM(CASE WHEN type = ? THEN json_array_length(envelope, '$.deltas') + (json_type(envelope, '$.whole') IS NOT NULL) ELSE 1 END), 0) AS events, COUNT(*) AS rows, COALESCE(SUM(LENGTH(CAST(envelope AS BLOB))), 0) AS bytes FROM events",
         CHUNK_TYPE,
       )
       .one();

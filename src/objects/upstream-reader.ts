@@ -13,7 +13,7 @@
 import type { AgentProvider, ProviderEvent } from "../providers/provider";
 import type { BudgetStop } from "./budget-stop";
 import type { EventLog } from "./event-log";
-import { eventBytes, holdableDelta, ingestStep } from "./ingest";
+import { eventBytes, holdableUpdate, ingestStep, STREAMED_TYPES } from "./ingest";
 import { IngestQueue, type Applied } from "./ingest-queue";
 import type { InteractionDesk } from "./interaction-desk";
 import { runPump } from "./pump";
@@ -130,9 +130,10 @@ export class UpstreamReader {
 
   /**
    * Persists a batch of upstream events and what follows from them; answers how many were new and
-   * whether anything was committed. Text deltas the store may hold (`holdableDelta`) are published
-   * at once and stored with a later commit, several in one row (./log-chunks.ts); the other events
-   * go in one commit per run of them, each once (repeats are dropped).
+   * whether anything was committed. Updates of a text or reasoning part the store may hold
+   * (`holdableUpdate`) are published at once and stored with a later commit, several in one row
+   * (./held-tail.ts); the other events go in one commit per run of them, each once (repeats are
+   * dropped).
    */
   private ingest(turnId: string, executionId: string, batch: ProviderEvent[]): Applied {
     const store = this.store;
@@ -148,22 +149,22 @@ export class UpstreamReader {
       group = [];
     };
     for (const event of batch) {
-      if (event.kind === "part" && event.delta !== undefined) {
-        // What comes before a delta is stored first: its part's text may be in it.
+      if (event.kind === "part" && STREAMED_TYPES.has(event.part.type)) {
+        // What comes before a text part's update is stored first: its part's text may be in it.
         commitGroup();
-        const held = holdableDelta(event, store.turnStatus(turnId), texts.get(event.part.id));
+        const held = holdableUpdate(event, store.turnStatus(turnId), texts.get(event.part.id));
         if (held) {
           if (!store.admitUpstream(turnId, executionId, event.upstreamId!)) continue;
           admitted++;
           const hold = { turnId, executionId, ...held, upstreamId: event.upstreamId!, now: Date.now() };
-          let row = store.holdDelta(hold);
+          let row = store.holdUpdate(hold);
           if (!row) {
-            // The tail is full or another part's: the commit stores it, this delta starts the next.
+            // The tail is full or another part's: the commit stores it, this update starts the next.
             this.deps.log.commit(() => undefined);
             committed = true;
-            row = store.holdDelta(hold)!;
+            row = store.holdUpdate(hold)!;
           }
-          texts.set(event.part.id, texts.get(event.part.id)! + held.delta);
+          texts.set(event.part.id, held.kind === "delta" ? texts.get(event.part.id)! + held.delta : String(event.part.text));
           this.deps.log.publishHeld(row);
           this.armTailFlush();
           continue;
