@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { EventLog } from "./event-log";
 import { TAIL_MAX_DELTAS } from "./held-tail";
-import { deltaRow, encodeChunk, expandChunk, wholeRow } from "./log-chunks";
+import { encodeChunk, expandChunk, updateRow } from "./log-chunks";
 import { SessionStore, type EventRow } from "./session-store";
 
 const PART = { id: "p1", type: "text" };
@@ -43,22 +43,26 @@ function replay(store: SessionStore, after: number, pageSize = 3): EventRow[] {
 }
 
 describe("chunk rows", () => {
-  it("read back as the rows the log would have stored for each delta alone, key for key", () => {
-    const owner = { turnId: "t", executionId: "e", part: PART };
+  it("read back as the rows the log would have stored for each update alone, key for key", () => {
+    const owner = { turnId: "t", executionId: "e" };
+    const tool = { id: "tool-1", type: "tool", state: { status: "running" } };
     const held = [
-      { seq: 7, delta: "one ", atMs: 1_000 },
-      { seq: 8, delta: "two ", atMs: 1_040 },
-      { seq: 9, delta: "é\"\n", atMs: 1_039 },
+      { seq: 6, atMs: 990, whole: { ...PART, text: "zero " } },
+      { seq: 7, atMs: 1_000, part: PART, delta: "one " },
+      { seq: 8, atMs: 1_040, part: PART, delta: "two " },
+      { seq: 9, atMs: 1_039, whole: tool },
+      { seq: 10, atMs: 1_050, part: PART, delta: "é\"\n" },
+      { seq: 11, atMs: 1_060, part: { ...PART, time: { start: 1 } }, delta: "three" },
     ];
-    expect(expandChunk(encodeChunk(owner, null, held))).toEqual(held.map((h) => deltaRow(owner, h)));
-    // A chunk may start with the part's whole update.
-    const whole = { seq: 6, part: { ...PART, text: "zero " }, atMs: 990 };
-    expect(expandChunk(encodeChunk(owner, whole, held))).toEqual([wholeRow(owner, whole), ...held.map((h) => deltaRow(owner, h))]);
-    expect(expandChunk(encodeChunk(owner, whole, []))).toEqual([wholeRow(owner, whole)]);
-    const row = deltaRow(owner, held[0]!);
-    expect(JSON.parse(row.envelope)).toEqual({ seq: 7, turnId: "t", executionId: "e", type: "message.part.updated", data: { part: PART, delta: "one " }, at: new Date(1_000).toISOString() });
-    expect(() => encodeChunk(owner, null, [held[0]!, held[2]!])).toThrow(/consecutive/);
-    expect(() => encodeChunk(owner, { ...whole, seq: 5 }, held)).toThrow(/consecutive/);
+    const rows = held.map((h) => updateRow(owner, h));
+    expect(expandChunk(encodeChunk(owner, held))).toEqual(rows);
+    // Any run of consecutive updates, from any of them.
+    for (let from = 0; from < held.length; from++) expect(expandChunk(encodeChunk(owner, held.slice(from)))).toEqual(rows.slice(from));
+    expect(JSON.parse(rows[1]!.envelope)).toEqual({ seq: 7, turnId: "t", executionId: "e", type: "message.part.updated", data: { part: PART, delta: "one " }, at: new Date(1_000).toISOString() });
+    expect(JSON.parse(rows[3]!.envelope).data).toEqual({ part: tool });
+    // A delta names its part once, where it differs from the update's before it.
+    expect(encodeChunk(owner, held).length).toBeLessThan(rows.reduce((n, r) => n + r.envelope.length, 0) / 2);
+    expect(() => encodeChunk(owner, [held[0]!, held[2]!])).toThrow(/consecutive/);
   });
 });
 
@@ -113,9 +117,11 @@ describe("the held tail", () => {
       // The first row (part p1's) and one chunk for all of p2.
       expect(store.logSize()).toMatchObject({ events: 17, rows: 2 });
       for (const cursor of [1, 2, 3, 10, 17]) expect(replay(store, cursor)).toEqual(rows.filter((r) => r.seq > cursor));
-      // A whole update does not join a tail that holds others: it asks for a commit first.
+      // Another part's updates join the same tail (one execution's updates, in order).
       store.holdUpdate({ kind: "delta", turnId: "t", executionId: "e", part: { id: "p2", type: "text" }, delta: "!", upstreamId: "99", now: 99 });
-      expect(store.holdUpdate({ kind: "whole", turnId: "t", executionId: "e", part: { id: "p3", type: "text", text: "x" }, upstreamId: "100", now: 100 })).toBeNull();
+      expect(store.holdUpdate({ kind: "whole", turnId: "t", executionId: "e", part: { id: "tool", type: "tool", state: {} }, upstreamId: "100", now: 100 })).not.toBeNull();
+      log.commit(() => undefined);
+      expect(store.logSize()).toMatchObject({ events: 19, rows: 2 });
     });
   });
 
@@ -151,13 +157,13 @@ describe("the held tail", () => {
     });
   });
 
-  it("takes at most TAIL_MAX_DELTAS of one part: a full tail or another part's delta asks for a commit first", async () => {
+  it("takes at most TAIL_MAX_DELTAS of one execution: a full tail or another execution's update asks for a commit first", async () => {
     await withLog("bounds", (store, log) => {
       for (let i = 0; i < TAIL_MAX_DELTAS; i++) expect(hold(store, 2 + i, "x")).not.toBeNull();
       expect(hold(store, 2 + TAIL_MAX_DELTAS, "x")).toBeNull();
       log.commit(() => undefined);
       expect(hold(store, 2 + TAIL_MAX_DELTAS, "x")).not.toBeNull();
-      expect(store.holdUpdate({ kind: "delta", turnId: "t", executionId: "e", part: { id: "p2", type: "text" }, delta: "y", upstreamId: "99", now: 0 })).toBeNull();
+      expect(store.holdUpdate({ kind: "delta", turnId: "t", executionId: "e2", part: { id: "p2", type: "text" }, delta: "y", upstreamId: "99", now: 0 })).toBeNull();
     });
   });
 

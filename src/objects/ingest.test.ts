@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ProviderEvent } from "../providers/provider";
 import type { InteractionStatus, TurnStatus } from "./session-store";
-import { eventBytes, ingestStep, type IngestState } from "./ingest";
+import { eventBytes, holdableUpdate, ingestStep, type IngestState } from "./ingest";
 import { emptyExecutionUsage, foldReceipt } from "./usage-fold";
 
 const state = (status: TurnStatus = "running", asks: Record<string, InteractionStatus> = {}, usage = emptyExecutionUsage("e")): IngestState => ({
@@ -110,5 +110,33 @@ describe("a terminal frame that does not say how the run ended", () => {
     // A long array is walked without spreading it into one call's arguments.
     const wide: ProviderEvent = { kind: "passthrough", upstreamId: "3", shown: { type: "raw", data: { items: Array.from({ length: 200_000 }, () => 1) } } };
     expect(eventBytes(wide)).toBeGreaterThanOrEqual(200_000 * 8);
+  });
+});
+
+describe("which part updates the store may hold (published first, stored later)", () => {
+  const text = (upstreamId: string, whole: string, delta?: string): ProviderEvent => ({ kind: "part", upstreamId, part: { id: "p", type: "text", text: whole }, ...(delta !== undefined ? { delta } : {}) });
+
+  it("a delta that continues the text held goes as the delta; a text part's first update, or one that does not continue, whole", () => {
+    expect(holdableUpdate(text("5", "one two", " two"), "running", "one")).toEqual({ kind: "delta", part: { id: "p", type: "text" }, delta: " two" });
+    // Nothing held (a resumed reader, a part's first update): whole, never a delta a reader may already have.
+    expect(holdableUpdate(text("5", "one", "one"), "running", undefined)).toEqual({ kind: "whole", part: { id: "p", type: "text", text: "one" } });
+    expect(holdableUpdate(text("5", "one two", " two"), "running", "")).toMatchObject({ kind: "whole" });
+    expect(holdableUpdate(text("5", "rewritten", " two"), "running", "one")).toMatchObject({ kind: "whole" });
+  });
+
+  it("any other part's update in full is held whole; with a delta it is not", () => {
+    const tool: ProviderEvent = { kind: "part", upstreamId: "6", part: { id: "t", type: "tool", state: { status: "running" } } };
+    expect(holdableUpdate(tool, "running", undefined)).toEqual({ kind: "whole", part: tool.part });
+    expect(holdableUpdate({ ...tool, delta: "x" } as ProviderEvent, "running", undefined)).toBeNull();
+  });
+
+  it("nothing upstream could not send again the same way, and nothing of a turn that does not run", () => {
+    // An opaque upstream id: the run's cursor is not the newest stored row's.
+    expect(holdableUpdate(text("evt-a", "one two", " two"), "running", "one")).toBeNull();
+    expect(holdableUpdate({ kind: "part", upstreamId: undefined, part: { id: "p", type: "text", text: "x" } } as unknown as ProviderEvent, "running", undefined)).toBeNull();
+    // A text delta without the part's whole text: a resumed reader could only send the delta again.
+    expect(holdableUpdate({ kind: "part", upstreamId: "5", part: { id: "p", type: "text" }, delta: " two" }, "running", "one")).toBeNull();
+    expect(holdableUpdate(text("5", "one two", " two"), "completed", "one")).toBeNull();
+    expect(holdableUpdate({ kind: "usage", upstreamId: "7", usage: {} } as unknown as ProviderEvent, "running", undefined)).toBeNull();
   });
 });

@@ -7,7 +7,7 @@
 import type { InteractionRequest } from "../schemas/contracts";
 import type { TokenUsage } from "../schemas/common";
 import type { ProviderEvent, RunError, ShownEvent, TerminalStatus } from "../providers/provider";
-import { TAIL_MAX_BYTES } from "./held-tail";
+import { TAIL_MAX_BYTES, updateBytes } from "./held-tail";
 import { isNumericUpstreamId, type InteractionStatus, type TurnStatus } from "./session-store";
 import { compactPart } from "./part-text";
 import { foldReceipt, foldUsage, toTokenUsage, type ExecutionUsageState } from "./usage-fold";
@@ -113,13 +113,15 @@ export function ingestStep(state: IngestState, event: ProviderEvent): IngestStep
 
 /**
  * A part's update the store may hold (published at once, stored with a later commit:
- * ./held-tail.ts), as its event's data; null for any other event. The part is a text or reasoning
- * part, upstream sent its whole text with this frame, its upstream id is a number (the run's
- * cursor is then the newest stored row's id) and the turn runs. A delta that continues the text
- * the session holds (not empty) is held as the delta; any other such update as the part's whole
- * update (`data: { part }`, its text in it). A reader resumed in a new instance holds no text, so
- * its first update of each part is whole, never a delta again: what a crash takes of the tail
- * comes back within the part's whole text.
+ * ./held-tail.ts), as its event's data; null for any other event. Only an update upstream can send
+ * again (its upstream id is a number: the run's cursor is then the newest stored row's id) and
+ * whose event replaces what a reader holds, of a running turn:
+ * - a text or reasoning part's update whose frame carried the part's whole text: held as the delta
+ *   when it continues the text the session holds (not empty), else as the part's whole update
+ *   (`data: { part }`, its text in it);
+ * - any other part's update without a delta: its whole update (the part in full).
+ * A reader resumed in a new instance holds no text, so its first update of each part is whole,
+ * never a delta again: what a crash takes of the tail comes back within the part's whole state.
  */
 export function holdableUpdate(
   event: ProviderEvent,
@@ -128,13 +130,19 @@ export function holdableUpdate(
 ): { kind: "delta"; part: Record<string, unknown>; delta: string } | { kind: "whole"; part: Record<string, unknown> } | null {
   if (status !== "running" || event.kind !== "part") return null;
   if (event.upstreamId === undefined || !isNumericUpstreamId(event.upstreamId)) return null;
+  if (!STREAMED_TYPES.has(event.part.type)) {
+    if (event.delta !== undefined) return null;
+    const whole = { kind: "whole" as const, part: event.part };
+    return updateBytes(whole) <= TAIL_MAX_BYTES ? whole : null;
+  }
   const text = event.part.text;
-  if (typeof text !== "string" || !STREAMED_TYPES.has(event.part.type) || text.length > TAIL_MAX_BYTES) return null;
+  if (typeof text !== "string" || text.length > TAIL_MAX_BYTES) return null;
   if (known !== undefined && known !== "" && event.delta !== undefined) {
     const compacted = compactPart(event.part, event.delta, known);
     if (compacted.data.delta !== undefined && !("text" in compacted.data.part)) return { kind: "delta", part: compacted.data.part, delta: compacted.data.delta };
   }
-  return { kind: "whole", part: event.part };
+  const whole = { kind: "whole" as const, part: event.part };
+  return updateBytes(whole) <= TAIL_MAX_BYTES ? whole : null;
 }
 
 /** The part types whose text streams (./part-text.ts). */

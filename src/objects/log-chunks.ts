@@ -1,8 +1,9 @@
 /**
- * The held tail's rows (docs/sse-protocol.md §12): updates of a text or reasoning part whose
- * upstream frame carried the part's whole text reach viewers at once and are stored later, several
- * in one row. A chunk row holds the updates of consecutive seqs of one part of one execution (its
- * whole text first, when the chunk starts with such an update, then deltas), and is stored
+ * The held tail's rows (docs/sse-protocol.md §12): part updates that upstream can send again and
+ * that replace what a reader holds (a part's whole state, or a text delta whose frame carried the
+ * part's whole text) reach viewers at once and are stored later, several in one row. A chunk row
+ * holds the updates of consecutive seqs of one execution (each a delta or a part's whole update),
+ * and is stored
  * at the seq of its last event (so `seq > cursor` finds every row holding an event after the
  * cursor, and `MAX(seq)` stays the high-water mark). Read back, it is one event per update, each
  * the same JSON, key for key, as the row the log would have stored for it alone
@@ -23,96 +24,101 @@ export interface EventRow extends Record<string, SqlStorageValue> {
 export const CHUNK_TYPE = "message.part.deltas";
 const PART_UPDATED = "message.part.updated";
 
-/** What the events of one chunk share: the turn, the execution and the part (less its text). */
-export interface DeltaOwner {
+/** What the updates of one chunk share: the turn and the execution. */
+export interface ChunkOwner {
   turnId: string;
   executionId: string;
-  part: Record<string, unknown>;
 }
 
-/** One held delta: its seq, its text and when it was logged (ms since the epoch). */
-export interface HeldDelta {
-  seq: number;
-  delta: string;
-  atMs: number;
+type Obj = Record<string, unknown>;
+
+/**
+ * One held update, its seq and when it was logged (ms since the epoch): a text delta (with the part
+ * less its text, as a delta's event carries it), or a part's whole update (the part as upstream sent
+ * it: a text part with its whole text, any other part in full).
+ */
+export type HeldUpdate = { seq: number; atMs: number } & ({ part: Obj; delta: string } | { whole: Obj });
+
+/** The row an update's event is: the same keys, in the same order, as SessionStore.appendEvent writes. */
+export function updateRow(owner: ChunkOwner, held: HeldUpdate): EventRow {
+  const data = "whole" in held ? { part: held.whole } : { part: held.part, delta: held.delta };
+  const envelope = { seq: held.seq, turnId: owner.turnId, executionId: owner.executionId, type: PART_UPDATED, data, at: new Date(held.atMs).toISOString() };
+  return { seq: held.seq, type: PART_UPDATED, envelope: JSON.stringify(envelope) };
 }
 
-/** A held update of a part's whole text (its first update, or one that does not continue): the part as upstream sent it. */
-export interface HeldWhole {
-  seq: number;
-  part: Record<string, unknown>;
-  atMs: number;
-}
-
-function row(owner: DeltaOwner, seq: number, data: Record<string, unknown>, atMs: number): EventRow {
-  const envelope = { seq, turnId: owner.turnId, executionId: owner.executionId, type: PART_UPDATED, data, at: new Date(atMs).toISOString() };
-  return { seq, type: PART_UPDATED, envelope: JSON.stringify(envelope) };
-}
-
-/** The row a delta's event is: the same keys, in the same order, as SessionStore.appendEvent writes. */
-export function deltaRow(owner: DeltaOwner, held: HeldDelta): EventRow {
-  return row(owner, held.seq, { part: owner.part, delta: held.delta }, held.atMs);
-}
-
-/** The row a whole update's event is (`data: { part }`, the part's text in it). */
-export function wholeRow(owner: DeltaOwner, held: HeldWhole): EventRow {
-  return row(owner, held.seq, { part: held.part }, held.atMs);
+/** A part less its text: what a delta after its whole update carries. */
+function lessText(part: Obj): Obj {
+  const { text: _text, ...rest } = part;
+  return rest;
 }
 
 /**
- * A chunk as stored: the owner once, the first seq and its instant, the part's whole update when
- * the chunk starts with one (`whole`), then each delta with the milliseconds since the event before
- * it (seqs are consecutive). About the deltas' text plus a few bytes each.
+ * A chunk as stored: the owner once, the first seq and its instant, then each update with the
+ * milliseconds since the one before it (seqs are consecutive): `[ms, delta]` a delta of the part
+ * of the update before it (its part less text), `[ms, delta, part]` a delta of another part
+ * (less text), `[ms, { part }]`... as `[ms, part]`, a part's whole update. A delta costs its text
+ * plus a few bytes.
  */
-const StoredChunk = z
-  .strictObject({
-    turnId: z.string(),
-    executionId: z.string(),
-    part: z.record(z.string(), z.unknown()),
-    first: z.number().int().positive(),
-    at: z.number().int(),
-    whole: z.record(z.string(), z.unknown()).optional(),
-    deltas: z.array(z.tuple([z.string(), z.number().int()])),
-  })
-  .refine((chunk) => chunk.whole !== undefined || chunk.deltas.length > 0, "a chunk holds at least one event");
+const StoredChunk = z.strictObject({
+  turnId: z.string(),
+  executionId: z.string(),
+  first: z.number().int().positive(),
+  at: z.number().int(),
+  updates: z
+    .array(z.union([z.tuple([z.number().int(), z.string()]), z.tuple([z.number().int(), z.record(z.string(), z.unknown())]), z.tuple([z.number().int(), z.string(), z.record(z.string(), z.unknown())])]))
+    .min(1),
+});
 
-/** The stored text of a chunk: a whole update (or none), then consecutive deltas, of one owner. */
-export function encodeChunk(owner: DeltaOwner, whole: HeldWhole | null, deltas: readonly HeldDelta[]): string {
-  const start = whole ?? deltas[0];
-  if (!start) throw new Error("a chunk holds at least one event");
+/** The stored text of a chunk: updates of consecutive seqs of one owner. */
+export function encodeChunk(owner: ChunkOwner, updates: readonly HeldUpdate[]): string {
+  const start = updates[0];
+  if (!start) throw new Error("a chunk holds at least one update");
   let previous = start.atMs;
-  let seq = start.seq - (whole ? 0 : 1);
-  const out: Array<[string, number]> = [];
-  for (const held of deltas) {
-    if (held.seq !== ++seq) throw new Error("a chunk's events have consecutive seqs");
-    out.push([held.delta, held.atMs - previous]);
+  let current: string | null = null;
+  const out: unknown[] = [];
+  updates.forEach((held, i) => {
+    if (held.seq !== start.seq + i) throw new Error("a chunk's updates have consecutive seqs");
+    const ms = held.atMs - previous;
     previous = held.atMs;
-  }
-  return JSON.stringify({ turnId: owner.turnId, executionId: owner.executionId, part: owner.part, first: start.seq, at: start.atMs, ...(whole ? { whole: whole.part } : {}), deltas: out });
+    if ("whole" in held) {
+      out.push([ms, held.whole]);
+      current = JSON.stringify(lessText(held.whole));
+    } else {
+      const key = JSON.stringify(held.part);
+      out.push(key === current ? [ms, held.delta] : [ms, held.delta, held.part]);
+      current = key;
+    }
+  });
+  return JSON.stringify({ turnId: owner.turnId, executionId: owner.executionId, first: start.seq, at: start.atMs, updates: out });
 }
 
 /** The events a chunk row holds, each as the row appendEvent would have stored. */
 export function expandChunk(text: string): EventRow[] {
   const chunk = StoredChunk.parse(JSON.parse(text));
-  const owner: DeltaOwner = { turnId: chunk.turnId, executionId: chunk.executionId, part: chunk.part };
+  const owner: ChunkOwner = { turnId: chunk.turnId, executionId: chunk.executionId };
   let atMs = chunk.at;
-  let seq = chunk.first;
-  const out: EventRow[] = [];
-  if (chunk.whole) out.push(wholeRow(owner, { seq: seq++, part: chunk.whole, atMs }));
-  for (const [delta, ms] of chunk.deltas) {
-    atMs += ms;
-    out.push(deltaRow(owner, { seq: seq++, delta, atMs }));
-  }
-  return out;
+  let current: Obj | null = null;
+  return chunk.updates.map((entry, i) => {
+    atMs += entry[0];
+    const seq = chunk.first + i;
+    if (typeof entry[1] !== "string") {
+      current = lessText(entry[1]);
+      return updateRow(owner, { seq, atMs, whole: entry[1] });
+    }
+    const part = entry.length === 3 ? entry[2] : current;
+    if (!part) throw new Error("a chunk's delta names no part");
+    current = part;
+    return updateRow(owner, { seq, atMs, part, delta: entry[1] });
+  });
 }
 
-/** The first seq a stored row holds (a chunk's first delta; any other row's own seq). */
+/** The first seq a stored row holds (a chunk's first update; any other row's own seq). */
 export function firstSeqOf(row: EventRow): number {
   if (row.type !== CHUNK_TYPE) return row.seq;
   return StoredChunk.parse(JSON.parse(row.envelope)).first;
 }
 
-/** The log's rows as events: each chunk row expanded into its deltas, every other row as it is. */
+/** The log's rows as events: each chunk row expanded into its updates, every other row as it is. */
 export function expandRows(rows: readonly EventRow[]): EventRow[] {
   const out: EventRow[] = [];
   for (const row of rows) {

@@ -902,7 +902,7 @@ export class SessionStore {
   logSize(): { events: number; rows: number; bytes: number } {
     return this.sql
       .exec<{ events: number; rows: number; bytes: number }>(
-        "SELECT COALESCE(SUM(CASE WHEN type = ? THEN json_array_length(envelope, '$.deltas') + (json_type(envelope, '$.whole') IS NOT NULL) ELSE 1 END), 0) AS events, COUNT(*) AS rows, COALESCE(SUM(LENGTH(CAST(envelope AS BLOB))), 0) AS bytes FROM events",
+        "SELECT COALESCE(SUM(CASE WHEN type = ? THEN json_array_length(envelope, '$.updates') ELSE 1 END), 0) AS events, COUNT(*) AS rows, COALESCE(SUM(LENGTH(CAST(envelope AS BLOB))), 0) AS bytes FROM events",
         CHUNK_TYPE,
       )
       .one();

@@ -149,8 +149,8 @@ export class UpstreamReader {
       group = [];
     };
     for (const event of batch) {
-      if (event.kind === "part" && STREAMED_TYPES.has(event.part.type)) {
-        // What comes before a text part's update is stored first: its part's text may be in it.
+      if (event.kind === "part") {
+        // What comes before a part's update is stored first: the part's text may be in it.
         commitGroup();
         const held = holdableUpdate(event, store.turnStatus(turnId), texts.get(event.part.id));
         if (held) {
@@ -164,7 +164,8 @@ export class UpstreamReader {
             committed = true;
             row = store.holdUpdate(hold)!;
           }
-          texts.set(event.part.id, held.kind === "delta" ? texts.get(event.part.id)! + held.delta : String(event.part.text));
+          if (held.kind === "delta") texts.set(event.part.id, texts.get(event.part.id)! + held.delta);
+          else if (STREAMED_TYPES.has(event.part.type)) texts.set(event.part.id, String(event.part.text));
           this.deps.log.publishHeld(row);
           this.armTailFlush();
           continue;

@@ -6,9 +6,9 @@
 // log exactly once, ids strictly increasing, no stream.reset (a cursor ahead of the log would mean
 // it had seen an event the log lost), each event (decoded from its frame: a lean delta frame
 // continues the frame before it, docs/sse-protocol.md §11) byte for byte the one a fresh replay from
-// 0 sends. The only frames it got that the log lacks are text part updates of the held tail
+// 0 sends. The only frames it got that the log lacks are part updates of the held tail
 // (docs/sse-protocol.md §12) that a crash took before they were stored, each followed in the log by
-// its part's whole text (so ids may skip there); and each turn's transcript (`GET …/messages`) has
+// its part's whole state (so ids may skip there); and each turn's transcript (`GET …/messages`) has
 // exactly the text the stream rebuilds (docs/sse-protocol.md §1.6). Run: node --test test/restart/kill.test.mjs
 // (KILLS, KILL_SEED to repeat a run).
 import assert from "node:assert/strict";
@@ -228,16 +228,20 @@ it(`killed ${KILLS} times at random points of running turns: every viewer gets e
       if (!frame) assert.fail(`${cid}: the log's event ${event.id} never reached the viewer`);
       if (frame.event !== event.event || frame.data !== event.data) assert.fail(`${cid}: frame ${event.id} as the viewer got it differs from the log's:\n${frame.data}\n${event.data}`);
     }
-    // What a crash took of the held tail (docs/sse-protocol.md §12): only updates of text parts,
-    // each of a part whose whole text the log sends later (the viewer got it too, and replaced
-    // what it held).
+    // What a crash took of the held tail (docs/sse-protocol.md §12): only part updates, each of a
+    // part whose whole state the log sends later (the viewer got it too, and it replaced what the
+    // viewer held: a text part's whole text, any other part in full).
     const inLog = new Set(replay.map((e) => Number(e.id)));
     const takenBack = v.frames.filter((f) => !inLog.has(Number(f.id)));
     for (const frame of takenBack) {
       const { turnId, data } = JSON.parse(frame.data);
-      assert.ok(frame.event === "message.part.updated" && data.part?.type === "text", `${cid}: frame ${frame.id} (${frame.event}) is not in the log and is not a held update`);
-      const whole = replay.find((e) => Number(e.id) > Number(frame.id) && e.event === "message.part.updated" && JSON.parse(e.data).turnId === turnId && JSON.parse(e.data).data.part?.id === data.part.id && typeof JSON.parse(e.data).data.part.text === "string");
-      assert.ok(whole, `${cid}: held update ${frame.id} was lost and its part's whole text never came after it`);
+      assert.ok(frame.event === "message.part.updated" && typeof data.part?.id === "string", `${cid}: frame ${frame.id} (${frame.event}) is not in the log and is not a held update`);
+      const whole = replay.find((e) => {
+        if (Number(e.id) <= Number(frame.id) || e.event !== "message.part.updated") return false;
+        const later = JSON.parse(e.data);
+        return later.turnId === turnId && later.data.part?.id === data.part.id && later.data.delta === undefined && (data.part.type !== "text" || typeof later.data.part.text === "string");
+      });
+      assert.ok(whole, `${cid}: held update ${frame.id} was lost and its part's whole state never came after it`);
     }
     heldLost += takenBack.length;
     // The transcript is the streamed text, turn by turn, and each answer is whole.
@@ -253,5 +257,5 @@ it(`killed ${KILLS} times at random points of running turns: every viewer gets e
       assert.equal(texts.get(m.turnId), m.text, `${cid} ${m.turnId}: the streamed text is not the run's answer`);
     }
   }
-  console.log(`kill test: ${heldLost} held updates a viewer got were taken by a crash from the log (their text came again within their part's whole text)`);
+  console.log(`kill test: ${heldLost} held updates a viewer got were taken by a crash from the log (each part's whole state came again after them)`);
 });
