@@ -64,20 +64,26 @@ const StoredChunk = z.strictObject({
   executionId: z.string(),
   first: z.number().int().positive(),
   at: z.number().int(),
+  /** Each update's seq, when they are not consecutive (a compacted chunk, ./compaction.ts); absent: first, first + 1, … */
+  seqs: z.array(z.number().int().positive()).optional(),
   updates: z
     .array(z.union([z.tuple([z.number().int(), z.string()]), z.tuple([z.number().int(), z.record(z.string(), z.unknown())]), z.tuple([z.number().int(), z.string(), z.record(z.string(), z.unknown())])]))
     .min(1),
 });
 
-/** The stored text of a chunk: updates of consecutive seqs of one owner. */
-export function encodeChunk(owner: ChunkOwner, updates: readonly HeldUpdate[]): string {
+/**
+ * The stored text of a chunk: updates of one owner in increasing seqs (consecutive as the tail
+ * holds them; a compacted chunk's may skip, and then name their seqs).
+ */
+export function encodeChunk(owner: ChunkOwner, updates: readonly HeldUpdate[], options: { gaps?: boolean } = {}): string {
   const start = updates[0];
   if (!start) throw new Error("a chunk holds at least one update");
   let previous = start.atMs;
   let current: string | null = null;
   const out: unknown[] = [];
+  const consecutive = updates.every((held, i) => held.seq === start.seq + i);
   updates.forEach((held, i) => {
-    if (held.seq !== start.seq + i) throw new Error("a chunk's updates have consecutive seqs");
+    if (options.gaps ? i > 0 && held.seq <= updates[i - 1]!.seq : held.seq !== start.seq + i) throw new Error(options.gaps ? "a chunk's updates have increasing seqs" : "a chunk's updates have consecutive seqs");
     const ms = held.atMs - previous;
     previous = held.atMs;
     if ("whole" in held) {
@@ -89,7 +95,7 @@ export function encodeChunk(owner: ChunkOwner, updates: readonly HeldUpdate[]): 
       current = key;
     }
   });
-  return JSON.stringify({ turnId: owner.turnId, executionId: owner.executionId, first: start.seq, at: start.atMs, updates: out });
+  return JSON.stringify({ turnId: owner.turnId, executionId: owner.executionId, first: start.seq, at: start.atMs, ...(consecutive ? {} : { seqs: updates.map((u) => u.seq) }), updates: out });
 }
 
 /** The events a chunk row holds, each as the row appendEvent would have stored. */
@@ -98,9 +104,10 @@ export function expandChunk(text: string): EventRow[] {
   const owner: ChunkOwner = { turnId: chunk.turnId, executionId: chunk.executionId };
   let atMs = chunk.at;
   let current: Obj | null = null;
+  if (chunk.seqs && chunk.seqs.length !== chunk.updates.length) throw new Error("a chunk names a seq for each update");
   return chunk.updates.map((entry, i) => {
     atMs += entry[0];
-    const seq = chunk.first + i;
+    const seq = chunk.seqs ? chunk.seqs[i]! : chunk.first + i;
     if (typeof entry[1] !== "string") {
       current = lessText(entry[1]);
       return updateRow(owner, { seq, atMs, whole: entry[1] });
@@ -124,6 +131,53 @@ export function expandRows(rows: readonly EventRow[]): EventRow[] {
   for (const row of rows) {
     if (row.type === CHUNK_TYPE) out.push(...expandChunk(row.envelope));
     else out.push(row);
+  }
+  return out;
+}
+
+/** A rewrite of one stored row: its key now, and what it becomes (null: it goes). */
+export interface RowRewrite {
+  seq: number;
+  to: EventRow | null;
+}
+
+/** An event of a chunk as the update a chunk holds (every event a chunk holds is a part's update). */
+function asUpdate(row: EventRow): HeldUpdate {
+  const envelope = JSON.parse(row.envelope) as { data: { part: Obj; delta?: string }; at: string };
+  const atMs = Date.parse(envelope.at);
+  return typeof envelope.data.delta === "string" ? { seq: row.seq, atMs, part: envelope.data.part, delta: envelope.data.delta } : { seq: row.seq, atMs, whole: envelope.data.part };
+}
+
+/**
+ * How stored rows change when runs of their events are each replaced by one event at the run's
+ * last seq (./compaction.ts): an event inside a run goes, the run's last becomes its replacement.
+ * A plain row is rewritten or goes; a chunk row keeps what is left of it (its seqs named, since
+ * they skip now), as a plain row when one event is left, and goes when none is. Rows nothing
+ * touches are not rewritten: one row written per row touched. Pure.
+ */
+export function compactRows(rows: readonly EventRow[], runs: ReadonlyArray<{ fromSeq: number; toSeq: number; row: EventRow }>): RowRewrite[] {
+  const sorted = [...runs].sort((a, b) => a.fromSeq - b.fromSeq);
+  const runOf = (seq: number) => sorted.find((r) => seq >= r.fromSeq && seq <= r.toSeq);
+  const out: RowRewrite[] = [];
+  for (const row of rows) {
+    const events = row.type === CHUNK_TYPE ? expandChunk(row.envelope) : [row];
+    let touched = false;
+    const kept: EventRow[] = [];
+    for (const event of events) {
+      const run = runOf(event.seq);
+      if (!run) kept.push(event);
+      else {
+        touched = true;
+        if (event.seq === run.toSeq) kept.push(run.row);
+      }
+    }
+    if (!touched) continue;
+    if (kept.length === 0) out.push({ seq: row.seq, to: null });
+    else if (kept.length === 1) out.push({ seq: row.seq, to: kept[0]! });
+    else {
+      const owner = StoredChunk.parse(JSON.parse(row.envelope));
+      out.push({ seq: row.seq, to: { seq: kept.at(-1)!.seq, type: CHUNK_TYPE, envelope: encodeChunk({ turnId: owner.turnId, executionId: owner.executionId }, kept.map(asUpdate), { gaps: true }) } });
+    }
   }
   return out;
 }
