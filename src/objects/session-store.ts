@@ -69,6 +69,10 @@ const MetaSchemas = {
   ),
   /** The seq up to which the log's webhook events were handed to the user object (./webhook-handoff.ts). */
   webhooksHandedOff: z.number().int().nonnegative(),
+  /** Turns that ended and whose events are not compacted yet (./compaction.ts): written with the turn's end, cleared by its compaction. */
+  compactPending: z.array(z.string()),
+  /** The highest seq trimming removed the log at and below (absent: never trimmed): a cursor at or above it is held (docs/sse-protocol.md §4, §12). */
+  trimmedThrough: z.number().int().nonnegative(),
 };
 type MetaKey = keyof typeof MetaSchemas;
 type MetaValue<K extends MetaKey> = z.infer<(typeof MetaSchemas)[K]>;
@@ -299,6 +303,8 @@ interface HeldCursor {
 export class SessionStore {
   /** Rows written through this store since it was opened (SQLite rows are billed per row written). */
   rowsWritten = 0;
+  /** Of those, the rows turn-end compaction wrote (its DELETEs count, a row each; ./compaction.ts). */
+  compactionRowsWritten = 0;
   private readonly sql: Pick<SqlStorage, "exec">;
   /** The log's last seq, once read (appends advance it). */
   private heldLastSeq: number | undefined;
@@ -823,6 +829,54 @@ export class SessionStore {
   /** Removes the events at and below `cutoff`; turn records outlive the log. */
   trimEvents(cutoff: number): number {
     if (cutoff <= 0) return 0;
-    return this.sql.exec("DELETE FROM events WHERE seq <= ?", cutoff).rowsWritten;
+    const removed = this.sql.exec("DELETE FROM events WHERE seq <= ?", cutoff).rowsWritten;
+    if (cutoff > (this.getMeta("trimmedThrough") ?? 0)) this.setMeta("trimmedThrough", cutoff);
+    return removed;
+  }
+
+  /**
+   * The lowest cursor the log holds (docs/sse-protocol.md §4): the seq trimming removed through,
+   * else the oldest retained seq minus one. Not MIN(seq) - 1 alone: compaction removes seqs too
+   * (§12), and a cursor in a compacted run is held, however old.
+   */
+  lowestHeldCursor(): number | null {
+    const trimmed = this.getMeta("trimmedThrough");
+    const first = this.firstRetainedSeq();
+    if (first === null) return null;
+    return trimmed ?? first - 1;
+  }
+
+  // ---- compaction (./compaction.ts)
+
+  /** The seqs of the log's events within `fromSeq`..`toSeq` that are not of `turnId` (each ends a compaction run). */
+  otherEventSeqs(turnId: string, fromSeq: number, toSeq: number): number[] {
+    return this.sql
+      .exec<{ seq: number }>("SELECT seq FROM events WHERE seq BETWEEN ? AND ? AND (turn_id IS NULL OR turn_id <> ?) ORDER BY seq", fromSeq, toSeq, turnId)
+      .toArray()
+      .map((r) => r.seq);
+  }
+
+  /**
+   * Applies a compaction plan: the rows of each run's seq range deleted (by range, never by count:
+   * a row may hold several seqs), its one event inserted at its last seq, keeping the newest
+   * upstream id of the range (the execution's cursor, `cursorOf`). The caller holds the transaction.
+   */
+  applyCompaction(runs: readonly { fromSeq: number; toSeq: number; envelope: EventEnvelope }[]): void {
+    for (const run of runs) {
+      const upstreamId =
+        this.sql
+          .exec<{ upstream_id: string }>("SELECT upstream_id FROM events WHERE seq BETWEEN ? AND ? AND upstream_id IS NOT NULL ORDER BY seq DESC LIMIT 1", run.fromSeq, run.toSeq)
+          .toArray()[0]?.upstream_id ?? null;
+      this.sql.exec("DELETE FROM events WHERE seq BETWEEN ? AND ?", run.fromSeq, run.toSeq);
+      this.sql.exec(
+        "INSERT INTO events (seq, turn_id, execution_id, upstream_id, type, envelope) VALUES (?, ?, ?, ?, ?, ?)",
+        run.toSeq,
+        run.envelope.turnId,
+        run.envelope.executionId,
+        upstreamId,
+        run.envelope.type,
+        JSON.stringify(run.envelope),
+      );
+    }
   }
 }

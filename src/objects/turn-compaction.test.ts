@@ -1,0 +1,69 @@
+import { env, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { SessionStore } from "./session-store";
+import { compactTurn } from "./turn-end";
+
+async function withStore(name: string, fn: (store: SessionStore) => void): Promise<void> {
+  const stub = env.SESSIONS.get(env.SESSIONS.idFromName(`compaction-${name}-${crypto.randomUUID()}`));
+  await runInDurableObject(stub, (_instance, state) => fn(new SessionStore(state.storage.sql)));
+}
+
+function turnWithDeltas(store: SessionStore, turnId: string, words: number): void {
+  store.insertPendingTurn({ turnId, requestDigest: `d-${turnId}`, request: { message: "hi" }, executionId: `e-${turnId}`, now: 0 });
+  const base = { turnId, executionId: `e-${turnId}`, now: 1 };
+  store.appendEvent({ ...base, type: "turn.accepted", data: { turnId } });
+  for (let i = 0; i < words; i++) {
+    store.appendEvent({ ...base, upstreamId: String(i + 1), type: "message.part.updated", data: { part: { id: `${turnId}-p`, type: "text", ...(i === 0 ? { text: "w0 " } : {}) }, ...(i > 0 ? { delta: `w${i} ` } : {}) } });
+  }
+}
+
+describe("compacting a finished turn in the store", () => {
+  it("replaces the run by one row at its last seq (a delete by seq range, an insert), keeps the upstream cursor, and does it once", async () => {
+    await withStore("once", (store) => {
+      turnWithDeltas(store, "t", 50);
+      const answer = Array.from({ length: 50 }, (_, i) => `w${i} `).join("");
+      store.finishTurn("t", { status: "completed", resultText: answer, now: 2 });
+      store.appendEvent({ turnId: "t", executionId: "e-t", type: "turn.completed", data: { turnId: "t", status: "completed", result: { text: answer } }, now: 2 });
+      const before = store.rowsWritten;
+      compactTurn(store, "t");
+      // 50 rows deleted and one inserted for the run; the terminal event rewritten (a delete and an insert).
+      expect(store.rowsWritten - before).toBe(53);
+      const events = store.eventsOfTurn("t");
+      expect(events.map((e) => e.seq)).toEqual([1, 51, 52]);
+      expect(events[1]!.data).toEqual({ part: { id: "t-p", type: "text", text: answer } });
+      expect(events[2]!.data).toEqual({ turnId: "t", status: "completed" });
+      expect(store.cursorOf("t", "e-t")).toBe("50");
+      expect(store.lastSeq()).toBe(52);
+      // The turn record keeps the result.
+      expect(store.turn("t")!.resultText).toBe(answer);
+      const again = store.rowsWritten;
+      compactTurn(store, "t");
+      expect(store.rowsWritten).toBe(again);
+    });
+  });
+
+  it("leaves a running turn and a turn the trim cut into as they are", async () => {
+    await withStore("skip", (store) => {
+      turnWithDeltas(store, "t", 5);
+      compactTurn(store, "t");
+      expect(store.eventsOfTurn("t")).toHaveLength(6);
+      store.finishTurn("t", { status: "completed", now: 2 });
+      store.keepParts("t", []);
+      compactTurn(store, "t");
+      expect(store.eventsOfTurn("t")).toHaveLength(6);
+    });
+  });
+
+  it("a cursor inside a compacted run is held; one below what trimming removed is not", async () => {
+    await withStore("cursor", (store) => {
+      turnWithDeltas(store, "t", 10);
+      store.finishTurn("t", { status: "completed", now: 2 });
+      compactTurn(store, "t");
+      expect(store.eventsOfTurn("t").map((e) => e.seq)).toEqual([1, 11]);
+      store.trimEvents(1);
+      // The oldest retained event is 11; cursors 1..10 are held (compacted, not trimmed).
+      expect(store.firstRetainedSeq()).toBe(11);
+      expect(store.lowestHeldCursor()).toBe(1);
+    });
+  });
+});
