@@ -31,6 +31,17 @@ export interface CompactionRun {
 
 const PART_UPDATED = "message.part.updated";
 const TERMINAL = new Set(["turn.completed", "turn.failed", "turn.cancelled"]);
+/** Types of the events that may repeat the answer: the turn's end and the relayed upstream `result`. */
+const REPEATS_ANSWER = new Set([...TERMINAL, "result"]);
+
+/**
+ * Whether an event of this type may be rewritten less its copy of the answer: the planner then
+ * needs it exactly as stored (every field byte for byte, not as a schema reads it back), since
+ * all but the copy is kept.
+ */
+export function mayRepeatAnswer(type: string): boolean {
+  return REPEATS_ANSWER.has(type);
+}
 /** Part types whose text streams as deltas (./part-text.ts): the ones compacted. */
 const STREAMED = new Set(["text", "reasoning"]);
 

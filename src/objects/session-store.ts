@@ -848,6 +848,19 @@ export class SessionStore {
 
   // ---- compaction (./compaction.ts)
 
+  /**
+   * The event stored at exactly `seq` in its own row, as stored: validated, but the stored JSON's
+   * own fields and order, not the schema's reading of them (a rewrite keeps them byte for byte).
+   */
+  storedEvent(seq: number): EventEnvelope | null {
+    const text = this.sql.exec<{ envelope: string }>("SELECT envelope FROM events WHERE seq = ?", seq).toArray()[0]?.envelope;
+    if (text === undefined) return null;
+    // A row holding several events (not one event's envelope) is not one stored event: null.
+    const raw = JSON.parse(text) as unknown;
+    if (!EventEnvelopeSchema.safeParse(raw).success) return null;
+    return (raw as EventEnvelope).seq === seq ? (raw as EventEnvelope) : null;
+  }
+
   /** The seqs of the log's events within `fromSeq`..`toSeq` that are not of `turnId` (each ends a compaction run). */
   otherEventSeqs(turnId: string, fromSeq: number, toSeq: number): number[] {
     return this.sql

@@ -42,6 +42,20 @@ describe("compacting a finished turn in the store", () => {
     });
   });
 
+  it("an end rewritten less its copy of the answer keeps every other field byte for byte", async () => {
+    await withStore("faithful", (store) => {
+      turnWithDeltas(store, "t", 3);
+      store.finishTurn("t", { status: "completed", resultText: "w0 w1 w2 ", now: 2 });
+      // The receipt's usage in the order the provider gave it (not the schema's order).
+      const usage = { outputTokens: 2, inputTokens: 5, totalTokens: 7 } as unknown as { inputTokens: number; outputTokens: number };
+      const result = store.appendEvent({ turnId: "t", executionId: "e-t", type: "result", data: { finalText: "w0 w1 w2 ", status: "success" }, usage, usageMode: "cumulative", now: 2 });
+      compactTurn(store, "t");
+      const kept = store.storedEvent(result.seq)!;
+      const { finalText: _dropped, ...data } = (JSON.parse(result.envelope) as { data: Record<string, unknown> }).data;
+      expect(JSON.stringify(kept)).toBe(JSON.stringify({ ...JSON.parse(result.envelope), data }));
+    });
+  });
+
   it("leaves a running turn and a turn the trim cut into as they are", async () => {
     await withStore("skip", (store) => {
       turnWithDeltas(store, "t", 5);

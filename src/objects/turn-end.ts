@@ -21,7 +21,7 @@ import type { Config } from "../config";
 import type { ProviderResult, RunError, TerminalStatus } from "../providers/provider";
 import type { Appender, EventLog } from "./event-log";
 import type { InteractionDesk } from "./interaction-desk";
-import { planCompaction } from "./compaction";
+import { mayRepeatAnswer, planCompaction } from "./compaction";
 import { turnParts } from "./transcript";
 import { TERMINAL_TURN_STATUSES, type SessionStore, type TurnError, type TurnRecord } from "./session-store";
 import { alarmWanted, type AbandonedRuns } from "./abandoned-runs";
@@ -93,10 +93,11 @@ export function nextWatchdogAt(active: Pick<TurnRecord, "createdAt">, now: numbe
  * trim cut into (its parts kept on the record) is left as it is: its first events are gone, so the
  * text its runs end with is not known from the log.
  */
-export function compactTurn(store: Pick<SessionStore, "turn" | "eventsOfTurn" | "otherEventSeqs" | "applyCompaction">, turnId: string): void {
+export function compactTurn(store: Pick<SessionStore, "turn" | "eventsOfTurn" | "storedEvent" | "otherEventSeqs" | "applyCompaction">, turnId: string): void {
   const turn = store.turn(turnId);
   if (!turn || !TERMINAL_TURN_STATUSES.has(turn.status) || turn.parts !== null) return;
-  const events = store.eventsOfTurn(turnId);
+  // An event rewritten less its copy of the answer keeps every other field as stored.
+  const events = store.eventsOfTurn(turnId).map((e) => (mayRepeatAnswer(e.type) ? (store.storedEvent(e.seq) ?? e) : e));
   if (events.length < 2) return;
   const plan = planCompaction(events, store.otherEventSeqs(turnId, events[0]!.seq, events.at(-1)!.seq));
   if (plan.length > 0) store.applyCompaction(plan);
