@@ -1,11 +1,12 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { EventLog } from "./event-log";
 import { SessionStore } from "./session-store";
-import { compactTurn } from "./turn-end";
+import { compactTurn, TurnEnd, type TurnEndDeps } from "./turn-end";
 
-async function withStore(name: string, fn: (store: SessionStore) => void): Promise<void> {
+async function withStore(name: string, fn: (store: SessionStore, state: DurableObjectState) => void): Promise<void> {
   const stub = env.SESSIONS.get(env.SESSIONS.idFromName(`compaction-${name}-${crypto.randomUUID()}`));
-  await runInDurableObject(stub, (_instance, state) => fn(new SessionStore(state.storage.sql)));
+  await runInDurableObject(stub, (_instance, state) => fn(new SessionStore(state.storage.sql), state));
 }
 
 function turnWithDeltas(store: SessionStore, turnId: string, words: number): void {
@@ -53,6 +54,31 @@ describe("compacting a finished turn in the store", () => {
       const kept = store.storedEvent(result.seq)!;
       const { finalText: _dropped, ...data } = (JSON.parse(result.envelope) as { data: Record<string, unknown> }).data;
       expect(JSON.stringify(kept)).toBe(JSON.stringify({ ...JSON.parse(result.envelope), data }));
+    });
+  });
+
+  it("a turn a crash left marked (ended, not compacted) is compacted by the next start's compactEnded, and the mark cleared", async () => {
+    await withStore("pending", (store, state) => {
+      turnWithDeltas(store, "t", 20);
+      turnWithDeltas(store, "u", 20);
+      // Both ended and marked in their end's commit; the commit that compacts them never ran.
+      store.finishTurn("t", { status: "completed", now: 2 });
+      store.finishTurn("u", { status: "failed", error: { code: "turn_timeout", message: "x" }, now: 3 });
+      store.setMeta("compactPending", ["t", "u"]);
+      const published: unknown[] = [];
+      const log = new EventLog({ transaction: (fn) => state.storage.transactionSync(fn), append: (e) => store.appendEvent(e), publish: (row) => published.push(row) });
+      // Only the store and the log are needed to compact (the rest is the turn's end itself).
+      const end = new TurnEnd({ store: () => store, log } as unknown as TurnEndDeps);
+      end.compactEnded();
+      expect(store.eventsOfTurn("t")).toHaveLength(2);
+      expect(store.eventsOfTurn("u")).toHaveLength(2);
+      expect(store.getMeta("compactPending")).toEqual([]);
+      expect(store.compactionRowsWritten).toBeGreaterThanOrEqual(42);
+      // Viewers are sent nothing: they hold the turns already.
+      expect(published).toEqual([]);
+      const rows = store.rowsWritten;
+      end.compactEnded();
+      expect(store.rowsWritten).toBe(rows);
     });
   });
 
