@@ -115,12 +115,13 @@ function buildLog(ops: Op[], after: Op[], withResult: boolean): EventEnvelope[] 
   return log;
 }
 
-/** Compacts turn t of the log as the store does: its events, the seqs of the others in its span. */
-function compactT(log: EventEnvelope[]): EventEnvelope[] {
-  const events = log.filter((e) => e.turnId === "t");
+/** Compacts one turn of the log as the store does: its events, the seqs of the others in its span. */
+function compactT(log: EventEnvelope[], turnId = "t"): EventEnvelope[] {
+  const events = log.filter((e) => e.turnId === turnId);
+  if (events.length === 0) return log;
   const first = events[0]!.seq;
   const last = events.at(-1)!.seq;
-  const others = log.filter((e) => e.turnId !== "t" && e.seq >= first && e.seq <= last).map((e) => e.seq);
+  const others = log.filter((e) => e.turnId !== turnId && e.seq >= first && e.seq <= last).map((e) => e.seq);
   const plan = planCompaction(events, others);
   const kept = applyRuns(log, plan);
   return kept;
@@ -158,13 +159,15 @@ const textOf = (log: EventEnvelope[], turnId: string) =>
 describe("property: a cursor anywhere, before or after compaction, rebuilds the transcript's text", () => {
   it("any part updates and other events, any cursor: the text held at the cursor plus the compacted log's replay after it is the transcript's", () => {
     fc.assert(
-      fc.property(fc.array(opArb, { maxLength: 40 }), fc.array(opArb, { maxLength: 10 }), fc.boolean(), fc.nat(), fc.boolean(), (ops, after, withResult, pick, heldFromCompacted) => {
+      fc.property(fc.array(opArb, { maxLength: 40 }), fc.array(opArb, { maxLength: 10 }), fc.boolean(), fc.nat(), fc.boolean(), fc.boolean(), (ops, after, withResult, pick, heldFromCompacted, alsoU) => {
         const log = buildLog(ops, after, withResult);
-        const compacted = compactT(log);
+        // Compaction at t's end, and (any later point) at u's too.
+        const compacted = alsoU ? compactT(compactT(log), "u") : compactT(log);
         // The transcript, from the whole log as it was streamed: what a reader from the start holds.
         const truth = apply(new Map(), log);
         // Compaction keeps the transcript's parts and text (GET …/messages rebuilds from the log).
         expect(textOf(compacted, "t")).toEqual(textOf(log, "t"));
+        expect(textOf(compacted, "u")).toEqual(textOf(log, "u"));
         expect(apply(new Map(), compacted)).toEqual(truth);
         // A cursor: any seq (of the log a reader followed live, or one the compacted log still holds).
         const seqs = [0, ...(heldFromCompacted ? compacted : log).map((e) => e.seq)];
