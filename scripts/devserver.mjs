@@ -9,15 +9,29 @@ import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
-export function freePort() {
+function listenable(port) {
   return new Promise((resolve, reject) => {
     const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
+    server.listen(port, "127.0.0.1", () => {
+      const { port: bound } = server.address();
+      server.close(() => resolve(bound));
     });
     server.on("error", reject);
   });
+}
+
+/** A free port: any (the system's choice), or the first free one of DEV_SERVER_PORTS (`8900-8949`: a machine whose users keep to port ranges). */
+export async function freePort() {
+  const range = /^(\d+)-(\d+)$/.exec(process.env.DEV_SERVER_PORTS ?? "");
+  if (!range) return listenable(0);
+  for (let port = Number(range[1]); port <= Number(range[2]); port++) {
+    try {
+      return await listenable(port);
+    } catch {
+      // taken: the next one
+    }
+  }
+  throw new Error(`no free port in DEV_SERVER_PORTS ${process.env.DEV_SERVER_PORTS}`);
 }
 
 /**

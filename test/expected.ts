@@ -23,6 +23,24 @@ function keyOf(type: string, data: Record<string, unknown>): string {
   return "";
 }
 
+/**
+ * A list of upstream events as a finished turn's log keeps them once its end compacted it
+ * (docs/sse-protocol.md §13), for a reader that read part of the turn live and the rest after its
+ * end: each run of one text or reasoning part's updates is its last (the part's whole text then),
+ * and the agent's result frame no longer repeats the answer. Applied to both sides of a comparison.
+ */
+export function compacted(events: Array<{ type: string; key: string }>): Array<{ type: string; key: string }> {
+  const out: Array<{ type: string; key: string }> = [];
+  const streamedPart = (e: { type: string; key: string }) => (e.type === "message.part.updated" && e.key.endsWith("|") ? e.key.slice(0, e.key.indexOf("|")) : null);
+  for (const e of events) {
+    const part = streamedPart(e);
+    const previous = out.at(-1);
+    if (part !== null && previous && streamedPart(previous) === part) out[out.length - 1] = e;
+    else out.push(e.type === "result" ? { type: e.type, key: "" } : e);
+  }
+  return out;
+}
+
 /** Events the gateway adds to the log itself (not upstream frames). */
 const GATEWAY_TYPES = ["turn.", "usage.updated", "budget.", "interaction.requested", "interaction.resolved", "warning"];
 

@@ -13,12 +13,15 @@ async function runWithFaults(faults: Record<string, unknown>, message: string) {
   // Provision the user's sandbox first so the faults hit the run, not the setup.
   const warm = uid("turn");
   await sendTurn(token, cid, warm, "warm up");
-  await collect(await api(`/v1/conversations/${cid}/events`, { token }), (e) => isTurnEnd(e) && e.turnId === warm);
+  const warmed = await collect(await api(`/v1/conversations/${cid}/events`, { token }), (e) => isTurnEnd(e) && e.turnId === warm);
   await setFaults(faults);
   const before = await counters();
+  // Read live, opened before the turn: every frame as it streamed, not as the turn's end compacted
+  // its deltas (docs/sse-protocol.md §13).
+  const live = await api(`/v1/conversations/${cid}/events?after=${warmed.lastId}`, { token });
   const accepted = await json(await sendTurn(token, cid, turnId, message));
   expect(accepted.status).toBe("running");
-  const { events } = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd);
+  const { events } = await collect(live, (e) => isTurnEnd(e) && e.turnId === turnId);
   const after = await counters();
   return { events, accepted, turnId, before, after };
 }

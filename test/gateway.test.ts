@@ -7,13 +7,15 @@ describe("a turn end to end", () => {
     const cid = uid("conv");
     const turnId = uid("turn");
     const before = await counters();
+    // Opened before the turn (a stream of a conversation with no events yet waits for them): the
+    // turn's deltas live, as they streamed, not as its end compacted them (docs/sse-protocol.md §13).
+    const stream = await api(`/v1/conversations/${cid}/events?after=0`, { token });
     const accepted = await sendTurn(token, cid, turnId, "What does the README say?");
     expect(accepted.status).toBe(202);
     const body = await json(accepted);
-    expect(body).toMatchObject({ turnId, status: "running" });
+    expect(body).toMatchObject({ turnId, status: "running", after: 0 });
     expect(body.executionId).toMatch(/^exe_[0-9a-f]{32}$/);
 
-    const stream = await api(`/v1/conversations/${cid}/events?after=${body.after}`, { token });
     expect(stream.status).toBe(200);
     expect(stream.headers.get("content-type")).toMatch(/^text\/event-stream/);
     expect(stream.headers.get("cache-control")).toBe("no-cache, no-transform");

@@ -6,7 +6,7 @@
  * replay. A frame past the bound is refused as a warning (test/tangle-wire.test.ts).
  */
 import { describe, expect, it } from "vitest";
-import { api, collect, isTurnEnd, sendTurn, tokenFor, uid } from "./helpers";
+import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
 
 /** Just under the frame bound once the tool part and its frame are wrapped around it. */
 const OUTPUT_BYTES = 1_046_000;
@@ -21,7 +21,14 @@ describe("a frame at the size bound", () => {
     const token = await tokenFor(uid("user"));
     const cid = uid("conv");
     const turnId = uid("turn");
-    const live = await api(`/v1/conversations/${cid}/events`, { token });
+    // A turn before it: its events go in the replay's first page too, before the big one. (The
+    // turns' deltas are compacted once each ended, docs/sse-protocol.md §13: the page holds less of
+    // what streamed before the big event than a reader saw live.)
+    const warm = uid("turn");
+    await sendTurn(token, cid, warm, "warm up");
+    await waitForTurn(token, cid, warm);
+    const { lastEventId } = await json(await api(`/v1/conversations/${cid}`, { token }));
+    const live = await api(`/v1/conversations/${cid}/events?after=${lastEventId}`, { token });
     const accepted = await sendTurn(token, cid, turnId, `read it all [big-output:${OUTPUT_BYTES}]`);
     expect(accepted.status).toBe(202);
     const seenLive = await collect(live, isTurnEnd, { timeoutMs: 10_000 });
@@ -29,10 +36,14 @@ describe("a frame at the size bound", () => {
     expect(toolOutput(seenLive.events)?.length).toBe(OUTPUT_BYTES);
     expect(seenLive.events.some((e) => e.type === "warning")).toBe(false);
     // A replay from the start: its first page holds the big event and the ones before it (> 1 MiB).
-    const replay = await collect(await api(`/v1/conversations/${cid}/events?after=0`, { token }), isTurnEnd, { timeoutMs: 10_000 });
-    expect(replay.events.map((e) => e.seq)).toEqual(seenLive.events.map((e) => e.seq));
-    expect(toolOutput(replay.events)?.length).toBe(OUTPUT_BYTES);
-    const frameBytes = replay.events.filter((e) => e.seq <= replay.events.find((x) => toolOutput([x]))!.seq).reduce((n, e) => n + JSON.stringify(e).length, 0);
+    const replay = await collect(await api(`/v1/conversations/${cid}/events?after=0`, { token }), (e) => isTurnEnd(e) && e.turnId === turnId, { timeoutMs: 10_000 });
+    // The same events less the deltas the turn's end compacted.
+    const kept = replay.events.filter((e) => e.turnId === turnId).map((e) => e.seq);
+    expect(kept.length).toBeGreaterThan(5);
+    expect(seenLive.events.map((e) => e.seq).filter((seq) => kept.includes(seq))).toEqual(kept);
+    const big = replay.events.filter((e) => e.turnId === turnId);
+    expect(toolOutput(big)?.length).toBe(OUTPUT_BYTES);
+    const frameBytes = replay.events.filter((e) => e.seq <= big.find((x) => toolOutput([x]))!.seq).reduce((n, e) => n + JSON.stringify(e).length, 0);
     expect(frameBytes).toBeGreaterThan(1024 * 1024);
   });
 });

@@ -11,15 +11,18 @@ import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid } from "./helper
 
 const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;
 
-async function rowsWritten(stub: DurableObjectStub<SessionObject>): Promise<number> {
-  return runInDurableObject(stub, (instance: SessionObject) => (instance as unknown as { storeInstance: { rowsWritten: number } | null }).storeInstance?.rowsWritten ?? 0);
+async function rowsWritten(stub: DurableObjectStub<SessionObject>): Promise<{ all: number; compaction: number }> {
+  return runInDurableObject(stub, (instance: SessionObject) => {
+    const store = (instance as unknown as { storeInstance: { rowsWritten: number; compactionRowsWritten: number } | null }).storeInstance;
+    return { all: store?.rowsWritten ?? 0, compaction: store?.compactionRowsWritten ?? 0 };
+  });
 }
 
 /** Rows written per relayed frame, at most (issue 24, item 2). */
 const MAX_ROWS_PER_FRAME = 0.15;
 
 describe("rows written per relayed frame", () => {
-  it("a 200-word answer streamed one word a frame writes far fewer rows than frames: deltas are stored several to a row write", async () => {
+  it("a 200-word answer streamed one word a frame writes far fewer rows than frames, its compaction included: part updates are stored several to a row write", async () => {
     const user = uid("user");
     const token = await tokenFor(user);
     const cid = uid("conv");
@@ -34,13 +37,19 @@ describe("rows written per relayed frame", () => {
     const gateway = ["turn.", "usage.updated", "budget.", "interaction.requested", "interaction.resolved", "warning"];
     const frames = events.filter((e) => !gateway.some((prefix) => e.type.startsWith(prefix))).length;
     expect(frames).toBeGreaterThanOrEqual(200);
-    const written = (await rowsWritten(stub)) - before;
+    const after = await rowsWritten(stub);
+    const compaction = after.compaction - before.compaction;
+    const written = after.all - before.all - compaction;
     const perFrame = written / frames;
-    console.log(JSON.stringify({ frames, written, perFrame }));
-    // The held tail stores up to 64 deltas in one row write (src/objects/held-tail.ts): about one
-    // row per 64 deltas (or 2 s of them), plus the turn's own rows (its record, its start and end, usage reports,
-    // each part's first update). One row per frame would be over 200.
-    expect(written).toBeLessThan(frames * MAX_ROWS_PER_FRAME);
+    console.log(JSON.stringify({ frames, written, perFrame, compaction }));
+    // The held tail stores up to 64 part updates in one row write (src/objects/held-tail.ts): about
+    // one row per 64 updates (or 2 s of them), plus the turn's own rows (its record, its start and
+    // end, usage reports, relayed frames that are not part updates). One row per frame would be over 200.
+    // The turn's end compacts its deltas (docs/sse-protocol.md §13): one row written per row it
+    // rewrites (a chunk row, an answer copy), and two for its mark. All of it together stays under
+    // the bound.
+    expect(compaction).toBeGreaterThan(0);
+    expect(written + compaction).toBeLessThan(frames * MAX_ROWS_PER_FRAME);
   });
 });
 
@@ -51,6 +60,8 @@ describe("bytes linear in the answer", () => {
     const cid = uid("conv");
     const turnId = uid("turn");
     const accepted = await json(await sendTurn(token, cid, turnId, "one long part [words:1000]"));
+    // A reader from the turn's start, live: what the wire carries while the turn runs.
+    const live = collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd, { timeoutMs: 20_000 });
     // A reader joins mid-answer: the transcript so far, then the stream strictly after it.
     await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (_e, all) => all.length >= 300, { timeoutMs: 20_000 });
     const partial = await json(await api(`/v1/conversations/${cid}/messages`, { token }));
@@ -70,25 +81,30 @@ describe("bytes linear in the answer", () => {
     expect(answer.split(" ")).toHaveLength(1000);
     expect(turn.result.text.endsWith(answer)).toBe(true);
 
-    // The whole turn as a reader from its start receives it, and as the log stores it.
-    const all = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd, { timeoutMs: 20_000 });
+    // The whole turn as a reader from its start received it live, and as the log keeps it once the
+    // turn ended (its deltas compacted, docs/sse-protocol.md §13).
+    const all = await live;
     const encoder = new TextEncoder();
     const wire = all.frames.reduce((n, f) => n + encoder.encode(`id: ${f.id}\nevent: ${f.event}\ndata: ${f.data}\n\n`).byteLength, 0);
     const stub = env.SESSIONS.get(env.SESSIONS.idFromName(await deriveSessionId(secret, user, cid)));
-    const stored = await runInDurableObject(stub, (_i: SessionObject, state) =>
-      state.storage.sql.exec<{ bytes: number }>("SELECT SUM(LENGTH(CAST(envelope AS BLOB))) AS bytes FROM events WHERE turn_id = ?", turnId).one().bytes,
+    const kept = await runInDurableObject(stub, (_i: SessionObject, state) =>
+      state.storage.sql.exec<{ bytes: number; events: number }>("SELECT SUM(LENGTH(CAST(envelope AS BLOB))) AS bytes, COUNT(*) AS events FROM events WHERE turn_id = ?", turnId).one(),
     );
     const answerBytes = encoder.encode(turn.result.text).byteLength;
     const frames = all.frames.length;
-    console.log(JSON.stringify({ answerBytes, frames, stored, wire }));
-    // Each word's frame costs its envelope (ids, type, time: a constant) plus the word once. The
-    // whole text repeated on every frame would be about 1,000 × 3,000 bytes here.
-    const PER_FRAME = 400;
-    expect(stored).toBeLessThanOrEqual(3 * answerBytes + PER_FRAME * frames);
+    console.log(JSON.stringify({ answerBytes, frames, kept, wire }));
+    // A finished turn keeps its answer once (the final state of each part) plus each kept event's
+    // envelope (ids, type, time: a constant): not a frame per word, nor the answer again in its end.
+    const PER_EVENT = 400;
+    expect(kept.events).toBeLessThan(frames / 10);
+    expect(kept.bytes).toBeLessThanOrEqual(1.5 * answerBytes + PER_EVENT * kept.events);
+    // The log read after the turn rebuilds the same answer.
+    const after = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd, { timeoutMs: 20_000 });
+    const finalText = after.events.filter((e) => e.type === "message.part.updated" && (e.data.part as { type: string }).type === "text").at(-1)!.data.part as { text: string };
+    expect(finalText.text).toBe(answer);
     // On the wire the deltas after a part's first go lean (docs/sse-protocol.md §11): the frame is
     // its seq, the word and the time, at most 120 bytes with its SSE lines.
     expect(all.frames.filter((f) => f.event === DELTA_EVENT).length).toBeGreaterThanOrEqual(990);
     expect(wire).toBeLessThanOrEqual(3 * answerBytes + 120 * frames);
-    expect(stored).toBeLessThan(answerBytes * 100);
   });
 });

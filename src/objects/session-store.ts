@@ -27,7 +27,7 @@ import { Provenance } from "../schemas/common";
 import { EventEnvelopeSchema, TranscriptPartSchema, TurnStatus as TurnStatusSchema, UsageViewSchema, type UsageView } from "../schemas/api";
 import { AgentExactRunControlRef, CancellationAcknowledgement, InteractionAcknowledgement, InteractionRequest } from "../schemas/contracts";
 import { HeldTail, TAIL_MAX_DELTAS, type UpdateToHold } from "./held-tail";
-import { CHUNK_TYPE, expandRows, firstSeqOf, type EventRow } from "./log-chunks";
+import { CHUNK_TYPE, compactRows, expandRows, firstSeqOf, type EventRow } from "./log-chunks";
 import { migrateSessionSchema } from "./session-schema";
 import type { BranchRecord, TreeTurn } from "./turn-tree";
 import { ExecutionUsageStateSchema, executionView, type ExecutionUsageState } from "./usage-fold";
@@ -85,6 +85,10 @@ const MetaSchemas = {
   webhooksHandedOff: z.number().int().nonnegative(),
   /** The last seq an instance that opened on a running turn skipped to (./held-tail.ts): the next one skips past it. */
   seqFloor: z.number().int().nonnegative(),
+  /** Turns that ended and whose events are not compacted yet (./compaction.ts): written with the turn's end, cleared by its compaction. */
+  compactPending: z.array(z.string()),
+  /** The highest seq trimming removed the log at and below (absent: never trimmed): a cursor at or above it is held (docs/sse-protocol.md §4, §13). */
+  trimmedThrough: z.number().int().nonnegative(),
 };
 type MetaKey = keyof typeof MetaSchemas;
 type MetaValue<K extends MetaKey> = z.infer<(typeof MetaSchemas)[K]>;
@@ -319,6 +323,8 @@ export class SessionStore {
   private readonly inheritedTail: number;
   /** This instance's floor, to store before it publishes an update it holds (a successor then skips past it too). */
   private floorToStore: number | undefined;
+  /** Of those, the rows turn-end compaction wrote (its DELETEs count, a row each; ./compaction.ts). */
+  compactionRowsWritten = 0;
   private readonly sql: Pick<SqlStorage, "exec">;
   /** The log's last seq, once read (appends advance it). */
   private heldLastSeq: number | undefined;
@@ -934,6 +940,68 @@ export class SessionStore {
   /** Removes the events at and below `cutoff`; turn records outlive the log. */
   trimEvents(cutoff: number): number {
     if (cutoff <= 0) return 0;
-    return this.sql.exec("DELETE FROM events WHERE seq <= ?", cutoff).rowsWritten;
+    const removed = this.sql.exec("DELETE FROM events WHERE seq <= ?", cutoff).rowsWritten;
+    if (cutoff > (this.getMeta("trimmedThrough") ?? 0)) this.setMeta("trimmedThrough", cutoff);
+    return removed;
+  }
+
+  /**
+   * The lowest cursor the log holds (docs/sse-protocol.md §4): the seq trimming removed through,
+   * else the oldest retained seq minus one. Not MIN(seq) - 1 alone: compaction removes seqs too
+   * (§13), and a cursor in a compacted run is held, however old.
+   */
+  lowestHeldCursor(): number | null {
+    const trimmed = this.getMeta("trimmedThrough");
+    const first = this.firstRetainedSeq();
+    if (first === null) return null;
+    return trimmed ?? first - 1;
+  }
+
+  // ---- compaction (./compaction.ts)
+
+  /**
+   * The event stored at exactly `seq` in its own row, as stored: validated, but the stored JSON's
+   * own fields and order, not the schema's reading of them (a rewrite keeps them byte for byte).
+   */
+  storedEvent(seq: number): EventEnvelope | null {
+    const text = this.sql.exec<{ envelope: string }>("SELECT envelope FROM events WHERE seq = ?", seq).toArray()[0]?.envelope;
+    if (text === undefined) return null;
+    // A row holding several events (not one event's envelope) is not one stored event: null.
+    const raw = JSON.parse(text) as unknown;
+    if (!EventEnvelopeSchema.safeParse(raw).success) return null;
+    return (raw as EventEnvelope).seq === seq ? (raw as EventEnvelope) : null;
+  }
+
+  /** The seqs of the log's events within `fromSeq`..`toSeq` that are not of `turnId` (each ends a compaction run). */
+  otherEventSeqs(turnId: string, fromSeq: number, toSeq: number): number[] {
+    return this.sql
+      .exec<{ seq: number }>("SELECT seq FROM events WHERE seq BETWEEN ? AND ? AND (turn_id IS NULL OR turn_id <> ?) ORDER BY seq", fromSeq, toSeq, turnId)
+      .toArray()
+      .map((r) => r.seq);
+  }
+
+  /**
+   * Applies a compaction plan: each run's events become its one event at its last seq. Each row
+   * holding an event of a run is rewritten once (./log-chunks.ts `compactRows`: a chunk keeps what
+   * is left of it, a row left with nothing goes), and no other row: one row written per row
+   * touched. A row keeps its upstream id (the execution's cursor, `cursorOf`, is the newest). The
+   * caller holds the transaction.
+   */
+  applyCompaction(runs: readonly { fromSeq: number; toSeq: number; envelope: EventEnvelope }[]): void {
+    if (runs.length === 0) return;
+    const from = Math.min(...runs.map((r) => r.fromSeq));
+    const to = Math.max(...runs.map((r) => r.toSeq));
+    // The rows holding seqs from..to: a row is keyed by its last seq, so up to the first at or past `to`.
+    const rows = this.sql
+      .exec<EventRow>("SELECT seq, type, envelope FROM events WHERE seq >= ? AND seq <= COALESCE((SELECT MIN(seq) FROM events WHERE seq >= ?), ?) ORDER BY seq", from, to, to)
+      .toArray();
+    const rewrites = compactRows(
+      rows,
+      runs.map((run) => ({ fromSeq: run.fromSeq, toSeq: run.toSeq, row: { seq: run.toSeq, type: run.envelope.type, envelope: JSON.stringify(run.envelope) } })),
+    );
+    for (const rewrite of rewrites) {
+      if (rewrite.to) this.sql.exec("UPDATE events SET seq = ?, type = ?, envelope = ? WHERE seq = ?", rewrite.to.seq, rewrite.to.type, rewrite.to.envelope, rewrite.seq);
+      else this.sql.exec("DELETE FROM events WHERE seq = ?", rewrite.seq);
+    }
   }
 }

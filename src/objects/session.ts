@@ -107,6 +107,8 @@ export class SessionObject extends DurableObject<Env> {
     // One start-up path: whatever wakes this object (a request, an RPC, the alarm), a running
     // turn gets its upstream reader back before anything else runs.
     ctx.blockConcurrencyWhile(async () => {
+      // Ended turns a crash left uncompacted are compacted (./turn-end.ts); never fails the start.
+      if (this.storeInstance) this.runner.compactEnded();
       try {
         if (this.storeInstance) this.runner.ensureReader();
       } catch (err) {
@@ -259,13 +261,15 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   /** Which instance answers, since when, with how many subscriptions (development and the benchmarks: a new instance means the last was evicted or hibernated). */
-  async instanceInfo(): Promise<{ instance: string; startedAt: number; subscriptions: number; rowsWritten: number; commits: number; log: { events: number; rows: number; bytes: number } }> {
+  async instanceInfo(): Promise<{ instance: string; startedAt: number; subscriptions: number; rowsWritten: number; compactionRowsWritten: number; commits: number; log: { events: number; rows: number; bytes: number } }> {
     return {
       instance: this.instance,
       startedAt: this.startedAt,
       subscriptions: this.subscriptions.count(),
       // Rows this instance wrote (a new instance starts from 0), and the log it holds.
       rowsWritten: this.storeInstance?.rowsWritten ?? 0,
+      // Of those, the rows turn-end compaction wrote (each row it deletes counts).
+      compactionRowsWritten: this.storeInstance?.compactionRowsWritten ?? 0,
       // Transactions this instance committed through the log (a batch of upstream frames is one).
       commits: this.log.commits,
       log: this.storeInstance?.logSize() ?? { events: 0, rows: 0, bytes: 0 },

@@ -13,6 +13,7 @@ interface FanoutOptions {
   readPage(after: number, limit: number, branch?: number): EventRow[];
   lastSeq(): number;
   firstRetainedSeq(): number | null;
+  lowestHeldCursor?(): number | null;
   pingIntervalMs: number;
   maxPendingBytes: number;
   pageSize?: number;
@@ -40,6 +41,7 @@ class EventFanout {
       readPage: options.readPage,
       lastSeq: options.lastSeq,
       firstRetainedSeq: options.firstRetainedSeq,
+      ...(options.lowestHeldCursor ? { lowestHeldCursor: options.lowestHeldCursor } : {}),
       ...(options.pageSize ? { pageSize: options.pageSize } : {}),
       ...(options.pageBytes ? { pageBytes: options.pageBytes } : {}),
     });
@@ -298,6 +300,15 @@ describe("fan-out: cursors the log does not hold", () => {
     expect(new TextDecoder().decode((await atEnd.read()).value)).toBe("retry: 2000\n\n");
     await atEnd.cancel();
     expect(await opening(fanout, 21, 20)).toEqual({ retry: 2000, reset: { reason: "cursor_ahead", firstRetainedSeq: 11, lastSeq: 20 }, ids: range(11, 20) });
+  });
+
+  it("a cursor at a seq compaction removed is held: only one below what trimming removed is reset (docs/sse-protocol.md §13)", async () => {
+    const l = log();
+    for (let i = 0; i < 20; i++) l.append();
+    // Trimming removed 1–4; compaction removed 5–10 (a run whose snapshot would be 10, say): the log holds 11–20.
+    const fanout = new EventFanout({ ...l.options, readPage: (after, limit) => l.rows.filter((r) => r.seq > after && r.seq > 10).slice(0, limit), firstRetainedSeq: () => 11, lowestHeldCursor: () => 4 });
+    for (const cursor of [4, 5, 9]) expect(await opening(fanout, cursor, 20)).toEqual({ retry: 2000, reset: undefined, ids: range(11, 20) });
+    expect(await opening(fanout, 3, 20)).toEqual({ retry: 2000, reset: { reason: "cursor_trimmed", firstRetainedSeq: 11, lastSeq: 20 }, ids: range(11, 20) });
   });
 });
 

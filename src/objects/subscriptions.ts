@@ -70,6 +70,8 @@ export interface SubscriptionHubDeps<S> {
   readPage(afterSeq: number, limit: number, branch?: number): EventRow[];
   lastSeq(): number;
   firstRetainedSeq(): number | null;
+  /** The lowest cursor the log holds (absent: the oldest retained seq minus one); compaction removes seqs that are not trimmed (docs/sse-protocol.md §13). */
+  lowestHeldCursor?(): number | null;
   pageSize?: number;
   /** A replay page stops after the row that passes this many bytes. */
   pageBytes?: number;
@@ -125,12 +127,13 @@ export class SubscriptionHub<S> {
     let head = encodeSseRetry(this.deps.retryMs ?? 2000);
     const first = this.deps.firstRetainedSeq();
     const last = this.deps.lastSeq();
-    if (state.after > last || (first !== null && state.after < first - 1)) {
+    const lowest = this.deps.lowestHeldCursor ? this.deps.lowestHeldCursor() : first === null ? null : first - 1;
+    if (state.after > last || (lowest !== null && state.after < lowest)) {
       head += encodeSseFrame({
         event: "stream.reset",
         data: JSON.stringify({ type: "stream.reset", data: { reason: state.after > last ? "cursor_ahead" : "cursor_trimmed", firstRetainedSeq: first, lastSeq: last } }),
       });
-      state.after = first === null ? last : first - 1;
+      state.after = lowest === null ? last : lowest;
     }
     return head;
   }
@@ -247,7 +250,7 @@ export interface SocketHost {
 }
 
 /** The log a subscription replays: the session's store, or null before it exists (an empty log). */
-export type SubscribedLog = () => Pick<SessionStore, "eventsAfter" | "eventsAfterOf" | "treeTurns" | "lastSeq" | "firstRetainedSeq"> | null;
+export type SubscribedLog = () => Pick<SessionStore, "eventsAfter" | "eventsAfterOf" | "treeTurns" | "lastSeq" | "firstRetainedSeq" | "lowestHeldCursor"> | null;
 
 /** A replay page: the log's, or a branch's history (the events of the turns on its path, and those of no turn). */
 function pageOf(store: ReturnType<SubscribedLog>, after: number, limit: number, branch?: number): EventRow[] {
@@ -281,6 +284,7 @@ export class SubscriptionSockets {
       readPage: (after, limit, branch) => pageOf(log(), after, limit, branch),
       lastSeq: () => log()?.lastSeq() ?? 0,
       firstRetainedSeq: () => log()?.firstRetainedSeq() ?? null,
+      lowestHeldCursor: () => log()?.lowestHeldCursor() ?? null,
     });
   }
 

@@ -13,14 +13,17 @@
  * reads `cancelled` with the recorded reason. A run cancelled upstream that nobody here asked to
  * stop fails `upstream_cancelled`. The decisions are pure functions (`endingOf`, `resultEnding`,
  * `watchdogVerdict`; the usage a result reports is ./turn-usage.ts `usageFromResult`); the class
- * applies them, each end in one commit.
+ * applies them, each end in one commit. The ended turn's events are compacted (./compaction.ts) in
+ * the commit right after its end's: marked in the end's commit (`compactPending`), so a crash
+ * between the two leaves a correct, merely uncompacted log, compacted at the next start or end.
  */
 import type { Config } from "../config";
 import type { ProviderResult, RunError, TerminalStatus } from "../providers/provider";
 import type { Appender, EventLog } from "./event-log";
 import type { InteractionDesk } from "./interaction-desk";
+import { mayRepeatAnswer, planCompaction } from "./compaction";
 import { turnParts } from "./transcript";
-import type { SessionStore, TurnError, TurnRecord } from "./session-store";
+import { TERMINAL_TURN_STATUSES, type SessionStore, type TurnError, type TurnRecord } from "./session-store";
 import { alarmWanted, type AbandonedRuns } from "./abandoned-runs";
 import { recordResultUsage } from "./turn-usage";
 
@@ -85,6 +88,21 @@ export function nextWatchdogAt(active: Pick<TurnRecord, "createdAt">, now: numbe
 
 // ------------------------------------------------------------------ applying them
 
+/**
+ * Compacts one ended turn's events (./compaction.ts); the caller holds the transaction. A turn the
+ * trim cut into (its parts kept on the record) is left as it is: its first events are gone, so the
+ * text its runs end with is not known from the log.
+ */
+export function compactTurn(store: Pick<SessionStore, "turn" | "eventsOfTurn" | "storedEvent" | "otherEventSeqs" | "applyCompaction">, turnId: string): void {
+  const turn = store.turn(turnId);
+  if (!turn || !TERMINAL_TURN_STATUSES.has(turn.status) || turn.parts !== null) return;
+  // An event rewritten less its copy of the answer keeps every other field as stored.
+  const events = store.eventsOfTurn(turnId).map((e) => (mayRepeatAnswer(e.type) ? (store.storedEvent(e.seq) ?? e) : e));
+  if (events.length < 2) return;
+  const plan = planCompaction(events, store.otherEventSeqs(turnId, events[0]!.seq, events.at(-1)!.seq));
+  if (plan.length > 0) store.applyCompaction(plan);
+}
+
 export interface TurnEndDeps {
   store: () => SessionStore;
   log: EventLog;
@@ -102,6 +120,8 @@ export interface TurnEndDeps {
 }
 
 export class TurnEnd {
+  private compactionQueued = false;
+
   constructor(private readonly deps: TurnEndDeps) {}
 
   private get store(): SessionStore {
@@ -113,6 +133,11 @@ export class TurnEnd {
     const { status, error } = endingOf(turn.cancelReason, reported, reportedError);
     this.deps.desk.closeAsksOfTurn(log, turn.turnId, now);
     this.store.finishTurn(turn.turnId, { status, resultText: text, error, now });
+    // Compacted in the commit after this one (the end's own events stored first); marked here, so
+    // a crash between the two compacts it at the next start.
+    const pending = this.store.getMeta("compactPending") ?? [];
+    if (!pending.includes(turn.turnId)) this.store.setMeta("compactPending", [...pending, turn.turnId]);
+    this.compactSoon();
     const finished = this.store.turn(turn.turnId)!;
     const type = status === "completed" ? "turn.completed" : status === "cancelled" ? "turn.cancelled" : "turn.failed";
     log.append({
@@ -129,6 +154,37 @@ export class TurnEnd {
       },
       now,
     });
+  }
+
+  /** Compaction once the current commit is over (`finish` runs inside its caller's transaction). */
+  private compactSoon(): void {
+    if (this.compactionQueued) return;
+    this.compactionQueued = true;
+    queueMicrotask(() => {
+      this.compactionQueued = false;
+      this.compactEnded();
+    });
+  }
+
+  /**
+   * Compacts every ended turn still marked (`compactPending`), in one commit that clears the marks:
+   * after a turn's end, and at start for a turn a crash left marked. Idempotent. A failure leaves
+   * the marks (and a correct log) for the next try; it never fails the caller.
+   */
+  compactEnded(): void {
+    try {
+      const store = this.store;
+      const pending = store.getMeta("compactPending");
+      if (!pending || pending.length === 0) return;
+      const before = store.rowsWritten;
+      this.deps.log.commit(() => {
+        for (const turnId of pending) compactTurn(store, turnId);
+        store.setMeta("compactPending", []);
+      });
+      store.compactionRowsWritten += store.rowsWritten - before;
+    } catch (err) {
+      console.error(JSON.stringify({ msg: "compacting ended turns failed", error: String(err) }));
+    }
   }
 
   /** Ends a running turn from its run's result (the stream could not tell), its receipt folded. */

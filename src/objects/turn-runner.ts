@@ -133,6 +133,11 @@ export class TurnRunner {
     this.reader.stop();
   }
 
+  /** Compacts the ended turns whose compaction a crash left undone (./turn-end.ts `compactEnded`). */
+  compactEnded(): void {
+    this.end.compactEnded();
+  }
+
   /**
    * A turn ended (its terminal event is committed). The next queued turn starts once the run's
    * stream is over, when upstream has let go of the agent session (the reader's stop moves the

@@ -192,15 +192,29 @@ async function open(cid, { token, streamToken, after, lastEventId, headers = {} 
   return new Stream(res, abort);
 }
 
-/** A conversation with one finished turn; answers its frames as one reader from the start saw them. */
-async function finishedConversation(message = "Say hello") {
+/**
+ * A conversation with one finished turn; answers its frames as a reader from the start reads them
+ * once it ended (its deltas compacted, §13), or (`settled: false`) as one opened at once read them.
+ */
+async function finishedConversation(message = "Say hello", { settled = true } = {}) {
   const token = await user();
   const cid = conversation();
   const turn = await sendTurn(token, cid, message);
+  if (settled) await waitForTurn(token, cid, turn.turnId);
   const stream = await open(cid, { token, after: 0 });
   await stream.until((frames) => frames.some(isTurnEnd));
   stream.close();
   return { token, cid, turn, frames: stream.frames, ids: stream.ids() };
+}
+
+/** Each part's text, the events applied in order (§1.6): a part's `text` replaces, a `delta` appends. */
+function partTexts(events, held = new Map()) {
+  const texts = new Map(held);
+  for (const e of events) {
+    if (e.type !== "message.part.updated" || !["text", "reasoning"].includes(e.data.part?.type)) continue;
+    texts.set(e.data.part.id, typeof e.data.part.text === "string" ? e.data.part.text : (texts.get(e.data.part.id) ?? "") + (e.data.delta ?? ""));
+  }
+  return texts;
 }
 
 describe("SSE conformance (docs/sse-protocol.md)", () => {
@@ -283,7 +297,8 @@ describe("SSE conformance (docs/sse-protocol.md)", () => {
       assert.ok(stream instanceof Stream, `Last-Event-ID ${header}, after=${after}: ${stream.status}`);
       await stream.until((frames) => frames.some((f) => Number(f.id) === last));
       stream.close();
-      assert.equal(stream.ids()[0], Number(String(header).trim()) + 1);
+      // The first event the log holds after the header's cursor (ids are not all present, §13).
+      assert.equal(stream.ids()[0], ids.find((id) => id > Number(String(header).trim())));
     }
     const refused = await open(cid, { token, lastEventId: "abc", after: 2 });
     assert.equal(refused.status, 400);
@@ -311,6 +326,8 @@ describe("SSE conformance (docs/sse-protocol.md)", () => {
     const token = await user();
     const cid = conversation();
     const turn = await sendTurn(token, cid, "reconnect test [long]");
+    // A reader that stays, beside the one that drops: both read the turn while it runs.
+    const whole = await open(cid, { token, after: turn.after });
     const first = await open(cid, { token, after: turn.after });
     await first.until((frames) => frames.filter((f) => f.id).length >= 5);
     first.close();
@@ -318,7 +335,6 @@ describe("SSE conformance (docs/sse-protocol.md)", () => {
     const second = await open(cid, { token, lastEventId: seen.at(-1) });
     await second.until((frames) => frames.some(isTurnEnd));
     second.close();
-    const whole = await open(cid, { token, after: turn.after });
     await whole.until((frames) => frames.some(isTurnEnd));
     whole.close();
     assert.deepEqual([...seen, ...second.ids()], whole.ids());
@@ -353,7 +369,12 @@ describe("SSE conformance (docs/sse-protocol.md)", () => {
     assert.ok(stored.length > 0);
     for (const p of stored) assert.equal(texts.get(p.id), p.text, `part ${p.id}`);
     // Resuming in the middle of a part (Last-Event-ID and ?after=): the first frame is full (§11.3),
-    // and the events rebuilt from there are the ones a reader from the start rebuilt.
+    // and the events rebuilt from there are the ones a reader from the start rebuilds. The turn has
+    // ended, so its deltas are compacted (§13): a reader from the start reads the compacted log.
+    const after = await open(cid, { token, after: turn.after });
+    await after.until((fs) => fs.some(isTurnEnd));
+    after.close();
+    const kept = eventsOf(after.events());
     for (const at of [lean[0], lean[Math.floor(lean.length / 2)], lean.at(-1)]) {
       const cursor = Number(at.id) - 1;
       for (const how of [{ lastEventId: cursor }, { after: cursor }]) {
@@ -361,8 +382,47 @@ describe("SSE conformance (docs/sse-protocol.md)", () => {
         await resumed.until((fs) => fs.some(isTurnEnd));
         resumed.close();
         assert.equal(resumed.events()[0].event, "message.part.updated", `the first frame after ${cursor} is full`);
-        assert.deepEqual(eventsOf(resumed.events()), events.filter((e) => e.seq > cursor), `resumed after ${cursor}`);
+        assert.deepEqual(eventsOf(resumed.events()), kept.filter((e) => e.seq > cursor), `resumed after ${cursor}`);
       }
+    }
+  });
+
+  test("a reader resuming with Last-Event-ID inside a finished, compacted turn rebuilds exactly the transcript (12)", async () => {
+    const token = await user();
+    const cid = conversation();
+    const turn = await sendTurn(token, cid, "compaction [long]");
+    // A reader from the start, live: every delta as it was streamed.
+    const live = await open(cid, { token, after: turn.after });
+    await live.until((fs) => fs.some(isTurnEnd));
+    live.close();
+    const streamed = eventsOf(live.events());
+    await waitForTurn(token, cid, turn.turnId);
+    const { body } = await call("GET", `/v1/conversations/${cid}/messages`, token);
+    const transcript = new Map(body.messages.at(-1).parts.filter((p) => p.type === "text" || p.type === "reasoning").map((p) => [p.id, p.text]));
+    assert.ok(transcript.size > 0);
+    // The log once the turn ended: fewer events, ids still increasing, the same text.
+    const after = await open(cid, { token, after: turn.after });
+    await after.until((fs) => fs.some(isTurnEnd));
+    after.close();
+    const kept = eventsOf(after.events());
+    assert.ok(kept.length < streamed.length / 2, `${kept.length} events kept of ${streamed.length} streamed`);
+    for (let i = 1; i < kept.length; i++) assert.ok(kept[i].seq > kept[i - 1].seq);
+    assert.deepEqual(partTexts(kept), transcript);
+    // Every cursor in the turn, removed seqs (inside a compacted run) included: what a reader held
+    // there, live, plus the replay after it is the transcript's text, and nothing is reset.
+    const deltaSeqs = streamed.filter((e) => e.type === "message.part.updated" && e.data.delta !== undefined).map((e) => e.seq);
+    const removed = deltaSeqs.filter((seq) => !kept.some((e) => e.seq === seq));
+    assert.ok(removed.length > 10, `${removed.length} seqs compacted away`);
+    const cursors = [...new Set([turn.after, removed[0], removed[1], removed[Math.floor(removed.length / 2)], removed.at(-1), ...kept.slice(0, 4).map((e) => e.seq)])];
+    for (const cursor of cursors) {
+      const resumed = await open(cid, { token, lastEventId: cursor });
+      await resumed.until((fs) => fs.some(isTurnEnd));
+      resumed.close();
+      assert.ok(!resumed.frames.some((f) => f.event === "stream.reset"), `cursor ${cursor} is held`);
+      const replay = eventsOf(resumed.events());
+      assert.deepEqual(replay, kept.filter((e) => e.seq > cursor), `replay after ${cursor}`);
+      const held = partTexts(streamed.filter((e) => e.seq <= cursor));
+      assert.deepEqual(partTexts(replay, held), transcript, `text rebuilt from cursor ${cursor}`);
     }
   });
 
@@ -505,7 +565,8 @@ describe("streams outlive the session object's memory (3.5)", () => {
   const HIBERNATE_AFTER_MS = Number(process.env.HIBERNATE_AFTER_MS ?? 12_000);
 
   test("with viewers open and no turn running the object hibernates; the next turn reaches every viewer exactly once", async (t) => {
-    const { token, cid, ids } = await finishedConversation();
+    // Its last id is the log's either way (compaction keeps a turn's last event).
+    const { token, cid, ids } = await finishedConversation("Say hello", { settled: false });
     const probe = await call("GET", `/v1/conversations/${cid}/dev/object`, token);
     if (probe.status === 404) return t.skip("no dev route: not a local server");
     const cursor = ids.at(-1);
@@ -531,16 +592,21 @@ describe("streams outlive the session object's memory (3.5)", () => {
       assert.ok(v.frames.some((f) => f.comments.includes("ping")), "a hibernating object's viewers still get pings");
     }
 
-    // A new turn wakes it; every viewer gets the turn's events once, in order, nothing before the cursor.
+    // A new turn wakes it; every viewer gets the turn's events once, in order, nothing before the
+    // cursor, the same as the others; the log read after the turn (its deltas compacted, §13) holds
+    // those ids less the compacted ones, and the same text.
     await sendTurn(token, cid, "Say hello again");
     for (const v of viewers) await v.until((frames) => frames.some(isTurnEnd));
     const replay = await open(cid, { token, after: cursor });
     await replay.until((frames) => frames.some(isTurnEnd));
-    const expected = replay.ids();
+    const expected = viewers[0].ids();
     assert.ok(expected.length > 3 && expected[0] === cursor + 1);
+    const kept = replay.ids();
+    assert.deepEqual(expected.filter((id) => kept.includes(id)), kept, `the log has ${replay.events().map((f) => `${f.id}:${f.event}`).join(" ")}`);
+    assert.deepEqual(partTexts(eventsOf(replay.events())), partTexts(eventsOf(viewers[0].events())));
     for (const v of viewers) {
-      assert.deepEqual(v.ids(), expected, `viewer saw ${v.events().map((f) => `${f.id}:${f.event}`).join(" ")}; the log has ${replay.events().map((f) => `${f.id}:${f.event}`).join(" ")}`);
-      assert.deepEqual(v.events().map((f) => f.data), replay.events().map((f) => f.data));
+      assert.deepEqual(v.ids(), expected, `viewer saw ${v.events().map((f) => `${f.id}:${f.event}`).join(" ")}`);
+      assert.deepEqual(v.events().map((f) => f.data), viewers[0].events().map((f) => f.data));
       v.close();
     }
     replay.close();

@@ -6,9 +6,11 @@
 // log exactly once, ids strictly increasing, no stream.reset (a cursor ahead of the log would mean
 // it had seen an event the log lost), each event (decoded from its frame: a lean delta frame
 // continues the frame before it, docs/sse-protocol.md §11) byte for byte the one a fresh replay from
-// 0 sends. The only frames it got that the log lacks are part updates of the held tail
-// (docs/sse-protocol.md §12) that a crash took before they were stored, each followed in the log by
-// its part's whole state (so ids may skip there); and each turn's transcript (`GET …/messages`) has
+// 0 sends, but for what turn-end compaction rewrote (§13: a finished turn's runs of deltas are one
+// snapshot at the run's last id, its end no longer repeats the answer), which rebuilds the same
+// text. The only frames it got that the log lacks are text deltas compaction folded and part
+// updates of the held tail (§12) that a crash took before they were stored, each followed in the
+// log by its part's whole state (so ids are not contiguous); and each turn's transcript (`GET …/messages`) has
 // exactly the text the stream rebuilds (docs/sse-protocol.md §1.6). Run: node --test test/restart/kill.test.mjs
 // (KILLS, KILL_SEED to repeat a run).
 import assert from "node:assert/strict";
@@ -136,6 +138,14 @@ async function turnStatus(token, cid, turnId) {
   }
 }
 
+/** Whether `kept` is what turn-end compaction made of `seen` (docs/sse-protocol.md §12): a part's snapshot, or an end less the answer's copy. */
+function rewrittenByCompaction(seen, kept) {
+  if (seen.seq !== kept.seq || seen.type !== kept.type || seen.turnId !== kept.turnId) return false;
+  if (kept.type === "message.part.updated") return kept.data.part?.id === seen.data.part?.id && typeof kept.data.part?.text === "string" && kept.data.delta === undefined;
+  const { result: _result, finalText: _finalText, ...rest } = seen.data;
+  return JSON.stringify({ ...seen, data: rest }) === JSON.stringify(kept);
+}
+
 /** The text of each turn's text parts, rebuilt from its events by the rule of docs/sse-protocol.md §1.6, joined as the transcript joins them. */
 function streamedTexts(frames) {
   const turns = new Map();
@@ -195,7 +205,7 @@ it(`killed ${KILLS} times at random points of running turns: every viewer gets e
   await Promise.all(drivers);
   const all = [...turns.values()].flat();
   console.log(`kill test: ${kills} kills (${midStream} while frames were reaching the viewers) in ${Math.round((Date.now() - started) / 1000)} s over ${all.length} turns, ${received()} frames received`);
-  let heldLost = 0;
+  let missing = 0;
 
   for (const [i, cid] of CONVERSATIONS.entries()) {
     const summary = (await call(`/v1/conversations/${cid}`, token)).body;
@@ -219,31 +229,39 @@ it(`killed ${KILLS} times at random points of running turns: every viewer gets e
       return Number(frame.id) >= lastEventId;
     });
     const ids = v.frames.map((f) => Number(f.id));
-    // Nothing twice, in order: ids strictly increasing across every restart.
+    // Nothing twice, in order, up to the last: ids strictly increasing across every restart. Not
+    // contiguous: a new instance skips the ids its predecessor may have held (docs/sse-protocol.md
+    // §12), and a finished turn's compaction removes ids (§13).
     for (let k = 1; k < ids.length; k++) assert.ok(ids[k] > ids[k - 1], `${cid}: id ${ids[k]} after ${ids[k - 1]} across ${KILLS} restarts`);
-    // Nothing lost or renumbered: every event the log holds reached the viewer, under its id, as the log holds it.
+    assert.equal(ids.at(-1), lastEventId, `${cid}: the viewer caught up with the log`);
+    // Nothing lost or renumbered: every event the log holds reached the viewer under its id, as the
+    // log holds it, or as it was before compaction rewrote it (same type; a part's snapshot, or an
+    // end without the answer's copy).
     const got = new Map(v.frames.map((f) => [Number(f.id), f]));
-    for (const event of replay) {
-      const frame = got.get(Number(event.id));
-      if (!frame) assert.fail(`${cid}: the log's event ${event.id} never reached the viewer`);
-      if (frame.event !== event.event || frame.data !== event.data) assert.fail(`${cid}: frame ${event.id} as the viewer got it differs from the log's:\n${frame.data}\n${event.data}`);
+    const inLog = new Set(replay.map((r) => Number(r.id)));
+    for (const r of replay) {
+      const mine = got.get(Number(r.id));
+      assert.ok(mine, `${cid}: event ${r.id} of the log never reached the viewer`);
+      if (mine.event === r.event && mine.data === r.data) continue;
+      if (!rewrittenByCompaction(JSON.parse(mine.data), JSON.parse(r.data))) assert.fail(`${cid}: frame ${r.id} as the viewer got it differs from the log's:\n${mine.data}\n${r.data}`);
     }
-    // What a crash took of the held tail (docs/sse-protocol.md §12): only part updates, each of a
-    // part whose whole state the log sends later (the viewer got it too, and it replaced what the
-    // viewer held: a text part's whole text, any other part in full).
-    const inLog = new Set(replay.map((e) => Number(e.id)));
-    const takenBack = v.frames.filter((f) => !inLog.has(Number(f.id)));
-    for (const frame of takenBack) {
-      const { turnId, data } = JSON.parse(frame.data);
-      assert.ok(frame.event === "message.part.updated" && typeof data.part?.id === "string", `${cid}: frame ${frame.id} (${frame.event}) is not in the log and is not a held update`);
-      const whole = replay.find((e) => {
-        if (Number(e.id) <= Number(frame.id) || e.event !== "message.part.updated") return false;
-        const later = JSON.parse(e.data);
-        return later.turnId === turnId && later.data.part?.id === data.part.id && later.data.delta === undefined && (data.part.type !== "text" || typeof later.data.part.text === "string");
+    // Every id the viewer got that the log no longer holds was a part's update: a text or reasoning
+    // delta compaction folded or a crash took (the text is checked whole below), or another part's
+    // update a crash took of the held tail, whose whole state the log sends later.
+    for (const f of v.frames) {
+      if (inLog.has(Number(f.id))) continue;
+      const e = JSON.parse(f.data);
+      assert.ok(e.type === "message.part.updated" && typeof e.data.part?.id === "string", `${cid}: event ${f.id} is gone from the log and was no part update: ${f.data}`);
+      missing++;
+      if (["text", "reasoning"].includes(e.data.part.type)) continue;
+      const whole = replay.find((r) => {
+        if (Number(r.id) <= Number(f.id) || r.event !== "message.part.updated") return false;
+        const later = JSON.parse(r.data);
+        return later.turnId === e.turnId && later.data.part?.id === e.data.part.id && later.data.delta === undefined;
       });
-      assert.ok(whole, `${cid}: held update ${frame.id} was lost and its part's whole state never came after it`);
+      assert.ok(whole, `${cid}: held update ${f.id} was lost and its part's whole state never came after it`);
     }
-    heldLost += takenBack.length;
+    assert.deepEqual(streamedTexts(replay), streamedTexts(v.frames), `${cid}: the log's text after compaction and restarts`);
     // The transcript is the streamed text, turn by turn, and each answer is whole.
     const texts = streamedTexts(v.frames);
     const messages = (await call(`/v1/conversations/${cid}/messages`, token)).body.messages;
@@ -257,5 +275,5 @@ it(`killed ${KILLS} times at random points of running turns: every viewer gets e
       assert.equal(texts.get(m.turnId), m.text, `${cid} ${m.turnId}: the streamed text is not the run's answer`);
     }
   }
-  console.log(`kill test: ${heldLost} held updates a viewer got were taken by a crash from the log (each part's whole state came again after them)`);
+  console.log(`kill test: ${missing} frames a viewer got are not in the log now (deltas compaction folded, held updates a crash took)`);
 });
