@@ -20,13 +20,19 @@ function listenable(port) {
   });
 }
 
-/** A free port: any (the system's choice), or the first free one of DEV_SERVER_PORTS (`8900-8949`: a machine whose users keep to port ranges). */
+/**
+ * A free port: any (the system's choice), or a free one of DEV_SERVER_PORTS (`8900-8949`: a
+ * machine whose users keep to port ranges), tried from a random place in the range so servers
+ * started side by side (each test file is a process of its own) rarely pick the same one.
+ */
 export async function freePort() {
   const range = /^(\d+)-(\d+)$/.exec(process.env.DEV_SERVER_PORTS ?? "");
   if (!range) return listenable(0);
-  for (let port = Number(range[1]); port <= Number(range[2]); port++) {
+  const [low, high] = [Number(range[1]), Number(range[2])];
+  const start = Math.floor(Math.random() * (high - low + 1));
+  for (let k = 0; k <= high - low; k++) {
     try {
-      return await listenable(port);
+      return await listenable(low + ((start + k) % (high - low + 1)));
     } catch {
       // taken: the next one
     }
