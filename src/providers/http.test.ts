@@ -126,6 +126,28 @@ describe("the HTTP transport", () => {
     expect(text.split(": ping").length - 1).toBe(5);
   });
 
+  it("does not time a reader that waits before asking for more: only a read upstream leaves unanswered", async () => {
+    const encoder = new TextEncoder();
+    let sent = 0;
+    const ready = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent++ < 3) controller.enqueue(encoder.encode(`data: ${sent}\n\n`));
+        else controller.close();
+      },
+    });
+    const { c } = client([new Response(ready)], { bodyTimeoutMs: 30 });
+    const reader = (await c.send(get, { stream: true })).body!.getReader();
+    const chunks: string[] = [];
+    for (;;) {
+      // The reader is slower than the timeout; upstream always has the next chunk ready.
+      await new Promise((r) => setTimeout(r, 60));
+      const next = await reader.read();
+      if (next.done) break;
+      chunks.push(new TextDecoder().decode(next.value));
+    }
+    expect(chunks).toEqual(["data: 1\n\n", "data: 2\n\n", "data: 3\n\n"]);
+  });
+
   it("keeps the base URL's own path in front of every route (a service behind a proxy path)", async () => {
     for (const baseUrl of ["https://upstream.example/bridge", "https://upstream.example/bridge/"]) {
       const { c, seen } = client([new Response("")], { baseUrl });
