@@ -18,8 +18,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort } from "../scripts/devserver.mjs";
-import { deltaOf, follow, isTurnEnd, ms, num, percentile, sleep, tag, turnEndOf, untilInterrupted, utf8, viewer } from "./harness.mjs";
+import { freePort, readSse } from "../scripts/devserver.mjs";
+import { benchPort, deltaOf, follow, isTurnEnd, ms, num, percentile, sleep, tag, turnEndOf, untilInterrupted, utf8, viewer } from "./harness.mjs";
 import { cpuSeconds } from "./workerd.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -49,7 +49,7 @@ const C = config;
 
 /** `wrangler dev` of bench/agents-peer on a free port, throwaway state, its own process group. */
 export async function startPeer() {
-  const port = await freePort();
+  const port = (await benchPort()) ?? (await freePort());
   const persist = mkdtempSync(join(tmpdir(), "agents-peer-state-"));
   const args = ["dev", "--config", join(root, "bench", "agents-peer", "wrangler.toml"), "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persist, "--inspector-port", "0"];
   const child = spawn(join(root, "node_modules", ".bin", "wrangler"), args, {
@@ -339,15 +339,42 @@ async function gatewayConcurrent({ base, api, auth }, n, label) {
   await Promise.all(viewers.map((v) => v.opened));
   await sleep(300 + n * 10);
   const t0 = performance.now();
+  const executions = [];
   const ends = await Promise.all(
     cids.map(async (cid, i) => {
-      await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t1", message: `concurrent [words:${C.CONCURRENT_WORDS}]` }, auth);
+      const accepted = await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t1", message: `concurrent [words:${C.CONCURRENT_WORDS}]` }, auth);
+      executions.push(accepted.executionId);
       await viewers[i].waitFor(turnEndOf("t1"), 600_000);
       return performance.now() - t0;
     }),
   );
   viewers.forEach((v) => v.close());
-  return { conversations: n, seconds: Number((Math.max(...ends) / 1000).toFixed(2)), p50Seconds: Number((percentile(ends, 0.5) / 1000).toFixed(2)) };
+  return { conversations: n, seconds: Number((Math.max(...ends) / 1000).toFixed(2)), p50Seconds: Number((percentile(ends, 0.5) / 1000).toFixed(2)), executions };
+}
+
+/**
+ * The raw baseline: `n` runs of the same turn started at once on the emulator directly
+ * (`POST /_emulator/sandboxes/:id/runs`, answered with the run's raw stream, admission to end),
+ * through the same Worker: the emulator's pacing and the Worker's pass-through, no session object,
+ * no user object, no auth. Seconds until the last stream ends.
+ */
+async function rawConcurrent({ base }, sandboxId, n, label) {
+  const t0 = performance.now();
+  const ends = await Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      const res = await fetch(`${base}/_emulator/sandboxes/${sandboxId}/runs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ sessionId: `raw-conc-${label}-${i}-${tag}`, message: `concurrent [words:${C.CONCURRENT_WORDS}]` }),
+      });
+      if (!res.ok) throw new Error(`raw run ${i}: ${res.status} ${await res.text()}`);
+      let frames = 0;
+      await readSse(res, () => (frames++, false));
+      return { ms: performance.now() - t0, frames };
+    }),
+  );
+  const times = ends.map((e) => e.ms);
+  return { conversations: n, seconds: Number((Math.max(...times) / 1000).toFixed(2)), p50Seconds: Number((percentile(times, 0.5) / 1000).toFixed(2)), frames: ends[0].frames };
 }
 
 /** The peer: `n` new agents, a turn each at once from its own socket: seconds until the last one is done. */
@@ -416,7 +443,22 @@ export async function agents(ctx) {
     // CONCURRENT conversations at once against one, at the emulator's default pace.
     await api.post("/_emulator/faults", { frameDelayMs: C.CONCURRENT_FRAME_MS });
     try {
-      out.gateway.concurrent = ratioOf(await gatewayConcurrent(ctx, 1, "one"), await gatewayConcurrent(ctx, C.CONCURRENT, "many"));
+      const one = await gatewayConcurrent(ctx, 1, "one");
+      const sandboxId = (await api.get(`/_emulator/executions/${one.executions[0]}`)).sandboxId;
+      // The raw baseline first: the dev server's CPU over each side's 50 (workerd, /proc) beside its time.
+      const rawOne = await rawConcurrent(ctx, sandboxId, 1, "one");
+      const cpu0 = cpuSeconds(server.pid);
+      const rawMany = await rawConcurrent(ctx, sandboxId, C.CONCURRENT, "many");
+      const cpu1 = cpuSeconds(server.pid);
+      const many = await gatewayConcurrent(ctx, C.CONCURRENT, "many");
+      const cpu2 = cpuSeconds(server.pid);
+      delete one.executions;
+      delete many.executions;
+      out.gateway.concurrent = ratioOf(one, many);
+      out.gateway.concurrent.cpuSeconds = { runtime: Number((cpu2.runtime - cpu1.runtime).toFixed(2)), proxy: Number((cpu2.proxy - cpu1.proxy).toFixed(2)) };
+      out.raw = { concurrent: { ...ratioOf(rawOne, rawMany), cpuSeconds: { runtime: Number((cpu1.runtime - cpu0.runtime).toFixed(2)), proxy: Number((cpu1.proxy - cpu0.proxy).toFixed(2)) } } };
+      // Ours at once ÷ the raw streams at once: what the session object, the user object and the relay add.
+      out.gateway.concurrent.perRaw = Number((many.seconds / rawMany.seconds).toFixed(2));
     } finally {
       await api.post("/_emulator/faults", { frameDelayMs: 0 });
     }
@@ -448,7 +490,9 @@ export function report(results) {
     const s = a[side];
     if (s.cpu) out.push(`${side}: runtime CPU ${s.cpu.one.runtimeSeconds} s at 1 viewer, ${s.cpu.many.runtimeSeconds} s at ${s.cpu.viewers} (${s.cpu.many.frames} deltas): ${s.cpu.microsecondsPerDeltaPerExtraViewer} µs per delta per extra viewer (${s.cpu.withProxyMicroseconds} µs with wrangler's proxy)`);
     if (s.reconnect) out.push(`${side}: reconnect at delta ${s.reconnect.droppedAfter} of ${s.reconnect.deltas}: first new delta after ${s.reconnect.reconnectMs} ms, ${s.reconnect.lost} lost, ${s.reconnect.duplicated} deltas twice`);
-    if (s.concurrent) out.push(`${side}: ${s.concurrent.many.conversations} conversations ${s.concurrent.many.seconds} s, one ${s.concurrent.one.seconds} s: ratio ${s.concurrent.ratio}`);
+    if (s.concurrent) out.push(`${side}: ${s.concurrent.many.conversations} conversations ${s.concurrent.many.seconds} s, one ${s.concurrent.one.seconds} s: ratio ${s.concurrent.ratio}${s.concurrent.cpuSeconds ? `; workerd CPU over the ${s.concurrent.many.conversations}: ${s.concurrent.cpuSeconds.runtime} s (+ proxy ${s.concurrent.cpuSeconds.proxy} s)` : ""}${s.concurrent.perRaw ? `; ÷ the raw runs at once ${s.concurrent.perRaw}` : ""}`);
   }
+  const rc = a.raw?.concurrent;
+  if (rc) out.push(`raw (emulator runs, no session object): ${rc.many.conversations} runs at once ${rc.many.seconds} s, one ${rc.one.seconds} s: ratio ${rc.ratio}; workerd CPU over the ${rc.many.conversations}: ${rc.cpuSeconds.runtime} s (+ proxy ${rc.cpuSeconds.proxy} s)`);
   return out;
 }
