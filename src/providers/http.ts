@@ -212,13 +212,23 @@ export class HttpTransport {
       const timer = setTimeout(() => timeout.abort(new Error("timeout")), timeoutMs);
       const signal = options.signal ? AbortSignal.any([options.signal, timeout.signal]) : timeout.signal;
       let error: ProviderError;
+      // Race the abort too: a transport that ignores the signal must not outlive the timeout. The
+      // listener goes once the answer (or the failure) is in: left on a stream's signal, which never
+      // fires, it closed over that signal and was kept by the runtime with the request's objects
+      // after the object was gone (two per conversation, found by a heap snapshot: bench/README.md §8).
+      let onAbort: (() => void) | undefined;
       try {
-        // Race the abort too: a transport that ignores the signal must not outlive the timeout.
         const aborted = new Promise<never>((_, reject) => {
-          if (signal.aborted) reject(signal.reason);
-          signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+          if (signal.aborted) return reject(signal.reason);
+          onAbort = () => reject(signal.reason);
+          signal.addEventListener("abort", onAbort, { once: true });
         });
-        const response = await Promise.race([this.options.fetch(this.buildRequest(route, options, signal)), aborted]);
+        let response: Response;
+        try {
+          response = await Promise.race([this.options.fetch(this.buildRequest(route, options, signal)), aborted]);
+        } finally {
+          if (onAbort) signal.removeEventListener("abort", onAbort);
+        }
         if (options.stream) clearTimeout(timer);
         if (response.ok) {
           if (options.stream && response.body && this.options.bodyTimeoutMs !== undefined) {
