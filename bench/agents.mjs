@@ -18,6 +18,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { decodeAfter } from "../public/lib/frames.js";
 import { freePort, readSse } from "../scripts/devserver.mjs";
 import { benchPort, deltaOf, follow, isTurnEnd, ms, num, percentile, sleep, tag, turnEndOf, untilInterrupted, utf8, viewer } from "./harness.mjs";
 import { cpuSeconds } from "./workerd.mjs";
@@ -44,6 +45,8 @@ export const config = {
   CONCURRENT_FRAME_MS: num("CONCURRENT_FRAME_MS", 40),
 };
 const C = config;
+/** A progress line on stderr (the section runs for minutes; the results print at the end). */
+const step = (what) => console.error(`bench: agents: ${what} (${new Date().toISOString().slice(11, 19)})`);
 
 // ------------------------------------------------------------------ the peer's server and client
 
@@ -255,9 +258,13 @@ async function gatewayReconnect({ base, api, auth }) {
   let lastSeq = 0;
   let dropAt = null;
   const half = Math.ceil(C.RECONNECT_WORDS / 2);
+  // Frames decoded as the page decodes them: a lean delta frame (`message.part.delta`, {d, t})
+  // continues the frame before it (public/lib/frames.js), so each leg keeps its last envelope.
+  let previous = null;
+  const envelopeOf = (f) => (previous = decodeAfter(previous, f) ?? previous);
   const first = follow(`${base}/v1/conversations/${cid}/events?after=0`, auth, (f, t) => {
     const seq = Number(f.id);
-    got.push({ seq, t, delta: deltaOf(JSON.parse(f.data).data), leg: 1 });
+    got.push({ seq, t, delta: deltaOf(envelopeOf(f)?.data), leg: 1 });
     lastSeq = seq;
     if (got.filter((g) => g.delta !== null).length >= half) return (dropAt = t), true;
     return false;
@@ -268,9 +275,10 @@ async function gatewayReconnect({ base, api, auth }) {
   await first.done;
   const reopened = performance.now();
   let firstNew = null;
+  previous = null;
   await follow(`${base}/v1/conversations/${cid}/events`, { ...auth, "last-event-id": String(lastSeq) }, (f, t) => {
-    const env = JSON.parse(f.data);
-    const delta = deltaOf(env.data);
+    if (f.id === undefined) return false;
+    const delta = deltaOf(envelopeOf(f)?.data);
     got.push({ seq: Number(f.id), t, delta, leg: 2 });
     if (firstNew === null && delta !== null) firstNew = t;
     return isTurnEnd(f.event);
@@ -419,6 +427,7 @@ export async function agents(ctx) {
       out.peer.rows.push(await peerRowsTurn(peer, `rows-${words}-${frameMs}-${tag}`, words, frameMs));
     }
 
+    step("CPU per extra viewer");
     // CPU per delta per extra viewer, each on its own workerd, 1 then CPU_VIEWERS viewers.
     await api.post("/_emulator/faults", { frameDelayMs: C.CPU_FRAME_MS });
     try {
@@ -430,6 +439,7 @@ export async function agents(ctx) {
     }
     out.peer.cpu = perExtraViewer(await peerCpuTurn(peer, 1), await peerCpuTurn(peer, C.CPU_VIEWERS), C.CPU_VIEWERS);
 
+    step("reconnect");
     // A viewer reconnecting mid-stream.
     await api.post("/_emulator/faults", { frameDelayMs: C.RECONNECT_FRAME_MS });
     try {
@@ -440,6 +450,7 @@ export async function agents(ctx) {
     out.peer.reconnect = await peerReconnect(peer);
     if (out.gateway.reconnect.lost || out.gateway.reconnect.duplicated || !out.gateway.reconnect.exact) problems.push(`agents: the gateway's reconnecting viewer lost ${out.gateway.reconnect.lost} and got ${out.gateway.reconnect.duplicated} twice (exact: ${out.gateway.reconnect.exact})`);
 
+    step(`${C.CONCURRENT} at once`);
     // CONCURRENT conversations at once against one, at the emulator's default pace.
     await api.post("/_emulator/faults", { frameDelayMs: C.CONCURRENT_FRAME_MS });
     try {
@@ -462,7 +473,9 @@ export async function agents(ctx) {
     } finally {
       await api.post("/_emulator/faults", { frameDelayMs: 0 });
     }
+    step(`the peer's ${C.CONCURRENT} at once`);
     out.peer.concurrent = ratioOf(await peerConcurrent(peer, 1, "one"), await peerConcurrent(peer, C.CONCURRENT, "many"));
+    step(`the peer's ${C.AGENTS_WORDS}-word turn`);
 
     try {
       out.peer.rows.push(await peerRowsTurn(peer, `rows-${C.AGENTS_WORDS}-${C.AGENTS_FRAME_MS}-${tag}`, C.AGENTS_WORDS, C.AGENTS_FRAME_MS));
