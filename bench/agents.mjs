@@ -18,8 +18,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort } from "../scripts/devserver.mjs";
-import { deltaOf, follow, isTurnEnd, ms, num, percentile, sleep, tag, turnEndOf, untilInterrupted, utf8, viewer } from "./harness.mjs";
+import { decodeAfter } from "../public/lib/frames.js";
+import { freePort, readSse } from "../scripts/devserver.mjs";
+import { benchPort, deltaOf, follow, isTurnEnd, ms, num, percentile, sleep, tag, turnEndOf, untilInterrupted, utf8, viewer } from "./harness.mjs";
 import { cpuSeconds } from "./workerd.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -44,12 +45,14 @@ export const config = {
   CONCURRENT_FRAME_MS: num("CONCURRENT_FRAME_MS", 40),
 };
 const C = config;
+/** A progress line on stderr (the section runs for minutes; the results print at the end). */
+const step = (what) => console.error(`bench: agents: ${what} (${new Date().toISOString().slice(11, 19)})`);
 
 // ------------------------------------------------------------------ the peer's server and client
 
 /** `wrangler dev` of bench/agents-peer on a free port, throwaway state, its own process group. */
 export async function startPeer() {
-  const port = await freePort();
+  const port = (await benchPort()) ?? (await freePort());
   const persist = mkdtempSync(join(tmpdir(), "agents-peer-state-"));
   const args = ["dev", "--config", join(root, "bench", "agents-peer", "wrangler.toml"), "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persist, "--inspector-port", "0"];
   const child = spawn(join(root, "node_modules", ".bin", "wrangler"), args, {
@@ -255,9 +258,13 @@ async function gatewayReconnect({ base, api, auth }) {
   let lastSeq = 0;
   let dropAt = null;
   const half = Math.ceil(C.RECONNECT_WORDS / 2);
+  // Frames decoded as the page decodes them: a lean delta frame (`message.part.delta`, {d, t})
+  // continues the frame before it (public/lib/frames.js), so each leg keeps its last envelope.
+  let previous = null;
+  const envelopeOf = (f) => (previous = decodeAfter(previous, f) ?? previous);
   const first = follow(`${base}/v1/conversations/${cid}/events?after=0`, auth, (f, t) => {
     const seq = Number(f.id);
-    got.push({ seq, t, delta: deltaOf(JSON.parse(f.data).data), leg: 1 });
+    got.push({ seq, t, delta: deltaOf(envelopeOf(f)?.data), leg: 1 });
     lastSeq = seq;
     if (got.filter((g) => g.delta !== null).length >= half) return (dropAt = t), true;
     return false;
@@ -268,9 +275,10 @@ async function gatewayReconnect({ base, api, auth }) {
   await first.done;
   const reopened = performance.now();
   let firstNew = null;
+  previous = null;
   await follow(`${base}/v1/conversations/${cid}/events`, { ...auth, "last-event-id": String(lastSeq) }, (f, t) => {
-    const env = JSON.parse(f.data);
-    const delta = deltaOf(env.data);
+    if (f.id === undefined) return false;
+    const delta = deltaOf(envelopeOf(f)?.data);
     got.push({ seq: Number(f.id), t, delta, leg: 2 });
     if (firstNew === null && delta !== null) firstNew = t;
     return isTurnEnd(f.event);
@@ -339,15 +347,42 @@ async function gatewayConcurrent({ base, api, auth }, n, label) {
   await Promise.all(viewers.map((v) => v.opened));
   await sleep(300 + n * 10);
   const t0 = performance.now();
+  const executions = [];
   const ends = await Promise.all(
     cids.map(async (cid, i) => {
-      await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t1", message: `concurrent [words:${C.CONCURRENT_WORDS}]` }, auth);
+      const accepted = await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t1", message: `concurrent [words:${C.CONCURRENT_WORDS}]` }, auth);
+      executions.push(accepted.executionId);
       await viewers[i].waitFor(turnEndOf("t1"), 600_000);
       return performance.now() - t0;
     }),
   );
   viewers.forEach((v) => v.close());
-  return { conversations: n, seconds: Number((Math.max(...ends) / 1000).toFixed(2)), p50Seconds: Number((percentile(ends, 0.5) / 1000).toFixed(2)) };
+  return { conversations: n, seconds: Number((Math.max(...ends) / 1000).toFixed(2)), p50Seconds: Number((percentile(ends, 0.5) / 1000).toFixed(2)), executions };
+}
+
+/**
+ * The raw baseline: `n` runs of the same turn started at once on the emulator directly
+ * (`POST /_emulator/sandboxes/:id/runs`, answered with the run's raw stream, admission to end),
+ * through the same Worker: the emulator's pacing and the Worker's pass-through, no session object,
+ * no user object, no auth. Seconds until the last stream ends.
+ */
+async function rawConcurrent({ base }, sandboxId, n, label) {
+  const t0 = performance.now();
+  const ends = await Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      const res = await fetch(`${base}/_emulator/sandboxes/${sandboxId}/runs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ sessionId: `raw-conc-${label}-${i}-${tag}`, message: `concurrent [words:${C.CONCURRENT_WORDS}]` }),
+      });
+      if (!res.ok) throw new Error(`raw run ${i}: ${res.status} ${await res.text()}`);
+      let frames = 0;
+      await readSse(res, () => (frames++, false));
+      return { ms: performance.now() - t0, frames };
+    }),
+  );
+  const times = ends.map((e) => e.ms);
+  return { conversations: n, seconds: Number((Math.max(...times) / 1000).toFixed(2)), p50Seconds: Number((percentile(times, 0.5) / 1000).toFixed(2)), frames: ends[0].frames };
 }
 
 /** The peer: `n` new agents, a turn each at once from its own socket: seconds until the last one is done. */
@@ -392,6 +427,7 @@ export async function agents(ctx) {
       out.peer.rows.push(await peerRowsTurn(peer, `rows-${words}-${frameMs}-${tag}`, words, frameMs));
     }
 
+    step("CPU per extra viewer");
     // CPU per delta per extra viewer, each on its own workerd, 1 then CPU_VIEWERS viewers.
     await api.post("/_emulator/faults", { frameDelayMs: C.CPU_FRAME_MS });
     try {
@@ -403,6 +439,7 @@ export async function agents(ctx) {
     }
     out.peer.cpu = perExtraViewer(await peerCpuTurn(peer, 1), await peerCpuTurn(peer, C.CPU_VIEWERS), C.CPU_VIEWERS);
 
+    step("reconnect");
     // A viewer reconnecting mid-stream.
     await api.post("/_emulator/faults", { frameDelayMs: C.RECONNECT_FRAME_MS });
     try {
@@ -413,14 +450,32 @@ export async function agents(ctx) {
     out.peer.reconnect = await peerReconnect(peer);
     if (out.gateway.reconnect.lost || out.gateway.reconnect.duplicated || !out.gateway.reconnect.exact) problems.push(`agents: the gateway's reconnecting viewer lost ${out.gateway.reconnect.lost} and got ${out.gateway.reconnect.duplicated} twice (exact: ${out.gateway.reconnect.exact})`);
 
+    step(`${C.CONCURRENT} at once`);
     // CONCURRENT conversations at once against one, at the emulator's default pace.
     await api.post("/_emulator/faults", { frameDelayMs: C.CONCURRENT_FRAME_MS });
     try {
-      out.gateway.concurrent = ratioOf(await gatewayConcurrent(ctx, 1, "one"), await gatewayConcurrent(ctx, C.CONCURRENT, "many"));
+      const one = await gatewayConcurrent(ctx, 1, "one");
+      const sandboxId = (await api.get(`/_emulator/executions/${one.executions[0]}`)).sandboxId;
+      // The raw baseline first: the dev server's CPU over each side's 50 (workerd, /proc) beside its time.
+      const rawOne = await rawConcurrent(ctx, sandboxId, 1, "one");
+      const cpu0 = cpuSeconds(server.pid);
+      const rawMany = await rawConcurrent(ctx, sandboxId, C.CONCURRENT, "many");
+      const cpu1 = cpuSeconds(server.pid);
+      const many = await gatewayConcurrent(ctx, C.CONCURRENT, "many");
+      const cpu2 = cpuSeconds(server.pid);
+      delete one.executions;
+      delete many.executions;
+      out.gateway.concurrent = ratioOf(one, many);
+      out.gateway.concurrent.cpuSeconds = { runtime: Number((cpu2.runtime - cpu1.runtime).toFixed(2)), proxy: Number((cpu2.proxy - cpu1.proxy).toFixed(2)) };
+      out.raw = { concurrent: { ...ratioOf(rawOne, rawMany), cpuSeconds: { runtime: Number((cpu1.runtime - cpu0.runtime).toFixed(2)), proxy: Number((cpu1.proxy - cpu0.proxy).toFixed(2)) } } };
+      // Ours at once ÷ the raw streams at once: what the session object, the user object and the relay add.
+      out.gateway.concurrent.perRaw = Number((many.seconds / rawMany.seconds).toFixed(2));
     } finally {
       await api.post("/_emulator/faults", { frameDelayMs: 0 });
     }
+    step(`the peer's ${C.CONCURRENT} at once`);
     out.peer.concurrent = ratioOf(await peerConcurrent(peer, 1, "one"), await peerConcurrent(peer, C.CONCURRENT, "many"));
+    step(`the peer's ${C.AGENTS_WORDS}-word turn`);
 
     try {
       out.peer.rows.push(await peerRowsTurn(peer, `rows-${C.AGENTS_WORDS}-${C.AGENTS_FRAME_MS}-${tag}`, C.AGENTS_WORDS, C.AGENTS_FRAME_MS));
@@ -448,7 +503,9 @@ export function report(results) {
     const s = a[side];
     if (s.cpu) out.push(`${side}: runtime CPU ${s.cpu.one.runtimeSeconds} s at 1 viewer, ${s.cpu.many.runtimeSeconds} s at ${s.cpu.viewers} (${s.cpu.many.frames} deltas): ${s.cpu.microsecondsPerDeltaPerExtraViewer} µs per delta per extra viewer (${s.cpu.withProxyMicroseconds} µs with wrangler's proxy)`);
     if (s.reconnect) out.push(`${side}: reconnect at delta ${s.reconnect.droppedAfter} of ${s.reconnect.deltas}: first new delta after ${s.reconnect.reconnectMs} ms, ${s.reconnect.lost} lost, ${s.reconnect.duplicated} deltas twice`);
-    if (s.concurrent) out.push(`${side}: ${s.concurrent.many.conversations} conversations ${s.concurrent.many.seconds} s, one ${s.concurrent.one.seconds} s: ratio ${s.concurrent.ratio}`);
+    if (s.concurrent) out.push(`${side}: ${s.concurrent.many.conversations} conversations ${s.concurrent.many.seconds} s, one ${s.concurrent.one.seconds} s: ratio ${s.concurrent.ratio}${s.concurrent.cpuSeconds ? `; workerd CPU over the ${s.concurrent.many.conversations}: ${s.concurrent.cpuSeconds.runtime} s (+ proxy ${s.concurrent.cpuSeconds.proxy} s)` : ""}${s.concurrent.perRaw ? `; ÷ the raw runs at once ${s.concurrent.perRaw}` : ""}`);
   }
+  const rc = a.raw?.concurrent;
+  if (rc) out.push(`raw (emulator runs, no session object): ${rc.many.conversations} runs at once ${rc.many.seconds} s, one ${rc.one.seconds} s: ratio ${rc.ratio}; workerd CPU over the ${rc.many.conversations}: ${rc.cpuSeconds.runtime} s (+ proxy ${rc.cpuSeconds.proxy} s)`);
   return out;
 }

@@ -5,6 +5,7 @@
 // (relay, replay, latency, rows, idle), the cost model is cost.mjs; bench/README.md has the figures.
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -46,8 +47,34 @@ function compactedRunEnd(f) {
 /** The limits a single user meets in production are per user; a benchmark is one user doing a lot. */
 const BENCH_VARS = { RATE_LIMIT_STREAMS_PER_MINUTE: "100000", RATE_LIMIT_TURNS_PER_MINUTE: "1000" };
 
+/**
+ * A port for a server the bench starts: with `BENCH_PORTS=first-last` (a range of this machine's
+ * ports the run may use, e.g. when other work shares the machine), the next one of that range that
+ * is free now; without it, undefined (the server picks a free port of the system's).
+ */
+let nextPort = 0;
+export async function benchPort() {
+  const range = /^(\d+)-(\d+)$/.exec(env.BENCH_PORTS ?? "");
+  if (!range) return undefined;
+  const [first, last] = [Number(range[1]), Number(range[2])];
+  for (let i = 0; i <= last - first; i++) {
+    const port = first + ((nextPort + i) % (last - first + 1));
+    if (await portFree(port)) {
+      nextPort = port - first + 1;
+      return port;
+    }
+  }
+  throw new Error(`BENCH_PORTS ${env.BENCH_PORTS}: no port of the range is free`);
+}
+const portFree = (port) =>
+  new Promise((resolve) => {
+    const s = createServer();
+    s.once("error", () => resolve(false));
+    s.listen(port, "127.0.0.1", () => s.close(() => resolve(true)));
+  });
+
 /** `wrangler dev` of this tree, or of `checkout` (an older commit's worktree), for a benchmark run. */
-export const startBenchServer = (options = {}) => startDevServer({ ...options, vars: BENCH_VARS });
+export const startBenchServer = async (options = {}) => startDevServer({ port: await benchPort(), ...options, vars: BENCH_VARS });
 
 /**
  * CPU time (user + system, ms) the processes of a process group have used so far: the dev server's
@@ -296,8 +323,18 @@ export const turnEndOf = (turnId) => (f) => f.env.turnId === turnId && isTurnEnd
 export const deltaOf = (data) => (data && typeof data.delta === "string" ? data.delta : null);
 
 /** Reads a stream to `stopAt` (or its end): frames counted, seconds from the first agent frame to the last. */
-export async function timedRead(url, headers, stopAt) {
-  const res = await fetch(url, { headers });
+export async function timedRead(url, headers, stopAt, headersWithinMs = 120_000) {
+  // No headers in time is reported as such (Node's own limit is 300 s, and says only "fetch failed").
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(new Error(`${url}: no response headers within ${headersWithinMs / 1000} s`)), headersWithinMs);
+  let res;
+  try {
+    res = await fetch(url, { headers, signal: abort.signal });
+  } catch (err) {
+    throw abort.signal.aborted ? abort.signal.reason : err;
+  } finally {
+    clearTimeout(timer);
+  }
   if (!res.ok) throw new Error(`${url}: ${res.status} ${await res.text()}`);
   let frames = 0;
   let first = 0;

@@ -17,7 +17,7 @@
 // of the start.
 import { follow, isTurnEnd, num, sleep, startBenchServer, signIn, tag, turnEndOf, untilInterrupted, viewer } from "./harness.mjs";
 import { agentSocket, isDone, sendTurn, startPeer } from "./agents.mjs";
-import { rssMiB } from "./workerd.mjs";
+import { collectedHeapMiB, rssMiB } from "./workerd.mjs";
 
 export const config = {
   MEMORY_ROUNDS: num("MEMORY_ROUNDS", 5),
@@ -42,6 +42,25 @@ async function idleRss(pgid) {
   }
   const low = (k) => Math.min(...reads.map((r) => r[k]));
   return { runtime: low("runtime"), proxy: low("proxy"), total: low("total"), runtimeV8: low("runtimeV8"), runtimeNative: low("runtimeNative") };
+}
+
+/**
+ * After the idle read: a full collection of the worker's isolate, asked for over the runtime's
+ * inspector (bench/workerd.mjs), its JavaScript heap after it (`usedMiB` what is still reachable:
+ * what our code and the runtime's own JavaScript hold), and RSS read again after it. Null parts
+ * when the inspector could not be reached (reported as a problem, never as zero).
+ */
+async function collected(pgid, base, problems, label) {
+  try {
+    const poke = () => fetch(`${base}/healthz`).then((r) => r.text());
+    // The first session on a fresh runtime has gone unanswered once (30 s): asked again once.
+    const heap = await collectedHeapMiB(pgid, poke).catch(() => collectedHeapMiB(pgid, poke));
+    if (!heap) problems.push(`memory ${label}: no inspector found for the runtime: the collected heap not measured`);
+    return { heap, afterCollectionMiB: heap ? rssMiB(pgid) : null };
+  } catch (err) {
+    problems.push(`memory ${label}: the collected heap not measured: ${err.message}`);
+    return { heap: null, afterCollectionMiB: null };
+  }
 }
 
 async function conversationsRound({ base, api, auth, problems }, round) {
@@ -80,13 +99,14 @@ async function peerRounds(out, problems) {
     await warm.waitFor(isDone("w"));
     warm.close();
     out.peer = { startMiB: await idleRss(peer.pid), rounds: [] };
+    out.peer.start = await collected(peer.pid, peer.base, problems, "peer start");
     for (let r = 1; r <= M.MEMORY_PEER_ROUNDS; r++) {
       const sockets = Array.from({ length: M.MEMORY_CONVERSATIONS }, (_, i) => agentSocket(peer.base, `mem-${r}-${i}-${tag}`));
       await Promise.all(sockets.map((s) => s.opened));
       await Promise.all(sockets.map((s) => (sendTurn(s, "m", `memory [words:${M.MEMORY_WORDS}]`), s.waitFor(isDone("m")))));
       sockets.forEach((s) => s.close());
       const endMiB = rssMiB(peer.pid);
-      out.peer.rounds.push({ round: r, endMiB, idleMiB: await idleRss(peer.pid) });
+      out.peer.rounds.push({ round: r, endMiB, idleMiB: await idleRss(peer.pid), ...(await collected(peer.pid, peer.base, problems, `peer round ${r}`)) });
     }
     const worst = Math.max(...out.peer.rounds.map((x) => x.idleMiB.runtime));
     out.peer.runtimeRatio = Number((worst / out.peer.startMiB.runtime).toFixed(2));
@@ -114,6 +134,7 @@ export async function memory({ problems, results }) {
     await warm.done;
     await api.post("/_emulator/faults", { frameDelayMs: 0 });
     const out = { config: M, startMiB: await idleRss(pgid), baseline: [], rounds: [], emulator: [] };
+    out.start = await collected(pgid, base, problems, "start");
     results.memory = out;
     for (let r = 1; r <= M.MEMORY_BASELINE_ROUNDS; r++) {
       const n = M.MEMORY_CONVERSATIONS * REQUESTS_PER_CONVERSATION;
@@ -123,7 +144,7 @@ export async function memory({ problems, results }) {
           for (let i = 0; i < REQUESTS_PER_CONVERSATION; i++) await (await fetch(`${base}/healthz`)).text();
         }),
       );
-      out.baseline.push({ round: r, requests: n, idleMiB: await idleRss(pgid) });
+      out.baseline.push({ round: r, requests: n, idleMiB: await idleRss(pgid), ...(await collected(pgid, base, problems, `baseline ${r}`)) });
     }
     let executions = [];
     for (let r = 1; r <= M.MEMORY_ROUNDS; r++) {
@@ -131,7 +152,7 @@ export async function memory({ problems, results }) {
       executions = await conversationsRound(ctx, r);
       const seconds = Number(((performance.now() - t) / 1000).toFixed(1));
       const endMiB = rssMiB(pgid);
-      out.rounds.push({ round: r, conversations: executions.length, seconds, endMiB, idleMiB: await idleRss(pgid) });
+      out.rounds.push({ round: r, conversations: executions.length, seconds, endMiB, idleMiB: await idleRss(pgid), ...(await collected(pgid, base, problems, `round ${r}`)) });
     }
     // Were the objects evicted while idle? A probe of one of the last round's conversations, after the
     // RSS was read: an instance started by the probe itself (age ~0 s) had been evicted.
@@ -139,7 +160,7 @@ export async function memory({ problems, results }) {
     out.lastRoundInstanceAgeSeconds = Number(((Date.now() - probe.startedAt) / 1000).toFixed(1));
     for (let r = 1; r <= M.MEMORY_EMULATOR_ROUNDS; r++) {
       await Promise.all(executions.map((id) => follow(`${base}/_emulator/executions/${id}/stream`, {}, () => false).done));
-      out.emulator.push({ round: r, streams: executions.length, idleMiB: await idleRss(pgid) });
+      out.emulator.push({ round: r, streams: executions.length, idleMiB: await idleRss(pgid), ...(await collected(pgid, base, problems, `emulator ${r}`)) });
     }
     await peerRounds(out, problems);
     const last = (list) => list.at(-1)?.idleMiB ?? out.startMiB;
@@ -171,6 +192,11 @@ export function report(results) {
   out.push(`  rounds of ${M.MEMORY_CONVERSATIONS} conversations × ${M.MEMORY_WORDS} words (at the end → idle): ${m.rounds.map((x) => `${f(x.endMiB)} → ${f(x.idleMiB)}`).join(", ")}`);
   out.push(`  the runtime's JavaScript heap (V8's cage) + native: start ${m.startMiB.runtimeV8}+${m.startMiB.runtimeNative}, rounds idle ${m.rounds.map((x) => `${x.idleMiB.runtimeV8}+${x.idleMiB.runtimeNative}`).join(", ")}`);
   if (m.peer) out.push(`  agents peer (its own runtime + proxy), ${M.MEMORY_CONVERSATIONS} conversations a round: start ${f(m.peer.startMiB)}, rounds (end → idle) ${m.peer.rounds.map((x) => `${f(x.endMiB)} → ${f(x.idleMiB)}`).join(", ")}; runtime ${m.peer.runtimeRatio}× its start`);
+  if (m.peer) out.push(`  agents peer: its JavaScript heap (V8's cage) + native, start ${m.peer.startMiB.runtimeV8}+${m.peer.startMiB.runtimeNative}, rounds idle ${m.peer.rounds.map((x) => `${x.idleMiB.runtimeV8}+${x.idleMiB.runtimeNative}`).join(", ")}; its isolate's heap after a full collection ${[m.peer.start, ...m.peer.rounds].map((x) => (x?.heap ? `${x.heap.usedMiB}/${x.heap.totalMiB}` : "?")).join(", ")}`);
+  const h = (x) => (x.heap ? `${x.heap.usedMiB}/${x.heap.totalMiB}` : "?");
+  const a = (x) => (x.afterCollectionMiB ? f(x.afterCollectionMiB) : "?");
+  if (m.start) out.push(`  the worker isolate's JavaScript heap after a full collection, used/kept MiB: start ${h(m.start)}, baseline ${m.baseline.map(h).join(", ")}, rounds ${m.rounds.map(h).join(", ")}, emulator ${m.emulator.map(h).join(", ")}`);
+  if (m.start) out.push(`  RSS right after that collection: start ${a(m.start)}, baseline ${m.baseline.map(a).join(", ")}, rounds ${m.rounds.map(a).join(", ")}, emulator ${m.emulator.map(a).join(", ")}`);
   out.push(`  one of the last round's objects, probed after the idle read: instance ${m.lastRoundInstanceAgeSeconds} s old (about 0: it had been evicted)`);
   out.push(`  emulator raw streams (${m.emulator[0]?.streams ?? 0} a round): ${m.emulator.map((e) => f(e.idleMiB)).join(", ")}`);
   for (const k of ["runtime", "total"]) {

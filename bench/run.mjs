@@ -91,7 +91,7 @@ results.seconds = { ...seconds, total: Number(((performance.now() - started) / 1
 results.problems = problems;
 results.summary = summary.figures(results);
 
-const out = [...throughputReport(results), ...latency.report(results), ...rows.report(results), ...idle.report(results), ...agents.report(results), ...memory.report(results), ...pageLoad.report(results), ...cost.report(results), ...summary.report(results)];
+const out = [...throughputReport(results), ...replay.report(results), ...latency.report(results), ...rows.report(results), ...idle.report(results), ...agents.report(results), ...memory.report(results), ...pageLoad.report(results), ...cost.report(results), ...summary.report(results)];
 if (problems.length) out.push("", "PROBLEMS:", ...problems.map((p) => `  - ${p}`));
 out.push("", `seconds: ${JSON.stringify(results.seconds)}`);
 console.log(out.join("\n"));

@@ -3,7 +3,7 @@
 // the pid it was started with. wrangler dev (4.x) runs two workerd in that group: the runtime of the
 // Worker, its Durable Objects and the emulator (the one started with `--inspector-addr`), and its
 // own proxy in front of it (the public port; every request and response passes through it).
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 
 /** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ: 100 on Linux). */
 const TICKS_PER_SECOND = 100;
@@ -97,4 +97,99 @@ export function cpuSeconds(pgid) {
     }
   }
   return out;
+}
+
+/** The TCP ports process `pid` listens on (its sockets' inodes, found in /proc/<pid>/net/tcp in state LISTEN). */
+function listeningPorts(pid) {
+  const inodes = new Set();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1]);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  const ports = [];
+  for (const line of readFileSync(`/proc/${pid}/net/tcp`, "utf8").split("\n").slice(1)) {
+    const f = line.trim().split(/\s+/);
+    // f[1] local address (hex ip:port), f[3] state (0A: LISTEN), f[9] inode.
+    if (f[3] === "0A" && inodes.has(f[9])) ports.push(parseInt(f[1].split(":")[1], 16));
+  }
+  return ports;
+}
+
+/**
+ * A DevTools protocol session with the isolate of the runtime's worker whose target id starts with
+ * `core:user:` (the gateway's Worker, its Durable Objects and the emulator: one isolate), on the
+ * runtime's own inspector (`--inspector-addr`, the port it listens on that answers /json/list).
+ * `call(method, params)` answers the result. The runtime handles a message when the isolate is next
+ * entered, so while a call waits, `poke` (a request to the Worker) is sent every half second; a call
+ * unanswered within 30 s rejects. `close()` ends the session. Null when no such isolate is found.
+ */
+export async function inspectWorker(pgid, poke) {
+  const runtime = workerdPids(pgid).find((pid) => roleOf(pid) === "runtime");
+  if (runtime === undefined) return null;
+  for (const port of listeningPorts(runtime)) {
+    let list;
+    try {
+      list = await (await fetch(`http://127.0.0.1:${port}/json/list`, { signal: AbortSignal.timeout(2000) })).json();
+    } catch {
+      continue;
+    }
+    const target = Array.isArray(list) ? list.find((t) => String(t.id).startsWith("core:user:")) : undefined;
+    if (!target) continue;
+    const ws = new WebSocket(target.webSocketDebuggerUrl);
+    const pending = new Map();
+    let next = 0;
+    ws.onmessage = (e) => {
+      const m = JSON.parse(String(e.data));
+      const p = m.id !== undefined && pending.get(m.id);
+      if (!p) return;
+      pending.delete(m.id);
+      if (m.error) p.reject(new Error(`inspector ${p.method}: ${m.error.message}`));
+      else p.resolve(m.result);
+    };
+    await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the runtime's inspector at ${port} did not open a session within 10 s`)), 10_000);
+      ws.onopen = () => (clearTimeout(timer), resolve());
+      ws.onerror = () => (clearTimeout(timer), reject(new Error(`the runtime's inspector at ${port} refused the session`)));
+    });
+    const call = async (method, params = {}) => {
+      const id = ++next;
+      const answered = new Promise((resolve, reject) => pending.set(id, { resolve, reject, method }));
+      ws.send(JSON.stringify({ id, method, params }));
+      const deadline = Date.now() + 30_000;
+      while (true) {
+        const tick = new Promise((resolve) => setTimeout(() => resolve(pending), 500));
+        const got = await Promise.race([answered, tick]);
+        if (got !== pending) return got;
+        if (Date.now() > deadline) throw new Error(`inspector ${method}: no answer within 30 s`);
+        await poke().catch(() => undefined);
+      }
+    };
+    return { call, close: () => ws.close(), target: target.id };
+  }
+  return null;
+}
+
+/**
+ * The worker isolate's JavaScript heap after a full collection (MiB): `usedMiB` what is still
+ * reachable (what the Worker, its objects and the emulator hold, and the runtime's own JavaScript
+ * objects), `totalMiB` what V8 keeps for that isolate's heap; `before…` the same just before it.
+ * Null without an inspector.
+ */
+export async function collectedHeapMiB(pgid, poke) {
+  const session = await inspectWorker(pgid, poke);
+  if (!session) return null;
+  try {
+    const before = await session.call("Runtime.getHeapUsage");
+    await session.call("HeapProfiler.enable");
+    await session.call("HeapProfiler.collectGarbage");
+    const after = await session.call("Runtime.getHeapUsage");
+    const mib = (b) => Number((b / 1024 ** 2).toFixed(1));
+    return { beforeUsedMiB: mib(before.usedSize), beforeTotalMiB: mib(before.totalSize), usedMiB: mib(after.usedSize), totalMiB: mib(after.totalSize) };
+  } finally {
+    session.close();
+  }
 }

@@ -109,6 +109,44 @@ describe("the emulator's control routes", () => {
     expect(counters).toMatchObject({ "sandboxes.created": 1, "runs.dispatches": 1, "runs.started": 1, "streams.opened": 2, "requests.runtime.run": 1 });
     expect((await emu.control("/_emulator/nowhere")).status).toBe(404);
   });
+
+  it("start a run directly on a running sandbox and answer its raw stream, admission to end; refuse a bad body, an unknown or stopped sandbox, a busy session", async () => {
+    const emu = emulator("direct-run");
+    const sandboxId = await runningSandbox(emu);
+    await emu.control("/_emulator/faults", { frameDelayMs: 0 });
+    const direct = rawFrames(await readRaw(await emu.control(`/_emulator/sandboxes/${sandboxId}/runs`, { sessionId: "raw-1", message: "hello [words:5]" })));
+    const ids = direct.map((f) => Number(fields(f).id));
+    expect(ids).toEqual(ids.map((_, i) => i + 1));
+    const admission = JSON.parse(fields(direct[0]!).data!) as { executionId: string; sessionId: string };
+    expect(admission.sessionId).toBe("raw-1");
+    expect(direct.map((f) => fields(f).event)).toContain("done");
+    // The same frames the execution's stored stream replays: the run is an ordinary run.
+    expect(rawFrames(await readRaw(await emu.control(`/_emulator/executions/${admission.executionId}/stream`)))).toEqual(direct);
+    expect((await json(await emu.control(`/_emulator/executions/${admission.executionId}`))).status).toBe("completed");
+
+    const refused: Array<[string, unknown, number, string]> = [
+      [`/_emulator/sandboxes/${sandboxId}/runs`, { sessionId: "raw-2" }, 400, "INVALID_RUN"],
+      [`/_emulator/sandboxes/${sandboxId}/runs`, { sessionId: "raw-2", message: "hi", extra: 1 }, 400, "INVALID_RUN"],
+      ["/_emulator/sandboxes/nope/runs", { sessionId: "raw-2", message: "hi" }, 404, "SANDBOX_NOT_FOUND"],
+    ];
+    for (const [path, body, status, code] of refused) {
+      const res = await emu.control(path, body);
+      expect(res.status, JSON.stringify(body)).toBe(status);
+      expect((await json(res)).error.code).toBe(code);
+    }
+    // A session with a run in flight: refused, as the Sandbox API refuses a second dispatch.
+    await emu.control("/_emulator/faults", { frameDelayMs: 60_000 });
+    const running = await emu.control(`/_emulator/sandboxes/${sandboxId}/runs`, { sessionId: "raw-3", message: "hello" });
+    const busy = await emu.control(`/_emulator/sandboxes/${sandboxId}/runs`, { sessionId: "raw-3", message: "again" });
+    expect(busy.status).toBe(409);
+    expect((await json(busy)).error.code).toBe("SESSION_BUSY");
+    await running.body?.cancel();
+    await emu.control(`/_emulator/sandboxes/${sandboxId}/status`, { status: "stopped" });
+    const stopped = await emu.control(`/_emulator/sandboxes/${sandboxId}/runs`, { sessionId: "raw-4", message: "hello" });
+    expect(stopped.status).toBe(409);
+    expect((await json(stopped)).error.code).toBe("SANDBOX_NOT_RUNNING");
+    expect((await json(await emu.control("/_emulator/counters"))).counters).toMatchObject({ "runs.direct": 2 });
+  });
 });
 
 describe("the emulator's Sandbox API bodies are strict", () => {

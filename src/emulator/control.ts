@@ -32,11 +32,17 @@ const CONTROL_PATHS = {
   sandbox: "/_emulator/sandboxes/:id",
   sandboxStatus: "/_emulator/sandboxes/:id/status",
   sandboxClock: "/_emulator/sandboxes/:id/clock",
+  sandboxRun: "/_emulator/sandboxes/:id/runs",
   reset: "/_emulator/reset",
 } as const;
 
 const SandboxStatusBody = z.strictObject({ status: z.enum(["stopped", "failed", "expired", "deleted"]) });
 const ResetBody = z.strictObject({});
+/**
+ * A run started directly (no gateway, no dispatch body): a session of the sandbox and the user
+ * message its script is built from. The benchmarks' baseline for many runs at once.
+ */
+const SandboxRunBody = z.strictObject({ sessionId: z.string().min(1).max(200), message: z.string().min(1).max(10_000) });
 /** Moves one sandbox's clock ahead: its times (and its runs') move back, as if that much time had passed for it. */
 const SandboxClockBody = z.strictObject({ advanceSeconds: z.number().int().positive() });
 
@@ -136,6 +142,22 @@ export function registerControlRoutes(app: Hono, deps: ControlDeps): void {
     if (!store.sandbox(id)) return controlError(c, 404, "SANDBOX_NOT_FOUND", "no such sandbox");
     store.ageSandbox(id, parsed.data.advanceSeconds * 1000);
     return c.json({ ok: true });
+  });
+
+  // A run started on a running sandbox without the Sandbox API's dispatch, answered with its raw
+  // stream from its first frame (its admission) to its end: what the emulator alone costs for a
+  // turn, the benchmarks' baseline for many turns at once (bench/agents.mjs).
+  app.post(CONTROL_PATHS.sandboxRun, async (c) => {
+    const parsed = SandboxRunBody.safeParse(await body(c));
+    if (!parsed.success) return controlError(c, 400, "INVALID_RUN", z.prettifyError(parsed.error));
+    const sb = store.sandbox(c.req.param("id"));
+    if (!sb) return controlError(c, 404, "SANDBOX_NOT_FOUND", "no such sandbox");
+    if (sb.status !== "running") return controlError(c, 409, "SANDBOX_NOT_RUNNING", `sandbox is ${sb.status}`);
+    if (store.runningExecutions(sb.id, parsed.data.sessionId)[0]) return controlError(c, 409, "SESSION_BUSY", `session ${parsed.data.sessionId} has a run in flight`);
+    const created = JSON.parse(sb.body) as { backend?: { type?: string } };
+    store.count("runs.direct");
+    const exe = runner.start({ sandboxId: sb.id, sessionId: parsed.data.sessionId, message: parsed.data.message, backend: created.backend?.type ?? "opencode", request: parsed.data });
+    return streams.open(exe, { cursor: 0 });
   });
 
   app.post(CONTROL_PATHS.reset, async (c) => {

@@ -79,7 +79,23 @@ export interface SessionSummaryRow extends Record<string, SqlStorageValue> {
   updated: number;
 }
 
+/** Freezes a parsed setting all the way down: a caller that changed a shared one would change it for every later reader. */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
 export class EmulatorStore {
+  /**
+   * The settings (faults, variants) as last read or written, parsed and frozen: the runner reads the
+   * faults for every frame it sends. This store is the object's only writer of them, so a write
+   * (or a reset) here is the only thing that changes them.
+   */
+  private readonly settings = new Map<string, unknown>();
+
   constructor(private readonly sql: SqlStorage) {
     this.migrate();
   }
@@ -103,6 +119,9 @@ export class EmulatorStore {
         request TEXT NOT NULL, status TEXT NOT NULL, answer TEXT, via TEXT NOT NULL DEFAULT 'interaction'
       );
       CREATE INDEX IF NOT EXISTS executions_session ON executions (sandbox_id, session_id);
+      -- The clock's two questions, asked on every tick (what is due, when is the next): answered
+      -- from the running runs alone, not a scan of every run the emulator ever stored.
+      CREATE INDEX IF NOT EXISTS executions_due ON executions (status, next_at);
       CREATE TABLE IF NOT EXISTS frames (
         execution_id TEXT NOT NULL, id INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
         PRIMARY KEY (execution_id, id)
@@ -129,6 +148,7 @@ export class EmulatorStore {
 
   /** Forgets everything: sandboxes, runs, frames, asks, counters, faults and variants. */
   reset(): void {
+    this.settings.clear();
     this.sql.exec(
       "DELETE FROM sandboxes; DELETE FROM executions; DELETE FROM frames; DELETE FROM asks; DELETE FROM counters; DELETE FROM settings; DELETE FROM forks;",
     );
@@ -158,6 +178,7 @@ export class EmulatorStore {
   }
 
   private setSetting(name: string, value: unknown): void {
+    this.settings.delete(name);
     this.sql.exec(
       "INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
       name,
@@ -165,9 +186,17 @@ export class EmulatorStore {
     );
   }
 
+  /** A setting parsed by `parse`, read from SQLite once and kept (frozen) until it is written. */
+  private parsedSetting<T>(name: string, parse: (value: unknown) => T): T {
+    if (this.settings.has(name)) return this.settings.get(name) as T;
+    const value = this.setting(name);
+    const parsed = deepFreeze(value === undefined ? ({} as T) : parse(value));
+    this.settings.set(name, parsed);
+    return parsed;
+  }
+
   faults(): EmulatorFaults {
-    const value = this.setting("faults");
-    return value === undefined ? {} : EmulatorFaults.parse(value);
+    return this.parsedSetting("faults", (v) => EmulatorFaults.parse(v));
   }
 
   setFaults(faults: EmulatorFaults): void {
@@ -175,8 +204,7 @@ export class EmulatorStore {
   }
 
   variants(): EmulatorVariants {
-    const value = this.setting("variants");
-    return value === undefined ? {} : EmulatorVariants.parse(value);
+    return this.parsedSetting("variants", (v) => EmulatorVariants.parse(v));
   }
 
   setVariants(variants: EmulatorVariants): void {

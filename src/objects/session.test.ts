@@ -1,6 +1,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { api, collect, json, sendTurn, tokenFor, uid } from "../../test/helpers";
+import { api, collect, json, sendTurn, tokenFor, uid, waitForTurn } from "../../test/helpers";
+import { deriveSessionId } from "../auth/ids";
 import type { SessionObject } from "./session";
 
 describe("the session shell: a conversation this object does not hold", () => {
@@ -18,6 +19,26 @@ describe("the session shell: a conversation this object does not hold", () => {
     ];
     for (const answer of answers) expect(answer).toMatchObject({ ok: false, refusal: { code: "conversation_not_found" } });
     expect(await stub.getTurn("t1")).toMatchObject({ ok: false, refusal: { code: "turn_not_found" } });
+    const tables = await runInDurableObject(stub, (_instance: SessionObject, state) => state.storage.sql.exec("SELECT name FROM sqlite_master").toArray());
+    expect(tables).toEqual([]);
+  });
+});
+
+describe("the session shell: a conversation it held, deleted", () => {
+  it("the same instance then refuses every read as not found and stores nothing (the bound session it kept goes with the rest)", async () => {
+    const user = uid("user");
+    const token = await tokenFor(user);
+    const cid = uid("conv");
+    const turnId = uid("turn");
+    await sendTurn(token, cid, turnId, "hello");
+    await waitForTurn(token, cid, turnId);
+    const stub = env.SESSIONS.get(env.SESSIONS.idFromName(await deriveSessionId((env as unknown as Record<string, string>).SESSION_ID_SECRET!, user, cid)));
+    // Read while bound: the instance has read (and kept) its bound session.
+    expect(await stub.usage(cid)).toMatchObject({ ok: true });
+    const instance = (await stub.instanceInfo()).instance;
+    expect((await api(`/v1/conversations/${cid}`, { token, method: "DELETE" })).status).toBeLessThan(300);
+    expect((await stub.instanceInfo()).instance).toBe(instance);
+    for (const answer of [await stub.usage(cid), await stub.summary(cid), await stub.messages(cid)]) expect(answer).toMatchObject({ ok: false, refusal: { code: "conversation_not_found" } });
     const tables = await runInDurableObject(stub, (_instance: SessionObject, state) => state.storage.sql.exec("SELECT name FROM sqlite_master").toArray());
     expect(tables).toEqual([]);
   });

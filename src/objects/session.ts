@@ -45,6 +45,12 @@ export class SessionObject extends DurableObject<Env> {
   /** Turn submissions under way (binding, dispatch and bookkeeping): a delete waits for them. */
   private readonly submissions = new Set<Promise<unknown>>();
   private providerInstance: AgentProvider | undefined;
+  /**
+   * The session this object is bound to, once read: written once (bind) and gone only with
+   * everything else (wipe), while the upstream reader asks for it with every batch it applies.
+   * Null is not kept: an unbound object reads again.
+   */
+  private boundMemo: SessionContext | null = null;
   private readonly instance = crypto.randomUUID();
   private readonly startedAt = Date.now();
 
@@ -67,7 +73,7 @@ export class SessionObject extends DurableObject<Env> {
     });
     this.handoff = new WebhookHandoff({
       store: () => this.storeInstance,
-      bound: () => this.storeInstance?.getMeta("session") ?? null,
+      bound: () => this.boundSession(),
       handOff: (ownerKey, events) => this.userStub(ownerKey).acceptWebhookEvents(events),
       retryLater: async (at) => {
         const armed = await ctx.storage.getAlarm();
@@ -84,7 +90,7 @@ export class SessionObject extends DurableObject<Env> {
     });
     this.runner = new TurnRunner({
       store: () => this.store,
-      bound: () => this.storeInstance?.getMeta("session") ?? null,
+      bound: () => this.boundSession(),
       log: this.log,
       desk: this.desk,
       provider: () => this.provider,
@@ -132,9 +138,16 @@ export class SessionObject extends DurableObject<Env> {
 
   /** Forgets everything stored: the object is as if never used. */
   private async wipe(): Promise<void> {
+    this.boundMemo = null;
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     this.storeInstance = null;
+    this.boundMemo = null;
+  }
+
+  /** The bound session (kept once read, see boundMemo), or null. */
+  private boundSession(): SessionContext | null {
+    return (this.boundMemo ??= this.storeInstance?.getMeta("session") ?? null);
   }
 
   private get config(): Config {
@@ -177,7 +190,7 @@ export class SessionObject extends DurableObject<Env> {
 
   /** The bound session, or a refusal naming the conversation. */
   private bound(conversationId: string): SessionContext {
-    const context = this.storeInstance?.getMeta("session");
+    const context = this.boundSession();
     if (!context) throw new Refusal("conversation_not_found", `no conversation ${conversationId}`);
     return context;
   }
@@ -191,7 +204,7 @@ export class SessionObject extends DurableObject<Env> {
 
   async submitTurn(context: SessionContext, turnId: string, request: TurnRequest, whenBusy: WhenBusy = "refuse"): Promise<RpcResult<SubmitOutcome>> {
     const work = captureRpc(async () => {
-      const fresh = !this.storeInstance?.getMeta("session");
+      const fresh = !this.boundSession();
       await this.bind(context);
       try {
         return await this.runner.submit(context, turnId, request, whenBusy);

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { upstreamRejection as rejection } from "../../test/helpers";
 import { ProviderError } from "./errors";
@@ -124,6 +124,50 @@ describe("the HTTP transport", () => {
     const second = client([new Response(trickle)], { bodyTimeoutMs: 30 });
     const text = await (await second.c.send(get, { stream: true })).text();
     expect(text.split(": ping").length - 1).toBe(5);
+  });
+
+  it("takes its abort listener off the request's signal once the answer is in (a stream's, a JSON call's, a refusal's)", async () => {
+    const added = new Map<EventListenerOrEventListenerObject, AbortSignal>();
+    const add = vi.spyOn(AbortSignal.prototype, "addEventListener").mockImplementation(function (this: AbortSignal, type: string, listener: EventListenerOrEventListenerObject | null) {
+      if (type === "abort" && listener) added.set(listener, this);
+    });
+    const remove = vi.spyOn(AbortSignal.prototype, "removeEventListener").mockImplementation(function (this: AbortSignal, type: string, listener: EventListenerOrEventListenerObject | null) {
+      if (type === "abort" && listener && added.get(listener) === this) added.delete(listener);
+    });
+    try {
+      const caller = new AbortController();
+      const { c } = client([new Response("data: 1\n\n"), Response.json({ id: "x" }), Response.json({ error: "no" }, { status: 404 })], { bodyTimeoutMs: 1000 });
+      const stream = await c.send(get, { stream: true, signal: caller.signal });
+      await c.json(get, z.object({ id: z.string() }));
+      await rejection(c.send(get));
+      expect(added.size).toBe(0);
+      await stream.body?.cancel();
+    } finally {
+      add.mockRestore();
+      remove.mockRestore();
+    }
+  });
+
+  it("does not time a reader that waits before asking for more: only a read upstream leaves unanswered", async () => {
+    const encoder = new TextEncoder();
+    let sent = 0;
+    const ready = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent++ < 3) controller.enqueue(encoder.encode(`data: ${sent}\n\n`));
+        else controller.close();
+      },
+    });
+    const { c } = client([new Response(ready)], { bodyTimeoutMs: 30 });
+    const reader = (await c.send(get, { stream: true })).body!.getReader();
+    const chunks: string[] = [];
+    for (;;) {
+      // The reader is slower than the timeout; upstream always has the next chunk ready.
+      await new Promise((r) => setTimeout(r, 60));
+      const next = await reader.read();
+      if (next.done) break;
+      chunks.push(new TextDecoder().decode(next.value));
+    }
+    expect(chunks).toEqual(["data: 1\n\n", "data: 2\n\n", "data: 3\n\n"]);
   });
 
   it("keeps the base URL's own path in front of every route (a service behind a proxy path)", async () => {

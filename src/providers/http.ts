@@ -113,28 +113,62 @@ export async function errorFromResponse(response: Response, what: string): Promi
   });
 }
 
-/** A body that fails when no chunk arrives for `ms` (pings count: any byte resets it). */
+/**
+ * A body that fails when no chunk arrives for `ms` while it is read (pings count: any byte resets
+ * it; a reader that does not ask for more is not timed). One timer per stream, not one per chunk:
+ * it wakes at most every `ms` and, when the read it finds waiting began less than `ms` ago, sleeps
+ * again for the rest (a busy stream's chunks each cost a clock read, not a timer set and cleared).
+ */
 function withIdleTimeout(body: ReadableStream<Uint8Array>, ms: number, what: string): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   let timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the read in progress began; undefined while none is. */
+  let waitingSince: number | undefined;
+  let stopped = false;
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  const stop = () => {
+    stopped = true;
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+  };
+  const arm = (after: number) => {
+    timer = setTimeout(() => {
+      timer = undefined;
+      if (stopped) return;
+      const waited = waitingSince === undefined ? 0 : Date.now() - waitingSince;
+      if (waited < ms) return arm(ms - waited);
+      const err = new ProviderError("timeout", `${what}: no byte from upstream for ${ms} ms`, { status: 408, retryable: true });
+      stop();
+      controller.error(err);
+      reader.cancel(err).catch(() => undefined);
+    }, after);
+  };
   return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const idle = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new ProviderError("timeout", `${what}: no byte from upstream for ${ms} ms`, { status: 408, retryable: true })), ms);
-      });
+    start(c) {
+      controller = c;
+    },
+    async pull(c) {
+      if (stopped) return;
+      waitingSince = Date.now();
+      if (timer === undefined) arm(ms);
       try {
-        const next = await Promise.race([reader.read(), idle]);
-        if (next.done) controller.close();
-        else controller.enqueue(next.value);
+        const next = await reader.read();
+        waitingSince = undefined;
+        if (stopped) return;
+        if (next.done) {
+          stop();
+          c.close();
+        } else c.enqueue(next.value);
       } catch (err) {
+        waitingSince = undefined;
+        if (stopped) return;
+        stop();
         reader.cancel(err).catch(() => undefined);
-        controller.error(err);
-      } finally {
-        if (timer !== undefined) clearTimeout(timer);
+        c.error(err);
       }
     },
     cancel(reason) {
-      if (timer !== undefined) clearTimeout(timer);
+      stop();
       return reader.cancel(reason);
     },
   });
@@ -178,13 +212,23 @@ export class HttpTransport {
       const timer = setTimeout(() => timeout.abort(new Error("timeout")), timeoutMs);
       const signal = options.signal ? AbortSignal.any([options.signal, timeout.signal]) : timeout.signal;
       let error: ProviderError;
+      // Race the abort too: a transport that ignores the signal must not outlive the timeout. The
+      // listener goes once the answer (or the failure) is in: left on a stream's signal, which never
+      // fires, it closed over that signal and was kept by the runtime with the request's objects
+      // after the object was gone (two per conversation, found by a heap snapshot: bench/README.md §8).
+      let onAbort: (() => void) | undefined;
       try {
-        // Race the abort too: a transport that ignores the signal must not outlive the timeout.
         const aborted = new Promise<never>((_, reject) => {
-          if (signal.aborted) reject(signal.reason);
-          signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+          if (signal.aborted) return reject(signal.reason);
+          onAbort = () => reject(signal.reason);
+          signal.addEventListener("abort", onAbort, { once: true });
         });
-        const response = await Promise.race([this.options.fetch(this.buildRequest(route, options, signal)), aborted]);
+        let response: Response;
+        try {
+          response = await Promise.race([this.options.fetch(this.buildRequest(route, options, signal)), aborted]);
+        } finally {
+          if (onAbort) signal.removeEventListener("abort", onAbort);
+        }
         if (options.stream) clearTimeout(timer);
         if (response.ok) {
           if (options.stream && response.body && this.options.bodyTimeoutMs !== undefined) {
