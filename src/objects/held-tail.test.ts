@@ -139,6 +139,18 @@ describe("the held tail", () => {
     });
   });
 
+  it("a trim that cuts through a chunk row keeps it whole: its events are held, the cursor below them too", async () => {
+    await withLog("trim", (store, log) => {
+      const rows: EventRow[] = [];
+      for (let id = 2; id <= 11; id++) rows.push(hold(store, id, `w${id} `)!);
+      log.commit(() => undefined);
+      expect(store.trimEvents(5)).toBe(1);
+      expect(store.firstRetainedSeq()).toBe(2);
+      expect(store.lowestHeldCursor()).toBe(1);
+      expect(replay(store, 1)).toEqual(rows);
+    });
+  });
+
   it("a commit that rolls back keeps the tail held, and the next one stores it", async () => {
     await withLog("rollback", (store, log) => {
       hold(store, 2, "b");

@@ -948,13 +948,15 @@ export class SessionStore {
   /**
    * The lowest cursor the log holds (docs/sse-protocol.md §4): the seq trimming removed through,
    * else the oldest retained seq minus one. Not MIN(seq) - 1 alone: compaction removes seqs too
-   * (§13), and a cursor in a compacted run is held, however old.
+   * (§13), and a cursor in a compacted run is held, however old. Nor the trim's cutoff alone: a
+   * chunk row holding seqs on both sides of it is kept whole (./held-tail.ts), its events held.
    */
   lowestHeldCursor(): number | null {
     const trimmed = this.getMeta("trimmedThrough");
     const first = this.firstRetainedSeq();
     if (first === null) return null;
-    return trimmed ?? first - 1;
+    // A chunk row that holds seqs on both sides of a trim's cutoff was kept whole: its events are held.
+    return trimmed === null ? first - 1 : Math.min(trimmed, first - 1);
   }
 
   // ---- compaction (./compaction.ts)
