@@ -43,7 +43,9 @@ const problems = [];
 
 // BENCH_SERVER_CHECKOUT=<dir>: the server of another checkout (an older commit's worktree, with
 // node_modules), measured by this tree's benchmarks: a before/after of the same figures.
-const server = await startBenchServer(process.env.BENCH_SERVER_CHECKOUT ? { checkout: process.env.BENCH_SERVER_CHECKOUT } : {});
+// BENCH_PORT: the port of this server (a machine shared by several runs, each in a range of its
+// own); else a free one. The sections that start servers of their own take free ports.
+const server = await startBenchServer({ ...(process.env.BENCH_SERVER_CHECKOUT ? { checkout: process.env.BENCH_SERVER_CHECKOUT } : {}), ...(process.env.BENCH_PORT ? { port: Number(process.env.BENCH_PORT) } : {}) });
 // Interrupted (Ctrl-C, a timeout): the servers this run started go with it.
 untilInterrupted(() => server.stop());
 stopOnSignal();

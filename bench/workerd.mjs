@@ -3,7 +3,7 @@
 // the pid it was started with. wrangler dev (4.x) runs two workerd in that group: the runtime of the
 // Worker, its Durable Objects and the emulator (the one started with `--inspector-addr`), and its
 // own proxy in front of it (the public port; every request and response passes through it).
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 
 /** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ: 100 on Linux). */
 const TICKS_PER_SECOND = 100;
@@ -97,4 +97,38 @@ export function cpuSeconds(pgid) {
     }
   }
   return out;
+}
+
+/**
+ * The runtime's own address (`http://127.0.0.1:<port>`), behind wrangler dev's proxy: of the
+ * loopback ports the runtime's workerd listens on (its entry, its inspector, its debug port; read
+ * from /proc/net/tcp and its open sockets), the one that answers `/healthz`. Null when not found.
+ */
+export async function runtimeBase(pgid) {
+  const runtime = workerdPids(pgid).find((pid) => roleOf(pid) === "runtime");
+  if (runtime === undefined) return null;
+  const inodes = new Set();
+  for (const fd of readdirSync(`/proc/${runtime}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${runtime}/fd/${fd}`));
+      if (m) inodes.add(m[1]);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  const ports = [];
+  for (const line of readFileSync("/proc/net/tcp", "utf8").split("\n").slice(1)) {
+    const f = line.trim().split(/\s+/);
+    // local address (hex ip:port), state 0A = LISTEN, inode at [9].
+    if (f.length > 9 && f[3] === "0A" && inodes.has(f[9]) && f[1].startsWith("0100007F:")) ports.push(parseInt(f[1].split(":")[1], 16));
+  }
+  for (const port of ports) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(5_000) });
+      if (res.ok && (await res.json()).ok === true) return `http://127.0.0.1:${port}`;
+    } catch {
+      // not this one
+    }
+  }
+  return null;
 }
