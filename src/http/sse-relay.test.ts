@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { EVENTS, LIVE, PAGE, PULL, wireMessage } from "../lib/subscription-wire";
-import { relayPipe, relayStream, type RelayPipe, type RelaySocket } from "./sse-relay";
+import { relayOnceKnown, relayPipe, relayStream, type RelayPipe, type RelaySocket } from "./sse-relay";
 
 /** A socket the test plays the object on: it sees the relay's sends and delivers the test's messages. */
 function fakeSocket() {
@@ -240,5 +240,56 @@ describe("the Worker's relay", () => {
       expect(await first).toEqual({ done: true, value: undefined });
       expect(socket.closed).toEqual({ code: 1002, reason: "unknown message" });
     }
+  });
+});
+
+describe("the relay of a conversation that does not exist yet", () => {
+  it("writes the head and pings while it waits, then relays the socket into the same stream", async () => {
+    const socket = fakeSocket();
+    let known = false;
+    const opened: number[] = [];
+    const reader = relayOnceKnown(
+      async () => known,
+      async (after) => {
+        opened.push(after);
+        return socket;
+      },
+      7,
+      { pingIntervalMs: 100, maxPendingBytes: 1_000_000 },
+    ).getReader();
+    const head = "retry: 2000\n\n";
+    const reset = `event: stream.reset\ndata: ${JSON.stringify({ type: "stream.reset", data: { reason: "cursor_ahead", firstRetainedSeq: null, lastSeq: 0 } })}\n\n`;
+    expect(await readBytes(reader, head.length + reset.length)).toBe(head + reset);
+    // Not known yet: a ping at the interval, and no socket.
+    expect(await readBytes(reader, 8)).toBe(": ping\n\n");
+    expect(opened).toEqual([]);
+    known = true;
+    // Known at the next poll: the log is opened from its start and its bytes follow in this stream.
+    while (socket.sent.length === 0) await new Promise((r) => setTimeout(r, 20));
+    expect(opened).toEqual([0]);
+    expect(socket.sent).toEqual([PULL]);
+    socket.deliver(wireMessage(LIVE, "id: 1\nevent: x\ndata: {}\n\n").buffer);
+    // Pings may have come between (the interval is short here): the frame follows them, whole.
+    let got = "";
+    while (!got.includes("data: {}\n\n")) got += await readBytes(reader, 1);
+    expect(got.replaceAll(": ping\n\n", "")).toBe("id: 1\nevent: x\ndata: {}\n\n");
+    await reader.cancel();
+  });
+
+  it("a browser that leaves while it waits opens no socket, though the conversation exists later", async () => {
+    let opened = 0;
+    let left = false;
+    const reader = relayOnceKnown(
+      async () => left,
+      async () => (opened++, fakeSocket()),
+      0,
+      { pingIntervalMs: 50, maxPendingBytes: 1_000_000 },
+    ).getReader();
+    expect(await readBytes(reader, 13)).toBe("retry: 2000\n\n");
+    await reader.cancel();
+    left = true;
+    // Found at the next ping's write, before the next poll would find the conversation.
+    await new Promise((r) => setTimeout(r, 400));
+    expect(opened).toBe(0);
   });
 });
