@@ -43,6 +43,9 @@ export const config = {
   CONCURRENT_WORDS: num("CONCURRENT_WORDS", 200),
   // The emulator's default pace (EMULATOR_FRAME_DELAY_MS): 25 frames/s.
   CONCURRENT_FRAME_MS: num("CONCURRENT_FRAME_MS", 40),
+  // AGENTS_PARTS=cpu,reconnect,…: a subset of the section's parts (rows, cpu, reconnect, concurrent,
+  // long: the peer's AGENTS_WORDS turn); all of them by default.
+  AGENTS_PARTS: String(process.env.AGENTS_PARTS ?? "rows,cpu,reconnect,concurrent,long").split(","),
 };
 const C = config;
 /** A progress line on stderr (the section runs for minutes; the results print at the end). */
@@ -50,9 +53,9 @@ const step = (what) => console.error(`bench: agents: ${what} (${new Date().toISO
 
 // ------------------------------------------------------------------ the peer's server and client
 
-/** `wrangler dev` of bench/agents-peer on a free port, throwaway state, its own process group. */
+/** `wrangler dev` of bench/agents-peer on `AGENTS_PEER_PORT` (else a free port), throwaway state, its own process group. */
 export async function startPeer() {
-  const port = (await benchPort()) ?? (await freePort());
+  const port = process.env.AGENTS_PEER_PORT ? Number(process.env.AGENTS_PEER_PORT) : ((await benchPort()) ?? (await freePort()));
   const persist = mkdtempSync(join(tmpdir(), "agents-peer-state-"));
   const args = ["dev", "--config", join(root, "bench", "agents-peer", "wrangler.toml"), "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persist, "--inspector-port", "0"];
   const child = spawn(join(root, "node_modules", ".bin", "wrangler"), args, {
@@ -416,71 +419,82 @@ export async function agents(ctx) {
   const out = { config: C, peer: {}, gateway: {} };
   results.agents = out;
   try {
-    // Rows and bytes: the rows benchmark's sizes and pace, and the two rates of rows per frame.
-    // (The long AGENTS_WORDS turn comes last: see RATE_WORDS.)
+    const part = (name) => C.AGENTS_PARTS.includes(name);
     out.peer.rows = [];
-    for (const [words, frameMs] of [
-      [C.AGENTS_SMALL_WORDS, C.AGENTS_FRAME_MS],
-      [C.RATE_WORDS, C.CONCURRENT_FRAME_MS],
-      [C.RATE_WORDS, 20],
-    ]) {
-      out.peer.rows.push(await peerRowsTurn(peer, `rows-${words}-${frameMs}-${tag}`, words, frameMs));
+    if (part("rows")) {
+      // Rows and bytes: the rows benchmark's sizes and pace, and the two rates of rows per frame.
+      // (The long AGENTS_WORDS turn comes last: see RATE_WORDS.)
+      for (const [words, frameMs] of [
+        [C.AGENTS_SMALL_WORDS, C.AGENTS_FRAME_MS],
+        [C.RATE_WORDS, C.CONCURRENT_FRAME_MS],
+        [C.RATE_WORDS, 20],
+      ]) {
+        out.peer.rows.push(await peerRowsTurn(peer, `rows-${words}-${frameMs}-${tag}`, words, frameMs));
+      }
     }
 
-    step("CPU per extra viewer");
-    // CPU per delta per extra viewer, each on its own workerd, 1 then CPU_VIEWERS viewers.
-    await api.post("/_emulator/faults", { frameDelayMs: C.CPU_FRAME_MS });
-    try {
-      const one = await gatewayCpuTurn(ctx, 1);
-      const many = await gatewayCpuTurn(ctx, C.CPU_VIEWERS);
-      out.gateway.cpu = perExtraViewer(one, many, C.CPU_VIEWERS);
-    } finally {
-      await api.post("/_emulator/faults", { frameDelayMs: 0 });
+    if (part("cpu")) {
+      step("CPU per extra viewer");
+      // CPU per delta per extra viewer, each on its own workerd, 1 then CPU_VIEWERS viewers.
+      await api.post("/_emulator/faults", { frameDelayMs: C.CPU_FRAME_MS });
+      try {
+        const one = await gatewayCpuTurn(ctx, 1);
+        const many = await gatewayCpuTurn(ctx, C.CPU_VIEWERS);
+        out.gateway.cpu = perExtraViewer(one, many, C.CPU_VIEWERS);
+      } finally {
+        await api.post("/_emulator/faults", { frameDelayMs: 0 });
+      }
+      out.peer.cpu = perExtraViewer(await peerCpuTurn(peer, 1), await peerCpuTurn(peer, C.CPU_VIEWERS), C.CPU_VIEWERS);
     }
-    out.peer.cpu = perExtraViewer(await peerCpuTurn(peer, 1), await peerCpuTurn(peer, C.CPU_VIEWERS), C.CPU_VIEWERS);
 
-    step("reconnect");
-    // A viewer reconnecting mid-stream.
-    await api.post("/_emulator/faults", { frameDelayMs: C.RECONNECT_FRAME_MS });
-    try {
-      out.gateway.reconnect = await gatewayReconnect(ctx);
-    } finally {
-      await api.post("/_emulator/faults", { frameDelayMs: 0 });
+    if (part("reconnect")) {
+      step("reconnect");
+      // A viewer reconnecting mid-stream.
+      await api.post("/_emulator/faults", { frameDelayMs: C.RECONNECT_FRAME_MS });
+      try {
+        out.gateway.reconnect = await gatewayReconnect(ctx);
+      } finally {
+        await api.post("/_emulator/faults", { frameDelayMs: 0 });
+      }
+      out.peer.reconnect = await peerReconnect(peer);
+      if (out.gateway.reconnect.lost || out.gateway.reconnect.duplicated || !out.gateway.reconnect.exact) problems.push(`agents: the gateway's reconnecting viewer lost ${out.gateway.reconnect.lost} and got ${out.gateway.reconnect.duplicated} twice (exact: ${out.gateway.reconnect.exact})`);
     }
-    out.peer.reconnect = await peerReconnect(peer);
-    if (out.gateway.reconnect.lost || out.gateway.reconnect.duplicated || !out.gateway.reconnect.exact) problems.push(`agents: the gateway's reconnecting viewer lost ${out.gateway.reconnect.lost} and got ${out.gateway.reconnect.duplicated} twice (exact: ${out.gateway.reconnect.exact})`);
 
-    step(`${C.CONCURRENT} at once`);
-    // CONCURRENT conversations at once against one, at the emulator's default pace.
-    await api.post("/_emulator/faults", { frameDelayMs: C.CONCURRENT_FRAME_MS });
-    try {
-      const one = await gatewayConcurrent(ctx, 1, "one");
-      const sandboxId = (await api.get(`/_emulator/executions/${one.executions[0]}`)).sandboxId;
-      // The raw baseline first: the dev server's CPU over each side's 50 (workerd, /proc) beside its time.
-      const rawOne = await rawConcurrent(ctx, sandboxId, 1, "one");
-      const cpu0 = cpuSeconds(server.pid);
-      const rawMany = await rawConcurrent(ctx, sandboxId, C.CONCURRENT, "many");
-      const cpu1 = cpuSeconds(server.pid);
-      const many = await gatewayConcurrent(ctx, C.CONCURRENT, "many");
-      const cpu2 = cpuSeconds(server.pid);
-      delete one.executions;
-      delete many.executions;
-      out.gateway.concurrent = ratioOf(one, many);
-      out.gateway.concurrent.cpuSeconds = { runtime: Number((cpu2.runtime - cpu1.runtime).toFixed(2)), proxy: Number((cpu2.proxy - cpu1.proxy).toFixed(2)) };
-      out.raw = { concurrent: { ...ratioOf(rawOne, rawMany), cpuSeconds: { runtime: Number((cpu1.runtime - cpu0.runtime).toFixed(2)), proxy: Number((cpu1.proxy - cpu0.proxy).toFixed(2)) } } };
-      // Ours at once ÷ the raw streams at once: what the session object, the user object and the relay add.
-      out.gateway.concurrent.perRaw = Number((many.seconds / rawMany.seconds).toFixed(2));
-    } finally {
-      await api.post("/_emulator/faults", { frameDelayMs: 0 });
+    if (part("concurrent")) {
+      step(`${C.CONCURRENT} at once`);
+      // CONCURRENT conversations at once against one, at the emulator's default pace.
+      await api.post("/_emulator/faults", { frameDelayMs: C.CONCURRENT_FRAME_MS });
+      try {
+        const one = await gatewayConcurrent(ctx, 1, "one");
+        const sandboxId = (await api.get(`/_emulator/executions/${one.executions[0]}`)).sandboxId;
+        // The raw baseline first: the dev server's CPU over each side's 50 (workerd, /proc) beside its time.
+        const rawOne = await rawConcurrent(ctx, sandboxId, 1, "one");
+        const cpu0 = cpuSeconds(server.pid);
+        const rawMany = await rawConcurrent(ctx, sandboxId, C.CONCURRENT, "many");
+        const cpu1 = cpuSeconds(server.pid);
+        const many = await gatewayConcurrent(ctx, C.CONCURRENT, "many");
+        const cpu2 = cpuSeconds(server.pid);
+        delete one.executions;
+        delete many.executions;
+        out.gateway.concurrent = ratioOf(one, many);
+        out.gateway.concurrent.cpuSeconds = { runtime: Number((cpu2.runtime - cpu1.runtime).toFixed(2)), proxy: Number((cpu2.proxy - cpu1.proxy).toFixed(2)) };
+        out.raw = { concurrent: { ...ratioOf(rawOne, rawMany), cpuSeconds: { runtime: Number((cpu1.runtime - cpu0.runtime).toFixed(2)), proxy: Number((cpu1.proxy - cpu0.proxy).toFixed(2)) } } };
+        // Ours at once ÷ the raw streams at once: what the session object, the user object and the relay add.
+        out.gateway.concurrent.perRaw = Number((many.seconds / rawMany.seconds).toFixed(2));
+      } finally {
+        await api.post("/_emulator/faults", { frameDelayMs: 0 });
+      }
+      step(`the peer's ${C.CONCURRENT} at once`);
+      out.peer.concurrent = ratioOf(await peerConcurrent(peer, 1, "one"), await peerConcurrent(peer, C.CONCURRENT, "many"));
     }
-    step(`the peer's ${C.CONCURRENT} at once`);
-    out.peer.concurrent = ratioOf(await peerConcurrent(peer, 1, "one"), await peerConcurrent(peer, C.CONCURRENT, "many"));
-    step(`the peer's ${C.AGENTS_WORDS}-word turn`);
 
-    try {
-      out.peer.rows.push(await peerRowsTurn(peer, `rows-${C.AGENTS_WORDS}-${C.AGENTS_FRAME_MS}-${tag}`, C.AGENTS_WORDS, C.AGENTS_FRAME_MS));
-    } catch (err) {
-      problems.push(`agents peer ${C.AGENTS_WORDS}-word turn: ${err.message}`);
+    if (part("long")) {
+      step(`the peer's ${C.AGENTS_WORDS}-word turn`);
+      try {
+        out.peer.rows.push(await peerRowsTurn(peer, `rows-${C.AGENTS_WORDS}-${C.AGENTS_FRAME_MS}-${tag}`, C.AGENTS_WORDS, C.AGENTS_FRAME_MS));
+      } catch (err) {
+        problems.push(`agents peer ${C.AGENTS_WORDS}-word turn: ${err.message}`);
+      }
     }
     for (const t of out.peer.rows) if (!t.sameInstance) problems.push(`agents peer rows ${t.words} words: the agent changed instance during the turn; its rows are not this turn's`);
   } catch (err) {

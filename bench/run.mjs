@@ -43,7 +43,9 @@ const problems = [];
 
 // BENCH_SERVER_CHECKOUT=<dir>: the server of another checkout (an older commit's worktree, with
 // node_modules), measured by this tree's benchmarks: a before/after of the same figures.
-const server = await startBenchServer(process.env.BENCH_SERVER_CHECKOUT ? { checkout: process.env.BENCH_SERVER_CHECKOUT } : {});
+// BENCH_PORT: the port of this server (a machine shared by several runs, each in a range of its
+// own); else a free one. The sections that start servers of their own take free ports.
+const server = await startBenchServer({ ...(process.env.BENCH_SERVER_CHECKOUT ? { checkout: process.env.BENCH_SERVER_CHECKOUT } : {}), ...(process.env.BENCH_PORT ? { port: Number(process.env.BENCH_PORT) } : {}) });
 // Interrupted (Ctrl-C, a timeout): the servers this run started go with it.
 untilInterrupted(() => server.stop());
 stopOnSignal();
@@ -58,7 +60,9 @@ try {
   await api.post("/v1/conversations/warm/turns", { turnId: "w1", message: "warm up" }, auth);
   await timedRead(`${base}/v1/conversations/warm/events`, auth, sseTurnEnd);
   await api.post("/_emulator/faults", { frameDelayMs: 0 });
-  const sections = { relay: relay.relay, replay: replay.replay, latency: latency.latency, rows: rows.rows, idle: idle.idle, agents: agents.agents, memory: memory.memory, "page-load": pageLoad.pageLoad };
+  // latency last of the sections on this server: its 300 raw readers can leave wrangler dev's proxy
+  // out of descriptors (bench/README.md), and memory and page-load start servers of their own.
+  const sections = { relay: relay.relay, replay: replay.replay, rows: rows.rows, idle: idle.idle, agents: agents.agents, latency: latency.latency, memory: memory.memory, "page-load": pageLoad.pageLoad };
   for (const [name, fn] of Object.entries(sections)) {
     if (!runs(name)) continue;
     const t = performance.now();

@@ -193,3 +193,22 @@ export async function collectedHeapMiB(pgid, poke) {
     session.close();
   }
 }
+
+/**
+ * The runtime's own address (`http://127.0.0.1:<port>`), behind wrangler dev's proxy: of the ports
+ * the runtime's workerd listens on (its entry, its inspector, its debug port), the one that answers
+ * `/healthz`. Null when not found.
+ */
+export async function runtimeBase(pgid) {
+  const runtime = workerdPids(pgid).find((pid) => roleOf(pid) === "runtime");
+  if (runtime === undefined) return null;
+  for (const port of listeningPorts(runtime)) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(5_000) });
+      if (res.ok && (await res.json()).ok === true) return `http://127.0.0.1:${port}`;
+    } catch {
+      // not this one
+    }
+  }
+  return null;
+}

@@ -1,12 +1,14 @@
 /**
- * The Worker's relay passes the object's bytes through: what it writes to the browser is a view of
- * the message it got (the same memory: nothing decoded, nothing encoded), a frame split across two
- * messages arrives whole, a page is pulled only when there is room, the ping starts once live, the
- * slow-viewer bound counts the bytes unread before a message (one large message passes), and a message that is not this wire (text) ends the stream.
+ * The Worker's relay passes the object's bytes through: what it writes to the browser's pipe is a
+ * view of the message it got (the same memory: nothing decoded, nothing encoded), a frame split
+ * across two messages arrives whole, a page is pulled only while there is room, the ping starts once
+ * live, the slow-viewer bound counts the bytes unread before a message (one large message passes),
+ * and a message that is not this wire (text) ends the stream. The pipe (the runtime's own, read by
+ * the runtime) counts what the browser has not read yet and says when the browser went away.
  */
 import { describe, expect, it } from "vitest";
 import { EVENTS, LIVE, PAGE, PULL, wireMessage } from "../lib/subscription-wire";
-import { relayStream, type RelaySocket } from "./sse-relay";
+import { relayOnceKnown, relayPipe, relayStream, type RelayPipe, type RelaySocket } from "./sse-relay";
 
 /** A socket the test plays the object on: it sees the relay's sends and delivers the test's messages. */
 function fakeSocket() {
@@ -35,33 +37,117 @@ function fakeSocket() {
 const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 const tick = () => new Promise((r) => setTimeout(r, 0));
 
+/** Reads `length` bytes (the pipe hands them over in chunks of its own size) as text. */
+async function readBytes(reader: ReadableStreamDefaultReader<Uint8Array>, length: number): Promise<string> {
+  const got: Uint8Array[] = [];
+  let n = 0;
+  while (n < length) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    got.push(value);
+    n += value.byteLength;
+  }
+  const all = new Uint8Array(n);
+  let at = 0;
+  for (const g of got) {
+    all.set(g, at);
+    at += g.byteLength;
+  }
+  return text(all);
+}
+
+/** A pipe that records what it was given (the chunks themselves) and never fills up. */
+function recordingPipe(): RelayPipe & { chunks: Uint8Array[] } {
+  const chunks: Uint8Array[] = [];
+  return { chunks, readable: new ReadableStream(), write: (b) => void chunks.push(b), close: () => {}, unread: () => 0, below: () => Promise.resolve(), gone: new Promise(() => {}) };
+}
+
+describe("the relay's pipe", () => {
+  it("counts the bytes written and not yet read, and says when they fall below a mark", async () => {
+    const pipe = relayPipe();
+    const reader = pipe.readable.getReader();
+    pipe.write(new Uint8Array(300));
+    pipe.write(new Uint8Array(200));
+    expect(pipe.unread()).toBe(500);
+    let below = false;
+    void pipe.below(100).then(() => (below = true));
+    await tick();
+    expect(below).toBe(false);
+    let read = 0;
+    while (read < 500) read += (await reader.read()).value!.byteLength;
+    await tick();
+    expect(pipe.unread()).toBe(0);
+    expect(below).toBe(true);
+    await reader.cancel();
+  });
+
+  it("says the browser went away when its end is cancelled: with a write waiting, or at the next write", async () => {
+    for (const waiting of [true, false]) {
+      const pipe = relayPipe();
+      let gone = false;
+      void pipe.gone.then(() => (gone = true));
+      if (waiting) pipe.write(new Uint8Array(10));
+      await pipe.readable.cancel();
+      await tick();
+      if (!waiting) {
+        pipe.write(new Uint8Array(10));
+        await tick();
+      }
+      expect(gone).toBe(true);
+      // Nothing more is counted or written.
+      pipe.write(new Uint8Array(10));
+      await tick();
+    }
+  });
+});
+
 describe("the Worker's relay", () => {
-  it("writes each message's SSE bytes as a view of the message itself, and pulls a page only when asked for more", async () => {
+  it("writes each message's SSE bytes to the pipe as a view of the message itself", async () => {
+    const socket = fakeSocket();
+    const pipe = recordingPipe();
+    relayStream(socket, { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 }, pipe);
+    await tick();
+    expect(socket.binaryType).toBe("arraybuffer");
+    expect(socket.sent).toEqual([PULL]);
+    const page = wireMessage(LIVE, "retry: 2000\n\nid: 1\nevent: x\ndata: {}\n\n");
+    socket.deliver(page.buffer);
+    // The same memory as the message, one byte in: passed through, not copied or re-encoded.
+    expect(pipe.chunks).toHaveLength(1);
+    expect(pipe.chunks[0]!.buffer).toBe(page.buffer);
+    expect(pipe.chunks[0]!.byteOffset).toBe(1);
+    expect(text(pipe.chunks[0]!)).toBe("retry: 2000\n\nid: 1\nevent: x\ndata: {}\n\n");
+  });
+
+  it("pulls the next page only while less than the high-water mark is unread, and not once live", async () => {
     const socket = fakeSocket();
     const reader = relayStream(socket, { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 }).getReader();
-    expect(socket.binaryType).toBe("arraybuffer");
-    const reading = reader.read();
     await tick();
     expect(socket.sent).toEqual([PULL]);
-    const page = wireMessage(PAGE, "retry: 2000\n\nid: 1\nevent: x\ndata: {}\n\n");
-    socket.deliver(page.buffer);
-    const { value } = await reading;
-    // The same memory as the message, one byte in: passed through, not copied or re-encoded.
-    expect(value!.buffer).toBe(page.buffer);
-    expect(value!.byteOffset).toBe(1);
-    expect(text(value!)).toBe("retry: 2000\n\nid: 1\nevent: x\ndata: {}\n\n");
-    const next = reader.read();
+    // A small page: room for more, so the next is asked for at once.
+    const small = "retry: 2000\n\nid: 1\nevent: x\ndata: {}\n\n";
+    socket.deliver(wireMessage(PAGE, small).buffer);
     await tick();
     expect(socket.sent).toEqual([PULL, PULL]);
-    socket.deliver(wireMessage(LIVE, "id: 2\nevent: x\ndata: {}\n\n").buffer);
-    expect(text((await next).value!)).toBe("id: 2\nevent: x\ndata: {}\n\n");
+    // A page of 100 KB, unread: no pull until the browser has read it.
+    const big = `id: 2\nevent: x\ndata: ${"y".repeat(100_000)}\n\n`;
+    socket.deliver(wireMessage(PAGE, big).buffer);
+    await tick();
+    await tick();
+    expect(socket.sent).toEqual([PULL, PULL]);
+    expect(await readBytes(reader, small.length + big.length)).toBe(small + big);
+    await tick();
+    expect(socket.sent).toEqual([PULL, PULL, PULL]);
+    socket.deliver(wireMessage(LIVE, "id: 3\nevent: x\ndata: {}\n\n").buffer);
+    expect(await readBytes(reader, 24)).toBe("id: 3\nevent: x\ndata: {}\n\n");
     // Live: no more pulls; pushed events are written as they come.
-    const live = reader.read();
+    socket.deliver(wireMessage(EVENTS, "id: 4\nevent: message.part.delta\ndata: {\"d\":\"a\"}\n\n").buffer);
+    expect(await readBytes(reader, 47)).toBe('id: 4\nevent: message.part.delta\ndata: {"d":"a"}\n\n');
     await tick();
-    expect(socket.sent).toEqual([PULL, PULL]);
-    socket.deliver(wireMessage(EVENTS, "id: 3\nevent: message.part.delta\ndata: {\"d\":\"a\"}\n\n").buffer);
-    expect(text((await live).value!)).toBe('id: 3\nevent: message.part.delta\ndata: {"d":"a"}\n\n');
+    expect(socket.sent).toEqual([PULL, PULL, PULL]);
     await reader.cancel();
+    // The browser went away: found at the next write (an event, or the ping), and the socket closed.
+    socket.deliver(wireMessage(EVENTS, "id: 5\nevent: x\ndata: {}\n\n").buffer);
+    await tick();
     expect(socket.closed).toEqual({ code: 1000, reason: "viewer left" });
   });
 
@@ -107,6 +193,7 @@ describe("the Worker's relay", () => {
     await tick();
     socket.deliver(wireMessage(LIVE, "retry: 2000\n\n").buffer);
     await first;
+    await tick();
     // 100-byte frames, unread: the eleventh puts 1,100 bytes in the queue, past the bound, and the
     // twelfth, arriving with the viewer that far behind, closes it (it is not written).
     const frame = `id: 1\nevent: x\ndata: ${"y".repeat(100 - 23)}\n\n`;
@@ -134,11 +221,12 @@ describe("the Worker's relay", () => {
     const frame = `id: 1\nevent: x\ndata: ${"y".repeat(5_000 - 23)}\n\n`;
     socket.deliver(wireMessage(EVENTS, frame).buffer);
     expect(socket.closed).toBeUndefined();
-    expect(text((await reader.read()).value!)).toBe(frame);
+    expect(await readBytes(reader, 5_000)).toBe(frame);
+    await tick();
     // Read: the next one is written too.
     socket.deliver(wireMessage(EVENTS, frame).buffer);
     expect(socket.closed).toBeUndefined();
-    expect(text((await reader.read()).value!)).toBe(frame);
+    expect(await readBytes(reader, 5_000)).toBe(frame);
     await reader.cancel();
   });
 
@@ -152,5 +240,56 @@ describe("the Worker's relay", () => {
       expect(await first).toEqual({ done: true, value: undefined });
       expect(socket.closed).toEqual({ code: 1002, reason: "unknown message" });
     }
+  });
+});
+
+describe("the relay of a conversation that does not exist yet", () => {
+  it("writes the head and pings while it waits, then relays the socket into the same stream", async () => {
+    const socket = fakeSocket();
+    let known = false;
+    const opened: number[] = [];
+    const reader = relayOnceKnown(
+      async () => known,
+      async (after) => {
+        opened.push(after);
+        return socket;
+      },
+      7,
+      { pingIntervalMs: 100, maxPendingBytes: 1_000_000 },
+    ).getReader();
+    const head = "retry: 2000\n\n";
+    const reset = `event: stream.reset\ndata: ${JSON.stringify({ type: "stream.reset", data: { reason: "cursor_ahead", firstRetainedSeq: null, lastSeq: 0 } })}\n\n`;
+    expect(await readBytes(reader, head.length + reset.length)).toBe(head + reset);
+    // Not known yet: a ping at the interval, and no socket.
+    expect(await readBytes(reader, 8)).toBe(": ping\n\n");
+    expect(opened).toEqual([]);
+    known = true;
+    // Known at the next poll: the log is opened from its start and its bytes follow in this stream.
+    while (socket.sent.length === 0) await new Promise((r) => setTimeout(r, 20));
+    expect(opened).toEqual([0]);
+    expect(socket.sent).toEqual([PULL]);
+    socket.deliver(wireMessage(LIVE, "id: 1\nevent: x\ndata: {}\n\n").buffer);
+    // Pings may have come between (the interval is short here): the frame follows them, whole.
+    let got = "";
+    while (!got.includes("data: {}\n\n")) got += await readBytes(reader, 1);
+    expect(got.replaceAll(": ping\n\n", "")).toBe("id: 1\nevent: x\ndata: {}\n\n");
+    await reader.cancel();
+  });
+
+  it("a browser that leaves while it waits opens no socket, though the conversation exists later", async () => {
+    let opened = 0;
+    let left = false;
+    const reader = relayOnceKnown(
+      async () => left,
+      async () => (opened++, fakeSocket()),
+      0,
+      { pingIntervalMs: 50, maxPendingBytes: 1_000_000 },
+    ).getReader();
+    expect(await readBytes(reader, 13)).toBe("retry: 2000\n\n");
+    await reader.cancel();
+    left = true;
+    // Found at the next ping's write, before the next poll would find the conversation.
+    await new Promise((r) => setTimeout(r, 400));
+    expect(opened).toBe(0);
   });
 });

@@ -9,7 +9,9 @@
  * a message arrives is closed (it reconnects from its last id; the message is not written). The socket and the browser stream end together.
  *
  * The bytes are the object's: each message is its kind byte and SSE bytes, written to the browser
- * as a view of the message itself, never decoded or encoded again here.
+ * as a view of the message itself, never decoded or encoded again here, into the runtime's own
+ * pipe (relayPipe), which the runtime reads into the response itself: per message and viewer one
+ * write, no JavaScript stream in between.
  */
 import { EVENTS, LIVE, PAGE, PULL, SUBSCRIBE_PATH } from "../lib/subscription-wire";
 import { ApiError } from "./errors";
@@ -36,20 +38,94 @@ const HIGH_WATER_MARK_BYTES = 64 * 1024;
 
 /** A binary message's bytes, as a view (no copy); undefined for anything else (a text message). */
 function binary(data: unknown): Uint8Array | undefined {
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
   if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   // An ArrayBuffer, of this realm or another's (the check that does not depend on the realm).
   if (Object.prototype.toString.call(data) === "[object ArrayBuffer]") return new Uint8Array(data as ArrayBuffer);
   return undefined;
 }
 
-export function relayStream(socket: RelaySocket, options: RelayOptions): ReadableStream<Uint8Array> {
-  let controller!: ReadableStreamDefaultController<Uint8Array>;
+/**
+ * The browser's side of a relay: bytes written to a pipe whose readable end is the response body.
+ * The runtime's own pipe (IdentityTransformStream): its readable end is read by
+ * the runtime itself, natively, so a chunk costs one write here and nothing in JavaScript after it
+ * (a JavaScript ReadableStream as the body costs a read, a promise and a copy per chunk, per viewer).
+ * `unread` counts the bytes written and not yet taken by the reader: each write's promise settles
+ * when the reader took its chunk (the pipe holds nothing beyond what it was given).
+ */
+export interface RelayPipe {
+  readable: ReadableStream<Uint8Array>;
+  write(bytes: Uint8Array): void;
+  close(): void;
+  /** Bytes written and not yet read. */
+  unread(): number;
+  /** Resolves once the unread bytes are below `bytes` (at once if they are). */
+  below(bytes: number): Promise<void>;
+  /** Resolves when the reader goes away (the browser left): the pipe's writes fail from then on. */
+  gone: Promise<void>;
+}
+
+export function relayPipe(): RelayPipe {
+  const pipe = new IdentityTransformStream();
+  const writer = pipe.writable.getWriter();
+  let unread = 0;
+  let waiting: { bytes: number; resolve: () => void } | undefined;
+  let goneResolve!: () => void;
+  const gone = new Promise<void>((resolve) => (goneResolve = resolve));
+  let failed = false;
+  const fail = () => {
+    if (failed) return;
+    failed = true;
+    goneResolve();
+    waiting?.resolve();
+    waiting = undefined;
+  };
+  const settle = (n: number) => {
+    unread -= n;
+    if (waiting && unread < waiting.bytes) {
+      waiting.resolve();
+      waiting = undefined;
+    }
+  };
+  writer.closed.then(undefined, fail);
+  return {
+    readable: pipe.readable as ReadableStream<Uint8Array>,
+    write(bytes) {
+      if (failed) return;
+      const n = bytes.byteLength;
+      unread += n;
+      writer.write(bytes).then(() => settle(n), fail);
+    },
+    close() {
+      if (failed) return;
+      failed = true;
+      writer.close().catch(() => {});
+      waiting?.resolve();
+      waiting = undefined;
+    },
+    unread: () => unread,
+    below(bytes) {
+      if (unread < bytes || failed) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        waiting?.resolve();
+        waiting = { bytes, resolve };
+      });
+    },
+    gone,
+  };
+}
+
+/**
+ * Relays a subscription socket to a pipe's readable end (the response body). `connect` gives the
+ * socket: at once (relayStream), or once the conversation exists (relayOnceKnown), writing to the
+ * pipe meanwhile. One pipe for the whole stream: no stream relaying another's chunks.
+ */
+function relay(options: RelayOptions, connect: (pipe: RelayPipe, ended: () => boolean) => RelaySocket | Promise<RelaySocket | null>, pipe: RelayPipe = relayPipe()): ReadableStream<Uint8Array> {
+  let socket: RelaySocket | null = null;
   let live = false;
   let ended = false;
   let pageArrived: (() => void) | undefined;
   let pingTimer: ReturnType<typeof setInterval> | undefined;
-  // Before the first pull (no message can arrive before it): binary messages as ArrayBuffers, in order.
-  socket.binaryType = "arraybuffer";
 
   const end = (closeSocket: boolean, code = 1000, reason = "") => {
     if (ended) return;
@@ -57,12 +133,8 @@ export function relayStream(socket: RelaySocket, options: RelayOptions): Readabl
     if (pingTimer !== undefined) clearInterval(pingTimer);
     pageArrived?.();
     pageArrived = undefined;
-    try {
-      controller.close();
-    } catch {
-      // the browser already went away
-    }
-    if (closeSocket) {
+    pipe.close();
+    if (closeSocket && socket) {
       try {
         socket.close(code, reason);
       } catch {
@@ -70,66 +142,87 @@ export function relayStream(socket: RelaySocket, options: RelayOptions): Readabl
       }
     }
   };
+  void pipe.gone.then(() => end(true, 1000, "viewer left"));
 
   const write = (bytes: Uint8Array) => {
     if (ended) return;
-    // Bytes queued and not yet read by the browser (the queue counts chunk bytes), counted before
-    // this message: a viewer is too far behind when what it has not read yet passes the bound, so
-    // one message larger than the bound reaches a viewer that keeps up.
-    const queued = HIGH_WATER_MARK_BYTES - (controller.desiredSize ?? 0);
-    if (live && queued > options.maxPendingBytes) {
+    // Bytes written and not yet read by the browser, counted before this message: a viewer is too
+    // far behind when what it has not read yet passes the bound, so one message larger than the
+    // bound reaches a viewer that keeps up.
+    if (live && pipe.unread() > options.maxPendingBytes) {
       end(true, 1000, "viewer too far behind");
       return;
     }
-    try {
-      controller.enqueue(bytes);
-    } catch {
-      end(true, 1000, "viewer gone");
+    pipe.write(bytes);
+  };
+
+  const attach = (s: RelaySocket) => {
+    socket = s;
+    // Before the first pull (no message can arrive before it): binary messages as ArrayBuffers, in order.
+    s.binaryType = "arraybuffer";
+    s.addEventListener("message", (event) => {
+      // The object sends binary messages only: anything else is not this wire.
+      const message = binary(event.data);
+      const kind = message?.[0];
+      if (!message || (kind !== PAGE && kind !== LIVE && kind !== EVENTS)) {
+        end(true, 1002, "unknown message");
+        return;
+      }
+      if (message.byteLength > 1) write(message.subarray(1));
+      if (kind === LIVE) {
+        live = true;
+        pingTimer ??= setInterval(() => write(PING), options.pingIntervalMs);
+      }
+      if (kind === PAGE || kind === LIVE) {
+        pageArrived?.();
+        pageArrived = undefined;
+      }
+    });
+    // The object closed it (a delete, a dev drop, a deploy): answer the close, end the browser's stream.
+    s.addEventListener("close", () => end(true, 1000, "closed"));
+    s.addEventListener("error", () => end(false));
+  };
+
+  // Replay: a page asked for while less than the high-water mark is unread, until one says live.
+  const replay = async () => {
+    while (!live && !ended) {
+      await pipe.below(HIGH_WATER_MARK_BYTES);
+      if (live || ended) return;
+      await new Promise<void>((resolve) => {
+        pageArrived = resolve;
+        try {
+          socket!.send(PULL);
+        } catch {
+          end(false);
+        }
+      });
     }
   };
 
-  socket.addEventListener("message", (event) => {
-    // The object sends binary messages only: anything else is not this wire.
-    const message = binary(event.data);
-    const kind = message?.[0];
-    if (!message || (kind !== PAGE && kind !== LIVE && kind !== EVENTS)) {
-      end(true, 1002, "unknown message");
-      return;
+  void (async () => {
+    try {
+      const s = await connect(pipe, () => ended);
+      if (!s) return;
+      if (ended) {
+        try {
+          s.close(1000, "viewer left");
+        } catch {
+          // already closed
+        }
+        return;
+      }
+      attach(s);
+      await replay();
+    } catch {
+      end(true, 1011, "relay failed");
     }
-    if (message.byteLength > 1) write(message.subarray(1));
-    if (kind === LIVE) {
-      live = true;
-      pingTimer ??= setInterval(() => write(PING), options.pingIntervalMs);
-    }
-    if (kind === PAGE || kind === LIVE) {
-      pageArrived?.();
-      pageArrived = undefined;
-    }
-  });
-  // The object closed it (a delete, a dev drop, a deploy): answer the close, end the browser's stream.
-  socket.addEventListener("close", () => end(true, 1000, "closed"));
-  socket.addEventListener("error", () => end(false));
+  })();
+  return pipe.readable;
+}
 
-  return new ReadableStream<Uint8Array>(
-    {
-      start: (c) => {
-        controller = c;
-      },
-      pull: () => {
-        if (live || ended) return;
-        return new Promise<void>((resolve) => {
-          pageArrived = resolve;
-          try {
-            socket.send(PULL);
-          } catch {
-            end(false);
-          }
-        });
-      },
-      cancel: () => end(true, 1000, "viewer left"),
-    },
-    { highWaterMark: HIGH_WATER_MARK_BYTES, size: (chunk) => chunk.byteLength },
-  );
+/** Relays `socket` to the browser (`pipe`: the runtime's, unless a test gives its own). */
+export function relayStream(socket: RelaySocket, options: RelayOptions, pipe?: RelayPipe): ReadableStream<Uint8Array> {
+  return relay(options, () => socket, pipe);
 }
 
 /** Opens a subscription to a conversation's log strictly after `after` (the object accepts it as hibernatable). */
@@ -154,54 +247,40 @@ const RETRY_HEAD = encoder.encode("retry: 2000\n\n");
  * conversation exists; once it does, it relays the log from `after` as any stream.
  */
 export function relayOnceKnown(known: () => Promise<boolean>, open: (after: number) => Promise<RelaySocket>, after: number, options: RelayOptions): ReadableStream<Uint8Array> {
-  let inner: ReadableStreamDefaultReader<Uint8Array> | undefined;
-  let closed = false;
-  let wake: (() => void) | undefined;
-  const sleep = (ms: number) => new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    wake = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-  });
-  return new ReadableStream<Uint8Array>({
-    start(controller) {
-      controller.enqueue(RETRY_HEAD);
-      // A cursor into a log that does not exist (the conversation was deleted, say): reset, as an
-      // empty log answers a cursor ahead of it (docs/sse-protocol.md §4), and follow from the start.
-      if (after > 0) controller.enqueue(encoder.encode(`event: stream.reset\ndata: ${JSON.stringify({ type: "stream.reset", data: { reason: "cursor_ahead", firstRetainedSeq: null, lastSeq: 0 } })}\n\n`));
-    },
-    async pull(controller) {
-      if (!inner) {
-        let pollMs = FIRST_POLL_MS;
-        let sincePoll = 0;
-        let sincePing = 0;
-        while (!closed && !(sincePoll === 0 && (await known()))) {
-          const step = Math.min(pollMs - sincePoll, options.pingIntervalMs - sincePing);
-          await sleep(step);
-          if (closed) return;
-          sincePoll += step;
-          sincePing += step;
-          if (sincePing >= options.pingIntervalMs) {
-            controller.enqueue(PING);
-            sincePing = 0;
-          }
-          if (sincePoll >= pollMs) {
-            sincePoll = 0;
-            pollMs = Math.min(MAX_POLL_MS, Math.ceil(pollMs * 1.5));
-          }
-        }
-        if (closed) return;
-        inner = relayStream(await open(0), options).getReader();
+  return relay(options, async (pipe, ended) => {
+    pipe.write(RETRY_HEAD);
+    // A cursor into a log that does not exist (the conversation was deleted, say): reset, as an
+    // empty log answers a cursor ahead of it (docs/sse-protocol.md §4), and follow from the start.
+    if (after > 0) pipe.write(encoder.encode(`event: stream.reset\ndata: ${JSON.stringify({ type: "stream.reset", data: { reason: "cursor_ahead", firstRetainedSeq: null, lastSeq: 0 } })}\n\n`));
+    let wake: (() => void) | undefined;
+    void pipe.gone.then(() => wake?.());
+    const sleep = (ms: number) =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ms);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    let pollMs = FIRST_POLL_MS;
+    let sincePoll = 0;
+    let sincePing = 0;
+    while (!ended() && !(sincePoll === 0 && (await known()))) {
+      const step = Math.min(pollMs - sincePoll, options.pingIntervalMs - sincePing);
+      await sleep(step);
+      if (ended()) return null;
+      sincePoll += step;
+      sincePing += step;
+      if (sincePing >= options.pingIntervalMs) {
+        pipe.write(PING);
+        sincePing = 0;
       }
-      const { done, value } = await inner.read();
-      if (done) controller.close();
-      else controller.enqueue(value);
-    },
-    cancel() {
-      closed = true;
-      wake?.();
-      return inner?.cancel();
-    },
+      if (sincePoll >= pollMs) {
+        sincePoll = 0;
+        pollMs = Math.min(MAX_POLL_MS, Math.ceil(pollMs * 1.5));
+      }
+    }
+    if (ended()) return null;
+    return open(0);
   });
 }

@@ -383,16 +383,19 @@ function partLog() {
 
 /** Reads a stream's events back with a reader's decoder until it has `lastId`; also its frames' event names. */
 async function readEvents(stream: ReadableStream<Uint8Array>, lastId: number): Promise<{ envelopes: string[]; names: string[] }> {
-  const reader = stream.getReader();
+  // The relay's pipe hands its bytes over in chunks of the reader's size: read as a browser's
+  // connection would, in large reads, and decode across chunk boundaries.
+  const reader = stream.getReader({ mode: "byob" });
   const parser = new SseParser();
   const decoder = frameDecoder();
+  const text = new TextDecoder();
   const envelopes: string[] = [];
   const names: string[] = [];
   try {
     while (envelopes.length < 5_000) {
-      const { value, done } = await reader.read();
+      const { value, done } = await reader.read(new Uint8Array(1024 * 1024));
       if (done) break;
-      for (const f of parser.push(new TextDecoder().decode(value))) {
+      for (const f of parser.push(text.decode(value, { stream: true }))) {
         const event = decoder.decode(f);
         if (!event) continue;
         envelopes.push(JSON.stringify(event));
