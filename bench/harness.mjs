@@ -320,7 +320,17 @@ export function viewer(base, cid, auth, { after = 0, stopAt } = {}) {
 export const turnEndOf = (turnId) => (f) => f.env.turnId === turnId && isTurnEnd(f.type);
 
 /** The text deltas of a stream, in order: the k-th delta upstream is the k-th a viewer gets. */
-export const deltaOf = (data) => (data && typeof data.delta === "string" ? data.delta : null);
+/**
+ * The text a part's update adds: its `delta`; or, for a text or reasoning part's whole update (no
+ * `delta`, `part.text`), the text it sets: in the bench's live streams that is a part's first
+ * update, which the gateway sends whole (docs/sse-protocol.md §12), and the upstream's first delta.
+ */
+export const deltaOf = (data) => {
+  if (!data) return null;
+  if (typeof data.delta === "string") return data.delta;
+  const part = data.part;
+  return part && (part.type === "text" || part.type === "reasoning") && typeof part.text === "string" ? part.text : null;
+};
 
 /** Reads a stream to `stopAt` (or its end): frames counted, seconds from the first agent frame to the last. */
 export async function timedRead(url, headers, stopAt, headersWithinMs = 120_000) {
