@@ -9,8 +9,10 @@ describe("a turn end to end", () => {
     const before = await counters();
     // Opened before the turn (a stream of a conversation with no events yet waits for them): the
     // turn's deltas live, as they streamed, not as its end compacted them (docs/sse-protocol.md §13).
+    // The relay looks for the conversation every 250 ms or more: a turn paced ten times slower
+    // ([slow]) is still running when it finds it, however loaded the machine.
     const stream = await api(`/v1/conversations/${cid}/events?after=0`, { token });
-    const accepted = await sendTurn(token, cid, turnId, "What does the README say?");
+    const accepted = await sendTurn(token, cid, turnId, "What does the README say? [slow]");
     expect(accepted.status).toBe(202);
     const body = await json(accepted);
     expect(body).toMatchObject({ turnId, status: "running", after: 0 });
