@@ -16,7 +16,7 @@
  * every commit before the commit's own rows, so the log's order is the order viewers saw; what a
  * crash takes of the tail is read again from upstream, and comes back within the part's whole text.
  */
-import type { EventRow, NewEvent } from "./session-store";
+import type { EventRow, NewEvent, SessionStore } from "./session-store";
 
 export interface Appender {
   append(event: NewEvent): EventRow;
@@ -72,3 +72,22 @@ export class EventLog {
     this.deps.publish(row);
   }
 }
+
+type LogStore = Pick<SessionStore, "appendEvent" | "settleAdmissions" | "discardHeld" | "tailCommitted">;
+
+/**
+ * How the log writes through a session's store: its appends, and what the store holds for a
+ * commit (written inside it, dropped if it rolls back, let go once it committed). The one wiring,
+ * the session object's and the tests'. `open` answers the store, making it if need be (an append
+ * creates the session's storage); `current` the store if there is one (a commit that wrote nothing
+ * creates nothing).
+ */
+export function storeWrites(open: () => LogStore, current: () => LogStore | null = open): Pick<EventLogDeps, "append" | "settle" | "rolledBack" | "committed"> {
+  return {
+    append: (event) => open().appendEvent(event),
+    settle: () => current()?.settleAdmissions(),
+    rolledBack: () => current()?.discardHeld(),
+    committed: () => current()?.tailCommitted(),
+  };
+}
+

@@ -1,7 +1,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { EventLog } from "./event-log";
+import { EventLog, storeWrites } from "./event-log";
 import { TAIL_MAX_DELTAS } from "./held-tail";
 import { encodeChunk, expandChunk, updateRow } from "./log-chunks";
 import { SessionStore, type EventRow } from "./session-store";
@@ -14,14 +14,7 @@ async function withLog(name: string, fn: (store: SessionStore, log: EventLog, pu
   await runInDurableObject(stub, (_instance, state) => {
     const store = new SessionStore(state.storage.sql);
     const published: EventRow[] = [];
-    const log = new EventLog({
-      transaction: (f) => state.storage.transactionSync(f),
-      append: (event) => store.appendEvent(event),
-      publish: (row) => void published.push(row),
-      settle: () => store.settleAdmissions(),
-      rolledBack: () => store.discardHeld(),
-      committed: () => store.tailCommitted(),
-    });
+    const log = new EventLog({ transaction: (f) => state.storage.transactionSync(f), publish: (row) => void published.push(row), ...storeWrites(() => store) });
     store.insertPendingTurn({ turnId: "t", requestDigest: "d", request: { message: "hi" }, executionId: "e", now: 0 });
     log.commit((l) => l.append({ turnId: "t", executionId: "e", upstreamId: "1", type: "message.part.updated", data: { part: { ...PART, text: "a" } }, now: 0 }));
     fn(store, log, published, state);

@@ -1,7 +1,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { EventLog } from "./event-log";
+import { EventLog, storeWrites } from "./event-log";
 import { SessionStore } from "./session-store";
 
 /** A fresh store with one turn `t` of execution `e`, in a Durable Object of its own. */
@@ -124,13 +124,7 @@ describe("ingest batches: held in memory, written with the batch", () => {
             });
           const open = () => {
             const store = new SessionStore(sql);
-            const log = new EventLog({
-              transaction: (fn) => state.storage.transactionSync(fn),
-              append: (e) => store.appendEvent(e),
-              publish: () => undefined,
-              settle: () => store.settleAdmissions(),
-              rolledBack: () => store.discardHeld(),
-            });
+            const log = new EventLog({ transaction: (fn) => state.storage.transactionSync(fn), publish: () => undefined, ...storeWrites(() => store) });
             return { store, log };
           };
           const logged = (executionId: string) =>

@@ -14,7 +14,7 @@ import { createProvider } from "../providers";
 import type { AgentProvider, EnvironmentRecord } from "../providers/provider";
 import type { CancellationAcknowledgement, InteractionAcknowledgement } from "../schemas/contracts";
 import { branchesOf, switchBranch } from "./branches";
-import { EventLog } from "./event-log";
+import { EventLog, storeWrites } from "./event-log";
 import { InteractionDesk, type AnswerCommand } from "./interaction-desk";
 import { providerRefusal } from "./provider-refusal";
 import { SessionStore, type SessionContext, type TurnRequest } from "./session-store";
@@ -60,16 +60,16 @@ export class SessionObject extends DurableObject<Env> {
     this.storeInstance = exists ? new SessionStore(ctx.storage.sql) : null;
     this.log = new EventLog({
       transaction: (fn) => ctx.storage.transactionSync(fn),
-      append: (event) => this.store.appendEvent(event),
+      ...storeWrites(
+        () => this.store,
+        () => this.storeInstance,
+      ),
       publish: (row) => {
         this.subscriptions.publish(row);
         // A turn ended: the next queued turn may start (after this commit's events are out).
         if (TURN_ENDS.has(row.type)) queueMicrotask(() => this.runner.turnEnded());
         this.handoff.noticed(row.type);
       },
-      settle: () => this.storeInstance?.settleAdmissions(),
-      rolledBack: () => this.storeInstance?.discardHeld(),
-      committed: () => this.storeInstance?.tailCommitted(),
     });
     this.handoff = new WebhookHandoff({
       store: () => this.storeInstance,

@@ -1,6 +1,6 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { EventLog } from "./event-log";
+import { EventLog, storeWrites } from "./event-log";
 import { SessionStore } from "./session-store";
 import { compactTurn, TurnEnd, type TurnEndDeps } from "./turn-end";
 
@@ -46,14 +46,7 @@ describe("compacting a finished turn in the store", () => {
   it("a part held in chunk rows costs one row written per chunk row to compact, and reads back as the part's whole text", async () => {
     await withStore("chunks", (store, state) => {
       store.insertPendingTurn({ turnId: "t", requestDigest: "d", request: { message: "hi" }, executionId: "e", now: 0 });
-      const log = new EventLog({
-        transaction: (fn) => state.storage.transactionSync(fn),
-        append: (e) => store.appendEvent(e),
-        publish: () => undefined,
-        settle: () => store.settleAdmissions(),
-        rolledBack: () => store.discardHeld(),
-        committed: () => store.tailCommitted(),
-      });
+      const log = new EventLog({ transaction: (fn) => state.storage.transactionSync(fn), publish: () => undefined, ...storeWrites(() => store) });
       log.commit((l) => l.append({ turnId: "t", executionId: "e", type: "turn.accepted", data: { turnId: "t" }, now: 0 }));
       let text = "";
       // 100 words: a tool's update between them splits the part's updates into two runs, each over chunk rows.
@@ -104,7 +97,7 @@ describe("compacting a finished turn in the store", () => {
       store.finishTurn("u", { status: "failed", error: { code: "turn_timeout", message: "x" }, now: 3 });
       store.setMeta("compactPending", ["t", "u"]);
       const published: unknown[] = [];
-      const log = new EventLog({ transaction: (fn) => state.storage.transactionSync(fn), append: (e) => store.appendEvent(e), publish: (row) => published.push(row) });
+      const log = new EventLog({ transaction: (fn) => state.storage.transactionSync(fn), publish: (row) => published.push(row), ...storeWrites(() => store) });
       // Only the store and the log are needed to compact (the rest is the turn's end itself).
       const end = new TurnEnd({ store: () => store, log } as unknown as TurnEndDeps);
       end.compactEnded();
