@@ -18,7 +18,7 @@
  * Idempotent: a compacted turn's runs are each one event and no event holds a copy of the answer,
  * so planning it again answers nothing.
  */
-import { applyPartUpdate } from "./part-text";
+import { applyPartUpdate, STREAMED_TYPES } from "./part-text";
 import type { EventEnvelope } from "./session-store";
 import { turnParts } from "./transcript";
 
@@ -42,8 +42,6 @@ const REPEATS_ANSWER = new Set([...TERMINAL, "result"]);
 export function mayRepeatAnswer(type: string): boolean {
   return REPEATS_ANSWER.has(type);
 }
-/** Part types whose text streams as deltas (./part-text.ts): the ones compacted. */
-const STREAMED = new Set(["text", "reasoning"]);
 
 type Obj = Record<string, unknown>;
 const isObj = (value: unknown): value is Obj => typeof value === "object" && value !== null && !Array.isArray(value);
@@ -52,7 +50,7 @@ const isObj = (value: unknown): value is Obj => typeof value === "object" && val
 function streamedPartId(event: EventEnvelope): string | null {
   if (event.type !== PART_UPDATED || event.usage !== undefined || event.usageMode !== undefined) return null;
   const { part, delta, ...rest } = event.data;
-  if (Object.keys(rest).length > 0 || !isObj(part) || typeof part.id !== "string" || typeof part.type !== "string" || !STREAMED.has(part.type)) return null;
+  if (Object.keys(rest).length > 0 || !isObj(part) || typeof part.id !== "string" || typeof part.type !== "string" || !STREAMED_TYPES.has(part.type)) return null;
   if (delta !== undefined && typeof delta !== "string") return null;
   return part.id;
 }

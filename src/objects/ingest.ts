@@ -9,7 +9,7 @@ import type { TokenUsage } from "../schemas/common";
 import type { ProviderEvent, RunError, ShownEvent, TerminalStatus } from "../providers/provider";
 import { TAIL_MAX_BYTES, updateBytes } from "./held-tail";
 import { isNumericUpstreamId, type InteractionStatus, type TurnStatus } from "./session-store";
-import { compactPart } from "./part-text";
+import { compactPart, STREAMED_TYPES } from "./part-text";
 import { foldReceipt, foldUsage, toTokenUsage, type ExecutionUsageState } from "./usage-fold";
 
 export interface IngestState {
@@ -145,8 +145,6 @@ export function holdableUpdate(
   return updateBytes(whole) <= TAIL_MAX_BYTES ? whole : null;
 }
 
-/** The part types whose text streams (./part-text.ts). */
-export const STREAMED_TYPES: ReadonlySet<string> = new Set(["text", "reasoning"]);
 
 /**
  * An estimate of an event's size in memory, in bytes (the ingest queue's byte bound): the length

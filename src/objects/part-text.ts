@@ -12,7 +12,7 @@
  */
 
 /** Part types whose text streams as deltas. */
-const STREAMED_TYPES = new Set(["text", "reasoning"]);
+export const STREAMED_TYPES: ReadonlySet<string> = new Set(["text", "reasoning"]);
 
 export interface PartUpdate {
   part: Record<string, unknown>;
