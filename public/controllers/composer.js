@@ -130,9 +130,12 @@ export function createComposer({ api, store, ui, narrow, refreshList, queue, fol
     },
   };
 
+  /** The turn whose stop is being sent: pressing again waits for it; the next turn's Stop does not. @type {string | null} */
+  let stopping = null;
+
   async function stop() {
     const active = activeTurn(store.conv);
-    if (!active || ui.stop.disabled) return;
+    if (!active || screen.connectionLost() || stopping === active.turnId) return;
     if (active.status !== "running") {
       // The server cannot cancel a turn it is still dispatching: cancel it as soon as it runs.
       stopWhenRunning = active.turnId;
@@ -141,13 +144,23 @@ export function createComposer({ api, store, ui, narrow, refreshList, queue, fol
     stopWhenRunning = null;
     // Focus stays in the composer, not on a button about to disappear.
     ui.input.focus();
+    stopping = active.turnId;
     ui.stop.disabled = true;
+    const cid = store.conv.cid;
+    const operationId = crypto.randomUUID();
     try {
-      const res = await api.cancel(store.conv.cid, crypto.randomUUID(), "stopped by the user");
-      if (res.status >= 400) screen.showBanner(res.data?.message ?? "Could not confirm the run stopped.");
+      let res = await api.cancel(cid, operationId, "stopped by the user");
+      // Still being dispatched on the server (nothing recorded): the same stop, again in a moment.
+      const refusal = () => (res.data && "error" in res.data ? res.data.error : null);
+      for (let tries = 0; refusal()?.code === "turn_not_ready" && tries < 20; tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        res = await api.cancel(cid, operationId, "stopped by the user");
+      }
+      if (res.status >= 400) screen.showBanner(refusal()?.message ?? ("message" in res.data ? res.data.message : undefined) ?? "Could not confirm the run stopped.");
     } catch (err) {
       screen.showBanner(`Could not stop the run: ${err instanceof Error ? err.message : String(err)}`);
     } finally {
+      if (stopping === active.turnId) stopping = null;
       ui.stop.disabled = screen.connectionLost();
     }
   }

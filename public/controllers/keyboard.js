@@ -56,12 +56,22 @@ export function listenForKeys({ store, ui, sidebar, narrow, openNew, stopEditing
     ui.shortcuts.showModal();
     ui.shortcutsClose.focus();
   };
-  ui.shortcutsButton.addEventListener("click", showSheet);
-  ui.shortcutsClose.addEventListener("click", () => ui.shortcuts.close());
-  ui.shortcuts.addEventListener("close", () => {
-    if (returnFocus instanceof HTMLElement && returnFocus.isConnected) returnFocus.focus();
+  /** Gives the focus back to where it was when the sheet opened, unless it has moved on since. */
+  const giveFocusBack = () => {
+    const target = returnFocus;
     returnFocus = null;
+    const now = document.activeElement;
+    const unmoved = !now || now === document.body || ui.shortcuts.contains(now);
+    if (unmoved && target instanceof HTMLElement && target.isConnected) target.focus();
+  };
+  ui.shortcutsButton.addEventListener("click", showSheet);
+  ui.shortcutsClose.addEventListener("click", () => {
+    ui.shortcuts.close();
+    giveFocusBack();
   });
+  // Escape closes it too (the dialog's own cancel). The close event comes a task later: by then a
+  // shortcut pressed at once may have moved the focus, and it stays where that put it.
+  ui.shortcuts.addEventListener("close", giveFocusBack);
 
   document.addEventListener("keydown", (event) => {
     if (event.defaultPrevented || ui.app.hidden || event.isComposing) return;

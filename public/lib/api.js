@@ -117,9 +117,9 @@ export function createApi({ baseUrl, token, onUnauthorized }) {
     switchBranch: async (cid, turnId) => (await request(`${conversationPath(cid)}/branches/active`, { method: "POST", body: { turnId } })).data,
     /**
      * The cancellation's acknowledgement, with its HTTP status (409: the operation id was used for
-     * another command; 502: whether the run stopped could not be confirmed).
+     * another command, or a refusal such as `turn_not_ready`; 502: whether the run stopped could not be confirmed).
      * @param {string} cid @param {string} operationId @param {string} reason
-     * @returns {Promise<{ status: number, data: import("./wire").CancellationAcknowledgement }>}
+     * @returns {Promise<{ status: number, data: import("./wire").CancellationAcknowledgement | { error: { code: string, message: string } } }>}
      */
     cancel: async (cid, operationId, reason) => request(`${conversationPath(cid)}/cancel`, { method: "POST", body: { operationId, reason }, accept: [409, 502] }),
     /**

@@ -208,6 +208,16 @@ describe("fixed: focus and keyboard", () => {
   it("after Stop, focus is in the message box; Escape stops a running turn", async () => {
     const page = await openPage();
     await signIn(page, unique("focus"));
+    // The first stop's answer is held back until the end: the stream says "cancelled" long before it
+    // comes, as it can on a busy server, and the next turn's stop must not wait for it.
+    let releaseFirst = () => {};
+    const firstAnswered = new Promise((resolve) => (releaseFirst = resolve));
+    let cancels = 0;
+    await page.route("**/cancel", async (route) => {
+      const response = await route.fetch();
+      if (++cancels === 1) await firstAnswered;
+      await route.fulfill({ response });
+    });
     await send(page, "A long job [long] [slow]");
     await lastTurn(page).locator(".agent .text").first().waitFor();
     await page.locator("#stop").focus();
@@ -219,6 +229,7 @@ describe("fixed: focus and keyboard", () => {
     // Escape at once, while the message is still being sent: the turn stops as soon as it runs.
     await page.keyboard.press("Escape");
     await waitForBadge(page, "cancelled");
+    releaseFirst();
     assert.equal(await page.locator("li.turn").count(), 2);
     assert.equal(await page.evaluate(() => document.activeElement?.id), "composer-input");
     await page.context().close();
