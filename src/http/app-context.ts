@@ -7,6 +7,7 @@ import { deriveOwnerKey, deriveSessionId } from "../auth/ids";
 import { bearerToken, verifyUserToken } from "../auth/tokens";
 import type { Config } from "../config";
 import type { SessionContext } from "../objects/session";
+import { AWAIT_PATH } from "../lib/subscription-wire";
 import { ConversationId } from "../schemas/common";
 import { invalid } from "./body";
 import { ApiError, unwrapRpc } from "./errors";
@@ -105,6 +106,20 @@ export async function rateLimit(c: Context<AppEnv>, kind: "turn" | "stream"): Pr
  */
 export async function knownConversation(c: Context<AppEnv>, conversationId: string): Promise<boolean> {
   return c.env.USERS.get(c.env.USERS.idFromName(c.get("identity").ownerKey)).knows(conversationId);
+}
+
+/**
+ * Waits on the user's object for a conversation it does not have yet (src/lib/subscription-wire.ts
+ * AWAIT_PATH): a socket it closes once the conversation exists, or "known" when it does already.
+ */
+export async function awaitConversation(c: Context<AppEnv>, conversationId: string): Promise<WebSocket | "known"> {
+  const stub = c.env.USERS.get(c.env.USERS.idFromName(c.get("identity").ownerKey));
+  const res = await stub.fetch(`https://user${AWAIT_PATH}?conversation=${encodeURIComponent(conversationId)}`, { headers: { upgrade: "websocket" } });
+  if (res.status === 204) return "known";
+  const socket = res.webSocket;
+  if (res.status !== 101 || !socket) throw new ApiError(503, "user_unavailable", "the user's index could not be asked to wait for the conversation; retry");
+  socket.accept();
+  return socket;
 }
 
 /** A 404 for a conversation the user does not have, before any session object is woken. */

@@ -7,8 +7,8 @@
  * the runtime) counts what the browser has not read yet and says when the browser went away.
  */
 import { describe, expect, it } from "vitest";
-import { EVENTS, LIVE, PAGE, PULL, wireMessage } from "../lib/subscription-wire";
-import { relayOnceKnown, relayPipe, relayStream, type RelayPipe, type RelaySocket } from "./sse-relay";
+import { CLOSE_DELETED, CLOSE_KNOWN, EVENTS, LIVE, PAGE, PULL, wireMessage } from "../lib/subscription-wire";
+import { relayOnceKnown, relayPipe, relayStream, type RelayPipe, type RelaySocket, type WaitSocket } from "./sse-relay";
 
 /** A socket the test plays the object on: it sees the relay's sends and delivers the test's messages. */
 function fakeSocket() {
@@ -243,53 +243,106 @@ describe("the Worker's relay", () => {
   });
 });
 
+/** A socket the test plays the user's object on while a stream waits for a conversation. */
+function fakeWaitSocket() {
+  const listeners: Record<string, Array<(event: { code: number }) => void>> = {};
+  return {
+    closed: undefined as { code?: number; reason?: string } | undefined,
+    close(code?: number, reason?: string) {
+      this.closed ??= { code, reason };
+    },
+    addEventListener(type: string, listener: (event: { code: number }) => void) {
+      (listeners[type] ??= []).push(listener);
+    },
+    /** The object closes it with `code` (CLOSE_KNOWN: the conversation exists). */
+    fire(type: "close" | "error", code = 1006) {
+      for (const l of listeners[type] ?? []) l({ code });
+    },
+  } satisfies WaitSocket & Record<string, unknown>;
+}
+
+const HEAD = "retry: 2000\n\n";
+const until = async (ok: () => boolean) => {
+  while (!ok()) await new Promise((r) => setTimeout(r, 5));
+};
+
 describe("the relay of a conversation that does not exist yet", () => {
-  it("writes the head and pings while it waits, then relays the socket into the same stream", async () => {
+  it("writes the head and pings while it waits, asking nothing again, and follows the log from its start once the object says it exists", async () => {
     const socket = fakeSocket();
-    let known = false;
+    const waiting = fakeWaitSocket();
+    let waits = 0;
     const opened: number[] = [];
     const reader = relayOnceKnown(
-      async () => known,
+      async () => (waits++, waiting),
       async (after) => {
         opened.push(after);
         return socket;
       },
       7,
-      { pingIntervalMs: 100, maxPendingBytes: 1_000_000 },
+      { pingIntervalMs: 20, maxPendingBytes: 1_000_000 },
     ).getReader();
-    const head = "retry: 2000\n\n";
     const reset = `event: stream.reset\ndata: ${JSON.stringify({ type: "stream.reset", data: { reason: "cursor_ahead", firstRetainedSeq: null, lastSeq: 0 } })}\n\n`;
-    expect(await readBytes(reader, head.length + reset.length)).toBe(head + reset);
-    // Not known yet: a ping at the interval, and no socket.
-    expect(await readBytes(reader, 8)).toBe(": ping\n\n");
-    expect(opened).toEqual([]);
-    known = true;
-    // Known at the next poll: the log is opened from its start and its bytes follow in this stream.
-    while (socket.sent.length === 0) await new Promise((r) => setTimeout(r, 20));
+    expect(await readBytes(reader, HEAD.length + reset.length)).toBe(HEAD + reset);
+    // Not known yet: pings at the interval, one wait (no asking again per interval), and no socket.
+    expect(await readBytes(reader, 3 * 8)).toBe(": ping\n\n".repeat(3));
+    expect({ waits, opened }).toEqual({ waits: 1, opened: [] });
+    waiting.fire("close", CLOSE_KNOWN);
+    // The log is opened from its start at once, and its bytes follow in this stream.
+    await until(() => socket.sent.length > 0);
     expect(opened).toEqual([0]);
     expect(socket.sent).toEqual([PULL]);
+    expect(waiting.closed).toEqual({ code: 1000, reason: "closed" });
     socket.deliver(wireMessage(LIVE, "id: 1\nevent: x\ndata: {}\n\n").buffer);
-    // Pings may have come between (the interval is short here): the frame follows them, whole.
     let got = "";
     while (!got.includes("data: {}\n\n")) got += await readBytes(reader, 1);
     expect(got.replaceAll(": ping\n\n", "")).toBe("id: 1\nevent: x\ndata: {}\n\n");
     await reader.cancel();
   });
 
-  it("a browser that leaves while it waits opens no socket, though the conversation exists later", async () => {
+  it("follows at once when the object has the conversation already", async () => {
+    const socket = fakeSocket();
+    const opened: number[] = [];
+    const reader = relayOnceKnown(async () => "known", async (after) => (opened.push(after), socket), 0, { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 }).getReader();
+    expect(await readBytes(reader, HEAD.length)).toBe(HEAD);
+    await until(() => socket.sent.length > 0);
+    expect(opened).toEqual([0]);
+    await reader.cancel();
+  });
+
+  it("a wait that is lost (the object went away, or could not be asked) is opened again; one the account's deletion ends ends the stream", async () => {
+    const sockets = [fakeWaitSocket(), fakeWaitSocket()];
+    let waits = 0;
     let opened = 0;
-    let left = false;
     const reader = relayOnceKnown(
-      async () => left,
+      async () => {
+        waits++;
+        if (waits === 1) throw new Error("the user's object could not be reached");
+        return sockets[waits - 2]!;
+      },
       async () => (opened++, fakeSocket()),
       0,
-      { pingIntervalMs: 50, maxPendingBytes: 1_000_000 },
+      { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 },
     ).getReader();
-    expect(await readBytes(reader, 13)).toBe("retry: 2000\n\n");
+    expect(await readBytes(reader, HEAD.length)).toBe(HEAD);
+    await until(() => waits === 2);
+    sockets[0]!.fire("close", 1006);
+    await until(() => waits === 3);
+    sockets[1]!.fire("close", CLOSE_DELETED);
+    expect(await reader.read()).toEqual({ done: true, value: undefined });
+    expect(opened).toBe(0);
+  });
+
+  it("a browser that leaves while it waits closes its wait and opens no socket, though the conversation exists later", async () => {
+    let opened = 0;
+    const waiting = fakeWaitSocket();
+    const reader = relayOnceKnown(async () => waiting, async () => (opened++, fakeSocket()), 0, { pingIntervalMs: 20, maxPendingBytes: 1_000_000 }).getReader();
+    expect(await readBytes(reader, HEAD.length)).toBe(HEAD);
     await reader.cancel();
-    left = true;
-    // Found at the next ping's write, before the next poll would find the conversation.
-    await new Promise((r) => setTimeout(r, 400));
+    // Found at the next ping's write.
+    await until(() => waiting.closed !== undefined);
+    expect(waiting.closed).toEqual({ code: 1000, reason: "viewer left" });
+    waiting.fire("close", CLOSE_KNOWN);
+    await new Promise((r) => setTimeout(r, 50));
     expect(opened).toBe(0);
   });
 });

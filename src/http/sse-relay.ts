@@ -13,7 +13,7 @@
  * pipe (relayPipe), which the runtime reads into the response itself: per message and viewer one
  * write, no JavaScript stream in between.
  */
-import { EVENTS, LIVE, PAGE, PULL, SUBSCRIBE_PATH } from "../lib/subscription-wire";
+import { CLOSE_DELETED, CLOSE_KNOWN, EVENTS, LIVE, PAGE, PULL, SUBSCRIBE_PATH } from "../lib/subscription-wire";
 import { ApiError } from "./errors";
 
 export interface RelayOptions {
@@ -235,18 +235,28 @@ export async function openSubscription(stub: { fetch(input: string, init?: Reque
   return socket;
 }
 
-/** How often a stream of a conversation that does not exist yet asks whether it does (backing off). */
-const FIRST_POLL_MS = 250;
-const MAX_POLL_MS = 3_000;
+/** A socket waiting on the user's object for a conversation (src/lib/subscription-wire.ts AWAIT_PATH). */
+export interface WaitSocket {
+  close(code?: number, reason?: string): void;
+  addEventListener(type: "close", listener: (event: { code: number }) => void): void;
+  addEventListener(type: "error", listener: () => void): void;
+}
+
+/** After a waiting socket was lost (the user's object restarted, say), how long until it is opened again (doubling). */
+const FIRST_REOPEN_MS = 250;
+const MAX_REOPEN_MS = 30_000;
 const RETRY_HEAD = encoder.encode("retry: 2000\n\n");
 
 /**
  * The stream of a conversation the user does not have yet: it answers and waits like an empty log
  * (docs/sse-protocol.md §3.2: retry first, then pings) without waking a session object, which would
- * store an empty database for any id read. It asks the user's index, backing off, whether the
- * conversation exists; once it does, it relays the log from `after` as any stream.
+ * store an empty database for any id read. It waits on the user's object (`wait`: a socket the
+ * object closes with CLOSE_KNOWN once the conversation is in the index, or "known" at once), which
+ * asks nothing while it waits, so an idle tab on a new conversation costs no request; once the
+ * conversation exists, it relays the log from its start as any stream. A wait the object ends with
+ * CLOSE_DELETED (the account is gone) ends the stream; a lost one is opened again.
  */
-export function relayOnceKnown(known: () => Promise<boolean>, open: (after: number) => Promise<RelaySocket>, after: number, options: RelayOptions): ReadableStream<Uint8Array> {
+export function relayOnceKnown(wait: () => Promise<WaitSocket | "known">, open: (after: number) => Promise<RelaySocket>, after: number, options: RelayOptions): ReadableStream<Uint8Array> {
   return relay(options, async (pipe, ended) => {
     pipe.write(RETRY_HEAD);
     // A cursor into a log that does not exist (the conversation was deleted, say): reset, as an
@@ -254,31 +264,43 @@ export function relayOnceKnown(known: () => Promise<boolean>, open: (after: numb
     if (after > 0) pipe.write(encoder.encode(`event: stream.reset\ndata: ${JSON.stringify({ type: "stream.reset", data: { reason: "cursor_ahead", firstRetainedSeq: null, lastSeq: 0 } })}\n\n`));
     let wake: (() => void) | undefined;
     void pipe.gone.then(() => wake?.());
-    const sleep = (ms: number) =>
-      new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, ms);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    let pollMs = FIRST_POLL_MS;
-    let sincePoll = 0;
-    let sincePing = 0;
-    while (!ended() && !(sincePoll === 0 && (await known()))) {
-      const step = Math.min(pollMs - sincePoll, options.pingIntervalMs - sincePing);
-      await sleep(step);
-      if (ended()) return null;
-      sincePoll += step;
-      sincePing += step;
-      if (sincePing >= options.pingIntervalMs) {
-        pipe.write(PING);
-        sincePing = 0;
+    const ping = setInterval(() => pipe.write(PING), options.pingIntervalMs);
+    try {
+      let reopenMs = FIRST_REOPEN_MS;
+      while (!ended()) {
+        const socket = await wait().catch(() => null);
+        if (socket === "known") break;
+        if (ended()) {
+          socket?.close(1000, "viewer left");
+          return null;
+        }
+        const outcome = await new Promise<"known" | "deleted" | "lost" | "left">((resolve) => {
+          wake = () => resolve("left");
+          if (!socket) return resolve("lost");
+          socket.addEventListener("close", (event) => resolve(event.code === CLOSE_KNOWN ? "known" : event.code === CLOSE_DELETED ? "deleted" : "lost"));
+          socket.addEventListener("error", () => resolve("lost"));
+        });
+        wake = undefined;
+        try {
+          socket?.close(1000, outcome === "left" ? "viewer left" : "closed");
+        } catch {
+          // already closed
+        }
+        if (outcome === "known") break;
+        if (outcome === "left") return null;
+        if (outcome === "deleted") throw new Error("the account was deleted");
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, reopenMs);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = undefined;
+        reopenMs = Math.min(MAX_REOPEN_MS, reopenMs * 2);
       }
-      if (sincePoll >= pollMs) {
-        sincePoll = 0;
-        pollMs = Math.min(MAX_POLL_MS, Math.ceil(pollMs * 1.5));
-      }
+    } finally {
+      clearInterval(ping);
     }
     if (ended()) return null;
     return open(0);

@@ -64,3 +64,12 @@ export function wireMessageOf(kind: MessageKind, parts: readonly Uint8Array[]): 
 export const CLOSE_DROPPED = 4000;
 export const CLOSE_DELETED = 4001;
 export const CLOSE_PROTOCOL = 4002;
+
+/**
+ * A stream of a conversation the user does not have yet waits on the user's object, not by asking
+ * again and again: the Worker opens a hibernatable WebSocket to AWAIT_PATH?conversation=<id> (the
+ * object answers 204 instead when it has the conversation already), and the object closes it with
+ * CLOSE_KNOWN once the conversation is in its index. No message goes either way.
+ */
+export const AWAIT_PATH = "/await";
+export const CLOSE_KNOWN = 4003;

@@ -10,6 +10,7 @@ import { z } from "zod";
 import { deriveSessionId } from "../auth/ids";
 import { readConfig } from "../config";
 import { captureRpc, Refusal, type RpcResult } from "../errors";
+import { AWAIT_PATH, CLOSE_DELETED, CLOSE_KNOWN, CLOSE_PROTOCOL } from "../lib/subscription-wire";
 import { createProvider } from "../providers";
 import { capabilityReadDue } from "../providers/claims";
 import { ProviderError } from "../providers/errors";
@@ -276,6 +277,51 @@ export class UserObject extends DurableObject<Env> {
       entry.usage.provenance,
       entry.branch ?? 0,
     );
+    // Streams opened before the conversation existed follow it from now on.
+    this.releaseWaiting(CLOSE_KNOWN, "the conversation exists", entry.conversationId);
+  }
+
+  /**
+   * A browser stream of a conversation the user does not have yet waits here (src/lib/subscription-wire.ts
+   * AWAIT_PATH): a hibernatable WebSocket tagged with the conversation's id, closed with CLOSE_KNOWN
+   * when the conversation enters the index, so the stream follows its first turn at once and an
+   * idle tab on a new conversation costs nothing meanwhile. 204 when the conversation is known already.
+   */
+  override async fetch(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    const conversationId = url.searchParams.get("conversation");
+    if (url.pathname !== AWAIT_PATH || request.headers.get("upgrade")?.toLowerCase() !== "websocket" || !conversationId || conversationId.length > 128) {
+      return new Response("expected a WebSocket upgrade to /await?conversation=<id>", { status: 400 });
+    }
+    if (await this.knows(conversationId)) return new Response(null, { status: 204 });
+    const { 0: client, 1: server } = new WebSocketPair();
+    this.ctx.acceptWebSocket(server, [awaitTag(conversationId)]);
+    return new Response(null, { status: 101, webSocket: client });
+  }
+
+  /** Nothing is sent on a waiting socket: a message is not this wire. */
+  override async webSocketMessage(ws: WebSocket): Promise<void> {
+    ws.close(CLOSE_PROTOCOL, "nothing is sent on a waiting socket");
+  }
+
+  /** The Worker closed its side (its browser left): the close is answered. */
+  override async webSocketClose(ws: WebSocket, code: number): Promise<void> {
+    try {
+      ws.close(code === 1005 || code === 1006 ? 1000 : code, "closed");
+    } catch {
+      // already closed
+    }
+  }
+
+  /** Closes the sockets waiting for `conversationId` (all of them without one) with `code`. */
+  private releaseWaiting(code: number, reason: string, conversationId?: string): void {
+    for (const ws of this.ctx.getWebSockets(conversationId === undefined ? undefined : awaitTag(conversationId))) {
+      try {
+        ws.close(code, reason);
+      } catch {
+        // already closing
+      }
+    }
   }
 
   /**
@@ -575,6 +621,8 @@ export class UserObject extends DurableObject<Env> {
           }),
       });
       await this.ctx.storage.deleteAlarm();
+      // Streams that waited for a conversation of this account end with it (a reconnect is told why).
+      this.releaseWaiting(CLOSE_DELETED, "account deleted");
     } catch (err) {
       const message = err instanceof Refusal || err instanceof Error ? err.message : String(err);
       this.records.failed(message);
@@ -583,6 +631,9 @@ export class UserObject extends DurableObject<Env> {
     }
   }
 }
+
+/** The tag of the sockets waiting for a conversation (at most 256 characters: ids are at most 128). */
+const awaitTag = (conversationId: string) => `await:${conversationId}`;
 
 /** The weakest of stored provenances (none: nothing was counted, which is exact); an unreadable value is unknown. */
 function weakestOf(kinds: string[]): Provenance {

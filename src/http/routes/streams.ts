@@ -8,7 +8,7 @@ import { signToken } from "../../auth/tokens";
 import { SSE_HEADERS } from "../../lib/sse";
 import { EventEnvelopeSchema, StreamTokenAnswer } from "../../schemas/api";
 import { ConversationId } from "../../schemas/common";
-import { conversationIdOf, knownConversation, rateLimit, session } from "../app-context";
+import { awaitConversation, conversationIdOf, knownConversation, rateLimit, session } from "../app-context";
 import { ApiError } from "../errors";
 import { DeclaredRoutes, eventStream, json } from "../route-declaration";
 import { openSubscription, relayOnceKnown, relayStream } from "../sse-relay";
@@ -56,7 +56,7 @@ streamRoutes.serve(
     const after = Number(cursor.data);
     if (!(await knownConversation(c, conversationId))) {
       // Not a conversation yet: wait for it without waking (and so storing) a session object.
-      return new Response(relayOnceKnown(() => knownConversation(c, conversationId), (from) => openSubscription(stub, from, branch), after, options), { headers: SSE_HEADERS });
+      return new Response(relayOnceKnown(() => awaitConversation(c, conversationId), (from) => openSubscription(stub, from, branch), after, options), { headers: SSE_HEADERS });
     }
     return new Response(relayStream(await openSubscription(stub, after, branch), options), { headers: SSE_HEADERS });
   },
