@@ -39,8 +39,8 @@ export function figures(results) {
   // 4. Lean on the wire.
   add(4, "bytes on the wire per text delta frame (SSE framing included)", large?.wireBytesPerDeltaFrame, large && `raw stream ${n(large.rawBytes / large.rawFrames, 0)} B a frame`, peerLarge?.wireBytesPerDelta, "≤ 120 B", large?.wireBytesPerDeltaFrame == null ? null : large.wireBytesPerDeltaFrame <= 120);
 
-  // 5. Fan-out that scales. CPU per frame per extra viewer: the agents section's (1 against 10
-  // viewers, the peer beside it) and the latency section's at 300 (beside the raw fan-out to as many
+  // 5. Fan-out that scales. CPU per frame per extra viewer: the agents section's (1 against
+  // CPU_VIEWERS viewers, the peer beside it) and the latency section's at 300 (beside the raw fan-out to as many
   // readers); the added p99 at 300 viewers beside the raw fan-out's own spread, same run.
   const gcpu = a?.gateway?.cpu;
   const pcpu = a?.peer?.cpu;

@@ -105,6 +105,10 @@ function log() {
   };
 }
 
+const until = async (ok: () => boolean) => {
+  while (!ok()) await new Promise((r) => setTimeout(r, 1));
+};
+
 async function readIds(stream: ReadableStream<Uint8Array>, count: number): Promise<number[]> {
   const reader = stream.getReader();
   const parser = new SseParser();
@@ -149,9 +153,10 @@ describe("streaming: object hub to Worker relay", () => {
     const reader = stream.getReader();
     await reader.read(); // retry: header; the reader is now live and then stops reading
     await new Promise((r) => setTimeout(r, 0));
+    // Each event on a task of its own (events of one task leave as one message): 200 messages.
     for (let i = 0; i < 200; i++) {
       fanout.publish(l.append());
-      await Promise.resolve();
+      await new Promise((r) => setTimeout(r, 0));
     }
     await new Promise((r) => setTimeout(r, 0));
     expect(fanout.size).toBe(0);
@@ -200,6 +205,21 @@ const microtasks = async (n: number) => {
 };
 
 describe("fan-out: joining the live set", () => {
+  it("events published one by one between the awaits of one task (a burst upstream sent in one chunk) leave as one message per socket, in order", async () => {
+    const l = log();
+    const sent: Uint8Array[] = [];
+    const fanout = new EventFanout({ ...l.options, maxPendingBytes: 1_000_000, onSend: (_ws, message) => void sent.push(message) });
+    const reading = readIds(fanout.open(0), 50);
+    await until(() => sent.length === 1); // the first pull: live at once on an empty log
+    // As the upstream reader hands over a chunk's events: each after an await, none after a task.
+    for (let i = 0; i < 50; i++) {
+      fanout.publish(l.append());
+      await Promise.resolve();
+    }
+    expect(await reading).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+    expect(sent.slice(1).map((m) => m[0])).toEqual([EVENTS]);
+  });
+
   it("an append landing at any point of the last replay page reaches the reader exactly once", async () => {
     // The reader must join the live set only after an empty page, in the same synchronous step:
     // joining with its last page (or before it was sent) lets an event both be read from the log

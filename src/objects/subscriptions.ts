@@ -178,7 +178,7 @@ export class SubscriptionHub<S> {
 
   /**
    * Pushes one appended event to every live subscription (those still replaying read it from the
-   * log). Events published in one synchronous burst leave as one message.
+   * log). Events published before the next task leave as one message.
    */
   publish(row: EventRow): void {
     this.publishBatch([row]);
@@ -187,7 +187,11 @@ export class SubscriptionHub<S> {
   /**
    * Pushes committed events, in log order, to every live subscription: each frame encoded once,
    * and the same messages (whole frames, each at most LIVE_MESSAGE_BYTES) to every socket for the
-   * batch and everything else published in the same synchronous burst.
+   * batch and everything else published before the next task. The batch goes out on a task of its
+   * own, not a microtask: a burst that upstream sent in one chunk is read, stored and published
+   * event by event (each an await of the reader), and leaves as one message per socket, not one
+   * per event (docs/architecture.md "The streaming path"). A replay page and closing the sockets
+   * send what is waiting first.
    */
   publishBatch(rows: readonly EventRow[]): void {
     for (const row of rows) {
@@ -199,11 +203,12 @@ export class SubscriptionHub<S> {
     }
     if (this.batch && !this.flushQueued) {
       this.flushQueued = true;
-      queueMicrotask(() => this.flush());
+      setTimeout(() => this.flush(), 0);
     }
   }
 
-  private flush(): void {
+  /** Sends the events waiting for the next task now (before the sockets are closed, say). */
+  flush(): void {
     this.flushQueued = false;
     const batch = this.batch;
     if (!batch) return;
@@ -346,6 +351,8 @@ export class SubscriptionSockets {
 
   /** Closes every subscription (a delete, a dev drop); answers how many there were. */
   closeAll(code: number, reason: string): number {
+    // What was published before the close reaches the live sockets before it.
+    this.hub.flush();
     const sockets = this.host.sockets();
     for (const ws of sockets) {
       try {
