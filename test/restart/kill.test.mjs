@@ -51,8 +51,27 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function call(path, token, init = {}) {
   const headers = { authorization: `Bearer ${token}`, ...(init.body ? { "content-type": "application/json" } : {}) };
-  const res = await fetch(`${server.base}${path}`, { ...init, headers, signal: AbortSignal.timeout(30_000) });
-  return { status: res.status, body: await res.json() };
+  try {
+    const res = await fetch(`${server.base}${path}`, { ...init, headers, signal: AbortSignal.timeout(30_000) });
+    return { status: res.status, body: await res.json() };
+  } catch (err) {
+    throw new Error(`${init.method ?? "GET"} ${path}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+}
+
+/**
+ * A read once the kills are over. Under a loaded CI machine one went unanswered for 30 s once:
+ * it is asked once more, and the first silence is reported with whether the server answered
+ * /healthz meanwhile and the tail of its output, so a hang of the gateway shows what it was.
+ */
+async function read(path, token) {
+  try {
+    return await call(path, token);
+  } catch (err) {
+    const health = await fetch(`${server.base}/healthz`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.status, (e) => String(e));
+    console.log(`kill test: ${err.message}; /healthz answered ${health}; asked again. Server output (tail):\n${server.output().slice(-3000)}`);
+    return call(path, token);
+  }
 }
 
 /**
@@ -208,7 +227,7 @@ it(`killed ${KILLS} times at random points of running turns: every viewer gets e
   let missing = 0;
 
   for (const [i, cid] of CONVERSATIONS.entries()) {
-    const summary = (await call(`/v1/conversations/${cid}`, token)).body;
+    const summary = (await read(`/v1/conversations/${cid}`, token)).body;
     const lastEventId = summary.lastEventId;
     // Every viewer catches up to the end of the log.
     for (let w = 0; w < 600 && viewers[i].lastId() < lastEventId; w++) await sleep(50);
@@ -222,7 +241,7 @@ it(`killed ${KILLS} times at random points of running turns: every viewer gets e
     const replay = [];
     const decoder = frameDecoder();
     const res = await fetch(`${server.base}/v1/conversations/${cid}/events`, { headers: { authorization: `Bearer ${token}` } });
-    const lastEventId = (await call(`/v1/conversations/${cid}`, token)).body.lastEventId;
+    const lastEventId = (await read(`/v1/conversations/${cid}`, token)).body.lastEventId;
     await readSse(res, (frame) => {
       const event = decoder.decode(frame);
       if (frame.id !== undefined) replay.push(asEvent(frame, event));
@@ -264,7 +283,7 @@ it(`killed ${KILLS} times at random points of running turns: every viewer gets e
     assert.deepEqual(streamedTexts(replay), streamedTexts(v.frames), `${cid}: the log's text after compaction and restarts`);
     // The transcript is the streamed text, turn by turn, and each answer is whole.
     const texts = streamedTexts(v.frames);
-    const messages = (await call(`/v1/conversations/${cid}/messages`, token)).body.messages;
+    const messages = (await read(`/v1/conversations/${cid}/messages`, token)).body.messages;
     const assistants = messages.filter((m) => m.role === "assistant");
     assert.deepEqual(assistants.map((m) => m.turnId), turns.get(cid));
     for (const m of assistants) {
