@@ -6,6 +6,7 @@
 // And index.html preloads the whole graph (`<link rel="modulepreload">`, written by
 // scripts/vendor.mjs), so the browser fetches every level at once: the list must be the graph.
 import { describe, expect, it } from "vitest";
+import { staticImports } from "./imports.mjs";
 import html from "../../public/index.html?raw";
 import marked from "../../node_modules/marked/package.json";
 import dompurify from "../../node_modules/dompurify/package.json";
@@ -15,9 +16,7 @@ const sources = import.meta.glob(["/public/**/*.js", "!/public/vendor/**"], { qu
 
 /** The page modules a module imports statically (relative specifiers), as paths from the root. */
 function importsOf(path: string): string[] {
-  const code = (sources[path] ?? "").replace(/\/\*[\s\S]*?\*\//g, "");
-  const found = [...code.matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s+"(\.{1,2}\/[^"]+)"|^\s*import\s+"(\.{1,2}\/[^"]+)"/gm)].map((m) => (m[1] ?? m[2]) as string);
-  return found.map((spec) => new URL(spec, `file://${path}`).pathname);
+  return staticImports(sources[path] ?? "").relative.map((spec) => new URL(spec, `file://${path}`).pathname);
 }
 
 /** Each module's distance from app.js in imports (app.js itself: 0). */
@@ -39,8 +38,7 @@ const importMap = JSON.parse(/<script type="importmap">([\s\S]*?)<\/script>/.exe
 
 /** The bare specifiers (the libraries) a module imports statically. */
 function librariesOf(path: string): string[] {
-  const code = (sources[path] ?? "").replace(/\/\*[\s\S]*?\*\//g, "");
-  return [...code.matchAll(/^\s*import\b[^;]*?\bfrom\s+"([^./][^"]*)"/gm)].map((m) => m[1] as string);
+  return staticImports(sources[path] ?? "").bare;
 }
 
 describe("the page's module graph", () => {
