@@ -18,6 +18,8 @@ interface FanoutOptions {
   maxPendingBytes: number;
   pageSize?: number;
   pageBytes?: number;
+  liveIntervalMs?: number;
+  now?(): number;
 }
 
 /**
@@ -44,6 +46,8 @@ class EventFanout {
       ...(options.lowestHeldCursor ? { lowestHeldCursor: options.lowestHeldCursor } : {}),
       ...(options.pageSize ? { pageSize: options.pageSize } : {}),
       ...(options.pageBytes ? { pageBytes: options.pageBytes } : {}),
+      ...(options.liveIntervalMs !== undefined ? { liveIntervalMs: options.liveIntervalMs } : {}),
+      ...(options.now ? { now: options.now } : {}),
     });
   }
 
@@ -148,7 +152,8 @@ describe("streaming: object hub to Worker relay", () => {
 
   it("closes a reader that falls too far behind; it can reconnect from its last id", async () => {
     const l = log();
-    const fanout = new EventFanout({ ...l.options, maxPendingBytes: 2_000 });
+    // No live interval: each event below leaves as a message of its own.
+    const fanout = new EventFanout({ ...l.options, maxPendingBytes: 2_000, liveIntervalMs: 0 });
     const stream = fanout.open(0);
     const reader = stream.getReader();
     await reader.read(); // retry: header; the reader is now live and then stops reading
@@ -203,6 +208,37 @@ const range = (from: number, to: number) => Array.from({ length: to - from + 1 }
 const microtasks = async (n: number) => {
   for (let i = 0; i < n; i++) await Promise.resolve();
 };
+
+describe("fan-out: the live interval", () => {
+  it("a batch after a quiet spell leaves on the next task; what comes within the interval after a send waits for its end and leaves as one message", async () => {
+    const l = log();
+    const sent: Uint8Array[] = [];
+    let clock = 1_000;
+    // An interval long enough that a loaded machine's timers cannot blur it; the clock is the test's.
+    const fanout = new EventFanout({ ...l.options, maxPendingBytes: 1_000_000, liveIntervalMs: 300, now: () => clock, onSend: (_ws, message) => void sent.push(message) });
+    const reading = readIds(fanout.open(0), 4);
+    await until(() => sent.length === 1); // the first pull: live at once on an empty log
+    const idsOf = (message: Uint8Array) => [...new TextDecoder().decode(message.subarray(1)).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+    fanout.publish(l.append());
+    await new Promise((r) => setTimeout(r, 0));
+    expect(sent.map(idsOf).slice(1)).toEqual([[1]]);
+    // 5 ms after that send: held for the interval's rest, the next event with it.
+    clock += 5;
+    fanout.publish(l.append());
+    await new Promise((r) => setTimeout(r, 0));
+    fanout.publish(l.append());
+    await new Promise((r) => setTimeout(r, 20));
+    expect(sent.length).toBe(2);
+    await until(() => sent.length === 3);
+    expect(idsOf(sent[2]!)).toEqual([2, 3]);
+    // A quiet spell longer than the interval since that send: the next leaves on the next task.
+    clock += 1_000;
+    fanout.publish(l.append());
+    await new Promise((r) => setTimeout(r, 0));
+    expect(idsOf(sent[3]!)).toEqual([4]);
+    expect(await reading).toEqual([1, 2, 3, 4]);
+  });
+});
 
 describe("fan-out: joining the live set", () => {
   it("events published one by one between the awaits of one task (a burst upstream sent in one chunk) leave as one message per socket, in order", async () => {

@@ -76,7 +76,20 @@ export interface SubscriptionHubDeps<S> {
   /** A replay page stops after the row that passes this many bytes. */
   pageBytes?: number;
   retryMs?: number;
+  /** The least time between two live sends (LIVE_INTERVAL_MS; 0: every batch on the next task). */
+  liveIntervalMs?: number;
+  /** The clock the interval is kept by (Date.now). */
+  now?(): number;
 }
+
+/**
+ * Live batches leave at most once per this many milliseconds: one display frame at 60 Hz. The
+ * first batch after a quiet spell leaves on the next task, no later; events that come within the
+ * interval after a send wait for its end and leave together. A browser paints no faster, and every
+ * message costs each viewer's relay the same whatever it carries (bench/README.md §10), so deltas
+ * faster than 60 a second cost a viewer 60 messages a second, not one per delta.
+ */
+const LIVE_INTERVAL_MS = 16;
 
 const DEFAULT_PAGE_BYTES = 256 * 1024;
 
@@ -114,6 +127,8 @@ export function newSubscription(after: number, branch?: number): Subscription {
 export class SubscriptionHub<S> {
   private batch: LiveBatch | null = null;
   private flushQueued = false;
+  /** When the last live batch left (memory only: after a hibernation the first leaves at once). */
+  private lastSentAt = Number.NEGATIVE_INFINITY;
   /**
    * The last event pushed live, as its frame left (its envelope's text beside it): what the next
    * live frame may continue. Memory only: after a hibernation the first live frame goes full.
@@ -187,11 +202,11 @@ export class SubscriptionHub<S> {
   /**
    * Pushes committed events, in log order, to every live subscription: each frame encoded once,
    * and the same messages (whole frames, each at most LIVE_MESSAGE_BYTES) to every socket for the
-   * batch and everything else published before the next task. The batch goes out on a task of its
-   * own, not a microtask: a burst that upstream sent in one chunk is read, stored and published
-   * event by event (each an await of the reader), and leaves as one message per socket, not one
-   * per event (docs/architecture.md "The streaming path"). A replay page and closing the sockets
-   * send what is waiting first.
+   * batch and everything else published before it leaves. It leaves on a task of its own, not a
+   * microtask: a burst that upstream sent in one chunk is read, stored and published event by event
+   * (each an await of the reader), and leaves as one message per socket, not one per event; and no
+   * sooner than LIVE_INTERVAL_MS after the batch before it (docs/architecture.md "The streaming
+   * path"). A replay page and closing the sockets send what is waiting first.
    */
   publishBatch(rows: readonly EventRow[]): void {
     for (const row of rows) {
@@ -203,16 +218,22 @@ export class SubscriptionHub<S> {
     }
     if (this.batch && !this.flushQueued) {
       this.flushQueued = true;
-      setTimeout(() => this.flush(), 0);
+      const wait = this.lastSentAt + (this.deps.liveIntervalMs ?? LIVE_INTERVAL_MS) - this.now();
+      setTimeout(() => this.flush(), Math.max(0, wait));
     }
   }
 
-  /** Sends the events waiting for the next task now (before the sockets are closed, say). */
+  private now(): number {
+    return this.deps.now ? this.deps.now() : Date.now();
+  }
+
+  /** Sends the events waiting for their send now (before the sockets are closed, say). */
   flush(): void {
     this.flushQueued = false;
     const batch = this.batch;
     if (!batch) return;
     this.batch = null;
+    this.lastSentAt = this.now();
     // Several messages for a large batch (a resumed reader's whole part texts, tool outputs): none
     // past the platform's message limit, none alone past the relay's slow-viewer bound. The relay
     // writes them to one response in order, so a lean frame may continue the message before it.
