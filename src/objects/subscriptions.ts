@@ -126,7 +126,8 @@ export function newSubscription(after: number, branch?: number): Subscription {
 
 export class SubscriptionHub<S> {
   private batch: LiveBatch | null = null;
-  private flushQueued = false;
+  /** The pending send of `batch`, cleared when it is sent sooner (a replay page, a close). */
+  private sendTimer: ReturnType<typeof setTimeout> | undefined;
   /** When the last live batch left (memory only: after a hibernation the first leaves at once). */
   private lastSentAt = Number.NEGATIVE_INFINITY;
   /**
@@ -216,10 +217,9 @@ export class SubscriptionHub<S> {
       addFrame(this.batch.messages, frame, LIVE_MESSAGE_BYTES);
       this.live = { context: encoded.context, envelope: row.envelope };
     }
-    if (this.batch && !this.flushQueued) {
-      this.flushQueued = true;
+    if (this.batch && this.sendTimer === undefined) {
       const wait = this.lastSentAt + (this.deps.liveIntervalMs ?? LIVE_INTERVAL_MS) - this.now();
-      setTimeout(() => this.flush(), Math.max(0, wait));
+      this.sendTimer = setTimeout(() => this.flush(), Math.max(0, wait));
     }
   }
 
@@ -229,7 +229,8 @@ export class SubscriptionHub<S> {
 
   /** Sends the events waiting for their send now (before the sockets are closed, say). */
   flush(): void {
-    this.flushQueued = false;
+    if (this.sendTimer !== undefined) clearTimeout(this.sendTimer);
+    this.sendTimer = undefined;
     const batch = this.batch;
     if (!batch) return;
     this.batch = null;
