@@ -17,7 +17,7 @@
 // of the start.
 import { follow, isTurnEnd, num, sleep, startBenchServer, signIn, tag, turnEndOf, untilInterrupted, viewer } from "./harness.mjs";
 import { agentSocket, isDone, sendTurn, startPeer } from "./agents.mjs";
-import { collectedHeapMiB, rssMiB } from "./workerd.mjs";
+import { allocatorMiB, collectedHeapMiB, rssMiB } from "./workerd.mjs";
 
 export const config = {
   MEMORY_ROUNDS: num("MEMORY_ROUNDS", 5),
@@ -27,6 +27,7 @@ export const config = {
   MEMORY_BASELINE_ROUNDS: num("MEMORY_BASELINE_ROUNDS", 2),
   MEMORY_EMULATOR_ROUNDS: num("MEMORY_EMULATOR_ROUNDS", 2),
   MEMORY_PEER_ROUNDS: num("MEMORY_PEER_ROUNDS", 2),
+  MEMORY_AFTER_RELEASE_ROUNDS: num("MEMORY_AFTER_RELEASE_ROUNDS", 1),
 };
 const M = config;
 /** Requests one conversation of a round makes: the viewer's stream, the turn, and the stream's WebSocket into the object. */
@@ -56,11 +57,30 @@ async function collected(pgid, base, problems, label) {
     // The first session on a fresh runtime has gone unanswered once (30 s): asked again once.
     const heap = await collectedHeapMiB(pgid, poke).catch(() => collectedHeapMiB(pgid, poke));
     if (!heap) problems.push(`memory ${label}: no inspector found for the runtime: the collected heap not measured`);
-    return { heap, afterCollectionMiB: heap ? rssMiB(pgid) : null };
+    return { heap, afterCollectionMiB: heap ? rssMiB(pgid) : null, allocator: allocator(pgid, problems, label) };
   } catch (err) {
     problems.push(`memory ${label}: the collected heap not measured: ${err.message}`);
-    return { heap: null, afterCollectionMiB: null };
+    return { heap: null, afterCollectionMiB: null, allocator: allocator(pgid, problems, label) };
   }
+}
+
+/** The runtime allocator's account of its native memory (bench/workerd.mjs), null and a problem when gdb could not read it. */
+function allocator(pgid, problems, label, options) {
+  const out = allocatorMiB(pgid, options);
+  if (!out) problems.push(`memory ${label}: the allocator's figures not read (gdb missing or refused)`);
+  return out;
+}
+
+/**
+ * Asks the runtime's allocator to give back every page it keeps free (what workerd never does), then
+ * RSS a few seconds later: how much of the idle RSS was freed memory kept resident. Not a figure of
+ * the target (a deployment's runtime decides that, not our code); the analysis of it.
+ */
+async function released(pgid, problems, label) {
+  const before = rssMiB(pgid);
+  const allocatorBefore = allocator(pgid, problems, `${label} (release)`, { release: true });
+  await sleep(3000);
+  return { beforeMiB: before, allocator: allocatorBefore, afterMiB: rssMiB(pgid), allocatorAfter: allocator(pgid, problems, `${label} (after release)`) };
 }
 
 async function conversationsRound({ base, api, auth, problems }, round) {
@@ -108,6 +128,7 @@ async function peerRounds(out, problems) {
       const endMiB = rssMiB(peer.pid);
       out.peer.rounds.push({ round: r, endMiB, idleMiB: await idleRss(peer.pid), ...(await collected(peer.pid, peer.base, problems, `peer round ${r}`)) });
     }
+    out.peer.release = await released(peer.pid, problems, "peer");
     const worst = Math.max(...out.peer.rounds.map((x) => x.idleMiB.runtime));
     out.peer.runtimeRatio = Number((worst / out.peer.startMiB.runtime).toFixed(2));
   } finally {
@@ -162,6 +183,14 @@ export async function memory({ problems, results }) {
       await Promise.all(executions.map((id) => follow(`${base}/_emulator/executions/${id}/stream`, {}, () => false).done));
       out.emulator.push({ round: r, streams: executions.length, idleMiB: await idleRss(pgid), ...(await collected(pgid, base, problems, `emulator ${r}`)) });
     }
+    // How much of the idle RSS is freed memory the allocator keeps: it is asked to give it back, then
+    // more rounds show whether it climbs again (a high-water mark) or stays down.
+    out.release = await released(pgid, problems, "after the rounds");
+    out.afterRelease = [];
+    for (let r = 1; r <= M.MEMORY_AFTER_RELEASE_ROUNDS; r++) {
+      executions = await conversationsRound(ctx, M.MEMORY_ROUNDS + r);
+      out.afterRelease.push({ round: M.MEMORY_ROUNDS + r, idleMiB: await idleRss(pgid), ...(await collected(pgid, base, problems, `round ${M.MEMORY_ROUNDS + r} (after the release)`)) });
+    }
     await peerRounds(out, problems);
     const last = (list) => list.at(-1)?.idleMiB ?? out.startMiB;
     const conversations = M.MEMORY_ROUNDS * M.MEMORY_CONVERSATIONS;
@@ -197,6 +226,11 @@ export function report(results) {
   const a = (x) => (x.afterCollectionMiB ? f(x.afterCollectionMiB) : "?");
   if (m.start) out.push(`  the worker isolate's JavaScript heap after a full collection, used/kept MiB: start ${h(m.start)}, baseline ${m.baseline.map(h).join(", ")}, rounds ${m.rounds.map(h).join(", ")}, emulator ${m.emulator.map(h).join(", ")}`);
   if (m.start) out.push(`  RSS right after that collection: start ${a(m.start)}, baseline ${m.baseline.map(a).join(", ")}, rounds ${m.rounds.map(a).join(", ")}, emulator ${m.emulator.map(a).join(", ")}`);
+  const al = (x) => (x?.allocator ? `${x.allocator.inUse}/${x.allocator.physical} (${x.allocator.pageHeapFree} free)` : "?");
+  if (m.start) out.push(`  the runtime's allocator (tcmalloc), native MiB in use/resident (free pages kept): start ${al(m.start)}, baseline ${m.baseline.map(al).join(", ")}, rounds ${m.rounds.map(al).join(", ")}, emulator ${m.emulator.map(al).join(", ")}`);
+  const rel = (r) => (r ? `${f(r.beforeMiB)} → ${f(r.afterMiB)} (the allocator gave back ${r.allocator?.releasedNowMiB ?? "?"} MiB; in use/resident after ${al({ allocator: r.allocatorAfter })})` : "?");
+  if (m.release) out.push(`  asked to give its free pages back (workerd never does): RSS ${rel(m.release)}; then ${m.afterRelease.map((x) => `round ${x.round} idle ${f(x.idleMiB)}, allocator ${al(x)}`).join(", ")}`);
+  if (m.peer?.release) out.push(`  agents peer, the same: RSS ${rel(m.peer.release)}; its allocator over its rounds ${[m.peer.start, ...m.peer.rounds].map(al).join(", ")}`);
   out.push(`  one of the last round's objects, probed after the idle read: instance ${m.lastRoundInstanceAgeSeconds} s old (about 0: it had been evicted)`);
   out.push(`  emulator raw streams (${m.emulator[0]?.streams ?? 0} a round): ${m.emulator.map((e) => f(e.idleMiB)).join(", ")}`);
   for (const k of ["runtime", "total"]) {

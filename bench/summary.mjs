@@ -73,6 +73,12 @@ export function figures(results) {
       add(6, "… of it, what our code can hold: the Worker isolate's JavaScript heap still reachable after a full collection, start → after each round (MiB)", `${heaps[0]} → ${heaps.slice(1).join(", ")}`, `RSS after that collection: ${m.rounds.map((x) => x.afterCollectionMiB?.runtime).join(", ")} MiB`, peerHeaps.every((h) => typeof h === "number") && peerHeaps.length > 1 ? `${peerHeaps[0]} → ${peerHeaps.slice(1).join(", ")}` : null, "—", null);
     }
     if (m.runtimeV8) add(6, "… of it, the JavaScript heap (V8's cage) and native, idle after the last round", `heap ${m.startMiB.runtimeV8} → ${m.rounds.at(-1).idleMiB.runtimeV8} MiB, native ${m.startMiB.runtimeNative} → ${m.rounds.at(-1).idleMiB.runtimeNative} MiB`, `emulator rounds after: +${m.runtime.emulatorGrowthMiB} MiB`, null, "—", null);
+    const alloc = [m.start, ...m.rounds].map((x) => x?.allocator);
+    if (alloc.every(Boolean)) {
+      const kept = (a) => Number((a.physical - a.inUse).toFixed(1));
+      const peerAlloc = m.peer ? [m.peer.start, ...m.peer.rounds].map((x) => x?.allocator) : [];
+      add(6, "… of it, native memory the runtime's allocator (tcmalloc) keeps resident though freed (resident − in use), start → after each round (MiB); in use in brackets", alloc.map((a) => `${kept(a)} (${a.inUse})`).join(" → "), m.release && `asked to give it back: ${m.release.allocator?.releasedNowMiB ?? "?"} MiB released, RSS ${m.release.beforeMiB?.runtime} → ${m.release.afterMiB?.runtime} MiB`, peerAlloc.length > 1 && peerAlloc.every(Boolean) ? peerAlloc.map((a) => `${kept(a)} (${a.inUse})`).join(" → ") : null, "—", null);
+    }
     add(6, "… with wrangler dev's proxy (the whole dev server)", `${m.total.verdict.worstRatio}× (${m.startMiB.total} → ${m.total.verdict.worstMiB} MiB)`, `/healthz rounds: +${m.total.baselineGrowthMiB} MiB`, null, "≤ 1.1×", m.total.verdict.met);
   } else add(6, "workerd RSS after rounds of conversations, idle, ÷ its start", null, null, null, "≤ 1.1×", null);
   return out;

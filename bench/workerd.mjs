@@ -3,6 +3,7 @@
 // the pid it was started with. wrangler dev (4.x) runs two workerd in that group: the runtime of the
 // Worker, its Durable Objects and the emulator (the one started with `--inspector-addr`), and its
 // own proxy in front of it (the public port; every request and response passes through it).
+import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 
 /** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ: 100 on Linux). */
@@ -211,4 +212,45 @@ export async function runtimeBase(pgid) {
     }
   }
   return null;
+}
+
+/** tcmalloc's figures read by allocatorMiB, by the name it reports in MiB. */
+const ALLOCATOR_PROPERTIES = {
+  inUse: "generic.current_allocated_bytes",
+  physical: "generic.physical_memory_used",
+  heap: "generic.heap_size",
+  pageHeapFree: "tcmalloc.pageheap_free_bytes",
+  released: "tcmalloc.pageheap_unmapped_bytes",
+  cachesFree: "tcmalloc.central_cache_free",
+  transferFree: "tcmalloc.transfer_cache_free",
+  cpuFree: "tcmalloc.cpu_free",
+  metadata: "tcmalloc.metadata_bytes",
+};
+
+/**
+ * The runtime's native memory as its allocator (tcmalloc, linked into workerd) accounts for it, in
+ * MiB: `inUse` what the process's native code holds (workerd, SQLite, buffers; V8's JavaScript heap
+ * is outside, in its cage), `physical` what the allocator keeps resident, `pageHeapFree` freed pages
+ * it keeps mapped, `released` those it gave back, and its caches' free bytes. Read with gdb attached
+ * for about two seconds (bench/tcmalloc.py). `release: true` then asks it to give every free page
+ * back (`releasedNowMiB`): what workerd never asks, since it runs no background release. Null when
+ * gdb is missing or the call failed (a problem for the caller to report, never a zero).
+ */
+export function allocatorMiB(pgid, { release = false } = {}) {
+  const runtime = workerdPids(pgid).find((pid) => roleOf(pid) === "runtime");
+  if (runtime === undefined) return null;
+  const script = new URL("./tcmalloc.py", import.meta.url).pathname;
+  const env = { ...process.env, TC_PROPS: Object.values(ALLOCATOR_PROPERTIES).join(","), ...(release ? { TC_RELEASE: "1" } : {}) };
+  const run = spawnSync("gdb", ["-p", String(runtime), "-batch", "-nx", "-q", "-x", script], { env, encoding: "utf8", timeout: 60_000 });
+  if (run.error || run.status !== 0) return null;
+  const bytes = new Map();
+  for (const line of run.stdout.split("\n")) {
+    const m = /^TC (\S+) (\d+|None)$/.exec(line);
+    if (m) bytes.set(m[1], m[2] === "None" ? null : Number(m[2]));
+  }
+  const mib = (b) => (b === null || b === undefined ? null : Number((b / 1024 ** 2).toFixed(1)));
+  const out = Object.fromEntries(Object.entries(ALLOCATOR_PROPERTIES).map(([k, name]) => [k, mib(bytes.get(name))]));
+  if (out.inUse === null) return null;
+  if (release) out.releasedNowMiB = mib(bytes.get("released"));
+  return out;
 }
