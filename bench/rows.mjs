@@ -64,7 +64,10 @@ async function rowsTurn({ base, api, auth, problems }, v, cid, turnId, words) {
     deltaBytes,
     answerTextParts: textParts.size,
     // What the log keeps of the turn after its end (compacted), and what it held half-way (same instance only).
-    storedBytes: stop.log.bytes - start.log.bytes,
+    logBytes: stop.log.bytes - start.log.bytes,
+    // What the turn's record keeps beside the log (its request, ids, status, usage, and any result
+    // the log does not hold); null from a server that does not report its records' size.
+    recordBytes: start.turns && stop.turns ? stop.turns.bytes - start.turns.bytes : null,
     midTurnStoredBytes: mid.instance === start.instance ? mid.log.bytes - start.log.bytes : null,
     // What the log held of the turn at its end, before compaction: the envelopes the viewer got live
     // (a lean frame rebuilds the stored envelope byte for byte, docs/sse-protocol.md §11).
@@ -78,6 +81,9 @@ async function rowsTurn({ base, api, auth, problems }, v, cid, turnId, words) {
     rawFrames,
     rawBytes: raw.total,
   };
+  // What the finished turn keeps: the log's events and its record.
+  out.storedBytes = out.logBytes + (out.recordBytes ?? 0);
+  if (out.recordBytes === null) problems.push(`rows ${words} words: the turn's record's size not reported (an older server): kept bytes are the log's only`);
   out.storedPerWord = Number((out.storedBytes / words).toFixed(1));
   out.storedPerAnswerByte = Number((out.storedBytes / out.answerBytes).toFixed(2));
   out.uncompactedPerAnswerByte = Number((out.uncompactedBytes / out.answerBytes).toFixed(2));
@@ -163,9 +169,9 @@ async function rowsMeasured(ctx) {
 export function report(results) {
   const out = [];
   if (results.rows) {
-    out.push("", "rows & bytes   relayed  rows  compaction rows  rows/frame  commits  frames/commit  answer B  mid-turn B  at end B  kept B  events kept  at end/answer  kept/answer  wire/answer  raw/answer  text parts");
+    out.push("", "rows & bytes   relayed  rows  compaction rows  rows/frame  commits  frames/commit  answer B  mid-turn B  at end B  kept B (log+record)  events kept  at end/answer  kept/answer  wire/answer  raw/answer  text parts");
     for (const t of results.rows.turns) {
-      out.push(`${String(t.words).padStart(5)} words  ${String(t.relayedFrames).padStart(8)} ${String(t.rowsWritten).padStart(5)} ${String(t.compactionRows).padStart(16)} ${String(t.rowsPerRelayedFrame).padStart(11)} ${String(t.commits).padStart(8)} ${String(t.relayedFramesPerCommit).padStart(14)} ${String(t.answerBytes).padStart(9)} ${String(t.midTurnStoredBytes).padStart(11)} ${String(t.uncompactedBytes).padStart(9)} ${String(t.storedBytes).padStart(7)} ${String(t.eventsStored).padStart(12)} ${String(t.uncompactedPerAnswerByte).padStart(14)} ${String(t.storedPerAnswerByte).padStart(12)} ${String(t.wirePerAnswerByte).padStart(12)} ${String(t.rawPerAnswerByte).padStart(11)} ${String(t.answerTextParts).padStart(11)}`);
+      out.push(`${String(t.words).padStart(5)} words  ${String(t.relayedFrames).padStart(8)} ${String(t.rowsWritten).padStart(5)} ${String(t.compactionRows).padStart(16)} ${String(t.rowsPerRelayedFrame).padStart(11)} ${String(t.commits).padStart(8)} ${String(t.relayedFramesPerCommit).padStart(14)} ${String(t.answerBytes).padStart(9)} ${String(t.midTurnStoredBytes).padStart(11)} ${String(t.uncompactedBytes).padStart(9)} ${`${t.storedBytes} (${t.logBytes}+${t.recordBytes ?? "?"})`.padStart(20)} ${String(t.eventsStored).padStart(12)} ${String(t.uncompactedPerAnswerByte).padStart(14)} ${String(t.storedPerAnswerByte).padStart(12)} ${String(t.wirePerAnswerByte).padStart(12)} ${String(t.rawPerAnswerByte).padStart(11)} ${String(t.answerTextParts).padStart(11)}`);
     }
     for (const r of results.rows.rates ?? []) out.push(`at ${r.frameMs} ms a frame, ${r.words} words: ${r.rowsWritten} rows (${r.compactionRows} of them compaction's) for ${r.relayedFrames} relayed frames = ${r.rowsPerRelayedFrame} per frame; ${r.midTurnBytesPerEvent} B stored per event while running, ${r.storedBytes} B kept after the turn; ${r.wireBytesPerDeltaFrame} B per delta frame on the wire`);
     out.push(`fit: rows = ${results.rows.fit?.perTurn} per turn + ${results.rows.fit?.perFrame} per relayed frame; kept ≤ 1.5× answer + constant/event: ${results.rows.target.storedMet ? "met" : "NOT met"}; wire ≤ 3× answer + constant/frame: ${results.rows.target.wireMet ? "met" : "NOT met"}`);

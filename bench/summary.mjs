@@ -33,7 +33,7 @@ export function figures(results) {
   }
   add(2, `rows written per relayed frame, ${large?.words ?? 5000} words at ${results.config?.ROWS_FRAME_MS ?? 2} ms`, large?.rowsPerRelayedFrame, large && `${large.relayedFrames} frames`, peerLarge?.rowsPerDelta, "≤ 0.15", large?.rowsPerRelayedFrame == null ? null : large.rowsPerRelayedFrame <= 0.15);
   add(2, "bytes stored per one-word delta while the turn runs", large?.midTurnBytesPerEvent, large && `the delta's text: ${n(large.deltaBytes / large.relayedFrames, 1)} B`, peerLarge?.midTurnBytesPerDelta, "≤ 80 B", large?.midTurnBytesPerEvent == null ? null : large.midTurnBytesPerEvent <= 80);
-  add(2, `bytes kept after the ${large?.words ?? 5000}-word turn`, large?.storedBytes, large && `answer ${large.answerBytes} B; ${large.uncompactedBytes ?? "-"} B at its end, before compaction; raw stream ${large.rawBytes} B`, peerLarge && `${peerLarge.keptBytes} (answer ${peerLarge.answerBytes} B)`, "—", null);
+  add(2, `bytes kept after the ${large?.words ?? 5000}-word turn (its log events and its record)`, large && `${large.storedBytes} (log ${large.logBytes}, record ${large.recordBytes ?? "?"})`, large && `answer ${large.answerBytes} B; ${large.uncompactedBytes ?? "-"} B at its end, before compaction; raw stream ${large.rawBytes} B`, peerLarge && `${peerLarge.keptBytes} (answer ${peerLarge.answerBytes} B)`, "—", null);
   add(2, "bytes kept after the turn ÷ answer", large?.storedPerAnswerByte, large && `raw stream ÷ answer ${large.rawPerAnswerByte}`, peerLarge?.keptPerAnswerByte, "≤ 1.5 (+ a small constant per part and event)", large?.storedPerAnswerByte == null ? null : large.storedPerAnswerByte <= 1.5);
 
   // 4. Lean on the wire.

@@ -20,7 +20,7 @@
  */
 import { applyPartUpdate, STREAMED_TYPES } from "./part-text";
 import type { EventEnvelope } from "./session-store";
-import { turnParts } from "./transcript";
+import { messageText, turnParts } from "./transcript";
 
 /** One replacement: the events at seqs `fromSeq`..`toSeq` (inclusive) become `envelope`, stored at `toSeq`. */
 export interface CompactionRun {
@@ -133,9 +133,7 @@ export function applyRuns(events: readonly EventEnvelope[], runs: readonly Compa
  * terminal event's result is read from).
  */
 function withoutAnswerCopies(events: readonly EventEnvelope[]): EventEnvelope[] {
-  const streamed = turnParts({ events: [...events], interactions: [] })
-    .flatMap((p) => (p.type === "text" && p.text ? [p.text] : []))
-    .join("\n\n");
+  const streamed = messageText(turnParts({ events: [...events], interactions: [] }));
   if (streamed === "") return [];
   const out: EventEnvelope[] = [];
   for (const event of events) {

@@ -22,6 +22,7 @@ import { agentSessionOf, branchSessionId, previousRun } from "./branches";
 import type { SessionContext, SessionStore, StoredBranch, TurnRequest } from "./session-store";
 import { WATCHDOG_INTERVAL_MS } from "./turn-end";
 import { decideTurn, executionIdFor, turnRequestDigest, turnView, type TurnView } from "./turn-cache";
+import { withAnswer } from "./transcript";
 import { place, type Placement } from "./turn-tree";
 
 /** A dispatch admitted under another execution goes again under a new turn key at most this often. */
@@ -146,7 +147,7 @@ export class Dispatcher {
     // From here to the insert nothing awaits: a concurrent send sees this turn.
     switch (decision.kind) {
       case "cached":
-        return { outcome: "cached", turn: turnView(decision.turn, []) };
+        return { outcome: "cached", turn: turnView(withAnswer(this.store, decision.turn), []) };
       case "in_progress":
         // A pending turn that nothing here dispatches was left by a crash mid-dispatch: resume it.
         if (decision.turn.status === "pending" && !this.dispatching.has(turnId)) return this.dispatchPending(context, decision.turn.turnId, executionId, request);

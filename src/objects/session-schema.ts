@@ -6,7 +6,8 @@
 import { COUNTERS } from "../schemas/common";
 
 // 11: a turn's record costs two rows to insert and one to change (issue 24).
-const SCHEMA_VERSION = 11;
+// 12: a finished turn keeps its answer once, and its compaction is marked on its own row (issue 24).
+const SCHEMA_VERSION = 12;
 
 /** Unknown provenance for each counter a stored (pre-9) record holds a value of. */
 function unknownProvenance(values: unknown, present: (v: unknown) => boolean = (v) => v !== undefined): Record<string, "unknown"> {
@@ -225,6 +226,19 @@ export function migrateSessionSchema(sql: Pick<SqlStorage, "exec">): void {
       ALTER TABLE turns_v11 RENAME TO turns;
       CREATE UNIQUE INDEX turns_ordinal ON turns (ordinal);
     `);
+  }
+  if (current < 12) {
+    // `compacted` (./turn-end.ts compactTurn): NULL until an ended turn's events are compacted; 1
+    // once they are; 2 once they are and its result is its message's text, which its parts hold:
+    // `result_text` is then NULL and the text is read back from the parts (./transcript.ts withAnswer),
+    // not kept twice. It replaces the meta mark `compactPending`, a row written at every turn's end
+    // and another at its compaction: a turn ended and not compacted is one whose row says NULL.
+    // Turns ended before keep their result as stored; those still marked are compacted at start.
+    const columns = sql.exec("SELECT * FROM turns LIMIT 0").columnNames;
+    if (!columns.includes("compacted")) sql.exec("ALTER TABLE turns ADD COLUMN compacted INTEGER");
+    const marked = sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'compactPending'").toArray()[0]?.value ?? "[]";
+    sql.exec("UPDATE turns SET compacted = 1 WHERE status IN ('completed', 'failed', 'cancelled') AND turn_id NOT IN (SELECT value FROM json_each(?))", marked);
+    sql.exec("DELETE FROM meta WHERE key = 'compactPending'");
   }
   sql.exec("DELETE FROM schema_version");
   sql.exec("INSERT INTO schema_version (version) VALUES (?)", SCHEMA_VERSION);

@@ -173,7 +173,7 @@ describe("queued turns in storage (schema 10)", () => {
       sql.exec("UPDATE schema_version SET version = 9");
       const reopened = new SessionStore(sql as SqlStorage);
       expect(reopened.turn("t")?.request.message).toBe("hi");
-      expect(sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version).toBe(11);
+      expect(sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version).toBe(12);
 
       reopened.insertQueuedTurn({ turnId: "q1", requestDigest: "d1", request: { message: "one" }, executionId: "e1", now: 1 });
       reopened.insertQueuedTurn({ turnId: "q2", requestDigest: "d2", request: { message: "two", model: "m" }, executionId: "e2", now: 2 });
@@ -222,7 +222,7 @@ describe("a turn's record in rows written (schema 11)", () => {
         ["t", 1, "pending", null],
         ["t2", 2, "running", "t"],
       ]);
-      expect(sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version).toBe(11);
+      expect(sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version).toBe(12);
       before = reopened.rowsWritten;
       reopened.insertPendingTurn({ turnId: "t3", requestDigest: "d3", request: { message: "three" }, executionId: "e3", now: 3 });
       expect(reopened.rowsWritten - before).toBe(2);

@@ -85,8 +85,6 @@ const MetaSchemas = {
   webhooksHandedOff: z.number().int().nonnegative(),
   /** The last seq an instance that opened on a running turn skipped to (./held-tail.ts): the next one skips past it. */
   seqFloor: z.number().int().nonnegative(),
-  /** Turns that ended and whose events are not compacted yet (./compaction.ts): written with the turn's end, cleared by its compaction. */
-  compactPending: z.array(z.string()),
   /** The highest seq trimming removed the log at and below (absent: never trimmed): a cursor at or above it is held (docs/sse-protocol.md §4, §13). */
   trimmedThrough: z.number().int().nonnegative(),
 };
@@ -118,7 +116,10 @@ export interface TurnRecord {
   status: TurnStatus;
   controlRef: AgentExactRunControlRef | null;
   upstreamCursor: string | null;
+  /** Its result's text, as stored: null when it has none, or when `answerInParts` (read it with ./transcript.ts withAnswer). */
   resultText: string | null;
+  /** Its result is its message's text (its text parts joined), held once, in its parts: not stored again. */
+  answerInParts: boolean;
   error: TurnError | null;
   usage: UsageView | null;
   cancelReason: string | null;
@@ -153,6 +154,7 @@ interface TurnRow extends Record<string, SqlStorageValue> {
   created_at: number;
   updated_at: number;
   completed_at: number | null;
+  compacted: number | null;
 }
 
 /**
@@ -267,6 +269,10 @@ function parseJson<S extends z.ZodType>(schema: S, text: string | null): z.outpu
   return schema.parse(JSON.parse(text));
 }
 
+/** `turns.compacted` (./session-schema.ts, schema 12): the turn's events compacted; and its result, its message's text, in its parts only. */
+const COMPACTED = 1;
+const ANSWER_IN_PARTS = 2;
+
 function toTurn(row: TurnRow): TurnRecord {
   return {
     turnId: row.turn_id,
@@ -280,6 +286,7 @@ function toTurn(row: TurnRow): TurnRecord {
     controlRef: parseJson(AgentExactRunControlRef, row.control_ref),
     upstreamCursor: row.upstream_cursor,
     resultText: row.result_text,
+    answerInParts: row.compacted === ANSWER_IN_PARTS,
     error: parseJson(TurnError, row.error),
     usage: parseJson(UsageViewSchema, row.usage),
     cancelReason: row.cancel_reason,
@@ -403,6 +410,20 @@ export class SessionStore {
       .exec<TurnRow>("SELECT * FROM turns ORDER BY ordinal")
       .toArray()
       .map((row) => this.withLiveUsage(toTurn(row)));
+  }
+
+  /** Ended turns whose events are not compacted yet (a crash between a turn's end and its compaction), oldest first. */
+  endedUncompacted(): string[] {
+    return this.sql
+      .exec<{ turn_id: string }>("SELECT turn_id FROM turns WHERE compacted IS NULL AND status IN ('completed', 'failed', 'cancelled') ORDER BY ordinal")
+      .toArray()
+      .map((r) => r.turn_id);
+  }
+
+  /** Marks an ended turn compacted; `answerInParts`: its result is its message's text, dropped from the row (a mark unchanged writes no row). */
+  markCompacted(turnId: string, answerInParts: boolean): void {
+    const mark = answerInParts ? ANSWER_IN_PARTS : COMPACTED;
+    this.sql.exec("UPDATE turns SET compacted = ?, result_text = CASE WHEN ? = ? THEN NULL ELSE result_text END WHERE turn_id = ? AND compacted IS NOT ?", mark, mark, ANSWER_IN_PARTS, turnId, mark);
   }
 
   lastTurn(): TurnRecord | null {
@@ -912,6 +933,13 @@ export class SessionStore {
         CHUNK_TYPE,
       )
       .one();
+  }
+
+  /** The turns' records: how many, and the bytes of their values (text and JSON; each number as its decimal text): what the turns keep beside the log. */
+  turnsSize(): { rows: number; bytes: number } {
+    const columns = this.sql.exec("SELECT * FROM turns LIMIT 0").columnNames;
+    const sum = columns.map((c) => `COALESCE(LENGTH(CAST("${c}" AS BLOB)), 0)`).join(" + ");
+    return this.sql.exec<{ rows: number; bytes: number }>(`SELECT COUNT(*) AS rows, COALESCE(SUM(${sum}), 0) AS bytes FROM turns`).one();
   }
 
   /** The first seq the log holds (a chunk row's first delta), or null when it holds none. */

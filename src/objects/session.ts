@@ -274,7 +274,7 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   /** Which instance answers, since when, with how many subscriptions (development and the benchmarks: a new instance means the last was evicted or hibernated). */
-  async instanceInfo(): Promise<{ instance: string; startedAt: number; subscriptions: number; rowsWritten: number; compactionRowsWritten: number; commits: number; log: { events: number; rows: number; bytes: number } }> {
+  async instanceInfo(): Promise<{ instance: string; startedAt: number; subscriptions: number; rowsWritten: number; compactionRowsWritten: number; commits: number; log: { events: number; rows: number; bytes: number }; turns: { rows: number; bytes: number } }> {
     return {
       instance: this.instance,
       startedAt: this.startedAt,
@@ -286,6 +286,7 @@ export class SessionObject extends DurableObject<Env> {
       // Transactions this instance committed through the log (a batch of upstream frames is one).
       commits: this.log.commits,
       log: this.storeInstance?.logSize() ?? { events: 0, rows: 0, bytes: 0 },
+      turns: this.storeInstance?.turnsSize() ?? { rows: 0, bytes: 0 },
     };
   }
 

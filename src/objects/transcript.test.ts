@@ -18,6 +18,7 @@ function turn(overrides: Partial<TurnRecord> = {}): TurnRecord {
     controlRef: null,
     upstreamCursor: null,
     resultText: null,
+    answerInParts: false,
     error: null,
     usage: null,
     cancelReason: null,

@@ -8,7 +8,7 @@
  */
 import type { TranscriptMessage } from "../schemas/api";
 import { applyPartUpdate } from "./part-text";
-import type { EventEnvelope, InteractionRecord, TranscriptPart, TurnRecord } from "./session-store";
+import type { EventEnvelope, InteractionRecord, SessionStore, TranscriptPart, TurnRecord } from "./session-store";
 
 type InteractionPart = Extract<TranscriptPart, { type: "interaction" }>;
 
@@ -63,15 +63,29 @@ export function turnParts({ events, interactions }: Omit<TranscriptTurn, "turn">
   return [...parts.values()];
 }
 
+/** A message's text: its text parts joined by a blank line (what a turn's result is, when the agent's answer is its message). */
+export function messageText(parts: readonly TranscriptPart[]): string {
+  return parts.flatMap((p) => (p.type === "text" && p.text ? [p.text] : [])).join("\n\n");
+}
+
+/**
+ * The turn with its result's text, read back from its parts when they hold it (`answerInParts`,
+ * ./turn-end.ts compactTurn): the parts kept on the turn when the log was trimmed into it, else its
+ * events in the log.
+ */
+export function withAnswer(store: Pick<SessionStore, "eventsOfTurn">, turn: TurnRecord): TurnRecord {
+  if (!turn.answerInParts || turn.resultText !== null) return turn;
+  const parts = turn.parts ?? turnParts({ events: store.eventsOfTurn(turn.turnId), interactions: [] });
+  return { ...turn, resultText: messageText(parts) };
+}
+
 export function buildTranscript(turns: TranscriptTurn[]): TranscriptMessage[] {
   const messages: TranscriptMessage[] = [];
   for (const { turn, events, interactions } of turns) {
     messages.push({ role: "user", turnId: turn.turnId, text: turn.request.message, at: new Date(turn.createdAt).toISOString() });
     // A turn the log was trimmed into kept its parts when it was trimmed.
     const partList = turn.parts ? [...turn.parts] : turnParts({ events, interactions });
-    const streamedText = partList
-      .flatMap((p) => (p.type === "text" && p.text ? [p.text] : []))
-      .join("\n\n");
+    const streamedText = messageText(partList);
     // Events of old turns may have been trimmed from the log: the stored result still stands.
     const text = turn.resultText ?? streamedText;
     if (!partList.some((p) => p.type !== "interaction") && text) partList.push({ id: `${turn.executionId}:result`, type: "text", text });

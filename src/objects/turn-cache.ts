@@ -41,7 +41,8 @@ export async function executionIdFor(sessionId: string, turnId: string): Promise
 
 /**
  * The public view of one turn (GET …/turns/:turnId, and the 200/202 answers of POST …/turns).
- * `open` is the turn's outstanding asks, oldest first: what a running turn waits for.
+ * `open` is the turn's outstanding asks, oldest first: what a running turn waits for. `turn` has
+ * its answer read back (./transcript.ts withAnswer) when its parts hold it.
  */
 export function turnView(turn: TurnRecord, open: readonly InteractionRecord[]): TurnView {
   return {

@@ -14,15 +14,16 @@
  * stop fails `upstream_cancelled`. The decisions are pure functions (`endingOf`, `resultEnding`,
  * `watchdogVerdict`; the usage a result reports is ./turn-usage.ts `usageFromResult`); the class
  * applies them, each end in one commit. The ended turn's events are compacted (./compaction.ts) in
- * the commit right after its end's: marked in the end's commit (`compactPending`), so a crash
- * between the two leaves a correct, merely uncompacted log, compacted at the next start or end.
+ * the commit right after its end's, which marks its row compacted: a crash between the two leaves
+ * a correct, merely uncompacted log, and a turn ended and unmarked, compacted at the next start or
+ * end. A result that is the message's text is then held once, in the parts (`markCompacted`).
  */
 import type { Config } from "../config";
 import type { ProviderResult, RunError, TerminalStatus } from "../providers/provider";
 import type { Appender, EventLog } from "./event-log";
 import type { InteractionDesk } from "./interaction-desk";
 import { mayRepeatAnswer, planCompaction } from "./compaction";
-import { turnParts } from "./transcript";
+import { messageText, turnParts } from "./transcript";
 import { TERMINAL_TURN_STATUSES, type SessionStore, type TurnError, type TurnRecord } from "./session-store";
 import { alarmWanted, type AbandonedRuns } from "./abandoned-runs";
 import { recordResultUsage } from "./turn-usage";
@@ -89,18 +90,26 @@ export function nextWatchdogAt(active: Pick<TurnRecord, "createdAt">, now: numbe
 // ------------------------------------------------------------------ applying them
 
 /**
- * Compacts one ended turn's events (./compaction.ts); the caller holds the transaction. A turn the
- * trim cut into (its parts kept on the record) is left as it is: its first events are gone, so the
- * text its runs end with is not known from the log.
+ * Compacts one ended turn's events (./compaction.ts) and marks its row compacted: its result, when it
+ * is exactly its message's text, is then dropped from the row (the parts hold it; ./transcript.ts
+ * withAnswer reads it back). A turn the trim cut into keeps its events as they are (its parts are
+ * kept on it). Idempotent: a compacted turn plans nothing and its mark is written once.
  */
-export function compactTurn(store: Pick<SessionStore, "turn" | "eventsOfTurn" | "storedEvent" | "otherEventSeqs" | "applyCompaction">, turnId: string): void {
+export function compactTurn(store: Pick<SessionStore, "turn" | "eventsOfTurn" | "storedEvent" | "otherEventSeqs" | "applyCompaction" | "markCompacted">, turnId: string): void {
   const turn = store.turn(turnId);
-  if (!turn || !TERMINAL_TURN_STATUSES.has(turn.status) || turn.parts !== null) return;
-  // An event rewritten less its copy of the answer keeps every other field as stored.
-  const events = store.eventsOfTurn(turnId).map((e) => (mayRepeatAnswer(e.type) ? (store.storedEvent(e.seq) ?? e) : e));
-  if (events.length < 2) return;
-  const plan = planCompaction(events, store.otherEventSeqs(turnId, events[0]!.seq, events.at(-1)!.seq));
-  if (plan.length > 0) store.applyCompaction(plan);
+  if (!turn || !TERMINAL_TURN_STATUSES.has(turn.status)) return;
+  let parts = turn.parts;
+  if (parts === null) {
+    // An event rewritten less its copy of the answer keeps every other field as stored.
+    const events = store.eventsOfTurn(turnId).map((e) => (mayRepeatAnswer(e.type) ? (store.storedEvent(e.seq) ?? e) : e));
+    if (events.length >= 2) {
+      const plan = planCompaction(events, store.otherEventSeqs(turnId, events[0]!.seq, events.at(-1)!.seq));
+      if (plan.length > 0) store.applyCompaction(plan);
+    }
+    parts = turnParts({ events, interactions: [] });
+  }
+  const text = messageText(parts);
+  store.markCompacted(turnId, turn.answerInParts || (text !== "" && turn.resultText === text));
 }
 
 export interface TurnEndDeps {
@@ -133,10 +142,8 @@ export class TurnEnd {
     const { status, error } = endingOf(turn.cancelReason, reported, reportedError);
     this.deps.desk.closeAsksOfTurn(log, turn.turnId, now);
     this.store.finishTurn(turn.turnId, { status, resultText: text, error, now });
-    // Compacted in the commit after this one (the end's own events stored first); marked here, so
-    // a crash between the two compacts it at the next start.
-    const pending = this.store.getMeta("compactPending") ?? [];
-    if (!pending.includes(turn.turnId)) this.store.setMeta("compactPending", [...pending, turn.turnId]);
+    // Compacted in the commit after this one (the end's own events stored first); until then its
+    // row says it is not, so a crash between the two compacts it at the next start.
     this.compactSoon();
     const finished = this.store.turn(turn.turnId)!;
     const type = status === "completed" ? "turn.completed" : status === "cancelled" ? "turn.cancelled" : "turn.failed";
@@ -167,19 +174,18 @@ export class TurnEnd {
   }
 
   /**
-   * Compacts every ended turn still marked (`compactPending`), in one commit that clears the marks:
-   * after a turn's end, and at start for a turn a crash left marked. Idempotent. A failure leaves
-   * the marks (and a correct log) for the next try; it never fails the caller.
+   * Compacts every ended turn not marked compacted, in one commit that marks them: after a turn's
+   * end, and at start for a turn a crash left uncompacted. Idempotent. A failure leaves them
+   * unmarked (and the log correct) for the next try; it never fails the caller.
    */
   compactEnded(): void {
     try {
       const store = this.store;
-      const pending = store.getMeta("compactPending");
-      if (!pending || pending.length === 0) return;
+      const pending = store.endedUncompacted();
+      if (pending.length === 0) return;
       const before = store.rowsWritten;
       this.deps.log.commit(() => {
         for (const turnId of pending) compactTurn(store, turnId);
-        store.setMeta("compactPending", []);
       });
       store.compactionRowsWritten += store.rowsWritten - before;
     } catch (err) {

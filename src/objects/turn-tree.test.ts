@@ -106,6 +106,7 @@ function record(turn: TreeTurn, message: string, status: TurnRecord["status"]): 
     controlRef: null,
     upstreamCursor: null,
     resultText: `answer to ${message}`,
+    answerInParts: false,
     error: null,
     usage: null,
     cancelReason: null,

@@ -12,7 +12,7 @@ import type { ConversationSummarySchema, ConversationUsageSchema, MessagesSchema
 import type { BudgetState } from "./budgets";
 import { TERMINAL_TURN_STATUSES, type SessionContext, type SessionStore, type TurnRecord } from "./session-store";
 import { activeBranch, branchPath } from "./branches";
-import { buildTranscript, type TranscriptTurn } from "./transcript";
+import { buildTranscript, withAnswer, type TranscriptTurn } from "./transcript";
 import { branchIds, siblingsOf, tipOf } from "./turn-tree";
 import { turnView, type TurnView } from "./turn-cache";
 import { emptyExecutionUsage, executionView } from "./usage-fold";
@@ -24,7 +24,7 @@ export type ConversationMessages = z.infer<typeof MessagesSchema>;
 /** One turn of the conversation (or the view of one the queue holds), refused when this object holds no such turn (or no conversation). */
 export function turnOf(store: SessionStore | null, turnId: string, queued: (turnId: string) => TurnView | null): TurnView {
   const turn = store?.turn(turnId);
-  if (store && turn) return turnView(turn, store.outstandingOfTurn(turnId));
+  if (store && turn) return turnView(withAnswer(store, turn), store.outstandingOfTurn(turnId));
   const waiting = store ? queued(turnId) : null;
   if (!waiting) throw new Refusal("turn_not_found", `no turn ${turnId} in this conversation`);
   return waiting;
@@ -46,7 +46,7 @@ export function summaryOf(store: SessionStore, context: SessionContext, total: T
     waitingFor: activeView?.waitingFor ?? null,
     title: store.getMeta("title"),
     activeTurn: activeView,
-    lastTurn: last ? (last.turnId === active?.turnId ? activeView : turnView(last, store.outstandingOfTurn(last.turnId))) : null,
+    lastTurn: last ? (last.turnId === active?.turnId ? activeView : turnView(withAnswer(store, last), store.outstandingOfTurn(last.turnId))) : null,
     queue,
     turnCount: branchPath(store).turns.length,
     branch,
