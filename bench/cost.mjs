@@ -34,15 +34,17 @@ export function cost(results, rowsSmallWords) {
   if (idleS == null || !rowsTurn500?.rowsWritten || !results.rows.fit) return;
   const c = COST;
   const perMonth = c.users * c.days;
-  // Rows per turn: the measured rows of a turn of this many words (per-turn rows + rows per frame ×
-  // frames), two setAlarm() (each billed as a row) and the user object's three index upserts.
+  // Rows per turn: the session object's rows for a turn of this many words at the pace a turn really
+  // streams (the emulator's default, 40 ms a frame: a gateway that commits the frames arriving
+  // during a commit together writes fewer rows the faster they come, so the 2 ms turns would
+  // undercount), two setAlarm() (each billed as a row) and the user object's three index upserts.
+  // Measured when the rows section ran a paced turn of the workload's words; else estimated from the
+  // two-size fit's per-turn rows and the paced 200-word turn's rows per frame.
   const frames = (c.wordsPerTurn / rowsSmallWords) * rowsTurn500.relayedFrames;
-  // Rows per frame at the pace a turn really streams (the emulator's default, 40 ms a frame: a
-  // gateway that commits the frames arriving during a commit together writes fewer rows the faster
-  // they come, so the 2 ms turns would undercount), over the per-turn rows of the two-size fit.
+  const measuredTurn = results.rows.paced?.words === c.wordsPerTurn && results.rows.paced.rowsWritten !== null ? results.rows.paced : null;
   const paced = results.rows.rates?.find((r) => r.frameMs === 40 && r.rowsWritten !== null);
   const perFrame = paced ? Math.max(0, (paced.rowsWritten - results.rows.fit.perTurn) / paced.relayedFrames) : results.rows.fit.perFrame;
-  const sessionRows = results.rows.fit.perTurn + perFrame * frames;
+  const sessionRows = measuredTurn ? measuredTurn.rowsWritten : results.rows.fit.perTurn + perFrame * frames;
   const rowsPerTurn = sessionRows + 2 + 3;
   // DO requests per turn: Worker → user (rate limit) and → session (submitTurn); session → user
   // (ensureEnvironment, three conversation-index updates). Per browser stream: the rate limit and
@@ -71,7 +73,7 @@ export function cost(results, rowsSmallWords) {
   };
   results.cost = {
     workload: c,
-    measured: { evictionDelaySeconds: idleS, framesPerTurn: Number(frames.toFixed(1)), rowsPerFrame: Number(perFrame.toFixed(4)), rowsPerFrameAt: paced ? "40 ms a frame" : `${results.config?.ROWS_FRAME_MS ?? 2} ms a frame (fit)`, sessionRowsPerTurn: Number(sessionRows.toFixed(1)), rowsPerTurn: Number(rowsPerTurn.toFixed(1)) },
+    measured: { evictionDelaySeconds: idleS, sessionRowsFrom: measuredTurn ? `a ${measuredTurn.words}-word turn at ${measuredTurn.frameMs} ms a frame (measured)` : "fit per turn + paced rows per frame × frames (estimated)", framesPerTurn: Number((measuredTurn?.relayedFrames ?? frames).toFixed(1)), rowsPerFrame: measuredTurn ? null : Number(perFrame.toFixed(4)), rowsPerFrameAt: measuredTurn ? null : paced ? "40 ms a frame" : `${results.config?.ROWS_FRAME_MS ?? 2} ms a frame (fit)`, sessionRowsPerTurn: Number(sessionRows.toFixed(1)), rowsPerTurn: Number(rowsPerTurn.toFixed(1)) },
     before: line(activeBefore, streamRequests.before),
     after: line(activeAfter, streamRequests.after),
     afterIfIdleWindowUnbilled: line(activeAfterDocs, streamRequests.after),
@@ -81,7 +83,9 @@ export function cost(results, rowsSmallWords) {
 export function report(results) {
   const out = [];
   if (results.cost) {
-    out.push("", "cost per month        GB-s          $   requests      $   rows written      $    total $");
+    const m = results.cost.measured;
+    out.push("", `cost: ${m.rowsPerTurn} rows a turn (the session object's ${m.sessionRowsPerTurn}, from ${m.sessionRowsFrom}; + 2 setAlarm + 3 index upserts), eviction after ${m.evictionDelaySeconds} s`);
+    out.push("cost per month        GB-s          $   requests      $   rows written      $    total $");
     for (const k of ["before", "after", "afterIfIdleWindowUnbilled"]) {
       const r = results.cost[k];
       out.push(`${k.padEnd(18)} ${String(r.gbSeconds).padStart(12)} ${String(r.durationUsd).padStart(9)} ${String(r.requests).padStart(10)} ${String(r.requestsUsd).padStart(6)} ${String(r.rowsWritten).padStart(14)} ${String(r.rowsUsd).padStart(6)} ${String(r.totalUsd).padStart(10)}`);

@@ -16,8 +16,11 @@ export const config = {
   // Rows per relayed frame at the emulator's default pace (40 ms a frame) and at 50 frames/s.
   ROWS_RATE_WORDS: num("ROWS_RATE_WORDS", 200),
   ROWS_RATES_MS: String(process.env.ROWS_RATES_MS ?? "40,20").split(",").filter(Boolean).map(Number),
+  // The cost model's turn, measured rather than fitted: ROWS_SMALL_WORDS at the emulator's default
+  // pace (0 skips it; the cost model then falls back to the fit).
+  ROWS_COST_MS: num("ROWS_COST_MS", 40),
 };
-const { ROWS_SMALL_WORDS, ROWS_WORDS, ROWS_FRAME_MS, ROWS_RATE_WORDS, ROWS_RATES_MS } = config;
+const { ROWS_SMALL_WORDS, ROWS_WORDS, ROWS_FRAME_MS, ROWS_RATE_WORDS, ROWS_RATES_MS, ROWS_COST_MS } = config;
 
 /** The gateway's own events (not relayed from upstream). */
 const GATEWAY_OWN = /^(turn\.|usage\.updated$|budget\.|interaction\.|warning$)/;
@@ -138,6 +141,13 @@ async function rowsMeasured(ctx) {
     if (!out.sameInstance) problems.push(`rows at ${frameMs} ms a frame: the session object changed instance during the turn; rows not measured`);
     rates.push({ frameMs, ...out });
   }
+  let paced = null;
+  if (ROWS_COST_MS > 0) {
+    await api.post("/_emulator/faults", { frameDelayMs: ROWS_COST_MS });
+    const out = await rowsTurn(ctx, v, cid, `paced${ROWS_SMALL_WORDS}`, ROWS_SMALL_WORDS);
+    if (!out.sameInstance) problems.push(`rows ${ROWS_SMALL_WORDS} words at ${ROWS_COST_MS} ms a frame: the session object changed instance during the turn; rows not measured`);
+    paced = { frameMs: ROWS_COST_MS, ...out };
+  }
   await api.post("/_emulator/faults", { frameDelayMs: ROWS_FRAME_MS });
   v.close();
   if (v.seqErrors) problems.push(`rows: the viewer saw ${v.seqErrors} seq gaps or repeats`);
@@ -156,6 +166,7 @@ async function rowsMeasured(ctx) {
   results.rows = {
     turns,
     rates,
+    paced,
     fit,
     target: {
       keptConstantPerEvent: constant,
@@ -173,7 +184,7 @@ export function report(results) {
     for (const t of results.rows.turns) {
       out.push(`${String(t.words).padStart(5)} words  ${String(t.relayedFrames).padStart(8)} ${String(t.rowsWritten).padStart(5)} ${String(t.compactionRows).padStart(16)} ${String(t.rowsPerRelayedFrame).padStart(11)} ${String(t.commits).padStart(8)} ${String(t.relayedFramesPerCommit).padStart(14)} ${String(t.answerBytes).padStart(9)} ${String(t.midTurnStoredBytes).padStart(11)} ${String(t.uncompactedBytes).padStart(9)} ${`${t.storedBytes} (${t.logBytes}+${t.recordBytes ?? "?"})`.padStart(20)} ${String(t.eventsStored).padStart(12)} ${String(t.uncompactedPerAnswerByte).padStart(14)} ${String(t.storedPerAnswerByte).padStart(12)} ${String(t.wirePerAnswerByte).padStart(12)} ${String(t.rawPerAnswerByte).padStart(11)} ${String(t.answerTextParts).padStart(11)}`);
     }
-    for (const r of results.rows.rates ?? []) out.push(`at ${r.frameMs} ms a frame, ${r.words} words: ${r.rowsWritten} rows (${r.compactionRows} of them compaction's) for ${r.relayedFrames} relayed frames = ${r.rowsPerRelayedFrame} per frame; ${r.midTurnBytesPerEvent} B stored per event while running, ${r.storedBytes} B kept after the turn; ${r.wireBytesPerDeltaFrame} B per delta frame on the wire`);
+    for (const r of [...(results.rows.rates ?? []), ...(results.rows.paced ? [results.rows.paced] : [])]) out.push(`at ${r.frameMs} ms a frame, ${r.words} words: ${r.rowsWritten} rows (${r.compactionRows} of them compaction's) for ${r.relayedFrames} relayed frames = ${r.rowsPerRelayedFrame} per frame; ${r.midTurnBytesPerEvent} B stored per event while running, ${r.storedBytes} B kept after the turn; ${r.wireBytesPerDeltaFrame} B per delta frame on the wire`);
     out.push(`fit: rows = ${results.rows.fit?.perTurn} per turn + ${results.rows.fit?.perFrame} per relayed frame; kept ≤ 1.5× answer + constant/event: ${results.rows.target.storedMet ? "met" : "NOT met"}; wire ≤ 3× answer + constant/frame: ${results.rows.target.wireMet ? "met" : "NOT met"}`);
   }
   return out;
