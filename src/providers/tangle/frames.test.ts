@@ -103,6 +103,21 @@ describe("upstream frame normalization", () => {
     expect(normalizeFrame({ id: "6", event: "raw", tooLarge: true, comments: [] }, { requireId: true })).toMatchObject({ code: "frame_too_large" });
   });
 
+  it("bounds a frame by its UTF-8 bytes exactly, on either side of the bound, whatever its characters", () => {
+    const part = (text: string) => frame("message.part.updated", { part: { id: "p", type: "text", text } });
+    // The frame's bytes other than the text: its JSON envelope, the event name and the id.
+    const overhead = (text: string) => {
+      const f = part(text);
+      return new TextEncoder().encode(f.data + f.event + f.id).length - new TextEncoder().encode(text).length;
+    };
+    for (const unit of ["a", "é", "€", "😀"]) {
+      const unitBytes = new TextEncoder().encode(unit).length;
+      const fits = unit.repeat(Math.floor((MAX_FRAME_BYTES - overhead("")) / unitBytes));
+      expect(normalizeFrame(part(fits), { requireId: true }), `${unit}: at the bound`).toMatchObject({ kind: "part" });
+      expect(normalizeFrame(part(fits + "a".repeat(unitBytes)), { requireId: true }), `${unit}: one unit over`).toMatchObject({ code: "frame_too_large" });
+    }
+  });
+
   it("passes unknown event types through unchanged (new variants arrive in minor releases)", () => {
     expect(normalizeFrame(frame("child-task", { childId: "c1" }), { requireId: true })).toEqual({
       kind: "passthrough",

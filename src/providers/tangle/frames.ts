@@ -43,10 +43,19 @@ function isKnown(type: string): type is KnownFrameType {
   return Object.hasOwn(FrameDataSchemas, type);
 }
 
-/** Serialized size of a frame in UTF-8 bytes (event name, id and data), as agent-provider-tangle bounds it. */
-function frameBytes(frame: SseFrame): number {
+/**
+ * Whether a frame's serialized size in UTF-8 bytes (event name, id and data) passes `bound`, as
+ * agent-provider-tangle bounds it. A UTF-16 code unit is 1 to 3 UTF-8 bytes, so the string lengths
+ * decide every frame but those between a third of the bound and the bound, which alone are encoded
+ * (encoding every frame cost a buffer the size of its data, whole part texts included).
+ */
+function exceedsBytes(frame: SseFrame, bound: number): boolean {
+  const fields = [frame.data ?? "", frame.event ?? "", frame.id ?? ""];
+  const units = fields.reduce((n, f) => n + f.length, 0);
+  if (units * 3 <= bound) return false;
+  if (units > bound) return true;
   const encoder = new TextEncoder();
-  return encoder.encode(frame.data ?? "").length + encoder.encode(frame.event ?? "").length + encoder.encode(frame.id ?? "").length;
+  return fields.reduce((n, f) => n + encoder.encode(f).length, 0) > bound;
 }
 
 /** Token counts measured; a cost of unknown provenance (see the header). */
@@ -123,7 +132,7 @@ function terminalReceipt(data: Record<string, unknown>): { receipt?: Counts; rec
 export function normalizeFrame(frame: SseFrame, options: { requireId: boolean }): ProviderEvent | undefined {
   const upstreamId = frame.id === "" ? undefined : frame.id;
   const type = frame.event ?? "message";
-  if (frame.tooLarge || frameBytes(frame) > MAX_FRAME_BYTES) {
+  if (frame.tooLarge || exceedsBytes(frame, MAX_FRAME_BYTES)) {
     return warning(upstreamId, "frame_too_large", `upstream frame ${upstreamId ?? "(no id)"} (${type}) exceeds ${MAX_FRAME_BYTES} bytes and was refused`);
   }
   if (frame.data === undefined) return undefined;
