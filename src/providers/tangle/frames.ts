@@ -49,13 +49,12 @@ function isKnown(type: string): type is KnownFrameType {
  * decide every frame but those between a third of the bound and the bound, which alone are encoded
  * (encoding every frame cost a buffer the size of its data, whole part texts included).
  */
-function exceedsBytes(frame: SseFrame, bound: number): boolean {
-  const fields = [frame.data ?? "", frame.event ?? "", frame.id ?? ""];
-  const units = fields.reduce((n, f) => n + f.length, 0);
+function exceedsBytes({ data = "", event = "", id = "" }: SseFrame, bound: number): boolean {
+  const units = data.length + event.length + id.length;
   if (units * 3 <= bound) return false;
   if (units > bound) return true;
   const encoder = new TextEncoder();
-  return fields.reduce((n, f) => n + encoder.encode(f).length, 0) > bound;
+  return encoder.encode(data).length + encoder.encode(event).length + encoder.encode(id).length > bound;
 }
 
 /** Token counts measured; a cost of unknown provenance (see the header). */
