@@ -122,56 +122,77 @@ function listeningPorts(pid) {
 
 /**
  * A DevTools protocol session with the isolate of the runtime's worker whose target id starts with
- * `core:user:` (the gateway's Worker, its Durable Objects and the emulator: one isolate), on the
- * runtime's own inspector (`--inspector-addr`, the port it listens on that answers /json/list).
- * `call(method, params)` answers the result. The runtime handles a message when the isolate is next
- * entered, so while a call waits, `poke` (a request to the Worker) is sent every half second; a call
- * unanswered within 30 s rejects. `close()` ends the session. Null when no such isolate is found.
+ * `core:user:` (the gateway's Worker, its Durable Objects and the emulator: one isolate).
+ * `call(method, params)` answers the result. The runtime keeps one inspector session per isolate,
+ * and wrangler dev's own inspector proxy (in its proxy workerd, the target whose URL ends in `/ws`)
+ * holds it once started, so that proxy is tried first (it refuses a handshake with a User-Agent and
+ * no allowed Origin, as Node's WebSocket sends: the Origin is set to loopback), then the runtime's own
+ * inspector (`--inspector-addr`, the port that answers /json/list). A session counts once it answers
+ * `Runtime.getHeapUsage` within 5 s. The runtime handles a message when the isolate is next entered,
+ * so while a call waits, `poke` (a request to the Worker) is sent every half second; a call
+ * unanswered within 30 s rejects. `close()` ends the session. Null when no such isolate answers.
  */
 export async function inspectWorker(pgid, poke) {
-  const runtime = workerdPids(pgid).find((pid) => roleOf(pid) === "runtime");
-  if (runtime === undefined) return null;
-  for (const port of listeningPorts(runtime)) {
-    let list;
-    try {
-      list = await (await fetch(`http://127.0.0.1:${port}/json/list`, { signal: AbortSignal.timeout(2000) })).json();
-    } catch {
-      continue;
-    }
-    const target = Array.isArray(list) ? list.find((t) => String(t.id).startsWith("core:user:")) : undefined;
-    if (!target) continue;
-    const ws = new WebSocket(target.webSocketDebuggerUrl);
-    const pending = new Map();
-    let next = 0;
-    ws.onmessage = (e) => {
-      const m = JSON.parse(String(e.data));
-      const p = m.id !== undefined && pending.get(m.id);
-      if (!p) return;
-      pending.delete(m.id);
-      if (m.error) p.reject(new Error(`inspector ${p.method}: ${m.error.message}`));
-      else p.resolve(m.result);
-    };
-    await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`the runtime's inspector at ${port} did not open a session within 10 s`)), 10_000);
-      ws.onopen = () => (clearTimeout(timer), resolve());
-      ws.onerror = () => (clearTimeout(timer), reject(new Error(`the runtime's inspector at ${port} refused the session`)));
-    });
-    const call = async (method, params = {}) => {
-      const id = ++next;
-      const answered = new Promise((resolve, reject) => pending.set(id, { resolve, reject, method }));
-      ws.send(JSON.stringify({ id, method, params }));
-      const deadline = Date.now() + 30_000;
-      while (true) {
-        const tick = new Promise((resolve) => setTimeout(() => resolve(pending), 500));
-        const got = await Promise.race([answered, tick]);
-        if (got !== pending) return got;
-        if (Date.now() > deadline) throw new Error(`inspector ${method}: no answer within 30 s`);
-        await poke().catch(() => undefined);
+  const pids = workerdPids(pgid);
+  const candidates = [];
+  for (const [role, pick] of [
+    ["proxy", (t) => String(t.webSocketDebuggerUrl).endsWith("/ws")],
+    ["runtime", (t) => String(t.id).startsWith("core:user:")],
+  ]) {
+    for (const pid of pids.filter((p) => roleOf(p) === role)) {
+      for (const port of listeningPorts(pid)) {
+        try {
+          const list = await (await fetch(`http://127.0.0.1:${port}/json/list`, { signal: AbortSignal.timeout(2000) })).json();
+          const target = Array.isArray(list) ? list.find(pick) : undefined;
+          if (target) candidates.push({ url: target.webSocketDebuggerUrl, target: role === "runtime" ? target.id : `wrangler:${target.id}` });
+        } catch {
+          // not an inspector
+        }
       }
-    };
-    return { call, close: () => ws.close(), target: target.id };
+    }
+  }
+  for (const { url, target } of candidates) {
+    const session = await openInspector(url, poke).catch(() => null);
+    if (!session) continue;
+    const answers = await session.call("Runtime.getHeapUsage", {}, 5_000).then(() => true, () => false);
+    if (answers) return { ...session, target };
+    session.close();
   }
   return null;
+}
+
+/** A DevTools protocol session over `url` (see inspectWorker): `{ call(method, params, withinMs = 30 s), close }`. */
+async function openInspector(url, poke) {
+  const ws = new WebSocket(url, { headers: { origin: "http://127.0.0.1" } });
+  const pending = new Map();
+  let next = 0;
+  ws.onmessage = (e) => {
+    const m = JSON.parse(String(e.data));
+    const p = m.id !== undefined && pending.get(m.id);
+    if (!p) return;
+    pending.delete(m.id);
+    if (m.error) p.reject(new Error(`inspector ${p.method}: ${m.error.message}`));
+    else p.resolve(m.result);
+  };
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the inspector at ${url} did not open a session within 10 s`)), 10_000);
+    ws.onopen = () => (clearTimeout(timer), resolve());
+    ws.onerror = () => (clearTimeout(timer), reject(new Error(`the inspector at ${url} refused the session`)));
+  });
+  const call = async (method, params = {}, withinMs = 30_000) => {
+    const id = ++next;
+    const answered = new Promise((resolve, reject) => pending.set(id, { resolve, reject, method }));
+    ws.send(JSON.stringify({ id, method, params }));
+    const deadline = Date.now() + withinMs;
+    while (true) {
+      const tick = new Promise((resolve) => setTimeout(() => resolve(pending), 500));
+      const got = await Promise.race([answered, tick]);
+      if (got !== pending) return got;
+      if (Date.now() > deadline) throw new Error(`inspector ${method}: no answer within ${withinMs / 1000} s`);
+      await poke().catch(() => undefined);
+    }
+  };
+  return { call, close: () => ws.close() };
 }
 
 /**
