@@ -21,6 +21,13 @@ describe("each text delta stored and sent once", () => {
     expect(compactPart({ id: "p", type: "text", text: "abc" }, "c", undefined)).toEqual({ data: { part: { id: "p", type: "text", text: "abc" } }, text: "abc" });
   });
 
+  it("a text of the right length that differs from the held text inside, or ends otherwise, goes whole", () => {
+    // Each is as long as the held text plus the delta: only the comparison of both ends tells.
+    expect(compactPart({ id: "p", type: "text", text: "aXc" }, "c", "ab").data).toEqual({ part: { id: "p", type: "text", text: "aXc" } });
+    expect(compactPart({ id: "p", type: "text", text: "abX" }, "c", "ab").data).toEqual({ part: { id: "p", type: "text", text: "abX" } });
+    expect(compactPart({ id: "p", type: "text", text: "abc" }, "c", "ab").data).toEqual({ part: { id: "p", type: "text" }, delta: "c" });
+  });
+
   it("parts that do not stream text (tools) are left as they are", () => {
     const part = { id: "t", type: "tool", state: { status: "running" } };
     expect(compactPart(part, undefined, undefined)).toEqual({ data: { part }, text: undefined });

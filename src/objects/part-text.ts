@@ -36,13 +36,21 @@ export function compactPart(part: Record<string, unknown>, delta: string | undef
   const full = typeof part.text === "string" ? part.text : undefined;
   if (delta === undefined) return { data: { part }, text: full ?? known };
   const base = known ?? "";
-  if (full === undefined || full === base + delta) {
+  if (full === undefined) return { data: { part, delta }, text: base + delta };
+  if (continues(full, base, delta)) {
     const { text: _omitted, ...rest } = part;
-    return { data: { part: rest, delta }, text: base + delta };
+    // The upstream's own string, not base + delta: a concatenation is a rope that the next
+    // update's comparison would copy whole (a part's text copied once per delta).
+    return { data: { part: rest, delta }, text: full };
   }
   // The text does not continue what this session holds (a frame it never saw, an edit upstream):
   // the part goes whole, and replaces what clients hold.
   return { data: { part }, text: full };
+}
+
+/** Whether `full` is exactly `base` followed by `delta`, found without building `base + delta`. */
+function continues(full: string, base: string, delta: string): boolean {
+  return full.length === base.length + delta.length && full.endsWith(delta) && full.startsWith(base);
 }
 
 /** A client's side of the rule: the text of a part after an update. */

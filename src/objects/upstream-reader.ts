@@ -165,8 +165,8 @@ export class UpstreamReader {
             committed = true;
             row = store.holdUpdate(hold)!;
           }
-          if (held.kind === "delta") texts.set(event.part.id, texts.get(event.part.id)! + held.delta);
-          else if (STREAMED_TYPES.has(event.part.type)) texts.set(event.part.id, String(event.part.text));
+          // A held delta's part carries its whole text (holdableUpdate): kept as upstream's own string.
+          if (STREAMED_TYPES.has(event.part.type)) texts.set(event.part.id, String(event.part.text));
           this.deps.log.publishHeld(row);
           this.armTailFlush();
           continue;
