@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // Where the runtime's isolate spends its time while PROFILE_CONVERSATIONS (50) new conversations run
-// a turn of PROFILE_WORDS (200) words at PROFILE_FRAME_MS (40 ms) at once, one viewer each: the
-// workload of the `agents` section's 50 at once (issue 24, item 1). Under `wrangler dev` the Worker,
+// a turn of PROFILE_WORDS (200) words at PROFILE_FRAME_MS (40 ms) at once, PROFILE_VIEWERS (1) viewers
+// each: the workload of the `agents` section's 50 at once (issue 24, item 1); with
+// PROFILE_CONVERSATIONS=1 PROFILE_VIEWERS=300 PROFILE_WORDS=1000 PROFILE_FRAME_MS=5, its CPU per
+// extra viewer at 300 (item 5). Under `wrangler dev` the Worker,
 // every session object and the emulator share that one isolate, so its busy time bounds how fast the
 // 50 turns can finish.
 //
@@ -12,7 +14,8 @@
 // busy time beside the turns' wall time, and the functions with the most self time and the most
 // total time (a function counted once per sample however deep it recurses), each with its file and
 // line in the bundle wrangler built. Writes bench/results/profile.cpuprofile (open it in Chrome's
-// DevTools, Performance panel) and profile.json (the tables). A measurement to find where to cut,
+// DevTools, Performance panel), profile.json (the tables) and profile-bundle.js (the bundle its line
+// numbers point at). A measurement to find where to cut,
 // not a figure of issue 24: the `agents` section measures those.
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -22,6 +25,7 @@ import { cpuSeconds, inspectWorker } from "./workerd.mjs";
 
 const C = {
   CONVERSATIONS: num("PROFILE_CONVERSATIONS", 50),
+  VIEWERS: num("PROFILE_VIEWERS", 1),
   WORDS: num("PROFILE_WORDS", 200),
   FRAME_MS: num("PROFILE_FRAME_MS", 40),
   SAMPLE_US: num("PROFILE_SAMPLE_US", 200),
@@ -66,7 +70,7 @@ function tally(profile, sourceOf = () => "") {
  * The source file of a line of the bundle wrangler dev built (esbuild marks each module's start with
  * a `// src/…` comment): a function of the 0-based line; "" when the bundle is not found.
  */
-function bundleSources(checkout) {
+function bundleSources(checkout, copyTo) {
   const tmp = join(checkout, ".wrangler", "tmp");
   const bundles = existsSync(tmp)
     ? readdirSync(tmp)
@@ -75,8 +79,11 @@ function bundleSources(checkout) {
         .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)
     : [];
   if (bundles.length === 0) return () => "";
+  const text = readFileSync(bundles[0], "utf8");
+  // Kept beside the profile: its lines are what the profile's line numbers point at.
+  writeFileSync(copyTo, text);
   const starts = [];
-  readFileSync(bundles[0], "utf8")
+  text
     .split("\n")
     .forEach((line, i) => {
       const m = /^\/\/ ((?:src|node_modules)\/\S+)$/.exec(line);
@@ -108,9 +115,9 @@ async function main() {
     const session = await inspectWorker(server.pid, poke);
     if (!session) throw new Error("profile: the runtime's inspector was not found");
     const cids = Array.from({ length: C.CONVERSATIONS }, (_, i) => `profile-${i}-${tag}`);
-    const viewers = cids.map((cid) => viewer(base, cid, auth, { stopAt: (f) => isTurnEnd(f.type) }));
-    await Promise.all(viewers.map((v) => v.opened));
-    await new Promise((r) => setTimeout(r, 300 + C.CONVERSATIONS * 10));
+    const viewers = cids.map((cid) => Array.from({ length: C.VIEWERS }, () => viewer(base, cid, auth, { stopAt: (f) => isTurnEnd(f.type) })));
+    await Promise.all(viewers.flat().map((v) => v.opened));
+    await new Promise((r) => setTimeout(r, 300 + C.CONVERSATIONS * C.VIEWERS * 10));
     await session.call("Profiler.enable");
     await session.call("Profiler.setSamplingInterval", { interval: C.SAMPLE_US });
     await session.call("Profiler.start");
@@ -119,15 +126,16 @@ async function main() {
     const ends = await Promise.all(
       cids.map(async (cid, i) => {
         await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t1", message: `profile [words:${C.WORDS}]` }, auth);
-        await viewers[i].waitFor(turnEndOf("t1"), 600_000);
+        await Promise.all(viewers[i].map((v) => v.waitFor(turnEndOf("t1"), 600_000)));
         return performance.now() - t0;
       }),
     );
     const cpu1 = cpuSeconds(server.pid);
     const { profile } = await session.call("Profiler.stop");
     session.close();
-    viewers.forEach((v) => v.close());
-    const { self, total, busy } = tally(profile, bundleSources(root));
+    viewers.flat().forEach((v) => v.close());
+    mkdirSync(join(here, "results"), { recursive: true });
+    const { self, total, busy } = tally(profile, bundleSources(root, join(here, "results", "profile-bundle.js")));
     const sampleMs = (profile.endTime - profile.startTime) / 1000 / profile.samples.length;
     const secs = (n) => Number(((n * sampleMs) / 1000).toFixed(2));
     const top = (m) => [...m].sort((a, b) => b[1] - a[1]).slice(0, C.TOP).map(([k, n]) => ({ fn: k, seconds: secs(n), share: Number((n / busy).toFixed(3)) }));
@@ -141,10 +149,9 @@ async function main() {
       self: top(self),
       total: top(total),
     };
-    mkdirSync(join(here, "results"), { recursive: true });
     writeFileSync(join(here, "results", "profile.cpuprofile"), JSON.stringify(profile));
     writeFileSync(join(here, "results", "profile.json"), JSON.stringify(out, null, 2));
-    console.log(`${C.CONVERSATIONS} turns of ${C.WORDS} words at ${C.FRAME_MS} ms at once: last ended after ${out.wallSeconds} s (p50 ${out.p50Seconds} s); isolate busy ${out.busySeconds} s of ${out.profiledSeconds} s profiled; runtime CPU ${out.runtimeCpuSeconds} s`);
+    console.log(`${C.CONVERSATIONS} turns of ${C.WORDS} words at ${C.FRAME_MS} ms at once, ${C.VIEWERS} viewer(s) each: last ended after ${out.wallSeconds} s (p50 ${out.p50Seconds} s); isolate busy ${out.busySeconds} s of ${out.profiledSeconds} s profiled; runtime CPU ${out.runtimeCpuSeconds} s`);
     for (const [title, rows] of [["self", out.self], ["total", out.total]]) {
       console.log(`\n${title} time, s (share of busy):`);
       for (const r of rows) console.log(`${String(r.seconds).padStart(7)}  ${(r.share * 100).toFixed(1).padStart(5)}%  ${r.fn}`);

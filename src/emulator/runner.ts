@@ -1,6 +1,6 @@
 /**
  * The scripted runs: starting one, advancing every running one by the clock (one frame per frame
- * delay), pausing at an ask until it is answered or expires, cancelling, and finishing. Frames are
+ * delay, on the run's own schedule), pausing at an ask until it is answered or expires, cancelling, and finishing. Frames are
  * stored before they are published, so a stream opened later replays exactly what a live one saw.
  *
  * A timer drives the runs while the object is awake; an alarm set just after the next due frame
@@ -247,7 +247,11 @@ export class Runner {
         return;
       }
       const next = script[step];
-      nextAt = next ? now + exe.frame_delay_ms * (next.delayFactor ?? 1) : null;
+      // On the run's own schedule (the frame before's due time plus the delay), not the tick's: a
+      // tick that came late, the isolate busy with other work, emits every frame due by now at
+      // once, as a remote upstream's stream arrives after a reader's stall; a delay counted from
+      // the tick would slow the agent down with its reader.
+      nextAt = next ? nextAt + exe.frame_delay_ms * (next.delayFactor ?? 1) : null;
       this.store.setProgress(exe.id, step, nextAt);
       if (frame.type === "result") {
         this.store.setReceipt(
