@@ -21,7 +21,7 @@ import { fileURLToPath } from "node:url";
 import { decodeAfter } from "../public/lib/frames.js";
 import { freePort, readSse } from "../scripts/devserver.mjs";
 import { benchPort, deltaOf, follow, isTurnEnd, ms, num, percentile, sleep, tag, turnEndOf, untilInterrupted, utf8, viewer } from "./harness.mjs";
-import { cpuSeconds } from "./workerd.mjs";
+import { cpuSeconds, quietInspector } from "./workerd.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -93,7 +93,9 @@ export async function startPeer() {
     }
     await sleep(250);
   }
-  return { base, pid: child.pid, stop, output: () => output };
+  // As the gateway's dev server (harness.startBenchServer): no network reports to wrangler's inspector proxy.
+  const inspectorQuiet = await quietInspector(child.pid, () => fetch(`${base}/healthz`));
+  return { base, pid: child.pid, stop, output: () => output, inspectorQuiet };
 }
 
 /** One WebSocket to agent `name`, as the agents chat transport opens it; every message kept with its arrival time and size. */
@@ -418,6 +420,7 @@ export async function agents(ctx) {
   ctxPgid = server.pid;
   const peer = await startPeer();
   const done = untilInterrupted(() => peer.stop());
+  if (!peer.inspectorQuiet) problems.push("agents: the peer's network reports to its inspector proxy could not be turned off");
   const out = { config: C, peer: {}, gateway: {} };
   results.agents = out;
   try {

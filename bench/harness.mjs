@@ -11,6 +11,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { decodeAfter, DELTA_EVENT } from "../public/lib/frames.js";
 import { devLogin, readSse, startDevServer } from "../scripts/devserver.mjs";
+import { quietInspector } from "./workerd.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -73,8 +74,16 @@ const portFree = (port) =>
     s.listen(port, "127.0.0.1", () => s.close(() => resolve(true)));
   });
 
-/** `wrangler dev` of this tree, or of `checkout` (an older commit's worktree), for a benchmark run. */
-export const startBenchServer = async (options = {}) => startDevServer({ port: await benchPort(), ...options, vars: BENCH_VARS });
+/**
+ * `wrangler dev` of this tree, or of `checkout` (an older commit's worktree), for a benchmark run,
+ * with the runtime's network reports to wrangler's inspector proxy off (quietInspector);
+ * `inspectorQuiet` says whether they are.
+ */
+export async function startBenchServer(options = {}) {
+  const server = await startDevServer({ port: await benchPort(), ...options, vars: BENCH_VARS });
+  server.inspectorQuiet = await quietInspector(server.pid, () => fetch(`${server.base}/healthz`));
+  return server;
+}
 
 /**
  * CPU time (user + system, ms) the processes of a process group have used so far: the dev server's

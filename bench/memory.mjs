@@ -146,6 +146,7 @@ function memoryVerdict(startMiB, idleMiBs, limit = 0.1) {
 export async function memory({ problems, results }) {
   const server = await startBenchServer();
   const done = untilInterrupted(() => server.stop());
+  if (!server.inspectorQuiet) problems.push("memory: the runtime's network reports to wrangler dev's inspector proxy could not be turned off");
   try {
     const ctx = { ...(await signIn(server.base)), problems };
     const { base, api, auth } = ctx;

@@ -49,6 +49,7 @@ const server = await startBenchServer({ ...(process.env.BENCH_SERVER_CHECKOUT ? 
 // Interrupted (Ctrl-C, a timeout): the servers this run started go with it.
 untilInterrupted(() => server.stop());
 stopOnSignal();
+if (!server.inspectorQuiet) problems.push("the runtime's network reports to wrangler dev's inspector proxy could not be turned off (no inspector answered): every subrequest chunk also costs a request to wrangler's Node process");
 const started = performance.now();
 let serverLog = "";
 results.loadAverage = { start: loadavg().map((l) => Number(l.toFixed(2))) };

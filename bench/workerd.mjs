@@ -161,6 +161,29 @@ export async function inspectWorker(pgid, poke) {
   return null;
 }
 
+/**
+ * Stops the runtime reporting network traffic to wrangler dev's inspector proxy (`Network.disable`
+ * on its one session, which wrangler enables when it connects). Enabled, the runtime reports every
+ * chunk of every subrequest body (a session object's read of its run's stream, each raw reader of
+ * the baselines) as an event, and the proxy posts each event to wrangler's own Node process as a
+ * request of its own and keeps it in a buffer no DevTools reads: at 300 raw readers it held 20,000
+ * sockets (its descriptor limit) within half a minute, and requests through it failed ("Too many
+ * open files"). A deployment has no inspector. Answers whether it was done (false: no inspector
+ * answered; the caller reports it).
+ */
+export async function quietInspector(pgid, poke) {
+  const session = await inspectWorker(pgid, poke).catch(() => null);
+  if (!session) return false;
+  try {
+    await session.call("Network.disable");
+    return true;
+  } catch {
+    return false;
+  } finally {
+    session.close();
+  }
+}
+
 /** A DevTools protocol session over `url` (see inspectWorker): `{ call(method, params, withinMs = 30 s), close }`. */
 async function openInspector(url, poke) {
   const ws = new WebSocket(url, { headers: { origin: "http://127.0.0.1" } });
