@@ -2,7 +2,8 @@
 // @cloudflare/ai-chat package on `agents`, its own wrangler dev on a port of its own) on the same
 // workloads, in the same run: N one-word text deltas at a given rate. For the peer: rows written
 // per delta and bytes its SQLite keeps (while the turn runs and after it), bytes on its WebSocket
-// per delta. For both: workerd CPU per delta per extra viewer (1 against CPU_VIEWERS viewers),
+// per delta. For both: workerd CPU per delta per extra viewer (1 against CPU_VIEWERS viewers, and
+// against CPU_VIEWERS_MAX),
 // a viewer reconnecting mid-stream (lost and duplicated deltas, time to the first new one), and
 // CONCURRENT conversations finishing a turn at once against one alone. The gateway's rows and
 // bytes are the `rows` benchmark's (the summary puts them side by side).
@@ -39,6 +40,8 @@ export const config = {
   // 50, not 10: the CPU of the 1-viewer turn moves by ±0.1 s from run to run, ±11 µs over 9 extra
   // viewers × 1,000 deltas, ±2 µs over 49.
   CPU_VIEWERS: num("CPU_VIEWERS", 50),
+  // The same at 300 viewers (issue 24, item 5's scale), both sides; 0 skips it.
+  CPU_VIEWERS_MAX: num("CPU_VIEWERS_MAX", 300),
   RECONNECT_WORDS: num("RECONNECT_WORDS", 300),
   RECONNECT_FRAME_MS: num("RECONNECT_FRAME_MS", 20),
   CONCURRENT: num("CONCURRENT", 50),
@@ -442,14 +445,17 @@ export async function agents(ctx) {
       step("CPU per extra viewer");
       // CPU per delta per extra viewer, each on its own workerd, 1 then CPU_VIEWERS viewers.
       await api.post("/_emulator/faults", { frameDelayMs: C.CPU_FRAME_MS });
+      const most = C.CPU_VIEWERS_MAX > C.CPU_VIEWERS ? C.CPU_VIEWERS_MAX : 0;
       try {
         const one = await gatewayCpuTurn(ctx, 1);
-        const many = await gatewayCpuTurn(ctx, C.CPU_VIEWERS);
-        out.gateway.cpu = perExtraViewer(one, many, C.CPU_VIEWERS);
+        out.gateway.cpu = perExtraViewer(one, await gatewayCpuTurn(ctx, C.CPU_VIEWERS), C.CPU_VIEWERS);
+        if (most) out.gateway.cpuMost = perExtraViewer(one, await gatewayCpuTurn(ctx, most), most);
       } finally {
         await api.post("/_emulator/faults", { frameDelayMs: 0 });
       }
-      out.peer.cpu = perExtraViewer(await peerCpuTurn(peer, 1), await peerCpuTurn(peer, C.CPU_VIEWERS), C.CPU_VIEWERS);
+      const peerOne = await peerCpuTurn(peer, 1);
+      out.peer.cpu = perExtraViewer(peerOne, await peerCpuTurn(peer, C.CPU_VIEWERS), C.CPU_VIEWERS);
+      if (most) out.peer.cpuMost = perExtraViewer(peerOne, await peerCpuTurn(peer, most), most);
     }
 
     if (part("reconnect")) {
@@ -520,7 +526,9 @@ export function report(results) {
   }
   for (const side of ["gateway", "peer"]) {
     const s = a[side];
-    if (s.cpu) out.push(`${side}: runtime CPU ${s.cpu.one.runtimeSeconds} s at 1 viewer, ${s.cpu.many.runtimeSeconds} s at ${s.cpu.viewers} (${s.cpu.many.frames} deltas): ${s.cpu.microsecondsPerDeltaPerExtraViewer} µs per delta per extra viewer (${s.cpu.withProxyMicroseconds} µs with wrangler's proxy)`);
+    for (const cpu of [s.cpu, s.cpuMost]) {
+      if (cpu) out.push(`${side}: runtime CPU ${cpu.one.runtimeSeconds} s at 1 viewer, ${cpu.many.runtimeSeconds} s at ${cpu.viewers} (${cpu.many.frames} deltas): ${cpu.microsecondsPerDeltaPerExtraViewer} µs per delta per extra viewer (${cpu.withProxyMicroseconds} µs with wrangler's proxy)`);
+    }
     if (s.reconnect) out.push(`${side}: reconnect at delta ${s.reconnect.droppedAfter} of ${s.reconnect.deltas}: first new delta after ${s.reconnect.reconnectMs} ms, ${s.reconnect.lost} lost, ${s.reconnect.duplicated} deltas twice`);
     if (s.concurrent) out.push(`${side}: ${s.concurrent.many.conversations} conversations ${s.concurrent.many.seconds} s, one ${s.concurrent.one.seconds} s: ratio ${s.concurrent.ratio}${s.concurrent.cpuSeconds ? `; workerd CPU over the ${s.concurrent.many.conversations}: ${s.concurrent.cpuSeconds.runtime} s (+ proxy ${s.concurrent.cpuSeconds.proxy} s)` : ""}${s.concurrent.perRaw ? `; ÷ the raw runs at once ${s.concurrent.perRaw}` : ""}`);
   }

@@ -21,7 +21,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { isTurnEnd, num, percentile, signIn, sseTurnEnd, startBenchServer, stopOnSignal, tag, timedRead, turnEndOf, untilInterrupted, viewer } from "./harness.mjs";
-import { cpuSeconds, inspectWorker } from "./workerd.mjs";
+import { cpuSeconds, inspectWorker, runtimeBase } from "./workerd.mjs";
 
 const C = {
   CONVERSATIONS: num("PROFILE_CONVERSATIONS", 50),
@@ -30,6 +30,8 @@ const C = {
   FRAME_MS: num("PROFILE_FRAME_MS", 40),
   SAMPLE_US: num("PROFILE_SAMPLE_US", 200),
   TOP: num("PROFILE_TOP", 30),
+  // Where the viewers read: `proxy` (wrangler dev's port, as the agents section's viewers) or `runtime` (its own address, as latency's).
+  VIA: process.env.PROFILE_VIA ?? "proxy",
 };
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..");
@@ -115,7 +117,9 @@ async function main() {
     const session = await inspectWorker(server.pid, poke);
     if (!session) throw new Error("profile: the runtime's inspector was not found");
     const cids = Array.from({ length: C.CONVERSATIONS }, (_, i) => `profile-${i}-${tag}`);
-    const viewers = cids.map((cid) => Array.from({ length: C.VIEWERS }, () => viewer(base, cid, auth, { stopAt: (f) => isTurnEnd(f.type) })));
+    const streams = C.VIA === "runtime" ? await runtimeBase(server.pid) : base;
+    if (!streams) throw new Error("profile: the runtime's own address was not found");
+    const viewers = cids.map((cid) => Array.from({ length: C.VIEWERS }, () => viewer(streams, cid, auth, { stopAt: (f) => isTurnEnd(f.type) })));
     await Promise.all(viewers.flat().map((v) => v.opened));
     await new Promise((r) => setTimeout(r, 300 + C.CONVERSATIONS * C.VIEWERS * 10));
     await session.call("Profiler.enable");
