@@ -224,11 +224,14 @@ async function gatewayCpuTurn({ base, api, auth }, K) {
   const viewers = Array.from({ length: K }, () => viewer(base, cid, auth, { stopAt: (f) => isTurnEnd(f.type) }));
   await Promise.all(viewers.map((v) => v.opened));
   await sleep(300 + K * 5);
-  return cpuOf(ctxPgid, async () => {
+  const cpu = await cpuOf(ctxPgid, async () => {
     await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t1", message: `cpu [words:${C.CPU_WORDS}]` }, auth);
     await Promise.all(viewers.map((v) => v.done));
     return viewers[0].frames.filter((f) => f.type !== "stream.reset" && deltaOf(f.env.data) !== null).length;
   });
+  // How many reads (chunks, about one per message) a viewer's events came in: deltas batched, or one each.
+  const chunks = viewers.map((v) => new Set(v.frames.map((f) => f.chunk)).size);
+  return { ...cpu, chunksPerViewer: { min: Math.min(...chunks), max: Math.max(...chunks) } };
 }
 let ctxPgid = 0;
 
@@ -527,7 +530,8 @@ export function report(results) {
   for (const side of ["gateway", "peer"]) {
     const s = a[side];
     for (const cpu of [s.cpu, s.cpuMost]) {
-      if (cpu) out.push(`${side}: runtime CPU ${cpu.one.runtimeSeconds} s at 1 viewer, ${cpu.many.runtimeSeconds} s at ${cpu.viewers} (${cpu.many.frames} deltas): ${cpu.microsecondsPerDeltaPerExtraViewer} µs per delta per extra viewer (${cpu.withProxyMicroseconds} µs with wrangler's proxy)`);
+      const reads = cpu?.many.chunksPerViewer ? `; a viewer's events came in ${cpu.many.chunksPerViewer.min}–${cpu.many.chunksPerViewer.max} reads (${cpu.one.chunksPerViewer.min} at 1 viewer)` : "";
+      if (cpu) out.push(`${side}: runtime CPU ${cpu.one.runtimeSeconds} s at 1 viewer, ${cpu.many.runtimeSeconds} s at ${cpu.viewers} (${cpu.many.frames} deltas): ${cpu.microsecondsPerDeltaPerExtraViewer} µs per delta per extra viewer (${cpu.withProxyMicroseconds} µs with wrangler's proxy)${reads}`);
     }
     if (s.reconnect) out.push(`${side}: reconnect at delta ${s.reconnect.droppedAfter} of ${s.reconnect.deltas}: first new delta after ${s.reconnect.reconnectMs} ms, ${s.reconnect.lost} lost, ${s.reconnect.duplicated} deltas twice`);
     if (s.concurrent) out.push(`${side}: ${s.concurrent.many.conversations} conversations ${s.concurrent.many.seconds} s, one ${s.concurrent.one.seconds} s: ratio ${s.concurrent.ratio}${s.concurrent.cpuSeconds ? `; workerd CPU over the ${s.concurrent.many.conversations}: ${s.concurrent.cpuSeconds.runtime} s (+ proxy ${s.concurrent.cpuSeconds.proxy} s)` : ""}${s.concurrent.perRaw ? `; ÷ the raw runs at once ${s.concurrent.perRaw}` : ""}`);

@@ -92,6 +92,13 @@ async function latencyRun({ base, api, auth, problems, server }, K) {
       added.push(got[k].t - raw[k].t);
     }
   }
+  // The fan-out's own spread: for each event every viewer got, its last copy's arrival less its
+  // first's (one frame to K viewers is K sends and K relays in a row on the isolate's thread), and
+  // how many reads (chunks, about one per message) each viewer's events came in.
+  const arrivals = new Map();
+  for (const v of viewers) for (const f of v.frames) arrivals.set(f.seq, [...(arrivals.get(f.seq) ?? []), f.t]);
+  const spread = [...arrivals.values()].filter((ts) => ts.length === K).map((ts) => Math.max(...ts) - Math.min(...ts));
+  const chunks = viewers.map((v) => new Set(v.frames.map((f) => f.chunk)).size);
   // The wire: each text delta's frame as the first viewer got it, SSE framing included.
   const deltaFrames = viewers[0].frames.filter((f) => f.type === DELTA_EVENT || (f.type === "message.part.updated" && deltaOf(f.env.data) !== null));
   const deltaBytes = deltaFrames.map((f) => f.bytes);
@@ -154,6 +161,8 @@ async function latencyRun({ base, api, auth, problems, server }, K) {
     framesPerViewer: viewers[0].frames.length,
     cpuMs: cpu,
     deltaFrameBytes: { count: deltaBytes.length, mean: ms(deltaBytes.length ? deltaBytes.reduce((a, b) => a + b, 0) / deltaBytes.length : null), p50: percentile(deltaBytes, 0.5), max: deltaBytes.length ? Math.max(...deltaBytes) : null, lean: deltaFrames.filter((f) => f.type === DELTA_EVENT).length },
+    viewerSpreadMs: { p50: ms(percentile(spread, 0.5)), p99: ms(percentile(spread, 0.99)), max: ms(spread.length ? Math.max(...spread) : null) },
+    chunksPerViewer: { min: Math.min(...chunks), max: Math.max(...chunks) },
     compared: added.length,
     addedMs: { p50: ms(percentile(added, 0.5)), p99: ms(percentile(added, 0.99)), max: ms(added.length ? Math.max(...added) : null) },
     rawInterArrivalMs: { p50: ms(percentile(gaps, 0.5)), p99: ms(percentile(gaps, 0.99)) },
@@ -234,6 +243,11 @@ export function report(results) {
           `${r.deltaFrameBytes.mean} / ${r.deltaFrameBytes.max} (${r.deltaFrameBytes.lean} of ${r.deltaFrameBytes.count})`.padStart(36),
         ].join(""),
       );
+    }
+    out.push("", "viewers  spread of an event's copies across the viewers, last − first, p50 / p99 / max ms  reads (chunks) per viewer min / max");
+    for (const r of results.latency) {
+      if (!r.viewerSpreadMs) continue;
+      out.push([String(r.viewers).padStart(7), `${r.viewerSpreadMs.p50} / ${r.viewerSpreadMs.p99} / ${r.viewerSpreadMs.max}`.padStart(79), `${r.chunksPerViewer.min} / ${r.chunksPerViewer.max}`.padStart(36)].join(""));
     }
   }
   return out;
