@@ -1,7 +1,8 @@
 /**
  * The scripted runs: starting one, advancing every running one by the clock (one frame per frame
- * delay, on the run's own schedule), pausing at an ask until it is answered or expires, cancelling, and finishing. Frames are
- * stored before they are published, so a stream opened later replays exactly what a live one saw.
+ * delay, on the run's own schedule), pausing at an ask until it is answered or expires,
+ * cancelling, and finishing. Frames are stored before they are published, so a stream opened
+ * later replays exactly what a live one saw.
  *
  * A timer drives the runs while the object is awake; an alarm set just after the next due frame
  * is the backstop that picks them up again after an eviction.
