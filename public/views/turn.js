@@ -141,6 +141,21 @@ export function answerText(/** @type {Turn} */ turn) {
 }
 
 /**
+ * Redraws `container`'s children; a button of it that had the focus hands it to the new button of
+ * the same action, where there is one that can be pressed (a redraw never drops the focus to the page).
+ * @param {HTMLElement} container
+ * @param {Array<Node>} children
+ */
+function replaceKeepingFocus(container, children) {
+  const active = document.activeElement;
+  const action = active instanceof HTMLElement && container.contains(active) ? active.dataset.action : undefined;
+  container.replaceChildren(...children);
+  if (!action || container.contains(active)) return;
+  const again = container.querySelector(`button[data-action="${action}"]`);
+  if (again instanceof HTMLButtonElement && !again.disabled) again.focus();
+}
+
+/**
  * @param {string} turnId
  * @param {TurnHandlers} handlers
  */
@@ -229,8 +244,9 @@ export function createTurnView(turnId, handlers) {
           el("button", { type: "button", class: "link-button", "data-action": "branch-next", "aria-label": "Next version", text: "›", disabled: busy || siblings.index === siblings.count - 1 }),
         )
       : null;
-    meta.replaceChildren(
-      ...[timeElement(turn.sentAt, turn.sentAt ? timeText(turn.sentAt) : ""), picker, canEdit ? el("button", { type: "button", class: "link-button", "data-action": "edit", "aria-label": `Edit message ${quoted(turn.userText)}`, text: "Edit" }) : null].filter((n) => n !== null),
+    replaceKeepingFocus(
+      meta,
+      [timeElement(turn.sentAt, turn.sentAt ? timeText(turn.sentAt) : ""), picker, canEdit ? el("button", { type: "button", class: "link-button", "data-action": "edit", "aria-label": `Edit message ${quoted(turn.userText)}`, text: "Edit" }) : null].filter((n) => n !== null),
     );
     if (turn.status === "unsent") {
       sendError.hidden = false;
@@ -276,8 +292,9 @@ export function createTurnView(turnId, handlers) {
     error.textContent = turn.status === "failed" ? `The turn failed: ${turn.error?.message ?? "unknown error"}` : "";
     const ended = !isActive(turn.status) && turn.status !== "unsent";
     const text = answerText(turn);
-    footer.replaceChildren(
-      ...[
+    replaceKeepingFocus(
+      footer,
+      [
         el("span", { class: `badge ${turn.status}`, text: waiting ? "waiting for you" : STATUS_LABEL[turn.status] }),
         turn.status === "cancelled" && turn.cancelReason ? el("span", { class: "cancel-reason", text: cancelReasonText(turn.cancelReason) }) : null,
         turn.usage ? el("span", { class: "usage", text: usageText(turn.usage) }) : null,
@@ -310,6 +327,21 @@ export function createTurnView(turnId, handlers) {
     /** @returns {TurnProps | null} */
     get props() {
       return last;
+    },
+    /**
+     * Focuses the version picker's `action` button, else its other one; false when neither can be pressed.
+     * @param {"branch-prev" | "branch-next"} action
+     */
+    focusPicker(action) {
+      const other = action === "branch-prev" ? "branch-next" : "branch-prev";
+      for (const which of [action, other]) {
+        const button = meta.querySelector(`button[data-action="${which}"]`);
+        if (button instanceof HTMLButtonElement && !button.disabled) {
+          button.focus();
+          return true;
+        }
+      }
+      return false;
     },
   };
 }

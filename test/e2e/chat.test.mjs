@@ -7,6 +7,7 @@ import { api, cidOf, lastTurn, openPage, send, server, shot, shownText, signIn, 
 import "./fixes.mjs";
 import "./features.mjs";
 import "./layout.mjs";
+import "./focus.mjs";
 // The rest of the page's tests are in page.test.mjs, which runs beside this file.
 
 describe("the chat page", () => {
