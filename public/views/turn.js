@@ -171,14 +171,15 @@ export function createTurnView(turnId, handlers) {
   });
   const meta = el("div", { class: "message-meta" });
   const sendError = el("div", { class: "send-error", role: "alert", hidden: true });
-  const userRow = el("div", { class: "user-row" }, bubble, more, meta, sendError);
+  // Each message is found by its heading (a screen reader's list of headings reads the conversation).
+  const userRow = el("div", { class: "user-row" }, el("h3", { class: "sr-only", text: "You said" }), bubble, more, meta, sendError);
   const parts = el("div", { class: "parts" });
   const typing = el("p", { class: "typing", text: "Working" });
   const lostNotice = el("p", { class: "turn-connection", hidden: true });
   const error = el("p", { class: "turn-error", role: "alert", hidden: true });
   const footer = el("div", { class: "turn-footer" });
   const changes = createChangesView();
-  const agent = el("div", { class: "agent", role: "group", "aria-label": "The agent's answer" }, parts, changes.node, typing, lostNotice, error, footer);
+  const agent = el("div", { class: "agent", role: "group", "aria-label": "The agent's answer" }, el("h3", { class: "sr-only", text: "The agent said" }), parts, changes.node, typing, lostNotice, error, footer);
   const node = el("li", { class: "turn", "data-turn": turnId }, userRow, agent);
   /** @type {Map<string, ReturnType<typeof blockView>>} */
   const blocks = new Map();
@@ -292,12 +293,14 @@ export function createTurnView(turnId, handlers) {
     error.textContent = turn.status === "failed" ? `The turn failed: ${turn.error?.message ?? "unknown error"}` : "";
     const ended = !isActive(turn.status) && turn.status !== "unsent";
     const text = answerText(turn);
+    const usage = usageText(turn.usage);
     replaceKeepingFocus(
       footer,
       [
         el("span", { class: `badge ${turn.status}`, text: waiting ? "waiting for you" : STATUS_LABEL[turn.status] }),
         turn.status === "cancelled" && turn.cancelReason ? el("span", { class: "cancel-reason", text: cancelReasonText(turn.cancelReason) }) : null,
-        turn.usage ? el("span", { class: "usage", text: usageText(turn.usage) }) : null,
+        // Figures as they come; an ended turn without them says its usage is unknown (never nothing, never zero).
+        turn.usage || ended ? el("span", { class: "usage", text: usage === "unknown" ? "usage unknown" : usage }) : null,
         modelText(turn.model, turn.usage?.servedModels) ? el("span", { class: "model", text: modelText(turn.model, turn.usage?.servedModels) }) : null,
         ended ? timeElement(turn.endedAt, turn.endedAt ? timeText(turn.endedAt) : "") : null,
         ended

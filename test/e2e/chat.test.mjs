@@ -7,7 +7,8 @@ import { api, cidOf, lastTurn, openPage, send, server, shot, shownText, signIn, 
 import "./fixes.mjs";
 import "./features.mjs";
 import "./layout.mjs";
-import "./focus.mjs";
+import "./access.mjs";
+import "./usage.mjs";
 // The rest of the page's tests are in page.test.mjs, which runs beside this file.
 
 describe("the chat page", () => {

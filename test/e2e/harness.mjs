@@ -11,13 +11,17 @@ import { watchCsp } from "./csp.mjs";
 const SHOTS = "test-results/screenshots";
 mkdirSync(SHOTS, { recursive: true });
 
+/** Every conversation's token budget on the test server. */
+export const BUDGET = 1_000_000;
+
 /** @type {{ base: string, stop: () => void }} */
 export const server = { base: "", stop: () => {} };
 let browser;
 
 before(async () => {
-  // Faster frames than `npm start` (40 ms), still slow enough to reload or stop mid-answer.
-  Object.assign(server, await startDevServer({ vars: { EMULATOR_FRAME_DELAY_MS: "12" } }));
+  // Faster frames than `npm start` (40 ms), still slow enough to reload or stop mid-answer. A
+  // conversation budget no test comes near, so the page shows one (usage.mjs).
+  Object.assign(server, await startDevServer({ vars: { EMULATOR_FRAME_DELAY_MS: "12", TOKEN_BUDGET_PER_CONVERSATION: String(BUDGET) } }));
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
     headless: true,
