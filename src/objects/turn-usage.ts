@@ -29,12 +29,21 @@ export type BudgetReading = () => BudgetState | null;
 
 /**
  * Stores an execution's fold and reports it with the conversation's new total and the budget as it
- * now stands; the caller holds the transaction.
+ * now stands, which it answers (read once: the caller checks it); the caller holds the transaction.
  */
-export function recordUsage(store: TotalStore & Pick<SessionStore, "putExecutionUsage">, log: Appender, turnId: string, state: ExecutionUsageState, now: number, budget: BudgetReading): void {
+export function recordUsage(
+  store: TotalStore & Pick<SessionStore, "putExecutionUsage">,
+  log: Appender,
+  turnId: string,
+  state: ExecutionUsageState,
+  now: number,
+  budget: BudgetReading,
+): BudgetState | null {
   const view = executionView(state);
   store.putExecutionUsage(turnId, state);
-  log.append({ turnId, executionId: state.executionId, type: "usage.updated", data: { turnId, executionId: state.executionId, usage: view, conversation: conversationTotal(store), budget: budget() }, now });
+  const standing = budget();
+  log.append({ turnId, executionId: state.executionId, type: "usage.updated", data: { turnId, executionId: state.executionId, usage: view, conversation: conversationTotal(store), budget: standing }, now });
+  return standing;
 }
 
 /**
