@@ -2,9 +2,9 @@
  * A turn's usage as the conversation sees it: an execution's fold stored (its view on the turn
  * record once the turn ends) and reported as `usage.updated` (with the conversation's new total and
  * the budget that applies, as GET …/usage answers them, so a client keeps both current from the
- * stream), and the conversation's total over every dispatched turn. Two
- * helpers over a minimal view of the store, shared by the upstream reader, the turn's end and the
- * budget stop, so the total is computed one way. The fold's rules are ./usage-fold.ts.
+ * stream), and the conversation's total over every dispatched turn. Two helpers over a minimal view
+ * of the store, shared by the upstream reader, the turn's end and the budget stop, so the total is
+ * computed one way. The fold's rules are ./usage-fold.ts.
  */
 import type { Appender } from "./event-log";
 import type { SessionStore } from "./session-store";
@@ -42,7 +42,8 @@ export function recordUsage(
   const view = executionView(state);
   store.putExecutionUsage(turnId, state);
   const standing = budget();
-  log.append({ turnId, executionId: state.executionId, type: "usage.updated", data: { turnId, executionId: state.executionId, usage: view, conversation: conversationTotal(store), budget: standing }, now });
+  const data = { turnId, executionId: state.executionId, usage: view, conversation: conversationTotal(store), budget: standing };
+  log.append({ turnId, executionId: state.executionId, type: "usage.updated", data, now });
   return standing;
 }
 
