@@ -75,7 +75,8 @@ export function createQueued({ api, store, ui, sent, screen }) {
         return;
       }
       // A turn that left the queue and is the summary's active or last one has started.
-      const started = (/** @type {string} */ turnId) => summary.activeTurn?.turnId === turnId || summary.lastTurn?.turnId === turnId || turnId in store.conv.turns;
+      const started = (/** @type {string} */ turnId) =>
+        summary.activeTurn?.turnId === turnId || summary.lastTurn?.turnId === turnId || turnId in store.conv.turns;
       show(summary.queue.map((t) => ({ turnId: t.turnId, message: t.message })), started);
     } catch (err) {
       // A conversation the server does not have yet has no queue; otherwise the list stays as it was.
@@ -90,7 +91,8 @@ export function createQueued({ api, store, ui, sent, screen }) {
   function show(next, started) {
     const gone = editing && !next.some((i) => i.turnId === editing) ? editing : null;
     const original = items.find((i) => i.turnId === gone)?.message ?? "";
-    const typed = /** @type {HTMLTextAreaElement | null} */ (ui.queuedList.querySelector(".queued-item.editing textarea"))?.value.trim() ?? "";
+    const box = /** @type {HTMLTextAreaElement | null} */ (ui.queuedList.querySelector(".queued-item.editing textarea"));
+    const typed = box?.value.trim() ?? "";
     items = next;
     if (gone) {
       editing = null;
@@ -111,7 +113,9 @@ export function createQueued({ api, store, ui, sent, screen }) {
       const held = ui.input.value.trim();
       ui.input.value = held ? `${held}\n\n${typed}` : typed;
     }
-    const what = started ? "The queued message started before your edit was saved: it was sent as it was." : "The queued message was removed (in another tab or on another device) before your edit was saved.";
+    const what = started
+      ? "The queued message started before your edit was saved: it was sent as it was."
+      : "The queued message was removed (in another tab or on another device) before your edit was saved.";
     screen.showBanner(changed ? `${what} Your edited text is in the message box.` : what);
     if (ui.queuedList.contains(document.activeElement) || document.activeElement === document.body) ui.input.focus();
   }
@@ -201,8 +205,8 @@ export function createQueued({ api, store, ui, sent, screen }) {
       // It started (or left the queue) first: the edit is not lost.
       if (err instanceof ApiError && (err.code === "turn_not_queued" || err.code === "turn_not_found")) {
         // Its status when it left the queue: a turn's (it started) or "cancelled" (removed).
-        const details = /** @type {{ error?: { details?: { status?: unknown } } } | undefined} */ (err.body)?.error?.details;
-        editLost(original, message, turnId in store.conv.turns || (typeof details?.status === "string" && details.status !== "cancelled"));
+        const status = /** @type {{ error?: { details?: { status?: unknown } } } | undefined} */ (err.body)?.error?.details?.status;
+        editLost(original, message, turnId in store.conv.turns || (typeof status === "string" && status !== "cancelled"));
         refresh();
       } else refused(err, "edited");
     }

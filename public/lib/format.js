@@ -35,7 +35,8 @@ function weakestProvenance(kinds) {
  * @param {{ floor?: boolean }} [options]
  */
 export function usageText(usage, { floor = false } = {}) {
-  if (!usage || (usage.inputTokens === null && usage.outputTokens === null && usage.cost === null && typeof usage.modelRequests !== "number")) return "unknown";
+  const known = usage && (usage.inputTokens !== null || usage.outputTokens !== null || usage.cost !== null || typeof usage.modelRequests === "number");
+  if (!usage || !known) return "unknown";
   const p = usage.provenance ?? {};
   // A view without provenance (an older server) claims nothing: its figures are unverified.
   const of = (/** @type {Provenance | null | undefined} */ kind, /** @type {number | null} */ value) => (value === null ? null : (kind ?? "unknown"));
