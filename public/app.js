@@ -129,7 +129,7 @@ const composer = createComposer({ api, store, ui, narrow, refreshList: sidebar.r
 const queued = createQueued({ api, store, ui, sent: () => composer.sent(), screen });
 const asks = createAsks({ api, store });
 createSandbox({ api, ui, screen, signOut: (message) => session.signOut(message) });
-const branches = createBranches({ api, store, reload: () => conversations.reload(), follow: () => transcript.follow(), screen });
+const branches = createBranches({ api, store, ui, reload: () => conversations.reload(), follow: () => transcript.follow(), screen, focusPicker: transcript.focusPicker });
 const notifier = createNotifier({ ui });
 const session = createSession({ api, config, store, ui, showExamples: composer.showExamples, enter: conversations.enter, closeStream: stream.close, updateTitle: screen.updateTitle });
 listenForKeys({ store, ui, sidebar, narrow, openNew: () => conversations.openNew(), stopEditing: () => composer.handlers.edit(null), stop: composer.stop });

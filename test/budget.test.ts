@@ -76,6 +76,26 @@ describe("token budgets", () => {
   });
 });
 
+describe("the budget on the stream", () => {
+  it("every usage.updated carries the budget as it stands: the first turn's already, and the last one's equals GET …/usage", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const t1 = uid("turn");
+    const accepted = await json(await sendTurn(token, cid, t1, "first"));
+    const { events } = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd);
+    const updates = events.filter((e) => e.type === "usage.updated");
+    expect(updates.length).toBeGreaterThan(1);
+    for (const update of updates) {
+      const total = update.data.conversation as { inputTokens: number | null; outputTokens: number | null };
+      // This conversation's budget is the tightest: what it used is the total's tokens, in and out.
+      expect(update.data.budget).toMatchObject({ scope: "conversation", tokens: 2500, used: (total.inputTokens ?? 0) + (total.outputTokens ?? 0) });
+    }
+    const usage = await json(await api(`/v1/conversations/${cid}/usage`, { token }));
+    expect(updates.at(-1)!.data.budget).toEqual(usage.budget);
+    expect(usage.budget).toMatchObject({ used: 2060, exceeded: false });
+  });
+});
+
 describe("spend is the user's", () => {
   it("deleting conversations does not give the user a fresh budget", async () => {
     const token = await tokenFor(uid("user"));

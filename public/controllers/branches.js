@@ -4,7 +4,9 @@
  * answer send a turn after the turn before it, which starts a branch; the "< n/m >" picker on a
  * message where branches split shows another one. The server keeps which branch is active, so a
  * reload shows it again; a switch anywhere (another tab, a turn sent on another branch) reaches
- * every tab as `branch.switched`, and the tab loads the branch it names.
+ * every tab as `branch.switched`, and the tab loads the branch it names. The button pressed goes
+ * away with the branch it was on: after Regenerate the focus is in the message box (the answer is
+ * under way), after ‹ or › on the picker of the version shown (its button that can still be pressed).
  */
 import { ApiError } from "../lib/api.js";
 import { GATEWAY_EVENT } from "../lib/events.js";
@@ -16,9 +18,12 @@ import { GATEWAY_EVENT } from "../lib/events.js";
  *   reload: () => Promise<void>,
  *   follow: () => void,
  *   screen: { showBanner: (text: string, kind?: string) => void, hideBanner: () => void, schedule: () => void },
- * }} deps  `reload`: load the open conversation again (its active branch) and follow it
+ *   ui: { input: HTMLTextAreaElement },
+ *   focusPicker: (turnId: string, action: "branch-prev" | "branch-next") => void,
+ * }} deps  `reload`: load the open conversation again (its active branch) and follow it; `focusPicker`:
+ *   once the turn is drawn, focus its picker's button (the other one when that one cannot be pressed)
  */
-export function createBranches({ api, store, reload, follow, screen }) {
+export function createBranches({ api, store, reload, follow, screen, ui, focusPicker }) {
   /** The tree as the server listed it: each turn's parent, and the branch it was sent on. */
   let tree = /** @type {Map<string, { parent: string | null, branch: number }>} */ (new Map());
   /** The branch the loaded transcript is of. */
@@ -104,6 +109,7 @@ export function createBranches({ api, store, reload, follow, screen }) {
       screen.showBanner(err instanceof Error ? err.message : String(err));
       return;
     }
+    focusPicker(target, delta < 0 ? "branch-prev" : "branch-next");
     await reload();
   }
 
@@ -115,7 +121,9 @@ export function createBranches({ api, store, reload, follow, screen }) {
     /** @param {string} turnId */
     regenerate: (turnId) => {
       const turn = store.conv.turns[turnId];
-      if (turn) sendBeside(turnId, turn.userText);
+      if (!turn) return;
+      ui.input.focus();
+      sendBeside(turnId, turn.userText);
     },
     /**
      * What happened to the open conversation: a load reads its branches again; a switch heard

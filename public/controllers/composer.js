@@ -193,6 +193,16 @@ export function createComposer({ api, store, ui, narrow, refreshList, queue, fol
   ui.stop.addEventListener("click", stop);
 
   /**
+   * Sends an example prompt. The examples go once the message shows: the focus goes to the message
+   * box, not to the page.
+   * @param {string} prompt
+   */
+  function sendExample(prompt) {
+    send(prompt);
+    ui.input.focus();
+  }
+
+  /**
    * Example prompts for an empty conversation; the emulator's markers show what each script does.
    * @param {string} provider  the server's provider (GET /healthz)
    */
@@ -217,7 +227,7 @@ export function createComposer({ api, store, ui, narrow, refreshList, queue, fol
           ];
     ui.examples.replaceChildren(
       ...examples.map(([label, prompt]) =>
-        el("li", {}, el("button", { type: "button", class: "example", onclick: () => send(/** @type {string} */ (prompt)) }, el("strong", { text: label }), el("span", { text: prompt }))),
+        el("li", {}, el("button", { type: "button", class: "example", onclick: () => sendExample(/** @type {string} */ (prompt)) }, el("strong", { text: label }), el("span", { text: prompt }))),
       ),
     );
   }

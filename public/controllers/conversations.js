@@ -1,15 +1,19 @@
 // @ts-check
 /**
- * Opening a conversation: the URL names it (?c=), its transcript and summary are loaded into the
- * store, then its stream is followed strictly after them, and its usage is fetched. A conversation
- * the server does not have yet asks the server nothing (no 404s): it starts with the first message
- * sent. One deleted elsewhere is left for a new one, saying so.
+ * Opening a conversation: the URL names it (?c=), its transcript, summary and usage are loaded into
+ * the store, then its stream is followed strictly after them (usage read before the stream opens is
+ * never newer than what the stream then brings: the total and budget end as its last event says). A
+ * conversation the server does not have yet asks the server nothing (no 404s): it starts with the
+ * first message sent, and its usage and budget come with the stream (a turn that ended with no usage
+ * report at all has the budget read once). One deleted elsewhere is left for a new one, saying so.
  */
 import { ApiError } from "../lib/api.js";
+import { GATEWAY_EVENT as E } from "../lib/events.js";
 import { emptyConversation } from "../lib/reducer.js";
 import { choiceStore, unsentStore } from "../lib/storage.js";
 
 const RELOAD_RETRY_MS = 3000;
+const TURN_ENDS = new Set(/** @type {string[]} */ ([E.turnCompleted, E.turnFailed, E.turnCancelled]));
 
 const newConversationId = () => `c-${crypto.randomUUID().slice(0, 18)}`;
 
@@ -29,6 +33,9 @@ const newConversationId = () => `c-${crypto.randomUUID().slice(0, 18)}`;
  * }} deps  `follow`: the transcript follows the newest content again
  */
 export function createConversations({ api, store, ui, narrow, connect, closeStream, refreshList, drawList, closeSidebar, follow, screen }) {
+  /** Whether the open conversation's budget is known to the page: read with its usage, or told by the stream. */
+  let budgetRead = false;
+
   /**
    * Rebuilds the open conversation from its transcript, then follows it; a conversation that is
    * gone (deleted elsewhere) is left.
@@ -40,8 +47,13 @@ export function createConversations({ api, store, ui, narrow, connect, closeStre
     const hadHistory = store.conv.lastSeq > 0 || store.conversations.some((c) => c.conversationId === cid);
     let transcript;
     let summary;
+    /** @type {Promise<import("../lib/wire").ConversationUsage | null>} */
+    let usage = Promise.resolve(null);
     try {
       transcript = await api.messages(cid);
+      // Read beside the summary, after the transcript: the stream replays everything newer.
+      usage = api.usage(cid).catch(() => null);
+      budgetRead = true;
       summary = await api.summary(cid);
     } catch (err) {
       if (generation !== store.generation) return;
@@ -71,18 +83,11 @@ export function createConversations({ api, store, ui, narrow, connect, closeStre
       if (!store.conv.turns[turn.turnId]) store.dispatch({ type: "send", turnId: turn.turnId, message: turn.userText, at: turn.sentAt ?? new Date().toISOString() });
     }
     for (const turnId of store.conv.order) if (store.conv.turns[turnId]?.status !== "unsent") unsentStore.remove(cid, turnId);
+    const read = await usage;
+    if (generation !== store.generation) return;
+    // Unread (an error), usage is what the stream reports.
+    if (read) store.dispatch({ type: "usage", total: read.total, budget: read.budget, turns: read.turns });
     connect();
-    loadUsage();
-  }
-
-  async function loadUsage() {
-    const generation = store.generation;
-    try {
-      const usage = await api.usage(store.conv.cid);
-      if (generation === store.generation) store.dispatch({ type: "usage", total: usage.total, budget: usage.budget, turns: usage.turns });
-    } catch {
-      // usage stays as the stream reports it
-    }
   }
 
   /**
@@ -92,6 +97,7 @@ export function createConversations({ api, store, ui, narrow, connect, closeStre
   async function open(cid, { push = true } = {}) {
     closeStream();
     store.generation++;
+    budgetRead = false;
     store.editing = null;
     store.replace(emptyConversation(cid));
     screen.hideBanner();
@@ -128,6 +134,23 @@ export function createConversations({ api, store, ui, narrow, connect, closeStre
     screen.showBanner(`“${title}” was deleted in another tab or on another device. This is a new conversation.`, "deleted");
     screen.announce(`“${title}” was deleted elsewhere.`);
     refreshList();
+  }
+
+  // A new conversation's budget comes with its first usage report (usage.updated carries it, null
+  // when none is set); a turn that ended without any has it read once.
+  store.subscribe((_before, after, action) => {
+    if (budgetRead || action.type !== "event") return;
+    if (action.event.type === E.usageUpdated && "budget" in action.event.data) budgetRead = true;
+    else if (TURN_ENDS.has(action.event.type) && after.budget === null) {
+      budgetRead = true;
+      readBudget();
+    }
+  });
+
+  async function readBudget() {
+    const generation = store.generation;
+    const read = await api.usage(store.conv.cid).catch(() => null);
+    if (read && generation === store.generation) store.dispatch({ type: "budget", budget: read.budget });
   }
 
   addEventListener("popstate", () => {

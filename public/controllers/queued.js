@@ -11,7 +11,9 @@
  * time, each once the one before it is answered: they wait in the order they were typed. A read of
  * the queue under way while this page changed the list (queued, edited, removed a message) may
  * predate the change: it is not shown, and the queue is read again. The message being edited keeps
- * what was typed in it, and the focus, whenever the list is drawn again.
+ * what was typed in it, and the focus, whenever the list is drawn again; its editor saves on Enter
+ * (Shift+Enter adds a line), as every editor of the page does. A message that starts (or is removed
+ * elsewhere) while it is being edited says so, and an edit that did not reach it goes to the message box.
  */
 import { ApiError } from "../lib/api.js";
 import { GATEWAY_EVENT as E } from "../lib/events.js";
@@ -72,18 +74,50 @@ export function createQueued({ api, store, ui, sent, screen }) {
         again = true;
         return;
       }
-      show(summary.queue.map((t) => ({ turnId: t.turnId, message: t.message })));
+      // A turn that left the queue and is the summary's active or last one has started.
+      const started = (/** @type {string} */ turnId) =>
+        summary.activeTurn?.turnId === turnId || summary.lastTurn?.turnId === turnId || turnId in store.conv.turns;
+      show(summary.queue.map((t) => ({ turnId: t.turnId, message: t.message })), started);
     } catch (err) {
       // A conversation the server does not have yet has no queue; otherwise the list stays as it was.
       if (err instanceof ApiError && err.status === 404 && generation === store.generation) show([]);
     }
   }
 
-  /** @param {Array<{ turnId: string, message: string }>} next */
-  function show(next) {
+  /**
+   * @param {Array<{ turnId: string, message: string }>} next
+   * @param {(turnId: string) => boolean} [started]  read from the server: whether a turn no longer queued has started
+   */
+  function show(next, started) {
+    const gone = editing && !next.some((i) => i.turnId === editing) ? editing : null;
+    const original = items.find((i) => i.turnId === gone)?.message ?? "";
+    const box = /** @type {HTMLTextAreaElement | null} */ (ui.queuedList.querySelector(".queued-item.editing textarea"));
+    const typed = box?.value.trim() ?? "";
     items = next;
-    if (editing && !items.some((i) => i.turnId === editing)) editing = null;
+    if (gone) {
+      editing = null;
+      // Only what the server read says is news; leaving the conversation is not.
+      if (started) editLost(original, typed, started(gone));
+    }
     draw();
+  }
+
+  /**
+   * The message being edited left the queue before the edit was saved: it started (as it was), or
+   * was removed elsewhere. Said so; what was typed, if it differs, goes to the message box.
+   * @param {string} original @param {string} typed @param {boolean} started
+   */
+  function editLost(original, typed, started) {
+    const changed = typed !== "" && typed !== original;
+    if (changed) {
+      const held = ui.input.value.trim();
+      ui.input.value = held ? `${held}\n\n${typed}` : typed;
+    }
+    const what = started
+      ? "The queued message started before your edit was saved: it was sent as it was."
+      : "The queued message was removed (in another tab or on another device) before your edit was saved.";
+    screen.showBanner(changed ? `${what} Your edited text is in the message box.` : what);
+    if (ui.queuedList.contains(document.activeElement) || document.activeElement === document.body) ui.input.focus();
   }
 
   /** This page's own change to the list, shown at once. @param {Array<{ turnId: string, message: string }>} next */
@@ -133,7 +167,10 @@ export function createQueued({ api, store, ui, sent, screen }) {
       ),
     );
     box.addEventListener("keydown", (event) => {
-      if (event.key === "Escape") {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        form.requestSubmit();
+      } else if (event.key === "Escape") {
         event.stopPropagation();
         editing = null;
         draw();
@@ -160,11 +197,18 @@ export function createQueued({ api, store, ui, sent, screen }) {
   async function save(turnId, message) {
     if (!message) return;
     editing = null;
+    const original = items.find((i) => i.turnId === turnId)?.message ?? "";
     try {
       const turn = await api.editQueued(store.conv.cid, turnId, message);
       change(items.map((i) => (i.turnId === turnId ? { ...i, message: turn.message } : i)));
     } catch (err) {
-      refused(err, "edited");
+      // It started (or left the queue) first: the edit is not lost.
+      if (err instanceof ApiError && (err.code === "turn_not_queued" || err.code === "turn_not_found")) {
+        // Its status when it left the queue: a turn's (it started) or "cancelled" (removed).
+        const status = /** @type {{ error?: { details?: { status?: unknown } } } | undefined} */ (err.body)?.error?.details?.status;
+        editLost(original, message, turnId in store.conv.turns || (typeof status === "string" && status !== "cancelled"));
+        refresh();
+      } else refused(err, "edited");
     }
     ui.input.focus();
   }

@@ -13,6 +13,8 @@ import { activeTurn } from "../lib/reducer.js";
 /** @typedef {import("../lib/reducer.js").ConversationState} ConversationState */
 
 const APP_NAME = "Agent chat";
+/** A turn in one of these has ended: its usage is as known as it will be. */
+const ENDED = new Set(["completed", "failed", "cancelled"]);
 
 /**
  * @param {{
@@ -90,7 +92,9 @@ export function createScreen({ store, transcript, ui, connection }) {
     ui.send.disabled = !conv.cid || conv.deleted;
     const total = conv.usageTotal;
     const parts = [];
-    if (total) parts.push(`Total: ${usageText(total, { floor: !total.complete })}`);
+    // No total yet once a turn has ended: none was reported, so it is unknown (not nothing, not zero).
+    const ended = conv.order.some((id) => ENDED.has(conv.turns[id]?.status ?? ""));
+    if (total || ended) parts.push(`Total: ${usageText(total, { floor: !total?.complete })}`);
     if (conv.budget) {
       const b = conv.budget;
       parts.push(`Budget ${b.complete ? "" : "at least "}${formatTokens(b.used)} of ${formatTokens(b.tokens)} tokens${spendNote(b.provenance)}${b.exceeded ? " (reached)" : ""}`);

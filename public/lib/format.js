@@ -30,12 +30,13 @@ function weakestProvenance(kinds) {
  * "in 1,980 · out 80 · $0.0021", saying "unknown" where unknown and "at least" for a floor. An
  * estimated figure reads "≈1,980", and a note says which figures are estimated or unverified (of
  * unknown provenance): no figure reads as a measurement unless it is one. Request counts follow,
- * where the provider reported them.
+ * where the provider reported them. Nothing known (no reading, or one without a figure) is "unknown".
  * @param {import("./reducer.js").UsageView | null} usage
  * @param {{ floor?: boolean }} [options]
  */
 export function usageText(usage, { floor = false } = {}) {
-  if (!usage) return "";
+  const known = usage && (usage.inputTokens !== null || usage.outputTokens !== null || usage.cost !== null || typeof usage.modelRequests === "number");
+  if (!usage || !known) return "unknown";
   const p = usage.provenance ?? {};
   // A view without provenance (an older server) claims nothing: its figures are unverified.
   const of = (/** @type {Provenance | null | undefined} */ kind, /** @type {number | null} */ value) => (value === null ? null : (kind ?? "unknown"));

@@ -14,6 +14,8 @@
  *   how the views know what to redraw.
  * - A turn this tab is sending is "sending" until the server accepts it; a send that did not reach
  *   the server is "unsent" and keeps its text and turn id, so a retry is the same turn.
+ * - The usage total and the budget follow the stream (`usage.updated` carries both); /usage gives
+ *   them when a conversation is loaded, and the budget once a turn ended without a usage report.
  */
 import { GATEWAY_EVENT as E } from "./events.js";
 
@@ -93,8 +95,9 @@ import { GATEWAY_EVENT as E } from "./events.js";
  * @typedef {{ type: "sent", turnId: string, status: TurnStatus }} SentAction
  * @typedef {{ type: "answered", interactionId: string, outcome: string, choice: string }} AnsweredAction
  * @typedef {{ type: "usage", total: ConversationState["usageTotal"], budget: Budget | null, turns: Array<{ turnId: string, model?: string, usage: UsageView }> }} UsageAction
+ * @typedef {{ type: "budget", budget: Budget | null }} BudgetAction  the budget read once a turn ended without a usage report
  * @typedef {{ type: "deleted" }} DeletedAction
- * @typedef {LoadedAction | EventAction | SendAction | SendFailedAction | SendRefusedAction | SentAction | AnsweredAction | UsageAction | DeletedAction} Action
+ * @typedef {LoadedAction | EventAction | SendAction | SendFailedAction | SendRefusedAction | SentAction | AnsweredAction | UsageAction | BudgetAction | DeletedAction} Action
  */
 
 const CONTENT_PARTS = new Set(["text", "reasoning", "tool", "file", "subtask"]);
@@ -297,8 +300,10 @@ function applyEvent(state, e) {
       );
     }
     case E.usageUpdated: {
+      // The turn's usage, the conversation's total and the budget as they stand (an older server
+      // sends no budget: the one read from /usage stays).
       const next = turnId ? withTurn(state, turnId, (turn) => ({ ...turn, usage: data.usage ?? turn.usage })) : state;
-      return { ...next, usageTotal: data.conversation ?? next.usageTotal };
+      return { ...next, usageTotal: data.conversation ?? next.usageTotal, budget: data.budget === undefined ? next.budget : data.budget };
     }
     case E.budgetExceeded:
       return { ...state, budgetExceeded: data.budget ?? {} };
@@ -417,6 +422,9 @@ export function reduce(state, action) {
       }
       return next;
     }
+    case "budget":
+      // Only where none is known: a budget the stream brought meanwhile is newer.
+      return state.budget === null && action.budget !== null ? { ...state, budget: action.budget } : state;
     case "deleted":
       return { ...state, deleted: true };
     default:

@@ -172,11 +172,13 @@ export function createAskView(ask, handlers) {
   const { request } = ask;
   const titleId = `ask-${safeId(request.id)}`;
   const outcome = el("p", { class: "outcome", role: "status", tabindex: "-1" });
+  // A group named by its title, under the answer's heading ("The agent said", views/turn.js): not a
+  // landmark of its own (a page of asks would be a page of regions).
   const card = el(
-    "section",
-    { class: "interaction", "aria-labelledby": titleId, "data-interaction": request.id, "data-kind": request.kind },
+    "div",
+    { class: "interaction", role: "group", "aria-labelledby": titleId, "data-interaction": request.id, "data-kind": request.kind },
     el("span", { class: "kind", text: KIND_LABEL[request.kind] ?? request.kind }),
-    el("h3", { id: titleId, text: request.title }),
+    el("h4", { id: titleId, text: request.title }),
   );
   const fields = request.answerSpec?.fields ?? [];
 

@@ -26,6 +26,9 @@ export function createTranscriptView({ list, jump, handlers, copy, siblings }) {
   const views = new Map();
   let following = true;
   let cid = "";
+  /** A picker to focus once its turn is drawn (a version switch replaces the turn whose button was pressed). */
+  /** @type {{ turnId: string, action: "branch-prev" | "branch-next" } | null} */
+  let pickerFocus = null;
 
   const distanceFromBottom = () => list.scrollHeight - list.scrollTop - list.clientHeight;
   const toBottom = () => {
@@ -81,6 +84,13 @@ export function createTranscriptView({ list, jump, handlers, copy, siblings }) {
   return {
     follow,
     /**
+     * Focuses the picker of `turnId` once it is drawn: its `action` button, else the other one.
+     * @param {string} turnId @param {"branch-prev" | "branch-next"} action
+     */
+    focusPicker(turnId, action) {
+      pickerFocus = { turnId, action };
+    },
+    /**
      * @param {ConversationState} state
      * @param {{ busy: boolean, editing: string | null, connectionNotice: string }} context  `connectionNotice`: what a running turn says of a lost connection
      */
@@ -88,6 +98,7 @@ export function createTranscriptView({ list, jump, handlers, copy, siblings }) {
       if (state.cid !== cid) {
         // Another conversation: nothing of the last one's views is reused.
         cid = state.cid;
+        pickerFocus = null;
         views.clear();
         list.replaceChildren();
         following = true;
@@ -111,6 +122,7 @@ export function createTranscriptView({ list, jump, handlers, copy, siblings }) {
           views.delete(turnId);
         }
       }
+      if (pickerFocus && views.get(pickerFocus.turnId)?.focusPicker(pickerFocus.action)) pickerFocus = null;
       if (following) toBottom();
       else jump.hidden = distanceFromBottom() < AT_BOTTOM_PX;
     },

@@ -141,6 +141,21 @@ export function answerText(/** @type {Turn} */ turn) {
 }
 
 /**
+ * Redraws `container`'s children; a button of it that had the focus hands it to the new button of
+ * the same action, where there is one that can be pressed (a redraw never drops the focus to the page).
+ * @param {HTMLElement} container
+ * @param {Array<Node>} children
+ */
+function replaceKeepingFocus(container, children) {
+  const active = document.activeElement;
+  const action = active instanceof HTMLElement && container.contains(active) ? active.dataset.action : undefined;
+  container.replaceChildren(...children);
+  if (!action || container.contains(active)) return;
+  const again = container.querySelector(`button[data-action="${action}"]`);
+  if (again instanceof HTMLButtonElement && !again.disabled) again.focus();
+}
+
+/**
  * @param {string} turnId
  * @param {TurnHandlers} handlers
  */
@@ -156,14 +171,15 @@ export function createTurnView(turnId, handlers) {
   });
   const meta = el("div", { class: "message-meta" });
   const sendError = el("div", { class: "send-error", role: "alert", hidden: true });
-  const userRow = el("div", { class: "user-row" }, bubble, more, meta, sendError);
+  // Each message is found by its heading (a screen reader's list of headings reads the conversation).
+  const userRow = el("div", { class: "user-row" }, el("h3", { class: "sr-only", text: "You said" }), bubble, more, meta, sendError);
   const parts = el("div", { class: "parts" });
   const typing = el("p", { class: "typing", text: "Working" });
   const lostNotice = el("p", { class: "turn-connection", hidden: true });
   const error = el("p", { class: "turn-error", role: "alert", hidden: true });
   const footer = el("div", { class: "turn-footer" });
   const changes = createChangesView();
-  const agent = el("div", { class: "agent", role: "group", "aria-label": "The agent's answer" }, parts, changes.node, typing, lostNotice, error, footer);
+  const agent = el("div", { class: "agent", role: "group", "aria-label": "The agent's answer" }, el("h3", { class: "sr-only", text: "The agent said" }), parts, changes.node, typing, lostNotice, error, footer);
   const node = el("li", { class: "turn", "data-turn": turnId }, userRow, agent);
   /** @type {Map<string, ReturnType<typeof blockView>>} */
   const blocks = new Map();
@@ -229,8 +245,9 @@ export function createTurnView(turnId, handlers) {
           el("button", { type: "button", class: "link-button", "data-action": "branch-next", "aria-label": "Next version", text: "›", disabled: busy || siblings.index === siblings.count - 1 }),
         )
       : null;
-    meta.replaceChildren(
-      ...[timeElement(turn.sentAt, turn.sentAt ? timeText(turn.sentAt) : ""), picker, canEdit ? el("button", { type: "button", class: "link-button", "data-action": "edit", "aria-label": `Edit message ${quoted(turn.userText)}`, text: "Edit" }) : null].filter((n) => n !== null),
+    replaceKeepingFocus(
+      meta,
+      [timeElement(turn.sentAt, turn.sentAt ? timeText(turn.sentAt) : ""), picker, canEdit ? el("button", { type: "button", class: "link-button", "data-action": "edit", "aria-label": `Edit message ${quoted(turn.userText)}`, text: "Edit" }) : null].filter((n) => n !== null),
     );
     if (turn.status === "unsent") {
       sendError.hidden = false;
@@ -276,11 +293,14 @@ export function createTurnView(turnId, handlers) {
     error.textContent = turn.status === "failed" ? `The turn failed: ${turn.error?.message ?? "unknown error"}` : "";
     const ended = !isActive(turn.status) && turn.status !== "unsent";
     const text = answerText(turn);
-    footer.replaceChildren(
-      ...[
+    const usage = usageText(turn.usage);
+    replaceKeepingFocus(
+      footer,
+      [
         el("span", { class: `badge ${turn.status}`, text: waiting ? "waiting for you" : STATUS_LABEL[turn.status] }),
         turn.status === "cancelled" && turn.cancelReason ? el("span", { class: "cancel-reason", text: cancelReasonText(turn.cancelReason) }) : null,
-        turn.usage ? el("span", { class: "usage", text: usageText(turn.usage) }) : null,
+        // Figures as they come; an ended turn without them says its usage is unknown (never nothing, never zero).
+        turn.usage || ended ? el("span", { class: "usage", text: usage === "unknown" ? "usage unknown" : usage }) : null,
         modelText(turn.model, turn.usage?.servedModels) ? el("span", { class: "model", text: modelText(turn.model, turn.usage?.servedModels) }) : null,
         ended ? timeElement(turn.endedAt, turn.endedAt ? timeText(turn.endedAt) : "") : null,
         ended
@@ -310,6 +330,21 @@ export function createTurnView(turnId, handlers) {
     /** @returns {TurnProps | null} */
     get props() {
       return last;
+    },
+    /**
+     * Focuses the version picker's `action` button, else its other one; false when neither can be pressed.
+     * @param {"branch-prev" | "branch-next"} action
+     */
+    focusPicker(action) {
+      const other = action === "branch-prev" ? "branch-next" : "branch-prev";
+      for (const which of [action, other]) {
+        const button = meta.querySelector(`button[data-action="${which}"]`);
+        if (button instanceof HTMLButtonElement && !button.disabled) {
+          button.focus();
+          return true;
+        }
+      }
+      return false;
     },
   };
 }

@@ -17,7 +17,7 @@ import type { AgentProvider, ProviderResult } from "../providers/provider";
 import type { AgentExactRunControlRef } from "../schemas/contracts";
 import type { EventLog } from "./event-log";
 import type { SessionStore, TurnRecord } from "./session-store";
-import { recordResultUsage } from "./turn-usage";
+import { recordResultUsage, type BudgetReading } from "./turn-usage";
 
 /** How long a run is followed after its turn ended here, at most. */
 export const ABANDONED_RUN_MAX_AGE_MS = 24 * 60 * 60 * 1000;
@@ -55,6 +55,8 @@ export interface AbandonedRunsDeps {
   store: () => SessionStore;
   log: EventLog;
   provider: () => Pick<AgentProvider, "cancel" | "result">;
+  /** The budget as it stands, reported with the usage a result folds in (./turn-usage.ts). */
+  budget: BudgetReading;
 }
 
 export class AbandonedRuns {
@@ -131,7 +133,7 @@ export class AbandonedRuns {
     this.deps.log.commit((log) => {
       const store = this.store;
       if (!store.turn(run.turnId)) return;
-      recordResultUsage(store, log, run.turnId, run.ref.executionId, result, Date.now());
+      recordResultUsage(store, log, run.turnId, run.ref.executionId, result, Date.now(), this.deps.budget);
     });
   }
 }

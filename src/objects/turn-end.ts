@@ -26,7 +26,7 @@ import { mayRepeatAnswer, planCompaction } from "./compaction";
 import { messageText, turnParts } from "./transcript";
 import { TERMINAL_TURN_STATUSES, type SessionStore, type TurnError, type TurnRecord } from "./session-store";
 import { alarmWanted, type AbandonedRuns } from "./abandoned-runs";
-import { recordResultUsage } from "./turn-usage";
+import { recordResultUsage, type BudgetReading } from "./turn-usage";
 
 /** How often a live run's watchdog alarm checks that its upstream reader is alive. */
 export const WATCHDOG_INTERVAL_MS = 30_000;
@@ -126,6 +126,8 @@ export interface TurnEndDeps {
   showIdle(): Promise<void>;
   /** Runs whose turn ended here while they may still run upstream (./abandoned-runs.ts). */
   abandoned: Pick<AbandonedRuns, "remember" | "settle" | "followed">;
+  /** The budget as it stands, reported with the usage a result settles (./turn-usage.ts). */
+  budget: BudgetReading;
 }
 
 export class TurnEnd {
@@ -200,7 +202,7 @@ export class TurnEnd {
       if (!turn || turn.status !== "running") return;
       const now = Date.now();
       log.append({ turnId, executionId, type: "warning", data: { code: "stream_incomplete", message: `settled from the run's result: ${reason}` }, now });
-      recordResultUsage(this.store, log, turnId, executionId, result, now);
+      recordResultUsage(this.store, log, turnId, executionId, result, now, this.deps.budget);
       const ending = resultEnding(result);
       this.finish(log, turn, ending.status, ending.text, ending.error, now);
     });

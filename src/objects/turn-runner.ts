@@ -69,7 +69,9 @@ export class TurnRunner {
 
   constructor(private readonly deps: TurnRunnerDeps) {
     const { store, log, desk, provider, config, alarms } = deps;
-    this.abandoned = new AbandonedRuns({ store, log, provider });
+    // The budget is read when usage is reported (the budgets are made next; read only later).
+    const budget = () => this.budgets.budget();
+    this.abandoned = new AbandonedRuns({ store, log, provider, budget });
     this.budgets = new BudgetStop({ store, log, provider, config, usageElsewhere: (context) => deps.usageElsewhere(context) });
     this.end = new TurnEnd({
       store,
@@ -81,6 +83,7 @@ export class TurnRunner {
       dispatching: (turnId) => this.dispatcher.isDispatching(turnId),
       showIdle: () => this.showIdle(),
       abandoned: this.abandoned,
+      budget,
     });
     this.reader = new UpstreamReader({
       store,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { NewEvent, SessionStore } from "./session-store";
+import { tightestBudget } from "./budgets";
 import { conversationTotal, recordUsage, usageFromResult } from "./turn-usage";
 import { emptyExecutionUsage, executionView, foldReceipt, foldUsage, type ExecutionUsageState } from "./usage-fold";
 
@@ -43,11 +44,20 @@ describe("recording an execution's usage", () => {
   it("stores the fold with its view on the turn, then reports it with the total that includes it", () => {
     const s = store(["a", "b"], [spent("a", 10, 5)]);
     const events: NewEvent[] = [];
-    recordUsage(s.view, { append: (event) => (events.push(event), { seq: 1, type: event.type, envelope: "" }) }, "turn-b", spent("b", 1, 2), 42);
+    recordUsage(s.view, { append: (event) => (events.push(event), { seq: 1, type: event.type, envelope: "" }) }, "turn-b", spent("b", 1, 2), 42, () => null);
     expect(s.views.get("turn-b")).toMatchObject({ inputTokens: 1, outputTokens: 2 });
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ turnId: "turn-b", executionId: "b", type: "usage.updated", now: 42 });
     expect(events[0]!.data).toMatchObject({ turnId: "turn-b", executionId: "b", usage: { inputTokens: 1, outputTokens: 2 }, conversation: { inputTokens: 11, outputTokens: 7, complete: true } });
+    expect(events[0]!.data.budget).toBeNull();
+  });
+
+  it("reports the budget as it stands with the fold counted, so a client keeps it current from the stream", () => {
+    const s = store(["a", "b"], [spent("a", 10, 5)]);
+    const events: NewEvent[] = [];
+    const budget = () => tightestBudget(conversationTotal(s.view), { used: 0, complete: true, provenance: "measured" }, { perConversation: 100 });
+    recordUsage(s.view, { append: (event) => (events.push(event), { seq: 1, type: event.type, envelope: "" }) }, "turn-b", spent("b", 1, 2), 42, budget);
+    expect(events[0]!.data.budget).toEqual({ scope: "conversation", tokens: 100, used: 18, complete: true, provenance: "measured", exceeded: false });
   });
 });
 

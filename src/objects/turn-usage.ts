@@ -1,13 +1,16 @@
 /**
  * A turn's usage as the conversation sees it: an execution's fold stored (its view on the turn
- * record once the turn ends) and reported as `usage.updated`, and the conversation's total over every dispatched turn. Two
- * helpers over a minimal view of the store, shared by the upstream reader, the turn's end and the
- * budget stop, so the total is computed one way. The fold's rules are ./usage-fold.ts.
+ * record once the turn ends) and reported as `usage.updated` (with the conversation's new total and
+ * the budget that applies, as GET …/usage answers them, so a client keeps both current from the
+ * stream), and the conversation's total over every dispatched turn. Two helpers over a minimal view
+ * of the store, shared by the upstream reader, the turn's end and the budget stop, so the total is
+ * computed one way. The fold's rules are ./usage-fold.ts.
  */
 import type { Appender } from "./event-log";
 import type { SessionStore } from "./session-store";
 import type { ProviderResult } from "../providers/provider";
 import type { TotalView } from "../schemas/api";
+import type { BudgetState } from "./budgets";
 import { breakSteps, emptyExecutionUsage, executionView, foldReceipt, totalOf, type ExecutionUsageState } from "./usage-fold";
 
 type TotalStore = Pick<SessionStore, "allExecutionUsage" | "dispatchedExecutionIds">;
@@ -21,11 +24,27 @@ export function conversationTotal(store: TotalStore): TotalView {
   return totalOf(store.dispatchedExecutionIds().map((id) => folds.get(id) ?? emptyExecutionUsage(id)));
 }
 
-/** Stores an execution's fold and reports it with the conversation's new total; the caller holds the transaction. */
-export function recordUsage(store: TotalStore & Pick<SessionStore, "putExecutionUsage">, log: Appender, turnId: string, state: ExecutionUsageState, now: number): void {
+/** The tightest budget that applies over the store as it is now (./budget-stop.ts); null when none is set. */
+export type BudgetReading = () => BudgetState | null;
+
+/**
+ * Stores an execution's fold and reports it with the conversation's new total and the budget as it
+ * now stands, which it answers (read once: the caller checks it); the caller holds the transaction.
+ */
+export function recordUsage(
+  store: TotalStore & Pick<SessionStore, "putExecutionUsage">,
+  log: Appender,
+  turnId: string,
+  state: ExecutionUsageState,
+  now: number,
+  budget: BudgetReading,
+): BudgetState | null {
   const view = executionView(state);
   store.putExecutionUsage(turnId, state);
-  log.append({ turnId, executionId: state.executionId, type: "usage.updated", data: { turnId, executionId: state.executionId, usage: view, conversation: conversationTotal(store) }, now });
+  const standing = budget();
+  const data = { turnId, executionId: state.executionId, usage: view, conversation: conversationTotal(store), budget: standing };
+  log.append({ turnId, executionId: state.executionId, type: "usage.updated", data, now });
+  return standing;
 }
 
 /**
@@ -48,8 +67,9 @@ export function recordResultUsage(
   executionId: string,
   result: ProviderResult,
   now: number,
+  budget: BudgetReading,
 ): void {
   const usage = usageFromResult(store.executionUsage(executionId), executionId, result);
-  if (usage?.report) recordUsage(store, log, turnId, usage.state, now);
+  if (usage?.report) recordUsage(store, log, turnId, usage.state, now, budget);
   else if (usage) store.putExecutionUsage(turnId, usage.state);
 }

@@ -226,8 +226,8 @@ export class UpstreamReader {
         if (step.askEnded && this.deps.desk.endAsk(log, step.askEnded.interactionId, step.askEnded.status, now, step.askEnded.reason)) waitingChanged = true;
         if (step.warning) log.append({ turnId, executionId, type: "warning", data: step.warning, now });
         if (step.usage) {
-          recordUsage(store, log, turnId, step.usage, now);
-          if (status === "running" && this.deps.budgets.budget()?.exceeded === true) overBudget = true;
+          const budget = recordUsage(store, log, turnId, step.usage, now, () => this.deps.budgets.budget());
+          if (status === "running" && budget?.exceeded === true) overBudget = true;
         }
         if (step.finish && status === "running") {
           this.deps.end.finish(log, store.turn(turnId)!, step.finish.status, step.finish.text, step.finish.error, now);

@@ -6,6 +6,9 @@ import { describe, it } from "node:test";
 import { api, cidOf, lastTurn, openPage, send, server, shot, shownText, signIn, tokenOf, unique, waitForBadge } from "./harness.mjs";
 import "./fixes.mjs";
 import "./features.mjs";
+import "./layout.mjs";
+import "./access.mjs";
+import "./usage.mjs";
 // The rest of the page's tests are in page.test.mjs, which runs beside this file.
 
 describe("the chat page", () => {

@@ -11,13 +11,17 @@ import { watchCsp } from "./csp.mjs";
 const SHOTS = "test-results/screenshots";
 mkdirSync(SHOTS, { recursive: true });
 
+/** Every conversation's token budget on the test server. */
+export const BUDGET = 1_000_000;
+
 /** @type {{ base: string, stop: () => void }} */
 export const server = { base: "", stop: () => {} };
 let browser;
 
 before(async () => {
-  // Faster frames than `npm start` (40 ms), still slow enough to reload or stop mid-answer.
-  Object.assign(server, await startDevServer({ vars: { EMULATOR_FRAME_DELAY_MS: "12" } }));
+  // Faster frames than `npm start` (40 ms), still slow enough to reload or stop mid-answer. A
+  // conversation budget no test comes near, so the page shows one (usage.mjs).
+  Object.assign(server, await startDevServer({ vars: { EMULATOR_FRAME_DELAY_MS: "12", TOKEN_BUDGET_PER_CONVERSATION: String(BUDGET) } }));
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
     headless: true,
@@ -34,8 +38,9 @@ let n = 0;
 export const unique = (prefix) => `${prefix}-${Date.now().toString(36)}-${++n}`;
 
 /** A new browser profile (its own storage), with a page in it, under the page's CSP (csp.mjs). */
-export async function openPage({ width = 1200, height = 860, colorScheme = "light" } = {}) {
-  const context = await browser.newContext({ viewport: { width, height }, colorScheme });
+export async function openPage({ width = 1200, height = 860, colorScheme = "light", phone = false } = {}) {
+  // `phone`: a touch screen with a mobile browser's viewport (touch gestures: swipe() below).
+  const context = await browser.newContext({ viewport: { width, height }, colorScheme, ...(phone ? { hasTouch: true, isMobile: true } : {}) });
   await watchCsp(context);
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.base });
   const page = await context.newPage();
@@ -87,6 +92,22 @@ export async function api(path, token, init = {}) {
 
 export const tokenOf = (page) => page.evaluate(() => localStorage.getItem("gw:token"));
 export const cidOf = (page) => page.evaluate(() => new URL(location.href).searchParams.get("c"));
+
+/**
+ * A finger drags `dy` pixels down (negative: up) from (x, y) and stops before it lifts (no fling),
+ * as touch events through the browser's input pipeline: the page scrolls the other way. Needs
+ * openPage({ phone: true }). Returns once the scroll is drawn.
+ */
+export async function swipe(page, x, y, dy) {
+  const cdp = await page.context().newCDPSession(page);
+  const at = (/** @type {number} */ py) => ({ touchPoints: [{ x, y: py }] });
+  await cdp.send("Input.dispatchTouchEvent", { type: "touchStart", ...at(y) });
+  for (let i = 1; i <= 10; i++) await cdp.send("Input.dispatchTouchEvent", { type: "touchMove", ...at(y + (dy * i) / 10) });
+  for (let i = 0; i < 3; i++) await cdp.send("Input.dispatchTouchEvent", { type: "touchMove", ...at(y + dy) });
+  await cdp.send("Input.dispatchTouchEvent", { type: "touchEnd", touchPoints: [] });
+  await cdp.detach();
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+}
 
 /** Saves a screenshot of the page as it is now. */
 export async function shot(page, name, options = {}) {

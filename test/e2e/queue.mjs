@@ -118,3 +118,43 @@ describe("queued messages", () => {
     await page.context().close();
   });
 });
+
+describe("the queued-message editor (issue 36)", () => {
+  it("Enter saves and Shift+Enter adds a line; a message that starts while being edited says so and gives the edit back", async () => {
+    const page = await openPage();
+    await signIn(page, unique("queue-edit"));
+    // The running turn waits for a permission: nothing queued starts until it is answered here.
+    await send(page, "Run the tests [permission]");
+    const card = page.locator(".interaction", { hasText: "Run the test suite?" });
+    await card.waitFor();
+    const input = page.getByLabel("Message", { exact: true });
+    await input.fill("queued one");
+    await input.press("Enter");
+    const queue = page.getByRole("list", { name: "Queued messages" });
+    const item = queue.getByRole("listitem").filter({ hasText: "queued one" });
+    await item.waitFor();
+
+    await item.getByRole("button", { name: "Edit" }).click();
+    const box = page.getByLabel("Edit queued message");
+    await box.press("End");
+    await page.keyboard.type(", edited");
+    await page.keyboard.press("Shift+Enter");
+    await page.keyboard.type("second line");
+    await page.keyboard.press("Enter");
+    await box.waitFor({ state: "detached" });
+    await queue.locator(".queued-text", { hasText: "second line" }).waitFor();
+    assert.deepEqual(await queue.locator(".queued-text").allTextContents(), ["queued one, edited\nsecond line"]);
+
+    // Editing again; before it is saved, the running turn ends (its permission answered) and the
+    // queued message starts as it was.
+    await item.getByRole("button", { name: "Edit" }).click();
+    await box.fill("rewritten while it starts");
+    await card.getByRole("button", { name: "Allow once" }).click();
+    await page.locator(".bubble-user", { hasText: "second line" }).waitFor();
+    await page.locator("#banner", { hasText: "started before your edit was saved" }).waitFor();
+    assert.equal(await box.count(), 0, "the editor is gone with the message");
+    assert.equal(await input.inputValue(), "rewritten while it starts", "the edit is back in the message box");
+    await waitForBadge(page, "done");
+    await page.context().close();
+  });
+});

@@ -32,7 +32,15 @@ describe("the usage line", () => {
       "in 17 · out 23 · unknown (tokens unverified)",
     );
     expect(usageText({ inputTokens: 17, outputTokens: 23, cost: null })).toBe("in 17 · out 23 · unknown (tokens unverified)");
-    expect(usageText({ inputTokens: null, outputTokens: null, cost: null })).toBe("in unknown · out unknown · unknown");
+  });
+
+  it("nothing known reads unknown: no reading, or one without a figure (also as a floor)", () => {
+    expect(usageText(null)).toBe("unknown");
+    expect(usageText({ inputTokens: null, outputTokens: null, cost: null })).toBe("unknown");
+    expect(usageText({ inputTokens: null, outputTokens: null, cost: null, provenance: { inputTokens: null, outputTokens: null, cost: null } }, { floor: true })).toBe("unknown");
+    // A count that is known is shown, the rest unknown.
+    expect(usageText({ inputTokens: null, outputTokens: null, cost: null, modelRequests: 2 })).toBe("in unknown · out unknown · unknown · 2 model requests");
+    expect(usageText({ inputTokens: 12, outputTokens: null, cost: null, provenance: { inputTokens: "measured", outputTokens: null, cost: null } }, { floor: true })).toBe("at least in 12 · out unknown · unknown");
   });
 
   it("request counts where reported", () => {

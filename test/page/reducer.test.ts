@@ -294,6 +294,34 @@ describe("the page's reducer", () => {
     expect(applyAll(emptyConversation("c2"), scriptedTurn()).turns.t1!.model).toBeNull();
   });
 
+  it("the budget follows the stream: each usage.updated's budget replaces the one read at load, from a new conversation's first turn on", () => {
+    const budget = (used: number) => ({ tokens: 9000, used, complete: true, exceeded: false, scope: "conversation" as const, provenance: "measured" as const });
+    const total = (inputTokens: number, outputTokens: number) => ({ inputTokens, outputTokens, cost: null, complete: true });
+    const usage = { inputTokens: 995, outputTokens: 40, cost: null, source: "running" } as const;
+    const update = (seq: number, data: Record<string, unknown>): StreamEvent => ({ seq, turnId: "t1", type: "usage.updated", data: { turnId: "t1", usage, ...data }, at: AT });
+    // A new conversation: nothing read from /usage; the first report brings the budget.
+    let state = applyAll(emptyConversation("c1"), [scriptedTurn()[0]!]);
+    expect(state.budget).toBeNull();
+    state = applyAll(state, [update(2, { conversation: total(995, 40), budget: budget(1035) })]);
+    expect(state.budget).toEqual(budget(1035));
+    expect(state.usageTotal).toMatchObject({ inputTokens: 995 });
+    state = applyAll(state, [update(3, { conversation: total(1980, 80), budget: budget(2060) })]);
+    expect(state.budget).toEqual(budget(2060));
+    // A report without a budget (an older server) keeps the one known; null says none is set.
+    state = applyAll(state, [update(4, { conversation: total(1980, 80) })]);
+    expect(state.budget).toEqual(budget(2060));
+    expect(applyAll(state, [update(5, { conversation: total(1980, 80), budget: null })]).budget).toBeNull();
+  });
+
+  it("a budget read once a turn ended fills in only where none is known: the stream's is newer", () => {
+    const budget = (used: number) => ({ tokens: 9000, used, complete: false, exceeded: false, scope: "conversation" as const, provenance: "measured" as const });
+    const state = applyAll(emptyConversation("c1"), [scriptedTurn()[0]!]);
+    const read = reduce(state, { type: "budget", budget: budget(0) });
+    expect(read.budget).toEqual(budget(0));
+    expect(reduce(read, { type: "budget", budget: budget(5) }).budget).toEqual(budget(0));
+    expect(reduce(state, { type: "budget", budget: null })).toBe(state);
+  });
+
   it("usage read back names the model each turn asked for, and a served model even before any count", () => {
     let state = applyAll(emptyConversation("c1"), scriptedTurn().slice(0, 3));
     const silent = { inputTokens: null, outputTokens: null, cost: null, source: "none" as const, servedModels: ["gpt-5.4"] };
