@@ -497,6 +497,11 @@ export class SessionStore {
     this.sql.exec("UPDATE branches SET forked = 1, agent_session_id = ? WHERE branch = ?", agentSessionId, branch);
   }
 
+  /** The branch's agent session was started afresh, nothing copied into it (the session it would fork is gone): forked from nothing. */
+  markStartedAfresh(branch: number): void {
+    this.sql.exec("UPDATE branches SET forked = 1, fork_of = NULL WHERE branch = ?", branch);
+  }
+
   deleteTurn(turnId: string): void {
     this.sql.exec("DELETE FROM turns WHERE turn_id = ?", turnId);
     this.heldStatus.set(turnId, null);
