@@ -9,7 +9,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import type { SessionObject } from "../src/objects/session";
 import { SessionStore } from "../src/objects/session-store";
-import { api, collect, counters, emulator, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
+import { api, collect, counters, emulator, isTurnEnd, json, sendTurn, tokenFor, uid, upstream, waitForTurn } from "./helpers";
 
 const variants = (v: Record<string, unknown>) => emulator("/_emulator/variants", v);
 const count = async (name: string) => (await counters())[name] ?? 0;
@@ -315,6 +315,21 @@ describe("branches on the sandbox's ordinary days (issue 36)", () => {
     expect(again.result.text).toContain("Nothing earlier in this session.");
     expect((await ranIn(token, cid, again)).reset).toMatch(/gone/);
     expect(await count("requests.runtime.session.fork")).toBe(forks);
+  });
+
+  it("a sandbox that no longer holds the session to fork (404 SESSION_NOT_FOUND) runs the edit afresh, saying agent_memory_reset", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const t1 = uid("t");
+    const first = await sent(token, cid, t1, "first");
+    await sent(token, cid, uid("t"), "second");
+    const run = await emulator(`/_emulator/executions/${first.executionId}`);
+    expect((await upstream("DELETE", `/v1/sandboxes/${run.sandboxId}/runtime/agents/sessions/${encodeURIComponent(run.sessionId)}`)).status).toBe(200);
+    const forks = await count("requests.runtime.session.fork");
+    const edit = await sent(token, cid, uid("t"), "second, edited [recall]", { parentTurnId: t1 });
+    expect(edit.result.text).toContain("Nothing earlier in this session.");
+    expect(await ranIn(token, cid, edit)).toEqual({ sandboxId: run.sandboxId, reset: expect.stringMatching(/gone/) });
+    expect(await count("requests.runtime.session.fork")).toBe(forks + 1);
   });
 });
 

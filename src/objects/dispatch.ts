@@ -115,7 +115,7 @@ type Dispatched = { controlRef: AgentExactRunControlRef; claims: Claims; notice?
 const FORK_SOURCE_GONE: Notice = {
   code: "agent_memory_reset",
   message:
-    "the agent session this message was answered in is gone (its sandbox was replaced since); this turn starts a new agent session, without the earlier conversation in its memory",
+    "the agent session this message was answered in is gone (its sandbox was replaced, or no longer holds it); this turn starts a new agent session, without the earlier conversation in its memory",
 };
 
 export class Dispatcher {
