@@ -187,8 +187,12 @@ export class Dispatcher {
     return placement;
   }
 
-  /** Records a new turn pending at its place (and the branch it starts): inside the caller's commit. */
-  recordPending(context: SessionContext, placement: Exclude<Placement, { kind: "unknown_parent" }>, turn: { turnId: string; requestDigest: string; request: TurnRequest; executionId: string; now: number }): void {
+  /** Records a new turn pending at its place (and the branch it starts), started `now` (sent at `sentAt`, if earlier): inside the caller's commit. */
+  recordPending(
+    context: SessionContext,
+    placement: Exclude<Placement, { kind: "unknown_parent" }>,
+    turn: { turnId: string; requestDigest: string; request: TurnRequest; executionId: string; now: number; sentAt?: number },
+  ): void {
     if (placement.kind === "branch" && !placement.reused) {
       this.store.insertBranch({
         branch: placement.branch,

@@ -26,6 +26,7 @@ function turn(overrides: Partial<TurnRecord> = {}): TurnRecord {
     lostAt: null,
     parts: null,
     createdAt: T0,
+    startedAt: T0,
     updatedAt: T0 + 1000,
     completedAt: T0 + 1000,
     ...overrides,

@@ -140,7 +140,11 @@ export const TurnViewSchema = z
     cancelReason: z.string().optional(),
     after: z.number().int().nonnegative().optional().describe("Open the event stream with ?after= this to see the turn from its start"),
     cached: z.boolean().optional(),
-    createdAt: z.string(),
+    createdAt: z.string().describe("when the turn was sent (a queued turn: when it was queued, not when it started)"),
+    startedAt: z
+      .string()
+      .optional()
+      .describe("when the turn started: when it was sent, or for a turn that waited in the queue, when it left it; absent while it waits (or if it never started)"),
     completedAt: z.string().optional(),
   })
   .meta({ id: "Turn" });
