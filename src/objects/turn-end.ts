@@ -217,11 +217,20 @@ export class TurnEnd {
     this.deps.log.commit((log) => {
       const turn = this.store.turn(turnId);
       if (!turn || turn.status !== "running") return;
-      const now = Date.now();
-      this.finish(log, turn, "failed", undefined, { code, message }, now);
-      this.deps.abandoned.remember(turn, now);
+      this.failWithin(log, turn, { code, message }, Date.now());
       ended = true;
     });
+    this.afterFail(turnId, ended);
+  }
+
+  /** `fail`'s writes, in the caller's transaction: the turn ends failed, its run remembered as abandoned. Then `afterFail`. */
+  failWithin(log: Appender, turn: TurnRecord, error: TurnError, now: number): void {
+    this.finish(log, turn, "failed", undefined, error, now);
+    this.deps.abandoned.remember(turn, now);
+  }
+
+  /** After a commit that failed a turn here (`ended`): the list shows it idle, and its run is settled upstream. */
+  afterFail(turnId: string, ended: boolean): void {
     void this.deps.showIdle();
     if (ended) {
       this.deps.abandoned.settle().catch((err) => console.error(JSON.stringify({ msg: "settling an abandoned run failed", turnId, error: String(err) })));
