@@ -270,7 +270,16 @@ const TranscriptInteractionPartSchema = z
   })
   .meta({ id: "TranscriptInteractionPart", description: "An ask of the agent, where it was asked, and how it ended" });
 
-export const TranscriptPartSchema = z.discriminatedUnion("type", [TranscriptContentPartSchema, TranscriptInteractionPartSchema]);
+const TranscriptWarningPartSchema = z
+  .object({
+    id: z.string().describe("`warning:` and the id (seq) of the event that carried it"),
+    type: z.literal("warning"),
+    code: z.string().describe("as the `warning` event said: `agent_memory_reset` (the agent started without the earlier conversation in its memory), `stream_incomplete`, …"),
+    message: z.string(),
+  })
+  .meta({ id: "TranscriptWarningPart", description: "A warning the turn's events carried, where it came: what the stream showed, kept for a reload" });
+
+export const TranscriptPartSchema = z.discriminatedUnion("type", [TranscriptContentPartSchema, TranscriptInteractionPartSchema, TranscriptWarningPartSchema]);
 
 const TranscriptMessageSchema = z
   .discriminatedUnion("role", [
