@@ -315,7 +315,9 @@ const BranchViewSchema = z
     forkedFrom: z
       .object({ branch: z.number().int().nonnegative(), turnId: TurnId })
       .nullable()
-      .describe("the branch whose agent session it was forked from, and the last turn copied; null for branch 0 and for a first message sent again"),
+      .describe(
+        "the branch whose agent session it was forked from, and the last turn copied; null for branch 0, for a first message sent again, and for a branch started afresh because the session to fork was gone (its sandbox replaced)",
+      ),
     firstTurnId: TurnId,
     parentTurnId: TurnId.nullable().describe("the turn its first turn follows (where it splits from its siblings)"),
     tipTurnId: TurnId,
