@@ -61,6 +61,7 @@ export interface ScriptInput {
   permissionScopes?: "contract";
   permissionAnswer?: "response";
   planDecision?: "route";
+  waitSignal?: "status";
 }
 
 interface StepTokens {
@@ -203,6 +204,7 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
     ...(input.permissionScopes ? { permissionScopes: input.permissionScopes } : {}),
     ...(input.permissionAnswer ? { permissionAnswer: input.permissionAnswer } : {}),
     ...(input.planDecision ? { planDecision: input.planDecision } : {}),
+    ...(input.waitSignal ? { waitSignal: input.waitSignal } : {}),
   };
   // A kind the turn did not enable is never asked: the agent goes on with its defaults.
   const enabled = (kind: string) => input.interactions === undefined || input.interactions[kind] === true;
