@@ -208,6 +208,17 @@ describe("control on every shape of the wire", () => {
     expect(done.result.text).toContain("Plan revision 1 approved");
   });
 
+  it("a wait said only by status whose interactions cannot be read is a warning that says so, never a silent wait", async () => {
+    await variants({ waitSignal: "status" });
+    await setFaults({ failNext: { status: 503, count: 3, route: "runtime.session.interactions" } });
+    const { token, cid, turnId, res } = await turnWith("set up [ask]");
+    const seen = await collect(await api(`/v1/conversations/${cid}/events?after=${(await json(res)).after}`, { token }), (e) => e.type === "warning");
+    expect(seen.events.at(-1)!.data).toMatchObject({ code: "interactions_unavailable", message: expect.stringMatching(/waits \(awaiting_question\).*could not be read/) });
+    expect((await json(await api(`/v1/conversations/${cid}/turns/${turnId}`, { token }))).status).toBe("running");
+    await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } });
+    expect((await waitForTurn(token, cid, turnId)).status).toBe("cancelled");
+  });
+
   it("permission scopes in the contract's vocabulary offer allow-once", async () => {
     await variants({ permissionScopes: "contract" });
     const { token, cid, turnId, res } = await turnWith("run the tests [permission]");
