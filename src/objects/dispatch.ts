@@ -314,7 +314,12 @@ export class Dispatcher {
    * the session to copy is gone (its sandbox replaced since that turn ran, or upstream no longer
    * holds it), nothing is copied: the branch starts afresh (`afresh`), and the turn says so.
    */
-  private async fork(context: SessionContext, request: TurnRequest, claimed: { environment: EnvironmentRecord; claims: Claims }, branch: StoredBranch): Promise<{ environment: EnvironmentRecord; claims: Claims; afresh?: true }> {
+  private async fork(
+    context: SessionContext,
+    request: TurnRequest,
+    claimed: { environment: EnvironmentRecord; claims: Claims },
+    branch: StoredBranch,
+  ): Promise<{ environment: EnvironmentRecord; claims: Claims; afresh?: true }> {
     let { environment, claims } = claimed;
     const at = branch.at === null ? null : this.store.turn(branch.at);
     if (!at?.controlRef) throw new Refusal("turn_not_ready", `turn ${branch.at} has not run yet; a branch after it waits for it`, { retryable: true });
@@ -324,7 +329,12 @@ export class Dispatcher {
       // Agent sessions live in their sandbox: one made in a sandbox since replaced went with it.
       if (at.controlRef.environmentId !== environment.environmentId) return { environment, claims, afresh: true };
       try {
-        const { sessionId } = await this.deps.provider().fork({ environmentId: environment.environmentId, sessionId: at.controlRef.sessionId, at: at.controlRef, newSessionId: branch.agentSessionId });
+        const { sessionId } = await this.deps.provider().fork({
+          environmentId: environment.environmentId,
+          sessionId: at.controlRef.sessionId,
+          at: at.controlRef,
+          newSessionId: branch.agentSessionId,
+        });
         this.deps.log.commit(() => this.store.markForked(branch.branch, sessionId));
         return { environment, claims };
       } catch (err) {

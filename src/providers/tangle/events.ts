@@ -41,7 +41,8 @@ async function listedAsks(client: HttpTransport, ref: AgentExactRunControlRef, s
   for (const raw of listed) {
     const parsed = InteractionRequest.safeParse(raw);
     if (!parsed.success) {
-      asks.push({ kind: "warning", upstreamId: undefined, code: "invalid_upstream_frame", message: `an outstanding interaction of the session is invalid: ${parsed.error.issues[0]?.message ?? "invalid"}` });
+      const why = parsed.error.issues[0]?.message ?? "invalid";
+      asks.push({ kind: "warning", upstreamId: undefined, code: "invalid_upstream_frame", message: `an outstanding interaction of the session is invalid: ${why}` });
       continue;
     }
     // Only this run's asks: one bound to another execution of the session is not this turn's.
