@@ -9,7 +9,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import type { SessionObject } from "../src/objects/session";
 import { SessionStore } from "../src/objects/session-store";
-import { api, collect, counters, emulator, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
+import { api, collect, counters, emulator, isTurnEnd, json, sendTurn, tokenFor, uid, upstream, waitForTurn } from "./helpers";
 
 const variants = (v: Record<string, unknown>) => emulator("/_emulator/variants", v);
 const count = async (name: string) => (await counters())[name] ?? 0;
@@ -225,6 +225,112 @@ describe("branches", () => {
       await sent(token, cid, uid("t"), "c");
     });
   }
+});
+
+/** The sandbox a turn ran in, and whether its events said the agent's memory was reset. */
+async function ranIn(token: string, cid: string, turn: any) {
+  const events = (await collect(await api(`/v1/conversations/${cid}/events?after=${turn.after}`, { token }), (e) => isTurnEnd(e) && e.turnId === turn.turnId)).events;
+  const reset = events.find((e) => e.turnId === turn.turnId && e.type === "warning" && e.data.code === "agent_memory_reset");
+  return { sandboxId: (await emulator(`/_emulator/executions/${turn.executionId}`)).sandboxId as string, reset: (reset?.data.message as string | undefined) ?? null };
+}
+
+const IDLE = 30 * 60;
+const DAY = 24 * 60 * 60;
+
+describe("branches on the sandbox's ordinary days (issue 36)", () => {
+  it("an edit and a regenerate after the sandbox idled out resume it first and fork there, the agent's memory kept", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const t1 = uid("t");
+    const first = await sent(token, cid, t1, "first");
+    await sent(token, cid, uid("t"), "second");
+    const { sandboxId } = await ranIn(token, cid, first);
+    await emulator(`/_emulator/sandboxes/${sandboxId}/clock`, { advanceSeconds: IDLE });
+    const resumed = await count("sandboxes.resumed");
+
+    const edit = await sent(token, cid, uid("t"), "second, edited [recall]", { parentTurnId: t1 });
+    expect(edit).toMatchObject({ parentTurnId: t1, branch: 1 });
+    expect(edit.result.text).toContain(`Earlier in this session: "first".`);
+    expect(await count("sandboxes.resumed")).toBe(resumed + 1);
+    expect(await ranIn(token, cid, edit)).toEqual({ sandboxId, reset: null });
+
+    // Idle again: a regenerate of the same answer (the same message after the same turn) resumes it too.
+    await emulator(`/_emulator/sandboxes/${sandboxId}/clock`, { advanceSeconds: IDLE });
+    const regen = await sent(token, cid, uid("t"), "second, edited [recall]", { parentTurnId: t1 });
+    expect(regen).toMatchObject({ parentTurnId: t1, branch: 2 });
+    expect(regen.result.text).toContain(`Earlier in this session: "first".`);
+    expect(await count("sandboxes.resumed")).toBe(resumed + 2);
+    const list = await json(await api(`/v1/conversations/${cid}/branches`, { token }));
+    expect(list.branches.map((b: any) => b.forkedFrom)).toEqual([null, { branch: 0, turnId: t1 }, { branch: 0, turnId: t1 }]);
+  });
+
+  it("an edit first after the sandbox expired replaces it, and runs afresh in the branch's own session, saying agent_memory_reset", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const t1 = uid("t");
+    const first = await sent(token, cid, t1, "first");
+    await sent(token, cid, uid("t"), "second");
+    const { sandboxId } = await ranIn(token, cid, first);
+    await emulator(`/_emulator/sandboxes/${sandboxId}/clock`, { advanceSeconds: DAY });
+
+    const editId = uid("t");
+    const edit = await sent(token, cid, editId, "second, edited [recall]", { parentTurnId: t1 });
+    expect(edit).toMatchObject({ parentTurnId: t1, branch: 1 });
+    expect(edit.result.text).toContain("Nothing earlier in this session.");
+    const where = await ranIn(token, cid, edit);
+    expect(where.sandboxId).not.toBe(sandboxId);
+    expect(where.reset).toMatch(/gone/);
+    // Nothing was copied: the branch says it was forked from nothing, and its own session goes on.
+    const list = await json(await api(`/v1/conversations/${cid}/branches`, { token }));
+    expect(list.branches[1]).toMatchObject({ branch: 1, forkedFrom: null, parentTurnId: t1 });
+    const more = await sent(token, cid, uid("t"), "more [recall]");
+    expect(more.result.text).toContain(`Earlier in this session: "second, edited".`);
+    // A retry is the same turn.
+    expect((await sendTurn(token, cid, editId, "second, edited [recall]", { parentTurnId: t1 })).status).toBe(200);
+  });
+
+  it("after the sandbox was replaced (deleted, or a turn after its expiry), an edit of a message from before runs afresh, saying agent_memory_reset", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const t1 = uid("t");
+    const t2 = uid("t");
+    const first = await sent(token, cid, t1, "first");
+    await sent(token, cid, t2, "second");
+    const { sandboxId } = await ranIn(token, cid, first);
+    expect((await api("/v1/environment", { token, method: "DELETE" })).status).toBe(200);
+    const forks = await count("requests.runtime.session.fork");
+    const edit = await sent(token, cid, uid("t"), "second, edited [recall]", { parentTurnId: t1 });
+    expect(edit.result.text).toContain("Nothing earlier in this session.");
+    const where = await ranIn(token, cid, edit);
+    expect(where.sandboxId).not.toBe(sandboxId);
+    expect(where.reset).toMatch(/gone/);
+    // The session to fork was known to be gone with its sandbox: no fork was asked for.
+    expect(await count("requests.runtime.session.fork")).toBe(forks);
+
+    // The new sandbox expires; a plain turn replaces it; then an edit of a message from before it.
+    await emulator(`/_emulator/sandboxes/${where.sandboxId}/clock`, { advanceSeconds: DAY });
+    const plain = await sent(token, cid, uid("t"), "third");
+    expect((await ranIn(token, cid, plain)).reset).not.toBeNull();
+    const again = await sent(token, cid, uid("t"), "second, edited again [recall]", { parentTurnId: t1 });
+    expect(again.result.text).toContain("Nothing earlier in this session.");
+    expect((await ranIn(token, cid, again)).reset).toMatch(/gone/);
+    expect(await count("requests.runtime.session.fork")).toBe(forks);
+  });
+
+  it("a sandbox that no longer holds the session to fork (404 SESSION_NOT_FOUND) runs the edit afresh, saying agent_memory_reset", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const t1 = uid("t");
+    const first = await sent(token, cid, t1, "first");
+    await sent(token, cid, uid("t"), "second");
+    const run = await emulator(`/_emulator/executions/${first.executionId}`);
+    expect((await upstream("DELETE", `/v1/sandboxes/${run.sandboxId}/runtime/agents/sessions/${encodeURIComponent(run.sessionId)}`)).status).toBe(200);
+    const forks = await count("requests.runtime.session.fork");
+    const edit = await sent(token, cid, uid("t"), "second, edited [recall]", { parentTurnId: t1 });
+    expect(edit.result.text).toContain("Nothing earlier in this session.");
+    expect(await ranIn(token, cid, edit)).toEqual({ sandboxId: run.sandboxId, reset: expect.stringMatching(/gone/) });
+    expect(await count("requests.runtime.session.fork")).toBe(forks + 1);
+  });
 });
 
 describe("turns stored before conversations branched (schema 9)", () => {

@@ -1,7 +1,11 @@
-import { describe, expect, it } from "vitest";
-import { api, collect, counters, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
+import { afterEach, describe, expect, it } from "vitest";
+import { api, collect, counters, isTurnEnd, json, sendTurn, setFaults, tokenFor, uid, waitForTurn } from "./helpers";
 
 const cancel = (token: string, cid: string, body: unknown) => api(`/v1/conversations/${cid}/cancel`, { token, body });
+
+afterEach(async () => {
+  await setFaults({});
+});
 
 describe("cancelling a run", () => {
   it("cancels mid-stream: accepted, the turn ends turn.cancelled (not failed), observed usage kept; the same operation replays", async () => {
@@ -39,6 +43,33 @@ describe("cancelling a run", () => {
     const conflict = await cancel(token, cid, { operationId, reason: "another reason" });
     expect(conflict.status).toBe(409);
     expect(await json(conflict)).toMatchObject({ status: "conflict", effect: "unknown", existingRequestDigest: ack.requestDigest });
+  });
+
+  it("an outcome that could not be confirmed is unknown (502), retryable where a repeat can succeed: the same operation then cancels", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const turnId = uid("turn");
+    // The run waits on its ask: it is running, and stays so, until it is stopped.
+    const accepted = await json(await sendTurn(token, cid, turnId, "set up [ask]"));
+    await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (e) => e.type === "interaction.requested");
+
+    // The agent service is down for every attempt of the call: a repeat can succeed.
+    await setFaults({ failNext: { status: 503, count: 3, route: "runtime.session.abort" } });
+    const operationId = uid("op");
+    const down = await cancel(token, cid, { operationId });
+    expect(down.status).toBe(502);
+    expect(await json(down)).toMatchObject({ operationId, status: "unknown", effect: "unknown", retryable: true, message: expect.stringContaining("could not be confirmed") });
+
+    // It refuses the request as malformed: the same request again cannot succeed.
+    await setFaults({ failNext: { status: 400, count: 1, route: "runtime.session.abort" } });
+    const refused = await cancel(token, cid, { operationId: uid("op") });
+    expect(refused.status).toBe(502);
+    expect(await json(refused)).toMatchObject({ status: "unknown", retryable: false });
+
+    const again = await cancel(token, cid, { operationId });
+    expect(again.status).toBe(200);
+    expect(await json(again)).toMatchObject({ operationId, status: "accepted", effect: "cancelled" });
+    expect((await waitForTurn(token, cid, turnId)).status).toBe("cancelled");
   });
 
   it("with nothing running: accepted, not_live, and nothing is sent upstream", async () => {

@@ -11,9 +11,9 @@ import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid } from "./helper
 /** Frames the provider reads and never shows (src/providers/tangle/frames.ts: private and skipped). */
 const NOT_SHOWN = new Set(["connection.established", "execution.started", "native.session.observed"]);
 
-async function typesOf(message: string, answer?: (interaction: { id: string; kind: string }) => Record<string, unknown> | "cancel") {
-  const token = await tokenFor(uid("user"));
-  const cid = uid("conv");
+async function typesOf(message: string, answer?: (interaction: { id: string; kind: string }) => Record<string, unknown> | "cancel", who?: { token: string; cid: string }) {
+  const token = who?.token ?? (await tokenFor(uid("user")));
+  const cid = who?.cid ?? uid("conv");
   const accepted = await json(await sendTurn(token, cid, uid("turn"), message));
   const types = new Set<string>();
   let after = String(accepted.after);
@@ -58,6 +58,11 @@ describe("the page's event names and the server's", () => {
     add(await typesOf("plan it [plan]", (i) => (i.kind === "plan" ? { outcome: "accepted", data: { decision: "approve" } } : "cancel")));
     add(await typesOf("this fails [fail]"));
     add(await typesOf("odd usage [bad-usage]"));
+    // A turn after its user's sandbox was deleted says the agent's memory was reset (a `warning`).
+    const user = { token: await tokenFor(uid("user")), cid: uid("conv") };
+    await typesOf("hello", undefined, user);
+    expect((await api("/v1/environment", { token: user.token, method: "DELETE" })).status).toBe(200);
+    add(await typesOf("are you there?", undefined, user));
     add(await queueTypes());
     const missing = [...seen].filter((type) => !STREAM_EVENTS.includes(type));
     expect(missing).toEqual([]);

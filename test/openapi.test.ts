@@ -120,6 +120,15 @@ describe("the OpenAPI document matches what the routes answer", () => {
     await documented(DeletedAnswer, await api(`/v1/webhooks/${created.id}`, { token, method: "DELETE" }));
   });
 
+  it("a turn's two times are documented: when it was sent (createdAt) and when it started (startedAt)", async () => {
+    const doc = await json(await api("/openapi.json"));
+    const turn = doc.components.schemas.Turn;
+    expect(turn.required).toContain("createdAt");
+    expect(turn.required).not.toContain("startedAt");
+    expect(turn.properties.createdAt.description).toMatch(/sent/);
+    expect(turn.properties.startedAt).toMatchObject({ type: "string", description: expect.stringMatching(/queue/) });
+  });
+
   it("the document names every component it refers to", async () => {
     const doc = await json(await api("/openapi.json"));
     const text = JSON.stringify(doc.paths);

@@ -95,6 +95,29 @@ describe("a turn sent while another runs can wait its turn", () => {
     expect((await json(await api(`/v1/conversations/${cid}`, { token }))).queue).toEqual([]);
   });
 
+  it("a queued turn keeps when it was sent (createdAt, and its message's time in the transcript) and says when it started (startedAt)", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const first = uid("turn");
+    const running = await json(await sendTurn(token, cid, first, LONG));
+    // A turn that did not wait started when it was sent.
+    expect(running.startedAt).toBe(running.createdAt);
+    const q1 = uid("q");
+    const queued = await json(await queue(token, cid, q1, "after the first"));
+    expect(queued).toMatchObject({ status: "queued" });
+    expect(queued.startedAt).toBeUndefined();
+    expect((await json(await api(`/v1/conversations/${cid}`, { token }))).queue[0].startedAt).toBeUndefined();
+    await stop(token, cid);
+
+    const done = await ended(token, cid, q1);
+    expect(done.createdAt).toBe(queued.createdAt);
+    const accepted = (await logUntilEnd(token, cid, q1)).find((e) => e.type === "turn.accepted" && e.turnId === q1)!;
+    expect(Date.parse(done.startedAt)).toBeGreaterThanOrEqual(Date.parse(queued.createdAt));
+    expect(Date.parse(done.startedAt)).toBeLessThanOrEqual(Date.parse(accepted.at));
+    const messages = await json(await api(`/v1/conversations/${cid}/messages`, { token }));
+    expect(messages.messages.find((m: any) => m.role === "user" && m.turnId === q1).at).toBe(queued.createdAt);
+  });
+
   it("a queued turn can be edited or removed until it starts, and is refused 409 once it has", async () => {
     const token = await tokenFor(uid("user"));
     const cid = uid("conv");

@@ -157,7 +157,8 @@ describe("no turn is ever stuck", () => {
     const aborts = (await emulator("/_emulator/counters")).counters["requests.runtime.session.abort"] ?? 0;
     // As if it had started long ago.
     await runInDurableObject(stub, async (_i: SessionObject, state) => {
-      state.storage.sql.exec("UPDATE turns SET created_at = ? WHERE turn_id = ?", Date.now() - 2 * 60 * 60_000, turnId);
+      const long = Date.now() - 2 * 60 * 60_000;
+      state.storage.sql.exec("UPDATE turns SET created_at = ?, started_at = ? WHERE turn_id = ?", long, long, turnId);
     });
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     const turn = await waitForTurn(token, cid, turnId);

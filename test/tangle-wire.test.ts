@@ -182,6 +182,43 @@ describe("control on every shape of the wire", () => {
     expect((await waitForTurn(token, cid, turnId)).result.text).toContain("Plan revision 1 approved");
   });
 
+  it("a run that says it waits only by its status (awaiting_question, blocked_on_approval, awaiting_plan_decision) has its asks read from the session: the turn waits for each, and goes on once answered", async () => {
+    await variants({ waitSignal: "status" });
+    const { token, cid, turnId, res } = await turnWith("set up, plan and test [ask] [plan] [permission]");
+    let after: number | string = (await json(res)).after;
+    const answers: Record<string, Record<string, unknown>> = {
+      question: { project: "demo", framework: "vitest" },
+      permission: { grant: "allow_once" },
+      plan: { decision: "approve" },
+    };
+    const waited: string[] = [];
+    for (const kind of ["question", "plan", "permission"]) {
+      const { interaction, lastId } = await askOf(token, cid, after);
+      expect(interaction.kind).toBe(kind);
+      const turn = await json(await api(`/v1/conversations/${cid}/turns/${turnId}`, { token }));
+      waited.push(turn.waitingFor);
+      const ack = await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: answers[kind] }));
+      expect(ack.status).toBe("accepted");
+      after = lastId;
+    }
+    expect(waited).toEqual(["awaiting_question", "awaiting_plan_decision", "awaiting_permission"]);
+    const done = await waitForTurn(token, cid, turnId);
+    expect(done.status).toBe("completed");
+    expect(done.result.text).toContain("Setting up demo with vitest");
+    expect(done.result.text).toContain("Plan revision 1 approved");
+  });
+
+  it("a wait said only by status whose interactions cannot be read is a warning that says so, never a silent wait", async () => {
+    await variants({ waitSignal: "status" });
+    await setFaults({ failNext: { status: 503, count: 3, route: "runtime.session.interactions" } });
+    const { token, cid, turnId, res } = await turnWith("set up [ask]");
+    const seen = await collect(await api(`/v1/conversations/${cid}/events?after=${(await json(res)).after}`, { token }), (e) => e.type === "warning");
+    expect(seen.events.at(-1)!.data).toMatchObject({ code: "interactions_unavailable", message: expect.stringMatching(/waits \(awaiting_question\).*could not be read/) });
+    expect((await json(await api(`/v1/conversations/${cid}/turns/${turnId}`, { token }))).status).toBe("running");
+    await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } });
+    expect((await waitForTurn(token, cid, turnId)).status).toBe("cancelled");
+  });
+
   it("permission scopes in the contract's vocabulary offer allow-once", async () => {
     await variants({ permissionScopes: "contract" });
     const { token, cid, turnId, res } = await turnWith("run the tests [permission]");

@@ -38,3 +38,23 @@ describe("/messages after asks", () => {
     expect(second.parts.find((part) => part.type === "interaction")).toMatchObject({ id: p.interaction.id, status: "cancelled", reason: "the run ended" });
   });
 });
+
+describe("/messages after the agent's memory was reset", () => {
+  it("carries the agent_memory_reset warning on the turn that started afresh, so a reload still shows it", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const first = uid("turn");
+    await sendTurn(token, cid, first, "hello");
+    expect((await waitForTurn(token, cid, first)).status).toBe("completed");
+    expect((await api("/v1/environment", { token, method: "DELETE" })).status).toBe(200);
+    const next = uid("turn");
+    await sendTurn(token, cid, next, "are you there?");
+    expect((await waitForTurn(token, cid, next)).status).toBe("completed");
+
+    const transcript = MessagesSchema.parse(await json(await api(`/v1/conversations/${cid}/messages`, { token })));
+    const answers = transcript.messages.filter((m) => m.role === "assistant");
+    const warnings = answers.map((m) => (m.role === "assistant" ? m.parts.filter((p) => p.type === "warning") : []));
+    expect(warnings[0]).toEqual([]);
+    expect(warnings[1]).toEqual([{ id: expect.stringMatching(/^warning:\d+$/), type: "warning", code: "agent_memory_reset", message: expect.stringContaining("without the earlier conversation") }]);
+  });
+});

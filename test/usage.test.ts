@@ -49,11 +49,17 @@ describe("usage before the receipt (OpenCode steps)", () => {
     expect(usage.turns[0].usage).toMatchObject({ source: "receipt", inputTokens: 1980 });
   });
 
-  it("an invalid step count is reported and no running total is claimed past it", async () => {
-    const { events } = await turn("bad step [bad-usage]");
-    const warning = events.find((e) => e.type === "warning" && e.data.code === "usage_invalid");
-    expect(warning?.data.message).toMatch(/not a non-negative integer/);
-    expect(steps(events).every((e) => e.usage === undefined)).toBe(true);
+  it("an invalid step count fails the run's stream: the turn ends failed usage_invalid, nothing after the step is taken, no running total is claimed", async () => {
+    const { token, cid, turnId, events, record } = await turn("bad step [bad-usage]");
+    const end = events.at(-1)!;
+    expect(end).toMatchObject({ type: "turn.failed", turnId, data: { error: { code: "usage_invalid", message: expect.stringMatching(/not a non-negative integer.*stream failed/) } } });
+    expect(record).toMatchObject({ status: "failed", error: { code: "usage_invalid" } });
+    // The bad step is the run's first: its frame is there, without a total, and no frame of the run after it.
+    expect(steps(events).map((e) => e.usage)).toEqual([undefined]);
+    const log = (await collect(await api(`/v1/conversations/${cid}/events`, { token }), (e) => e.seq >= end.seq)).events;
+    const failedAt = log.findIndex((e) => e.type === "turn.failed");
+    expect(log.slice(failedAt + 1).filter((e) => e.turnId === turnId && e.type !== "usage.updated")).toEqual([]);
+    expect(events.some((e) => e.type === "warning")).toBe(false);
   });
 
   it("a receipt lower than the streamed total is authoritative, and the conflict is recorded", async () => {

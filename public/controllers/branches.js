@@ -73,22 +73,32 @@ export function createBranches({ api, store, reload, follow, screen, ui, focusPi
     return [...tree.entries()].filter(([, n]) => n.parent === parent).sort((a, b) => a[1].branch - b[1].branch).map(([id]) => id);
   }
 
+  /** A send beside a turn under way, or the last one that failed: its retry is the same turn. @type {{ key: string, turnId: string, sending: boolean } | null} */
+  let attempt = null;
+
   /**
-   * Sends `message` after the turn `turnId` followed: a branch beside it.
+   * Sends `message` after the turn `turnId` followed: a branch beside it. The editor stays open
+   * with the edited text until the server took the turn: a send that fails keeps it, to send again
+   * (under the same turn id, so a send that did reach the server is not made twice).
    * @param {string} turnId @param {string} message
    */
   async function sendBeside(turnId, message) {
-    if (store.busy() || !tree.has(turnId)) return;
+    if (store.busy() || !tree.has(turnId) || attempt?.sending) return;
     const parent = tree.get(turnId)?.parent ?? null;
-    store.editing = null;
+    const key = JSON.stringify([store.conv.cid, parent, message]);
+    const current = attempt?.key === key ? { ...attempt, sending: true } : { key, turnId: `t-${crypto.randomUUID()}`, sending: true };
+    attempt = current;
     screen.hideBanner();
     try {
-      await api.sendAfter(store.conv.cid, `t-${crypto.randomUUID()}`, message, parent);
+      await api.sendAfter(store.conv.cid, current.turnId, message, parent);
     } catch (err) {
+      current.sending = false;
       screen.showBanner(err instanceof Error ? err.message : String(err));
       screen.schedule();
       return;
     }
+    attempt = null;
+    if (store.editing === turnId) store.editing = null;
     await reload();
     follow();
   }

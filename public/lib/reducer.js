@@ -344,6 +344,12 @@ function load(cid, action) {
       continue;
     }
     for (const part of m.parts) {
+      if (part.type === "warning") {
+        // The warning as the stream showed it (its block keyed by the event that carried it).
+        const block = { key: part.id, kind: /** @type {const} */ ("warning"), id: part.id.slice("warning:".length), text: part.message || part.code };
+        state = withTurn(state, m.turnId, (turn) => withBlock(turn, block));
+        continue;
+      }
       if (part.type === "interaction") {
         const choice = choices[part.id];
         state = withAsk(state, m.turnId, part.request, {

@@ -169,6 +169,10 @@ function keptEvents(turn: TranscriptTurn["turn"]): EventEnvelope[] {
       if (part.status !== "outstanding") {
         events.push({ ...base, seq: ++seq, type: "interaction.resolved", data: { interactionId: part.id, status: part.status, ...(part.outcome ? { outcome: part.outcome } : {}), ...(part.reason ? { reason: part.reason } : {}) } });
       }
+    } else if (part.type === "warning") {
+      // A warning kept as a part is its event again, under its own seq (its chunk's id is the streamed one).
+      const own = Number(part.id.slice("warning:".length));
+      events.push({ ...base, seq: Number.isInteger(own) && own > 0 ? own : ++seq, type: "warning", data: { code: part.code, message: part.message } });
     } else {
       events.push({ ...base, seq: ++seq, type: "message.part.updated", data: { part } });
     }

@@ -23,6 +23,16 @@ export interface AskContext {
   permissionAnswer?: Variants["permissionAnswer"];
   /** How a plan waits for its decision (variant `planDecision`). */
   planDecision?: Variants["planDecision"];
+  /** How the run says it waits (variant `waitSignal`): the ask in an `interaction` frame, or a status alone. */
+  waitSignal?: Variants["waitSignal"];
+}
+
+/** The status a run waiting for an ask of this kind reports (docs/sandbox-wire.md §4, §5). */
+function waitStatus(kind: unknown): string {
+  if (kind === "question") return "awaiting_question";
+  if (kind === "permission") return "blocked_on_approval";
+  if (kind === "plan") return "awaiting_plan_decision";
+  return "awaiting_interaction";
 }
 
 /** A frame that stops the run until the ask `waitFor` is answered (or expires). */
@@ -41,9 +51,10 @@ function binding(ctx: AskContext, interactionId: string) {
 
 function ask(ctx: AskContext, id: string, fields: Record<string, unknown>): WaitFrame {
   const request = { id, ...fields, ...(ctx.timeoutMs ? { timeoutMs: ctx.timeoutMs, onTimeout: "use_defaults" } : {}), binding: binding(ctx, id) };
+  // Variant `waitSignal: "status"`: no interaction frame, only the status; the ask is listed all the same.
+  const frame = ctx.waitSignal === "status" ? { type: "status", data: { status: waitStatus(fields.kind) } } : { type: "interaction", data: { request } };
   return {
-    type: "interaction",
-    data: { request },
+    ...frame,
     waitFor: id,
     ask: { request, via: "interaction" },
     ...(ctx.timeoutMs ? { timeoutMs: ctx.timeoutMs } : {}),

@@ -86,6 +86,7 @@ export class Runner {
       ...(variants.permissionScopes === "contract" ? { permissionScopes: "contract" as const } : {}),
       ...(variants.permissionAnswer === "response" ? { permissionAnswer: "response" as const } : {}),
       ...(variants.planDecision === "route" ? { planDecision: "route" as const } : {}),
+      ...(variants.waitSignal === "status" ? { waitSignal: "status" as const } : {}),
     };
     const script = buildScript(input);
     this.scripts.set(id, script);

@@ -34,6 +34,7 @@ import type { ScriptFrame } from "./script-frame";
  *   [permission]   permission to run `npm test` (granted: the tool runs; denied: it does not)
  *   [plan]         a plan to approve, or reject with feedback for a revised plan (an interaction, or a
  *                  status awaiting_plan_decision that only the plan routes decide: variant planDecision)
+ * An ask's frame is an `interaction`, or (variant waitSignal) a `status` that only says the run waits.
  * Usage scripts (each rule of the usage fold has one):
  *   [receipt-low]       the receipt reports less input than the streamed steps did
  *   [receipt-partial]   the receipt lacks outputTokens (unknown, not zero)
@@ -61,6 +62,7 @@ export interface ScriptInput {
   permissionScopes?: "contract";
   permissionAnswer?: "response";
   planDecision?: "route";
+  waitSignal?: "status";
 }
 
 interface StepTokens {
@@ -203,6 +205,7 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
     ...(input.permissionScopes ? { permissionScopes: input.permissionScopes } : {}),
     ...(input.permissionAnswer ? { permissionAnswer: input.permissionAnswer } : {}),
     ...(input.planDecision ? { planDecision: input.planDecision } : {}),
+    ...(input.waitSignal ? { waitSignal: input.waitSignal } : {}),
   };
   // A kind the turn did not enable is never asked: the agent goes on with its defaults.
   const enabled = (kind: string) => input.interactions === undefined || input.interactions[kind] === true;

@@ -50,6 +50,7 @@ describe("the emulator's variants", () => {
         backendModel: "string",
         interactionsAt: "top",
         planDecision: "interaction",
+        waitSignal: "interaction",
         answerRoute: "ok",
         answeredAsk: "already-resolved",
         runControlRef: "optional",
@@ -573,6 +574,34 @@ describe("the emulator's variants", () => {
     // Frame for frame the same run, each interaction of kind plan replaced by the status.
     expect(byRoute.length).toBe(byInteraction.length);
     expect(byRoute).toEqual(byInteraction.map((f) => (f.event === "interaction" ? { ...f, event: "status", data: `{"status":"awaiting_plan_decision"}` } : f)));
+  });
+
+  it("waitSignal: an ask arrives as an interaction frame by default; when switched only a status says the run waits (awaiting_question, blocked_on_approval), the ask listed and answered as usual", async () => {
+    const run = async (label: string, waitSignal: "interaction" | "status") => {
+      const { emu, id } = await fastSandbox(label);
+      await setVariants(emu, { waitSignal });
+      const exe = `exe-${label}`;
+      const stream = await dispatch(emu, id, { message: "set up [ask] [permission]", executionId: exe, turnId: "t1" });
+      const answer = (body: unknown) => emu.api("POST", runtime(id, "/agents/sessions/s1/interactions"), body);
+      const listed = async () => (await json(await emu.api("GET", runtime(id, "/agents/sessions/s1/interactions")))).data.interactions.map((i: { id: string }) => i.id);
+      const waits = waitSignal === "status" ? ['{"status":"awaiting_question"}', '{"status":"blocked_on_approval"}'] : [":question-1", ":permission-1"];
+      await readRaw(await emu.control(`/_emulator/executions/${exe}/stream`), (t) => t.includes(waits[0]!));
+      expect(await listed()).toEqual([`${exe}:question-1`]);
+      expect((await answer({ id: `${exe}:question-1`, outcome: "accepted", data: { project: "demo", framework: "vitest" } })).status).toBe(200);
+      await readRaw(await emu.control(`/_emulator/executions/${exe}/stream`), (t) => t.includes(waits[1]!));
+      expect(await listed()).toEqual([`${exe}:permission-1`]);
+      expect((await answer({ id: `${exe}:permission-1`, outcome: "accepted", data: { grant: "allow_once" } })).status).toBe(200);
+      return rawFrames(await whole(stream)).map(fields);
+    };
+    const byFrame = await run("wait-1", "interaction");
+    const byStatus = await run("wait-2", "status");
+    expect(byStatus.some((f) => f.event === "interaction")).toBe(false);
+    // Frame for frame the same run (its ids aside), each interaction frame replaced by the status of its wait.
+    const statusOf: Record<string, string> = { question: "awaiting_question", permission: "blocked_on_approval" };
+    const same = (f: { event?: string; data?: string }) => ({ event: f.event, data: f.data?.replaceAll("wait-1", "wait-2") });
+    expect(byStatus.map(same)).toEqual(
+      byFrame.map((f) => (f.event === "interaction" ? { event: "status", data: JSON.stringify({ status: statusOf[JSON.parse(f.data!).request.kind]! }) } : same(f))),
+    );
   });
 
   it("answerRoute: the answer route by default; 501 NOT_IMPLEMENTED when switched, and the ask stays outstanding", async () => {

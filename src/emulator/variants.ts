@@ -60,6 +60,12 @@ export const EmulatorVariants = z.strictObject({
    * `awaiting_plan_decision` frame decided only through `plan/approve` and `plan/reject`.
    */
   planDecision: z.enum(["interaction", "route"]).optional(),
+  /**
+   * §4 how a run says it waits for a person: an `interaction` frame carrying the ask, or only a
+   * `status` frame (`awaiting_question`, `blocked_on_approval` for a permission,
+   * `awaiting_plan_decision`), the ask itself listed by `GET …/interactions` alone.
+   */
+  waitSignal: z.enum(["interaction", "status"]).optional(),
   /** §3 the answer route: served, or 501 `NOT_IMPLEMENTED`. */
   answerRoute: z.enum(["ok", "not-implemented"]).optional(),
   /** §3 another answer to an answered ask: the same one acknowledged, another 409; or 404 `INTERACTION_NOT_FOUND`. */
@@ -116,6 +122,7 @@ const DEFAULT_VARIANTS: Variants = {
   backendModel: "string",
   interactionsAt: "top",
   planDecision: "interaction",
+  waitSignal: "interaction",
   answerRoute: "ok",
   answeredAsk: "already-resolved",
   runControlRef: "optional",

@@ -107,7 +107,16 @@ export interface DispatchDeps {
   showRunning(context: SessionContext): Promise<void>;
 }
 
-type Dispatched = { controlRef: AgentExactRunControlRef; claims: Claims; notice?: { code: string; message: string } };
+type Notice = { code: string; message: string };
+/** `afresh`: the turn starts its branch's agent session with nothing copied into it (the session it would fork is gone). */
+type Dispatched = { controlRef: AgentExactRunControlRef; claims: Claims; notice?: Notice; afresh?: true };
+
+/** The agent session a branch would fork is gone with its sandbox: the branch starts afresh, and says so (README "Branches"). */
+const FORK_SOURCE_GONE: Notice = {
+  code: "agent_memory_reset",
+  message:
+    "the agent session this message was answered in is gone (its sandbox was replaced, or no longer holds it); this turn starts a new agent session, without the earlier conversation in its memory",
+};
 
 export class Dispatcher {
   /** Dispatches under way in this instance, to their end (a pending turn not in here was left by a crash). */
@@ -178,8 +187,12 @@ export class Dispatcher {
     return placement;
   }
 
-  /** Records a new turn pending at its place (and the branch it starts): inside the caller's commit. */
-  recordPending(context: SessionContext, placement: Exclude<Placement, { kind: "unknown_parent" }>, turn: { turnId: string; requestDigest: string; request: TurnRequest; executionId: string; now: number }): void {
+  /** Records a new turn pending at its place (and the branch it starts), started `now` (sent at `sentAt`, if earlier): inside the caller's commit. */
+  recordPending(
+    context: SessionContext,
+    placement: Exclude<Placement, { kind: "unknown_parent" }>,
+    turn: { turnId: string; requestDigest: string; request: TurnRequest; executionId: string; now: number; sentAt?: number },
+  ): void {
     if (placement.kind === "branch" && !placement.reused) {
       this.store.insertBranch({
         branch: placement.branch,
@@ -244,7 +257,10 @@ export class Dispatcher {
       });
       // A branch started afresh exists upstream once its first run does, under the id it was sent with.
       const origin = this.store.branches().find((b) => b.branch === placed.branch);
-      if (origin && !origin.forked) this.store.markForked(origin.branch, origin.agentSessionId);
+      if (origin && !origin.forked) {
+        if (dispatched.afresh) this.store.markStartedAfresh(origin.branch);
+        else this.store.markForked(origin.branch, origin.agentSessionId);
+      }
       // The conversation shows the branch it was last sent on (every tab hears of the switch).
       const shown = this.store.getMeta("activeBranch") ?? 0;
       if (shown !== placed.branch) {
@@ -293,22 +309,45 @@ export class Dispatcher {
   /**
    * Copies the agent session of the branch forked from, up to the fork point, into the branch's
    * own session; refused before any upstream call where the environment claims no fork (or its
-   * fork route proved missing). Recorded once made, so no retry forks twice.
+   * fork route proved missing). Recorded once made, so no retry forks twice. A fork that finds
+   * the environment stopped or gone resumes or replaces it first, once, as a dispatch does. Where
+   * the session to copy is gone (its sandbox replaced since that turn ran, or upstream no longer
+   * holds it), nothing is copied: the branch starts afresh (`afresh`), and the turn says so.
    */
-  private async fork(environment: EnvironmentRecord, claims: Claims, branch: StoredBranch): Promise<void> {
-    const unavailable = this.store.getMeta("forkUnavailable");
-    if (!claims.fork || unavailable?.environmentId === environment.environmentId) throw forkRefusal();
+  private async fork(
+    context: SessionContext,
+    request: TurnRequest,
+    claimed: { environment: EnvironmentRecord; claims: Claims },
+    branch: StoredBranch,
+  ): Promise<{ environment: EnvironmentRecord; claims: Claims; afresh?: true }> {
+    let { environment, claims } = claimed;
     const at = branch.at === null ? null : this.store.turn(branch.at);
     if (!at?.controlRef) throw new Refusal("turn_not_ready", `turn ${branch.at} has not run yet; a branch after it waits for it`, { retryable: true });
-    try {
-      const { sessionId } = await this.deps.provider().fork({ environmentId: environment.environmentId, sessionId: at.controlRef.sessionId, at: at.controlRef, newSessionId: branch.agentSessionId });
-      this.deps.log.commit(() => this.store.markForked(branch.branch, sessionId));
-    } catch (err) {
-      if (err instanceof ProviderError && err.code === "capability_denied") {
-        this.deps.log.commit(() => this.store.setMeta("forkUnavailable", { environmentId: environment.environmentId, since: Date.now() }));
-        throw forkRefusal();
+    for (let recovered = false; ; recovered = true) {
+      const unavailable = this.store.getMeta("forkUnavailable");
+      if (!claims.fork || unavailable?.environmentId === environment.environmentId) throw forkRefusal();
+      // Agent sessions live in their sandbox: one made in a sandbox since replaced went with it.
+      if (at.controlRef.environmentId !== environment.environmentId) return { environment, claims, afresh: true };
+      try {
+        const { sessionId } = await this.deps.provider().fork({
+          environmentId: environment.environmentId,
+          sessionId: at.controlRef.sessionId,
+          at: at.controlRef,
+          newSessionId: branch.agentSessionId,
+        });
+        this.deps.log.commit(() => this.store.markForked(branch.branch, sessionId));
+        return { environment, claims };
+      } catch (err) {
+        if (!(err instanceof ProviderError)) throw err;
+        if (err.code === "capability_denied") {
+          this.deps.log.commit(() => this.store.setMeta("forkUnavailable", { environmentId: environment.environmentId, since: Date.now() }));
+          throw forkRefusal();
+        }
+        if (err.code === "not_found") return { environment, claims, afresh: true };
+        if (recovered || (err.code !== "environment_gone" && err.code !== "environment_not_running")) throw err;
+        ({ environment, claims } = await this.claimedEnvironment(context, request, environment.environmentId));
+        await this.deps.abandoned.settle(environment.environmentId);
       }
-      throw err;
     }
   }
 
@@ -325,7 +364,12 @@ export class Dispatcher {
     // hold the agent session: it is stopped first, and its usage folded into its own turn.
     await this.deps.abandoned.settle(environment.environmentId);
     // A branch forked at an earlier turn: its agent session is copied up to that turn, once.
-    if (needsFork) await this.fork(environment, claims, origin);
+    let afresh = false;
+    if (needsFork) {
+      const forked = await this.fork(context, request, { environment, claims }, origin);
+      ({ environment, claims } = forked);
+      afresh = forked.afresh === true;
+    }
     const previous = previousRun(this.store, turn.parentTurnId);
     const input = {
       sessionId: agentSessionOf(this.store, this.agentSessionId(context), turn.branch),
@@ -343,8 +387,11 @@ export class Dispatcher {
         // The conversation's environment was replaced (gone, failed, expired): the agent starts afresh.
         const before = this.store.getMeta("environmentId");
         const replaced = before !== null && before !== controlRef.environmentId;
-        const reset = notice ?? (replaced ? { code: "agent_memory_reset", message: "the agent's environment was replaced; this turn starts a new agent session, without the earlier conversation in its memory" } : undefined);
-        return { controlRef, claims, ...(reset ? { notice: reset } : {}) };
+        const reset =
+          notice ??
+          (afresh ? FORK_SOURCE_GONE : undefined) ??
+          (replaced ? { code: "agent_memory_reset", message: "the agent's environment was replaced; this turn starts a new agent session, without the earlier conversation in its memory" } : undefined);
+        return { controlRef, claims, ...(reset ? { notice: reset } : {}), ...(afresh ? { afresh: true as const } : {}) };
       } catch (err) {
         if (!(err instanceof ProviderError)) throw err;
         const step = retryStep(err, tries, input.sessionId);

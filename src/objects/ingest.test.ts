@@ -62,11 +62,16 @@ describe("ingesting one provider event", () => {
     expect(again.shown).toEqual({ type: "raw", data: {} });
   });
 
-  it("an unreadable usage report is a warning, and no running total is claimed", () => {
-    const step = ingestStep(state(), { kind: "usage", upstreamId: "3", usage: { mode: "delta", key: "s1", provenance: "measured", counts: {}, problem: "step s1: negative" } });
-    expect(step.warning).toEqual({ code: "usage_invalid", message: "step s1: negative; no running total is known past it" });
+  it("an unreadable usage report fails the run's stream (of a running turn), and no running total is claimed", () => {
+    const bad: ProviderEvent = { kind: "usage", upstreamId: "3", usage: { mode: "delta", key: "s1", provenance: "measured", counts: {}, problem: "step s1: negative" } };
+    const step = ingestStep(state(), bad);
+    expect(step.streamError).toEqual({
+      code: "usage_invalid",
+      message: "the agent service reported an invalid usage count (step s1: negative): the run's stream failed, and the run was stopped",
+    });
     expect(step.usage?.stepsBroken).toBe(true);
     expect(step.shown).toBeNull();
+    expect(ingestStep(state("failed"), bad).streamError).toBeNull();
   });
 
   it("a terminal event ends a running turn with its receipt; a second one is not shown", () => {

@@ -31,8 +31,11 @@ export interface IngestStep {
   askRequested: InteractionRequest | null;
   /** An outstanding ask that ended without an answer. */
   askEnded: { interactionId: string; status: "expired" | "cancelled"; reason?: string } | null;
-  /** A warning to append (besides the shown event). */
-  warning: { code: string; message: string } | null;
+  /**
+   * The run's stream failed here (docs/contracts.md, the usage fold: a step with an invalid count
+   * is a stream error): the turn ends failed with this error, and nothing after it is taken.
+   */
+  streamError: { code: string; message: string } | null;
   /** The new usage fold, when it changed. */
   usage: ExecutionUsageState | null;
   /** The turn ends here. */
@@ -41,7 +44,7 @@ export interface IngestStep {
   partText: { partId: string; text: string } | null;
 }
 
-const nothing: IngestStep = { shown: null, askRequested: null, askEnded: null, warning: null, usage: null, finish: null, partText: null };
+const nothing: IngestStep = { shown: null, askRequested: null, askEnded: null, streamError: null, usage: null, finish: null, partText: null };
 
 export function ingestStep(state: IngestState, event: ProviderEvent): IngestStep {
   const live = state.status === "running";
@@ -80,8 +83,11 @@ export function ingestStep(state: IngestState, event: ProviderEvent): IngestStep
       const folded = foldUsage(state.usage, event.usage);
       const attach = folded.running ? toTokenUsage(folded.running) : null;
       const shown = event.shown ? { ...event.shown, ...(attach ? { usage: attach } : {}) } : null;
-      const warning = event.usage.problem ? { code: "usage_invalid", message: `${event.usage.problem}; no running total is known past it` } : null;
-      return { ...nothing, shown, warning, usage: folded.changed ? folded.state : null };
+      const streamError =
+        event.usage.problem !== undefined && live
+          ? { code: "usage_invalid", message: `the agent service reported an invalid usage count (${event.usage.problem}): the run's stream failed, and the run was stopped` }
+          : null;
+      return { ...nothing, shown, streamError, usage: folded.changed ? folded.state : null };
     }
     case "terminal": {
       // A second terminal frame (`done` after `result`) repeats what viewers already have.

@@ -246,7 +246,15 @@ export class QueueRunner {
           }
           this.deps.log.commit(() => {
             store.setQueuedState(entry.turnId, "starting", now);
-            this.deps.dispatcher.recordPending(context, placement, { turnId: entry.turnId, requestDigest: entry.requestDigest, request: entry.request, executionId: entry.executionId, now });
+            this.deps.dispatcher.recordPending(context, placement, {
+              turnId: entry.turnId,
+              requestDigest: entry.requestDigest,
+              request: entry.request,
+              executionId: entry.executionId,
+              now,
+              // It was sent when it was queued: the turn keeps that, and starts now.
+              sentAt: entry.createdAt,
+            });
           });
           // Armed before the dispatch: an instance evicted mid-dispatch wakes to dispatch it again.
           await this.deps.alarms.set(now + WATCHDOG_INTERVAL_MS);

@@ -7,7 +7,8 @@ import { COUNTERS } from "../schemas/common";
 
 // 11: a turn's record costs two rows to insert and one to change (issue 24).
 // 12: a finished turn keeps its answer once, and its compaction is marked on its own row (issue 24).
-const SCHEMA_VERSION = 12;
+// 13: a turn that waited in the queue keeps when it was sent, beside when it started (issue 36).
+const SCHEMA_VERSION = 13;
 
 /** Unknown provenance for each counter a stored (pre-9) record holds a value of. */
 function unknownProvenance(values: unknown, present: (v: unknown) => boolean = (v) => v !== undefined): Record<string, "unknown"> {
@@ -239,6 +240,17 @@ export function migrateSessionSchema(sql: Pick<SqlStorage, "exec">): void {
     const marked = sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'compactPending'").toArray()[0]?.value ?? "[]";
     sql.exec("UPDATE turns SET compacted = 1 WHERE status IN ('completed', 'failed', 'cancelled') AND turn_id NOT IN (SELECT value FROM json_each(?))", marked);
     sql.exec("DELETE FROM meta WHERE key = 'compactPending'");
+  }
+  if (current < 13) {
+    // `created_at` is when a turn was sent, `started_at` when it started (NULL: the same). A turn
+    // that waited in the queue was recorded with its start as `created_at`: its send is its queue
+    // row's `created_at`.
+    const columns = sql.exec("SELECT * FROM turns LIMIT 0").columnNames;
+    if (!columns.includes("started_at")) sql.exec("ALTER TABLE turns ADD COLUMN started_at INTEGER");
+    sql.exec(`
+      UPDATE turns SET started_at = created_at, created_at = (SELECT q.created_at FROM queued_turns q WHERE q.turn_id = turns.turn_id)
+        WHERE started_at IS NULL AND turn_id IN (SELECT turn_id FROM queued_turns);
+    `);
   }
   sql.exec("DELETE FROM schema_version");
   sql.exec("INSERT INTO schema_version (version) VALUES (?)", SCHEMA_VERSION);

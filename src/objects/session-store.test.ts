@@ -173,7 +173,7 @@ describe("queued turns in storage (schema 10)", () => {
       sql.exec("UPDATE schema_version SET version = 9");
       const reopened = new SessionStore(sql as SqlStorage);
       expect(reopened.turn("t")?.request.message).toBe("hi");
-      expect(sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version).toBe(12);
+      expect(sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version).toBe(13);
 
       reopened.insertQueuedTurn({ turnId: "q1", requestDigest: "d1", request: { message: "one" }, executionId: "e1", now: 1 });
       reopened.insertQueuedTurn({ turnId: "q2", requestDigest: "d2", request: { message: "two", model: "m" }, executionId: "e2", now: 2 });
@@ -222,10 +222,32 @@ describe("a turn's record in rows written (schema 11)", () => {
         ["t", 1, "pending", null],
         ["t2", 2, "running", "t"],
       ]);
-      expect(sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version).toBe(12);
+      expect(sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version).toBe(13);
       before = reopened.rowsWritten;
       reopened.insertPendingTurn({ turnId: "t3", requestDigest: "d3", request: { message: "three" }, executionId: "e3", now: 3 });
       expect(reopened.rowsWritten - before).toBe(2);
+    });
+  });
+});
+
+describe("when a turn was sent and when it started (schema 13)", () => {
+  it("a turn started from the queue keeps its send as createdAt; a schema-12 database's queued turns get theirs back, the others unchanged", async () => {
+    await withStore("started-at", (store) => {
+      store.insertQueuedTurn({ turnId: "q", requestDigest: "dq", request: { message: "queued" }, executionId: "eq", now: 10 });
+      store.insertPendingTurn({ turnId: "q", requestDigest: "dq", request: { message: "queued" }, executionId: "eq", now: 50, sentAt: 10 });
+      store.insertPendingTurn({ turnId: "t2", requestDigest: "d2", request: { message: "two" }, executionId: "e2", now: 60 });
+      expect([store.turn("q")!.createdAt, store.turn("q")!.startedAt]).toEqual([10, 50]);
+      expect([store.turn("t2")!.createdAt, store.turn("t2")!.startedAt]).toEqual([60, 60]);
+
+      // As a schema-12 database wrote them: no started_at, a queued turn's start as its created_at.
+      const sql = (store as unknown as { sql: Pick<SqlStorage, "exec"> }).sql;
+      sql.exec("ALTER TABLE turns DROP COLUMN started_at; UPDATE turns SET created_at = 50 WHERE turn_id = 'q'; UPDATE schema_version SET version = 12;");
+      const reopened = new SessionStore(sql as SqlStorage);
+      expect(["t", "q", "t2"].map((id) => [reopened.turn(id)!.createdAt, reopened.turn(id)!.startedAt])).toEqual([
+        [0, 0],
+        [10, 50],
+        [60, 60],
+      ]);
     });
   });
 });

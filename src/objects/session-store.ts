@@ -128,7 +128,10 @@ export interface TurnRecord {
   lostAt: number | null;
   /** The finished message's parts, kept when the log was trimmed into the turn (null otherwise). */
   parts: TranscriptPart[] | null;
+  /** When it was sent (a turn that waited in the queue: when it was queued). */
   createdAt: number;
+  /** When it started: recorded pending, to be dispatched (its time limit counts from here). */
+  startedAt: number;
   updatedAt: number;
   completedAt: number | null;
 }
@@ -152,6 +155,7 @@ interface TurnRow extends Record<string, SqlStorageValue> {
   lost_at: number | null;
   parts: string | null;
   created_at: number;
+  started_at: number | null;
   updated_at: number;
   completed_at: number | null;
   compacted: number | null;
@@ -294,6 +298,7 @@ function toTurn(row: TurnRow): TurnRecord {
     lostAt: row.lost_at ?? null,
     parts: parseJson(z.array(TranscriptPartSchema), row.parts ?? null),
     createdAt: row.created_at,
+    startedAt: row.started_at ?? row.created_at,
     updatedAt: row.updated_at,
     completedAt: row.completed_at,
   };
@@ -443,13 +448,17 @@ export class SessionStore {
     return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM turns").one().n;
   }
 
-  /** Records a pending turn; without a place in the tree it follows the newest turn, in branch 0 (a conversation that never branched). */
-  insertPendingTurn(input: { turnId: string; parentTurnId?: string | null; branch?: number; requestDigest: string; request: TurnRequest; executionId: string; now: number }): void {
+  /**
+   * Records a pending turn, started `now` (`sentAt`: when it was sent, if earlier: a turn that
+   * waited in the queue); without a place in the tree it follows the newest turn, in branch 0 (a
+   * conversation that never branched).
+   */
+  insertPendingTurn(input: { turnId: string; parentTurnId?: string | null; branch?: number; requestDigest: string; request: TurnRequest; executionId: string; now: number; sentAt?: number }): void {
     const ordinal = (this.sql.exec<{ n: number | null }>("SELECT MAX(ordinal) AS n FROM turns").one().n ?? 0) + 1;
     const parentTurnId = input.parentTurnId !== undefined ? input.parentTurnId : (this.lastTurn()?.turnId ?? null);
     this.sql.exec(
-      `INSERT INTO turns (turn_id, ordinal, parent_turn_id, branch, request_digest, request, execution_id, status, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
+      `INSERT INTO turns (turn_id, ordinal, parent_turn_id, branch, request_digest, request, execution_id, status, created_at, started_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)`,
       input.turnId,
       ordinal,
       parentTurnId,
@@ -457,6 +466,7 @@ export class SessionStore {
       input.requestDigest,
       JSON.stringify(input.request),
       input.executionId,
+      input.sentAt ?? input.now,
       input.now,
       input.now,
     );
@@ -495,6 +505,11 @@ export class SessionStore {
   /** The branch's agent session exists upstream now, under the id upstream answered. */
   markForked(branch: number, agentSessionId: string): void {
     this.sql.exec("UPDATE branches SET forked = 1, agent_session_id = ? WHERE branch = ?", agentSessionId, branch);
+  }
+
+  /** The branch's agent session was started afresh, nothing copied into it (the session it would fork is gone): forked from nothing. */
+  markStartedAfresh(branch: number): void {
+    this.sql.exec("UPDATE branches SET forked = 1, fork_of = NULL WHERE branch = ?", branch);
   }
 
   deleteTurn(turnId: string): void {

@@ -26,6 +26,7 @@ function turn(overrides: Partial<TurnRecord> = {}): TurnRecord {
     lostAt: null,
     parts: null,
     createdAt: T0,
+    startedAt: T0,
     updatedAt: T0 + 1000,
     completedAt: T0 + 1000,
     ...overrides,
@@ -139,5 +140,21 @@ describe("the transcript", () => {
       { id: "p1", type: "text", text: "Hello" },
     ]);
     expect(assistant.text).toBe("Hello");
+  });
+
+  it("carries each warning of the turn where it came (agent_memory_reset above all), and the result beside a warning alone", () => {
+    const reset = event("warning", { code: "agent_memory_reset", message: "the agent's environment was replaced" });
+    const [, assistant] = buildTranscript([{ turn: turn(), events: [reset, part({ id: "p1", type: "text", text: "Hi" })], interactions: [] }]);
+    if (assistant?.role !== "assistant") throw new Error("no assistant message");
+    expect(assistant.parts).toEqual([
+      { id: `warning:${reset.seq}`, type: "warning", code: "agent_memory_reset", message: "the agent's environment was replaced" },
+      { id: "p1", type: "text", text: "Hi" },
+    ]);
+    expect(assistant.text).toBe("Hi");
+    // A turn whose events hold a warning and no text part still shows its stored result.
+    const [, settled] = buildTranscript([{ turn: turn({ resultText: "Done." }), events: [event("warning", { code: "stream_incomplete", message: "settled" })], interactions: [] }]);
+    if (settled?.role !== "assistant") throw new Error("no assistant message");
+    expect(settled.parts.map((p) => p.type)).toEqual(["warning", "text"]);
+    expect(settled.text).toBe("Done.");
   });
 });

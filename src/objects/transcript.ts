@@ -4,7 +4,9 @@
  *
  * An ask is a part of its turn, placed where the agent asked it: what was asked (the request) and
  * how it ended (status, outcome, reason). Never what was answered: the session never stores an
- * answer's values, and the transcript has nothing that could carry them.
+ * answer's values, and the transcript has nothing that could carry them. A warning the turn's
+ * events carried is a part too, where it came (`agent_memory_reset` is the only sign that the
+ * agent started without the earlier conversation: a reload must not lose it).
  */
 import type { TranscriptMessage } from "../schemas/api";
 import { applyPartUpdate } from "./part-text";
@@ -13,6 +15,8 @@ import type { EventEnvelope, InteractionRecord, SessionStore, TranscriptPart, Tu
 type InteractionPart = Extract<TranscriptPart, { type: "interaction" }>;
 
 const VISIBLE_PARTS = new Set(["text", "reasoning", "tool", "file", "subtask"]);
+
+const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
 
 export interface TranscriptTurn {
   turn: TurnRecord;
@@ -56,6 +60,9 @@ export function turnParts({ events, interactions }: Omit<TranscriptTurn, "turn">
       if (ask) parts.set(`ask:${ask.interactionId}`, interactionPart(ask, undefined));
     } else if (event.type === "interaction.resolved" && typeof event.data.interactionId === "string" && typeof event.data.reason === "string") {
       reasons.set(event.data.interactionId, event.data.reason);
+    } else if (event.type === "warning") {
+      const id = `warning:${event.seq}`;
+      parts.set(id, { id, type: "warning", code: str(event.data.code) ?? "warning", message: str(event.data.message) ?? "" });
     }
   }
   // The stored record is authoritative; an ask whose events were trimmed still shows, at the end.
@@ -88,7 +95,7 @@ export function buildTranscript(turns: TranscriptTurn[]): TranscriptMessage[] {
     const streamedText = messageText(partList);
     // Events of old turns may have been trimmed from the log: the stored result still stands.
     const text = turn.resultText ?? streamedText;
-    if (!partList.some((p) => p.type !== "interaction") && text) partList.push({ id: `${turn.executionId}:result`, type: "text", text });
+    if (!partList.some((p) => VISIBLE_PARTS.has(p.type)) && text) partList.push({ id: `${turn.executionId}:result`, type: "text", text });
     messages.push({
       role: "assistant",
       turnId: turn.turnId,

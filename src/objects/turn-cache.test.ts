@@ -4,7 +4,7 @@ import { decideTurn, executionIdFor, turnRequestDigest } from "./turn-cache";
 
 const turn = (status: TurnRecord["status"], requestDigest = "d1"): TurnRecord => ({
   turnId: "t1", ordinal: 1, parentTurnId: null, branch: 0, requestDigest, request: { message: "m" }, executionId: "e1", status, controlRef: null,
-  upstreamCursor: null, resultText: null, answerInParts: false, error: null, usage: null, cancelReason: null, acceptedSeq: 1, lostAt: null, parts: null, createdAt: 0, updatedAt: 0, completedAt: null,
+  upstreamCursor: null, resultText: null, answerInParts: false, error: null, usage: null, cancelReason: null, acceptedSeq: 1, lostAt: null, parts: null, createdAt: 0, startedAt: 0, updatedAt: 0, completedAt: null,
 });
 
 describe("turn decisions", () => {

@@ -62,6 +62,7 @@ export function turnView(turn: TurnRecord, open: readonly InteractionRecord[]): 
     ...(turn.status === "cancelled" && turn.cancelReason ? { cancelReason: turn.cancelReason } : {}),
     ...(turn.acceptedSeq !== null ? { after: turn.acceptedSeq - 1 } : {}),
     createdAt: new Date(turn.createdAt).toISOString(),
+    startedAt: new Date(turn.startedAt).toISOString(),
     ...(turn.completedAt !== null ? { completedAt: new Date(turn.completedAt).toISOString() } : {}),
   };
 }

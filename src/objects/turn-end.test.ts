@@ -43,8 +43,8 @@ describe("how a turn ends from its run's result", () => {
 
 describe("the watchdog's verdict on the active turn", () => {
   const limits = { TURN_MAX_DURATION_MS: 3_600_000, UPSTREAM_LOST_AFTER_MS: 600_000 };
-  const running = (over: Partial<{ createdAt: number; updatedAt: number; lostAt: number | null }> = {}) => ({ status: "running" as const, createdAt: 0, updatedAt: 0, lostAt: null, ...over });
-  const pending = (updatedAt: number) => ({ status: "pending" as const, createdAt: updatedAt, updatedAt, lostAt: null });
+  const running = (over: Partial<{ startedAt: number; updatedAt: number; lostAt: number | null }> = {}) => ({ status: "running" as const, startedAt: 0, updatedAt: 0, lostAt: null, ...over });
+  const pending = (updatedAt: number) => ({ status: "pending" as const, startedAt: updatedAt, updatedAt, lostAt: null });
 
   it("a pending turn is forgotten only when its dispatch is no longer under way here and it is older than one interval", () => {
     expect(watchdogVerdict(pending(0), WATCHDOG_INTERVAL_MS, limits, false)).toEqual({ kind: "wait" });
@@ -61,6 +61,12 @@ describe("the watchdog's verdict on the active turn", () => {
     });
   });
 
+  it("a turn's time limit counts from its start, not from when it was sent (a queued turn waited before it)", () => {
+    const queued = { ...running({ startedAt: limits.TURN_MAX_DURATION_MS }), createdAt: 0 };
+    expect(watchdogVerdict(queued, limits.TURN_MAX_DURATION_MS + 1, limits, false)).toEqual({ kind: "resume" });
+    expect(nextWatchdogAt(queued, 2 * limits.TURN_MAX_DURATION_MS - 10, limits.TURN_MAX_DURATION_MS)).toBe(2 * limits.TURN_MAX_DURATION_MS);
+  });
+
   it("a run that could not be reached for UPSTREAM_LOST_AFTER_MS fails upstream_lost; before that the reader tries again", () => {
     const lost = running({ lostAt: 1_000 });
     expect(watchdogVerdict(lost, 1_000 + limits.UPSTREAM_LOST_AFTER_MS - 1, limits, false)).toEqual({ kind: "resume" });
@@ -74,7 +80,7 @@ describe("the watchdog's verdict on the active turn", () => {
   });
 
   it("looks again after one interval, or at the turn's time limit if that comes sooner", () => {
-    expect(nextWatchdogAt({ createdAt: 0 }, 1_000, limits.TURN_MAX_DURATION_MS)).toBe(1_000 + WATCHDOG_INTERVAL_MS);
-    expect(nextWatchdogAt({ createdAt: 0 }, limits.TURN_MAX_DURATION_MS - 10, limits.TURN_MAX_DURATION_MS)).toBe(limits.TURN_MAX_DURATION_MS);
+    expect(nextWatchdogAt({ startedAt: 0 }, 1_000, limits.TURN_MAX_DURATION_MS)).toBe(1_000 + WATCHDOG_INTERVAL_MS);
+    expect(nextWatchdogAt({ startedAt: 0 }, limits.TURN_MAX_DURATION_MS - 10, limits.TURN_MAX_DURATION_MS)).toBe(limits.TURN_MAX_DURATION_MS);
   });
 });

@@ -67,13 +67,14 @@ export type WatchdogVerdict =
 
 /** What the watchdog does with the conversation's active turn at `now`. */
 export function watchdogVerdict(
-  active: Pick<TurnRecord, "status" | "createdAt" | "updatedAt" | "lostAt">,
+  active: Pick<TurnRecord, "status" | "startedAt" | "updatedAt" | "lostAt">,
   now: number,
   limits: Pick<Config, "TURN_MAX_DURATION_MS" | "UPSTREAM_LOST_AFTER_MS">,
   dispatching: boolean,
 ): WatchdogVerdict {
   if (active.status === "pending") return now - active.updatedAt > WATCHDOG_INTERVAL_MS && !dispatching ? { kind: "forget_pending" } : { kind: "wait" };
-  if (now - active.createdAt >= limits.TURN_MAX_DURATION_MS) {
+  // Its time limit counts from its start (a turn that waited in the queue was not running meanwhile).
+  if (now - active.startedAt >= limits.TURN_MAX_DURATION_MS) {
     return { kind: "fail", code: "turn_timeout", message: `the turn ran longer than ${limits.TURN_MAX_DURATION_MS} ms and was stopped` };
   }
   if (active.lostAt !== null && now - active.lostAt >= limits.UPSTREAM_LOST_AFTER_MS) {
@@ -83,8 +84,8 @@ export function watchdogVerdict(
 }
 
 /** When the watchdog looks again at a turn still active: its next interval, or the turn's time limit if sooner. */
-export function nextWatchdogAt(active: Pick<TurnRecord, "createdAt">, now: number, maxDurationMs: number): number {
-  return Math.min(now + WATCHDOG_INTERVAL_MS, active.createdAt + maxDurationMs);
+export function nextWatchdogAt(active: Pick<TurnRecord, "startedAt">, now: number, maxDurationMs: number): number {
+  return Math.min(now + WATCHDOG_INTERVAL_MS, active.startedAt + maxDurationMs);
 }
 
 // ------------------------------------------------------------------ applying them
@@ -218,11 +219,20 @@ export class TurnEnd {
     this.deps.log.commit((log) => {
       const turn = this.store.turn(turnId);
       if (!turn || turn.status !== "running") return;
-      const now = Date.now();
-      this.finish(log, turn, "failed", undefined, { code, message }, now);
-      this.deps.abandoned.remember(turn, now);
+      this.failWithin(log, turn, { code, message }, Date.now());
       ended = true;
     });
+    this.afterFail(turnId, ended);
+  }
+
+  /** `fail`'s writes, in the caller's transaction: the turn ends failed, its run remembered as abandoned. Then `afterFail`. */
+  failWithin(log: Appender, turn: TurnRecord, error: TurnError, now: number): void {
+    this.finish(log, turn, "failed", undefined, error, now);
+    this.deps.abandoned.remember(turn, now);
+  }
+
+  /** After a commit that failed a turn here (`ended`): the list shows it idle, and its run is settled upstream. */
+  afterFail(turnId: string, ended: boolean): void {
     void this.deps.showIdle();
     if (ended) {
       this.deps.abandoned.settle().catch((err) => console.error(JSON.stringify({ msg: "settling an abandoned run failed", turnId, error: String(err) })));

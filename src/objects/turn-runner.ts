@@ -18,6 +18,7 @@
 import type { Config } from "../config";
 import { Refusal } from "../errors";
 import { canonicalDigest, stripUndefined } from "../lib/digest";
+import { ProviderError } from "../providers/errors";
 import type { AgentProvider, EnvironmentRecord } from "../providers/provider";
 import type { TotalView, WaitingFor } from "../schemas/api";
 import type { CancellationAcknowledgement } from "../schemas/contracts";
@@ -200,9 +201,12 @@ export class TurnRunner {
         // Upstream runs nothing under this ref any more: the turn must not stay running here.
         if (outcome.effect === "not_live") this.end.cancelled(current.turnId, `upstream says the run is not live${outcome.reason ? ` (${outcome.reason})` : ""}`);
       } catch (err) {
-        // Whether the run stopped is unknown: not recorded, so the same operation can be sent again.
+        // Whether the run stopped is unknown: not recorded, so the same operation can be sent again,
+        // and it is retryable where the failure says a repeat can succeed (a transport failure, a
+        // timeout, 429, 5xx), not where upstream refused the request itself.
         const message = `the cancellation could not be confirmed: ${err instanceof Error ? err.message : String(err)}`;
-        return { operationId, requestDigest, run, status: "unknown", effect: "unknown", message, retryable: false };
+        const retryable = err instanceof ProviderError && err.retryable;
+        return { operationId, requestDigest, run, status: "unknown", effect: "unknown", message, retryable };
       }
     }
     this.deps.log.commit(() => store.putOperation(operationId, { kind: "cancel", requestDigest, ack }, Date.now()));

@@ -114,6 +114,7 @@ function record(turn: TreeTurn, message: string, status: TurnRecord["status"]): 
     lostAt: null,
     parts: null,
     createdAt: turn.ordinal,
+    startedAt: turn.ordinal,
     updatedAt: turn.ordinal,
     completedAt: turn.ordinal,
   };

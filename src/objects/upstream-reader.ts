@@ -30,7 +30,7 @@ export interface UpstreamReaderDeps {
   log: EventLog;
   desk: Pick<InteractionDesk, "recordAsk" | "endAsk">;
   provider: () => AgentProvider;
-  end: Pick<TurnEnd, "finish" | "fromResult" | "fail" | "afterRun">;
+  end: Pick<TurnEnd, "finish" | "fromResult" | "fail" | "failWithin" | "afterFail" | "afterRun">;
   budgets: Pick<BudgetStop, "budget" | "stop">;
   /** The conversation list shows the conversation idle (never rejects). */
   showIdle(): Promise<void>;
@@ -150,6 +150,8 @@ export class UpstreamReader {
       group = [];
     };
     for (const event of batch) {
+      // The reader was stopped by what the batch held before (a stream error): nothing after it is taken.
+      if (this.reader?.executionId !== executionId) break;
       if (event.kind === "part") {
         // What comes before a part's update is stored first: the part's text may be in it.
         commitGroup();
@@ -198,10 +200,13 @@ export class UpstreamReader {
     let finished = false;
     let overBudget = false;
     let waitingChanged = false;
+    let streamFailed = false;
     // The batch's part texts, held once it is stored: a rolled-back commit leaves them as they were.
     const drafted = new Map<string, string>();
     this.deps.log.commit((log) => {
       for (const event of batch) {
+        // The stream failed: nothing after the failure is taken (its run is stopped upstream).
+        if (streamFailed) break;
         if (event.upstreamId !== undefined && !store.admitUpstream(turnId, executionId, event.upstreamId)) continue;
         fresh++;
         const status = store.turnStatus(turnId);
@@ -224,10 +229,14 @@ export class UpstreamReader {
         }
         if (step.askRequested && this.deps.desk.recordAsk(log, turnId, executionId, step.askRequested, now)) waitingChanged = true;
         if (step.askEnded && this.deps.desk.endAsk(log, step.askEnded.interactionId, step.askEnded.status, now, step.askEnded.reason)) waitingChanged = true;
-        if (step.warning) log.append({ turnId, executionId, type: "warning", data: step.warning, now });
         if (step.usage) {
           const budget = recordUsage(store, log, turnId, step.usage, now, () => this.deps.budgets.budget());
           if (status === "running" && budget?.exceeded === true) overBudget = true;
+        }
+        if (step.streamError && status === "running") {
+          // In this commit: a crash after it cannot read past the error into a turn still running.
+          this.deps.end.failWithin(log, store.turn(turnId)!, step.streamError, now);
+          streamFailed = true;
         }
         if (step.finish && status === "running") {
           this.deps.end.finish(log, store.turn(turnId)!, step.finish.status, step.finish.text, step.finish.error, now);
@@ -236,6 +245,13 @@ export class UpstreamReader {
       }
     });
     for (const [partId, text] of drafted) texts.set(partId, text);
+    if (streamFailed) {
+      // The turn ended here: its reader stops (its run is stopped upstream as an abandoned run's).
+      this.partTexts = undefined;
+      this.stop();
+      this.deps.end.afterFail(turnId, true);
+      return fresh;
+    }
     // The conversation list shows the turn done as soon as it is, not when the stream closes.
     if (finished) {
       this.partTexts = undefined;

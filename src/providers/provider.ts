@@ -261,7 +261,9 @@ export interface AgentProvider {
    * Copies an agent session up to one of its runs into a new session sharing the environment's
    * files; answers the new session's id. Safe to repeat: the same new id and origin is the same
    * session. A provider whose claims say no fork is never asked; one whose route proves missing
-   * throws `capability_denied` with `details.missing: ["session.fork"]`.
+   * throws `capability_denied` with `details.missing: ["session.fork"]`; `not_found` when the
+   * session to copy (or its run) is no longer there, and `environment_not_running` /
+   * `environment_gone` when the environment is stopped or gone, as a dispatch would.
    */
   fork(input: ForkInput): Promise<{ sessionId: string }>;
   /** Ends the conversation's session upstream; `lastRun` is its latest run, if any. */

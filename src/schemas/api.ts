@@ -140,7 +140,11 @@ export const TurnViewSchema = z
     cancelReason: z.string().optional(),
     after: z.number().int().nonnegative().optional().describe("Open the event stream with ?after= this to see the turn from its start"),
     cached: z.boolean().optional(),
-    createdAt: z.string(),
+    createdAt: z.string().describe("when the turn was sent (a queued turn: when it was queued, not when it started)"),
+    startedAt: z
+      .string()
+      .optional()
+      .describe("when the turn started: when it was sent, or for a turn that waited in the queue, when it left it; absent while it waits (or if it never started)"),
     completedAt: z.string().optional(),
   })
   .meta({ id: "Turn" });
@@ -266,7 +270,16 @@ const TranscriptInteractionPartSchema = z
   })
   .meta({ id: "TranscriptInteractionPart", description: "An ask of the agent, where it was asked, and how it ended" });
 
-export const TranscriptPartSchema = z.discriminatedUnion("type", [TranscriptContentPartSchema, TranscriptInteractionPartSchema]);
+const TranscriptWarningPartSchema = z
+  .object({
+    id: z.string().describe("`warning:` and the id (seq) of the event that carried it"),
+    type: z.literal("warning"),
+    code: z.string().describe("as the `warning` event said: `agent_memory_reset` (the agent started without the earlier conversation in its memory), `stream_incomplete`, …"),
+    message: z.string(),
+  })
+  .meta({ id: "TranscriptWarningPart", description: "A warning the turn's events carried, where it came: what the stream showed, kept for a reload" });
+
+export const TranscriptPartSchema = z.discriminatedUnion("type", [TranscriptContentPartSchema, TranscriptInteractionPartSchema, TranscriptWarningPartSchema]);
 
 const TranscriptMessageSchema = z
   .discriminatedUnion("role", [
@@ -302,7 +315,9 @@ const BranchViewSchema = z
     forkedFrom: z
       .object({ branch: z.number().int().nonnegative(), turnId: TurnId })
       .nullable()
-      .describe("the branch whose agent session it was forked from, and the last turn copied; null for branch 0 and for a first message sent again"),
+      .describe(
+        "the branch whose agent session it was forked from, and the last turn copied; null for branch 0, for a first message sent again, and for a branch started afresh because the session to fork was gone (its sandbox replaced)",
+      ),
     firstTurnId: TurnId,
     parentTurnId: TurnId.nullable().describe("the turn its first turn follows (where it splits from its siblings)"),
     tipTurnId: TurnId,

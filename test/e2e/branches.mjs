@@ -61,4 +61,39 @@ describe("branches on the chat page", () => {
     assert.deepEqual(await messages(page), ["first"]);
     await page.context().close();
   });
+
+  it("an edit the server could not take keeps the editor open with the edited text; sent again, it branches", async () => {
+    const page = await openPage();
+    await signIn(page, unique("branch-fail"));
+    await send(page, "first");
+    await waitForBadge(page, "done");
+    await send(page, "second");
+    await waitForBadge(page, "done");
+
+    // The agent service fails the fork (an edit of the second message forks the first's session): 502.
+    await faults({ failNext: { status: 500, count: 5, route: "runtime.session.fork" } });
+    const second = page.locator("li.turn").nth(1);
+    await second.getByRole("button", { name: "Edit" }).click();
+    const editor = second.getByLabel("Edit your message");
+    await editor.fill("second, edited");
+    await page.keyboard.press("Enter");
+    await page.locator("#banner:not([hidden])").waitFor();
+    assert.match(await page.locator("#banner").textContent(), /agent service answered 500/);
+    assert.equal(await editor.inputValue(), "second, edited");
+    // Nothing else changed: the same two turns, no branch.
+    assert.equal(await page.locator("li.turn").count(), 2);
+    assert.equal(await page.locator(".branch-picker").count(), 0);
+
+    await faults({});
+    await editor.press("Enter");
+    await shows(page, ["first", "second, edited"]);
+    await waitForBadge(page, "done");
+    await page.context().close();
+  });
 });
+
+/** Sets the emulator's faults (`{}` clears them). */
+async function faults(body) {
+  const res = await fetch(`${server.base}/_emulator/faults`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  assert.equal(res.status, 200, await res.text());
+}

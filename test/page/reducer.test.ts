@@ -131,6 +131,18 @@ describe("the page's reducer", () => {
     }
   });
 
+  it("a warning (the agent's memory reset) shows after a reload at any point as it did live", () => {
+    const reset = { turnId: "t1", type: "warning", data: { code: "agent_memory_reset", message: "the agent's environment was replaced" }, at: AT };
+    const base = scriptedTurn();
+    const events = [base[0]!, reset, ...base.slice(1)].map((e, i) => ({ ...e, seq: i + 1 }));
+    const live = applyAll(emptyConversation("c1"), events);
+    expect(live.turns.t1!.blocks[0]).toEqual({ key: "warning:2", kind: "warning", id: "2", text: "the agent's environment was replaced" });
+    for (let cut = 0; cut <= events.length; cut++) {
+      const loaded = reduce(emptyConversation("c1"), { type: "loaded", transcript: transcriptAfter(events.slice(0, cut)) });
+      expect(shown(applyAll(loaded, events.slice(cut))), `reload after event ${cut}`).toEqual(shown(live));
+    }
+  });
+
   it("a finished conversation loads with its answered ask and its outcome, and nothing is running", () => {
     const state = reduce(emptyConversation("c1"), { type: "loaded", transcript: transcriptAfter(scriptedTurn()), title: "Tests" });
     expect(state.asks["ask-1"]).toMatchObject({ status: "answered", outcome: "accepted", request: { title: "Run the test suite?" } });

@@ -21,6 +21,7 @@ export const sandboxRoutes = {
   runStream: (id: string): Route => ({ method: "POST", path: runtime(id, "/agents/run/stream") }),
   sessionState: (id: string, sessionId: string): Route => ({ method: "GET", path: runtime(id, `/agents/sessions/${enc(sessionId)}`) }),
   abort: (id: string, sessionId: string): Route => ({ method: "POST", path: runtime(id, `/agents/sessions/${enc(sessionId)}/abort`) }),
+  listInteractions: (id: string, sessionId: string): Route => ({ method: "GET", path: runtime(id, `/agents/sessions/${enc(sessionId)}/interactions`) }),
   answerInteraction: (id: string, sessionId: string): Route => ({ method: "POST", path: runtime(id, `/agents/sessions/${enc(sessionId)}/interactions`) }),
   // [ours] (SDK approvePlan / rejectPlan)
   planDecision: (id: string, sessionId: string, decision: "approve" | "reject"): Route => ({

@@ -82,6 +82,11 @@ const WIRE_STATUSES = [
   "blocked_on_approval",
 ] as const;
 
+/** A status that says the run waits for a person: `blocked_on_approval`, or any `awaiting_*` (a kind newer than the list above too). */
+export function isWaitStatus(status: unknown): boolean {
+  return typeof status === "string" && (status === "blocked_on_approval" || /^awaiting_[a-z0-9_]+$/.test(status));
+}
+
 /** Each known frame type's data schema. Unknown types pass through as JSON objects (agent-interface: new variants arrive). */
 export const FrameDataSchemas = {
   "connection.established": z.looseObject({}),
@@ -91,7 +96,7 @@ export const FrameDataSchemas = {
     turnId: z.string().optional(),
     alreadyExisted: z.boolean().optional(),
   }),
-  status: z.looseObject({ status: z.enum(WIRE_STATUSES), detail: z.unknown().optional() }),
+  status: z.looseObject({ status: z.union([z.enum(WIRE_STATUSES), z.string().refine(isWaitStatus, "not a known status")]), detail: z.unknown().optional() }),
   "message.part.updated": z.looseObject({ part: MessagePart, delta: z.string().optional() }),
   "session.updated": z.looseObject({ sessionId: z.string(), title: z.string().optional() }),
   "tool-heartbeat": z.looseObject({}),
@@ -137,6 +142,9 @@ export const PromptResult = z
   })
   .refine((r) => r.success === (r.status === "success"), "success must equal status === \"success\"");
 export type PromptResult = z.infer<typeof PromptResult>;
+
+/** The session's outstanding asks (§3): each read on its own, so one this client cannot read does not hide the others. */
+export const InteractionsResponse = z.looseObject({ data: z.looseObject({ interactions: z.array(z.unknown()) }) });
 
 /** An answer's acknowledgement body; older deployments answer 2xx with no body of note. */
 export const AnswerResponse = z.looseObject({ data: z.looseObject({ status: z.string().optional() }).optional() });
