@@ -476,6 +476,9 @@ export class UserObject extends DurableObject<Env> {
       const known = this.known();
       const observedAt = new Date().toISOString();
       const observation = await provider.observe(known);
+      // The provider account's usage (its sandboxes, every user's) is the operator's to read, in the
+      // log; no user is shown it (README "The sandbox's life").
+      console.log(JSON.stringify({ msg: "provider account usage", provider: config.provider, accountUsage: observation.accountUsage }));
       return {
         provider: config.provider,
         observedAt,
@@ -483,7 +486,6 @@ export class UserObject extends DurableObject<Env> {
           known && observation.environment
             ? { environmentId: known.environmentId, generation: known.generation, requested: known.requested ?? null, reported: observation.environment }
             : null,
-        accountUsage: observation.accountUsage,
         capabilities: { ...provider.environmentControl },
         actions: this.records.actions(),
       };
