@@ -238,9 +238,14 @@ export class UserObject extends DurableObject<Env> {
     }
   }
 
-  /** Admits one turn submission or stream of this user, or says how long to wait. */
-  async admit(kind: RateLimitKind, perMinute: number): Promise<{ ok: true } | { ok: false; retryAfterSeconds: number }> {
+  /** Admits one turn submission or stream of this user (the place it took: `at`), or says how long to wait. */
+  async admit(kind: RateLimitKind, perMinute: number): Promise<{ ok: true; at: number } | { ok: false; retryAfterSeconds: number }> {
     return this.window.admit(kind, perMinute, Date.now());
+  }
+
+  /** Gives back the place an admitted request took: it turned out to do no work (./rate-limit.ts). */
+  async releaseAdmission(kind: RateLimitKind, at: number): Promise<void> {
+    this.window.release(kind, at);
   }
 
   async environment(): Promise<EnvironmentRecord | null> {

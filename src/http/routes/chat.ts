@@ -14,7 +14,7 @@ import type { RpcResult } from "../../errors";
 import type { ConversationSummary } from "../../objects/session";
 import { ConversationId } from "../../schemas/common";
 import type { InteractionAcknowledgement } from "../../schemas/contracts";
-import { knownConversation, knownSession, rateLimit, requireConversation, session, type AppEnv } from "../app-context";
+import { knownConversation, knownSession, limitedTurn, rateLimit, requireConversation, session, type AppEnv } from "../app-context";
 import { ApiError, unwrapRpc } from "../errors";
 import { DeclaredRoutes, eventStream, json, noContent } from "../route-declaration";
 import { openSubscription } from "../sse-relay";
@@ -151,9 +151,8 @@ chatRoutes.serve(
       if (answered.ok) parentTurnId = answered.value.parentTurnId;
       else if (action.of !== null) throw new ApiError(404, "turn_not_found", `messageId names no answer of this conversation (${action.of})`);
     }
-    await rateLimit(c, "turn");
     const request = { message: action.message, ...options, ...(parentTurnId !== undefined ? { parentTurnId } : {}) };
-    const { turn } = unwrapRpc(await s.stub.submitTurn(s.context, turnId, request));
+    const { turn } = unwrapRpc(await limitedTurn(c, () => s.stub.submitTurn(s.context, turnId, request)));
     return respondWithTurn(c, s, turn.turnId);
   },
 );

@@ -7,7 +7,7 @@
  */
 import type { Context } from "hono";
 import { z } from "zod";
-import { knownSession, rateLimit, session, type AppEnv } from "../app-context";
+import { knownSession, limitedTurn, session, type AppEnv } from "../app-context";
 import { invalid } from "../body";
 import { ApiError, unwrapRpc } from "../errors";
 import { DeclaredRoutes, json } from "../route-declaration";
@@ -95,8 +95,6 @@ conversationRoutes.serve(
     if (messageBytes > config.MAX_MESSAGE_BYTES) {
       throw new ApiError(413, "message_too_large", `the message is ${messageBytes} bytes; the limit is ${config.MAX_MESSAGE_BYTES}`);
     }
-    // Only a request that passed validation counts against the user's limit.
-    await rateLimit(c, "turn");
     const request = {
       message: body.message,
       ...(body.model !== undefined ? { model: body.model } : {}),
@@ -104,7 +102,8 @@ conversationRoutes.serve(
       // The branch point is part of the request: a retry names it again, another one is a conflict.
       ...(body.parentTurnId !== undefined ? { parentTurnId: body.parentTurnId } : {}),
     };
-    const { outcome, turn } = unwrapRpc(await stub.submitTurn(context, turnId, request, body.whenBusy ?? "refuse"));
+    // Only a request that passed validation takes a place in the user's limit, and keeps it only if it did work.
+    const { outcome, turn } = unwrapRpc(await limitedTurn(c, () => stub.submitTurn(context, turnId, request, body.whenBusy ?? "refuse")));
     // 202: accepted now, queued, or still running under this id; 200: the cached result of a finished turn.
     return outcome === "cached" ? c.json({ ...turn, cached: true }, 200) : c.json(turn, 202);
   },
