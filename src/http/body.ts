@@ -41,7 +41,7 @@ function loneSurrogatePaths(value: unknown, path = ""): string[] {
  * the parse (lone surrogates, the schema) walks the value once per level: a body nested thousands
  * deep in a few kilobytes would run them out of stack, so it is refused before it is parsed.
  */
-export const MAX_JSON_DEPTH = 64;
+const MAX_JSON_DEPTH = 64;
 
 /**
  * Whether JSON text nests arrays and objects deeper than `limit`: one pass over the text, brackets

@@ -101,7 +101,7 @@ chatRoutes.serve(
     summary: "The AI SDK's chat route (DefaultChatTransport): one turn as a UI message stream; a retried message never runs twice",
     body: ChatRequestBody,
     answers: { 200: eventStream(UiMessageStream, "The turn as a UI message stream (x-vercel-ai-ui-message-stream: v1), to its end or to an ask it waits on") },
-    errors: [400, 401, 404, 409, 413, 415, 422, 429, 501, 502, 503, 504],
+    errors: [400, 401, 404, 409, 410, 413, 415, 422, 429, 501, 502, 503, 504],
   },
   async (c, readBody) => {
     const body = await readBody(CHAT_MAX_BODY_BYTES);
@@ -152,7 +152,7 @@ chatRoutes.serve(
       else if (action.of !== null) throw new ApiError(404, "turn_not_found", `messageId names no answer of this conversation (${action.of})`);
     }
     const request = { message: action.message, ...options, ...(parentTurnId !== undefined ? { parentTurnId } : {}) };
-    const { turn } = unwrapRpc(await limitedTurn(c, () => s.stub.submitTurn(s.context, turnId, request)));
+    const { turn } = unwrapRpc(await limitedTurn(c, () => s.stub.submitTurn(s.context, turnId, request, "refuse", c.get("identity").issuedAt)));
     return respondWithTurn(c, s, turn.turnId);
   },
 );

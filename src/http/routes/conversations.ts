@@ -75,7 +75,7 @@ conversationRoutes.serve(
       200: json(TurnViewSchema, "The cached result of a finished turn with this id"),
       202: json(TurnViewSchema, "Accepted (or already running): follow the event stream; with whenBusy queue, possibly queued (status queued) to start after the turns before it"),
     },
-    errors: [400, 401, 409, 413, 415, 429, 501, 502, 503, 504],
+    errors: [400, 401, 409, 410, 413, 415, 429, 501, 502, 503, 504],
   },
   async (c, readBody) => {
     const config = c.get("config");
@@ -103,7 +103,7 @@ conversationRoutes.serve(
       ...(body.parentTurnId !== undefined ? { parentTurnId: body.parentTurnId } : {}),
     };
     // Only a request that passed validation takes a place in the user's limit, and keeps it only if it did work.
-    const { outcome, turn } = unwrapRpc(await limitedTurn(c, () => stub.submitTurn(context, turnId, request, body.whenBusy ?? "refuse")));
+    const { outcome, turn } = unwrapRpc(await limitedTurn(c, () => stub.submitTurn(context, turnId, request, body.whenBusy ?? "refuse", c.get("identity").issuedAt)));
     // 202: accepted now, queued, or still running under this id; 200: the cached result of a finished turn.
     return outcome === "cached" ? c.json({ ...turn, cached: true }, 200) : c.json(turn, 202);
   },
