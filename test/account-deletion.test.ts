@@ -214,6 +214,9 @@ describe("requests in flight when the account is deleted", () => {
       return verdict;
     });
     const fresh = uid("conv");
+    // A conversation id the next account will use before this request's body arrives.
+    const reused = uid("conv");
+    const intoNext = heldRequest(token, `/v1/conversations/${reused}/turns`, { turnId: uid("turn"), message: "late, into the next account" });
     const inFlight = {
       "a first turn": heldRequest(token, `/v1/conversations/${fresh}/turns`, { turnId: uid("turn"), message: "late" }),
       "the next turn of a conversation": heldRequest(token, `/v1/conversations/${cids[0]}/turns`, { turnId: uid("turn"), message: "late" }),
@@ -221,7 +224,7 @@ describe("requests in flight when the account is deleted", () => {
       "a webhook": heldRequest(token, "/v1/webhooks", { url: "http://127.0.0.1:9/hook", events: ["turn.completed"] }),
     };
     try {
-      while (doors < 4) await new Promise((r) => setTimeout(r, 5));
+      while (doors < 5) await new Promise((r) => setTimeout(r, 5));
     } finally {
       spy.mockRestore();
     }
@@ -250,6 +253,15 @@ describe("requests in flight when the account is deleted", () => {
     const turnId = uid("turn");
     expect((await sendTurn(next, fresh, turnId, "a new start")).status).toBe(202);
     expect((await waitForTurn(next, fresh, turnId)).status).toBe("completed");
+
+    // A request of the old account still in flight writes nothing into the new account's conversation of the same id.
+    const mine = uid("turn");
+    expect((await sendTurn(next, reused, mine, "the next account's own")).status).toBe(202);
+    expect((await waitForTurn(next, reused, mine)).status).toBe("completed");
+    intoNext.release();
+    expect(await intoNext.answer).toEqual(refused);
+    const messages = await json(await api(`/v1/conversations/${reused}/messages`, { token: next }));
+    expect(messages.messages.filter((m: { role: string }) => m.role === "user").map((m: { text: string }) => m.text)).toEqual(["the next account's own"]);
   });
 
   it("a conversation admitted but not listed yet (its first turn still being sent) is deleted with the rest", async () => {

@@ -6,9 +6,9 @@
  * migration (v6, v10).
  *
  * The fence (README "Deleting an account"): a request belongs to the account its token was issued
- * for (`gate`), and it is checked again where it first writes, not only at the door: a conversation
- * is admitted (`admit`, when its session is first bound) only for a token the live account's gate
- * lets in, in the same step as the record is read, and the user's sandbox, its conversation list
+ * for (`gate`), and it is checked again where it writes, not only at the door: every turn sent
+ * admits its conversation (`admit`) only for a token the live account's gate lets in, in the same
+ * step as the record is read, and the user's sandbox, its conversation list
  * and its webhook hand-offs take writes only from admitted conversations. A deletion deletes every
  * admitted conversation (listed or not yet) and forgets them all; so a request that passed the door
  * before the deletion ended and writes after it finds its conversation not admitted, and its token

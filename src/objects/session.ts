@@ -168,15 +168,16 @@ export class SessionObject extends DurableObject<Env> {
 
   /**
    * Records who this session belongs to on first use; a later call must name the same session. A
-   * conversation id used again after a delete gets a new agent session upstream. The first use is
-   * admitted by the user's object for the request's token (`issuedAt`): one whose account was
-   * deleted since it began binds nothing (./account-records.ts, the fence).
+   * conversation id used again after a delete gets a new agent session upstream. Every send is
+   * admitted first by the user's object for the request's token (`issuedAt`), the first and every
+   * later one: a send whose account was deleted since it began binds and writes nothing, whatever
+   * this object holds by then (./account-records.ts, the fence).
    */
   private async bind(context: SessionContext, issuedAt: number | null): Promise<void> {
+    const admitted = (await this.userStub(context.ownerKey).admitConversation(context.conversationId, issuedAt)) as RpcResult<number>;
+    if (!admitted.ok) throw new Refusal(admitted.refusal.code, admitted.refusal.message);
     let known = this.store.getMeta("session");
     if (!known) {
-      const admitted = (await this.userStub(context.ownerKey).admitConversation(context.conversationId, issuedAt)) as RpcResult<number>;
-      if (!admitted.ok) throw new Refusal(admitted.refusal.code, admitted.refusal.message);
       const deletions = admitted.value;
       this.log.commit(() => {
         if (this.store.getMeta("session")) return;
