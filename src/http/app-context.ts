@@ -115,10 +115,15 @@ export async function rateLimit(c: Context<AppEnv>, kind: "turn" | "stream"): Pr
  * budget spent) and an answer from what is known already (a finished turn's cached result, the same
  * turn still running or waiting in the queue) give it back.
  */
-export async function limitedTurn<T extends { outcome: string }>(c: Context<AppEnv>, send: () => Promise<RpcResult<T>>): Promise<RpcResult<T>> {
+export async function limitedTurn<T extends { outcome: string }>(
+  c: Context<AppEnv>,
+  send: () => Promise<RpcResult<T>>,
+): Promise<RpcResult<T>> {
   const place = await rateLimit(c, "turn");
   const result = await send();
-  const didWork = result.ok ? result.value.outcome === "accepted" || result.value.outcome === "queued" : refusalStatus(result.refusal.code) >= 500;
+  const didWork = result.ok
+    ? result.value.outcome === "accepted" || result.value.outcome === "queued"
+    : refusalStatus(result.refusal.code) >= 500;
   if (!didWork) await place.release().catch(() => undefined);
   return result;
 }

@@ -93,14 +93,16 @@ export class AccountRecords {
 
   /** Forgets an admission (its conversation deleted, or its first turn refused); `unlisted`: only if the index does not list it. */
   forgetAdmission(conversationId: string, unlisted = false): void {
-    if (unlisted) this.sql.exec("DELETE FROM admissions WHERE conversation_id = ? AND conversation_id NOT IN (SELECT conversation_id FROM conversations)", conversationId);
-    else this.sql.exec("DELETE FROM admissions WHERE conversation_id = ?", conversationId);
+    const listed = unlisted ? " AND conversation_id NOT IN (SELECT conversation_id FROM conversations)" : "";
+    this.sql.exec(`DELETE FROM admissions WHERE conversation_id = ?${listed}`, conversationId);
   }
 
   /** Admitted conversations the index does not list yet (a first turn under way). */
   unlistedAdmissions(): string[] {
     return this.sql
-      .exec<{ conversation_id: string }>("SELECT conversation_id FROM admissions WHERE conversation_id NOT IN (SELECT conversation_id FROM conversations) ORDER BY conversation_id")
+      .exec<{ conversation_id: string }>(
+        "SELECT conversation_id FROM admissions WHERE conversation_id NOT IN (SELECT conversation_id FROM conversations) ORDER BY conversation_id",
+      )
       .toArray()
       .map((r) => r.conversation_id);
   }

@@ -102,7 +102,8 @@ export class SessionObject extends DurableObject<Env> {
       },
       environment: async (context, stale, claimMissing) => {
         // RPC typing drops the record's JSON document (unknown values); the shape is UserObject's own.
-        const answer = (await this.userStub(context.ownerKey).ensureEnvironment(context.ownerKey, context.conversationId, stale, claimMissing)) as unknown as RpcResult<EnvironmentRecord>;
+        const user = this.userStub(context.ownerKey);
+        const answer = (await user.ensureEnvironment(context.ownerKey, context.conversationId, stale, claimMissing)) as unknown as RpcResult<EnvironmentRecord>;
         if (!answer.ok) throw new Refusal(answer.refusal.code, answer.refusal.message, answer.refusal.details, answer.refusal.retryAfterSeconds);
         return answer.value;
       },
@@ -208,7 +209,13 @@ export class SessionObject extends DurableObject<Env> {
   // ------------------------------------------------------------------ turns
 
   /** `issuedAt`: the request's token's `iat` (seconds; null without one), which the user's object admits a new conversation for. */
-  async submitTurn(context: SessionContext, turnId: string, request: TurnRequest, whenBusy: WhenBusy, issuedAt: number | null): Promise<RpcResult<SubmitOutcome>> {
+  async submitTurn(
+    context: SessionContext,
+    turnId: string,
+    request: TurnRequest,
+    whenBusy: WhenBusy,
+    issuedAt: number | null,
+  ): Promise<RpcResult<SubmitOutcome>> {
     const work = captureRpc(async () => {
       const fresh = !this.boundSession();
       try {

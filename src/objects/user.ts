@@ -168,7 +168,12 @@ export class UserObject extends DurableObject<Env> {
    * conversation the live account admitted: a session its account's deletion left behind brings
    * up no sandbox.
    */
-  async ensureEnvironment(ownerKey: string, conversationId: string, staleEnvironmentId?: string, claimMissing = false): Promise<RpcResult<EnvironmentRecord>> {
+  async ensureEnvironment(
+    ownerKey: string,
+    conversationId: string,
+    staleEnvironmentId?: string,
+    claimMissing = false,
+  ): Promise<RpcResult<EnvironmentRecord>> {
     return captureRpc(async () => {
       this.refuseWhileDeleting();
       this.refuseUnadmitted(conversationId);
@@ -408,7 +413,8 @@ export class UserObject extends DurableObject<Env> {
     return captureRpc(() => {
       const gate = this.records.admit(conversationId, issuedAtSeconds);
       if (!gate.open) throw new Refusal(gate.code, gate.message);
-      return this.sql.exec<{ deletions: number }>("SELECT deletions FROM incarnations WHERE conversation_id = ?", conversationId).toArray()[0]?.deletions ?? 0;
+      const row = this.sql.exec<{ deletions: number }>("SELECT deletions FROM incarnations WHERE conversation_id = ?", conversationId).toArray()[0];
+      return row?.deletions ?? 0;
     });
   }
 
@@ -428,8 +434,14 @@ export class UserObject extends DurableObject<Env> {
     await this.webhooks.accept(z.array(WebhookEventSchema).parse(events).filter((event) => this.records.admitted(event.conversationId)));
   }
 
-  /** A new endpoint, for a request whose token was issued at `issuedAtSeconds`: refused, as at the door, once that token's account is being deleted or was. */
-  async createWebhook(input: { url: string; events: WebhookEventType[]; description?: string; linkOrigin: string }, issuedAtSeconds: number | null): Promise<RpcResult<CreateOutcome>> {
+  /**
+   * A new endpoint, for a request whose token was issued at `issuedAtSeconds`: refused, as at the
+   * door, once that token's account is being deleted or was (checked in the step that writes it).
+   */
+  async createWebhook(
+    input: { url: string; events: WebhookEventType[]; description?: string; linkOrigin: string },
+    issuedAtSeconds: number | null,
+  ): Promise<RpcResult<CreateOutcome>> {
     return captureRpc(() =>
       this.webhooks.create(input, () => {
         const gate = this.records.gate(issuedAtSeconds, false);
@@ -496,7 +508,8 @@ export class UserObject extends DurableObject<Env> {
 
   /** A conversation the live account did not admit belongs to an account deleted since (./account-records.ts, the fence). */
   private refuseUnadmitted(conversationId: string): void {
-    if (!this.records.admitted(conversationId)) throw new Refusal("account_deleted", "this conversation's account was deleted; sign in again for a new, empty account");
+    if (this.records.admitted(conversationId)) return;
+    throw new Refusal("account_deleted", "this conversation's account was deleted; sign in again for a new, empty account");
   }
 
   /** Whether a request of a token issued at `issuedAtSeconds` is served (`account`: GET or DELETE /v1/me). */
@@ -642,7 +655,10 @@ export class UserObject extends DurableObject<Env> {
         },
         // Every admitted conversation: the listed ones, then those whose first turn is under way.
         conversations: () => [
-          ...this.sql.exec<{ conversation_id: string }>("SELECT conversation_id FROM conversations ORDER BY created_at").toArray().map((r) => r.conversation_id),
+          ...this.sql
+            .exec<{ conversation_id: string }>("SELECT conversation_id FROM conversations ORDER BY created_at")
+            .toArray()
+            .map((r) => r.conversation_id),
           ...this.records.unlistedAdmissions(),
         ],
         closeStreams: async (cid) => {
@@ -664,7 +680,8 @@ export class UserObject extends DurableObject<Env> {
         },
         wipeIndex: () =>
           this.ctx.storage.transactionSync(() => {
-            for (const table of ["conversations", "admissions", "incarnations", "deleted_spend", "environment_actions", "environment"]) this.sql.exec(`DELETE FROM ${table}`);
+            const tables = ["conversations", "admissions", "incarnations", "deleted_spend", "environment_actions", "environment"];
+            for (const table of tables) this.sql.exec(`DELETE FROM ${table}`);
           }),
       });
       await this.ctx.storage.deleteAlarm();

@@ -131,7 +131,10 @@ export class WebhookDesk {
    * (../webhooks/target.ts). `fence` runs in the transaction that writes it and throws to refuse
    * (the account deleted since the request began: ./account-records.ts).
    */
-  async create(input: { url: string; events: WebhookEventType[]; description?: string; linkOrigin: string }, fence: () => void = () => undefined): Promise<CreateOutcome> {
+  async create(
+    input: { url: string; events: WebhookEventType[]; description?: string; linkOrigin: string },
+    fence: () => void = () => undefined,
+  ): Promise<CreateOutcome> {
     const id = newEndpointId();
     const secret = newSigningSecret();
     const sealed = await sealSecret(this.deps.settings().sealingSecret, id, secret);

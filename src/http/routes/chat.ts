@@ -152,7 +152,8 @@ chatRoutes.serve(
       else if (action.of !== null) throw new ApiError(404, "turn_not_found", `messageId names no answer of this conversation (${action.of})`);
     }
     const request = { message: action.message, ...options, ...(parentTurnId !== undefined ? { parentTurnId } : {}) };
-    const { turn } = unwrapRpc(await limitedTurn(c, () => s.stub.submitTurn(s.context, turnId, request, "refuse", c.get("identity").issuedAt)));
+    const send = () => s.stub.submitTurn(s.context, turnId, request, "refuse", c.get("identity").issuedAt);
+    const { turn } = unwrapRpc(await limitedTurn(c, send));
     return respondWithTurn(c, s, turn.turnId);
   },
 );

@@ -103,7 +103,8 @@ conversationRoutes.serve(
       ...(body.parentTurnId !== undefined ? { parentTurnId: body.parentTurnId } : {}),
     };
     // Only a request that passed validation takes a place in the user's limit, and keeps it only if it did work.
-    const { outcome, turn } = unwrapRpc(await limitedTurn(c, () => stub.submitTurn(context, turnId, request, body.whenBusy ?? "refuse", c.get("identity").issuedAt)));
+    const send = () => stub.submitTurn(context, turnId, request, body.whenBusy ?? "refuse", c.get("identity").issuedAt);
+    const { outcome, turn } = unwrapRpc(await limitedTurn(c, send));
     // 202: accepted now, queued, or still running under this id; 200: the cached result of a finished turn.
     return outcome === "cached" ? c.json({ ...turn, cached: true }, 200) : c.json(turn, 202);
   },
