@@ -5,10 +5,11 @@
  * the deletion began, and the agent sessions and the sandbox gone upstream at the end. A token of
  * the deleted user is refused (410); one issued after the deletion opens a new, empty account.
  */
-import { abortAllDurableObjects, env, runDurableObjectAlarm } from "cloudflare:test";
-import { afterEach, describe, expect, it } from "vitest";
+import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { deriveOwnerKey } from "../src/auth/ids";
-import { api, collect, counters, emulator, json, sendTurn, setFaults, tokenFor, uid, upstream, waitForTurn } from "./helpers";
+import { UserObject } from "../src/objects/user";
+import { api, BASE, collect, counters, emulator, json, sendTurn, setFaults, tokenFor, uid, upstream, waitForTurn } from "./helpers";
 
 const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;
 
@@ -164,5 +165,115 @@ describe("DELETE /v1/me", () => {
     expect(res.status).toBe(200);
     expect(await json(res)).toMatchObject({ state: "deleted", conversationsDeleted: 0 });
     expect((await api("/v1/me", { method: "DELETE" })).status).toBe(401);
+  });
+});
+
+/**
+ * A request whose body is held: it passes the door (the account gate) now and writes only once
+ * `release` lets its body through.
+ */
+function heldRequest(token: string, path: string, body: unknown) {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let sent = false;
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (sent) return controller.close();
+      await held;
+      sent = true;
+      controller.enqueue(new TextEncoder().encode(JSON.stringify(body)));
+    },
+  });
+  const init = { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: stream, duplex: "half" };
+  const answer = SELF.fetch(`${BASE}${path}`, init as RequestInit).then(async (res) => {
+    if (!res.headers.get("content-type")?.includes("application/json")) {
+      await res.body?.cancel();
+      return { status: res.status, code: undefined };
+    }
+    return { status: res.status, code: (await json(res)).error?.code };
+  });
+  return { release, answer };
+}
+
+/** A token of `user` issued after its deletion began (past the 60 s of skew): a new sign-in. */
+async function signInAfter(user: string, deletion: { beganAt: string }) {
+  const began = Date.parse(deletion.beganAt);
+  while (Date.now() <= began + 1000) await new Promise((r) => setTimeout(r, 50));
+  return tokenFor(user, { issuedAt: Math.floor(Date.now() / 1000) + 60 });
+}
+
+describe("requests in flight when the account is deleted", () => {
+  it("a turn, a chat turn or a webhook creation that passed the door before the deletion and writes after it is refused 410, and the next sign-in inherits nothing", async () => {
+    const { user, token, cids } = await userWithConversations();
+    // Each request below has passed the door once the account gate has answered it.
+    let doors = 0;
+    const gate = UserObject.prototype.accountGate;
+    const spy = vi.spyOn(UserObject.prototype, "accountGate").mockImplementation(async function (this: UserObject, ...args) {
+      const verdict = await gate.apply(this, args);
+      doors++;
+      return verdict;
+    });
+    const fresh = uid("conv");
+    // A conversation id the next account will use before this request's body arrives.
+    const reused = uid("conv");
+    const intoNext = heldRequest(token, `/v1/conversations/${reused}/turns`, { turnId: uid("turn"), message: "late, into the next account" });
+    const inFlight = {
+      "a first turn": heldRequest(token, `/v1/conversations/${fresh}/turns`, { turnId: uid("turn"), message: "late" }),
+      "the next turn of a conversation": heldRequest(token, `/v1/conversations/${cids[0]}/turns`, { turnId: uid("turn"), message: "late" }),
+      "a chat turn": heldRequest(token, "/v1/chat", { id: uid("conv"), trigger: "submit-message", messages: [{ id: uid("m"), role: "user", parts: [{ type: "text", text: "late" }] }] }),
+      "a webhook": heldRequest(token, "/v1/webhooks", { url: "http://127.0.0.1:9/hook", events: ["turn.completed"] }),
+    };
+    try {
+      while (doors < 5) await new Promise((r) => setTimeout(r, 5));
+    } finally {
+      spy.mockRestore();
+    }
+    const deleted = await api("/v1/me", { token, method: "DELETE" });
+    expect(deleted.status).toBe(200);
+    const deletion = await json(deleted);
+    expect(deletion).toMatchObject({ state: "deleted", conversationsDeleted: 2 });
+
+    // Their bodies arrive now, after the deletion ended.
+    for (const request of Object.values(inFlight)) request.release();
+    const answers = Object.fromEntries(await Promise.all(Object.entries(inFlight).map(async ([what, request]) => [what, await request.answer])));
+    const refused = { status: 410, code: "account_deleted" };
+    expect(answers).toEqual({ "a first turn": refused, "the next turn of a conversation": refused, "a chat turn": refused, "a webhook": refused });
+
+    // The next sign-in with the same user name: an empty account, no sandbox made for it.
+    const next = await signInAfter(user, deletion);
+    expect(await json(await api("/v1/conversations", { token: next }))).toEqual({ conversations: [] });
+    expect(await json(await api("/v1/webhooks", { token: next }))).toEqual({ webhooks: [] });
+    expect(await json(await api("/v1/environment", { token: next }))).toMatchObject({ environment: null, actions: [] });
+    expect((await api(`/v1/conversations/${fresh}`, { token: next })).status).toBe(404);
+    expect((await api(`/v1/conversations/${cids[0]}`, { token: next })).status).toBe(404);
+    // The user's object admits nothing of the old account.
+    const stub = env.USERS.get(env.USERS.idFromName(await deriveOwnerKey(secret, user)));
+    expect(await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec("SELECT conversation_id FROM admissions").toArray())).toEqual([]);
+    // And it works: the new account's first turn runs in a sandbox of its own.
+    const turnId = uid("turn");
+    expect((await sendTurn(next, fresh, turnId, "a new start")).status).toBe(202);
+    expect((await waitForTurn(next, fresh, turnId)).status).toBe("completed");
+
+    // A request of the old account still in flight writes nothing into the new account's conversation of the same id.
+    const mine = uid("turn");
+    expect((await sendTurn(next, reused, mine, "the next account's own")).status).toBe(202);
+    expect((await waitForTurn(next, reused, mine)).status).toBe("completed");
+    intoNext.release();
+    expect(await intoNext.answer).toEqual(refused);
+    const messages = await json(await api(`/v1/conversations/${reused}/messages`, { token: next }));
+    expect(messages.messages.filter((m: { role: string }) => m.role === "user").map((m: { text: string }) => m.text)).toEqual(["the next account's own"]);
+  });
+
+  it("a conversation admitted but not listed yet (its first turn still being sent) is deleted with the rest", async () => {
+    const user = uid("user");
+    const token = await tokenFor(user);
+    const stub = env.USERS.get(env.USERS.idFromName(await deriveOwnerKey(secret, user)));
+    const cid = uid("conv");
+    expect(await stub.admitConversation(cid, Math.floor(Date.now() / 1000))).toEqual({ ok: true, value: 0 });
+    const res = await api("/v1/me", { token, method: "DELETE" });
+    expect(await json(res)).toMatchObject({ state: "deleted", conversationsDeleted: 1 });
+    expect(await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec("SELECT conversation_id FROM admissions").toArray())).toEqual([]);
+    // The old token is refused its admission, as at the door.
+    expect(await stub.admitConversation(uid("conv"), Math.floor(Date.now() / 1000) - 5)).toMatchObject({ ok: false, refusal: { code: "account_deleted" } });
   });
 });

@@ -102,6 +102,45 @@ describe("per-user rate limits", () => {
     expect((await api(`/v1/conversations/${cid}/events`, { token })).status).toBe(429);
   });
 
+  it("only a send that does work spends the turn limit: refusals and replays of what is known give their place back", async () => {
+    const token = await tokenFor(uid("user"));
+    const send = async (cid: string, turnId: string, message: string, extra: Record<string, unknown> = {}) => {
+      const res = await sendTurn(token, cid, turnId, message, extra);
+      return { status: res.status, code: (await json(res)).error?.code };
+    };
+    // 1: a turn held running on its ask (it waits for an answer nobody gives).
+    const busy = uid("conv");
+    const held = uid("turn");
+    expect(await send(busy, held, "hold on [ask]")).toEqual({ status: 202, code: undefined });
+    // 2: a turn run to its end.
+    const done = uid("conv");
+    const finished = uid("turn");
+    expect(await send(done, finished, "hi")).toEqual({ status: 202, code: undefined });
+    expect((await waitForTurn(token, done, finished)).status).toBe("completed");
+    // 3: a turn queued behind the held one.
+    const queued = uid("turn");
+    expect(await send(busy, queued, "after it", { whenBusy: "queue" })).toEqual({ status: 202, code: undefined });
+
+    // Refused, or answered from what is known: none of these spends a place, each more than the limit's worth.
+    for (let i = 0; i < 5; i++) {
+      expect(await send(busy, uid("turn"), "while it runs")).toEqual({ status: 409, code: "session_busy" });
+      expect(await send(busy, held, "other content, same id")).toEqual({ status: 409, code: "turn_conflict" });
+      expect(await send(uid("conv"), uid("turn"), "after nothing", { parentTurnId: "no-such-turn" })).toEqual({ status: 404, code: "turn_not_found" });
+      expect(await send(uid("conv"), uid("turn"), "ask me", { interactions: { "vendor.telepathy": true } })).toEqual({ status: 400, code: "interaction_kind_unsupported" });
+      expect(await send(done, finished, "hi")).toEqual({ status: 200, code: undefined });
+      expect(await send(busy, held, "hold on [ask]")).toEqual({ status: 202, code: undefined });
+      expect(await send(busy, queued, "after it", { whenBusy: "queue" })).toEqual({ status: 202, code: undefined });
+      const chat = await api("/v1/chat", {
+        token,
+        body: { id: busy, trigger: "submit-message", messages: [{ id: uid("m"), role: "user", parts: [{ type: "text", text: "via the AI SDK, while it runs" }] }] },
+      });
+      expect({ status: chat.status, code: (await json(chat)).error?.code }).toEqual({ status: 409, code: "session_busy" });
+    }
+    // The fourth place is still there, and the fifth is not.
+    expect(await send(uid("conv"), uid("turn"), "the fourth")).toEqual({ status: 202, code: undefined });
+    expect(await send(uid("conv"), uid("turn"), "one too many")).toEqual({ status: 429, code: "rate_limited" });
+  });
+
   it("event streams past the limit get 429 with Retry-After", async () => {
     const token = await tokenFor(uid("user"));
     const cid = uid("conv");

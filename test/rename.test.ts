@@ -88,7 +88,7 @@ describe("renaming a conversation", () => {
 });
 
 describe("the user index before renames were kept (schema 8)", () => {
-  it("upgrades to 9: its conversations are listed as before, not renamed, and a rename then holds", async () => {
+  it("upgrades to the current schema: its conversations are listed (and admitted) as before, not renamed, and a rename then holds", async () => {
     const stub = env.USERS.get(env.USERS.idFromName(uid("schema8")));
     const read = await runInDurableObject(stub, async (instance: UserObject, state) => {
       const sql = state.storage.sql;
@@ -107,6 +107,6 @@ describe("the user index before renames were kept (schema 8)", () => {
       await instance.touchConversation({ ...touch, title: "a touch may still set it" });
       return { version, before, touched, after: (await instance.listConversations(10))[0]?.title };
     });
-    expect(read).toEqual({ version: 9, before: ["from its first message"], touched: "a touch may still set it", after: "Renamed" });
+    expect(read).toEqual({ version: 10, before: ["from its first message"], touched: "a touch may still set it", after: "Renamed" });
   });
 });

@@ -100,6 +100,37 @@ describe("service routes", () => {
     expect((await api("/_emulator/counters")).status).toBe(200);
   });
 
+  it("the emulator's control routes read a body whole before they answer, even one they refuse (nothing is read after the answer)", async () => {
+    // Passed on as the client's stream, a body a control route answered without reading (415, an unknown path)
+    // was read after the answer went out: an uncaught TypeError, and wrangler dev restarting the Worker.
+    for (const [path, type, status] of [
+      ["/_emulator/reset", "text/plain", 415],
+      ["/_emulator/nothing-here", "application/json", 404],
+    ] as const) {
+      let chunks = 0;
+      let ended = false;
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (chunks === 64) {
+            ended = true;
+            controller.close();
+            return;
+          }
+          chunks++;
+          controller.enqueue(new TextEncoder().encode(" ".repeat(8192)));
+        },
+      });
+      const res = await SELF.fetch(`http://127.0.0.1:8787${path}`, { method: "POST", headers: { "content-type": type }, body, duplex: "half" } as RequestInit);
+      // Answered: the whole body was read by then.
+      expect({ status: res.status, chunks, ended }).toEqual({ status, chunks: 64, ended: true });
+      await res.body?.cancel();
+    }
+    const tooLarge = await SELF.fetch("http://127.0.0.1:8787/_emulator/faults", { method: "POST", headers: { "content-type": "application/json" }, body: " ".repeat(1024 * 1024 + 1) });
+    expect({ status: tooLarge.status, code: (await json(tooLarge)).error.code }).toEqual({ status: 413, code: "payload_too_large" });
+    // The Worker serves on.
+    expect((await api("/_emulator/counters")).status).toBe(200);
+  });
+
   it("a missing or bad configuration value is a 500 config_invalid naming the variable, never the value", () => {
     const base = env as unknown as Record<string, string>;
     const read = (overrides: Record<string, string | undefined>) => {

@@ -10,7 +10,8 @@ import type { SessionContext } from "../objects/session";
 import { AWAIT_PATH } from "../lib/subscription-wire";
 import { ConversationId } from "../schemas/common";
 import { invalid } from "./body";
-import { ApiError, unwrapRpc } from "./errors";
+import type { RpcResult } from "../errors";
+import { ApiError, refusalStatus, unwrapRpc } from "./errors";
 
 interface Identity {
   userId: string;
@@ -84,19 +85,47 @@ export async function session(c: Context<AppEnv>, conversationId = conversationI
   return { stub, context, conversationId };
 }
 
-/** The user's per-minute limit on this kind of request: 429 with Retry-After once it is reached. */
-export async function rateLimit(c: Context<AppEnv>, kind: "turn" | "stream"): Promise<void> {
+/**
+ * The user's per-minute limit on this kind of request: a place taken now (429 with Retry-After once
+ * the limit is reached), before the request does its work. Answers how to give the place back, for a
+ * request that turned out to do none (`limitedTurn`).
+ */
+export async function rateLimit(c: Context<AppEnv>, kind: "turn" | "stream"): Promise<{ release(): Promise<void> }> {
   const config = c.get("config");
   const perMinute = kind === "turn" ? config.RATE_LIMIT_TURNS_PER_MINUTE : config.RATE_LIMIT_STREAMS_PER_MINUTE;
   const { ownerKey } = c.get("identity");
-  const verdict = await c.env.USERS.get(c.env.USERS.idFromName(ownerKey)).admit(kind, perMinute);
-  if (!verdict.ok) {
-    throw new ApiError(429, "rate_limited", `at most ${perMinute} ${kind === "turn" ? "turn submissions" : "event streams"} a minute per user; retry in ${verdict.retryAfterSeconds} s`, {
-      kind,
-      perMinute,
-      retryAfterSeconds: verdict.retryAfterSeconds,
-    }, { "retry-after": String(verdict.retryAfterSeconds) });
+  const user = c.env.USERS.get(c.env.USERS.idFromName(ownerKey));
+  const verdict = await user.admit(kind, perMinute);
+  if (verdict.ok) {
+    const { at } = verdict;
+    return { release: () => user.releaseAdmission(kind, at) };
   }
+  throw new ApiError(429, "rate_limited", `at most ${perMinute} ${kind === "turn" ? "turn submissions" : "event streams"} a minute per user; retry in ${verdict.retryAfterSeconds} s`, {
+    kind,
+    perMinute,
+    retryAfterSeconds: verdict.retryAfterSeconds,
+  }, { "retry-after": String(verdict.retryAfterSeconds) });
+}
+
+/**
+ * Sends a turn under the user's turn limit (README "Errors and limits"): the place is taken before
+ * the send and kept only when the send did work: a new turn started or queued, or a dispatch that
+ * failed upstream (a 5xx: upstream was called, or may have been). A refusal (a 4xx: the conversation
+ * busy, a turn id sent with other content, an unknown parent turn, an interaction kind not offered, a
+ * budget spent) and an answer from what is known already (a finished turn's cached result, the same
+ * turn still running or waiting in the queue) give it back.
+ */
+export async function limitedTurn<T extends { outcome: string }>(
+  c: Context<AppEnv>,
+  send: () => Promise<RpcResult<T>>,
+): Promise<RpcResult<T>> {
+  const place = await rateLimit(c, "turn");
+  const result = await send();
+  const didWork = result.ok
+    ? result.value.outcome === "accepted" || result.value.outcome === "queued"
+    : refusalStatus(result.refusal.code) >= 500;
+  if (!didWork) await place.release().catch(() => undefined);
+  return result;
 }
 
 /**

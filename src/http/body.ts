@@ -1,6 +1,7 @@
 /**
  * Reading a JSON request body: JSON only (415), bounded size (413), valid JSON (400
- * invalid_json), and the schema with unknown fields refused (400 invalid_request, naming each field).
+ * invalid_json), bounded nesting (400 invalid_request naming MAX_JSON_DEPTH), and the schema with
+ * unknown fields refused (400 invalid_request, naming each field).
  */
 import type { Context } from "hono";
 import { z } from "zod";
@@ -35,6 +36,33 @@ function loneSurrogatePaths(value: unknown, path = ""): string[] {
   });
 }
 
+/**
+ * How deep arrays and objects may nest in a body (the body itself is level 1). Every check after
+ * the parse (lone surrogates, the schema) walks the value once per level: a body nested thousands
+ * deep in a few kilobytes would run them out of stack, so it is refused before it is parsed.
+ */
+const MAX_JSON_DEPTH = 64;
+
+/**
+ * Whether JSON text nests arrays and objects deeper than `limit`: one pass over the text, brackets
+ * inside strings ignored, stopping at the first level past the bound (no recursion, whatever the depth).
+ */
+export function nestsDeeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 0x5c) i++; // a backslash: the next character is escaped
+      else if (ch === 0x22) inString = false;
+    } else if (ch === 0x22) inString = true;
+    else if (ch === 0x5b || ch === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (ch === 0x5d || ch === 0x7d) depth--;
+  }
+  return false;
+}
+
 /** Reads and validates a JSON body; `raw` receives the parsed JSON before the schema shapes it. */
 export async function readJsonBody<S extends z.ZodType>(c: Context, schema: S, maxBytes: number, raw?: (body: unknown) => void): Promise<z.output<S>> {
   // Exactly application/json (parameters such as charset allowed): not json-patch+json or other look-alikes.
@@ -46,9 +74,19 @@ export async function readJsonBody<S extends z.ZodType>(c: Context, schema: S, m
   if (declared > maxBytes) throw new ApiError(413, "payload_too_large", `the body is larger than ${maxBytes} bytes`);
   const buffer = await c.req.arrayBuffer();
   if (buffer.byteLength > maxBytes) throw new ApiError(413, "payload_too_large", `the body is larger than ${maxBytes} bytes`);
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(buffer);
+  } catch {
+    throw new ApiError(400, "invalid_json", "the body is not valid UTF-8 JSON");
+  }
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
+    const issues = [{ path: "(body)", message: `nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels` }];
+    throw new ApiError(400, "invalid_request", `the body is invalid: (body): ${issues[0]!.message}`, { issues, maxDepth: MAX_JSON_DEPTH });
+  }
   let body: unknown;
   try {
-    body = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(buffer));
+    body = JSON.parse(text);
   } catch {
     throw new ApiError(400, "invalid_json", "the body is not valid UTF-8 JSON");
   }

@@ -52,6 +52,11 @@ const REFUSAL_STATUS: Record<RefusalCode, ContentfulStatusCode> = {
   environment_not_found: 404,
 };
 
+/** The HTTP status an object's refusal is answered with. */
+export function refusalStatus(code: RefusalCode): ContentfulStatusCode {
+  return REFUSAL_STATUS[code];
+}
+
 function refusalToApi(refusal: RefusalWire): ApiError {
   const headers = refusal.retryAfterSeconds !== undefined ? { "retry-after": String(refusal.retryAfterSeconds) } : undefined;
   return new ApiError(REFUSAL_STATUS[refusal.code], refusal.code, refusal.message, refusal.details, headers);

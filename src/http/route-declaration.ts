@@ -5,7 +5,7 @@
  * declaration. The OpenAPI document (./openapi.ts) is derived from these declarations and nothing
  * else, so a route cannot be served under one shape and documented under another.
  *
- * Validation stays ours: the body is read by ./body.ts (415, 413, invalid_json, lone surrogates,
+ * Validation stays ours: the body is read by ./body.ts (415, 413, invalid_json, nesting depth, lone surrogates,
  * unknown fields, in that order) and parameters by the handlers; see the header of ./openapi.ts for
  * why this is not @hono/zod-openapi.
  */

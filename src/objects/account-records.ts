@@ -1,8 +1,18 @@
 /**
  * The user object's records of the sandbox's life and of the account's deletion (README "The
  * sandbox's life"): what the gateway did to the user's environment (a bounded log, newest kept),
- * and the durable deletion record whose step says where a deletion resumes. The tables are made
- * by the user object's migration (v6).
+ * the durable deletion record whose step says where a deletion resumes, and the conversations the
+ * live account admitted (the deletion's fence, below). The tables are made by the user object's
+ * migration (v6, v10).
+ *
+ * The fence (README "Deleting an account"): a request belongs to the account its token was issued
+ * for (`gate`), and it is checked again where it writes, not only at the door: every turn sent
+ * admits its conversation (`admit`) only for a token the live account's gate lets in, in the same
+ * step as the record is read, and the user's sandbox, its conversation list
+ * and its webhook hand-offs take writes only from admitted conversations. A deletion deletes every
+ * admitted conversation (listed or not yet) and forgets them all; so a request that passed the door
+ * before the deletion ended and writes after it finds its conversation not admitted, and its token
+ * refused at admission.
  */
 import type { AccountDeletion, DeletionStep, EnvironmentAction } from "../schemas/environment";
 
@@ -22,6 +32,13 @@ export const ACCOUNT_TABLES_V6 = [
      id INTEGER PRIMARY KEY CHECK (id = 1), user_id TEXT, began_at INTEGER NOT NULL, step TEXT NOT NULL,
      conversations_deleted INTEGER NOT NULL DEFAULT 0, last_error TEXT, finished_at INTEGER
    )`,
+];
+
+/** v10: the conversations the live account admitted (each with its session bound, its first turn under way or done). */
+export const ACCOUNT_TABLES_V10 = [
+  "CREATE TABLE IF NOT EXISTS admissions (conversation_id TEXT PRIMARY KEY)",
+  // Every conversation listed before was admitted.
+  "INSERT OR IGNORE INTO admissions (conversation_id) SELECT conversation_id FROM conversations",
 ];
 
 interface DeletionRow extends Record<string, SqlStorageValue> {
@@ -56,6 +73,38 @@ export class AccountRecords {
         environmentId: r.environment_id,
         ...(r.detail !== null ? { detail: r.detail } : {}),
       }));
+  }
+
+  // ------------------------------------------------------------------ the fence
+
+  /**
+   * Admits a conversation for a request whose token was issued at `issuedAtSeconds`, if the live
+   * account's gate lets that token in (the gate's verdict either way). Idempotent.
+   */
+  admit(conversationId: string, issuedAtSeconds: number | null): Gate {
+    const gate = this.gate(issuedAtSeconds, false);
+    if (gate.open) this.sql.exec("INSERT OR IGNORE INTO admissions (conversation_id) VALUES (?)", conversationId);
+    return gate;
+  }
+
+  admitted(conversationId: string): boolean {
+    return this.sql.exec("SELECT 1 FROM admissions WHERE conversation_id = ?", conversationId).toArray().length > 0;
+  }
+
+  /** Forgets an admission (its conversation deleted, or its first turn refused); `unlisted`: only if the index does not list it. */
+  forgetAdmission(conversationId: string, unlisted = false): void {
+    const listed = unlisted ? " AND conversation_id NOT IN (SELECT conversation_id FROM conversations)" : "";
+    this.sql.exec(`DELETE FROM admissions WHERE conversation_id = ?${listed}`, conversationId);
+  }
+
+  /** Admitted conversations the index does not list yet (a first turn under way). */
+  unlistedAdmissions(): string[] {
+    return this.sql
+      .exec<{ conversation_id: string }>(
+        "SELECT conversation_id FROM admissions WHERE conversation_id NOT IN (SELECT conversation_id FROM conversations) ORDER BY conversation_id",
+      )
+      .toArray()
+      .map((r) => r.conversation_id);
   }
 
   // ------------------------------------------------------------------ the deletion record

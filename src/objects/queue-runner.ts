@@ -92,7 +92,8 @@ export class QueueRunner {
           return { outcome: "queued", turn: this.view(turnId)! };
         }
         case "queued":
-          return { outcome: decision.ended ? "cached" : "queued", turn: this.view(turnId)! };
+          // Sent again: the turn already waits (or ended); nothing new is queued.
+          return { outcome: decision.ended ? "cached" : "in_progress", turn: this.view(turnId)! };
         case "conflict":
           throw new Refusal("turn_conflict", `turn ${turnId} was already sent with different content`, { turnId });
         case "busy":

@@ -102,7 +102,8 @@ export class SessionObject extends DurableObject<Env> {
       },
       environment: async (context, stale, claimMissing) => {
         // RPC typing drops the record's JSON document (unknown values); the shape is UserObject's own.
-        const answer = (await this.userStub(context.ownerKey).ensureEnvironment(context.ownerKey, stale, claimMissing)) as unknown as RpcResult<EnvironmentRecord>;
+        const user = this.userStub(context.ownerKey);
+        const answer = (await user.ensureEnvironment(context.ownerKey, context.conversationId, stale, claimMissing)) as unknown as RpcResult<EnvironmentRecord>;
         if (!answer.ok) throw new Refusal(answer.refusal.code, answer.refusal.message, answer.refusal.details, answer.refusal.retryAfterSeconds);
         return answer.value;
       },
@@ -168,12 +169,17 @@ export class SessionObject extends DurableObject<Env> {
 
   /**
    * Records who this session belongs to on first use; a later call must name the same session. A
-   * conversation id used again after a delete gets a new agent session upstream.
+   * conversation id used again after a delete gets a new agent session upstream. Every send is
+   * admitted first by the user's object for the request's token (`issuedAt`), the first and every
+   * later one: a send whose account was deleted since it began binds and writes nothing, whatever
+   * this object holds by then (./account-records.ts, the fence).
    */
-  private async bind(context: SessionContext): Promise<void> {
+  private async bind(context: SessionContext, issuedAt: number | null): Promise<void> {
+    const admitted = (await this.userStub(context.ownerKey).admitConversation(context.conversationId, issuedAt)) as RpcResult<number>;
+    if (!admitted.ok) throw new Refusal(admitted.refusal.code, admitted.refusal.message);
     let known = this.store.getMeta("session");
     if (!known) {
-      const deletions = await this.userStub(context.ownerKey).deletionsOf(context.conversationId);
+      const deletions = admitted.value;
       this.log.commit(() => {
         if (this.store.getMeta("session")) return;
         this.store.setMeta("session", context);
@@ -202,15 +208,25 @@ export class SessionObject extends DurableObject<Env> {
 
   // ------------------------------------------------------------------ turns
 
-  async submitTurn(context: SessionContext, turnId: string, request: TurnRequest, whenBusy: WhenBusy = "refuse"): Promise<RpcResult<SubmitOutcome>> {
+  /** `issuedAt`: the request's token's `iat` (seconds; null without one), which the user's object admits a new conversation for. */
+  async submitTurn(
+    context: SessionContext,
+    turnId: string,
+    request: TurnRequest,
+    whenBusy: WhenBusy,
+    issuedAt: number | null,
+  ): Promise<RpcResult<SubmitOutcome>> {
     const work = captureRpc(async () => {
       const fresh = !this.boundSession();
-      await this.bind(context);
       try {
+        await this.bind(context, issuedAt);
         return await this.runner.submit(context, turnId, request, whenBusy);
       } catch (err) {
-        // A refused first turn leaves nothing behind: no conversation, no title, no summary (unless turns queued behind it).
-        if (fresh && this.storeInstance?.turnCount() === 0 && this.storeInstance.waitingTurns().length === 0) await this.wipe();
+        // A refused first turn leaves nothing behind: no conversation, no title, no summary, no admission (unless turns queued behind it).
+        if (fresh && this.storeInstance?.turnCount() === 0 && this.storeInstance.waitingTurns().length === 0) {
+          await this.wipe();
+          await this.userStub(context.ownerKey).forgetAdmission(context.conversationId);
+        }
         throw err;
       } finally {
         // A refused dispatch may leave the conversation free with turns queued.

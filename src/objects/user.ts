@@ -20,7 +20,7 @@ import type { Spend } from "./budgets";
 import { WaitingFor } from "../schemas/api";
 import type { AccountAnswer, AccountDeletion, EnvironmentAnswer } from "../schemas/environment";
 import { runDeletion } from "./account-deletion";
-import { ACCOUNT_TABLES_V6, AccountRecords } from "./account-records";
+import { ACCOUNT_TABLES_V10, ACCOUNT_TABLES_V6, AccountRecords } from "./account-records";
 import { providerRefusal } from "./provider-refusal";
 import { SlidingWindow, type RateLimitKind } from "./rate-limit";
 import { weakest } from "./usage-fold";
@@ -101,7 +101,7 @@ export class UserObject extends DurableObject<Env> {
   private migrate(): void {
     this.sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
     const current = this.sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0]?.version ?? 0;
-    if (current >= 9) return;
+    if (current >= 10) return;
     if (current < 5) this.migrateToV5(current);
     // v6 (issue 22, the sandbox's life): what the gateway did to the user's environment, and the
     // durable record of an account's deletion (./account-records.ts).
@@ -115,8 +115,10 @@ export class UserObject extends DurableObject<Env> {
     // a renamed title is the user's, and no touch of the session's (one in flight from before the
     // rename included) writes over it.
     if (current < 9) this.sql.exec("ALTER TABLE conversations ADD COLUMN renamed INTEGER NOT NULL DEFAULT 0");
+    // v10: the conversations the live account admitted, the account deletion's fence (./account-records.ts).
+    if (current < 10) for (const statement of ACCOUNT_TABLES_V10) this.sql.exec(statement);
     this.sql.exec("DELETE FROM schema_version");
-    this.sql.exec("INSERT INTO schema_version (version) VALUES (9)");
+    this.sql.exec("INSERT INTO schema_version (version) VALUES (10)");
   }
 
   private migrateToV5(current: number): void {
@@ -162,11 +164,19 @@ export class UserObject extends DurableObject<Env> {
    * The user's ready environment. `staleEnvironmentId` says a caller found that one unusable
    * (stopped or gone): it is probed again and resumed or replaced. `claimMissing` says a caller
    * lacks a claim: the capability document is read again first where `capabilityReadDue` allows
-   * (README "Capabilities"), as it is once it is older than `CAPABILITIES_MAX_AGE_MS`.
+   * (README "Capabilities"), as it is once it is older than `CAPABILITIES_MAX_AGE_MS`. Only for a
+   * conversation the live account admitted: a session its account's deletion left behind brings
+   * up no sandbox.
    */
-  async ensureEnvironment(ownerKey: string, staleEnvironmentId?: string, claimMissing = false): Promise<RpcResult<EnvironmentRecord>> {
+  async ensureEnvironment(
+    ownerKey: string,
+    conversationId: string,
+    staleEnvironmentId?: string,
+    claimMissing = false,
+  ): Promise<RpcResult<EnvironmentRecord>> {
     return captureRpc(async () => {
       this.refuseWhileDeleting();
+      this.refuseUnadmitted(conversationId);
       // Twice at most: a provisioning under way that does not read the document again is waited
       // for, then this call reads it if it still must.
       for (let pass = 1; ; pass++) {
@@ -238,9 +248,14 @@ export class UserObject extends DurableObject<Env> {
     }
   }
 
-  /** Admits one turn submission or stream of this user, or says how long to wait. */
-  async admit(kind: RateLimitKind, perMinute: number): Promise<{ ok: true } | { ok: false; retryAfterSeconds: number }> {
+  /** Admits one turn submission or stream of this user (the place it took: `at`), or says how long to wait. */
+  async admit(kind: RateLimitKind, perMinute: number): Promise<{ ok: true; at: number } | { ok: false; retryAfterSeconds: number }> {
     return this.window.admit(kind, perMinute, Date.now());
+  }
+
+  /** Gives back the place an admitted request took: it turned out to do no work (./rate-limit.ts). */
+  async releaseAdmission(kind: RateLimitKind, at: number): Promise<void> {
+    this.window.release(kind, at);
   }
 
   async environment(): Promise<EnvironmentRecord | null> {
@@ -257,6 +272,8 @@ export class UserObject extends DurableObject<Env> {
     updatedAt: number;
     usage: Spend;
   }): Promise<void> {
+    // A conversation the live account did not admit (its account deleted since) is listed nowhere.
+    if (!this.records.admitted(entry.conversationId)) return;
     // Touches can arrive out of order (each is its own call): one that saw less of the log than
     // the row already has is older news and changes nothing.
     this.sql.exec(
@@ -365,6 +382,7 @@ export class UserObject extends DurableObject<Env> {
         );
       }
       this.sql.exec("DELETE FROM conversations WHERE conversation_id = ?", conversationId);
+      this.records.forgetAdmission(conversationId);
       this.sql.exec(
         "INSERT INTO incarnations (conversation_id, deletions) VALUES (?, 1) ON CONFLICT(conversation_id) DO UPDATE SET deletions = deletions + 1",
         conversationId,
@@ -386,20 +404,50 @@ export class UserObject extends DurableObject<Env> {
     return this.sql.exec("SELECT 1 FROM conversations WHERE conversation_id = ?", conversationId).toArray().length > 0;
   }
 
-  /** How many times this conversation id was deleted (0 for a first use). */
-  async deletionsOf(conversationId: string): Promise<number> {
-    return this.sql.exec<{ deletions: number }>("SELECT deletions FROM incarnations WHERE conversation_id = ?", conversationId).toArray()[0]?.deletions ?? 0;
+  /**
+   * Admits a conversation whose session is being bound, for a request whose token was issued at
+   * `issuedAtSeconds` (refused as the account's gate refuses that token: ./account-records.ts, the
+   * fence). Answers how many times this conversation id was deleted (0 for a first use).
+   */
+  async admitConversation(conversationId: string, issuedAtSeconds: number | null): Promise<RpcResult<number>> {
+    return captureRpc(() => {
+      const gate = this.records.admit(conversationId, issuedAtSeconds);
+      if (!gate.open) throw new Refusal(gate.code, gate.message);
+      const row = this.sql.exec<{ deletions: number }>("SELECT deletions FROM incarnations WHERE conversation_id = ?", conversationId).toArray()[0];
+      return row?.deletions ?? 0;
+    });
+  }
+
+  /** A first turn was refused and its session wiped: its admission goes too (unless the index lists the conversation). */
+  async forgetAdmission(conversationId: string): Promise<void> {
+    this.records.forgetAdmission(conversationId, true);
   }
 
   // ------------------------------------------------------------------ webhooks (README "Webhooks")
 
-  /** Records the deliveries of events a session hands over (idempotent per event); sends nothing on the caller's time. */
+  /**
+   * Records the deliveries of events a session hands over (idempotent per event); sends nothing on
+   * the caller's time. Events of a conversation the live account did not admit (a session its
+   * account's deletion left behind) reach none of its endpoints.
+   */
   async acceptWebhookEvents(events: WebhookEvent[]): Promise<void> {
-    await this.webhooks.accept(z.array(WebhookEventSchema).parse(events));
+    await this.webhooks.accept(z.array(WebhookEventSchema).parse(events).filter((event) => this.records.admitted(event.conversationId)));
   }
 
-  async createWebhook(input: { url: string; events: WebhookEventType[]; description?: string; linkOrigin: string }): Promise<CreateOutcome> {
-    return this.webhooks.create(input);
+  /**
+   * A new endpoint, for a request whose token was issued at `issuedAtSeconds`: refused, as at the
+   * door, once that token's account is being deleted or was (checked in the step that writes it).
+   */
+  async createWebhook(
+    input: { url: string; events: WebhookEventType[]; description?: string; linkOrigin: string },
+    issuedAtSeconds: number | null,
+  ): Promise<RpcResult<CreateOutcome>> {
+    return captureRpc(() =>
+      this.webhooks.create(input, () => {
+        const gate = this.records.gate(issuedAtSeconds, false);
+        if (!gate.open) throw new Refusal(gate.code, gate.message);
+      }),
+    );
   }
 
   async listWebhooks(): Promise<WebhookEndpointView[]> {
@@ -458,6 +506,12 @@ export class UserObject extends DurableObject<Env> {
     if (this.records.pending()) throw new Refusal("account_deleting", "this account is being deleted: its conversations and sandbox can no longer be read or used");
   }
 
+  /** A conversation the live account did not admit belongs to an account deleted since (./account-records.ts, the fence). */
+  private refuseUnadmitted(conversationId: string): void {
+    if (this.records.admitted(conversationId)) return;
+    throw new Refusal("account_deleted", "this conversation's account was deleted; sign in again for a new, empty account");
+  }
+
   /** Whether a request of a token issued at `issuedAtSeconds` is served (`account`: GET or DELETE /v1/me). */
   async accountGate(issuedAtSeconds: number | null, account: boolean): Promise<RpcResult<null>> {
     return captureRpc(() => {
@@ -476,6 +530,9 @@ export class UserObject extends DurableObject<Env> {
       const known = this.known();
       const observedAt = new Date().toISOString();
       const observation = await provider.observe(known);
+      // The provider account's usage (its sandboxes, every user's) is the operator's to read, in the
+      // log; no user is shown it (README "The sandbox's life").
+      console.log(JSON.stringify({ msg: "provider account usage", provider: config.provider, accountUsage: observation.accountUsage }));
       return {
         provider: config.provider,
         observedAt,
@@ -483,7 +540,6 @@ export class UserObject extends DurableObject<Env> {
           known && observation.environment
             ? { environmentId: known.environmentId, generation: known.generation, requested: known.requested ?? null, reported: observation.environment }
             : null,
-        accountUsage: observation.accountUsage,
         capabilities: { ...provider.environmentControl },
         actions: this.records.actions(),
       };
@@ -597,7 +653,14 @@ export class UserObject extends DurableObject<Env> {
         forgetWebhooks: async () => {
           await this.forgetWebhooks();
         },
-        conversations: () => this.sql.exec<{ conversation_id: string }>("SELECT conversation_id FROM conversations ORDER BY created_at").toArray().map((r) => r.conversation_id),
+        // Every admitted conversation: the listed ones, then those whose first turn is under way.
+        conversations: () => [
+          ...this.sql
+            .exec<{ conversation_id: string }>("SELECT conversation_id FROM conversations ORDER BY created_at")
+            .toArray()
+            .map((r) => r.conversation_id),
+          ...this.records.unlistedAdmissions(),
+        ],
         closeStreams: async (cid) => {
           await (await session(cid)).closeBrowserStreams();
         },
@@ -617,7 +680,8 @@ export class UserObject extends DurableObject<Env> {
         },
         wipeIndex: () =>
           this.ctx.storage.transactionSync(() => {
-            for (const table of ["conversations", "incarnations", "deleted_spend", "environment_actions", "environment"]) this.sql.exec(`DELETE FROM ${table}`);
+            const tables = ["conversations", "admissions", "incarnations", "deleted_spend", "environment_actions", "environment"];
+            for (const table of tables) this.sql.exec(`DELETE FROM ${table}`);
           }),
       });
       await this.ctx.storage.deleteAlarm();

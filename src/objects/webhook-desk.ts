@@ -126,13 +126,21 @@ export class WebhookDesk {
 
   // ------------------------------------------------------------------ endpoints
 
-  /** A new endpoint; its secret is in this answer only. The URL was checked by the caller (../webhooks/target.ts). */
-  async create(input: { url: string; events: WebhookEventType[]; description?: string; linkOrigin: string }): Promise<CreateOutcome> {
+  /**
+   * A new endpoint; its secret is in this answer only. The URL was checked by the caller
+   * (../webhooks/target.ts). `fence` runs in the transaction that writes it and throws to refuse
+   * (the account deleted since the request began: ./account-records.ts).
+   */
+  async create(
+    input: { url: string; events: WebhookEventType[]; description?: string; linkOrigin: string },
+    fence: () => void = () => undefined,
+  ): Promise<CreateOutcome> {
     const id = newEndpointId();
     const secret = newSigningSecret();
     const sealed = await sealSecret(this.deps.settings().sealingSecret, id, secret);
     const now = this.deps.now();
     const created = this.deps.transaction(() => {
+      fence();
       const count = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM webhook_endpoints").one().n;
       if (count >= MAX_WEBHOOK_ENDPOINTS) return false;
       this.sql.exec(

@@ -70,7 +70,6 @@ export const EnvironmentAnswer = z
       })
       .nullable()
       .describe("null: the user has no environment (none yet, or it was deleted)"),
-    accountUsage: observed(AccountUsage).describe("the provider account's usage, as the provider reports it"),
     capabilities: z.object({ stop: z.boolean(), delete: z.boolean() }).describe("what this provider lets a user do to their environment"),
     actions: z.array(EnvironmentAction).describe("what the gateway did to the user's environment, newest first (at most 50)"),
   })

@@ -80,6 +80,30 @@ describe("one delivery attempt", () => {
     expect(await attemptDelivery(request, options(fetch, { timeoutMs: 20 }))).toMatchObject({ kind: "failed", status: null, error: "no answer within 20 ms" });
   });
 
+  it("a 2xx is delivered as soon as its status arrives: a body left open is not read", async () => {
+    let pulls = 0;
+    // Says a little, then holds its body open for good.
+    const open = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        pulls++;
+        if (pulls === 1) controller.enqueue(new TextEncoder().encode("accepted"));
+        return new Promise(() => undefined);
+      },
+    });
+    const { fetch } = scripted({ [request.url]: () => new Response(open, { status: 200 }) });
+    expect(await attemptDelivery(request, options(fetch, { timeoutMs: 1_000 }))).toEqual({ kind: "delivered", status: 200 });
+  });
+
+  it("another status whose body is left open fails at the timeout with that status and what arrived of its text", async () => {
+    const open = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode("busy, come back"));
+      },
+    });
+    const { fetch } = scripted({ [request.url]: () => new Response(open, { status: 503 }) });
+    expect(await attemptDelivery(request, options(fetch, { timeoutMs: 20 }))).toEqual({ kind: "failed", status: 503, error: "the receiver answered 503: busy, come back", permanent: false });
+  });
+
   it("a receiver that cannot be reached fails, saying so", async () => {
     const { fetch } = scripted({});
     expect(await attemptDelivery(request, options(fetch))).toMatchObject({ kind: "failed", error: expect.stringMatching(/^could not reach the receiver: connect ECONNREFUSED/) });

@@ -3,9 +3,12 @@
  * every redirect hop (./target.ts). Redirects are followed by hand, at most `maxRedirects`, each
  * sent again as the same POST with the same headers (the receiver moved its endpoint; the
  * signature covers the body, not the URL). The whole attempt (every hop, headers and the bounded
- * body read) has one timeout; at most `maxResponseBytes` of a response are read, the rest is
- * cancelled. A 2xx is success; a 410 says the receiver wants no more (the delivery is given up);
- * anything else is a failure to try again. Everything a receiver says is kept short and printable.
+ * body read) has one timeout. A 2xx status is success as soon as it arrives: its body is not read
+ * (a receiver that answers 200 and leaves its body open has still taken the delivery). Of any other
+ * answer at most `maxResponseBytes` are read, and only until the timeout: the rest is cancelled and
+ * the status stands, with what arrived of the text. A 410 says the receiver wants no more (the
+ * delivery is given up); anything else is a failure to try again. Everything a receiver says is
+ * kept short and printable.
  */
 import { retryAfterMsOf } from "./backoff";
 import { checkTarget } from "./target";
@@ -48,8 +51,11 @@ export async function attemptDelivery(request: AttemptRequest, options: AttemptO
         url = new URL(location, target.url).href;
         continue;
       }
-      const text = await readBounded(response, options.maxResponseBytes);
-      if (response.status >= 200 && response.status < 300) return { kind: "delivered", status: response.status };
+      if (response.status >= 200 && response.status < 300) {
+        await response.body?.cancel().catch(() => undefined);
+        return { kind: "delivered", status: response.status };
+      }
+      const text = await readBounded(response, options.maxResponseBytes, controller.signal);
       const said = printable(text);
       const retryAfterMs = retryAfterMsOf(response.headers.get("retry-after"), options.now());
       return {
@@ -68,15 +74,22 @@ export async function attemptDelivery(request: AttemptRequest, options: AttemptO
   }
 }
 
-/** At most `maxBytes` of the body as text; the rest is never read. */
-async function readBounded(response: Response, maxBytes: number): Promise<string> {
+/** At most `maxBytes` of the body as text, read until `signal` aborts (what arrived by then); the rest is never read. */
+async function readBounded(response: Response, maxBytes: number, signal: AbortSignal): Promise<string> {
   if (!response.body) return "";
   const reader = response.body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
+  const end = { done: true as const, value: undefined };
+  const aborted = new Promise<typeof end>((resolve) => {
+    if (signal.aborted) resolve(end);
+    signal.addEventListener("abort", () => resolve(end), { once: true });
+  });
+  // The timeout may also error the body itself (the fetch's signal): that too ends the read.
+  const read = () => reader.read().catch((err: unknown) => (signal.aborted ? end : Promise.reject(err)));
   try {
     while (total < maxBytes) {
-      const { done, value } = await reader.read();
+      const { done, value } = await Promise.race([read(), aborted]);
       if (done) break;
       chunks.push(value.subarray(0, maxBytes - total));
       total += Math.min(value.byteLength, maxBytes - total);

@@ -6,8 +6,12 @@
  *  - no credentials in the URL, no fragment;
  *  - no literal address that is private, loopback (when deployed), link-local, unspecified,
  *    multicast, reserved or a cloud metadata address, in any IPv4 or IPv6 form (the URL parser
- *    normalises `0x7f.1`, `2130706433`, `[::ffff:127.0.0.1]`; IPv4-mapped, IPv4-compatible,
- *    NAT64 and 6to4 addresses are checked by the IPv4 address they embed);
+ *    normalises `0x7f.1`, `2130706433`, `[::ffff:127.0.0.1]`); an IPv6 address that carries an
+ *    IPv4 one (IPv4-mapped, IPv4-translated, IPv4-compatible, NAT64's 64:ff9b::/96, 6to4) is
+ *    checked by the IPv4 address it carries, and one that tunnels or translates to an address
+ *    nothing here can check (Teredo, local-use NAT64 64:ff9b:1::/48) is refused; outside those,
+ *    only global unicast (2000::/3) is allowed, less its special-purpose ranges (IETF protocol
+ *    assignments 2001::/23, documentation 2001:db8::/32 and 3fff::/20);
  *  - no name that is local by construction: `localhost` and `*.localhost` (except loopback in
  *    local development), single-label names, `.local`, `.internal`, `.home.arpa`, `.lan`,
  *    `.intranet`, `.corp`, and names under `in-addr.arpa` / `ip6.arpa`.
@@ -54,21 +58,16 @@ function isLoopbackHost(host: string): boolean {
   const v6 = host.startsWith("[") ? parseIpv6(host.slice(1, -1)) : null;
   if (v6 === null) return false;
   if (v6.every((w, i) => w === (i === 7 ? 1 : 0))) return true;
+  // Only the IPv4-mapped form is the host's own IPv4 loopback; the other forms route elsewhere.
   const embedded = embeddedIpv4(v6);
-  return embedded !== null && embedded >>> 24 === 127;
+  return embedded?.form === "IPv4-mapped" && embedded.v4 >>> 24 === 127;
 }
 
 /** Why a (non-loopback) host is refused, or null. */
 function refusedHost(host: string): string | null {
   if (host.startsWith("[")) {
     const v6 = parseIpv6(host.slice(1, -1));
-    if (v6 === null) return "is not a valid IPv6 address";
-    const embedded = embeddedIpv4(v6);
-    if (embedded !== null) {
-      const why = refusedIpv4(embedded);
-      return why ? `${why} (embedded in an IPv6 address)` : null;
-    }
-    return refusedIpv6(v6);
+    return v6 === null ? "is not a valid IPv6 address" : refusedIpv6Address(v6);
   }
   const v4 = parseIpv4(host);
   if (v4 !== null) return refusedIpv4(v4);
@@ -76,6 +75,24 @@ function refusedHost(host: string): string | null {
   if (!name.includes(".")) return "must be a fully qualified name (a single-label name resolves inside a network)";
   if (LOCAL_SUFFIXES.some((suffix) => name.endsWith(suffix))) return "must not be a local-network name";
   if (name === "metadata.google.internal" || name === "metadata") return "must not be a cloud metadata address";
+  return null;
+}
+
+/**
+ * Why an IPv6 address (eight 16-bit words) is refused as a webhook target, or null. Pure; the
+ * rules of the header, in order: the IPv4 address a carrying form holds, then the ranges refused
+ * by name, then anything outside global unicast.
+ */
+export function refusedIpv6Address(words: readonly number[]): string | null {
+  const embedded = embeddedIpv4(words);
+  if (embedded !== null) {
+    const why = refusedIpv4(embedded.v4);
+    return why ? `${why} (carried in an ${embedded.form} IPv6 address)` : null;
+  }
+  if (words.every((x) => x === 0)) return "must not be the unspecified address";
+  if (words.slice(0, 7).every((x) => x === 0) && words[7] === 1) return "must not be a loopback address";
+  for (const [prefix, bits, why] of V6_REFUSED) if (inPrefix(words, prefix, bits)) return why;
+  if ((words[0]! & 0xe000) !== 0x2000) return "must not be a reserved IPv6 address (only global unicast, 2000::/3, reaches the Internet)";
   return null;
 }
 
@@ -109,16 +126,46 @@ function parseIpv6(text: string): number[] | null {
   return [...head, ...(halves.length === 2 ? zeros.map(String) : []), ...rest].map((w) => parseInt(w, 16));
 }
 
-/** The IPv4 address an IPv6 address carries (mapped ::ffff:0:0/96, compatible ::/96, NAT64 64:ff9b::/96, 6to4 2002::/16), else null. */
-function embeddedIpv4(w: number[]): number | null {
+/** The IPv6 forms that carry an IPv4 address, and where: the IPv4 address and the form's name, else null. */
+function embeddedIpv4(w: readonly number[]): { v4: number; form: string } | null {
   const low = ((w[6]! << 16) | w[7]!) >>> 0;
   const zeroTo = (n: number) => w.slice(0, n).every((x) => x === 0);
-  if (zeroTo(5) && w[5] === 0xffff) return low;
-  if (zeroTo(6) && low > 1) return low;
-  if (w[0] === 0x64 && w[1] === 0xff9b && w.slice(2, 6).every((x) => x === 0)) return low;
-  if (w[0] === 0x2002) return ((w[1]! << 16) | w[2]!) >>> 0;
+  // ::ffff:0:0/96 (RFC 4291 §2.5.5.2)
+  if (zeroTo(5) && w[5] === 0xffff) return { v4: low, form: "IPv4-mapped" };
+  // ::ffff:0:0:0/96 (RFC 2765 §2.1, SIIT)
+  if (zeroTo(4) && w[4] === 0xffff && w[5] === 0) return { v4: low, form: "IPv4-translated" };
+  // ::/96 but :: and ::1 (RFC 4291 §2.5.5.1, deprecated)
+  if (zeroTo(6) && low > 1) return { v4: low, form: "IPv4-compatible" };
+  // 64:ff9b::/96 (RFC 6052 §2.1, the well-known NAT64 prefix)
+  if (w[0] === 0x64 && w[1] === 0xff9b && w.slice(2, 6).every((x) => x === 0)) return { v4: low, form: "NAT64" };
+  // 2002::/16 (RFC 3056: the IPv4 address in bits 16-47)
+  if (w[0] === 0x2002) return { v4: ((w[1]! << 16) | w[2]!) >>> 0, form: "6to4" };
   return null;
 }
+
+/** Whether the address's first `bits` bits are the prefix's (given as its leading words). */
+function inPrefix(w: readonly number[], prefix: readonly number[], bits: number): boolean {
+  for (let i = 0; i * 16 < bits; i++) {
+    const take = Math.min(16, bits - i * 16);
+    const mask = (0xffff << (16 - take)) & 0xffff;
+    if ((w[i]! & mask) !== ((prefix[i] ?? 0) & mask)) return false;
+  }
+  return true;
+}
+
+/** IPv6 ranges refused by name (IANA's special-purpose registry, RFC 4291), the narrower first. */
+const V6_REFUSED: Array<[readonly number[], number, string]> = [
+  [[0x64, 0xff9b, 0x1], 48, "must not be a local-use NAT64 address (64:ff9b:1::/48: it translates to an IPv4 address inside a network)"],
+  [[0x100], 64, "must not be a discard-only address"],
+  [[0xfc00], 7, "must not be a private (unique local) address"],
+  [[0xfe80], 10, "must not be a link-local address"],
+  [[0xfec0], 10, "must not be a site-local address"],
+  [[0xff00], 8, "must not be a multicast address"],
+  [[0x2001, 0x0000], 32, "must not be a Teredo address (2001::/32: it tunnels to an IPv4 address)"],
+  [[0x2001], 23, "must not be an IETF protocol assignment address (2001::/23)"],
+  [[0x2001, 0x0db8], 32, "must not be a documentation address"],
+  [[0x3fff], 20, "must not be a documentation address"],
+];
 
 const V4_REFUSED: Array<[number, number, string]> = [
   [0x00000000, 8, "must not be an unspecified (0.0.0.0/8) address"],
@@ -129,6 +176,7 @@ const V4_REFUSED: Array<[number, number, string]> = [
   [0xac100000, 12, "must not be a private address"],
   [0xc0000000, 24, "must not be a reserved (IETF protocol) address"],
   [0xc0000200, 24, "must not be a documentation address"],
+  [0xc0586300, 24, "must not be a reserved (retired 6to4 relay anycast) address"],
   [0xc0a80000, 16, "must not be a private address"],
   [0xc6120000, 15, "must not be a benchmarking address"],
   [0xc6336400, 24, "must not be a documentation address"],
@@ -142,18 +190,5 @@ function refusedIpv4(address: number): string | null {
     const mask = bits === 0 ? 0 : (~0 << (32 - bits)) >>> 0;
     if ((address & mask) >>> 0 === base) return why;
   }
-  return null;
-}
-
-function refusedIpv6(w: number[]): string | null {
-  if (w.every((x) => x === 0)) return "must not be the unspecified address";
-  if (w.slice(0, 7).every((x) => x === 0) && w[7] === 1) return "must not be a loopback address";
-  const first = w[0]!;
-  if ((first & 0xfe00) === 0xfc00) return "must not be a private (unique local) address";
-  if ((first & 0xffc0) === 0xfe80) return "must not be a link-local address";
-  if ((first & 0xffc0) === 0xfec0) return "must not be a site-local address";
-  if ((first & 0xff00) === 0xff00) return "must not be a multicast address";
-  if (first === 0x2001 && w[1] === 0x0db8) return "must not be a documentation address";
-  if (first === 0x0100 && w.slice(1, 4).every((x) => x === 0)) return "must not be a discard-only address";
   return null;
 }

@@ -23,7 +23,7 @@ describe("the environment with the CLI Bridge", () => {
     for (const surface of Object.values(view.environment.reported)) {
       expect(surface).toEqual({ state: "unavailable", reason: expect.stringContaining("CLI Bridge") });
     }
-    expect(view.accountUsage).toEqual({ state: "unavailable", reason: expect.stringContaining("CLI Bridge") });
+    expect(view.accountUsage).toBeUndefined();
     expect(view.actions).toEqual([{ action: "created", at: expect.any(String), environmentId: "cli-bridge" }]);
 
     for (const [path, method] of [["/v1/environment/stop", "POST"], ["/v1/environment", "DELETE"]] as const) {

@@ -6,19 +6,23 @@
  *   mode "ok"        answers 204 once the signature verified (401 when it did not);
  *   mode "fail"      answers `status` (default 500) with a short body;
  *   mode "slow"      holds the request `delayMs` before answering 204;
- *   mode "redirect"  answers 307 to `location`.
+ *   mode "redirect"  answers 307 to `location`;
+ *   mode "open"      answers 200 once the signature verified (401 when it did not), writes a few
+ *                    bytes of its body and never ends it (the connection stays open until the
+ *                    sender lets go or the receiver closes).
  * Control (JSON): PUT /_control/<name> `{ secrets?, mode?, status?, delayMs?, location? }` merges
  * into the inbox's record; GET /_control/<name> answers `{ received, holding }`: every request as
  * received, `{ webhookId, timestamp, signature, body, verified, payload }` (payload: what the
  * library returned, null when verification failed), in arrival order; and how many requests it
- * holds unanswered (mode "slow"), whether or not their sender still waits.
+ * holds unanswered (mode "slow"), whether or not their sender still waits; and how many answers it holds open (mode
+ * "open"), until their sender lets go.
  */
 import { createServer } from "node:http";
 import { Webhook } from "standardwebhooks";
 
 /**
  * @typedef {{ webhookId: string | undefined, timestamp: string | undefined, signature: string | undefined, body: string, verified: boolean, payload: unknown, error: string | null }} Received
- * @typedef {{ secrets: string[], mode: "ok" | "fail" | "slow" | "redirect", status: number, delayMs: number, location: string, received: Received[], holding: number }} Inbox
+ * @typedef {{ secrets: string[], mode: "ok" | "fail" | "slow" | "redirect" | "open", status: number, delayMs: number, location: string, received: Received[], holding: number, open: number }} Inbox
  */
 
 /** @param {{ port?: number }} [options] */
@@ -29,7 +33,7 @@ export async function startReceiver({ port = 0 } = {}) {
   const inbox = (name) => {
     let box = inboxes.get(name);
     if (!box) {
-      box = { secrets: [], mode: "ok", status: 500, delayMs: 0, location: "", received: [], holding: 0 };
+      box = { secrets: [], mode: "ok", status: 500, delayMs: 0, location: "", received: [], holding: 0, open: 0 };
       inboxes.set(name, box);
     }
     return box;
@@ -44,7 +48,7 @@ export async function startReceiver({ port = 0 } = {}) {
     if (control) {
       const box = inbox(/** @type {string} */ (control[1]));
       if (req.method === "PUT") Object.assign(box, JSON.parse(body || "{}"));
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ received: box.received, holding: box.holding }));
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ received: box.received, holding: box.holding, open: box.open }));
       return;
     }
     const hook = /^\/hooks\/([\w-]+)$/.exec(url.pathname);
@@ -89,6 +93,14 @@ export async function startReceiver({ port = 0 } = {}) {
     }
     if (box.mode === "redirect") {
       res.writeHead(307, { location: box.location }).end();
+      return;
+    }
+    if (box.mode === "open" && record.verified) {
+      // The status and a first chunk go out at once; the body is never ended.
+      res.writeHead(200, { "content-type": "text/plain" });
+      res.write("accepted; this answer goes on");
+      box.open++;
+      res.once("close", () => box.open--);
       return;
     }
     res.writeHead(record.verified ? 204 : 401).end();

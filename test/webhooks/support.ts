@@ -30,6 +30,11 @@ export async function holding(name: string): Promise<number> {
   return ((await (await fetch(`${RECEIVER}/_control/${name}`)).json()) as { holding: number }).holding;
 }
 
+/** How many answers the inbox holds open now (mode "open"): their sender has not let go. */
+export async function heldOpen(name: string): Promise<number> {
+  return ((await (await fetch(`${RECEIVER}/_control/${name}`)).json()) as { open: number }).open;
+}
+
 /** Polls until `check` answers a value (not undefined); fails after `timeoutMs` naming `what`. */
 export async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -8,7 +8,7 @@ import { abortAllDurableObjects, env, runInDurableObject } from "cloudflare:test
 import { describe, expect, it } from "vitest";
 import { deriveOwnerKey, deriveSessionId } from "../../src/auth/ids";
 import { api, json, sendTurn, tokenFor, uid, waitForTurn } from "../helpers";
-import { bindings, completedTurn, createWebhook, deliveries, DOWN, holding, inbox, RECEIVER, subscribed, until } from "./support";
+import { bindings, completedTurn, createWebhook, deliveries, DOWN, heldOpen, holding, inbox, RECEIVER, subscribed, until } from "./support";
 
 describe("the endpoints", () => {
   it("create shows the secret once; list and read never do; delete forgets the endpoint", async () => {
@@ -142,6 +142,21 @@ describe("deliveries", () => {
     expect(new Set(received.map((r) => r.body)).size).toBe(1);
     expect(received.every((r) => r.verified)).toBe(true);
     expect(done.attempts).toBe(received.length);
+  });
+
+  it("a receiver that answers 200 and leaves its body open has the delivery: once, not retried until the give-up", async () => {
+    const { token, name, endpoint } = await subscribed(["turn.completed"], { mode: "open" });
+    await completedTurn(token);
+    const done = await until("the delivery", async () => {
+      const [d] = await deliveries(token, endpoint.id);
+      return d?.status === "delivered" ? d : undefined;
+    });
+    expect(done).toMatchObject({ attempts: 1, lastStatus: 200, lastError: null });
+    const received = await inbox(name);
+    expect(received).toHaveLength(1);
+    expect(received[0]!.verified).toBe(true);
+    // The sender let go of the answer it did not need to read.
+    await until("the answer let go", async () => ((await heldOpen(name)) === 0 ? true : undefined));
   });
 
   it("a receiver that is down is retried, then given up after the give-up time and marked so", async () => {

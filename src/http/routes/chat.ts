@@ -14,7 +14,7 @@ import type { RpcResult } from "../../errors";
 import type { ConversationSummary } from "../../objects/session";
 import { ConversationId } from "../../schemas/common";
 import type { InteractionAcknowledgement } from "../../schemas/contracts";
-import { knownConversation, knownSession, rateLimit, requireConversation, session, type AppEnv } from "../app-context";
+import { knownConversation, knownSession, limitedTurn, rateLimit, requireConversation, session, type AppEnv } from "../app-context";
 import { ApiError, unwrapRpc } from "../errors";
 import { DeclaredRoutes, eventStream, json, noContent } from "../route-declaration";
 import { openSubscription } from "../sse-relay";
@@ -101,7 +101,7 @@ chatRoutes.serve(
     summary: "The AI SDK's chat route (DefaultChatTransport): one turn as a UI message stream; a retried message never runs twice",
     body: ChatRequestBody,
     answers: { 200: eventStream(UiMessageStream, "The turn as a UI message stream (x-vercel-ai-ui-message-stream: v1), to its end or to an ask it waits on") },
-    errors: [400, 401, 404, 409, 413, 415, 422, 429, 501, 502, 503, 504],
+    errors: [400, 401, 404, 409, 410, 413, 415, 422, 429, 501, 502, 503, 504],
   },
   async (c, readBody) => {
     const body = await readBody(CHAT_MAX_BODY_BYTES);
@@ -151,9 +151,9 @@ chatRoutes.serve(
       if (answered.ok) parentTurnId = answered.value.parentTurnId;
       else if (action.of !== null) throw new ApiError(404, "turn_not_found", `messageId names no answer of this conversation (${action.of})`);
     }
-    await rateLimit(c, "turn");
     const request = { message: action.message, ...options, ...(parentTurnId !== undefined ? { parentTurnId } : {}) };
-    const { turn } = unwrapRpc(await s.stub.submitTurn(s.context, turnId, request));
+    const send = () => s.stub.submitTurn(s.context, turnId, request, "refuse", c.get("identity").issuedAt);
+    const { turn } = unwrapRpc(await limitedTurn(c, send));
     return respondWithTurn(c, s, turn.turnId);
   },
 );

@@ -7,7 +7,7 @@
  */
 import type { Context } from "hono";
 import { z } from "zod";
-import { knownSession, rateLimit, session, type AppEnv } from "../app-context";
+import { knownSession, limitedTurn, session, type AppEnv } from "../app-context";
 import { invalid } from "../body";
 import { ApiError, unwrapRpc } from "../errors";
 import { DeclaredRoutes, json } from "../route-declaration";
@@ -75,7 +75,7 @@ conversationRoutes.serve(
       200: json(TurnViewSchema, "The cached result of a finished turn with this id"),
       202: json(TurnViewSchema, "Accepted (or already running): follow the event stream; with whenBusy queue, possibly queued (status queued) to start after the turns before it"),
     },
-    errors: [400, 401, 409, 413, 415, 429, 501, 502, 503, 504],
+    errors: [400, 401, 409, 410, 413, 415, 429, 501, 502, 503, 504],
   },
   async (c, readBody) => {
     const config = c.get("config");
@@ -95,8 +95,6 @@ conversationRoutes.serve(
     if (messageBytes > config.MAX_MESSAGE_BYTES) {
       throw new ApiError(413, "message_too_large", `the message is ${messageBytes} bytes; the limit is ${config.MAX_MESSAGE_BYTES}`);
     }
-    // Only a request that passed validation counts against the user's limit.
-    await rateLimit(c, "turn");
     const request = {
       message: body.message,
       ...(body.model !== undefined ? { model: body.model } : {}),
@@ -104,7 +102,9 @@ conversationRoutes.serve(
       // The branch point is part of the request: a retry names it again, another one is a conflict.
       ...(body.parentTurnId !== undefined ? { parentTurnId: body.parentTurnId } : {}),
     };
-    const { outcome, turn } = unwrapRpc(await stub.submitTurn(context, turnId, request, body.whenBusy ?? "refuse"));
+    // Only a request that passed validation takes a place in the user's limit, and keeps it only if it did work.
+    const send = () => stub.submitTurn(context, turnId, request, body.whenBusy ?? "refuse", c.get("identity").issuedAt);
+    const { outcome, turn } = unwrapRpc(await limitedTurn(c, send));
     // 202: accepted now, queued, or still running under this id; 200: the cached result of a finished turn.
     return outcome === "cached" ? c.json({ ...turn, cached: true }, 200) : c.json(turn, 202);
   },

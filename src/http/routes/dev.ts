@@ -30,6 +30,24 @@ function devOnly(needs: "devLogin" | "emulator"): MiddlewareHandler<AppEnv> {
   };
 }
 
+/** The most a control route's body may hold (faults, variants and direct runs take a few kilobytes). */
+const CONTROL_MAX_BODY_BYTES = 1024 * 1024;
+
+/**
+ * A control call's body, read whole before the emulator sees it and sent on as bytes. Handed on as
+ * the client's stream, it was piped into the emulator as the emulator read it: a control route that
+ * answers without reading (415 to a body that is not JSON, 404 to an unknown path) left the pipe to
+ * read the client's body after the answer went out, an uncaught TypeError in the Worker that made
+ * `wrangler dev` restart it under the requests beside it.
+ */
+async function controlBody(request: Request): Promise<ArrayBuffer> {
+  const tooLarge = () => new ApiError(413, "payload_too_large", `the body is larger than ${CONTROL_MAX_BODY_BYTES} bytes`);
+  if (Number(request.headers.get("content-length") ?? "0") > CONTROL_MAX_BODY_BYTES) throw tooLarge();
+  const body = await request.arrayBuffer();
+  if (body.byteLength > CONTROL_MAX_BODY_BYTES) throw tooLarge();
+  return body;
+}
+
 export const devRoutes = new DeclaredRoutes();
 
 devRoutes.serve(
@@ -60,7 +78,10 @@ devRoutes.serve(
   },
   async (c) => {
     const url = new URL(c.req.url);
-    return emulatorFetch(c.env)(new Request(`http://sandbox-emulator.local${url.pathname}${url.search}`, c.req.raw));
+    const target = `http://sandbox-emulator.local${url.pathname}${url.search}`;
+    const { method } = c.req;
+    const body = method === "GET" || method === "HEAD" ? undefined : await controlBody(c.req.raw);
+    return emulatorFetch(c.env)(new Request(target, { method, headers: c.req.raw.headers, body }));
   },
 );
 

@@ -19,7 +19,7 @@ import { checkTarget } from "../../webhooks/target";
 import type { Context } from "hono";
 import type { AppEnv } from "../app-context";
 import { invalid } from "../body";
-import { ApiError } from "../errors";
+import { ApiError, unwrapRpc } from "../errors";
 import { DeclaredRoutes, json } from "../route-declaration";
 
 const BODY_MAX_BYTES = 8 * 1024;
@@ -47,18 +47,20 @@ webhookRoutes.serve(
     summary: "Register a webhook endpoint for some events; the answer holds its signing secret, shown only this once",
     body: CreateWebhookBody,
     answers: { 201: json(WebhookSecretAnswer, "Created") },
-    errors: [400, 401, 409, 413, 415, 422],
+    errors: [400, 401, 409, 410, 413, 415, 422],
   },
   async (c, readBody) => {
     const body = await readBody(BODY_MAX_BYTES);
     const target = checkTarget(body.url, c.get("config").local);
     if (!target.ok) throw new ApiError(422, "webhook_target_refused", `url ${target.reason}`, { field: "url" });
-    const outcome = await user(c).createWebhook({
+    const input = {
       url: target.url.href,
       events: body.events,
       ...(body.description !== undefined ? { description: body.description } : {}),
       linkOrigin: new URL(c.req.url).origin,
-    });
+    };
+    // The token's issue time goes with the write: an account deleted since this request began takes none (README "Deleting an account").
+    const outcome = unwrapRpc(await user(c).createWebhook(input, c.get("identity").issuedAt));
     if (!outcome.ok) throw new ApiError(409, outcome.code, outcome.message);
     return c.json({ ...outcome.endpoint, secret: outcome.secret }, 201);
   },
