@@ -174,12 +174,19 @@ export const RestartBody = z.strictObject({
   forgetOneShotRuns: z.literal(true).optional(),
 });
 
-/** Timing settings (`POST /_standin/settings` merges; `startStandIn` options set the defaults). */
+/**
+ * Timings and the bridge's own environment (`POST /_standin/settings` merges; `startStandIn` options
+ * set the defaults): its process slots, how long a spawn and a health probe wait for one, its jail.
+ */
 export const Settings = z.strictObject({
   keepaliveMs: PositiveInt.optional(),
   chunkDelayMs: NonNegativeInt.optional(),
   cancelDelayMs: NonNegativeInt.optional(),
   replayWindowMs: PositiveInt.optional(),
+  maxConcurrency: PositiveInt.max(1000).optional(),
+  acquireDeadlineMs: PositiveInt.max(900_000).optional(),
+  healthProbeTimeoutMs: PositiveInt.max(60_000).optional(),
+  jailMode: z.enum(["off", "write-jail", "fs-jail"]).optional(),
 });
 
 export const ResetBody = z.strictObject({});
