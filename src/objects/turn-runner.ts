@@ -10,7 +10,9 @@
  *  - ./turn-usage.ts       the usage fold stored and reported, the conversation's total;
  *  - ./abandoned-runs.ts   runs whose turn ended here while they may still run upstream:
  *                          cancelled, their later usage folded into their turn;
- *  - ./queue-runner.ts     turns sent while another runs, waiting their turn (./turn-queue.ts).
+ *  - ./queue-runner.ts     turns sent while another runs, waiting their turn (./turn-queue.ts);
+ *  - ./session-release.ts  agent sessions that hold something upstream while idle, released
+ *                          after a while (the alarm), and all of them on a delete.
  * It holds what joins them: cancellation (exact and idempotent under its operation id) and the
  * user's conversation list entry. Every write that belongs together goes through one commit
  * (./event-log.ts).
@@ -31,6 +33,7 @@ import type { InteractionDesk } from "./interaction-desk";
 import { priorOperation } from "./operations";
 import { providerRefusal } from "./provider-refusal";
 import { QueueRunner, type QueueOutcome } from "./queue-runner";
+import { SessionRelease } from "./session-release";
 import type { SessionContext, SessionStore, TurnRequest } from "./session-store";
 import { TurnEnd } from "./turn-end";
 import type { WhenBusy } from "./turn-queue";
@@ -66,9 +69,11 @@ export class TurnRunner {
   private readonly dispatcher: Dispatcher;
   private readonly abandoned: AbandonedRuns;
   readonly queue: QueueRunner;
+  readonly release: SessionRelease;
 
   constructor(private readonly deps: TurnRunnerDeps) {
     const { store, log, desk, provider, config, alarms } = deps;
+    this.release = new SessionRelease({ store, log, provider });
     this.abandoned = new AbandonedRuns({ store, log, provider });
     this.budgets = new BudgetStop({ store, log, provider, config, usageElsewhere: (context) => deps.usageElsewhere(context) });
     this.end = new TurnEnd({
@@ -241,6 +246,8 @@ export class TurnRunner {
         for (const { sessionId, lastRun } of agentSessions(this.store, this.dispatcher.agentSessionId(context)).reverse()) {
           await this.deps.provider().deleteSession({ environmentId, sessionId, ...(lastRun ? { lastRun } : {}) });
         }
+        // And every other session upstream that still holds something (a CLI Bridge keeps one per model route).
+        await this.release.releaseAll();
       } catch (err) {
         throw providerRefusal(err);
       }

@@ -23,6 +23,8 @@ export type ProviderErrorCode =
   | "timeout"
   /** Upstream is down or unreachable (5xx, transport failure). */
   | "unavailable"
+  /** Upstream has no room for the work now (every process slot is taken): retry later. */
+  | "at_capacity"
   /** Upstream refused our credentials. */
   | "unauthorized"
   /** Upstream holds a different state or identity for this request (the same run id with other content). */

@@ -32,6 +32,10 @@ export interface RequestOptions {
   query?: Record<string, string>;
   /** Retry a retryable failure. Only for calls that are idempotent. */
   retry?: boolean;
+  /** With `retry`: whether this retryable failure is worth retrying (a refusal the service already waited for is not). */
+  retryIf?: (error: ProviderError) => boolean;
+  /** Statuses other than 2xx answered as a Response, not as a failure (an answer whose body says more than its status). */
+  accept?: readonly number[];
   signal?: AbortSignal;
   /** A streaming answer: the header timeout covers the headers only; the body gets the idle timeout. */
   stream?: boolean;
@@ -230,7 +234,7 @@ export class HttpTransport {
           if (onAbort) signal.removeEventListener("abort", onAbort);
         }
         if (options.stream) clearTimeout(timer);
-        if (response.ok) {
+        if (response.ok || options.accept?.includes(response.status)) {
           if (options.stream && response.body && this.options.bodyTimeoutMs !== undefined) {
             return new Response(withIdleTimeout(response.body, this.options.bodyTimeoutMs, what), response);
           }
@@ -245,7 +249,7 @@ export class HttpTransport {
           : new ProviderError("unavailable", `${what}: transport failure (${err instanceof Error ? err.message : String(err)})`, { status: 0, retryable: true });
       }
       const wait = error.retryAfterMs ?? Math.min(MAX_RETRY_WAIT_MS, 100 * 2 ** (attempt - 1));
-      if (!options.retry || !error.retryable || attempt >= ATTEMPTS || wait > MAX_RETRY_WAIT_MS) throw error;
+      if (!options.retry || !error.retryable || options.retryIf?.(error) === false || attempt >= ATTEMPTS || wait > MAX_RETRY_WAIT_MS) throw error;
       await this.sleep(wait);
     }
   }
