@@ -17,6 +17,18 @@ import { canonicalDigest, capabilitiesFor, refuse } from "./wire.mjs";
 /** @template T @typedef {import("./wire.mjs").Outcome<T>} Outcome */
 /** @typedef {import("zod").infer<typeof import("./schemas.mjs").Variants>} Variants */
 
+/** Where the bridge's Pi keeps its models.json on the host (a path no user should see). */
+const PI_MODELS_JSON = "/home/bridge-operator/.pi/agent/models.json";
+
+/**
+ * The bridge's refusal of a Pi route its models.json does not list (its pi-inference-transport).
+ * @param {string} model
+ */
+function unlistedModel(model) {
+  const route = model.split("/").slice(1).join("/");
+  return `backend pi model ${route} has no explicit entry in ${PI_MODELS_JSON}; the bridge refuses to combine dynamic model metadata with custom provider auth controls`;
+}
+
 /**
  * Sleeps `ms`; resolves false at once when `signal` aborts (the CLI was killed).
  * @param {number} ms
@@ -300,6 +312,11 @@ export class Bridge {
   async runOneShotScript(run) {
     const { script, backend } = run;
     const signal = run.abort.signal;
+    if (backend === "pi" && this.faults.piModelUnlisted) {
+      run.pushFrame({ kind: "error", error: { message: unlistedModel(run.model), type: "not_configured" } });
+      run.finish("error");
+      return;
+    }
     // The CLI takes a process slot first (the stream answered 200 already), and holds it until the run ends.
     const slot = await this.executor.acquire(this.settings.acquireDeadlineMs, signal);
     if ("aborted" in slot) return;
@@ -347,7 +364,7 @@ export class Bridge {
   /**
    * @param {Record<string, unknown>} body
    * @param {Backend} backend
-   * @returns {Outcome<{ session: Session, created: boolean }>}
+   * @returns {Outcome<{ session: Session }>}
    */
   createSession(body, backend) {
     const id = /** @type {string | undefined} */ (body.session_id) ?? randomUUID();
@@ -460,6 +477,7 @@ export class Bridge {
         "not_configured",
       );
     }
+    if (this.faults.piModelUnlisted) return refuse(501, unlistedModel(session.model), "not_configured");
     session.admitting = true;
     const slot = await this.executor.acquire(this.settings.acquireDeadlineMs);
     session.admitting = false;

@@ -57,7 +57,10 @@ function ok(status, body, runHeaders) {
   return { kind: "json", status, body, ...(runHeaders ? { runHeaders } : {}) };
 }
 
-/** @param {import("./wire.mjs").Refusal} refusal */
+/**
+ * @param {import("./wire.mjs").Refusal} refusal
+ * @returns {Answer}
+ */
 function refused(refusal) {
   if (refusal.body !== undefined) return { kind: "json", status: refusal.status, body: refusal.body, ...(refusal.headers ? { runHeaders: refusal.headers } : {}) };
   return fail(refusal.status, refusal.message, refusal.type, refusal.extra);

@@ -136,6 +136,12 @@ export const Faults = z.strictObject({
   misattributedSnapshots: z.enum(["run-id", "request-digest"]).optional(),
   /** Every envelope a run's event stream writes names another run id than the run's own. */
   misattributedEnvelopes: z.literal(true).optional(),
+  /**
+   * The bridge's Pi `models.json` has no entry for the route: a Pi run is refused before its CLI
+   * starts, naming the file's absolute path on the bridge's host (a one-shot run's error frame, a
+   * retained session's first turn 501 `not_configured`).
+   */
+  piModelUnlisted: z.literal(true).optional(),
 });
 
 /** Variants: the wire shapes the recordings do not settle (`POST /_standin/variants`, replaces the set). */
