@@ -61,6 +61,8 @@ export class ProviderError extends Error {
       retryAfterMs?: number;
       /** Upstream's own error code, verbatim (diagnostics only: never compared outside the provider). */
       wireCode?: string;
+      /** Upstream's own error message, as read (a provider may pass on what it says, in its own folder). */
+      wireMessage?: string;
       details?: Record<string, unknown>;
     } = {},
   ) {

@@ -113,6 +113,7 @@ export async function errorFromResponse(response: Response, what: string): Promi
     retryable: isRetryableStatus(status),
     retryAfterMs: parseRetryAfterMs(response.headers.get("retry-after")),
     ...(wireCode ? { wireCode } : {}),
+    ...(wireMessage ? { wireMessage: wireMessage.slice(0, 300) } : {}),
     ...(details ? { details } : {}),
   });
 }

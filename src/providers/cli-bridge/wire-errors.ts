@@ -17,19 +17,23 @@ const JAIL_REFUSAL =
 
 export function refine(err: unknown): unknown {
   if (!(err instanceof ProviderError)) return err;
+  const wireCode = err.options.wireCode;
+  if (wireCode === "not_configured") {
+    // The bridge is not set up to run this (501): the operator's to fix, named where the bridge says what to set.
+    const said = scrubbed(err.options.wireMessage ?? err.message, "a CLI Bridge answer");
+    return err.as("not_configured", /BRIDGE_JAIL_MODE|fs-jail/.test(said) ? JAIL_REFUSAL : `the CLI Bridge is not set up to run this turn: ${said}`, { retryable: false });
+  }
+  if (err.code === "unauthorized") return err.as("unauthorized", "the CLI Bridge refused the gateway's bearer token (authentication failed)");
   const message = scrubbed(err.message, "a CLI Bridge answer");
-  switch (err.options.wireCode) {
+  switch (wireCode) {
     case "run_identity_conflict":
       return err.as("run_identity_conflict", message);
     case "invalid_replay_cursor":
       return err.as("cursor_ahead", message, { retryable: false });
     case "expired_replay_cursor":
       return err.as("cursor_expired", message, { retryable: false });
-    case "not_configured":
-      // The bridge is not set up to run this (501): the operator's to fix, named where the bridge says what to set.
-      return err.as("not_configured", /BRIDGE_JAIL_MODE|fs-jail/.test(err.message) ? JAIL_REFUSAL : `the CLI Bridge is not set up to run this turn: ${message}`, { retryable: false });
     default:
-      return err.code === "unauthorized" ? err.as("unauthorized", "the CLI Bridge refused the gateway's bearer token (authentication failed)") : message === err.message ? err : err.as(err.code, message);
+      return message === err.message ? err : err.as(err.code, message);
   }
 }
 
