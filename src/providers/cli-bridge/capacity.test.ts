@@ -1,6 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { Refusal } from "../../errors";
-import { providerRefusal } from "../../objects/provider-refusal";
 import { ProviderError } from "../errors";
 import { errorFromResponse, HttpTransport } from "../http";
 import { capacityOf, capacityRunError } from "./capacity";
@@ -24,7 +22,7 @@ const answer = (status: number, error: Record<string, unknown>, headers: Record<
   errorFromResponse(new Response(JSON.stringify({ error }), { status, headers }), "start turn");
 
 describe("the CLI Bridge at capacity, from its refusals (issue 36)", () => {
-  it("429 executor_saturated: at capacity, naming the limit, with the bridge's Retry-After; the API's 503 upstream_at_capacity carries both", async () => {
+  it("429 executor_saturated: at capacity, naming the limit, with the bridge's Retry-After", async () => {
     const { http, reads } = bridgeWithHealth(undefined);
     const refused = await answer(
       429,
@@ -37,8 +35,7 @@ describe("the CLI Bridge at capacity, from its refusals (issue 36)", () => {
     expect(err!.message).toContain("all 4 of its agent process slots (BRIDGE_HOST_MAX_CONCURRENCY)");
     expect(err!.message).not.toContain("host-executor");
     expect(reads).toEqual([]);
-    const refusal = providerRefusal(err) as Refusal;
-    expect(refusal).toMatchObject({ code: "upstream_at_capacity", retryAfterSeconds: 5, details: { retryable: true, limit: 4, inUse: 4, setting: "BRIDGE_HOST_MAX_CONCURRENCY" } });
+    expect(err).toMatchObject({ retryAfterMs: 5000, retryable: true, options: { details: { limit: 4, inUse: 4, setting: "BRIDGE_HOST_MAX_CONCURRENCY" } } });
   });
 
   it("503 admission_rejected: at capacity, naming the admission gate's limit", async () => {

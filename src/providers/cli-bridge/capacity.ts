@@ -28,7 +28,7 @@ const SLOTS = "BRIDGE_HOST_MAX_CONCURRENCY";
 const PLACES = "BRIDGE_HOST_CHAT_MAX_ACTIVE";
 
 /** The code of a turn whose run the bridge refused for capacity after accepting it. */
-export const AT_CAPACITY = "upstream_at_capacity";
+const AT_CAPACITY = "upstream_at_capacity";
 
 function slotsMessage(limit: number | undefined): string {
   const all = limit === undefined ? "all of its agent process slots" : `all ${limit} of its agent process slots`;
@@ -38,7 +38,7 @@ function slotsMessage(limit: number | undefined): string {
 const num = (value: unknown): number | undefined => (typeof value === "number" && Number.isInteger(value) && value >= 0 ? value : undefined);
 
 /** Whether a bridge refusal may say it is at capacity: such a refusal is not retried inside the call. */
-export function mayBeCapacity(err: ProviderError): boolean {
+function mayBeCapacity(err: ProviderError): boolean {
   const code = err.options.wireCode;
   return code === "executor_saturated" || code === "admission_rejected" || code === "backend_not_ready" || err.options.details?.capacity === true;
 }
