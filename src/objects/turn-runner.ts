@@ -73,7 +73,6 @@ export class TurnRunner {
 
   constructor(private readonly deps: TurnRunnerDeps) {
     const { store, log, desk, provider, config, alarms } = deps;
-    this.release = new SessionRelease({ store, log, provider });
     this.abandoned = new AbandonedRuns({ store, log, provider });
     this.budgets = new BudgetStop({ store, log, provider, config, usageElsewhere: (context) => deps.usageElsewhere(context) });
     this.end = new TurnEnd({
@@ -112,6 +111,7 @@ export class TurnRunner {
       showRunning: (context) => this.touchIndex(context, "running"),
     });
     this.queue = new QueueRunner({ store, bound: () => deps.bound(), log, dispatcher: this.dispatcher, config, alarms });
+    this.release = new SessionRelease({ store, log, provider });
   }
 
   private get store(): SessionStore {
