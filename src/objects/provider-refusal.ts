@@ -27,7 +27,8 @@ export function providerRefusal(err: unknown): unknown {
     case "at_capacity": {
       // The message is the provider's own words, naming the limit (never the upstream's text).
       const retryAfter = err.retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(err.retryAfterMs / 1000));
-      return new Refusal("upstream_at_capacity", err.message, { ...details, retryable: true, ...err.options.details }, retryAfter);
+      const about = { ...details, retryable: true, ...err.options.details };
+      return new Refusal("upstream_at_capacity", err.message, about, retryAfter);
     }
     case "admission_mismatch":
     case "admission_missing":

@@ -40,7 +40,7 @@ export class SessionRelease {
     return this.deps.store();
   }
 
-  /** When the alarm must ring for the next idle release; null when none is due (a turn runs or waits, or nothing is held). */
+  /** When the alarm must ring for the next idle release; null when none is due (a turn runs or waits; none held). */
   dueAt(): number | null {
     if (this.busy()) return null;
     const due = this.held().map((h) => h.dueAt);
@@ -56,7 +56,8 @@ export class SessionRelease {
         await this.release(held.ref);
       } catch (err) {
         this.retryAt = Date.now() + RETRY_MS;
-        console.error(JSON.stringify({ msg: "releasing an idle agent session failed; the alarm tries again", sessionId: held.ref.sessionId, error: String(err) }));
+        const msg = "releasing an idle agent session failed; the alarm tries again";
+        console.error(JSON.stringify({ msg, sessionId: held.ref.sessionId, error: String(err) }));
         return;
       }
     }
@@ -77,13 +78,17 @@ export class SessionRelease {
     const provider = this.deps.provider();
     const released = this.store.getMeta("releasedSessions") ?? {};
     return this.store.upstreamRuns().flatMap(({ ref, status, completedAt }) => {
-      if (!TERMINAL_TURN_STATUSES.has(status) || completedAt === null || released[ref.sessionId] === ref.executionId) return [];
+      if (!TERMINAL_TURN_STATUSES.has(status) || completedAt === null) return [];
+      if (released[ref.sessionId] === ref.executionId) return [];
       const idleMs = provider.idleReleaseMs?.(ref);
       return idleMs === undefined ? [] : [{ ref, dueAt: completedAt + idleMs }];
     });
   }
 
-  /** Releases one session; remembered once upstream let it go (not when a turn runs there now: that turn's end starts its idle time again). */
+  /**
+   * Releases one session; remembered once upstream let it go (not when a turn runs there now: that
+   * turn's end starts its idle time again).
+   */
   private async release(ref: AgentExactRunControlRef): Promise<void> {
     if (!(await this.deps.provider().releaseSession?.(ref))) return;
     this.deps.log.commit(() => {

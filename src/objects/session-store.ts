@@ -301,6 +301,13 @@ function toTurn(row: TurnRow): TurnRecord {
   };
 }
 
+/** An upstream session's latest run (`SessionStore.upstreamRuns`). */
+export interface UpstreamRun {
+  ref: AgentExactRunControlRef;
+  status: TurnStatus;
+  completedAt: number | null;
+}
+
 /** A branch other than 0: where it was forked from, and its agent session upstream. */
 export interface StoredBranch extends BranchRecord {
   agentSessionId: string;
@@ -428,10 +435,15 @@ export class SessionStore {
     this.sql.exec("UPDATE turns SET compacted = ?, result_text = CASE WHEN ? = ? THEN NULL ELSE result_text END WHERE turn_id = ? AND compacted IS NOT ?", mark, mark, ANSWER_IN_PARTS, turnId, mark);
   }
 
-  /** The latest dispatched run of each upstream session the conversation ran in, with its turn's status and end; least recently used first. */
-  upstreamRuns(): Array<{ ref: AgentExactRunControlRef; status: TurnStatus; completedAt: number | null }> {
-    const latest = new Map<string, { ref: AgentExactRunControlRef; status: TurnStatus; completedAt: number | null }>();
-    const rows = this.sql.exec<{ control_ref: string; status: string; completed_at: number | null }>("SELECT control_ref, status, completed_at FROM turns WHERE control_ref IS NOT NULL ORDER BY ordinal");
+  /**
+   * The latest dispatched run of each upstream session the conversation ran in, with its turn's
+   * status and end; least recently used first.
+   */
+  upstreamRuns(): UpstreamRun[] {
+    const latest = new Map<string, UpstreamRun>();
+    const rows = this.sql.exec<{ control_ref: string; status: string; completed_at: number | null }>(
+      "SELECT control_ref, status, completed_at FROM turns WHERE control_ref IS NOT NULL ORDER BY ordinal",
+    );
     for (const row of rows) {
       const ref = parseJson(AgentExactRunControlRef, row.control_ref);
       if (!ref) continue;

@@ -100,7 +100,9 @@ export class SessionObject extends DurableObject<Env> {
         // An event not yet handed over keeps the alarm, so it is handed over even if nothing wakes
         // this object; so does an agent session to release once idle (./session-release.ts).
         clear: () => {
-          const due = [this.handoff.needsAlarm() ? Date.now() + HANDOFF_RETRY_MS : null, this.storeInstance ? this.runner.release.dueAt() : null].filter((at) => at !== null);
+          const handoff = this.handoff.needsAlarm() ? Date.now() + HANDOFF_RETRY_MS : null;
+          const release = this.storeInstance ? this.runner.release.dueAt() : null;
+          const due = [handoff, release].filter((at) => at !== null);
           return due.length > 0 ? ctx.storage.setAlarm(Math.min(...due)) : ctx.storage.deleteAlarm();
         },
       },

@@ -32,15 +32,18 @@ const AT_CAPACITY = "upstream_at_capacity";
 
 function slotsMessage(limit: number | undefined): string {
   const all = limit === undefined ? "all of its agent process slots" : `all ${limit} of its agent process slots`;
-  return `the CLI Bridge is at capacity: ${all} (${SLOTS}) are taken, and each open retained Pi session holds one until it is closed; retry in a moment`;
+  const why = "each open retained Pi session holds one until it is closed";
+  return `the CLI Bridge is at capacity: ${all} (${SLOTS}) are taken, and ${why}; retry in a moment`;
 }
 
-const num = (value: unknown): number | undefined => (typeof value === "number" && Number.isInteger(value) && value >= 0 ? value : undefined);
+const num = (value: unknown): number | undefined =>
+  typeof value === "number" && Number.isInteger(value) && value >= 0 ? value : undefined;
 
 /** Whether a bridge refusal may say it is at capacity: such a refusal is not retried inside the call. */
 function mayBeCapacity(err: ProviderError): boolean {
   const code = err.options.wireCode;
-  return code === "executor_saturated" || code === "admission_rejected" || code === "backend_not_ready" || err.options.details?.capacity === true;
+  if (code === "executor_saturated" || code === "admission_rejected" || code === "backend_not_ready") return true;
+  return err.options.details?.capacity === true;
 }
 
 /** The retry policy of a call to the bridge: not a refusal the bridge already waited for. */
@@ -58,7 +61,8 @@ export async function capacityOf(http: HttpTransport, err: unknown): Promise<Pro
     const admission = details.admission as Record<string, unknown> | undefined;
     const limit = num(admission?.maxActive);
     const all = limit === undefined ? "all of its places for runs" : `all ${limit} of its places for runs`;
-    return new ProviderError("at_capacity", `the CLI Bridge is at capacity: ${all} (${PLACES}) are taken; retry in a moment`, {
+    const message = `the CLI Bridge is at capacity: ${all} (${PLACES}) are taken; retry in a moment`;
+    return new ProviderError("at_capacity", message, {
       status: err.status,
       retryable: true,
       ...retry,
@@ -90,7 +94,10 @@ export async function capacityOf(http: HttpTransport, err: unknown): Promise<Pro
   });
 }
 
-/** A run the bridge ended for capacity (the error frame of a one-shot run's stream), in this gateway's words; null otherwise. */
+/**
+ * A run the bridge ended for capacity (the error frame of a one-shot run's stream), in this
+ * gateway's words; null otherwise.
+ */
 export function capacityRunError(error: { type?: string; capacity?: unknown; executor?: unknown }): RunError | null {
   if (error.type !== "executor_saturated" && error.capacity !== true) return null;
   const executor = typeof error.executor === "object" && error.executor !== null ? (error.executor as Record<string, unknown>) : {};

@@ -58,8 +58,10 @@ const RESET = {
   lost: "the CLI Bridge lost the agent's session (it restarted); this turn starts a new one, without the earlier conversation in its memory",
   taken: "the CLI Bridge holds the agent's session under other settings; this turn starts a new one, without the earlier conversation in its memory",
   closed: "each one-shot Pi run is an agent session of its own, closed when the run ends: this turn starts without the earlier conversation in its memory",
-  released:
-    "the agent's previous session was closed after it stayed idle (CLI_BRIDGE_SESSION_IDLE_MS), to give its CLI Bridge process slot back; this turn starts a new one, without the earlier conversation in its memory",
+  released: [
+    "the agent's previous session was closed after it stayed idle (CLI_BRIDGE_SESSION_IDLE_MS), to give its CLI Bridge",
+    "process slot back; this turn starts a new one, without the earlier conversation in its memory",
+  ].join(" "),
 };
 
 /** Why a session of the route's family takes no more turns: the key of its `agent_memory_reset` message. */
@@ -143,13 +145,16 @@ async function startOf(input: DispatchInput, transport: Transport, model: string
   if (previous && last !== null) return { family, generation: last, continuing: true, closed: previous.provider === PI_ONE_SHOT_PROVIDER };
   const notice = previous ? { notice: memoryReset(RESET.route(model)) } : {};
   const earlier = latestIn(input.sessions ?? [], family);
-  if (earlier) return { family, generation: earlier.generation, continuing: true, closed: earlier.ref.provider === PI_ONE_SHOT_PROVIDER, ...notice };
+  if (earlier) {
+    const closed = earlier.ref.provider === PI_ONE_SHOT_PROVIDER;
+    return { family, generation: earlier.generation, continuing: true, closed, ...notice };
+  }
   return { family, generation: 1, continuing: false, closed: false, ...notice };
 }
 
 /** The family's latest session among the conversation's runs, and its run. */
 function latestIn(runs: readonly AgentExactRunControlRef[], family: string): { generation: number; ref: AgentExactRunControlRef } | null {
-  let latest: { generation: number; ref: AgentExactRunControlRef } | null = null;
+  let latest: ReturnType<typeof latestIn> = null;
   for (const ref of runs) {
     const generation = generationIn(ref.sessionId, family);
     if (generation !== null && generation >= (latest?.generation ?? 0)) latest = { generation, ref };
@@ -190,7 +195,8 @@ async function startOneShot({ http, defaults, input, model, runId }: Turn, sessi
     interactions: input.interactions,
   });
   // Safe to retry: the same run id and body attach to the same run.
-  const response = await http.send(routes.chat(), { body, headers: { "x-run-id": runId }, stream: true, retry: true, retryIf: retryUnlessCapacity }, "start run");
+  const options = { body, headers: { "x-run-id": runId }, stream: true, retry: true, retryIf: retryUnlessCapacity };
+  const response = await http.send(routes.chat(), options, "start run");
   // The run is the bridge's now; this reader detaches (the one upstream reader re-attaches by id).
   response.body?.cancel().catch(() => undefined);
   const h = (name: string) => response.headers.get(name) ?? undefined;
@@ -277,11 +283,13 @@ async function openSession({ http, defaults, model }: Turn, bridgeSessionId: str
   } catch (err) {
     if (!isWire(err, "session_identity_conflict")) throw refine(err);
   }
-  const session = await http.json(routes.session(bridgeSessionId), SessionView, { retry: true }, "read session").catch((err: unknown) => {
-    // Not a retained session: the id is owned by the legacy session API.
-    if (isNotFound(err)) return null;
-    throw refine(err);
-  });
+  const session = await http
+    .json(routes.session(bridgeSessionId), SessionView, { retry: true }, "read session")
+    .catch((err: unknown) => {
+      // Not a retained session: the id is owned by the legacy session API.
+      if (isNotFound(err)) return null;
+      throw refine(err);
+    });
   if (!session || (session.model !== undefined && session.model !== model)) return "taken";
   return ENDED_SESSION_STATES.has(session.status) || session.status === "unknown" ? endedBy(session.status) : "open";
 }
@@ -312,7 +320,8 @@ async function sessionEnded(http: HttpTransport, err: unknown, bridgeSessionId: 
 async function startTurn(http: HttpTransport, bridgeSessionId: string, input: DispatchInput, runId: string): Promise<RunSnapshot> {
   const body = stripUndefined({ message: input.message, run_id: runId, turn_id: input.turnId, execution_id: input.executionId, interactions: input.interactions });
   try {
-    return (await http.json(routes.turns(bridgeSessionId), TurnAccepted, { body, retry: true, retryIf: retryUnlessCapacity }, "start turn")).run;
+    const options = { body, retry: true, retryIf: retryUnlessCapacity };
+    return (await http.json(routes.turns(bridgeSessionId), TurnAccepted, options, "start turn")).run;
   } catch (err) {
     const refined = refine(err);
     if (refined instanceof ProviderError && refined.code === "conflict" && refined.options.wireCode !== "invalid_state") {

@@ -60,7 +60,8 @@ export function runEnd(ref: AgentExactRunControlRef, snapshot: RunSnapshot): Run
       return { status: "cancelled" };
     case "error":
     case "failed":
-      return { status: "failed", error: { message: typeof snapshot.error === "string" ? scrubbed(snapshot.error, `run ${ref.runId}`) : "the run failed" } };
+      if (typeof snapshot.error !== "string") return { status: "failed", error: { message: "the run failed" } };
+      return { status: "failed", error: { message: scrubbed(snapshot.error, `run ${ref.runId}`) } };
     case "unknown":
       return LOST;
     default:

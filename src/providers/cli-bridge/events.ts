@@ -101,7 +101,8 @@ async function* readOnce(
     if (!confirmed) return false;
     if (confirmed.closeFailed) yield { kind: "warning", upstreamId: undefined, code: "session_close_failed", message: confirmed.closeFailed };
     const { end } = confirmed;
-    const error = errorOf(end, typeof read.end.detail === "string" ? { message: scrubbed(read.end.detail, `run ${ref.runId}`) } : undefined);
+    const detail = read.end.detail;
+    const error = errorOf(end, typeof detail === "string" ? { message: scrubbed(detail, `run ${ref.runId}`) } : undefined);
     // Part updates carry whole texts, so a reader that joined mid-run reads only the answer from the start.
     const text = fromStart ? envelopes.answer : await answerFromStart(http, ref, envelopes.answer);
     yield { kind: "terminal", upstreamId: read.end.upstreamId, ...end, text, ...(error ? { error } : {}) };
@@ -132,7 +133,12 @@ async function* readOnce(
  * run reads `unknown`, or the bridge no longer knows it). So a shutdown ends the run one way,
  * however soon the bridge is back.
  */
-async function confirmStreamEnd(http: HttpTransport, closer: SessionCloser, ref: AgentExactRunControlRef, cancelled: boolean): ReturnType<typeof confirmEnd> {
+async function confirmStreamEnd(
+  http: HttpTransport,
+  closer: SessionCloser,
+  ref: AgentExactRunControlRef,
+  cancelled: boolean,
+): ReturnType<typeof confirmEnd> {
   if (!cancelled) return confirmEnd(http, closer, ref);
   const confirmed = await confirmEnd(http, closer, ref).catch(() => ({ end: LOST }));
   return confirmed && confirmed.end === LOST ? { end: STOPPED } : confirmed;

@@ -18,7 +18,14 @@ export const HOST_PATH = "<path on the bridge>";
  * one segment long; it ends at whitespace, a quote or a closing bracket, and before a colon,
  * semicolon or comma that ends a clause.
  */
-const PATH = /(?<![\w.~:/\\-])(?:file:\/\/)?(?:~|[A-Za-z]:)?[/\\](?![/\\\s])(?:[^\s"'`<>()[\]{}|,;:]|[:;,](?![\s"'`)\]]|$))+/g;
+const PATH = new RegExp(
+  [
+    /(?<![\w.~:/\\-])/.source, // not inside a word, a URL or a relative path
+    /(?:file:\/\/)?(?:~|[A-Za-z]:)?[/\\](?![/\\\s])/.source, // its root
+    /(?:[^\s"'`<>()[\]{}|,;:]|[:;,](?![\s"'`)\]]|$))+/.source, // the rest
+  ].join(""),
+  "g",
+);
 /** A file name at the end of a path: an extension of 1–8 letters or digits. */
 const FILE_NAME = /[/\\]([^/\\]+\.[A-Za-z0-9]{1,8})$/;
 
@@ -38,6 +45,9 @@ export function withoutHostPaths(text: string): string {
  */
 export function scrubbed(text: string, where: string): string {
   const shown = withoutHostPaths(text);
-  if (shown !== text) console.warn(JSON.stringify({ msg: "a CLI Bridge message named paths on its host: shown without them", where, message: text }));
+  if (shown !== text) {
+    const msg = "a CLI Bridge message named paths on its host: shown without them";
+    console.warn(JSON.stringify({ msg, where, message: text }));
+  }
   return shown;
 }

@@ -50,7 +50,7 @@ export interface CliBridgeProviderOptions extends TurnDefaults {
   transport: HttpTransport;
   /** `CAPABILITIES_RECHECK_MS`: how old a route's document must be before a missing claim reads it again. */
   capabilityRecheckMs?: number;
-  /** `CLI_BRIDGE_SESSION_IDLE_MS`: how long a retained session (which holds a bridge process slot) may idle before it is closed. */
+  /** `CLI_BRIDGE_SESSION_IDLE_MS`: how long a retained session (it holds a process slot) may idle before it is closed. */
   sessionIdleMs?: number;
 }
 
@@ -109,7 +109,7 @@ export class CliBridgeProvider implements AgentProvider {
     return this.closer.endSession(lastRun);
   }
 
-  /** A retained session holds one of the bridge's process slots while it is open, idle or not; a one-shot run's holds none between runs. */
+  /** A retained session holds a bridge process slot while open, idle or not; a one-shot run's none between runs. */
   idleReleaseMs(ref: AgentExactRunControlRef): number | undefined {
     return ref.provider === CLI_BRIDGE_PROVIDER_NAME ? this.options.sessionIdleMs : undefined;
   }

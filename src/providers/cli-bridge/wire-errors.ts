@@ -12,8 +12,11 @@ import { scrubbed } from "./host-paths";
  * The bridge runs a retained Pi session's native child only in its enforced filesystem jail, which
  * it takes from its own environment (`BRIDGE_JAIL_MODE`), never from the request's `execution`.
  */
-const JAIL_REFUSAL =
-  "the CLI Bridge refuses to run Pi's retained sessions outside its filesystem jail, which it takes from its own environment, not from CLI_BRIDGE_EXECUTION: set BRIDGE_JAIL_MODE=fs-jail where the bridge runs (a Linux host with bubblewrap) and restart it";
+const JAIL_REFUSAL = [
+  "the CLI Bridge refuses to run Pi's retained sessions outside its filesystem jail, which it takes from its own",
+  "environment, not from CLI_BRIDGE_EXECUTION: set BRIDGE_JAIL_MODE=fs-jail where the bridge runs (a Linux host with",
+  "bubblewrap) and restart it",
+].join(" ");
 
 export function refine(err: unknown): unknown {
   if (!(err instanceof ProviderError)) return err;
@@ -21,9 +24,13 @@ export function refine(err: unknown): unknown {
   if (wireCode === "not_configured") {
     // The bridge is not set up to run this (501): the operator's to fix, named where the bridge says what to set.
     const said = scrubbed(err.options.wireMessage ?? err.message, "a CLI Bridge answer");
-    return err.as("not_configured", /BRIDGE_JAIL_MODE|fs-jail/.test(said) ? JAIL_REFUSAL : `the CLI Bridge is not set up to run this turn: ${said}`, { retryable: false });
+    const jail = /BRIDGE_JAIL_MODE|fs-jail/.test(said);
+    const message = jail ? JAIL_REFUSAL : `the CLI Bridge is not set up to run this turn: ${said}`;
+    return err.as("not_configured", message, { retryable: false });
   }
-  if (err.code === "unauthorized") return err.as("unauthorized", "the CLI Bridge refused the gateway's bearer token (authentication failed)");
+  if (err.code === "unauthorized") {
+    return err.as("unauthorized", "the CLI Bridge refused the gateway's bearer token (authentication failed)");
+  }
   const message = scrubbed(err.message, "a CLI Bridge answer");
   switch (wireCode) {
     case "run_identity_conflict":
