@@ -250,7 +250,8 @@ export class HttpTransport {
           : new ProviderError("unavailable", `${what}: transport failure (${err instanceof Error ? err.message : String(err)})`, { status: 0, retryable: true });
       }
       const wait = error.retryAfterMs ?? Math.min(MAX_RETRY_WAIT_MS, 100 * 2 ** (attempt - 1));
-      if (!options.retry || !error.retryable || options.retryIf?.(error) === false || attempt >= ATTEMPTS || wait > MAX_RETRY_WAIT_MS) throw error;
+      const retry = options.retry && error.retryable && options.retryIf?.(error) !== false;
+      if (!retry || attempt >= ATTEMPTS || wait > MAX_RETRY_WAIT_MS) throw error;
       await this.sleep(wait);
     }
   }

@@ -100,6 +100,7 @@ export async function capacityOf(http: HttpTransport, err: unknown): Promise<Pro
  */
 export function capacityRunError(error: { type?: string; capacity?: unknown; executor?: unknown }): RunError | null {
   if (error.type !== "executor_saturated" && error.capacity !== true) return null;
-  const executor = typeof error.executor === "object" && error.executor !== null ? (error.executor as Record<string, unknown>) : {};
+  const counts = error.executor;
+  const executor = typeof counts === "object" && counts !== null ? (counts as Record<string, unknown>) : {};
   return { code: AT_CAPACITY, message: slotsMessage(num(executor.max)) };
 }
