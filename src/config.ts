@@ -89,6 +89,9 @@ const ConfigSchema = z
     CLI_BRIDGE_CWD: OptionalText,
     CLI_BRIDGE_HEADERS_TIMEOUT_MS: PositiveInt(30_000),
     CLI_BRIDGE_BODY_TIMEOUT_MS: PositiveInt(120_000),
+    // A retained bridge session holds one of the bridge's process slots until it is closed: closed
+    // after this long idle (README "Run against your CLI Bridge").
+    CLI_BRIDGE_SESSION_IDLE_MS: PositiveInt(600_000),
     // Webhooks (README "Webhooks"): one attempt's timeout, the backoff's first and longest delay, and when a delivery is given up.
     WEBHOOK_TIMEOUT_MS: PositiveInt(15_000),
     WEBHOOK_RETRY_BASE_MS: PositiveInt(5_000),

@@ -23,6 +23,8 @@ export type RefusalCode =
   | "admission_mismatch"
   | "admission_missing"
   | "upstream_rate_limited"
+  /** The agent service has no room for the turn now (the CLI Bridge's process slots are all taken): retry later. */
+  | "upstream_at_capacity"
   | "upstream_timeout"
   | "upstream_error"
   /** The user's account is being deleted: nothing of it is read or run any more. */

@@ -44,6 +44,7 @@ const REFUSAL_STATUS: Record<RefusalCode, ContentfulStatusCode> = {
   admission_mismatch: 502,
   admission_missing: 502,
   upstream_rate_limited: 503,
+  upstream_at_capacity: 503,
   upstream_timeout: 504,
   upstream_error: 502,
   account_deleting: 409,

@@ -379,6 +379,7 @@ export class Dispatcher {
       model: request.model,
       interactions: request.interactions,
       ...(previous ? { previous } : {}),
+      sessions: this.store.upstreamRuns().map((run) => run.ref),
     };
     const tries: DispatchTries = { attempt: 1, recovered: false, rekeyed: 0 };
     for (; ; tries.attempt++) {

@@ -24,6 +24,12 @@ export function providerRefusal(err: unknown): unknown {
       return new Refusal("upstream_rate_limited", "the agent service is rate limiting: retry later", details, Math.max(1, Math.ceil((err.retryAfterMs ?? 1000) / 1000)));
     case "timeout":
       return new Refusal("upstream_timeout", summary(err), details);
+    case "at_capacity": {
+      // The message is the provider's own words, naming the limit (never the upstream's text).
+      const retryAfter = err.retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(err.retryAfterMs / 1000));
+      const about = { ...details, retryable: true, ...err.options.details };
+      return new Refusal("upstream_at_capacity", err.message, about, retryAfter);
+    }
     case "admission_mismatch":
     case "admission_missing":
     case "environment_unavailable":

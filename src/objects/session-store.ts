@@ -87,6 +87,8 @@ const MetaSchemas = {
   seqFloor: z.number().int().nonnegative(),
   /** The highest seq trimming removed the log at and below (absent: never trimmed): a cursor at or above it is held (docs/sse-protocol.md §4, §13). */
   trimmedThrough: z.number().int().nonnegative(),
+  /** Upstream sessions released while idle (./session-release.ts): each with the execution id of its last run then. */
+  releasedSessions: z.record(z.string(), z.string()),
 };
 type MetaKey = keyof typeof MetaSchemas;
 type MetaValue<K extends MetaKey> = z.infer<(typeof MetaSchemas)[K]>;
@@ -304,6 +306,13 @@ function toTurn(row: TurnRow): TurnRecord {
   };
 }
 
+/** An upstream session's latest run (`SessionStore.upstreamRuns`). */
+export interface UpstreamRun {
+  ref: AgentExactRunControlRef;
+  status: TurnStatus;
+  completedAt: number | null;
+}
+
 /** A branch other than 0: where it was forked from, and its agent session upstream. */
 export interface StoredBranch extends BranchRecord {
   agentSessionId: string;
@@ -429,6 +438,24 @@ export class SessionStore {
   markCompacted(turnId: string, answerInParts: boolean): void {
     const mark = answerInParts ? ANSWER_IN_PARTS : COMPACTED;
     this.sql.exec("UPDATE turns SET compacted = ?, result_text = CASE WHEN ? = ? THEN NULL ELSE result_text END WHERE turn_id = ? AND compacted IS NOT ?", mark, mark, ANSWER_IN_PARTS, turnId, mark);
+  }
+
+  /**
+   * The latest dispatched run of each upstream session the conversation ran in, with its turn's
+   * status and end; least recently used first.
+   */
+  upstreamRuns(): UpstreamRun[] {
+    const latest = new Map<string, UpstreamRun>();
+    const rows = this.sql.exec<{ control_ref: string; status: string; completed_at: number | null }>(
+      "SELECT control_ref, status, completed_at FROM turns WHERE control_ref IS NOT NULL ORDER BY ordinal",
+    );
+    for (const row of rows) {
+      const ref = parseJson(AgentExactRunControlRef, row.control_ref);
+      if (!ref) continue;
+      latest.delete(ref.sessionId);
+      latest.set(ref.sessionId, { ref, status: TurnStatusSchema.parse(row.status), completedAt: row.completed_at });
+    }
+    return [...latest.values()];
   }
 
   lastTurn(): TurnRecord | null {

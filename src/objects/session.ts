@@ -97,8 +97,14 @@ export class SessionObject extends DurableObject<Env> {
       config: () => this.config,
       alarms: {
         set: (at) => ctx.storage.setAlarm(at),
-        // An event not yet handed over keeps the alarm, so it is handed over even if nothing wakes this object.
-        clear: () => (this.handoff.needsAlarm() ? ctx.storage.setAlarm(Date.now() + HANDOFF_RETRY_MS) : ctx.storage.deleteAlarm()),
+        // An event not yet handed over keeps the alarm, so it is handed over even if nothing wakes
+        // this object; so does an agent session to release once idle (./session-release.ts).
+        clear: () => {
+          const handoff = this.handoff.needsAlarm() ? Date.now() + HANDOFF_RETRY_MS : null;
+          const release = this.storeInstance ? this.runner.release.dueAt() : null;
+          const due = [handoff, release].filter((at) => at !== null);
+          return due.length > 0 ? ctx.storage.setAlarm(Math.min(...due)) : ctx.storage.deleteAlarm();
+        },
       },
       environment: async (context, stale, claimMissing) => {
         // RPC typing drops the record's JSON document (unknown values); the shape is UserObject's own.
@@ -267,7 +273,19 @@ export class SessionObject extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     await this.handoff.flush();
     if (this.storeInstance) await this.runner.watchdog();
-    if (this.storeInstance) void this.runner.queue.move();
+    if (this.storeInstance) {
+      await this.runner.release.releaseIdle();
+      await this.ringForRelease();
+      void this.runner.queue.move();
+    }
+  }
+
+  /** Keeps the alarm for the next idle release (./session-release.ts), unless it rings sooner for something else. */
+  private async ringForRelease(): Promise<void> {
+    const due = this.runner.release.dueAt();
+    if (due === null) return;
+    const armed = await this.ctx.storage.getAlarm();
+    if (armed === null || armed > due) await this.ctx.storage.setAlarm(due);
   }
 
   // ------------------------------------------------------------------ streams and reads

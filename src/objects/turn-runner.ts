@@ -10,7 +10,9 @@
  *  - ./turn-usage.ts       the usage fold stored and reported, the conversation's total;
  *  - ./abandoned-runs.ts   runs whose turn ended here while they may still run upstream:
  *                          cancelled, their later usage folded into their turn;
- *  - ./queue-runner.ts     turns sent while another runs, waiting their turn (./turn-queue.ts).
+ *  - ./queue-runner.ts     turns sent while another runs, waiting their turn (./turn-queue.ts);
+ *  - ./session-release.ts  agent sessions that hold something upstream while idle, released
+ *                          after a while (the alarm), and all of them on a delete.
  * It holds what joins them: cancellation (exact and idempotent under its operation id) and the
  * user's conversation list entry. Every write that belongs together goes through one commit
  * (./event-log.ts).
@@ -32,6 +34,7 @@ import type { InteractionDesk } from "./interaction-desk";
 import { priorOperation } from "./operations";
 import { providerRefusal } from "./provider-refusal";
 import { QueueRunner, type QueueOutcome } from "./queue-runner";
+import { SessionRelease } from "./session-release";
 import type { SessionContext, SessionStore, TurnRequest } from "./session-store";
 import { TurnEnd } from "./turn-end";
 import type { WhenBusy } from "./turn-queue";
@@ -67,6 +70,7 @@ export class TurnRunner {
   private readonly dispatcher: Dispatcher;
   private readonly abandoned: AbandonedRuns;
   readonly queue: QueueRunner;
+  readonly release: SessionRelease;
 
   constructor(private readonly deps: TurnRunnerDeps) {
     const { store, log, desk, provider, config, alarms } = deps;
@@ -111,6 +115,7 @@ export class TurnRunner {
       showRunning: (context) => this.touchIndex(context, "running"),
     });
     this.queue = new QueueRunner({ store, bound: () => deps.bound(), log, dispatcher: this.dispatcher, config, alarms });
+    this.release = new SessionRelease({ store, log, provider });
   }
 
   private get store(): SessionStore {
@@ -248,6 +253,8 @@ export class TurnRunner {
         for (const { sessionId, lastRun } of agentSessions(this.store, this.dispatcher.agentSessionId(context)).reverse()) {
           await this.deps.provider().deleteSession({ environmentId, sessionId, ...(lastRun ? { lastRun } : {}) });
         }
+        // And every other session upstream that still holds something (a CLI Bridge keeps one per model route).
+        await this.release.releaseAll();
       } catch (err) {
         throw providerRefusal(err);
       }

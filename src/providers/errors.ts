@@ -23,6 +23,8 @@ export type ProviderErrorCode =
   | "timeout"
   /** Upstream is down or unreachable (5xx, transport failure). */
   | "unavailable"
+  /** Upstream has no room for the work now (every process slot is taken): retry later. */
+  | "at_capacity"
   /** Upstream refused our credentials. */
   | "unauthorized"
   /** Upstream holds a different state or identity for this request (the same run id with other content). */
@@ -59,6 +61,8 @@ export class ProviderError extends Error {
       retryAfterMs?: number;
       /** Upstream's own error code, verbatim (diagnostics only: never compared outside the provider). */
       wireCode?: string;
+      /** Upstream's own error message, as read (a provider may pass on what it says, in its own folder). */
+      wireMessage?: string;
       details?: Record<string, unknown>;
     } = {},
   ) {

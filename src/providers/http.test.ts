@@ -50,6 +50,18 @@ describe("upstream error mapping", () => {
 });
 
 describe("the HTTP transport", () => {
+  it("retries a retryable failure only where `retryIf` allows it, and answers an `accept`ed status as a response (issue 36)", async () => {
+    const saturated = () => Response.json({ error: { type: "executor_saturated", message: "full" } }, { status: 429, headers: { "retry-after": "1" } });
+    const refused = client([saturated(), saturated()]);
+    const err = await rejection(refused.c.send(post, { body: {}, retry: true, retryIf: (e) => e.options.wireCode !== "executor_saturated" }));
+    expect([err.code, refused.seen.length, refused.sleeps]).toEqual(["rate_limited", 1, []]);
+    const retried = client([Response.json({ error: { type: "other" } }, { status: 503 }), Response.json({ ok: true })]);
+    expect((await retried.c.send(post, { body: {}, retry: true, retryIf: (e) => e.options.wireCode !== "executor_saturated" })).status).toBe(200);
+    expect(retried.seen.length).toBe(2);
+    const degraded = client([Response.json({ executor: { in_flight: 4, max: 4 } }, { status: 503 })]);
+    expect(await degraded.c.json(get, z.looseObject({ executor: z.unknown() }), { accept: [503] })).toEqual({ executor: { in_flight: 4, max: 4 } });
+  });
+
   it("sends the account key and never puts it in an error", async () => {
     const { c, seen } = client([new Response("nope", { status: 401 })]);
     const err = await rejection(c.send(get));

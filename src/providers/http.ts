@@ -32,6 +32,10 @@ export interface RequestOptions {
   query?: Record<string, string>;
   /** Retry a retryable failure. Only for calls that are idempotent. */
   retry?: boolean;
+  /** With `retry`: whether this retryable failure is worth retrying (a refusal the service already waited for is not). */
+  retryIf?: (error: ProviderError) => boolean;
+  /** Statuses other than 2xx answered as a Response, not as a failure (an answer whose body says more than its status). */
+  accept?: readonly number[];
   signal?: AbortSignal;
   /** A streaming answer: the header timeout covers the headers only; the body gets the idle timeout. */
   stream?: boolean;
@@ -109,6 +113,7 @@ export async function errorFromResponse(response: Response, what: string): Promi
     retryable: isRetryableStatus(status),
     retryAfterMs: parseRetryAfterMs(response.headers.get("retry-after")),
     ...(wireCode ? { wireCode } : {}),
+    ...(wireMessage ? { wireMessage: wireMessage.slice(0, 300) } : {}),
     ...(details ? { details } : {}),
   });
 }
@@ -230,7 +235,7 @@ export class HttpTransport {
           if (onAbort) signal.removeEventListener("abort", onAbort);
         }
         if (options.stream) clearTimeout(timer);
-        if (response.ok) {
+        if (response.ok || options.accept?.includes(response.status)) {
           if (options.stream && response.body && this.options.bodyTimeoutMs !== undefined) {
             return new Response(withIdleTimeout(response.body, this.options.bodyTimeoutMs, what), response);
           }
@@ -245,7 +250,8 @@ export class HttpTransport {
           : new ProviderError("unavailable", `${what}: transport failure (${err instanceof Error ? err.message : String(err)})`, { status: 0, retryable: true });
       }
       const wait = error.retryAfterMs ?? Math.min(MAX_RETRY_WAIT_MS, 100 * 2 ** (attempt - 1));
-      if (!options.retry || !error.retryable || attempt >= ATTEMPTS || wait > MAX_RETRY_WAIT_MS) throw error;
+      const retry = options.retry && error.retryable && options.retryIf?.(error) !== false;
+      if (!retry || attempt >= ATTEMPTS || wait > MAX_RETRY_WAIT_MS) throw error;
       await this.sleep(wait);
     }
   }

@@ -34,6 +34,7 @@ export function createProvider(config: Config, env: Env): AgentProvider {
       ...(config.CLI_BRIDGE_EXECUTION ? { execution: config.CLI_BRIDGE_EXECUTION } : {}),
       ...(config.CLI_BRIDGE_CWD ? { cwd: config.CLI_BRIDGE_CWD } : {}),
       capabilityRecheckMs: config.CAPABILITIES_RECHECK_MS,
+      sessionIdleMs: config.CLI_BRIDGE_SESSION_IDLE_MS,
     });
   }
   const isEmulator = config.provider === "emulator";

@@ -82,6 +82,11 @@ export interface DispatchInput {
   interactions?: RequestedInteractions;
   /** The conversation's previous run, if any: a provider may continue its upstream session. */
   previous?: AgentExactRunControlRef;
+  /**
+   * The latest run of each upstream session the conversation has run in, oldest first: a provider
+   * that keeps a session per model route continues the one a route used last, however long ago.
+   */
+  sessions?: AgentExactRunControlRef[];
 }
 
 /** A fork of an agent session at one of its runs (the Sandbox sessions guide: `session(id).fork({ messageId })`). */
@@ -268,6 +273,18 @@ export interface AgentProvider {
   fork(input: ForkInput): Promise<{ sessionId: string }>;
   /** Ends the conversation's session upstream; `lastRun` is its latest run, if any. */
   deleteSession(input: { environmentId: string; sessionId: string; lastRun?: AgentExactRunControlRef }): Promise<void>;
+  /**
+   * How long the upstream session `ref` ran in may stay idle before the gateway releases it:
+   * defined where an idle session holds something upstream others need (a CLI Bridge retained
+   * session keeps one of the bridge's process slots until it is closed).
+   */
+  idleReleaseMs?(ref: AgentExactRunControlRef): number | undefined;
+  /**
+   * Releases (closes) the upstream session `ref` ran in; safe to repeat. False when upstream kept
+   * it because a turn runs there. The next turn there opens another (its receipt says whether the
+   * agent remembers).
+   */
+  releaseSession?(ref: AgentExactRunControlRef): Promise<boolean>;
   /** What the provider reports of the environment (each surface reported or unavailable, never a made-up value) and of the account. */
   observe(environment: EnvironmentRecord | null): Promise<EnvironmentObservation>;
   /** Whether a user may stop and delete their environment here (an environment shared by every user may not be). */

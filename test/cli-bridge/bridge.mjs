@@ -6,6 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { askPermission } from "./asks.mjs";
+import { Executor, SATURATED_HEADERS, saturatedBody, saturatedFrameError } from "./executor.mjs";
 import { RETAINED_PROVIDER, Run, Session } from "./runs.mjs";
 import { TOOL_COMMAND, TOOL_OUTPUT, codexUsage, piOneShotUsage, piRawUsage, scriptedFailure, servedFields, toolCallDelta } from "./scripts.mjs";
 import { canonicalDigest, capabilitiesFor, refuse } from "./wire.mjs";
@@ -15,6 +16,18 @@ import { canonicalDigest, capabilitiesFor, refuse } from "./wire.mjs";
 /** @typedef {import("./runs.mjs").Faults} Faults */
 /** @template T @typedef {import("./wire.mjs").Outcome<T>} Outcome */
 /** @typedef {import("zod").infer<typeof import("./schemas.mjs").Variants>} Variants */
+
+/** Where the bridge's Pi keeps its models.json on the host (a path no user should see). */
+const PI_MODELS_JSON = "/home/bridge-operator/.pi/agent/models.json";
+
+/**
+ * The bridge's refusal of a Pi route its models.json does not list (its pi-inference-transport).
+ * @param {string} model
+ */
+function unlistedModel(model) {
+  const route = model.split("/").slice(1).join("/");
+  return `backend pi model ${route} has no explicit entry in ${PI_MODELS_JSON}; the bridge refuses to combine dynamic model metadata with custom provider auth controls`;
+}
 
 /**
  * Sleeps `ms`; resolves false at once when `signal` aborts (the CLI was killed).
@@ -98,6 +111,8 @@ export class Bridge {
   writers = new Set();
   /** Until this time (ms) the bridge process is down after a restart: every connection is reset. */
   downUntil = 0;
+  /** The process slots every spawned CLI holds (executor.mjs). */
+  executor = new Executor(() => this.settings.maxConcurrency);
 
   /**
    * @param {Settings} defaults
@@ -122,6 +137,16 @@ export class Bridge {
     this.cancelOperations = new Map();
     this.counters = freshCounters();
     this.downUntil = 0;
+    this.executor = new Executor(() => this.settings.maxConcurrency);
+  }
+
+  /**
+   * Merges settings; a larger slot count lets waiting spawns start at once.
+   * @param {Partial<Settings>} partial
+   */
+  applySettings(partial) {
+    this.settings = { ...this.settings, ...partial };
+    this.executor.pump();
   }
 
   /** Whether the bridge process is down (between a restart's stop and its start). */
@@ -141,22 +166,35 @@ export class Bridge {
    */
   restart({ crash = false, downMs = 0, forgetOneShotRuns = false }) {
     this.counters.restarts++;
+    /** @type {Set<Run>} */
+    const stopped = new Set();
     for (const run of this.runs.values()) {
       if (!run.live) continue;
       if (crash) this.loseRun(run);
-      else this.completeCancel(run, "shutdown");
+      else {
+        this.completeCancel(run, "shutdown");
+        stopped.add(run);
+      }
     }
     for (const writer of [...this.writers]) {
       if (crash) writer.drop();
       else writer.end();
     }
+    // The shutdown cancelled its runs in memory and exited without recording their end (the
+    // bridge's Run.dispose sets the status and persists nothing): back up, it reads them as runs
+    // lost in a crash, `unknown` and never terminal, and their sessions as lost.
+    for (const run of stopped) run.status = "unknown";
     for (const session of this.sessions.values()) {
-      if (session.run && session.status !== "closed" && session.status !== "cancelled") {
+      const lost = session.run !== undefined && (stopped.has(session.run) || (session.status !== "closed" && session.status !== "cancelled"));
+      if (lost) {
         session.status = "unknown";
         session.touch();
         session.events.emit("idle");
       }
+      session.process = undefined;
     }
+    // Every CLI process died with the bridge: no slot is held.
+    this.executor.reset();
     if (forgetOneShotRuns) {
       for (const [id, run] of this.runs) if (run.kind === "one-shot") this.runs.delete(id);
     }
@@ -274,6 +312,22 @@ export class Bridge {
   async runOneShotScript(run) {
     const { script, backend } = run;
     const signal = run.abort.signal;
+    if (backend === "pi" && this.faults.piModelUnlisted) {
+      run.pushFrame({ kind: "error", error: { message: unlistedModel(run.model), type: "not_configured" } });
+      run.finish("error");
+      return;
+    }
+    // The CLI takes a process slot first (the stream answered 200 already), and holds it until the run ends.
+    const slot = await this.executor.acquire(this.settings.acquireDeadlineMs, signal);
+    if ("aborted" in slot) return;
+    if ("saturated" in slot) {
+      run.pushFrame({ kind: "error", error: saturatedFrameError(slot.saturated) });
+      run.finish("error");
+      return;
+    }
+    if (!run.live) return slot.release();
+    run.events.once("terminal", slot.release);
+    run.events.once("lost", slot.release);
     const gapMs = script.slowMs ?? this.settings.chunkDelayMs;
     /** @param {Record<string, unknown>} delta */
     const content = (delta) => run.pushFrame({ kind: "chunk", chunk: { choices: [{ index: 0, delta, finish_reason: null }] } });
@@ -310,37 +364,28 @@ export class Bridge {
   /**
    * @param {Record<string, unknown>} body
    * @param {Backend} backend
-   * @returns {Outcome<{ session: Session, created: boolean }>}
+   * @returns {Outcome<{ session: Session }>}
    */
   createSession(body, backend) {
     const id = /** @type {string | undefined} */ (body.session_id) ?? randomUUID();
     if (this.oneShotSessions.has(id)) return identityConflict(id, "legacy", "retained");
-    const normalized = { ...body, session_id: id };
-    const existing = this.sessions.get(id);
-    if (existing) {
-      const digest = canonicalDigest(normalized);
-      if (digest !== existing.createDigest) {
-        return refuse(409, `session ${JSON.stringify(id)} already exists with a different create request`, "session_identity_conflict", {
-          session_id: id,
-          expected_request_digest: existing.createDigest,
-          received_request_digest: digest,
-        });
-      }
-      return { ok: true, session: existing, created: false };
-    }
-    const session = new Session({ id, model: /** @type {string} */ (body.model), backend, createBody: normalized });
+    // One session per id, created once: the same create again is refused like any other (the
+    // bridge's SessionStore.createRetained throws "already exists"; its route answers 409).
+    if (this.sessions.has(id)) return refuse(409, `retained session ${JSON.stringify(id)} already exists`, "session_identity_conflict");
+    const session = new Session({ id, model: /** @type {string} */ (body.model), backend, createBody: { ...body, session_id: id } });
     this.sessions.set(id, session);
     this.counters.sessionsCreated++;
-    return { ok: true, session, created: true };
+    return { ok: true, session };
   }
 
   /**
-   * Starts a turn, or answers the run a repeated turn is bound to.
+   * Starts a turn, or answers the run a repeated turn is bound to. A session's first turn starts its
+   * native child, which needs the bridge's jail and a process slot (waited for, then refused).
    * @param {Session} session
    * @param {Record<string, unknown>} body  a valid TurnRequest
-   * @returns {Outcome<{ run: Run, admitted: Record<string, unknown>, boundary: Record<string, unknown> | null }>}
+   * @returns {Promise<Outcome<{ run: Run, admitted: Record<string, unknown>, boundary: Record<string, unknown> | null }>>}
    */
-  startTurn(session, body) {
+  async startTurn(session, body) {
     const runId = /** @type {string} */ (body.run_id);
     const turnId = /** @type {string | undefined} */ (body.turn_id);
     const requestDigest = canonicalDigest({ session_id: session.id, model: session.model, turn: body });
@@ -381,6 +426,11 @@ export class Bridge {
       return refuse(400, `interaction kinds not offered by ${session.model}: ${unsupported.join(", ")}`, "invalid_request_error", { param: "interactions" });
     }
 
+    if (!session.process) {
+      const refused = await this.startProcess(session);
+      if (refused) return refused;
+    }
+
     const prompt = typeof body.message === "string" ? body.message : textOf(body.parts);
     const boundary = session.contextBoundary;
     const run = new Run({
@@ -411,6 +461,33 @@ export class Bridge {
     session.pushEvent(run, { type: "status", status: "started" });
     void this.runRetainedScript(run, session);
     return { ok: true, run, admitted, boundary };
+  }
+
+  /**
+   * Starts a session's native child (the bridge's pi-native-start): refused without an enforced
+   * fs-jail, which the bridge takes from its own BRIDGE_JAIL_MODE (never from the request), then a
+   * process slot, waited for up to `acquireDeadlineMs`. Answers the refusal, if any.
+   * @param {Session} session
+   */
+  async startProcess(session) {
+    if (this.settings.jailMode !== "fs-jail") {
+      return refuse(
+        501,
+        "backend pi requires an enforced Linux fs-jail so Bash and descendants cannot read host credentials or sibling sessions; set BRIDGE_JAIL_MODE=fs-jail and enable bubblewrap",
+        "not_configured",
+      );
+    }
+    if (this.faults.piModelUnlisted) return refuse(501, unlistedModel(session.model), "not_configured");
+    session.admitting = true;
+    const slot = await this.executor.acquire(this.settings.acquireDeadlineMs);
+    session.admitting = false;
+    if ("release" in slot) {
+      session.process = slot.release;
+      return undefined;
+    }
+    session.events.emit("idle");
+    const saturated = "saturated" in slot ? slot.saturated : { in_flight: this.executor.inFlight, max: this.settings.maxConcurrency, queued: 0, deadline_ms: 0 };
+    return { ...refuse(429, "", "executor_saturated"), body: saturatedBody(saturated), headers: SATURATED_HEADERS };
   }
 
   /**
@@ -504,7 +581,9 @@ export class Bridge {
    */
   endTurn(run, session, status) {
     if (status === "cancelled") {
+      // Cancelling a retained run ends its session: its native child is stopped.
       session.status = "cancelled";
+      session.endProcess();
     } else {
       session.turns++;
       if (session.status === "running") session.status = "idle";

@@ -72,7 +72,7 @@ export function handleControl(bridge, request, res) {
   }
   if (s.length === 2 && name === "settings") {
     if (method === "GET") return sendJson(res, 200, { settings: bridge.settings });
-    if (method === "POST") return post(Settings, (settings) => ((bridge.settings = { ...bridge.settings, ...settingsSet(settings) }), { settings: bridge.settings }));
+    if (method === "POST") return post(Settings, (settings) => (bridge.applySettings(settingsSet(settings)), { settings: bridge.settings }));
   }
   if (method === "POST" && s.length === 2 && name === "reset") return post(ResetBody, () => (bridge.reset(), { ok: true }));
   if (method === "POST" && s.length === 2 && name === "restart") {

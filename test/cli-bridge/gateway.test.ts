@@ -346,23 +346,28 @@ describe("the bridge restarts, crashes and shuts down (issue 18)", () => {
     }
   });
 
-  it("a run the bridge cancels as it shuts down is not a Stop: the turn fails upstream_cancelled, one-shot and retained", async () => {
-    const codex = await conversation();
-    const pi = await conversation();
-    const [c1, p1] = [uid("turn"), uid("turn")];
-    const codexRun = await json(await sendTurn(codex.token, codex.cid, c1, "[hang] shut down under me", { model: CODEX }));
-    const piRun = await json(await sendTurn(pi.token, pi.cid, p1, "[hang] shut down under me too", { model: PI }));
-    await untilStreaming(codex.token, codex.cid, codexRun.after);
-    await untilStreaming(pi.token, pi.cid, piRun.after);
-    await control("restart", {});
-    for (const [who, turnId, run] of [[codex, c1, codexRun], [pi, p1, piRun]] as const) {
-      const turn = await waitForTurn(who.token, who.cid, turnId);
-      expect(turn).toMatchObject({ status: "failed", error: { code: "upstream_cancelled" } });
-      expect(turn.cancelReason ?? null).toBeNull();
-      expect((await control(`runs/${run.executionId}`)).status).toBe("cancelled");
-      const end = (await turnEvents(who.token, who.cid, run.after)).at(-1)!;
-      expect(end).toMatchObject({ type: "turn.failed", data: { error: { code: "upstream_cancelled" } } });
+  it("a run the bridge cancels as it shuts down is not a Stop: the turn fails upstream_cancelled, one-shot and retained, however soon the bridge is back (issue 36)", async () => {
+    // Back at once, or after 2.5 s: either way the bridge recorded no end (its runs read unknown once it is back).
+    for (const downMs of [0, 2500]) {
+      const codex = await conversation();
+      const pi = await conversation();
+      const [c1, p1] = [uid("turn"), uid("turn")];
+      const codexRun = await json(await sendTurn(codex.token, codex.cid, c1, "[hang] shut down under me", { model: CODEX }));
+      const piRun = await json(await sendTurn(pi.token, pi.cid, p1, "[hang] shut down under me too", { model: PI }));
+      await untilStreaming(codex.token, codex.cid, codexRun.after);
+      await untilStreaming(pi.token, pi.cid, piRun.after);
+      await control("restart", { downMs });
+      for (const [who, turnId, run] of [[codex, c1, codexRun], [pi, p1, piRun]] as const) {
+        const turn = await waitForTurn(who.token, who.cid, turnId);
+        expect(turn, `down ${downMs} ms`).toMatchObject({ status: "failed", error: { code: "upstream_cancelled" } });
+        expect(turn.cancelReason ?? null).toBeNull();
+        expect((await control(`runs/${run.executionId}`)).status).toBe("unknown");
+        const end = (await turnEvents(who.token, who.cid, run.after)).at(-1)!;
+        expect(end).toMatchObject({ type: "turn.failed", data: { error: { code: "upstream_cancelled" } } });
+      }
     }
+    // The next test finds the bridge up.
+    while (!(await fetch(`${bridge}/health`).then((r) => r.ok, () => false))) await new Promise((resolve) => setTimeout(resolve, 200));
   });
 });
 

@@ -9,19 +9,21 @@ import { Refusal } from "../../src/errors";
 import { providerRefusal } from "../../src/objects/provider-refusal";
 import { CliBridgeProvider } from "../../src/providers/cli-bridge/provider";
 import { HttpTransport } from "../../src/providers/http";
+import type { ProviderEvent } from "../../src/providers/provider";
 import { upstreamRejection, uid } from "../helpers";
 
 const base = (env as unknown as Record<string, string>).CLI_BRIDGE_URL!;
 const PI = "pi/tangle-router/fake-echo";
 const CODEX = "codex/default";
 
-function peer(execution: Record<string, unknown>) {
+function peer(execution?: Record<string, unknown>) {
   const url = `${base}/i/${uid("provider")}/`;
   const provider = new CliBridgeProvider({
     transport: new HttpTransport({ baseUrl: url, bearer: "standin-token", fetch: (r) => fetch(r), headersTimeoutMs: 10_000, bodyTimeoutMs: 10_000 }),
-    execution,
+    ...(execution ? { execution } : {}),
   });
-  const control = async (path: string) => (await (await fetch(`${url}_standin/${path}`)).json()) as any;
+  const control = async (path: string, body?: unknown) =>
+    (await (await fetch(`${url}_standin/${path}`, body === undefined ? {} : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).json()) as any;
   return { provider, control };
 }
 
@@ -53,5 +55,23 @@ describe("a retained native session runs on the host only (agent-provider-cli-br
     const { provider, control } = peer(execution);
     const receipt = await provider.dispatch(turn(PI));
     expect((await control(`sessions/${encodeURIComponent(receipt.controlRef.sessionId)}`)).request.execution).toEqual(execution);
+  });
+});
+
+describe("a bridge whose process slots are all taken (issue 36)", () => {
+  it("a one-shot run it accepted, then refused for want of a slot, ends failed upstream_at_capacity naming the limit, not in the bridge's words", async () => {
+    const { provider, control } = peer();
+    await control("settings", { maxConcurrency: 1, acquireDeadlineMs: 200 });
+    // A run that holds the one slot; the route's capability document is read once, and reused.
+    const holder = await provider.dispatch({ ...turn(CODEX), message: "[hang] hold the slot" });
+    await expect.poll(async () => (await control(`runs/${holder.controlRef.runId}`)).status).toBe("running");
+    const refused = await provider.dispatch(turn(CODEX));
+    let end: ProviderEvent | undefined;
+    for await (const event of provider.events(refused.controlRef, {})) if (event.kind === "terminal") end = event;
+    expect(end).toMatchObject({ kind: "terminal", status: "failed", error: { code: "upstream_at_capacity" } });
+    const message = (end as { error: { message: string } }).error.message;
+    expect(message).toContain("all 1 of its agent process slots (BRIDGE_HOST_MAX_CONCURRENCY)");
+    expect(message).not.toContain("host-executor");
+    await provider.cancel(holder.controlRef);
   });
 });

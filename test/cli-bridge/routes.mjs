@@ -7,6 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { respond } from "./asks.mjs";
+import { probeHealth } from "./executor.mjs";
 import { CancellationRequest, ChatCompletionRequest, InteractionResponseCommand, SessionCreateRequest, TurnRequest } from "./schemas.mjs";
 import { streamRun, streamSession } from "./streams.mjs";
 import {
@@ -56,8 +57,12 @@ function ok(status, body, runHeaders) {
   return { kind: "json", status, body, ...(runHeaders ? { runHeaders } : {}) };
 }
 
-/** @param {{ ok: false, status: number, message: string, type: string, extra?: Record<string, unknown> }} refusal */
+/**
+ * @param {import("./wire.mjs").Refusal} refusal
+ * @returns {Answer}
+ */
 function refused(refusal) {
+  if (refusal.body !== undefined) return { kind: "json", status: refusal.status, body: refusal.body, ...(refusal.headers ? { runHeaders: refusal.headers } : {}) };
   return fail(refusal.status, refusal.message, refusal.type, refusal.extra);
 }
 
@@ -419,9 +424,9 @@ function ackHttpStatus(bridge, status) {
 /**
  * @param {Bridge} bridge
  * @param {Request} request
- * @returns {Answer}
+ * @returns {Promise<Answer>}
  */
-function createSession(bridge, request) {
+async function createSession(bridge, request) {
   const parsedJson = jsonBody(request);
   if (!parsedJson.ok) return fail(400, "request body is not valid JSON", "invalid_request_error");
   const parsed = SessionCreateRequest.safeParse(parsedJson.value);
@@ -434,23 +439,26 @@ function createSession(bridge, request) {
   if (parsed.data.execution && parsed.data.execution.kind !== "host") {
     return fail(400, "retained native sessions require execution.kind \"host\"", "invalid_request_error", { param: "execution" });
   }
+  // The backend must answer its health probe first (it needs a process slot for a moment).
+  const unready = await probeHealth(bridge.executor, backend, bridge.settings);
+  if (unready) return fail(unready.status, unready.message, unready.type);
   const created = bridge.createSession(/** @type {Record<string, unknown>} */ (parsedJson.value), backend);
   if (!created.ok) return refused(created);
-  return ok(created.created ? 201 : 200, created.session.view(bridge.settings, bridge.faults));
+  return ok(201, created.session.view(bridge.settings, bridge.faults));
 }
 
 /**
  * @param {Bridge} bridge
  * @param {Session} session
  * @param {Request} request
- * @returns {Answer}
+ * @returns {Promise<Answer>}
  */
-function startTurn(bridge, session, request) {
+async function startTurn(bridge, session, request) {
   const parsedJson = jsonBody(request);
   if (!parsedJson.ok) return fail(400, "request body is not valid JSON", "invalid_request_error");
   const parsed = TurnRequest.safeParse(parsedJson.value);
   if (!parsed.success) return invalid(parsed.error);
-  const started = bridge.startTurn(session, /** @type {Record<string, unknown>} */ (parsedJson.value));
+  const started = await bridge.startTurn(session, /** @type {Record<string, unknown>} */ (parsedJson.value));
   if (!started.ok) return refused(started);
   const { settings, faults } = bridge;
   return ok(202, {
@@ -541,8 +549,10 @@ function detachSession(bridge, session) {
 function closeSession(bridge, sessionId) {
   const session = bridge.sessions.get(sessionId);
   if (session) {
-    if (session.busy && session.run) bridge.requestCancel(session.run);
+    // A running turn is not cancelled by a close: the bridge refuses it (RetainedSessionService.close).
+    if (session.busy) return fail(409, "active retained runs must be cancelled before the session can close", "active_run");
     session.status = "closed";
+    session.endProcess();
     session.touch();
     return ok(200, session.view(bridge.settings, bridge.faults));
   }
@@ -574,11 +584,14 @@ function matchBridgeRoute(bridge, request) {
   const n = s.length;
   if (method === "GET" && n === 2 && s[1] === "models") return at("/v1/models", () => ok(200, modelList()));
   if (method === "GET" && n === 2 && s[1] === "capabilities") {
-    return at("/v1/capabilities", () => {
+    return at("/v1/capabilities", async () => {
       const model = query.get("model");
       if (!model) return fail(400, "the model query parameter is required", "invalid_request_error", { param: "model" });
       const backend = backendOf(model);
       if (!backend) return fail(404, `model ${JSON.stringify(model)} not found`, "not_found_error", { param: "model" });
+      // A capability read probes the backend's health, which needs a process slot for a moment.
+      const unready = await probeHealth(bridge.executor, backend, bridge.settings);
+      if (unready) return fail(unready.status, unready.message, unready.type);
       /** @type {Record<string, unknown>} */
       const doc = capabilitiesFor(backend, bridge.variants.piTransport);
       const changed = bridge.faults.capabilities?.[model];
@@ -634,7 +647,7 @@ function matchBridgeRoute(bridge, request) {
 export async function handleBridge(bridge, token, request, res) {
   if (request.method === "GET" && request.path === "/health") {
     bridge.countRequest("GET /health");
-    sendJson(res, 200, healthBody({ runsRetained: bridge.runs.size }));
+    sendJson(res, 200, healthBody({ runsRetained: bridge.runs.size, executor: bridge.executor.snapshot(bridge.settings) }));
     return;
   }
   const authorization = request.headers.authorization;

@@ -11,7 +11,13 @@ import { parseScript } from "./scripts.mjs";
 
 /** @typedef {import("./wire.mjs").Backend} Backend */
 /** @typedef {import("./scripts.mjs").Script} Script */
-/** @typedef {{ keepaliveMs: number, chunkDelayMs: number, cancelDelayMs: number, replayWindowMs: number }} Settings */
+/**
+ * Timings, and the bridge's own environment: its process slots (`BRIDGE_HOST_MAX_CONCURRENCY`), how
+ * long a spawn waits for one (`BRIDGE_HOST_ACQUIRE_DEADLINE_MS`) and a health probe
+ * (`BRIDGE_HEALTH_PROBE_TIMEOUT_MS`), and its filesystem jail (`BRIDGE_JAIL_MODE`).
+ * @typedef {{ keepaliveMs: number, chunkDelayMs: number, cancelDelayMs: number, replayWindowMs: number,
+ *   maxConcurrency: number, acquireDeadlineMs: number, healthProbeTimeoutMs: number, jailMode: "off" | "write-jail" | "fs-jail" }} Settings
+ */
 /** @typedef {import("zod").infer<typeof import("./schemas.mjs").Faults>} Faults */
 
 const ENVIRONMENT_ID = "cli-bridge";
@@ -253,10 +259,24 @@ export class Session {
     /** The per-session nonce the injected Pi extension writes into its permission-applied notices (transcript 25). */
     this.notifyNonce = randomBytes(16).toString("hex");
     this.notifies = 0;
+    /**
+     * The release of the executor slot its native RPC child holds: taken by its first turn, held
+     * between turns, given back when the session is closed or cancelled or the bridge stops.
+     * @type {(() => void) | undefined}
+     */
+    this.process = undefined;
+    /** A turn is being admitted (waiting for a slot): another turn is refused meanwhile. */
+    this.admitting = false;
   }
 
   get busy() {
-    return this.run !== undefined && this.run.live;
+    return this.admitting || (this.run !== undefined && this.run.live);
+  }
+
+  /** Its native child exits: the slot it held is free. */
+  endProcess() {
+    this.process?.();
+    this.process = undefined;
   }
 
   touch() {

@@ -136,6 +136,12 @@ export const Faults = z.strictObject({
   misattributedSnapshots: z.enum(["run-id", "request-digest"]).optional(),
   /** Every envelope a run's event stream writes names another run id than the run's own. */
   misattributedEnvelopes: z.literal(true).optional(),
+  /**
+   * The bridge's Pi `models.json` has no entry for the route: a Pi run is refused before its CLI
+   * starts, naming the file's absolute path on the bridge's host (a one-shot run's error frame, a
+   * retained session's first turn 501 `not_configured`).
+   */
+  piModelUnlisted: z.literal(true).optional(),
 });
 
 /** Variants: the wire shapes the recordings do not settle (`POST /_standin/variants`, replaces the set). */
@@ -174,12 +180,19 @@ export const RestartBody = z.strictObject({
   forgetOneShotRuns: z.literal(true).optional(),
 });
 
-/** Timing settings (`POST /_standin/settings` merges; `startStandIn` options set the defaults). */
+/**
+ * Timings and the bridge's own environment (`POST /_standin/settings` merges; `startStandIn` options
+ * set the defaults): its process slots, how long a spawn and a health probe wait for one, its jail.
+ */
 export const Settings = z.strictObject({
   keepaliveMs: PositiveInt.optional(),
   chunkDelayMs: NonNegativeInt.optional(),
   cancelDelayMs: NonNegativeInt.optional(),
   replayWindowMs: PositiveInt.optional(),
+  maxConcurrency: PositiveInt.max(1000).optional(),
+  acquireDeadlineMs: PositiveInt.max(900_000).optional(),
+  healthProbeTimeoutMs: PositiveInt.max(60_000).optional(),
+  jailMode: z.enum(["off", "write-jail", "fs-jail"]).optional(),
 });
 
 export const ResetBody = z.strictObject({});

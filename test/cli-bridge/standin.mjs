@@ -28,24 +28,34 @@ const DEFAULT_CHUNK_DELAY_MS = 5;
 const DEFAULT_CANCEL_DELAY_MS = 100;
 /** Replay retention after a run ends (transcript 08: expiresAt = endedAt + 1 h). */
 const DEFAULT_REPLAY_WINDOW_MS = 3_600_000;
+/** The bridge's defaults (its src/executors/host.ts and src/backends/health.ts): 4 process slots, a 60 s wait for one, 3.5 s for a probe. */
+const DEFAULT_MAX_CONCURRENCY = 4;
+const DEFAULT_ACQUIRE_DEADLINE_MS = 60_000;
+const DEFAULT_HEALTH_PROBE_TIMEOUT_MS = 3_500;
 
 const INSTANCE_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 
 /**
- * Starts a stand-in.
- * @param {{ port?: number, host?: string, token?: string } & Partial<Settings>} [options]
+ * Starts a stand-in. `root`: settings of the root instance only, over the others' (instances keep
+ * the defaults).
+ * @param {{ port?: number, host?: string, token?: string, root?: Partial<Settings> } & Partial<Settings>} [options]
  * @returns {Promise<{ url: string, port: number, close(): Promise<void> }>}
  */
-export async function startStandIn({ port = 0, host = "127.0.0.1", token = "standin-token", ...settings } = {}) {
+export async function startStandIn({ port = 0, host = "127.0.0.1", token = "standin-token", root = {}, ...settings } = {}) {
   /** @type {Settings} */
   const defaults = {
     keepaliveMs: settings.keepaliveMs ?? DEFAULT_KEEPALIVE_MS,
     chunkDelayMs: settings.chunkDelayMs ?? DEFAULT_CHUNK_DELAY_MS,
     cancelDelayMs: settings.cancelDelayMs ?? DEFAULT_CANCEL_DELAY_MS,
     replayWindowMs: settings.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS,
+    maxConcurrency: settings.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY,
+    acquireDeadlineMs: settings.acquireDeadlineMs ?? DEFAULT_ACQUIRE_DEADLINE_MS,
+    healthProbeTimeoutMs: settings.healthProbeTimeoutMs ?? DEFAULT_HEALTH_PROBE_TIMEOUT_MS,
+    // A bridge set up for Pi as the gateway's README says (the real default is `off`).
+    jailMode: settings.jailMode ?? "fs-jail",
   };
   /** @type {Map<string, Bridge>} */
-  const instances = new Map([["", new Bridge(defaults)]]);
+  const instances = new Map([["", new Bridge({ ...defaults, ...root })]]);
 
   const server = createServer((/** @type {import("node:http").IncomingMessage} */ req, /** @type {import("node:http").ServerResponse} */ res) => {
     handle(req, res).catch((error) => {
@@ -107,7 +117,8 @@ export async function startStandIn({ port = 0, host = "127.0.0.1", token = "stan
 }
 
 /**
- * `--port N --host H --token T --keepalive-ms N --chunk-delay-ms N --cancel-delay-ms N --replay-window-ms N`
+ * `--port N --host H --token T --keepalive-ms N --chunk-delay-ms N --cancel-delay-ms N --replay-window-ms N
+ *  --max-concurrency N --acquire-deadline-ms N --health-probe-timeout-ms N --jail-mode off|write-jail|fs-jail`
  * @param {string[]} argv
  */
 function parseArgs(argv) {
@@ -128,7 +139,19 @@ function parseArgs(argv) {
     if (!/^\d+$/.test(v)) throw new Error(`--${name} must be a whole number`);
     return Number(v);
   };
-  const known = ["port", "host", "token", "keepalive-ms", "chunk-delay-ms", "cancel-delay-ms", "replay-window-ms"];
+  const known = [
+    "port",
+    "host",
+    "token",
+    "keepalive-ms",
+    "chunk-delay-ms",
+    "cancel-delay-ms",
+    "replay-window-ms",
+    "max-concurrency",
+    "acquire-deadline-ms",
+    "health-probe-timeout-ms",
+    "jail-mode",
+  ];
   for (const name of Object.keys(flags)) if (!known.includes(name)) throw new Error(`unknown option --${name}`);
   return {
     port: int("port") ?? 3344,
@@ -138,6 +161,10 @@ function parseArgs(argv) {
     chunkDelayMs: int("chunk-delay-ms"),
     cancelDelayMs: int("cancel-delay-ms"),
     replayWindowMs: int("replay-window-ms"),
+    maxConcurrency: int("max-concurrency"),
+    acquireDeadlineMs: int("acquire-deadline-ms"),
+    healthProbeTimeoutMs: int("health-probe-timeout-ms"),
+    jailMode: jailModeOf(flags["jail-mode"]),
   };
 }
 
@@ -153,6 +180,15 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     console.error(error instanceof Error ? error.message : error);
     process.exit(2);
   }
+}
+
+/**
+ * @param {string | undefined} value
+ * @returns {"off" | "write-jail" | "fs-jail" | undefined}
+ */
+function jailModeOf(value) {
+  if (value === undefined || value === "off" || value === "write-jail" || value === "fs-jail") return value;
+  throw new Error("--jail-mode must be off, write-jail or fs-jail");
 }
 
 /**

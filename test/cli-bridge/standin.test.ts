@@ -849,8 +849,12 @@ describe("retained Pi sessions", () => {
 
     const sessionId = unique("sess");
     await bridge.createSession(sessionId);
-    expect((await bridge.json("/v1/sessions", { body: { session_id: sessionId, model: PI, cwd: "<cwd>" } })).status).toBe(200);
-    expect((await bridge.json("/v1/sessions", { body: { session_id: sessionId, model: PI, cwd: "/elsewhere" } })).status).toBe(409);
+    // A session is created once: the same create again is refused like another one (the bridge's SessionStore).
+    for (const cwd of ["<cwd>", "/elsewhere"]) {
+      const again = await bridge.json("/v1/sessions", { body: { session_id: sessionId, model: PI, cwd } });
+      expect(again.status).toBe(409);
+      expect(again.body).toEqual({ error: { message: `retained session ${JSON.stringify(sessionId)} already exists`, type: "session_identity_conflict" } });
+    }
     expect((await bridge.turn(sessionId, { message: "no run id" })).status).toBe(400);
     expect((await bridge.turn(sessionId, { message: "misspelt", run_id: unique("run"), turnId: "t" })).status).toBe(400);
     expect((await bridge.turn(sessionId, { message: "ask", run_id: unique("run"), interactions: { question: true } })).status).toBe(400);
@@ -1061,7 +1065,7 @@ describe("restarts, shutdown cancels and session identity (a real bridge's excha
     expect((await bridge.json(`/v1/runs/${runId}?wait_ms=5000`)).body.status).toBe("done");
   });
 
-  it("a graceful restart cancels its runs by itself: the cancelled frames, status cancelled, no cancel request counted", async () => {
+  it("a graceful restart cancels its runs by itself (the cancelled frames, no cancel request counted) and records no end: back up, they read unknown", async () => {
     const bridge = standIn("shutdown");
     const oneShot = unique("run");
     const live = new StreamReader(await bridge.chat(oneShot, "[hang] shut me down"));
@@ -1077,9 +1081,11 @@ describe("restarts, shutdown cancels and session identity (a real bridge's excha
     const frames = sseFrames(text);
     expect(dataOf(frames.at(-2)!)).toBe(JSON.stringify({ error: { message: `run ${oneShot} was cancelled because the bridge is shutting down`, type: "run_cancelled" } }));
     expect(frames.at(-1)).toBe("data: [DONE]");
+    // The bridge's Run.dispose cancels in memory and persists nothing: as after a crash.
     for (const runId of [oneShot, retained]) {
-      expect((await bridge.json(`/v1/runs/${runId}`)).body, runId).toMatchObject({ status: "cancelled", terminal: true, cancelRequestedAt: null });
+      expect((await bridge.json(`/v1/runs/${runId}`)).body, runId).toMatchObject({ status: "unknown", terminal: false, cancelRequestedAt: null });
     }
+    expect((await bridge.json(`/v1/sessions/${sessionId}`)).body.status).toBe("unknown");
     const events = await readAll(await bridge.fetch(`/v1/runs/${retained}/events`, { headers: { "last-event-id": "4" } }));
     expect(sseFrames(events).at(-1)).toMatch(/"event":\{"type":"status","status":"failed","detail":"cancelled"\}\}\nid: 7$/);
     expect((await bridge.control("/counters")).counters.cancels).toBe(0);

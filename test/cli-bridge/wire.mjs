@@ -112,7 +112,12 @@ export function errorBody(message, type, extra = {}) {
 /**
  * The outcome of an operation that may be refused: `{ ok: true, … }` or an HTTP refusal.
  * @template T
- * @typedef {({ ok: true } & T) | { ok: false, status: number, message: string, type: string, extra?: Record<string, unknown> }} Outcome
+ * A refusal may carry a whole body of its own shape and headers (the 429 of a saturated executor).
+ * @typedef {({ ok: true } & T) | Refusal} Outcome
+ */
+
+/**
+ * @typedef {{ ok: false, status: number, message: string, type: string, extra?: Record<string, unknown>, body?: unknown, headers?: Record<string, string> }} Refusal
  */
 
 /**
@@ -299,12 +304,14 @@ function memoryBody(runsRetained) {
 }
 
 /**
- * The health answer (transcript 01), with the clock's times.
- * @param {{ runsRetained: number }} stats
+ * The health answer (transcript 01), with the clock's times and the executor's counts. Its
+ * backends' verdicts are cached ones (a real bridge answers so within BRIDGE_HEALTH_CACHE_MS of a
+ * ready probe), so it answers at once even when every slot is taken.
+ * @param {{ runsRetained: number, executor: Record<string, unknown> }} stats
  */
-export function healthBody({ runsRetained }) {
+export function healthBody({ runsRetained, executor }) {
   const now = new Date().toISOString();
-  const executorPool = { in_flight: 0, max: 4, queued: 0, acquire_deadline_ms: 60000, max_acquire_deadline_ms: 900000, acquires: 0, timeouts: 0 };
+  const idlePool = { in_flight: 0, max: 4, queued: 0, acquire_deadline_ms: 60000, max_acquire_deadline_ms: 900000, acquires: 0, timeouts: 0 };
   return {
     status: "ok",
     cached_verdicts: true,
@@ -328,9 +335,10 @@ export function healthBody({ runsRetained }) {
       activeByClass: { reserved: 0, bulk: 0 },
       queuedByClass: { reserved: 0, bulk: 0 },
     },
+    // The host executor's live counts; the systemd-scoped one (Linux) is not used by the stand-in's CLIs.
     executor: {
-      ...executorPool,
-      scoped_host: { ...executorPool, reserved: 2, bulk_in_flight: 0, bulk_max: 2, queued_reserved: 0, queued_bulk: 0 },
+      ...executor,
+      scoped_host: { ...idlePool, reserved: 2, bulk_in_flight: 0, bulk_max: 2, queued_reserved: 0, queued_bulk: 0 },
     },
     memory: memoryBody(runsRetained),
     ts: now,

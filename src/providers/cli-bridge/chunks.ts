@@ -9,6 +9,8 @@
  */
 import type { SseFrame } from "../../lib/sse";
 import type { ProviderEvent, RunError, UsageReport } from "../provider";
+import { capacityRunError } from "./capacity";
+import { scrubbed } from "./host-paths";
 import { chunkUsage, servedModelsOf } from "./usage";
 import { Chunk } from "./wire";
 
@@ -64,7 +66,10 @@ export class ChunkStream {
     }
     const chunk = parsed.data;
     if (chunk.error) {
-      this.error = { upstreamId, error: { ...(chunk.error.type ? { code: chunk.error.type } : {}), message: chunk.error.message ?? "the run failed" } };
+      // The bridge's words without its host's paths; a run it refused for capacity in this gateway's words.
+      const message = scrubbed(chunk.error.message ?? "the run failed", `run ${this.runId}`);
+      const error = capacityRunError(chunk.error) ?? { ...(chunk.error.type ? { code: chunk.error.type } : {}), message };
+      this.error = { upstreamId, error };
       return undefined;
     }
     let usage: UsageReport | null = null;

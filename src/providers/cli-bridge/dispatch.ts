@@ -9,9 +9,14 @@
  *   and the conversation's `session_id` so the CLI conversation continues). Retained sessions run
  *   on the host only: a `kind: "sandbox"` execution default is refused before the session is opened.
  * - Which bridge session: one per transport and model route of the conversation, and a new
- *   generation once one ended (sessions.ts). When the agent's memory does not carry over (another
- *   route, a session stopped, closed or lost across a bridge restart), the receipt says so
- *   (`agent_memory_reset`). A `session_identity_conflict` is never read as "already open".
+ *   generation once one ended (sessions.ts). Coming back to a route continues the session it ran
+ *   in last (the conversation's history names it, however many turns ago); a session the bridge
+ *   holds already (a bridge answers a second create of the same id 409 `session_identity_conflict`)
+ *   is read, and continued when it is this route's and still open. When the agent's memory does
+ *   not carry over (another route, a session stopped, closed idle, or lost across a bridge
+ *   restart), the receipt says so (`agent_memory_reset`).
+ * - At capacity: a refusal that says the bridge has no free process slot is `at_capacity`
+ *   (capacity.ts), not retried inside the call.
  * - Exact control: the control ref is the server's (the `X-Run-*` headers, or the run object of a
  *   retained turn), digest included; a run that already exists must be the one planned.
  */
@@ -20,6 +25,7 @@ import type { AgentExactRunControlRef } from "../../schemas/contracts";
 import { ProviderError } from "../errors";
 import type { HttpTransport } from "../http";
 import type { DispatchInput, DispatchReceipt } from "../provider";
+import { capacityOf, retryUnlessCapacity } from "./capacity";
 import { supportsRetainedSessions } from "./claims";
 import { ENVIRONMENT_ID, modelFor, type CapabilityDocuments } from "./environment";
 import { readSnapshot } from "./result";
@@ -52,7 +58,14 @@ const RESET = {
   lost: "the CLI Bridge lost the agent's session (it restarted); this turn starts a new one, without the earlier conversation in its memory",
   taken: "the CLI Bridge holds the agent's session under other settings; this turn starts a new one, without the earlier conversation in its memory",
   closed: "each one-shot Pi run is an agent session of its own, closed when the run ends: this turn starts without the earlier conversation in its memory",
+  released: [
+    "the agent's previous session was closed after it stayed idle (CLI_BRIDGE_SESSION_IDLE_MS), to give its CLI Bridge",
+    "process slot back; this turn starts a new one, without the earlier conversation in its memory",
+  ].join(" "),
 };
+
+/** Why a session of the route's family takes no more turns: the key of its `agent_memory_reset` message. */
+type Ended = "stopped" | "lost" | "released";
 
 const memoryReset = (message: string): Notice => ({ code: "agent_memory_reset", message });
 
@@ -69,6 +82,14 @@ interface Start {
 }
 
 export async function dispatchTurn(http: HttpTransport, defaults: TurnDefaults, documents: CapabilityDocuments, input: DispatchInput): Promise<DispatchReceipt> {
+  try {
+    return await dispatch(http, defaults, documents, input);
+  } catch (err) {
+    throw (await capacityOf(http, err)) ?? err;
+  }
+}
+
+async function dispatch(http: HttpTransport, defaults: TurnDefaults, documents: CapabilityDocuments, input: DispatchInput): Promise<DispatchReceipt> {
   const model = modelFor(defaults.model, input.model);
   const doc = await documents.read(model);
   const transport: Transport = supportsRetainedSessions(doc) ? "retained" : "one-shot";
@@ -109,7 +130,11 @@ interface Turn {
   start: Start;
 }
 
-/** Where in the route's session family this turn starts, from the run that exists already or the conversation's last run. */
+/**
+ * Where in the route's session family this turn starts: the session the run that exists already
+ * landed in, else the one the conversation's last run on this route ran in (its previous run, or
+ * an earlier one: coming back to a route continues its session).
+ */
 async function startOf(input: DispatchInput, transport: Transport, model: string, existing: RunSnapshot | null): Promise<Start> {
   const family = await sessionFamily(input.sessionId, transport, model);
   // A retried dispatch whose run landed: the session it landed in.
@@ -118,7 +143,23 @@ async function startOf(input: DispatchInput, transport: Transport, model: string
   const previous = input.previous;
   const last = previous ? generationIn(previous.sessionId, family) : null;
   if (previous && last !== null) return { family, generation: last, continuing: true, closed: previous.provider === PI_ONE_SHOT_PROVIDER };
-  return { family, generation: 1, continuing: false, closed: false, ...(previous ? { notice: memoryReset(RESET.route(model)) } : {}) };
+  const notice = previous ? { notice: memoryReset(RESET.route(model)) } : {};
+  const earlier = latestIn(input.sessions ?? [], family);
+  if (earlier) {
+    const closed = earlier.ref.provider === PI_ONE_SHOT_PROVIDER;
+    return { family, generation: earlier.generation, continuing: true, closed, ...notice };
+  }
+  return { family, generation: 1, continuing: false, closed: false, ...notice };
+}
+
+/** The family's latest session among the conversation's runs, and its run. */
+function latestIn(runs: readonly AgentExactRunControlRef[], family: string): { generation: number; ref: AgentExactRunControlRef } | null {
+  let latest: ReturnType<typeof latestIn> = null;
+  for (const ref of runs) {
+    const generation = generationIn(ref.sessionId, family);
+    if (generation !== null && generation >= (latest?.generation ?? 0)) latest = { generation, ref };
+  }
+  return latest;
 }
 
 // ------------------------------------------------------------------ one-shot runs
@@ -154,7 +195,8 @@ async function startOneShot({ http, defaults, input, model, runId }: Turn, sessi
     interactions: input.interactions,
   });
   // Safe to retry: the same run id and body attach to the same run.
-  const response = await http.send(routes.chat(), { body, headers: { "x-run-id": runId }, stream: true, retry: true }, "start run");
+  const options = { body, headers: { "x-run-id": runId }, stream: true, retry: true, retryIf: retryUnlessCapacity };
+  const response = await http.send(routes.chat(), options, "start run");
   // The run is the bridge's now; this reader detaches (the one upstream reader re-attaches by id).
   response.body?.cancel().catch(() => undefined);
   const h = (name: string) => response.headers.get(name) ?? undefined;
@@ -188,10 +230,14 @@ async function dispatchRetained(turn: Turn): Promise<DispatchReceipt> {
       throw new ProviderError("unavailable", `the CLI Bridge took no turn in ${MAX_SESSION_STEPS} sessions of this conversation on ${model}`, { retryable: false });
     }
     const sessionId = sessionOf(start.family, generation);
-    if (open && !(await openSession(turn, sessionId))) {
-      generation++;
-      notice = memoryReset(RESET.taken);
-      continue;
+    if (open) {
+      const opened = await openSession(turn, sessionId);
+      if (opened !== "opened" && opened !== "open") {
+        // Another session API's, or another route's (`taken`), or ours and ended: the next generation.
+        generation++;
+        notice = memoryReset(RESET[opened]);
+        continue;
+      }
     }
     try {
       run = await startTurn(http, sessionId, input, runId);
@@ -200,11 +246,12 @@ async function dispatchRetained(turn: Turn): Promise<DispatchReceipt> {
       if (ended === "missing") {
         // The bridge no longer knows the session at all: open it again (its memory is gone).
         open = true;
+        notice = memoryReset(RESET.lost);
       } else {
         generation++;
         open = true;
+        notice = memoryReset(RESET[ended]);
       }
-      notice = memoryReset(RESET[ended === "stopped" ? "stopped" : "lost"]);
     }
   }
   if (run.id !== runId || (run.executionId !== undefined && run.executionId !== input.executionId)) {
@@ -222,25 +269,44 @@ async function dispatchRetained(turn: Turn): Promise<DispatchReceipt> {
   return { controlRef, alreadyExisted: false, ...(notice ? { notice } : {}) };
 }
 
-/** Opens (or re-opens, the same request) a retained session; false when the id is taken by another session or request. */
-async function openSession({ http, defaults, model }: Turn, bridgeSessionId: string): Promise<boolean> {
+/**
+ * Opens a retained session: `opened`; `open` when the bridge holds it already, on this route and
+ * taking turns (a create it answered before, to this conversation: a bridge creates an id once);
+ * why it takes none when it holds it ended; `taken` when the id is another session API's or
+ * another route's.
+ */
+async function openSession({ http, defaults, model }: Turn, bridgeSessionId: string): Promise<"opened" | "open" | "taken" | Ended> {
   const body = stripUndefined({ session_id: bridgeSessionId, model, cwd: defaults.cwd, execution: defaults.execution });
   try {
-    await http.send(routes.createSession(), { body, retry: true }, "open session");
-    return true;
+    await http.send(routes.createSession(), { body, retry: true, retryIf: retryUnlessCapacity }, "open session");
+    return "opened";
   } catch (err) {
-    // Owned by the other session API, or opened with another request: not ours to continue.
-    if (isWire(err, "session_identity_conflict")) return false;
-    throw refine(err);
+    if (!isWire(err, "session_identity_conflict")) throw refine(err);
   }
+  const session = await http
+    .json(routes.session(bridgeSessionId), SessionView, { retry: true }, "read session")
+    .catch((err: unknown) => {
+      // Not a retained session: the id is owned by the legacy session API.
+      if (isNotFound(err)) return null;
+      throw refine(err);
+    });
+  if (!session || (session.model !== undefined && session.model !== model)) return "taken";
+  return ENDED_SESSION_STATES.has(session.status) || session.status === "unknown" ? endedBy(session.status) : "open";
+}
+
+/** Why a session in `status` takes no more turns. */
+function endedBy(status: string): Ended {
+  if (status === "unknown") return "lost";
+  // The gateway closes a conversation's sessions only when idle (a delete leaves no conversation to come back to).
+  return status === "closed" ? "released" : "stopped";
 }
 
 /**
- * Whether a refused turn means its session takes no more turns, and why: `stopped` (cancelled,
- * closed), `lost` (its native process did not survive a bridge restart), `missing` (the bridge
- * does not know it). Anything else is thrown on: busy is `session_busy`.
+ * Whether a refused turn means its session takes no more turns, and why: `stopped` (cancelled),
+ * `released` (closed idle), `lost` (its native process did not survive a bridge restart),
+ * `missing` (the bridge does not know it). Anything else is thrown on: busy is `session_busy`.
  */
-async function sessionEnded(http: HttpTransport, err: unknown, bridgeSessionId: string, justOpened: boolean): Promise<"stopped" | "lost" | "missing"> {
+async function sessionEnded(http: HttpTransport, err: unknown, bridgeSessionId: string, justOpened: boolean): Promise<Ended | "missing"> {
   if (isWire(err, "unknown_session")) return "lost";
   if (isNotFound(err) && !justOpened) return "missing";
   if (!isWire(err, "invalid_state")) throw err;
@@ -248,13 +314,14 @@ async function sessionEnded(http: HttpTransport, err: unknown, bridgeSessionId: 
   const session = await http.json(routes.session(bridgeSessionId), SessionView, { retry: true }, "read session").catch(() => null);
   if (session?.status === "unknown") return "lost";
   if (session && !ENDED_SESSION_STATES.has(session.status)) throw err.as("session_busy", "the agent session is already running a turn");
-  return "stopped";
+  return session ? endedBy(session.status) : "stopped";
 }
 
 async function startTurn(http: HttpTransport, bridgeSessionId: string, input: DispatchInput, runId: string): Promise<RunSnapshot> {
   const body = stripUndefined({ message: input.message, run_id: runId, turn_id: input.turnId, execution_id: input.executionId, interactions: input.interactions });
   try {
-    return (await http.json(routes.turns(bridgeSessionId), TurnAccepted, { body, retry: true }, "start turn")).run;
+    const options = { body, retry: true, retryIf: retryUnlessCapacity };
+    return (await http.json(routes.turns(bridgeSessionId), TurnAccepted, options, "start turn")).run;
   } catch (err) {
     const refined = refine(err);
     if (refined instanceof ProviderError && refined.code === "conflict" && refined.options.wireCode !== "invalid_state") {

@@ -8,10 +8,16 @@
  *   process holds it and it is never terminal again (docs/cli-bridge-wire.md, "Restarts, shutdowns and session identity"). So is a run the bridge
  *   no longer knows at all (404: its README says a restart loses its in-memory registry). Either
  *   ends the turn `failed` `upstream_lost` at once, and a stop the session asked for wins.
- * - `cancelled` is whoever's cancel it was: the session knows whether it asked.
+ * - `cancelled` is whoever's cancel it was: the session knows whether it asked. A run whose stream
+ *   said the bridge cancelled it (a caller's cancel, or its own as it shut down), and that the
+ *   bridge can no longer confirm (down, or back from a restart that recorded no end: its runs read
+ *   `unknown` or are forgotten), ended so: `STOPPED`, never `upstream_lost`, however soon the
+ *   bridge is back.
+ * - A failure's message is the bridge's, without its host's file paths (host-paths.ts).
  */
 import type { AgentExactRunControlRef } from "../../schemas/contracts";
 import type { RunError, TerminalStatus } from "../provider";
+import { scrubbed } from "./host-paths";
 import type { RunSnapshot } from "./wire";
 
 export interface RunEnd {
@@ -27,6 +33,9 @@ export const LOST: RunEnd = {
   assumed: true,
   error: { code: "upstream_lost", message: "the CLI Bridge lost this run (it restarted while the run was in flight): whether the run finished is unknown" },
 };
+
+/** The end of a run whose stream said the bridge cancelled it, when the bridge can no longer confirm that (see above). */
+export const STOPPED: RunEnd = { status: "cancelled", assumed: true };
 
 /** Whether a snapshot names exactly the ref's run (a snapshot without a digest names none other). */
 export function namesRun(ref: AgentExactRunControlRef, snapshot: RunSnapshot): boolean {
@@ -51,7 +60,8 @@ export function runEnd(ref: AgentExactRunControlRef, snapshot: RunSnapshot): Run
       return { status: "cancelled" };
     case "error":
     case "failed":
-      return { status: "failed", error: { message: typeof snapshot.error === "string" ? snapshot.error : "the run failed" } };
+      if (typeof snapshot.error !== "string") return { status: "failed", error: { message: "the run failed" } };
+      return { status: "failed", error: { message: scrubbed(snapshot.error, `run ${ref.runId}`) } };
     case "unknown":
       return LOST;
     default:

@@ -9,6 +9,7 @@ import { capabilityReadDue, DEFAULT_CAPABILITY_RECHECK_MS } from "../claims";
 import { ProviderError } from "../errors";
 import type { HttpTransport } from "../http";
 import type { EnsureEnvironmentInput, EnsureEnvironmentResult, EnvironmentObservation, EnvironmentRecord } from "../provider";
+import { retryUnlessCapacity } from "./capacity";
 import { bridgeRoutes as routes } from "./routes";
 import { refine } from "./wire-errors";
 import { CapabilityDocument } from "./wire";
@@ -54,8 +55,9 @@ export class CapabilityDocuments {
     const known = this.discovery.get(model);
     const bounds = { maxAgeMs: DISCOVERY_TTL_MS, recheckMs: this.recheckMs };
     if (known && !capabilityReadDue(known.at, Date.now(), bounds, claimMissing)) return known.doc;
+    const options = { query: { model }, retry: true, retryIf: retryUnlessCapacity };
     const doc = this.http
-      .json(routes.capabilities(), CapabilityDocument, { query: { model }, retry: true }, "read capabilities")
+      .json(routes.capabilities(), CapabilityDocument, options, "read capabilities")
       .catch((err: unknown) => {
         if (err instanceof ProviderError && err.code === "capability_denied") return null;
         if (err instanceof ProviderError && err.code === "not_found") throw new ProviderError("model_invalid", `the CLI Bridge offers no model route ${model}`, err.options);

@@ -5,7 +5,9 @@
  * carries no text: a reader that joins mid-run reads the run again from its first event and shows
  * what is after the cursor. The stream's last event is an end only once the run's snapshot
  * confirms it (result.ts); a run the bridge lost (`status: "unknown"` after a restart, or 404) ends
- * at once.
+ * at once. A stream that ended saying the bridge cancelled the run ends it cancelled when the
+ * bridge cannot confirm it any more (it shut down: ends.ts `STOPPED`). A failure's message is the
+ * bridge's without its host's file paths.
  */
 import { readSseFrames } from "../../lib/sse";
 import type { AgentExactRunControlRef } from "../../schemas/contracts";
@@ -13,7 +15,8 @@ import { ProviderError } from "../errors";
 import type { HttpTransport } from "../http";
 import type { EventsOptions, ProviderEvent, RunError } from "../provider";
 import { ChunkStream } from "./chunks";
-import { LOST, type RunEnd } from "./ends";
+import { LOST, STOPPED, type RunEnd } from "./ends";
+import { scrubbed } from "./host-paths";
 import { EnvelopeStream } from "./envelopes";
 import { confirmEnd, readSnapshot } from "./result";
 import { bridgeRoutes as routes } from "./routes";
@@ -93,18 +96,20 @@ async function* readOnce(
       continue;
     }
     // The run's last event: confirm it from the snapshot (a cancelled retained run reads failed here).
-    const confirmed = await confirmEnd(http, closer, ref);
+    const cancelled = read.end.status === "cancelled" || read.end.detail === "cancelled";
+    const confirmed = await confirmStreamEnd(http, closer, ref, cancelled);
     if (!confirmed) return false;
     if (confirmed.closeFailed) yield { kind: "warning", upstreamId: undefined, code: "session_close_failed", message: confirmed.closeFailed };
     const { end } = confirmed;
-    const error = errorOf(end, typeof read.end.detail === "string" ? { message: read.end.detail } : undefined);
+    const detail = read.end.detail;
+    const error = errorOf(end, typeof detail === "string" ? { message: scrubbed(detail, `run ${ref.runId}`) } : undefined);
     // Part updates carry whole texts, so a reader that joined mid-run reads only the answer from the start.
     const text = fromStart ? envelopes.answer : await answerFromStart(http, ref, envelopes.answer);
     yield { kind: "terminal", upstreamId: read.end.upstreamId, ...end, text, ...(error ? { error } : {}) };
     return false;
   }
   if (format !== "openai" || !(chunks.done || chunks.finish || chunks.error)) return false; // severed: reconnect
-  const confirmed = await confirmEnd(http, closer, ref);
+  const confirmed = await confirmStreamEnd(http, closer, ref, chunks.error?.error.code === "run_cancelled");
   if (!confirmed) return false;
   if (confirmed.closeFailed) yield { kind: "warning", upstreamId: undefined, code: "session_close_failed", message: confirmed.closeFailed };
   const { end } = confirmed;
@@ -119,6 +124,24 @@ async function* readOnce(
     ...(chunks.finish?.usage ? { usage: chunks.finish.usage } : {}),
   };
   return false;
+}
+
+/**
+ * The end a stream's last event announced, confirmed from the snapshot. One that said the bridge
+ * cancelled the run (its cancel frame: a caller's cancel, or its own as it shut down) is that end
+ * when the bridge cannot confirm it: it is down, or back from a restart that recorded no end (the
+ * run reads `unknown`, or the bridge no longer knows it). So a shutdown ends the run one way,
+ * however soon the bridge is back.
+ */
+async function confirmStreamEnd(
+  http: HttpTransport,
+  closer: SessionCloser,
+  ref: AgentExactRunControlRef,
+  cancelled: boolean,
+): ReturnType<typeof confirmEnd> {
+  if (!cancelled) return confirmEnd(http, closer, ref);
+  const confirmed = await confirmEnd(http, closer, ref).catch(() => ({ end: LOST }));
+  return confirmed && confirmed.end === LOST ? { end: STOPPED } : confirmed;
 }
 
 /** A retained run's answer read from its first event; what the reader saw when that read fails. */

@@ -12,7 +12,9 @@
  * - result.ts: the run's snapshot, the confirmation of its end, its result (ends.ts reads a
  *   snapshot as an end);
  * - control.ts: cancel a run, answer an interaction;
- * - session-end.ts: when a bridge session is closed (after a one-shot Pi run, on delete);
+ * - session-end.ts: when a bridge session is closed (after a one-shot Pi run, idle, on delete);
+ * - capacity.ts: "the bridge is at capacity" read from its refusals; host-paths.ts: its host's
+ *   file paths taken out of what users see;
  * - wire-errors.ts: the bridge's error codes as provider error codes; routes.ts the route table.
  */
 import type { AgentExactRunControlRef } from "../../schemas/contracts";
@@ -34,6 +36,7 @@ import type {
   ProviderEvent,
   ProviderResult,
 } from "../provider";
+import { capacityOf } from "./capacity";
 import { bridgeClaims } from "./claims";
 import { answerInteraction, cancelRun } from "./control";
 import { dispatchTurn, type TurnDefaults } from "./dispatch";
@@ -47,6 +50,8 @@ export interface CliBridgeProviderOptions extends TurnDefaults {
   transport: HttpTransport;
   /** `CAPABILITIES_RECHECK_MS`: how old a route's document must be before a missing claim reads it again. */
   capabilityRecheckMs?: number;
+  /** `CLI_BRIDGE_SESSION_IDLE_MS`: how long a retained session (it holds a process slot) may idle before it is closed. */
+  sessionIdleMs?: number;
 }
 
 export class CliBridgeProvider implements AgentProvider {
@@ -68,7 +73,11 @@ export class CliBridgeProvider implements AgentProvider {
   }
 
   async claimsFor(_environment: EnvironmentRecord, model?: string, options?: { recheck?: boolean }): Promise<Claims> {
-    return bridgeClaims(await this.documents.read(modelFor(this.options.model, model), options?.recheck));
+    try {
+      return bridgeClaims(await this.documents.read(modelFor(this.options.model, model), options?.recheck));
+    } catch (err) {
+      throw (await capacityOf(this.http, err)) ?? err;
+    }
   }
 
   dispatch(input: DispatchInput): Promise<DispatchReceipt> {
@@ -98,6 +107,15 @@ export class CliBridgeProvider implements AgentProvider {
 
   deleteSession({ lastRun }: { environmentId: string; sessionId: string; lastRun?: AgentExactRunControlRef }): Promise<void> {
     return this.closer.endSession(lastRun);
+  }
+
+  /** A retained session holds a bridge process slot while open, idle or not; a one-shot run's none between runs. */
+  idleReleaseMs(ref: AgentExactRunControlRef): number | undefined {
+    return ref.provider === CLI_BRIDGE_PROVIDER_NAME ? this.options.sessionIdleMs : undefined;
+  }
+
+  releaseSession(ref: AgentExactRunControlRef): Promise<boolean> {
+    return this.closer.close(ref);
   }
 
   async observe(environment: EnvironmentRecord | null): Promise<EnvironmentObservation> {

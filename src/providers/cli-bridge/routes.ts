@@ -7,6 +7,7 @@ import type { Route } from "../http";
 const enc = encodeURIComponent;
 
 export const bridgeRoutes = {
+  health: (): Route => ({ method: "GET", path: "/health" }),
   capabilities: (): Route => ({ method: "GET", path: "/v1/capabilities" }),
   chat: (): Route => ({ method: "POST", path: "/v1/chat/completions" }),
   run: (runId: string): Route => ({ method: "GET", path: `/v1/runs/${enc(runId)}` }),

@@ -35,7 +35,15 @@ export const RunSnapshot = z.looseObject({
 export type RunSnapshot = z.infer<typeof RunSnapshot>;
 
 /** `GET /v1/sessions/:id`: a retained session's view. */
-export const SessionView = z.looseObject({ id: z.string(), status: z.string() });
+export const SessionView = z.looseObject({ id: z.string(), status: z.string(), model: z.string().optional() });
+
+/** `GET /health` (200, or 503 when no backend is ready): its host executor's process slots, where it reports them. */
+export const Health = z.looseObject({
+  executor: z
+    .looseObject({ in_flight: z.number().int().nonnegative(), max: z.number().int().positive() })
+    .optional()
+    .catch(undefined),
+});
 
 /** `POST /v1/sessions/:id/turns` → 202. */
 export const TurnAccepted = z.looseObject({ run: RunSnapshot });
