@@ -76,6 +76,8 @@ export class SessionRelease {
   /** The sessions the conversation ran in that hold something while idle and are not released since their last run. */
   private held(): Held[] {
     const provider = this.deps.provider();
+    // A provider that holds nothing while idle (the Sandbox) costs no read of the turns.
+    if (!provider.idleReleaseMs) return [];
     const released = this.store.getMeta("releasedSessions") ?? {};
     return this.store.upstreamRuns().flatMap(({ ref, status, completedAt }) => {
       if (!TERMINAL_TURN_STATUSES.has(status) || completedAt === null) return [];
