@@ -57,7 +57,7 @@ describe("a held run", () => {
     const stream = await dispatch(emu, sandboxId, { executionId: "exe-h", turnId: "t1", message: "hello [hold]" });
     const head = await readRaw(stream, (text) => text.includes("step-finish-1"));
     expect(head).not.toContain("event: done");
-    expect(await json(await emu.control("/_emulator/executions/exe-h/hold"))).toEqual({ held: true });
+    expect(await json(await emu.control("/_emulator/executions/exe-h/hold"))).toEqual({ held: true, status: "running" });
     expect((await emu.control("/_emulator/executions/exe-h/release", { now: true })).status).toBe(400);
     expect((await emu.control("/_emulator/executions/nope/release", {})).status).toBe(404);
     const released = await emu.control("/_emulator/executions/exe-h/release", {});
@@ -69,6 +69,6 @@ describe("a held run", () => {
     const again = await emu.control("/_emulator/executions/exe-h/release", {});
     expect(again.status).toBe(409);
     expect((await json(again)).error.code).toBe("EXECUTION_NOT_HELD");
-    expect(await json(await emu.control("/_emulator/executions/exe-h/hold"))).toEqual({ held: false });
+    expect(await json(await emu.control("/_emulator/executions/exe-h/hold"))).toEqual({ held: false, status: "completed" });
   });
 });

@@ -7,7 +7,7 @@
  * landing before its end, an ask's retry before the run ends) holds it there instead of racing its
  * frames. A held run is in flight like any other: a cancel, an interrupt or its sandbox's end ends it.
  *
- *   GET  /_emulator/executions/{id}/hold     { held }
+ *   GET  /_emulator/executions/{id}/hold     { held, status }
  *   POST /_emulator/executions/{id}/release  {} → { ok: true }: the run goes on from where it stopped
  *                                             (its next frame at once); 409 EXECUTION_NOT_HELD
  */
@@ -29,7 +29,7 @@ export function registerHoldRoutes(app: Hono, deps: { store: EmulatorStore; runn
   app.get("/_emulator/executions/:id/hold", (c) => {
     const exe = store.execution(c.req.param("id"));
     if (!exe) return holdError(c, 404, "EXECUTION_NOT_FOUND", "execution not found");
-    return c.json({ held: runner.held(exe) });
+    return c.json({ held: runner.held(exe), status: exe.status });
   });
 
   app.post("/_emulator/executions/:id/release", async (c) => {
