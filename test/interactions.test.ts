@@ -66,6 +66,19 @@ describe("a question", () => {
     expect((await counters())["interactions.delivered"]).toBe(delivered + 1);
   });
 
+  it("the same outcome with other data is another answer: already_resolved_different, from a new operation or the same one", async () => {
+    const { token, cid, interaction } = await untilAsk("other data [ask]");
+    const operationId = uid("op");
+    expect((await json(await answer(token, cid, interaction.id, { operationId, outcome: "accepted", data: GOOD }))).status).toBe("accepted");
+    const otherData = { ...GOOD, framework: "jest" };
+    const fromAnother = await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: otherData });
+    expect(fromAnother.status).toBe(409);
+    expect((await json(fromAnother)).status).toBe("already_resolved_different");
+    expect((await json(await answer(token, cid, interaction.id, { operationId, outcome: "accepted", data: otherData }))).status).toBe("already_resolved_different");
+    // The answer given, again: the same.
+    expect((await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: GOOD }))).status).toBe("already_resolved_same");
+  });
+
   it("two devices answering at once: delivered upstream exactly once", async () => {
     const { token, cid, interaction } = await untilAsk("race [ask]");
     const delivered = (await counters())["interactions.delivered"] ?? 0;
