@@ -142,6 +142,18 @@ const MUTANTS = [
   { id: "answers.session-scope-ignored", file: "public/lib/grants.js", tests: [...T.answers, "test/page/grants.test.ts"], why: "a grant is allowed whatever scopes the request offers",
     find: "return scopes.some((s) => given.includes(s));", replace: "return true;" },
 
+  // ---- the answer's identity (src/objects/interaction-desk.ts)
+  { id: "answers.data-not-in-identity", file: "src/objects/interaction-desk.ts", tests: ["test/interactions.test.ts"], why: "an answer is told from another by its outcome alone: other data with the same outcome is taken for the same answer",
+    find: "const answerHmac = await answerKey(this.deps.secret(), interactionId, command.outcome, command.data);", replace: "const answerHmac = await answerKey(this.deps.secret(), interactionId, command.outcome, undefined);" },
+
+  // ---- webhooks (src/objects/webhook-desk.ts)
+  { id: "webhooks.rotated-secret-signs-forever", file: "src/objects/webhook-desk.ts", tests: ["test/webhooks/webhooks.test.ts"], why: "a rotated-out signing secret keeps signing deliveries after its grace period",
+    find: "const previousLive = endpoint.previous_secret !== null && endpoint.previous_expires_at !== null && endpoint.previous_expires_at > startedAt;", replace: "const previousLive = endpoint.previous_secret !== null;" },
+
+  // ---- account deletion (src/objects/user.ts)
+  { id: "deletion.spend-kept", file: "src/objects/user.ts", tests: ["test/budget.test.ts"], why: "a deleted account's spend is kept: the same user signing in again starts with the old spend against the budget",
+    find: "[\"conversations\", \"incarnations\", \"deleted_spend\", \"environment_actions\", \"environment\"]", replace: "[\"conversations\", \"incarnations\", \"environment_actions\", \"environment\"]" },
+
   // ---- auth (src/auth/tokens.ts, the stream-token check in src/http/app-context.ts)
   { id: "tokens.use-unchecked", file: "src/auth/tokens.ts", tests: T.tokens, why: "a stream token works as a user token",
     find: "if (use !== expectedUse) throw", replace: "if (expectedUse !== undefined && use !== expectedUse) throw" },
@@ -200,7 +212,9 @@ function staleness(m) {
   return null;
 }
 
-const PROJECT_OF = (file) => (file === "test/budget.test.ts" ? "budgets" : "gateway");
+/** The vitest project (vitest.config.ts) a test file runs in. */
+const PROJECT_OF = (file) =>
+  file === "test/budget.test.ts" || file === "test/webhooks/budget.test.ts" ? "budgets" : file.startsWith("test/webhooks/") ? "webhooks" : "gateway";
 
 function parseArgs(argv) {
   const args = { only: undefined, list: false, check: false, jobs: 2, timeoutS: 150 };
