@@ -145,7 +145,8 @@ describe("a question", () => {
   });
 
   it("an upstream failure after which delivery is unknown is transport_failure (retryable), never accepted; the retry settles it once", async () => {
-    const { token, cid, interaction } = await untilAsk("flaky [ask]");
+    // Held after its first step ([hold]): the run answered upstream cannot end before the retry.
+    const { token, cid, interaction } = await untilAsk("flaky [ask] [hold]");
     await setFaults({ answerDeliveryUnknown: 1 });
     const before = await counters();
     const operationId = uid("op");
