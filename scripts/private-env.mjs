@@ -90,12 +90,13 @@ export function privateEnvFile(text) {
       try {
         // Waits (in a thread of its own) until a reader opens the pipe; then the whole text, and
         // the close that ends the reader's file.
-        handle = await open(path, "w");
+        // (Never created: a pipe removed meanwhile must not become a file with the text in it.)
+        handle = await open(path, constants.O_WRONLY);
         if (!serving) break;
         await handle.writeFile(text);
-      } catch {
-        // A reader that went away midway (EPIPE), or the pipe removed: the next reader, if any.
-        if (!serving) break;
+      } catch (error) {
+        // A reader that went away midway (EPIPE): the next reader. The pipe removed: no more readers.
+        if (!serving || /** @type {NodeJS.ErrnoException} */ (error).code === "ENOENT") break;
       } finally {
         await handle?.close().catch(() => {});
       }
