@@ -17,6 +17,7 @@ import { freePort } from "../../scripts/devserver.mjs";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 let checkout;
 const groups = new Set();
+const states = new Set();
 
 before(() => {
   checkout = mkdtempSync(join(tmpdir(), "gateway-checkout-"));
@@ -27,7 +28,7 @@ before(() => {
 after(() => {
   // Whatever a failed case left running.
   for (const pgid of groups) signal(-pgid, "SIGKILL");
-  if (checkout) rmSync(checkout, { recursive: true, force: true });
+  for (const dir of [checkout, ...states]) if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 function signal(pid, name) {
@@ -62,6 +63,7 @@ function startScriptOf(group) {
 async function npmStart(secret) {
   const port = await freePort();
   const persist = mkdtempSync(join(tmpdir(), "gateway-state-"));
+  states.add(persist);
   const npm = spawn("npm", ["start"], {
     cwd: checkout,
     env: { ...process.env, PORT: String(port), PERSIST_TO: persist, INSPECTOR_PORT: "0", AUTH_JWT_SECRET: secret },
@@ -79,8 +81,7 @@ async function npmStart(secret) {
     if (await fetch(`${base}/healthz`).then((r) => r.ok, () => false)) break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  const exited = new Promise((resolve) => npm.once("exit", resolve));
-  return { npm, pgid: npm.pid, base, exited, persist, output: () => output };
+  return { npm, pgid: npm.pid, base, output: () => output };
 }
 
 /** Waits until nothing of the group runs (at most `ms`); answers what still does. */
@@ -103,7 +104,6 @@ for (const [name, how] of [
     how(started);
     assert.deepEqual(await drained(started.pgid), []);
     assert.equal(await serves(started.base), false);
-    rmSync(started.persist, { recursive: true, force: true });
   });
 }
 
@@ -128,5 +128,4 @@ it("the private env file never holds a secret on disk, not even after a start ki
   assert.deepEqual(mine(), []);
   signal(next.npm.pid, "SIGTERM");
   assert.deepEqual(await drained(next.pgid), []);
-  for (const s of [started, next]) rmSync(s.persist, { recursive: true, force: true });
 });
