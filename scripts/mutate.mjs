@@ -152,7 +152,7 @@ const MUTANTS = [
 
   // ---- account deletion (src/objects/user.ts)
   { id: "deletion.spend-kept", file: "src/objects/user.ts", tests: ["test/budget.test.ts"], why: "a deleted account's spend is kept: the same user signing in again starts with the old spend against the budget",
-    find: "[\"conversations\", \"incarnations\", \"deleted_spend\", \"environment_actions\", \"environment\"]", replace: "[\"conversations\", \"incarnations\", \"environment_actions\", \"environment\"]" },
+    find: "\"incarnations\", \"deleted_spend\", ", replace: "\"incarnations\", " },
 
   // ---- auth (src/auth/tokens.ts, the stream-token check in src/http/app-context.ts)
   { id: "tokens.use-unchecked", file: "src/auth/tokens.ts", tests: T.tokens, why: "a stream token works as a user token",
