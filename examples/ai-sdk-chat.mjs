@@ -7,8 +7,9 @@
 //   node examples/ai-sdk-chat.mjs               # then type; Ctrl-D ends
 //   node examples/ai-sdk-chat.mjs --chat demo   # pick up chat "demo" where it was, even mid-answer
 //
-// Options: --base <url> (default http://127.0.0.1:8787), --chat <id>, --user <name> (dev login);
-// TOKEN=<user token> instead of dev login. Try "[permission] run the tests", "[ask] set up tests".
+// Options: --base <url> (else BASE_URL, else http://127.0.0.1:$PORT, PORT as `npm start` takes it,
+// default 8787), --chat <id>, --user <name> (dev login); TOKEN=<user token> instead of dev login.
+// Try "[permission] run the tests", "[ask] set up tests".
 import { createInterface } from "node:readline";
 import {
   AbstractChat,
@@ -22,7 +23,7 @@ const option = (name, fallback) => {
   const i = args.indexOf(`--${name}`);
   return i >= 0 && args[i + 1] ? args[i + 1] : fallback;
 };
-const base = option("base", "http://127.0.0.1:8787").replace(/\/$/, "");
+const base = option("base", process.env.BASE_URL || `http://127.0.0.1:${process.env.PORT || "8787"}`).replace(/\/$/, "");
 const chatId = option("chat", `chat-${Date.now().toString(36)}`);
 
 async function token() {

@@ -8,6 +8,7 @@ import { spawn } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startDevServer } from "./devserver.mjs";
+import { reporterArgs } from "./node-tests.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const settings = { SSE_PING_INTERVAL_MS: "1000", EVENT_LOG_MAX_EVENTS: "150", RATE_LIMIT_STREAMS_PER_MINUTE: "60" };
@@ -15,9 +16,12 @@ const settings = { SSE_PING_INTERVAL_MS: "1000", EVENT_LOG_MAX_EVENTS: "150", RA
 const server = await startDevServer({ vars: settings });
 let code = 1;
 try {
-  const child = spawn(process.execPath, ["--test", "--test-reporter=tap", "--test-timeout=120000", join(root, "test", "conformance", "sse.conformance.mjs")], {
+  // No bound on the file as a whole (CI bounds the run): a hang shows as the tests that never ran.
+  const file = join(root, "test", "conformance", "sse.conformance.mjs");
+  const reporters = reporterArgs(file);
+  const child = spawn(process.execPath, ["--test", ...(reporters.args.length > 0 ? reporters.args : ["--test-reporter=tap"]), file], {
     cwd: root,
-    env: { ...process.env, BASE_URL: server.base, ...settings },
+    env: { ...process.env, BASE_URL: server.base, ...settings, ...reporters.env },
     stdio: "inherit",
   });
   code = await new Promise((resolve) => child.on("exit", (c, signal) => resolve(c ?? (signal ? 1 : 0))));

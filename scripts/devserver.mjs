@@ -41,6 +41,36 @@ export async function freePort() {
 }
 
 /**
+ * The servers this process started and has not stopped (their process groups): stopped when the
+ * process ends, however it ends. A test file cancelled at its bound gets SIGTERM, and its `after`
+ * hooks do not run; its servers, each in a process group of its own, would otherwise keep serving.
+ */
+const started = new Set();
+let stopsOnExit = false;
+
+function stopAllOnExit() {
+  if (stopsOnExit) return;
+  stopsOnExit = true;
+  const stopAll = () => {
+    for (const pid of started) {
+      try {
+        process.kill(-pid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+    }
+    started.clear();
+  };
+  process.on("exit", stopAll);
+  for (const [signal, number] of [["SIGINT", 2], ["SIGTERM", 15], ["SIGHUP", 1]]) {
+    process.once(signal, () => {
+      stopAll();
+      process.exit(128 + number);
+    });
+  }
+}
+
+/**
  * `checkout`: the tree to start (default this one; the benchmarks also start an older commit's).
  * `persistTo`: the state directory to use and keep (a restart on it finds the state the last
  * server left); without it, a throwaway one removed when the server stops. `port`: a port to
@@ -56,6 +86,8 @@ export async function startDevServer({ timeoutMs = 60_000, log = false, vars = {
     stdio: log ? "inherit" : ["ignore", "pipe", "pipe"],
     detached: true,
   });
+  started.add(child.pid);
+  stopAllOnExit();
   let output = "";
   // Keep the tail of the server's output for error reports.
   const keep = (d) => (output = (output + d).slice(-200_000));
@@ -78,6 +110,7 @@ export async function startDevServer({ timeoutMs = 60_000, log = false, vars = {
     await new Promise((r) => setTimeout(r, 250));
   }
   function stop() {
+    started.delete(child.pid);
     try {
       process.kill(-child.pid, "SIGTERM");
     } catch {
@@ -88,6 +121,7 @@ export async function startDevServer({ timeoutMs = 60_000, log = false, vars = {
   /** Kills the whole server at once (SIGKILL to its process group: nothing gets to shut down) and waits for it to exit. */
   async function killed() {
     const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once("exit", r));
+    started.delete(child.pid);
     try {
       process.kill(-child.pid, "SIGKILL");
     } catch {

@@ -8,6 +8,7 @@
 //   npm run mutate                    every mutant, two at a time
 //   npm run mutate -- --only fanout   the mutants whose id contains "fanout"
 //   npm run mutate -- --list          the mutants, without running them
+//   npm run mutate -- --check         only that every mutant still applies (CI runs this: no tests run)
 //   npm run mutate -- --jobs 1 --timeout 180
 //
 // Exit status: 0 when every mutant was killed, 1 when some survived, 2 when the list is stale (a
@@ -24,7 +25,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 // Test files by module. Unit tests beside the module first; one integration file where the
 // module's behaviour only shows end to end.
 const T = {
-  fanout: ["src/objects/subscriptions.test.ts", "test/reconnect.test.ts"],
+  fanout: ["src/objects/subscriptions.test.ts", "src/http/sse-relay.test.ts", "test/reconnect.test.ts"],
   store: ["src/objects/subscriptions.test.ts", "test/reconnect.test.ts"],
   turnCache: ["src/objects/turn-cache.test.ts", "test/retry.test.ts"],
   usage: ["src/objects/usage-fold.test.ts", "test/usage.test.ts"],
@@ -45,23 +46,23 @@ const T = {
 const MUTANTS = [
   // ---- streaming: the object's subscriptions (src/objects/subscriptions.ts) and the Worker's relay (src/http/sse-relay.ts)
   { id: "fanout.live-on-any-short-page", file: "src/objects/subscriptions.ts", tests: T.fanout, why: "a page cut short by its byte bound is taken for the last one: the subscription goes live without the rest",
-    find: "state.live = rows.length < pageSize && sent === rows.length;", replace: "state.live = sent < pageSize;" },
-  { id: "fanout.live-before-last-page", file: "src/objects/subscriptions.ts", tests: T.fanout, why: "the subscription goes live before its last page is sent",
-    find: "state.live = rows.length < pageSize && sent === rows.length;", replace: "state.live = rows.length <= pageSize;" },
+    find: "state.live = rows.length < pageSize && lastSent === rows.at(-1);", replace: "state.live = rows.length < pageSize;" },
+  { id: "fanout.live-before-last-page", file: "src/objects/subscriptions.ts", tests: T.fanout, why: "a full page is taken for the last one: the subscription goes live before its last page is sent",
+    find: "state.live = rows.length < pageSize && lastSent === rows.at(-1);", replace: "state.live = rows.length <= pageSize && lastSent === rows.at(-1);" },
   { id: "fanout.inclusive-cursor", file: "src/objects/subscriptions.ts", tests: T.fanout, why: "replay includes the cursor's own event",
-    find: "const rows = this.deps.readPage(state.after, pageSize);", replace: "const rows = this.deps.readPage(Math.max(0, state.after - 1), pageSize);" },
+    find: "const rows = this.deps.readPage(state.after, pageSize, state.branch);", replace: "const rows = this.deps.readPage(Math.max(0, state.after - 1), pageSize, state.branch);" },
   { id: "fanout.cursor-not-advanced", file: "src/objects/subscriptions.ts", tests: T.fanout, why: "the cursor stays at the page's first row, not its last",
-    find: "      state.after = row.seq;\n", replace: "      if (out.length === 0) state.after = row.seq;\n" },
-  { id: "fanout.reset-off-by-one", file: "src/objects/subscriptions.ts", tests: T.fanout, why: "a cursor just before the oldest retained event is taken for a trimmed one",
-    find: "(first !== null && state.after < first - 1)", replace: "(first !== null && state.after < first)" },
-  { id: "fanout.no-reset-when-ahead", file: "src/objects/subscriptions.ts", tests: T.fanout, why: "a cursor the log never had is not reset",
-    find: "if (state.after > last || (first", replace: "if (state.after > last + 1000000 || (first" },
-  { id: "fanout.slow-reader-never-closed", file: "src/http/sse-relay.ts", tests: T.fanout, why: "a viewer that stops reading is never closed",
-    find: "if (live && queued > options.maxPendingBytes)", replace: "if (live && queued > options.maxPendingBytes * 1000)" },
+    find: "      state.after = row.seq;\n", replace: "      if (lastSent === undefined) state.after = row.seq;\n" },
+  { id: "fanout.reset-off-by-one", file: "src/objects/subscriptions.ts", tests: T.fanout, why: "a cursor at the lowest one the log holds (just before its oldest event) is taken for a trimmed one",
+    find: "(lowest !== null && state.after < lowest)", replace: "(lowest !== null && state.after <= lowest)" },
+  { id: "fanout.no-reset-when-ahead", file: "src/objects/subscriptions.ts", tests: T.fanout, why: "a cursor the log never had (ahead of its last event) is not reset",
+    find: "if (state.after > last || (lowest !== null && state.after < lowest)) {", replace: "if (lowest !== null && state.after < lowest) {" },
+  { id: "fanout.slow-reader-never-closed", file: "src/http/sse-relay.ts", tests: T.fanout, why: "the slow-viewer bound is checked against each message, not what the viewer left unread: a viewer that stops reading is never closed",
+    find: "if (live && pipe.unread() > options.maxPendingBytes)", replace: "if (live && bytes.byteLength > options.maxPendingBytes)" },
   { id: "fanout.no-ping", file: "src/http/sse-relay.ts", tests: T.fanout, why: "the heartbeat is never written",
     find: "pingTimer ??= setInterval(() => write(PING), options.pingIntervalMs);", replace: "pingTimer ??= setInterval(() => undefined, options.pingIntervalMs);" },
   { id: "fanout.pushed-to-replaying", file: "src/objects/subscriptions.ts", tests: T.fanout, why: "live events are pushed to subscriptions still replaying: they get them twice",
-    find: "if (this.deps.load(socket)?.live) this.deps.send(socket, message);", replace: "if (this.deps.load(socket)) this.deps.send(socket, message);" },
+    find: "if (!state?.live) continue;", replace: "if (!state) continue;" },
 
   // ---- the log's paging (src/objects/session-store.ts)
   { id: "store.inclusive-page", file: "src/objects/session-store.ts", tests: T.store, why: "a page starts at the cursor, not after it (the 14-minute hang of issue 10)",
@@ -141,6 +142,18 @@ const MUTANTS = [
   { id: "answers.session-scope-ignored", file: "public/lib/grants.js", tests: [...T.answers, "test/page/grants.test.ts"], why: "a grant is allowed whatever scopes the request offers",
     find: "return scopes.some((s) => given.includes(s));", replace: "return true;" },
 
+  // ---- the answer's identity (src/objects/interaction-desk.ts)
+  { id: "answers.data-not-in-identity", file: "src/objects/interaction-desk.ts", tests: ["test/interactions.test.ts"], why: "an answer is told from another by its outcome alone: other data with the same outcome is taken for the same answer",
+    find: "const answerHmac = await answerKey(this.deps.secret(), interactionId, command.outcome, command.data);", replace: "const answerHmac = await answerKey(this.deps.secret(), interactionId, command.outcome, undefined);" },
+
+  // ---- webhooks (src/objects/webhook-desk.ts)
+  { id: "webhooks.rotated-secret-signs-forever", file: "src/objects/webhook-desk.ts", tests: ["test/webhooks/webhooks.test.ts"], why: "a rotated-out signing secret keeps signing deliveries after its grace period",
+    find: "const previousLive = endpoint.previous_secret !== null && endpoint.previous_expires_at !== null && endpoint.previous_expires_at > startedAt;", replace: "const previousLive = endpoint.previous_secret !== null;" },
+
+  // ---- account deletion (src/objects/user.ts)
+  { id: "deletion.spend-kept", file: "src/objects/user.ts", tests: ["test/budget.test.ts"], why: "a deleted account's spend is kept: the same user signing in again starts with the old spend against the budget",
+    find: "\"incarnations\", \"deleted_spend\", ", replace: "\"incarnations\", " },
+
   // ---- auth (src/auth/tokens.ts, the stream-token check in src/http/app-context.ts)
   { id: "tokens.use-unchecked", file: "src/auth/tokens.ts", tests: T.tokens, why: "a stream token works as a user token",
     find: "if (use !== expectedUse) throw", replace: "if (expectedUse !== undefined && use !== expectedUse) throw" },
@@ -184,14 +197,32 @@ const MUTANTS = [
     find: "if (child !== undefined) out[key] = stripUndefined(child);", replace: "out[key] = stripUndefined(child);" },
 ];
 
-const PROJECT_OF = (file) => (file === "test/budget.test.ts" ? "budgets" : "gateway");
+/**
+ * Why a mutant no longer applies (the code moved on: update it), or null: its file and test files
+ * exist, its text occurs exactly once, and its replacement changes it.
+ */
+function staleness(m) {
+  const path = join(root, m.file);
+  if (!existsSync(path)) return `${m.file} does not exist`;
+  const missing = m.tests.filter((t) => !existsSync(join(root, t)));
+  if (missing.length > 0) return `its test files ${missing.join(", ")} do not exist`;
+  const count = readFileSync(path, "utf8").split(m.find).length - 1;
+  if (count !== 1) return `its text is found ${count} times in ${m.file}, not once`;
+  if (m.find === m.replace) return "its replacement is its text";
+  return null;
+}
+
+/** The vitest project (vitest.config.ts) a test file runs in. */
+const PROJECT_OF = (file) =>
+  file === "test/budget.test.ts" || file === "test/webhooks/budget.test.ts" ? "budgets" : file.startsWith("test/webhooks/") ? "webhooks" : "gateway";
 
 function parseArgs(argv) {
-  const args = { only: undefined, list: false, jobs: 2, timeoutS: 150 };
+  const args = { only: undefined, list: false, check: false, jobs: 2, timeoutS: 150 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--only") args.only = argv[++i];
     else if (a === "--list") args.list = true;
+    else if (a === "--check") args.check = true;
     else if (a === "--jobs") args.jobs = Math.max(1, Number(argv[++i]));
     else if (a === "--timeout") args.timeoutS = Number(argv[++i]);
     else throw new Error(`unknown argument ${a}`);
@@ -269,12 +300,19 @@ async function main() {
   }
 
   // A mutant whose text is not found exactly once means the code moved on: say so, do not guess.
-  const stale = mutants.filter((m) => {
-    const text = readFileSync(join(root, m.file), "utf8");
-    return text.split(m.find).length - 1 !== 1;
-  });
-  for (const m of stale) console.log(`stale: ${m.id}: its text is not found exactly once in ${m.file}`);
+  const stale = [];
+  for (const m of mutants) {
+    const problem = staleness(m);
+    if (problem) {
+      stale.push(m);
+      console.log(`stale: ${m.id}: ${problem}`);
+    }
+  }
   const runnable = mutants.filter((m) => !stale.includes(m));
+  if (args.check) {
+    console.log(`${runnable.length} of ${mutants.length} mutants apply${stale.length > 0 ? `; ${stale.length} stale: update them in scripts/mutate.mjs` : ""}`);
+    return stale.length > 0 ? 2 : 0;
+  }
   if (runnable.length === 0) return 2;
 
   const started = Date.now();

@@ -11,13 +11,17 @@
 //   3. the gateway's secrets from this process's environment (SECRET_NAMES), so a bearer token
 //      need not be written in a file or in any process's arguments;
 //   4. `--var NAME:value` arguments (wrangler's own: visible to every process, so not for secrets).
-// 1–3 reach wrangler as one temporary env file (a directory only this user can read, removed when
-// wrangler exits), and the secrets taken from the environment are not passed on in wrangler's.
+// 1–3 reach wrangler as one private env file that is never on disk (a named pipe served from this
+// process's memory: scripts/private-env.mjs), and the secrets taken from the environment are not
+// passed on in wrangler's.
+//
+// Stopping: a SIGINT, SIGTERM or SIGHUP to this process is passed to wrangler, and this process exits
+// when wrangler has; so does this process losing its parent (npm killed with SIGKILL, say).
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { privateEnvFile, removeLeftovers } from "./private-env.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const port = process.env.PORT ?? "8787";
@@ -91,30 +95,48 @@ for (const name of SECRET_NAMES) {
   delete childEnv[name];
 }
 
-const dir = mkdtempSync(join(tmpdir(), "gateway-dev-vars-"));
-const file = join(dir, "dev.vars");
-const cleanup = () => rmSync(dir, { recursive: true, force: true });
+// What killed starts left behind (their private env files' directories) goes first.
+removeLeftovers();
+/** @type {ReturnType<typeof privateEnvFile>} */
+let envFile;
 try {
-  writeFileSync(file, `${Object.entries(vars).map(([name, value]) => envLine(name, value)).join("\n")}\n`, { mode: 0o600 });
+  envFile = privateEnvFile(`${Object.entries(vars).map(([name, value]) => envLine(name, value)).join("\n")}\n`);
 } catch (error) {
-  cleanup();
   console.error(error instanceof Error ? error.message : error);
   process.exit(2);
 }
 
-const args = ["dev", "--env", "local", "--ip", "127.0.0.1", "--port", port, "--var", "DEV_LOGIN:true", "--env-file", file];
+const args = ["dev", "--env", "local", "--ip", "127.0.0.1", "--port", port, "--var", "DEV_LOGIN:true", "--env-file", envFile.path];
 if (process.env.PERSIST_TO) args.push("--persist-to", process.env.PERSIST_TO);
 if (process.env.INSPECTOR_PORT) args.push("--inspector-port", process.env.INSPECTOR_PORT);
 args.push(...passed);
 
 const child = spawn(join(root, "node_modules", ".bin", "wrangler"), args, { cwd: root, stdio: "inherit", env: childEnv });
-for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
+// A signal to this process stops wrangler (and its workerd) with it: `kill` of `npm start`, a closed
+// terminal, Ctrl-C. This process exits when wrangler has.
+let stopping = false;
+const stop = (/** @type {NodeJS.Signals} */ signal) => {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  stopping = true;
+  child.kill(signal);
+};
+process.on("SIGINT", () => stop("SIGINT"));
+process.on("SIGTERM", () => stop("SIGTERM"));
+// A hang-up (the terminal closed) is passed on as SIGTERM: wrangler's launcher passes SIGINT and
+// SIGTERM on to wrangler itself, not SIGHUP.
+process.on("SIGHUP", () => stop("SIGTERM"));
+// So does losing the process that started this one (`npm start` killed with SIGKILL, say): nothing
+// would be left to stop wrangler.
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent && !stopping) stop("SIGTERM");
+}, 500).unref();
 child.on("error", (error) => {
-  cleanup();
+  envFile.close();
   console.error(`could not start wrangler: ${error.message}`);
   process.exit(1);
 });
 child.on("exit", (code, signal) => {
-  cleanup();
+  envFile.close();
   process.exit(code ?? (signal ? 1 : 0));
 });

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { api, collect, counters, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
+import { api, collect, counters, isTurnEnd, json, release, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
 
 // This project runs with TOKEN_BUDGET_PER_CONVERSATION=2500 and TOKEN_BUDGET_PER_USER=4500.
-// A plain scripted turn spends 1980 input + 80 output tokens, 995 of them by its first step.
+// A plain scripted turn spends 1980 input + 80 output tokens, 995 of them by its first step. A turn
+// expected to be stopped by a budget is held after that step ([hold]): the stop cannot be outrun.
 
 describe("token budgets", () => {
   it("a run that crosses the conversation budget is cancelled mid-stream; new turns get 429 until it changes", async () => {
@@ -13,7 +14,7 @@ describe("token budgets", () => {
     expect((await waitForTurn(token, cid, t1)).status).toBe("completed");
 
     const t2 = uid("turn");
-    const accepted = await json(await sendTurn(token, cid, t2, "second [long]"));
+    const accepted = await json(await sendTurn(token, cid, t2, "second [hold]"));
     const { events } = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd);
     const end = events.at(-1)!;
     expect(end.type).toBe("turn.cancelled");
@@ -50,7 +51,7 @@ describe("token budgets", () => {
     // 3960 spent elsewhere: this conversation's first step takes the user past 4500.
     const cid = uid("conv");
     const t = uid("turn");
-    await sendTurn(token, cid, t, "c [long]");
+    await sendTurn(token, cid, t, "c [hold]");
     const turn = await waitForTurn(token, cid, t);
     expect(turn).toMatchObject({ status: "cancelled", cancelReason: "budget_exceeded" });
     const next = await sendTurn(token, uid("conv"), uid("turn"), "d");
@@ -109,12 +110,41 @@ describe("spend is the user's", () => {
     // 3960 spent in conversations that are gone: the next one still counts them.
     const cid = uid("conv");
     const t = uid("turn");
-    await sendTurn(token, cid, t, "c [long]");
+    await sendTurn(token, cid, t, "c [hold]");
     expect(await waitForTurn(token, cid, t)).toMatchObject({ status: "cancelled", cancelReason: "budget_exceeded" });
     const usage = await json(await api(`/v1/conversations/${cid}/usage`, { token }));
     // What the deleted conversations spent keeps its provenance (measured) in the user's record.
     expect(usage.budget).toMatchObject({ scope: "user", exceeded: true, provenance: "measured" });
     expect(usage.budget.used).toBeGreaterThanOrEqual(3960 + 1040);
+  });
+});
+
+describe("an account's deletion", () => {
+  it("forgets its spend: the same user signing in again starts with a fresh budget", async () => {
+    const user = uid("user");
+    const token = await tokenFor(user);
+    for (const message of ["a", "b"]) {
+      const cid = uid("conv");
+      const t = uid("turn");
+      await sendTurn(token, cid, t, message);
+      expect((await waitForTurn(token, cid, t)).status).toBe("completed");
+    }
+    const res = await api("/v1/me", { token, method: "DELETE" });
+    expect(res.status).toBe(200);
+    const deletion = await json(res);
+    expect(deletion).toMatchObject({ state: "deleted", conversationsDeleted: 2 });
+    const began = Date.parse(deletion.beganAt);
+    while (Date.now() <= began + 1000) await new Promise((r) => setTimeout(r, 50));
+    const fresh = await tokenFor(user, { issuedAt: Math.floor(Date.now() / 1000) + 60 });
+    // Had the 3960 spent before the deletion been kept, this turn's first step (995) would take the
+    // user past 4500 and stop it there; held after that step ([hold]), it is let go and completes.
+    const cid = uid("conv");
+    const t = uid("turn");
+    const accepted = await json(await sendTurn(fresh, cid, t, "c [hold]"));
+    await release(accepted.executionId);
+    expect(await waitForTurn(fresh, cid, t)).toMatchObject({ status: "completed" });
+    const usage = await json(await api(`/v1/conversations/${cid}/usage`, { token: fresh }));
+    expect(usage.budget).toMatchObject({ exceeded: false, used: 2060 });
   });
 });
 
@@ -151,10 +181,12 @@ describe("queued turns and the budget", () => {
     const cid = uid("conv");
     const started = (await counters())["runs.started"] ?? 0;
     const first = uid("turn");
-    await sendTurn(token, cid, first, "first [slow]");
+    // Held after its first step while the others queue behind it, then let go.
+    const running = await json(await sendTurn(token, cid, first, "first [hold]"));
     // Both are accepted while the budget allows a new turn.
     const [crosses, refused, alsoRefused] = [uid("q"), uid("q"), uid("q")];
-    for (const q of [crosses, refused, alsoRefused]) expect((await queue(token, cid, q, "queued")).status).toBe(202);
+    for (const q of [crosses, refused, alsoRefused]) expect((await queue(token, cid, q, q === crosses ? "queued [hold]" : "queued")).status).toBe(202);
+    await release(running.executionId);
     expect((await waitForTurn(token, cid, first)).status).toBe("completed");
     // 2060 spent: the first queued turn starts (under 2500) and is stopped when it crosses the budget.
     const { events } = await collect(await api(`/v1/conversations/${cid}/events`, { token }), (e) => e.type === "turn.dequeued" && e.turnId === alsoRefused, { timeoutMs: 15_000 });
@@ -180,11 +212,13 @@ describe("queued turns and the budget", () => {
     const token = await tokenFor(uid("user"));
     const cid = uid("conv");
     const [a, b] = [uid("turn"), uid("turn")];
-    const answers = await Promise.all([queue(token, cid, a, "one"), queue(token, cid, b, "two")]);
+    // Each is held after its first step ([hold]): the one that runs until let go, the one that waits until its budget stop.
+    const answers = await Promise.all([queue(token, cid, a, "one [hold]"), queue(token, cid, b, "two [hold]")]);
     expect(answers.map((r) => r.status)).toEqual([202, 202]);
     const views = await Promise.all(answers.map((r) => json(r)));
     expect(views.map((t) => t.status === "queued").sort()).toEqual([false, true]);
     const [runs, waits] = views[0].status === "queued" ? [b, a] : [a, b];
+    await release(views.find((t) => t.status !== "queued").executionId);
     const endOf = async (turnId: string) => {
       const deadline = Date.now() + 10_000;
       for (;;) {

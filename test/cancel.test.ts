@@ -12,10 +12,10 @@ describe("cancelling a run", () => {
     const token = await tokenFor(uid("user"));
     const cid = uid("conv");
     const turnId = uid("turn");
-    const accepted = await json(await sendTurn(token, cid, turnId, "long job [long] [slow]"));
+    const accepted = await json(await sendTurn(token, cid, turnId, "long job [long] [slow] [hold]"));
     const stream = await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token });
     const reading = collect(stream, isTurnEnd, { timeoutMs: 20_000 });
-    // Wait until the first step has been reported, then stop the run.
+    // Wait until the first step has been reported (the run is held there: [hold]), then stop the run.
     while (true) {
       const usage = await json(await api(`/v1/conversations/${cid}/usage`, { token }));
       if (usage.turns[0]?.usage.inputTokens) break;

@@ -161,3 +161,20 @@ export async function upstream(method: "GET" | "POST" | "DELETE", path: string, 
     body: body === undefined ? undefined : JSON.stringify(body),
   });
 }
+
+/**
+ * Lets a run the emulator holds (`[hold]`: stopped after its first step, src/emulator/holds.ts) go
+ * on: waits until it is held (it may not have reached its hold yet), then releases it.
+ */
+export async function release(executionId: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { held, status } = await emulator(`/_emulator/executions/${executionId}/hold`);
+    if (held) break;
+    if (status !== "running") throw new Error(`execution ${executionId} ended (${status}) before its hold`);
+    if (Date.now() > deadline) throw new Error(`execution ${executionId} was not held within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  const answer = await emulator(`/_emulator/executions/${executionId}/release`, {});
+  if (answer.ok !== true) throw new Error(`the release of ${executionId} was refused: ${JSON.stringify(answer)}`);
+}

@@ -66,6 +66,19 @@ describe("a question", () => {
     expect((await counters())["interactions.delivered"]).toBe(delivered + 1);
   });
 
+  it("the same outcome with other data is another answer: already_resolved_different, from a new operation or the same one", async () => {
+    const { token, cid, interaction } = await untilAsk("other data [ask]");
+    const operationId = uid("op");
+    expect((await json(await answer(token, cid, interaction.id, { operationId, outcome: "accepted", data: GOOD }))).status).toBe("accepted");
+    const otherData = { ...GOOD, framework: "jest" };
+    const fromAnother = await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: otherData });
+    expect(fromAnother.status).toBe(409);
+    expect((await json(fromAnother)).status).toBe("already_resolved_different");
+    expect((await json(await answer(token, cid, interaction.id, { operationId, outcome: "accepted", data: otherData }))).status).toBe("already_resolved_different");
+    // The answer given, again: the same.
+    expect((await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: GOOD }))).status).toBe("already_resolved_same");
+  });
+
   it("two devices answering at once: delivered upstream exactly once", async () => {
     const { token, cid, interaction } = await untilAsk("race [ask]");
     const delivered = (await counters())["interactions.delivered"] ?? 0;
@@ -132,7 +145,8 @@ describe("a question", () => {
   });
 
   it("an upstream failure after which delivery is unknown is transport_failure (retryable), never accepted; the retry settles it once", async () => {
-    const { token, cid, interaction } = await untilAsk("flaky [ask]");
+    // Held after its first step ([hold]): the run answered upstream cannot end before the retry.
+    const { token, cid, interaction } = await untilAsk("flaky [ask] [hold]");
     await setFaults({ answerDeliveryUnknown: 1 });
     const before = await counters();
     const operationId = uid("op");

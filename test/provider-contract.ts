@@ -37,7 +37,7 @@ export interface ContractPeer {
 const TIMEOUT_MS = 15_000;
 
 /** Reads a run's events until its terminal event (or until `until` says stop), with a deadline. */
-export async function readEvents(
+async function readEvents(
   provider: AgentProvider,
   ref: AgentExactRunControlRef,
   options: { after?: string; until?: (event: ProviderEvent) => boolean } = {},

@@ -15,18 +15,35 @@ afterEach(async () => {
 
 describe("the Tangle provider's environment (one sandbox per user)", () => {
   it("creates under an idempotency key and hands the sandbox over only when running and ready", async () => {
-    await setFaults({ readinessLagMs: 60 });
+    // Its filesystem stays transitioning until the test moves the sandbox's clock past the lag.
+    await setFaults({ readinessLagMs: 600_000 });
     const owner = uid("owner");
+    const listed = async () => new Set<string>((await json(await upstream("GET", "/v1/sandboxes?limit=1000"))).sandboxes.map((s: { id: string }) => s.id));
+    const earlier = await listed();
     const before = await counters();
-    const { record, outcome } = await provider().ensureEnvironment({ ownerKey: owner, known: null });
+    let handedOver = false;
+    const ensuring = provider()
+      .ensureEnvironment({ ownerKey: owner, known: null })
+      .finally(() => (handedOver = true));
+    const gets = async () => ((await counters())["requests.sandboxes.get"] ?? 0) - (before["requests.sandboxes.get"] ?? 0);
+    for (let i = 0; (await gets()) < 3; i++) {
+      if (i > 500) throw new Error("the provider did not poll the sandbox");
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    // Polled while it was not ready, and not handed over.
+    expect(handedOver).toBe(false);
+    const created = [...(await listed())].filter((id) => !earlier.has(id));
+    expect(created).toHaveLength(1);
+    expect((await emulator(`/_emulator/sandboxes/${created[0]}/clock`, { advanceSeconds: 600 })).ok).toBe(true);
+    const { record, outcome } = await ensuring;
     expect(outcome).toBe("created");
+    expect(record.environmentId).toBe(created[0]);
     const sandbox = await json(await env.SANDBOX_EMULATOR!.get(env.SANDBOX_EMULATOR!.idFromName("default")).fetch(`http://e/_emulator/sandboxes/${record.environmentId}`));
     expect(sandbox.idempotencyKey).toBe(`${owner}:g1`);
     expect(sandbox.body.backend).toEqual({ type: "opencode" });
     // Ready means running AND a ready filesystem: it polled through the transitioning phase.
     const after = await counters();
-    // How many polls depends on timing; that it polled more than once does not, nor that it created one.
-    expect((after["requests.sandboxes.get"] ?? 0) - (before["requests.sandboxes.get"] ?? 0)).toBeGreaterThan(1);
+    expect((after["requests.sandboxes.get"] ?? 0) - (before["requests.sandboxes.get"] ?? 0)).toBeGreaterThan(3);
     expect((after["sandboxes.created"] ?? 0) - (before["sandboxes.created"] ?? 0)).toBe(1);
     expect(record.capabilities).toMatchObject({ schema: 1, dispatch: { runControlRef: true } });
 

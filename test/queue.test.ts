@@ -37,9 +37,9 @@ async function logUntilEnd(token: string, cid: string, turnId: string): Promise<
 }
 
 const count = async (name: string) => (await counters())[name] ?? 0;
-/** Stops the running turn (the queue runs on): tests hold a long turn running while they queue behind it. */
+/** Stops the running turn (the queue runs on): tests hold a turn running ([hold]: the emulator keeps it after its first step) while they queue behind it. */
 const stop = async (token: string, cid: string) => expect((await json(await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } }))).status).toBe("accepted");
-const LONG = "first [long] [slow]";
+const LONG = "first [long] [slow] [hold]";
 
 describe("a turn sent while another runs can wait its turn", () => {
   it("queued turns start in order, one at a time, each dispatched once; a retry is the same queued turn", async () => {
@@ -185,7 +185,7 @@ describe("a turn sent while another runs can wait its turn", () => {
     expect((await ended(token, cid, afterFailure)).status).toBe("completed");
 
     const cancelled = uid("turn");
-    await sendTurn(token, cid, cancelled, "cancel me [long] [slow]");
+    await sendTurn(token, cid, cancelled, "cancel me [long] [slow] [hold]");
     const afterCancel = uid("q");
     await queue(token, cid, afterCancel, "after a cancel");
     expect((await json(await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } }))).status).toBe("accepted");
@@ -194,7 +194,7 @@ describe("a turn sent while another runs can wait its turn", () => {
 
     const started = await count("runs.started");
     const stopAll = uid("turn");
-    await sendTurn(token, cid, stopAll, "cancel me and the queue [long] [slow]");
+    await sendTurn(token, cid, stopAll, "cancel me and the queue [long] [slow] [hold]");
     const cleared = [uid("q"), uid("q")];
     for (const turnId of cleared) await queue(token, cid, turnId, "never runs");
     const ack = await json(await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op"), queue: "clear" } }));
@@ -222,7 +222,7 @@ describe("a turn sent while another runs can wait its turn", () => {
     const token = await tokenFor(uid("user"));
     const cid = uid("conv");
     const running = uid("turn");
-    await sendTurn(token, cid, running, "long [long] [slow]");
+    await sendTurn(token, cid, running, "long [long] [slow] [hold]");
     for (let i = 0; i < 10; i++) expect((await queue(token, cid, uid("q"), `q${i}`)).status).toBe(202);
     const full = await queue(token, cid, uid("q"), "one too many");
     expect(full.status).toBe(409);
@@ -239,7 +239,7 @@ describe("deleting a conversation with turns queued", () => {
     const token = await tokenFor(uid("user"));
     const cid = uid("conv");
     const started = await count("runs.started");
-    await sendTurn(token, cid, uid("turn"), "deleted mid-run [long] [slow]");
+    await sendTurn(token, cid, uid("turn"), "deleted mid-run [long] [slow] [hold]");
     for (let i = 0; i < 2; i++) expect((await queue(token, cid, uid("q"), "never runs")).status).toBe(202);
     expect((await api(`/v1/conversations/${cid}`, { token, method: "DELETE" })).status).toBe(200);
     expect((await api(`/v1/conversations/${cid}`, { token })).status).toBe(404);
@@ -344,7 +344,7 @@ describe("queued turns in a conversation that branches (README \"Queued turns\",
     await ended(token, cid, t2);
     const forks = await count("sessions.forked");
     // An edit of the second message (a branch after the first) runs; two turns queue behind it.
-    expect((await sendTurn(token, cid, edit, "second, edited [long] [slow]", { parentTurnId: t1 })).status).toBe(202);
+    expect((await sendTurn(token, cid, edit, "second, edited [long] [slow] [hold]", { parentTurnId: t1 })).status).toBe(202);
     const onActive = uid("q");
     const onOld = uid("q");
     expect(await json(await queue(token, cid, onActive, "after the edit [recall]"))).toMatchObject({ status: "queued", queuePosition: 1 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid } from "./helpers";
+import { api, collect, isTurnEnd, json, release, sendTurn, tokenFor, uid } from "./helpers";
 import { expectedUpstream, seenUpstream } from "./expected";
 import { applyPartUpdate } from "../src/objects/part-text";
 import type { EventEnvelope } from "../src/objects/session-store";
@@ -15,6 +15,24 @@ function partTexts(events: EventEnvelope[]): Map<string, string | undefined> {
   return texts;
 }
 
+/** The event a `[hold]` run is held after: its first step's end. */
+const atHold = (e: EventEnvelope) => e.type === "raw" && String((e.data.event as { part?: { id?: string } }).part?.id).endsWith(":step-finish-1");
+
+/**
+ * Releases a run held by `[hold]` once `readers` streams have each read up to its hold, so every
+ * one of them joined the turn before its end (which compacts the log); `until` stays the reader's
+ * own stop. Failures to release surface in `released`.
+ */
+function releaseOnceRead(readers: number, executionId: string) {
+  let reached = 0;
+  let released: Promise<void> = Promise.resolve();
+  const watch = (until: (e: EventEnvelope, all: EventEnvelope[]) => boolean) => (e: EventEnvelope, all: EventEnvelope[]) => {
+    if (atHold(e) && ++reached === readers) released = release(executionId);
+    return until(e, all);
+  };
+  return { watch, released: () => released };
+}
+
 async function startTurn(message: string) {
   const token = await tokenFor(uid("user"));
   const cid = uid("conv");
@@ -25,15 +43,18 @@ async function startTurn(message: string) {
 
 describe("browser reconnects lose nothing and duplicate nothing", () => {
   it("a reader that drops mid-turn and reconnects with Last-Event-ID gets every later frame exactly once", async () => {
-    const message = "Explain the layout [long]";
+    // Held after its first step until the second reader has read that far: it joins before the end.
+    const message = "Explain the layout [long] [hold]";
     const { token, cid, turnId, accepted } = await startTurn(message);
+    const hold = releaseOnceRead(1, accepted.executionId);
     const first = await collect(await api(`/v1/conversations/${cid}/events?after=0`, { token }), (_e, all) => all.length >= 6);
     expect(first.events).toHaveLength(6);
     // The ?after= of the original URL is stale now: Last-Event-ID, as EventSource sends it, wins.
     const second = await collect(
       await api(`/v1/conversations/${cid}/events?after=0`, { token, headers: { "last-event-id": first.lastId! } }),
-      isTurnEnd,
+      hold.watch(isTurnEnd),
     );
+    await hold.released();
     const all = [...first.events, ...second.events];
     const seqs = all.map((e) => e.seq);
     expect(new Set(seqs).size).toBe(seqs.length);
@@ -54,21 +75,26 @@ describe("browser reconnects lose nothing and duplicate nothing", () => {
   });
 
   it("?after= (a reloaded page) resumes the same way", async () => {
-    const message = "Reload me [long]";
+    const message = "Reload me [long] [hold]";
     const { token, cid, turnId, accepted } = await startTurn(message);
+    const hold = releaseOnceRead(1, accepted.executionId);
     const first = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (_e, all) => all.length >= 10);
-    const second = await collect(await api(`/v1/conversations/${cid}/events?after=${first.lastId}`, { token }), isTurnEnd);
+    const second = await collect(await api(`/v1/conversations/${cid}/events?after=${first.lastId}`, { token }), hold.watch(isTurnEnd));
+    await hold.released();
     const all = [...first.events, ...second.events];
     expect(new Set(all.map((e) => e.seq)).size).toBe(all.length);
     expect(seenUpstream(all, turnId)).toEqual(expectedUpstream(message, accepted.executionId));
   });
 
   it("three readers on one conversation see identical sequences", async () => {
-    const message = "Three readers [long]";
+    // Held after its first step until all three have read that far: none joins after the end.
+    const message = "Three readers [long] [hold]";
     const { token, cid, accepted } = await startTurn(message);
+    const hold = releaseOnceRead(3, accepted.executionId);
     const readers = await Promise.all(
-      [0, 1, 2].map(async () => collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd)),
+      [0, 1, 2].map(async () => collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), hold.watch(isTurnEnd))),
     );
+    await hold.released();
     const [a, b, c] = readers.map((r) => r.events.map((e) => `${e.seq}:${e.type}:${JSON.stringify(e.data)}`));
     expect(a!.length).toBeGreaterThan(20);
     expect(b).toEqual(a);

@@ -14,6 +14,7 @@
  *   streams.ts      live SSE streams (backlog + live, stream faults, burst batching)
  *   sandbox-api.ts  the Sandbox API routes
  *   control.ts      the /_emulator/* control routes
+ *   holds.ts        the `[hold]` directive and its release route: a run held still for a test
  *   wire.ts         request/response shapes and the SSE writer
  *   variants.ts     the alternative wire shapes a control route switches on
  * State lives in SQLite, so runs survive an eviction: the alarm picks the scripted agents up again.
@@ -21,6 +22,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { Hono } from "hono";
 import { controlNotFound, registerControlRoutes } from "./control";
+import { registerHoldRoutes } from "./holds";
 import { Runner } from "./runner";
 import { apiNotFound, registerSandboxApi } from "./sandbox-api";
 import { Sandboxes } from "./sandboxes";
@@ -66,6 +68,7 @@ export class SandboxEmulator extends DurableObject<Env> {
 
     const app = new Hono();
     registerControlRoutes(app, { store, runner: this.runner, streams });
+    registerHoldRoutes(app, { store, runner: this.runner });
     registerSandboxApi(app, { store, sandboxes, runner: this.runner, streams });
     app.notFound((c) => (c.req.path.startsWith("/v1/") ? apiNotFound(store, c) : controlNotFound(c)));
     this.app = app;

@@ -142,6 +142,17 @@ export class Runner {
     this.scripts.delete(exe.id);
   }
 
+  /** Whether a run is held after the frame it last sent, waiting for a release (holds.ts). */
+  held(exe: ExecutionRow): boolean {
+    return exe.status === "running" && exe.next_at === null && exe.waiting_for === null && this.script(exe)[exe.step - 1]?.hold === true;
+  }
+
+  /** A held run goes on: its next frame at once, the rest on its schedule from there. */
+  release(exe: ExecutionRow): void {
+    this.store.setProgress(exe.id, exe.step, Date.now());
+    this.schedule();
+  }
+
   /**
    * Stops a running execution: a cancelled status, a receipt with the text so far, and `done`
    * (in the run's terminal shape: `done-only` leaves the receipt out, `none` both).
@@ -246,6 +257,11 @@ export class Runner {
         const ask = frame.ask ?? { request: (frame.data as { request: Record<string, unknown> }).request, via: "interaction" as const };
         this.store.insertAsk(frame.waitFor, exe.id, exe.session_id, ask.request, ask.via);
         this.store.setProgress(exe.id, step, frame.timeoutMs ? now + frame.timeoutMs : null, frame.waitFor);
+        return;
+      }
+      if (frame.hold) {
+        // Held (holds.ts): no next frame until released.
+        this.store.setProgress(exe.id, step, null);
         return;
       }
       const next = script[step];

@@ -11,6 +11,8 @@ export interface ScriptFrame {
   /** The run stops after this frame until the named ask is answered (or expires after timeoutMs). */
   waitFor?: string;
   timeoutMs?: number;
+  /** The run stops after this frame until a control call releases it (the `[hold]` directive, holds.ts). */
+  hold?: boolean;
   /** The ask it waits for, as recorded: its request, and whether the answer route or only the plan routes decide it. */
   ask?: { request: Record<string, unknown>; via: "interaction" | "plan-route" };
 }

@@ -41,6 +41,8 @@ import type { ScriptFrame } from "./script-frame";
  *   [receipt-none]      the receipt carries no usage at all
  *   [step-partial]      the first step lacks its output count: no running total after it
  *   [bad-usage]         the first step has a negative count
+ * Tests:
+ *   [hold]      the run stops after its first step until a control call releases it (holds.ts)
  */
 
 export interface ScriptInput {
@@ -292,6 +294,7 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
   const cost1 = 0.0012;
   const cost2 = 0.0009;
   if (forwardsStepUsage) push(stepFinish(backend, `${exe}:step-finish-1`, step1, cost1));
+  if (hasDirective(message, "hold")) frames.push({ ...frames.pop()!, hold: true });
 
   if (hasDirective(message, "fail")) {
     // Fails after its first step: the usage observed so far is all there will be.

@@ -259,7 +259,8 @@ export class EmulatorStore {
    */
   ageSandbox(id: string, ms: number): void {
     this.sql.exec(
-      "UPDATE sandboxes SET created_at = created_at - ?, started_at = started_at - ?, last_activity_at = last_activity_at - ? WHERE id = ?",
+      "UPDATE sandboxes SET created_at = created_at - ?, started_at = started_at - ?, last_activity_at = last_activity_at - ?, ready_at = ready_at - ? WHERE id = ?",
+      ms,
       ms,
       ms,
       ms,

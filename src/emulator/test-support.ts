@@ -5,7 +5,7 @@
  */
 import { env } from "cloudflare:test";
 
-export const ORIGIN = "http://sandbox-emulator.local";
+const ORIGIN = "http://sandbox-emulator.local";
 const AUTH = { authorization: "Bearer emulator-test-key" };
 
 let counter = 0;

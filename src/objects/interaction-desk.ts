@@ -35,7 +35,11 @@ export interface InteractionDeskDeps {
   waitingChanged: () => void;
 }
 
-/** A keyed hash of an answer: tells the same answer from another without storing it. */
+/**
+ * A keyed hash of an answer: tells the same answer from another without storing it. An answer is
+ * its outcome and its data: the same outcome with other data is another answer
+ * (`already_resolved_different`; test/interactions.test.ts "the same outcome with other data").
+ */
 async function answerKey(secret: string, interactionId: string, outcome: string, data: Record<string, unknown> | undefined): Promise<string> {
   const key = await hmacKey(secret);
   const message = canonicalJson(stripUndefined({ kind: "interaction-answer/v1", interactionId, outcome, data }));

@@ -45,6 +45,18 @@ async function waitFor(check, what, timeoutMs = 20_000) {
   throw new Error(`timed out waiting for ${what}`);
 }
 
+/**
+ * Lets a run held by `[hold]` (the emulator stops it after its first step, README "The emulator's
+ * control routes") go on once it is held: a test holds a turn running while it does what must
+ * happen before the turn's end, instead of racing the emulator's clock.
+ */
+async function release(token, id, turnId) {
+  const executionId = await waitFor(async () => (await call("GET", `/v1/conversations/${id}/turns/${turnId}`, token)).body?.executionId, "the turn's run");
+  await waitFor(async () => (await call("GET", `/_emulator/executions/${executionId}/hold`)).body?.held, "the run's hold");
+  const released = await call("POST", `/_emulator/executions/${executionId}/release`, undefined, {});
+  assert.equal(released.status, 200, released.text);
+}
+
 /** The chat's messages as the gateway serves them for a reload, checked by the SDK's validator. */
 async function reloaded(token, id) {
   const res = await call("GET", `/v1/chat/${id}/messages`, token);
@@ -138,11 +150,15 @@ describe("POST /v1/chat with the SDK's chat client", () => {
     const id = unique("chat");
     const { chat, wire } = newChat(base(), token, id);
     wire.cutNextAfter(12);
-    await chat.sendMessage({ text: "[slow] take your time" });
+    // Held after its first step until the resumed stream is reading it: the resume finds it running.
+    await chat.sendMessage({ text: "[slow] take your time [hold]" });
     assert.ok(chat.messages.length >= 1);
     // A new page: no state but the chat id; resume: true calls the stream route.
     const again = newChat(base(), token, id, { messages: chat.messages.slice(0, 1) });
-    await again.chat.resumeStream();
+    const resuming = again.chat.resumeStream();
+    await waitFor(() => again.chat.status === "streaming", "the resumed stream");
+    await release(token, id, chat.messages[0].id);
+    await resuming;
     assert.equal(again.chat.status, "ready", String(again.chat.error));
     const turn = await call("GET", `/v1/conversations/${id}/turns/${chat.messages[0].id}`, token);
     assert.equal(turn.body.status, "completed");
@@ -327,7 +343,8 @@ describe("how turns end", () => {
     const token = await login(base(), unique("ai-user"));
     const id = unique("chat");
     const { chat, wire } = newChat(base(), token, id);
-    const sent = chat.sendMessage({ text: "[slow] a long one" });
+    // Held after its first step ([hold]): the cancel lands before its end.
+    const sent = chat.sendMessage({ text: "[slow] a long one [hold]" });
     await waitFor(() => chat.status === "streaming", "streaming");
     const cancel = await call("POST", `/v1/conversations/${id}/cancel`, token, { operationId: "stop-1", reason: "changed my mind" });
     assert.equal(cancel.status, 200, cancel.text);
@@ -476,11 +493,13 @@ describe("one conversation, two protocols", () => {
     const token = await login(base(), unique("ai-user"));
     const id = unique("chat");
     const first = newChat(base(), token, id);
-    const sent = first.chat.sendMessage({ text: "[slow] first" });
+    // Held after its first step ([hold]) until the second message was refused.
+    const sent = first.chat.sendMessage({ text: "[slow] first [hold]" });
     await waitFor(() => first.chat.status === "streaming", "streaming");
     const busy = await call("POST", "/v1/chat", token, { id, trigger: "submit-message", messages: [{ id: "other", role: "user", parts: [{ type: "text", text: "second" }] }] });
     assert.equal(busy.status, 409);
     assert.equal(busy.body.error.code, "session_busy");
+    await release(token, id, first.chat.messages[0].id);
     await sent;
   });
 });

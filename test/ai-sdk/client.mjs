@@ -23,7 +23,7 @@ class State {
   snapshot = (t) => structuredClone(t);
 }
 
-export class Chat extends AbstractChat {
+class Chat extends AbstractChat {
   constructor({ messages, ...options }) {
     super({ ...options, state: new State(messages) });
   }
@@ -56,7 +56,7 @@ export async function assertChunksValid(chunks) {
  * A fetch that records each response's request and its chunks (the body is read alongside the
  * SDK, tee'd), and can cut a streamed body after `cutAfter` chunks (a dropped connection).
  */
-export function recordingFetch() {
+function recordingFetch() {
   const exchanges = [];
   let cutAfter;
   const wrapped = async (url, init = {}) => {

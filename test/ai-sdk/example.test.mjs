@@ -11,9 +11,11 @@ before(async () => {
 });
 after(() => server?.stop());
 
-function runExample(args, input) {
+/** Runs the example with `args`; `env` instead of `--base` names the server when given. */
+function runExample(args, input, env = undefined) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["examples/ai-sdk-chat.mjs", "--base", server.base, ...args], { stdio: ["pipe", "pipe", "pipe"] });
+    const where = env ? [] : ["--base", server.base];
+    const child = spawn(process.execPath, ["examples/ai-sdk-chat.mjs", ...where, ...args], { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, BASE_URL: "", PORT: "", ...env } });
     let out = "";
     child.stdout.on("data", (d) => (out += d));
     child.stderr.on("data", (d) => (out += d));
@@ -39,4 +41,13 @@ it("the example chats, approves a permission typed in, and picks the chat up aga
   const again = await runExample(["--chat", chat, "--user", chat], "");
   assert.equal(again.code, 0, again.out);
   assert.match(again.out, new RegExp(`\\(chat ${chat}: 2 messages\\)`));
+});
+
+it("finds the server from the environment as npm start does: PORT, or BASE_URL", async () => {
+  for (const env of [{ PORT: String(server.port) }, { BASE_URL: server.base }]) {
+    const chat = `example-env-${Date.now().toString(36)}`;
+    const run = await runExample(["--chat", chat, "--user", chat], "hello\n", env);
+    assert.equal(run.code, 0, run.out);
+    assert.match(run.out, /\(completed; tokens in \d+, out \d+\)/);
+  }
 });

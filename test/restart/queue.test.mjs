@@ -30,7 +30,8 @@ it("killed with turns queued and restarted on the same PERSIST_TO: each queued t
   const token = await devLogin(server.base, "restart-user");
   const send = (turnId, message, extra = {}) => call("/v1/conversations/c1/turns", token, { method: "POST", body: JSON.stringify({ turnId, message, ...extra }) });
 
-  const first = await send("t1", "runs through the kill [slow]");
+  // Held after its first step ([hold]) until the restart: it is still running, the rest still queued, when the kill comes.
+  const first = await send("t1", "runs through the kill [slow] [hold]");
   assert.equal(first.status, 202, JSON.stringify(first.body));
   const queued = ["q1", "q2", "q3"];
   for (const [i, turnId] of queued.entries()) {
@@ -47,9 +48,17 @@ it("killed with turns queued and restarted on the same PERSIST_TO: each queued t
   await server.killed();
   server = await startDevServer({ persistTo, port: server.port });
 
-  // Nothing was lost: the summary still holds the queue (or it has moved on by now).
+  // Nothing was lost: the summary still holds the queue.
   const summary = await call("/v1/conversations/c1", token);
   assert.equal(summary.status, 200, JSON.stringify(summary.body));
+  assert.deepEqual(summary.body.queue.map((t) => t.turnId), queued);
+  // The held run goes on (the emulator's state survived the kill with the rest), once it is held.
+  for (let i = 0; !(await (await fetch(`${server.base}/_emulator/executions/${first.body.executionId}/hold`)).json()).held; i++) {
+    assert.ok(i < 600, "the first turn's run never reached its hold");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const released = await fetch(`${server.base}/_emulator/executions/${first.body.executionId}/release`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+  assert.equal(released.status, 200, await released.text());
   let turns = {};
   for (let i = 0; i < 1200; i++) {
     turns = Object.fromEntries(await Promise.all(["t1", ...queued].map(async (id) => [id, (await call(`/v1/conversations/c1/turns/${id}`, token)).body.status])));
@@ -70,6 +79,6 @@ it("killed with turns queued and restarted on the same PERSIST_TO: each queued t
   const messages = (await call("/v1/conversations/c1/messages", token)).body.messages;
   assert.deepEqual(
     messages.filter((m) => m.role === "user").map((m) => m.text),
-    ["runs through the kill [slow]", "queued 1", "queued 2", "queued 3"],
+    ["runs through the kill [slow] [hold]", "queued 1", "queued 2", "queued 3"],
   );
 });

@@ -11,7 +11,7 @@ describe("a turn stopped by a budget", () => {
     const { token, name, endpoint } = await subscribed(["turn.budget_stopped", "turn.cancelled", "turn.completed"]);
     const { cid } = await completedTurn(token, "first");
     const second = uid("turn");
-    expect((await json(await sendTurn(token, cid, second, "second [long]"))).turnId).toBe(second);
+    expect((await json(await sendTurn(token, cid, second, "second [hold]"))).turnId).toBe(second);
     expect(await waitForTurn(token, cid, second)).toMatchObject({ status: "cancelled", cancelReason: "budget_exceeded" });
     const received = await until("both deliveries", async () => {
       const all = await inbox(name);

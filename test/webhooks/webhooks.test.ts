@@ -326,6 +326,25 @@ describe("the signing secret", () => {
   });
 });
 
+describe("the signing secret's grace period", () => {
+  it("ends: once past it, the rotated-out secret no longer signs, and the endpoint no longer shows it", async () => {
+    const { token, name, endpoint } = await subscribed(["turn.completed"]);
+    const rotated = await json(await api(`/v1/webhooks/${endpoint.id}/rotate-secret`, { token, body: { graceSeconds: 1 } }));
+    const expires = Date.parse(rotated.previousSecretExpiresAt);
+    expect(expires).toBeGreaterThan(Date.now() - 1000);
+    // Past the grace period (no clock to move: its second is waited out).
+    while (Date.now() <= expires + 50) await new Promise((r) => setTimeout(r, 50));
+    expect((await json(await api(`/v1/webhooks/${endpoint.id}`, { token }))).previousSecretExpiresAt).toBeNull();
+    // The receiver still holds only the old secret: the delivery carries the new one's signature alone.
+    await completedTurn(token);
+    const [refused] = await until("the attempt", async () => ((await inbox(name)).length ? inbox(name) : undefined));
+    expect(refused!.verified).toBe(false);
+    expect(refused!.signature.split(" ")).toHaveLength(1);
+    await inbox(name, { secrets: [rotated.secret] });
+    await until("the delivery", async () => ((await inbox(name)).some((r) => r.verified) ? true : undefined));
+  });
+});
+
 describe("secrets at rest", () => {
   it("no row of the user's object holds a signing secret, current or previous, in clear", async () => {
     const { user, token, name, endpoint } = await subscribed(["turn.completed"]);
