@@ -1,4 +1,4 @@
-// The cost model (bench/README.md, "Cost"): what a month of the workload below costs on Durable
+// The cost model (bench/README.md#cost): what a month of the workload below costs on Durable
 // Objects, before and after the object stopped holding browsers' streams, computed from this run's
 // measured figures (the idle benchmark's eviction delay, the rows benchmark's rows per turn).
 // Per month, COST_USERS users each keep a tab open COST_TAB_HOURS a day and send COST_TURNS turns

@@ -30,7 +30,7 @@ const LOCAL_DEFAULTS = {
   AUTH_JWT_SECRET: "local-development-only-jwt-secret-0123456789",
   SESSION_ID_SECRET: "local-development-only-session-secret-0123456789",
 };
-/** The gateway's secrets (README, Configuration) read from the environment. */
+/** The gateway's secrets (docs/configuration.md#configuration) read from the environment. */
 const SECRET_NAMES = ["AUTH_JWT_SECRET", "SESSION_ID_SECRET", "TANGLE_API_KEY", "CLI_BRIDGE_TOKEN"];
 
 /**
