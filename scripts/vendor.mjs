@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Copies the chat page's libraries' browser builds from node_modules into public/vendor/, where
-// the page's import map (public/index.html) finds them. Run by wrangler before `wrangler dev` and
-// `wrangler deploy` ([build] in wrangler.toml), so `npm start`, the browser tests and a deploy all
-// serve the versions package-lock.json pins. The copies are generated: public/vendor/ is ignored.
+// the page's import map (public/index.html) finds them, and the API reference's renderer, which
+// public/docs.html loads. Run by wrangler before `wrangler dev` and `wrangler deploy` ([build] in
+// wrangler.toml), so `npm start`, the browser tests and a deploy all serve the versions
+// package-lock.json pins. The copies are generated: public/vendor/ is ignored.
 // Each library lives under a directory named by its version (`/vendor/marked-18.2.1/…`): a URL
 // there never changes content, so public/_headers lets browsers cache it for a year.
 // Then brings index.html up to date (below): the import map's URLs (their versions), the
@@ -27,6 +28,15 @@ const LIBRARIES = [
 ];
 
 /**
+ * The API reference's renderer (GET /docs, public/docs.html): Scalar's standalone browser build, one
+ * classic script that public/docs.html names by its versioned URL (rewritten here, as the import
+ * map's are). Its 20 MB source map stays behind: it would be the largest asset of a deploy.
+ */
+const RENDERERS = [
+  { dir: "scalar-api-reference", pkg: "@scalar/api-reference", file: "dist/browser/standalone.js", page: "docs.html" },
+];
+
+/**
  * Copies a file unless the target already holds the same bytes: a server already serving public/
  * (another `npm start`, a test suite's) never sees its assets rewritten under it.
  */
@@ -36,10 +46,9 @@ function copyIfChanged(source, target) {
 }
 
 mkdirSync(out, { recursive: true });
-/** import map specifier → the library's versioned URL */
-const urls = {};
 const keep = new Set();
-for (const { dir, pkg, file, specifier } of LIBRARIES) {
+/** Copies a package's file to /vendor/<dir>-<version>/<file name> and answers that URL. */
+function vendor({ dir, pkg, file }, { sourceMap }) {
   const source = join(root, "node_modules", pkg, file);
   const manifest = join(root, "node_modules", pkg, "package.json");
   if (!existsSync(source) || !existsSync(manifest)) {
@@ -52,8 +61,28 @@ for (const { dir, pkg, file, specifier } of LIBRARIES) {
   mkdirSync(join(out, versioned), { recursive: true });
   copyIfChanged(source, join(out, versioned, name));
   // The source map beside it, when the package ships one (devtools asks for it).
-  if (existsSync(`${source}.map`)) copyIfChanged(`${source}.map`, join(out, versioned, `${name}.map`));
-  urls[specifier] = `/vendor/${versioned}/${name}`;
+  if (sourceMap && existsSync(`${source}.map`)) copyIfChanged(`${source}.map`, join(out, versioned, `${name}.map`));
+  return `/vendor/${versioned}/${name}`;
+}
+/** import map specifier → the library's versioned URL */
+const urls = {};
+for (const library of LIBRARIES) urls[library.specifier] = vendor(library, { sourceMap: true });
+// Each renderer's page names its script by the versioned URL (`src="/vendor/<dir>-<any version>/<file name>"`).
+for (const renderer of RENDERERS) {
+  const url = vendor(renderer, { sourceMap: false });
+  const pagePath = join(root, "public", renderer.page);
+  const page = readFileSync(pagePath, "utf8");
+  const named = new RegExp(`src="/vendor/${renderer.dir}-[^/"]+/${url.split("/").pop().replace(/\./g, "\\.")}"`);
+  if (!named.test(page)) {
+    const wanted = `<script src="/vendor/${renderer.dir}-<version>/…">`;
+    console.error(`vendor: public/${renderer.page} has no ${wanted} to keep up to date`);
+    process.exit(1);
+  }
+  const updated = page.replace(named, `src="${url}"`);
+  if (updated !== page) {
+    writeFileSync(pagePath, updated);
+    console.log(`vendor: public/${renderer.page} now loads ${url} (commit it)`);
+  }
 }
 // Other versions' copies, and the unversioned copies of before, are not served any more.
 for (const entry of readdirSync(out)) if (!keep.has(entry)) rmSync(join(out, entry), { recursive: true, force: true });

@@ -129,6 +129,25 @@ describe("the OpenAPI document matches what the routes answer", () => {
     expect(turn.properties.startedAt).toMatchObject({ type: "string", description: expect.stringMatching(/queue/) });
   });
 
+  // The reference at /docs tries requests with both.
+  it("names this server as the relative `/`, and the bearer token where a route needs one", async () => {
+    const doc = await json(await api("/openapi.json"));
+    // Relative to where the document was read: `npm start` on any PORT, a deployment under any host.
+    expect(doc.servers).toEqual([{ url: "/", description: expect.any(String) }]);
+    for (const read of ["http://127.0.0.1:8787/openapi.json", "https://gateway.example/openapi.json"]) {
+      const tried = new URL(`${doc.servers[0].url.replace(/\/$/, "")}/healthz`, read);
+      expect(tried.href).toBe(new URL("/healthz", read).href);
+    }
+    expect(doc.components.securitySchemes.bearer).toMatchObject({
+      type: "http",
+      scheme: "bearer",
+      description: expect.stringContaining("/v1/dev/login"),
+    });
+    expect(doc.paths["/v1/conversations/{cid}/turns"].post.security).toEqual([{ bearer: [] }]);
+    expect(doc.paths["/healthz"].get).not.toHaveProperty("security");
+    expect(doc).not.toHaveProperty("security");
+  });
+
   it("the document names every component it refers to", async () => {
     const doc = await json(await api("/openapi.json"));
     const text = JSON.stringify(doc.paths);

@@ -5,6 +5,8 @@
  * declared once, beside its handler, and there is no second list of paths here. Components are
  * the Zod schemas with a `.meta({ id })`, converted by `z.toJSONSchema`; every other schema is
  * inlined. test/openapi.test.ts fails if the app serves a route the document does not name.
+ * `GET /docs` (public/docs.html, a static page) draws this document as a reference people can click,
+ * whose "try it" sends requests to this same origin (`servers`) with a pasted token (`bearer`).
  *
  * Why not @hono/zod-openapi (1.6.3, checked on Node 20 with hono 4.13 and zod 4.6, which it
  * supports): `openapi()` attaches @hono/zod-validator to every route whose body is a Zod schema,
@@ -107,6 +109,17 @@ function paths(mounts: readonly Mount[]): Record<string, Json> {
   return out;
 }
 
+/** A user's token (README "Configuration": AUTH_JWT_SECRET or AUTH_JWKS_URL; "Try it with curl": dev login). */
+const BEARER = {
+  type: "http",
+  scheme: "bearer",
+  bearerFormat: "JWT",
+  description:
+    "A user's token, sent as `Authorization: Bearer <token>`: a JWT whose `sub` is the user, signed with " +
+    "AUTH_JWT_SECRET or by the identity provider of AUTH_JWKS_URL. " +
+    "Locally (`npm start`), `POST /v1/dev/login` with `{ \"user\": \"ada\" }` answers one.",
+};
+
 let cached: Json | undefined;
 
 export function openApiDocument(version: string): Json {
@@ -115,7 +128,10 @@ export function openApiDocument(version: string): Json {
   cached = {
     openapi: "3.1.0",
     info: { title: "Agent chat gateway", version, description: "Durable conversations with coding agents, streamed as Server-Sent Events." },
-    components: { schemas: components.schemas, securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } } },
+    // Relative: the server is the origin the document was read from (`npm start` on any PORT, a
+    // deployment under any host), so the reference at /docs sends its "try it" requests there.
+    servers: [{ url: "/", description: "This gateway (the origin that served this document)" }],
+    components: { schemas: components.schemas, securitySchemes: { bearer: BEARER } },
     paths: paths([...MOUNTS, { prefix: "/", routes: documentRoutes }]),
   };
   return cached;

@@ -10,3 +10,4 @@ import "./connection.mjs";
 import "./sidebar.mjs";
 import "./markdown.mjs";
 import "./changes.mjs";
+import "./docs.mjs";

@@ -8,16 +8,22 @@
  */
 import { describe, expect, it } from "vitest";
 import headersFile from "../../public/_headers?raw";
+import docsHtml from "../../public/docs.html?raw";
 import html from "../../public/index.html?raw";
-import { cspDirectives, expectedCsp, expectedHeaders } from "./page-policy.mjs";
+import pkg from "../../package.json";
+import { cspDirectives, expectedCsp, expectedDocsCsp, expectedHeaders } from "./page-policy.mjs";
 
-/** The rules of _headers: path pattern → header name (lower case) → value. */
+/**
+ * The rules of _headers: path pattern → header name (lower case) → value. A `! Name` line (the rule
+ * drops the header a wider rule sets) is kept as `!name`.
+ */
 function rulesOf(text: string): Map<string, Map<string, string>> {
   const rules = new Map<string, Map<string, string>>();
   let current: Map<string, string> | undefined;
   for (const line of text.split("\n")) {
     if (!line.trim() || line.startsWith("#")) continue;
     if (!/^\s/.test(line)) rules.set(line.trim(), (current = new Map()));
+    else if (line.trim().startsWith("!")) current?.set(`!${line.trim().slice(1).trim().toLowerCase()}`, "");
     else {
       const at = line.indexOf(":");
       current?.set(line.slice(0, at).trim().toLowerCase(), line.slice(at + 1).trim());
@@ -57,7 +63,7 @@ describe("the chat page's security headers", () => {
   });
 
   it("cache only what is immutable by its URL: the versioned libraries for a year, nothing else past a revalidation", () => {
-    expect([...rules.keys()]).toEqual(["/*", "/vendor/*"]);
+    expect([...rules.keys()]).toEqual(["/*", "/vendor/*", "/docs"]);
     expect(rules.get("/vendor/*")).toEqual(new Map([["cache-control", "public, max-age=31536000, immutable"]]));
     // The page and its modules keep the platform's `max-age=0, must-revalidate`: no rule sets theirs.
     expect(rule.has("cache-control")).toBe(false);
@@ -73,5 +79,32 @@ describe("the chat page's security headers", () => {
     expect(tags.filter((t) => /\sstyle\s*=/i.test(t))).toEqual([]);
     expect(html).not.toMatch(/<style\b/i);
     expect(html).not.toMatch(/javascript:/i);
+  });
+});
+
+describe("the API reference's page (GET /docs)", () => {
+  const rules = rulesOf(headersFile);
+  const scripts = [...docsHtml.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)].map((m) => ({
+    attrs: m[1]!,
+    body: m[2]!,
+  }));
+
+  it("has a policy of its own instead of the page's, which allows inline style and nothing else more", () => {
+    const rule = rules.get("/docs") ?? new Map<string, string>();
+    // Dropped first: served beside the page's, the stricter policy would also be enforced.
+    expect(rule.has("!content-security-policy")).toBe(true);
+    expect(cspDirectives(rule.get("content-security-policy") ?? "")).toEqual(expectedDocsCsp());
+    // The page's other headers reach it from /*; the rule sets nothing else.
+    expect([...rule.keys()].sort()).toEqual(["!content-security-policy", "content-security-policy"]);
+  });
+
+  it("runs no inline script: its two scripts are our configuration and the renderer's pinned build", () => {
+    expect(scripts.map((s) => s.body.trim())).toEqual(["", ""]);
+    const sources = scripts.map((s) => /\bsrc="([^"]+)"/.exec(s.attrs)?.[1]);
+    // docs.js first: it configures what the renderer reads as it loads; both deferred, so in this order.
+    const pinned = pkg.dependencies["@scalar/api-reference"];
+    expect(sources).toEqual(["/docs.js", `/vendor/scalar-api-reference-${pinned}/standalone.js`]);
+    for (const s of scripts) expect(s.attrs).toMatch(/\bdefer\b/);
+    expect(docsHtml).not.toMatch(/\son[a-z]+\s*=|<style\b|\sstyle\s*=|javascript:/i);
   });
 });

@@ -1,6 +1,6 @@
-// The security headers the chat page is held to (issue 19): one list, read by the check of the
-// committed public/_headers (test/page/headers.test.ts) and by the browser suite's check of what
-// `wrangler dev` serves (test/e2e/security.mjs).
+// The security headers the chat page (issue 19) and the API reference (issue 37) are held to: one
+// list, read by the check of the committed public/_headers (test/page/headers.test.ts) and by the
+// browser suite's check of what `wrangler dev` serves (test/e2e/security.mjs, test/e2e/docs.mjs).
 
 /** CSP value → directive → its sources, as a plain object. */
 export const cspDirectives = (csp) => Object.fromEntries(csp.split(";").map((d) => d.trim().split(/\s+/)).map(([name, ...sources]) => [name, sources]));
@@ -19,6 +19,14 @@ export function expectedCsp(importMapHash) {
     "form-action": ["'self'"],
     "frame-ancestors": ["'none'"],
   };
+}
+
+/**
+ * The API reference's policy (GET /docs, public/docs.html): the page's, but for its two differences
+ * (public/_headers says why): no inline script at all, and inline style for its renderer.
+ */
+export function expectedDocsCsp() {
+  return { ...expectedCsp(undefined), "script-src": ["'self'"], "style-src": ["'self'", "'unsafe-inline'"] };
 }
 
 /** The other headers on every answer of the page and its files. */
