@@ -9,7 +9,7 @@
 const TEST = "\\.test\\.(ts|mjs)$";
 const HTTP = "^src/(http/|worker\\.ts$)";
 /** The Durable Object shells: their classes and the types they export for their RPC surface. */
-const OBJECT_SHELLS = "^src/objects/(session|user)\\.ts$";
+const OBJECT_SHELLS = "^src/(session/session|user/user)\\.ts$";
 
 /** @type {import("dependency-cruiser").IConfiguration} */
 module.exports = {
@@ -27,7 +27,7 @@ module.exports = {
       comment:
         "A provider knows the seam (src/providers/provider.ts, src/schemas/), never the session's modules: shared shapes go to the seam.",
       from: { path: "^src/providers/" },
-      to: { path: "^src/objects/" },
+      to: { path: "^src/(session|user)/" },
     },
     {
       name: "providers-not-http",
@@ -42,13 +42,13 @@ module.exports = {
       comment:
         "The Worker and its routes use the Durable Objects' public RPC surface (session.ts, user.ts and the types they export), not their store, runner, fold or other internals.",
       from: { path: HTTP },
-      to: { path: "^src/objects/", pathNot: OBJECT_SHELLS },
+      to: { path: "^src/(session|user)/", pathNot: OBJECT_SHELLS },
     },
     {
       name: "objects-not-http",
       severity: "error",
       comment: "The objects sit below the Worker: they answer RPC and never import its routes or HTTP errors (a test may pair them).",
-      from: { path: "^src/objects/", pathNot: TEST },
+      from: { path: "^src/(session|user)/", pathNot: TEST },
       to: { path: HTTP },
     },
     {

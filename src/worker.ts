@@ -13,8 +13,8 @@ import { ApiError } from "./http/errors";
 import { documentRoutes } from "./http/openapi";
 import { AUTHENTICATED_PREFIXES, MOUNTS } from "./http/routes";
 
-export { SessionObject } from "./objects/session";
-export { UserObject } from "./objects/user";
+export { SessionObject } from "./session/session";
+export { UserObject } from "./user/user";
 export { SandboxEmulator } from "./emulator/emulator";
 
 const app = new Hono<AppEnv>();

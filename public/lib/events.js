@@ -9,7 +9,7 @@
  */
 import { DELTA_EVENT } from "./frames.js";
 
-/** Events the gateway writes to a conversation's log itself (src/objects). */
+/** Events the gateway writes to a conversation's log itself (src/session). */
 export const GATEWAY_EVENT = Object.freeze({
   turnAccepted: "turn.accepted",
   turnCompleted: "turn.completed",

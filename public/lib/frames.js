@@ -2,7 +2,7 @@
 /**
  * The event stream's frames (docs/sse-protocol.md §11, "Lean delta frames"): how a log event goes
  * on the wire and how a reader gets the event back. One module for both sides: the session object
- * encodes with it (src/objects/subscriptions.ts), and every reader decodes with it — the chat page
+ * encodes with it (src/session/subscriptions.ts), and every reader decodes with it — the chat page
  * (lib/stream.js), the Worker's AI SDK stream (src/http/ui-stream.ts), the tests.
  *
  * Every event goes as a full frame — `event: <type>`, `data: <the envelope's JSON>` — except a

@@ -1,7 +1,7 @@
 // @ts-check
 /**
  * The answers an approval ask takes and what each one means: the one table that the server's
- * answer check (src/objects/answer-check.ts, which imports this module) and the chat
+ * answer check (src/session/answer-check.ts, which imports this module) and the chat
  * page's cards (public/views/ask.js) both read, so the page never offers what the server refuses.
  *
  * An approval ask (a permission or a plan) is answered in its own form: its `answerSpec` names

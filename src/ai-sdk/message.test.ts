@@ -4,8 +4,8 @@
  * the stream made.
  */
 import { describe, expect, it } from "vitest";
-import type { EventEnvelope, TurnRecord } from "../objects/session-store";
-import { turnParts } from "../objects/transcript";
+import type { EventEnvelope, TurnRecord } from "../session/store/store";
+import { turnParts } from "../session/transcript";
 import { uiMessages } from "./message";
 
 const AT = "2026-01-01T00:00:00.000Z";

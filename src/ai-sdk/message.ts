@@ -5,7 +5,7 @@
  * same message. Pure. The fold follows the SDK's own (`processUIMessageStream` in the `ai`
  * package) for the chunks the gateway sends; test/ai-sdk checks it against the SDK's reader.
  */
-import type { TranscriptTurn } from "../objects/transcript";
+import type { TranscriptTurn } from "../session/transcript";
 import type { EventEnvelope } from "../schemas/api";
 import { frameChunk, TurnChunks, TurnResponse, type UiChunk } from "./chunks";
 

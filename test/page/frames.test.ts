@@ -11,7 +11,7 @@ import { encodeSseFrame, SseParser } from "../../src/lib/sse";
 
 type Row = { seq: number; type: string; envelope: string };
 
-/** An envelope's text as the log writes it (src/objects/session-store.ts appendEvent: this key order). */
+/** An envelope's text as the log writes it (src/session/store/store.ts appendEvent: this key order). */
 function envelopeText(e: { seq: number; turnId: string | null; executionId: string | null; type: string; data: Record<string, unknown>; usage?: unknown; at: string }): string {
   return JSON.stringify({ seq: e.seq, turnId: e.turnId, executionId: e.executionId, type: e.type, data: e.data, ...(e.usage ? { usage: e.usage, usageMode: "cumulative" } : {}), at: e.at });
 }

@@ -11,7 +11,7 @@ import { z } from "zod";
 import { TurnResponse } from "../../ai-sdk/chunks";
 import { answerBody, ChatRequestBody, ChatRequestError, chatAction, editedTurnId, regeneratedTurnId, UiMessagesSchema, type AskShape, type ChatAction } from "../../ai-sdk/request";
 import type { RpcResult } from "../../errors";
-import type { ConversationSummary } from "../../objects/session";
+import type { ConversationSummary } from "../../session/session";
 import { ConversationId } from "../../schemas/common";
 import type { InteractionAcknowledgement } from "../../schemas/contracts";
 import { knownConversation, knownSession, limitedTurn, rateLimit, requireConversation, session, type AppEnv } from "../app-context";

@@ -1,0 +1,68 @@
+/**
+ * Turn identity and retry safety (the Sandbox sessions guide, "Retry a turn without running it twice"). Pure.
+ *
+ * Same turnId and same content: the cached result (200) or the running turn (202).
+ * Same turnId, other content: 409 turn_conflict. A new turn while another runs: 409 session_busy.
+ * A failed result is final: the same ids return the same outcome, never a second run.
+ */
+import { canonicalDigest, sha256Hex, stripUndefined } from "../lib/digest";
+import type { TurnView } from "../schemas/api";
+import { TERMINAL_TURN_STATUSES, type InteractionRecord, type TurnRecord, type TurnRequest } from "./store/store";
+import { waitingOf } from "./waiting";
+
+export type { TurnView };
+
+export type TurnDecision =
+  | { kind: "new" }
+  | { kind: "cached"; turn: TurnRecord }
+  | { kind: "in_progress"; turn: TurnRecord }
+  | { kind: "conflict"; turn: TurnRecord }
+  | { kind: "busy"; active: TurnRecord };
+
+export function decideTurn(existing: TurnRecord | null, active: TurnRecord | null, requestDigest: string): TurnDecision {
+  if (existing) {
+    if (existing.requestDigest !== requestDigest) return { kind: "conflict", turn: existing };
+    return TERMINAL_TURN_STATUSES.has(existing.status) ? { kind: "cached", turn: existing } : { kind: "in_progress", turn: existing };
+  }
+  if (active) return { kind: "busy", active };
+  return { kind: "new" };
+}
+
+/** The digest of what the client asked for; what makes "same content". */
+export function turnRequestDigest(request: TurnRequest): Promise<string> {
+  return canonicalDigest(stripUndefined(request));
+}
+
+/** A deterministic execution id for (session, turn): a retried dispatch names the same run. */
+export async function executionIdFor(sessionId: string, turnId: string): Promise<string> {
+  const hex = await sha256Hex(`execution/v1|${sessionId.length}:${sessionId}|${turnId.length}:${turnId}`);
+  return `exe_${hex.slice(0, 32)}`;
+}
+
+/**
+ * The public view of one turn (GET …/turns/:turnId, and the 200/202 answers of POST …/turns).
+ * `open` is the turn's outstanding asks, oldest first: what a running turn waits for. `turn` has
+ * its answer read back (./transcript.ts withAnswer) when its parts hold it.
+ */
+export function turnView(turn: TurnRecord, open: readonly InteractionRecord[]): TurnView {
+  return {
+    turnId: turn.turnId,
+    executionId: turn.executionId,
+    status: turn.status,
+    waitingFor: turn.status === "running" ? (waitingOf(open)?.waitingFor ?? null) : null,
+    message: turn.request.message,
+    parentTurnId: turn.parentTurnId,
+    branch: turn.branch,
+    ...(turn.request.model ? { model: turn.request.model } : {}),
+    // What served the turn is what the provider reported, never the model asked for.
+    servedModels: turn.usage?.servedModels ?? null,
+    ...(turn.resultText !== null ? { result: { text: turn.resultText } } : {}),
+    ...(turn.error ? { error: turn.error } : {}),
+    ...(turn.usage ? { usage: turn.usage } : {}),
+    ...(turn.status === "cancelled" && turn.cancelReason ? { cancelReason: turn.cancelReason } : {}),
+    ...(turn.acceptedSeq !== null ? { after: turn.acceptedSeq - 1 } : {}),
+    createdAt: new Date(turn.createdAt).toISOString(),
+    startedAt: new Date(turn.startedAt).toISOString(),
+    ...(turn.completedAt !== null ? { completedAt: new Date(turn.completedAt).toISOString() } : {}),
+  };
+}

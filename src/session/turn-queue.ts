@@ -1,0 +1,128 @@
+/**
+ * The queue of turns sent while another runs (issue 21, "A queue"). Pure: which send waits, which
+ * queued turn goes next and what it follows, and what a queued turn looks like to the API. Applied
+ * by ./queue-runner.ts.
+ *
+ * A send names how it wants a busy conversation handled: `refuse` (the default: 409
+ * `session_busy`) or `queue`. A queued turn has its own turn id: the same send again answers the
+ * same queued turn (an edit changes what it will send, not which send it was), the same id with
+ * other content is `turn_conflict`, and a queued turn that was removed or refused at its start is
+ * final, like a finished turn. While turns wait, the conversation is busy for a send that does not
+ * queue, even between two turns: nothing overtakes the queue.
+ *
+ * Queued turns start in order, one at a time, each when nothing is active. A queued turn continues
+ * the conversation after the turns before it: it follows the conversation's last turn when it
+ * starts (`follows`; with branches, the active branch's last turn).
+ */
+import type { TurnView } from "../schemas/api";
+import type { QueuedTurn, TurnRecord, TurnStatus } from "./store/store";
+
+export type WhenBusy = "refuse" | "queue";
+
+export type SendDecision =
+  /** To the dispatcher: a known turn (cached, in progress, conflict), a new turn with nothing active, or one it refuses as busy. */
+  | { kind: "dispatch" }
+  /** A new turn that waits in the queue. */
+  | { kind: "enqueue" }
+  /** The same send again: the same queued turn (`ended`: removed or refused before it started, which is final). */
+  | { kind: "queued"; entry: QueuedTurn; ended: boolean }
+  | { kind: "conflict"; entry: QueuedTurn }
+  /** Turns wait, and this send does not queue: nothing overtakes them. */
+  | { kind: "busy"; next: QueuedTurn }
+  /** The queue holds `limit` turns already. */
+  | { kind: "full"; limit: number };
+
+export interface SendInput {
+  /** Whether the conversation holds a turn record under this id (sent, started from the queue). */
+  known: boolean;
+  /** The queue's record of this turn id, if it was ever queued. */
+  entry: QueuedTurn | null;
+  active: TurnRecord | null;
+  /** The turns that wait, in order. */
+  waiting: readonly QueuedTurn[];
+  whenBusy: WhenBusy;
+  limit: number;
+  requestDigest: string;
+}
+
+/** What a send does, with the queue in view. */
+export function decideSend(input: SendInput): SendDecision {
+  const { entry } = input;
+  if (input.known || entry?.state === "started") return { kind: "dispatch" };
+  if (entry) {
+    if (entry.requestDigest !== input.requestDigest) return { kind: "conflict", entry };
+    return { kind: "queued", entry, ended: entry.state === "removed" || entry.state === "refused" };
+  }
+  const next = input.waiting[0];
+  if (!input.active && !next) return { kind: "dispatch" };
+  if (input.whenBusy === "queue") return input.waiting.length >= input.limit ? { kind: "full", limit: input.limit } : { kind: "enqueue" };
+  // A running turn is the dispatcher's to refuse (session_busy naming it).
+  return input.active || !next ? { kind: "dispatch" } : { kind: "busy", next };
+}
+
+export type QueueStep =
+  /** Nothing waits. */
+  | { kind: "idle" }
+  /** A turn is active, or the next one is being dispatched: its end moves the queue. */
+  | { kind: "wait" }
+  /** Record the next turn pending and dispatch it, after `follows` (null: the conversation's first turn). */
+  | { kind: "start"; entry: QueuedTurn; follows: string | null }
+  /** Recorded pending, but nothing dispatches it here (this instance is new): dispatch it again (the execution id names the same run). */
+  | { kind: "redispatch"; entry: QueuedTurn }
+  /** Its turn was dispatched (it runs, or ended): the queue's record says so, and the next is looked at. */
+  | { kind: "started"; entry: QueuedTurn };
+
+export interface StepInput {
+  waiting: readonly QueuedTurn[];
+  active: TurnRecord | null;
+  /** The conversation's last turn, which a turn started now follows. */
+  lastTurnId: string | null;
+  /** The status of a turn's record, null when there is none. */
+  statusOf(turnId: string): TurnStatus | null;
+  /** Whether a dispatch of this turn is under way in this instance. */
+  dispatching(turnId: string): boolean;
+}
+
+/**
+ * What the queue does next. The same answer from the end of a turn, the alarm and a new instance
+ * (each asks after anything changed), so each queued turn is dispatched once: a turn is recorded
+ * pending before its dispatch, and one recorded pending that nothing here dispatches is dispatched
+ * again under the same execution id, never as a second turn.
+ */
+export function nextStep(input: StepInput): QueueStep {
+  const next = input.waiting[0];
+  if (!next) return { kind: "idle" };
+  if (next.state === "starting") {
+    const status = input.statusOf(next.turnId);
+    if (status === "pending") return input.dispatching(next.turnId) ? { kind: "wait" } : { kind: "redispatch", entry: next };
+    if (status !== null) return { kind: "started", entry: next };
+    // Its pending record was forgotten (a dispatch that never finished): it starts again.
+  }
+  if (input.active) return { kind: "wait" };
+  return { kind: "start", entry: next, follows: input.lastTurnId };
+}
+
+/** How a queued turn that did not start reads: a removed one as cancelled, a refused one as failed. */
+const ENDED_STATUS = { removed: "cancelled", refused: "failed" } as const;
+
+/**
+ * The public view of a turn the queue holds (GET …/turns/:turnId, the answer of a queued send, the
+ * summary's `queue`): `queued` with its place (1: next), or how it ended before it started.
+ */
+export function queuedView(entry: QueuedTurn, place: number | null): TurnView {
+  const ended = entry.state === "removed" || entry.state === "refused" ? ENDED_STATUS[entry.state] : null;
+  return {
+    turnId: entry.turnId,
+    executionId: entry.executionId,
+    status: ended ?? "queued",
+    waitingFor: null,
+    message: entry.request.message,
+    ...(entry.request.model ? { model: entry.request.model } : {}),
+    servedModels: null,
+    ...(ended === "failed" && entry.error ? { error: entry.error } : {}),
+    ...(ended === "cancelled" && entry.error ? { cancelReason: entry.error.message } : {}),
+    ...(ended === null && place !== null ? { queuePosition: place } : {}),
+    createdAt: new Date(entry.createdAt).toISOString(),
+    ...(ended ? { completedAt: new Date(entry.updatedAt).toISOString() } : {}),
+  };
+}
