@@ -150,8 +150,8 @@ const MUTANTS = [
   { id: "webhooks.rotated-secret-signs-forever", file: "src/user/webhook-desk.ts", tests: ["test/webhooks/webhooks.test.ts"], why: "a rotated-out signing secret keeps signing deliveries after its grace period",
     find: "const previousLive = endpoint.previous_secret !== null && endpoint.previous_expires_at !== null && endpoint.previous_expires_at > startedAt;", replace: "const previousLive = endpoint.previous_secret !== null;" },
 
-  // ---- account deletion (src/user/user.ts)
-  { id: "deletion.spend-kept", file: "src/user/user.ts", tests: ["test/budget.test.ts"], why: "a deleted account's spend is kept: the same user signing in again starts with the old spend against the budget",
+  // ---- account deletion (src/user/store.ts)
+  { id: "deletion.spend-kept", file: "src/user/store.ts", tests: ["test/budget.test.ts"], why: "a deleted account's spend is kept: the same user signing in again starts with the old spend against the budget",
     find: "\"incarnations\", \"deleted_spend\", ", replace: "\"incarnations\", " },
 
   // ---- auth (src/auth/tokens.ts, the stream-token check in src/http/app-context.ts)

@@ -22,7 +22,7 @@ import { SubscriptionSockets } from "./subscriptions";
 import type { TurnView } from "./turn-cache";
 import type { WhenBusy } from "./turn-queue";
 import { TurnRunner, type SubmitOutcome } from "./turn-runner";
-import type { ConversationEntry } from "../user/user";
+import type { ConversationEntry } from "../schemas/api";
 import { HANDOFF_RETRY_MS, WebhookHandoff } from "./webhook-handoff";
 import { chatMessagesOf, chatReplayOf, messagesOf, summaryOf, turnOf, usageOf, type ConversationMessages, type ConversationSummary, type ConversationUsage } from "./views";
 

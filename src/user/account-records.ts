@@ -3,7 +3,7 @@
  * sandbox's life"): what the gateway did to the user's environment (a bounded log, newest kept),
  * the durable deletion record whose step says where a deletion resumes, and the conversations the
  * live account admitted (the deletion's fence, below). The tables are made by the user object's
- * migration (v6, v10).
+ * migration (./schema.ts, v6 and v10).
  *
  * The fence (README "Deleting an account"): a request belongs to the account its token was issued
  * for (`gate`), and it is checked again where it writes, not only at the door: every turn sent
@@ -25,21 +25,6 @@ const ACTIONS_KEPT = 50;
  * passes for a later one.
  */
 const FRESH_TOKEN_AFTER_MS = 60_000;
-
-export const ACCOUNT_TABLES_V6 = [
-  "CREATE TABLE IF NOT EXISTS environment_actions (seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, action TEXT NOT NULL, environment_id TEXT NOT NULL, detail TEXT)",
-  `CREATE TABLE IF NOT EXISTS account_deletion (
-     id INTEGER PRIMARY KEY CHECK (id = 1), user_id TEXT, began_at INTEGER NOT NULL, step TEXT NOT NULL,
-     conversations_deleted INTEGER NOT NULL DEFAULT 0, last_error TEXT, finished_at INTEGER
-   )`,
-];
-
-/** v10: the conversations the live account admitted (each with its session bound, its first turn under way or done). */
-export const ACCOUNT_TABLES_V10 = [
-  "CREATE TABLE IF NOT EXISTS admissions (conversation_id TEXT PRIMARY KEY)",
-  // Every conversation listed before was admitted.
-  "INSERT OR IGNORE INTO admissions (conversation_id) SELECT conversation_id FROM conversations",
-];
 
 interface DeletionRow extends Record<string, SqlStorageValue> {
   user_id: string | null;

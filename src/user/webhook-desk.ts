@@ -11,8 +11,10 @@
  *  - after an attempt: delivered, given up (a 410, or no retry left before the give-up time:
  *    ../webhooks/backoff.ts), or due again at its backoff time.
  * An endpoint receives only events that happened after it was created. The signing, target
- * checks, backoff and payload are the pure modules of ../webhooks/.
+ * checks, backoff and payload are the pure modules of ../webhooks/. Its tables are made by the user
+ * object's migration (./schema.ts, v8).
  */
+import type { Config } from "../config";
 import { ROTATION_GRACE_DEFAULT_SECONDS, type WebhookDeliveryView, type WebhookEndpointView, type WebhookEvent, type WebhookEventType } from "../schemas/webhooks";
 import { planRetry, type RetryPolicy } from "../webhooks/backoff";
 import { payloadOf } from "../webhooks/payload";
@@ -38,6 +40,18 @@ export interface WebhookSettings extends RetryPolicy {
   timeoutMs: number;
   /** The key that seals signing secrets at rest (the server's SESSION_ID_SECRET). */
   sealingSecret: string;
+}
+
+/** The deployment's webhook settings (README "Configuration"). */
+export function webhookSettings(config: Config): WebhookSettings {
+  return {
+    local: config.local,
+    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    baseDelayMs: config.WEBHOOK_RETRY_BASE_MS,
+    maxDelayMs: config.WEBHOOK_RETRY_MAX_DELAY_MS,
+    giveUpAfterMs: config.WEBHOOK_GIVE_UP_AFTER_MS,
+    sealingSecret: config.SESSION_ID_SECRET,
+  };
 }
 
 export interface WebhookDeskDeps {
@@ -79,21 +93,6 @@ interface DeliveryRow extends Record<string, SqlStorageValue> {
   last_status: number | null;
   last_error: string | null;
 }
-
-/** The tables, created by the user object's migration (schema 6). */
-export const WEBHOOK_TABLES_SQL = `
-  CREATE TABLE IF NOT EXISTS webhook_endpoints (
-    id TEXT PRIMARY KEY, url TEXT NOT NULL, events TEXT NOT NULL, description TEXT, link_origin TEXT NOT NULL,
-    secret TEXT NOT NULL, previous_secret TEXT, previous_expires_at INTEGER, secret_rotated_at INTEGER, created_at INTEGER NOT NULL
-  ) WITHOUT ROWID;
-  CREATE TABLE IF NOT EXISTS webhook_deliveries (
-    webhook_id TEXT PRIMARY KEY, endpoint_id TEXT NOT NULL, event_key TEXT NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL,
-    status TEXT NOT NULL, attempts INTEGER NOT NULL, created_at INTEGER NOT NULL, last_attempt_at INTEGER, next_attempt_at INTEGER,
-    delivered_at INTEGER, given_up_at INTEGER, last_status INTEGER, last_error TEXT,
-    UNIQUE (endpoint_id, event_key)
-  ) WITHOUT ROWID;
-  CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
-`;
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
