@@ -64,8 +64,8 @@ const MUTANTS = [
   { id: "fanout.pushed-to-replaying", file: "src/session/subscriptions.ts", tests: T.fanout, why: "live events are pushed to subscriptions still replaying: they get them twice",
     find: "if (!state?.live) continue;", replace: "if (!state) continue;" },
 
-  // ---- the log's paging (src/session/store/store.ts)
-  { id: "store.inclusive-page", file: "src/session/store/store.ts", tests: T.store, why: "a page starts at the cursor, not after it (the 14-minute hang of issue 10)",
+  // ---- the log's paging (src/session/store/log.ts)
+  { id: "store.inclusive-page", file: "src/session/store/log.ts", tests: T.store, why: "a page starts at the cursor, not after it (the 14-minute hang of issue 10)",
     find: "FROM events WHERE seq > ? ORDER BY seq LIMIT ?", replace: "FROM events WHERE seq >= ? ORDER BY seq LIMIT ?" },
 
   // ---- the turn tree (src/session/turn-tree.ts)

@@ -2,7 +2,7 @@ import { env, SELF } from "cloudflare:test";
 import { SignJWT } from "jose";
 import { frameDecoder } from "../public/lib/frames.js";
 import { readSseFrames, type SseFrame } from "../src/lib/sse";
-import type { EventEnvelope } from "../src/session/store/store";
+import type { EventEnvelope } from "../src/session/store/records";
 import { ProviderError } from "../src/providers/errors";
 
 export const BASE = "http://127.0.0.1:8787";

@@ -4,7 +4,7 @@
  * the stream made.
  */
 import { describe, expect, it } from "vitest";
-import type { EventEnvelope, TurnRecord } from "../session/store/store";
+import type { EventEnvelope, TurnRecord } from "../session/store/records";
 import { turnParts } from "../session/transcript";
 import { uiMessages } from "./message";
 

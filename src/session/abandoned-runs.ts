@@ -16,7 +16,8 @@
 import type { AgentProvider, ProviderResult } from "../providers/provider";
 import type { AgentExactRunControlRef } from "../schemas/contracts";
 import type { EventLog } from "./event-log";
-import type { SessionStore, TurnRecord } from "./store/store";
+import type { TurnRecord } from "./store/records";
+import type { SessionStore } from "./store/store";
 import { recordResultUsage, type BudgetReading } from "./turn-usage";
 
 /** How long a run is followed after its turn ended here, at most. */

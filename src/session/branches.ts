@@ -8,8 +8,9 @@ import { Refusal } from "../errors";
 import type { BranchView } from "../schemas/api";
 import type { AgentExactRunControlRef } from "../schemas/contracts";
 import type { EventLog } from "./event-log";
+import type { TreeTurn } from "./store/records";
 import type { SessionStore } from "./store/store";
-import { branchIds, branchThrough, pathOf, tipOf, type TreeTurn } from "./turn-tree";
+import { branchIds, branchThrough, pathOf, tipOf } from "./turn-tree";
 
 /** The agent session id of a new branch. */
 export function branchSessionId(base: string, branch: number): string {

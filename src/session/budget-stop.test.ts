@@ -3,7 +3,8 @@ import { Refusal } from "../errors";
 import { BudgetStop, budgetRefusal } from "./budget-stop";
 import type { BudgetState, Spend } from "../usage/budgets";
 import { EventLog } from "./event-log";
-import type { NewEvent, SessionStore, TurnRecord } from "./store/store";
+import type { NewEvent, TurnRecord } from "./store/records";
+import type { SessionStore } from "./store/store";
 import { emptyExecutionUsage, foldReceipt, type ExecutionUsageState } from "../usage/usage-fold";
 
 const budget = (over: Partial<BudgetState> = {}): BudgetState => ({ scope: "conversation", tokens: 100, used: 120, complete: true, provenance: "measured", exceeded: true, ...over });

@@ -11,7 +11,8 @@ import { Refusal } from "../errors";
 import type { AgentProvider } from "../providers/provider";
 import { tightestBudget, type BudgetState, type Spend } from "../usage/budgets";
 import type { EventLog } from "./event-log";
-import type { SessionContext, SessionStore } from "./store/store";
+import type { SessionContext } from "./store/records";
+import type { SessionStore } from "./store/store";
 import { conversationTotal } from "./turn-usage";
 
 /** How a budget's spend is described after its figure. */

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { encodeEvent, frameDecoder } from "../../public/lib/frames.js";
 import { applyRuns, planCompaction } from "./compaction";
 import { applyPartUpdate } from "./part-text";
-import type { EventEnvelope } from "./store/store";
+import type { EventEnvelope } from "./store/records";
 import { turnParts } from "./transcript";
 
 const T0 = Date.parse("2026-01-01T00:00:00.000Z");

@@ -19,7 +19,7 @@
  * so planning it again answers nothing.
  */
 import { applyPartUpdate, STREAMED_TYPES } from "./part-text";
-import type { EventEnvelope } from "./store/store";
+import type { EventEnvelope } from "./store/records";
 import { messageText, turnParts } from "./transcript";
 
 /** One replacement: the events at seqs `fromSeq`..`toSeq` (inclusive) become `envelope`, stored at `toSeq`. */

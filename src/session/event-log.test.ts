@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { EventLog } from "./event-log";
-import type { EventRow, NewEvent } from "./store/store";
+import type { EventRow, NewEvent } from "./store/records";
 
 function harness() {
   const stored: EventRow[] = [];

@@ -16,7 +16,8 @@
  * every commit before the commit's own rows, so the log's order is the order viewers saw; what a
  * crash takes of the tail is read again from upstream, and comes back within the part's whole text.
  */
-import type { EventRow, NewEvent, SessionStore } from "./store/store";
+import type { EventRow, NewEvent } from "./store/records";
+import type { SessionStore } from "./store/store";
 
 export interface Appender {
   append(event: NewEvent): EventRow;

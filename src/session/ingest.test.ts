@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ProviderEvent } from "../providers/provider";
-import type { InteractionStatus, TurnStatus } from "./store/store";
+import type { InteractionStatus, TurnStatus } from "./store/records";
 import { eventBytes, holdableUpdate, ingestStep, type IngestState } from "./ingest";
 import { emptyExecutionUsage, foldReceipt } from "../usage/usage-fold";
 

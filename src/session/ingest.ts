@@ -8,7 +8,8 @@ import type { InteractionRequest } from "../schemas/contracts";
 import type { TokenUsage } from "../schemas/common";
 import type { ProviderEvent, RunError, ShownEvent, TerminalStatus } from "../providers/provider";
 import { TAIL_MAX_BYTES, updateBytes } from "./store/held-tail";
-import { isNumericUpstreamId, type InteractionStatus, type TurnStatus } from "./store/store";
+import { isNumericUpstreamId } from "./store/log";
+import type { InteractionStatus, TurnStatus } from "./store/records";
 import { compactPart, STREAMED_TYPES } from "./part-text";
 import { foldReceipt, foldUsage, toTokenUsage, type ExecutionUsageState } from "../usage/usage-fold";
 

@@ -14,7 +14,8 @@ import type { Appender, EventLog } from "./event-log";
 import { answerProblems, approvalOf, type Outcome } from "./answer-check";
 import { priorOperation } from "./operations";
 import { providerRefusal } from "../providers/refusal";
-import type { InteractionRecord, InteractionStatus, SessionContext, SessionStore } from "./store/store";
+import type { InteractionRecord, InteractionStatus, SessionContext } from "./store/records";
+import type { SessionStore } from "./store/store";
 import { sameWaiting, waitingOf, type Waiting } from "./waiting";
 
 export interface AnswerCommand {

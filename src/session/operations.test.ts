@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { CancellationAcknowledgement, InteractionAcknowledgement } from "../schemas/contracts";
 import { priorOperation } from "./operations";
-import type { StoredOperation } from "./store/store";
+import type { StoredOperation } from "./store/records";
 
 const digest = (c: string) => `sha256:${c.repeat(64)}` as const;
 const run = { runId: "run-1", provider: "tangle", environmentId: "env-1", sessionId: "s-1", executionId: "x-1", requestDigest: digest("a") };

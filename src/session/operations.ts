@@ -6,7 +6,7 @@
  * answer cannot drift apart; each caller shapes its own replay and conflict acknowledgements.
  * Pure: the caller reads the record and writes the new one.
  */
-import type { StoredOperation } from "./store/store";
+import type { StoredOperation } from "./store/records";
 
 type AckOf<K extends StoredOperation["kind"]> = Extract<StoredOperation, { kind: K }>["ack"];
 

@@ -13,7 +13,8 @@
 import type { AgentProvider } from "../providers/provider";
 import type { AgentExactRunControlRef } from "../schemas/contracts";
 import type { EventLog } from "./event-log";
-import { TERMINAL_TURN_STATUSES, type SessionStore } from "./store/store";
+import { TERMINAL_TURN_STATUSES } from "./store/records";
+import type { SessionStore } from "./store/store";
 
 /** After a release upstream did not answer, the alarm tries again this much later. */
 const RETRY_MS = 60_000;

@@ -23,7 +23,8 @@ import { z } from "zod";
 import { DELTA_EVENT, encodeEvent, type Envelope } from "../../public/lib/frames.js";
 import { encodeSseFrame, encodeSseRetry } from "../lib/sse";
 import { CLOSE_PROTOCOL, EVENTS, LIVE, LIVE_MESSAGE_BYTES, PAGE, PullMessage, SUBSCRIBE_PATH, wireMessage, wireMessageOf } from "../lib/subscription-wire";
-import type { EventRow, SessionStore } from "./store/store";
+import type { EventRow } from "./store/records";
+import type { SessionStore } from "./store/store";
 import { pathOf } from "./turn-tree";
 
 const SubscriptionState = z.strictObject({

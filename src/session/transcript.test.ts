@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { InteractionRequest } from "../schemas/contracts";
-import type { EventEnvelope, InteractionRecord, TurnRecord } from "./store/store";
+import type { EventEnvelope, InteractionRecord, TurnRecord } from "./store/records";
 import { buildTranscript } from "./transcript";
 
 const T0 = Date.parse("2026-01-01T00:00:00.000Z");

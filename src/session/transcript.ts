@@ -10,7 +10,8 @@
  */
 import type { TranscriptMessage } from "../schemas/api";
 import { applyPartUpdate } from "./part-text";
-import type { EventEnvelope, InteractionRecord, SessionStore, TranscriptPart, TurnRecord } from "./store/store";
+import type { EventEnvelope, InteractionRecord, TranscriptPart, TurnRecord } from "./store/records";
+import type { SessionStore } from "./store/store";
 
 type InteractionPart = Extract<TranscriptPart, { type: "interaction" }>;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { TurnRecord } from "./store/store";
+import type { TurnRecord } from "./store/records";
 import { decideTurn, executionIdFor, turnRequestDigest } from "./turn-cache";
 
 const turn = (status: TurnRecord["status"], requestDigest = "d1"): TurnRecord => ({

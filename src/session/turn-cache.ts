@@ -7,7 +7,7 @@
  */
 import { canonicalDigest, sha256Hex, stripUndefined } from "../lib/digest";
 import type { TurnView } from "../schemas/api";
-import { TERMINAL_TURN_STATUSES, type InteractionRecord, type TurnRecord, type TurnRequest } from "./store/store";
+import { TERMINAL_TURN_STATUSES, type InteractionRecord, type TurnRecord, type TurnRequest } from "./store/records";
 import { waitingOf } from "./waiting";
 
 export type { TurnView };

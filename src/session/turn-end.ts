@@ -24,7 +24,8 @@ import type { Appender, EventLog } from "./event-log";
 import type { InteractionDesk } from "./interaction-desk";
 import { mayRepeatAnswer, planCompaction } from "./compaction";
 import { messageText, turnParts } from "./transcript";
-import { TERMINAL_TURN_STATUSES, type SessionStore, type TurnError, type TurnRecord } from "./store/store";
+import { TERMINAL_TURN_STATUSES, type TurnError, type TurnRecord } from "./store/records";
+import type { SessionStore } from "./store/store";
 import { alarmWanted, type AbandonedRuns } from "./abandoned-runs";
 import { recordResultUsage, type BudgetReading } from "./turn-usage";
 

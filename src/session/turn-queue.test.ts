@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { QueuedTurn, TurnRecord, TurnStatus } from "./store/store";
+import type { QueuedTurn, TurnRecord, TurnStatus } from "./store/records";
 import { decideSend, nextStep, queuedView, type SendInput } from "./turn-queue";
 
 const entry = (turnId: string, state: QueuedTurn["state"] = "queued", position = 1, digest = `d-${turnId}`): QueuedTurn => ({

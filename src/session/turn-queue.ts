@@ -15,7 +15,7 @@
  * starts (`follows`; with branches, the active branch's last turn).
  */
 import type { TurnView } from "../schemas/api";
-import type { QueuedTurn, TurnRecord, TurnStatus } from "./store/store";
+import type { QueuedTurn, TurnRecord, TurnStatus } from "./store/records";
 
 export type WhenBusy = "refuse" | "queue";
 

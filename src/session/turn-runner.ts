@@ -21,13 +21,13 @@ import type { Config } from "../config";
 import { Refusal } from "../errors";
 import { canonicalDigest, stripUndefined } from "../lib/digest";
 import { ProviderError } from "../providers/errors";
-import type { AgentProvider, EnvironmentRecord } from "../providers/provider";
-import type { TotalView, WaitingFor } from "../schemas/api";
+import type { AgentProvider } from "../providers/provider";
+import type { TotalView } from "../schemas/api";
 import type { CancellationAcknowledgement } from "../schemas/contracts";
 import { AbandonedRuns } from "./abandoned-runs";
 import { activeBranch, agentSessions } from "./branches";
 import { BudgetStop } from "./budget-stop";
-import { budgetUsage, type BudgetState, type Spend } from "../usage/budgets";
+import { budgetUsage, type BudgetState } from "../usage/budgets";
 import { Dispatcher } from "./dispatch";
 import type { EventLog } from "./event-log";
 import type { InteractionDesk } from "./interaction-desk";
@@ -35,11 +35,13 @@ import { priorOperation } from "./operations";
 import { providerRefusal } from "../providers/refusal";
 import { QueueRunner, type QueueOutcome } from "./queue-runner";
 import { SessionRelease } from "./session-release";
-import type { SessionContext, SessionStore, TurnRequest } from "./store/store";
+import type { SessionContext, TurnRequest } from "./store/records";
+import type { SessionStore } from "./store/store";
 import { TurnEnd } from "./turn-end";
 import type { WhenBusy } from "./turn-queue";
 import { conversationTotal } from "./turn-usage";
 import { UpstreamReader } from "./upstream-reader";
+import type { UserLink } from "./user-link";
 import { waitingOf } from "./waiting";
 
 export type { QueueOutcome as SubmitOutcome } from "./queue-runner";
@@ -53,12 +55,8 @@ export interface TurnRunnerDeps {
   provider: () => AgentProvider;
   config: () => Config;
   alarms: { set(atMs: number): Promise<void>; clear(): Promise<void> };
-  /** The user's ready environment; `staleEnvironmentId` says that one was found unusable, `claimMissing` that its claims fell short. */
-  environment(context: SessionContext, staleEnvironmentId?: string, claimMissing?: boolean): Promise<EnvironmentRecord>;
-  /** Tokens the user spent in their other conversations. */
-  usageElsewhere(context: SessionContext): Promise<Spend>;
-  /** Updates the user's conversation list. */
-  touchIndex(context: SessionContext, entry: { title: string; state: "idle" | "running"; waitingFor: WaitingFor | null; branch: number; lastEventId: number; usage: Spend }): Promise<void>;
+  /** The user's object: its environment, its spend elsewhere, its conversation list (./user-link.ts). */
+  user: Pick<UserLink, "environment" | "usageElsewhere" | "touchIndex">;
   /** Resolves once every write committed so far is durable (ctx.storage.sync()): the upstream reader's batches wait on it. */
   durable(): Promise<void>;
 }
@@ -77,7 +75,7 @@ export class TurnRunner {
     // The budget is read when usage is reported (the budgets are made next; read only later).
     const budget = () => this.budgets.budget();
     this.abandoned = new AbandonedRuns({ store, log, provider, budget });
-    this.budgets = new BudgetStop({ store, log, provider, config, usageElsewhere: (context) => deps.usageElsewhere(context) });
+    this.budgets = new BudgetStop({ store, log, provider, config, usageElsewhere: (context) => deps.user.usageElsewhere(context) });
     this.end = new TurnEnd({
       store,
       log,
@@ -108,7 +106,7 @@ export class TurnRunner {
       log,
       provider,
       alarms,
-      environment: (context, stale, claimMissing) => deps.environment(context, stale, claimMissing),
+      environment: (context, stale, claimMissing) => deps.user.environment(context, stale, claimMissing),
       budgets: this.budgets,
       abandoned: this.abandoned,
       startReader: () => this.reader.ensure(),
@@ -268,7 +266,7 @@ export class TurnRunner {
     // Only a conversation that still exists here is listed (a delete may have just removed it).
     if (!context || !this.deps.bound()) return;
     const active = state === "running" ? this.store.activeTurn() : null;
-    await this.deps.touchIndex(context, {
+    await this.deps.user.touchIndex(context, {
       title: this.store.getMeta("title") ?? context.conversationId,
       state,
       waitingFor: active?.status === "running" ? (waitingOf(this.store.outstandingOfTurn(active.turnId))?.waitingFor ?? null) : null,

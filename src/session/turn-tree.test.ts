@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { TurnRecord } from "./store/store";
+import type { BranchRecord, TreeTurn, TurnRecord } from "./store/records";
 import { buildTranscript } from "./transcript";
-import { branchThrough, pathOf, place, siblingsOf, tipOf, type BranchRecord, type TreeTurn } from "./turn-tree";
+import { branchThrough, pathOf, place, siblingsOf, tipOf } from "./turn-tree";
 
 /** A tree built by sending turns one after another, as the dispatcher records them. */
 class Tree {

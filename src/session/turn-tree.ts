@@ -15,22 +15,7 @@
  * branch at the parent (upstream: a fork of that agent session at the parent's answer), or, for
  * a first message sent again, started afresh (no conversation to copy).
  */
-
-export interface TreeTurn {
-  turnId: string;
-  parentTurnId: string | null;
-  branch: number;
-  ordinal: number;
-}
-
-/** A branch as stored: where it was forked from (branch 0 is implicit and never stored). */
-export interface BranchRecord {
-  branch: number;
-  /** The branch whose agent session it was forked from; null for one started afresh (a first message sent again). */
-  forkOf: number | null;
-  /** The turn it follows (the fork point: the last turn its conversation copies); null for one started afresh. */
-  at: string | null;
-}
+import type { BranchRecord, TreeTurn } from "./store/records";
 
 export type Placement =
   /** The turn continues `branch` (its first turn, when the conversation has none). */

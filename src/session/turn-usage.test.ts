@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { NewEvent, SessionStore } from "./store/store";
+import type { NewEvent } from "./store/records";
+import type { SessionStore } from "./store/store";
 import { tightestBudget } from "../usage/budgets";
 import { conversationTotal, recordUsage, usageFromResult } from "./turn-usage";
 import { emptyExecutionUsage, executionView, foldReceipt, foldUsage, type ExecutionUsageState } from "../usage/usage-fold";

@@ -2,7 +2,8 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { Refusal } from "../errors";
 import type { BudgetState } from "../usage/budgets";
-import { SessionStore, type SessionContext } from "./store/store";
+import type { SessionContext } from "./store/records";
+import { SessionStore } from "./store/store";
 import { totalOf } from "../usage/usage-fold";
 import { chatMessagesOf, chatReplayOf, messagesOf, summaryOf, usageOf } from "./views";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { payloadOf } from "../webhooks/payload";
-import type { EventEnvelope } from "./store/store";
+import type { EventEnvelope } from "./store/records";
 import { WebhookHandoff, webhookEventOf } from "./webhook-handoff";
 
 const conversation = { conversationId: "c1", title: "Fix the tests", incarnation: 1700000000000 };

@@ -12,7 +12,8 @@
  * A conversation that existed before webhooks has no cursor: it starts at the log's end then.
  */
 import { WebhookEvent } from "../schemas/webhooks";
-import type { EventEnvelope, InteractionRecord, SessionContext, SessionStore } from "./store/store";
+import type { EventEnvelope, InteractionRecord, SessionContext } from "./store/records";
+import type { SessionStore } from "./store/store";
 
 /** The log's event types that may become webhook events. */
 const HANDED_OFF_TYPES = ["interaction.requested", "interaction.resolved", "turn.completed", "turn.failed", "turn.cancelled"] as const;

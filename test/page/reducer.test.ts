@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { activeTurn, emptyConversation, reduce, type Action, type ConversationState, type StreamEvent } from "../../public/lib/reducer.js";
-import type { InteractionRecord, TurnRecord } from "../../src/session/store/store";
+import type { InteractionRecord, TurnRecord } from "../../src/session/store/records";
 import { buildTranscript } from "../../src/session/transcript";
 
 const AT = "2026-01-01T00:00:00.000Z";

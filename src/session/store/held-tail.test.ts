@@ -4,7 +4,8 @@ import { describe, expect, it } from "vitest";
 import { EventLog, storeWrites } from "../event-log";
 import { TAIL_MAX_DELTAS } from "./held-tail";
 import { encodeChunk, expandChunk, updateRow } from "./log-chunks";
-import { SessionStore, type EventRow } from "./store";
+import type { EventRow } from "./records";
+import { SessionStore } from "./store";
 
 const PART = { id: "p1", type: "text" };
 

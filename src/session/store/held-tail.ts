@@ -7,16 +7,18 @@
  * its whole text, any other part in full), or a text delta that continues the text this instance
  * holds and whose frame carried the part's whole text. A reader resumed in a new instance holds no
  * text, so it sends each part's first update whole: what a crash takes of the tail comes back,
- * within the part's whole state, under a later id (SessionStore skips TAIL_MAX_DELTAS seqs when it
+ * within the part's whole state, under a later id (./log.ts skips TAIL_MAX_DELTAS seqs when it
  * opens on a running turn). A run of part updates with nothing else between them is one row.
  *
- * Storing the tail (`flush`, inside the caller's transaction, before any row of its own) costs one
- * row written, whatever the number of updates: when the log's newest row is this execution's chunk
- * (./log-chunks.ts) and the updates follow it, they join it (one UPDATE, the row moving to the seq
- * of its last update); otherwise a new chunk row holds them. Each update keeps its own seq in the
- * chunk: a reader resuming anywhere in it gets exactly the updates after its cursor.
+ * Storing the tail (`toStore`, written by the log's store inside the caller's transaction, before
+ * any row of its own: ./log.ts) costs one row written, whatever the number of updates: when the
+ * log's newest row is this execution's chunk (./log-chunks.ts) and the updates follow it, they
+ * join it (one UPDATE, the row moving to the seq of its last update); otherwise a new chunk row
+ * holds them. Each update keeps its own seq in the chunk: a reader resuming anywhere in it gets
+ * exactly the updates after its cursor. Pure: this module decides the write, ./log.ts runs it.
  */
-import { CHUNK_TYPE, encodeChunk, updateRow, type ChunkOwner, type EventRow, type HeldUpdate } from "./log-chunks";
+import { encodeChunk, updateRow, type ChunkOwner, type HeldUpdate } from "./log-chunks";
+import type { EventRow } from "./records";
 
 /** At most this many updates are published and not stored; a new instance skips as many seqs. */
 export const TAIL_MAX_DELTAS = 64;
@@ -50,12 +52,23 @@ interface Tail {
 }
 
 /** The log's newest row, when it is a chunk this instance wrote (so a tail that follows it can grow it). */
-interface NewestChunk {
+export interface NewestChunk {
   seq: number;
   owner: ChunkOwner;
   updates: HeldUpdate[];
   bytes: number;
 }
+
+/**
+ * The row write that stores the held updates: the log's newest row (at `rowSeq`) grown in place to
+ * `row`, or `row` inserted as a chunk row of its own; `newest` is the log's newest row after it.
+ */
+export type TailWrite = {
+  kind: "grow" | "insert";
+  rowSeq: number;
+  row: { seq: number; owner: ChunkOwner; upstreamId: string; envelope: string };
+  newest: NewestChunk;
+};
 
 const sameOwner = (a: ChunkOwner, b: ChunkOwner): boolean => a.turnId === b.turnId && a.executionId === b.executionId;
 
@@ -65,8 +78,6 @@ export class HeldTail {
   private newest: NewestChunk | null = null;
   /** What `newest` was before the transaction under way (restored if it rolls back). */
   private newestBefore: NewestChunk | null | undefined;
-
-  constructor(private readonly sql: Pick<SqlStorage, "exec">) {}
 
   /**
    * Holds an update under `seq` and answers its row; null when the tail cannot take it (another
@@ -121,37 +132,44 @@ export class HeldTail {
     return tail.updates.map((held) => updateRow(tail.owner, held));
   }
 
-  /** The log appended a row of its own (SessionStore.appendEvent): its newest row is not a chunk. */
+  /** The log appended a row of its own (./log.ts appendEvent): its newest row is not a chunk. */
   appended(): void {
     this.remember();
     this.newest = null;
   }
 
-  /** Writes the held updates in one row write, inside the caller's transaction (nothing when none are held). */
-  flush(): void {
+  /**
+   * The one row write that stores the held updates, for the caller to run inside its transaction
+   * and then report (`stored`); null when none are held, or they are being written.
+   */
+  toStore(): TailWrite | null {
     const tail = this.tail;
-    if (!tail || tail.writing) return;
+    if (!tail || tail.writing) return null;
     this.remember();
     const first = tail.updates[0]!;
     const last = tail.updates.at(-1)!;
     const newest = this.newest;
     if (newest && sameOwner(newest.owner, tail.owner) && newest.seq + 1 === first.seq && newest.bytes + tail.bytes <= ROW_GROWS_TO) {
       const updates = [...newest.updates, ...tail.updates];
-      this.sql.exec("UPDATE events SET seq = ?, upstream_id = ?, envelope = ? WHERE seq = ?", last.seq, tail.upstreamId, encodeChunk(tail.owner, updates), newest.seq);
-      this.newest = { ...newest, seq: last.seq, updates, bytes: newest.bytes + tail.bytes };
-    } else {
-      this.sql.exec(
-        "INSERT INTO events (seq, turn_id, execution_id, upstream_id, type, envelope) VALUES (?, ?, ?, ?, ?, ?)",
-        last.seq,
-        tail.owner.turnId,
-        tail.owner.executionId,
-        tail.upstreamId,
-        CHUNK_TYPE,
-        encodeChunk(tail.owner, tail.updates),
-      );
-      this.newest = { seq: last.seq, owner: tail.owner, updates: [...tail.updates], bytes: tail.bytes };
+      return {
+        kind: "grow",
+        rowSeq: newest.seq,
+        row: { seq: last.seq, owner: tail.owner, upstreamId: tail.upstreamId, envelope: encodeChunk(tail.owner, updates) },
+        newest: { ...newest, seq: last.seq, updates, bytes: newest.bytes + tail.bytes },
+      };
     }
-    tail.writing = true;
+    return {
+      kind: "insert",
+      rowSeq: last.seq,
+      row: { seq: last.seq, owner: tail.owner, upstreamId: tail.upstreamId, envelope: encodeChunk(tail.owner, tail.updates) },
+      newest: { seq: last.seq, owner: tail.owner, updates: [...tail.updates], bytes: tail.bytes },
+    };
+  }
+
+  /** The caller wrote `write` (from `toStore`) in the transaction under way. */
+  stored(write: TailWrite): void {
+    this.newest = write.newest;
+    if (this.tail) this.tail.writing = true;
   }
 
   /** The transaction committed: what it wrote of the tail is stored. */

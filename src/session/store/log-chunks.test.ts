@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CHUNK_TYPE, compactRows, encodeChunk, expandRows, updateRow, type EventRow, type HeldUpdate, type RowRewrite } from "./log-chunks";
+import { CHUNK_TYPE, compactRows, encodeChunk, expandRows, updateRow, type HeldUpdate, type RowRewrite } from "./log-chunks";
+import type { EventRow } from "./records";
 
 const owner = { turnId: "t", executionId: "e" };
 

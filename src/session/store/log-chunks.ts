@@ -7,18 +7,12 @@
  * at the seq of its last event (so `seq > cursor` finds every row holding an event after the
  * cursor, and `MAX(seq)` stays the high-water mark). Read back, it is one event per update, each
  * the same JSON, key for key, as the row the log would have stored for it alone
- * (SessionStore.appendEvent): readers of the log never see a chunk.
+ * (./log.ts appendEvent): readers of the log never see a chunk.
  *
  * Pure: the row of one update, a chunk's stored text from its updates, and the updates back.
  */
 import { z } from "zod";
-
-/** A row of the session's event log as readers get it: one event, its seq, type and envelope JSON. */
-export interface EventRow extends Record<string, SqlStorageValue> {
-  seq: number;
-  type: string;
-  envelope: string;
-}
+import type { EventRow } from "./records";
 
 /** The `type` column of a chunk row: never an event's type, so no reader of types meets one. */
 export const CHUNK_TYPE = "message.part.deltas";
@@ -39,7 +33,7 @@ type Obj = Record<string, unknown>;
  */
 export type HeldUpdate = { seq: number; atMs: number } & ({ part: Obj; delta: string } | { whole: Obj });
 
-/** The row an update's event is: the same keys, in the same order, as SessionStore.appendEvent writes. */
+/** The row an update's event is: the same keys, in the same order, as ./log.ts appendEvent writes. */
 export function updateRow(owner: ChunkOwner, held: HeldUpdate): EventRow {
   const data = "whole" in held ? { part: held.whole } : { part: held.part, delta: held.delta };
   const envelope = { seq: held.seq, turnId: owner.turnId, executionId: owner.executionId, type: PART_UPDATED, data, at: new Date(held.atMs).toISOString() };

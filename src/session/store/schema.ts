@@ -255,3 +255,8 @@ export function migrateSessionSchema(sql: Pick<SqlStorage, "exec">): void {
   sql.exec("DELETE FROM schema_version");
   sql.exec("INSERT INTO schema_version (version) VALUES (?)", SCHEMA_VERSION);
 }
+
+/** Whether the session's tables exist (a conversation was bound here): reading one that does not exist creates none. */
+export function schemaExists(sql: Pick<SqlStorage, "exec">): boolean {
+  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").toArray().length > 0;
+}
