@@ -139,7 +139,7 @@ const MUTANTS = [
     find: "if (data !== undefined && Object.keys(data).length > 0) problems.push", replace: "if (data !== undefined && Object.keys(data).length > 99) problems.push" },
   { id: "answers.undeclared-field", file: "src/session/answer-check.ts", tests: T.answers, why: "a field the request does not declare is accepted",
     find: "if (!fields.has(key) && !isForbiddenName(key)) problems.push", replace: "if (false) problems.push" },
-  { id: "answers.session-scope-ignored", file: "public/lib/grants.js", tests: [...T.answers, "test/page/grants.test.ts"], why: "a grant is allowed whatever scopes the request offers",
+  { id: "answers.session-scope-ignored", file: "public/wire/grants.js", tests: [...T.answers, "test/page/grants.test.ts"], why: "a grant is allowed whatever scopes the request offers",
     find: "return scopes.some((s) => given.includes(s));", replace: "return true;" },
 
   // ---- the answer's identity (src/session/interaction-desk.ts)

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { api, collect, isTurnEnd, json, release, sendTurn, tokenFor, uid } from "./helpers";
 import { expectedUpstream, seenUpstream } from "./expected";
-import { applyPartUpdate } from "../src/session/part-text";
+import { applyPartUpdate } from "../public/wire/part-text.js";
 import type { EventEnvelope } from "../src/session/store/records";
 
 /** Each part's text, the events applied in order (docs/sse-protocol.md §1.6). */

@@ -3,7 +3,7 @@
  * deltas are stored several to a row write (the held tail), each counted once.
  */
 import { env, runInDurableObject } from "cloudflare:test";
-import { DELTA_EVENT } from "../public/lib/frames.js";
+import { DELTA_EVENT } from "../public/wire/frames.js";
 import { describe, expect, it } from "vitest";
 import { deriveSessionId } from "../src/auth/ids";
 import type { SessionObject } from "../src/session/session";

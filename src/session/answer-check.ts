@@ -2,9 +2,9 @@
  * Answers to interactions, checked against the exact outstanding request (docs/contracts.md,
  * "Interactions": validateInteractionResponse). Pure. Every problem names its field. What an
  * approval's decision means, and which grants a permission's scopes allow, is the table the chat
- * page reads too (public/lib/grants.js).
+ * page reads too (public/wire/grants.js).
  */
-import { allowedDecisions, decisionField, decisionOf } from "../../public/lib/grants.js";
+import { allowedDecisions, decisionField, decisionOf } from "../../public/wire/grants.js";
 import { forbiddenPaths, isForbiddenName } from "../lib/forbidden-names";
 import type { InteractionField, InteractionRequest } from "../schemas/contracts";
 
@@ -36,7 +36,7 @@ function checkField(field: InteractionField, value: unknown, request: Interactio
       return typeof value === "boolean" ? null : `${name}: must be true or false`;
     case "select": {
       const f = field as Extract<InteractionField, { type: "select" }>;
-      // An approval's decision: only what the table knows its scopes allow (public/lib/grants.js).
+      // An approval's decision: only what the table knows its scopes allow (public/wire/grants.js).
       const options = field === decisionField(request) ? allowedDecisions(request) : optionValues(f);
       const chosen = f.multi ? value : [value];
       if (!Array.isArray(chosen) || chosen.some((v) => typeof v !== "string")) return `${name}: must be ${f.multi ? "a list of choices" : "one of the choices"}`;

@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { encodeEvent, frameDecoder } from "../../public/lib/frames.js";
+import { encodeEvent, frameDecoder } from "../../public/wire/frames.js";
 import { applyRuns, planCompaction } from "./compaction";
-import { applyPartUpdate } from "./part-text";
+import { applyPartUpdate } from "../../public/wire/part-text.js";
 import type { EventEnvelope } from "./store/records";
 import { turnParts } from "./transcript";
 
@@ -139,7 +139,7 @@ function apply(held: Map<string, string | undefined>, events: Iterable<EventEnve
   return out;
 }
 
-/** The replay after `cursor` as a reader gets it: encoded as the server does, decoded with public/lib/frames.js. */
+/** The replay after `cursor` as a reader gets it: encoded as the server does, decoded with public/wire/frames.js. */
 function replay(log: EventEnvelope[], cursor: number): EventEnvelope[] {
   const decoder = frameDecoder();
   let context = null;

@@ -18,7 +18,7 @@
  * Idempotent: a compacted turn's runs are each one event and no event holds a copy of the answer,
  * so planning it again answers nothing.
  */
-import { applyPartUpdate, STREAMED_TYPES } from "./part-text";
+import { applyPartUpdate, STREAMED_TYPES } from "../../public/wire/part-text.js";
 import type { EventEnvelope } from "./store/records";
 import { messageText, turnParts } from "./transcript";
 

@@ -10,7 +10,8 @@ import type { ProviderEvent, RunError, ShownEvent, TerminalStatus } from "../pro
 import { TAIL_MAX_BYTES, updateBytes } from "./store/held-tail";
 import { isNumericUpstreamId } from "./store/log";
 import type { InteractionStatus, TurnStatus } from "./store/records";
-import { compactPart, STREAMED_TYPES } from "./part-text";
+import { STREAMED_TYPES } from "../../public/wire/part-text.js";
+import { compactPart } from "./part-text";
 import { foldReceipt, foldUsage, toTokenUsage, type ExecutionUsageState } from "../usage/usage-fold";
 
 export interface IngestState {

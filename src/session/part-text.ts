@@ -2,22 +2,11 @@
  * Each text delta stored and sent once. Upstream (OpenCode's wire) repeats the whole text of a
  * part on every delta, so an answer streamed as one part costs bytes quadratic in its length. The
  * session keeps the text of each streaming part in memory while its turn runs and, when an update
- * is exactly the text so far plus its delta, stores and sends only the delta.
- *
- * The public rule (docs/sse-protocol.md, "Rebuilding a part's text"): when a
- * `message.part.updated` event's `part` has `text`, that is the part's whole text; when it has none
- * and the data has `delta`, the delta is appended to the text the client holds for that part id.
- * The other fields of `part` replace the client's. A client that joined mid-answer starts from `/messages` (which has
- * the text up to its `lastEventId`) and follows the stream from there.
+ * is exactly the text so far plus its delta, stores and sends only the delta. Readers rebuild the
+ * text by the public rule, ../../public/wire/part-text.js (docs/sse-protocol.md, "Rebuilding a
+ * part's text").
  */
-
-/** Part types whose text streams as deltas. */
-export const STREAMED_TYPES: ReadonlySet<string> = new Set(["text", "reasoning"]);
-
-export interface PartUpdate {
-  part: Record<string, unknown>;
-  delta?: string;
-}
+import { STREAMED_TYPES, type PartUpdate } from "../../public/wire/part-text.js";
 
 export interface CompactedPart {
   /** What the event carries. */
@@ -51,10 +40,4 @@ export function compactPart(part: Record<string, unknown>, delta: string | undef
 /** Whether `full` is exactly `base` followed by `delta`, found without building `base + delta`. */
 function continues(full: string, base: string, delta: string): boolean {
   return full.length === base.length + delta.length && full.endsWith(delta) && full.startsWith(base);
-}
-
-/** A client's side of the rule: the text of a part after an update. */
-export function applyPartUpdate(previous: string | undefined, update: PartUpdate): string | undefined {
-  if (update.delta !== undefined && typeof update.part.text !== "string") return (previous ?? "") + update.delta;
-  return typeof update.part.text === "string" ? update.part.text : previous;
 }

@@ -5,7 +5,7 @@ import { relayStream } from "../http/sse-relay";
 import type { EventRow } from "./store/records";
 import { SessionStore } from "./store/store";
 import { CLOSE_PROTOCOL, EVENTS, LIVE, LIVE_MESSAGE_BYTES, PULL } from "../lib/subscription-wire";
-import { DELTA_EVENT, frameDecoder } from "../../public/lib/frames.js";
+import { DELTA_EVENT, frameDecoder } from "../../public/wire/frames.js";
 import { attachmentOf, newSubscription, subscriptionOf, SubscriptionHub, type Subscription } from "./subscriptions";
 
 interface FanoutOptions {

@@ -15,12 +15,12 @@
  * same synchronous step: no event can fall between replay and live.
  *
  * Frames are encoded here, once: a replay page for its one socket, a live batch once for every
- * socket (public/lib/frames.js: a text delta that continues the previous frame's part goes as a
+ * socket (public/wire/frames.js: a text delta that continues the previous frame's part goes as a
  * lean frame), in messages of whole frames of at most LIVE_MESSAGE_BYTES. A message is a kind
  * byte and the SSE bytes the Worker writes as they are.
  */
 import { z } from "zod";
-import { DELTA_EVENT, encodeEvent, type Envelope } from "../../public/lib/frames.js";
+import { DELTA_EVENT, encodeEvent, type Envelope } from "../../public/wire/frames.js";
 import { encodeSseFrame, encodeSseRetry } from "../lib/sse";
 import { CLOSE_PROTOCOL, EVENTS, LIVE, LIVE_MESSAGE_BYTES, PAGE, PullMessage, SUBSCRIBE_PATH, wireMessage, wireMessageOf } from "../lib/subscription-wire";
 import type { EventRow } from "./store/records";

@@ -9,7 +9,7 @@
  * agent started without the earlier conversation: a reload must not lose it).
  */
 import type { TranscriptMessage } from "../schemas/api";
-import { applyPartUpdate } from "./part-text";
+import { applyPartUpdate } from "../../public/wire/part-text.js";
 import type { EventEnvelope, InteractionRecord, TranscriptPart, TurnRecord } from "./store/records";
 import type { SessionStore } from "./store/store";
 

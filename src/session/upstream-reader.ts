@@ -14,7 +14,7 @@ import type { AgentProvider, ProviderEvent } from "../providers/provider";
 import type { BudgetStop } from "./budget-stop";
 import type { EventLog } from "./event-log";
 import { eventBytes, holdableUpdate, ingestStep } from "./ingest";
-import { STREAMED_TYPES } from "./part-text";
+import { STREAMED_TYPES } from "../../public/wire/part-text.js";
 import { IngestQueue, type Applied } from "./ingest-queue";
 import type { InteractionDesk } from "./interaction-desk";
 import { runPump } from "./pump";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { sameWaiting, waitingOf, waitingStateOf } from "./waiting";
+import { waitingStateOf } from "../../public/wire/waiting.js";
+import { sameWaiting, waitingOf } from "./waiting";
 
 const ask = (interactionId: string, kind: string) => ({ interactionId, request: { kind } });
 

@@ -1,21 +1,9 @@
 /**
- * What a turn waits for while an ask of the agent is open. The Sandbox's sessions document
- * ("When the agent waits for a person") has the turn report a status such as `awaiting_question`
- * or `awaiting_plan_decision`; the gateway keeps its turn `status` (`running`) and reports the
- * waiting state beside it, in the same names. Pure: the turn's open asks in, its state out.
+ * What a turn waits for while an ask of the agent is open: the state of its oldest open ask, in
+ * the names of ../../public/wire/waiting.js. Pure: the turn's open asks in, its state out.
  */
+import { waitingStateOf } from "../../public/wire/waiting.js";
 import type { WaitingFor } from "../schemas/api";
-
-const BY_KIND: Record<string, WaitingFor> = {
-  question: "awaiting_question",
-  permission: "awaiting_permission",
-  plan: "awaiting_plan_decision",
-};
-
-/** The waiting state an open ask of this kind puts its turn in (a namespaced kind: `awaiting_interaction`). */
-export function waitingStateOf(kind: string): WaitingFor {
-  return Object.hasOwn(BY_KIND, kind) ? BY_KIND[kind]! : "awaiting_interaction";
-}
 
 export interface Waiting {
   waitingFor: WaitingFor;

@@ -1,11 +1,11 @@
 /**
- * The decisions the page's permission and plan cards offer (public/lib/grants.js), read from the
+ * The decisions the page's permission and plan cards offer (public/wire/grants.js), read from the
  * request's own answerSpec and responseScopes, and checked against the server's answer check
  * (src/session/answer-check.ts), which reads the same table: what the page offers, the
  * server takes; what it does not offer, the server refuses.
  */
 import { describe, expect, it } from "vitest";
-import { allowedDecisions, decisionField, decisionOf, yesOrNo } from "../../public/lib/grants.js";
+import { allowedDecisions, decisionField, decisionOf, yesOrNo } from "../../public/wire/grants.js";
 import { answerProblems } from "../../src/session/answer-check";
 import { InteractionRequest } from "../../src/schemas/contracts";
 

@@ -3,7 +3,7 @@
  * The event stream's frames (docs/sse-protocol.md §11, "Lean delta frames"): how a log event goes
  * on the wire and how a reader gets the event back. One module for both sides: the session object
  * encodes with it (src/session/subscriptions.ts), and every reader decodes with it — the chat page
- * (lib/stream.js), the Worker's AI SDK stream (src/http/ui-stream.ts), the tests.
+ * (public/lib/stream.js), the Worker's AI SDK stream (src/http/ui-stream.ts), the tests.
  *
  * Every event goes as a full frame — `event: <type>`, `data: <the envelope's JSON>` — except a
  * text or reasoning delta that continues the part of the frame just before it in the same
