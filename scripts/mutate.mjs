@@ -28,6 +28,7 @@ const T = {
   fanout: ["src/session/subscriptions.test.ts", "src/http/sse-relay.test.ts", "test/reconnect.test.ts"],
   store: ["src/session/subscriptions.test.ts", "test/reconnect.test.ts"],
   turnCache: ["src/session/turn-cache.test.ts", "test/retry.test.ts"],
+  send: ["src/session/send-decision.test.ts", "test/retry.test.ts"],
   usage: ["src/usage/usage-fold.test.ts", "test/usage.test.ts"],
   budgets: ["src/usage/budgets.test.ts"],
   answers: ["src/session/answer-check.test.ts"],
@@ -76,13 +77,13 @@ const MUTANTS = [
   { id: "tree.empty-branch-not-reused", file: "src/session/turn-tree.ts", tests: T.tree, why: "a branch whose first turn was refused is made again (a second fork) by the next turn with its origin",
     find: "if (reusable) return", replace: "if (reusable && false) return" },
 
-  // ---- turn cache (src/session/turn-cache.ts)
-  { id: "turn-cache.no-conflict", file: "src/session/turn-cache.ts", tests: T.turnCache, why: "the same turn id with other content is served the old turn",
-    find: "if (existing.requestDigest !== requestDigest) return", replace: "if (existing.requestDigest !== requestDigest && existing.status === \"running\") return" },
-  { id: "turn-cache.failed-not-final", file: "src/session/turn-cache.ts", tests: T.turnCache, why: "only a completed turn is cached: a failed one looks in progress",
-    find: "return TERMINAL_TURN_STATUSES.has(existing.status) ?", replace: "return existing.status === \"completed\" ?" },
-  { id: "turn-cache.no-busy", file: "src/session/turn-cache.ts", tests: T.turnCache, why: "a new turn while another runs is accepted",
-    find: "if (active) return { kind: \"busy\", active };", replace: "if (active && active.status === \"pending\") return { kind: \"busy\", active };" },
+  // ---- a send's decision (src/session/send-decision.ts) and turn identity (src/session/turn-cache.ts)
+  { id: "turn-cache.no-conflict", file: "src/session/send-decision.ts", tests: T.send, why: "the same turn id with other content is served the old turn",
+    find: "if (turn.requestDigest !== requestDigest) return", replace: "if (turn.requestDigest !== requestDigest && turn.status === \"running\") return" },
+  { id: "turn-cache.failed-not-final", file: "src/session/send-decision.ts", tests: T.send, why: "only a completed turn is cached: a failed one looks in progress",
+    find: "if (TERMINAL_TURN_STATUSES.has(turn.status)) return", replace: "if (turn.status === \"completed\") return" },
+  { id: "turn-cache.no-busy", file: "src/session/send-decision.ts", tests: T.send, why: "a new turn while another runs is accepted",
+    find: "if (!active && !next) return { kind: \"dispatch\" };", replace: "if ((!active || active.status !== \"pending\") && !next) return { kind: \"dispatch\" };" },
   { id: "turn-cache.splittable-execution-id", file: "src/session/turn-cache.ts", tests: T.turnCache, why: "execution ids without length prefixes: (ab, c) and (a, bc) collide",
     find: "`execution/v1|${sessionId.length}:${sessionId}|${turnId.length}:${turnId}`", replace: "`execution/v1|${sessionId}${turnId}`" },
   { id: "turn-cache.after-inclusive", file: "src/session/turn-cache.ts", tests: [...T.turnCache, "test/gateway.test.ts"], why: "a turn's `after` names its first event instead of the one before it",

@@ -1,13 +1,13 @@
 /**
- * Sending a turn. `submit` asks the turn cache (./turn-cache.ts) what a turn id with this content
- * is, refuses a turn the budget no longer allows (./budget-stop.ts), records the turn pending, and
- * dispatches it: the user's environment and what it claims (a turn is refused before any upstream
- * call for what it does not claim), then the provider's dispatch, retried where upstream's answer
- * says a retry can succeed (`retryStep`, pure). The control ref is persisted with `turn.accepted`
- * before the turn is acknowledged to anyone; a dispatch nothing accepted forgets its pending turn,
- * so the client can retry under the same id. A pending turn that nothing here dispatches was left
- * by a crash mid-dispatch and is dispatched again (the execution id is deterministic, so a
- * dispatch that did land is re-attached).
+ * Sending a turn, as the send's decision says (./send-decision.ts): a turn it knows is answered
+ * (its result, or it runs); a new one (`dispatchNew`, once the budget admitted it: ./budget-stop.ts)
+ * is recorded pending and dispatched: the user's environment and what it claims (a turn is refused
+ * before any upstream call for what it does not claim), then the provider's dispatch, retried where
+ * upstream's answer says a retry can succeed (`retryStep`, pure). The control ref is persisted with
+ * `turn.accepted` before the turn is acknowledged to anyone; a dispatch nothing accepted forgets its
+ * pending turn, so the client can retry under the same id. A pending turn that nothing here
+ * dispatches was left by a crash mid-dispatch and is dispatched again (the execution id is
+ * deterministic, so a dispatch that did land is re-attached).
  */
 import { Refusal } from "../errors";
 import { turnShortfall, type Claims } from "../providers/claims";
@@ -22,7 +22,8 @@ import { agentSessionOf, branchSessionId, previousRun } from "./branches";
 import type { SessionContext, StoredBranch, TurnRequest } from "./store/records";
 import type { SessionStore } from "./store/store";
 import { WATCHDOG_INTERVAL_MS } from "./turn-end";
-import { decideTurn, executionIdFor, turnRequestDigest, turnView, type TurnView } from "./turn-cache";
+import type { TurnRecord } from "./store/records";
+import { executionIdFor, turnView, type TurnView } from "./turn-cache";
 import { withAnswer } from "./transcript";
 import { place, type Placement } from "./turn-tree";
 
@@ -35,6 +36,14 @@ const UPSTREAM_BUSY_ATTEMPTS = 6;
 const UPSTREAM_BUSY_DELAY_MS = 100;
 
 export type SubmitOutcome = { outcome: "accepted" | "in_progress" | "cached"; turn: TurnView };
+
+/** A send, named once: its turn id, what it asks, the digest of that, and the execution its run is named by. */
+export interface Send {
+  turnId: string;
+  request: TurnRequest;
+  requestDigest: string;
+  executionId: string;
+}
 
 /** How far a dispatch has got: its attempt (from 1), whether its environment was recovered, how many runs admitted in its place counted. */
 export interface DispatchTries {
@@ -144,37 +153,25 @@ export class Dispatcher {
     return this.store.getMeta("agentSessionId") ?? context.sessionId;
   }
 
-  async submit(context: SessionContext, turnId: string, request: TurnRequest): Promise<SubmitOutcome> {
-    const requestDigest = await turnRequestDigest(request);
-    const executionId = await executionIdFor(this.agentSessionId(context), turnId);
-    let decision = decideTurn(this.store.turn(turnId), this.store.activeTurn(), requestDigest);
-    if (decision.kind === "new") {
-      // Admitting a new turn may read the user's spend elsewhere (an RPC): a send that arrived
-      // meanwhile may have taken this turn id or the conversation, so the turn is decided again.
-      await this.deps.budgets.admit(context);
-      decision = decideTurn(this.store.turn(turnId), this.store.activeTurn(), requestDigest);
-    }
-    // From here to the insert nothing awaits: a concurrent send sees this turn.
-    switch (decision.kind) {
-      case "cached":
-        return { outcome: "cached", turn: turnView(withAnswer(this.store, decision.turn), []) };
-      case "in_progress":
-        // A pending turn that nothing here dispatches was left by a crash mid-dispatch: resume it.
-        if (decision.turn.status === "pending" && !this.dispatching.has(turnId)) return this.dispatchPending(context, decision.turn.turnId, executionId, request);
-        return { outcome: "in_progress", turn: turnView(decision.turn, this.store.outstandingOfTurn(turnId)) };
-      case "conflict":
-        throw new Refusal("turn_conflict", `turn ${turnId} was already sent with different content`, { turnId });
-      case "busy":
-        throw new Refusal("session_busy", `turn ${decision.active.turnId} is still running in this conversation`, { activeTurnId: decision.active.turnId });
-      case "new":
-        break;
-    }
-    const placement = this.placement(request);
+  /** A turn this send's id names, with the same content: its result once it ended, else it runs (a pending one nothing here dispatches is resumed). */
+  known(context: SessionContext, send: Send, decision: { kind: "cached"; turn: TurnRecord } | { kind: "in_progress"; turn: TurnRecord; resume: boolean }): Promise<SubmitOutcome> | SubmitOutcome {
+    if (decision.kind === "cached") return { outcome: "cached", turn: turnView(withAnswer(this.store, decision.turn), []) };
+    // A pending turn that nothing here dispatches was left by a crash mid-dispatch: resume it.
+    if (decision.resume) return this.dispatchPending(context, send.turnId, send.executionId, send.request);
+    return { outcome: "in_progress", turn: turnView(decision.turn, this.store.outstandingOfTurn(send.turnId)) };
+  }
+
+  /**
+   * A new turn, admitted: recorded pending at its place in the tree, then dispatched. Nothing
+   * awaits before its record is written, so a concurrent send sees this turn.
+   */
+  async dispatchNew(context: SessionContext, send: Send): Promise<SubmitOutcome> {
+    const placement = this.placement(send.request);
     const now = Date.now();
-    this.deps.log.commit(() => this.recordPending(context, placement, { turnId, requestDigest, request, executionId, now }));
+    this.deps.log.commit(() => this.recordPending(context, placement, { ...send, now }));
     // Armed before the dispatch: an object evicted mid-dispatch must not keep a pending turn forever.
     await this.deps.alarms.set(now + WATCHDOG_INTERVAL_MS);
-    return this.dispatchPending(context, turnId, executionId, request);
+    return this.dispatchPending(context, send.turnId, send.executionId, send.request);
   }
 
   /**

@@ -1,7 +1,7 @@
 /**
  * Turns that wait their turn, applied (the decisions are ./turn-queue.ts, pure). A send that asks
- * to queue while the conversation is busy is recorded in the session's storage (`queued_turns`)
- * and answered `queued`; a queued turn can be edited or removed until it starts; `move` starts the
+ * to queue while the conversation is busy (./send-decision.ts) is recorded in the session's storage
+ * (`queued_turns`) and answered `queued`; a queued turn can be edited or removed until it starts; `move` starts the
  * next one whenever nothing is active. `move` is asked after every turn's end, after each send, by
  * the alarm and by a new instance, and does the same from each: a queued turn is recorded pending
  * (its queue record `starting`) before it is dispatched, so after a restart it is dispatched again
@@ -10,16 +10,15 @@
  * accepted) ends `failed` with the refusal as its error (`turn.dequeued`, reason `refused`); the
  * queue goes on with the next, checked the same way at its own start.
  */
-import type { Config } from "../config";
 import { Refusal } from "../errors";
-import type { Dispatcher, SubmitOutcome } from "./dispatch";
+import type { Dispatcher, Send, SubmitOutcome } from "./dispatch";
 import type { Appender, EventLog } from "./event-log";
 import { providerRefusal } from "../providers/refusal";
-import type { QueuedTurn, SessionContext, TurnError, TurnRequest } from "./store/records";
+import type { QueuedTurn, SessionContext, TurnError } from "./store/records";
 import type { SessionStore } from "./store/store";
 import { WATCHDOG_INTERVAL_MS } from "./turn-end";
-import { executionIdFor, turnRequestDigest, type TurnView } from "./turn-cache";
-import { decideSend, nextStep, queuedView, type WhenBusy } from "./turn-queue";
+import type { TurnView } from "./turn-cache";
+import { nextStep, queuedView } from "./turn-queue";
 
 /** What a send answers: the dispatcher's outcomes, or the turn waiting in the queue. */
 export type QueueOutcome = SubmitOutcome | { outcome: "queued"; turn: TurnView };
@@ -36,8 +35,7 @@ export interface QueueRunnerDeps {
   /** The conversation this session holds, or null (never stored, or deleted): nothing is written then. */
   bound(): SessionContext | null;
   log: EventLog;
-  dispatcher: Pick<Dispatcher, "submit" | "startQueued" | "isDispatching" | "agentSessionId" | "placement" | "recordPending">;
-  config: () => Pick<Config, "QUEUE_MAX_TURNS">;
+  dispatcher: Pick<Dispatcher, "startQueued" | "isDispatching" | "placement" | "recordPending">;
   alarms: { set(atMs: number): Promise<void> };
 }
 
@@ -53,61 +51,21 @@ export class QueueRunner {
     return this.deps.store();
   }
 
-  /** A send: queued when the conversation is busy and the send asks to queue, else the dispatcher's. */
-  async submit(context: SessionContext, turnId: string, request: TurnRequest, whenBusy: WhenBusy): Promise<QueueOutcome> {
-    const requestDigest = await turnRequestDigest(request);
-    const executionId = await executionIdFor(this.deps.dispatcher.agentSessionId(context), turnId);
-    // Twice at most: a send that found the conversation free may lose it to another send meanwhile.
-    for (let attempt = 0; ; attempt++) {
-      const store = this.store;
-      const waiting = store.waitingTurns();
-      const decision = decideSend({
-        known: store.turn(turnId) !== null,
-        entry: store.queuedTurn(turnId),
-        active: store.activeTurn(),
-        waiting,
-        whenBusy,
-        limit: this.deps.config().QUEUE_MAX_TURNS,
-        requestDigest,
+  /** A new turn that waits in the queue (./send-decision.ts), after the turns queued before it. */
+  enqueue(send: Send): QueueOutcome {
+    const { turnId, request } = send;
+    const now = Date.now();
+    this.deps.log.commit((log) => {
+      this.store.insertQueuedTurn({ ...send, now });
+      log.append({
+        turnId,
+        executionId: null,
+        type: "turn.queued",
+        data: { turnId, message: request.message, ...(request.model ? { model: request.model } : {}), queuePosition: this.placeOf(turnId) },
+        now,
       });
-      switch (decision.kind) {
-        case "dispatch":
-          try {
-            return await this.deps.dispatcher.submit(context, turnId, request);
-          } catch (err) {
-            if (whenBusy === "queue" && attempt === 0 && err instanceof Refusal && err.code === "session_busy") continue;
-            throw err;
-          }
-        case "enqueue": {
-          const now = Date.now();
-          this.deps.log.commit((log) => {
-            store.insertQueuedTurn({ turnId, requestDigest, request, executionId, now });
-            log.append({
-              turnId,
-              executionId: null,
-              type: "turn.queued",
-              data: { turnId, message: request.message, ...(request.model ? { model: request.model } : {}), queuePosition: this.placeOf(turnId) },
-              now,
-            });
-          });
-          return { outcome: "queued", turn: this.view(turnId)! };
-        }
-        case "queued":
-          // Sent again: the turn already waits (or ended); nothing new is queued.
-          return { outcome: decision.ended ? "cached" : "in_progress", turn: this.view(turnId)! };
-        case "conflict":
-          throw new Refusal("turn_conflict", `turn ${turnId} was already sent with different content`, { turnId });
-        case "busy":
-          throw new Refusal("session_busy", `${waiting.length} queued turn(s) wait in this conversation; send with whenBusy "queue" to wait after them`, {
-            nextTurnId: decision.next.turnId,
-            queued: waiting.length,
-          });
-        case "full":
-          throw new Refusal("queue_full", `the queue holds ${decision.limit} turns already (QUEUE_MAX_TURNS); send again once one has started`, {
-            limit: decision.limit,
-          });
-      }
-    }
+    });
+    return { outcome: "queued", turn: this.view(turnId)! };
   }
 
   /** A queued turn's place (1: next), among the turns still waiting to start. */

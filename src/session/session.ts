@@ -19,7 +19,7 @@ import { SessionRooms } from "./rooms";
 import type { SessionContext, TurnRequest } from "./store/records";
 import type { SessionStore } from "./store/store";
 import type { TurnView } from "./turn-cache";
-import type { WhenBusy } from "./turn-queue";
+import type { WhenBusy } from "./send-decision";
 import type { SubmitOutcome } from "./turn-runner";
 import { UserLink } from "./user-link";
 import { chatMessagesOf, chatReplayOf, messagesOf, summaryOf, turnOf, usageOf, type ConversationMessages, type ConversationSummary, type ConversationUsage } from "./views";

@@ -1,32 +1,14 @@
 /**
- * Turn identity and retry safety (the Sandbox sessions guide, "Retry a turn without running it twice"). Pure.
- *
- * Same turnId and same content: the cached result (200) or the running turn (202).
- * Same turnId, other content: 409 turn_conflict. A new turn while another runs: 409 session_busy.
- * A failed result is final: the same ids return the same outcome, never a second run.
+ * Turn identity (the Sandbox sessions guide, "Retry a turn without running it twice"). Pure: what
+ * makes two sends the same (the request digest), the execution id a turn's run is named by, and a
+ * turn's public view. What a send with a known id gets is the send's decision (./send-decision.ts).
  */
 import { canonicalDigest, sha256Hex, stripUndefined } from "../lib/digest";
 import type { TurnView } from "../schemas/api";
-import { TERMINAL_TURN_STATUSES, type InteractionRecord, type TurnRecord, type TurnRequest } from "./store/records";
+import type { InteractionRecord, TurnRecord, TurnRequest } from "./store/records";
 import { waitingOf } from "./waiting";
 
 export type { TurnView };
-
-export type TurnDecision =
-  | { kind: "new" }
-  | { kind: "cached"; turn: TurnRecord }
-  | { kind: "in_progress"; turn: TurnRecord }
-  | { kind: "conflict"; turn: TurnRecord }
-  | { kind: "busy"; active: TurnRecord };
-
-export function decideTurn(existing: TurnRecord | null, active: TurnRecord | null, requestDigest: string): TurnDecision {
-  if (existing) {
-    if (existing.requestDigest !== requestDigest) return { kind: "conflict", turn: existing };
-    return TERMINAL_TURN_STATUSES.has(existing.status) ? { kind: "cached", turn: existing } : { kind: "in_progress", turn: existing };
-  }
-  if (active) return { kind: "busy", active };
-  return { kind: "new" };
-}
 
 /** The digest of what the client asked for; what makes "same content". */
 export function turnRequestDigest(request: TurnRequest): Promise<string> {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { QueuedTurn, TurnRecord, TurnStatus } from "./store/records";
-import { decideSend, nextStep, queuedView, type SendInput } from "./turn-queue";
+import { nextStep, queuedView } from "./turn-queue";
 
 const entry = (turnId: string, state: QueuedTurn["state"] = "queued", position = 1, digest = `d-${turnId}`): QueuedTurn => ({
   turnId,
@@ -15,51 +15,6 @@ const entry = (turnId: string, state: QueuedTurn["state"] = "queued", position =
 });
 
 const running = { turnId: "r", status: "running" } as TurnRecord;
-
-const send = (over: Partial<SendInput>): SendInput => ({
-  known: false,
-  entry: null,
-  active: null,
-  waiting: [],
-  whenBusy: "refuse",
-  limit: 3,
-  requestDigest: "d-new",
-  ...over,
-});
-
-describe("what a send does with the queue in view", () => {
-  it("a free conversation dispatches; a known turn is the dispatcher's, whatever the queue holds", () => {
-    expect(decideSend(send({}))).toEqual({ kind: "dispatch" });
-    expect(decideSend(send({ whenBusy: "queue" }))).toEqual({ kind: "dispatch" });
-    expect(decideSend(send({ known: true, active: running, waiting: [entry("q1")], whenBusy: "queue" }))).toEqual({ kind: "dispatch" });
-    expect(decideSend(send({ entry: entry("q1", "started"), active: running }))).toEqual({ kind: "dispatch" });
-  });
-
-  it("busy: queued only when the send asks; a running turn is the dispatcher's to refuse; waiting turns refuse the rest", () => {
-    expect(decideSend(send({ active: running, whenBusy: "queue" }))).toEqual({ kind: "enqueue" });
-    expect(decideSend(send({ active: running }))).toEqual({ kind: "dispatch" });
-    // Between two turns, with turns waiting: nothing overtakes them.
-    const waiting = [entry("q1")];
-    expect(decideSend(send({ waiting }))).toEqual({ kind: "busy", next: waiting[0] });
-    expect(decideSend(send({ waiting, whenBusy: "queue" }))).toEqual({ kind: "enqueue" });
-  });
-
-  it("the bound: a queue holding `limit` turns refuses the next one", () => {
-    const waiting = [entry("q1"), entry("q2", "queued", 2), entry("q3", "queued", 3)];
-    expect(decideSend(send({ active: running, waiting, whenBusy: "queue" }))).toEqual({ kind: "full", limit: 3 });
-    expect(decideSend(send({ active: running, waiting: waiting.slice(0, 2), whenBusy: "queue" }))).toEqual({ kind: "enqueue" });
-  });
-
-  it("the same send again is the same queued turn; other content is a conflict; removed or refused is final", () => {
-    const q = entry("q1");
-    expect(decideSend(send({ entry: q, active: running, waiting: [q], requestDigest: "d-q1" }))).toEqual({ kind: "queued", entry: q, ended: false });
-    expect(decideSend(send({ entry: q, active: running, waiting: [q], requestDigest: "other" }))).toEqual({ kind: "conflict", entry: q });
-    for (const state of ["removed", "refused"] as const) {
-      const ended = entry("q1", state);
-      expect(decideSend(send({ entry: ended, requestDigest: "d-q1", whenBusy: "queue" }))).toEqual({ kind: "queued", entry: ended, ended: true });
-    }
-  });
-});
 
 describe("which queued turn goes next", () => {
   const statuses = (map: Record<string, TurnStatus>) => (id: string) => map[id] ?? null;

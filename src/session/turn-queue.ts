@@ -1,14 +1,7 @@
 /**
- * The queue of turns sent while another runs (issue 21, "A queue"). Pure: which send waits, which
- * queued turn goes next and what it follows, and what a queued turn looks like to the API. Applied
- * by ./queue-runner.ts.
- *
- * A send names how it wants a busy conversation handled: `refuse` (the default: 409
- * `session_busy`) or `queue`. A queued turn has its own turn id: the same send again answers the
- * same queued turn (an edit changes what it will send, not which send it was), the same id with
- * other content is `turn_conflict`, and a queued turn that was removed or refused at its start is
- * final, like a finished turn. While turns wait, the conversation is busy for a send that does not
- * queue, even between two turns: nothing overtakes the queue.
+ * The queue of turns sent while another runs (issue 21, "A queue"). Pure: which queued turn goes
+ * next and what it follows, and what a queued turn looks like to the API. Which send waits in it
+ * is the send's decision (./send-decision.ts); applied by ./queue-runner.ts.
  *
  * Queued turns start in order, one at a time, each when nothing is active. A queued turn continues
  * the conversation after the turns before it: it follows the conversation's last turn when it
@@ -16,49 +9,6 @@
  */
 import type { TurnView } from "../schemas/api";
 import type { QueuedTurn, TurnRecord, TurnStatus } from "./store/records";
-
-export type WhenBusy = "refuse" | "queue";
-
-export type SendDecision =
-  /** To the dispatcher: a known turn (cached, in progress, conflict), a new turn with nothing active, or one it refuses as busy. */
-  | { kind: "dispatch" }
-  /** A new turn that waits in the queue. */
-  | { kind: "enqueue" }
-  /** The same send again: the same queued turn (`ended`: removed or refused before it started, which is final). */
-  | { kind: "queued"; entry: QueuedTurn; ended: boolean }
-  | { kind: "conflict"; entry: QueuedTurn }
-  /** Turns wait, and this send does not queue: nothing overtakes them. */
-  | { kind: "busy"; next: QueuedTurn }
-  /** The queue holds `limit` turns already. */
-  | { kind: "full"; limit: number };
-
-export interface SendInput {
-  /** Whether the conversation holds a turn record under this id (sent, started from the queue). */
-  known: boolean;
-  /** The queue's record of this turn id, if it was ever queued. */
-  entry: QueuedTurn | null;
-  active: TurnRecord | null;
-  /** The turns that wait, in order. */
-  waiting: readonly QueuedTurn[];
-  whenBusy: WhenBusy;
-  limit: number;
-  requestDigest: string;
-}
-
-/** What a send does, with the queue in view. */
-export function decideSend(input: SendInput): SendDecision {
-  const { entry } = input;
-  if (input.known || entry?.state === "started") return { kind: "dispatch" };
-  if (entry) {
-    if (entry.requestDigest !== input.requestDigest) return { kind: "conflict", entry };
-    return { kind: "queued", entry, ended: entry.state === "removed" || entry.state === "refused" };
-  }
-  const next = input.waiting[0];
-  if (!input.active && !next) return { kind: "dispatch" };
-  if (input.whenBusy === "queue") return input.waiting.length >= input.limit ? { kind: "full", limit: input.limit } : { kind: "enqueue" };
-  // A running turn is the dispatcher's to refuse (session_busy naming it).
-  return input.active || !next ? { kind: "dispatch" } : { kind: "busy", next };
-}
 
 export type QueueStep =
   /** Nothing waits. */

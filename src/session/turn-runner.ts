@@ -1,7 +1,9 @@
 /**
  * Running turns: a short coordinator over one room per part of a turn's life, wired here and
  * nowhere else:
- *  - ./dispatch.ts         sending a turn: the turn cache, claims, the dispatch and its retries;
+ *  - ./send-decision.ts    what a send does (cached, in progress, conflict, busy, full, queued,
+ *                          dispatched): one pure decision, applied by `submit` below;
+ *  - ./dispatch.ts         sending a turn: claims, the dispatch and its retries;
  *  - ./upstream-reader.ts  the one reader of the running execution (./pump.ts), its events
  *                          committed in batches (./ingest-queue.ts), each applied once (./ingest.ts);
  *  - ./turn-end.ts         every way a turn ends: finish, fail, cancel-end, settle from the
@@ -28,7 +30,7 @@ import { AbandonedRuns } from "./abandoned-runs";
 import { activeBranch, agentSessions } from "./branches";
 import { BudgetStop } from "./budget-stop";
 import { budgetUsage, type BudgetState } from "../usage/budgets";
-import { Dispatcher } from "./dispatch";
+import { Dispatcher, type Send } from "./dispatch";
 import type { EventLog } from "./event-log";
 import type { InteractionDesk } from "./interaction-desk";
 import { priorOperation } from "./operations";
@@ -38,7 +40,8 @@ import { SessionRelease } from "./session-release";
 import type { SessionContext, TurnRequest } from "./store/records";
 import type { SessionStore } from "./store/store";
 import { TurnEnd } from "./turn-end";
-import type { WhenBusy } from "./turn-queue";
+import { decideSend, type SendDecision, type WhenBusy } from "./send-decision";
+import { executionIdFor, turnRequestDigest } from "./turn-cache";
 import { conversationTotal } from "./turn-usage";
 import { UpstreamReader } from "./upstream-reader";
 import type { UserLink } from "./user-link";
@@ -112,7 +115,7 @@ export class TurnRunner {
       startReader: () => this.reader.ensure(),
       showRunning: (context) => this.touchIndex(context, "running"),
     });
-    this.queue = new QueueRunner({ store, bound: () => deps.bound(), log, dispatcher: this.dispatcher, config, alarms });
+    this.queue = new QueueRunner({ store, bound: () => deps.bound(), log, dispatcher: this.dispatcher, alarms });
     this.release = new SessionRelease({ store, log, provider });
   }
 
@@ -122,8 +125,70 @@ export class TurnRunner {
 
   // ------------------------------------------------------------------ the turn's life, by room
 
-  submit(context: SessionContext, turnId: string, request: TurnRequest, whenBusy: WhenBusy = "refuse"): Promise<QueueOutcome> {
-    return this.queue.submit(context, turnId, request, whenBusy);
+  /**
+   * A send, as its one decision says (./send-decision.ts): the request's digest and the run's
+   * execution id computed once, the dispatcher acting on a dispatch and on a turn it knows, the
+   * queue on a queued answer.
+   */
+  async submit(context: SessionContext, turnId: string, request: TurnRequest, whenBusy: WhenBusy = "refuse"): Promise<QueueOutcome> {
+    const send: Send = { turnId, request, requestDigest: await turnRequestDigest(request), executionId: await executionIdFor(this.dispatcher.agentSessionId(context), turnId) };
+    // Twice at most: a send that may queue and is refused busy (upstream, as it was dispatched) is decided once more.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.act(context, send, whenBusy);
+      } catch (err) {
+        if (whenBusy === "queue" && attempt === 0 && err instanceof Refusal && err.code === "session_busy") continue;
+        throw err;
+      }
+    }
+  }
+
+  private async act(context: SessionContext, send: Send, whenBusy: WhenBusy): Promise<QueueOutcome> {
+    let decision = this.decide(send, whenBusy);
+    if (decision.kind === "dispatch") {
+      // Admitting a new turn may read the user's spend elsewhere (an RPC): a send that arrived
+      // meanwhile may have taken this turn id or the conversation, so the send is decided again.
+      await this.budgets.admit(context);
+      decision = this.decide(send, whenBusy);
+    }
+    const { turnId } = send;
+    // From here to the insert nothing awaits: a concurrent send sees this turn.
+    switch (decision.kind) {
+      case "dispatch":
+        return this.dispatcher.dispatchNew(context, send);
+      case "queued":
+        return this.queue.enqueue(send);
+      case "cached":
+      case "in_progress":
+        if ("turn" in decision) return this.dispatcher.known(context, send, decision);
+        // Sent again: the turn already waits (or ended); nothing new is queued.
+        return { outcome: decision.kind, turn: this.queue.view(turnId)! };
+      case "conflict":
+        throw new Refusal("turn_conflict", `turn ${turnId} was already sent with different content`, { turnId });
+      case "busy":
+        if ("active" in decision) throw new Refusal("session_busy", `turn ${decision.active.turnId} is still running in this conversation`, { activeTurnId: decision.active.turnId });
+        throw new Refusal("session_busy", `${decision.queued} queued turn(s) wait in this conversation; send with whenBusy "queue" to wait after them`, {
+          nextTurnId: decision.next.turnId,
+          queued: decision.queued,
+        });
+      case "full":
+        throw new Refusal("queue_full", `the queue holds ${decision.limit} turns already (QUEUE_MAX_TURNS); send again once one has started`, { limit: decision.limit });
+    }
+  }
+
+  /** What a send does, from what the store holds now. */
+  private decide(send: Send, whenBusy: WhenBusy): SendDecision {
+    const store = this.store;
+    return decideSend({
+      turn: store.turn(send.turnId),
+      dispatching: this.dispatcher.isDispatching(send.turnId),
+      entry: store.queuedTurn(send.turnId),
+      active: store.activeTurn(),
+      waiting: store.waitingTurns(),
+      whenBusy,
+      limit: this.deps.config().QUEUE_MAX_TURNS,
+      requestDigest: send.requestDigest,
+    });
   }
 
   /** Waits for every dispatch under way here to end (accepted or refused), its bookkeeping included. */
