@@ -9,7 +9,7 @@ import { Hono } from "hono";
 import { cors } from "hono/cors";
 import { readConfig } from "./config";
 import { authenticate, type AppEnv } from "./http/app-context";
-import { ApiError } from "./http/errors";
+import { ApiError } from "./errors";
 import { documentRoutes } from "./http/openapi";
 import { AUTHENTICATED_PREFIXES, MOUNTS } from "./http/routes";
 

@@ -10,8 +10,8 @@ import type { SessionContext } from "../session/session";
 import { AWAIT_PATH } from "../lib/subscription-wire";
 import { ConversationId } from "../schemas/common";
 import { invalid } from "./body";
-import type { RpcResult } from "../errors";
-import { ApiError, refusalStatus, unwrapRpc } from "./errors";
+import { ApiError, type RpcResult } from "../errors";
+import { refusalStatus, unwrapRpc } from "./errors";
 
 interface Identity {
   userId: string;

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ProviderError } from "../providers/errors";
 import type { AgentProvider, ProviderEvent, ProviderResult } from "../providers/provider";
 import { IngestQueue } from "./ingest-queue";
-import { backoffMs, runPump } from "./pump";
+import { runPump } from "./pump";
 
 const ref = { runId: "e1", provider: "p", environmentId: "env", sessionId: "s", executionId: "e1", requestDigest: `sha256:${"0".repeat(64)}` } as const;
 const ev = (id: string, terminal?: "completed" | "failed"): ProviderEvent =>
@@ -230,9 +230,5 @@ describe("the upstream reader", () => {
     // fails on it alone, without progress, until the reader gives up.
     expect(passes.map((p) => p.committed)).toEqual([0, 49, 49, 49]);
     expect(passes.slice(1).every((p) => p.after === "49")).toBe(true);
-  });
-
-  it("backs off exponentially up to a cap", () => {
-    expect([0, 1, 2, 3, 10].map((a) => backoffMs(a, 100, 1000))).toEqual([0, 100, 200, 400, 1000]);
   });
 });

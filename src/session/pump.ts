@@ -8,6 +8,7 @@
  * ends when the host says the run is over, when it is aborted, or when it gives up (the session's
  * alarm tries again later).
  */
+import { backoffMs } from "../lib/retry";
 import { ProviderError } from "../providers/errors";
 import type { AgentProvider, ProviderEvent, ProviderResult } from "../providers/provider";
 import type { AgentExactRunControlRef } from "../schemas/contracts";
@@ -58,11 +59,6 @@ function defaultSleep(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 const CLEAN_END = "stream closed before the run ended";
-
-export function backoffMs(attempt: number, baseDelayMs: number, maxDelayMs: number): number {
-  if (attempt <= 0) return 0;
-  return Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
-}
 
 export async function runPump(provider: AgentProvider, ref: AgentExactRunControlRef, host: PumpHost, options: PumpOptions): Promise<PumpOutcome> {
   const { signal } = options;

@@ -1,12 +1,12 @@
 /**
- * `GET /v1/chat/:id/messages` for a turn the log was trimmed into (./message.ts keptEvents): its
+ * `GET /v1/chat/:id/messages` for a turn the log was trimmed into (../ai-sdk/message.ts keptEvents): its
  * kept parts stand in for its events, a warning among them included, so the reload is the message
  * the stream made.
  */
 import { describe, expect, it } from "vitest";
-import type { EventEnvelope, TurnRecord } from "../session/store/records";
-import { turnParts } from "../session/transcript";
-import { uiMessages } from "./message";
+import { uiMessages } from "../ai-sdk/message";
+import type { EventEnvelope, TurnRecord } from "./store/records";
+import { turnParts } from "./transcript";
 
 const AT = "2026-01-01T00:00:00.000Z";
 const turn: TurnRecord = {
