@@ -11,7 +11,7 @@ import { TAIL_MAX_BYTES, updateBytes } from "./store/held-tail";
 import { isNumericUpstreamId } from "./store/log";
 import type { InteractionStatus, TurnStatus } from "./store/records";
 import { STREAMED_TYPES } from "../../public/wire/part-text.js";
-import { compactPart } from "./part-text";
+import { compactPart } from "./part-deltas";
 import { foldReceipt, foldUsage, toTokenUsage, type ExecutionUsageState } from "../usage/usage-fold";
 
 export interface IngestState {

@@ -3,7 +3,7 @@
  * answered once whatever the retries and however many devices answer at once (one answer at a
  * time per ask). The answer itself is never stored: a keyed hash tells the same answer from
  * another. What upstream made of an answer comes from the provider as an acknowledgement status.
- * Whenever the asks open on a turn change what it waits for, `turn.waiting` says so (./waiting.ts).
+ * Whenever the asks open on a turn change what it waits for, `turn.waiting` says so (./turn-waiting.ts).
  */
 import { hmacKey } from "../auth/ids";
 import { Refusal } from "../errors";
@@ -16,7 +16,7 @@ import { priorOperation } from "./operations";
 import { providerRefusal } from "../providers/refusal";
 import type { InteractionRecord, InteractionStatus, SessionContext } from "./store/records";
 import type { SessionStore } from "./store/store";
-import { sameWaiting, waitingOf, type Waiting } from "./waiting";
+import { sameWaiting, waitingOf, type Waiting } from "./turn-waiting";
 
 export interface AnswerCommand {
   operationId: string;

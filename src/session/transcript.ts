@@ -51,7 +51,7 @@ export function turnParts({ events, interactions }: Omit<TranscriptTurn, "turn">
       if (!part || !VISIBLE_PARTS.has(part.type)) continue;
       const key = `part:${part.id}`;
       const previous = parts.get(key) as (TranscriptPart & { text?: string }) | undefined;
-      // A delta appends to the text so far; a part with its text replaces it (src/session/part-text.ts).
+      // A delta appends to the text so far; a part with its text replaces it (public/wire/part-text.js).
       const text = applyPartUpdate(previous?.text, { part: part as Record<string, unknown>, ...(typeof event.data.delta === "string" ? { delta: event.data.delta } : {}) });
       parts.set(key, { ...(previous ?? {}), ...part, ...(text !== undefined ? { text } : {}) } as TranscriptPart);
     } else if (event.type === "interaction.requested") {

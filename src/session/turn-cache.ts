@@ -6,7 +6,7 @@
 import { canonicalDigest, sha256Hex, stripUndefined } from "../lib/digest";
 import type { TurnView } from "../schemas/api";
 import type { InteractionRecord, TurnRecord, TurnRequest } from "./store/records";
-import { waitingOf } from "./waiting";
+import { waitingOf } from "./turn-waiting";
 
 export type { TurnView };
 

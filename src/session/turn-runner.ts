@@ -45,7 +45,7 @@ import { executionIdFor, turnRequestDigest } from "./turn-cache";
 import { conversationTotal } from "./turn-usage";
 import { UpstreamReader } from "./upstream-reader";
 import type { UserLink } from "./user-link";
-import { waitingOf } from "./waiting";
+import { waitingOf } from "./turn-waiting";
 
 export type { QueueOutcome as SubmitOutcome } from "./queue-runner";
 

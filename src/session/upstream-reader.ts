@@ -51,7 +51,7 @@ export class UpstreamReader {
   private reader: { executionId: string; abort: AbortController; queue: IngestQueue<ProviderEvent> } | undefined;
   /**
    * The text of each streaming part of the running execution, so each delta is stored and sent
-   * once (./part-text.ts). Memory only: a new instance sends a part whole once, then deltas.
+   * once (./part-deltas.ts). Memory only: a new instance sends a part whole once, then deltas.
    */
   private partTexts: { executionId: string; texts: Map<string, string> } | undefined;
 

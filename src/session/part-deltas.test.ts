@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { applyPartUpdate } from "../../public/wire/part-text.js";
-import { compactPart } from "./part-text";
+import { compactPart } from "./part-deltas";
 
 /** A client that knows only the public rule: `part.text` is the whole text; otherwise a delta appends. */
 function clientText(previous: string | undefined, data: { part: Record<string, unknown>; delta?: string }): string | undefined {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { waitingStateOf } from "../../public/wire/waiting.js";
-import { sameWaiting, waitingOf } from "./waiting";
+import { sameWaiting, waitingOf } from "./turn-waiting";
 
 const ask = (interactionId: string, kind: string) => ({ interactionId, request: { kind } });
 
