@@ -14,16 +14,16 @@
  * written in one transactionSync by the caller (../event-log.ts); one that rolls back drops what
  * the stores hold in memory (`discardHeld`).
  */
-import type { UpdateToHold } from "./held-tail";
+import type { AgentExactRunControlRef } from "../../schemas/contracts";
+import { executionView, type ExecutionUsageState } from "../../usage/usage-fold";
 import { AskStore } from "./asks";
+import type { UpdateToHold } from "./held-tail";
 import { LogStore } from "./log";
 import { MetaStore, type MetaKey, type MetaValue } from "./meta";
 import { TERMINAL_TURN_STATUSES, type EventEnvelope, type EventRow, type InteractionStatus, type NewEvent, type QueueState, type StoredBranch, type StoredOperation, type TranscriptPart, type TurnError, type TurnRecord, type TurnRequest, type TurnStatus } from "./records";
 import { migrateSessionSchema } from "./schema";
 import { TurnStore } from "./turns";
 import { UsageStore } from "./usage";
-import { executionView, type ExecutionUsageState } from "../../usage/usage-fold";
-import type { AgentExactRunControlRef } from "../../schemas/contracts";
 
 export class SessionStore {
   /** Rows written through this store since it was opened (SQLite rows are billed per row written). */
