@@ -19,7 +19,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { decodeAfter } from "../public/lib/frames.js";
+import { decodeAfter } from "../public/wire/frames.js";
 import { freePort, readSse } from "../scripts/devserver.mjs";
 import { benchPort, deltaOf, follow, isTurnEnd, ms, num, percentile, sleep, tag, turnEndOf, untilInterrupted, utf8, viewer } from "./harness.mjs";
 import { cpuSeconds, quietInspector } from "./workerd.mjs";
@@ -272,7 +272,7 @@ async function gatewayReconnect({ base, api, auth }) {
   let dropAt = null;
   const half = Math.ceil(C.RECONNECT_WORDS / 2);
   // Frames decoded as the page decodes them: a lean delta frame (`message.part.delta`, {d, t})
-  // continues the frame before it (public/lib/frames.js), so each leg keeps its last envelope.
+  // continues the frame before it (public/wire/frames.js), so each leg keeps its last envelope.
   let previous = null;
   const envelopeOf = (f) => (previous = decodeAfter(previous, f) ?? previous);
   const first = follow(`${base}/v1/conversations/${cid}/events?after=0`, auth, (f, t) => {

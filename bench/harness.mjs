@@ -9,7 +9,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { decodeAfter, DELTA_EVENT } from "../public/lib/frames.js";
+import { decodeAfter, DELTA_EVENT } from "../public/wire/frames.js";
 import { devLogin, readSse, startDevServer } from "../scripts/devserver.mjs";
 import { quietInspector } from "./workerd.mjs";
 
@@ -305,7 +305,7 @@ export function viewer(base, cid, auth, { after = 0, stopAt } = {}) {
     if (seq !== v.lastSeq + 1 && !(seq > v.lastSeq && compactedRunEnd(f))) v.seqErrors++;
     v.lastSeq = Math.max(v.lastSeq, seq);
     // The envelope is read when first asked for: the next viewer's chunk waits for this one's work.
-    // A lean delta frame continues the frame before it (public/lib/frames.js), so each record knows
+    // A lean delta frame continues the frame before it (public/wire/frames.js), so each record knows
     // its predecessor, and reading one reads the unread run before it, in order.
     const rec = { seq, type: f.event, id: f.id, data: f.data, t, bytes, chunk, prev: v.frames.at(-1), parsed: undefined, get env() { return envelopeOf(this); } };
     v.frames.push(rec);

@@ -8,7 +8,7 @@
 // viewer costs per frame is (CPU at K − CPU at 1) / (frames × (K − 1)), beside the same figure of
 // the raw fan-out; and (d) the bytes of each text delta's frame as a viewer receives it.
 // The first K must be 1: the others are against it.
-import { DELTA_EVENT } from "../public/lib/frames.js";
+import { DELTA_EVENT } from "../public/wire/frames.js";
 import { deltaOf, env, follow, groupCpuMs, isTurnEnd, list, ms, num, percentile, signIn, sleep, tag, viewer } from "./harness.mjs";
 import { cpuSeconds, runtimeBase } from "./workerd.mjs";
 

@@ -3,8 +3,7 @@
  * A bad or missing value is a 500 `config_invalid` naming the variable, never a crash later.
  */
 import { z } from "zod";
-import { ApiError } from "./http/errors";
-import { DEFAULT_CAPABILITY_RECHECK_MS } from "./providers/claims";
+import { ApiError } from "./errors";
 
 const Bool = z
   .enum(["true", "false", "1", "0", "yes", "no", ""])
@@ -40,6 +39,9 @@ const JsonObjectText = OptionalText.pipe(
     })
     .optional(),
 );
+
+/** `CAPABILITIES_RECHECK_MS`'s default, also for a provider built without the configuration. */
+export const DEFAULT_CAPABILITY_RECHECK_MS = 5_000;
 
 const ConfigSchema = z
   .object({

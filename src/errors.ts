@@ -1,8 +1,12 @@
 /**
- * Domain outcomes that cross the Durable Object RPC boundary. A session or user object refuses
- * with a Refusal (a stable code, a message that names the problem, details); the Worker chooses
- * the HTTP status for each code (src/http/errors.ts), so no object speaks HTTP.
+ * The project's two error types. Domain outcomes that cross the Durable Object RPC boundary: a
+ * session or user object refuses with a Refusal (a stable code, a message that names the problem,
+ * details); the Worker chooses the HTTP status for each code (src/http/errors.ts), so no object
+ * speaks HTTP. And the public API's ApiError, which the Worker answers with (the configuration's
+ * and the tokens' refusals included: src/config.ts, src/auth/tokens.ts).
  */
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+
 
 export type RefusalCode =
   | "conversation_not_found"
@@ -75,5 +79,27 @@ export async function captureRpc<T>(run: () => Promise<T> | T): Promise<RpcResul
       };
     }
     throw err;
+  }
+}
+
+/**
+ * The one error type of the public API. Every failure a client can see is an ApiError with a
+ * stable `code`, a message that names the problem, and the HTTP status it maps to. Statuses are
+ * chosen here, in the Worker: the objects answer domain outcomes.
+ */
+export class ApiError extends Error {
+  override name = "ApiError";
+  constructor(
+    readonly status: ContentfulStatusCode,
+    readonly code: string,
+    message: string,
+    readonly details?: unknown,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+  }
+
+  toBody(): { error: { code: string; message: string; details?: unknown } } {
+    return { error: { code: this.code, message: this.message, ...(this.details === undefined ? {} : { details: this.details }) } };
   }
 }

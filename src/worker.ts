@@ -9,12 +9,12 @@ import { Hono } from "hono";
 import { cors } from "hono/cors";
 import { readConfig } from "./config";
 import { authenticate, type AppEnv } from "./http/app-context";
-import { ApiError } from "./http/errors";
+import { ApiError } from "./errors";
 import { documentRoutes } from "./http/openapi";
 import { AUTHENTICATED_PREFIXES, MOUNTS } from "./http/routes";
 
-export { SessionObject } from "./objects/session";
-export { UserObject } from "./objects/user";
+export { SessionObject } from "./session/session";
+export { UserObject } from "./user/user";
 export { SandboxEmulator } from "./emulator/emulator";
 
 const app = new Hono<AppEnv>();

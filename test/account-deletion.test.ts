@@ -8,7 +8,7 @@
 import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { deriveOwnerKey } from "../src/auth/ids";
-import { UserObject } from "../src/objects/user";
+import { UserObject } from "../src/user/user";
 import { api, BASE, collect, counters, emulator, json, sendTurn, setFaults, tokenFor, uid, upstream, waitForTurn } from "./helpers";
 
 const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;

@@ -7,8 +7,8 @@
  */
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
-import type { SessionObject } from "../src/objects/session";
-import { SessionStore } from "../src/objects/session-store";
+import type { SessionObject } from "../src/session/session";
+import { SessionStore } from "../src/session/store/store";
 import { api, collect, counters, emulator, isTurnEnd, json, sendTurn, tokenFor, uid, upstream, waitForTurn } from "./helpers";
 
 const variants = (v: Record<string, unknown>) => emulator("/_emulator/variants", v);

@@ -5,7 +5,7 @@
 import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { deriveSessionId } from "../src/auth/ids";
-import type { SessionObject } from "../src/objects/session";
+import type { SessionObject } from "../src/session/session";
 import { api, BASE, collect, counters, emulator, isTurnEnd, json, sendTurn, setFaults, tokenFor, uid, waitForTurn } from "./helpers";
 
 const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;

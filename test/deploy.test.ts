@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { readConfig } from "../src/config";
-import { ApiError } from "../src/http/errors";
+import { ApiError } from "../src/errors";
 import worker from "../src/worker";
 
 const testEnv = env as unknown as Record<string, unknown>;

@@ -7,7 +7,7 @@
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { readConfig } from "../src/config";
-import type { ApiError } from "../src/http/errors";
+import type { ApiError } from "../src/errors";
 import { api, collect, counters, emulator, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
 
 const variants = (v: Record<string, unknown>) => emulator("/_emulator/variants", v);

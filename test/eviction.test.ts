@@ -1,7 +1,7 @@
 import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { deriveSessionId } from "../src/auth/ids";
-import type { SessionObject } from "../src/objects/session";
+import type { SessionObject } from "../src/session/session";
 import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
 import { compacted, expectedUpstream, seenUpstream } from "./expected";
 

@@ -1,5 +1,5 @@
 import { buildScript } from "../src/emulator/script";
-import type { EventEnvelope } from "../src/objects/session-store";
+import type { EventEnvelope } from "../src/session/store/records";
 
 /**
  * The browser-visible upstream events a scripted run must produce, computed from the emulator's

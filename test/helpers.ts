@@ -1,8 +1,8 @@
 import { env, SELF } from "cloudflare:test";
 import { SignJWT } from "jose";
-import { frameDecoder } from "../public/lib/frames.js";
+import { frameDecoder } from "../public/wire/frames.js";
 import { readSseFrames, type SseFrame } from "../src/lib/sse";
-import type { EventEnvelope } from "../src/objects/session-store";
+import type { EventEnvelope } from "../src/session/store/records";
 import { ProviderError } from "../src/providers/errors";
 
 export const BASE = "http://127.0.0.1:8787";

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import type { EventEnvelope } from "../src/objects/session-store";
+import type { EventEnvelope } from "../src/session/store/records";
 import { env } from "cloudflare:test";
 import { api, collect, counters, emulator, isTurnEnd, json, sendTurn, setFaults, tokenFor, uid, waitForTurn } from "./helpers";
 

@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { AgentProvider, DispatchInput, EnvironmentRecord, ProviderEvent } from "../src/providers/provider";
-import { emptyExecutionUsage, executionView, foldReceipt, foldUsage, type ExecutionUsageState } from "../src/objects/usage-fold";
+import { emptyExecutionUsage, executionView, foldReceipt, foldUsage, type ExecutionUsageState } from "../src/usage/usage-fold";
 import type { AgentExactRunControlRef } from "../src/schemas/contracts";
 import { uid, upstreamRejection as rejection } from "./helpers";
 

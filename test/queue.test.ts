@@ -7,8 +7,8 @@
 import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { deriveSessionId } from "../src/auth/ids";
-import type { SessionObject } from "../src/objects/session";
-import type { EventEnvelope } from "../src/objects/session-store";
+import type { SessionObject } from "../src/session/session";
+import type { EventEnvelope } from "../src/session/store/records";
 import { api, collect, counters, isTurnEnd, json, sendTurn, setFaults, tokenFor, uid } from "./helpers";
 
 const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { api, collect, isTurnEnd, json, release, sendTurn, tokenFor, uid } from "./helpers";
 import { expectedUpstream, seenUpstream } from "./expected";
-import { applyPartUpdate } from "../src/objects/part-text";
-import type { EventEnvelope } from "../src/objects/session-store";
+import { applyPartUpdate } from "../public/wire/part-text.js";
+import type { EventEnvelope } from "../src/session/store/records";
 
 /** Each part's text, the events applied in order (docs/sse-protocol.md §1.6). */
 function partTexts(events: EventEnvelope[]): Map<string, string | undefined> {

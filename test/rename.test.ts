@@ -4,7 +4,7 @@
 // changes nothing.
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { UserObject } from "../src/objects/user";
+import type { UserObject } from "../src/user/user";
 import { api, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
 
 const rename = (token: string, cid: string, body: unknown, headers?: Record<string, string>) =>

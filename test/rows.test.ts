@@ -3,10 +3,10 @@
  * deltas are stored several to a row write (the held tail), each counted once.
  */
 import { env, runInDurableObject } from "cloudflare:test";
-import { DELTA_EVENT } from "../public/lib/frames.js";
+import { DELTA_EVENT } from "../public/wire/frames.js";
 import { describe, expect, it } from "vitest";
 import { deriveSessionId } from "../src/auth/ids";
-import type { SessionObject } from "../src/objects/session";
+import type { SessionObject } from "../src/session/session";
 import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid } from "./helpers";
 
 const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;
@@ -42,7 +42,7 @@ describe("rows written per relayed frame", () => {
     const written = after.all - before.all - compaction;
     const perFrame = written / frames;
     console.log(JSON.stringify({ frames, written, perFrame, compaction }));
-    // The held tail stores up to 64 part updates in one row write (src/objects/held-tail.ts): about
+    // The held tail stores up to 64 part updates in one row write (src/session/store/held-tail.ts): about
     // one row per 64 updates (or 2 s of them), plus the turn's own rows (its record, its start and
     // end, usage reports, relayed frames that are not part updates). One row per frame would be over 200.
     // The turn's end compacts its deltas (docs/sse-protocol.md §13): one row written per row it

@@ -6,7 +6,7 @@
 import { env, listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { deriveOwnerKey } from "../src/auth/ids";
-import type { UserObject } from "../src/objects/user";
+import type { UserObject } from "../src/user/user";
 import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
 
 const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;

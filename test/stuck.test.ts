@@ -5,8 +5,8 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { deriveSessionId } from "../src/auth/ids";
-import type { SessionObject } from "../src/objects/session";
-import { executionIdFor, turnRequestDigest } from "../src/objects/turn-cache";
+import type { SessionObject } from "../src/session/session";
+import { executionIdFor, turnRequestDigest } from "../src/session/turn-cache";
 import { api, collect, counters, emulator, isTurnEnd, json, sendTurn, setFaults, tokenFor, uid, upstream, waitForTurn } from "./helpers";
 
 const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;

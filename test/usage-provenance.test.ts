@@ -6,8 +6,8 @@
  */
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { SessionObject } from "../src/objects/session";
-import { SessionStore } from "../src/objects/session-store";
+import type { SessionObject } from "../src/session/session";
+import { SessionStore } from "../src/session/store/store";
 import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid } from "./helpers";
 
 async function turn(message: string, extra: Record<string, unknown> = {}) {

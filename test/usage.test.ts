@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { api, collect, isTurnEnd, json, sendTurn, setFaults, tokenFor, uid } from "./helpers";
-import type { EventEnvelope } from "../src/objects/session-store";
+import type { EventEnvelope } from "../src/session/store/records";
 
 afterEach(async () => {
   await setFaults({});

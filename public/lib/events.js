@@ -7,9 +7,9 @@
  * EventSource delivers a named event only to a listener for that name, so an event missing here
  * would be dropped by the page without a trace.
  */
-import { DELTA_EVENT } from "./frames.js";
+import { DELTA_EVENT } from "../wire/frames.js";
 
-/** Events the gateway writes to a conversation's log itself (src/objects). */
+/** Events the gateway writes to a conversation's log itself (src/session). */
 export const GATEWAY_EVENT = Object.freeze({
   turnAccepted: "turn.accepted",
   turnCompleted: "turn.completed",
@@ -33,7 +33,7 @@ export const GATEWAY_EVENT = Object.freeze({
   branchSwitched: "branch.switched",
   /** Not logged: sent when the stream's cursor is no longer (or never was) in the log. */
   streamReset: "stream.reset",
-  /** Not a log event's type: a lean frame standing for the `message.part.updated` that continues the frame before it (lib/frames.js). */
+  /** Not a log event's type: a lean frame standing for the `message.part.updated` that continues the frame before it (wire/frames.js). */
   partDelta: DELTA_EVENT,
 });
 

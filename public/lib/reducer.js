@@ -7,9 +7,10 @@
  * - A stream event is applied once: an event whose seq is at or below `lastSeq` is a repeat (a
  *   reconnect, a reload that overlaps the transcript) and changes nothing.
  * - A part update with `part.text` carries the part's whole text and replaces it; one without text
- *   and with `delta` appends the delta to the text held for that part (the server sends each text
- *   delta once; docs/sse-protocol.md, "Rebuilding a part's text"). The transcript from /messages
- *   holds the text up to its lastEventId, and the stream continues from there.
+ *   and with `delta` appends the delta to the text held for that part: the rule the server sends
+ *   each text delta once by (../wire/part-text.js; docs/sse-protocol.md, "Rebuilding a part's
+ *   text"). The transcript from /messages holds the text up to its lastEventId, and the stream
+ *   continues from there.
  * - State is never mutated. A turn, block or ask that did not change keeps its identity, which is
  *   how the views know what to redraw.
  * - A turn this tab is sending is "sending" until the server accepts it; a send that did not reach
@@ -17,6 +18,7 @@
  * - The usage total and the budget follow the stream (`usage.updated` carries both); /usage gives
  *   them when a conversation is loaded, and the budget once a turn ended without a usage report.
  */
+import { applyPartUpdate } from "../wire/part-text.js";
 import { GATEWAY_EVENT as E } from "./events.js";
 
 // What the server sends is typed by its schemas (wire.d.ts); what is the page's own (turns,
@@ -165,17 +167,18 @@ function withBlock(turn, block) {
 }
 
 /**
- * A text or reasoning block whose update carries only a delta: the text held so far plus it.
+ * A text or reasoning block after its update, by the rule the server sends it by
+ * (../wire/part-text.js): a part with its text replaces the text held, a delta appends to it.
  * @param {Turn} turn
  * @param {Block} block
  * @param {Record<string, any>} data the event's data: `{ part, delta? }`
  * @returns {Block}
  */
 function withDelta(turn, block, data) {
-  if ((block.kind !== "text" && block.kind !== "reasoning") || typeof data.part?.text === "string" || typeof data.delta !== "string") return block;
+  if (block.kind !== "text" && block.kind !== "reasoning") return block;
   const held = turn.blocks.find((b) => b.key === block.key);
-  const text = held && (held.kind === "text" || held.kind === "reasoning") ? held.text : "";
-  return { ...block, text: text + data.delta };
+  const text = held && (held.kind === "text" || held.kind === "reasoning") ? held.text : undefined;
+  return { ...block, text: applyPartUpdate(text, { part: data.part, ...(typeof data.delta === "string" ? { delta: data.delta } : {}) }) ?? "" };
 }
 
 /**

@@ -4,11 +4,11 @@
  * send headers), resumed strictly after the page's last event. EventSource's own reconnects send
  * Last-Event-ID; a stream the server refused (an expired token) is opened again with a new token
  * after the last event applied. Each connection reads its frames back into events with its own
- * decoder (lib/frames.js: a lean delta frame continues the frame before it in the same response);
+ * decoder (wire/frames.js: a lean delta frame continues the frame before it in the same response);
  * a frame it cannot read back is not skipped: the stream is opened again after the last event applied.
  */
 import { STREAM_EVENTS } from "./events.js";
-import { frameDecoder } from "./frames.js";
+import { frameDecoder } from "../wire/frames.js";
 
 /** @typedef {"connecting" | "replaying" | "live" | "reconnecting"} ConnectionState */
 

@@ -2,12 +2,12 @@
 /**
  * An ask card, built from the request itself: a question's form (its answerSpec); a permission or
  * a plan in its own form, one button per decision its answerSpec offers and its scopes allow (the
- * table the server checks answers with, public/lib/grants.js), its other fields (a note, a plan's
+ * table the server checks answers with, public/wire/grants.js), its other fields (a note, a plan's
  * feedback) beside them. Once answered it says what was chosen (here) or how it ended (elsewhere).
  * Field problems, found here or by the server, are shown on their field, by the field's label.
  */
 import { askOutcomeText } from "../lib/format.js";
-import { allowedDecisions, decisionField, decisionOf } from "../lib/grants.js";
+import { allowedDecisions, decisionField, decisionOf } from "../wire/grants.js";
 import { renderMarkdown } from "../lib/markdown.js";
 import { el } from "./dom.js";
 
@@ -235,7 +235,7 @@ export function createAskView(ask, handlers) {
     say(shown ? "Please fix the fields marked above." : result.message, true);
   };
 
-  // A decision field is a single select (lib/grants.js).
+  // A decision field is a single select (wire/grants.js).
   const decision = /** @type {SelectField | null} */ (decisionField(request));
   if (decision) {
     // A permission or a plan: one button per decision it allows, its other fields beside them.

@@ -21,8 +21,8 @@
  * - The turn's end: `finish` (completed), `error` (failed), `abort` (cancelled).
  */
 import type { EventEnvelope } from "../schemas/api";
-import { applyPartUpdate } from "../objects/part-text";
-import { waitingStateOf } from "../objects/waiting";
+import { applyPartUpdate } from "../../public/wire/part-text.js";
+import { waitingStateOf } from "../../public/wire/waiting.js";
 
 export type UiChunk = { type: string } & Record<string, unknown>;
 

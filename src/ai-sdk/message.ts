@@ -5,9 +5,29 @@
  * same message. Pure. The fold follows the SDK's own (`processUIMessageStream` in the `ai`
  * package) for the chunks the gateway sends; test/ai-sdk checks it against the SDK's reader.
  */
-import type { TranscriptTurn } from "../objects/transcript";
-import type { EventEnvelope } from "../schemas/api";
+import type { z } from "zod";
+import type { EventEnvelope, TranscriptPartSchema, TurnStatus, UsageView } from "../schemas/api";
 import { frameChunk, TurnChunks, TurnResponse, type UiChunk } from "./chunks";
+
+/**
+ * A turn as its messages are made from: what its record says and its log's events (the session
+ * hands its transcript's turns, src/session/transcript.ts). When the log was trimmed into the
+ * turn, its kept `parts` stand in for its events.
+ */
+export interface ChatTurn {
+  turn: {
+    turnId: string;
+    executionId: string;
+    request: { message: string };
+    status: z.infer<typeof TurnStatus>;
+    error: { code: string; message: string } | null;
+    cancelReason: string | null;
+    usage: UsageView | null;
+    parts: z.infer<typeof TranscriptPartSchema>[] | null;
+    updatedAt: number;
+  };
+  events: EventEnvelope[];
+}
 
 type Obj = Record<string, unknown>;
 
@@ -159,7 +179,7 @@ export class MessageFold {
 }
 
 /** Events standing in for a turn whose log was trimmed into: its kept parts and its end. */
-function keptEvents(turn: TranscriptTurn["turn"]): EventEnvelope[] {
+function keptEvents(turn: ChatTurn["turn"]): EventEnvelope[] {
   const base = { turnId: turn.turnId, executionId: turn.executionId, at: new Date(turn.updatedAt).toISOString() };
   const events: EventEnvelope[] = [];
   let seq = 0;
@@ -189,10 +209,10 @@ function keptEvents(turn: TranscriptTurn["turn"]): EventEnvelope[] {
   return events;
 }
 
-const eventsOf = (entry: TranscriptTurn): EventEnvelope[] => (entry.turn.parts ? keptEvents(entry.turn) : entry.events);
+const eventsOf = (entry: ChatTurn): EventEnvelope[] => (entry.turn.parts ? keptEvents(entry.turn) : entry.events);
 
 /** Every chunk of a turn, from its first event to its end or to now. */
-function turnChunks(entry: TranscriptTurn): UiChunk[] {
+function turnChunks(entry: ChatTurn): UiChunk[] {
   const mapper = new TurnChunks(entry.turn.turnId);
   const chunks = [mapper.start()];
   for (const event of eventsOf(entry)) chunks.push(...mapper.push(event).chunks);
@@ -200,7 +220,7 @@ function turnChunks(entry: TranscriptTurn): UiChunk[] {
 }
 
 /** A finished turn's response as SSE text: from its start, or after the asks a client answered. */
-export function replayTurn(entry: TranscriptTurn, continueAfterAsks: string[]): string {
+export function replayTurn(entry: ChatTurn, continueAfterAsks: string[]): string {
   const response = new TurnResponse(entry.turn.turnId, { continueAfterAsks, pauseAt: () => false });
   let out = response.begin().map(frameChunk).join("");
   for (const event of eventsOf(entry)) out += response.feed(event).map(frameChunk).join("");
@@ -208,7 +228,7 @@ export function replayTurn(entry: TranscriptTurn, continueAfterAsks: string[]): 
 }
 
 /** The conversation as UI messages: per turn, the user's message and the agent's answer. */
-export function uiMessages(turns: TranscriptTurn[]): UiMessage[] {
+export function uiMessages<T extends ChatTurn>(turns: readonly T[]): UiMessage[] {
   const out: UiMessage[] = [];
   for (const entry of turns) {
     out.push({ id: entry.turn.turnId, role: "user", parts: [{ type: "text", text: entry.turn.request.message }] });

@@ -4,7 +4,7 @@
  * the conversation. Pure. Only the last message is taken: the agent keeps the history upstream,
  * and the client's earlier messages are never trusted.
  */
-import { yesOrNo } from "../../public/lib/grants.js";
+import { yesOrNo } from "../../public/wire/grants.js";
 import { z } from "zod";
 import { ConversationId, TurnId } from "../schemas/common";
 import { RequestedInteractions } from "../schemas/contracts";
@@ -171,7 +171,7 @@ export interface AskShape {
 
 /**
  * The answer route's body for one ask answered through the chat, in the ask's own form (its
- * decision field and the table of public/lib/grants.js): approved is a one-time grant (or the
+ * decision field and the table of public/wire/grants.js): approved is a one-time grant (or the
  * plan's approval), denied the refusal (a deny, a rejection) with the reason as its feedback,
  * where the ask has a feedback field; a question's output is its answer. An ask that allows no
  * such decision gets the contract's grant names, which the answer check then refuses, naming

@@ -2,7 +2,7 @@ import { env } from "cloudflare:test";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
 import { readConfig } from "../config";
-import { ApiError } from "../http/errors";
+import { ApiError } from "../errors";
 import { signToken, verifyUserToken, type JwksFetch } from "./tokens";
 import { deriveOwnerKey, deriveSessionId } from "./ids";
 

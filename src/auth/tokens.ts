@@ -4,7 +4,7 @@
  */
 import { createRemoteJWKSet, customFetch, errors, jwtVerify, SignJWT, type JWTPayload, type JWTVerifyGetKey } from "jose";
 import type { Config } from "../config";
-import { ApiError } from "../http/errors";
+import { ApiError } from "../errors";
 
 export interface VerifiedUser {
   userId: string;

@@ -6,12 +6,12 @@ import type { Context } from "hono";
 import { deriveOwnerKey, deriveSessionId } from "../auth/ids";
 import { bearerToken, verifyUserToken } from "../auth/tokens";
 import type { Config } from "../config";
-import type { SessionContext } from "../objects/session";
+import type { SessionContext } from "../session/session";
 import { AWAIT_PATH } from "../lib/subscription-wire";
 import { ConversationId } from "../schemas/common";
 import { invalid } from "./body";
-import type { RpcResult } from "../errors";
-import { ApiError, refusalStatus, unwrapRpc } from "./errors";
+import { ApiError, type RpcResult } from "../errors";
+import { refusalStatus, unwrapRpc } from "./errors";
 
 interface Identity {
   userId: string;

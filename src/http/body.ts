@@ -5,7 +5,7 @@
  */
 import type { Context } from "hono";
 import { z } from "zod";
-import { ApiError } from "./errors";
+import { ApiError } from "../errors";
 
 function issuesOf(error: z.ZodError): Array<{ path: string; message: string }> {
   return error.issues.map((issue) => {

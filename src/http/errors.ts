@@ -1,28 +1,10 @@
-import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { RefusalCode, RefusalWire, RpcResult } from "../errors";
-import type { InteractionAcknowledgement } from "../schemas/contracts";
-
 /**
- * The one error type of the public API. Every failure a client can see is an ApiError with a
- * stable `code`, a message that names the problem, and the HTTP status it maps to. Statuses are
- * chosen here, in the Worker: the objects answer domain outcomes.
+ * HTTP statuses, chosen here in the Worker: the status of each refusal an object can answer, and
+ * of each acknowledgement. The API's error type itself is ApiError (../errors.ts).
  */
-export class ApiError extends Error {
-  override name = "ApiError";
-  constructor(
-    readonly status: ContentfulStatusCode,
-    readonly code: string,
-    message: string,
-    readonly details?: unknown,
-    readonly headers?: Record<string, string>,
-  ) {
-    super(message);
-  }
-
-  toBody(): { error: { code: string; message: string; details?: unknown } } {
-    return { error: { code: this.code, message: this.message, ...(this.details === undefined ? {} : { details: this.details }) } };
-  }
-}
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { ApiError, type RefusalCode, type RefusalWire, type RpcResult } from "../errors";
+import type { InteractionAcknowledgement } from "../schemas/contracts";
 
 /** The HTTP status of each refusal an object can answer. */
 const REFUSAL_STATUS: Record<RefusalCode, ContentfulStatusCode> = {

@@ -39,7 +39,7 @@ export interface RouteDeclaration<Body extends z.ZodType | undefined = z.ZodType
   readonly body?: Body;
   /** The answers by status, each with its own body. */
   readonly answers: Readonly<Record<number, Answer>>;
-  /** The statuses whose body is the API's `Error` (src/http/errors.ts). */
+  /** The statuses whose body is the API's `Error` (ApiError, src/errors.ts). */
   readonly errors?: readonly number[];
   /** Runs before the handler (the dev routes' `devOnly`). */
   readonly guard?: MiddlewareHandler<AppEnv>;

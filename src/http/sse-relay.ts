@@ -14,7 +14,7 @@
  * write, no JavaScript stream in between.
  */
 import { CLOSE_DELETED, CLOSE_KNOWN, EVENTS, LIVE, PAGE, PULL, SUBSCRIBE_PATH } from "../lib/subscription-wire";
-import { ApiError } from "./errors";
+import { ApiError } from "../errors";
 
 export interface RelayOptions {
   pingIntervalMs: number;

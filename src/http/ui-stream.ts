@@ -4,7 +4,7 @@
  * pings, the slow-viewer bound), read here and written as the protocol's chunks. One reader of
  * the log per viewer, no second store: the native stream and this one are views of the same log.
  */
-import { frameDecoder } from "../../public/lib/frames.js";
+import { frameDecoder } from "../../public/wire/frames.js";
 import { frameChunk, type TurnResponse, type UiChunk } from "../ai-sdk/chunks";
 import { SseParser, SSE_HEADERS } from "../lib/sse";
 import type { EventEnvelope } from "../schemas/api";

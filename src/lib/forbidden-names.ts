@@ -3,7 +3,7 @@
  * JSON.parse leaves them as own properties, and a later copy or merge can turn them into prototype
  * changes. In lib because two layers read them: the HTTP route reads the raw answer body before Zod
  * copies it (src/http/routes/interactions.ts), and the session's answer check names each one it
- * finds (src/objects/answer-check.ts).
+ * finds (src/session/answer-check.ts).
  */
 const FORBIDDEN_NAMES = new Set(["__proto__", "constructor", "prototype"]);
 

@@ -44,9 +44,6 @@ export interface CapabilityReadBounds {
   recheckMs: number;
 }
 
-/** `CAPABILITIES_RECHECK_MS`'s default, for a provider built without the configuration. */
-export const DEFAULT_CAPABILITY_RECHECK_MS = 5_000;
-
 /**
  * Whether a document read at `readAtMs` is read again now. Always once it is older than
  * `maxAgeMs`; sooner when something it does not claim was asked for (`claimMissing`), but only

@@ -6,6 +6,7 @@
  * in its own folder. The bearer is sent, never logged or echoed.
  */
 import type { z } from "zod";
+import { backoffMs, retryAfterMsOf } from "../lib/retry";
 import { ProviderError, type ProviderErrorCode } from "./errors";
 
 export type FetchLike = (request: Request) => Promise<Response>;
@@ -46,13 +47,6 @@ const MAX_ERROR_BODY_CHARS = 2_000;
 const ATTEMPTS = 3;
 /** Longest wait between attempts; a longer Retry-After fails the call (as retryable) instead. */
 const MAX_RETRY_WAIT_MS = 5_000;
-
-function parseRetryAfterMs(value: string | null): number | undefined {
-  if (!value) return undefined;
-  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
-}
 
 /** Status → retryability: transport failures, timeouts, rate limits and server errors. */
 function isRetryableStatus(status: number): boolean {
@@ -111,7 +105,7 @@ export async function errorFromResponse(response: Response, what: string): Promi
   return new ProviderError(codeOfStatus(status), message, {
     status,
     retryable: isRetryableStatus(status),
-    retryAfterMs: parseRetryAfterMs(response.headers.get("retry-after")),
+    retryAfterMs: retryAfterMsOf(response.headers.get("retry-after"), Date.now()),
     ...(wireCode ? { wireCode } : {}),
     ...(wireMessage ? { wireMessage: wireMessage.slice(0, 300) } : {}),
     ...(details ? { details } : {}),
@@ -249,7 +243,7 @@ export class HttpTransport {
           ? new ProviderError("timeout", `${what}: no answer within ${timeoutMs} ms`, { status: 408, retryable: true })
           : new ProviderError("unavailable", `${what}: transport failure (${err instanceof Error ? err.message : String(err)})`, { status: 0, retryable: true });
       }
-      const wait = error.retryAfterMs ?? Math.min(MAX_RETRY_WAIT_MS, 100 * 2 ** (attempt - 1));
+      const wait = error.retryAfterMs ?? backoffMs(attempt, 100, MAX_RETRY_WAIT_MS);
       const retry = options.retry && error.retryable && options.retryIf?.(error) !== false;
       if (!retry || attempt >= ATTEMPTS || wait > MAX_RETRY_WAIT_MS) throw error;
       await this.sleep(wait);

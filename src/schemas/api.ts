@@ -228,6 +228,7 @@ export const ConversationEntrySchema = z
     updatedAt: z.string(),
   })
   .meta({ id: "ConversationEntry" });
+export type ConversationEntry = z.infer<typeof ConversationEntrySchema>;
 
 export const ConversationListSchema = z.object({ conversations: z.array(ConversationEntrySchema) }).meta({ id: "ConversationList" });
 

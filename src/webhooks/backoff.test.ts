@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { planRetry, retryAfterMsOf, retryDelayMs } from "./backoff";
+import { planRetry, retryDelayMs } from "./backoff";
 
 const policy = { baseDelayMs: 5_000, maxDelayMs: 6 * 3_600_000, giveUpAfterMs: 3 * 86_400_000 };
 
@@ -33,12 +33,5 @@ describe("the retry schedule", () => {
         if (plan.kind === "retry") expect(plan.at).toBeLessThan(created + policy.giveUpAfterMs);
       }),
     );
-  });
-
-  it("reads Retry-After as seconds or a date", () => {
-    expect(retryAfterMsOf("120", 0)).toBe(120_000);
-    expect(retryAfterMsOf(new Date(90_000).toUTCString(), 30_000)).toBe(60_000);
-    expect(retryAfterMsOf("soon", 0)).toBeUndefined();
-    expect(retryAfterMsOf(null, 0)).toBeUndefined();
   });
 });

@@ -5,8 +5,9 @@
  * (itself capped at `maxDelayMs`). A retry that would come at or after `giveUpAfterMs` from the
  * delivery's creation is not made: the delivery is given up. With the defaults (5 s, 6 h, 3 days):
  * about 5 s, 20 s, 80 s, 5 min, 21 min, 85 min, 5.7 h, then every 6 h until three days have passed.
- * Pure: `random` is a parameter.
+ * Pure: `random` is a parameter. The backoff is the project's one (../lib/retry.ts).
  */
+import { backoffMs } from "../lib/retry";
 
 export interface RetryPolicy {
   baseDelayMs: number;
@@ -18,8 +19,8 @@ export type RetryPlan = { kind: "retry"; at: number } | { kind: "give_up" };
 
 /** The delay before retry number `attempts` (the first retry follows the first attempt). */
 export function retryDelayMs(policy: Pick<RetryPolicy, "baseDelayMs" | "maxDelayMs">, attempts: number, random: number, retryAfterMs?: number): number {
-  const exponent = Math.min(Math.max(attempts - 1, 0), 30);
-  const raw = Math.min(policy.maxDelayMs, policy.baseDelayMs * 4 ** exponent);
+  // From the first retry on, its exponent bounded at 30 (past any cap).
+  const raw = backoffMs(Math.min(Math.max(attempts, 1), 31), policy.baseDelayMs, policy.maxDelayMs, 4);
   const jittered = Math.round(raw * (0.8 + 0.4 * random));
   const floor = retryAfterMs === undefined ? 0 : Math.min(retryAfterMs, policy.maxDelayMs);
   return Math.max(jittered, floor, 1);
@@ -29,13 +30,4 @@ export function retryDelayMs(policy: Pick<RetryPolicy, "baseDelayMs" | "maxDelay
 export function planRetry(policy: RetryPolicy, createdAt: number, attempts: number, now: number, random: number, retryAfterMs?: number): RetryPlan {
   const at = now + retryDelayMs(policy, attempts, random, retryAfterMs);
   return at < createdAt + policy.giveUpAfterMs ? { kind: "retry", at } : { kind: "give_up" };
-}
-
-/** A `Retry-After` header (seconds or an HTTP date) as milliseconds from `now`, or undefined. */
-export function retryAfterMsOf(header: string | null, now: number): number | undefined {
-  if (header === null) return undefined;
-  const trimmed = header.trim();
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
-  const date = Date.parse(trimmed);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }

@@ -10,7 +10,7 @@
  * delivery is given up); anything else is a failure to try again. Everything a receiver says is
  * kept short and printable.
  */
-import { retryAfterMsOf } from "./backoff";
+import { retryAfterMsOf } from "../lib/retry";
 import { checkTarget } from "./target";
 
 export interface AttemptRequest {

@@ -6,7 +6,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { deriveOwnerKey, deriveSessionId } from "../../src/auth/ids";
-import type { EventEnvelope } from "../../src/objects/session-store";
+import type { EventEnvelope } from "../../src/session/store/records";
 import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "../helpers";
 
 const bridge = (env as unknown as Record<string, string>).CLI_BRIDGE_URL!;

@@ -6,7 +6,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { Refusal } from "../../src/errors";
-import { providerRefusal } from "../../src/objects/provider-refusal";
+import { providerRefusal } from "../../src/providers/refusal";
 import { CliBridgeProvider } from "../../src/providers/cli-bridge/provider";
 import { HttpTransport } from "../../src/providers/http";
 import type { ProviderEvent } from "../../src/providers/provider";

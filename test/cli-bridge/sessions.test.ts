@@ -9,7 +9,7 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { deriveSessionId } from "../../src/auth/ids";
-import type { EventEnvelope } from "../../src/objects/session-store";
+import type { EventEnvelope } from "../../src/session/store/records";
 import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "../helpers";
 
 const testEnv = env as unknown as Record<string, string>;

@@ -7,7 +7,7 @@
  * when the bridge reported one.
  */
 import { describe, expect, it } from "vitest";
-import type { EventEnvelope } from "../../src/objects/session-store";
+import type { EventEnvelope } from "../../src/session/store/records";
 import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "../helpers";
 
 const CODEX = "codex/default";

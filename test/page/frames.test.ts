@@ -1,17 +1,17 @@
 /**
- * The event stream's frames (public/lib/frames.js, docs/sse-protocol.md §11): any log, cut into
+ * The event stream's frames (public/wire/frames.js, docs/sse-protocol.md §11): any log, cut into
  * responses and pages anywhere, encoded as the session object encodes it and decoded as a reader
  * decodes it, gives back every event byte for byte, and so every part's text; a one-word delta
  * that continues its part fits in 120 bytes of SSE; anything the lean form cannot say goes full.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { DELTA_EVENT, encodeEvent, frameDecoder } from "../../public/lib/frames.js";
+import { DELTA_EVENT, encodeEvent, frameDecoder } from "../../public/wire/frames.js";
 import { encodeSseFrame, SseParser } from "../../src/lib/sse";
 
 type Row = { seq: number; type: string; envelope: string };
 
-/** An envelope's text as the log writes it (src/objects/session-store.ts appendEvent: this key order). */
+/** An envelope's text as the log writes it (src/session/store/store.ts appendEvent: this key order). */
 function envelopeText(e: { seq: number; turnId: string | null; executionId: string | null; type: string; data: Record<string, unknown>; usage?: unknown; at: string }): string {
   return JSON.stringify({ seq: e.seq, turnId: e.turnId, executionId: e.executionId, type: e.type, data: e.data, ...(e.usage ? { usage: e.usage, usageMode: "cumulative" } : {}), at: e.at });
 }

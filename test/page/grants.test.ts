@@ -1,12 +1,12 @@
 /**
- * The decisions the page's permission and plan cards offer (public/lib/grants.js), read from the
+ * The decisions the page's permission and plan cards offer (public/wire/grants.js), read from the
  * request's own answerSpec and responseScopes, and checked against the server's answer check
- * (src/objects/answer-check.ts), which reads the same table: what the page offers, the
+ * (src/session/answer-check.ts), which reads the same table: what the page offers, the
  * server takes; what it does not offer, the server refuses.
  */
 import { describe, expect, it } from "vitest";
-import { allowedDecisions, decisionField, decisionOf, yesOrNo } from "../../public/lib/grants.js";
-import { answerProblems } from "../../src/objects/answer-check";
+import { allowedDecisions, decisionField, decisionOf, yesOrNo } from "../../public/wire/grants.js";
+import { answerProblems } from "../../src/session/answer-check";
 import { InteractionRequest } from "../../src/schemas/contracts";
 
 const grantSpec = (options: Array<string | { value: string; label?: string }>) => ({

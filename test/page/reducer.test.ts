@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { activeTurn, emptyConversation, reduce, type Action, type ConversationState, type StreamEvent } from "../../public/lib/reducer.js";
-import type { InteractionRecord, TurnRecord } from "../../src/objects/session-store";
-import { buildTranscript } from "../../src/objects/transcript";
+import type { InteractionRecord, TurnRecord } from "../../src/session/store/records";
+import { buildTranscript } from "../../src/session/transcript";
 
 const AT = "2026-01-01T00:00:00.000Z";
 
@@ -129,6 +129,17 @@ describe("the page's reducer", () => {
       expect(asksShown(resumed), `asks after event ${cut}`).toEqual(asksShown(live));
       expect(resumed.lastSeq).toBe(live.lastSeq);
     }
+  });
+
+  it("a part's update with neither text nor delta keeps the text held, as /messages does: one rule (public/wire/part-text.js)", () => {
+    const base = scriptedTurn();
+    // The part's end as upstream may send it: its other fields, no text and no delta.
+    const ended = { turnId: "t1", type: "message.part.updated", data: { part: { id: "p1", type: "text", time: { end: 1 } } }, at: AT };
+    const events: StreamEvent[] = [...base.slice(0, 5), ended, ...base.slice(5)].map((e, i) => ({ ...e, seq: i + 1 }));
+    const live = applyAll(emptyConversation("c1"), events);
+    expect(live.turns.t1!.blocks[1]).toMatchObject({ kind: "text", id: "p1", text: "Looking into it." });
+    const loaded = reduce(emptyConversation("c1"), { type: "loaded", transcript: transcriptAfter(events.slice(0, 6)) });
+    expect(shown(applyAll(loaded, events.slice(6)))).toEqual(shown(live));
   });
 
   it("a warning (the agent's memory reset) shows after a reload at any point as it did live", () => {

@@ -6,7 +6,7 @@
  * stream after the last event applied (§11.2).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { DELTA_EVENT } from "../../public/lib/frames.js";
+import { DELTA_EVENT } from "../../public/wire/frames.js";
 
 // Loaded by path, not imported: the module is the page's, type-checked with the page's own settings
 // (tsconfig.public.json: the DOM's timers), not this project's.

@@ -18,7 +18,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, it } from "node:test";
-import { frameDecoder } from "../../public/lib/frames.js";
+import { frameDecoder } from "../../public/wire/frames.js";
 import { devLogin, readSse, startDevServer } from "../../scripts/devserver.mjs";
 
 const KILLS = Number(process.env.KILLS ?? 20);

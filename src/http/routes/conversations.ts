@@ -9,7 +9,8 @@ import type { Context } from "hono";
 import { z } from "zod";
 import { knownSession, limitedTurn, session, type AppEnv } from "../app-context";
 import { invalid } from "../body";
-import { ApiError, unwrapRpc } from "../errors";
+import { ApiError } from "../../errors";
+import { unwrapRpc } from "../errors";
 import { DeclaredRoutes, json } from "../route-declaration";
 import { ConversationId, TurnId } from "../../schemas/common";
 import {

@@ -12,7 +12,7 @@ import { emulatorFetch } from "../../providers";
 import { DevLoginAnswer, DevLoginBody } from "../../schemas/api";
 import { ConversationId } from "../../schemas/common";
 import { isLocalDevelopment, session, type AppEnv } from "../app-context";
-import { ApiError } from "../errors";
+import { ApiError } from "../../errors";
 import { DeclaredRoutes, json } from "../route-declaration";
 
 const DEV_TOKEN_TTL_SECONDS = 12 * 60 * 60;

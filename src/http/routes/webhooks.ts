@@ -19,7 +19,8 @@ import { checkTarget } from "../../webhooks/target";
 import type { Context } from "hono";
 import type { AppEnv } from "../app-context";
 import { invalid } from "../body";
-import { ApiError, unwrapRpc } from "../errors";
+import { ApiError } from "../../errors";
+import { unwrapRpc } from "../errors";
 import { DeclaredRoutes, json } from "../route-declaration";
 
 const BODY_MAX_BYTES = 8 * 1024;

@@ -5,7 +5,8 @@
  * the record. What a turn may do is the route's document, cached briefly and shared by concurrent
  * reads, and read again sooner when a turn lacks a claim (`capabilityReadDue`).
  */
-import { capabilityReadDue, DEFAULT_CAPABILITY_RECHECK_MS } from "../claims";
+import { DEFAULT_CAPABILITY_RECHECK_MS } from "../../config";
+import { capabilityReadDue } from "../claims";
 import { ProviderError } from "../errors";
 import type { HttpTransport } from "../http";
 import type { EnsureEnvironmentInput, EnsureEnvironmentResult, EnvironmentObservation, EnvironmentRecord } from "../provider";

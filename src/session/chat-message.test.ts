@@ -1,0 +1,50 @@
+/**
+ * `GET /v1/chat/:id/messages` for a turn the log was trimmed into (../ai-sdk/message.ts keptEvents): its
+ * kept parts stand in for its events, a warning among them included, so the reload is the message
+ * the stream made.
+ */
+import { describe, expect, it } from "vitest";
+import { uiMessages } from "../ai-sdk/message";
+import type { EventEnvelope, TurnRecord } from "./store/records";
+import { turnParts } from "./transcript";
+
+const AT = "2026-01-01T00:00:00.000Z";
+const turn: TurnRecord = {
+  turnId: "t1",
+  ordinal: 1,
+  parentTurnId: null,
+  branch: 0,
+  requestDigest: "sha256:x",
+  request: { message: "hello" },
+  executionId: "exe-1",
+  status: "completed",
+  controlRef: null,
+  upstreamCursor: null,
+  resultText: "Hi",
+  answerInParts: false,
+  error: null,
+  usage: null,
+  cancelReason: null,
+  acceptedSeq: 1,
+  lostAt: null,
+  parts: null,
+  createdAt: Date.parse(AT),
+  startedAt: Date.parse(AT),
+  updatedAt: Date.parse(AT),
+  completedAt: Date.parse(AT),
+};
+const event = (seq: number, type: string, data: Record<string, unknown>): EventEnvelope => ({ seq, turnId: "t1", executionId: "exe-1", type, data, at: AT });
+
+describe("a trimmed turn's chat message", () => {
+  it("carries the warning its events carried (agent_memory_reset), with the streamed part's id", () => {
+    const events = [
+      event(2, "warning", { code: "agent_memory_reset", message: "the agent starts afresh" }),
+      event(3, "message.part.updated", { part: { id: "p1", type: "text", text: "Hi" } }),
+      event(4, "turn.completed", { status: "completed" }),
+    ];
+    const [, streamed] = uiMessages([{ turn, events, interactions: [] }]);
+    const [, kept] = uiMessages([{ turn: { ...turn, parts: turnParts({ events, interactions: [] }) }, events: [], interactions: [] }]);
+    expect(streamed!.parts.find((p) => p.type === "data-warning")).toEqual({ type: "data-warning", id: "warning-2", data: { code: "agent_memory_reset", message: "the agent starts afresh" } });
+    expect(kept!.parts.filter((p) => p.type === "data-warning")).toEqual(streamed!.parts.filter((p) => p.type === "data-warning"));
+  });
+});

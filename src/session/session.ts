@@ -1,0 +1,244 @@
+/**
+ * One Durable Object per conversation session: a shell that answers the RPCs over its rooms
+ * (wired in ./rooms.ts); the one rule kept here: a refused first turn leaves nothing behind. Whose
+ * conversation it holds, and its store, is ./binding.ts; what it asks of its user's object
+ * ./user-link.ts. Turns, the upstream reader, usage, budgets and a delete's shutdown are the turn
+ * runner's; asks and answers the interaction desk's; subscriptions.ts holds the hibernatable
+ * sockets of the Worker's browser streams, views.ts what the reads answer. Methods answer domain
+ * outcomes (values or Refusals); the Worker chooses HTTP statuses.
+ */
+import { DurableObject } from "cloudflare:workers";
+import { captureRpc, Refusal, type RpcResult } from "../errors";
+import { CLOSE_DELETED, CLOSE_DROPPED } from "../lib/subscription-wire";
+import type { ConversationEntry } from "../schemas/api";
+import type { CancellationAcknowledgement, InteractionAcknowledgement } from "../schemas/contracts";
+import { SessionBinding } from "./binding";
+import { branchesOf, switchBranch } from "./branches";
+import type { AnswerCommand } from "./interaction-desk";
+import { SessionRooms } from "./rooms";
+import type { SessionContext, TurnRequest } from "./store/records";
+import type { SessionStore } from "./store/store";
+import type { TurnView } from "./turn-cache";
+import type { WhenBusy } from "./send-decision";
+import type { SubmitOutcome } from "./turn-runner";
+import { UserLink } from "./user-link";
+import { chatMessagesOf, chatReplayOf, messagesOf, summaryOf, turnOf, usageOf, type ConversationMessages, type ConversationSummary, type ConversationUsage } from "./views";
+
+export type { ConversationSummary } from "./views";
+/** Who a conversation RPC is for: session id and owner key, derived by the Worker from the user and the conversation id. */
+export type { SessionContext };
+
+export class SessionObject extends DurableObject<Env> {
+  /** Whose conversation this object holds, and its store (./binding.ts). */
+  private readonly binding: SessionBinding;
+  private readonly user: UserLink;
+  /** The rooms, wired (./rooms.ts). */
+  private readonly rooms: SessionRooms;
+  /** Turn submissions under way (binding, dispatch and bookkeeping): a delete waits for them. */
+  private readonly submissions = new Set<Promise<unknown>>();
+  private readonly instance = crypto.randomUUID();
+  private readonly startedAt = Date.now();
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.binding = new SessionBinding(ctx.storage);
+    this.user = new UserLink(env);
+    this.rooms = new SessionRooms(ctx, env, this.binding, this.user);
+    ctx.blockConcurrencyWhile(async () => this.rooms.start());
+  }
+
+  /** The store, created on first write (binding a conversation); null until then (./binding.ts). */
+  private get store(): SessionStore {
+    return this.binding.store;
+  }
+
+  private get storeInstance(): SessionStore | null {
+    return this.binding.current;
+  }
+
+  private boundSession(): SessionContext | null {
+    return this.binding.session();
+  }
+
+  /**
+   * Binds the conversation on first use; a later call must name the same session. Every send is
+   * admitted first by the user's object for the request's token (`issuedAt`), the first and every
+   * later one: a send whose account was deleted since it began binds and writes nothing, whatever
+   * this object holds by then (src/user/account-records.ts, the fence).
+   */
+  private async bind(context: SessionContext, issuedAt: number | null): Promise<void> {
+    const deletions = await this.user.admit(context, issuedAt);
+    this.binding.bind(context, deletions, this.rooms.log);
+  }
+
+  /** Runs `fn` on the conversation this object holds; refused when it holds none, before the store is touched (so creating none). */
+  private held<T>(conversationId: string, fn: (context: SessionContext, store: SessionStore) => T | Promise<T>): Promise<RpcResult<T>> {
+    return captureRpc(() => fn(this.binding.require(conversationId), this.store));
+  }
+
+  // ------------------------------------------------------------------ turns
+
+  /** `issuedAt`: the request's token's `iat` (seconds; null without one), which the user's object admits a new conversation for. */
+  async submitTurn(
+    context: SessionContext,
+    turnId: string,
+    request: TurnRequest,
+    whenBusy: WhenBusy,
+    issuedAt: number | null,
+  ): Promise<RpcResult<SubmitOutcome>> {
+    const work = captureRpc(async () => {
+      const fresh = !this.boundSession();
+      try {
+        await this.bind(context, issuedAt);
+        return await this.rooms.runner.submit(context, turnId, request, whenBusy);
+      } catch (err) {
+        // A refused first turn leaves nothing behind: no conversation, no title, no summary, no admission (unless turns queued behind it).
+        if (fresh && this.storeInstance?.turnCount() === 0 && this.storeInstance.waitingTurns().length === 0) {
+          await this.binding.wipe();
+          await this.user.forgetAdmission(context);
+        }
+        throw err;
+      } finally {
+        // A refused dispatch may leave the conversation free with turns queued.
+        if (this.storeInstance) void this.rooms.runner.queue.move();
+      }
+    });
+    this.submissions.add(work);
+    return work.finally(() => this.submissions.delete(work));
+  }
+
+  async getTurn(turnId: string): Promise<RpcResult<TurnView>> {
+    return captureRpc(() => turnOf(this.storeInstance, turnId, (id) => this.rooms.runner.queue.view(id)));
+  }
+
+  async cancel(conversationId: string, operationId: string, reason?: string, queue?: "keep" | "clear"): Promise<RpcResult<CancellationAcknowledgement>> {
+    return this.held(conversationId, () => this.rooms.runner.cancel(conversationId, operationId, reason, queue));
+  }
+
+  /** Replaces a queued turn's text before it starts. */
+  async editQueued(conversationId: string, turnId: string, message: string): Promise<RpcResult<TurnView>> {
+    return this.held(conversationId, () => this.rooms.runner.queue.edit(turnId, message));
+  }
+
+  /** Removes a queued turn before it starts. */
+  async removeQueued(conversationId: string, turnId: string): Promise<RpcResult<TurnView>> {
+    return this.held(conversationId, () => this.rooms.runner.queue.remove(turnId));
+  }
+
+  /** Removes every queued turn. */
+  async clearQueue(conversationId: string): Promise<RpcResult<{ removed: string[] }>> {
+    return this.held(conversationId, () => ({ removed: this.rooms.runner.queue.clear() }));
+  }
+
+  async answer(conversationId: string, interactionId: string, command: AnswerCommand): Promise<RpcResult<InteractionAcknowledgement>> {
+    return this.held(conversationId, (context) => this.rooms.desk.answer(context, interactionId, command));
+  }
+
+  override async alarm(): Promise<void> {
+    await this.rooms.alarm();
+  }
+
+  // ------------------------------------------------------------------ streams and reads
+
+  /** A browser stream's subscription: the Worker, which holds the browser's SSE response, opens a WebSocket here (./subscriptions.ts). */
+  override async fetch(request: Request): Promise<Response> {
+    return this.rooms.subscriptions.accept(request);
+  }
+
+  override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    this.rooms.subscriptions.message(ws, message);
+  }
+
+  override async webSocketClose(ws: WebSocket, code: number): Promise<void> {
+    this.rooms.subscriptions.close(ws, code);
+  }
+
+  override async webSocketError(): Promise<void> {
+    // The Worker's side went away; the socket is gone from getWebSockets() already.
+  }
+
+  /** Which instance answers, since when, with how many subscriptions (development and the benchmarks: a new instance means the last was evicted or hibernated). */
+  async instanceInfo(): Promise<{ instance: string; startedAt: number; subscriptions: number; rowsWritten: number; compactionRowsWritten: number; commits: number; log: { events: number; rows: number; bytes: number }; turns: { rows: number; bytes: number } }> {
+    return {
+      instance: this.instance,
+      startedAt: this.startedAt,
+      subscriptions: this.rooms.subscriptions.count(),
+      // Rows this instance wrote (a new instance starts from 0), and the log it holds.
+      rowsWritten: this.storeInstance?.rowsWritten ?? 0,
+      // Of those, the rows turn-end compaction wrote (each row it deletes counts).
+      compactionRowsWritten: this.storeInstance?.compactionRowsWritten ?? 0,
+      // Transactions this instance committed through the log (a batch of upstream frames is one).
+      commits: this.rooms.log.commits,
+      log: this.storeInstance?.logSize() ?? { events: 0, rows: 0, bytes: 0 },
+      turns: this.storeInstance?.turnsSize() ?? { rows: 0, bytes: 0 },
+    };
+  }
+
+  /** Closes every browser stream (local development: the page must reconnect by itself). */
+  async closeBrowserStreams(): Promise<number> {
+    return this.rooms.subscriptions.closeAll(CLOSE_DROPPED, "dropped");
+  }
+
+  async summary(conversationId: string): Promise<RpcResult<ConversationSummary>> {
+    return this.held(conversationId, (context, store) => summaryOf(store, context, this.rooms.runner.total(), this.rooms.runner.queue.waiting()));
+  }
+
+  /** A branch's conversation (`branch` omitted: the active one). */
+  async messages(conversationId: string, branch?: number): Promise<RpcResult<ConversationMessages>> {
+    return this.held(conversationId, (_context, store) => messagesOf(store, conversationId, branch));
+  }
+
+  async chatMessages(conversationId: string, branch?: number): Promise<RpcResult<string>> {
+    return this.held(conversationId, (_context, store) => chatMessagesOf(store, branch));
+  }
+
+  async branches(conversationId: string): Promise<RpcResult<ReturnType<typeof branchesOf> & { conversationId: string }>> {
+    return this.held(conversationId, (_context, store) => ({ conversationId, ...branchesOf(store) }));
+  }
+
+  /** Shows another branch; every stream of the conversation hears `branch.switched`. */
+  async switchBranch(conversationId: string, target: { branch?: number; turnId?: string }): Promise<RpcResult<{ branch: number; previous: number; tipTurnId: string }>> {
+    return this.held(conversationId, (_context, store) => {
+      const switched = switchBranch(store, this.rooms.log, target);
+      // The conversation list shows the branch too.
+      if (switched.branch !== switched.previous) this.rooms.runner.refreshIndex();
+      return switched;
+    });
+  }
+
+  /**
+   * Renames the conversation: the summary's title here, then the user's list (whose entry is
+   * answered). The title from the first message is set only while there is none, so a later turn
+   * keeps the new one. Should the list's write fail, the next touch of the index carries the
+   * new title from here.
+   */
+  async rename(conversationId: string, title: string): Promise<RpcResult<ConversationEntry>> {
+    return this.held(conversationId, async (context, store) => {
+      store.setMeta("title", title);
+      const entry = await this.user.rename(context, title);
+      if (!entry) throw new Refusal("conversation_not_found", `no conversation ${conversationId}`);
+      return entry;
+    });
+  }
+
+  async chatReplay(conversationId: string, turnId: string, continueAfterAsks: string[]): Promise<RpcResult<string | null>> {
+    return this.held(conversationId, (_context, store) => chatReplayOf(store, turnId, continueAfterAsks));
+  }
+
+  async usage(conversationId: string): Promise<RpcResult<ConversationUsage>> {
+    return this.held(conversationId, (_context, store) => usageOf(store, conversationId, this.rooms.runner.total(), this.rooms.runner.budget()));
+  }
+
+  /** Deletes the conversation once a turn being sent has finished (accepted or refused): the runner shuts it down upstream, then every local record goes. */
+  async deleteConversation(conversationId: string): Promise<RpcResult<{ deleted: true }>> {
+    return captureRpc(async () => {
+      await Promise.allSettled([...this.submissions]);
+      const context = this.binding.require(conversationId);
+      await this.rooms.runner.shutdown(context);
+      this.rooms.subscriptions.closeAll(CLOSE_DELETED, "conversation deleted");
+      await this.binding.wipe();
+      await this.user.remove(context);
+      return { deleted: true as const };
+    });
+  }
+}

@@ -1,0 +1,71 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { CHUNK_TYPE, compactRows, encodeChunk, expandRows, updateRow, type HeldUpdate, type RowRewrite } from "./log-chunks";
+import type { EventRow } from "./records";
+
+const owner = { turnId: "t", executionId: "e" };
+
+/** The log after rewrites: rows by key, rewritten or gone. */
+function applied(rows: readonly EventRow[], rewrites: readonly RowRewrite[]): EventRow[] {
+  const byKey = new Map(rows.map((r) => [r.seq, r]));
+  for (const w of rewrites) {
+    byKey.delete(w.seq);
+    if (w.to) byKey.set(w.to.seq, w.to);
+  }
+  return [...byKey.values()].sort((a, b) => a.seq - b.seq);
+}
+
+/** The events once each run is replaced by its one event at its last seq. */
+function expected(events: readonly EventRow[], runs: ReadonlyArray<{ fromSeq: number; toSeq: number; row: EventRow }>): EventRow[] {
+  const out: EventRow[] = [];
+  for (const e of events) {
+    const run = runs.find((r) => e.seq >= r.fromSeq && e.seq <= r.toSeq);
+    if (!run) out.push(e);
+    else if (e.seq === run.toSeq) out.push(run.row);
+  }
+  return out;
+}
+
+describe("compacting stored rows", () => {
+  it("property: any rows (chunks and plain), any runs: the rewritten log reads back as the events with each run replaced, touching only the rows runs touch", () => {
+    fc.assert(
+      fc.property(
+        // Row sizes (1: a plain row), and runs as (start, length) over the events.
+        fc.array(fc.integer({ min: 1, max: 6 }), { minLength: 1, maxLength: 8 }),
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 1, max: 9 })), { maxLength: 4 }),
+        (sizes, runSpecs) => {
+          let seq = 1;
+          const rows: EventRow[] = [];
+          for (const size of sizes) {
+            const updates: HeldUpdate[] = [];
+            for (let i = 0; i < size; i++, seq++) {
+              updates.push(seq % 3 === 0 ? { seq, atMs: 1000 + seq, whole: { id: `p${seq % 2}`, type: "text", text: `t${seq}` } } : { seq, atMs: 1000 + seq, part: { id: `p${seq % 2}`, type: "text" }, delta: `d${seq} ` });
+            }
+            rows.push(size === 1 ? updateRow(owner, updates[0]!) : { seq: seq - 1, type: CHUNK_TYPE, envelope: encodeChunk(owner, updates) });
+          }
+          const total = seq - 1;
+          // Disjoint runs, in order.
+          const runs: Array<{ fromSeq: number; toSeq: number; row: EventRow }> = [];
+          let next = 1;
+          for (const [gap, length] of runSpecs) {
+            const fromSeq = next + (gap % 3);
+            const toSeq = Math.min(total, fromSeq + length - 1);
+            if (fromSeq > total) break;
+            runs.push({ fromSeq, toSeq, row: updateRow(owner, { seq: toSeq, atMs: 5000 + toSeq, whole: { id: "snap", type: "text", text: `s${toSeq}` } }) });
+            next = toSeq + 1;
+          }
+          const events = expandRows(rows);
+          const rewrites = compactRows(rows, runs);
+          expect(expandRows(applied(rows, rewrites))).toEqual(expected(events, runs));
+          // A row no run touches is not rewritten.
+          const touched = new Set(rewrites.map((w) => w.seq));
+          for (const row of rows) {
+            const inRun = expandRows([row]).some((e) => runs.some((r) => e.seq >= r.fromSeq && e.seq <= r.toSeq));
+            expect(touched.has(row.seq)).toBe(inRun);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});

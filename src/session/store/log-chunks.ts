@@ -1,0 +1,177 @@
+/**
+ * The held tail's rows (docs/sse-protocol.md §12): part updates that upstream can send again and
+ * that replace what a reader holds (a part's whole state, or a text delta whose frame carried the
+ * part's whole text) reach viewers at once and are stored later, several in one row. A chunk row
+ * holds the updates of consecutive seqs of one execution (each a delta or a part's whole update),
+ * and is stored
+ * at the seq of its last event (so `seq > cursor` finds every row holding an event after the
+ * cursor, and `MAX(seq)` stays the high-water mark). Read back, it is one event per update, each
+ * the same JSON, key for key, as the row the log would have stored for it alone
+ * (./log.ts appendEvent): readers of the log never see a chunk.
+ *
+ * Pure: the row of one update, a chunk's stored text from its updates, and the updates back.
+ */
+import { z } from "zod";
+import type { EventRow } from "./records";
+
+/** The `type` column of a chunk row: never an event's type, so no reader of types meets one. */
+export const CHUNK_TYPE = "message.part.deltas";
+const PART_UPDATED = "message.part.updated";
+
+/** What the updates of one chunk share: the turn and the execution. */
+export interface ChunkOwner {
+  turnId: string;
+  executionId: string;
+}
+
+type Obj = Record<string, unknown>;
+
+/**
+ * One held update, its seq and when it was logged (ms since the epoch): a text delta (with the part
+ * less its text, as a delta's event carries it), or a part's whole update (the part as upstream sent
+ * it: a text part with its whole text, any other part in full).
+ */
+export type HeldUpdate = { seq: number; atMs: number } & ({ part: Obj; delta: string } | { whole: Obj });
+
+/** The row an update's event is: the same keys, in the same order, as ./log.ts appendEvent writes. */
+export function updateRow(owner: ChunkOwner, held: HeldUpdate): EventRow {
+  const data = "whole" in held ? { part: held.whole } : { part: held.part, delta: held.delta };
+  const envelope = { seq: held.seq, turnId: owner.turnId, executionId: owner.executionId, type: PART_UPDATED, data, at: new Date(held.atMs).toISOString() };
+  return { seq: held.seq, type: PART_UPDATED, envelope: JSON.stringify(envelope) };
+}
+
+/** A part less its text: what a delta after its whole update carries. */
+function lessText(part: Obj): Obj {
+  const { text: _text, ...rest } = part;
+  return rest;
+}
+
+/**
+ * A chunk as stored: the owner once, the first seq and its instant, then each update with the
+ * milliseconds since the one before it (seqs are consecutive): `[ms, delta]` a delta of the part
+ * of the update before it (its part less text), `[ms, delta, part]` a delta of another part
+ * (less text), `[ms, { part }]`... as `[ms, part]`, a part's whole update. A delta costs its text
+ * plus a few bytes.
+ */
+const StoredChunk = z.strictObject({
+  turnId: z.string(),
+  executionId: z.string(),
+  first: z.number().int().positive(),
+  at: z.number().int(),
+  /** Each update's seq, when they are not consecutive (a compacted chunk, ../compaction.ts); absent: first, first + 1, … */
+  seqs: z.array(z.number().int().positive()).optional(),
+  updates: z
+    .array(z.union([z.tuple([z.number().int(), z.string()]), z.tuple([z.number().int(), z.record(z.string(), z.unknown())]), z.tuple([z.number().int(), z.string(), z.record(z.string(), z.unknown())])]))
+    .min(1),
+});
+
+/**
+ * The stored text of a chunk: updates of one owner in increasing seqs (consecutive as the tail
+ * holds them; a compacted chunk's may skip, and then name their seqs).
+ */
+export function encodeChunk(owner: ChunkOwner, updates: readonly HeldUpdate[], options: { gaps?: boolean } = {}): string {
+  const start = updates[0];
+  if (!start) throw new Error("a chunk holds at least one update");
+  let previous = start.atMs;
+  let current: string | null = null;
+  const out: unknown[] = [];
+  const consecutive = updates.every((held, i) => held.seq === start.seq + i);
+  updates.forEach((held, i) => {
+    if (options.gaps ? i > 0 && held.seq <= updates[i - 1]!.seq : held.seq !== start.seq + i) throw new Error(options.gaps ? "a chunk's updates have increasing seqs" : "a chunk's updates have consecutive seqs");
+    const ms = held.atMs - previous;
+    previous = held.atMs;
+    if ("whole" in held) {
+      out.push([ms, held.whole]);
+      current = JSON.stringify(lessText(held.whole));
+    } else {
+      const key = JSON.stringify(held.part);
+      out.push(key === current ? [ms, held.delta] : [ms, held.delta, held.part]);
+      current = key;
+    }
+  });
+  return JSON.stringify({ turnId: owner.turnId, executionId: owner.executionId, first: start.seq, at: start.atMs, ...(consecutive ? {} : { seqs: updates.map((u) => u.seq) }), updates: out });
+}
+
+/** The events a chunk row holds, each as the row appendEvent would have stored. */
+export function expandChunk(text: string): EventRow[] {
+  const chunk = StoredChunk.parse(JSON.parse(text));
+  const owner: ChunkOwner = { turnId: chunk.turnId, executionId: chunk.executionId };
+  let atMs = chunk.at;
+  let current: Obj | null = null;
+  if (chunk.seqs && chunk.seqs.length !== chunk.updates.length) throw new Error("a chunk names a seq for each update");
+  return chunk.updates.map((entry, i) => {
+    atMs += entry[0];
+    const seq = chunk.seqs ? chunk.seqs[i]! : chunk.first + i;
+    if (typeof entry[1] !== "string") {
+      current = lessText(entry[1]);
+      return updateRow(owner, { seq, atMs, whole: entry[1] });
+    }
+    const part = entry.length === 3 ? entry[2] : current;
+    if (!part) throw new Error("a chunk's delta names no part");
+    current = part;
+    return updateRow(owner, { seq, atMs, part, delta: entry[1] });
+  });
+}
+
+/** The first seq a stored row holds (a chunk's first update; any other row's own seq). */
+export function firstSeqOf(row: EventRow): number {
+  if (row.type !== CHUNK_TYPE) return row.seq;
+  return StoredChunk.parse(JSON.parse(row.envelope)).first;
+}
+
+/** The log's rows as events: each chunk row expanded into its updates, every other row as it is. */
+export function expandRows(rows: readonly EventRow[]): EventRow[] {
+  const out: EventRow[] = [];
+  for (const row of rows) {
+    if (row.type === CHUNK_TYPE) out.push(...expandChunk(row.envelope));
+    else out.push(row);
+  }
+  return out;
+}
+
+/** A rewrite of one stored row: its key now, and what it becomes (null: it goes). */
+export interface RowRewrite {
+  seq: number;
+  to: EventRow | null;
+}
+
+/** An event of a chunk as the update a chunk holds (every event a chunk holds is a part's update). */
+function asUpdate(row: EventRow): HeldUpdate {
+  const envelope = JSON.parse(row.envelope) as { data: { part: Obj; delta?: string }; at: string };
+  const atMs = Date.parse(envelope.at);
+  return typeof envelope.data.delta === "string" ? { seq: row.seq, atMs, part: envelope.data.part, delta: envelope.data.delta } : { seq: row.seq, atMs, whole: envelope.data.part };
+}
+
+/**
+ * How stored rows change when runs of their events are each replaced by one event at the run's
+ * last seq (../compaction.ts): an event inside a run goes, the run's last becomes its replacement.
+ * A plain row is rewritten or goes; a chunk row keeps what is left of it (its seqs named, since
+ * they skip now), as a plain row when one event is left, and goes when none is. Rows nothing
+ * touches are not rewritten: one row written per row touched. Pure.
+ */
+export function compactRows(rows: readonly EventRow[], runs: ReadonlyArray<{ fromSeq: number; toSeq: number; row: EventRow }>): RowRewrite[] {
+  const sorted = [...runs].sort((a, b) => a.fromSeq - b.fromSeq);
+  const runOf = (seq: number) => sorted.find((r) => seq >= r.fromSeq && seq <= r.toSeq);
+  const out: RowRewrite[] = [];
+  for (const row of rows) {
+    const events = row.type === CHUNK_TYPE ? expandChunk(row.envelope) : [row];
+    let touched = false;
+    const kept: EventRow[] = [];
+    for (const event of events) {
+      const run = runOf(event.seq);
+      if (!run) kept.push(event);
+      else {
+        touched = true;
+        if (event.seq === run.toSeq) kept.push(run.row);
+      }
+    }
+    if (!touched) continue;
+    if (kept.length === 0) out.push({ seq: row.seq, to: null });
+    else if (kept.length === 1) out.push({ seq: row.seq, to: kept[0]! });
+    else {
+      const owner = StoredChunk.parse(JSON.parse(row.envelope));
+      out.push({ seq: row.seq, to: { seq: kept.at(-1)!.seq, type: CHUNK_TYPE, envelope: encodeChunk({ turnId: owner.turnId, executionId: owner.executionId }, kept.map(asUpdate), { gaps: true }) } });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,125 @@
+/**
+ * The conversation's read views: one turn, its summary, its messages (the gateway's transcript
+ * and the AI SDK's UIMessage[]), a finished turn's replay, and its usage. Reads of the session
+ * store only, built in one place so the shell that answers them holds no view logic; the
+ * conversation's total and its budget are the turn runner's and come from the caller. Nothing
+ * here writes.
+ */
+import type { z } from "zod";
+import { replayTurn, uiMessages } from "../ai-sdk/message";
+import { Refusal } from "../errors";
+import type { ConversationSummarySchema, ConversationUsageSchema, MessagesSchema, TotalView } from "../schemas/api";
+import type { BudgetState } from "../usage/budgets";
+import { TERMINAL_TURN_STATUSES, type SessionContext, type TurnRecord } from "./store/records";
+import type { SessionStore } from "./store/store";
+import { activeBranch, branchPath } from "./branches";
+import { buildTranscript, withAnswer, type TranscriptTurn } from "./transcript";
+import { branchIds, siblingsOf, tipOf } from "./turn-tree";
+import { turnView, type TurnView } from "./turn-cache";
+import { emptyExecutionUsage, executionView } from "../usage/usage-fold";
+
+export type ConversationSummary = z.infer<typeof ConversationSummarySchema>;
+export type ConversationUsage = z.infer<typeof ConversationUsageSchema>;
+export type ConversationMessages = z.infer<typeof MessagesSchema>;
+
+/** One turn of the conversation (or the view of one the queue holds), refused when this object holds no such turn (or no conversation). */
+export function turnOf(store: SessionStore | null, turnId: string, queued: (turnId: string) => TurnView | null): TurnView {
+  const turn = store?.turn(turnId);
+  if (store && turn) return turnView(withAnswer(store, turn), store.outstandingOfTurn(turnId));
+  const waiting = store ? queued(turnId) : null;
+  if (!waiting) throw new Refusal("turn_not_found", `no turn ${turnId} in this conversation`);
+  return waiting;
+}
+
+/** `queue`: the turns waiting to start, in order (./queue-runner.ts). */
+export function summaryOf(store: SessionStore, context: SessionContext, total: TotalView, queue: TurnView[]): ConversationSummary {
+  const active = store.activeTurn();
+  const tree = store.treeTurns();
+  const branch = activeBranch(store);
+  const tip = tipOf(tree, branch);
+  // The active branch's latest turn (a turn running on another branch is still the active turn).
+  const last = tip ? store.turn(tip.turnId) : null;
+  const createdAt = store.getMeta("createdAt");
+  const activeView = active ? turnView(active, store.outstandingOfTurn(active.turnId)) : null;
+  return {
+    conversationId: context.conversationId,
+    state: active ? "running" : "idle",
+    waitingFor: activeView?.waitingFor ?? null,
+    title: store.getMeta("title"),
+    activeTurn: activeView,
+    lastTurn: last ? (last.turnId === active?.turnId ? activeView : turnView(withAnswer(store, last), store.outstandingOfTurn(last.turnId))) : null,
+    queue,
+    turnCount: branchPath(store).turns.length,
+    branch,
+    branchCount: branchIds(tree).length,
+    lastEventId: store.lastSeq(),
+    interactions: store.outstandingInteractions().map((i) => ({ turnId: i.turnId, ...i.request })),
+    usage: total,
+    createdAt: createdAt === null ? null : new Date(createdAt).toISOString(),
+    updatedAt: last ? new Date(last.updatedAt).toISOString() : null,
+  };
+}
+
+/** A turn with what its views are built from (its events, or the parts it kept when the log was trimmed into it). */
+function transcriptTurn(store: SessionStore, turn: TurnRecord): TranscriptTurn {
+  const interactions = store.interactionsOfTurn(turn.turnId);
+  if (turn.parts) return { turn, events: [], interactions };
+  return { turn, events: store.eventsOfTurn(turn.turnId), interactions };
+}
+
+/** The turns of a branch's conversation (the active one by default), in order. */
+function pathTurns(store: SessionStore, branch?: number): { branch: number; turns: TurnRecord[] } {
+  const path = branchPath(store, branch);
+  return { branch: path.branch, turns: path.turns.map((t) => store.turn(t.turnId)!) };
+}
+
+export function messagesOf(store: SessionStore, conversationId: string, branch?: number): ConversationMessages {
+  const lastEventId = store.lastSeq();
+  const path = pathTurns(store, branch);
+  const tree = store.treeTurns();
+  const messages = buildTranscript(path.turns.map((turn) => transcriptTurn(store, turn))).map((m) => {
+    if (m.role !== "user") return m;
+    // Where branches split: the turns that follow the same turn as this one.
+    const siblings = siblingsOf(tree, m.turnId);
+    return siblings.length > 1 ? { ...m, siblings: { index: siblings.findIndex((t) => t.turnId === m.turnId), turnIds: siblings.map((t) => t.turnId) } } : m;
+  });
+  return { conversationId, branch: path.branch, lastEventId, messages };
+}
+
+/** A branch's conversation (the active one by default) as the AI SDK's UIMessage[] (src/ai-sdk/message.ts), as JSON. */
+export function chatMessagesOf(store: SessionStore, branch?: number): string {
+  return JSON.stringify(uiMessages(pathTurns(store, branch).turns.map((turn) => transcriptTurn(store, turn))));
+}
+
+/**
+ * A finished turn's UI message stream (src/ai-sdk/chunks.ts) as SSE text, from its start or
+ * after the asks a client answered; null while the turn runs (the stream is then followed live).
+ */
+export function chatReplayOf(store: SessionStore, turnId: string, continueAfterAsks: string[]): string | null {
+  const turn = store.turn(turnId);
+  if (!turn) throw new Refusal("turn_not_found", `no turn ${turnId} in this conversation`);
+  if (!TERMINAL_TURN_STATUSES.has(turn.status)) return null;
+  return replayTurn(transcriptTurn(store, turn), continueAfterAsks);
+}
+
+export function usageOf(store: SessionStore, conversationId: string, total: TotalView, budget: BudgetState | null): ConversationUsage {
+  const byExecution = new Map(store.allExecutionUsage().map((state) => [state.executionId, state]));
+  const turns = store.turns().map((turn) => {
+    const state = byExecution.get(turn.executionId) ?? emptyExecutionUsage(turn.executionId);
+    return {
+      turnId: turn.turnId,
+      executionId: turn.executionId,
+      status: turn.status,
+      ...(turn.request.model ? { model: turn.request.model } : {}),
+      usage: executionView(state),
+      conflicts: state.conflicts,
+      receiptDisagreements: state.receiptDisagreements,
+    };
+  });
+  return {
+    conversationId,
+    total,
+    turns,
+    budget: budget ? { tokens: budget.tokens, used: budget.used, complete: budget.complete, exceeded: budget.exceeded, scope: budget.scope, provenance: budget.provenance } : null,
+  };
+}

@@ -1,0 +1,246 @@
+/**
+ * One Durable Object per user: a shell that wires its rooms and answers their RPCs. The rooms:
+ *  - ./environment.ts    the user's sandbox: brought up single-flight, observed, stopped, deleted;
+ *  - ./conversations.ts  the conversation index and the browser streams waiting to enter it;
+ *  - ./account.ts        the account's gate (the fence) and its deletion, step by step;
+ *  - ./webhook-desk.ts   the user's webhook endpoints and deliveries, sent from the alarm;
+ *  - ./rate-limit.ts     per-user sliding windows on turns and streams (memory only).
+ * Its storage: ./store.ts (the sandbox's record, the index, spend), ./account-records.ts (the
+ * sandbox's log, the deletion record, the admissions), the webhook desk's tables; the schema and
+ * its migrations are ./schema.ts. Methods answer domain outcomes (values or Refusals).
+ */
+import { DurableObject } from "cloudflare:workers";
+import { z } from "zod";
+import { readConfig } from "../config";
+import { captureRpc, type RpcResult } from "../errors";
+import type { EnvironmentRecord } from "../providers/provider";
+import type { ConversationEntry } from "../schemas/api";
+import type { AccountAnswer, AccountDeletion, EnvironmentAnswer } from "../schemas/environment";
+import { WebhookEvent as WebhookEventSchema, type WebhookDeliveryView, type WebhookEndpointView, type WebhookEvent, type WebhookEventType } from "../schemas/webhooks";
+import type { Spend } from "../usage/budgets";
+import { Account } from "./account";
+import { AccountRecords } from "./account-records";
+import { ConversationIndex } from "./conversations";
+import { UserEnvironment } from "./environment";
+import { SlidingWindow, type RateLimitKind } from "./rate-limit";
+import { migrateUserSchema } from "./schema";
+import { UserStore, type IndexTouch } from "./store";
+import { WebhookDesk, webhookSettings, type CreateOutcome } from "./webhook-desk";
+
+export class UserObject extends DurableObject<Env> {
+  /** Requests admitted in the last minute, by kind (memory only: nothing is written per request). */
+  private readonly window = new SlidingWindow();
+  /** The sandbox's life and the account's deletion (./account-records.ts). */
+  private readonly records: AccountRecords;
+  private readonly environments: UserEnvironment;
+  private readonly conversations: ConversationIndex;
+  private readonly accountRoom: Account;
+  /** The user's webhook endpoints and their deliveries (./webhook-desk.ts). */
+  private readonly webhooks: WebhookDesk;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.migrate();
+    const sql = ctx.storage.sql;
+    const store = new UserStore(sql);
+    const transaction = <T>(fn: () => T): T => ctx.storage.transactionSync(fn);
+    this.records = new AccountRecords(sql);
+    this.environments = new UserEnvironment({ env, store, records: this.records, transaction });
+    const sockets = { accept: (ws: WebSocket, tags: string[]) => ctx.acceptWebSocket(ws, tags), get: (tag?: string) => ctx.getWebSockets(tag) };
+    this.conversations = new ConversationIndex({ store, records: this.records, transaction, sockets });
+    this.webhooks = new WebhookDesk({
+      sql,
+      transaction,
+      alarm: { get: () => ctx.storage.getAlarm(), set: (at) => ctx.storage.setAlarm(at) },
+      settings: () => webhookSettings(readConfig(this.env)),
+      fetch: (url, init) => fetch(url, init),
+      now: () => Date.now(),
+      random: () => Math.random(),
+    });
+    this.accountRoom = new Account({
+      env,
+      store,
+      records: this.records,
+      conversations: this.conversations,
+      environment: this.environments,
+      forgetWebhooks: () => this.forgetWebhooks().then(() => undefined),
+      transaction,
+      alarm: { set: (at) => ctx.storage.setAlarm(at), clear: () => ctx.storage.deleteAlarm() },
+    });
+    // A delivery due while the object was gone (a restart) gets its alarm back.
+    ctx.blockConcurrencyWhile(() => this.webhooks.rearm());
+  }
+
+  private migrate(): void {
+    migrateUserSchema(this.ctx.storage.sql);
+  }
+
+  // ------------------------------------------------------------------ the sandbox's life (README "The sandbox's life")
+
+  /**
+   * The user's ready environment (./environment.ts `ensure`), only for a conversation the live
+   * account admitted: a session its account's deletion left behind brings up no sandbox.
+   */
+  async ensureEnvironment(ownerKey: string, conversationId: string, staleEnvironmentId?: string, claimMissing = false): Promise<RpcResult<EnvironmentRecord>> {
+    return captureRpc(async () => {
+      this.accountRoom.refuseWhileDeleting();
+      this.accountRoom.refuseUnadmitted(conversationId);
+      return this.environments.ensure(ownerKey, staleEnvironmentId, claimMissing);
+    });
+  }
+
+  async environment(): Promise<EnvironmentRecord | null> {
+    return this.environments.known();
+  }
+
+  /** The user's sandbox as the provider reports it, and what the gateway did to it. */
+  async environmentView(): Promise<RpcResult<EnvironmentAnswer>> {
+    return this.unlessDeleting(() => this.environments.view());
+  }
+
+  async stopEnvironment(): Promise<RpcResult<{ stopped: true; environmentId: string }>> {
+    return this.unlessDeleting(() => this.environments.stop());
+  }
+
+  async deleteEnvironment(): Promise<RpcResult<{ deleted: true; environmentId: string | null }>> {
+    return this.unlessDeleting(() => this.environments.delete());
+  }
+
+  /** Runs `fn`, refused once the account's deletion began (./account.ts). */
+  private unlessDeleting<T>(fn: () => Promise<T>): Promise<RpcResult<T>> {
+    return captureRpc(() => {
+      this.accountRoom.refuseWhileDeleting();
+      return fn();
+    });
+  }
+
+  // ------------------------------------------------------------------ rate limits (./rate-limit.ts)
+
+  /** Admits one turn submission or stream of this user (the place it took: `at`), or says how long to wait. */
+  async admit(kind: RateLimitKind, perMinute: number): Promise<{ ok: true; at: number } | { ok: false; retryAfterSeconds: number }> {
+    return this.window.admit(kind, perMinute, Date.now());
+  }
+
+  /** Gives back the place an admitted request took: it turned out to do no work. */
+  async releaseAdmission(kind: RateLimitKind, at: number): Promise<void> {
+    this.window.release(kind, at);
+  }
+
+  // ------------------------------------------------------------------ the conversation index (./conversations.ts)
+
+  async touchConversation(entry: IndexTouch): Promise<void> {
+    this.conversations.touch(entry);
+  }
+
+  async listConversations(limit: number): Promise<ConversationEntry[]> {
+    return this.conversations.list(limit);
+  }
+
+  async renameConversation(conversationId: string, title: string): Promise<ConversationEntry | null> {
+    return this.conversations.rename(conversationId, title);
+  }
+
+  async knows(conversationId: string): Promise<boolean> {
+    return this.conversations.knows(conversationId);
+  }
+
+  async usageElsewhere(conversationId: string): Promise<Spend> {
+    return this.conversations.spendElsewhere(conversationId);
+  }
+
+  async removeConversation(conversationId: string): Promise<void> {
+    this.conversations.remove(conversationId);
+  }
+
+  /** A browser stream of a conversation the user does not have yet waits here (./conversations.ts). */
+  override async fetch(request: Request): Promise<Response> {
+    return this.conversations.accept(request);
+  }
+
+  override async webSocketMessage(ws: WebSocket): Promise<void> {
+    this.conversations.message(ws);
+  }
+
+  override async webSocketClose(ws: WebSocket, code: number): Promise<void> {
+    this.conversations.close(ws, code);
+  }
+
+  // ------------------------------------------------------------------ the account (./account.ts)
+
+  /** Admits a conversation whose session is being bound; answers how many times its id was deleted. */
+  async admitConversation(conversationId: string, issuedAtSeconds: number | null): Promise<RpcResult<number>> {
+    return captureRpc(() => this.accountRoom.admit(conversationId, issuedAtSeconds));
+  }
+
+  /** A first turn was refused and its session wiped: its admission goes too (unless the index lists the conversation). */
+  async forgetAdmission(conversationId: string): Promise<void> {
+    this.records.forgetAdmission(conversationId, true);
+  }
+
+  /** Whether a request of a token issued at `issuedAtSeconds` is served (`account`: GET or DELETE /v1/me). */
+  async accountGate(issuedAtSeconds: number | null, account: boolean): Promise<RpcResult<null>> {
+    return captureRpc(() => {
+      this.accountRoom.gate(issuedAtSeconds, account);
+      return null;
+    });
+  }
+
+  async account(issuedAtSeconds: number | null): Promise<AccountAnswer> {
+    return this.accountRoom.view(issuedAtSeconds);
+  }
+
+  async deleteAccount(userId: string, issuedAtSeconds: number | null): Promise<AccountDeletion> {
+    return this.accountRoom.delete(userId, issuedAtSeconds);
+  }
+
+  /** The alarm: a deletion cut short goes on, and the webhook deliveries that are due go out. */
+  override async alarm(): Promise<void> {
+    await this.accountRoom.continue();
+    await this.webhooks.runDue();
+  }
+
+  // ------------------------------------------------------------------ webhooks (README "Webhooks", ./webhook-desk.ts)
+
+  /**
+   * Records the deliveries of events a session hands over (idempotent per event); sends nothing on
+   * the caller's time. Events of a conversation the live account did not admit (a session its
+   * account's deletion left behind) reach none of its endpoints.
+   */
+  async acceptWebhookEvents(events: WebhookEvent[]): Promise<void> {
+    await this.webhooks.accept(z.array(WebhookEventSchema).parse(events).filter((event) => this.records.admitted(event.conversationId)));
+  }
+
+  /** A new endpoint, refused as at the door once the token's account is being deleted or was (checked in the step that writes it). */
+  async createWebhook(
+    input: { url: string; events: WebhookEventType[]; description?: string; linkOrigin: string },
+    issuedAtSeconds: number | null,
+  ): Promise<RpcResult<CreateOutcome>> {
+    return captureRpc(() => this.webhooks.create(input, () => this.accountRoom.gate(issuedAtSeconds, false)));
+  }
+
+  async listWebhooks(): Promise<WebhookEndpointView[]> {
+    return this.webhooks.list();
+  }
+
+  async getWebhook(id: string): Promise<WebhookEndpointView | null> {
+    return this.webhooks.get(id);
+  }
+
+  async deleteWebhook(id: string): Promise<boolean> {
+    return this.webhooks.remove(id);
+  }
+
+  async rotateWebhookSecret(id: string, graceSeconds?: number): Promise<{ endpoint: WebhookEndpointView; secret: string } | null> {
+    return this.webhooks.rotate(id, graceSeconds);
+  }
+
+  async webhookDeliveries(id: string, limit: number): Promise<WebhookDeliveryView[] | null> {
+    return this.webhooks.deliveries(id, limit);
+  }
+
+  /** Account deletion: every endpoint and delivery forgotten, pending ones included (idempotent). */
+  async forgetWebhooks(): Promise<{ endpoints: number; deliveries: number }> {
+    return this.webhooks.forgetAll();
+  }
+}
+
