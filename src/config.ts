@@ -66,7 +66,7 @@ const ConfigSchema = z
     ADMISSION_TIMEOUT_MS: PositiveInt(15_000),
     SANDBOX_READY_TIMEOUT_MS: PositiveInt(120_000),
     SANDBOX_READY_POLL_MS: PositiveInt(2_000),
-    /** Sent at creation (README "The sandbox's life"): the Sandbox stops a sandbox idle this long (30 minutes). */
+    /** Sent at creation (docs/api.md#the-sandboxs-life): the Sandbox stops a sandbox idle this long (30 minutes). */
     SANDBOX_IDLE_TIMEOUT_SECONDS: PositiveInt(30 * 60),
     /** Sent at creation: the Sandbox retires a sandbox this long after it was created (24 hours); the next turn replaces it. */
     SANDBOX_MAX_LIFETIME_SECONDS: PositiveInt(24 * 60 * 60),
@@ -92,9 +92,10 @@ const ConfigSchema = z
     CLI_BRIDGE_HEADERS_TIMEOUT_MS: PositiveInt(30_000),
     CLI_BRIDGE_BODY_TIMEOUT_MS: PositiveInt(120_000),
     // A retained bridge session holds one of the bridge's process slots until it is closed: closed
-    // after this long idle (README "Run against your CLI Bridge").
+    // after this long idle (docs/cli-bridge.md#run-against-your-cli-bridge).
     CLI_BRIDGE_SESSION_IDLE_MS: PositiveInt(600_000),
-    // Webhooks (README "Webhooks"): one attempt's timeout, the backoff's first and longest delay, and when a delivery is given up.
+    // Webhooks (docs/webhooks.md#webhooks): one attempt's timeout, the backoff's first and longest delay, and when a
+    // delivery is given up.
     WEBHOOK_TIMEOUT_MS: PositiveInt(15_000),
     WEBHOOK_RETRY_BASE_MS: PositiveInt(5_000),
     WEBHOOK_RETRY_MAX_DELAY_MS: PositiveInt(6 * 60 * 60_000),

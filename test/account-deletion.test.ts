@@ -1,5 +1,5 @@
 /**
- * Deleting an account through the public API against the emulator (README "Deleting an account"):
+ * Deleting an account through the public API against the emulator (docs/api.md#deleting-an-account):
  * cut short half-way by upstream failures and an eviction of every object, then resumed (by the
  * user object's alarm, or by calling again), with nothing of the account readable from the moment
  * the deletion began, and the agent sessions and the sandbox gone upstream at the end. A token of

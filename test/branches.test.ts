@@ -1,5 +1,5 @@
 /**
- * Branches through the public API (README "Branches"), against the emulator: an edit of an earlier
+ * Branches through the public API (docs/api.md#branches), against the emulator: an edit of an earlier
  * message and a regenerate of an earlier answer fork the agent session at the branch point, once
  * per branch whatever the retries; each branch keeps its own agent session and conversation; the
  * active branch is switched, shown and heard on the event stream; a deployment without the fork

@@ -1,5 +1,5 @@
 /**
- * The age bound on a capability document (README "Capabilities"). This file runs in the `limits`
+ * The age bound on a capability document (docs/api.md#capabilities). This file runs in the `limits`
  * project, where CAPABILITIES_MAX_AGE_MS is 3 s: a document is read again at the first turn after
  * that, with no refusal to prompt it, and turns before that do not read it.
  */

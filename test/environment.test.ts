@@ -1,5 +1,5 @@
 /**
- * The sandbox's life through the public API against the emulator (README "The sandbox's life"):
+ * The sandbox's life through the public API against the emulator (docs/api.md#the-sandboxs-life):
  * `GET /v1/environment` reports what the Sandbox reports (and marks unavailable what it does not),
  * creation sends the configured limits, the emulator enforces them (an idle stop, an expiry), and a
  * user's stop and delete; the next turn resumes (memory kept) or replaces (`agent_memory_reset`).

@@ -1,5 +1,5 @@
 /**
- * Turns that wait their turn (README "Queued turns"), through the public API against the
+ * Turns that wait their turn (docs/api.md#queued-turns), through the public API against the
  * emulator: order, one dispatch per queued turn (the emulator's counters), edit and remove before
  * the start, failures and cancels that leave the queue alone unless told, the bound, and an
  * eviction with turns queued (mid-run and mid-dispatch).
@@ -333,7 +333,7 @@ describe("queued turns survive the session object losing its memory", () => {
   });
 });
 
-describe("queued turns in a conversation that branches (README \"Queued turns\", \"Branches\")", () => {
+describe("queued turns in a conversation that branches (docs/api.md#queued-turns, docs/api.md#branches)", () => {
   it("a queued turn takes its place when it starts: after the turn it names, else the active branch's latest turn; one fork per branch", async () => {
     const token = await tokenFor(uid("user"));
     const cid = uid("conv");

@@ -1,4 +1,4 @@
-// PATCH /v1/conversations/:cid { title } (README "Public API"): a conversation renamed is listed and
+// PATCH /v1/conversations/:cid { title } (README.md#public-api-v1): a conversation renamed is listed and
 // summarised under its new title, which later turns keep (the first message's title never comes
 // back); bad titles are 400s naming the field; a conversation the user does not have is a 404 that
 // changes nothing.

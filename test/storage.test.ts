@@ -1,5 +1,5 @@
 /**
- * Reading a conversation that does not exist stores nothing (README "Errors and limits"): no
+ * Reading a conversation that does not exist stores nothing (docs/api.md#errors-and-limits): no
  * route of an unknown conversation wakes a session object, whose storage would exist from then on.
  * `listDurableObjectIds` lists the objects that have storage.
  */

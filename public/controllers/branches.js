@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * Branches of the open conversation (README "Branches"): Edit on any message and Regenerate on any
+ * Branches of the open conversation (docs/api.md#branches): Edit on any message and Regenerate on any
  * answer send a turn after the turn before it, which starts a branch; the "< n/m >" picker on a
  * message where branches split shows another one. The server keeps which branch is active, so a
  * reload shows it again; a switch anywhere (another tab, a turn sent on another branch) reaches

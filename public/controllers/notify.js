@@ -5,7 +5,7 @@
  * conversation's agent (a question, a permission, a plan) shows a browser notification (the
  * Notification API) with the ask's title; clicking it brings the tab forward. One notification
  * per ask (its id is the tag, so tabs of the same conversation show it once). It needs this tab
- * open: with no tab open, webhooks tell (README "Webhooks").
+ * open: with no tab open, webhooks tell (docs/webhooks.md#webhooks).
  */
 import { notifySetting } from "../lib/storage.js";
 

@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * Queued messages: a message sent while a turn runs waits on the server (README "Queued turns")
+ * Queued messages: a message sent while a turn runs waits on the server (docs/api.md#queued-turns)
  * and is listed under the running turn, with Edit and Remove, until it starts (it then shows in
  * the transcript as any turn) or leaves the queue. The list is the server's: read from the
  * summary's `queue` when the conversation loads and again whenever the stream says the queue moved

@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * The sandbox panel (README "The sandbox's life"): the user's sandbox as the provider reports it
+ * The sandbox panel (docs/api.md#the-sandboxs-life): the user's sandbox as the provider reports it
  * (GET /v1/environment: a value the provider does not report reads "unknown", its reason on
  * hover, never a made-up figure), what the gateway last did to it, and Stop / Delete, each asked
  * for again in the panel before it is sent; and Delete my account (DELETE /v1/me), asked for the

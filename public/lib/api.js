@@ -106,9 +106,9 @@ export function createApi({ baseUrl, token, onUnauthorized }) {
     /** @param {string} cid @param {string} turnId @returns {Promise<import("./wire").TurnView>} */
     removeQueued: async (cid, turnId) => (await request(`${conversationPath(cid)}/turns/${encodeURIComponent(turnId)}`, { method: "DELETE" })).data,
     /**
-     * A turn after `parentTurnId` (an edit of the message after it, or its answer again): a branch (README "Branches").
-     * @param {string} cid @param {string} turnId @param {string} message @param {string | null} parentTurnId
-     * @returns {Promise<import("./wire").TurnView>}
+     * A turn after `parentTurnId` (an edit of the message after it, or its answer again): a branch
+     * (docs/api.md#branches). @param {string} cid @param {string} turnId @param {string} message @param {string | null}
+     * parentTurnId @returns {Promise<import("./wire").TurnView>}
      */
     sendAfter: async (cid, turnId, message, parentTurnId) => (await request(`${conversationPath(cid)}/turns`, { method: "POST", body: { turnId, message, parentTurnId } })).data,
     /** @param {string} cid @returns {Promise<import("./wire").Branches>} */

@@ -5,7 +5,7 @@
  * order (markdown text, reasoning, tool cards, asks, warnings), the files its tools changed
  * (views/changes.js, collapsed), then a footer (status, cancel
  * reason, usage, the model asked for and the one that served it, time) with Copy, Retry and
- * Regenerate. Edit and Regenerate, on any turn, make a branch (README "Branches").
+ * Regenerate. Edit and Regenerate, on any turn, make a branch (docs/api.md#branches).
  */
 import { changedFiles } from "../lib/changes.js";
 import { cancelReasonText, modelText, quoted, STATUS_LABEL, timeText, usageText, waitingText } from "../lib/format.js";

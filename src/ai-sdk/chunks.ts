@@ -3,7 +3,7 @@
  * page of the `ai` package; chunk shapes as its `uiMessageChunkSchema`). Pure: the conversation
  * log's events in, protocol chunks out. The same mapping serves the live stream, a resumed
  * stream, a continuation after an answer and the `/v1/chat/:id/messages` rebuild (./message.ts),
- * so every view of a turn is the same message. README "Use it from the AI SDK" has the table.
+ * so every view of a turn is the same message. docs/ai-sdk.md#use-it-from-the-ai-sdk has the table.
  *
  * - The turn is one assistant message, id `assistantMessageId(turnId)`; steps come from the
  *   agent's `step-start` parts.

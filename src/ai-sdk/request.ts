@@ -146,7 +146,7 @@ export function chatAction(body: ChatRequestBody): ChatAction {
     const id = TurnId.safeParse(last.id);
     if (!id.success) throw new ChatRequestError(`${at}.id`, `the message id is the turn id: ${id.error.issues[0]?.message}`);
     // The history the client holds: the answer before this message names the turn it goes on from
-    // (an earlier one than the active branch's latest is a branch: README "Branches").
+    // (an earlier one than the active branch's latest is a branch: docs/api.md#branches).
     const previous = body.messages[lastIndex - 1];
     const after = previous?.role === "assistant" ? (turnOfAssistantMessage(previous.id) ?? undefined) : undefined;
     return { kind: "submit", turnId: id.data, message: userText(last, at), after };

@@ -108,7 +108,7 @@ export async function rateLimit(c: Context<AppEnv>, kind: "turn" | "stream"): Pr
 }
 
 /**
- * Sends a turn under the user's turn limit (README "Errors and limits"): the place is taken before
+ * Sends a turn under the user's turn limit (docs/api.md#errors-and-limits): the place is taken before
  * the send and kept only when the send did work: a new turn started or queued, or a dispatch that
  * failed upstream (a 5xx: upstream was called, or may have been). A refusal (a 4xx: the conversation
  * busy, a turn id sent with other content, an unknown parent turn, an interaction kind not offered, a

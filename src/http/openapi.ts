@@ -11,7 +11,7 @@
  * Why not @hono/zod-openapi (1.6.3, checked on Node 20 with hono 4.13 and zod 4.6, which it
  * supports): `openapi()` attaches @hono/zod-validator to every route whose body is a Zod schema,
  * and that validator reads the body before a hook (or `defaultHook`) sees anything, so the
- * refusals of ./body.ts, in their order, cannot be kept (README "Errors and limits"):
+ * refusals of ./body.ts, in their order, cannot be kept (docs/api.md#errors-and-limits):
  * - `application/json-patch+json` and other `+json` types are read as JSON; we answer 415;
  * - malformed JSON is an HTTPException 400 "Malformed JSON in request body" thrown before the hook,
  *   and the body is read whole before any size check: a large malformed body is 400, not 413;
@@ -81,7 +81,7 @@ function operation(path: string, route: RouteDeclaration): Json {
   const params = [...parameters("path", route.params), ...parameters("header", route.headers), ...parameters("query", route.query)];
   const authenticated = AUTHENTICATED_PREFIXES.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
   // The account gate (`authenticate`): every authenticated route but the account's own answers
-  // 409 account_deleting while the account is deleted, 410 account_deleted after (README "Deleting an account").
+  // 409 account_deleting while the account is deleted, 410 account_deleted after (docs/api.md#deleting-an-account).
   if (authenticated && path !== "/v1/me") {
     for (const status of [409, 410]) responses[status] ??= { description: "Error, with a stable code", content: { "application/json": { schema: schemaOf(ErrorBody, "output") } } };
   }
@@ -109,7 +109,7 @@ function paths(mounts: readonly Mount[]): Record<string, Json> {
   return out;
 }
 
-/** A user's token (README "Configuration": AUTH_JWT_SECRET or AUTH_JWKS_URL; "Try it with curl": dev login). */
+/** A user's token (docs/configuration.md#configuration: AUTH_JWT_SECRET or AUTH_JWKS_URL; "Try it with curl": dev login). */
 const BEARER = {
   type: "http",
   scheme: "bearer",

@@ -3,7 +3,7 @@
  * own capability document into these claims (`AgentProvider.claims`); the session reads only
  * claims. A claim the document does not prove is false: unknown is never a claim.
  *
- * Also when a document is read again (README "Capabilities"): a document can change under a
+ * Also when a document is read again (docs/api.md#capabilities): a document can change under a
  * running environment (a deployment gains or loses a flag), so claims read once are not kept for
  * good. One rule for every provider's document, whoever keeps it.
  */

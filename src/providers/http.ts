@@ -214,7 +214,8 @@ export class HttpTransport {
       // Race the abort too: a transport that ignores the signal must not outlive the timeout. The
       // listener goes once the answer (or the failure) is in: left on a stream's signal, which never
       // fires, it closed over that signal and was kept by the runtime with the request's objects
-      // after the object was gone (two per conversation, found by a heap snapshot: bench/README.md §8).
+      // after the object was gone (two per conversation, found by a heap snapshot:
+      // bench/notes/2026-12-02-memory-and-replay-stall.md).
       let onAbort: (() => void) | undefined;
       try {
         const aborted = new Promise<never>((_, reject) => {

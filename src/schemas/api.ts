@@ -23,7 +23,7 @@ export const SubmitTurnBody = z
     parentTurnId: TurnId.nullable()
       .optional()
       .describe(
-        "The turn this one follows (README \"Branches\"): omitted, the active branch's latest turn; a turn that already has a follower starts a branch (an edit of the message after it, or a regenerate of its answer); null sends a first message again. Part of what a retry must repeat",
+        "The turn this one follows (docs/api.md#branches): omitted, the active branch's latest turn; a turn that already has a follower starts a branch (an edit of the message after it, or a regenerate of its answer); null sends a first message again. Part of what a retry must repeat",
       ),
   })
   .meta({ id: "SubmitTurn" });

@@ -1,6 +1,6 @@
 /**
  * The user's sandbox as the provider reports it, what the gateway did to it, and the account's
- * deletion (README "The sandbox's life"). Every reported value carries whether it was reported:
+ * deletion (docs/api.md#the-sandboxs-life). Every reported value carries whether it was reported:
  * a value the provider does not report is `unavailable` with the reason, never a made-up zero or
  * a guess (seed 000, "Environment observation").
  */
@@ -83,7 +83,7 @@ export const EnvironmentDeleteAnswer = z
   .object({ deleted: z.literal(true), environmentId: z.string().nullable().describe("null: there was none") })
   .meta({ id: "EnvironmentDeleted" });
 
-/** The steps of an account's deletion, in the order they run (README "The sandbox's life"). */
+/** The steps of an account's deletion, in the order they run (docs/api.md#the-sandboxs-life). */
 const DELETION_STEPS = ["sealed", "webhooks", "streams", "conversations", "sandbox", "index", "done"] as const;
 export type DeletionStep = (typeof DELETION_STEPS)[number];
 

@@ -1,5 +1,5 @@
 /**
- * Webhooks (README "Webhooks"): the bodies and answers of `/v1/webhooks`, the events an endpoint
+ * Webhooks (docs/webhooks.md#webhooks): the bodies and answers of `/v1/webhooks`, the events an endpoint
  * can subscribe to, the payload every delivery carries, and the event a session hands to its
  * user's object. The OpenAPI document is generated from these same schemas.
  */
@@ -8,7 +8,7 @@ import { ConversationId, Id, TurnId } from "./common";
 
 /**
  * What an endpoint can be told about. A turn that ends is one of four: completed, failed,
- * cancelled (by a Stop), or stopped because a token budget was reached (README "Budgets").
+ * cancelled (by a Stop), or stopped because a token budget was reached (docs/api.md#usage-and-budgets).
  */
 const WEBHOOK_EVENT_TYPES = ["interaction.requested", "interaction.expired", "turn.completed", "turn.failed", "turn.cancelled", "turn.budget_stopped"] as const;
 export const WebhookEventType = z.enum(WEBHOOK_EVENT_TYPES).describe("An event an endpoint can subscribe to");

@@ -1,11 +1,11 @@
 /**
- * Runs whose turn the gateway ended while they may still run upstream (README "Never stuck, never
- * a guessed success"): the sandbox stopped or went away mid-turn, the turn ran past its time, its
- * run could not be reached. Ending the turn here does not end the run: left alone, a run in a
- * stopped sandbox that is resumed would hold the agent session (the next turn refused as busy) and
- * spend tokens nobody counts. So each such run is remembered with the turn it belongs to, in the
- * commit that ends the turn, and settled: cancelled upstream by its exact ref, then its result read,
- * and the usage that result reports folded into that turn (a `usage.updated` of the ended turn).
+ * Runs whose turn the gateway ended while they may still run upstream
+ * (docs/guarantees.md#never-stuck-never-a-guessed-success): the sandbox stopped or went away mid-turn, the turn ran
+ * past its time, its run could not be reached. Ending the turn here does not end the run: left alone, a run in a
+ * stopped sandbox that is resumed would hold the agent session (the next turn refused as busy) and spend tokens nobody
+ * counts. So each such run is remembered with the turn it belongs to, in the commit that ends the turn, and settled:
+ * cancelled upstream by its exact ref, then its result read, and the usage that result reports folded into that turn (a
+ * `usage.updated` of the ended turn).
  *
  * Settling is tried at once, before the conversation's next dispatch (its environment resumed
  * first, so a run a stopped sandbox kept can be reached), and on the alarm for a bounded number of

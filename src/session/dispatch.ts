@@ -92,7 +92,7 @@ export function titleFrom(message: string): string {
   return line.length > 80 ? `${line.slice(0, 79)}…` : line || "New conversation";
 }
 
-/** An edit of an earlier message where the environment cannot fork (README "Branches"). */
+/** An edit of an earlier message where the environment cannot fork (docs/api.md#branches). */
 function forkRefusal(): Refusal {
   return new Refusal(
     "capability_denied",
@@ -121,7 +121,7 @@ type Notice = { code: string; message: string };
 /** `afresh`: the turn starts its branch's agent session with nothing copied into it (the session it would fork is gone). */
 type Dispatched = { controlRef: AgentExactRunControlRef; claims: Claims; notice?: Notice; afresh?: true };
 
-/** The agent session a branch would fork is gone with its sandbox: the branch starts afresh, and says so (README "Branches"). */
+/** The agent session a branch would fork is gone with its sandbox: the branch starts afresh, and says so (docs/api.md#branches). */
 const FORK_SOURCE_GONE: Notice = {
   code: "agent_memory_reset",
   message:
@@ -280,7 +280,7 @@ export class Dispatcher {
    * The user's environment and what it claims for this turn; refuses what it does not claim,
    * before any upstream call. A claim that falls short is asked for again first: the capability
    * document may have changed since it was read, and is read again where the bounds allow
-   * (README "Capabilities").
+   * (docs/api.md#capabilities).
    */
   private async claimedEnvironment(context: SessionContext, request: TurnRequest, staleEnvironmentId?: string): Promise<{ environment: EnvironmentRecord; claims: Claims }> {
     let environment = await this.deps.environment(context, staleEnvironmentId);

@@ -196,7 +196,7 @@ export class QueueRunner {
           const { entry } = step;
           const now = Date.now();
           // Its place in the tree is taken now: after the turn it names, else the active branch's
-          // latest turn when it starts (README "Queued turns").
+          // latest turn when it starts (docs/api.md#queued-turns).
           let placement;
           try {
             placement = this.deps.dispatcher.placement(entry.request);

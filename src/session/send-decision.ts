@@ -1,6 +1,7 @@
 /**
- * What a send does: one decision, from what is known when it arrives (README "Retries", "Queued
- * turns"; the Sandbox sessions guide, "Retry a turn without running it twice"). Pure. The send is
+ * What a send does: one decision, from what is known when it arrives
+ * (docs/guarantees.md#retries-never-run-twice, docs/api.md#queued-turns; the Sandbox sessions guide,
+ * "Retry a turn without running it twice"). Pure. The send is
  * named by its turn id, and its content by its request digest (./turn-cache.ts), computed once.
  *
  * - A turn under this id: the same content is the same turn: its result when it ended (a failed

@@ -87,8 +87,9 @@ export interface SubscriptionHubDeps<S> {
  * Live batches leave at most once per this many milliseconds: one display frame at 60 Hz. The
  * first batch after a quiet spell leaves on the next task, no later; events that come within the
  * interval after a send wait for its end and leave together. A browser paints no faster, and every
- * message costs each viewer's relay the same whatever it carries (bench/README.md §10), so deltas
- * faster than 60 a second cost a viewer 60 messages a second, not one per delta.
+ * message costs each viewer's relay the same whatever it carries
+ * (bench/notes/2026-12-02-one-live-send-per-display-frame.md), so deltas faster than 60 a second cost a viewer 60
+ * messages a second, not one per delta.
  */
 const LIVE_INTERVAL_MS = 16;
 

@@ -312,7 +312,8 @@ export class TurnRunner {
     const environmentId = this.store.getMeta("environmentId");
     if (environmentId) {
       try {
-        // Every branch's agent session goes (README "Branches"), each with its own latest run, the conversation's own last.
+        // Every branch's agent session goes (docs/api.md#branches), each with its own latest run, the conversation's
+        // own last.
         for (const { sessionId, lastRun } of agentSessions(this.store, this.dispatcher.agentSessionId(context)).reverse()) {
           await this.deps.provider().deleteSession({ environmentId, sessionId, ...(lastRun ? { lastRun } : {}) });
         }

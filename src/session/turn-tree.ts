@@ -1,5 +1,5 @@
 /**
- * The conversation as a tree of turns (README "Branches"). Pure.
+ * The conversation as a tree of turns (docs/api.md#branches). Pure.
  *
  * Each turn follows one turn, its parent (null for a first message). A branch is a chain of turns
  * that run in one agent session: branch 0 starts with the first turn; every other branch starts

@@ -1,5 +1,5 @@
 /**
- * What the session hands its user's object for webhooks (README "Webhooks"). The outbox is the
+ * What the session hands its user's object for webhooks (docs/webhooks.md#webhooks). The outbox is the
  * event log itself: an ask requested (`interaction.requested`), an ask expired
  * (`interaction.resolved` with status `expired`) and a turn's end (`turn.completed`,
  * `turn.failed`, `turn.cancelled`, the last one `turn.budget_stopped` when a budget stopped it)

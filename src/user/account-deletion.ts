@@ -1,5 +1,5 @@
 /**
- * An account's deletion, step by step (README "The sandbox's life", "Deleting an account"). The
+ * An account's deletion, step by step (docs/api.md#the-sandboxs-life, docs/api.md#deleting-an-account). The
  * record is written before anything is deleted (`sealed`: from then on nothing of the account is
  * read or run), and each step is marked done before the next begins, so a deletion cut off at any
  * point (a crash, an eviction, an upstream failure) resumes at the step it stopped in, from the

@@ -1,11 +1,10 @@
 /**
- * The user object's records of the sandbox's life and of the account's deletion (README "The
- * sandbox's life"): what the gateway did to the user's environment (a bounded log, newest kept),
- * the durable deletion record whose step says where a deletion resumes, and the conversations the
- * live account admitted (the deletion's fence, below). The tables are made by the user object's
- * migration (./schema.ts, v6 and v10).
+ * The user object's records of the sandbox's life and of the account's deletion (docs/api.md#the-sandboxs-life): what
+ * the gateway did to the user's environment (a bounded log, newest kept), the durable deletion record whose step says
+ * where a deletion resumes, and the conversations the live account admitted (the deletion's fence, below). The tables
+ * are made by the user object's migration (./schema.ts, v6 and v10).
  *
- * The fence (README "Deleting an account"): a request belongs to the account its token was issued
+ * The fence (docs/api.md#deleting-an-account): a request belongs to the account its token was issued
  * for (`gate`), and it is checked again where it writes, not only at the door: every turn sent
  * admits its conversation (`admit`) only for a token the live account's gate lets in, in the same
  * step as the record is read, and the user's sandbox, its conversation list

@@ -1,5 +1,5 @@
 /**
- * The account's gate and its deletion (README "Deleting an account"). The gate: a request is
+ * The account's gate and its deletion (docs/api.md#deleting-an-account). The gate: a request is
  * served as the account its token was issued for stands (./account-records.ts `gate`), a turn
  * admits its conversation only for a token the live account lets in (the fence), and nothing of an
  * account is read or run once its deletion began. The deletion: its record is written first, then

@@ -1,8 +1,8 @@
 /**
  * The user's sandbox (one per user, the Sandbox sessions guide "One sandbox per user"): brought up
  * single-flight, so two conversations starting at once never race to provision; its capability
- * document read again when it is due (README "Capabilities"); observed, stopped and deleted at the
- * user's request (README "The sandbox's life"). The create ledger (which create keys were sent,
+ * document read again when it is due (docs/api.md#capabilities); observed, stopped and deleted at the
+ * user's request (docs/api.md#the-sandboxs-life). The create ledger (which create keys were sent,
  * which bring-ups failed) lets a create prove it made the sandbox it got before anything deletes it.
  * Whether the account may use it at all is the caller's to check first (./account.ts).
  */
@@ -112,7 +112,7 @@ export class UserEnvironment {
     const observedAt = new Date().toISOString();
     const observation = await provider.observe(known);
     // The provider account's usage (its sandboxes, every user's) is the operator's to read, in the
-    // log; no user is shown it (README "The sandbox's life").
+    // log; no user is shown it (docs/api.md#the-sandboxs-life).
     console.log(JSON.stringify({ msg: "provider account usage", provider: config.provider, accountUsage: observation.accountUsage }));
     return {
       provider: config.provider,

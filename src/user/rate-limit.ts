@@ -2,8 +2,8 @@
  * Per-user rate limits: a sliding window of one minute per kind of request. Pure state over a clock;
  * the user object keeps one in memory (an eviction forgets it, which only ever lets more through).
  * A place is taken before the request does its work, so requests at once never pass the limit
- * together, and given back (`release`) when the request turned out to do none (README "Errors and
- * limits": a refusal and a replay of what is known use up no rate limit).
+ * together, and given back (`release`) when the request turned out to do none (docs/api.md#errors-and-limits: a refusal
+ * and a replay of what is known use up no rate limit).
  */
 export type RateLimitKind = "turn" | "stream";
 

@@ -49,12 +49,12 @@ export function migrateUserSchema(sql: Pick<SqlStorage, "exec">): void {
   // v6 (issue 22, the sandbox's life): what the gateway did to the user's environment, and the
   // durable record of an account's deletion (./account-records.ts).
   if (current < 6) for (const statement of ACCOUNT_TABLES_V6) sql.exec(statement);
-  // v7: the branch each conversation shows (README "Branches"); before, every one showed its only
+  // v7: the branch each conversation shows (docs/api.md#branches); before, every one showed its only
   // line, branch 0.
   if (current < 7) sql.exec("ALTER TABLE conversations ADD COLUMN branch INTEGER NOT NULL DEFAULT 0");
   // v8: webhook endpoints and their deliveries (the outbox and the delivery log in one table).
   if (current < 8) sql.exec(WEBHOOK_TABLES_SQL);
-  // v9: whether the user renamed the conversation (README "Public API", PATCH /v1/conversations/:cid):
+  // v9: whether the user renamed the conversation (README.md#public-api-v1, PATCH /v1/conversations/:cid):
   // a renamed title is the user's, and no touch of the session's (one in flight from before the
   // rename included) writes over it.
   if (current < 9) sql.exec("ALTER TABLE conversations ADD COLUMN renamed INTEGER NOT NULL DEFAULT 0");

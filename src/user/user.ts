@@ -75,7 +75,8 @@ export class UserObject extends DurableObject<Env> {
     migrateUserSchema(this.ctx.storage.sql);
   }
 
-  // ------------------------------------------------------------------ the sandbox's life (README "The sandbox's life")
+  // ------------------------------------------------------------------ the sandbox's life
+  // (docs/api.md#the-sandboxs-life)
 
   /**
    * The user's ready environment (./environment.ts `ensure`), only for a conversation the live
@@ -199,7 +200,8 @@ export class UserObject extends DurableObject<Env> {
     await this.webhooks.runDue();
   }
 
-  // ------------------------------------------------------------------ webhooks (README "Webhooks", ./webhook-desk.ts)
+  // ------------------------------------------------------------------ webhooks (docs/webhooks.md#webhooks,
+  // ./webhook-desk.ts)
 
   /**
    * Records the deliveries of events a session hands over (idempotent per event); sends nothing on

@@ -1,5 +1,5 @@
 /**
- * The user's webhooks (README "Webhooks"), kept by the user object: endpoints (URL, events,
+ * The user's webhooks (docs/webhooks.md#webhooks), kept by the user object: endpoints (URL, events,
  * sealed signing secrets) and one delivery row per event and endpoint, which is the outbox and
  * the delivery log at once. Deliveries are made from the object's alarm, never on a turn's path:
  *  - `accept` records the deliveries of events a session handed over (idempotent per event and
@@ -42,7 +42,7 @@ export interface WebhookSettings extends RetryPolicy {
   sealingSecret: string;
 }
 
-/** The deployment's webhook settings (README "Configuration"). */
+/** The deployment's webhook settings (docs/configuration.md#configuration). */
 export function webhookSettings(config: Config): WebhookSettings {
   return {
     local: config.local,

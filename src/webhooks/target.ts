@@ -1,5 +1,5 @@
 /**
- * Which URLs a webhook may be delivered to (README "Webhooks", target rules). Checked when an
+ * Which URLs a webhook may be delivered to (docs/webhooks.md#webhooks, target rules). Checked when an
  * endpoint is created, before every attempt and at every redirect hop:
  *  - https only when deployed; in local development (`npm start`, the tests) http too, but only
  *    to a loopback address;

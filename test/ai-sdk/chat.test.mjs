@@ -1,4 +1,4 @@
-// The gateway as a backend of the AI SDK (README "Use it from the AI SDK"), driven by the `ai`
+// The gateway as a backend of the AI SDK (docs/ai-sdk.md#use-it-from-the-ai-sdk), driven by the `ai`
 // package's own chat client against `npm start`'s server with the built-in emulator.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -46,9 +46,9 @@ async function waitFor(check, what, timeoutMs = 20_000) {
 }
 
 /**
- * Lets a run held by `[hold]` (the emulator stops it after its first step, README "The emulator's
- * control routes") go on once it is held: a test holds a turn running while it does what must
- * happen before the turn's end, instead of racing the emulator's clock.
+ * Lets a run held by `[hold]` (the emulator stops it after its first step,
+ * docs/emulator.md#the-emulators-control-routes-local-only) go on once it is held: a test holds a turn running while it
+ * does what must happen before the turn's end, instead of racing the emulator's clock.
  */
 async function release(token, id, turnId) {
   const executionId = await waitFor(async () => (await call("GET", `/v1/conversations/${id}/turns/${turnId}`, token)).body?.executionId, "the turn's run");

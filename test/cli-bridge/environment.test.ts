@@ -1,5 +1,5 @@
 /**
- * The sandbox's life with PROVIDER=cli-bridge, against the stand-in (README "The sandbox's life"):
+ * The sandbox's life with PROVIDER=cli-bridge, against the stand-in (docs/api.md#the-sandboxs-life):
  * the bridge reports no lifecycle, limits, resources or account, so every surface is unavailable
  * with the reason; its one environment is every user's, so no user may stop or delete it; deleting
  * an account still ends every conversation's session on the bridge and leaves nothing readable.

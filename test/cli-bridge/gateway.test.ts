@@ -570,7 +570,7 @@ describe("queued turns on the CLI Bridge", () => {
   }
 });
 
-describe("branches on a CLI Bridge (no fork on its wire: README \"Branches\")", () => {
+describe("branches on a CLI Bridge (no fork on its wire: docs/api.md#branches)", () => {
   it("an edit of an earlier message is refused with a capability error before any bridge call; the first message sent again runs in a fresh session; the old line goes on in its own", async () => {
     const { token, cid } = await conversation();
     const t1 = uid("turn");

@@ -1,4 +1,4 @@
-// `npm start` against a CLI Bridge set up as README's "Run against your CLI Bridge" says: a
+// `npm start` against a CLI Bridge set up as docs/cli-bridge.md#run-against-your-cli-bridge says: a
 // `.dev.vars` with only the CLI Bridge lines (the local secrets keep their defaults) and the bridge's
 // token in the environment, never in a process's arguments. Run: node --test test/cli-bridge/start.test.mjs
 //

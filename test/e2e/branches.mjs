@@ -1,4 +1,4 @@
-// Branches on the chat page (README "Branches"): Edit on any message and Regenerate on any answer
+// Branches on the chat page (docs/api.md#branches): Edit on any message and Regenerate on any answer
 // make a branch; the "< n/m >" picker on the message where branches split switches between them;
 // a reload keeps the active branch; a second tab follows a switch.
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// `npm start` as a user runs it and stops it (README "Run it"): `kill` of the npm process, a closed
+// `npm start` as a user runs it and stops it (README.md#run-it): `kill` of the npm process, a closed
 // terminal (SIGHUP) and npm killed with SIGKILL each stop wrangler and its workerd too, and the
 // private env file it hands wrangler never holds a secret on disk, even after a start killed
 // outright, whose leftovers the next start removes. Run: node --test test/start/start.test.mjs

@@ -1,5 +1,5 @@
 /**
- * Webhooks through the public API (README "Webhooks"), delivered to a real HTTP receiver on
+ * Webhooks through the public API (docs/webhooks.md#webhooks), delivered to a real HTTP receiver on
  * loopback (./receiver.mjs) that verifies each delivery with the `standardwebhooks` package.
  * This project's bindings (vitest.config.ts) make retries come after 100–400 ms and give up
  * after 4 s, with a 1.5 s timeout per attempt.

@@ -1,5 +1,5 @@
 /**
- * The AI SDK's routes (README "Use it from the AI SDK"): `POST /v1/chat` is what
+ * The AI SDK's routes (docs/ai-sdk.md#use-it-from-the-ai-sdk): `POST /v1/chat` is what
  * `DefaultChatTransport` sends, `GET /v1/chat/:id/stream` what `reconnectToStream` (`resume:
  * true`) asks, `GET /v1/chat/:id/messages` the conversation as `UIMessage[]`. A chat is an
  * ordinary conversation (the chat id is the conversation id): the same turns, asks and log as
@@ -121,7 +121,7 @@ chatRoutes.serve(
     }
     checkSize(c, action.message);
     let turnId: string;
-    // The turn this one follows (README "Branches"); undefined: the active branch's latest turn.
+    // The turn this one follows (docs/api.md#branches); undefined: the active branch's latest turn.
     let parentTurnId: string | null | undefined;
     if (action.kind === "submit") {
       turnId = action.turnId;

@@ -1,5 +1,5 @@
 /**
- * Conversations and their turns (README "Public API"): the list, renaming one, sending a turn (retry-safe under
+ * Conversations and their turns (README.md#public-api-v1): the list, renaming one, sending a turn (retry-safe under
  * its turn id, queued while another runs when asked), one turn, editing and removing a queued turn,
  * clearing the queue, the summary, the transcript, usage, cancel and delete. Mounted at
  * `/v1/conversations`, authenticated by the app. Each route is declared once (../route-declaration.ts):
@@ -37,7 +37,7 @@ const BODY_OVERHEAD_BYTES = 16 * 1024;
 /** How many conversations the list answers. */
 const Limit = z.coerce.number().int().min(1).max(200).default(50).describe("How many conversations to list, newest first");
 
-/** Which branch a read is of (README "Branches"); absent: the active one. */
+/** Which branch a read is of (docs/api.md#branches); absent: the active one. */
 export const BranchQuery = z.coerce.number().int().nonnegative().max(1_000_000).describe("The branch to read (GET …/branches lists them); absent: the active branch");
 
 /** The `?branch=` of a read, parsed; undefined when absent. */

@@ -1,10 +1,10 @@
 /**
- * Local development only (README "Deploy": what protects the development-only routes): dev login,
+ * Local development only (docs/configuration.md#deploy: what protects the development-only routes): dev login,
  * the emulator's control routes, and the conversation probes for the page and the benchmarks. Each
  * is behind `devOnly`, which answers 404 (as for a route that does not exist) unless the deployment
  * itself is local and the request came to a loopback host. Mounted at `/`; each route declared
  * once (../route-declaration.ts). Dev login is in the OpenAPI document; the emulator's control
- * routes (README "The emulator's control routes") and the probes are left out of it, each saying why.
+ * routes (docs/emulator.md#the-emulators-control-routes-local-only) and the probes are left out of it, each saying why.
  */
 import type { MiddlewareHandler } from "hono";
 import { signToken } from "../../auth/tokens";
@@ -74,7 +74,7 @@ devRoutes.serve(
     summary: "Emulator control (fault injection, counters) for local runs, tests and benchmarks",
     guard: devOnly("emulator"),
     answers: {},
-    undocumented: "the emulator's own API, passed through; README \"The emulator's control routes (local only)\" documents it",
+    undocumented: "the emulator's own API, passed through; docs/emulator.md#the-emulators-control-routes-local-only documents it",
   },
   async (c) => {
     const url = new URL(c.req.url);
@@ -93,7 +93,7 @@ devRoutes.serve(
     guard: devOnly("devLogin"),
     params: { cid: ConversationId },
     answers: {},
-    undocumented: "a local-development probe for reconnect tests; README \"Public API (v1)\" describes it",
+    undocumented: "a local-development probe for reconnect tests; README.md#public-api-v1 describes it",
   },
   async (c) => {
     const { stub } = await session(c);
@@ -109,7 +109,7 @@ devRoutes.serve(
     guard: devOnly("devLogin"),
     params: { cid: ConversationId },
     answers: {},
-    undocumented: "a local-development probe for the benchmarks; README \"Public API (v1)\" describes it",
+    undocumented: "a local-development probe for the benchmarks; README.md#public-api-v1 describes it",
   },
   async (c) => {
     const { stub } = await session(c);

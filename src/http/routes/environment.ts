@@ -1,5 +1,5 @@
 /**
- * The user's sandbox and account (README "The sandbox's life"): the sandbox as the provider
+ * The user's sandbox and account (docs/api.md#the-sandboxs-life): the sandbox as the provider
  * reports it, stopping and deleting it, and deleting the account. Mounted at `/v1/environment`
  * and `/v1/me`, authenticated by the app (whose account gate refuses every other route of an
  * account being deleted). Each route declared once (../route-declaration.ts).
@@ -60,7 +60,7 @@ accountRoutes.serve(
   {
     method: "delete",
     path: "/",
-    summary: "Delete the account: every conversation upstream and here, the sandbox, the webhooks and the index (README \"Deleting an account\"); call again to resume one cut short",
+    summary: "Delete the account: every conversation upstream and here, the sandbox, the webhooks and the index (docs/api.md#deleting-an-account); call again to resume one cut short",
     answers: {
       200: json(AccountDeletion, "Deleted"),
       202: json(AccountDeletion, "Begun and cut short (lastError says why): nothing of the account is readable; the alarm or another call resumes it"),

@@ -28,7 +28,7 @@ export const MOUNTS: readonly Mount[] = [
   { prefix: "/v1/conversations", routes: streamRoutes },
   // The AI SDK's UI message stream protocol over the same conversations.
   { prefix: "/v1/chat", routes: chatRoutes },
-  // The user's sandbox and account (README "The sandbox's life").
+  // The user's sandbox and account (docs/api.md#the-sandboxs-life).
   { prefix: "/v1/environment", routes: environmentRoutes },
   { prefix: "/v1/me", routes: accountRoutes },
   // The user's webhook endpoints and their delivery logs.

@@ -1,5 +1,5 @@
 /**
- * Answering the agent's asks (README "When the agent waits for a person"): checked against the
+ * Answering the agent's asks (docs/api.md#when-the-agent-waits-for-a-person): checked against the
  * exact outstanding request and delivered upstream once. Mounted at `/v1/conversations`; declared
  * once (../route-declaration.ts).
  */

@@ -1,5 +1,5 @@
 /**
- * The user's webhook endpoints (README "Webhooks"): create (the signing secret is in that answer
+ * The user's webhook endpoints (docs/webhooks.md#webhooks): create (the signing secret is in that answer
  * only), list, read, delete, rotate the secret, and the delivery log. Mounted at `/v1/webhooks`,
  * authenticated by the app; declared once (../route-declaration.ts). The target is checked here
  * before anything is stored (../../webhooks/target.ts) and again before every attempt.
@@ -60,7 +60,8 @@ webhookRoutes.serve(
       ...(body.description !== undefined ? { description: body.description } : {}),
       linkOrigin: new URL(c.req.url).origin,
     };
-    // The token's issue time goes with the write: an account deleted since this request began takes none (README "Deleting an account").
+    // The token's issue time goes with the write: an account deleted since this request began takes none
+    // (docs/api.md#deleting-an-account).
     const outcome = unwrapRpc(await user(c).createWebhook(input, c.get("identity").issuedAt));
     if (!outcome.ok) throw new ApiError(409, outcome.code, outcome.message);
     return c.json({ ...outcome.endpoint, secret: outcome.secret }, 201);

@@ -8,8 +8,8 @@
  *   while its snapshot says `cancelled`).
  * - An envelope that names another run than the stream's is refused (seeds/003_84635c82d6e641c4.txt: the provider rejects
  *   what does not match the accepted run): a warning, and nothing of it is acted on.
- * - Nothing private is relayed (README, "never the data"): `raw` frames are the harness's own
- *   protocol (Pi's injected extension writes the chosen grant and the bridge's per-session nonce
+ * - Nothing private is relayed (docs/api.md#when-the-agent-waits-for-a-person, "never the data"): `raw` frames are the
+ * harness's own   protocol (Pi's injected extension writes the chosen grant and the bridge's per-session nonce
  *   into a `notify` after a permission answer, transcript 25), so only their usage is read and
  *   none is shown; `session.updated` and `native.session.observed` name the native session.
  */

@@ -34,7 +34,7 @@ export function claimsOf(doc: Record<string, unknown> | null): Claims {
     interactionKinds: interactions ? OFFERED_INTERACTION_KINDS : [],
     // The Sandbox sessions guide documents fork on every session [sdk]; no capability flag is known
     // to gate it, so it is claimed with detached dispatch, and a deployment whose fork route proves
-    // missing (404, 501) is remembered as without it (README "Branches").
+    // missing (404, 501) is remembered as without it (docs/api.md#branches).
     fork: detach,
   };
 }
