@@ -11,7 +11,8 @@ module.exports = {
     {
       name: "no-folder-cycles",
       severity: "error",
-      comment: "No folder imports, however indirectly, a folder that imports it back (src/session and src/ai-sdk, say).",
+      comment:
+        "No folder imports, however indirectly, a folder that imports it back (src/session and src/ai-sdk, say).",
       scope: "folder",
       from: { path: "^(src|public|scripts|bench|examples)" },
       to: { circular: true },

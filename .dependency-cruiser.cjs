@@ -37,7 +37,8 @@ module.exports = {
     {
       name: "src-uses-only-the-wire",
       severity: "error",
-      comment: "Of the chat page's folder the server imports only public/wire/, the modules both sides run (frames, grants, the part-text rule, the waiting names).",
+      comment:
+        "Of the chat page's folder the server imports only public/wire/, the modules both sides run (frames, grants, the part-text rule, the waiting names).",
       from: { path: "^src/" },
       to: { path: "^public/", pathNot: "^public/wire/" },
     },
@@ -74,14 +75,16 @@ module.exports = {
     {
       name: "objects-not-http",
       severity: "error",
-      comment: "The objects sit below the Worker: they answer RPC and never import its routes or HTTP errors, however indirectly (a test may pair them).",
+      comment:
+        "The objects sit below the Worker: they answer RPC and never import its routes or HTTP errors, however indirectly (a test may pair them).",
       from: { path: "^src/(session|user|usage)/", pathNot: TEST },
       to: { path: HTTP, reachable: true },
     },
     {
       name: "session-not-user",
       severity: "error",
-      comment: "The session and user objects talk over RPC only: neither imports the other's folder, however indirectly; what both use lives below them (src/usage/, src/providers/, src/schemas/).",
+      comment:
+        "The session and user objects talk over RPC only: neither imports the other's folder, however indirectly; what both use lives below them (src/usage/, src/providers/, src/schemas/).",
       from: { path: "^src/session/" },
       to: { path: "^src/user/", reachable: true },
     },
@@ -95,7 +98,8 @@ module.exports = {
     {
       name: "usage-is-rules",
       severity: "error",
-      comment: "src/usage holds the pure usage fold and budgets both objects count by: it uses the seam, never an object.",
+      comment:
+        "src/usage holds the pure usage fold and budgets both objects count by: it uses the seam, never an object.",
       from: { path: "^src/usage/" },
       to: { path: "^src/(session|user|http|ai-sdk)/|^src/worker\\.ts$" },
     },
@@ -110,7 +114,8 @@ module.exports = {
     {
       name: "lib-is-a-leaf",
       severity: "error",
-      comment: "src/lib holds project-agnostic helpers (SSE, digests, JSON hygiene, retry waits): it imports nothing from the rest of the project.",
+      comment:
+        "src/lib holds project-agnostic helpers (SSE, digests, JSON hygiene, retry waits): it imports nothing from the rest of the project.",
       from: { path: "^src/lib/" },
       to: { path: "^(src|test|public)/", pathNot: "^src/lib/" },
     },
@@ -156,7 +161,8 @@ module.exports = {
     {
       name: "webhook-receiver-is-a-peer",
       severity: "error",
-      comment: "The tests' webhook receiver (test/webhooks, all but its *.test files) verifies with the standardwebhooks package, never with the gateway's code: it imports nothing from src/ or public/.",
+      comment:
+        "The tests' webhook receiver (test/webhooks, all but its *.test files) verifies with the standardwebhooks package, never with the gateway's code: it imports nothing from src/ or public/.",
       from: { path: "^test/webhooks/", pathNot: TEST },
       to: { path: "^(src|public)/" },
     },
@@ -167,6 +173,9 @@ module.exports = {
     exclude: { path: "^public/vendor/" },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
-    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"] },
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["import", "require", "node", "default", "types"],
+    },
   },
 };

@@ -61,12 +61,35 @@ export default defineConfig({
     maxWorkers: "100%",
     projects: [
       {
-        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml", environment: "local" }, miniflare: { bindings } })],
-        test: { ...timeouts, name: "gateway", include: ["test/**/*.test.ts", "src/**/*.test.ts"], exclude: [BUDGET_TESTS, LIMIT_TESTS, CAPABILITY_AGE_TESTS, PAGE_TESTS, CLI_BRIDGE_TESTS, WEBHOOK_TESTS] },
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml", environment: "local" },
+            miniflare: { bindings },
+          }),
+        ],
+        test: {
+          ...timeouts,
+          name: "gateway",
+          include: ["test/**/*.test.ts", "src/**/*.test.ts"],
+          exclude: [BUDGET_TESTS, LIMIT_TESTS, CAPABILITY_AGE_TESTS, PAGE_TESTS, CLI_BRIDGE_TESTS, WEBHOOK_TESTS],
+        },
       },
       {
         plugins: [
-          cloudflareTest({ wrangler: { configPath: "./wrangler.toml", environment: "local" }, miniflare: { bindings: { ...bindings, EVENT_LOG_MAX_EVENTS: "30", ADMISSION_TIMEOUT_MS: "300", UPSTREAM_IDLE_TIMEOUT_MS: "250", RATE_LIMIT_TURNS_PER_MINUTE: "4", RATE_LIMIT_STREAMS_PER_MINUTE: "6", CAPABILITIES_MAX_AGE_MS: "3000" } } }),
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml", environment: "local" },
+            miniflare: {
+              bindings: {
+                ...bindings,
+                EVENT_LOG_MAX_EVENTS: "30",
+                ADMISSION_TIMEOUT_MS: "300",
+                UPSTREAM_IDLE_TIMEOUT_MS: "250",
+                RATE_LIMIT_TURNS_PER_MINUTE: "4",
+                RATE_LIMIT_STREAMS_PER_MINUTE: "6",
+                CAPABILITIES_MAX_AGE_MS: "3000",
+              },
+            },
+          }),
         ],
         test: { ...timeouts, name: "limits", include: [LIMIT_TESTS, CAPABILITY_AGE_TESTS] },
       },
@@ -74,10 +97,22 @@ export default defineConfig({
         plugins: [
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml", environment: "local" },
-            miniflare: { bindings: { ...bindings, ...webhookBindings, TOKEN_BUDGET_PER_CONVERSATION: "2500", TOKEN_BUDGET_PER_USER: "4500" } },
+            miniflare: {
+              bindings: {
+                ...bindings,
+                ...webhookBindings,
+                TOKEN_BUDGET_PER_CONVERSATION: "2500",
+                TOKEN_BUDGET_PER_USER: "4500",
+              },
+            },
           }),
         ],
-        test: { ...timeouts, name: "budgets", include: [BUDGET_TESTS, WEBHOOK_BUDGET_TESTS], globalSetup: ["./test/webhooks/global-setup.mjs"] },
+        test: {
+          ...timeouts,
+          name: "budgets",
+          include: [BUDGET_TESTS, WEBHOOK_BUDGET_TESTS],
+          globalSetup: ["./test/webhooks/global-setup.mjs"],
+        },
       },
       {
         plugins: [
@@ -88,11 +123,29 @@ export default defineConfig({
         ],
         // One file at a time, after the others: its files share the stand-in and its faults, so two at
         // once read each other's capability documents.
-        test: { ...timeouts, name: "cli-bridge", include: [CLI_BRIDGE_TESTS], globalSetup: ["./test/cli-bridge/global-setup.mjs"], maxWorkers: 1, sequence: { groupOrder: 1 } },
+        test: {
+          ...timeouts,
+          name: "cli-bridge",
+          include: [CLI_BRIDGE_TESTS],
+          globalSetup: ["./test/cli-bridge/global-setup.mjs"],
+          maxWorkers: 1,
+          sequence: { groupOrder: 1 },
+        },
       },
       {
-        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml", environment: "local" }, miniflare: { bindings: { ...bindings, ...webhookBindings } } })],
-        test: { ...timeouts, name: "webhooks", include: [WEBHOOK_TESTS], exclude: [WEBHOOK_BUDGET_TESTS], globalSetup: ["./test/webhooks/global-setup.mjs"] },
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml", environment: "local" },
+            miniflare: { bindings: { ...bindings, ...webhookBindings } },
+          }),
+        ],
+        test: {
+          ...timeouts,
+          name: "webhooks",
+          include: [WEBHOOK_TESTS],
+          exclude: [WEBHOOK_BUDGET_TESTS],
+          globalSetup: ["./test/webhooks/global-setup.mjs"],
+        },
       },
       { test: { ...timeouts, name: "page", include: [PAGE_TESTS + "/*.test.ts"], environment: "node" } },
     ],

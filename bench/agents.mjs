@@ -21,7 +21,21 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { decodeAfter } from "../public/wire/frames.js";
 import { freePort, readSse } from "../scripts/devserver.mjs";
-import { benchPort, deltaOf, follow, isTurnEnd, ms, num, percentile, sleep, tag, turnEndOf, untilInterrupted, utf8, viewer } from "./harness.mjs";
+import {
+  benchPort,
+  deltaOf,
+  follow,
+  isTurnEnd,
+  ms,
+  num,
+  percentile,
+  sleep,
+  tag,
+  turnEndOf,
+  untilInterrupted,
+  utf8,
+  viewer,
+} from "./harness.mjs";
 import { cpuSeconds, quietInspector } from "./workerd.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -60,9 +74,23 @@ const step = (what) => console.error(`bench: agents: ${what} (${new Date().toISO
 
 /** `wrangler dev` of bench/agents-peer on `AGENTS_PEER_PORT` (else a free port), throwaway state, its own process group. */
 export async function startPeer() {
-  const port = process.env.AGENTS_PEER_PORT ? Number(process.env.AGENTS_PEER_PORT) : ((await benchPort()) ?? (await freePort()));
+  const port = process.env.AGENTS_PEER_PORT
+    ? Number(process.env.AGENTS_PEER_PORT)
+    : ((await benchPort()) ?? (await freePort()));
   const persist = mkdtempSync(join(tmpdir(), "agents-peer-state-"));
-  const args = ["dev", "--config", join(root, "bench", "agents-peer", "wrangler.toml"), "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persist, "--inspector-port", "0"];
+  const args = [
+    "dev",
+    "--config",
+    join(root, "bench", "agents-peer", "wrangler.toml"),
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--persist-to",
+    persist,
+    "--inspector-port",
+    "0",
+  ];
   const child = spawn(join(root, "node_modules", ".bin", "wrangler"), args, {
     cwd: root,
     env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },
@@ -84,7 +112,8 @@ export async function startPeer() {
   const base = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 90_000;
   while (true) {
-    if (child.exitCode !== null) throw new Error(`the agents peer's wrangler dev exited (${child.exitCode}):\n${output}`);
+    if (child.exitCode !== null)
+      throw new Error(`the agents peer's wrangler dev exited (${child.exitCode}):\n${output}`);
     try {
       if ((await fetch(`${base}/healthz`)).ok) break;
     } catch {
@@ -108,7 +137,7 @@ export function agentSocket(base, name) {
   const check = () => {
     s.waiters = s.waiters.filter((w) => {
       for (; w.from < s.messages.length; w.from++) {
-        if (w.pred(s.messages[w.from])) return w.resolve(s.messages[w.from]), false;
+        if (w.pred(s.messages[w.from])) return (w.resolve(s.messages[w.from]), false);
       }
       return true;
     });
@@ -131,7 +160,10 @@ export function agentSocket(base, name) {
   s.send = (obj) => ws.send(JSON.stringify(obj));
   s.waitFor = (pred, timeoutMs = 120_000) =>
     new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`agents peer ${name}: no awaited message within ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`agents peer ${name}: no awaited message within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       s.waiters.push({ pred, from: 0, resolve: (x) => (clearTimeout(timer), resolve(x)) });
       check();
     });
@@ -143,7 +175,11 @@ export const isDone = (id) => (m) => m.msg.type === "cf_agent_use_chat_response"
 /** Sends a turn as the chat transport does: the conversation's messages, the new user message last. */
 export function sendTurn(s, requestId, text) {
   const messages = [{ id: `u-${requestId}`, role: "user", parts: [{ type: "text", text }] }];
-  s.send({ type: "cf_agent_use_chat_request", id: requestId, init: { method: "POST", body: JSON.stringify({ messages, trigger: "submit-message" }) } });
+  s.send({
+    type: "cf_agent_use_chat_request",
+    id: requestId,
+    init: { method: "POST", body: JSON.stringify({ messages, trigger: "submit-message" }) },
+  });
 }
 
 async function peerStats(base, name) {
@@ -200,7 +236,10 @@ async function peerRowsTurn(peer, name, words, frameMs) {
     keptBytes: stop.databaseSize - start.databaseSize,
     keptPerAnswerByte: Number(((stop.databaseSize - start.databaseSize) / answerBytes).toFixed(2)),
     // databaseSize counts free pages too: what the turn left in use, where the free pages could be read.
-    keptInUseBytes: stop.freeBytes === null || start.freeBytes === null ? null : stop.databaseSize - stop.freeBytes - (start.databaseSize - start.freeBytes),
+    keptInUseBytes:
+      stop.freeBytes === null || start.freeBytes === null
+        ? null
+        : stop.databaseSize - stop.freeBytes - (start.databaseSize - start.freeBytes),
     tablesAfter: Object.fromEntries(Object.entries(stop.tables).filter(([, n]) => n)),
     wireBytesPerDelta: Number((deltas.reduce((n, m) => n + m.bytes, 0) / deltas.length).toFixed(1)),
     wireBytes: responses.reduce((n, m) => n + m.bytes, 0),
@@ -215,7 +254,11 @@ async function cpuOf(pgid, run) {
   const frames = await run();
   const after = cpuSeconds(pgid);
   // runtime: the Worker, its objects (and the emulator, the same work at 1 and K viewers); total: with wrangler's proxy.
-  return { runtimeSeconds: Number((after.runtime - before.runtime).toFixed(2)), totalSeconds: Number((after.total - before.total).toFixed(2)), frames };
+  return {
+    runtimeSeconds: Number((after.runtime - before.runtime).toFixed(2)),
+    totalSeconds: Number((after.total - before.total).toFixed(2)),
+    frames,
+  };
 }
 
 /** The gateway: `K` viewers of a new conversation, a turn of CPU_WORDS deltas, until every viewer has its end. */
@@ -255,7 +298,9 @@ const perExtraViewer = (one, many, K) => ({
   many,
   viewers: K,
   // The runtime's (what a deployment runs) and, with wrangler dev's proxy, the whole dev server's.
-  microsecondsPerDeltaPerExtraViewer: Math.round(((many.runtimeSeconds - one.runtimeSeconds) / (many.frames * (K - 1))) * 1e6),
+  microsecondsPerDeltaPerExtraViewer: Math.round(
+    ((many.runtimeSeconds - one.runtimeSeconds) / (many.frames * (K - 1))) * 1e6,
+  ),
   withProxyMicroseconds: Math.round(((many.totalSeconds - one.totalSeconds) / (many.frames * (K - 1))) * 1e6),
 });
 
@@ -279,12 +324,16 @@ async function gatewayReconnect({ base, api, auth }) {
     const seq = Number(f.id);
     got.push({ seq, t, delta: deltaOf(envelopeOf(f)?.data), leg: 1 });
     lastSeq = seq;
-    if (got.filter((g) => g.delta !== null).length >= half) return (dropAt = t), true;
+    if (got.filter((g) => g.delta !== null).length >= half) return ((dropAt = t), true);
     return false;
   });
   await first.opened;
   await sleep(300);
-  const accepted = await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t1", message: `reconnect [words:${C.RECONNECT_WORDS}]` }, auth);
+  const accepted = await api.post(
+    `/v1/conversations/${cid}/turns`,
+    { turnId: "t1", message: `reconnect [words:${C.RECONNECT_WORDS}]` },
+    auth,
+  );
   await first.done;
   const reopened = performance.now();
   let firstNew = null;
@@ -297,14 +346,26 @@ async function gatewayReconnect({ base, api, auth }) {
     return isTurnEnd(f.event);
   }).done;
   const raw = [];
-  await follow(`${base}/_emulator/executions/${accepted.executionId}/stream`, {}, (f) => (raw.push(deltaOf(JSON.parse(f.data))), false)).done;
+  await follow(
+    `${base}/_emulator/executions/${accepted.executionId}/stream`,
+    {},
+    (f) => (raw.push(deltaOf(JSON.parse(f.data))), false),
+  ).done;
   const rawDeltas = raw.filter((d) => d !== null);
   const seqs = got.map((g) => g.seq);
   const duplicated = seqs.length - new Set(seqs).size;
   const deltas = got.filter((g) => g.delta !== null);
   const lost = Math.max(0, rawDeltas.length - new Set(deltas.map((g) => g.seq)).size);
   const inOrder = deltas.length === rawDeltas.length && deltas.every((g, k) => g.delta === rawDeltas[k]);
-  return { deltas: rawDeltas.length, droppedAfter: half, lost, duplicated, exact: inOrder, reconnectMs: ms(firstNew === null ? null : firstNew - reopened), dropToReopenMs: ms(reopened - dropAt) };
+  return {
+    deltas: rawDeltas.length,
+    droppedAfter: half,
+    lost,
+    duplicated,
+    exact: inOrder,
+    reconnectMs: ms(firstNew === null ? null : firstNew - reopened),
+    dropToReopenMs: ms(reopened - dropAt),
+  };
 }
 
 /**
@@ -321,7 +382,9 @@ async function peerReconnect(peer) {
   sendTurn(sender, "rc1", `reconnect [words:${C.RECONNECT_WORDS}] [ms:${C.RECONNECT_FRAME_MS}]`);
   await watcher.waitFor((m) => m.delta === `w${half} `);
   watcher.close();
-  const seenBefore = watcher.messages.filter((m) => m.msg.type === "cf_agent_use_chat_response" && m.msg.seq !== undefined);
+  const seenBefore = watcher.messages.filter(
+    (m) => m.msg.type === "cf_agent_use_chat_response" && m.msg.seq !== undefined,
+  );
   const maxBefore = Math.max(...seenBefore.map((m) => m.msg.seq));
   const reopened = performance.now();
   const again = agentSocket(peer.base, name);
@@ -363,14 +426,23 @@ async function gatewayConcurrent({ base, api, auth }, n, label) {
   const executions = [];
   const ends = await Promise.all(
     cids.map(async (cid, i) => {
-      const accepted = await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t1", message: `concurrent [words:${C.CONCURRENT_WORDS}]` }, auth);
+      const accepted = await api.post(
+        `/v1/conversations/${cid}/turns`,
+        { turnId: "t1", message: `concurrent [words:${C.CONCURRENT_WORDS}]` },
+        auth,
+      );
       executions.push(accepted.executionId);
       await viewers[i].waitFor(turnEndOf("t1"), 600_000);
       return performance.now() - t0;
     }),
   );
   viewers.forEach((v) => v.close());
-  return { conversations: n, seconds: Number((Math.max(...ends) / 1000).toFixed(2)), p50Seconds: Number((percentile(ends, 0.5) / 1000).toFixed(2)), executions };
+  return {
+    conversations: n,
+    seconds: Number((Math.max(...ends) / 1000).toFixed(2)),
+    p50Seconds: Number((percentile(ends, 0.5) / 1000).toFixed(2)),
+    executions,
+  };
 }
 
 /**
@@ -386,7 +458,10 @@ async function rawConcurrent({ base }, sandboxId, n, label) {
       const res = await fetch(`${base}/_emulator/sandboxes/${sandboxId}/runs`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ sessionId: `raw-conc-${label}-${i}-${tag}`, message: `concurrent [words:${C.CONCURRENT_WORDS}]` }),
+        body: JSON.stringify({
+          sessionId: `raw-conc-${label}-${i}-${tag}`,
+          message: `concurrent [words:${C.CONCURRENT_WORDS}]`,
+        }),
       });
       if (!res.ok) throw new Error(`raw run ${i}: ${res.status} ${await res.text()}`);
       let frames = 0;
@@ -395,7 +470,12 @@ async function rawConcurrent({ base }, sandboxId, n, label) {
     }),
   );
   const times = ends.map((e) => e.ms);
-  return { conversations: n, seconds: Number((Math.max(...times) / 1000).toFixed(2)), p50Seconds: Number((percentile(times, 0.5) / 1000).toFixed(2)), frames: ends[0].frames };
+  return {
+    conversations: n,
+    seconds: Number((Math.max(...times) / 1000).toFixed(2)),
+    p50Seconds: Number((percentile(times, 0.5) / 1000).toFixed(2)),
+    frames: ends[0].frames,
+  };
 }
 
 /** The peer: `n` new agents, a turn each at once from its own socket: seconds until the last one is done. */
@@ -413,7 +493,11 @@ async function peerConcurrent(peer, n, label) {
     }),
   );
   sockets.forEach((s) => s.close());
-  return { conversations: n, seconds: Number((Math.max(...ends) / 1000).toFixed(2)), p50Seconds: Number((percentile(ends, 0.5) / 1000).toFixed(2)) };
+  return {
+    conversations: n,
+    seconds: Number((Math.max(...ends) / 1000).toFixed(2)),
+    p50Seconds: Number((percentile(ends, 0.5) / 1000).toFixed(2)),
+  };
 }
 
 const ratioOf = (one, many) => ({ one, many, ratio: Number((many.seconds / one.seconds).toFixed(2)) });
@@ -422,11 +506,15 @@ const ratioOf = (one, many) => ({ one, many, ratio: Number((many.seconds / one.s
 
 export async function agents(ctx) {
   const { api, results, problems, server } = ctx;
-  if (typeof WebSocket === "undefined") throw new Error("agents: no WebSocket in this Node (Node 20 needs --experimental-websocket; npm run bench passes it)");
+  if (typeof WebSocket === "undefined")
+    throw new Error(
+      "agents: no WebSocket in this Node (Node 20 needs --experimental-websocket; npm run bench passes it)",
+    );
   ctxPgid = server.pid;
   const peer = await startPeer();
   const done = untilInterrupted(() => peer.stop());
-  if (!peer.inspectorQuiet) problems.push("agents: the peer's network reports to its inspector proxy could not be turned off");
+  if (!peer.inspectorQuiet)
+    problems.push("agents: the peer's network reports to its inspector proxy could not be turned off");
   const out = { config: C, peer: {}, gateway: {} };
   results.agents = out;
   try {
@@ -471,7 +559,10 @@ export async function agents(ctx) {
         await api.post("/_emulator/faults", { frameDelayMs: 0 });
       }
       out.peer.reconnect = await peerReconnect(peer);
-      if (out.gateway.reconnect.lost || out.gateway.reconnect.duplicated || !out.gateway.reconnect.exact) problems.push(`agents: the gateway's reconnecting viewer lost ${out.gateway.reconnect.lost} and got ${out.gateway.reconnect.duplicated} twice (exact: ${out.gateway.reconnect.exact})`);
+      if (out.gateway.reconnect.lost || out.gateway.reconnect.duplicated || !out.gateway.reconnect.exact)
+        problems.push(
+          `agents: the gateway's reconnecting viewer lost ${out.gateway.reconnect.lost} and got ${out.gateway.reconnect.duplicated} twice (exact: ${out.gateway.reconnect.exact})`,
+        );
     }
 
     if (part("concurrent")) {
@@ -491,26 +582,51 @@ export async function agents(ctx) {
         delete one.executions;
         delete many.executions;
         out.gateway.concurrent = ratioOf(one, many);
-        out.gateway.concurrent.cpuSeconds = { runtime: Number((cpu2.runtime - cpu1.runtime).toFixed(2)), proxy: Number((cpu2.proxy - cpu1.proxy).toFixed(2)) };
-        out.raw = { concurrent: { ...ratioOf(rawOne, rawMany), cpuSeconds: { runtime: Number((cpu1.runtime - cpu0.runtime).toFixed(2)), proxy: Number((cpu1.proxy - cpu0.proxy).toFixed(2)) } } };
+        out.gateway.concurrent.cpuSeconds = {
+          runtime: Number((cpu2.runtime - cpu1.runtime).toFixed(2)),
+          proxy: Number((cpu2.proxy - cpu1.proxy).toFixed(2)),
+        };
+        out.raw = {
+          concurrent: {
+            ...ratioOf(rawOne, rawMany),
+            cpuSeconds: {
+              runtime: Number((cpu1.runtime - cpu0.runtime).toFixed(2)),
+              proxy: Number((cpu1.proxy - cpu0.proxy).toFixed(2)),
+            },
+          },
+        };
         // Ours at once ÷ the raw streams at once: what the session object, the user object and the relay add.
         out.gateway.concurrent.perRaw = Number((many.seconds / rawMany.seconds).toFixed(2));
       } finally {
         await api.post("/_emulator/faults", { frameDelayMs: 0 });
       }
       step(`the peer's ${C.CONCURRENT} at once`);
-      out.peer.concurrent = ratioOf(await peerConcurrent(peer, 1, "one"), await peerConcurrent(peer, C.CONCURRENT, "many"));
+      out.peer.concurrent = ratioOf(
+        await peerConcurrent(peer, 1, "one"),
+        await peerConcurrent(peer, C.CONCURRENT, "many"),
+      );
     }
 
     if (part("long")) {
       step(`the peer's ${C.AGENTS_WORDS}-word turn`);
       try {
-        out.peer.rows.push(await peerRowsTurn(peer, `rows-${C.AGENTS_WORDS}-${C.AGENTS_FRAME_MS}-${tag}`, C.AGENTS_WORDS, C.AGENTS_FRAME_MS));
+        out.peer.rows.push(
+          await peerRowsTurn(
+            peer,
+            `rows-${C.AGENTS_WORDS}-${C.AGENTS_FRAME_MS}-${tag}`,
+            C.AGENTS_WORDS,
+            C.AGENTS_FRAME_MS,
+          ),
+        );
       } catch (err) {
         problems.push(`agents peer ${C.AGENTS_WORDS}-word turn: ${err.message}`);
       }
     }
-    for (const t of out.peer.rows) if (!t.sameInstance) problems.push(`agents peer rows ${t.words} words: the agent changed instance during the turn; its rows are not this turn's`);
+    for (const t of out.peer.rows)
+      if (!t.sameInstance)
+        problems.push(
+          `agents peer rows ${t.words} words: the agent changed instance during the turn; its rows are not this turn's`,
+        );
   } catch (err) {
     out.peerOutput = peer.output().slice(-4000);
     throw err;
@@ -523,20 +639,39 @@ export async function agents(ctx) {
 export function report(results) {
   const a = results.agents;
   if (!a) return [];
-  const out = ["", "agents peer    words  ms/frame  deltas  rows  rows/delta  mid-turn B/delta  kept B  kept/answer  wire B/delta"];
+  const out = [
+    "",
+    "agents peer    words  ms/frame  deltas  rows  rows/delta  mid-turn B/delta  kept B  kept/answer  wire B/delta",
+  ];
   for (const t of a.peer.rows ?? []) {
-    out.push(`${"".padEnd(13)} ${String(t.words).padStart(6)} ${String(t.frameMs).padStart(9)} ${String(t.deltas).padStart(7)} ${String(t.rowsWritten).padStart(5)} ${String(t.rowsPerDelta).padStart(11)} ${String(t.midTurnBytesPerDelta).padStart(17)} ${String(t.keptBytes).padStart(7)} ${String(t.keptPerAnswerByte).padStart(12)} ${String(t.wireBytesPerDelta).padStart(13)}`);
+    out.push(
+      `${"".padEnd(13)} ${String(t.words).padStart(6)} ${String(t.frameMs).padStart(9)} ${String(t.deltas).padStart(7)} ${String(t.rowsWritten).padStart(5)} ${String(t.rowsPerDelta).padStart(11)} ${String(t.midTurnBytesPerDelta).padStart(17)} ${String(t.keptBytes).padStart(7)} ${String(t.keptPerAnswerByte).padStart(12)} ${String(t.wireBytesPerDelta).padStart(13)}`,
+    );
   }
   for (const side of ["gateway", "peer"]) {
     const s = a[side];
     for (const cpu of [s.cpu, s.cpuMost]) {
-      const reads = cpu?.many.chunksPerViewer ? `; a viewer's events came in ${cpu.many.chunksPerViewer.min}–${cpu.many.chunksPerViewer.max} reads (${cpu.one.chunksPerViewer.min} at 1 viewer)` : "";
-      if (cpu) out.push(`${side}: runtime CPU ${cpu.one.runtimeSeconds} s at 1 viewer, ${cpu.many.runtimeSeconds} s at ${cpu.viewers} (${cpu.many.frames} deltas): ${cpu.microsecondsPerDeltaPerExtraViewer} µs per delta per extra viewer (${cpu.withProxyMicroseconds} µs with wrangler's proxy)${reads}`);
+      const reads = cpu?.many.chunksPerViewer
+        ? `; a viewer's events came in ${cpu.many.chunksPerViewer.min}–${cpu.many.chunksPerViewer.max} reads (${cpu.one.chunksPerViewer.min} at 1 viewer)`
+        : "";
+      if (cpu)
+        out.push(
+          `${side}: runtime CPU ${cpu.one.runtimeSeconds} s at 1 viewer, ${cpu.many.runtimeSeconds} s at ${cpu.viewers} (${cpu.many.frames} deltas): ${cpu.microsecondsPerDeltaPerExtraViewer} µs per delta per extra viewer (${cpu.withProxyMicroseconds} µs with wrangler's proxy)${reads}`,
+        );
     }
-    if (s.reconnect) out.push(`${side}: reconnect at delta ${s.reconnect.droppedAfter} of ${s.reconnect.deltas}: first new delta after ${s.reconnect.reconnectMs} ms, ${s.reconnect.lost} lost, ${s.reconnect.duplicated} deltas twice`);
-    if (s.concurrent) out.push(`${side}: ${s.concurrent.many.conversations} conversations ${s.concurrent.many.seconds} s, one ${s.concurrent.one.seconds} s: ratio ${s.concurrent.ratio}${s.concurrent.cpuSeconds ? `; workerd CPU over the ${s.concurrent.many.conversations}: ${s.concurrent.cpuSeconds.runtime} s (+ proxy ${s.concurrent.cpuSeconds.proxy} s)` : ""}${s.concurrent.perRaw ? `; ÷ the raw runs at once ${s.concurrent.perRaw}` : ""}`);
+    if (s.reconnect)
+      out.push(
+        `${side}: reconnect at delta ${s.reconnect.droppedAfter} of ${s.reconnect.deltas}: first new delta after ${s.reconnect.reconnectMs} ms, ${s.reconnect.lost} lost, ${s.reconnect.duplicated} deltas twice`,
+      );
+    if (s.concurrent)
+      out.push(
+        `${side}: ${s.concurrent.many.conversations} conversations ${s.concurrent.many.seconds} s, one ${s.concurrent.one.seconds} s: ratio ${s.concurrent.ratio}${s.concurrent.cpuSeconds ? `; workerd CPU over the ${s.concurrent.many.conversations}: ${s.concurrent.cpuSeconds.runtime} s (+ proxy ${s.concurrent.cpuSeconds.proxy} s)` : ""}${s.concurrent.perRaw ? `; ÷ the raw runs at once ${s.concurrent.perRaw}` : ""}`,
+      );
   }
   const rc = a.raw?.concurrent;
-  if (rc) out.push(`raw (emulator runs, no session object): ${rc.many.conversations} runs at once ${rc.many.seconds} s, one ${rc.one.seconds} s: ratio ${rc.ratio}; workerd CPU over the ${rc.many.conversations}: ${rc.cpuSeconds.runtime} s (+ proxy ${rc.cpuSeconds.proxy} s)`);
+  if (rc)
+    out.push(
+      `raw (emulator runs, no session object): ${rc.many.conversations} runs at once ${rc.many.seconds} s, one ${rc.one.seconds} s: ratio ${rc.ratio}; workerd CPU over the ${rc.many.conversations}: ${rc.cpuSeconds.runtime} s (+ proxy ${rc.cpuSeconds.proxy} s)`,
+    );
   return out;
 }

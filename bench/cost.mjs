@@ -22,7 +22,8 @@ const PRICE = {
   rowsWritten: { included: 50e6, perMillion: 1.0 },
   gbPerObject: 128 / 1000, // 128 MB, as Cloudflare's own examples compute it
 };
-const billed = (quantity, { included, perMillion }) => Number(((Math.max(0, quantity - included) * perMillion) / 1e6).toFixed(2));
+const billed = (quantity, { included, perMillion }) =>
+  Number(((Math.max(0, quantity - included) * perMillion) / 1e6).toFixed(2));
 
 /**
  * Sets `results.cost` from the idle and rows figures; nothing when either was not measured.
@@ -41,9 +42,12 @@ export function cost(results, rowsSmallWords) {
   // Measured when the rows section ran a paced turn of the workload's words; else estimated from the
   // two-size fit's per-turn rows and the paced 200-word turn's rows per frame.
   const frames = (c.wordsPerTurn / rowsSmallWords) * rowsTurn500.relayedFrames;
-  const measuredTurn = results.rows.paced?.words === c.wordsPerTurn && results.rows.paced.rowsWritten !== null ? results.rows.paced : null;
+  const measuredTurn =
+    results.rows.paced?.words === c.wordsPerTurn && results.rows.paced.rowsWritten !== null ? results.rows.paced : null;
   const paced = results.rows.rates?.find((r) => r.frameMs === 40 && r.rowsWritten !== null);
-  const perFrame = paced ? Math.max(0, (paced.rowsWritten - results.rows.fit.perTurn) / paced.relayedFrames) : results.rows.fit.perFrame;
+  const perFrame = paced
+    ? Math.max(0, (paced.rowsWritten - results.rows.fit.perTurn) / paced.relayedFrames)
+    : results.rows.fit.perFrame;
   const sessionRows = measuredTurn ? measuredTurn.rowsWritten : results.rows.fit.perTurn + perFrame * frames;
   const rowsPerTurn = sessionRows + 2 + 3;
   // DO requests per turn: Worker → user (rate limit) and → session (submitTurn); session → user
@@ -73,7 +77,21 @@ export function cost(results, rowsSmallWords) {
   };
   results.cost = {
     workload: c,
-    measured: { evictionDelaySeconds: idleS, sessionRowsFrom: measuredTurn ? `a ${measuredTurn.words}-word turn at ${measuredTurn.frameMs} ms a frame (measured)` : "fit per turn + paced rows per frame × frames (estimated)", framesPerTurn: Number((measuredTurn?.relayedFrames ?? frames).toFixed(1)), rowsPerFrame: measuredTurn ? null : Number(perFrame.toFixed(4)), rowsPerFrameAt: measuredTurn ? null : paced ? "40 ms a frame" : `${results.config?.ROWS_FRAME_MS ?? 2} ms a frame (fit)`, sessionRowsPerTurn: Number(sessionRows.toFixed(1)), rowsPerTurn: Number(rowsPerTurn.toFixed(1)) },
+    measured: {
+      evictionDelaySeconds: idleS,
+      sessionRowsFrom: measuredTurn
+        ? `a ${measuredTurn.words}-word turn at ${measuredTurn.frameMs} ms a frame (measured)`
+        : "fit per turn + paced rows per frame × frames (estimated)",
+      framesPerTurn: Number((measuredTurn?.relayedFrames ?? frames).toFixed(1)),
+      rowsPerFrame: measuredTurn ? null : Number(perFrame.toFixed(4)),
+      rowsPerFrameAt: measuredTurn
+        ? null
+        : paced
+          ? "40 ms a frame"
+          : `${results.config?.ROWS_FRAME_MS ?? 2} ms a frame (fit)`,
+      sessionRowsPerTurn: Number(sessionRows.toFixed(1)),
+      rowsPerTurn: Number(rowsPerTurn.toFixed(1)),
+    },
     before: line(activeBefore, streamRequests.before),
     after: line(activeAfter, streamRequests.after),
     afterIfIdleWindowUnbilled: line(activeAfterDocs, streamRequests.after),
@@ -84,11 +102,16 @@ export function report(results) {
   const out = [];
   if (results.cost) {
     const m = results.cost.measured;
-    out.push("", `cost: ${m.rowsPerTurn} rows a turn (the session object's ${m.sessionRowsPerTurn}, from ${m.sessionRowsFrom}; + 2 setAlarm + 3 index upserts), eviction after ${m.evictionDelaySeconds} s`);
+    out.push(
+      "",
+      `cost: ${m.rowsPerTurn} rows a turn (the session object's ${m.sessionRowsPerTurn}, from ${m.sessionRowsFrom}; + 2 setAlarm + 3 index upserts), eviction after ${m.evictionDelaySeconds} s`,
+    );
     out.push("cost per month        GB-s          $   requests      $   rows written      $    total $");
     for (const k of ["before", "after", "afterIfIdleWindowUnbilled"]) {
       const r = results.cost[k];
-      out.push(`${k.padEnd(18)} ${String(r.gbSeconds).padStart(12)} ${String(r.durationUsd).padStart(9)} ${String(r.requests).padStart(10)} ${String(r.requestsUsd).padStart(6)} ${String(r.rowsWritten).padStart(14)} ${String(r.rowsUsd).padStart(6)} ${String(r.totalUsd).padStart(10)}`);
+      out.push(
+        `${k.padEnd(18)} ${String(r.gbSeconds).padStart(12)} ${String(r.durationUsd).padStart(9)} ${String(r.requests).padStart(10)} ${String(r.requestsUsd).padStart(6)} ${String(r.rowsWritten).padStart(14)} ${String(r.rowsUsd).padStart(6)} ${String(r.totalUsd).padStart(10)}`,
+      );
     }
   }
   return out;

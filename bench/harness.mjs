@@ -17,7 +17,11 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
 export const env = process.env;
 export const num = (name, fallback) => Number(env[name] ?? fallback);
-export const list = (name, fallback) => String(env[name] ?? fallback).split(",").filter(Boolean).map(Number);
+export const list = (name, fallback) =>
+  String(env[name] ?? fallback)
+    .split(",")
+    .filter(Boolean)
+    .map(Number);
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /** This run's tag: every conversation a benchmark opens is named with it. */
@@ -252,7 +256,8 @@ export function follow(url, headers, onFrame) {
             frameBytes = 0;
           } else if (line.startsWith("id: ")) frame.id = line.slice(4);
           else if (line.startsWith("event: ")) frame.event = line.slice(7);
-          else if (line.startsWith("data: ")) frame.data = frame.data === undefined ? line.slice(6) : `${frame.data}\n${line.slice(6)}`;
+          else if (line.startsWith("data: "))
+            frame.data = frame.data === undefined ? line.slice(6) : `${frame.data}\n${line.slice(6)}`;
         }
         buffer = buffer.slice(start);
       }
@@ -274,7 +279,8 @@ function envelopeOf(rec) {
   for (let i = unread.length - 1; i >= 0; i--) {
     const r = unread[i];
     const previous = r.prev?.parsed?.seq !== undefined ? r.prev.parsed : null;
-    r.parsed = r.id === undefined ? JSON.parse(r.data) : decodeAfter(previous, { id: r.id, event: r.type, data: r.data });
+    r.parsed =
+      r.id === undefined ? JSON.parse(r.data) : decodeAfter(previous, { id: r.id, event: r.type, data: r.data });
   }
   return rec.parsed;
 }
@@ -307,7 +313,20 @@ export function viewer(base, cid, auth, { after = 0, stopAt } = {}) {
     // The envelope is read when first asked for: the next viewer's chunk waits for this one's work.
     // A lean delta frame continues the frame before it (public/wire/frames.js), so each record knows
     // its predecessor, and reading one reads the unread run before it, in order.
-    const rec = { seq, type: f.event, id: f.id, data: f.data, t, bytes, chunk, prev: v.frames.at(-1), parsed: undefined, get env() { return envelopeOf(this); } };
+    const rec = {
+      seq,
+      type: f.event,
+      id: f.id,
+      data: f.data,
+      t,
+      bytes,
+      chunk,
+      prev: v.frames.at(-1),
+      parsed: undefined,
+      get env() {
+        return envelopeOf(this);
+      },
+    };
     v.frames.push(rec);
     check();
     return stopAt ? stopAt(rec) : false;
@@ -319,8 +338,16 @@ export function viewer(base, cid, auth, { after = 0, stopAt } = {}) {
   v.opened = v.stream.opened;
   v.waitFor = (pred, timeoutMs = 120_000) =>
     new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`viewer of ${cid}: no awaited frame within ${timeoutMs} ms`)), timeoutMs);
-      v.waiters.push({ pred, from: 0, resolve: (x) => (clearTimeout(timer), resolve(x)), reject: (e) => (clearTimeout(timer), reject(e)) });
+      const timer = setTimeout(
+        () => reject(new Error(`viewer of ${cid}: no awaited frame within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+      v.waiters.push({
+        pred,
+        from: 0,
+        resolve: (x) => (clearTimeout(timer), resolve(x)),
+        reject: (e) => (clearTimeout(timer), reject(e)),
+      });
       check();
     });
   v.close = () => v.stream.close();
@@ -338,14 +365,19 @@ export const deltaOf = (data) => {
   if (!data) return null;
   if (typeof data.delta === "string") return data.delta;
   const part = data.part;
-  return part && (part.type === "text" || part.type === "reasoning") && typeof part.text === "string" ? part.text : null;
+  return part && (part.type === "text" || part.type === "reasoning") && typeof part.text === "string"
+    ? part.text
+    : null;
 };
 
 /** Reads a stream to `stopAt` (or its end): frames counted, seconds from the first agent frame to the last. */
 export async function timedRead(url, headers, stopAt, headersWithinMs = 120_000) {
   // No headers in time is reported as such (Node's own limit is 300 s, and says only "fetch failed").
   const abort = new AbortController();
-  const timer = setTimeout(() => abort.abort(new Error(`${url}: no response headers within ${headersWithinMs / 1000} s`)), headersWithinMs);
+  const timer = setTimeout(
+    () => abort.abort(new Error(`${url}: no response headers within ${headersWithinMs / 1000} s`)),
+    headersWithinMs,
+  );
   let res;
   try {
     res = await fetch(url, { headers, signal: abort.signal });
@@ -380,7 +412,8 @@ export async function settledObject(api, cid, auth) {
   for (let i = 0; i < 20; i++) {
     await sleep(250);
     const next = await api.get(`/v1/conversations/${cid}/dev/object`, auth);
-    if (next.instance === last.instance && next.rowsWritten === last.rowsWritten && next.log.events === last.log.events) return { ...next, at: performance.now() };
+    if (next.instance === last.instance && next.rowsWritten === last.rowsWritten && next.log.events === last.log.events)
+      return { ...next, at: performance.now() };
     last = next;
   }
   return { ...last, at: performance.now() };
@@ -393,7 +426,13 @@ export async function settledObject(api, cid, auth) {
  * results record it (relay.mjs, replay.mjs).
  */
 export function throughput({ frames, rate, baseline, target }) {
-  return { frames, framesPerSecond: Math.round(rate), baselineFramesPerSecond: Math.round(baseline), ratio: Number((rate / baseline).toFixed(2)), target };
+  return {
+    frames,
+    framesPerSecond: Math.round(rate),
+    baselineFramesPerSecond: Math.round(baseline),
+    ratio: Number((rate / baseline).toFixed(2)),
+    target,
+  };
 }
 
 /** The throughput table: each relay and replay figure, its baseline and their ratio. */
@@ -403,7 +442,9 @@ export function throughputReport(results) {
   if (relays.length) {
     out.push("throughput          frames   frames/s   baseline/s   ratio   target");
     for (const [name, r] of relays) {
-      out.push(`${name.padEnd(18)} ${String(r.frames).padStart(7)} ${String(r.framesPerSecond).padStart(10)} ${String(r.baselineFramesPerSecond).padStart(12)} ${String(r.ratio).padStart(7)}   ${r.target}`);
+      out.push(
+        `${name.padEnd(18)} ${String(r.frames).padStart(7)} ${String(r.framesPerSecond).padStart(10)} ${String(r.baselineFramesPerSecond).padStart(12)} ${String(r.ratio).padStart(7)}   ${r.target}`,
+      );
     }
   }
   return out;

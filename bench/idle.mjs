@@ -2,7 +2,20 @@
 // a turn, one conversation per IDLE_PROBES_S entry, each probed once after that idle time; then a
 // second turn every viewer must get exactly once. Its baseline, `before` (only with
 // BENCH_BEFORE_REF): the same on that older commit, in a worktree of its own with its own server.
-import { atCommit, env, list, num, settledObject, signIn, sleep, startBenchServer, tag, turnEndOf, untilInterrupted, viewer } from "./harness.mjs";
+import {
+  atCommit,
+  env,
+  list,
+  num,
+  settledObject,
+  signIn,
+  sleep,
+  startBenchServer,
+  tag,
+  turnEndOf,
+  untilInterrupted,
+  viewer,
+} from "./harness.mjs";
 
 export const config = {
   IDLE_VIEWERS: num("IDLE_VIEWERS", 3),
@@ -60,16 +73,27 @@ export async function idle(ctx) {
     }),
   );
   for (const p of probes) {
-    if (!p.sameInstance && p.instanceAgeSeconds > 1) problems.push(`idle ${p.probeSeconds} s: something woke the object ${p.instanceAgeSeconds} s before the probe`);
-    if (p.seqErrors || new Set(p.secondTurnFrames).size !== 1) problems.push(`idle ${p.probeSeconds} s: viewers' second turn frames ${p.secondTurnFrames}, ${p.seqErrors} seq gaps or repeats`);
-    if (p.subscriptions !== IDLE_VIEWERS || p.viewersOpen !== IDLE_VIEWERS) problems.push(`idle ${p.probeSeconds} s: ${p.subscriptions} subscriptions, ${p.viewersOpen} viewers open at the probe`);
+    if (!p.sameInstance && p.instanceAgeSeconds > 1)
+      problems.push(`idle ${p.probeSeconds} s: something woke the object ${p.instanceAgeSeconds} s before the probe`);
+    if (p.seqErrors || new Set(p.secondTurnFrames).size !== 1)
+      problems.push(
+        `idle ${p.probeSeconds} s: viewers' second turn frames ${p.secondTurnFrames}, ${p.seqErrors} seq gaps or repeats`,
+      );
+    if (p.subscriptions !== IDLE_VIEWERS || p.viewersOpen !== IDLE_VIEWERS)
+      problems.push(
+        `idle ${p.probeSeconds} s: ${p.subscriptions} subscriptions, ${p.viewersOpen} viewers open at the probe`,
+      );
   }
   const same = probes.filter((p) => p.sameInstance).map((p) => p.idleSeconds);
   const evicted = probes.filter((p) => !p.sameInstance).map((p) => p.idleSeconds);
   const lastSame = same.length ? Math.max(...same) : null;
   const firstNew = evicted.length ? Math.min(...evicted) : null;
-  if (firstNew === null) problems.push(`idle: the session object was still in memory after ${lastSame} s idle (never evicted): it did not hibernate`);
-  if (lastSame !== null && firstNew !== null && lastSame > firstNew) problems.push(`idle: not monotonic (still in memory after ${lastSame} s, evicted after ${firstNew} s)`);
+  if (firstNew === null)
+    problems.push(
+      `idle: the session object was still in memory after ${lastSame} s idle (never evicted): it did not hibernate`,
+    );
+  if (lastSame !== null && firstNew !== null && lastSame > firstNew)
+    problems.push(`idle: not monotonic (still in memory after ${lastSame} s, evicted after ${firstNew} s)`);
   results.idle = { viewers: IDLE_VIEWERS, probes, evictedBetweenSeconds: [lastSame, firstNew] };
 }
 
@@ -99,7 +123,13 @@ export async function before({ results, problems }) {
           const { dropped } = await api.post(`/v1/conversations/${cid}/dev/drop-streams`, {}, auth);
           await Promise.race([Promise.all(viewers.map((v) => v.done)), sleep(2000)]);
           viewers.forEach((v) => v.close());
-          return { probeSeconds: seconds, idleSeconds: Number(((sent - idleFrom) / 1000).toFixed(2)), viewersOpen: openBefore, streamsHeld: dropped, inMemory: dropped === IDLE_VIEWERS };
+          return {
+            probeSeconds: seconds,
+            idleSeconds: Number(((sent - idleFrom) / 1000).toFixed(2)),
+            viewersOpen: openBefore,
+            streamsHeld: dropped,
+            inMemory: dropped === IDLE_VIEWERS,
+          };
         }),
       );
       results.before = { ref: BEFORE_REF, sameDeps, viewers: IDLE_VIEWERS, probes };
@@ -113,10 +143,15 @@ export async function before({ results, problems }) {
 export function report(results) {
   const out = [];
   if (results.idle) {
-    out.push("", `idle with ${IDLE_VIEWERS} viewers: ${results.idle.probes.map((p) => `${p.idleSeconds}s:${p.sameInstance ? "same" : "new"}`).join(" ")} → evicted between ${results.idle.evictedBetweenSeconds.join(" and ")} s`);
+    out.push(
+      "",
+      `idle with ${IDLE_VIEWERS} viewers: ${results.idle.probes.map((p) => `${p.idleSeconds}s:${p.sameInstance ? "same" : "new"}`).join(" ")} → evicted between ${results.idle.evictedBetweenSeconds.join(" and ")} s`,
+    );
   }
   if (results.before) {
-    out.push(`before (${results.before.ref}): ${results.before.probes.map((p) => `${p.idleSeconds}s:${p.streamsHeld} streams held`).join(" ")}`);
+    out.push(
+      `before (${results.before.ref}): ${results.before.probes.map((p) => `${p.idleSeconds}s:${p.streamsHeld} streams held`).join(" ")}`,
+    );
   }
   return out;
 }

@@ -9,7 +9,21 @@
 // the raw fan-out; and (d) the bytes of each text delta's frame as a viewer receives it.
 // The first K must be 1: the others are against it.
 import { DELTA_EVENT } from "../public/wire/frames.js";
-import { deltaOf, env, follow, groupCpuMs, isTurnEnd, list, ms, num, percentile, signIn, sleep, tag, viewer } from "./harness.mjs";
+import {
+  deltaOf,
+  env,
+  follow,
+  groupCpuMs,
+  isTurnEnd,
+  list,
+  ms,
+  num,
+  percentile,
+  signIn,
+  sleep,
+  tag,
+  viewer,
+} from "./harness.mjs";
 import { cpuSeconds, runtimeBase } from "./workerd.mjs";
 
 export const config = {
@@ -30,13 +44,20 @@ export const config = {
   // (20,000) at 100 readers; straight to the runtime, 300 raw readers hold ~350.
   LATENCY_VIA: env.LATENCY_VIA ?? "runtime",
 };
-const { LATENCY_WORDS, LATENCY_FRAME_MS, LATENCY_VIEWERS, LATENCY_RAW_FANOUT_MAX, LATENCY_RAW_READS_MAX, LATENCY_VIA } = config;
+const { LATENCY_WORDS, LATENCY_FRAME_MS, LATENCY_VIEWERS, LATENCY_RAW_FANOUT_MAX, LATENCY_RAW_READS_MAX, LATENCY_VIA } =
+  config;
 
 /** The text deltas of an execution's raw stream, each with its arrival time and chunk index (`frames`: all its frames). */
 async function rawDeltas(base, executionId) {
   const frames = [];
-  await follow(`${base}/_emulator/executions/${executionId}/stream`, {}, (f, t, _bytes, chunk) => (frames.push({ t, data: f.data, chunk }), false)).done;
-  const deltas = frames.map((f) => ({ t: f.t, chunk: f.chunk, delta: deltaOf(JSON.parse(f.data)) })).filter((f) => f.delta !== null);
+  await follow(
+    `${base}/_emulator/executions/${executionId}/stream`,
+    {},
+    (f, t, _bytes, chunk) => (frames.push({ t, data: f.data, chunk }), false),
+  ).done;
+  const deltas = frames
+    .map((f) => ({ t: f.t, chunk: f.chunk, delta: deltaOf(JSON.parse(f.data)) }))
+    .filter((f) => f.delta !== null);
   return Object.assign(deltas, { frames: frames.length });
 }
 
@@ -48,7 +69,9 @@ const cpuNow = (pgid) => {
 };
 const cpuSince = (pgid, before) => {
   const now = cpuNow(pgid);
-  return now && before ? { all: now.all - before.all, workerd: now.workerd - before.workerd, runtime: now.runtime - before.runtime } : null;
+  return now && before
+    ? { all: now.all - before.all, workerd: now.workerd - before.workerd, runtime: now.runtime - before.runtime }
+    : null;
 };
 
 /**
@@ -63,14 +86,20 @@ async function latencyRun({ base, api, auth, problems, server }, K) {
   // minute under wrangler dev.
   const viewers = [];
   for (let i = 0; i < K; i += 50) {
-    const batch = Array.from({ length: Math.min(50, K - i) }, () => viewer(base, cid, auth, { stopAt: (f) => isTurnEnd(f.type) }));
+    const batch = Array.from({ length: Math.min(50, K - i) }, () =>
+      viewer(base, cid, auth, { stopAt: (f) => isTurnEnd(f.type) }),
+    );
     await Promise.all(batch.map((v) => v.opened));
     viewers.push(...batch);
   }
   await sleep(300 + K * 5); // every subscription live before the run starts
   const before = await api.get("/_emulator/counters");
   const cpuBefore = cpuNow(server.pid);
-  const accepted = await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t1", message: `latency [words:${LATENCY_WORDS}]` }, auth);
+  const accepted = await api.post(
+    `/v1/conversations/${cid}/turns`,
+    { turnId: "t1", message: `latency [words:${LATENCY_WORDS}]` },
+    auth,
+  );
   const rawStream = rawDeltas(base, accepted.executionId);
   await Promise.all(viewers.map((v) => v.done));
   const cpu = cpuSince(server.pid, cpuBefore);
@@ -85,7 +114,10 @@ async function latencyRun({ base, api, auth, problems, server }, K) {
   const added = [];
   for (const v of viewers) {
     seqErrors += v.seqErrors;
-    const got = v.frames.filter((f) => f.type !== "stream.reset").map((f) => ({ t: f.t, delta: deltaOf(f.env.data) })).filter((d) => d.delta !== null);
+    const got = v.frames
+      .filter((f) => f.type !== "stream.reset")
+      .map((f) => ({ t: f.t, delta: deltaOf(f.env.data) }))
+      .filter((d) => d.delta !== null);
     if (got.length !== raw.length || got.some((d, k) => d.delta !== raw[k].delta)) mismatched++;
     for (let k = 0; k < Math.min(got.length, raw.length); k++) {
       if (raw[k].chunk === 0) continue; // replayed when the raw stream opened, not live
@@ -100,7 +132,9 @@ async function latencyRun({ base, api, auth, problems, server }, K) {
   const spread = [...arrivals.values()].filter((ts) => ts.length === K).map((ts) => Math.max(...ts) - Math.min(...ts));
   const chunks = viewers.map((v) => new Set(v.frames.map((f) => f.chunk)).size);
   // The wire: each text delta's frame as the first viewer got it, SSE framing included.
-  const deltaFrames = viewers[0].frames.filter((f) => f.type === DELTA_EVENT || (f.type === "message.part.updated" && deltaOf(f.env.data) !== null));
+  const deltaFrames = viewers[0].frames.filter(
+    (f) => f.type === DELTA_EVENT || (f.type === "message.part.updated" && deltaOf(f.env.data) !== null),
+  );
   const deltaBytes = deltaFrames.map((f) => f.bytes);
   const gaps = [];
   for (let k = 1; k < raw.length; k++) if (raw[k - 1].chunk > 0) gaps.push(raw[k].t - raw[k - 1].t);
@@ -112,12 +146,18 @@ async function latencyRun({ base, api, auth, problems, server }, K) {
   const rawReads = await Promise.all(
     Array.from({ length: K <= LATENCY_RAW_READS_MAX ? K : 0 }, () => {
       let n = 0;
-      return follow(`${base}/_emulator/executions/${accepted.executionId}/stream`, {}, () => (n++, false)).done.then(() => n);
+      return follow(`${base}/_emulator/executions/${accepted.executionId}/stream`, {}, () => (n++, false)).done.then(
+        () => n,
+      );
     }),
   );
   const afterRaw = await api.get("/_emulator/counters");
-  const rawOpened = K <= LATENCY_RAW_READS_MAX ? (afterRaw.counters["streams.opened"] ?? 0) - (beforeRaw.counters["streams.opened"] ?? 0) : null;
-  if (rawReads.length && new Set(rawReads).size !== 1) problems.push(`latency K=${K}: the raw readers got different frame counts ${[...new Set(rawReads)]}`);
+  const rawOpened =
+    K <= LATENCY_RAW_READS_MAX
+      ? (afterRaw.counters["streams.opened"] ?? 0) - (beforeRaw.counters["streams.opened"] ?? 0)
+      : null;
+  if (rawReads.length && new Set(rawReads).size !== 1)
+    problems.push(`latency K=${K}: the raw readers got different frame counts ${[...new Set(rawReads)]}`);
 
   // Baseline of the latency: the raw pass-through itself fanned out to K readers (a turn of its
   // own, so the two loads do not add up), against one more raw reader as the reference.
@@ -125,7 +165,11 @@ async function latencyRun({ base, api, auth, problems, server }, K) {
   const fanGaps = [];
   if (K <= LATENCY_RAW_FANOUT_MAX) {
     const fanCpuBefore = cpuNow(server.pid);
-    const fan = await api.post(`/v1/conversations/${cid}-raw/turns`, { turnId: "t1", message: `latency [words:${LATENCY_WORDS}]` }, auth);
+    const fan = await api.post(
+      `/v1/conversations/${cid}-raw/turns`,
+      { turnId: "t1", message: `latency [words:${LATENCY_WORDS}]` },
+      auth,
+    );
     // The reference first, then the readers 50 at a time (as the viewers open): what was emitted
     // before a reader opened comes in its first chunk, which is not compared.
     const reference = rawDeltas(base, fan.executionId);
@@ -145,7 +189,24 @@ async function latencyRun({ base, api, auth, problems, server }, K) {
       }
     }
     for (let k = 1; k < ref.length; k++) if (ref[k - 1].chunk > 0) fanGaps.push(ref[k].t - ref[k - 1].t);
-    rawFanout = { compared: spread.length, addedMs: { p50: ms(percentile(spread, 0.5)), p99: ms(percentile(spread, 0.99)), max: ms(spread.length ? Math.max(...spread) : null) }, referenceJitterMs: { p99: ms(percentile(fanGaps.map((g) => Math.abs(g - LATENCY_FRAME_MS)), 0.99)) }, cpuMs: fanCpu, framesPerReader: ref.frames };
+    rawFanout = {
+      compared: spread.length,
+      addedMs: {
+        p50: ms(percentile(spread, 0.5)),
+        p99: ms(percentile(spread, 0.99)),
+        max: ms(spread.length ? Math.max(...spread) : null),
+      },
+      referenceJitterMs: {
+        p99: ms(
+          percentile(
+            fanGaps.map((g) => Math.abs(g - LATENCY_FRAME_MS)),
+            0.99,
+          ),
+        ),
+      },
+      cpuMs: fanCpu,
+      framesPerReader: ref.frames,
+    };
   }
 
   const result = {
@@ -160,18 +221,35 @@ async function latencyRun({ base, api, auth, problems, server }, K) {
     frames: raw.length,
     framesPerViewer: viewers[0].frames.length,
     cpuMs: cpu,
-    deltaFrameBytes: { count: deltaBytes.length, mean: ms(deltaBytes.length ? deltaBytes.reduce((a, b) => a + b, 0) / deltaBytes.length : null), p50: percentile(deltaBytes, 0.5), max: deltaBytes.length ? Math.max(...deltaBytes) : null, lean: deltaFrames.filter((f) => f.type === DELTA_EVENT).length },
-    viewerSpreadMs: { p50: ms(percentile(spread, 0.5)), p99: ms(percentile(spread, 0.99)), max: ms(spread.length ? Math.max(...spread) : null) },
+    deltaFrameBytes: {
+      count: deltaBytes.length,
+      mean: ms(deltaBytes.length ? deltaBytes.reduce((a, b) => a + b, 0) / deltaBytes.length : null),
+      p50: percentile(deltaBytes, 0.5),
+      max: deltaBytes.length ? Math.max(...deltaBytes) : null,
+      lean: deltaFrames.filter((f) => f.type === DELTA_EVENT).length,
+    },
+    viewerSpreadMs: {
+      p50: ms(percentile(spread, 0.5)),
+      p99: ms(percentile(spread, 0.99)),
+      max: ms(spread.length ? Math.max(...spread) : null),
+    },
     chunksPerViewer: { min: Math.min(...chunks), max: Math.max(...chunks) },
     compared: added.length,
-    addedMs: { p50: ms(percentile(added, 0.5)), p99: ms(percentile(added, 0.99)), max: ms(added.length ? Math.max(...added) : null) },
+    addedMs: {
+      p50: ms(percentile(added, 0.5)),
+      p99: ms(percentile(added, 0.99)),
+      max: ms(added.length ? Math.max(...added) : null),
+    },
     rawInterArrivalMs: { p50: ms(percentile(gaps, 0.5)), p99: ms(percentile(gaps, 0.99)) },
     rawJitterMs: { p50: ms(percentile(jitter, 0.5)), p99: ms(percentile(jitter, 0.99)) },
     rawFanout,
     viewersMismatched: mismatched,
     seqErrors,
   };
-  if (mismatched || seqErrors) problems.push(`latency K=${K}: ${mismatched} viewers did not get exactly the upstream deltas, ${seqErrors} seq gaps or repeats`);
+  if (mismatched || seqErrors)
+    problems.push(
+      `latency K=${K}: ${mismatched} viewers did not get exactly the upstream deltas, ${seqErrors} seq gaps or repeats`,
+    );
   return result;
 }
 
@@ -179,7 +257,10 @@ export async function latency(ctx) {
   await ctx.api.post("/_emulator/faults", { frameDelayMs: LATENCY_FRAME_MS });
   // The streams' address (LATENCY_VIA), and the API's.
   const direct = LATENCY_VIA === "proxy" ? null : await runtimeBase(ctx.server.pid);
-  if (LATENCY_VIA !== "proxy" && !direct) ctx.problems.push("latency: the runtime's own address was not found; the streams were read through wrangler dev's proxy");
+  if (LATENCY_VIA !== "proxy" && !direct)
+    ctx.problems.push(
+      "latency: the runtime's own address was not found; the streams were read through wrangler dev's proxy",
+    );
   ctx.results.latencyVia = direct ? { via: "runtime", base: direct } : { via: "proxy", base: ctx.base };
   // The API's calls too: wrangler dev's proxy, once the raw streams passed through it, could leave a
   // later call unanswered.
@@ -205,10 +286,18 @@ function perExtraViewer(runs) {
   for (const r of runs) {
     if (!one || r === one || !r.cpuMs || !one.cpuMs) continue;
     const us = (a, b, frames, extra) => Number((((a - b) * 1000) / (frames * extra)).toFixed(1));
-    const per = (a, b, frames) => ({ all: us(a.all, b.all, frames, r.viewers - 1), workerd: us(a.workerd, b.workerd, frames, r.viewers - 1), runtime: us(a.runtime, b.runtime, frames, r.viewers - 1) });
+    const per = (a, b, frames) => ({
+      all: us(a.all, b.all, frames, r.viewers - 1),
+      workerd: us(a.workerd, b.workerd, frames, r.viewers - 1),
+      runtime: us(a.runtime, b.runtime, frames, r.viewers - 1),
+    });
     r.cpuPerFramePerExtraViewerUs = per(r.cpuMs, one.cpuMs, r.framesPerViewer);
     if (r.rawFanout?.cpuMs && one.rawFanout?.cpuMs) {
-      r.rawFanout.cpuPerFramePerExtraReaderUs = per(r.rawFanout.cpuMs, one.rawFanout.cpuMs, r.rawFanout.framesPerReader);
+      r.rawFanout.cpuPerFramePerExtraReaderUs = per(
+        r.rawFanout.cpuMs,
+        one.rawFanout.cpuMs,
+        r.rawFanout.framesPerReader,
+      );
     }
   }
 }
@@ -216,13 +305,20 @@ function perExtraViewer(runs) {
 export function report(results) {
   const out = [];
   if (results.latency) {
-    out.push("", `latency: streams read through ${results.latencyVia?.via === "runtime" ? "the runtime's own address (not wrangler dev's proxy)" : "wrangler dev's proxy"}`);
-    out.push(`viewers  upstream streams (dispatch+reader) / raw baseline  | at ${LATENCY_FRAME_MS} ms/frame: added p50 / p99 ms  raw fan-out p50 / p99 ms  raw gap p50 / p99 ms  raw jitter p99 ms`);
+    out.push(
+      "",
+      `latency: streams read through ${results.latencyVia?.via === "runtime" ? "the runtime's own address (not wrangler dev's proxy)" : "wrangler dev's proxy"}`,
+    );
+    out.push(
+      `viewers  upstream streams (dispatch+reader) / raw baseline  | at ${LATENCY_FRAME_MS} ms/frame: added p50 / p99 ms  raw fan-out p50 / p99 ms  raw gap p50 / p99 ms  raw jitter p99 ms`,
+    );
     for (const r of results.latency) {
       const u = r.upstream;
       const cells = [
         String(r.viewers).padStart(7),
-        `${u.runStreamsOpened} (${u.dispatchStreams}+${u.readerStreams}) / ${u.baselineRunStreamsOpened ?? "-"}`.padStart(20),
+        `${u.runStreamsOpened} (${u.dispatchStreams}+${u.readerStreams}) / ${u.baselineRunStreamsOpened ?? "-"}`.padStart(
+          20,
+        ),
         `${r.addedMs.p50} / ${r.addedMs.p99}`.padStart(44),
         (r.rawFanout ? `${r.rawFanout.addedMs.p50} / ${r.rawFanout.addedMs.p99}` : "-").padStart(24),
         `${r.rawInterArrivalMs.p50} / ${r.rawInterArrivalMs.p99}`.padStart(20),
@@ -231,7 +327,10 @@ export function report(results) {
       ];
       out.push(cells.join(""));
     }
-    out.push("", "viewers  server CPU ms (workerd; runtime)  CPU µs per frame per extra viewer (workerd; runtime) / raw fan-out's  delta frame bytes mean / max (lean)");
+    out.push(
+      "",
+      "viewers  server CPU ms (workerd; runtime)  CPU µs per frame per extra viewer (workerd; runtime) / raw fan-out's  delta frame bytes mean / max (lean)",
+    );
     for (const r of results.latency) {
       const c = r.cpuPerFramePerExtraViewerUs;
       const raw = r.rawFanout?.cpuPerFramePerExtraReaderUs;
@@ -239,15 +338,28 @@ export function report(results) {
         [
           String(r.viewers).padStart(7),
           (r.cpuMs ? `${r.cpuMs.all} (${r.cpuMs.workerd}; ${r.cpuMs.runtime})` : "-").padStart(34),
-          `${c ? `${c.all} (${c.workerd}; ${c.runtime})` : "-"} / ${raw ? `${raw.all} (${raw.workerd}; ${raw.runtime})` : "-"}`.padStart(70),
-          `${r.deltaFrameBytes.mean} / ${r.deltaFrameBytes.max} (${r.deltaFrameBytes.lean} of ${r.deltaFrameBytes.count})`.padStart(36),
+          `${c ? `${c.all} (${c.workerd}; ${c.runtime})` : "-"} / ${raw ? `${raw.all} (${raw.workerd}; ${raw.runtime})` : "-"}`.padStart(
+            70,
+          ),
+          `${r.deltaFrameBytes.mean} / ${r.deltaFrameBytes.max} (${r.deltaFrameBytes.lean} of ${r.deltaFrameBytes.count})`.padStart(
+            36,
+          ),
         ].join(""),
       );
     }
-    out.push("", "viewers  spread of an event's copies across the viewers, last − first, p50 / p99 / max ms  reads (chunks) per viewer min / max");
+    out.push(
+      "",
+      "viewers  spread of an event's copies across the viewers, last − first, p50 / p99 / max ms  reads (chunks) per viewer min / max",
+    );
     for (const r of results.latency) {
       if (!r.viewerSpreadMs) continue;
-      out.push([String(r.viewers).padStart(7), `${r.viewerSpreadMs.p50} / ${r.viewerSpreadMs.p99} / ${r.viewerSpreadMs.max}`.padStart(79), `${r.chunksPerViewer.min} / ${r.chunksPerViewer.max}`.padStart(36)].join(""));
+      out.push(
+        [
+          String(r.viewers).padStart(7),
+          `${r.viewerSpreadMs.p50} / ${r.viewerSpreadMs.p99} / ${r.viewerSpreadMs.max}`.padStart(79),
+          `${r.chunksPerViewer.min} / ${r.chunksPerViewer.max}`.padStart(36),
+        ].join(""),
+      );
     }
   }
   return out;

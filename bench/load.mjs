@@ -28,7 +28,9 @@ const overdue = () => Date.now() > deadline;
 
 // The limits a single user would meet in production are per user; this run has one user per
 // conversation but many reconnects, so the stream limit is raised for it.
-const server = await startDevServer({ vars: { RATE_LIMIT_STREAMS_PER_MINUTE: "100000", RATE_LIMIT_TURNS_PER_MINUTE: "1000", SSE_PING_INTERVAL_MS: "1000" } });
+const server = await startDevServer({
+  vars: { RATE_LIMIT_STREAMS_PER_MINUTE: "100000", RATE_LIMIT_TURNS_PER_MINUTE: "1000", SSE_PING_INTERVAL_MS: "1000" },
+});
 const base = server.base;
 if (new URL(base).hostname !== "127.0.0.1") throw new Error("loopback only");
 
@@ -75,7 +77,16 @@ async function get(path, token) {
   return answer(await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } }));
 }
 
-const stats = { turnsSent: 0, turnsCompleted: 0, turnsOther: {}, reconnects: 0, viewerDrops: 0, serverDrops: 0, latenciesMs: [], errors: [] };
+const stats = {
+  turnsSent: 0,
+  turnsCompleted: 0,
+  turnsOther: {},
+  reconnects: 0,
+  viewerDrops: 0,
+  serverDrops: 0,
+  latenciesMs: [],
+  errors: [],
+};
 
 /**
  * One viewer: reads the conversation's stream from the start, records every id it receives, and
@@ -90,7 +101,10 @@ async function viewer(cid, token, target, seen) {
     const abort = new AbortController();
     let res;
     try {
-      res = await fetch(`${base}/v1/conversations/${cid}/events`, { headers: { authorization: `Bearer ${token}`, "last-event-id": String(last) }, signal: abort.signal });
+      res = await fetch(`${base}/v1/conversations/${cid}/events`, {
+        headers: { authorization: `Bearer ${token}`, "last-event-id": String(last) },
+        signal: abort.signal,
+      });
     } catch (err) {
       stats.errors.push(`open ${cid}: ${err.message}`);
       await new Promise((r) => setTimeout(r, 200));
@@ -168,7 +182,11 @@ async function conversation(i) {
   for (let t = 0; t < TURNS && !overdue(); t++) {
     const turnId = `turn-${t}`;
     stats.turnsSent++;
-    const sent = await post(`/v1/conversations/${cid}/turns`, { turnId, message: t % 2 ? `turn ${t} [long]` : `turn ${t}` }, token);
+    const sent = await post(
+      `/v1/conversations/${cid}/turns`,
+      { turnId, message: t % 2 ? `turn ${t} [long]` : `turn ${t}` },
+      token,
+    );
     if (sent.status !== 202) {
       stats.errors.push(`send ${cid}/${turnId}: ${sent.status} ${JSON.stringify(sent.body)}`);
       continue;
@@ -231,7 +249,8 @@ try {
   // Warm up: compile, provision one sandbox, then turn the faults on.
   const warm = await devLogin(base, "load-warm");
   await post("/v1/conversations/warm/turns", { turnId: "w", message: "warm up" }, warm);
-  for (let i = 0; i < 100 && (await get("/v1/conversations/warm/turns/w", warm)).body.status === "running"; i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 100 && (await get("/v1/conversations/warm/turns/w", warm)).body.status === "running"; i++)
+    await new Promise((r) => setTimeout(r, 100));
   const faults = await post("/_emulator/faults", FAULTS);
   if (faults.status !== 200) throw new Error(`faults: ${faults.status} ${JSON.stringify(faults.body)}`);
   const rssIdle = workerdRssMiB();
@@ -247,27 +266,62 @@ try {
   const sum = (k) => results.reduce((n, r) => n + r[k], 0);
   const report = {
     at: new Date().toISOString(),
-    setup: { conversations: CONVERSATIONS, viewersPerConversation: VIEWERS, turnsPerConversation: TURNS, faults: FAULTS, viewerDropEvery: VIEWER_DROP_EVERY, deadlineSeconds: DEADLINE_S },
+    setup: {
+      conversations: CONVERSATIONS,
+      viewersPerConversation: VIEWERS,
+      turnsPerConversation: TURNS,
+      faults: FAULTS,
+      viewerDropEvery: VIEWER_DROP_EVERY,
+      deadlineSeconds: DEADLINE_S,
+    },
     seconds: Math.round(seconds),
     timedOut: overdue(),
     turns: { sent: stats.turnsSent, completed: stats.turnsCompleted, other: stats.turnsOther },
-    frames: { expected: sum("expected"), delivered: sum("delivered"), lost: sum("lost"), duplicated: sum("duplicated") },
+    frames: {
+      expected: sum("expected"),
+      delivered: sum("delivered"),
+      lost: sum("lost"),
+      duplicated: sum("duplicated"),
+    },
     reconnects: { total: stats.reconnects, viewerDrops: stats.viewerDrops, serverDroppedStreams: stats.serverDrops },
-    latencyMs: { p50: percentile(stats.latenciesMs, 50), p99: percentile(stats.latenciesMs, 99), max: percentile(stats.latenciesMs, 100) },
+    latencyMs: {
+      p50: percentile(stats.latenciesMs, 50),
+      p99: percentile(stats.latenciesMs, 99),
+      max: percentile(stats.latenciesMs, 100),
+    },
     upstream: { streamsOpened: counters["streams.opened"] ?? 0, replays: counters["runs.replays"] ?? 0 },
     workerdRssMiB: { idle: Math.round(rssIdle), peak: Math.round(rssPeak), end: Math.round(rssEnd) },
     errors: stats.errors.slice(0, 20),
   };
-  const ok = report.frames.lost === 0 && report.frames.duplicated === 0 && report.frames.delivered === report.frames.expected && !report.timedOut && report.turns.completed === report.turns.sent;
+  const ok =
+    report.frames.lost === 0 &&
+    report.frames.duplicated === 0 &&
+    report.frames.delivered === report.frames.expected &&
+    !report.timedOut &&
+    report.turns.completed === report.turns.sent;
   if (!ok) exitCode = 1;
 
-  console.log(`load: ${CONVERSATIONS} conversations × ${VIEWERS} viewers × ${TURNS} turns, faults ${JSON.stringify(FAULTS)}, ${report.seconds} s${report.timedOut ? " (DEADLINE REACHED)" : ""}`);
-  console.log(`turns completed      ${report.turns.completed} / ${report.turns.sent}${Object.keys(report.turns.other).length ? ` (other: ${JSON.stringify(report.turns.other)})` : ""}`);
-  console.log(`frames delivered     ${report.frames.delivered} / ${report.frames.expected} expected; lost ${report.frames.lost}, duplicated ${report.frames.duplicated}`);
-  console.log(`reconnects           ${report.reconnects.total} (viewer drops ${report.reconnects.viewerDrops}, streams dropped by the server ${report.reconnects.serverDroppedStreams})`);
-  console.log(`upstream             ${report.upstream.streamsOpened} run streams opened, ${report.upstream.replays} of them replays after a severed stream`);
-  console.log(`delivery latency     p50 ${report.latencyMs.p50} ms, p99 ${report.latencyMs.p99} ms, max ${report.latencyMs.max} ms`);
-  console.log(`workerd RSS          idle ${report.workerdRssMiB.idle} MiB, peak ${report.workerdRssMiB.peak} MiB, end ${report.workerdRssMiB.end} MiB`);
+  console.log(
+    `load: ${CONVERSATIONS} conversations × ${VIEWERS} viewers × ${TURNS} turns, faults ${JSON.stringify(FAULTS)}, ${report.seconds} s${report.timedOut ? " (DEADLINE REACHED)" : ""}`,
+  );
+  console.log(
+    `turns completed      ${report.turns.completed} / ${report.turns.sent}${Object.keys(report.turns.other).length ? ` (other: ${JSON.stringify(report.turns.other)})` : ""}`,
+  );
+  console.log(
+    `frames delivered     ${report.frames.delivered} / ${report.frames.expected} expected; lost ${report.frames.lost}, duplicated ${report.frames.duplicated}`,
+  );
+  console.log(
+    `reconnects           ${report.reconnects.total} (viewer drops ${report.reconnects.viewerDrops}, streams dropped by the server ${report.reconnects.serverDroppedStreams})`,
+  );
+  console.log(
+    `upstream             ${report.upstream.streamsOpened} run streams opened, ${report.upstream.replays} of them replays after a severed stream`,
+  );
+  console.log(
+    `delivery latency     p50 ${report.latencyMs.p50} ms, p99 ${report.latencyMs.p99} ms, max ${report.latencyMs.max} ms`,
+  );
+  console.log(
+    `workerd RSS          idle ${report.workerdRssMiB.idle} MiB, peak ${report.workerdRssMiB.peak} MiB, end ${report.workerdRssMiB.end} MiB`,
+  );
   if (report.errors.length) console.log(`errors (first ${report.errors.length}):\n  ${report.errors.join("\n  ")}`);
   console.log(ok ? "OK: every viewer saw every event exactly once" : "FAILED: see above");
   mkdirSync(join(here, "results"), { recursive: true });

@@ -15,7 +15,18 @@
 // RSS is read per workerd: the runtime (the Worker, the objects, the emulator) and wrangler dev's own
 // proxy in front of it (bench/workerd.mjs). Target (issue 24): after every round, idle RSS within 10%
 // of the start.
-import { follow, isTurnEnd, num, sleep, startBenchServer, signIn, tag, turnEndOf, untilInterrupted, viewer } from "./harness.mjs";
+import {
+  follow,
+  isTurnEnd,
+  num,
+  sleep,
+  startBenchServer,
+  signIn,
+  tag,
+  turnEndOf,
+  untilInterrupted,
+  viewer,
+} from "./harness.mjs";
 import { agentSocket, isDone, sendTurn, startPeer } from "./agents.mjs";
 import { allocatorMiB, collectedHeapMiB, rssMiB } from "./workerd.mjs";
 
@@ -42,7 +53,13 @@ async function idleRss(pgid) {
     await sleep(1000);
   }
   const low = (k) => Math.min(...reads.map((r) => r[k]));
-  return { runtime: low("runtime"), proxy: low("proxy"), total: low("total"), runtimeV8: low("runtimeV8"), runtimeNative: low("runtimeNative") };
+  return {
+    runtime: low("runtime"),
+    proxy: low("proxy"),
+    total: low("total"),
+    runtimeV8: low("runtimeV8"),
+    runtimeNative: low("runtimeNative"),
+  };
 }
 
 /**
@@ -80,7 +97,12 @@ async function released(pgid, problems, label) {
   const before = rssMiB(pgid);
   const allocatorBefore = allocator(pgid, problems, `${label} (release)`, { release: true });
   await sleep(3000);
-  return { beforeMiB: before, allocator: allocatorBefore, afterMiB: rssMiB(pgid), allocatorAfter: allocator(pgid, problems, `${label} (after release)`) };
+  return {
+    beforeMiB: before,
+    allocator: allocatorBefore,
+    afterMiB: rssMiB(pgid),
+    allocatorAfter: allocator(pgid, problems, `${label} (after release)`),
+  };
 }
 
 async function conversationsRound({ base, api, auth, problems }, round) {
@@ -99,7 +121,8 @@ async function conversationsRound({ base, api, auth, problems }, round) {
       });
       await v.waitFor(turnEndOf("t1"), 300_000);
       v.close();
-      if (v.seqErrors) problems.push(`memory round ${round}: a viewer of ${cid} saw ${v.seqErrors} seq gaps or repeats`);
+      if (v.seqErrors)
+        problems.push(`memory round ${round}: a viewer of ${cid} saw ${v.seqErrors} seq gaps or repeats`);
       return accepted.executionId;
     }),
   );
@@ -109,7 +132,10 @@ async function conversationsRound({ base, api, auth, problems }, round) {
 /** The agents peer's rounds: its runtime's RSS at its start and after each round gone idle. */
 async function peerRounds(out, problems) {
   if (M.MEMORY_PEER_ROUNDS <= 0) return;
-  if (typeof WebSocket === "undefined") return void problems.push("memory: no WebSocket in this Node (run with --experimental-websocket): the peer's rounds not run");
+  if (typeof WebSocket === "undefined")
+    return void problems.push(
+      "memory: no WebSocket in this Node (run with --experimental-websocket): the peer's rounds not run",
+    );
   const peer = await startPeer();
   const done = untilInterrupted(() => peer.stop());
   try {
@@ -121,12 +147,21 @@ async function peerRounds(out, problems) {
     out.peer = { startMiB: await idleRss(peer.pid), rounds: [] };
     out.peer.start = await collected(peer.pid, peer.base, problems, "peer start");
     for (let r = 1; r <= M.MEMORY_PEER_ROUNDS; r++) {
-      const sockets = Array.from({ length: M.MEMORY_CONVERSATIONS }, (_, i) => agentSocket(peer.base, `mem-${r}-${i}-${tag}`));
+      const sockets = Array.from({ length: M.MEMORY_CONVERSATIONS }, (_, i) =>
+        agentSocket(peer.base, `mem-${r}-${i}-${tag}`),
+      );
       await Promise.all(sockets.map((s) => s.opened));
-      await Promise.all(sockets.map((s) => (sendTurn(s, "m", `memory [words:${M.MEMORY_WORDS}]`), s.waitFor(isDone("m")))));
+      await Promise.all(
+        sockets.map((s) => (sendTurn(s, "m", `memory [words:${M.MEMORY_WORDS}]`), s.waitFor(isDone("m")))),
+      );
       sockets.forEach((s) => s.close());
       const endMiB = rssMiB(peer.pid);
-      out.peer.rounds.push({ round: r, endMiB, idleMiB: await idleRss(peer.pid), ...(await collected(peer.pid, peer.base, problems, `peer round ${r}`)) });
+      out.peer.rounds.push({
+        round: r,
+        endMiB,
+        idleMiB: await idleRss(peer.pid),
+        ...(await collected(peer.pid, peer.base, problems, `peer round ${r}`)),
+      });
     }
     out.peer.release = await released(peer.pid, problems, "peer");
     const worst = Math.max(...out.peer.rounds.map((x) => x.idleMiB.runtime));
@@ -146,7 +181,8 @@ function memoryVerdict(startMiB, idleMiBs, limit = 0.1) {
 export async function memory({ problems, results }) {
   const server = await startBenchServer();
   const done = untilInterrupted(() => server.stop());
-  if (!server.inspectorQuiet) problems.push("memory: the runtime's network reports to wrangler dev's inspector proxy could not be turned off");
+  if (!server.inspectorQuiet)
+    problems.push("memory: the runtime's network reports to wrangler dev's inspector proxy could not be turned off");
   try {
     const ctx = { ...(await signIn(server.base)), problems };
     const { base, api, auth } = ctx;
@@ -166,7 +202,12 @@ export async function memory({ problems, results }) {
           for (let i = 0; i < REQUESTS_PER_CONVERSATION; i++) await (await fetch(`${base}/healthz`)).text();
         }),
       );
-      out.baseline.push({ round: r, requests: n, idleMiB: await idleRss(pgid), ...(await collected(pgid, base, problems, `baseline ${r}`)) });
+      out.baseline.push({
+        round: r,
+        requests: n,
+        idleMiB: await idleRss(pgid),
+        ...(await collected(pgid, base, problems, `baseline ${r}`)),
+      });
     }
     let executions = [];
     for (let r = 1; r <= M.MEMORY_ROUNDS; r++) {
@@ -174,15 +215,29 @@ export async function memory({ problems, results }) {
       executions = await conversationsRound(ctx, r);
       const seconds = Number(((performance.now() - t) / 1000).toFixed(1));
       const endMiB = rssMiB(pgid);
-      out.rounds.push({ round: r, conversations: executions.length, seconds, endMiB, idleMiB: await idleRss(pgid), ...(await collected(pgid, base, problems, `round ${r}`)) });
+      out.rounds.push({
+        round: r,
+        conversations: executions.length,
+        seconds,
+        endMiB,
+        idleMiB: await idleRss(pgid),
+        ...(await collected(pgid, base, problems, `round ${r}`)),
+      });
     }
     // Were the objects evicted while idle? A probe of one of the last round's conversations, after the
     // RSS was read: an instance started by the probe itself (age ~0 s) had been evicted.
     const probe = await api.get(`/v1/conversations/mem-${M.MEMORY_ROUNDS}-0-${tag}/dev/object`, auth);
     out.lastRoundInstanceAgeSeconds = Number(((Date.now() - probe.startedAt) / 1000).toFixed(1));
     for (let r = 1; r <= M.MEMORY_EMULATOR_ROUNDS; r++) {
-      await Promise.all(executions.map((id) => follow(`${base}/_emulator/executions/${id}/stream`, {}, () => false).done));
-      out.emulator.push({ round: r, streams: executions.length, idleMiB: await idleRss(pgid), ...(await collected(pgid, base, problems, `emulator ${r}`)) });
+      await Promise.all(
+        executions.map((id) => follow(`${base}/_emulator/executions/${id}/stream`, {}, () => false).done),
+      );
+      out.emulator.push({
+        round: r,
+        streams: executions.length,
+        idleMiB: await idleRss(pgid),
+        ...(await collected(pgid, base, problems, `emulator ${r}`)),
+      });
     }
     // How much of the idle RSS is freed memory the allocator keeps: it is asked to give it back, then
     // more rounds show whether it climbs again (a high-water mark) or stays down.
@@ -190,7 +245,11 @@ export async function memory({ problems, results }) {
     out.afterRelease = [];
     for (let r = 1; r <= M.MEMORY_AFTER_RELEASE_ROUNDS; r++) {
       executions = await conversationsRound(ctx, M.MEMORY_ROUNDS + r);
-      out.afterRelease.push({ round: M.MEMORY_ROUNDS + r, idleMiB: await idleRss(pgid), ...(await collected(pgid, base, problems, `round ${M.MEMORY_ROUNDS + r} (after the release)`)) });
+      out.afterRelease.push({
+        round: M.MEMORY_ROUNDS + r,
+        idleMiB: await idleRss(pgid),
+        ...(await collected(pgid, base, problems, `round ${M.MEMORY_ROUNDS + r} (after the release)`)),
+      });
     }
     await peerRounds(out, problems);
     const last = (list) => list.at(-1)?.idleMiB ?? out.startMiB;
@@ -198,11 +257,16 @@ export async function memory({ problems, results }) {
     for (const k of ["runtime", "runtimeV8", "runtimeNative", "proxy", "total"]) {
       const before = last(out.baseline)[k];
       out[k] = {
-        verdict: memoryVerdict(out.startMiB[k], out.rounds.map((x) => x.idleMiB[k])),
+        verdict: memoryVerdict(
+          out.startMiB[k],
+          out.rounds.map((x) => x.idleMiB[k]),
+        ),
         // What a conversation left behind once idle (over the rounds), what idling gave back per round.
         keptPerConversationMiB: Number(((last(out.rounds)[k] - before) / conversations).toFixed(3)),
         givenBackOnIdleMiB: out.rounds.map((x) => Number((x.endMiB[k] - x.idleMiB[k]).toFixed(1))),
-        perRoundGrowthMiB: out.rounds.map((x, i) => Number((x.idleMiB[k] - (i ? out.rounds[i - 1].idleMiB[k] : before)).toFixed(1))),
+        perRoundGrowthMiB: out.rounds.map((x, i) =>
+          Number((x.idleMiB[k] - (i ? out.rounds[i - 1].idleMiB[k] : before)).toFixed(1)),
+        ),
         baselineGrowthMiB: Number((before - out.startMiB[k]).toFixed(1)),
         emulatorGrowthMiB: Number((last(out.emulator)[k] - last(out.rounds)[k]).toFixed(1)),
       };
@@ -217,26 +281,65 @@ export function report(results) {
   const m = results.memory;
   if (!m) return [];
   const f = (x) => `${x.runtime}+${x.proxy}`;
-  const out = ["", `memory: workerd RSS in MiB (runtime + wrangler's proxy), after ${M.MEMORY_IDLE_S} s idle; start ${f(m.startMiB)}`];
+  const out = [
+    "",
+    `memory: workerd RSS in MiB (runtime + wrangler's proxy), after ${M.MEMORY_IDLE_S} s idle; start ${f(m.startMiB)}`,
+  ];
   out.push(`  baseline (/healthz): ${m.baseline.map((b) => `${b.requests} requests → ${f(b.idleMiB)}`).join(", ")}`);
-  out.push(`  rounds of ${M.MEMORY_CONVERSATIONS} conversations × ${M.MEMORY_WORDS} words (at the end → idle): ${m.rounds.map((x) => `${f(x.endMiB)} → ${f(x.idleMiB)}`).join(", ")}`);
-  out.push(`  the runtime's JavaScript heap (V8's cage) + native: start ${m.startMiB.runtimeV8}+${m.startMiB.runtimeNative}, rounds idle ${m.rounds.map((x) => `${x.idleMiB.runtimeV8}+${x.idleMiB.runtimeNative}`).join(", ")}`);
-  if (m.peer) out.push(`  agents peer (its own runtime + proxy), ${M.MEMORY_CONVERSATIONS} conversations a round: start ${f(m.peer.startMiB)}, rounds (end → idle) ${m.peer.rounds.map((x) => `${f(x.endMiB)} → ${f(x.idleMiB)}`).join(", ")}; runtime ${m.peer.runtimeRatio}× its start`);
-  if (m.peer) out.push(`  agents peer: its JavaScript heap (V8's cage) + native, start ${m.peer.startMiB.runtimeV8}+${m.peer.startMiB.runtimeNative}, rounds idle ${m.peer.rounds.map((x) => `${x.idleMiB.runtimeV8}+${x.idleMiB.runtimeNative}`).join(", ")}; its isolate's heap after a full collection ${[m.peer.start, ...m.peer.rounds].map((x) => (x?.heap ? `${x.heap.usedMiB}/${x.heap.totalMiB}` : "?")).join(", ")}`);
+  out.push(
+    `  rounds of ${M.MEMORY_CONVERSATIONS} conversations × ${M.MEMORY_WORDS} words (at the end → idle): ${m.rounds.map((x) => `${f(x.endMiB)} → ${f(x.idleMiB)}`).join(", ")}`,
+  );
+  out.push(
+    `  the runtime's JavaScript heap (V8's cage) + native: start ${m.startMiB.runtimeV8}+${m.startMiB.runtimeNative}, rounds idle ${m.rounds.map((x) => `${x.idleMiB.runtimeV8}+${x.idleMiB.runtimeNative}`).join(", ")}`,
+  );
+  if (m.peer)
+    out.push(
+      `  agents peer (its own runtime + proxy), ${M.MEMORY_CONVERSATIONS} conversations a round: start ${f(m.peer.startMiB)}, rounds (end → idle) ${m.peer.rounds.map((x) => `${f(x.endMiB)} → ${f(x.idleMiB)}`).join(", ")}; runtime ${m.peer.runtimeRatio}× its start`,
+    );
+  if (m.peer)
+    out.push(
+      `  agents peer: its JavaScript heap (V8's cage) + native, start ${m.peer.startMiB.runtimeV8}+${m.peer.startMiB.runtimeNative}, rounds idle ${m.peer.rounds.map((x) => `${x.idleMiB.runtimeV8}+${x.idleMiB.runtimeNative}`).join(", ")}; its isolate's heap after a full collection ${[m.peer.start, ...m.peer.rounds].map((x) => (x?.heap ? `${x.heap.usedMiB}/${x.heap.totalMiB}` : "?")).join(", ")}`,
+    );
   const h = (x) => (x.heap ? `${x.heap.usedMiB}/${x.heap.totalMiB}` : "?");
   const a = (x) => (x.afterCollectionMiB ? f(x.afterCollectionMiB) : "?");
-  if (m.start) out.push(`  the worker isolate's JavaScript heap after a full collection, used/kept MiB: start ${h(m.start)}, baseline ${m.baseline.map(h).join(", ")}, rounds ${m.rounds.map(h).join(", ")}, emulator ${m.emulator.map(h).join(", ")}`);
-  if (m.start) out.push(`  RSS right after that collection: start ${a(m.start)}, baseline ${m.baseline.map(a).join(", ")}, rounds ${m.rounds.map(a).join(", ")}, emulator ${m.emulator.map(a).join(", ")}`);
-  const al = (x) => (x?.allocator ? `${x.allocator.inUse}/${x.allocator.physical} (${x.allocator.pageHeapFree} free)` : "?");
-  if (m.start) out.push(`  the runtime's allocator (tcmalloc), native MiB in use/resident (free pages kept): start ${al(m.start)}, baseline ${m.baseline.map(al).join(", ")}, rounds ${m.rounds.map(al).join(", ")}, emulator ${m.emulator.map(al).join(", ")}`);
-  const rel = (r) => (r ? `${f(r.beforeMiB)} → ${f(r.afterMiB)} (the allocator gave back ${r.allocator?.releasedNowMiB ?? "?"} MiB; in use/resident after ${al({ allocator: r.allocatorAfter })})` : "?");
-  if (m.release) out.push(`  asked to give its free pages back (workerd never does): RSS ${rel(m.release)}; then ${m.afterRelease.map((x) => `round ${x.round} idle ${f(x.idleMiB)}, allocator ${al(x)}`).join(", ")}`);
-  if (m.peer?.release) out.push(`  agents peer, the same: RSS ${rel(m.peer.release)}; its allocator over its rounds ${[m.peer.start, ...m.peer.rounds].map(al).join(", ")}`);
-  out.push(`  one of the last round's objects, probed after the idle read: instance ${m.lastRoundInstanceAgeSeconds} s old (about 0: it had been evicted)`);
-  out.push(`  emulator raw streams (${m.emulator[0]?.streams ?? 0} a round): ${m.emulator.map((e) => f(e.idleMiB)).join(", ")}`);
+  if (m.start)
+    out.push(
+      `  the worker isolate's JavaScript heap after a full collection, used/kept MiB: start ${h(m.start)}, baseline ${m.baseline.map(h).join(", ")}, rounds ${m.rounds.map(h).join(", ")}, emulator ${m.emulator.map(h).join(", ")}`,
+    );
+  if (m.start)
+    out.push(
+      `  RSS right after that collection: start ${a(m.start)}, baseline ${m.baseline.map(a).join(", ")}, rounds ${m.rounds.map(a).join(", ")}, emulator ${m.emulator.map(a).join(", ")}`,
+    );
+  const al = (x) =>
+    x?.allocator ? `${x.allocator.inUse}/${x.allocator.physical} (${x.allocator.pageHeapFree} free)` : "?";
+  if (m.start)
+    out.push(
+      `  the runtime's allocator (tcmalloc), native MiB in use/resident (free pages kept): start ${al(m.start)}, baseline ${m.baseline.map(al).join(", ")}, rounds ${m.rounds.map(al).join(", ")}, emulator ${m.emulator.map(al).join(", ")}`,
+    );
+  const rel = (r) =>
+    r
+      ? `${f(r.beforeMiB)} → ${f(r.afterMiB)} (the allocator gave back ${r.allocator?.releasedNowMiB ?? "?"} MiB; in use/resident after ${al({ allocator: r.allocatorAfter })})`
+      : "?";
+  if (m.release)
+    out.push(
+      `  asked to give its free pages back (workerd never does): RSS ${rel(m.release)}; then ${m.afterRelease.map((x) => `round ${x.round} idle ${f(x.idleMiB)}, allocator ${al(x)}`).join(", ")}`,
+    );
+  if (m.peer?.release)
+    out.push(
+      `  agents peer, the same: RSS ${rel(m.peer.release)}; its allocator over its rounds ${[m.peer.start, ...m.peer.rounds].map(al).join(", ")}`,
+    );
+  out.push(
+    `  one of the last round's objects, probed after the idle read: instance ${m.lastRoundInstanceAgeSeconds} s old (about 0: it had been evicted)`,
+  );
+  out.push(
+    `  emulator raw streams (${m.emulator[0]?.streams ?? 0} a round): ${m.emulator.map((e) => f(e.idleMiB)).join(", ")}`,
+  );
   for (const k of ["runtime", "total"]) {
     const v = m[k];
-    if (v) out.push(`  ${k}: worst idle ${v.verdict.worstMiB} = ${v.verdict.worstRatio}× the start: ${v.verdict.met ? "met" : "NOT met"} (≤ 1.1×); growth per round ${v.perRoundGrowthMiB.join(", ")}; kept ${v.keptPerConversationMiB} MiB per conversation`);
+    if (v)
+      out.push(
+        `  ${k}: worst idle ${v.verdict.worstMiB} = ${v.verdict.worstRatio}× the start: ${v.verdict.met ? "met" : "NOT met"} (≤ 1.1×); growth per round ${v.perRoundGrowthMiB.join(", ")}; kept ${v.keptPerConversationMiB} MiB per conversation`,
+      );
   }
   return out;
 }

@@ -33,10 +33,20 @@ export const config = {
   PAGE_LOAD_BEFORE_REF: env.PAGE_LOAD_BEFORE_REF ?? "",
   PAGE_LOAD_PROTOCOL: env.PAGE_LOAD_PROTOCOL ?? "h2",
 };
-const { PAGE_LOAD_RUNS, PAGE_LOAD_LATENCY_MS, PAGE_LOAD_BYTES_PER_S, PAGE_LOAD_BEFORE_REF, PAGE_LOAD_PROTOCOL } = config;
+const { PAGE_LOAD_RUNS, PAGE_LOAD_LATENCY_MS, PAGE_LOAD_BYTES_PER_S, PAGE_LOAD_BEFORE_REF, PAGE_LOAD_PROTOCOL } =
+  config;
 
 /** Headers of one hop only, never forwarded. */
-const HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection", "http2-settings", "host", "te"]);
+const HOP = new Set([
+  "connection",
+  "keep-alive",
+  "transfer-encoding",
+  "upgrade",
+  "proxy-connection",
+  "http2-settings",
+  "host",
+  "te",
+]);
 
 /**
  * An HTTP/2 front (TLS, a throwaway self-signed certificate) to the dev server at `upstream`, which
@@ -50,11 +60,26 @@ async function http2Front(upstream, tls) {
   const up = new URL(upstream);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const server = http2.createSecureServer(tls, (req, res) => {
-    const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !name.startsWith(":") && !HOP.has(name)));
-    const forwarded = http.request({ host: up.hostname, port: up.port, method: req.method, path: req.url, headers: { ...headers, host: up.host }, agent }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, Object.fromEntries(Object.entries(answer.headers).filter(([name]) => !HOP.has(name))));
-      answer.pipe(res);
-    });
+    const headers = Object.fromEntries(
+      Object.entries(req.headers).filter(([name]) => !name.startsWith(":") && !HOP.has(name)),
+    );
+    const forwarded = http.request(
+      {
+        host: up.hostname,
+        port: up.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...headers, host: up.host },
+        agent,
+      },
+      (answer) => {
+        res.writeHead(
+          answer.statusCode ?? 502,
+          Object.fromEntries(Object.entries(answer.headers).filter(([name]) => !HOP.has(name))),
+        );
+        answer.pipe(res);
+      },
+    );
     forwarded.on("error", () => res.destroy());
     res.on("close", () => forwarded.destroy());
     req.pipe(forwarded);
@@ -79,8 +104,33 @@ function certificate() {
   try {
     const key = join(dir, "key.pem");
     const cert = join(dir, "cert.pem");
-    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], { stdio: "ignore" });
-    const spki = execFileSync("sh", ["-c", `openssl x509 -in "${cert}" -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64`]).toString().trim();
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        key,
+        "-out",
+        cert,
+        "-days",
+        "1",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1",
+      ],
+      { stdio: "ignore" },
+    );
+    const spki = execFileSync("sh", [
+      "-c",
+      `openssl x509 -in "${cert}" -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64`,
+    ])
+      .toString()
+      .trim();
     return { key: readFileSync(key), cert: readFileSync(cert), spki };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -99,11 +149,22 @@ async function load(page, cdp, url) {
   let t0 = null;
   const onRequest = (e) => {
     t0 ??= e.timestamp;
-    seen.set(e.requestId, { path: new URL(e.request.url).pathname, start: Math.round((e.timestamp - t0) * 1000), status: null, end: null, fromCache: false, bytes: 0 });
+    seen.set(e.requestId, {
+      path: new URL(e.request.url).pathname,
+      start: Math.round((e.timestamp - t0) * 1000),
+      status: null,
+      end: null,
+      fromCache: false,
+      bytes: 0,
+    });
   };
   const onResponse = (e) => {
     const entry = seen.get(e.requestId);
-    if (entry) Object.assign(entry, { status: e.response.status, fromCache: Boolean(e.response.fromDiskCache || e.response.fromMemoryCache) });
+    if (entry)
+      Object.assign(entry, {
+        status: e.response.status,
+        fromCache: Boolean(e.response.fromDiskCache || e.response.fromMemoryCache),
+      });
   };
   const onFinished = (e) => {
     const entry = seen.get(e.requestId);
@@ -167,7 +228,12 @@ async function oneRun(browser, base, name) {
     await cdp.send("Network.enable");
     await cdp.send("Network.clearBrowserCache");
     await page.goto("about:blank");
-    await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: PAGE_LOAD_LATENCY_MS, downloadThroughput: PAGE_LOAD_BYTES_PER_S, uploadThroughput: PAGE_LOAD_BYTES_PER_S });
+    await cdp.send("Network.emulateNetworkConditions", {
+      offline: false,
+      latency: PAGE_LOAD_LATENCY_MS,
+      downloadThroughput: PAGE_LOAD_BYTES_PER_S,
+      uploadThroughput: PAGE_LOAD_BYTES_PER_S,
+    });
     const url = `${base}/?c=${cid}`;
     const cold = await load(page, cdp, url);
     await page.goto("about:blank");
@@ -180,7 +246,13 @@ async function oneRun(browser, base, name) {
 
 /** Each figure's median over the runs, cold and warm. */
 function summary(runs) {
-  const of = (which) => Object.fromEntries(["fcp", "live", "requests", "fromCache", "notModified", "bytes"].map((k) => [k, median(runs.map((r) => r[which][k] ?? Number.NaN))]));
+  const of = (which) =>
+    Object.fromEntries(
+      ["fcp", "live", "requests", "fromCache", "notModified", "bytes"].map((k) => [
+        k,
+        median(runs.map((r) => r[which][k] ?? Number.NaN)),
+      ]),
+    );
   return { runs, cold: of("cold"), warm: of("warm") };
 }
 
@@ -191,11 +263,21 @@ function summary(runs) {
 async function measure(servers) {
   const tls = PAGE_LOAD_PROTOCOL === "h2" ? certificate() : null;
   const fronts = tls ? await Promise.all(Object.values(servers).map((base) => http2Front(base, tls))) : [];
-  const targets = PAGE_LOAD_PROTOCOL === "h2" ? Object.fromEntries(Object.keys(servers).map((n, i) => [n, fronts[i].base])) : servers;
+  const targets =
+    PAGE_LOAD_PROTOCOL === "h2" ? Object.fromEntries(Object.keys(servers).map((n, i) => [n, fronts[i].base])) : servers;
   const browser = await chromium.launch({
     executablePath: env.CHROMIUM_PATH ?? "/usr/bin/chromium",
     headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", ...(tls ? [`--ignore-certificate-errors-spki-list=${tls.spki}`] : [])],
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      ...(tls ? [`--ignore-certificate-errors-spki-list=${tls.spki}`] : []),
+    ],
   });
   const undo = untilInterrupted(() => {
     browser.close();
@@ -205,7 +287,8 @@ async function measure(servers) {
   const runs = Object.fromEntries(names.map((n) => [n, []]));
   try {
     for (let i = 0; i < PAGE_LOAD_RUNS; i++) {
-      for (const name of i % 2 ? [...names].reverse() : names) runs[name].push(await oneRun(browser, targets[name], `${name}-${i}`));
+      for (const name of i % 2 ? [...names].reverse() : names)
+        runs[name].push(await oneRun(browser, targets[name], `${name}-${i}`));
     }
   } finally {
     await browser.close();
@@ -217,7 +300,12 @@ async function measure(servers) {
 
 /** This tree's figures, and with PAGE_LOAD_BEFORE_REF that commit's, measured the same way and interleaved. */
 export async function pageLoad({ base, results, problems }) {
-  const settings = { protocol: PAGE_LOAD_PROTOCOL, latencyMs: PAGE_LOAD_LATENCY_MS, bytesPerSecond: PAGE_LOAD_BYTES_PER_S, runs: PAGE_LOAD_RUNS };
+  const settings = {
+    protocol: PAGE_LOAD_PROTOCOL,
+    latencyMs: PAGE_LOAD_LATENCY_MS,
+    bytesPerSecond: PAGE_LOAD_BYTES_PER_S,
+    runs: PAGE_LOAD_RUNS,
+  };
   if (!PAGE_LOAD_BEFORE_REF) {
     results.pageLoad = { ...settings, ...(await measure({ now: base })) };
     return;
@@ -240,7 +328,11 @@ export function report(results) {
   if (!r) return [];
   const line = (name, m) =>
     `  ${name}: cold fcp ${m.cold.fcp} ms, live ${m.cold.live} ms (${m.cold.requests} requests, ${m.cold.bytes} B) · warm fcp ${m.warm.fcp} ms, live ${m.warm.live} ms (${m.warm.requests} requests, ${m.warm.fromCache} from the cache, ${m.warm.notModified} answered 304, ${m.warm.bytes} B)`;
-  const out = ["", `page load over ${r.protocol === "h2" ? "HTTP/2" : "HTTP/1.1"} at ${r.latencyMs} ms latency, ${r.bytesPerSecond} B/s, median of ${r.runs}:`, line("this tree", r.now)];
+  const out = [
+    "",
+    `page load over ${r.protocol === "h2" ? "HTTP/2" : "HTTP/1.1"} at ${r.latencyMs} ms latency, ${r.bytesPerSecond} B/s, median of ${r.runs}:`,
+    line("this tree", r.now),
+  ];
   if (r.before) out.push(line(`before (${r.before.ref})`, r.before));
   return out;
 }

@@ -20,7 +20,20 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { isTurnEnd, num, percentile, signIn, sseTurnEnd, startBenchServer, stopOnSignal, tag, timedRead, turnEndOf, untilInterrupted, viewer } from "./harness.mjs";
+import {
+  isTurnEnd,
+  num,
+  percentile,
+  signIn,
+  sseTurnEnd,
+  startBenchServer,
+  stopOnSignal,
+  tag,
+  timedRead,
+  turnEndOf,
+  untilInterrupted,
+  viewer,
+} from "./harness.mjs";
 import { cpuSeconds, inspectWorker, runtimeBase } from "./workerd.mjs";
 
 const C = {
@@ -85,12 +98,10 @@ function bundleSources(checkout, copyTo) {
   // Kept beside the profile: its lines are what the profile's line numbers point at.
   writeFileSync(copyTo, text);
   const starts = [];
-  text
-    .split("\n")
-    .forEach((line, i) => {
-      const m = /^\/\/ ((?:src|node_modules)\/\S+)$/.exec(line);
-      if (m) starts.push([i, m[1].replace(/^node_modules\/(?:\.pnpm\/)?((?:@[^/]+\/)?[^/]+).*$/, "$1")]);
-    });
+  text.split("\n").forEach((line, i) => {
+    const m = /^\/\/ ((?:src|node_modules)\/\S+)$/.exec(line);
+    if (m) starts.push([i, m[1].replace(/^node_modules\/(?:\.pnpm\/)?((?:@[^/]+\/)?[^/]+).*$/, "$1")]);
+  });
   return (line) => {
     let lo = 0;
     let hi = starts.length - 1;
@@ -119,7 +130,9 @@ async function main() {
     const cids = Array.from({ length: C.CONVERSATIONS }, (_, i) => `profile-${i}-${tag}`);
     const streams = C.VIA === "runtime" ? await runtimeBase(server.pid) : base;
     if (!streams) throw new Error("profile: the runtime's own address was not found");
-    const viewers = cids.map((cid) => Array.from({ length: C.VIEWERS }, () => viewer(streams, cid, auth, { stopAt: (f) => isTurnEnd(f.type) })));
+    const viewers = cids.map((cid) =>
+      Array.from({ length: C.VIEWERS }, () => viewer(streams, cid, auth, { stopAt: (f) => isTurnEnd(f.type) })),
+    );
     await Promise.all(viewers.flat().map((v) => v.opened));
     await new Promise((r) => setTimeout(r, 300 + C.CONVERSATIONS * C.VIEWERS * 10));
     await session.call("Profiler.enable");
@@ -142,7 +155,11 @@ async function main() {
     const { self, total, busy } = tally(profile, bundleSources(root, join(here, "results", "profile-bundle.js")));
     const sampleMs = (profile.endTime - profile.startTime) / 1000 / profile.samples.length;
     const secs = (n) => Number(((n * sampleMs) / 1000).toFixed(2));
-    const top = (m) => [...m].sort((a, b) => b[1] - a[1]).slice(0, C.TOP).map(([k, n]) => ({ fn: k, seconds: secs(n), share: Number((n / busy).toFixed(3)) }));
+    const top = (m) =>
+      [...m]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, C.TOP)
+        .map(([k, n]) => ({ fn: k, seconds: secs(n), share: Number((n / busy).toFixed(3)) }));
     const out = {
       config: C,
       wallSeconds: Number((Math.max(...ends) / 1000).toFixed(2)),
@@ -155,10 +172,16 @@ async function main() {
     };
     writeFileSync(join(here, "results", "profile.cpuprofile"), JSON.stringify(profile));
     writeFileSync(join(here, "results", "profile.json"), JSON.stringify(out, null, 2));
-    console.log(`${C.CONVERSATIONS} turns of ${C.WORDS} words at ${C.FRAME_MS} ms at once, ${C.VIEWERS} viewer(s) each: last ended after ${out.wallSeconds} s (p50 ${out.p50Seconds} s); isolate busy ${out.busySeconds} s of ${out.profiledSeconds} s profiled; runtime CPU ${out.runtimeCpuSeconds} s`);
-    for (const [title, rows] of [["self", out.self], ["total", out.total]]) {
+    console.log(
+      `${C.CONVERSATIONS} turns of ${C.WORDS} words at ${C.FRAME_MS} ms at once, ${C.VIEWERS} viewer(s) each: last ended after ${out.wallSeconds} s (p50 ${out.p50Seconds} s); isolate busy ${out.busySeconds} s of ${out.profiledSeconds} s profiled; runtime CPU ${out.runtimeCpuSeconds} s`,
+    );
+    for (const [title, rows] of [
+      ["self", out.self],
+      ["total", out.total],
+    ]) {
       console.log(`\n${title} time, s (share of busy):`);
-      for (const r of rows) console.log(`${String(r.seconds).padStart(7)}  ${(r.share * 100).toFixed(1).padStart(5)}%  ${r.fn}`);
+      for (const r of rows)
+        console.log(`${String(r.seconds).padStart(7)}  ${(r.share * 100).toFixed(1).padStart(5)}%  ${r.fn}`);
     }
   } catch (err) {
     console.error(`profile failed: ${err.stack ?? err}\n--- server output (tail) ---\n${server.output().slice(-3000)}`);

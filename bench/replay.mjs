@@ -19,7 +19,10 @@ const TERMINAL = new Set(["completed", "failed", "cancelled"]);
 /** /healthz asked again and again (one at a time) until `done` settles: the longest wait for an answer, ms. */
 async function longestHealthzWait(base, done) {
   let finished = false;
-  done.then(() => (finished = true), () => (finished = true));
+  done.then(
+    () => (finished = true),
+    () => (finished = true),
+  );
   let longest = 0;
   let probes = 0;
   while (!finished) {
@@ -40,9 +43,14 @@ export async function replay({ base, api, auth, results }) {
   const ended = (async () => {
     while (true) {
       // A read that times out while the isolate is busy is asked again (until the deadline).
-      const turn = await api.get(`/v1/conversations/${cid}/turns/t1`, auth).catch((err) => ({ status: `unknown (${err.message})` }));
+      const turn = await api
+        .get(`/v1/conversations/${cid}/turns/t1`, auth)
+        .catch((err) => ({ status: `unknown (${err.message})` }));
       if (TERMINAL.has(turn.status)) return turn.status;
-      if (Date.now() > deadline) throw new Error(`replay: the ${config.REPLAY_WORDS}-word turn did not end within ${config.REPLAY_DEADLINE_S} s (status ${turn.status})`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `replay: the ${config.REPLAY_WORDS}-word turn did not end within ${config.REPLAY_DEADLINE_S} s (status ${turn.status})`,
+        );
       await sleep(250);
     }
   })();
@@ -51,10 +59,19 @@ export async function replay({ base, api, auth, results }) {
   if (status !== "completed") throw new Error(`replay: the turn ended ${status}`);
   const read = await timedRead(`${base}/v1/conversations/${cid}/events?after=0`, auth, sseTurnEnd);
   const raw = await timedRead(`${base}/_emulator/executions/${accepted.executionId}/stream`, {}, streamEnd);
-  results.replay_log = throughput({ frames: read.frames, rate: read.frames / read.seconds, baseline: raw.frames / raw.seconds, target: "framesPerSecond >= 30000" });
+  results.replay_log = throughput({
+    frames: read.frames,
+    rate: read.frames / read.seconds,
+    baseline: raw.frames / raw.seconds,
+    target: "framesPerSecond >= 30000",
+  });
   // The same turn on the emulator alone (its raw stream read to the end), /healthz probed the same way.
   const { sandboxId } = await api.get(`/_emulator/executions/${accepted.executionId}`);
-  const direct = fetch(`${base}/_emulator/sandboxes/${sandboxId}/runs`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ sessionId: `replay-raw-${tag}`, message }) }).then((res) => {
+  const direct = fetch(`${base}/_emulator/sandboxes/${sandboxId}/runs`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ sessionId: `replay-raw-${tag}`, message }),
+  }).then((res) => {
     if (!res.ok) throw new Error(`replay: the direct run answered ${res.status}`);
     return readSse(res, () => false);
   });

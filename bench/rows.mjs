@@ -15,7 +15,10 @@ export const config = {
   ROWS_FRAME_MS: num("ROWS_FRAME_MS", 2),
   // Rows per relayed frame at the emulator's default pace (40 ms a frame) and at 50 frames/s.
   ROWS_RATE_WORDS: num("ROWS_RATE_WORDS", 200),
-  ROWS_RATES_MS: String(process.env.ROWS_RATES_MS ?? "40,20").split(",").filter(Boolean).map(Number),
+  ROWS_RATES_MS: String(process.env.ROWS_RATES_MS ?? "40,20")
+    .split(",")
+    .filter(Boolean)
+    .map(Number),
   // The cost model's turn, measured rather than fitted: ROWS_SMALL_WORDS at the emulator's default
   // pace (0 skips it; the cost model then falls back to the fit).
   ROWS_COST_MS: num("ROWS_COST_MS", 40),
@@ -35,7 +38,10 @@ async function rowsTurn({ base, api, auth, problems }, v, cid, turnId, words) {
   const accepted = await api.post(`/v1/conversations/${cid}/turns`, { turnId, message: `rows [words:${words}]` }, auth);
   // Half-way: what the log holds while the turn runs (a turn's end may compact it).
   let seen = 0;
-  await v.waitFor((f) => f.env.turnId === turnId && deltaOf(f.env.data) !== null && ++seen >= Math.ceil(words / 2), 300_000);
+  await v.waitFor(
+    (f) => f.env.turnId === turnId && deltaOf(f.env.data) !== null && ++seen >= Math.ceil(words / 2),
+    300_000,
+  );
   const mid = await api.get(`/v1/conversations/${cid}/dev/object`, auth);
   const end = await v.waitFor(turnEndOf(turnId), 300_000);
   const stop = await settledObject(api, cid, auth);
@@ -45,7 +51,11 @@ async function rowsTurn({ base, api, auth, problems }, v, cid, turnId, words) {
   const deltaBytes = relayed.reduce((n, f) => n + utf8(deltaOf(f.env.data) ?? ""), 0);
   const textParts = new Set(relayed.filter((f) => deltaOf(f.env.data) !== null).map((f) => f.env.data.part?.id));
   let rawFrames = 0;
-  const raw = await follow(`${base}/_emulator/executions/${accepted.executionId}/stream`, {}, () => (rawFrames++, false)).done;
+  const raw = await follow(
+    `${base}/_emulator/executions/${accepted.executionId}/stream`,
+    {},
+    () => (rawFrames++, false),
+  ).done;
   const sameInstance = start.instance === stop.instance;
   const out = {
     words,
@@ -58,11 +68,19 @@ async function rowsTurn({ base, api, auth, problems }, v, cid, turnId, words) {
     eventsStored: stop.log.events - start.log.events,
     rowsWritten: sameInstance ? stop.rowsWritten - start.rowsWritten : null,
     // Of those, the rows the turn-end compaction wrote (its deletes, a row each, and its inserts).
-    compactionRows: sameInstance && stop.compactionRowsWritten !== undefined ? stop.compactionRowsWritten - start.compactionRowsWritten : null,
-    rowsPerRelayedFrame: sameInstance ? Number(((stop.rowsWritten - start.rowsWritten) / relayed.length).toFixed(3)) : null,
+    compactionRows:
+      sameInstance && stop.compactionRowsWritten !== undefined
+        ? stop.compactionRowsWritten - start.compactionRowsWritten
+        : null,
+    rowsPerRelayedFrame: sameInstance
+      ? Number(((stop.rowsWritten - start.rowsWritten) / relayed.length).toFixed(3))
+      : null,
     // Commits (transactions) the turn took: upstream frames arriving while one is made durable share the next.
     commits: sameInstance ? stop.commits - start.commits : null,
-    relayedFramesPerCommit: sameInstance && stop.commits > start.commits ? Number((relayed.length / (stop.commits - start.commits)).toFixed(2)) : null,
+    relayedFramesPerCommit:
+      sameInstance && stop.commits > start.commits
+        ? Number((relayed.length / (stop.commits - start.commits)).toFixed(2))
+        : null,
     answerBytes: utf8(answer),
     deltaBytes,
     answerTextParts: textParts.size,
@@ -78,15 +96,26 @@ async function rowsTurn({ base, api, auth, problems }, v, cid, turnId, words) {
     midTurnEvents: mid.instance === start.instance ? mid.log.events - start.log.events : null,
     wireBytes: frames.reduce((n, f) => n + f.bytes, 0),
     // One text delta's frame on the wire, its SSE framing included (the mean over the turn's deltas).
-    wireBytesPerDeltaFrame: Number((relayed.filter((f) => deltaOf(f.env.data) !== null).reduce((n, f) => n + f.bytes, 0) / Math.max(1, relayed.filter((f) => deltaOf(f.env.data) !== null).length)).toFixed(1)),
+    wireBytesPerDeltaFrame: Number(
+      (
+        relayed.filter((f) => deltaOf(f.env.data) !== null).reduce((n, f) => n + f.bytes, 0) /
+        Math.max(1, relayed.filter((f) => deltaOf(f.env.data) !== null).length)
+      ).toFixed(1),
+    ),
     // Stored per event while the turn runs (half-way), same instance only.
-    midTurnBytesPerEvent: mid.instance === start.instance && mid.log.events > start.log.events ? Number(((mid.log.bytes - start.log.bytes) / (mid.log.events - start.log.events)).toFixed(1)) : null,
+    midTurnBytesPerEvent:
+      mid.instance === start.instance && mid.log.events > start.log.events
+        ? Number(((mid.log.bytes - start.log.bytes) / (mid.log.events - start.log.events)).toFixed(1))
+        : null,
     rawFrames,
     rawBytes: raw.total,
   };
   // What the finished turn keeps: the log's events and its record.
   out.storedBytes = out.logBytes + (out.recordBytes ?? 0);
-  if (out.recordBytes === null) problems.push(`rows ${words} words: the turn's record's size not reported (an older server): kept bytes are the log's only`);
+  if (out.recordBytes === null)
+    problems.push(
+      `rows ${words} words: the turn's record's size not reported (an older server): kept bytes are the log's only`,
+    );
   out.storedPerWord = Number((out.storedBytes / words).toFixed(1));
   out.storedPerAnswerByte = Number((out.storedBytes / out.answerBytes).toFixed(2));
   out.uncompactedPerAnswerByte = Number((out.uncompactedBytes / out.answerBytes).toFixed(2));
@@ -100,7 +129,9 @@ async function rowsTurn({ base, api, auth, problems }, v, cid, turnId, words) {
   // A finished turn keeps at most one event per frame the viewer got (compaction folds runs of
   // deltas into one), and at least its gateway events and one per text part.
   if (out.eventsStored > frames.length || out.eventsStored < out.gatewayFrames + textParts.size) {
-    problems.push(`rows ${words} words: ${out.eventsStored} events kept after the turn, the viewer got ${frames.length} (${out.gatewayFrames} the gateway's own, ${textParts.size} text parts)`);
+    problems.push(
+      `rows ${words} words: ${out.eventsStored} events kept after the turn, the viewer got ${frames.length} (${out.gatewayFrames} the gateway's own, ${textParts.size} text parts)`,
+    );
   }
   return out;
 }
@@ -130,7 +161,10 @@ async function rowsMeasured(ctx) {
       out = await rowsTurn(ctx, v, cid, `w${words}-${attempt}`, words);
       if (out.sameInstance) break;
     }
-    if (!out.sameInstance) problems.push(`rows ${words} words: the session object changed instance during the turn twice; rows not measured`);
+    if (!out.sameInstance)
+      problems.push(
+        `rows ${words} words: the session object changed instance during the turn twice; rows not measured`,
+      );
     turns.push(out);
   }
   // Rows per relayed frame at a real pace: the emulator's default and 50 frames/s.
@@ -138,14 +172,20 @@ async function rowsMeasured(ctx) {
   for (const frameMs of ROWS_RATES_MS) {
     await api.post("/_emulator/faults", { frameDelayMs: frameMs });
     const out = await rowsTurn(ctx, v, cid, `rate${frameMs}`, ROWS_RATE_WORDS);
-    if (!out.sameInstance) problems.push(`rows at ${frameMs} ms a frame: the session object changed instance during the turn; rows not measured`);
+    if (!out.sameInstance)
+      problems.push(
+        `rows at ${frameMs} ms a frame: the session object changed instance during the turn; rows not measured`,
+      );
     rates.push({ frameMs, ...out });
   }
   let paced = null;
   if (ROWS_COST_MS > 0) {
     await api.post("/_emulator/faults", { frameDelayMs: ROWS_COST_MS });
     const out = await rowsTurn(ctx, v, cid, `paced${ROWS_SMALL_WORDS}`, ROWS_SMALL_WORDS);
-    if (!out.sameInstance) problems.push(`rows ${ROWS_SMALL_WORDS} words at ${ROWS_COST_MS} ms a frame: the session object changed instance during the turn; rows not measured`);
+    if (!out.sameInstance)
+      problems.push(
+        `rows ${ROWS_SMALL_WORDS} words at ${ROWS_COST_MS} ms a frame: the session object changed instance during the turn; rows not measured`,
+      );
     paced = { frameMs: ROWS_COST_MS, ...out };
   }
   await api.post("/_emulator/faults", { frameDelayMs: ROWS_FRAME_MS });
@@ -156,7 +196,10 @@ async function rowsMeasured(ctx) {
   let fit = null;
   if (small.rowsWritten !== null && large.rowsWritten !== null) {
     const perFrame = (large.rowsWritten - small.rowsWritten) / (large.relayedFrames - small.relayedFrames);
-    fit = { perFrame: Number(perFrame.toFixed(4)), perTurn: Number((small.rowsWritten - perFrame * small.relayedFrames).toFixed(1)) };
+    fit = {
+      perFrame: Number(perFrame.toFixed(4)),
+      perTurn: Number((small.rowsWritten - perFrame * small.relayedFrames).toFixed(1)),
+    };
   }
   // Kept after the turn ≤ 1.5 × answer bytes + a constant per kept event: the constant the small
   // answer needs must do for the large one. On the wire ≤ 3 × answer + a constant per frame.
@@ -180,12 +223,22 @@ async function rowsMeasured(ctx) {
 export function report(results) {
   const out = [];
   if (results.rows) {
-    out.push("", "rows & bytes   relayed  rows  compaction rows  rows/frame  commits  frames/commit  answer B  mid-turn B  at end B  kept B (log+record)  events kept  at end/answer  kept/answer  wire/answer  raw/answer  text parts");
+    out.push(
+      "",
+      "rows & bytes   relayed  rows  compaction rows  rows/frame  commits  frames/commit  answer B  mid-turn B  at end B  kept B (log+record)  events kept  at end/answer  kept/answer  wire/answer  raw/answer  text parts",
+    );
     for (const t of results.rows.turns) {
-      out.push(`${String(t.words).padStart(5)} words  ${String(t.relayedFrames).padStart(8)} ${String(t.rowsWritten).padStart(5)} ${String(t.compactionRows).padStart(16)} ${String(t.rowsPerRelayedFrame).padStart(11)} ${String(t.commits).padStart(8)} ${String(t.relayedFramesPerCommit).padStart(14)} ${String(t.answerBytes).padStart(9)} ${String(t.midTurnStoredBytes).padStart(11)} ${String(t.uncompactedBytes).padStart(9)} ${`${t.storedBytes} (${t.logBytes}+${t.recordBytes ?? "?"})`.padStart(20)} ${String(t.eventsStored).padStart(12)} ${String(t.uncompactedPerAnswerByte).padStart(14)} ${String(t.storedPerAnswerByte).padStart(12)} ${String(t.wirePerAnswerByte).padStart(12)} ${String(t.rawPerAnswerByte).padStart(11)} ${String(t.answerTextParts).padStart(11)}`);
+      out.push(
+        `${String(t.words).padStart(5)} words  ${String(t.relayedFrames).padStart(8)} ${String(t.rowsWritten).padStart(5)} ${String(t.compactionRows).padStart(16)} ${String(t.rowsPerRelayedFrame).padStart(11)} ${String(t.commits).padStart(8)} ${String(t.relayedFramesPerCommit).padStart(14)} ${String(t.answerBytes).padStart(9)} ${String(t.midTurnStoredBytes).padStart(11)} ${String(t.uncompactedBytes).padStart(9)} ${`${t.storedBytes} (${t.logBytes}+${t.recordBytes ?? "?"})`.padStart(20)} ${String(t.eventsStored).padStart(12)} ${String(t.uncompactedPerAnswerByte).padStart(14)} ${String(t.storedPerAnswerByte).padStart(12)} ${String(t.wirePerAnswerByte).padStart(12)} ${String(t.rawPerAnswerByte).padStart(11)} ${String(t.answerTextParts).padStart(11)}`,
+      );
     }
-    for (const r of [...(results.rows.rates ?? []), ...(results.rows.paced ? [results.rows.paced] : [])]) out.push(`at ${r.frameMs} ms a frame, ${r.words} words: ${r.rowsWritten} rows (${r.compactionRows} of them compaction's) for ${r.relayedFrames} relayed frames = ${r.rowsPerRelayedFrame} per frame; ${r.midTurnBytesPerEvent} B stored per event while running, ${r.storedBytes} B kept after the turn; ${r.wireBytesPerDeltaFrame} B per delta frame on the wire`);
-    out.push(`fit: rows = ${results.rows.fit?.perTurn} per turn + ${results.rows.fit?.perFrame} per relayed frame; kept ≤ 1.5× answer + constant/event: ${results.rows.target.storedMet ? "met" : "NOT met"}; wire ≤ 3× answer + constant/frame: ${results.rows.target.wireMet ? "met" : "NOT met"}`);
+    for (const r of [...(results.rows.rates ?? []), ...(results.rows.paced ? [results.rows.paced] : [])])
+      out.push(
+        `at ${r.frameMs} ms a frame, ${r.words} words: ${r.rowsWritten} rows (${r.compactionRows} of them compaction's) for ${r.relayedFrames} relayed frames = ${r.rowsPerRelayedFrame} per frame; ${r.midTurnBytesPerEvent} B stored per event while running, ${r.storedBytes} B kept after the turn; ${r.wireBytesPerDeltaFrame} B per delta frame on the wire`,
+      );
+    out.push(
+      `fit: rows = ${results.rows.fit?.perTurn} per turn + ${results.rows.fit?.perFrame} per relayed frame; kept ≤ 1.5× answer + constant/event: ${results.rows.target.storedMet ? "met" : "NOT met"}; wire ≤ 3× answer + constant/frame: ${results.rows.target.wireMet ? "met" : "NOT met"}`,
+    );
   }
   return out;
 }

@@ -23,7 +23,15 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as agents from "./agents.mjs";
 import * as cost from "./cost.mjs";
-import { signIn, sseTurnEnd, startBenchServer, stopOnSignal, throughputReport, timedRead, untilInterrupted } from "./harness.mjs";
+import {
+  signIn,
+  sseTurnEnd,
+  startBenchServer,
+  stopOnSignal,
+  throughputReport,
+  timedRead,
+  untilInterrupted,
+} from "./harness.mjs";
 import * as idle from "./idle.mjs";
 import * as latency from "./latency.mjs";
 import * as memory from "./memory.mjs";
@@ -38,18 +46,35 @@ const { BEFORE_REF } = idle.config;
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(",")) : null;
 const runs = (section) => (ONLY ? ONLY.has(section) : section !== "before" || BEFORE_REF !== "");
 
-const results = { config: { ...relay.config, ...replay.config, ...latency.config, ...rows.config, ...idle.config, ...agents.config, ...memory.config, ...pageLoad.config } };
+const results = {
+  config: {
+    ...relay.config,
+    ...replay.config,
+    ...latency.config,
+    ...rows.config,
+    ...idle.config,
+    ...agents.config,
+    ...memory.config,
+    ...pageLoad.config,
+  },
+};
 const problems = [];
 
 // BENCH_SERVER_CHECKOUT=<dir>: the server of another checkout (an older commit's worktree, with
 // node_modules), measured by this tree's benchmarks: a before/after of the same figures.
 // BENCH_PORT: the port of this server (a machine shared by several runs, each in a range of its
 // own); else a free one. The sections that start servers of their own take free ports.
-const server = await startBenchServer({ ...(process.env.BENCH_SERVER_CHECKOUT ? { checkout: process.env.BENCH_SERVER_CHECKOUT } : {}), ...(process.env.BENCH_PORT ? { port: Number(process.env.BENCH_PORT) } : {}) });
+const server = await startBenchServer({
+  ...(process.env.BENCH_SERVER_CHECKOUT ? { checkout: process.env.BENCH_SERVER_CHECKOUT } : {}),
+  ...(process.env.BENCH_PORT ? { port: Number(process.env.BENCH_PORT) } : {}),
+});
 // Interrupted (Ctrl-C, a timeout): the servers this run started go with it.
 untilInterrupted(() => server.stop());
 stopOnSignal();
-if (!server.inspectorQuiet) problems.push("the runtime's network reports to wrangler dev's inspector proxy could not be turned off (no inspector answered): every subrequest chunk also costs a request to wrangler's Node process");
+if (!server.inspectorQuiet)
+  problems.push(
+    "the runtime's network reports to wrangler dev's inspector proxy could not be turned off (no inspector answered): every subrequest chunk also costs a request to wrangler's Node process",
+  );
 const started = performance.now();
 let serverLog = "";
 results.loadAverage = { start: loadavg().map((l) => Number(l.toFixed(2))) };
@@ -63,7 +88,16 @@ try {
   await api.post("/_emulator/faults", { frameDelayMs: 0 });
   // latency last of the sections on this server: its 300 raw readers can leave wrangler dev's proxy
   // out of descriptors (bench/README.md), and memory and page-load start servers of their own.
-  const sections = { relay: relay.relay, replay: replay.replay, rows: rows.rows, idle: idle.idle, agents: agents.agents, latency: latency.latency, memory: memory.memory, "page-load": pageLoad.pageLoad };
+  const sections = {
+    relay: relay.relay,
+    replay: replay.replay,
+    rows: rows.rows,
+    idle: idle.idle,
+    agents: agents.agents,
+    latency: latency.latency,
+    memory: memory.memory,
+    "page-load": pageLoad.pageLoad,
+  };
   for (const [name, fn] of Object.entries(sections)) {
     if (!runs(name)) continue;
     const t = performance.now();
@@ -76,7 +110,8 @@ try {
   process.exitCode = 1;
 } finally {
   // wrangler dev rebuilds and restarts the Worker when src/ changes: every open stream breaks.
-  if (/Reloading local server|Local server updated/.test(server.output())) problems.push("wrangler dev reloaded during the run (src/ changed): run again");
+  if (/Reloading local server|Local server updated/.test(server.output()))
+    problems.push("wrangler dev reloaded during the run (src/ changed): run again");
   serverLog = server.output();
   server.stop();
 }
@@ -96,12 +131,26 @@ results.seconds = { ...seconds, total: Number(((performance.now() - started) / 1
 results.problems = problems;
 results.summary = summary.figures(results);
 
-const out = [...throughputReport(results), ...replay.report(results), ...latency.report(results), ...rows.report(results), ...idle.report(results), ...agents.report(results), ...memory.report(results), ...pageLoad.report(results), ...cost.report(results), ...summary.report(results)];
+const out = [
+  ...throughputReport(results),
+  ...replay.report(results),
+  ...latency.report(results),
+  ...rows.report(results),
+  ...idle.report(results),
+  ...agents.report(results),
+  ...memory.report(results),
+  ...pageLoad.report(results),
+  ...cost.report(results),
+  ...summary.report(results),
+];
 if (problems.length) out.push("", "PROBLEMS:", ...problems.map((p) => `  - ${p}`));
 out.push("", `seconds: ${JSON.stringify(results.seconds)}`);
 console.log(out.join("\n"));
 mkdirSync(join(here, "results"), { recursive: true });
-writeFileSync(join(here, "results", "latest.json"), JSON.stringify({ at: new Date().toISOString(), node: process.version, results }, null, 2));
+writeFileSync(
+  join(here, "results", "latest.json"),
+  JSON.stringify({ at: new Date().toISOString(), node: process.version, results }, null, 2),
+);
 // The dev server's output (tail), to look into any problem reported above.
 writeFileSync(join(here, "results", "server.log"), serverLog);
 if (problems.length && !process.exitCode) process.exitCode = 2;

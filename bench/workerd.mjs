@@ -15,7 +15,10 @@ const TICKS_PER_SECOND = 100;
  * @param {string} stat
  */
 function statFields(stat) {
-  return { name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")), fields: stat.slice(stat.lastIndexOf(")") + 2).split(" ") };
+  return {
+    name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")),
+    fields: stat.slice(stat.lastIndexOf(")") + 2).split(" "),
+  };
 }
 
 /** The pids of the workerd processes in process group `pgid`. */
@@ -75,7 +78,13 @@ export function rssMiB(pgid) {
   }
   if (out.runtimeV8 !== null) out.runtimeNative = out.runtime - out.runtimeV8;
   const r = (v) => (v === null ? null : Number(v.toFixed(1)));
-  return { runtime: r(out.runtime), proxy: r(out.proxy), total: r(out.total), runtimeV8: r(out.runtimeV8), runtimeNative: r(out.runtimeNative) };
+  return {
+    runtime: r(out.runtime),
+    proxy: r(out.proxy),
+    total: r(out.total),
+    runtimeV8: r(out.runtimeV8),
+    runtimeNative: r(out.runtimeNative),
+  };
 }
 
 /** The role of a workerd of the group: `runtime` (started with `--inspector-addr`) or `proxy`. */
@@ -142,9 +151,15 @@ export async function inspectWorker(pgid, poke) {
     for (const pid of pids.filter((p) => roleOf(p) === role)) {
       for (const port of listeningPorts(pid)) {
         try {
-          const list = await (await fetch(`http://127.0.0.1:${port}/json/list`, { signal: AbortSignal.timeout(2000) })).json();
+          const list = await (
+            await fetch(`http://127.0.0.1:${port}/json/list`, { signal: AbortSignal.timeout(2000) })
+          ).json();
           const target = Array.isArray(list) ? list.find(pick) : undefined;
-          if (target) candidates.push({ url: target.webSocketDebuggerUrl, target: role === "runtime" ? target.id : `wrangler:${target.id}` });
+          if (target)
+            candidates.push({
+              url: target.webSocketDebuggerUrl,
+              target: role === "runtime" ? target.id : `wrangler:${target.id}`,
+            });
         } catch {
           // not an inspector
         }
@@ -154,7 +169,10 @@ export async function inspectWorker(pgid, poke) {
   for (const { url, target } of candidates) {
     const session = await openInspector(url, poke).catch(() => null);
     if (!session) continue;
-    const answers = await session.call("Runtime.getHeapUsage", {}, 5_000).then(() => true, () => false);
+    const answers = await session.call("Runtime.getHeapUsage", {}, 5_000).then(
+      () => true,
+      () => false,
+    );
     if (answers) return { ...session, target };
     session.close();
   }
@@ -198,7 +216,10 @@ async function openInspector(url, poke) {
     else p.resolve(m.result);
   };
   await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the inspector at ${url} did not open a session within 10 s`)), 10_000);
+    const timer = setTimeout(
+      () => reject(new Error(`the inspector at ${url} did not open a session within 10 s`)),
+      10_000,
+    );
     ws.onopen = () => (clearTimeout(timer), resolve());
     ws.onerror = () => (clearTimeout(timer), reject(new Error(`the inspector at ${url} refused the session`)));
   });
@@ -233,7 +254,12 @@ export async function collectedHeapMiB(pgid, poke) {
     await session.call("HeapProfiler.collectGarbage");
     const after = await session.call("Runtime.getHeapUsage");
     const mib = (b) => Number((b / 1024 ** 2).toFixed(1));
-    return { beforeUsedMiB: mib(before.usedSize), beforeTotalMiB: mib(before.totalSize), usedMiB: mib(after.usedSize), totalMiB: mib(after.totalSize) };
+    return {
+      beforeUsedMiB: mib(before.usedSize),
+      beforeTotalMiB: mib(before.totalSize),
+      usedMiB: mib(after.usedSize),
+      totalMiB: mib(after.totalSize),
+    };
   } finally {
     session.close();
   }
@@ -284,8 +310,16 @@ export function allocatorMiB(pgid, { release = false } = {}) {
   const runtime = workerdPids(pgid).find((pid) => roleOf(pid) === "runtime");
   if (runtime === undefined) return null;
   const script = new URL("./tcmalloc.py", import.meta.url).pathname;
-  const env = { ...process.env, TC_PROPS: Object.values(ALLOCATOR_PROPERTIES).join(","), ...(release ? { TC_RELEASE: "1" } : {}) };
-  const run = spawnSync("gdb", ["-p", String(runtime), "-batch", "-nx", "-q", "-x", script], { env, encoding: "utf8", timeout: 60_000 });
+  const env = {
+    ...process.env,
+    TC_PROPS: Object.values(ALLOCATOR_PROPERTIES).join(","),
+    ...(release ? { TC_RELEASE: "1" } : {}),
+  };
+  const run = spawnSync("gdb", ["-p", String(runtime), "-batch", "-nx", "-q", "-x", script], {
+    env,
+    encoding: "utf8",
+    timeout: 60_000,
+  });
   if (run.error || run.status !== 0) return null;
   const bytes = new Map();
   for (const line of run.stdout.split("\n")) {

@@ -23,12 +23,19 @@ const option = (name, fallback) => {
   const i = args.indexOf(`--${name}`);
   return i >= 0 && args[i + 1] ? args[i + 1] : fallback;
 };
-const base = option("base", process.env.BASE_URL || `http://127.0.0.1:${process.env.PORT || "8787"}`).replace(/\/$/, "");
+const base = option("base", process.env.BASE_URL || `http://127.0.0.1:${process.env.PORT || "8787"}`).replace(
+  /\/$/,
+  "",
+);
 const chatId = option("chat", `chat-${Date.now().toString(36)}`);
 
 async function token() {
   if (process.env.TOKEN) return process.env.TOKEN;
-  const res = await fetch(`${base}/v1/dev/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ user: option("user", "terminal") }) });
+  const res = await fetch(`${base}/v1/dev/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ user: option("user", "terminal") }),
+  });
   if (!res.ok) throw new Error(`dev login failed (${res.status}): set TOKEN to a user token`);
   return (await res.json()).token;
 }
@@ -90,7 +97,12 @@ function show(message) {
       printed.set(key, part.text);
     } else if (part.type === "dynamic-tool" && printed.get(key) !== part.state) {
       printed.set(key, part.state);
-      if (part.toolName !== "permission" && part.toolName !== "plan" && part.toolName !== "question" && part.state === "output-available") {
+      if (
+        part.toolName !== "permission" &&
+        part.toolName !== "plan" &&
+        part.toolName !== "question" &&
+        part.state === "output-available"
+      ) {
         process.stdout.write(`\n  [${part.toolName}] ${JSON.stringify(part.input)}\n`);
       }
     }
@@ -103,7 +115,9 @@ const chat = new TerminalChat({
   id: chatId,
   transport: new DefaultChatTransport({ api: `${base}/v1/chat`, headers: { authorization } }),
   // After an approval or a question's answer, send it and go on with the same answer.
-  sendAutomaticallyWhen: (options) => lastAssistantMessageIsCompleteWithApprovalResponses(options) || lastAssistantMessageIsCompleteWithToolCalls(options),
+  sendAutomaticallyWhen: (options) =>
+    lastAssistantMessageIsCompleteWithApprovalResponses(options) ||
+    lastAssistantMessageIsCompleteWithToolCalls(options),
   onFinish: ({ message }) => settle?.(message),
   onError: (error) => process.stdout.write(`\n! ${error.message}\n`),
 });
@@ -117,7 +131,11 @@ async function answerAsks(message) {
       if (reply === null) return false;
       const approved = /^y/i.test(reply.trim());
       const finished = new Promise((resolve) => (settle = resolve));
-      await chat.addToolApprovalResponse({ id: part.approval.id, approved, ...(approved ? {} : { reason: "denied in the terminal" }) });
+      await chat.addToolApprovalResponse({
+        id: part.approval.id,
+        approved,
+        ...(approved ? {} : { reason: "denied in the terminal" }),
+      });
       await finished;
       return true;
     }
@@ -129,7 +147,14 @@ async function answerAsks(message) {
         const reply = await ask(`  ${field.label ?? field.name}${field.required ? "" : " (optional)"}: `);
         if (reply === null) return false;
         if (!reply.trim()) continue;
-        output[field.name] = field.type === "number" ? Number(reply) : field.type === "boolean" ? /^y|true/i.test(reply) : field.multi ? reply.split(",").map((s) => s.trim()) : reply.trim();
+        output[field.name] =
+          field.type === "number"
+            ? Number(reply)
+            : field.type === "boolean"
+              ? /^y|true/i.test(reply)
+              : field.multi
+                ? reply.split(",").map((s) => s.trim())
+                : reply.trim();
       }
       const finished = new Promise((resolve) => (settle = resolve));
       await chat.addToolOutput({ tool: "question", toolCallId: part.toolCallId, output });
@@ -144,7 +169,8 @@ async function answerAsks(message) {
 const history = await fetch(`${base}/v1/chat/${encodeURIComponent(chatId)}/messages`, { headers: { authorization } });
 if (history.ok) {
   chat.messages = await history.json();
-  for (const m of chat.messages) for (const [i, p] of m.parts.entries()) if (p.type === "text") printed.set(`${m.id}/${i}`, p.text);
+  for (const m of chat.messages)
+    for (const [i, p] of m.parts.entries()) if (p.type === "text") printed.set(`${m.id}/${i}`, p.text);
   process.stdout.write(`(chat ${chatId}: ${chat.messages.length} messages)\n`);
   await chat.resumeStream();
   while (await answerAsks(chat.lastMessage));
@@ -162,7 +188,9 @@ while (true) {
   const meta = chat.lastMessage?.metadata ?? {};
   status = chat.status === "error" || meta.status === "failed" ? 1 : 0;
   const usage = meta.usage;
-  process.stdout.write(`\n(${meta.status ?? chat.status}${usage ? `; tokens in ${usage.inputTokens ?? "unknown"}, out ${usage.outputTokens ?? "unknown"}` : ""})\n`);
+  process.stdout.write(
+    `\n(${meta.status ?? chat.status}${usage ? `; tokens in ${usage.inputTokens ?? "unknown"}, out ${usage.outputTokens ?? "unknown"}` : ""})\n`,
+  );
 }
 process.stdout.write("\n");
 process.exit(status);

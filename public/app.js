@@ -93,7 +93,11 @@ const narrow = matchMedia("(max-width: 720px)");
 // Controllers call one another only through the functions handed to them here; an arrow stands
 // for a controller made further down (each is called only once the page runs).
 const store = createStore();
-const api = createApi({ baseUrl: config.baseUrl ?? "", token: () => session.token(), onUnauthorized: () => session.signOut("Your session ended. Please sign in again.") });
+const api = createApi({
+  baseUrl: config.baseUrl ?? "",
+  token: () => session.token(),
+  onUnauthorized: () => session.signOut("Your session ended. Please sign in again."),
+});
 const transcript = createTranscriptView({
   list: ui.transcript,
   jump: ui.jump,
@@ -110,8 +114,22 @@ const transcript = createTranscriptView({
   siblings: (turnId) => branches.siblingsOf(turnId),
 });
 const screen = createScreen({ store, transcript, ui, connection: () => stream.status() });
-const stream = createStreamController({ api, store, ui, onReset: () => conversations.reload(), onChange: () => screen.schedule() });
-const sidebar = createSidebar({ api, store, ui, narrow, open: (cid) => conversations.open(cid), openNew: () => conversations.openNew(), screen });
+const stream = createStreamController({
+  api,
+  store,
+  ui,
+  onReset: () => conversations.reload(),
+  onChange: () => screen.schedule(),
+});
+const sidebar = createSidebar({
+  api,
+  store,
+  ui,
+  narrow,
+  open: (cid) => conversations.open(cid),
+  openNew: () => conversations.openNew(),
+  screen,
+});
 const conversations = createConversations({
   api,
   store,
@@ -125,14 +143,48 @@ const conversations = createConversations({
   follow: () => transcript.follow(),
   screen,
 });
-const composer = createComposer({ api, store, ui, narrow, refreshList: sidebar.refresh, queue: (message) => queued.add(message), follow: () => transcript.follow(), screen });
+const composer = createComposer({
+  api,
+  store,
+  ui,
+  narrow,
+  refreshList: sidebar.refresh,
+  queue: (message) => queued.add(message),
+  follow: () => transcript.follow(),
+  screen,
+});
 const queued = createQueued({ api, store, ui, sent: () => composer.sent(), screen });
 const asks = createAsks({ api, store });
 createSandbox({ api, ui, screen, signOut: (message) => session.signOut(message) });
-const branches = createBranches({ api, store, ui, reload: () => conversations.reload(), follow: () => transcript.follow(), screen, focusPicker: transcript.focusPicker });
+const branches = createBranches({
+  api,
+  store,
+  ui,
+  reload: () => conversations.reload(),
+  follow: () => transcript.follow(),
+  screen,
+  focusPicker: transcript.focusPicker,
+});
 const notifier = createNotifier({ ui });
-const session = createSession({ api, config, store, ui, showExamples: composer.showExamples, enter: conversations.enter, closeStream: stream.close, updateTitle: screen.updateTitle });
-listenForKeys({ store, ui, sidebar, narrow, openNew: () => conversations.openNew(), stopEditing: () => composer.handlers.edit(null), stop: composer.stop });
+const session = createSession({
+  api,
+  config,
+  store,
+  ui,
+  showExamples: composer.showExamples,
+  enter: conversations.enter,
+  closeStream: stream.close,
+  updateTitle: screen.updateTitle,
+});
+listenForKeys({
+  store,
+  ui,
+  sidebar,
+  narrow,
+  openNew: () => conversations.openNew(),
+  stopEditing: () => composer.handlers.edit(null),
+  stop: composer.stop,
+});
 createThemeControl({ ui });
 
 // What a change of the open conversation sets off, in this order.

@@ -49,8 +49,8 @@ export function vitestCounts(dir) {
     }
     if (entry.files !== undefined) files = entry.files;
     else if (entry.collected !== undefined) collected.set(entry.collected, entry.tests);
-    else if (entry.state === "passed") (suite.passed++, ended++);
-    else if (entry.state === "failed") (suite.failed++, ended++);
+    else if (entry.state === "passed") suite.passed++, ended++;
+    else if (entry.state === "failed") suite.failed++, ended++;
     else if (entry.state === "skipped") ended++;
   }
   const queued = [...collected.values()].reduce((a, b) => a + b, 0);
@@ -58,7 +58,9 @@ export function vitestCounts(dir) {
   const unstarted = Math.max(0, files - collected.size);
   suite.notes.push(
     `vitest did not finish (killed at its bound?): ${suite.notRun} of the tests it collected never ran` +
-      (unstarted > 0 ? `, and ${unstarted} of its ${files} test files never started (their tests are not counted; each counts as one failure)` : ""),
+      (unstarted > 0
+        ? `, and ${unstarted} of its ${files} test files never started (their tests are not counted; each counts as one failure)`
+        : ""),
   );
   suite.notRun += unstarted;
   return suite;
@@ -91,7 +93,8 @@ export function nodeTestCounts(path, name) {
     }
   }
   for (const [k, n] of open) if (!suites.has(k)) suite.notRun += n;
-  if (suite.notRun > 0) suite.notes.push(`${name}: ${suite.notRun} tests it queued did not run to their end (the file was cut short)`);
+  if (suite.notRun > 0)
+    suite.notes.push(`${name}: ${suite.notRun} tests it queued did not run to their end (the file was cut short)`);
   if (fileFailed && suite.failed === 0 && suite.notRun === 0) {
     suite.failed = 1;
     suite.notes.push(`${name}: the file failed outside its tests (a hook, or its bound)`);
@@ -104,7 +107,10 @@ function main() {
   const suites = [vitestCounts(dir)];
   const countsDir = join(dir, "counts");
   if (existsSync(countsDir)) {
-    for (const file of readdirSync(countsDir).filter((f) => f.endsWith(".counts")).sort()) suites.push(nodeTestCounts(join(countsDir, file), file.replace(/\.counts$/, "")));
+    for (const file of readdirSync(countsDir)
+      .filter((f) => f.endsWith(".counts"))
+      .sort())
+      suites.push(nodeTestCounts(join(countsDir, file), file.replace(/\.counts$/, "")));
   }
   const other = Number(otherText) || 0;
   let passed = 0;

@@ -19,11 +19,15 @@ try {
   // No bound on the file as a whole (CI bounds the run): a hang shows as the tests that never ran.
   const file = join(root, "test", "conformance", "sse.conformance.mjs");
   const reporters = reporterArgs(file);
-  const child = spawn(process.execPath, ["--test", ...(reporters.args.length > 0 ? reporters.args : ["--test-reporter=tap"]), file], {
-    cwd: root,
-    env: { ...process.env, BASE_URL: server.base, ...settings, ...reporters.env },
-    stdio: "inherit",
-  });
+  const child = spawn(
+    process.execPath,
+    ["--test", ...(reporters.args.length > 0 ? reporters.args : ["--test-reporter=tap"]), file],
+    {
+      cwd: root,
+      env: { ...process.env, BASE_URL: server.base, ...settings, ...reporters.env },
+      stdio: "inherit",
+    },
+  );
   code = await new Promise((resolve) => child.on("exit", (c, signal) => resolve(c ?? (signal ? 1 : 0))));
   if (code !== 0) console.error(`conformance failed; the server's last output:\n${server.output().slice(-3000)}`);
 } finally {

@@ -62,7 +62,11 @@ function stopAllOnExit() {
     started.clear();
   };
   process.on("exit", stopAll);
-  for (const [signal, number] of [["SIGINT", 2], ["SIGTERM", 15], ["SIGHUP", 1]]) {
+  for (const [signal, number] of [
+    ["SIGINT", 2],
+    ["SIGTERM", 15],
+    ["SIGHUP", 1],
+  ]) {
     process.once(signal, () => {
       stopAll();
       process.exit(128 + number);
@@ -76,7 +80,14 @@ function stopAllOnExit() {
  * server left); without it, a throwaway one removed when the server stops. `port`: a port to
  * listen on (a restart keeps its clients' base URL), else a free one.
  */
-export async function startDevServer({ timeoutMs = 60_000, log = false, vars = {}, checkout = root, persistTo = undefined, port: fixedPort = undefined } = {}) {
+export async function startDevServer({
+  timeoutMs = 60_000,
+  log = false,
+  vars = {},
+  checkout = root,
+  persistTo = undefined,
+  port: fixedPort = undefined,
+} = {}) {
   const port = fixedPort ?? (await freePort());
   const persist = persistTo ?? mkdtempSync(join(tmpdir(), "gateway-state-"));
   const extra = Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]);
@@ -120,7 +131,10 @@ export async function startDevServer({ timeoutMs = 60_000, log = false, vars = {
   }
   /** Kills the whole server at once (SIGKILL to its process group: nothing gets to shut down) and waits for it to exit. */
   async function killed() {
-    const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once("exit", r));
+    const exited =
+      child.exitCode !== null || child.signalCode !== null
+        ? Promise.resolve()
+        : new Promise((r) => child.once("exit", r));
     started.delete(child.pid);
     try {
       process.kill(-child.pid, "SIGKILL");
@@ -140,7 +154,11 @@ export async function startDevServer({ timeoutMs = 60_000, log = false, vars = {
 }
 
 export async function devLogin(base, user) {
-  const res = await fetch(`${base}/v1/dev/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ user }) });
+  const res = await fetch(`${base}/v1/dev/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ user }),
+  });
   if (!res.ok) throw new Error(`dev login failed: ${res.status} ${await res.text()}`);
   return (await res.json()).token;
 }
@@ -167,7 +185,8 @@ export async function readSse(response, onFrame) {
           frame = {};
         } else if (line.startsWith("id: ")) frame.id = line.slice(4);
         else if (line.startsWith("event: ")) frame.event = line.slice(7);
-        else if (line.startsWith("data: ")) frame.data = frame.data === undefined ? line.slice(6) : `${frame.data}\n${line.slice(6)}`;
+        else if (line.startsWith("data: "))
+          frame.data = frame.data === undefined ? line.slice(6) : `${frame.data}\n${line.slice(6)}`;
       }
       buffer = buffer.slice(start);
     }

@@ -20,9 +20,10 @@ const STATIC_IMPORT = /^\s*(?:import|export)\b[^;]*?\bfrom\s*["']([^"']+)["']|^\
 export function moduleGraph(publicDir, html) {
   const mapText = /<script type="importmap">([\s\S]*?)<\/script>/.exec(html)?.[1];
   /** @type {Record<string, string>} */
-  const imports = mapText ? JSON.parse(mapText).imports ?? {} : {};
+  const imports = mapText ? (JSON.parse(mapText).imports ?? {}) : {};
   const resolve = (/** @type {string} */ spec, /** @type {string} */ from) => {
-    if (spec.startsWith("./") || spec.startsWith("../") || spec.startsWith("/")) return new URL(spec, `http://page${from}`).pathname;
+    if (spec.startsWith("./") || spec.startsWith("../") || spec.startsWith("/"))
+      return new URL(spec, `http://page${from}`).pathname;
     const mapped = imports[spec];
     if (!mapped) throw new Error(`${from} imports "${spec}", which the import map does not name`);
     return new URL(mapped, "http://page/").pathname;
@@ -51,5 +52,7 @@ export function moduleGraph(publicDir, html) {
 export function preloadBlock(paths, block) {
   const indent = /\n([ \t]*)<!-- \/modulepreload -->$/.exec(block)?.[1] ?? "    ";
   const opening = /^<!-- modulepreload\b[^>]*-->/.exec(block)?.[0];
-  return [opening, ...paths.map((p) => `<link rel="modulepreload" href="${p}" />`), "<!-- /modulepreload -->"].join(`\n${indent}`);
+  return [opening, ...paths.map((p) => `<link rel="modulepreload" href="${p}" />`), "<!-- /modulepreload -->"].join(
+    `\n${indent}`,
+  );
 }

@@ -21,12 +21,23 @@ export function reporterArgs(file) {
   const dir = process.env.TEST_COUNTS_DIR;
   if (!dir) return { args: [], env: {}, counts: undefined };
   mkdirSync(dir, { recursive: true });
-  const counts = join(dir, `${relative(root, resolve(file)).replace(/^test\//, "").replace(/\.test\.mjs$|\.mjs$/, "").replaceAll("/", "-")}.counts`);
+  const counts = join(
+    dir,
+    `${relative(root, resolve(file))
+      .replace(/^test\//, "")
+      .replace(/\.test\.mjs$|\.mjs$/, "")
+      .replaceAll("/", "-")}.counts`,
+  );
   rmSync(counts, { force: true });
   appendFileSync(counts, "");
   return {
     counts,
-    args: ["--test-reporter=tap", "--test-reporter-destination=stdout", `--test-reporter=${join(root, "scripts", "test-counts.mjs")}`, "--test-reporter-destination=stdout"],
+    args: [
+      "--test-reporter=tap",
+      "--test-reporter-destination=stdout",
+      `--test-reporter=${join(root, "scripts", "test-counts.mjs")}`,
+      "--test-reporter-destination=stdout",
+    ],
     env: { TEST_COUNTS_FILE: counts },
   };
 }
@@ -108,7 +119,9 @@ async function main() {
   };
   await Promise.all(Array.from({ length: Math.min(jobs, files.length) }, lane));
   const failed = results.filter((r) => r.code !== 0);
-  console.log(`### node tests: ${results.length - failed.length} of ${results.length} files passed${failed.length ? `; failed: ${failed.map((r) => `${r.file}${r.code === null ? " (stopped at its bound)" : ""}`).join(", ")}` : ""}`);
+  console.log(
+    `### node tests: ${results.length - failed.length} of ${results.length} files passed${failed.length ? `; failed: ${failed.map((r) => `${r.file}${r.code === null ? " (stopped at its bound)" : ""}`).join(", ")}` : ""}`,
+  );
   return failed.length > 0 ? 1 : 0;
 }
 

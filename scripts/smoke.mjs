@@ -20,7 +20,8 @@ try {
     return f.event === "turn.completed" || f.event === "turn.failed";
   });
   const turn = await (await fetch(`${server.base}/v1/conversations/smoke/turns/smoke-1`, { headers: auth })).json();
-  if (turn.status !== "completed" || !turn.result?.text) throw new Error(`turn did not complete: ${JSON.stringify(turn)}`);
+  if (turn.status !== "completed" || !turn.result?.text)
+    throw new Error(`turn did not complete: ${JSON.stringify(turn)}`);
   console.log(`smoke: ${events.length} events, turn completed: ${JSON.stringify(turn.result.text.slice(0, 60))}…`);
   ok = true;
 } catch (err) {

@@ -42,7 +42,8 @@ const SECRET_NAMES = ["AUTH_JWT_SECRET", "SESSION_ID_SECRET", "TANGLE_API_KEY", 
 function parseDotenv(text) {
   /** @type {Record<string, string>} */
   const out = {};
-  const line = /^\s*(?:export\s+)?([\w.-]+)\s*=[ \t]*('(?:\\'|[^'])*'|"(?:\\"|[^"])*"|`(?:\\`|[^`])*`|[^#\r\n]*)?[ \t]*(?:#.*)?$/gm;
+  const line =
+    /^\s*(?:export\s+)?([\w.-]+)\s*=[ \t]*('(?:\\'|[^'])*'|"(?:\\"|[^"])*"|`(?:\\`|[^`])*`|[^#\r\n]*)?[ \t]*(?:#.*)?$/gm;
   for (const match of text.replace(/\r\n?/g, "\n").matchAll(line)) {
     const name = /** @type {string} */ (match[1]);
     let value = (match[2] ?? "").trim();
@@ -66,8 +67,11 @@ function envLine(name, value) {
   const escaped = value.replace(/\$/g, "\\$");
   const quote = ["'", "`"].find((q) => !value.includes(q) && !value.includes("\n") && !value.includes("\r"));
   if (quote) return `${name}=${quote}${escaped}${quote}`;
-  if (!value.includes('"') && !/\\[nr]/.test(value)) return `${name}="${escaped.replace(/\n/g, "\\n").replace(/\r/g, "\\r")}"`;
-  throw new Error(`${name}: its value holds ', \` and " (or a line break with a quote): it cannot be passed to wrangler; change it`);
+  if (!value.includes('"') && !/\\[nr]/.test(value))
+    return `${name}="${escaped.replace(/\n/g, "\\n").replace(/\r/g, "\\r")}"`;
+  throw new Error(
+    `${name}: its value holds ', \` and " (or a line break with a quote): it cannot be passed to wrangler; change it`,
+  );
 }
 
 // `--env-file` given to this script replaces the dev vars file, as it does for wrangler.
@@ -88,7 +92,12 @@ if (envFiles.length === 0) {
 /** @type {Record<string, string>} */
 const vars = { ...LOCAL_DEFAULTS };
 for (const path of envFiles) Object.assign(vars, parseDotenv(readFileSync(path, "utf8")));
-const childEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", CLOUDFLARE_LOAD_DEV_VARS_FROM_DOT_ENV: "true" };
+const childEnv = {
+  ...process.env,
+  WRANGLER_SEND_METRICS: "false",
+  CLOUDFLARE_CF_FETCH_ENABLED: "false",
+  CLOUDFLARE_LOAD_DEV_VARS_FROM_DOT_ENV: "true",
+};
 for (const name of SECRET_NAMES) {
   const value = process.env[name];
   if (value !== undefined && value !== "") vars[name] = value;
@@ -100,18 +109,38 @@ removeLeftovers();
 /** @type {ReturnType<typeof privateEnvFile>} */
 let envFile;
 try {
-  envFile = privateEnvFile(`${Object.entries(vars).map(([name, value]) => envLine(name, value)).join("\n")}\n`);
+  envFile = privateEnvFile(
+    `${Object.entries(vars)
+      .map(([name, value]) => envLine(name, value))
+      .join("\n")}\n`,
+  );
 } catch (error) {
   console.error(error instanceof Error ? error.message : error);
   process.exit(2);
 }
 
-const args = ["dev", "--env", "local", "--ip", "127.0.0.1", "--port", port, "--var", "DEV_LOGIN:true", "--env-file", envFile.path];
+const args = [
+  "dev",
+  "--env",
+  "local",
+  "--ip",
+  "127.0.0.1",
+  "--port",
+  port,
+  "--var",
+  "DEV_LOGIN:true",
+  "--env-file",
+  envFile.path,
+];
 if (process.env.PERSIST_TO) args.push("--persist-to", process.env.PERSIST_TO);
 if (process.env.INSPECTOR_PORT) args.push("--inspector-port", process.env.INSPECTOR_PORT);
 args.push(...passed);
 
-const child = spawn(join(root, "node_modules", ".bin", "wrangler"), args, { cwd: root, stdio: "inherit", env: childEnv });
+const child = spawn(join(root, "node_modules", ".bin", "wrangler"), args, {
+  cwd: root,
+  stdio: "inherit",
+  env: childEnv,
+});
 // A signal to this process stops wrangler (and its workerd) with it: `kill` of `npm start`, a closed
 // terminal, Ctrl-C. This process exits when wrangler has.
 let stopping = false;

@@ -24,7 +24,12 @@ const out = join(root, "public", "vendor");
 const LIBRARIES = [
   { dir: "marked", pkg: "marked", file: "lib/marked.esm.js", specifier: "marked" },
   { dir: "dompurify", pkg: "dompurify", file: "dist/purify.es.mjs", specifier: "dompurify" },
-  { dir: "highlightjs", pkg: "@highlightjs/cdn-assets", file: "es/highlight.min.js", specifier: "@highlightjs/cdn-assets/es/highlight.min.js" },
+  {
+    dir: "highlightjs",
+    pkg: "@highlightjs/cdn-assets",
+    file: "es/highlight.min.js",
+    specifier: "@highlightjs/cdn-assets/es/highlight.min.js",
+  },
 ];
 
 /**
@@ -106,7 +111,9 @@ for (const [specifier, url] of Object.entries(urls)) {
   html = `${html.slice(0, open + 1)}${url}${html.slice(close)}`;
 }
 if (!PRELOAD_BLOCK.test(html)) {
-  console.error("vendor: public/index.html has no modulepreload block (<!-- modulepreload: … --> … <!-- /modulepreload -->)");
+  console.error(
+    "vendor: public/index.html has no modulepreload block (<!-- modulepreload: … --> … <!-- /modulepreload -->)",
+  );
   process.exit(1);
 }
 const graph = moduleGraph(join(root, "public"), html);

@@ -21,7 +21,10 @@ export default class VitestProgress {
   }
 
   onTestModuleCollected(module) {
-    this.write({ collected: `${module.project.name}:${module.moduleId}`, tests: [...module.children.allTests()].length });
+    this.write({
+      collected: `${module.project.name}:${module.moduleId}`,
+      tests: [...module.children.allTests()].length,
+    });
   }
 
   onTestCaseResult(test) {

@@ -30,7 +30,8 @@ const JsonObjectText = OptionalText.pipe(
     .transform((text, ctx) => {
       try {
         const value = JSON.parse(text) as unknown;
-        if (typeof value === "object" && value !== null && !Array.isArray(value)) return value as Record<string, unknown>;
+        if (typeof value === "object" && value !== null && !Array.isArray(value))
+          return value as Record<string, unknown>;
       } catch {
         // reported below
       }
@@ -58,7 +59,9 @@ const ConfigSchema = z
     AUTH_JWKS_URL: OptionalText.pipe(z.url().optional()),
     AUTH_ISSUER: OptionalText,
     AUTH_AUDIENCE: OptionalText,
-    SESSION_ID_SECRET: z.string({ error: "is required (a random string of 32+ characters)" }).min(32, "must be at least 32 characters"),
+    SESSION_ID_SECRET: z
+      .string({ error: "is required (a random string of 32+ characters)" })
+      .min(32, "must be at least 32 characters"),
     DEV_LOGIN: Bool,
     MAX_MESSAGE_BYTES: PositiveInt(64 * 1024),
     UPSTREAM_TIMEOUT_MS: PositiveInt(30_000),
@@ -82,11 +85,30 @@ const ConfigSchema = z
     SSE_MAX_PENDING_BYTES: PositiveInt(4 * 1024 * 1024),
     STREAM_TOKEN_TTL_SECONDS: PositiveInt(300),
     CORS_ORIGINS: OptionalText,
-    TOKEN_BUDGET_PER_CONVERSATION: OptionalText.pipe(z.string().regex(/^\d+$/, "must be a whole number of tokens").transform(Number).refine((n) => n > 0, "must be greater than 0").optional()),
-    TOKEN_BUDGET_PER_USER: OptionalText.pipe(z.string().regex(/^\d+$/, "must be a whole number of tokens").transform(Number).refine((n) => n > 0, "must be greater than 0").optional()),
+    TOKEN_BUDGET_PER_CONVERSATION: OptionalText.pipe(
+      z
+        .string()
+        .regex(/^\d+$/, "must be a whole number of tokens")
+        .transform(Number)
+        .refine((n) => n > 0, "must be greater than 0")
+        .optional(),
+    ),
+    TOKEN_BUDGET_PER_USER: OptionalText.pipe(
+      z
+        .string()
+        .regex(/^\d+$/, "must be a whole number of tokens")
+        .transform(Number)
+        .refine((n) => n > 0, "must be greater than 0")
+        .optional(),
+    ),
     CLI_BRIDGE_URL: OptionalText.pipe(z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).optional()),
     CLI_BRIDGE_TOKEN: OptionalText,
-    CLI_BRIDGE_MODEL: OptionalText.pipe(z.string().regex(/^[^/\s]+\/\S+$/, "must be a model route such as codex/default").optional()),
+    CLI_BRIDGE_MODEL: OptionalText.pipe(
+      z
+        .string()
+        .regex(/^[^/\s]+\/\S+$/, "must be a model route such as codex/default")
+        .optional(),
+    ),
     CLI_BRIDGE_EXECUTION: JsonObjectText,
     CLI_BRIDGE_CWD: OptionalText,
     CLI_BRIDGE_HEADERS_TIMEOUT_MS: PositiveInt(30_000),
@@ -105,7 +127,11 @@ const ConfigSchema = z
   })
   .superRefine((c, ctx) => {
     if (!c.AUTH_JWT_SECRET && !c.AUTH_JWKS_URL) {
-      ctx.addIssue({ code: "custom", path: ["AUTH_JWT_SECRET"], message: "AUTH_JWT_SECRET or AUTH_JWKS_URL must be set" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["AUTH_JWT_SECRET"],
+        message: "AUTH_JWT_SECRET or AUTH_JWKS_URL must be set",
+      });
     }
     const provider = providerOf(c);
     if (provider === "tangle" && !c.TANGLE_API_KEY) {
@@ -118,10 +144,18 @@ const ConfigSchema = z
       });
     }
     if (provider === "emulator" && !c.local) {
-      ctx.addIssue({ code: "custom", path: ["PROVIDER"], message: "emulator runs only in local development (npm start, the tests), never in a deploy" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["PROVIDER"],
+        message: "emulator runs only in local development (npm start, the tests), never in a deploy",
+      });
     }
     if (provider === "cli-bridge" && !c.CLI_BRIDGE_URL) {
-      ctx.addIssue({ code: "custom", path: ["CLI_BRIDGE_URL"], message: "is required when PROVIDER is cli-bridge (the bridge's base URL)" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["CLI_BRIDGE_URL"],
+        message: "is required when PROVIDER is cli-bridge (the bridge's base URL)",
+      });
     }
     if (c.SANDBOX_IDLE_TIMEOUT_SECONDS > c.SANDBOX_MAX_LIFETIME_SECONDS) {
       ctx.addIssue({
@@ -131,7 +165,11 @@ const ConfigSchema = z
       });
     }
     if (c.DEV_LOGIN && !c.AUTH_JWT_SECRET) {
-      ctx.addIssue({ code: "custom", path: ["AUTH_JWT_SECRET"], message: "is required when DEV_LOGIN is enabled (dev tokens are HS256)" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["AUTH_JWT_SECRET"],
+        message: "is required when DEV_LOGIN is enabled (dev tokens are HS256)",
+      });
     }
   })
   .transform((c) => ({
@@ -144,7 +182,11 @@ const ConfigSchema = z
  * The provider: PROVIDER when set; else `tangle` when an account key is configured; else the
  * emulator, only in local development. A deploy with neither is refused (config_invalid).
  */
-function providerOf(c: { PROVIDER?: "tangle" | "cli-bridge" | "emulator"; TANGLE_API_KEY?: string; local: boolean }): "tangle" | "cli-bridge" | "emulator" {
+function providerOf(c: {
+  PROVIDER?: "tangle" | "cli-bridge" | "emulator";
+  TANGLE_API_KEY?: string;
+  local: boolean;
+}): "tangle" | "cli-bridge" | "emulator" {
   return c.PROVIDER ?? (c.TANGLE_API_KEY || !c.local ? "tangle" : "emulator");
 }
 

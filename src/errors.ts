@@ -7,7 +7,6 @@
  */
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 
-
 export type RefusalCode =
   | "conversation_not_found"
   | "turn_not_found"
@@ -100,6 +99,12 @@ export class ApiError extends Error {
   }
 
   toBody(): { error: { code: string; message: string; details?: unknown } } {
-    return { error: { code: this.code, message: this.message, ...(this.details === undefined ? {} : { details: this.details }) } };
+    return {
+      error: {
+        code: this.code,
+        message: this.message,
+        ...(this.details === undefined ? {} : { details: this.details }),
+      },
+    };
   }
 }

@@ -50,10 +50,17 @@ app.use("/v1/*", async (c, next) => {
 });
 
 app.onError((err, c) => {
-  const apiError =
-    err instanceof ApiError ? err : new ApiError(500, "internal_error", "an internal error occurred");
+  const apiError = err instanceof ApiError ? err : new ApiError(500, "internal_error", "an internal error occurred");
   if (!(err instanceof ApiError) || apiError.status >= 500) {
-    console.error(JSON.stringify({ msg: "request failed", requestId: c.get("requestId"), path: c.req.path, code: apiError.code, error: String(err) }));
+    console.error(
+      JSON.stringify({
+        msg: "request failed",
+        requestId: c.get("requestId"),
+        path: c.req.path,
+        code: apiError.code,
+        error: String(err),
+      }),
+    );
   }
   for (const [name, value] of Object.entries(apiError.headers ?? {})) c.header(name, value);
   return c.json(apiError.toBody(), apiError.status);

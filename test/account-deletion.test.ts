@@ -9,7 +9,20 @@ import { abortAllDurableObjects, env, runDurableObjectAlarm, runInDurableObject,
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { deriveOwnerKey } from "../src/auth/ids";
 import { UserObject } from "../src/user/user";
-import { api, BASE, collect, counters, emulator, json, sendTurn, setFaults, tokenFor, uid, upstream, waitForTurn } from "./helpers";
+import {
+  api,
+  BASE,
+  collect,
+  counters,
+  emulator,
+  json,
+  sendTurn,
+  setFaults,
+  tokenFor,
+  uid,
+  upstream,
+  waitForTurn,
+} from "./helpers";
 
 const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;
 
@@ -48,7 +61,10 @@ async function everything(token: string, cid: string) {
     [`/v1/conversations/${cid}/usage`, {}],
     [`/v1/conversations/${cid}/events`, {}],
     [`/v1/conversations/${cid}/turns`, { body: { turnId: uid("turn"), message: "still there?" } }],
-    [`/v1/chat/${cid}`, { body: { id: cid, messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "hi" }] }] } }],
+    [
+      `/v1/chat/${cid}`,
+      { body: { id: cid, messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "hi" }] }] } },
+    ],
     ["/v1/environment", {}],
     ["/v1/environment/stop", { method: "POST" }],
   ];
@@ -91,7 +107,13 @@ describe("DELETE /v1/me", () => {
     expect(await runDurableObjectAlarm(userObject)).toBe(true);
 
     const done = await json(await api("/v1/me", { token }));
-    expect(done.deletion).toMatchObject({ state: "deleted", step: "done", conversationsDeleted: 2, lastError: null, beganAt: partial.beganAt });
+    expect(done.deletion).toMatchObject({
+      state: "deleted",
+      step: "done",
+      conversationsDeleted: 2,
+      lastError: null,
+      beganAt: partial.beganAt,
+    });
     expect(done.deletion.finishedAt).toBeTypeOf("string");
     expect((await emulator(`/_emulator/sandboxes/${sandboxId}`)).status).toBe("deleted");
     expect(await upstreamSessions(sandboxId)).toBeNull();
@@ -125,7 +147,12 @@ describe("DELETE /v1/me", () => {
 
     const resumed = await api("/v1/me", { token, method: "DELETE" });
     expect(resumed.status).toBe(200);
-    expect(await json(resumed)).toMatchObject({ state: "deleted", step: "done", conversationsDeleted: 2, lastError: null });
+    expect(await json(resumed)).toMatchObject({
+      state: "deleted",
+      step: "done",
+      conversationsDeleted: 2,
+      lastError: null,
+    });
     expect((await emulator(`/_emulator/sandboxes/${sandboxId}`)).status).toBe("deleted");
     expect(new Set(await everything(token, cids[1]!))).toEqual(new Set(["410 account_deleted"]));
   });
@@ -147,7 +174,10 @@ describe("DELETE /v1/me", () => {
   it("its webhook endpoints go with it: a later account of the same user holds none", async () => {
     const user = uid("user");
     const token = await tokenFor(user);
-    const created = await api("/v1/webhooks", { token, body: { url: "http://127.0.0.1:9/hook", events: ["turn.completed"] } });
+    const created = await api("/v1/webhooks", {
+      token,
+      body: { url: "http://127.0.0.1:9/hook", events: ["turn.completed"] },
+    });
     expect(created.status).toBe(201);
     expect((await json(await api("/v1/webhooks", { token }))).webhooks).toHaveLength(1);
     const res = await api("/v1/me", { token, method: "DELETE" });
@@ -184,7 +214,12 @@ function heldRequest(token: string, path: string, body: unknown) {
       controller.enqueue(new TextEncoder().encode(JSON.stringify(body)));
     },
   });
-  const init = { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: stream, duplex: "half" };
+  const init = {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: stream,
+    duplex: "half",
+  };
   const answer = SELF.fetch(`${BASE}${path}`, init as RequestInit).then(async (res) => {
     if (!res.headers.get("content-type")?.includes("application/json")) {
       await res.body?.cancel();
@@ -208,7 +243,10 @@ describe("requests in flight when the account is deleted", () => {
     // Each request below has passed the door once the account gate has answered it.
     let doors = 0;
     const gate = UserObject.prototype.accountGate;
-    const spy = vi.spyOn(UserObject.prototype, "accountGate").mockImplementation(async function (this: UserObject, ...args) {
+    const spy = vi.spyOn(UserObject.prototype, "accountGate").mockImplementation(async function (
+      this: UserObject,
+      ...args
+    ) {
       const verdict = await gate.apply(this, args);
       doors++;
       return verdict;
@@ -216,11 +254,21 @@ describe("requests in flight when the account is deleted", () => {
     const fresh = uid("conv");
     // A conversation id the next account will use before this request's body arrives.
     const reused = uid("conv");
-    const intoNext = heldRequest(token, `/v1/conversations/${reused}/turns`, { turnId: uid("turn"), message: "late, into the next account" });
+    const intoNext = heldRequest(token, `/v1/conversations/${reused}/turns`, {
+      turnId: uid("turn"),
+      message: "late, into the next account",
+    });
     const inFlight = {
       "a first turn": heldRequest(token, `/v1/conversations/${fresh}/turns`, { turnId: uid("turn"), message: "late" }),
-      "the next turn of a conversation": heldRequest(token, `/v1/conversations/${cids[0]}/turns`, { turnId: uid("turn"), message: "late" }),
-      "a chat turn": heldRequest(token, "/v1/chat", { id: uid("conv"), trigger: "submit-message", messages: [{ id: uid("m"), role: "user", parts: [{ type: "text", text: "late" }] }] }),
+      "the next turn of a conversation": heldRequest(token, `/v1/conversations/${cids[0]}/turns`, {
+        turnId: uid("turn"),
+        message: "late",
+      }),
+      "a chat turn": heldRequest(token, "/v1/chat", {
+        id: uid("conv"),
+        trigger: "submit-message",
+        messages: [{ id: uid("m"), role: "user", parts: [{ type: "text", text: "late" }] }],
+      }),
       "a webhook": heldRequest(token, "/v1/webhooks", { url: "http://127.0.0.1:9/hook", events: ["turn.completed"] }),
     };
     try {
@@ -235,9 +283,16 @@ describe("requests in flight when the account is deleted", () => {
 
     // Their bodies arrive now, after the deletion ended.
     for (const request of Object.values(inFlight)) request.release();
-    const answers = Object.fromEntries(await Promise.all(Object.entries(inFlight).map(async ([what, request]) => [what, await request.answer])));
+    const answers = Object.fromEntries(
+      await Promise.all(Object.entries(inFlight).map(async ([what, request]) => [what, await request.answer])),
+    );
     const refused = { status: 410, code: "account_deleted" };
-    expect(answers).toEqual({ "a first turn": refused, "the next turn of a conversation": refused, "a chat turn": refused, "a webhook": refused });
+    expect(answers).toEqual({
+      "a first turn": refused,
+      "the next turn of a conversation": refused,
+      "a chat turn": refused,
+      "a webhook": refused,
+    });
 
     // The next sign-in with the same user name: an empty account, no sandbox made for it.
     const next = await signInAfter(user, deletion);
@@ -248,7 +303,11 @@ describe("requests in flight when the account is deleted", () => {
     expect((await api(`/v1/conversations/${cids[0]}`, { token: next })).status).toBe(404);
     // The user's object admits nothing of the old account.
     const stub = env.USERS.get(env.USERS.idFromName(await deriveOwnerKey(secret, user)));
-    expect(await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec("SELECT conversation_id FROM admissions").toArray())).toEqual([]);
+    expect(
+      await runInDurableObject(stub, (_instance, state) =>
+        state.storage.sql.exec("SELECT conversation_id FROM admissions").toArray(),
+      ),
+    ).toEqual([]);
     // And it works: the new account's first turn runs in a sandbox of its own.
     const turnId = uid("turn");
     expect((await sendTurn(next, fresh, turnId, "a new start")).status).toBe(202);
@@ -261,7 +320,9 @@ describe("requests in flight when the account is deleted", () => {
     intoNext.release();
     expect(await intoNext.answer).toEqual(refused);
     const messages = await json(await api(`/v1/conversations/${reused}/messages`, { token: next }));
-    expect(messages.messages.filter((m: { role: string }) => m.role === "user").map((m: { text: string }) => m.text)).toEqual(["the next account's own"]);
+    expect(
+      messages.messages.filter((m: { role: string }) => m.role === "user").map((m: { text: string }) => m.text),
+    ).toEqual(["the next account's own"]);
   });
 
   it("a conversation admitted but not listed yet (its first turn still being sent) is deleted with the rest", async () => {
@@ -272,8 +333,15 @@ describe("requests in flight when the account is deleted", () => {
     expect(await stub.admitConversation(cid, Math.floor(Date.now() / 1000))).toEqual({ ok: true, value: 0 });
     const res = await api("/v1/me", { token, method: "DELETE" });
     expect(await json(res)).toMatchObject({ state: "deleted", conversationsDeleted: 1 });
-    expect(await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec("SELECT conversation_id FROM admissions").toArray())).toEqual([]);
+    expect(
+      await runInDurableObject(stub, (_instance, state) =>
+        state.storage.sql.exec("SELECT conversation_id FROM admissions").toArray(),
+      ),
+    ).toEqual([]);
     // The old token is refused its admission, as at the door.
-    expect(await stub.admitConversation(uid("conv"), Math.floor(Date.now() / 1000) - 5)).toMatchObject({ ok: false, refusal: { code: "account_deleted" } });
+    expect(await stub.admitConversation(uid("conv"), Math.floor(Date.now() / 1000) - 5)).toMatchObject({
+      ok: false,
+      refusal: { code: "account_deleted" },
+    });
   });
 });

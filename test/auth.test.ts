@@ -19,7 +19,10 @@ describe("authentication", () => {
     expect(await code(await api(path, { token: expired }))).toEqual([401, "token_expired"]);
     const wrongAudience = await tokenFor("alice", { audience: "someone-else" });
     expect(await code(await api(path, { token: wrongAudience }))).toEqual([401, "token_claim_invalid"]);
-    const noSubject = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setAudience("gateway-test").setExpirationTime("1h")
+    const noSubject = await new SignJWT({})
+      .setProtectedHeader({ alg: "HS256" })
+      .setAudience("gateway-test")
+      .setExpirationTime("1h")
       .sign(new TextEncoder().encode("test-jwt-secret-0123456789abcdef0123456789"));
     expect(await code(await api(path, { token: noSubject }))).toEqual([401, "token_claim_invalid"]);
     // An empty or overlong sub names no user.
@@ -78,9 +81,15 @@ describe("authentication", () => {
     // Not for another conversation, not on another route, not as a bearer token.
     expect((await api(`/v1/conversations/${uid("other")}/events?access_token=${minted.token}`)).status).toBe(401);
     expect((await api(`/v1/conversations/${cid}?access_token=${minted.token}`)).status).toBe(401);
-    expect(await code(await api(`/v1/conversations/${cid}/events`, { token: minted.token }))).toEqual([401, "token_use_invalid"]);
+    expect(await code(await api(`/v1/conversations/${cid}/events`, { token: minted.token }))).toEqual([
+      401,
+      "token_use_invalid",
+    ]);
     // A user token is not a stream token either.
-    expect(await code(await api(`/v1/conversations/${cid}/events?access_token=${token}`))).toEqual([401, "token_use_invalid"]);
+    expect(await code(await api(`/v1/conversations/${cid}/events?access_token=${token}`))).toEqual([
+      401,
+      "token_use_invalid",
+    ]);
   });
 
   it("dev login issues a working token only on a loopback host", async () => {

@@ -9,12 +9,30 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import type { SessionObject } from "../src/session/session";
 import { SessionStore } from "../src/session/store/store";
-import { api, collect, counters, emulator, isTurnEnd, json, sendTurn, tokenFor, uid, upstream, waitForTurn } from "./helpers";
+import {
+  api,
+  collect,
+  counters,
+  emulator,
+  isTurnEnd,
+  json,
+  sendTurn,
+  tokenFor,
+  uid,
+  upstream,
+  waitForTurn,
+} from "./helpers";
 
 const variants = (v: Record<string, unknown>) => emulator("/_emulator/variants", v);
 const count = async (name: string) => (await counters())[name] ?? 0;
 
-async function sent(token: string, cid: string, turnId: string, message: string, extra: Record<string, unknown> = {}): Promise<any> {
+async function sent(
+  token: string,
+  cid: string,
+  turnId: string,
+  message: string,
+  extra: Record<string, unknown> = {},
+): Promise<any> {
   const response = await sendTurn(token, cid, turnId, message, extra);
   expect(response.status, JSON.stringify(await response.clone().json())).toBe(202);
   const turn = await waitForTurn(token, cid, turnId);
@@ -65,7 +83,10 @@ describe("branches", () => {
     // The new branch is active: the summary and the transcript show it.
     const summary = await json(await api(`/v1/conversations/${cid}`, { token }));
     expect(summary).toMatchObject({ branch: 1, branchCount: 2, turnCount: 2 });
-    expect((await json(await api("/v1/conversations", { token }))).conversations.find((e: any) => e.conversationId === cid).branch).toBe(1);
+    expect(
+      (await json(await api("/v1/conversations", { token }))).conversations.find((e: any) => e.conversationId === cid)
+        .branch,
+    ).toBe(1);
     expect(summary.lastTurn.turnId).toBe(edit);
     const messages = await json(await api(`/v1/conversations/${cid}/messages`, { token }));
     expect(messages.branch).toBe(1);
@@ -79,7 +100,14 @@ describe("branches", () => {
     expect(list.active).toBe(1);
     expect(list.branches).toEqual([
       expect.objectContaining({ branch: 0, active: false, forkedFrom: null, tipTurnId: t3, turnIds: [t1, t2, t3] }),
-      expect.objectContaining({ branch: 1, active: true, forkedFrom: { branch: 0, turnId: t1 }, parentTurnId: t1, tipTurnId: edit, turnIds: [t1, edit] }),
+      expect.objectContaining({
+        branch: 1,
+        active: true,
+        forkedFrom: { branch: 0, turnId: t1 },
+        parentTurnId: t1,
+        tipTurnId: edit,
+        turnIds: [t1, edit],
+      }),
     ]);
 
     // Continuing the branch continues its own agent session; continuing the old one, its own.
@@ -108,7 +136,10 @@ describe("branches", () => {
     const [forks, dispatches] = [await count("sessions.forked"), await count("runs.dispatches")];
     const edit = uid("t");
     const body = { parentTurnId: t1 };
-    const [a, b] = await Promise.all([sendTurn(token, cid, edit, "two, edited [slow]", body), sendTurn(token, cid, edit, "two, edited [slow]", body)]);
+    const [a, b] = await Promise.all([
+      sendTurn(token, cid, edit, "two, edited [slow]", body),
+      sendTurn(token, cid, edit, "two, edited [slow]", body),
+    ]);
     expect([a.status, b.status]).toEqual([202, 202]);
     const again = await sendTurn(token, cid, edit, "two, edited [slow]", body);
     expect(again.status).toBe(202);
@@ -125,9 +156,15 @@ describe("branches", () => {
     await sent(token, cid, uid("t"), "two");
     const edit = uid("t");
     const accepted = await json(await sendTurn(token, cid, edit, "two, edited [permission]", { parentTurnId: t1 }));
-    const asked = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (e) => e.type === "interaction.requested");
+    const asked = await collect(
+      await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }),
+      (e) => e.type === "interaction.requested",
+    );
     const interaction = asked.events.at(-1)!.data.interaction as { id: string };
-    const ack = await api(`/v1/conversations/${cid}/interactions/${encodeURIComponent(interaction.id)}`, { token, body: { operationId: uid("op"), outcome: "accepted", data: { grant: "allow_once" } } });
+    const ack = await api(`/v1/conversations/${cid}/interactions/${encodeURIComponent(interaction.id)}`, {
+      token,
+      body: { operationId: uid("op"), outcome: "accepted", data: { grant: "allow_once" } },
+    });
     expect(ack.status).toBe(200);
     expect((await json(ack)).status).toBe("accepted");
     const done = await waitForTurn(token, cid, edit);
@@ -167,24 +204,34 @@ describe("branches", () => {
     expect(switched.status).toBe(200);
     expect(await json(switched)).toEqual({ branch: 0, previous: 1, tipTurnId: t2 });
     // Again: the same answer, no second event.
-    expect(await json(await api(`/v1/conversations/${cid}/branches/active`, { token, body: { branch: 0 } }))).toEqual({ branch: 0, previous: 0, tipTurnId: t2 });
+    expect(await json(await api(`/v1/conversations/${cid}/branches/active`, { token, body: { branch: 0 } }))).toEqual({
+      branch: 0,
+      previous: 0,
+      tipTurnId: t2,
+    });
     const summary = await json(await api(`/v1/conversations/${cid}`, { token }));
     expect(summary).toMatchObject({ branch: 0, turnCount: 2 });
     expect(summary.lastTurn.turnId).toBe(t2);
 
     // The conversation list shows the branch too (its entry follows the switch).
-    const listed = async () => (await json(await api("/v1/conversations", { token }))).conversations.find((e: any) => e.conversationId === cid)?.branch;
+    const listed = async () =>
+      (await json(await api("/v1/conversations", { token }))).conversations.find((e: any) => e.conversationId === cid)
+        ?.branch;
     for (let i = 0; i < 100 && (await listed()) !== 0; i++) await new Promise((r) => setTimeout(r, 20));
     expect(await listed()).toBe(0);
 
-    const stream = await collect(await api(`/v1/conversations/${cid}/events?after=${before}`, { token }), (e) => e.type === "branch.switched");
+    const stream = await collect(
+      await api(`/v1/conversations/${cid}/events?after=${before}`, { token }),
+      (e) => e.type === "branch.switched",
+    );
     const heard = stream.events.filter((e) => e.type === "branch.switched");
     expect(heard.map((e) => e.data)).toEqual([{ branch: 0, previous: 1, tipTurnId: t2, by: "switch" }]);
 
     // The event stream's history of one branch: its turns' events and the conversation's own.
     const last = (await json(await api(`/v1/conversations/${cid}`, { token }))).lastEventId;
     const ofBranch = async (branch: number) =>
-      (await collect(await api(`/v1/conversations/${cid}/events?branch=${branch}`, { token }), (e) => e.seq >= last)).events;
+      (await collect(await api(`/v1/conversations/${cid}/events?branch=${branch}`, { token }), (e) => e.seq >= last))
+        .events;
     const all = (await collect(await api(`/v1/conversations/${cid}/events`, { token }), (e) => e.seq >= last)).events;
     const onZero = await ofBranch(0);
     const onOne = await ofBranch(1);
@@ -194,7 +241,9 @@ describe("branches", () => {
     expect((await api(`/v1/conversations/${cid}/events?branch=x`, { token })).status).toBe(400);
 
     expect((await api(`/v1/conversations/${cid}/branches/active`, { token, body: { branch: 7 } })).status).toBe(404);
-    expect((await api(`/v1/conversations/${cid}/branches/active`, { token, body: { branch: 0, turnId: t1 } })).status).toBe(400);
+    expect(
+      (await api(`/v1/conversations/${cid}/branches/active`, { token, body: { branch: 0, turnId: t1 } })).status,
+    ).toBe(400);
     expect((await api(`/v1/conversations/${cid}/messages?branch=7`, { token })).status).toBe(404);
     expect((await api(`/v1/conversations/${cid}/messages?branch=x`, { token })).status).toBe(400);
     const unknown = await sendTurn(token, cid, uid("t"), "after nothing", { parentTurnId: "no-such-turn" });
@@ -214,7 +263,9 @@ describe("branches", () => {
       const calls = await count("requests.runtime.session.fork");
       const refused = await sendTurn(token, cid, uid("t"), "b, edited", { parentTurnId: t1 });
       expect(refused.status).toBe(501);
-      expect(await json(refused)).toMatchObject({ error: { code: "capability_denied", details: { missing: ["session.fork"] } } });
+      expect(await json(refused)).toMatchObject({
+        error: { code: "capability_denied", details: { missing: ["session.fork"] } },
+      });
       expect(await count("runs.dispatches")).toBe(dispatches);
       expect(await count("requests.runtime.session.fork")).toBe(calls + 1);
       const again = await sendTurn(token, cid, uid("t"), "b, edited again", { parentTurnId: t1 });
@@ -229,9 +280,19 @@ describe("branches", () => {
 
 /** The sandbox a turn ran in, and whether its events said the agent's memory was reset. */
 async function ranIn(token: string, cid: string, turn: any) {
-  const events = (await collect(await api(`/v1/conversations/${cid}/events?after=${turn.after}`, { token }), (e) => isTurnEnd(e) && e.turnId === turn.turnId)).events;
-  const reset = events.find((e) => e.turnId === turn.turnId && e.type === "warning" && e.data.code === "agent_memory_reset");
-  return { sandboxId: (await emulator(`/_emulator/executions/${turn.executionId}`)).sandboxId as string, reset: (reset?.data.message as string | undefined) ?? null };
+  const events = (
+    await collect(
+      await api(`/v1/conversations/${cid}/events?after=${turn.after}`, { token }),
+      (e) => isTurnEnd(e) && e.turnId === turn.turnId,
+    )
+  ).events;
+  const reset = events.find(
+    (e) => e.turnId === turn.turnId && e.type === "warning" && e.data.code === "agent_memory_reset",
+  );
+  return {
+    sandboxId: (await emulator(`/_emulator/executions/${turn.executionId}`)).sandboxId as string,
+    reset: (reset?.data.message as string | undefined) ?? null,
+  };
 }
 
 const IDLE = 30 * 60;
@@ -261,7 +322,11 @@ describe("branches on the sandbox's ordinary days (issue 36)", () => {
     expect(regen.result.text).toContain(`Earlier in this session: "first".`);
     expect(await count("sandboxes.resumed")).toBe(resumed + 2);
     const list = await json(await api(`/v1/conversations/${cid}/branches`, { token }));
-    expect(list.branches.map((b: any) => b.forkedFrom)).toEqual([null, { branch: 0, turnId: t1 }, { branch: 0, turnId: t1 }]);
+    expect(list.branches.map((b: any) => b.forkedFrom)).toEqual([
+      null,
+      { branch: 0, turnId: t1 },
+      { branch: 0, turnId: t1 },
+    ]);
   });
 
   it("an edit first after the sandbox expired replaces it, and runs afresh in the branch's own session, saying agent_memory_reset", async () => {
@@ -324,7 +389,14 @@ describe("branches on the sandbox's ordinary days (issue 36)", () => {
     const first = await sent(token, cid, t1, "first");
     await sent(token, cid, uid("t"), "second");
     const run = await emulator(`/_emulator/executions/${first.executionId}`);
-    expect((await upstream("DELETE", `/v1/sandboxes/${run.sandboxId}/runtime/agents/sessions/${encodeURIComponent(run.sessionId)}`)).status).toBe(200);
+    expect(
+      (
+        await upstream(
+          "DELETE",
+          `/v1/sandboxes/${run.sandboxId}/runtime/agents/sessions/${encodeURIComponent(run.sessionId)}`,
+        )
+      ).status,
+    ).toBe(200);
     const forks = await count("requests.runtime.session.fork");
     const edit = await sent(token, cid, uid("t"), "second, edited [recall]", { parentTurnId: t1 });
     expect(edit.result.text).toContain("Nothing earlier in this session.");
@@ -339,7 +411,14 @@ describe("turns stored before conversations branched (schema 9)", () => {
     const tree = await runInDurableObject(stub, (_instance: SessionObject, state) => {
       const sql = state.storage.sql;
       const store = new SessionStore(sql);
-      for (const [i, id] of ["a", "b", "c"].entries()) store.insertPendingTurn({ turnId: id, requestDigest: "d", request: { message: id }, executionId: `exe_${id}`, now: i });
+      for (const [i, id] of ["a", "b", "c"].entries())
+        store.insertPendingTurn({
+          turnId: id,
+          requestDigest: "d",
+          request: { message: id },
+          executionId: `exe_${id}`,
+          now: i,
+        });
       // The tables as schema 9 had them.
       sql.exec("ALTER TABLE turns DROP COLUMN parent_turn_id");
       sql.exec("ALTER TABLE turns DROP COLUMN branch");

@@ -15,12 +15,19 @@ describe("token budgets", () => {
 
     const t2 = uid("turn");
     const accepted = await json(await sendTurn(token, cid, t2, "second [hold]"));
-    const { events } = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd);
+    const { events } = await collect(
+      await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }),
+      isTurnEnd,
+    );
     const end = events.at(-1)!;
     expect(end.type).toBe("turn.cancelled");
     expect(end.data.reason).toBe("budget_exceeded");
     // It says the spend it stopped on was measured (the Sandbox's step totals), not an estimate.
-    expect(events.find((e) => e.type === "budget.exceeded")?.data.budget).toMatchObject({ scope: "conversation", exceeded: true, provenance: "measured" });
+    expect(events.find((e) => e.type === "budget.exceeded")?.data.budget).toMatchObject({
+      scope: "conversation",
+      exceeded: true,
+      provenance: "measured",
+    });
     // It stopped at the first step that crossed the budget, long before the answer was done.
     expect(events.some((e) => e.type === "raw" && (e.data.event as any).part.id.endsWith("step-finish-2"))).toBe(false);
     const turn = await waitForTurn(token, cid, t2);
@@ -31,7 +38,12 @@ describe("token budgets", () => {
     expect(refused.status).toBe(429);
     const error = (await json(refused)).error;
     expect(error.code).toBe("budget_exceeded");
-    expect(error.details.budget).toMatchObject({ scope: "conversation", tokens: 2500, exceeded: true, provenance: "measured" });
+    expect(error.details.budget).toMatchObject({
+      scope: "conversation",
+      tokens: 2500,
+      exceeded: true,
+      provenance: "measured",
+    });
     expect(error.message).not.toContain("estimate");
     // A retry of a finished turn is still answered from the cache.
     expect((await sendTurn(token, cid, t1, "first")).status).toBe(200);
@@ -57,7 +69,11 @@ describe("token budgets", () => {
     const next = await sendTurn(token, uid("conv"), uid("turn"), "d");
     expect(next.status).toBe(429);
     // The spend counted elsewhere was measured too, and the user's index kept that.
-    expect((await json(next)).error.details.budget).toMatchObject({ scope: "user", tokens: 4500, provenance: "measured" });
+    expect((await json(next)).error.details.budget).toMatchObject({
+      scope: "user",
+      tokens: 4500,
+      provenance: "measured",
+    });
   });
 
   it("with unknown usage it says so: the budget is checked against a floor and says 'at least'", async () => {
@@ -83,13 +99,20 @@ describe("the budget on the stream", () => {
     const cid = uid("conv");
     const t1 = uid("turn");
     const accepted = await json(await sendTurn(token, cid, t1, "first"));
-    const { events } = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd);
+    const { events } = await collect(
+      await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }),
+      isTurnEnd,
+    );
     const updates = events.filter((e) => e.type === "usage.updated");
     expect(updates.length).toBeGreaterThan(1);
     for (const update of updates) {
       const total = update.data.conversation as { inputTokens: number | null; outputTokens: number | null };
       // This conversation's budget is the tightest: what it used is the total's tokens, in and out.
-      expect(update.data.budget).toMatchObject({ scope: "conversation", tokens: 2500, used: (total.inputTokens ?? 0) + (total.outputTokens ?? 0) });
+      expect(update.data.budget).toMatchObject({
+        scope: "conversation",
+        tokens: 2500,
+        used: (total.inputTokens ?? 0) + (total.outputTokens ?? 0),
+      });
     }
     const usage = await json(await api(`/v1/conversations/${cid}/usage`, { token }));
     expect(updates.at(-1)!.data.budget).toEqual(usage.budget);
@@ -168,13 +191,17 @@ describe("a send while the per-user budget is being read", () => {
     const first = await sendTurn(token, cid, uid("turn"), "hello");
     expect(first.status).toBe(202);
     await waitForTurn(token, cid, (await json(first)).turnId);
-    const answers = await Promise.all([sendTurn(token, cid, uid("turn"), "one"), sendTurn(token, cid, uid("turn"), "two")]);
+    const answers = await Promise.all([
+      sendTurn(token, cid, uid("turn"), "one"),
+      sendTurn(token, cid, uid("turn"), "two"),
+    ]);
     expect(answers.map((r) => r.status).sort()).toEqual([202, 409]);
   });
 });
 
 describe("queued turns and the budget", () => {
-  const queue = (token: string, cid: string, turnId: string, message: string) => sendTurn(token, cid, turnId, message, { whenBusy: "queue" });
+  const queue = (token: string, cid: string, turnId: string, message: string) =>
+    sendTurn(token, cid, turnId, message, { whenBusy: "queue" });
 
   it("is checked when a queued turn starts, not when it was queued: a refusal at the start ends that turn failed, and the next is checked at its own start", async () => {
     const token = await tokenFor(uid("user"));
@@ -185,12 +212,20 @@ describe("queued turns and the budget", () => {
     const running = await json(await sendTurn(token, cid, first, "first [hold]"));
     // Both are accepted while the budget allows a new turn.
     const [crosses, refused, alsoRefused] = [uid("q"), uid("q"), uid("q")];
-    for (const q of [crosses, refused, alsoRefused]) expect((await queue(token, cid, q, q === crosses ? "queued [hold]" : "queued")).status).toBe(202);
+    for (const q of [crosses, refused, alsoRefused])
+      expect((await queue(token, cid, q, q === crosses ? "queued [hold]" : "queued")).status).toBe(202);
     await release(running.executionId);
     expect((await waitForTurn(token, cid, first)).status).toBe("completed");
     // 2060 spent: the first queued turn starts (under 2500) and is stopped when it crosses the budget.
-    const { events } = await collect(await api(`/v1/conversations/${cid}/events`, { token }), (e) => e.type === "turn.dequeued" && e.turnId === alsoRefused, { timeoutMs: 15_000 });
-    expect(events.find((e) => e.type === "turn.cancelled")).toMatchObject({ turnId: crosses, data: { reason: "budget_exceeded" } });
+    const { events } = await collect(
+      await api(`/v1/conversations/${cid}/events`, { token }),
+      (e) => e.type === "turn.dequeued" && e.turnId === alsoRefused,
+      { timeoutMs: 15_000 },
+    );
+    expect(events.find((e) => e.type === "turn.cancelled")).toMatchObject({
+      turnId: crosses,
+      data: { reason: "budget_exceeded" },
+    });
     // The rest are refused at their start, each with the budget's refusal, and never dispatched.
     const dequeued = events.filter((e) => e.type === "turn.dequeued");
     expect(dequeued.map((e) => [e.turnId, e.data.reason, (e.data.error as { code: string }).code])).toEqual([

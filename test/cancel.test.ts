@@ -25,7 +25,12 @@ describe("cancelling a run", () => {
     const res = await cancel(token, cid, { operationId, reason: "changed my mind" });
     expect(res.status).toBe(200);
     const ack = await json(res);
-    expect(ack).toMatchObject({ operationId, status: "accepted", effect: "cancelled", run: { executionId: accepted.executionId } });
+    expect(ack).toMatchObject({
+      operationId,
+      status: "accepted",
+      effect: "cancelled",
+      run: { executionId: accepted.executionId },
+    });
     expect(ack.requestDigest).toMatch(/^sha256:/);
 
     const { events } = await reading;
@@ -42,7 +47,11 @@ describe("cancelling a run", () => {
 
     const conflict = await cancel(token, cid, { operationId, reason: "another reason" });
     expect(conflict.status).toBe(409);
-    expect(await json(conflict)).toMatchObject({ status: "conflict", effect: "unknown", existingRequestDigest: ack.requestDigest });
+    expect(await json(conflict)).toMatchObject({
+      status: "conflict",
+      effect: "unknown",
+      existingRequestDigest: ack.requestDigest,
+    });
   });
 
   it("an outcome that could not be confirmed is unknown (502), retryable where a repeat can succeed: the same operation then cancels", async () => {
@@ -51,14 +60,23 @@ describe("cancelling a run", () => {
     const turnId = uid("turn");
     // The run waits on its ask: it is running, and stays so, until it is stopped.
     const accepted = await json(await sendTurn(token, cid, turnId, "set up [ask]"));
-    await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (e) => e.type === "interaction.requested");
+    await collect(
+      await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }),
+      (e) => e.type === "interaction.requested",
+    );
 
     // The agent service is down for every attempt of the call: a repeat can succeed.
     await setFaults({ failNext: { status: 503, count: 3, route: "runtime.session.abort" } });
     const operationId = uid("op");
     const down = await cancel(token, cid, { operationId });
     expect(down.status).toBe(502);
-    expect(await json(down)).toMatchObject({ operationId, status: "unknown", effect: "unknown", retryable: true, message: expect.stringContaining("could not be confirmed") });
+    expect(await json(down)).toMatchObject({
+      operationId,
+      status: "unknown",
+      effect: "unknown",
+      retryable: true,
+      message: expect.stringContaining("could not be confirmed"),
+    });
 
     // It refuses the request as malformed: the same request again cannot succeed.
     await setFaults({ failNext: { status: 400, count: 1, route: "runtime.session.abort" } });
@@ -92,6 +110,8 @@ describe("cancelling a run", () => {
     await sendTurn(token, cid, uid("turn"), "x");
     expect((await json(await cancel(token, cid, {}))).error.code).toBe("invalid_request");
     expect((await json(await cancel(token, cid, { operationId: "op", extra: 1 }))).error.code).toBe("invalid_request");
-    expect((await json(await cancel(token, cid, { operationId: "op", reason: "" }))).error.code).toBe("invalid_request");
+    expect((await json(await cancel(token, cid, { operationId: "op", reason: "" }))).error.code).toBe(
+      "invalid_request",
+    );
   });
 });

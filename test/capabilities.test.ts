@@ -22,7 +22,10 @@ describe("capability gating", () => {
     const turnId = uid("turn");
     const res = await sendTurn(token, cid, turnId, "hello");
     expect(res.status).toBe(501);
-    expect((await json(res)).error).toMatchObject({ code: "capability_denied", details: { missing: ["streaming.replay"] } });
+    expect((await json(res)).error).toMatchObject({
+      code: "capability_denied",
+      details: { missing: ["streaming.replay"] },
+    });
     expect((await counters())["runs.dispatches"] ?? 0).toBe(before);
     expect((await api(`/v1/conversations/${cid}/turns/${turnId}`, { token })).status).toBe(404);
   });
@@ -35,7 +38,10 @@ describe("capability gating", () => {
     const aborts = (await counters())["requests.runtime.session.abort"] ?? 0;
     const res = await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } });
     expect(res.status).toBe(501);
-    expect((await json(res)).error).toMatchObject({ code: "capability_denied", details: { missing: ["session.cancelRun"] } });
+    expect((await json(res)).error).toMatchObject({
+      code: "capability_denied",
+      details: { missing: ["session.cancelRun"] },
+    });
     expect((await counters())["requests.runtime.session.abort"] ?? 0).toBe(aborts);
     expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
   });
@@ -58,13 +64,21 @@ describe("capability gating", () => {
     const closed = await userWith({ capabilities: { interactions: { responseDedupe: false } } });
     const refused = await sendTurn(closed, uid("conv"), uid("turn"), "ask me", { interactions: { question: true } });
     expect(refused.status).toBe(400);
-    expect((await json(refused)).error).toMatchObject({ code: "interaction_kind_unsupported", details: { unsupported: ["question"] } });
+    expect((await json(refused)).error).toMatchObject({
+      code: "interaction_kind_unsupported",
+      details: { unsupported: ["question"] },
+    });
     // An empty posture enables none, and is always fine.
     expect((await sendTurn(closed, uid("conv"), uid("turn"), "no asks", { interactions: {} })).status).toBe(202);
 
     const open = await userWith({});
-    expect((await sendTurn(open, uid("conv"), uid("turn"), "ask me", { interactions: { question: true, plan: false } })).status).toBe(202);
-    const vendor = await sendTurn(open, uid("conv"), uid("turn"), "ask me", { interactions: { "vendor.review": true } });
+    expect(
+      (await sendTurn(open, uid("conv"), uid("turn"), "ask me", { interactions: { question: true, plan: false } }))
+        .status,
+    ).toBe(202);
+    const vendor = await sendTurn(open, uid("conv"), uid("turn"), "ask me", {
+      interactions: { "vendor.review": true },
+    });
     expect((await json(vendor)).error.details.unsupported).toEqual(["vendor.review"]);
   });
 
@@ -76,13 +90,22 @@ describe("capability gating", () => {
     expect(accepted.status).toBe(202);
     expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
     const answers = (await counters())["requests.runtime.session.interactions"] ?? 0;
-    const answer = await api(`/v1/conversations/${cid}/interactions/${uid("ask")}`, { token, body: { operationId: uid("op"), outcome: "accepted" } });
+    const answer = await api(`/v1/conversations/${cid}/interactions/${uid("ask")}`, {
+      token,
+      body: { operationId: uid("op"), outcome: "accepted" },
+    });
     expect(answer.status).toBe(501);
-    expect((await json(answer)).error).toMatchObject({ code: "capability_denied", details: { missing: ["interactions"] } });
+    expect((await json(answer)).error).toMatchObject({
+      code: "capability_denied",
+      details: { missing: ["interactions"] },
+    });
     expect((await counters())["requests.runtime.session.interactions"] ?? 0).toBe(answers);
     // Asking for a kind is refused as unsupported, not as a broken document.
     const asks = await sendTurn(token, cid, uid("turn"), "ask me", { interactions: { question: true } });
-    expect((await json(asks)).error).toMatchObject({ code: "interaction_kind_unsupported", details: { unsupported: ["question"] } });
+    expect((await json(asks)).error).toMatchObject({
+      code: "interaction_kind_unsupported",
+      details: { unsupported: ["question"] },
+    });
   });
 
   it("fields and groups the gateway does not read are ignored, and a flag that is not a boolean is not a claim", async () => {
@@ -100,7 +123,10 @@ describe("capability gating", () => {
     expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
     const asks = await sendTurn(token, cid, uid("turn"), "ask me", { interactions: { question: true } });
     expect(asks.status).toBe(400);
-    expect((await json(asks)).error).toMatchObject({ code: "interaction_kind_unsupported", details: { unsupported: ["question"] } });
+    expect((await json(asks)).error).toMatchObject({
+      code: "interaction_kind_unsupported",
+      details: { unsupported: ["question"] },
+    });
   });
 
   it("a flag missing when the sandbox was made comes back: turns run again on the same sandbox, the document read again on a refusal but not on every one", async () => {
@@ -109,7 +135,10 @@ describe("capability gating", () => {
     const refused = async () => {
       const res = await sendTurn(token, cid, uid("turn"), "hello");
       expect(res.status).toBe(501);
-      expect((await json(res)).error).toMatchObject({ code: "capability_denied", details: { missing: ["streaming.replay"] } });
+      expect((await json(res)).error).toMatchObject({
+        code: "capability_denied",
+        details: { missing: ["streaming.replay"] },
+      });
     };
     await refused(); // makes the sandbox and reads its document
     const made = await counters();
@@ -137,7 +166,8 @@ describe("capability gating", () => {
     expect(rereads).toBeGreaterThanOrEqual(1);
     expect(rereads).toBeLessThan(attempts);
     // The same sandbox: none was made, resumed or deleted for it.
-    for (const name of ["sandboxes.created", "sandboxes.resumed", "sandboxes.deleted"]) expect(after[name] ?? 0, name).toBe(made[name] ?? 0);
+    for (const name of ["sandboxes.created", "sandboxes.resumed", "sandboxes.deleted"])
+      expect(after[name] ?? 0, name).toBe(made[name] ?? 0);
     const turn = await json(accepted!);
     expect((await waitForTurn(token, cid, turn.turnId)).status).toBe("completed");
   });
@@ -154,7 +184,10 @@ describe("capability gating", () => {
 
     const res = await sendTurn(token, cid, uid("turn"), "after the resume");
     expect(res.status).toBe(501);
-    expect((await json(res)).error).toMatchObject({ code: "capability_denied", details: { missing: ["streaming.replay"] } });
+    expect((await json(res)).error).toMatchObject({
+      code: "capability_denied",
+      details: { missing: ["streaming.replay"] },
+    });
     const after = await counters();
     expect((after["sandboxes.resumed"] ?? 0) - (before["sandboxes.resumed"] ?? 0)).toBe(1);
     expect(reads(after) - reads(before)).toBe(1);

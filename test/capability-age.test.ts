@@ -27,7 +27,10 @@ describe("the capability document's age bound", () => {
     await new Promise((resolve) => setTimeout(resolve, MAX_AGE_MS + 200));
     const late = await sendTurn(token, uid("conv"), uid("turn"), "later");
     expect(late.status).toBe(501);
-    expect((await json(late)).error).toMatchObject({ code: "capability_denied", details: { missing: ["streaming.replay"] } });
+    expect((await json(late)).error).toMatchObject({
+      code: "capability_denied",
+      details: { missing: ["streaming.replay"] },
+    });
     const after = await counters();
     expect(reads(after) - reads(made)).toBe(1);
     expect(after["sandboxes.created"]).toBe(made["sandboxes.created"]);

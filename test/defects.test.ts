@@ -6,7 +6,20 @@ import { env, runInDurableObject, SELF } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { deriveSessionId } from "../src/auth/ids";
 import type { SessionObject } from "../src/session/session";
-import { api, BASE, collect, counters, emulator, isTurnEnd, json, sendTurn, setFaults, tokenFor, uid, waitForTurn } from "./helpers";
+import {
+  api,
+  BASE,
+  collect,
+  counters,
+  emulator,
+  isTurnEnd,
+  json,
+  sendTurn,
+  setFaults,
+  tokenFor,
+  uid,
+  waitForTurn,
+} from "./helpers";
 
 const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;
 
@@ -27,7 +40,9 @@ describe("usage that is wholly unknown", () => {
     expect(usage.total).toMatchObject({ inputTokens: null, outputTokens: null, complete: false });
     expect(usage.total.unknown).toEqual(expect.arrayContaining(["inputTokens", "outputTokens"]));
     expect((await json(await api(`/v1/conversations/${cid}`, { token }))).usage).toMatchObject({ complete: false });
-    expect(events.some((e) => e.type === "usage.updated" && (e.data.conversation as { complete: boolean }).complete)).toBe(false);
+    expect(
+      events.some((e) => e.type === "usage.updated" && (e.data.conversation as { complete: boolean }).complete),
+    ).toBe(false);
   });
 });
 
@@ -36,7 +51,10 @@ describe("forbidden names in an answer", () => {
     const token = await tokenFor(uid("user"));
     const cid = uid("conv");
     const accepted = await json(await sendTurn(token, cid, uid("turn"), "set up tests [ask]"));
-    const asked = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (e) => e.type === "interaction.requested");
+    const asked = await collect(
+      await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }),
+      (e) => e.type === "interaction.requested",
+    );
     const iid = (asked.events.at(-1)!.data.interaction as { id: string }).id;
     const before = (await counters())["interactions.answers"] ?? 0;
     const bodies = [
@@ -45,7 +63,11 @@ describe("forbidden names in an answer", () => {
       '{"operationId":"op-c","outcome":"accepted","data":{"project":"p","framework":"vitest","prototype":"x"}}',
     ];
     for (const body of bodies) {
-      const res = await api(`/v1/conversations/${cid}/interactions/${encodeURIComponent(iid)}`, { token, body, headers: { "content-type": "application/json" } });
+      const res = await api(`/v1/conversations/${cid}/interactions/${encodeURIComponent(iid)}`, {
+        token,
+        body,
+        headers: { "content-type": "application/json" },
+      });
       expect(res.status).toBe(422);
       const ack = await json(res);
       expect(ack.status).toBe("invalid_response");
@@ -71,14 +93,17 @@ describe("delete during dispatch", () => {
     const created = (await counters())["sandboxes.created"] ?? 0;
     const sending = sendTurn(token, cid, turnId, "a long job [slow] [long]");
     // The dispatch is under way once it has asked for the user's sandbox.
-    for (let i = 0; i < 200 && ((await counters())["sandboxes.created"] ?? 0) === created; i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 200 && ((await counters())["sandboxes.created"] ?? 0) === created; i++)
+      await new Promise((r) => setTimeout(r, 10));
     const deleted = await api(`/v1/conversations/${cid}`, { token, method: "DELETE" });
     const sent = await sending;
     expect(deleted.status).toBe(200);
     expect(sent.status).not.toBe(500);
     expect((await api(`/v1/conversations/${cid}`, { token })).status).toBe(404);
     expect((await api(`/v1/conversations/${cid}/turns/${turnId}`, { token })).status).toBe(404);
-    const stream = await collect(await api(`/v1/conversations/${cid}/events`, { token }), () => true, { timeoutMs: 500 }).catch(() => ({ events: [] }));
+    const stream = await collect(await api(`/v1/conversations/${cid}/events`, { token }), () => true, {
+      timeoutMs: 500,
+    }).catch(() => ({ events: [] }));
     expect(stream.events).toEqual([]);
     expect((await json(await api("/v1/conversations", { token }))).conversations).toEqual([]);
     if (sent.status === 202) {
@@ -92,9 +117,12 @@ describe("a refused turn", () => {
   it("changes nothing: no conversation, no title, no summary", async () => {
     const token = await tokenFor(uid("user"));
     const cid = uid("conv");
-    const refused = await sendTurn(token, cid, uid("turn"), "the refused title", { interactions: { "vendor.unknown": true } });
+    const refused = await sendTurn(token, cid, uid("turn"), "the refused title", {
+      interactions: { "vendor.unknown": true },
+    });
     expect(refused.status).toBe(400);
-    for (const path of ["", "/messages", "/usage"]) expect((await api(`/v1/conversations/${cid}${path}`, { token })).status).toBe(404);
+    for (const path of ["", "/messages", "/usage"])
+      expect((await api(`/v1/conversations/${cid}${path}`, { token })).status).toBe(404);
     await setFaults({ failNext: { status: 503, count: 10, route: "runtime.run" } });
     expect((await sendTurn(token, cid, uid("turn"), "also refused")).status).toBe(502);
     await setFaults({});
@@ -111,10 +139,15 @@ describe("reads of conversations that do not exist", () => {
     const user = uid("user");
     const token = await tokenFor(user);
     const cid = uid("conv");
-    for (const path of ["", "/messages", "/usage", "/turns/t1"]) expect((await api(`/v1/conversations/${cid}${path}`, { token })).status).toBe(404);
-    await collect(await api(`/v1/conversations/${cid}/events`, { token }), () => true, { timeoutMs: 300 }).catch(() => undefined);
+    for (const path of ["", "/messages", "/usage", "/turns/t1"])
+      expect((await api(`/v1/conversations/${cid}${path}`, { token })).status).toBe(404);
+    await collect(await api(`/v1/conversations/${cid}/events`, { token }), () => true, { timeoutMs: 300 }).catch(
+      () => undefined,
+    );
     const stub = env.SESSIONS.get(env.SESSIONS.idFromName(await deriveSessionId(secret, user, cid)));
-    const tables = await runInDurableObject(stub, (_i: SessionObject, state) => state.storage.sql.exec("SELECT name FROM sqlite_master").toArray());
+    const tables = await runInDurableObject(stub, (_i: SessionObject, state) =>
+      state.storage.sql.exec("SELECT name FROM sqlite_master").toArray(),
+    );
     expect(tables).toEqual([]);
   });
 });
@@ -126,7 +159,10 @@ describe("malformed paths", () => {
     const { token: streamToken } = await json(await api(`/v1/conversations/${cid}/stream-token`, { token, body: {} }));
     const bad = await SELF.fetch(`${BASE}/v1/conversations/%E0%A4%A/events?access_token=${streamToken}`);
     expect(bad.status).toBe(400);
-    expect((await SELF.fetch(`${BASE}/v1/conversations/%E0%A4%A/events`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(400);
+    expect(
+      (await SELF.fetch(`${BASE}/v1/conversations/%E0%A4%A/events`, { headers: { authorization: `Bearer ${token}` } }))
+        .status,
+    ).toBe(400);
   });
 });
 
@@ -134,10 +170,18 @@ describe("minor", () => {
   it("only application/json is JSON: json-patch+json and other look-alikes are 415", async () => {
     const token = await tokenFor(uid("user"));
     for (const type of ["application/json-patch+json", "application/jsonx", "text/json"]) {
-      const res = await api(`/v1/conversations/${uid("conv")}/turns`, { token, body: JSON.stringify({ turnId: "t", message: "hi" }), headers: { "content-type": type } });
+      const res = await api(`/v1/conversations/${uid("conv")}/turns`, {
+        token,
+        body: JSON.stringify({ turnId: "t", message: "hi" }),
+        headers: { "content-type": type },
+      });
       expect(res.status).toBe(415);
     }
-    const ok = await api(`/v1/conversations/${uid("conv")}/turns`, { token, body: JSON.stringify({ turnId: uid("t"), message: "hi" }), headers: { "content-type": "application/json; charset=utf-8" } });
+    const ok = await api(`/v1/conversations/${uid("conv")}/turns`, {
+      token,
+      body: JSON.stringify({ turnId: uid("t"), message: "hi" }),
+      headers: { "content-type": "application/json; charset=utf-8" },
+    });
     expect(ok.status).toBe(202);
   });
 

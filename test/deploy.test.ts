@@ -6,7 +6,8 @@ import worker from "../src/worker";
 
 const testEnv = env as unknown as Record<string, unknown>;
 /** The test environment as a deploy would have it: wrangler.toml's top level binds no emulator. */
-const deployed = (vars: Record<string, unknown> = {}) => ({ ...testEnv, SANDBOX_EMULATOR: undefined, ...vars }) as unknown as Env;
+const deployed = (vars: Record<string, unknown> = {}) =>
+  ({ ...testEnv, SANDBOX_EMULATOR: undefined, ...vars }) as unknown as Env;
 
 function configError(environment: Env): ApiError {
   try {
@@ -44,9 +45,13 @@ describe("deploying never serves the scripted emulator", () => {
 
   it("PROVIDER=cli-bridge needs CLI_BRIDGE_URL; a bad CLI_BRIDGE_EXECUTION is named", () => {
     expect(configError(deployed({ PROVIDER: "cli-bridge" })).details).toEqual({ variables: ["CLI_BRIDGE_URL"] });
-    const bad = configError(deployed({ PROVIDER: "cli-bridge", CLI_BRIDGE_URL: "http://127.0.0.1:3344", CLI_BRIDGE_EXECUTION: "[1]" }));
+    const bad = configError(
+      deployed({ PROVIDER: "cli-bridge", CLI_BRIDGE_URL: "http://127.0.0.1:3344", CLI_BRIDGE_EXECUTION: "[1]" }),
+    );
     expect(bad.details).toEqual({ variables: ["CLI_BRIDGE_EXECUTION"] });
-    expect(readConfig(deployed({ PROVIDER: "cli-bridge", CLI_BRIDGE_URL: "http://127.0.0.1:3344" })).provider).toBe("cli-bridge");
+    expect(readConfig(deployed({ PROVIDER: "cli-bridge", CLI_BRIDGE_URL: "http://127.0.0.1:3344" })).provider).toBe(
+      "cli-bridge",
+    );
   });
 
   it("local development (npm start, the tests) runs the emulator when no provider is configured", () => {
@@ -56,7 +61,10 @@ describe("deploying never serves the scripted emulator", () => {
   it("npm start with a real account key (.dev.vars) talks to the Sandbox, and keeps dev login", async () => {
     const local = { ...testEnv, TANGLE_API_KEY: "k-local" } as unknown as Env;
     expect(readConfig(local)).toMatchObject({ provider: "tangle", local: true });
-    expect(await (await call(local, "http://127.0.0.1:8787/healthz")).json()).toMatchObject({ provider: "tangle", devLogin: true });
+    expect(await (await call(local, "http://127.0.0.1:8787/healthz")).json()).toMatchObject({
+      provider: "tangle",
+      devLogin: true,
+    });
   });
 
   it("dev login and the emulator's routes do not exist in a deploy, even with DEV_LOGIN set and a loopback Host", async () => {
@@ -68,8 +76,19 @@ describe("deploying never serves the scripted emulator", () => {
     });
     expect(login.status).toBe(404);
     expect((await call(prod, "http://localhost/_emulator/counters")).status).toBe(404);
-    expect((await call(prod, "http://localhost/_emulator/reset", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).status).toBe(404);
-    expect(await (await call(prod, "http://127.0.0.1/healthz")).json()).toMatchObject({ provider: "tangle", devLogin: false });
+    expect(
+      (
+        await call(prod, "http://localhost/_emulator/reset", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: "{}",
+        })
+      ).status,
+    ).toBe(404);
+    expect(await (await call(prod, "http://127.0.0.1/healthz")).json()).toMatchObject({
+      provider: "tangle",
+      devLogin: false,
+    });
     // The same request to the local development server is served.
     const local = await call(env as unknown as Env, "http://127.0.0.1:8787/v1/dev/login", {
       method: "POST",

@@ -39,9 +39,15 @@ async function nextTurn(token: string, cid: string) {
   const res = await sendTurn(token, cid, turnId, "are you there?");
   expect(res.status).toBe(202);
   const accepted = await json(res);
-  const events = (await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd)).events;
+  const events = (
+    await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd)
+  ).events;
   const sandboxId = (await emulator(`/_emulator/executions/${accepted.executionId}`)).sandboxId as string;
-  return { status: events.at(-1)!.type, sandboxId, memoryReset: events.some((e) => e.type === "warning" && e.data.code === "agent_memory_reset") };
+  return {
+    status: events.at(-1)!.type,
+    sandboxId,
+    memoryReset: events.some((e) => e.type === "warning" && e.data.code === "agent_memory_reset"),
+  };
 }
 
 const DAY = 24 * 60 * 60;
@@ -50,7 +56,13 @@ const IDLE = 30 * 60;
 describe("GET /v1/environment", () => {
   it("before any turn: no environment, what a user may do", async () => {
     const view = await environment(await tokenFor(uid("user")));
-    expect(view).toEqual({ provider: "emulator", observedAt: expect.any(String), environment: null, capabilities: { stop: true, delete: true }, actions: [] });
+    expect(view).toEqual({
+      provider: "emulator",
+      observedAt: expect.any(String),
+      environment: null,
+      capabilities: { stop: true, delete: true },
+      actions: [],
+    });
   });
 
   it("no user is shown the provider account's usage (every user's sandboxes): the operator reads it in the log", async () => {
@@ -148,7 +160,11 @@ describe("the limits, kept by the Sandbox", () => {
     expect(next.memoryReset).toBe(true);
     const view = await environment(token);
     expect(view.environment).toMatchObject({ environmentId: next.sandboxId, generation: 2 });
-    expect(view.actions[0]).toMatchObject({ action: "replaced", environmentId: next.sandboxId, detail: `in place of ${sandboxId}` });
+    expect(view.actions[0]).toMatchObject({
+      action: "replaced",
+      environmentId: next.sandboxId,
+      detail: `in place of ${sandboxId}`,
+    });
   });
 
   it("an expired sandbox holds no session to end: its conversation is deleted all the same, and so is the account", async () => {
@@ -183,9 +199,18 @@ describe("the limits, kept by the Sandbox", () => {
         return err as ApiError;
       }
     };
-    expect(read({ SANDBOX_IDLE_TIMEOUT_SECONDS: "600", SANDBOX_MAX_LIFETIME_SECONDS: "7200" })).toMatchObject({ SANDBOX_IDLE_TIMEOUT_SECONDS: 600, SANDBOX_MAX_LIFETIME_SECONDS: 7200 });
-    expect(read({ SANDBOX_IDLE_TIMEOUT_SECONDS: "0" })).toMatchObject({ code: "config_invalid", details: { variables: ["SANDBOX_IDLE_TIMEOUT_SECONDS"] } });
-    expect(read({ SANDBOX_MAX_LIFETIME_SECONDS: "a day" })).toMatchObject({ code: "config_invalid", details: { variables: ["SANDBOX_MAX_LIFETIME_SECONDS"] } });
+    expect(read({ SANDBOX_IDLE_TIMEOUT_SECONDS: "600", SANDBOX_MAX_LIFETIME_SECONDS: "7200" })).toMatchObject({
+      SANDBOX_IDLE_TIMEOUT_SECONDS: 600,
+      SANDBOX_MAX_LIFETIME_SECONDS: 7200,
+    });
+    expect(read({ SANDBOX_IDLE_TIMEOUT_SECONDS: "0" })).toMatchObject({
+      code: "config_invalid",
+      details: { variables: ["SANDBOX_IDLE_TIMEOUT_SECONDS"] },
+    });
+    expect(read({ SANDBOX_MAX_LIFETIME_SECONDS: "a day" })).toMatchObject({
+      code: "config_invalid",
+      details: { variables: ["SANDBOX_MAX_LIFETIME_SECONDS"] },
+    });
     expect(read({ SANDBOX_IDLE_TIMEOUT_SECONDS: "7200", SANDBOX_MAX_LIFETIME_SECONDS: "3600" })).toMatchObject({
       code: "config_invalid",
       details: { variables: ["SANDBOX_IDLE_TIMEOUT_SECONDS"] },
@@ -221,7 +246,10 @@ describe("a user stops or deletes their sandbox", () => {
     expect(view.environment).toBeNull();
     expect(view.actions[0]).toMatchObject({ action: "deleted", environmentId: sandboxId });
     // Again: nothing left to delete.
-    expect(await json(await api("/v1/environment", { token, method: "DELETE" }))).toEqual({ deleted: true, environmentId: null });
+    expect(await json(await api("/v1/environment", { token, method: "DELETE" }))).toEqual({
+      deleted: true,
+      environmentId: null,
+    });
 
     const next = await nextTurn(token, cid);
     expect(next.status).toBe("turn.completed");

@@ -11,14 +11,21 @@ import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid } from "./helper
 /** Frames the provider reads and never shows (src/providers/tangle/frames.ts: private and skipped). */
 const NOT_SHOWN = new Set(["connection.established", "execution.started", "native.session.observed"]);
 
-async function typesOf(message: string, answer?: (interaction: { id: string; kind: string }) => Record<string, unknown> | "cancel", who?: { token: string; cid: string }) {
+async function typesOf(
+  message: string,
+  answer?: (interaction: { id: string; kind: string }) => Record<string, unknown> | "cancel",
+  who?: { token: string; cid: string },
+) {
   const token = who?.token ?? (await tokenFor(uid("user")));
   const cid = who?.cid ?? uid("conv");
   const accepted = await json(await sendTurn(token, cid, uid("turn"), message));
   const types = new Set<string>();
   let after = String(accepted.after);
   while (true) {
-    const stream = await collect(await api(`/v1/conversations/${cid}/events`, { token, headers: { "last-event-id": after } }), (e) => isTurnEnd(e) || e.type === "interaction.requested");
+    const stream = await collect(
+      await api(`/v1/conversations/${cid}/events`, { token, headers: { "last-event-id": after } }),
+      (e) => isTurnEnd(e) || e.type === "interaction.requested",
+    );
     for (const frame of stream.frames) if (frame.event) types.add(frame.event);
     after = stream.lastId ?? after;
     const last = stream.events.at(-1)!;
@@ -26,11 +33,16 @@ async function typesOf(message: string, answer?: (interaction: { id: string; kin
     const interaction = last.data.interaction as { id: string; kind: string };
     const reply = answer?.(interaction) ?? "cancel";
     if (reply === "cancel") await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } });
-    else await api(`/v1/conversations/${cid}/interactions/${encodeURIComponent(interaction.id)}`, { token, body: { operationId: uid("op"), ...reply } });
+    else
+      await api(`/v1/conversations/${cid}/interactions/${encodeURIComponent(interaction.id)}`, {
+        token,
+        body: { operationId: uid("op"), ...reply },
+      });
   }
   // A cursor the log never had: the stream says so with stream.reset.
   const ahead = await api(`/v1/conversations/${cid}/events?after=999999`, { token });
-  for (const frame of (await collect(ahead, () => true, { timeoutMs: 3000 }).catch(() => ({ frames: [] }))).frames) if (frame.event) types.add(frame.event);
+  for (const frame of (await collect(ahead, () => true, { timeoutMs: 3000 }).catch(() => ({ frames: [] }))).frames)
+    if (frame.event) types.add(frame.event);
   return types;
 }
 
@@ -43,7 +55,11 @@ async function queueTypes() {
   for (const q of [kept, removed]) await sendTurn(token, cid, q, "queued", { whenBusy: "queue" });
   await api(`/v1/conversations/${cid}/turns/${kept}`, { token, method: "PATCH", body: { message: "edited" } });
   await api(`/v1/conversations/${cid}/turns/${removed}`, { token, method: "DELETE" });
-  const stream = await collect(await api(`/v1/conversations/${cid}/events`, { token }), (e) => isTurnEnd(e) && e.turnId === kept, { timeoutMs: 15_000 });
+  const stream = await collect(
+    await api(`/v1/conversations/${cid}/events`, { token }),
+    (e) => isTurnEnd(e) && e.turnId === kept,
+    { timeoutMs: 15_000 },
+  );
   return new Set(stream.frames.flatMap((frame) => (frame.event ? [frame.event] : [])));
 }
 
@@ -55,7 +71,11 @@ describe("the page's event names and the server's", () => {
     add(await typesOf("set up [ask]", () => ({ outcome: "accepted", data: { project: "p", framework: "jest" } })));
     add(await typesOf("set up [ask-timeout]"));
     add(await typesOf("run the tests [permission]", () => "cancel"));
-    add(await typesOf("plan it [plan]", (i) => (i.kind === "plan" ? { outcome: "accepted", data: { decision: "approve" } } : "cancel")));
+    add(
+      await typesOf("plan it [plan]", (i) =>
+        i.kind === "plan" ? { outcome: "accepted", data: { decision: "approve" } } : "cancel",
+      ),
+    );
     add(await typesOf("this fails [fail]"));
     add(await typesOf("odd usage [bad-usage]"));
     // A turn after its user's sandbox was deleted says the agent's memory was reset (a `warning`).
@@ -68,7 +88,9 @@ describe("the page's event names and the server's", () => {
     expect(missing).toEqual([]);
     // And the gateway's own names are the ones it emits (budget.exceeded needs a budget: test/budget.test.ts;
     // branch.switched a branch: test/branches.test.ts, which reads it off the stream).
-    const gateway = Object.values(GATEWAY_EVENT).filter((type) => type !== GATEWAY_EVENT.budgetExceeded && type !== GATEWAY_EVENT.branchSwitched);
+    const gateway = Object.values(GATEWAY_EVENT).filter(
+      (type) => type !== GATEWAY_EVENT.budgetExceeded && type !== GATEWAY_EVENT.branchSwitched,
+    );
     expect(gateway.filter((type) => !seen.has(type))).toEqual([]);
   });
 

@@ -15,7 +15,10 @@ describe("the session object survives losing its memory mid-run", () => {
     const turnId = uid("turn");
     const message = "survive an eviction [long] [slow]";
     const accepted = await json(await sendTurn(token, cid, turnId, message));
-    const early = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (_e, all) => all.length >= 5);
+    const early = await collect(
+      await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }),
+      (_e, all) => all.length >= 5,
+    );
     expect(early.events).toHaveLength(5);
 
     // Every object loses its in-memory state (the upstream reader included), as on an eviction.
@@ -25,10 +28,19 @@ describe("the session object survives losing its memory mid-run", () => {
     const stub = env.SESSIONS.get(env.SESSIONS.idFromName(sessionId));
     // The new instance has no reader: the stored control ref is all it has.
     const stored = await runInDurableObject(stub, async (_instance: SessionObject, state) =>
-      state.storage.sql.exec<{ status: string; control_ref: string }>("SELECT status, control_ref FROM turns WHERE turn_id = ?", turnId).one(),
+      state.storage.sql
+        .exec<{ status: string; control_ref: string }>(
+          "SELECT status, control_ref FROM turns WHERE turn_id = ?",
+          turnId,
+        )
+        .one(),
     );
     expect(stored.status).toBe("running");
-    expect(JSON.parse(stored.control_ref)).toMatchObject({ executionId: accepted.executionId, sessionId, provider: "tangle-sandbox" });
+    expect(JSON.parse(stored.control_ref)).toMatchObject({
+      executionId: accepted.executionId,
+      sessionId,
+      provider: "tangle-sandbox",
+    });
 
     // The watchdog alarm is set while a run is live, and it brings the reader back.
     expect(await runDurableObjectAlarm(stub)).toBe(true);
@@ -37,8 +49,10 @@ describe("the session object survives losing its memory mid-run", () => {
     let status = "running";
     while (status === "running" && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 50));
-      status = await runInDurableObject(stub, (_i: SessionObject, state) =>
-        state.storage.sql.exec<{ status: string }>("SELECT status FROM turns WHERE turn_id = ?", turnId).one().status,
+      status = await runInDurableObject(
+        stub,
+        (_i: SessionObject, state) =>
+          state.storage.sql.exec<{ status: string }>("SELECT status FROM turns WHERE turn_id = ?", turnId).one().status,
       );
     }
     expect(status).toBe("completed");

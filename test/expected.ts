@@ -6,10 +6,12 @@ import type { EventEnvelope } from "../src/session/store/records";
  * pure script: what an uninterrupted, undisturbed stream delivers, in order.
  */
 export function expectedUpstream(message: string, executionId: string): Array<{ type: string; key: string }> {
-  return buildScript({ message, executionId, sessionId: "unused", backend: "opencode" })
-    // Private frames never reach a browser; `done` after `result` repeats the receipt and is not logged.
-    .filter((f) => f.type !== "native.session.observed" && f.type !== "done")
-    .map((f) => ({ type: f.type, key: keyOf(f.type, f.data) }));
+  return (
+    buildScript({ message, executionId, sessionId: "unused", backend: "opencode" })
+      // Private frames never reach a browser; `done` after `result` repeats the receipt and is not logged.
+      .filter((f) => f.type !== "native.session.observed" && f.type !== "done")
+      .map((f) => ({ type: f.type, key: keyOf(f.type, f.data) }))
+  );
 }
 
 function keyOf(type: string, data: Record<string, unknown>): string {
@@ -31,7 +33,8 @@ function keyOf(type: string, data: Record<string, unknown>): string {
  */
 export function compacted(events: Array<{ type: string; key: string }>): Array<{ type: string; key: string }> {
   const out: Array<{ type: string; key: string }> = [];
-  const streamedPart = (e: { type: string; key: string }) => (e.type === "message.part.updated" && e.key.endsWith("|") ? e.key.slice(0, e.key.indexOf("|")) : null);
+  const streamedPart = (e: { type: string; key: string }) =>
+    e.type === "message.part.updated" && e.key.endsWith("|") ? e.key.slice(0, e.key.indexOf("|")) : null;
   for (const e of events) {
     const part = streamedPart(e);
     const previous = out.at(-1);
@@ -58,8 +61,16 @@ export function seenUpstream(events: EventEnvelope[], turnId: string): Array<{ t
       if (e.type !== "message.part.updated") return { type: e.type, key: keyOf(e.type, e.data) };
       const part = e.data.part as { id: string; text?: string };
       const delta = e.data.delta as string | undefined;
-      const text = typeof part.text === "string" ? part.text : delta !== undefined ? (texts.get(part.id) ?? "") + delta : texts.get(part.id);
+      const text =
+        typeof part.text === "string"
+          ? part.text
+          : delta !== undefined
+            ? (texts.get(part.id) ?? "") + delta
+            : texts.get(part.id);
       if (text !== undefined) texts.set(part.id, text);
-      return { type: e.type, key: keyOf(e.type, { ...e.data, part: { ...part, ...(text !== undefined ? { text } : {}) } }) };
+      return {
+        type: e.type,
+        key: keyOf(e.type, { ...e.data, part: { ...part, ...(text !== undefined ? { text } : {}) } }),
+      };
     });
 }

@@ -13,7 +13,10 @@ async function runWithFaults(faults: Record<string, unknown>, message: string) {
   // Provision the user's sandbox first so the faults hit the run, not the setup.
   const warm = uid("turn");
   await sendTurn(token, cid, warm, "warm up");
-  const warmed = await collect(await api(`/v1/conversations/${cid}/events`, { token }), (e) => isTurnEnd(e) && e.turnId === warm);
+  const warmed = await collect(
+    await api(`/v1/conversations/${cid}/events`, { token }),
+    (e) => isTurnEnd(e) && e.turnId === warm,
+  );
   await setFaults(faults);
   const before = await counters();
   // Read live, opened before the turn: every frame as it streamed, not as the turn's end compacted
@@ -29,7 +32,10 @@ async function runWithFaults(faults: Record<string, unknown>, message: string) {
 describe("upstream faults: every frame reaches the browser once, and the turn completes", () => {
   it("a stream dropped after N frames is resumed from the last upstream id", async () => {
     const message = "drop test [long]";
-    const { events, accepted, turnId, before, after } = await runWithFaults({ dropStreamAfterFrames: 7, dropStreams: 3 }, message);
+    const { events, accepted, turnId, before, after } = await runWithFaults(
+      { dropStreamAfterFrames: 7, dropStreams: 3 },
+      message,
+    );
     expect(events.at(-1)!.type).toBe("turn.completed");
     expect(seenUpstream(events, turnId)).toEqual(expectedUpstream(message, accepted.executionId));
     // The reader really had to reconnect: the dispatch stream and two replays were severed, the
@@ -46,7 +52,10 @@ describe("upstream faults: every frame reaches the browser once, and the turn co
 
   it("an inclusive replay (an old deployment) after a drop adds nothing twice", async () => {
     const message = "inclusive test [long]";
-    const { events, accepted, turnId, before, after } = await runWithFaults({ inclusiveReplay: true, dropStreamAfterFrames: 5, dropStreams: 4 }, message);
+    const { events, accepted, turnId, before, after } = await runWithFaults(
+      { inclusiveReplay: true, dropStreamAfterFrames: 5, dropStreams: 4 },
+      message,
+    );
     expect(events.at(-1)!.type).toBe("turn.completed");
     expect((after["runs.replays"] ?? 0) - (before["runs.replays"] ?? 0)).toBe(4);
     expect(seenUpstream(events, turnId)).toEqual(expectedUpstream(message, accepted.executionId));
@@ -54,7 +63,10 @@ describe("upstream faults: every frame reaches the browser once, and the turn co
 
   it("all three at once", async () => {
     const message = "everything [long]";
-    const { events, accepted, turnId, before, after } = await runWithFaults({ inclusiveReplay: true, repeatFrames: true, dropStreamAfterFrames: 9, dropStreams: 5 }, message);
+    const { events, accepted, turnId, before, after } = await runWithFaults(
+      { inclusiveReplay: true, repeatFrames: true, dropStreamAfterFrames: 9, dropStreams: 5 },
+      message,
+    );
     expect(events.at(-1)!.type).toBe("turn.completed");
     expect((after["runs.replays"] ?? 0) - (before["runs.replays"] ?? 0)).toBe(5);
     expect(seenUpstream(events, turnId)).toEqual(expectedUpstream(message, accepted.executionId));
@@ -72,12 +84,22 @@ describe("upstream faults: every frame reaches the browser once, and the turn co
 
   it("invalid and oversized frames are reported as warnings naming the problem; the turn still completes", async () => {
     const { events } = await runWithFaults(
-      { corruptFrames: [{ id: 4, kind: "not_json" }, { id: 6, kind: "invalid" }, { id: 8, kind: "oversize" }] },
+      {
+        corruptFrames: [
+          { id: 4, kind: "not_json" },
+          { id: 6, kind: "invalid" },
+          { id: 8, kind: "oversize" },
+        ],
+      },
       "broken frames",
     );
     const warnings = events.filter((e) => e.type === "warning").map((e) => e.data);
     expect(warnings).toEqual([
-      expect.objectContaining({ code: "invalid_upstream_frame", upstreamEventId: "4", message: expect.stringContaining("is not JSON") }),
+      expect.objectContaining({
+        code: "invalid_upstream_frame",
+        upstreamEventId: "4",
+        message: expect.stringContaining("is not JSON"),
+      }),
       expect.objectContaining({ code: "invalid_upstream_frame", upstreamEventId: "6" }),
       expect.objectContaining({ code: "frame_too_large", upstreamEventId: "8" }),
     ]);

@@ -8,8 +8,15 @@ import { ProviderError } from "../src/providers/errors";
 export const BASE = "http://127.0.0.1:8787";
 const testEnv = env as unknown as Record<string, string>;
 
-export async function tokenFor(user: string, options: { secret?: string; audience?: string; expiresAt?: number | string; issuedAt?: number } = {}): Promise<string> {
-  let jwt = new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject(user).setIssuedAt(options.issuedAt).setExpirationTime(options.expiresAt ?? "1h");
+export async function tokenFor(
+  user: string,
+  options: { secret?: string; audience?: string; expiresAt?: number | string; issuedAt?: number } = {},
+): Promise<string> {
+  let jwt = new SignJWT({})
+    .setProtectedHeader({ alg: "HS256" })
+    .setSubject(user)
+    .setIssuedAt(options.issuedAt)
+    .setExpirationTime(options.expiresAt ?? "1h");
   const audience = options.audience ?? testEnv.AUTH_AUDIENCE;
   if (audience) jwt = jwt.setAudience(audience);
   return jwt.sign(new TextEncoder().encode(options.secret ?? testEnv.AUTH_JWT_SECRET));
@@ -36,7 +43,12 @@ export function api(path: string, options: ApiOptions = {}): Promise<Response> {
   return SELF.fetch(`${BASE}${path}`, {
     method: options.method ?? (options.body !== undefined ? "POST" : "GET"),
     headers,
-    body: options.body === undefined ? undefined : typeof options.body === "string" ? options.body : JSON.stringify(options.body),
+    body:
+      options.body === undefined
+        ? undefined
+        : typeof options.body === "string"
+          ? options.body
+          : JSON.stringify(options.body),
   });
 }
 
@@ -92,7 +104,11 @@ export async function collect(
   const decoder = frameDecoder();
   try {
     const iterator = readSseFrames(body);
-    const timeout = new Promise<never>((_, reject) => abort.signal.addEventListener("abort", () => reject(new Error(`timed out after ${events.length} events: ${events.map((e) => e.type).join(",")}`))));
+    const timeout = new Promise<never>((_, reject) =>
+      abort.signal.addEventListener("abort", () =>
+        reject(new Error(`timed out after ${events.length} events: ${events.map((e) => e.type).join(",")}`)),
+      ),
+    );
     while (true) {
       const next = await Promise.race([iterator.next(), timeout]);
       if (next.done) break;
@@ -101,7 +117,9 @@ export async function collect(
       if (frame.id !== undefined) {
         if (lastId !== undefined && !(Number(frame.id) > Number(lastId))) {
           await iterator.return(undefined);
-          throw new Error(`event id ${frame.id} after ${lastId}: an SSE stream's ids must increase (a duplicate or an inclusive cursor)`);
+          throw new Error(
+            `event id ${frame.id} after ${lastId}: an SSE stream's ids must increase (a duplicate or an inclusive cursor)`,
+          );
         }
         lastId = frame.id;
       }
@@ -124,9 +142,16 @@ export async function collect(
   return { frames, events, lastId };
 }
 
-export const isTurnEnd = (e: EventEnvelope) => e.type === "turn.completed" || e.type === "turn.failed" || e.type === "turn.cancelled";
+export const isTurnEnd = (e: EventEnvelope) =>
+  e.type === "turn.completed" || e.type === "turn.failed" || e.type === "turn.cancelled";
 
-export async function sendTurn(token: string, cid: string, turnId: string, message: string, extra: Record<string, unknown> = {}): Promise<Response> {
+export async function sendTurn(
+  token: string,
+  cid: string,
+  turnId: string,
+  message: string,
+  extra: Record<string, unknown> = {},
+): Promise<Response> {
   return api(`/v1/conversations/${cid}/turns`, { token, body: { turnId, message, ...extra } });
 }
 
@@ -157,7 +182,10 @@ export async function upstream(method: "GET" | "POST" | "DELETE", path: string, 
   const stub = env.SANDBOX_EMULATOR!.get(env.SANDBOX_EMULATOR!.idFromName("default"));
   return stub.fetch(`http://sandbox-emulator.local${path}`, {
     method,
-    headers: { authorization: "Bearer another-process", ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+    headers: {
+      authorization: "Bearer another-process",
+      ...(body !== undefined ? { "content-type": "application/json" } : {}),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
 }

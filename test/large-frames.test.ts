@@ -13,7 +13,7 @@ const OUTPUT_BYTES = 1_046_000;
 
 const toolOutput = (events: Array<{ type: string; data: Record<string, unknown> }>) =>
   events
-    .map((e) => (e.data.part as { type?: string; state?: { status?: string; output?: string } } | undefined))
+    .map((e) => e.data.part as { type?: string; state?: { status?: string; output?: string } } | undefined)
     .find((p) => p?.type === "tool" && p.state?.status === "completed")?.state?.output;
 
 describe("a frame at the size bound", () => {
@@ -36,14 +36,20 @@ describe("a frame at the size bound", () => {
     expect(toolOutput(seenLive.events)?.length).toBe(OUTPUT_BYTES);
     expect(seenLive.events.some((e) => e.type === "warning")).toBe(false);
     // A replay from the start: its first page holds the big event and the ones before it (> 1 MiB).
-    const replay = await collect(await api(`/v1/conversations/${cid}/events?after=0`, { token }), (e) => isTurnEnd(e) && e.turnId === turnId, { timeoutMs: 10_000 });
+    const replay = await collect(
+      await api(`/v1/conversations/${cid}/events?after=0`, { token }),
+      (e) => isTurnEnd(e) && e.turnId === turnId,
+      { timeoutMs: 10_000 },
+    );
     // The same events less the deltas the turn's end compacted.
     const kept = replay.events.filter((e) => e.turnId === turnId).map((e) => e.seq);
     expect(kept.length).toBeGreaterThan(5);
     expect(seenLive.events.map((e) => e.seq).filter((seq) => kept.includes(seq))).toEqual(kept);
     const big = replay.events.filter((e) => e.turnId === turnId);
     expect(toolOutput(big)?.length).toBe(OUTPUT_BYTES);
-    const frameBytes = replay.events.filter((e) => e.seq <= big.find((x) => toolOutput([x]))!.seq).reduce((n, e) => n + JSON.stringify(e).length, 0);
+    const frameBytes = replay.events
+      .filter((e) => e.seq <= big.find((x) => toolOutput([x]))!.seq)
+      .reduce((n, e) => n + JSON.stringify(e).length, 0);
     expect(frameBytes).toBeGreaterThan(1024 * 1024);
   });
 });

@@ -24,10 +24,17 @@ describe("a log trimmed into a turn", () => {
     const { messages } = await json(await api(`/v1/conversations/${cid}/messages`, { token }));
     const after = messages[1];
     // The first turn's events are (partly) gone from the log, its message is not.
-    expect(after.parts.map((p: { type: string; id: string }) => `${p.type}:${p.id}`)).toEqual(before.parts.map((p: { type: string; id: string }) => `${p.type}:${p.id}`));
+    expect(after.parts.map((p: { type: string; id: string }) => `${p.type}:${p.id}`)).toEqual(
+      before.parts.map((p: { type: string; id: string }) => `${p.type}:${p.id}`),
+    );
     expect(after.parts.some((p: { type: string }) => p.type === "reasoning")).toBe(true);
     expect(after.parts.some((p: { type: string }) => p.type === "tool")).toBe(true);
-    expect(after.parts.filter((p: { type: string }) => p.type === "text").map((p: { text: string }) => p.text).join("\n\n")).toBe(after.text);
+    expect(
+      after.parts
+        .filter((p: { type: string }) => p.type === "text")
+        .map((p: { text: string }) => p.text)
+        .join("\n\n"),
+    ).toBe(after.text);
     const summary = await json(await api(`/v1/conversations/${cid}`, { token }));
     expect(summary.lastEventId).toBeGreaterThan(30);
   });
@@ -61,7 +68,11 @@ describe("an upstream body that goes silent (UPSTREAM_IDLE_TIMEOUT_MS=250)", () 
     const turnId = uid("turn");
     const message = "stalled once";
     const accepted = await json(await sendTurn(token, cid, turnId, message));
-    const events = (await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd, { timeoutMs: 8000 })).events;
+    const events = (
+      await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd, {
+        timeoutMs: 8000,
+      })
+    ).events;
     expect(events.at(-1)!.type).toBe("turn.completed");
     expect(new Set(events.map((e) => e.seq)).size).toBe(events.length);
     expect(seenUpstream(events, turnId)).toEqual(expectedUpstream(message, accepted.executionId));
@@ -76,7 +87,10 @@ describe("per-user rate limits", () => {
     const limited = await sendTurn(token, uid("conv"), uid("turn"), "one too many");
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
-    expect((await json(limited)).error).toMatchObject({ code: "rate_limited", details: { kind: "turn", perMinute: 4 } });
+    expect((await json(limited)).error).toMatchObject({
+      code: "rate_limited",
+      details: { kind: "turn", perMinute: 4 },
+    });
     expect((await sendTurn(await tokenFor(uid("user")), uid("conv"), uid("turn"), "someone else")).status).toBe(202);
   });
 
@@ -93,7 +107,8 @@ describe("per-user rate limits", () => {
     for (const res of await Promise.all(malformed)) expect(res.status).toBeGreaterThanOrEqual(400);
     for (let i = 0; i < 4; i++) expect((await sendTurn(token, uid("conv"), uid("turn"), "hi")).status).toBe(202);
     expect((await sendTurn(token, uid("conv"), uid("turn"), "one too many")).status).toBe(429);
-    for (let i = 0; i < 8; i++) expect((await api(`/v1/conversations/${cid}/events?after=nope`, { token })).status).toBe(400);
+    for (let i = 0; i < 8; i++)
+      expect((await api(`/v1/conversations/${cid}/events?after=nope`, { token })).status).toBe(400);
     for (let i = 0; i < 6; i++) {
       const res = await api(`/v1/conversations/${cid}/events`, { token });
       expect(res.status).toBe(200);
@@ -125,16 +140,29 @@ describe("per-user rate limits", () => {
     for (let i = 0; i < 5; i++) {
       expect(await send(busy, uid("turn"), "while it runs")).toEqual({ status: 409, code: "session_busy" });
       expect(await send(busy, held, "other content, same id")).toEqual({ status: 409, code: "turn_conflict" });
-      expect(await send(uid("conv"), uid("turn"), "after nothing", { parentTurnId: "no-such-turn" })).toEqual({ status: 404, code: "turn_not_found" });
-      expect(await send(uid("conv"), uid("turn"), "ask me", { interactions: { "vendor.telepathy": true } })).toEqual({ status: 400, code: "interaction_kind_unsupported" });
+      expect(await send(uid("conv"), uid("turn"), "after nothing", { parentTurnId: "no-such-turn" })).toEqual({
+        status: 404,
+        code: "turn_not_found",
+      });
+      expect(await send(uid("conv"), uid("turn"), "ask me", { interactions: { "vendor.telepathy": true } })).toEqual({
+        status: 400,
+        code: "interaction_kind_unsupported",
+      });
       expect(await send(done, finished, "hi")).toEqual({ status: 200, code: undefined });
       expect(await send(busy, held, "hold on [ask]")).toEqual({ status: 202, code: undefined });
       expect(await send(busy, queued, "after it", { whenBusy: "queue" })).toEqual({ status: 202, code: undefined });
       const chat = await api("/v1/chat", {
         token,
-        body: { id: busy, trigger: "submit-message", messages: [{ id: uid("m"), role: "user", parts: [{ type: "text", text: "via the AI SDK, while it runs" }] }] },
+        body: {
+          id: busy,
+          trigger: "submit-message",
+          messages: [{ id: uid("m"), role: "user", parts: [{ type: "text", text: "via the AI SDK, while it runs" }] }],
+        },
       });
-      expect({ status: chat.status, code: (await json(chat)).error?.code }).toEqual({ status: 409, code: "session_busy" });
+      expect({ status: chat.status, code: (await json(chat)).error?.code }).toEqual({
+        status: 409,
+        code: "session_busy",
+      });
     }
     // The fourth place is still there, and the fifth is not.
     expect(await send(uid("conv"), uid("turn"), "the fourth")).toEqual({ status: 202, code: undefined });

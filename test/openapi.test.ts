@@ -19,8 +19,19 @@ import {
   TurnViewSchema,
 } from "../src/schemas/api";
 import { UiMessagesSchema } from "../src/ai-sdk/request";
-import { AccountAnswer, AccountDeletion, EnvironmentAnswer, EnvironmentDeleteAnswer, EnvironmentStopAnswer } from "../src/schemas/environment";
-import { WebhookDeliveriesAnswer, WebhookEndpointView, WebhookListAnswer, WebhookSecretAnswer } from "../src/schemas/webhooks";
+import {
+  AccountAnswer,
+  AccountDeletion,
+  EnvironmentAnswer,
+  EnvironmentDeleteAnswer,
+  EnvironmentStopAnswer,
+} from "../src/schemas/environment";
+import {
+  WebhookDeliveriesAnswer,
+  WebhookEndpointView,
+  WebhookListAnswer,
+  WebhookSecretAnswer,
+} from "../src/schemas/webhooks";
 import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
 
 /** The body matches its documented schema exactly: valid, and with no field the schema does not name. */
@@ -33,17 +44,43 @@ async function documented<S extends z.ZodType>(schema: S, response: Response): P
 }
 
 /** The local-development helpers left out of the document, each saying why in its declaration (src/http/routes/dev.ts). */
-const LOCAL_ONLY = ["ALL /_emulator/*", "POST /v1/conversations/{cid}/dev/drop-streams", "GET /v1/conversations/{cid}/dev/object"];
+const LOCAL_ONLY = [
+  "ALL /_emulator/*",
+  "POST /v1/conversations/{cid}/dev/drop-streams",
+  "GET /v1/conversations/{cid}/dev/object",
+];
 
 describe("the OpenAPI document matches what the routes answer", () => {
   it("names every route the app serves (walking the app's own route table), and none it does not", async () => {
-    const served = new Set(inspectRoutes(app).filter((route) => !route.isMiddleware).map((route) => `${route.method} ${route.path.replace(/:([A-Za-z0-9_]+)/g, "{$1}")}`));
+    const served = new Set(
+      inspectRoutes(app)
+        .filter((route) => !route.isMiddleware)
+        .map((route) => `${route.method} ${route.path.replace(/:([A-Za-z0-9_]+)/g, "{$1}")}`),
+    );
     const doc = await json(await api("/openapi.json"));
-    const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`));
-    expect([...served].filter((route) => !documented.includes(route) && !LOCAL_ONLY.includes(route)), "served but not documented").toEqual([]);
-    expect(documented.filter((route) => !served.has(route)), "documented but not served").toEqual([]);
-    expect(LOCAL_ONLY.filter((route) => !served.has(route)), "no longer served: take it off LOCAL_ONLY").toEqual([]);
-    expect(documented).toEqual(expect.arrayContaining(["GET /healthz", "GET /openapi.json", "POST /v1/conversations/{cid}/turns", "POST /v1/chat"]));
+    const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(
+      ([path, operations]) => Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`),
+    );
+    expect(
+      [...served].filter((route) => !documented.includes(route) && !LOCAL_ONLY.includes(route)),
+      "served but not documented",
+    ).toEqual([]);
+    expect(
+      documented.filter((route) => !served.has(route)),
+      "documented but not served",
+    ).toEqual([]);
+    expect(
+      LOCAL_ONLY.filter((route) => !served.has(route)),
+      "no longer served: take it off LOCAL_ONLY",
+    ).toEqual([]);
+    expect(documented).toEqual(
+      expect.arrayContaining([
+        "GET /healthz",
+        "GET /openapi.json",
+        "POST /v1/conversations/{cid}/turns",
+        "POST /v1/chat",
+      ]),
+    );
   });
 
   it("every route's answer parses with its documented schema, with nothing undocumented", async () => {
@@ -53,7 +90,10 @@ describe("the OpenAPI document matches what the routes answer", () => {
     const cid = uid("conv");
     const turnId = uid("turn");
     const accepted = await documented(TurnViewSchema, await sendTurn(token, cid, turnId, "hello [ask]"));
-    const stream = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (e) => e.type === "interaction.requested");
+    const stream = await collect(
+      await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }),
+      (e) => e.type === "interaction.requested",
+    );
     for (const event of stream.events) expect(EventEnvelopeSchema.parse(event)).toEqual(event);
     const ask = (stream.events.at(-1)!.data as { interaction: { id: string } }).interaction;
     const summary = await documented(ConversationSummarySchema, await api(`/v1/conversations/${cid}`, { token }));
@@ -69,7 +109,10 @@ describe("the OpenAPI document matches what the routes answer", () => {
     await documented(TurnViewSchema, await api(`/v1/conversations/${cid}/turns/${turnId}`, { token }));
     await documented(TurnViewSchema, await sendTurn(token, cid, turnId, "hello [ask]"));
     await documented(ConversationListSchema, await api("/v1/conversations", { token }));
-    await documented(ConversationEntrySchema, await api(`/v1/conversations/${cid}`, { token, method: "PATCH", body: { title: "Renamed" } }));
+    await documented(
+      ConversationEntrySchema,
+      await api(`/v1/conversations/${cid}`, { token, method: "PATCH", body: { title: "Renamed" } }),
+    );
     await documented(MessagesSchema, await api(`/v1/conversations/${cid}/messages`, { token }));
     await documented(UiMessagesSchema, await api(`/v1/chat/${cid}/messages`, { token }));
     await documented(ConversationUsageSchema, await api(`/v1/conversations/${cid}/usage`, { token }));
@@ -78,13 +121,25 @@ describe("the OpenAPI document matches what the routes answer", () => {
     await sendTurn(token, cid, slow, "a long job [slow] [long]");
     // Queued turns: the queued answer, the summary's queue, an edit, a removal, the queue cleared.
     const [q1, q2] = [uid("q"), uid("q")];
-    for (const q of [q1, q2]) await documented(TurnViewSchema, await sendTurn(token, cid, q, "wait", { whenBusy: "queue" }));
-    expect((await documented(ConversationSummarySchema, await api(`/v1/conversations/${cid}`, { token }))).queue).toHaveLength(2);
-    await documented(TurnViewSchema, await api(`/v1/conversations/${cid}/turns/${q1}`, { token, method: "PATCH", body: { message: "edited" } }));
+    for (const q of [q1, q2])
+      await documented(TurnViewSchema, await sendTurn(token, cid, q, "wait", { whenBusy: "queue" }));
+    expect(
+      (await documented(ConversationSummarySchema, await api(`/v1/conversations/${cid}`, { token }))).queue,
+    ).toHaveLength(2);
+    await documented(
+      TurnViewSchema,
+      await api(`/v1/conversations/${cid}/turns/${q1}`, { token, method: "PATCH", body: { message: "edited" } }),
+    );
     await documented(TurnViewSchema, await api(`/v1/conversations/${cid}/turns/${q1}`, { token, method: "DELETE" }));
     await documented(TurnViewSchema, await api(`/v1/conversations/${cid}/turns/${q1}`, { token }));
-    expect((await documented(QueueClearedAnswer, await api(`/v1/conversations/${cid}/queue`, { token, method: "DELETE" }))).removed).toEqual([q2]);
-    await documented(CancelAckSchema, await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } }));
+    expect(
+      (await documented(QueueClearedAnswer, await api(`/v1/conversations/${cid}/queue`, { token, method: "DELETE" })))
+        .removed,
+    ).toEqual([q2]);
+    await documented(
+      CancelAckSchema,
+      await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } }),
+    );
     await waitForTurn(token, cid, slow);
     await documented(DeletedAnswer, await api(`/v1/conversations/${cid}`, { token, method: "DELETE" }));
   });
@@ -104,7 +159,11 @@ describe("the OpenAPI document matches what the routes answer", () => {
     await documented(AccountAnswer, await api("/v1/me", { token }));
     // The account gate's answers are documented on every authenticated route but the account's own.
     const doc = await json(await api("/openapi.json"));
-    for (const [path, method] of [["/v1/conversations", "get"], ["/v1/conversations/{cid}/events", "get"], ["/v1/environment", "get"]] as const) {
+    for (const [path, method] of [
+      ["/v1/conversations", "get"],
+      ["/v1/conversations/{cid}/events", "get"],
+      ["/v1/environment", "get"],
+    ] as const) {
       expect(Object.keys(doc.paths[path][method].responses)).toEqual(expect.arrayContaining(["409", "410"]));
     }
     expect(Object.keys(doc.paths["/v1/me"].delete.responses)).not.toContain("410");
@@ -112,7 +171,10 @@ describe("the OpenAPI document matches what the routes answer", () => {
 
   it("the webhook routes' answers parse with their documented schemas", async () => {
     const token = await tokenFor(uid("user"));
-    const created = await documented(WebhookSecretAnswer, await api("/v1/webhooks", { token, body: { url: "http://127.0.0.1:9/hook", events: ["turn.completed"] } }));
+    const created = await documented(
+      WebhookSecretAnswer,
+      await api("/v1/webhooks", { token, body: { url: "http://127.0.0.1:9/hook", events: ["turn.completed"] } }),
+    );
     await documented(WebhookListAnswer, await api("/v1/webhooks", { token }));
     await documented(WebhookEndpointView, await api(`/v1/webhooks/${created.id}`, { token }));
     await documented(WebhookSecretAnswer, await api(`/v1/webhooks/${created.id}/rotate-secret`, { token, body: {} }));
@@ -153,7 +215,15 @@ describe("the OpenAPI document matches what the routes answer", () => {
     const text = JSON.stringify(doc.paths);
     const refs = [...text.matchAll(/#\/components\/schemas\/([A-Za-z]+)/g)].map((m) => m[1]!);
     for (const id of new Set(refs)) expect(doc.components.schemas, id).toHaveProperty(id);
-    for (const path of ["/v1/chat", "/v1/chat/{cid}/stream", "/v1/chat/{cid}/messages", "/v1/webhooks", "/v1/webhooks/{id}", "/v1/webhooks/{id}/rotate-secret", "/v1/webhooks/{id}/deliveries"]) {
+    for (const path of [
+      "/v1/chat",
+      "/v1/chat/{cid}/stream",
+      "/v1/chat/{cid}/messages",
+      "/v1/webhooks",
+      "/v1/webhooks/{id}",
+      "/v1/webhooks/{id}/rotate-secret",
+      "/v1/webhooks/{id}/deliveries",
+    ]) {
       expect(doc.paths, path).toHaveProperty([path]);
     }
   });

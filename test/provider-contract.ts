@@ -8,7 +8,13 @@
  */
 import { describe, expect, it } from "vitest";
 import type { AgentProvider, DispatchInput, EnvironmentRecord, ProviderEvent } from "../src/providers/provider";
-import { emptyExecutionUsage, executionView, foldReceipt, foldUsage, type ExecutionUsageState } from "../src/usage/usage-fold";
+import {
+  emptyExecutionUsage,
+  executionView,
+  foldReceipt,
+  foldUsage,
+  type ExecutionUsageState,
+} from "../src/usage/usage-fold";
 import type { AgentExactRunControlRef } from "../src/schemas/contracts";
 import { uid, upstreamRejection as rejection } from "./helpers";
 
@@ -70,10 +76,16 @@ async function settledResult(provider: AgentProvider, ref: AgentExactRunControlR
 /** The events a reader keeps when it drops any id it has seen (what the session does). */
 function distinct(events: ProviderEvent[]): ProviderEvent[] {
   const seen = new Set<string>();
-  return events.filter((e) => e.upstreamId === undefined || (!seen.has(e.upstreamId) && seen.add(e.upstreamId) !== undefined));
+  return events.filter(
+    (e) => e.upstreamId === undefined || (!seen.has(e.upstreamId) && seen.add(e.upstreamId) !== undefined),
+  );
 }
 
-export function providerContract(name: string, makePeer: () => ContractPeer | Promise<ContractPeer>, options: { interactions: boolean } = { interactions: true }): void {
+export function providerContract(
+  name: string,
+  makePeer: () => ContractPeer | Promise<ContractPeer>,
+  options: { interactions: boolean } = { interactions: true },
+): void {
   describe(`provider contract: ${name}`, () => {
     async function start(message: string, peer?: ContractPeer, interactions?: Record<string, boolean>) {
       const p = peer ?? (await makePeer());
@@ -117,7 +129,8 @@ export function providerContract(name: string, makePeer: () => ContractPeer | Pr
       const result = await settledResult(peer.provider, ref);
       expect(result?.status).toBe("completed");
       // Where both say what the answer was, they agree (a bridge's run snapshot holds no text).
-      if (terminal.kind === "terminal" && terminal.text !== undefined && result?.text !== undefined) expect(result.text).toBe(terminal.text);
+      if (terminal.kind === "terminal" && terminal.text !== undefined && result?.text !== undefined)
+        expect(result.text).toBe(terminal.text);
     });
 
     it("replays strictly after a cursor: the suffix of the whole stream, nothing before it", async () => {
@@ -125,7 +138,9 @@ export function providerContract(name: string, makePeer: () => ContractPeer | Pr
       const all = distinct(await readEvents(peer.provider, ref)).filter((e) => e.upstreamId !== undefined);
       expect(all.length).toBeGreaterThan(4);
       const cut = all[2]!.upstreamId!;
-      const rest = distinct(await readEvents(peer.provider, ref, { after: cut })).filter((e) => e.upstreamId !== undefined);
+      const rest = distinct(await readEvents(peer.provider, ref, { after: cut })).filter(
+        (e) => e.upstreamId !== undefined,
+      );
       expect(rest.map((e) => e.upstreamId)).toEqual(all.slice(3).map((e) => e.upstreamId));
       expect(rest).toEqual(all.slice(3));
     });
@@ -183,47 +198,71 @@ export function providerContract(name: string, makePeer: () => ContractPeer | Pr
       expect(["not_live", "cancelled"]).toContain((await peer.provider.cancel(ref)).effect);
     });
 
-    it.skipIf(!options.interactions)("answers an interaction once: the same answer again is already resolved, another is refused", async () => {
-      const peer = await makePeer();
-      const { ref, input, environment } = await start(peer.messages.ask, peer, peer.askInteractions);
-      expect((await peer.provider.claimsFor(environment)).interactions).toBe(true);
-      const events = await readEvents(peer.provider, ref, { until: (e) => e.kind === "interaction.requested" });
-      const asked = events.at(-1)!;
-      if (asked.kind !== "interaction.requested") throw new Error(`expected an ask, got ${asked.kind}`);
-      const binding = {
-        runId: ref.runId,
-        provider: ref.provider,
-        environmentId: ref.environmentId,
-        sessionId: input.sessionId,
-        executionId: ref.executionId,
-        interactionId: asked.request.id,
-      };
-      const command = (data: Record<string, unknown>, operationId = uid("op")) => ({
-        operationId,
-        binding,
-        commandDigest: `sha256:${"a".repeat(64)}` as const,
-        request: asked.request,
-        outcome: "accepted" as const,
-        data,
-      });
-      expect(await peer.provider.respondToInteraction(ref, command(peer.answers.first))).toMatchObject({ status: "accepted" });
-      expect((await peer.provider.respondToInteraction(ref, command(peer.answers.first))).status).toBe("already_resolved_same");
-      expect((await peer.provider.respondToInteraction(ref, command(peer.answers.other))).status).toBe("already_resolved_different");
-      const rest = await readEvents(peer.provider, ref, { after: asked.upstreamId });
-      expect(rest.at(-1)).toMatchObject({ kind: "terminal", status: "completed" });
-    });
+    it.skipIf(!options.interactions)(
+      "answers an interaction once: the same answer again is already resolved, another is refused",
+      async () => {
+        const peer = await makePeer();
+        const { ref, input, environment } = await start(peer.messages.ask, peer, peer.askInteractions);
+        expect((await peer.provider.claimsFor(environment)).interactions).toBe(true);
+        const events = await readEvents(peer.provider, ref, { until: (e) => e.kind === "interaction.requested" });
+        const asked = events.at(-1)!;
+        if (asked.kind !== "interaction.requested") throw new Error(`expected an ask, got ${asked.kind}`);
+        const binding = {
+          runId: ref.runId,
+          provider: ref.provider,
+          environmentId: ref.environmentId,
+          sessionId: input.sessionId,
+          executionId: ref.executionId,
+          interactionId: asked.request.id,
+        };
+        const command = (data: Record<string, unknown>, operationId = uid("op")) => ({
+          operationId,
+          binding,
+          commandDigest: `sha256:${"a".repeat(64)}` as const,
+          request: asked.request,
+          outcome: "accepted" as const,
+          data,
+        });
+        expect(await peer.provider.respondToInteraction(ref, command(peer.answers.first))).toMatchObject({
+          status: "accepted",
+        });
+        expect((await peer.provider.respondToInteraction(ref, command(peer.answers.first))).status).toBe(
+          "already_resolved_same",
+        );
+        expect((await peer.provider.respondToInteraction(ref, command(peer.answers.other))).status).toBe(
+          "already_resolved_different",
+        );
+        const rest = await readEvents(peer.provider, ref, { after: asked.upstreamId });
+        expect(rest.at(-1)).toMatchObject({ kind: "terminal", status: "completed" });
+      },
+    );
 
     it("maps its errors: a busy session, a cursor ahead of the run, an environment that is gone", async () => {
       const peer = await makePeer();
       const { ref, input } = await start(peer.messages.slow, peer);
       if (peer.refusesBusySession) {
-        const busy = await rejection(peer.provider.dispatch({ ...input, turnId: uid("turn"), executionId: uid("exe"), message: peer.messages.plain, previous: ref }));
+        const busy = await rejection(
+          peer.provider.dispatch({
+            ...input,
+            turnId: uid("turn"),
+            executionId: uid("exe"),
+            message: peer.messages.plain,
+            previous: ref,
+          }),
+        );
         expect(busy.code).toBe("session_busy");
       }
       const ahead = await rejection(readEvents(peer.provider, ref, { after: "999999" }));
       expect(ahead.code).toBe("cursor_ahead");
       if (peer.environmentsCanVanish) {
-        const gone = await rejection(peer.provider.dispatch({ ...input, environmentId: uid("missing-env"), turnId: uid("turn"), executionId: uid("exe") }));
+        const gone = await rejection(
+          peer.provider.dispatch({
+            ...input,
+            environmentId: uid("missing-env"),
+            turnId: uid("turn"),
+            executionId: uid("exe"),
+          }),
+        );
         expect(gone.code).toBe("environment_gone");
       }
       await peer.provider.cancel(ref);

@@ -4,7 +4,19 @@ import { afterEach, describe, expect, it } from "vitest";
 import { readConfig } from "../src/config";
 import { createProvider } from "../src/providers";
 import type { TangleProvider } from "../src/providers/tangle/provider";
-import { api, counters, emulator, json, sendTurn, setFaults, tokenFor, uid, upstream, upstreamRejection, waitForTurn } from "./helpers";
+import {
+  api,
+  counters,
+  emulator,
+  json,
+  sendTurn,
+  setFaults,
+  tokenFor,
+  uid,
+  upstream,
+  upstreamRejection,
+  waitForTurn,
+} from "./helpers";
 
 const provider = () => createProvider(readConfig(env), env) as TangleProvider;
 
@@ -18,14 +30,18 @@ describe("the Tangle provider's environment (one sandbox per user)", () => {
     // Its filesystem stays transitioning until the test moves the sandbox's clock past the lag.
     await setFaults({ readinessLagMs: 600_000 });
     const owner = uid("owner");
-    const listed = async () => new Set<string>((await json(await upstream("GET", "/v1/sandboxes?limit=1000"))).sandboxes.map((s: { id: string }) => s.id));
+    const listed = async () =>
+      new Set<string>(
+        (await json(await upstream("GET", "/v1/sandboxes?limit=1000"))).sandboxes.map((s: { id: string }) => s.id),
+      );
     const earlier = await listed();
     const before = await counters();
     let handedOver = false;
     const ensuring = provider()
       .ensureEnvironment({ ownerKey: owner, known: null })
       .finally(() => (handedOver = true));
-    const gets = async () => ((await counters())["requests.sandboxes.get"] ?? 0) - (before["requests.sandboxes.get"] ?? 0);
+    const gets = async () =>
+      ((await counters())["requests.sandboxes.get"] ?? 0) - (before["requests.sandboxes.get"] ?? 0);
     for (let i = 0; (await gets()) < 3; i++) {
       if (i > 500) throw new Error("the provider did not poll the sandbox");
       await new Promise((r) => setTimeout(r, 10));
@@ -38,7 +54,11 @@ describe("the Tangle provider's environment (one sandbox per user)", () => {
     const { record, outcome } = await ensuring;
     expect(outcome).toBe("created");
     expect(record.environmentId).toBe(created[0]);
-    const sandbox = await json(await env.SANDBOX_EMULATOR!.get(env.SANDBOX_EMULATOR!.idFromName("default")).fetch(`http://e/_emulator/sandboxes/${record.environmentId}`));
+    const sandbox = await json(
+      await env
+        .SANDBOX_EMULATOR!.get(env.SANDBOX_EMULATOR!.idFromName("default"))
+        .fetch(`http://e/_emulator/sandboxes/${record.environmentId}`),
+    );
     expect(sandbox.idempotencyKey).toBe(`${owner}:g1`);
     expect(sandbox.body.backend).toEqual({ type: "opencode" });
     // Ready means running AND a ready filesystem: it polled through the transitioning phase.
@@ -101,7 +121,13 @@ describe("the Tangle provider's dispatch", () => {
     const { record } = await p.ensureEnvironment({ ownerKey: uid("owner"), known: null });
     await setFaults({ admitWrongExecutionId: true });
     const err = await upstreamRejection(
-      p.dispatch({ environmentId: record.environmentId, sessionId: uid("s"), turnId: "t1", executionId: uid("exe"), message: "hi" }),
+      p.dispatch({
+        environmentId: record.environmentId,
+        sessionId: uid("s"),
+        turnId: "t1",
+        executionId: uid("exe"),
+        message: "hi",
+      }),
     );
     expect(err.code).toBe("admission_mismatch");
   });
@@ -110,24 +136,55 @@ describe("the Tangle provider's dispatch", () => {
     const p = provider();
     const { record } = await p.ensureEnvironment({ ownerKey: uid("owner"), known: null });
     const sessionId = uid("s");
-    await p.dispatch({ environmentId: record.environmentId, sessionId, turnId: "t1", executionId: uid("exe"), message: "long [slow]" });
-    const err = await upstreamRejection(p.dispatch({ environmentId: record.environmentId, sessionId, turnId: "t2", executionId: uid("exe"), message: "second" }));
+    await p.dispatch({
+      environmentId: record.environmentId,
+      sessionId,
+      turnId: "t1",
+      executionId: uid("exe"),
+      message: "long [slow]",
+    });
+    const err = await upstreamRejection(
+      p.dispatch({
+        environmentId: record.environmentId,
+        sessionId,
+        turnId: "t2",
+        executionId: uid("exe"),
+        message: "second",
+      }),
+    );
     expect(err).toMatchObject({ status: 409, code: "session_busy" });
     // Another session in the same sandbox runs side by side.
-    const other = await p.dispatch({ environmentId: record.environmentId, sessionId: uid("s"), turnId: "t1", executionId: uid("exe"), message: "parallel" });
+    const other = await p.dispatch({
+      environmentId: record.environmentId,
+      sessionId: uid("s"),
+      turnId: "t1",
+      executionId: uid("exe"),
+      message: "parallel",
+    });
     expect(other.alreadyExisted).toBe(false);
   });
 
   it("is idempotent under the execution id and answers an exact control ref", async () => {
     const p = provider();
     const { record } = await p.ensureEnvironment({ ownerKey: uid("owner"), known: null });
-    const input = { environmentId: record.environmentId, sessionId: uid("s"), turnId: "t1", executionId: uid("exe"), message: "hi" };
+    const input = {
+      environmentId: record.environmentId,
+      sessionId: uid("s"),
+      turnId: "t1",
+      executionId: uid("exe"),
+      message: "hi",
+    };
     const first = await p.dispatch(input);
     const second = await p.dispatch(input);
     expect(first.alreadyExisted).toBe(false);
     expect(second.alreadyExisted).toBe(true);
     expect(second.controlRef).toEqual(first.controlRef);
-    expect(first.controlRef).toMatchObject({ runId: input.executionId, executionId: input.executionId, sessionId: input.sessionId, provider: "tangle-sandbox" });
+    expect(first.controlRef).toMatchObject({
+      runId: input.executionId,
+      executionId: input.executionId,
+      sessionId: input.sessionId,
+      provider: "tangle-sandbox",
+    });
     expect(first.controlRef.requestDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
   });
 });
@@ -136,7 +193,13 @@ describe("the Tangle provider's run control", () => {
   it("cancels exactly the run the ref names, and a repeat finds nothing running", async () => {
     const p = provider();
     const { record } = await p.ensureEnvironment({ ownerKey: uid("owner"), known: null });
-    const input = { environmentId: record.environmentId, sessionId: uid("s"), turnId: "t1", executionId: uid("exe"), message: "long job [slow]" };
+    const input = {
+      environmentId: record.environmentId,
+      sessionId: uid("s"),
+      turnId: "t1",
+      executionId: uid("exe"),
+      message: "long job [slow]",
+    };
     const { controlRef } = await p.dispatch(input);
     expect(await p.result(controlRef)).toBeNull();
     const other = { ...controlRef, executionId: uid("exe-other"), runId: "x" };
@@ -154,7 +217,9 @@ describe("the gateway over a sandbox that changes under it", () => {
     const t1 = uid("turn");
     await sendTurn(token, cid, t1, "first");
     await waitForTurn(token, cid, t1);
-    const firstRun = await emulator(`/_emulator/executions/${(await json(await api(`/v1/conversations/${cid}/turns/${t1}`, { token }))).executionId}`);
+    const firstRun = await emulator(
+      `/_emulator/executions/${(await json(await api(`/v1/conversations/${cid}/turns/${t1}`, { token }))).executionId}`,
+    );
     await emulator(`/_emulator/sandboxes/${firstRun.sandboxId}/status`, { status: "stopped" });
     const resumedBefore = (await counters())["sandboxes.resumed"] ?? 0;
 
@@ -193,7 +258,10 @@ describe("the gateway over a sandbox that changes under it", () => {
     const turnId = uid("turn");
     const failed = await sendTurn(token, cid, turnId, "during an outage");
     expect(failed.status).toBe(502);
-    expect((await json(failed)).error).toMatchObject({ code: "upstream_error", details: { upstreamStatus: 503, retryable: true } });
+    expect((await json(failed)).error).toMatchObject({
+      code: "upstream_error",
+      details: { upstreamStatus: 503, retryable: true },
+    });
     expect((await api(`/v1/conversations/${cid}/turns/${turnId}`, { token })).status).toBe(404);
     await setFaults({});
     expect((await sendTurn(token, cid, turnId, "during an outage")).status).toBe(202);
@@ -236,7 +304,8 @@ describe("sandbox creation: made by this call, or found", () => {
   async function turnFailingOn(token: string, cid: string, held: string) {
     const replayed = (await counters())["sandboxes.replayed"] ?? 0;
     const sending = sendTurn(token, cid, uid("turn"), "hello");
-    for (let i = 0; i < 500 && ((await counters())["sandboxes.replayed"] ?? 0) === replayed; i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 500 && ((await counters())["sandboxes.replayed"] ?? 0) === replayed; i++)
+      await new Promise((r) => setTimeout(r, 10));
     const deleted = (await counters())["sandboxes.deleted"] ?? 0;
     await emulator(`/_emulator/sandboxes/${held}/status`, { status: "failed" });
     const refused = await sending;
@@ -259,7 +328,10 @@ describe("sandbox creation: made by this call, or found", () => {
     const held = await heldKey(ownerKey);
     const { refused, deletedBefore } = await turnFailingOn(token, cid, held);
     expect(refused.status).toBe(503);
-    expect((await json(refused)).error).toMatchObject({ code: "environment_unavailable", message: expect.stringContaining("left in place") });
+    expect((await json(refused)).error).toMatchObject({
+      code: "environment_unavailable",
+      message: expect.stringContaining("left in place"),
+    });
     expect((await emulator(`/_emulator/sandboxes/${held}`)).status).toBe("failed");
     expect((await counters())["sandboxes.deleted"] ?? 0).toBe(deletedBefore);
     // Its key is not used again: the next turn gets a sandbox of its own.
@@ -275,7 +347,10 @@ describe("sandbox creation: made by this call, or found", () => {
       state.storage.sql.exec("INSERT INTO create_ledger (id, sent, failed) VALUES (1, 1, 0)");
     });
     const { refused, deletedBefore } = await turnFailingOn(token, cid, held);
-    expect((await json(refused)).error).toMatchObject({ code: "environment_unavailable", message: expect.stringContaining("left in place") });
+    expect((await json(refused)).error).toMatchObject({
+      code: "environment_unavailable",
+      message: expect.stringContaining("left in place"),
+    });
     expect((await emulator(`/_emulator/sandboxes/${held}`)).status).toBe("failed");
     expect((await counters())["sandboxes.deleted"] ?? 0).toBe(deletedBefore);
     await nextTurnGetsItsOwn(token, cid, held);
@@ -287,7 +362,8 @@ describe("sandbox creation: made by this call, or found", () => {
     const res = await upstream("POST", "/v1/sandboxes", { name: "made elsewhere", idempotencyKey: `${ownerKey}:g1` });
     const held = (await json(res)).id as string;
     // Reading it through the Sandbox API moves it on by the clock, to its end.
-    for (let i = 0; i < 200 && (await json(await upstream("GET", `/v1/sandboxes/${held}`))).status !== "failed"; i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 200 && (await json(await upstream("GET", `/v1/sandboxes/${held}`))).status !== "failed"; i++)
+      await new Promise((r) => setTimeout(r, 10));
     await nextTurnGetsItsOwn(token, cid, held);
     expect((await emulator(`/_emulator/sandboxes/${held}`)).status).toBe("failed");
   });
@@ -301,7 +377,10 @@ describe("sandbox creation: made by this call, or found", () => {
       for (let attempt = 1; attempt <= 2; attempt++) {
         const deleted = (await counters())["sandboxes.deleted"] ?? 0;
         const refused = await sendTurn(token, cid, uid("turn"), "hello");
-        expect((await json(refused)).error).toMatchObject({ code: "environment_unavailable", message: expect.not.stringContaining("left in place") });
+        expect((await json(refused)).error).toMatchObject({
+          code: "environment_unavailable",
+          message: expect.not.stringContaining("left in place"),
+        });
         expect((await counters())["sandboxes.deleted"]).toBe(deleted + 1);
       }
     });

@@ -14,10 +14,14 @@ import { api, collect, counters, isTurnEnd, json, sendTurn, setFaults, tokenFor,
 const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;
 const TERMINAL = new Set(["completed", "failed", "cancelled"]);
 
-const queue = (token: string, cid: string, turnId: string, message: string) => sendTurn(token, cid, turnId, message, { whenBusy: "queue" });
-const turnOf = async (token: string, cid: string, turnId: string) => json(await api(`/v1/conversations/${cid}/turns/${turnId}`, { token }));
-const edit = (token: string, cid: string, turnId: string, body: unknown) => api(`/v1/conversations/${cid}/turns/${turnId}`, { token, method: "PATCH", body });
-const remove = (token: string, cid: string, turnId: string) => api(`/v1/conversations/${cid}/turns/${turnId}`, { token, method: "DELETE" });
+const queue = (token: string, cid: string, turnId: string, message: string) =>
+  sendTurn(token, cid, turnId, message, { whenBusy: "queue" });
+const turnOf = async (token: string, cid: string, turnId: string) =>
+  json(await api(`/v1/conversations/${cid}/turns/${turnId}`, { token }));
+const edit = (token: string, cid: string, turnId: string, body: unknown) =>
+  api(`/v1/conversations/${cid}/turns/${turnId}`, { token, method: "PATCH", body });
+const remove = (token: string, cid: string, turnId: string) =>
+  api(`/v1/conversations/${cid}/turns/${turnId}`, { token, method: "DELETE" });
 
 /** Waits until a turn has ended (through its queue wait too), polling the public route. */
 async function ended(token: string, cid: string, turnId: string, timeoutMs = 15_000): Promise<any> {
@@ -32,13 +36,17 @@ async function ended(token: string, cid: string, turnId: string, timeoutMs = 15_
 
 /** The conversation's log from the start until `turnId` ends. */
 async function logUntilEnd(token: string, cid: string, turnId: string): Promise<EventEnvelope[]> {
-  const isEnd = (e: EventEnvelope) => e.turnId === turnId && ["turn.completed", "turn.failed", "turn.cancelled"].includes(e.type);
+  const isEnd = (e: EventEnvelope) =>
+    e.turnId === turnId && ["turn.completed", "turn.failed", "turn.cancelled"].includes(e.type);
   return (await collect(await api(`/v1/conversations/${cid}/events`, { token }), isEnd, { timeoutMs: 20_000 })).events;
 }
 
 const count = async (name: string) => (await counters())[name] ?? 0;
 /** Stops the running turn (the queue runs on): tests hold a turn running ([hold]: the emulator keeps it after its first step) while they queue behind it. */
-const stop = async (token: string, cid: string) => expect((await json(await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } }))).status).toBe("accepted");
+const stop = async (token: string, cid: string) =>
+  expect(
+    (await json(await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } }))).status,
+  ).toBe("accepted");
 const LONG = "first [long] [slow] [hold]";
 
 describe("a turn sent while another runs can wait its turn", () => {
@@ -53,7 +61,14 @@ describe("a turn sent while another runs can wait its turn", () => {
     for (const [i, turnId] of queued.entries()) {
       const res = await queue(token, cid, turnId, `queued ${i + 1}`);
       expect(res.status).toBe(202);
-      expect(await json(res)).toMatchObject({ turnId, status: "queued", queuePosition: i + 1, message: `queued ${i + 1}`, waitingFor: null, servedModels: null });
+      expect(await json(res)).toMatchObject({
+        turnId,
+        status: "queued",
+        queuePosition: i + 1,
+        message: `queued ${i + 1}`,
+        waitingFor: null,
+        servedModels: null,
+      });
     }
     // The same send again: the same queued turn, never a second one.
     const again = await queue(token, cid, queued[1]!, "queued 2");
@@ -65,7 +80,9 @@ describe("a turn sent while another runs can wait its turn", () => {
     expect(busy.status).toBe(409);
     expect((await json(busy)).error.code).toBe("session_busy");
     const summary = await json(await api(`/v1/conversations/${cid}`, { token }));
-    expect(summary.queue.map((t: { turnId: string; queuePosition: number }) => [t.turnId, t.queuePosition])).toEqual(queued.map((id, i) => [id, i + 1]));
+    expect(summary.queue.map((t: { turnId: string; queuePosition: number }) => [t.turnId, t.queuePosition])).toEqual(
+      queued.map((id, i) => [id, i + 1]),
+    );
     await stop(token, cid);
 
     const events = await logUntilEnd(token, cid, queued[2]!);
@@ -79,7 +96,9 @@ describe("a turn sent while another runs can wait its turn", () => {
       expect(previousEnd).toBeGreaterThanOrEqual(0);
       expect(start).toBeGreaterThan(previousEnd);
     }
-    expect(events.filter((e) => e.type === "turn.queued").map((e) => [e.turnId, e.data.queuePosition])).toEqual(queued.map((id, i) => [id, i + 1]));
+    expect(events.filter((e) => e.type === "turn.queued").map((e) => [e.turnId, e.data.queuePosition])).toEqual(
+      queued.map((id, i) => [id, i + 1]),
+    );
     // Four turns, four runs: each queued turn was dispatched once (no dispatch attached to a run
     // already started), and the retry dispatched nothing. A dispatch upstream refused busy (the
     // agent session not yet released after the previous receipt) starts nothing and is retried.
@@ -91,7 +110,9 @@ describe("a turn sent while another runs can wait its turn", () => {
     expect(cached.status).toBe(200);
     expect(await json(cached)).toMatchObject({ status: "completed", cached: true });
     const messages = await json(await api(`/v1/conversations/${cid}/messages`, { token }));
-    expect(messages.messages.filter((m: { role: string }) => m.role === "user").map((m: { text: string }) => m.text)).toEqual([LONG, "queued 1", "queued 2", "queued 3"]);
+    expect(
+      messages.messages.filter((m: { role: string }) => m.role === "user").map((m: { text: string }) => m.text),
+    ).toEqual([LONG, "queued 1", "queued 2", "queued 3"]);
     expect((await json(await api(`/v1/conversations/${cid}`, { token }))).queue).toEqual([]);
   });
 
@@ -135,11 +156,20 @@ describe("a turn sent while another runs can wait its turn", () => {
 
     const edited = await edit(token, cid, q2, { message: "two, edited" });
     expect(edited.status).toBe(200);
-    expect(await json(edited)).toMatchObject({ turnId: q2, status: "queued", message: "two, edited", queuePosition: 2 });
+    expect(await json(edited)).toMatchObject({
+      turnId: q2,
+      status: "queued",
+      message: "two, edited",
+      queuePosition: 2,
+    });
     const removed = await remove(token, cid, q1);
     expect(removed.status).toBe(200);
     const removedView = await json(removed);
-    expect(removedView).toMatchObject({ turnId: q1, status: "cancelled", cancelReason: "removed from the queue before it started" });
+    expect(removedView).toMatchObject({
+      turnId: q1,
+      status: "cancelled",
+      cancelReason: "removed from the queue before it started",
+    });
     // Removing again answers the same; the queue closed up behind it.
     expect(await json(await remove(token, cid, q1))).toEqual(removedView);
     expect((await turnOf(token, cid, q2)).queuePosition).toBe(1);
@@ -159,19 +189,31 @@ describe("a turn sent while another runs can wait its turn", () => {
     expect((await json(await edit(token, cid, q3, { message: "" }))).error.code).toBe("invalid_request");
     expect((await json(await edit(token, cid, q3, { message: "x", model: "m" }))).error.code).toBe("invalid_request");
     // The edited text keeps the send's identity: a retry of the original send is the same turn.
-    expect(await json(await queue(token, cid, q2, "two"))).toMatchObject({ turnId: q2, message: "two, edited", status: "queued" });
+    expect(await json(await queue(token, cid, q2, "two"))).toMatchObject({
+      turnId: q2,
+      message: "two, edited",
+      status: "queued",
+    });
     await stop(token, cid);
 
     const events = await logUntilEnd(token, cid, q3);
     expect(events.filter((e) => e.type === "turn.accepted").map((e) => e.turnId)).toEqual([first, q2, q3]);
     expect(events.find((e) => e.type === "turn.accepted" && e.turnId === q2)?.data.message).toBe("two, edited");
-    expect(events.find((e) => e.type === "turn.queue_edited")).toMatchObject({ turnId: q2, data: { turnId: q2, message: "two, edited" } });
-    expect(events.find((e) => e.type === "turn.dequeued")).toMatchObject({ turnId: q1, data: { turnId: q1, reason: "removed" } });
+    expect(events.find((e) => e.type === "turn.queue_edited")).toMatchObject({
+      turnId: q2,
+      data: { turnId: q2, message: "two, edited" },
+    });
+    expect(events.find((e) => e.type === "turn.dequeued")).toMatchObject({
+      turnId: q1,
+      data: { turnId: q1, reason: "removed" },
+    });
     expect((await count("runs.started")) - started).toBe(3);
     expect(await ended(token, cid, q2)).toMatchObject({ status: "completed", message: "two, edited" });
     expect((await edit(token, cid, q2, { message: "after" })).status).toBe(409);
     const messages = await json(await api(`/v1/conversations/${cid}/messages`, { token }));
-    expect(messages.messages.filter((m: { role: string }) => m.role === "user").map((m: { text: string }) => m.text)).toEqual([LONG, "two, edited", "three"]);
+    expect(
+      messages.messages.filter((m: { role: string }) => m.role === "user").map((m: { text: string }) => m.text),
+    ).toEqual([LONG, "two, edited", "three"]);
   });
 
   it("a failed or cancelled turn leaves the queue to run; cancel with queue clear, or DELETE …/queue, removes it", async () => {
@@ -188,7 +230,9 @@ describe("a turn sent while another runs can wait its turn", () => {
     await sendTurn(token, cid, cancelled, "cancel me [long] [slow] [hold]");
     const afterCancel = uid("q");
     await queue(token, cid, afterCancel, "after a cancel");
-    expect((await json(await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } }))).status).toBe("accepted");
+    expect(
+      (await json(await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } }))).status,
+    ).toBe("accepted");
     expect((await ended(token, cid, cancelled)).status).toBe("cancelled");
     expect((await ended(token, cid, afterCancel)).status).toBe("completed");
 
@@ -197,10 +241,16 @@ describe("a turn sent while another runs can wait its turn", () => {
     await sendTurn(token, cid, stopAll, "cancel me and the queue [long] [slow] [hold]");
     const cleared = [uid("q"), uid("q")];
     for (const turnId of cleared) await queue(token, cid, turnId, "never runs");
-    const ack = await json(await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op"), queue: "clear" } }));
+    const ack = await json(
+      await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op"), queue: "clear" } }),
+    );
     expect(ack.status).toBe("accepted");
     expect((await ended(token, cid, stopAll)).status).toBe("cancelled");
-    for (const turnId of cleared) expect(await turnOf(token, cid, turnId)).toMatchObject({ status: "cancelled", cancelReason: "the queue was cleared before it started" });
+    for (const turnId of cleared)
+      expect(await turnOf(token, cid, turnId)).toMatchObject({
+        status: "cancelled",
+        cancelReason: "the queue was cleared before it started",
+      });
 
     const lastRunning = uid("turn");
     await sendTurn(token, cid, lastRunning, LONG);
@@ -228,7 +278,9 @@ describe("a turn sent while another runs can wait its turn", () => {
     expect(full.status).toBe(409);
     expect((await json(full)).error).toMatchObject({ code: "queue_full", details: { limit: 10 } });
     expect((await json(await api(`/v1/conversations/${cid}`, { token }))).queue).toHaveLength(10);
-    expect((await json(await api(`/v1/conversations/${cid}/queue`, { token, method: "DELETE" }))).removed).toHaveLength(10);
+    expect((await json(await api(`/v1/conversations/${cid}/queue`, { token, method: "DELETE" }))).removed).toHaveLength(
+      10,
+    );
     await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } });
     expect((await ended(token, cid, running)).status).toBe("cancelled");
   });
@@ -262,7 +314,9 @@ describe("queued turns survive the session object losing its memory", () => {
   async function storedEnd(stub: DurableObjectStub<SessionObject>, turnIds: string[]): Promise<Record<string, string>> {
     const deadline = Date.now() + 25_000;
     for (;;) {
-      const rows = await runInDurableObject(stub, (_i: SessionObject, state) => state.storage.sql.exec<{ turn_id: string; status: string }>("SELECT turn_id, status FROM turns").toArray());
+      const rows = await runInDurableObject(stub, (_i: SessionObject, state) =>
+        state.storage.sql.exec<{ turn_id: string; status: string }>("SELECT turn_id, status FROM turns").toArray(),
+      );
       const status = Object.fromEntries(rows.map((r) => [r.turn_id, r.status]));
       if (turnIds.every((id) => TERMINAL.has(status[id] ?? ""))) return status;
       if (Date.now() > deadline) throw new Error(`turns not ended: ${JSON.stringify(status)}`);
@@ -311,8 +365,10 @@ describe("queued turns survive the session object losing its memory", () => {
     // Wait until q1 is recorded pending and its run started upstream, its dispatch still waiting.
     const deadline = Date.now() + 15_000;
     for (;;) {
-      const state = await runInDurableObject(stub, (_i: SessionObject, s) =>
-        s.storage.sql.exec<{ state: string }>("SELECT state FROM queued_turns WHERE turn_id = ?", q1).one().state,
+      const state = await runInDurableObject(
+        stub,
+        (_i: SessionObject, s) =>
+          s.storage.sql.exec<{ state: string }>("SELECT state FROM queued_turns WHERE turn_id = ?", q1).one().state,
       );
       if (state === "starting" && (await count("runs.started")) - started === 1) break;
       if (Date.now() > deadline) throw new Error(`q1 is ${state}`);
@@ -344,17 +400,28 @@ describe("queued turns in a conversation that branches (docs/api.md#queued-turns
     await ended(token, cid, t2);
     const forks = await count("sessions.forked");
     // An edit of the second message (a branch after the first) runs; two turns queue behind it.
-    expect((await sendTurn(token, cid, edit, "second, edited [long] [slow] [hold]", { parentTurnId: t1 })).status).toBe(202);
+    expect((await sendTurn(token, cid, edit, "second, edited [long] [slow] [hold]", { parentTurnId: t1 })).status).toBe(
+      202,
+    );
     const onActive = uid("q");
     const onOld = uid("q");
-    expect(await json(await queue(token, cid, onActive, "after the edit [recall]"))).toMatchObject({ status: "queued", queuePosition: 1 });
-    const old = await json(await sendTurn(token, cid, onOld, "after the second [recall]", { whenBusy: "queue", parentTurnId: t2 }));
+    expect(await json(await queue(token, cid, onActive, "after the edit [recall]"))).toMatchObject({
+      status: "queued",
+      queuePosition: 1,
+    });
+    const old = await json(
+      await sendTurn(token, cid, onOld, "after the second [recall]", { whenBusy: "queue", parentTurnId: t2 }),
+    );
     // Queued, it has no place in the tree yet.
     expect(old).toMatchObject({ status: "queued", queuePosition: 2 });
     expect(old.branch).toBeUndefined();
     await stop(token, cid);
 
-    const [a, b, e] = [await ended(token, cid, onActive), await ended(token, cid, onOld), await turnOf(token, cid, edit)];
+    const [a, b, e] = [
+      await ended(token, cid, onActive),
+      await ended(token, cid, onOld),
+      await turnOf(token, cid, edit),
+    ];
     expect(e.branch).toBe(1);
     // The first queued turn went on the branch the edit made active, after the edit.
     expect(a).toMatchObject({ status: "completed", parentTurnId: edit, branch: 1 });

@@ -10,13 +10,20 @@ function partTexts(events: EventEnvelope[]): Map<string, string | undefined> {
   for (const e of events) {
     if (e.type !== "message.part.updated") continue;
     const part = e.data.part as Record<string, unknown>;
-    texts.set(part.id as string, applyPartUpdate(texts.get(part.id as string), { part, ...(typeof e.data.delta === "string" ? { delta: e.data.delta } : {}) }));
+    texts.set(
+      part.id as string,
+      applyPartUpdate(texts.get(part.id as string), {
+        part,
+        ...(typeof e.data.delta === "string" ? { delta: e.data.delta } : {}),
+      }),
+    );
   }
   return texts;
 }
 
 /** The event a `[hold]` run is held after: its first step's end. */
-const atHold = (e: EventEnvelope) => e.type === "raw" && String((e.data.event as { part?: { id?: string } }).part?.id).endsWith(":step-finish-1");
+const atHold = (e: EventEnvelope) =>
+  e.type === "raw" && String((e.data.event as { part?: { id?: string } }).part?.id).endsWith(":step-finish-1");
 
 /**
  * Releases a run held by `[hold]` once `readers` streams have each read up to its hold, so every
@@ -26,10 +33,11 @@ const atHold = (e: EventEnvelope) => e.type === "raw" && String((e.data.event as
 function releaseOnceRead(readers: number, executionId: string) {
   let reached = 0;
   let released: Promise<void> = Promise.resolve();
-  const watch = (until: (e: EventEnvelope, all: EventEnvelope[]) => boolean) => (e: EventEnvelope, all: EventEnvelope[]) => {
-    if (atHold(e) && ++reached === readers) released = release(executionId);
-    return until(e, all);
-  };
+  const watch =
+    (until: (e: EventEnvelope, all: EventEnvelope[]) => boolean) => (e: EventEnvelope, all: EventEnvelope[]) => {
+      if (atHold(e) && ++reached === readers) released = release(executionId);
+      return until(e, all);
+    };
   return { watch, released: () => released };
 }
 
@@ -47,7 +55,10 @@ describe("browser reconnects lose nothing and duplicate nothing", () => {
     const message = "Explain the layout [long] [hold]";
     const { token, cid, turnId, accepted } = await startTurn(message);
     const hold = releaseOnceRead(1, accepted.executionId);
-    const first = await collect(await api(`/v1/conversations/${cid}/events?after=0`, { token }), (_e, all) => all.length >= 6);
+    const first = await collect(
+      await api(`/v1/conversations/${cid}/events?after=0`, { token }),
+      (_e, all) => all.length >= 6,
+    );
     expect(first.events).toHaveLength(6);
     // The ?after= of the original URL is stale now: Last-Event-ID, as EventSource sends it, wins.
     const second = await collect(
@@ -70,7 +81,9 @@ describe("browser reconnects lose nothing and duplicate nothing", () => {
     expect(seqs.filter((s) => kept.includes(s))).toEqual(kept);
     const seen = new Map(all.map((e) => [e.seq, e]));
     // (The end and the agent's result frame no longer repeat the answer.)
-    for (const e of whole.events) if (e.type !== "message.part.updated" && !e.type.startsWith("turn.") && e.type !== "result") expect(e).toEqual(seen.get(e.seq));
+    for (const e of whole.events)
+      if (e.type !== "message.part.updated" && !e.type.startsWith("turn.") && e.type !== "result")
+        expect(e).toEqual(seen.get(e.seq));
     expect(partTexts(whole.events)).toEqual(partTexts(all));
   });
 
@@ -78,8 +91,14 @@ describe("browser reconnects lose nothing and duplicate nothing", () => {
     const message = "Reload me [long] [hold]";
     const { token, cid, turnId, accepted } = await startTurn(message);
     const hold = releaseOnceRead(1, accepted.executionId);
-    const first = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (_e, all) => all.length >= 10);
-    const second = await collect(await api(`/v1/conversations/${cid}/events?after=${first.lastId}`, { token }), hold.watch(isTurnEnd));
+    const first = await collect(
+      await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }),
+      (_e, all) => all.length >= 10,
+    );
+    const second = await collect(
+      await api(`/v1/conversations/${cid}/events?after=${first.lastId}`, { token }),
+      hold.watch(isTurnEnd),
+    );
     await hold.released();
     const all = [...first.events, ...second.events];
     expect(new Set(all.map((e) => e.seq)).size).toBe(all.length);
@@ -92,7 +111,9 @@ describe("browser reconnects lose nothing and duplicate nothing", () => {
     const { token, cid, accepted } = await startTurn(message);
     const hold = releaseOnceRead(3, accepted.executionId);
     const readers = await Promise.all(
-      [0, 1, 2].map(async () => collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), hold.watch(isTurnEnd))),
+      [0, 1, 2].map(async () =>
+        collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), hold.watch(isTurnEnd)),
+      ),
     );
     await hold.released();
     const [a, b, c] = readers.map((r) => r.events.map((e) => `${e.seq}:${e.type}:${JSON.stringify(e.data)}`));
@@ -108,7 +129,10 @@ describe("browser reconnects lose nothing and duplicate nothing", () => {
     expect(last.type).toBe("turn.completed");
     expect(last.turnId).toBe(turnId);
     // Caught up: the stream stays open and sends `: ping` comments (interval shortened in tests).
-    const idle = await api(`/v1/conversations/${cid}/events`, { token, headers: { "last-event-id": String(last.seq) } });
+    const idle = await api(`/v1/conversations/${cid}/events`, {
+      token,
+      headers: { "last-event-id": String(last.seq) },
+    });
     const reader = idle.body!.getReader();
     let text = "";
     while (!text.includes(": ping")) text += new TextDecoder().decode((await reader.read()).value);

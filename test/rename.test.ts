@@ -10,7 +10,11 @@ import { api, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
 const rename = (token: string, cid: string, body: unknown, headers?: Record<string, string>) =>
   api(`/v1/conversations/${cid}`, { token, method: "PATCH", body, ...(headers ? { headers } : {}) });
 
-const listed = async (token: string) => (await json(await api("/v1/conversations", { token }))).conversations as Array<{ conversationId: string; title: string }>;
+const listed = async (token: string) =>
+  (await json(await api("/v1/conversations", { token }))).conversations as Array<{
+    conversationId: string;
+    title: string;
+  }>;
 
 async function conversationWithOneTurn(message = "the first message") {
   const token = await tokenFor(uid("user"));
@@ -36,7 +40,11 @@ describe("renaming a conversation", () => {
     const next = uid("turn");
     await sendTurn(token, cid, next, "another message");
     await waitForTurn(token, cid, next);
-    expect((await listed(token))[0]).toMatchObject({ conversationId: cid, title: "Release notes draft", state: "idle" });
+    expect((await listed(token))[0]).toMatchObject({
+      conversationId: cid,
+      title: "Release notes draft",
+      state: "idle",
+    });
     expect((await json(await api(`/v1/conversations/${cid}`, { token }))).title).toBe("Release notes draft");
 
     // Renamed again: the latest wins.
@@ -56,7 +64,17 @@ describe("renaming a conversation", () => {
 
   it("refuses bad titles with 400 invalid_request naming the title, and changes nothing", async () => {
     const { token, cid } = await conversationWithOneTurn();
-    for (const body of [{ title: "" }, { title: "   " }, { title: "x".repeat(201) }, { title: "two\nlines" }, { title: "a\u0007bell" }, { title: "sep\u2028arated" }, { title: 42 }, {}, { title: "ok", extra: 1 }]) {
+    for (const body of [
+      { title: "" },
+      { title: "   " },
+      { title: "x".repeat(201) },
+      { title: "two\nlines" },
+      { title: "a\u0007bell" },
+      { title: "sep\u2028arated" },
+      { title: 42 },
+      {},
+      { title: "ok", extra: 1 },
+    ]) {
       const res = await rename(token, cid, body);
       expect(res.status, JSON.stringify(body)).toBe(400);
       const { error } = await json(res);
@@ -95,11 +113,20 @@ describe("the user index before renames were kept (schema 8)", () => {
       // The table as schema 8 left it, with one conversation.
       sql.exec("ALTER TABLE conversations DROP COLUMN renamed");
       sql.exec("UPDATE schema_version SET version = 8");
-      sql.exec("INSERT INTO conversations (conversation_id, title, state, last_event_id, created_at, updated_at) VALUES ('c-old', 'from its first message', 'idle', 3, 1, 1)");
+      sql.exec(
+        "INSERT INTO conversations (conversation_id, title, state, last_event_id, created_at, updated_at) VALUES ('c-old', 'from its first message', 'idle', 3, 1, 1)",
+      );
       (instance as unknown as { migrate(): void }).migrate();
       const version = sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version;
       const before = (await instance.listConversations(10)).map((c) => c.title);
-      const touch = { conversationId: "c-old", state: "idle" as const, waitingFor: null, lastEventId: 4, updatedAt: 2, usage: { used: 0, complete: true, provenance: "measured" as const } };
+      const touch = {
+        conversationId: "c-old",
+        state: "idle" as const,
+        waitingFor: null,
+        lastEventId: 4,
+        updatedAt: 2,
+        usage: { used: 0, complete: true, provenance: "measured" as const },
+      };
       await instance.touchConversation({ ...touch, title: "a touch may still set it" });
       const touched = (await instance.listConversations(10))[0]?.title;
       await instance.renameConversation("c-old", "Renamed");
@@ -107,6 +134,11 @@ describe("the user index before renames were kept (schema 8)", () => {
       await instance.touchConversation({ ...touch, title: "a touch may still set it" });
       return { version, before, touched, after: (await instance.listConversations(10))[0]?.title };
     });
-    expect(read).toEqual({ version: 10, before: ["from its first message"], touched: "a touch may still set it", after: "Renamed" });
+    expect(read).toEqual({
+      version: 10,
+      before: ["from its first message"],
+      touched: "a touch may still set it",
+      after: "Renamed",
+    });
   });
 });

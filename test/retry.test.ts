@@ -37,11 +37,19 @@ describe("retrying a turn never runs it twice", () => {
     const token = await tokenFor(uid("user"));
     const cid = uid("conv");
     const key = uid("turn");
-    const first = await api(`/v1/conversations/${cid}/turns`, { token, body: { message: "hello" }, headers: { "idempotency-key": key } });
+    const first = await api(`/v1/conversations/${cid}/turns`, {
+      token,
+      body: { message: "hello" },
+      headers: { "idempotency-key": key },
+    });
     expect(first.status).toBe(202);
     expect((await json(first)).turnId).toBe(key);
     await waitForTurn(token, cid, key);
-    const again = await api(`/v1/conversations/${cid}/turns`, { token, body: { message: "hello" }, headers: { "idempotency-key": key } });
+    const again = await api(`/v1/conversations/${cid}/turns`, {
+      token,
+      body: { message: "hello" },
+      headers: { "idempotency-key": key },
+    });
     expect(again.status).toBe(200);
   });
 
@@ -82,7 +90,10 @@ describe("retrying a turn never runs it twice", () => {
     const cid = uid("conv");
     const turnId = uid("turn");
     const accepted = await json(await sendTurn(token, cid, turnId, "break please [fail]"));
-    const { events } = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd);
+    const { events } = await collect(
+      await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }),
+      isTurnEnd,
+    );
     const end = events.at(-1)!;
     expect(end.type).toBe("turn.failed");
     expect((end.data.error as any).code).toBe("AGENT_CRASHED");

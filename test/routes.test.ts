@@ -26,7 +26,13 @@ describe("conversation routes", () => {
     await sendTurn(token, cid, turnId, "show me the README");
     const done = await collect(await api(`/v1/conversations/${cid}/events`, { token }), isTurnEnd);
     const summary = await json(await api(`/v1/conversations/${cid}`, { token }));
-    expect(summary).toMatchObject({ conversationId: cid, state: "idle", turnCount: 1, title: "show me the README", activeTurn: null });
+    expect(summary).toMatchObject({
+      conversationId: cid,
+      state: "idle",
+      turnCount: 1,
+      title: "show me the README",
+      activeTurn: null,
+    });
     expect(summary.lastTurn).toMatchObject({ turnId, status: "completed" });
     expect(summary.lastEventId).toBe(done.events.at(-1)!.seq);
 
@@ -37,7 +43,12 @@ describe("conversation routes", () => {
     const tool = messages[1].parts.find((p: any) => p.type === "tool");
     expect(tool).toMatchObject({ tool: "read", state: { status: "completed" } });
     expect(messages[1].text).toBe(summary.lastTurn.result.text);
-    expect(messages[1].parts.filter((p: any) => p.type === "text").map((p: any) => p.text).join("\n\n")).toBe(messages[1].text);
+    expect(
+      messages[1].parts
+        .filter((p: any) => p.type === "text")
+        .map((p: any) => p.text)
+        .join("\n\n"),
+    ).toBe(messages[1].text);
   });
 
   it("delete removes the session upstream and every local record; the id can start afresh", async () => {
@@ -88,7 +99,9 @@ describe("service routes", () => {
   it("serves an OpenAPI document generated from the schemas", async () => {
     const doc = await json(await SELF.fetch("https://gateway.example.com/openapi.json"));
     expect(doc.openapi).toBe("3.1.0");
-    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/v1/conversations/{cid}/turns", "/v1/conversations/{cid}/events"]));
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(["/v1/conversations/{cid}/turns", "/v1/conversations/{cid}/events"]),
+    );
     const submit = doc.components.schemas.SubmitTurn;
     expect(submit.required).toEqual(["message"]);
     expect(submit.additionalProperties).toBe(false);
@@ -120,13 +133,25 @@ describe("service routes", () => {
           controller.enqueue(new TextEncoder().encode(" ".repeat(8192)));
         },
       });
-      const res = await SELF.fetch(`http://127.0.0.1:8787${path}`, { method: "POST", headers: { "content-type": type }, body, duplex: "half" } as RequestInit);
+      const res = await SELF.fetch(`http://127.0.0.1:8787${path}`, {
+        method: "POST",
+        headers: { "content-type": type },
+        body,
+        duplex: "half",
+      } as RequestInit);
       // Answered: the whole body was read by then.
       expect({ status: res.status, chunks, ended }).toEqual({ status, chunks: 64, ended: true });
       await res.body?.cancel();
     }
-    const tooLarge = await SELF.fetch("http://127.0.0.1:8787/_emulator/faults", { method: "POST", headers: { "content-type": "application/json" }, body: " ".repeat(1024 * 1024 + 1) });
-    expect({ status: tooLarge.status, code: (await json(tooLarge)).error.code }).toEqual({ status: 413, code: "payload_too_large" });
+    const tooLarge = await SELF.fetch("http://127.0.0.1:8787/_emulator/faults", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: " ".repeat(1024 * 1024 + 1),
+    });
+    expect({ status: tooLarge.status, code: (await json(tooLarge)).error.code }).toEqual({
+      status: 413,
+      code: "payload_too_large",
+    });
     // The Worker serves on.
     expect((await api("/_emulator/counters")).status).toBe(200);
   });
@@ -142,7 +167,11 @@ describe("service routes", () => {
       }
     };
     const missing = read({ SESSION_ID_SECRET: undefined })!;
-    expect(missing).toMatchObject({ status: 500, code: "config_invalid", details: { variables: ["SESSION_ID_SECRET"] } });
+    expect(missing).toMatchObject({
+      status: 500,
+      code: "config_invalid",
+      details: { variables: ["SESSION_ID_SECRET"] },
+    });
     const short = read({ AUTH_JWT_SECRET: "short-secret-value" })!;
     expect(short.details).toEqual({ variables: ["AUTH_JWT_SECRET"] });
     expect(short.message).not.toContain("short-secret-value");

@@ -13,7 +13,9 @@ const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;
 
 async function rowsWritten(stub: DurableObjectStub<SessionObject>): Promise<{ all: number; compaction: number }> {
   return runInDurableObject(stub, (instance: SessionObject) => {
-    const store = (instance as unknown as { storeInstance: { rowsWritten: number; compactionRowsWritten: number } | null }).storeInstance;
+    const store = (
+      instance as unknown as { storeInstance: { rowsWritten: number; compactionRowsWritten: number } | null }
+    ).storeInstance;
     return { all: store?.rowsWritten ?? 0, compaction: store?.compactionRowsWritten ?? 0 };
   });
 }
@@ -32,7 +34,11 @@ describe("rows written per relayed frame", () => {
     const stub = env.SESSIONS.get(env.SESSIONS.idFromName(await deriveSessionId(secret, user, cid)));
     const before = await rowsWritten(stub);
     const accepted = await json(await sendTurn(token, cid, uid("turn"), "long [words:200]"));
-    const events = (await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd, { timeoutMs: 20_000 })).events;
+    const events = (
+      await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd, {
+        timeoutMs: 20_000,
+      })
+    ).events;
     // Relayed frames: the events that carry an upstream frame (not the gateway's own).
     const gateway = ["turn.", "usage.updated", "budget.", "interaction.requested", "interaction.resolved", "warning"];
     const frames = events.filter((e) => !gateway.some((prefix) => e.type.startsWith(prefix))).length;
@@ -73,16 +79,28 @@ describe("bytes linear in the answer", () => {
       { timeoutMs: 20_000 },
     );
     const partial = await loaded!;
-    const textSoFar = (partial.messages.at(-1).parts as Array<{ type: string; text?: string }>).filter((p) => p.type === "text").map((p) => p.text ?? "");
+    const textSoFar = (partial.messages.at(-1).parts as Array<{ type: string; text?: string }>)
+      .filter((p) => p.type === "text")
+      .map((p) => p.text ?? "");
     expect(textSoFar.join("").length).toBeGreaterThan(0);
-    const rest = await collect(await api(`/v1/conversations/${cid}/events?after=${partial.lastEventId}`, { token }), isTurnEnd, { timeoutMs: 20_000 });
+    const rest = await collect(
+      await api(`/v1/conversations/${cid}/events?after=${partial.lastEventId}`, { token }),
+      isTurnEnd,
+      { timeoutMs: 20_000 },
+    );
     const texts = new Map<string, string>();
-    for (const p of partial.messages.at(-1).parts as Array<{ id: string; type: string; text?: string }>) if (p.type === "text") texts.set(p.id, p.text ?? "");
+    for (const p of partial.messages.at(-1).parts as Array<{ id: string; type: string; text?: string }>)
+      if (p.type === "text") texts.set(p.id, p.text ?? "");
     for (const e of rest.events) {
       if (e.type !== "message.part.updated") continue;
       const part = e.data.part as { id: string; type: string; text?: string };
       if (part.type !== "text") continue;
-      texts.set(part.id, typeof part.text === "string" ? part.text : (texts.get(part.id) ?? "") + ((e.data.delta as string | undefined) ?? ""));
+      texts.set(
+        part.id,
+        typeof part.text === "string"
+          ? part.text
+          : (texts.get(part.id) ?? "") + ((e.data.delta as string | undefined) ?? ""),
+      );
     }
     const turn = await json(await api(`/v1/conversations/${cid}/turns/${turnId}`, { token }));
     const answer = [...texts.values()].at(-1)!;
@@ -92,10 +110,18 @@ describe("bytes linear in the answer", () => {
     // The whole turn as a reader from its start received it live, and as the log keeps it once the
     // turn ended (its deltas compacted, docs/sse-protocol.md §13).
     const encoder = new TextEncoder();
-    const wire = all.frames.reduce((n, f) => n + encoder.encode(`id: ${f.id}\nevent: ${f.event}\ndata: ${f.data}\n\n`).byteLength, 0);
+    const wire = all.frames.reduce(
+      (n, f) => n + encoder.encode(`id: ${f.id}\nevent: ${f.event}\ndata: ${f.data}\n\n`).byteLength,
+      0,
+    );
     const stub = env.SESSIONS.get(env.SESSIONS.idFromName(await deriveSessionId(secret, user, cid)));
     const kept = await runInDurableObject(stub, (_i: SessionObject, state) =>
-      state.storage.sql.exec<{ bytes: number; events: number }>("SELECT SUM(LENGTH(CAST(envelope AS BLOB))) AS bytes, COUNT(*) AS events FROM events WHERE turn_id = ?", turnId).one(),
+      state.storage.sql
+        .exec<{ bytes: number; events: number }>(
+          "SELECT SUM(LENGTH(CAST(envelope AS BLOB))) AS bytes, COUNT(*) AS events FROM events WHERE turn_id = ?",
+          turnId,
+        )
+        .one(),
     );
     const answerBytes = encoder.encode(turn.result.text).byteLength;
     const frames = all.frames.length;

@@ -45,7 +45,10 @@ function record(where: string, text: string): void {
 async function call(path: string, options: ApiOptions = {}): Promise<{ status: number; body: any; headers: Headers }> {
   const res = await api(path, options);
   const text = await res.text();
-  record(`${options.method ?? (options.body !== undefined ? "POST" : "GET")} ${path} → ${res.status}`, `${[...res.headers].map(([k, v]) => `${k}: ${v}`).join("\n")}\n\n${text}`);
+  record(
+    `${options.method ?? (options.body !== undefined ? "POST" : "GET")} ${path} → ${res.status}`,
+    `${[...res.headers].map(([k, v]) => `${k}: ${v}`).join("\n")}\n\n${text}`,
+  );
   let body: unknown = text;
   try {
     body = JSON.parse(text);
@@ -56,7 +59,12 @@ async function call(path: string, options: ApiOptions = {}): Promise<{ status: n
 }
 
 /** Opens the event stream and reads it until `until`; every frame and header is recorded. */
-async function stream(path: string, token: string | undefined, until: Parameters<typeof collect>[1], headers: Record<string, string> = {}) {
+async function stream(
+  path: string,
+  token: string | undefined,
+  until: Parameters<typeof collect>[1],
+  headers: Record<string, string> = {},
+) {
   const res = await api(path, { ...(token ? { token } : {}), headers });
   record(`GET ${path} → ${res.status} (headers)`, [...res.headers].map(([k, v]) => `${k}: ${v}`).join("\n"));
   expect(res.status).toBe(200);
@@ -71,7 +79,9 @@ async function dump(namespace: typeof env.SESSIONS | typeof env.USERS, name: str
   return runInDurableObject(stub, async (_instance: unknown, state: DurableObjectState) => {
     let rows = 0;
     const tables = state.storage.sql
-      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'sqlite_%'")
+      .exec<{ name: string }>(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'sqlite_%'",
+      )
       .toArray();
     for (const { name: table } of tables) {
       const all = state.storage.sql.exec(`SELECT * FROM "${table}"`).toArray();
@@ -88,7 +98,10 @@ async function dump(namespace: typeof env.SESSIONS | typeof env.USERS, name: str
 async function dumpConversation(userId: string, cid: string, label: string): Promise<number> {
   const sessionId = await deriveSessionId(testEnv.SESSION_ID_SECRET!, userId, cid);
   const ownerKey = await deriveOwnerKey(testEnv.SESSION_ID_SECRET!, userId);
-  return (await dump(env.SESSIONS, sessionId, `${label}: session object`)) + (await dump(env.USERS, ownerKey, `${label}: user object`));
+  return (
+    (await dump(env.SESSIONS, sessionId, `${label}: session object`)) +
+    (await dump(env.USERS, ownerKey, `${label}: user object`))
+  );
 }
 
 /** Fails naming each marker found and where; the corpus is then cleared for the next test. */
@@ -111,7 +124,11 @@ beforeEach(() => {
     const original = console[level].bind(console);
     spies.push(
       vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
-        consoleLines.push(args.map((a) => (typeof a === "string" ? a : a instanceof Error ? `${a.stack}` : JSON.stringify(a))).join(" "));
+        consoleLines.push(
+          args
+            .map((a) => (typeof a === "string" ? a : a instanceof Error ? `${a.stack}` : JSON.stringify(a)))
+            .join(" "),
+        );
         original(...args);
       }),
     );
@@ -162,23 +179,51 @@ describe("no secret leaves the gateway", () => {
     const streamToken = minted.body.token as string;
     seen.pop();
     markToken("the stream token", streamToken);
-    record(`POST ${base}/stream-token (without the token)`, JSON.stringify({ ...minted.body, token: undefined, eventsUrl: undefined }));
+    record(
+      `POST ${base}/stream-token (without the token)`,
+      JSON.stringify({ ...minted.body, token: undefined, eventsUrl: undefined }),
+    );
     const watching = stream(`${base}/events?access_token=${encodeURIComponent(streamToken)}`, undefined, isTurnEnd);
 
     // Answer with the secret: wrong first (the refusal names fields, never values), then right, then again.
     const answerPath = `${base}/interactions/${encodeURIComponent(interaction.id)}`;
-    const refused = await call(answerPath, { token, body: { operationId: uid("op"), outcome: "accepted", data: { ...GOOD, extra: SECRET_ANSWER, workers: SECRET_ANSWER } } });
+    const refused = await call(answerPath, {
+      token,
+      body: {
+        operationId: uid("op"),
+        outcome: "accepted",
+        data: { ...GOOD, extra: SECRET_ANSWER, workers: SECRET_ANSWER },
+      },
+    });
     expect(refused.status).toBe(422);
     const operationId = uid("op");
-    expect((await call(answerPath, { token, body: { operationId, outcome: "accepted", data: GOOD } })).status).toBe(200);
-    expect((await call(answerPath, { token, body: { operationId, outcome: "accepted", data: GOOD } })).status).toBe(200);
-    expect((await call(answerPath, { token, body: { operationId: uid("op"), outcome: "accepted", data: { ...GOOD, token: `${SECRET_ANSWER}-other` } } })).status).toBe(409);
+    expect((await call(answerPath, { token, body: { operationId, outcome: "accepted", data: GOOD } })).status).toBe(
+      200,
+    );
+    expect((await call(answerPath, { token, body: { operationId, outcome: "accepted", data: GOOD } })).status).toBe(
+      200,
+    );
+    expect(
+      (
+        await call(answerPath, {
+          token,
+          body: { operationId: uid("op"), outcome: "accepted", data: { ...GOOD, token: `${SECRET_ANSWER}-other` } },
+        })
+      ).status,
+    ).toBe(409);
     const watched = await watching;
     expect(watched.events.at(-1)!.type).toBe("turn.completed");
     await stream(`${base}/events`, token, isTurnEnd, { "last-event-id": "0" });
 
     // Every read route.
-    for (const path of [base, `${base}/messages`, `${base}/usage`, `${base}/turns/t1`, "/v1/conversations", "/v1/conversations?limit=5"]) {
+    for (const path of [
+      base,
+      `${base}/messages`,
+      `${base}/usage`,
+      `${base}/turns/t1`,
+      "/v1/conversations",
+      "/v1/conversations?limit=5",
+    ]) {
       expect((await call(path, { token })).status).toBe(200);
     }
 
@@ -229,7 +274,23 @@ describe("no secret leaves the gateway", () => {
       id: cid,
       trigger: "submit-message",
       messageId: "u1:answer",
-      messages: [user, { id: "u1:answer", role: "assistant", parts: [{ type: "dynamic-tool", toolName: "question", toolCallId: question.toolCallId, state: "output-available", input: {}, output }] }],
+      messages: [
+        user,
+        {
+          id: "u1:answer",
+          role: "assistant",
+          parts: [
+            {
+              type: "dynamic-tool",
+              toolName: "question",
+              toolCallId: question.toolCallId,
+              state: "output-available",
+              input: {},
+              output,
+            },
+          ],
+        },
+      ],
     });
     // Refused first (the refusal names fields, never values), then answered.
     expect((await call("/v1/chat", { token, body: answer({ ...GOOD, workers: SECRET_ANSWER }) })).status).toBe(422);
@@ -249,8 +310,16 @@ describe("no secret leaves the gateway", () => {
     ["repeated frames", { repeatFrames: true }, "repeat"],
     ["an inclusive replay", { inclusiveReplay: true, dropStreamAfterFrames: 4, dropStreams: 1 }, "inclusive"],
     ["a failing dispatch (503)", { failNext: { status: 503, count: 1, route: "runtime.run" } }, "fail dispatch"],
-    ["an HTML error page (500)", { failNext: { status: 500, count: 1, route: "runtime.run", nonJson: true } }, "html error"],
-    ["rate limited upstream (429)", { failNext: { status: 429, count: 1, route: "runtime.run", retryAfterSeconds: 2 } }, "limited"],
+    [
+      "an HTML error page (500)",
+      { failNext: { status: 500, count: 1, route: "runtime.run", nonJson: true } },
+      "html error",
+    ],
+    [
+      "rate limited upstream (429)",
+      { failNext: { status: 429, count: 1, route: "runtime.run", retryAfterSeconds: 2 } },
+      "limited",
+    ],
     ["a fast agent", { frameDelayMs: 0 }, "fast"],
     ["no answer dedupe claimed", { capabilities: { interactions: { responseDedupe: false } } }, "no dedupe [ask]"],
     ["capabilities that fail", { capabilitiesFail: true }, "caps fail"],
@@ -259,38 +328,58 @@ describe("no secret leaves the gateway", () => {
     ["a wrong execution admitted", { admitWrongExecutionId: true }, "wrong admission"],
     ["an ask bound to another session", { foreignBinding: true }, "foreign [ask]"],
     ["an answer whose delivery is unknown", { answerDeliveryUnknown: 1 }, "unknown delivery [ask]"],
-    ["corrupt frames", { corruptFrames: [{ id: 3, kind: "not_json" }, { id: 5, kind: "invalid" }, { id: 7, kind: "oversize" }] }, "corrupt"],
+    [
+      "corrupt frames",
+      {
+        corruptFrames: [
+          { id: 3, kind: "not_json" },
+          { id: 5, kind: "invalid" },
+          { id: 7, kind: "oversize" },
+        ],
+      },
+      "corrupt",
+    ],
     ["a withheld admission", { withholdAdmission: true }, "withheld"],
     ["a stalled stream", { stallStreamMs: 50, stallStreams: 1 }, "stalled"],
   ];
   for (const [name, fault, message] of faults) {
     // A withheld admission is settled by looking the run up after ADMISSION_TIMEOUT_MS (15 s here).
     const timeoutMs = "withholdAdmission" in fault ? 45_000 : undefined;
-    it(`under ${name}`, async () => {
-      const userId = uid("user");
-      const token = await tokenFor(userId);
-      markToken("the user token", token);
-      const cid = uid("conv");
-      const base = `/v1/conversations/${cid}`;
-      await setFaults(fault);
-      const sent = await call(`${base}/turns`, { token, body: { turnId: "t1", message } });
-      if (sent.status === 202) {
-        const read = await stream(`${base}/events?after=0`, token, (e) => isTurnEnd(e) || e.type === "interaction.requested");
-        const last = read.events.at(-1)!;
-        if (last.type === "interaction.requested") {
-          const iid = encodeURIComponent((last.data.interaction as { id: string }).id);
-          const operationId = uid("op");
-          const body = { operationId, outcome: "accepted", data: GOOD };
-          const first = await call(`${base}/interactions/${iid}`, { token, body });
-          if (first.status === 502) await call(`${base}/interactions/${iid}`, { token, body });
-          if (first.status === 200 || first.status === 502) await stream(`${base}/events`, token, isTurnEnd, { "last-event-id": read.lastId! });
-          else await call(`${base}/cancel`, { token, body: { operationId: uid("op") } });
+    it(
+      `under ${name}`,
+      async () => {
+        const userId = uid("user");
+        const token = await tokenFor(userId);
+        markToken("the user token", token);
+        const cid = uid("conv");
+        const base = `/v1/conversations/${cid}`;
+        await setFaults(fault);
+        const sent = await call(`${base}/turns`, { token, body: { turnId: "t1", message } });
+        if (sent.status === 202) {
+          const read = await stream(
+            `${base}/events?after=0`,
+            token,
+            (e) => isTurnEnd(e) || e.type === "interaction.requested",
+          );
+          const last = read.events.at(-1)!;
+          if (last.type === "interaction.requested") {
+            const iid = encodeURIComponent((last.data.interaction as { id: string }).id);
+            const operationId = uid("op");
+            const body = { operationId, outcome: "accepted", data: GOOD };
+            const first = await call(`${base}/interactions/${iid}`, { token, body });
+            if (first.status === 502) await call(`${base}/interactions/${iid}`, { token, body });
+            if (first.status === 200 || first.status === 502)
+              await stream(`${base}/events`, token, isTurnEnd, { "last-event-id": read.lastId! });
+            else await call(`${base}/cancel`, { token, body: { operationId: uid("op") } });
+          }
+          await waitForTurn(token, cid, "t1");
         }
-        await waitForTurn(token, cid, "t1");
-      }
-      for (const path of [base, `${base}/messages`, `${base}/usage`, `${base}/turns/t1`, "/v1/conversations"]) await call(path, { token });
-      await dumpConversation(userId, cid, name);
-      expectNoSecrets();
-    }, timeoutMs);
+        for (const path of [base, `${base}/messages`, `${base}/usage`, `${base}/turns/t1`, "/v1/conversations"])
+          await call(path, { token });
+        await dumpConversation(userId, cid, name);
+        expectNoSecrets();
+      },
+      timeoutMs,
+    );
   }
 });

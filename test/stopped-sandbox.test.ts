@@ -20,13 +20,19 @@ async function runningTurn(message: string) {
   const cid = uid("conv");
   const turnId = uid("turn");
   const accepted = await json(await sendTurn(token, cid, turnId, message));
-  await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (e) => e.type === "message.part.updated");
+  await collect(
+    await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }),
+    (e) => e.type === "message.part.updated",
+  );
   const run = await emulator(`/_emulator/executions/${accepted.executionId}`);
   return { token, cid, turnId, accepted, sandboxId: run.sandboxId as string };
 }
 
 async function stopAndSeeTheEnd(t: Awaited<ReturnType<typeof runningTurn>>) {
-  const watching = collect(await api(`/v1/conversations/${t.cid}/events?after=${t.accepted.after}`, { token: t.token }), isTurnEnd);
+  const watching = collect(
+    await api(`/v1/conversations/${t.cid}/events?after=${t.accepted.after}`, { token: t.token }),
+    isTurnEnd,
+  );
   await emulator(`/_emulator/sandboxes/${t.sandboxId}/status`, { status: "stopped" });
   return (await watching).events.at(-1)!;
 }
@@ -47,7 +53,10 @@ describe("a sandbox stopped mid-turn", () => {
   it("whose run dies with it: the turn fails environment_lost at once, and the next turn runs in the resumed sandbox, its memory kept", async () => {
     const t = await runningTurn("a long job [slow] [long]");
     const ended = await stopAndSeeTheEnd(t);
-    expect(ended).toMatchObject({ type: "turn.failed", data: { turnId: t.turnId, error: { code: "environment_lost" } } });
+    expect(ended).toMatchObject({
+      type: "turn.failed",
+      data: { turnId: t.turnId, error: { code: "environment_lost" } },
+    });
     expect(await executionStatus(t.accepted.executionId)).toBe("failed");
 
     const resumedBefore = (await counters())["sandboxes.resumed"] ?? 0;
@@ -58,7 +67,12 @@ describe("a sandbox stopped mid-turn", () => {
     expect((await waitForTurn(t.token, t.cid, next)).status).toBe("completed");
     expect((await counters())["sandboxes.resumed"]).toBe(resumedBefore + 1);
     expect((await emulator(`/_emulator/executions/${accepted.executionId}`)).sandboxId).toBe(t.sandboxId);
-    const events = (await collect(await api(`/v1/conversations/${t.cid}/events?after=${accepted.after}`, { token: t.token }), isTurnEnd)).events;
+    const events = (
+      await collect(
+        await api(`/v1/conversations/${t.cid}/events?after=${accepted.after}`, { token: t.token }),
+        isTurnEnd,
+      )
+    ).events;
     expect(events.some((e) => e.type === "warning" && e.data.code === "agent_memory_reset")).toBe(false);
   });
 
@@ -76,7 +90,9 @@ describe("a sandbox stopped mid-turn", () => {
     expect((await waitForTurn(t.token, t.cid, next)).status).toBe("completed");
     expect(await executionStatus(t.accepted.executionId)).toBe("cancelled");
     // The ended turn stays ended: interrupting its run afterwards does not rewrite it.
-    expect((await json(await api(`/v1/conversations/${t.cid}/turns/${t.turnId}`, { token: t.token }))).status).toBe("failed");
+    expect((await json(await api(`/v1/conversations/${t.cid}/turns/${t.turnId}`, { token: t.token }))).status).toBe(
+      "failed",
+    );
   });
 
   it("whose run goes on to its end: the usage its result reports is folded into the turn it belongs to", async () => {
@@ -95,11 +111,22 @@ describe("a sandbox stopped mid-turn", () => {
     expect((await waitForTurn(t.token, t.cid, next)).status).toBe("completed");
     const after = await json(await api(`/v1/conversations/${t.cid}/usage`, { token: t.token }));
     const stopped = after.turns.find((u: any) => u.turnId === t.turnId).usage;
-    expect(stopped).toMatchObject({ source: "receipt", inputTokens: receipt.usage.inputTokens, outputTokens: receipt.usage.outputTokens });
+    expect(stopped).toMatchObject({
+      source: "receipt",
+      inputTokens: receipt.usage.inputTokens,
+      outputTokens: receipt.usage.outputTokens,
+    });
     // Announced as that turn's usage, after that turn's end, before the next turn was accepted.
-    const events = (await collect(await api(`/v1/conversations/${t.cid}/events`, { token: t.token }), (e) => e.type === "turn.accepted" && e.turnId === next)).events;
+    const events = (
+      await collect(
+        await api(`/v1/conversations/${t.cid}/events`, { token: t.token }),
+        (e) => e.type === "turn.accepted" && e.turnId === next,
+      )
+    ).events;
     const failedAt = events.findIndex((e) => e.type === "turn.failed" && e.turnId === t.turnId);
-    const folded = events.findIndex((e) => e.type === "usage.updated" && e.turnId === t.turnId && (e.data.usage as any).source === "receipt");
+    const folded = events.findIndex(
+      (e) => e.type === "usage.updated" && e.turnId === t.turnId && (e.data.usage as any).source === "receipt",
+    );
     expect(failedAt).toBeGreaterThan(-1);
     expect(folded).toBeGreaterThan(failedAt);
     expect(folded).toBeLessThan(events.length - 1);

@@ -21,9 +21,19 @@ describe("reads of a conversation that does not exist", () => {
     const token = await tokenFor(uid("user"));
     const before = await sessions();
     const cid = uid("never");
-    for (const path of [`/v1/conversations/${cid}`, `/v1/conversations/${cid}/messages`, `/v1/conversations/${cid}/usage`, `/v1/conversations/${cid}/turns/t1`, `/v1/chat/${cid}/messages`]) {
+    for (const path of [
+      `/v1/conversations/${cid}`,
+      `/v1/conversations/${cid}/messages`,
+      `/v1/conversations/${cid}/usage`,
+      `/v1/conversations/${cid}/turns/t1`,
+      `/v1/chat/${cid}/messages`,
+    ]) {
       const res = await api(path, { token });
-      expect({ path, status: res.status, code: (await json(res)).error?.code }).toEqual({ path, status: 404, code: "conversation_not_found" });
+      expect({ path, status: res.status, code: (await json(res)).error?.code }).toEqual({
+        path,
+        status: 404,
+        code: "conversation_not_found",
+      });
     }
     expect((await api(`/v1/chat/${cid}/stream`, { token })).status).toBe(204);
     // The event stream answers and waits, as for an empty log.
@@ -61,7 +71,8 @@ describe("reads of a conversation that does not exist", () => {
     expect(stream.status).toBe(200);
     // The wait is one socket the user's object holds (it hibernates with it), tagged with the id.
     const userObject = env.USERS.get(env.USERS.idFromName(await deriveOwnerKey(secret, user)));
-    const waiting = () => runInDurableObject(userObject, (_o: UserObject, state) => state.getWebSockets(`await:${cid}`).length);
+    const waiting = () =>
+      runInDurableObject(userObject, (_o: UserObject, state) => state.getWebSockets(`await:${cid}`).length);
     await until(async () => (await waiting()) === 1);
     const turnId = uid("turn");
     expect((await sendTurn(token, cid, turnId, "first")).status).toBe(202);

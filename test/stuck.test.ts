@@ -7,7 +7,20 @@ import { afterEach, describe, expect, it } from "vitest";
 import { deriveSessionId } from "../src/auth/ids";
 import type { SessionObject } from "../src/session/session";
 import { executionIdFor, turnRequestDigest } from "../src/session/turn-cache";
-import { api, collect, counters, emulator, isTurnEnd, json, sendTurn, setFaults, tokenFor, uid, upstream, waitForTurn } from "./helpers";
+import {
+  api,
+  collect,
+  counters,
+  emulator,
+  isTurnEnd,
+  json,
+  sendTurn,
+  setFaults,
+  tokenFor,
+  uid,
+  upstream,
+  waitForTurn,
+} from "./helpers";
 
 const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;
 
@@ -27,14 +40,38 @@ async function conversation() {
   const sessionId = await deriveSessionId(secret, user, cid);
   const stub = env.SESSIONS.get(env.SESSIONS.idFromName(sessionId));
   const run = await emulator(`/_emulator/executions/${accepted.executionId}`);
-  return { token, cid, sessionId, stub, sandboxId: run.sandboxId as string, firstExecution: accepted.executionId as string };
+  return {
+    token,
+    cid,
+    sessionId,
+    stub,
+    sandboxId: run.sandboxId as string,
+    firstExecution: accepted.executionId as string,
+  };
 }
 
 /** Plants a running turn, as a crash or an eviction could leave one. */
-async function plantRunning(stub: DurableObjectStub<SessionObject>, fields: { turnId: string; executionId: string; sandboxId: string; sessionId: string; createdAt?: number; lostAt?: number }) {
+async function plantRunning(
+  stub: DurableObjectStub<SessionObject>,
+  fields: {
+    turnId: string;
+    executionId: string;
+    sandboxId: string;
+    sessionId: string;
+    createdAt?: number;
+    lostAt?: number;
+  },
+) {
   await runInDurableObject(stub, async (_i: SessionObject, state) => {
     const at = fields.createdAt ?? Date.now();
-    const ref = { runId: fields.executionId, provider: "tangle-sandbox", environmentId: fields.sandboxId, sessionId: fields.sessionId, executionId: fields.executionId, requestDigest: `sha256:${"0".repeat(64)}` };
+    const ref = {
+      runId: fields.executionId,
+      provider: "tangle-sandbox",
+      environmentId: fields.sandboxId,
+      sessionId: fields.sessionId,
+      executionId: fields.executionId,
+      requestDigest: `sha256:${"0".repeat(64)}`,
+    };
     state.storage.sql.exec(
       "INSERT INTO turns (turn_id, ordinal, request_digest, request, execution_id, status, control_ref, created_at, updated_at, lost_at) VALUES (?, 50, 'd', ?, ?, 'running', ?, ?, ?, ?)",
       fields.turnId,
@@ -50,7 +87,12 @@ async function plantRunning(stub: DurableObjectStub<SessionObject>, fields: { tu
 }
 
 /** Plants a pending turn, as a crash after its dispatch reached upstream (before it was recorded) leaves one. */
-async function plantPending(stub: DurableObjectStub<SessionObject>, turnId: string, request: { message: string }, executionId: string) {
+async function plantPending(
+  stub: DurableObjectStub<SessionObject>,
+  turnId: string,
+  request: { message: string },
+  executionId: string,
+) {
   const digest = await turnRequestDigest(request);
   await runInDurableObject(stub, async (_i: SessionObject, state) => {
     const now = Date.now();
@@ -67,14 +109,18 @@ async function plantPending(stub: DurableObjectStub<SessionObject>, turnId: stri
 }
 
 /** Starts a run in the conversation's agent session from outside the gateway (Sandbox sessions: any process may). */
-async function runUpstream(sandboxId: string, body: { message: string; sessionId: string; turnId: string; executionId: string }) {
+async function runUpstream(
+  sandboxId: string,
+  body: { message: string; sessionId: string; turnId: string; executionId: string },
+) {
   const res = await upstream("POST", `/v1/sandboxes/${sandboxId}/runtime/agents/run/stream`, body);
   expect(res.status).toBe(200);
   await res.body?.cancel();
 }
 
 async function untilEnded(executionId: string) {
-  for (let i = 0; i < 500 && (await emulator(`/_emulator/executions/${executionId}`)).status === "running"; i++) await new Promise((r) => setTimeout(r, 10));
+  for (let i = 0; i < 500 && (await emulator(`/_emulator/executions/${executionId}`)).status === "running"; i++)
+    await new Promise((r) => setTimeout(r, 10));
 }
 
 describe("dispatch receipts are read (dispatched)", () => {
@@ -83,16 +129,26 @@ describe("dispatch receipts are read (dispatched)", () => {
     await emulator("/_emulator/variants", { dispatched: "receipt" });
     // Another process runs a turn in the same agent session; it waits for its question.
     const other = uid("exe-other");
-    await runUpstream(sandboxId, { message: "set up tests [ask]", sessionId, turnId: uid("other-turn"), executionId: other });
+    await runUpstream(sandboxId, {
+      message: "set up tests [ask]",
+      sessionId,
+      turnId: uid("other-turn"),
+      executionId: other,
+    });
     const started = (await counters())["runs.started"];
     const turnId = uid("turn");
     const refused = await sendTurn(token, cid, turnId, "hello");
     expect(refused.status).toBe(409);
-    expect((await json(refused)).error).toMatchObject({ code: "session_busy", details: { upstreamCode: "session_busy", retryable: true } });
+    expect((await json(refused)).error).toMatchObject({
+      code: "session_busy",
+      details: { upstreamCode: "session_busy", retryable: true },
+    });
     expect((await counters())["runs.started"]).toBe(started);
     expect((await api(`/v1/conversations/${cid}/turns/${turnId}`, { token })).status).toBe(404);
     // Once that run ends, the same turn id runs.
-    await upstream("POST", `/v1/sandboxes/${sandboxId}/runtime/agents/sessions/${sessionId}/abort`, { executionId: other });
+    await upstream("POST", `/v1/sandboxes/${sandboxId}/runtime/agents/sessions/${sessionId}/abort`, {
+      executionId: other,
+    });
     expect((await sendTurn(token, cid, turnId, "hello")).status).toBe(202);
     expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
   });
@@ -100,7 +156,10 @@ describe("dispatch receipts are read (dispatched)", () => {
   it("a receipt naming the turn's own run (dispatched: false), in flight or already ended, attaches to it: one run, its answer", async () => {
     const { token, cid, stub, sessionId, sandboxId } = await conversation();
     await emulator("/_emulator/variants", { dispatched: "receipt" });
-    for (const [message, ended] of [["it already ran", true], ["it still runs [slow]", false]] as const) {
+    for (const [message, ended] of [
+      ["it already ran", true],
+      ["it still runs [slow]", false],
+    ] as const) {
       const turnId = uid("turn");
       const executionId = await executionIdFor(sessionId, turnId);
       await runUpstream(sandboxId, { message, sessionId, turnId, executionId });
@@ -170,8 +229,17 @@ describe("no turn is ever stuck", () => {
   it("a run that cannot be reached for UPSTREAM_LOST_AFTER_MS fails upstream_lost, and viewers see it", async () => {
     const { token, cid, stub, sandboxId, sessionId } = await conversation();
     const turnId = uid("turn");
-    await plantRunning(stub, { turnId, executionId: uid("exe-lost"), sandboxId, sessionId, lostAt: Date.now() - 60 * 60_000 });
-    const reading = collect(await api(`/v1/conversations/${cid}/events`, { token }), (e) => isTurnEnd(e) && e.turnId === turnId);
+    await plantRunning(stub, {
+      turnId,
+      executionId: uid("exe-lost"),
+      sandboxId,
+      sessionId,
+      lostAt: Date.now() - 60 * 60_000,
+    });
+    const reading = collect(
+      await api(`/v1/conversations/${cid}/events`, { token }),
+      (e) => isTurnEnd(e) && e.turnId === turnId,
+    );
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     const ended = (await reading).events.at(-1)!;
     expect(ended).toMatchObject({ type: "turn.failed", data: { error: { code: "upstream_lost" } } });

@@ -4,7 +4,19 @@
  * with all of them, through the public API.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { api, collect, counters, emulator, isTurnEnd, json, sendTurn, setFaults, tokenFor, uid, waitForTurn } from "./helpers";
+import {
+  api,
+  collect,
+  counters,
+  emulator,
+  isTurnEnd,
+  json,
+  sendTurn,
+  setFaults,
+  tokenFor,
+  uid,
+  waitForTurn,
+} from "./helpers";
 
 const variants = (v: Record<string, unknown>) => emulator("/_emulator/variants", v);
 
@@ -22,11 +34,18 @@ async function turnWith(message: string, extra: Record<string, unknown> = {}) {
 }
 
 async function askOf(token: string, cid: string, after: number | string) {
-  const asked = await collect(await api(`/v1/conversations/${cid}/events?after=${after}`, { token }), (e) => e.type === "interaction.requested");
-  return { interaction: asked.events.at(-1)!.data.interaction as { id: string; kind: string; responseScopes?: string[] }, lastId: asked.lastId! };
+  const asked = await collect(
+    await api(`/v1/conversations/${cid}/events?after=${after}`, { token }),
+    (e) => e.type === "interaction.requested",
+  );
+  return {
+    interaction: asked.events.at(-1)!.data.interaction as { id: string; kind: string; responseScopes?: string[] },
+    lastId: asked.lastId!,
+  };
 }
 
-const answer = (token: string, cid: string, iid: string, body: unknown) => api(`/v1/conversations/${cid}/interactions/${encodeURIComponent(iid)}`, { token, body });
+const answer = (token: string, cid: string, iid: string, body: unknown) =>
+  api(`/v1/conversations/${cid}/interactions/${encodeURIComponent(iid)}`, { token, body });
 
 describe("dispatch on every shape of the wire", () => {
   it("the execution id is sent in the X-Execution-ID header and the body, with the run-control ref", async () => {
@@ -37,7 +56,10 @@ describe("dispatch on every shape of the wire", () => {
       const accepted = await json(res);
       expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
       const run = await emulator(`/_emulator/executions/${accepted.executionId}`);
-      expect(run.request.runControlRef).toMatchObject({ executionId: accepted.executionId, runId: accepted.executionId });
+      expect(run.request.runControlRef).toMatchObject({
+        executionId: accepted.executionId,
+        runId: accepted.executionId,
+      });
     }
   });
 
@@ -95,7 +117,9 @@ describe("reading runs on every shape of the wire", () => {
   it("connection.established without an id and data: before id: change nothing", async () => {
     await variants({ connectionEstablished: true, fieldOrder: "data-first" });
     const { token, cid, turnId, res } = await turnWith("hello there");
-    const events = (await collect(await api(`/v1/conversations/${cid}/events?after=${(await json(res)).after}`, { token }), isTurnEnd)).events;
+    const events = (
+      await collect(await api(`/v1/conversations/${cid}/events?after=${(await json(res)).after}`, { token }), isTurnEnd)
+    ).events;
     expect(events.at(-1)!.type).toBe("turn.completed");
     expect(events.filter((e) => e.type === "warning")).toEqual([]);
     expect((await waitForTurn(token, cid, turnId)).result.text).toContain("hello there");
@@ -104,7 +128,10 @@ describe("reading runs on every shape of the wire", () => {
   it("session.run.failed is a terminal frame: the turn fails with its message", async () => {
     await variants({ terminal: "run-failed" });
     const { token, cid, turnId } = await turnWith("break [fail]");
-    expect(await waitForTurn(token, cid, turnId)).toMatchObject({ status: "failed", error: { message: expect.stringContaining("exited unexpectedly") } });
+    expect(await waitForTurn(token, cid, turnId)).toMatchObject({
+      status: "failed",
+      error: { message: expect.stringContaining("exited unexpectedly") },
+    });
   });
 
   it("a run whose stream closes cleanly with no terminal frame settles from its result", async () => {
@@ -120,30 +147,59 @@ describe("reading runs on every shape of the wire", () => {
     // No step usage on the stream: only the receipt knows what the run used.
     const { token, cid, turnId, res } = await turnWith("quiet [no-usage]");
     const accepted = await json(res);
-    const events = (await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd)).events;
-    const receipt = { inputTokens: 1980, outputTokens: 80, reasoningTokens: 5, cacheReadInputTokens: 1760, cacheCreationInputTokens: 40, cost: 0.0021 };
+    const events = (
+      await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd)
+    ).events;
+    const receipt = {
+      inputTokens: 1980,
+      outputTokens: 80,
+      reasoningTokens: 5,
+      cacheReadInputTokens: 1760,
+      cacheCreationInputTokens: 40,
+      cost: 0.0021,
+    };
     const updates = events.filter((e) => e.type === "usage.updated").map((e) => e.data.usage);
     expect(updates).toHaveLength(1);
     // The Sandbox's receipt counts are measured; its cost says nothing of how it was reckoned.
-    expect(updates[0]).toMatchObject({ ...receipt, source: "receipt", conflict: false, provenance: { inputTokens: "measured", outputTokens: "measured", cost: "unknown" } });
+    expect(updates[0]).toMatchObject({
+      ...receipt,
+      source: "receipt",
+      conflict: false,
+      provenance: { inputTokens: "measured", outputTokens: "measured", cost: "unknown" },
+    });
     expect(events.at(-1)).toMatchObject({ type: "turn.completed", data: { usage: { ...receipt, source: "receipt" } } });
     const usage = await json(await api(`/v1/conversations/${cid}/usage`, { token }));
     expect(usage.turns[0].usage).toMatchObject({ ...receipt, source: "receipt" });
     expect(usage.total).toMatchObject({ inputTokens: 1980, outputTokens: 80, complete: true });
-    expect((await waitForTurn(token, cid, turnId)).usage).toMatchObject({ inputTokens: 1980, outputTokens: 80, source: "receipt" });
+    expect((await waitForTurn(token, cid, turnId)).usage).toMatchObject({
+      inputTokens: 1980,
+      outputTokens: 80,
+      source: "receipt",
+    });
   });
 
   it("without a result route, a run the session state no longer names ends with an unknown outcome, never a success", async () => {
     await variants({ terminal: "none", resultRoute: "missing" });
-    for (const [message, upstream] of [["hello", "completed"], ["break [fail]", "failed"]] as const) {
+    for (const [message, upstream] of [
+      ["hello", "completed"],
+      ["break [fail]", "failed"],
+    ] as const) {
       const { token, cid, turnId, res } = await turnWith(message);
       const accepted = await json(res);
-      const events = (await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd)).events;
+      const events = (
+        await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd)
+      ).events;
       expect(events.some((e) => e.type === "turn.completed")).toBe(false);
-      expect(events.at(-1)).toMatchObject({ type: "turn.failed", data: { status: "failed", error: { code: "outcome_unknown" } } });
+      expect(events.at(-1)).toMatchObject({
+        type: "turn.failed",
+        data: { status: "failed", error: { code: "outcome_unknown" } },
+      });
       expect(events.some((e) => e.type === "warning" && e.data.code === "stream_incomplete")).toBe(true);
       const turn = await waitForTurn(token, cid, turnId);
-      expect(turn).toMatchObject({ status: "failed", error: { code: "outcome_unknown", message: expect.stringContaining("how it ended is unknown") } });
+      expect(turn).toMatchObject({
+        status: "failed",
+        error: { code: "outcome_unknown", message: expect.stringContaining("how it ended is unknown") },
+      });
       expect(turn.result).toBeUndefined();
       // Upstream knows how it ended; the gateway could not read it, so it does not claim it.
       expect((await emulator(`/_emulator/executions/${accepted.executionId}`)).status).toBe(upstream);
@@ -176,7 +232,13 @@ describe("control on every shape of the wire", () => {
     const { interaction } = await askOf(token, cid, (await json(res)).after);
     expect(interaction.kind).toBe("plan");
     const before = (await counters())["plans.decisions"] ?? 0;
-    const ack = await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: { decision: "approve" } }));
+    const ack = await json(
+      await answer(token, cid, interaction.id, {
+        operationId: uid("op"),
+        outcome: "accepted",
+        data: { decision: "approve" },
+      }),
+    );
     expect(ack.status).toBe("accepted");
     expect((await counters())["plans.decisions"]).toBe(before + 1);
     expect((await waitForTurn(token, cid, turnId)).result.text).toContain("Plan revision 1 approved");
@@ -197,7 +259,9 @@ describe("control on every shape of the wire", () => {
       expect(interaction.kind).toBe(kind);
       const turn = await json(await api(`/v1/conversations/${cid}/turns/${turnId}`, { token }));
       waited.push(turn.waitingFor);
-      const ack = await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: answers[kind] }));
+      const ack = await json(
+        await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: answers[kind] }),
+      );
       expect(ack.status).toBe("accepted");
       after = lastId;
     }
@@ -212,8 +276,14 @@ describe("control on every shape of the wire", () => {
     await variants({ waitSignal: "status" });
     await setFaults({ failNext: { status: 503, count: 3, route: "runtime.session.interactions" } });
     const { token, cid, turnId, res } = await turnWith("set up [ask]");
-    const seen = await collect(await api(`/v1/conversations/${cid}/events?after=${(await json(res)).after}`, { token }), (e) => e.type === "warning");
-    expect(seen.events.at(-1)!.data).toMatchObject({ code: "interactions_unavailable", message: expect.stringMatching(/waits \(awaiting_question\).*could not be read/) });
+    const seen = await collect(
+      await api(`/v1/conversations/${cid}/events?after=${(await json(res)).after}`, { token }),
+      (e) => e.type === "warning",
+    );
+    expect(seen.events.at(-1)!.data).toMatchObject({
+      code: "interactions_unavailable",
+      message: expect.stringMatching(/waits \(awaiting_question\).*could not be read/),
+    });
     expect((await json(await api(`/v1/conversations/${cid}/turns/${turnId}`, { token }))).status).toBe("running");
     await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } });
     expect((await waitForTurn(token, cid, turnId)).status).toBe("cancelled");
@@ -224,7 +294,13 @@ describe("control on every shape of the wire", () => {
     const { token, cid, turnId, res } = await turnWith("run the tests [permission]");
     const { interaction } = await askOf(token, cid, (await json(res)).after);
     expect(interaction.responseScopes).toEqual(["interaction", "session", "persistent"]);
-    const ack = await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data: { grant: "allow_once" } }));
+    const ack = await json(
+      await answer(token, cid, interaction.id, {
+        operationId: uid("op"),
+        outcome: "accepted",
+        data: { grant: "allow_once" },
+      }),
+    );
     expect(ack.status).toBe("accepted");
     expect((await waitForTurn(token, cid, turnId)).result.text).toContain("allowed once");
   });
@@ -244,8 +320,14 @@ describe("control on every shape of the wire", () => {
     const { token, cid, turnId, res } = await turnWith("set up tests [ask]");
     const { interaction } = await askOf(token, cid, (await json(res)).after);
     const data = { project: "demo", framework: "vitest" };
-    expect((await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data }))).status).toBe("accepted");
-    expect((await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data }))).status).toBe("already_resolved_same");
+    expect(
+      (await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data })))
+        .status,
+    ).toBe("accepted");
+    expect(
+      (await json(await answer(token, cid, interaction.id, { operationId: uid("op"), outcome: "accepted", data })))
+        .status,
+    ).toBe("already_resolved_same");
     await waitForTurn(token, cid, turnId);
   });
 });
@@ -256,7 +338,10 @@ describe("an environment that goes away mid-turn", () => {
       const { token, cid, turnId, res } = await turnWith("a long job [slow] [long]");
       const accepted = await json(res);
       const run = await emulator(`/_emulator/executions/${accepted.executionId}`);
-      const watching = collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd);
+      const watching = collect(
+        await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }),
+        isTurnEnd,
+      );
       await emulator(`/_emulator/sandboxes/${run.sandboxId}/status`, { status: fate });
       const ended = (await watching).events.at(-1)!;
       expect(ended).toMatchObject({ type: "turn.failed", data: { error: { code: "environment_lost" } } });
@@ -264,7 +349,9 @@ describe("an environment that goes away mid-turn", () => {
       const again = await json(await sendTurn(token, cid, next, "are you there?"));
       expect((await waitForTurn(token, cid, next)).status).toBe("completed");
       expect((await emulator(`/_emulator/executions/${again.executionId}`)).sandboxId).not.toBe(run.sandboxId);
-      const events = (await collect(await api(`/v1/conversations/${cid}/events?after=${again.after}`, { token }), isTurnEnd)).events;
+      const events = (
+        await collect(await api(`/v1/conversations/${cid}/events?after=${again.after}`, { token }), isTurnEnd)
+      ).events;
       expect(events.some((e) => e.type === "warning" && e.data.code === "agent_memory_reset")).toBe(true);
       void turnId;
     });

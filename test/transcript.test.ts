@@ -6,7 +6,10 @@ import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } f
 async function untilAsk(token: string, cid: string, message: string) {
   const turnId = uid("turn");
   const accepted = await json(await sendTurn(token, cid, turnId, message));
-  const first = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (e) => e.type === "interaction.requested");
+  const first = await collect(
+    await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }),
+    (e) => e.type === "interaction.requested",
+  );
   return { turnId, interaction: first.events.at(-1)!.data.interaction as { id: string }, lastId: first.lastId! };
 }
 
@@ -16,12 +19,21 @@ describe("/messages after asks", () => {
     const cid = uid("conv");
     const q = await untilAsk(token, cid, "set up [ask]");
     const answer = { project: "demo", framework: "vitest", token: "hunter2-secret" };
-    await api(`/v1/conversations/${cid}/interactions/${encodeURIComponent(q.interaction.id)}`, { token, body: { operationId: uid("op"), outcome: "accepted", data: answer } });
+    await api(`/v1/conversations/${cid}/interactions/${encodeURIComponent(q.interaction.id)}`, {
+      token,
+      body: { operationId: uid("op"), outcome: "accepted", data: answer },
+    });
     await waitForTurn(token, cid, q.turnId);
 
     const p = await untilAsk(token, cid, "run the tests [permission]");
-    await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op"), reason: "changed my mind" } });
-    await collect(await api(`/v1/conversations/${cid}/events`, { token, headers: { "last-event-id": p.lastId } }), isTurnEnd);
+    await api(`/v1/conversations/${cid}/cancel`, {
+      token,
+      body: { operationId: uid("op"), reason: "changed my mind" },
+    });
+    await collect(
+      await api(`/v1/conversations/${cid}/events`, { token, headers: { "last-event-id": p.lastId } }),
+      isTurnEnd,
+    );
 
     const body = await json(await api(`/v1/conversations/${cid}/messages`, { token }));
     const transcript = MessagesSchema.parse(body);
@@ -35,7 +47,11 @@ describe("/messages after asks", () => {
       request: { kind: "question", title: "A few details before I start" },
     });
     expect(second).toMatchObject({ status: "cancelled", cancelReason: "changed my mind" });
-    expect(second.parts.find((part) => part.type === "interaction")).toMatchObject({ id: p.interaction.id, status: "cancelled", reason: "the run ended" });
+    expect(second.parts.find((part) => part.type === "interaction")).toMatchObject({
+      id: p.interaction.id,
+      status: "cancelled",
+      reason: "the run ended",
+    });
   });
 });
 
@@ -55,6 +71,13 @@ describe("/messages after the agent's memory was reset", () => {
     const answers = transcript.messages.filter((m) => m.role === "assistant");
     const warnings = answers.map((m) => (m.role === "assistant" ? m.parts.filter((p) => p.type === "warning") : []));
     expect(warnings[0]).toEqual([]);
-    expect(warnings[1]).toEqual([{ id: expect.stringMatching(/^warning:\d+$/), type: "warning", code: "agent_memory_reset", message: expect.stringContaining("without the earlier conversation") }]);
+    expect(warnings[1]).toEqual([
+      {
+        id: expect.stringMatching(/^warning:\d+$/),
+        type: "warning",
+        code: "agent_memory_reset",
+        message: expect.stringContaining("without the earlier conversation"),
+      },
+    ]);
   });
 });

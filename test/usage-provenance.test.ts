@@ -15,19 +15,30 @@ async function turn(message: string, extra: Record<string, unknown> = {}) {
   const cid = uid("conv");
   const turnId = uid("turn");
   const accepted = await json(await sendTurn(token, cid, turnId, message, extra));
-  const { events } = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd);
+  const { events } = await collect(
+    await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }),
+    isTurnEnd,
+  );
   const usage = await json(await api(`/v1/conversations/${cid}/usage`, { token }));
   const record = await json(await api(`/v1/conversations/${cid}/turns/${turnId}`, { token }));
   return { token, cid, turnId, events, usage, record };
 }
 
-const MEASURED_TOKENS = { inputTokens: "measured", outputTokens: "measured", reasoningTokens: "measured", cacheReadInputTokens: "measured", cacheCreationInputTokens: "measured" };
+const MEASURED_TOKENS = {
+  inputTokens: "measured",
+  outputTokens: "measured",
+  reasoningTokens: "measured",
+  cacheReadInputTokens: "measured",
+  cacheCreationInputTokens: "measured",
+};
 
 describe("usage provenance from the Sandbox (emulator)", () => {
   it("an OpenCode run's step totals and receipt are measured tokens; its cost's provenance the wire does not give", async () => {
     const { events, usage, record } = await turn("count tokens");
     const updates = events.filter((e) => e.type === "usage.updated").map((e) => e.data.usage as any);
-    expect(updates.map((u) => [u.source, u.provenance.inputTokens, u.provenance.outputTokens, u.provenance.cost])).toEqual([
+    expect(
+      updates.map((u) => [u.source, u.provenance.inputTokens, u.provenance.outputTokens, u.provenance.cost]),
+    ).toEqual([
       ["running", "measured", "measured", "unknown"],
       ["running", "measured", "measured", "unknown"],
       ["receipt", "measured", "measured", "unknown"],
@@ -36,20 +47,34 @@ describe("usage provenance from the Sandbox (emulator)", () => {
     expect(usage.turns[0].usage.provenance).toEqual(record.usage.provenance);
     expect(usage.total).toMatchObject({ inputTokens: 1980, provenance: { ...MEASURED_TOKENS, cost: "unknown" } });
     // The conversation total each usage.updated carries has the same provenance.
-    expect((events.filter((e) => e.type === "usage.updated").at(-1)!.data.conversation as any).provenance.inputTokens).toBe("measured");
+    expect(
+      (events.filter((e) => e.type === "usage.updated").at(-1)!.data.conversation as any).provenance.inputTokens,
+    ).toBe("measured");
   });
 
   it("a counter the receipt lacks has no provenance (it is unknown), and the total's provenance is what it counts", async () => {
     const { record, usage } = await turn("partial [receipt-partial] [no-usage]");
-    expect(record.usage).toMatchObject({ outputTokens: null, provenance: { inputTokens: "measured", outputTokens: null } });
+    expect(record.usage).toMatchObject({
+      outputTokens: null,
+      provenance: { inputTokens: "measured", outputTokens: null },
+    });
     expect(usage.total).toMatchObject({ complete: false, provenance: { inputTokens: "measured", outputTokens: null } });
   });
 
   it("the served model is unknown (null) when the Sandbox does not report one, even with a requested model; request counts too", async () => {
     const { record, usage, events } = await turn("which model", { model: "anthropic/claude-sonnet-4" });
-    expect(record).toMatchObject({ model: "anthropic/claude-sonnet-4", servedModels: null, usage: { servedModels: null, modelRequests: null } });
-    expect(usage.turns[0]).toMatchObject({ model: "anthropic/claude-sonnet-4", usage: { servedModels: null, modelRequests: null } });
-    expect(events.filter((e) => e.type === "usage.updated").every((e) => (e.data.usage as any).servedModels === null)).toBe(true);
+    expect(record).toMatchObject({
+      model: "anthropic/claude-sonnet-4",
+      servedModels: null,
+      usage: { servedModels: null, modelRequests: null },
+    });
+    expect(usage.turns[0]).toMatchObject({
+      model: "anthropic/claude-sonnet-4",
+      usage: { servedModels: null, modelRequests: null },
+    });
+    expect(
+      events.filter((e) => e.type === "usage.updated").every((e) => (e.data.usage as any).servedModels === null),
+    ).toBe(true);
     // Without a requested model the turn names none: the provider's default is not a served model either.
     const plain = await turn("no model asked");
     expect(plain.record).not.toHaveProperty("model");
@@ -63,7 +88,13 @@ describe("usage stored before provenance was kept (schema 8)", () => {
     const read = await runInDurableObject(stub, (_instance: SessionObject, state) => {
       const sql = state.storage.sql;
       const store = new SessionStore(sql);
-      store.insertPendingTurn({ turnId: "t1", requestDigest: "d", request: { message: "hi" }, executionId: "exe_1", now: 1 });
+      store.insertPendingTurn({
+        turnId: "t1",
+        requestDigest: "d",
+        request: { message: "hi" },
+        executionId: "exe_1",
+        now: 1,
+      });
       // The rows as schema 8 wrote them.
       const v8State = {
         executionId: "exe_1",
@@ -75,14 +106,33 @@ describe("usage stored before provenance was kept (schema 8)", () => {
         conflicts: [],
         receiptDisagreements: [],
       };
-      const v8View = { inputTokens: 100, outputTokens: 10, reasoningTokens: null, cacheReadInputTokens: null, cacheCreationInputTokens: null, cost: 0.5, source: "receipt", conflict: false };
-      sql.exec("INSERT INTO usage (execution_id, turn_id, state) VALUES (?, ?, ?)", "exe_1", "t1", JSON.stringify(v8State));
+      const v8View = {
+        inputTokens: 100,
+        outputTokens: 10,
+        reasoningTokens: null,
+        cacheReadInputTokens: null,
+        cacheCreationInputTokens: null,
+        cost: 0.5,
+        source: "receipt",
+        conflict: false,
+      };
+      sql.exec(
+        "INSERT INTO usage (execution_id, turn_id, state) VALUES (?, ?, ?)",
+        "exe_1",
+        "t1",
+        JSON.stringify(v8State),
+      );
       sql.exec("UPDATE turns SET usage = ? WHERE turn_id = ?", JSON.stringify(v8View), "t1");
       sql.exec("UPDATE schema_version SET version = 8");
       const upgraded = new SessionStore(sql);
       return { state: upgraded.executionUsage("exe_1"), view: upgraded.turn("t1")!.usage };
     });
-    expect(read.state).toMatchObject({ receipt: { inputTokens: 100 }, receiptProvenance: { inputTokens: "unknown", outputTokens: "unknown", cost: "unknown" }, modelRequests: null, servedModels: [] });
+    expect(read.state).toMatchObject({
+      receipt: { inputTokens: 100 },
+      receiptProvenance: { inputTokens: "unknown", outputTokens: "unknown", cost: "unknown" },
+      modelRequests: null,
+      servedModels: [],
+    });
     expect(read.view).toEqual({
       inputTokens: 100,
       outputTokens: 10,
@@ -92,7 +142,14 @@ describe("usage stored before provenance was kept (schema 8)", () => {
       cost: 0.5,
       source: "receipt",
       conflict: false,
-      provenance: { inputTokens: "unknown", outputTokens: "unknown", reasoningTokens: null, cacheReadInputTokens: null, cacheCreationInputTokens: null, cost: "unknown" },
+      provenance: {
+        inputTokens: "unknown",
+        outputTokens: "unknown",
+        reasoningTokens: null,
+        cacheReadInputTokens: null,
+        cacheCreationInputTokens: null,
+        cost: "unknown",
+      },
       modelRequests: null,
       servedModels: null,
     });

@@ -11,13 +11,17 @@ async function turn(message: string, options: { token?: string; cid?: string } =
   const cid = options.cid ?? uid("conv");
   const turnId = uid("turn");
   const accepted = await json(await sendTurn(token, cid, turnId, message));
-  const { events } = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), isTurnEnd);
+  const { events } = await collect(
+    await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }),
+    isTurnEnd,
+  );
   const usage = await json(await api(`/v1/conversations/${cid}/usage`, { token }));
   const record = await json(await api(`/v1/conversations/${cid}/turns/${turnId}`, { token }));
   return { token, cid, turnId, events, usage, record };
 }
 
-const steps = (events: EventEnvelope[]) => events.filter((e) => e.type === "raw" && (e.data.event as any)?.type === "step_finish");
+const steps = (events: EventEnvelope[]) =>
+  events.filter((e) => e.type === "raw" && (e.data.event as any)?.type === "step_finish");
 
 describe("usage before the receipt (OpenCode steps)", () => {
   it("each step carries the running cumulative total in the receipt's convention; the receipt agrees", async () => {
@@ -29,8 +33,14 @@ describe("usage before the receipt (OpenCode steps)", () => {
     ]);
     const updates = events.filter((e) => e.type === "usage.updated");
     expect(updates.map((e) => (e.data.usage as any).source)).toEqual(["running", "running", "receipt"]);
-    expect((updates.at(-1)!.data.conversation as any)).toMatchObject({ inputTokens: 1980, outputTokens: 80, complete: true });
-    expect(usage.turns[0]).toMatchObject({ usage: { inputTokens: 1980, outputTokens: 80, reasoningTokens: 5, source: "receipt", conflict: false } });
+    expect(updates.at(-1)!.data.conversation as any).toMatchObject({
+      inputTokens: 1980,
+      outputTokens: 80,
+      complete: true,
+    });
+    expect(usage.turns[0]).toMatchObject({
+      usage: { inputTokens: 1980, outputTokens: 80, reasoningTokens: 5, source: "receipt", conflict: false },
+    });
     expect(usage.total).toMatchObject({ inputTokens: 1980, outputTokens: 80, complete: true });
     expect(record.usage).toMatchObject({ inputTokens: 1980, outputTokens: 80, cost: 0.0021 });
     expect(events.at(-1)!.data.usage).toMatchObject({ inputTokens: 1980 });
@@ -39,7 +49,9 @@ describe("usage before the receipt (OpenCode steps)", () => {
   it("a backend that forwards no step usage: no running total until the receipt", async () => {
     const { events, usage } = await turn("quiet [no-usage]");
     expect(steps(events)).toHaveLength(0);
-    expect(events.filter((e) => e.type === "usage.updated").map((e) => (e.data.usage as any).source)).toEqual(["receipt"]);
+    expect(events.filter((e) => e.type === "usage.updated").map((e) => (e.data.usage as any).source)).toEqual([
+      "receipt",
+    ]);
     expect(usage.total).toMatchObject({ inputTokens: 1980, outputTokens: 80, complete: true });
   });
 
@@ -52,11 +64,18 @@ describe("usage before the receipt (OpenCode steps)", () => {
   it("an invalid step count fails the run's stream: the turn ends failed usage_invalid, nothing after the step is taken, no running total is claimed", async () => {
     const { token, cid, turnId, events, record } = await turn("bad step [bad-usage]");
     const end = events.at(-1)!;
-    expect(end).toMatchObject({ type: "turn.failed", turnId, data: { error: { code: "usage_invalid", message: expect.stringMatching(/not a non-negative integer.*stream failed/) } } });
+    expect(end).toMatchObject({
+      type: "turn.failed",
+      turnId,
+      data: {
+        error: { code: "usage_invalid", message: expect.stringMatching(/not a non-negative integer.*stream failed/) },
+      },
+    });
     expect(record).toMatchObject({ status: "failed", error: { code: "usage_invalid" } });
     // The bad step is the run's first: its frame is there, without a total, and no frame of the run after it.
     expect(steps(events).map((e) => e.usage)).toEqual([undefined]);
-    const log = (await collect(await api(`/v1/conversations/${cid}/events`, { token }), (e) => e.seq >= end.seq)).events;
+    const log = (await collect(await api(`/v1/conversations/${cid}/events`, { token }), (e) => e.seq >= end.seq))
+      .events;
     const failedAt = log.findIndex((e) => e.type === "turn.failed");
     expect(log.slice(failedAt + 1).filter((e) => e.turnId === turnId && e.type !== "usage.updated")).toEqual([]);
     expect(events.some((e) => e.type === "warning")).toBe(false);
@@ -66,7 +85,9 @@ describe("usage before the receipt (OpenCode steps)", () => {
     const { usage } = await turn("low receipt [receipt-low]");
     expect(usage.turns[0].usage).toMatchObject({ inputTokens: 1880, source: "receipt", conflict: true });
     expect(usage.turns[0].receiptDisagreements).toEqual([{ counter: "inputTokens", streamed: 1980, receipt: 1880 }]);
-    expect(usage.turns[0].conflicts).toEqual([{ counter: "inputTokens", previous: 1980, next: 1880, source: "receipt" }]);
+    expect(usage.turns[0].conflicts).toEqual([
+      { counter: "inputTokens", previous: 1980, next: 1880, source: "receipt" },
+    ]);
     expect(usage.total.conflict).toBe(true);
   });
 

@@ -88,7 +88,16 @@ export class BenchChat extends AIChatAgent {
         // not allowed here
       }
       this.benchCounter.cursors = [];
-      return Response.json({ instance: this.benchInstance, rowsWritten, sqlRowsWritten: this.benchCounter.sqlRowsWritten, kvKeysWritten: this.benchCounter.kvKeysWritten, databaseSize: sql.databaseSize, freeBytes, tables, messages: this.messages.length });
+      return Response.json({
+        instance: this.benchInstance,
+        rowsWritten,
+        sqlRowsWritten: this.benchCounter.sqlRowsWritten,
+        kvKeysWritten: this.benchCounter.kvKeysWritten,
+        databaseSize: sql.databaseSize,
+        freeBytes,
+        tables,
+        messages: this.messages.length,
+      });
     }
     return super.onRequest(request);
   }

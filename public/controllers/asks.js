@@ -26,7 +26,15 @@ export function createAsks({ api, store }) {
     try {
       ack = await api.answer(cid, ask.id, { operationId, outcome, ...(data ? { data } : {}) });
     } catch (err) {
-      return { ok: false, message: err instanceof ApiError && err.status === 0 ? ACK_PROBLEM.transport_failure ?? "" : err instanceof Error ? err.message : String(err) };
+      return {
+        ok: false,
+        message:
+          err instanceof ApiError && err.status === 0
+            ? (ACK_PROBLEM.transport_failure ?? "")
+            : err instanceof Error
+              ? err.message
+              : String(err),
+      };
     }
     if (ack.status === "accepted" || ack.status === "already_resolved_same") {
       operationIds.delete(ask.id);
@@ -38,7 +46,13 @@ export function createAsks({ api, store }) {
       // Nothing was recorded: a corrected answer is a new command.
       operationIds.delete(ask.id);
       const { fields, rest } = problemsByField(ack.message ?? "", ask.request.answerSpec?.fields ?? []);
-      return { ok: false, message: rest.length ? `${ACK_PROBLEM.invalid_response} ${rest.join("; ")}` : (ACK_PROBLEM.invalid_response ?? ""), fields };
+      return {
+        ok: false,
+        message: rest.length
+          ? `${ACK_PROBLEM.invalid_response} ${rest.join("; ")}`
+          : (ACK_PROBLEM.invalid_response ?? ""),
+        fields,
+      };
     }
     return { ok: false, message: ACK_PROBLEM[ack.status] ?? ack.message ?? ack.status };
   }

@@ -42,7 +42,8 @@ export function createBranches({ api, store, reload, follow, screen, ui, focusPi
         // A branch's own turns are those from its first one on; before it, it shares its origin's.
         const first = b.turnIds.indexOf(b.firstTurnId);
         b.turnIds.forEach((turnId, i) => {
-          if (i >= first && !next.has(turnId)) next.set(turnId, { parent: i === 0 ? null : b.turnIds[i - 1], branch: b.branch });
+          if (i >= first && !next.has(turnId))
+            next.set(turnId, { parent: i === 0 ? null : b.turnIds[i - 1], branch: b.branch });
         });
       }
       tree = next;
@@ -51,7 +52,8 @@ export function createBranches({ api, store, reload, follow, screen, ui, focusPi
       screen.schedule();
     } catch (err) {
       // A conversation the server does not hold yet has no branches.
-      if (!(err instanceof ApiError && err.code === "conversation_not_found")) console.warn("could not read the branches", err);
+      if (!(err instanceof ApiError && err.code === "conversation_not_found"))
+        console.warn("could not read the branches", err);
     }
   }
 
@@ -70,7 +72,10 @@ export function createBranches({ api, store, reload, follow, screen, ui, focusPi
 
   /** @param {string | null} parent */
   function siblingIds(parent) {
-    return [...tree.entries()].filter(([, n]) => n.parent === parent).sort((a, b) => a[1].branch - b[1].branch).map(([id]) => id);
+    return [...tree.entries()]
+      .filter(([, n]) => n.parent === parent)
+      .sort((a, b) => a[1].branch - b[1].branch)
+      .map(([id]) => id);
   }
 
   /** A send beside a turn under way, or the last one that failed: its retry is the same turn. @type {{ key: string, turnId: string, sending: boolean } | null} */
@@ -86,7 +91,8 @@ export function createBranches({ api, store, reload, follow, screen, ui, focusPi
     if (store.busy() || !tree.has(turnId) || attempt?.sending) return;
     const parent = tree.get(turnId)?.parent ?? null;
     const key = JSON.stringify([store.conv.cid, parent, message]);
-    const current = attempt?.key === key ? { ...attempt, sending: true } : { key, turnId: `t-${crypto.randomUUID()}`, sending: true };
+    const current =
+      attempt?.key === key ? { ...attempt, sending: true } : { key, turnId: `t-${crypto.randomUUID()}`, sending: true };
     attempt = current;
     screen.hideBanner();
     try {
@@ -145,8 +151,7 @@ export function createBranches({ api, store, reload, follow, screen, ui, focusPi
       if (action.type === "loaded") {
         if (store.conv.order.length > 0) load();
         else tree = new Map();
-      }
-      else if (action.type === "event" && action.event.type === GATEWAY_EVENT.branchSwitched) {
+      } else if (action.type === "event" && action.event.type === GATEWAY_EVENT.branchSwitched) {
         const branch = Number(/** @type {Record<string, unknown>} */ (action.event.data).branch);
         if (branch !== shown) {
           shown = branch;

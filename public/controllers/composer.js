@@ -15,7 +15,10 @@ import { el } from "../views/dom.js";
 
 const SEND_RETRY_DELAY_MS = 800;
 /** The message box's placeholder: a narrow screen gets the short one, which fits beside Stop and Send. */
-const PLACEHOLDER = { wide: "Message the agent — Enter sends, Shift+Enter for a new line", narrow: "Message the agent" };
+const PLACEHOLDER = {
+  wide: "Message the agent — Enter sends, Shift+Enter for a new line",
+  narrow: "Message the agent",
+};
 
 /**
  * @param {{
@@ -79,7 +82,9 @@ export function createComposer({ api, store, ui, narrow, refreshList, queue, fol
           store.dispatch({ type: "sendRefused", turnId });
           if (!ui.input.value.trim()) ui.input.value = message;
           ui.input.focus();
-          screen.showBanner(error.code === "budget_exceeded" ? `Token budget reached: ${error.message}` : error.message);
+          screen.showBanner(
+            error.code === "budget_exceeded" ? `Token budget reached: ${error.message}` : error.message,
+          );
           return;
         }
         if (attempt === 0) {
@@ -156,7 +161,12 @@ export function createComposer({ api, store, ui, narrow, refreshList, queue, fol
         await new Promise((resolve) => setTimeout(resolve, 250));
         res = await api.cancel(cid, operationId, "stopped by the user");
       }
-      if (res.status >= 400) screen.showBanner(refusal()?.message ?? ("message" in res.data ? res.data.message : undefined) ?? "Could not confirm the run stopped.");
+      if (res.status >= 400)
+        screen.showBanner(
+          refusal()?.message ??
+            ("message" in res.data ? res.data.message : undefined) ??
+            "Could not confirm the run stopped.",
+        );
     } catch (err) {
       screen.showBanner(`Could not stop the run: ${err instanceof Error ? err.message : String(err)}`);
     } finally {
@@ -227,7 +237,16 @@ export function createComposer({ api, store, ui, narrow, refreshList, queue, fol
           ];
     ui.examples.replaceChildren(
       ...examples.map(([label, prompt]) =>
-        el("li", {}, el("button", { type: "button", class: "example", onclick: () => sendExample(/** @type {string} */ (prompt)) }, el("strong", { text: label }), el("span", { text: prompt }))),
+        el(
+          "li",
+          {},
+          el(
+            "button",
+            { type: "button", class: "example", onclick: () => sendExample(/** @type {string} */ (prompt)) },
+            el("strong", { text: label }),
+            el("span", { text: prompt }),
+          ),
+        ),
       ),
     );
   }

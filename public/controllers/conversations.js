@@ -32,7 +32,19 @@ const newConversationId = () => `c-${crypto.randomUUID().slice(0, 18)}`;
  *   screen: { showBanner: (text: string, kind?: string) => void, hideBanner: () => void, announce: (text: string) => void, updateTitle: () => void, schedule: () => void },
  * }} deps  `follow`: the transcript follows the newest content again
  */
-export function createConversations({ api, store, ui, narrow, connect, closeStream, refreshList, drawList, closeSidebar, follow, screen }) {
+export function createConversations({
+  api,
+  store,
+  ui,
+  narrow,
+  connect,
+  closeStream,
+  refreshList,
+  drawList,
+  closeSidebar,
+  follow,
+  screen,
+}) {
   /** Whether the open conversation's budget is known to the page: read with its usage, or told by the stream. */
   let budgetRead = false;
 
@@ -72,17 +84,38 @@ export function createConversations({ api, store, ui, narrow, connect, closeStre
     const sending = Object.values(store.conv.turns).filter((turn) => turn.status === "sending");
     // The open asks: each one's request with its turn id. The summary's schema leaves their shape
     // open (ConversationSummary.interactions in src/schemas/api.ts is an array of unknown).
-    const outstanding = /** @type {Array<import("../lib/wire").InteractionRequest & { turnId: string }>} */ (summary.interactions ?? []);
+    const outstanding = /** @type {Array<import("../lib/wire").InteractionRequest & { turnId: string }>} */ (
+      summary.interactions ?? []
+    );
     const askIds = [
-      ...transcript.messages.flatMap((m) => (m.role === "assistant" ? m.parts.filter((p) => p.type === "interaction").map((p) => String(p.id)) : [])),
+      ...transcript.messages.flatMap((m) =>
+        m.role === "assistant" ? m.parts.filter((p) => p.type === "interaction").map((p) => String(p.id)) : [],
+      ),
       ...outstanding.map((i) => i.id),
     ];
-    const waiting = summary.activeTurn ? { turnId: summary.activeTurn.turnId, waitingFor: summary.activeTurn.waitingFor ?? null } : null;
-    store.dispatch({ type: "loaded", transcript, outstanding, waiting, title: summary.title, unsent: unsentStore.list(cid), choices: choiceStore.read(askIds) });
+    const waiting = summary.activeTurn
+      ? { turnId: summary.activeTurn.turnId, waitingFor: summary.activeTurn.waitingFor ?? null }
+      : null;
+    store.dispatch({
+      type: "loaded",
+      transcript,
+      outstanding,
+      waiting,
+      title: summary.title,
+      unsent: unsentStore.list(cid),
+      choices: choiceStore.read(askIds),
+    });
     for (const turn of sending) {
-      if (!store.conv.turns[turn.turnId]) store.dispatch({ type: "send", turnId: turn.turnId, message: turn.userText, at: turn.sentAt ?? new Date().toISOString() });
+      if (!store.conv.turns[turn.turnId])
+        store.dispatch({
+          type: "send",
+          turnId: turn.turnId,
+          message: turn.userText,
+          at: turn.sentAt ?? new Date().toISOString(),
+        });
     }
-    for (const turnId of store.conv.order) if (store.conv.turns[turnId]?.status !== "unsent") unsentStore.remove(cid, turnId);
+    for (const turnId of store.conv.order)
+      if (store.conv.turns[turnId]?.status !== "unsent") unsentStore.remove(cid, turnId);
     const read = await usage;
     if (generation !== store.generation) return;
     // Unread (an error), usage is what the stream reports.
@@ -131,7 +164,10 @@ export function createConversations({ api, store, ui, narrow, connect, closeStre
     store.dispatch({ type: "deleted" });
     store.conversations = store.conversations.filter((c) => c.conversationId !== store.conv.cid);
     await openNew();
-    screen.showBanner(`“${title}” was deleted in another tab or on another device. This is a new conversation.`, "deleted");
+    screen.showBanner(
+      `“${title}” was deleted in another tab or on another device. This is a new conversation.`,
+      "deleted",
+    );
     screen.announce(`“${title}” was deleted elsewhere.`);
     refreshList();
   }

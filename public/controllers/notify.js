@@ -28,7 +28,8 @@ export function createNotifier({ ui }) {
     if (!supported) {
       ui.notifyToggle.disabled = true;
       say("This browser cannot show notifications.");
-    } else if (notifySetting.on() && Notification.permission === "denied") say("Notifications are blocked for this site: allow them in the browser's site settings.");
+    } else if (notifySetting.on() && Notification.permission === "denied")
+      say("Notifications are blocked for this site: allow them in the browser's site settings.");
     else say(enabled() ? "On while this tab is open and in the background." : "");
   }
 

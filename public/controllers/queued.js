@@ -20,7 +20,17 @@ import { GATEWAY_EVENT as E } from "../lib/events.js";
 import { el } from "../views/dom.js";
 
 /** Events after which the queue may look different. */
-const MOVES = new Set(/** @type {string[]} */ ([E.turnQueued, E.turnQueueEdited, E.turnDequeued, E.turnAccepted, E.turnCompleted, E.turnFailed, E.turnCancelled]));
+const MOVES = new Set(
+  /** @type {string[]} */ ([
+    E.turnQueued,
+    E.turnQueueEdited,
+    E.turnDequeued,
+    E.turnAccepted,
+    E.turnCompleted,
+    E.turnFailed,
+    E.turnCancelled,
+  ]),
+);
 const SEND_RETRY_DELAY_MS = 800;
 
 /**
@@ -77,7 +87,10 @@ export function createQueued({ api, store, ui, sent, screen }) {
       // A turn that left the queue and is the summary's active or last one has started.
       const started = (/** @type {string} */ turnId) =>
         summary.activeTurn?.turnId === turnId || summary.lastTurn?.turnId === turnId || turnId in store.conv.turns;
-      show(summary.queue.map((t) => ({ turnId: t.turnId, message: t.message })), started);
+      show(
+        summary.queue.map((t) => ({ turnId: t.turnId, message: t.message })),
+        started,
+      );
     } catch (err) {
       // A conversation the server does not have yet has no queue; otherwise the list stays as it was.
       if (err instanceof ApiError && err.status === 404 && generation === store.generation) show([]);
@@ -91,7 +104,9 @@ export function createQueued({ api, store, ui, sent, screen }) {
   function show(next, started) {
     const gone = editing && !next.some((i) => i.turnId === editing) ? editing : null;
     const original = items.find((i) => i.turnId === gone)?.message ?? "";
-    const box = /** @type {HTMLTextAreaElement | null} */ (ui.queuedList.querySelector(".queued-item.editing textarea"));
+    const box = /** @type {HTMLTextAreaElement | null} */ (
+      ui.queuedList.querySelector(".queued-item.editing textarea")
+    );
     const typed = box?.value.trim() ?? "";
     items = next;
     if (gone) {
@@ -146,7 +161,9 @@ export function createQueued({ api, store, ui, sent, screen }) {
       "li",
       { class: "queued-item", "data-turn": item.turnId },
       el("span", { class: "queued-text", text: item.message }),
-      el("span", { class: "queued-actions" },
+      el(
+        "span",
+        { class: "queued-actions" },
         el("button", { type: "button", text: "Edit", onclick: () => startEditing(item.turnId) }),
         el("button", { type: "button", text: "Remove", onclick: () => remove(item.turnId) }),
       ),
@@ -159,9 +176,14 @@ export function createQueued({ api, store, ui, sent, screen }) {
     box.value = item.message;
     const form = el(
       "form",
-      { class: "queued-form", onsubmit: (/** @type {SubmitEvent} */ event) => (event.preventDefault(), save(item.turnId, box.value.trim())) },
+      {
+        class: "queued-form",
+        onsubmit: (/** @type {SubmitEvent} */ event) => (event.preventDefault(), save(item.turnId, box.value.trim())),
+      },
       box,
-      el("span", { class: "queued-actions" },
+      el(
+        "span",
+        { class: "queued-actions" },
         el("button", { type: "submit", class: "primary", text: "Save" }),
         el("button", { type: "button", text: "Cancel", onclick: () => ((editing = null), draw()) }),
       ),
@@ -189,7 +211,11 @@ export function createQueued({ api, store, ui, sent, screen }) {
   /** @param {unknown} err @param {string} what */
   function refused(err, what) {
     const error = err instanceof ApiError ? err : null;
-    screen.showBanner(error?.code === "turn_not_queued" ? `That message has started; it can no longer be ${what}.` : `Could not ${what === "edited" ? "edit" : "remove"} the queued message: ${error?.message ?? String(err)}`);
+    screen.showBanner(
+      error?.code === "turn_not_queued"
+        ? `That message has started; it can no longer be ${what}.`
+        : `Could not ${what === "edited" ? "edit" : "remove"} the queued message: ${error?.message ?? String(err)}`,
+    );
     refresh();
   }
 
@@ -205,8 +231,13 @@ export function createQueued({ api, store, ui, sent, screen }) {
       // It started (or left the queue) first: the edit is not lost.
       if (err instanceof ApiError && (err.code === "turn_not_queued" || err.code === "turn_not_found")) {
         // Its status when it left the queue: a turn's (it started) or "cancelled" (removed).
-        const status = /** @type {{ error?: { details?: { status?: unknown } } } | undefined} */ (err.body)?.error?.details?.status;
-        editLost(original, message, turnId in store.conv.turns || (typeof status === "string" && status !== "cancelled"));
+        const status = /** @type {{ error?: { details?: { status?: unknown } } } | undefined} */ (err.body)?.error
+          ?.details?.status;
+        editLost(
+          original,
+          message,
+          turnId in store.conv.turns || (typeof status === "string" && status !== "cancelled"),
+        );
         refresh();
       } else refused(err, "edited");
     }
@@ -246,8 +277,11 @@ export function createQueued({ api, store, ui, sent, screen }) {
       try {
         const turn = await api.queue(cid, turnId, message);
         if (generation !== store.generation) return;
-        if (turn.status === "queued" && !items.some((i) => i.turnId === turnId)) change([...items, { turnId, message: turn.message }]);
-        screen.announce(turn.status === "queued" ? "Message queued: it is sent when the running turn ends." : "Message sent.");
+        if (turn.status === "queued" && !items.some((i) => i.turnId === turnId))
+          change([...items, { turnId, message: turn.message }]);
+        screen.announce(
+          turn.status === "queued" ? "Message queued: it is sent when the running turn ends." : "Message sent.",
+        );
         return;
       } catch (err) {
         const error = err instanceof ApiError ? err : new ApiError(0, "unreachable", String(err));

@@ -19,12 +19,14 @@ const ACTIONS = {
     done: "Sandbox stopped.",
   },
   delete: {
-    question: "Delete the sandbox? Its files are removed, and at your next message the agent starts in a new sandbox, without the earlier conversation in its memory.",
+    question:
+      "Delete the sandbox? Its files are removed, and at your next message the agent starts in a new sandbox, without the earlier conversation in its memory.",
     confirm: "Yes, delete it",
     done: "Sandbox deleted. The agent starts afresh at your next message.",
   },
   account: {
-    question: "Delete your account? Every conversation, your sandbox and your webhooks are removed, here and at the agent service. This cannot be undone.",
+    question:
+      "Delete your account? Every conversation, your sandbox and your webhooks are removed, here and at the agent service. This cannot be undone.",
     confirm: "Yes, delete my account",
     done: "Your account was deleted.",
   },
@@ -73,14 +75,31 @@ export function createSandbox({ api, ui, screen, signOut }) {
           ["Last activity", fact(env.reported.lastActivityAt, when)],
           ["Expires", fact(env.reported.expiresAt, when)],
           ["Stops when idle for", fact(env.reported.idlePolicy, (p) => duration(p.idleTimeoutSeconds))],
-          ["Resources", fact(env.reported.resources, (r) => [r.cpuCores !== null ? `${r.cpuCores} CPU` : null, r.memoryMB !== null ? `${r.memoryMB} MB memory` : null, r.diskGB !== null ? `${r.diskGB} GB disk` : null].filter(Boolean).join(", ") || "unknown")],
+          [
+            "Resources",
+            fact(
+              env.reported.resources,
+              (r) =>
+                [
+                  r.cpuCores !== null ? `${r.cpuCores} CPU` : null,
+                  r.memoryMB !== null ? `${r.memoryMB} MB memory` : null,
+                  r.diskGB !== null ? `${r.diskGB} GB disk` : null,
+                ]
+                  .filter(Boolean)
+                  .join(", ") || "unknown",
+            ),
+          ],
         ]
       : [["Status", el("span", { text: "none yet: your next message creates one" })]];
     const last = v.actions[0];
     if (last) rows.push(["Last change", el("span", { text: `${last.action}, ${when(last.at)}` })]);
-    ui.sandboxFacts.replaceChildren(...rows.flatMap(([name, value]) => [el("dt", { text: name }), el("dd", {}, value)]));
+    ui.sandboxFacts.replaceChildren(
+      ...rows.flatMap(([name, value]) => [el("dt", { text: name }), el("dd", {}, value)]),
+    );
     const shared = !v.capabilities.stop && !v.capabilities.delete;
-    ui.sandboxNote.textContent = shared ? "This provider runs one environment for every user: it cannot be stopped or deleted from here." : "";
+    ui.sandboxNote.textContent = shared
+      ? "This provider runs one environment for every user: it cannot be stopped or deleted from here."
+      : "";
     ui.sandboxNote.hidden = !shared;
     const status = env?.reported.status.state === "reported" ? env.reported.status.value : null;
     ui.sandboxStop.disabled = !env || !v.capabilities.stop || status === "stopped" || status === "gone";
@@ -91,7 +110,10 @@ export function createSandbox({ api, ui, screen, signOut }) {
     try {
       draw(await api.environment());
     } catch (err) {
-      ui.sandboxFacts.replaceChildren(el("dt", { text: "Status" }), el("dd", { text: `could not be read (${err instanceof Error ? err.message : String(err)})` }));
+      ui.sandboxFacts.replaceChildren(
+        el("dt", { text: "Status" }),
+        el("dd", { text: `could not be read (${err instanceof Error ? err.message : String(err)})` }),
+      );
     }
   }
 
@@ -125,7 +147,11 @@ export function createSandbox({ api, ui, screen, signOut }) {
     try {
       const { status } = await api.deleteAccount();
       set(false);
-      signOut(status === 200 ? ACTIONS.account.done : "Your account is being deleted: nothing of it can be read any more, and the deletion finishes by itself.");
+      signOut(
+        status === 200
+          ? ACTIONS.account.done
+          : "Your account is being deleted: nothing of it can be read any more, and the deletion finishes by itself.",
+      );
     } catch (err) {
       screen.showBanner(`Could not delete your account: ${err instanceof Error ? err.message : String(err)}`);
     }

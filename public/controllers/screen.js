@@ -54,7 +54,8 @@ export function createScreen({ store, transcript, ui, connection }) {
       else if (now.status === "cancelled") announce("The turn was cancelled.");
     }
     for (const ask of Object.values(after.asks)) {
-      if (ask.status === "outstanding" && !before.asks[ask.id]) announce(`The agent is waiting for you: ${ask.request.title}`);
+      if (ask.status === "outstanding" && !before.asks[ask.id])
+        announce(`The agent is waiting for you: ${ask.request.title}`);
     }
   }
 
@@ -97,12 +98,17 @@ export function createScreen({ store, transcript, ui, connection }) {
     if (total || ended) parts.push(`Total: ${usageText(total, { floor: !total?.complete })}`);
     if (conv.budget) {
       const b = conv.budget;
-      parts.push(`Budget ${b.complete ? "" : "at least "}${formatTokens(b.used)} of ${formatTokens(b.tokens)} tokens${spendNote(b.provenance)}${b.exceeded ? " (reached)" : ""}`);
+      parts.push(
+        `Budget ${b.complete ? "" : "at least "}${formatTokens(b.used)} of ${formatTokens(b.tokens)} tokens${spendNote(b.provenance)}${b.exceeded ? " (reached)" : ""}`,
+      );
     }
     ui.usageTotal.textContent = parts.join(" · ");
     if (conv.budgetExceeded && ui.banner.dataset.kind !== "budget") {
       const stopped = conv.budgetExceeded;
-      showBanner(`Token budget reached: the run was stopped (${stopped.scope ?? "conversation"} budget ${stopped.tokens ?? ""}${spendNote(stopped.provenance)}).`, "budget");
+      showBanner(
+        `Token budget reached: the run was stopped (${stopped.scope ?? "conversation"} budget ${stopped.tokens ?? ""}${spendNote(stopped.provenance)}).`,
+        "budget",
+      );
     }
   }
 
@@ -164,7 +170,17 @@ export function createScreen({ store, transcript, ui, connection }) {
     setTimeout(() => (button.textContent = label), 1500);
   }
 
-  return { announce, announceChanges, updateTitle, schedule, showBanner, hideBanner, copy, holdBack, connectionLost: () => lost };
+  return {
+    announce,
+    announceChanges,
+    updateTitle,
+    schedule,
+    showBanner,
+    hideBanner,
+    copy,
+    holdBack,
+    connectionLost: () => lost,
+  };
 }
 
 /**
@@ -172,5 +188,9 @@ export function createScreen({ store, transcript, ui, connection }) {
  * @param {import("../lib/reducer.js").Provenance | undefined} provenance
  */
 function spendNote(provenance) {
-  return provenance === "estimated" ? ", counting estimates" : provenance === "unknown" ? ", counting unverified figures" : "";
+  return provenance === "estimated"
+    ? ", counting estimates"
+    : provenance === "unknown"
+      ? ", counting unverified figures"
+      : "";
 }

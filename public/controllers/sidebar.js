@@ -66,7 +66,9 @@ export function createSidebar({ api, store, ui, narrow, open, openNew, screen })
   function entries() {
     const active = activeTurn(store.conv);
     return store.conversations.map((c) =>
-      c.conversationId === store.conv.cid && active?.status === "running" ? { ...c, state: /** @type {const} */ ("running"), waitingFor: active.waitingFor } : c,
+      c.conversationId === store.conv.cid && active?.status === "running"
+        ? { ...c, state: /** @type {const} */ ("running"), waitingFor: active.waitingFor }
+        : c,
     );
   }
 
@@ -82,7 +84,13 @@ export function createSidebar({ api, store, ui, narrow, open, openNew, screen })
   /** Puts the conversation's title in a field (views/sidebar.js): Enter saves, Escape cancels. @param {string} cid */
   function startRenaming(cid) {
     renaming = cid;
-    renderConversationList(ui.conversationList, searchTitles(entries(), ui.conversationSearch.value), store.conv.cid, renaming, handlers);
+    renderConversationList(
+      ui.conversationList,
+      searchTitles(entries(), ui.conversationSearch.value),
+      store.conv.cid,
+      renaming,
+      handlers,
+    );
   }
 
   /**
@@ -97,7 +105,9 @@ export function createSidebar({ api, store, ui, narrow, open, openNew, screen })
       stopRenaming(entry.conversationId);
       return screen.showBanner(`Could not rename: ${err instanceof Error ? err.message : String(err)}`);
     }
-    store.conversations = store.conversations.map((c) => (c.conversationId === renamed.conversationId ? { ...c, title: renamed.title } : c));
+    store.conversations = store.conversations.map((c) =>
+      c.conversationId === renamed.conversationId ? { ...c, title: renamed.title } : c,
+    );
     if (entry.conversationId === store.conv.cid) {
       store.replace({ ...store.conv, title: renamed.title });
       screen.updateTitle();
@@ -112,7 +122,9 @@ export function createSidebar({ api, store, ui, narrow, open, openNew, screen })
   function stopRenaming(cid) {
     renaming = null;
     draw();
-    /** @type {HTMLElement | null} */ (ui.conversationList.querySelector(`[data-focus-key="${CSS.escape(`open:${cid}`)}"]`))?.focus();
+    /** @type {HTMLElement | null} */ (
+      ui.conversationList.querySelector(`[data-focus-key="${CSS.escape(`open:${cid}`)}"]`)
+    )?.focus();
   }
 
   /** @type {import("../views/sidebar.js").ListHandlers} */

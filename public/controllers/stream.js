@@ -10,7 +10,13 @@ import { followStream } from "../lib/stream.js";
 
 /** @typedef {import("../lib/stream.js").ConnectionState} ConnectionState */
 
-const LABEL = { idle: "Idle", connecting: "Connecting", replaying: "Catching up", live: "Live", reconnecting: "Reconnecting" };
+const LABEL = {
+  idle: "Idle",
+  connecting: "Connecting",
+  replaying: "Catching up",
+  live: "Live",
+  reconnecting: "Reconnecting",
+};
 
 /**
  * @param {{

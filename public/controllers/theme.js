@@ -18,7 +18,8 @@ export function createThemeControl({ ui }) {
   };
   for (const radio of radios) {
     radio.addEventListener("change", () => {
-      if (radio.checked && (radio.value === "system" || radio.value === "light" || radio.value === "dark")) theme.choose(radio.value);
+      if (radio.checked && (radio.value === "system" || radio.value === "light" || radio.value === "dark"))
+        theme.choose(radio.value);
     });
   }
   addEventListener("pagethemechange", show);

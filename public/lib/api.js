@@ -56,12 +56,21 @@ export function createApi({ baseUrl, token, onUnauthorized }) {
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
     } catch (err) {
-      throw new ApiError(0, "unreachable", `could not reach the server (${err instanceof Error ? err.message : String(err)})`);
+      throw new ApiError(
+        0,
+        "unreachable",
+        `could not reach the server (${err instanceof Error ? err.message : String(err)})`,
+      );
     }
     const data = await res.json().catch(() => null);
     if (res.ok || accept.includes(res.status)) return { status: res.status, data };
     if (res.status === 401 && bearer) onUnauthorized();
-    throw new ApiError(res.status, data?.error?.code ?? "http_error", data?.error?.message ?? `HTTP ${res.status}`, data);
+    throw new ApiError(
+      res.status,
+      data?.error?.code ?? "http_error",
+      data?.error?.message ?? `HTTP ${res.status}`,
+      data,
+    );
   }
 
   return {
@@ -74,7 +83,9 @@ export function createApi({ baseUrl, token, onUnauthorized }) {
      * @param {string} candidate @returns {Promise<string | null>} null when accepted, else why not
      */
     checkToken: async (candidate) => {
-      const res = await fetch(`${baseUrl}/v1/conversations?limit=1`, { headers: { authorization: `Bearer ${candidate}` } }).catch(() => null);
+      const res = await fetch(`${baseUrl}/v1/conversations?limit=1`, {
+        headers: { authorization: `Bearer ${candidate}` },
+      }).catch(() => null);
       if (!res) return "could not reach the server";
       if (res.ok) return null;
       return (await res.json().catch(() => null))?.error?.message ?? "that token was not accepted";
@@ -93,35 +104,53 @@ export function createApi({ baseUrl, token, onUnauthorized }) {
      * @param {string} message
      * @returns {Promise<import("./wire").TurnView>}
      */
-    send: async (cid, turnId, message) => (await request(`${conversationPath(cid)}/turns`, { method: "POST", body: { turnId, message } })).data,
+    send: async (cid, turnId, message) =>
+      (await request(`${conversationPath(cid)}/turns`, { method: "POST", body: { turnId, message } })).data,
     /**
      * Sends a turn that waits in the queue while another runs (it starts at once if none does).
      * @param {string} cid @param {string} turnId  the same id on a retry: the same queued turn
      * @param {string} message
      * @returns {Promise<import("./wire").TurnView>}
      */
-    queue: async (cid, turnId, message) => (await request(`${conversationPath(cid)}/turns`, { method: "POST", body: { turnId, message, whenBusy: "queue" } })).data,
+    queue: async (cid, turnId, message) =>
+      (
+        await request(`${conversationPath(cid)}/turns`, {
+          method: "POST",
+          body: { turnId, message, whenBusy: "queue" },
+        })
+      ).data,
     /** @param {string} cid @param {string} turnId @param {string} message @returns {Promise<import("./wire").TurnView>} */
-    editQueued: async (cid, turnId, message) => (await request(`${conversationPath(cid)}/turns/${encodeURIComponent(turnId)}`, { method: "PATCH", body: { message } })).data,
+    editQueued: async (cid, turnId, message) =>
+      (
+        await request(`${conversationPath(cid)}/turns/${encodeURIComponent(turnId)}`, {
+          method: "PATCH",
+          body: { message },
+        })
+      ).data,
     /** @param {string} cid @param {string} turnId @returns {Promise<import("./wire").TurnView>} */
-    removeQueued: async (cid, turnId) => (await request(`${conversationPath(cid)}/turns/${encodeURIComponent(turnId)}`, { method: "DELETE" })).data,
+    removeQueued: async (cid, turnId) =>
+      (await request(`${conversationPath(cid)}/turns/${encodeURIComponent(turnId)}`, { method: "DELETE" })).data,
     /**
      * A turn after `parentTurnId` (an edit of the message after it, or its answer again): a branch
      * (docs/api.md#branches). @param {string} cid @param {string} turnId @param {string} message @param {string | null}
      * parentTurnId @returns {Promise<import("./wire").TurnView>}
      */
-    sendAfter: async (cid, turnId, message, parentTurnId) => (await request(`${conversationPath(cid)}/turns`, { method: "POST", body: { turnId, message, parentTurnId } })).data,
+    sendAfter: async (cid, turnId, message, parentTurnId) =>
+      (await request(`${conversationPath(cid)}/turns`, { method: "POST", body: { turnId, message, parentTurnId } }))
+        .data,
     /** @param {string} cid @returns {Promise<import("./wire").Branches>} */
     branches: async (cid) => (await request(`${conversationPath(cid)}/branches`)).data,
     /** Shows the branch that goes through `turnId`. @param {string} cid @param {string} turnId */
-    switchBranch: async (cid, turnId) => (await request(`${conversationPath(cid)}/branches/active`, { method: "POST", body: { turnId } })).data,
+    switchBranch: async (cid, turnId) =>
+      (await request(`${conversationPath(cid)}/branches/active`, { method: "POST", body: { turnId } })).data,
     /**
      * The cancellation's acknowledgement, with its HTTP status (409: the operation id was used for
      * another command, or a refusal such as `turn_not_ready`; 502: whether the run stopped could not be confirmed).
      * @param {string} cid @param {string} operationId @param {string} reason
      * @returns {Promise<{ status: number, data: import("./wire").CancellationAcknowledgement | { error: { code: string, message: string } } }>}
      */
-    cancel: async (cid, operationId, reason) => request(`${conversationPath(cid)}/cancel`, { method: "POST", body: { operationId, reason }, accept: [409, 502] }),
+    cancel: async (cid, operationId, reason) =>
+      request(`${conversationPath(cid)}/cancel`, { method: "POST", body: { operationId, reason }, accept: [409, 502] }),
     /**
      * An answer's acknowledgement, whatever its status (every status has its HTTP code).
      * @param {string} cid @param {string} interactionId
@@ -129,7 +158,13 @@ export function createApi({ baseUrl, token, onUnauthorized }) {
      * @returns {Promise<import("./wire").InteractionAcknowledgement>}
      */
     answer: async (cid, interactionId, body) =>
-      (await request(`${conversationPath(cid)}/interactions/${enc(interactionId)}`, { method: "POST", body, accept: [404, 409, 410, 422, 502] })).data,
+      (
+        await request(`${conversationPath(cid)}/interactions/${enc(interactionId)}`, {
+          method: "POST",
+          body,
+          accept: [404, 409, 410, 422, 502],
+        })
+      ).data,
     /** Renames the conversation on the server (every device lists the new title). @param {string} cid @param {string} title @returns {Promise<ConversationEntry>} */
     rename: async (cid, title) => (await request(conversationPath(cid), { method: "PATCH", body: { title } })).data,
     /** @param {string} cid @returns {Promise<import("./wire").Deleted>} */

@@ -44,7 +44,14 @@
 /** @typedef {{ kind: string, tool?: string, status?: string, input?: unknown, output?: unknown, metadata?: unknown }} ToolLike */
 
 const WRITE_TOOLS = new Set(["write", "write_file", "create_file", "create"]);
-const EDIT_TOOLS = new Set(["edit", "edit_file", "str_replace", "str_replace_editor", "str_replace_based_edit_tool", "replace"]);
+const EDIT_TOOLS = new Set([
+  "edit",
+  "edit_file",
+  "str_replace",
+  "str_replace_editor",
+  "str_replace_based_edit_tool",
+  "replace",
+]);
 const MULTI_EDIT_TOOLS = new Set(["multiedit", "multi_edit"]);
 const PATCH_TOOLS = new Set(["patch", "apply_patch", "applypatch", "apply_diff"]);
 
@@ -55,7 +62,10 @@ const MAX_DIFF_CELLS = 4_000_000;
  * @param {unknown} value
  * @returns {Record<string, unknown> | null}
  */
-const record = (value) => (value !== null && typeof value === "object" && !Array.isArray(value) ? /** @type {Record<string, unknown>} */ (value) : null);
+const record = (value) =>
+  value !== null && typeof value === "object" && !Array.isArray(value)
+    ? /** @type {Record<string, unknown>} */ (value)
+    : null;
 
 /**
  * The first of `names` that `object` holds as a string.
@@ -90,7 +100,10 @@ export function lineDiff(before, after) {
   /** @type {DiffLine[]} */
   const out = a.slice(0, head).map((text) => ({ op: " ", text }));
   if (midA.length * midB.length > MAX_DIFF_CELLS) {
-    out.push(...midA.map((text) => /** @type {DiffLine} */ ({ op: "-", text })), ...midB.map((text) => /** @type {DiffLine} */ ({ op: "+", text })));
+    out.push(
+      ...midA.map((text) => /** @type {DiffLine} */ ({ op: "-", text })),
+      ...midB.map((text) => /** @type {DiffLine} */ ({ op: "+", text })),
+    );
   } else {
     // lcs(i, j): the length of the longest common subsequence of midA[i..] and midB[j..].
     const n = midA.length;
@@ -98,7 +111,8 @@ export function lineDiff(before, after) {
     const table = new Uint32Array((n + 1) * (m + 1));
     const lcs = (/** @type {number} */ i, /** @type {number} */ j) => table[i * (m + 1) + j] ?? 0;
     for (let i = n - 1; i >= 0; i--) {
-      for (let j = m - 1; j >= 0; j--) table[i * (m + 1) + j] = midA[i] === midB[j] ? lcs(i + 1, j + 1) + 1 : Math.max(lcs(i + 1, j), lcs(i, j + 1));
+      for (let j = m - 1; j >= 0; j--)
+        table[i * (m + 1) + j] = midA[i] === midB[j] ? lcs(i + 1, j + 1) + 1 : Math.max(lcs(i + 1, j), lcs(i, j + 1));
     }
     let i = 0;
     let j = 0;
@@ -132,7 +146,10 @@ const count = (diff, /** @type {"+" | "-"} */ op) => diff.filter((l) => l.op ===
  * @returns {FileChange}
  */
 function editChange(path, edits) {
-  const diff = edits.flatMap((e, i) => [...(i > 0 ? [/** @type {DiffLine} */ ({ op: "@", text: "@@" })] : []), ...lineDiff(e.before, e.after)]);
+  const diff = edits.flatMap((e, i) => [
+    ...(i > 0 ? [/** @type {DiffLine} */ ({ op: "@", text: "@@" })] : []),
+    ...lineDiff(e.before, e.after),
+  ]);
   const every = edits.some((e) => e.every);
   return {
     path,
@@ -170,14 +187,20 @@ export function patchChanges(text) {
     current = { path, action, added: 0, removed: 0, diff: [], content: null, note: null };
     out.push(current);
   };
-  const strip = (/** @type {string} */ p) => p.trim().replace(/^"|"$/g, "").replace(/^[ab]\//, "").replace(/\t.*$/, "");
+  const strip = (/** @type {string} */ p) =>
+    p
+      .trim()
+      .replace(/^"|"$/g, "")
+      .replace(/^[ab]\//, "")
+      .replace(/\t.*$/, "");
   const all = text.replace(/\r\n?/g, "\n").split("\n");
   for (let k = 0; k < all.length; k++) {
     const line = all[k] ?? "";
     let m;
     if ((m = /^\*\*\* (Add|Update|Delete) File: (.+)$/.exec(line))) {
       start((m[2] ?? "").trim(), m[1] === "Add" ? "created" : m[1] === "Delete" ? "deleted" : "edited");
-      if (m[1] === "Delete" && current) Object.assign(current, { removed: null, diff: null, note: "Deleted; its content is not reported." });
+      if (m[1] === "Delete" && current)
+        Object.assign(current, { removed: null, diff: null, note: "Deleted; its content is not reported." });
     } else if ((m = /^\*\*\* Move to: (.+)$/.exec(line)) && current) {
       const moved = /** @type {FileChange} */ (current);
       moved.note = `Moved from ${moved.path}.`;
@@ -229,7 +252,17 @@ export function toolChanges(block) {
       const diff = lineDiff("", content);
       return [{ path, action: "created", added: diff.length, removed: 0, diff, content: null, note: null }];
     }
-    return [{ path, action: "written", added: null, removed: null, diff: null, content, note: "Written whole; its earlier content is not reported, so there is no diff." }];
+    return [
+      {
+        path,
+        action: "written",
+        added: null,
+        removed: null,
+        diff: null,
+        content,
+        note: "Written whole; its earlier content is not reported, so there is no diff.",
+      },
+    ];
   }
   if (EDIT_TOOLS.has(name) && path !== null) {
     const edit = editOf(input);
@@ -237,10 +270,13 @@ export function toolChanges(block) {
   }
   if (MULTI_EDIT_TOOLS.has(name) && path !== null && Array.isArray(input?.edits)) {
     const edits = input.edits.map((e) => editOf(record(e)));
-    return edits.every((e) => e !== null) && edits.length > 0 ? [editChange(path, /** @type {{ before: string, after: string, every: boolean }[]} */ (edits))] : [];
+    return edits.every((e) => e !== null) && edits.length > 0
+      ? [editChange(path, /** @type {{ before: string, after: string, every: boolean }[]} */ (edits))]
+      : [];
   }
   if (PATCH_TOOLS.has(name)) {
-    const text = typeof block.input === "string" ? block.input : str(input, ["patchText", "patch_text", "patch", "input", "diff"]);
+    const text =
+      typeof block.input === "string" ? block.input : str(input, ["patchText", "patch_text", "patch", "input", "diff"]);
     return text ? patchChanges(text) : [];
   }
   return [];

@@ -35,12 +35,18 @@ export function connectionView({ state, since, now, turnRunning }) {
   const lost = trying && down >= LOST_AFTER_MS;
   return {
     lost,
-    turnNotice: lost && turnRunning ? "Connection to the server lost. The agent keeps working; this answer catches up when the page reconnects." : "",
-    composerStatus: lost ? "Not connected to the server: messages are not sent until the page reconnects. What you type stays here." : "",
+    turnNotice:
+      lost && turnRunning
+        ? "Connection to the server lost. The agent keeps working; this answer catches up when the page reconnects."
+        : "",
+    composerStatus: lost
+      ? "Not connected to the server: messages are not sent until the page reconnects. What you type stays here."
+      : "",
     canStop: !lost,
     recheckInMs: trying && !lost ? LOST_AFTER_MS - down : null,
   };
 }
 
 /** What the message box says when a message was held back because the connection is lost. */
-export const HELD_BACK = "Not sent: the page is not connected to the server. Your message stays here; send it again once the page reconnects.";
+export const HELD_BACK =
+  "Not sent: the page is not connected to the server. Your message stays here; send it again once the page reconnects.";

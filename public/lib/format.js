@@ -35,18 +35,29 @@ function weakestProvenance(kinds) {
  * @param {{ floor?: boolean }} [options]
  */
 export function usageText(usage, { floor = false } = {}) {
-  const known = usage && (usage.inputTokens !== null || usage.outputTokens !== null || usage.cost !== null || typeof usage.modelRequests === "number");
+  const known =
+    usage &&
+    (usage.inputTokens !== null ||
+      usage.outputTokens !== null ||
+      usage.cost !== null ||
+      typeof usage.modelRequests === "number");
   if (!usage || !known) return "unknown";
   const p = usage.provenance ?? {};
   // A view without provenance (an older server) claims nothing: its figures are unverified.
-  const of = (/** @type {Provenance | null | undefined} */ kind, /** @type {number | null} */ value) => (value === null ? null : (kind ?? "unknown"));
+  const of = (/** @type {Provenance | null | undefined} */ kind, /** @type {number | null} */ value) =>
+    value === null ? null : (kind ?? "unknown");
   const input = of(p.inputTokens, usage.inputTokens);
   const output = of(p.outputTokens, usage.outputTokens);
   const cost = of(p.cost, usage.cost);
   const approx = (/** @type {Provenance | null} */ kind) => (kind === "estimated" ? "≈" : "");
-  const parts = [`in ${approx(input)}${formatTokens(usage.inputTokens)}`, `out ${approx(output)}${formatTokens(usage.outputTokens)}`, `${approx(cost)}${formatCost(usage.cost)}`];
+  const parts = [
+    `in ${approx(input)}${formatTokens(usage.inputTokens)}`,
+    `out ${approx(output)}${formatTokens(usage.outputTokens)}`,
+    `${approx(cost)}${formatCost(usage.cost)}`,
+  ];
   const requests = usage.modelRequests;
-  if (typeof requests === "number") parts.push(`${requests.toLocaleString("en-US")} model request${requests === 1 ? "" : "s"}`);
+  if (typeof requests === "number")
+    parts.push(`${requests.toLocaleString("en-US")} model request${requests === 1 ? "" : "s"}`);
   const notes = [];
   const tokens = weakestProvenance([input, output]);
   if (tokens && tokens !== "measured") notes.push(`tokens ${NOT_MEASURED[tokens]}`);
@@ -76,7 +87,9 @@ export function timeText(iso, now = new Date()) {
   const at = new Date(iso);
   if (Number.isNaN(at.getTime())) return "";
   const time = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
-  return at.toDateString() === now.toDateString() ? time : `${at.toLocaleDateString([], { month: "short", day: "numeric" })}, ${time}`;
+  return at.toDateString() === now.toDateString()
+    ? time
+    : `${at.toLocaleDateString([], { month: "short", day: "numeric" })}, ${time}`;
 }
 
 /** @type {Record<import("./reducer.js").TurnStatus, string>} */
@@ -95,7 +108,10 @@ export const STATUS_LABEL = {
  * @param {string} waitingFor  awaiting_question, awaiting_permission, awaiting_plan_decision, awaiting_interaction
  */
 export function waitingText(waitingFor) {
-  const kind = { awaiting_question: "question", awaiting_permission: "permission", awaiting_plan_decision: "plan decision" }[waitingFor] ?? "an answer";
+  const kind =
+    { awaiting_question: "question", awaiting_permission: "permission", awaiting_plan_decision: "plan decision" }[
+      waitingFor
+    ] ?? "an answer";
   return `Waiting for you: ${kind}`;
 }
 
@@ -111,7 +127,11 @@ export function askOutcomeText(ask) {
     case "answered":
       if (ask.choice) return ask.choice;
       // Another tab or device answered: the server says how (outcome), never what.
-      return ask.outcome === "declined" ? "Declined." : ask.outcome === "cancelled" ? "Dismissed." : "Answered (in another tab or on another device).";
+      return ask.outcome === "declined"
+        ? "Declined."
+        : ask.outcome === "cancelled"
+          ? "Dismissed."
+          : "Answered (in another tab or on another device).";
     case "expired":
       return "Expired: no answer came in time.";
     case "cancelled":
@@ -145,5 +165,12 @@ const SNIPPET_CHARS = 40;
 export function quoted(text) {
   const line = text.replace(/\s+/g, " ").trim();
   const chars = [...line];
-  return `“${chars.length > SNIPPET_CHARS ? `${chars.slice(0, SNIPPET_CHARS - 1).join("").trimEnd()}…` : line}”`;
+  return `“${
+    chars.length > SNIPPET_CHARS
+      ? `${chars
+          .slice(0, SNIPPET_CHARS - 1)
+          .join("")
+          .trimEnd()}…`
+      : line
+  }”`;
 }

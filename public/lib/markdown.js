@@ -17,7 +17,35 @@
 import DOMPurify from "dompurify";
 import { Marked } from "marked";
 
-const ALLOWED_TAGS = ["p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "blockquote", "pre", "code", "em", "strong", "del", "a", "table", "thead", "tbody", "tr", "th", "td", "input", "span"];
+const ALLOWED_TAGS = [
+  "p",
+  "br",
+  "hr",
+  "h1",
+  "h2",
+  "h3",
+  "h4",
+  "h5",
+  "h6",
+  "ul",
+  "ol",
+  "li",
+  "blockquote",
+  "pre",
+  "code",
+  "em",
+  "strong",
+  "del",
+  "a",
+  "table",
+  "thead",
+  "tbody",
+  "tr",
+  "th",
+  "td",
+  "input",
+  "span",
+];
 const ALLOWED_ATTR = ["href", "title", "class", "align", "start", "type", "checked", "disabled"];
 
 /** @param {string} text */
@@ -28,7 +56,8 @@ const markdown = new Marked({
   breaks: true,
   renderer: {
     html: ({ text }) => escapeHtml(text),
-    image: ({ href, text }) => `<a href="${escapeHtml(href)}" class="image-link">${escapeHtml(`Image: ${text || href}`)}</a>`,
+    image: ({ href, text }) =>
+      `<a href="${escapeHtml(href)}" class="image-link">${escapeHtml(`Image: ${text || href}`)}</a>`,
   },
 });
 
@@ -43,7 +72,8 @@ function loadHighlighter() {
     (module) => {
       highlighter = module.default;
       // Code drawn while it loaded.
-      for (const code of document.querySelectorAll("code[data-lang]:not(.hljs)")) highlight(/** @type {HTMLElement} */ (code));
+      for (const code of document.querySelectorAll("code[data-lang]:not(.hljs)"))
+        highlight(/** @type {HTMLElement} */ (code));
     },
     () => {
       // No highlighting: the code still shows, as text.
@@ -56,7 +86,9 @@ function highlight(code) {
   const lang = code.dataset.lang ?? "";
   if (!highlighter || !highlighter.getLanguage(lang)) return;
   const html = highlighter.highlight(code.textContent ?? "", { language: lang, ignoreIllegals: true }).value;
-  code.replaceChildren(DOMPurify.sanitize(html, { ALLOWED_TAGS: ["span"], ALLOWED_ATTR: ["class"], RETURN_DOM_FRAGMENT: true }));
+  code.replaceChildren(
+    DOMPurify.sanitize(html, { ALLOWED_TAGS: ["span"], ALLOWED_ATTR: ["class"], RETURN_DOM_FRAGMENT: true }),
+  );
   code.classList.add("hljs");
 }
 
@@ -136,7 +168,8 @@ export function renderMarkdown(text) {
   const html = /** @type {string} */ (markdown.parse(text, { async: false }));
   const fragment = DOMPurify.sanitize(html, { ALLOWED_TAGS, ALLOWED_ATTR, RETURN_DOM_FRAGMENT: true });
   // Whitespace between blocks is not content (the text shown equals the text written).
-  for (const node of [...fragment.childNodes]) if (node.nodeType === Node.TEXT_NODE && !node.textContent?.trim()) node.remove();
+  for (const node of [...fragment.childNodes])
+    if (node.nodeType === Node.TEXT_NODE && !node.textContent?.trim()) node.remove();
   // Only the disabled checkboxes of task lists: no other input survives.
   for (const input of fragment.querySelectorAll('input:not([type="checkbox"][disabled])')) input.remove();
   for (const input of fragment.querySelectorAll("input")) {

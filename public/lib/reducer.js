@@ -111,7 +111,18 @@ const TITLE_CHARS = 80;
  * @returns {ConversationState}
  */
 export function emptyConversation(cid) {
-  return { cid, lastSeq: 0, order: [], turns: {}, asks: {}, title: null, usageTotal: null, budget: null, budgetExceeded: null, deleted: false };
+  return {
+    cid,
+    lastSeq: 0,
+    order: [],
+    turns: {},
+    asks: {},
+    title: null,
+    usageTotal: null,
+    budget: null,
+    budgetExceeded: null,
+    deleted: false,
+  };
 }
 
 /**
@@ -119,7 +130,20 @@ export function emptyConversation(cid) {
  * @returns {Turn}
  */
 function newTurn(turnId) {
-  return { turnId, userText: "", sentAt: null, status: "running", waitingFor: null, blocks: [], error: null, cancelReason: null, usage: null, model: null, endedAt: null, sendError: null };
+  return {
+    turnId,
+    userText: "",
+    sentAt: null,
+    status: "running",
+    waitingFor: null,
+    blocks: [],
+    error: null,
+    cancelReason: null,
+    usage: null,
+    model: null,
+    endedAt: null,
+    sendError: null,
+  };
 }
 
 /** @param {TurnStatus} status */
@@ -148,7 +172,11 @@ function withTurn(state, turnId, change) {
   const existing = state.turns[turnId];
   const turn = change(existing ?? newTurn(turnId));
   if (turn === existing) return state;
-  return { ...state, turns: { ...state.turns, [turnId]: turn }, order: existing ? state.order : [...state.order, turnId] };
+  return {
+    ...state,
+    turns: { ...state.turns, [turnId]: turn },
+    order: existing ? state.order : [...state.order, turnId],
+  };
 }
 
 /**
@@ -178,7 +206,12 @@ function withDelta(turn, block, data) {
   if (block.kind !== "text" && block.kind !== "reasoning") return block;
   const held = turn.blocks.find((b) => b.key === block.key);
   const text = held && (held.kind === "text" || held.kind === "reasoning") ? held.text : undefined;
-  return { ...block, text: applyPartUpdate(text, { part: data.part, ...(typeof data.delta === "string" ? { delta: data.delta } : {}) }) ?? "" };
+  return {
+    ...block,
+    text:
+      applyPartUpdate(text, { part: data.part, ...(typeof data.delta === "string" ? { delta: data.delta } : {}) }) ??
+      "",
+  };
 }
 
 /**
@@ -187,7 +220,8 @@ function withDelta(turn, block, data) {
  */
 function sameBlock(a, b) {
   // Text blocks grow with every delta: compare their few fields, not a serialization of the text twice.
-  if ((a.kind === "text" || a.kind === "reasoning") && (b.kind === "text" || b.kind === "reasoning")) return a.kind === b.kind && a.key === b.key && a.id === b.id && a.text === b.text;
+  if ((a.kind === "text" || a.kind === "reasoning") && (b.kind === "text" || b.kind === "reasoning"))
+    return a.kind === b.kind && a.key === b.key && a.id === b.id && a.text === b.text;
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
@@ -206,7 +240,13 @@ function partBlock(part) {
     case "tool": {
       const state = part.state ?? {};
       /** @type {ToolBlock} */
-      const block = { key, kind: "tool", id: part.id, tool: typeof part.tool === "string" ? part.tool : "tool", status: typeof state.status === "string" ? state.status : "pending" };
+      const block = {
+        key,
+        kind: "tool",
+        id: part.id,
+        tool: typeof part.tool === "string" ? part.tool : "tool",
+        status: typeof state.status === "string" ? state.status : "pending",
+      };
       if (state.input !== undefined) block.input = state.input;
       if (state.output !== undefined) block.output = state.output;
       if (state.error !== undefined) block.error = state.error;
@@ -230,8 +270,20 @@ function withAsk(state, turnId, request, fields = {}) {
   if (!request || typeof request.id !== "string") return state;
   const known = state.asks[request.id];
   /** @type {Ask} */
-  const ask = { id: request.id, turnId, request, status: "outstanding", outcome: null, reason: null, choice: null, ...known, ...fields };
-  const next = withTurn(state, turnId, (turn) => withBlock(turn, { key: `ask:${request.id}`, kind: "ask", id: request.id }));
+  const ask = {
+    id: request.id,
+    turnId,
+    request,
+    status: "outstanding",
+    outcome: null,
+    reason: null,
+    choice: null,
+    ...known,
+    ...fields,
+  };
+  const next = withTurn(state, turnId, (turn) =>
+    withBlock(turn, { key: `ask:${request.id}`, kind: "ask", id: request.id }),
+  );
   if (known && JSON.stringify(known) === JSON.stringify(ask)) return next;
   return { ...next, asks: { ...next.asks, [request.id]: ask } };
 }
@@ -258,9 +310,22 @@ function resolveAsk(state, interactionId, fields) {
  */
 function endTurn(turn, end) {
   /** @type {Turn} */
-  let next = { ...turn, status: end.status, waitingFor: null, error: end.status === "failed" ? (end.error ?? { message: "unknown error" }) : null, cancelReason: end.cancelReason ?? null, endedAt: end.at, sendError: null };
+  let next = {
+    ...turn,
+    status: end.status,
+    waitingFor: null,
+    error: end.status === "failed" ? (end.error ?? { message: "unknown error" }) : null,
+    cancelReason: end.cancelReason ?? null,
+    endedAt: end.at,
+    sendError: null,
+  };
   if (end.status === "completed" && end.resultText && !turn.blocks.some((b) => b.kind === "text")) {
-    next = withBlock(next, { key: `part:${turn.turnId}:result`, kind: "text", id: `${turn.turnId}:result`, text: end.resultText });
+    next = withBlock(next, {
+      key: `part:${turn.turnId}:result`,
+      kind: "text",
+      id: `${turn.turnId}:result`,
+      text: end.resultText,
+    });
   }
   return next;
 }
@@ -299,14 +364,24 @@ function applyEvent(state, e) {
       if (!turnId) return state;
       const status = e.type === E.turnCompleted ? "completed" : e.type === E.turnFailed ? "failed" : "cancelled";
       return withTurn(state, turnId, (turn) =>
-        endTurn(turn, { status, error: data.error ?? null, cancelReason: typeof data.reason === "string" ? data.reason : null, resultText: data.result?.text, at: e.at }),
+        endTurn(turn, {
+          status,
+          error: data.error ?? null,
+          cancelReason: typeof data.reason === "string" ? data.reason : null,
+          resultText: data.result?.text,
+          at: e.at,
+        }),
       );
     }
     case E.usageUpdated: {
       // The turn's usage, the conversation's total and the budget as they stand (an older server
       // sends no budget: the one read from /usage stays).
       const next = turnId ? withTurn(state, turnId, (turn) => ({ ...turn, usage: data.usage ?? turn.usage })) : state;
-      return { ...next, usageTotal: data.conversation ?? next.usageTotal, budget: data.budget === undefined ? next.budget : data.budget };
+      return {
+        ...next,
+        usageTotal: data.conversation ?? next.usageTotal,
+        budget: data.budget === undefined ? next.budget : data.budget,
+      };
     }
     case E.budgetExceeded:
       return { ...state, budgetExceeded: data.budget ?? {} };
@@ -315,16 +390,27 @@ function applyEvent(state, e) {
     case E.turnWaiting: {
       if (!turnId) return state;
       const waitingFor = typeof data.waitingFor === "string" ? data.waitingFor : null;
-      return withTurn(state, turnId, (turn) => (turn.waitingFor === waitingFor || !isActive(turn.status) ? turn : { ...turn, waitingFor }));
+      return withTurn(state, turnId, (turn) =>
+        turn.waitingFor === waitingFor || !isActive(turn.status) ? turn : { ...turn, waitingFor },
+      );
     }
     case E.interactionResolved: {
-      const status = data.status === "answered" || data.status === "expired" || data.status === "cancelled" ? data.status : "cancelled";
-      return resolveAsk(state, data.interactionId, { status, outcome: data.outcome ?? null, reason: data.reason ?? null });
+      const status =
+        data.status === "answered" || data.status === "expired" || data.status === "cancelled"
+          ? data.status
+          : "cancelled";
+      return resolveAsk(state, data.interactionId, {
+        status,
+        outcome: data.outcome ?? null,
+        reason: data.reason ?? null,
+      });
     }
     case E.warning: {
       if (!turnId) return state;
       const text = `${data.message ?? data.code ?? "warning"}`;
-      return withTurn(state, turnId, (turn) => withBlock(turn, { key: `warning:${e.seq}`, kind: "warning", id: String(e.seq), text }));
+      return withTurn(state, turnId, (turn) =>
+        withBlock(turn, { key: `warning:${e.seq}`, kind: "warning", id: String(e.seq), text }),
+      );
     }
     default:
       return state; // provider events and variants newer than this page: nothing to draw
@@ -349,7 +435,12 @@ function load(cid, action) {
     for (const part of m.parts) {
       if (part.type === "warning") {
         // The warning as the stream showed it (its block keyed by the event that carried it).
-        const block = { key: part.id, kind: /** @type {const} */ ("warning"), id: part.id.slice("warning:".length), text: part.message || part.code };
+        const block = {
+          key: part.id,
+          kind: /** @type {const} */ ("warning"),
+          id: part.id.slice("warning:".length),
+          text: part.message || part.code,
+        };
         state = withTurn(state, m.turnId, (turn) => withBlock(turn, block));
         continue;
       }
@@ -369,7 +460,13 @@ function load(cid, action) {
     state = withTurn(state, m.turnId, (turn) =>
       isActive(m.status)
         ? { ...turn, status: m.status }
-        : endTurn(turn, { status: m.status, error: m.error ?? null, cancelReason: m.cancelReason ?? null, resultText: m.text, at: m.at }),
+        : endTurn(turn, {
+            status: m.status,
+            error: m.error ?? null,
+            cancelReason: m.cancelReason ?? null,
+            resultText: m.text,
+            at: m.at,
+          }),
     );
   }
   // Asks still waiting (a server that does not list asks in the transcript lists them here).
@@ -378,12 +475,22 @@ function load(cid, action) {
   }
   // What the running turn waits for, as the summary says (the stream goes on from there).
   const waiting = action.waiting;
-  if (waiting?.waitingFor && state.turns[waiting.turnId] && isActive(/** @type {Turn} */ (state.turns[waiting.turnId]).status)) {
+  if (
+    waiting?.waitingFor &&
+    state.turns[waiting.turnId] &&
+    isActive(/** @type {Turn} */ (state.turns[waiting.turnId]).status)
+  ) {
     state = withTurn(state, waiting.turnId, (turn) => ({ ...turn, waitingFor: waiting.waitingFor }));
   }
   for (const unsent of action.unsent ?? []) {
     if (state.turns[unsent.turnId]) continue; // it reached the server after all
-    state = withTurn(state, unsent.turnId, (turn) => ({ ...turn, userText: unsent.message, sentAt: unsent.at, status: "unsent", sendError: unsent.error }));
+    state = withTurn(state, unsent.turnId, (turn) => ({
+      ...turn,
+      userText: unsent.message,
+      sentAt: unsent.at,
+      status: "unsent",
+      sendError: unsent.error,
+    }));
   }
   const first = state.order[0];
   const title = action.title ?? (first ? state.turns[first]?.userText.slice(0, TITLE_CHARS) : null) ?? null;
@@ -403,12 +510,22 @@ export function reduce(state, action) {
     case "event":
       return applyEvent(state, action.event);
     case "send": {
-      const next = withTurn(state, action.turnId, (turn) => ({ ...turn, userText: action.message, sentAt: action.at, status: "sending", sendError: null }));
+      const next = withTurn(state, action.turnId, (turn) => ({
+        ...turn,
+        userText: action.message,
+        sentAt: action.at,
+        status: "sending",
+        sendError: null,
+      }));
       return next.title ? next : { ...next, title: action.message.slice(0, TITLE_CHARS) };
     }
     case "sendFailed":
       if (!state.turns[action.turnId]) return state; // reloaded meanwhile: the unsent store has it
-      return withTurn(state, action.turnId, (turn) => (turn.status === "sending" || turn.status === "unsent" ? { ...turn, status: "unsent", sendError: action.error } : turn));
+      return withTurn(state, action.turnId, (turn) =>
+        turn.status === "sending" || turn.status === "unsent"
+          ? { ...turn, status: "unsent", sendError: action.error }
+          : turn,
+      );
     case "sendRefused": {
       if (!state.turns[action.turnId]) return state;
       const { [action.turnId]: _removed, ...turns } = state.turns;
@@ -418,16 +535,26 @@ export function reduce(state, action) {
     case "sent":
       // The stream may have moved the turn on already; only a turn still being sent takes the answer.
       if (!state.turns[action.turnId]) return state;
-      return withTurn(state, action.turnId, (turn) => (turn.status === "sending" || turn.status === "unsent" ? { ...turn, status: action.status, sendError: null } : turn));
+      return withTurn(state, action.turnId, (turn) =>
+        turn.status === "sending" || turn.status === "unsent"
+          ? { ...turn, status: action.status, sendError: null }
+          : turn,
+      );
     case "answered":
-      return resolveAsk(state, action.interactionId, { status: "answered", outcome: action.outcome, choice: action.choice });
+      return resolveAsk(state, action.interactionId, {
+        status: "answered",
+        outcome: action.outcome,
+        choice: action.choice,
+      });
     case "usage": {
       let next = { ...state, usageTotal: action.total, budget: action.budget };
       for (const t of action.turns) {
         if (!next.turns[t.turnId]) continue;
         const model = t.model ?? null;
-        if (model !== null) next = withTurn(next, t.turnId, (turn) => (turn.model === model ? turn : { ...turn, model }));
-        if (t.usage.source !== "none" || t.usage.servedModels) next = withTurn(next, t.turnId, (turn) => ({ ...turn, usage: t.usage }));
+        if (model !== null)
+          next = withTurn(next, t.turnId, (turn) => (turn.model === model ? turn : { ...turn, model }));
+        if (t.usage.source !== "none" || t.usage.servedModels)
+          next = withTurn(next, t.turnId, (turn) => ({ ...turn, usage: t.usage }));
       }
       return next;
     }

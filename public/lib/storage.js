@@ -125,6 +125,7 @@ export function watchOtherTabs(on) {
         // not ours
       }
     } else if (event.key === RENAMED && event.newValue) on.renamed();
-    else if (event.key.startsWith(`${PREFIX}choice:`) && event.newValue) on.answered(event.key.slice(`${PREFIX}choice:`.length), event.newValue);
+    else if (event.key.startsWith(`${PREFIX}choice:`) && event.newValue)
+      on.answered(event.key.slice(`${PREFIX}choice:`.length), event.newValue);
   });
 }

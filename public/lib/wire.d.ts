@@ -12,9 +12,20 @@ import type { z } from "zod";
 import type * as api from "../../src/schemas/api";
 import type { EnvironmentAnswer } from "../../src/schemas/environment";
 import type { Provenance } from "../../src/schemas/common";
-import type { CancellationAcknowledgement, InteractionAcknowledgement, InteractionField, InteractionRequest } from "../../src/schemas/contracts";
+import type {
+  CancellationAcknowledgement,
+  InteractionAcknowledgement,
+  InteractionField,
+  InteractionRequest,
+} from "../../src/schemas/contracts";
 
-export type { CancellationAcknowledgement, InteractionAcknowledgement, InteractionField, InteractionRequest, Provenance };
+export type {
+  CancellationAcknowledgement,
+  InteractionAcknowledgement,
+  InteractionField,
+  InteractionRequest,
+  Provenance,
+};
 export type { TurnView } from "../../src/schemas/api";
 
 /** GET /healthz */
@@ -47,7 +58,9 @@ export type TurnStatus = z.infer<typeof api.TurnStatus>;
  * any record: each event type's data has no schema of its own (docs/sse-protocol.md describes
  * them), so the reducer checks what it reads of it.
  */
-export type StreamEvent = Pick<z.infer<typeof api.EventEnvelopeSchema>, "seq" | "turnId" | "type" | "at"> & { data: Record<string, any> };
+export type StreamEvent = Pick<z.infer<typeof api.EventEnvelopeSchema>, "seq" | "turnId" | "type" | "at"> & {
+  data: Record<string, any>;
+};
 
 /** An ask of the agent where the transcript has it, and how it ended. */
 export type TranscriptInteractionPart = Extract<z.infer<typeof api.TranscriptPartSchema>, { type: "interaction" }>;
@@ -63,12 +76,24 @@ type Lenient<T, K extends keyof T> = Omit<T, K> & Partial<Pick<T, K>>;
  * unknown), the rest may be missing, as from an older server — whose figures, without provenance,
  * the page then calls unverified.
  */
-export type UsageReading = Lenient<Omit<api.UsageView, "provenance">, "reasoningTokens" | "cacheReadInputTokens" | "cacheCreationInputTokens" | "source" | "conflict" | "modelRequests" | "servedModels"> & {
+export type UsageReading = Lenient<
+  Omit<api.UsageView, "provenance">,
+  | "reasoningTokens"
+  | "cacheReadInputTokens"
+  | "cacheCreationInputTokens"
+  | "source"
+  | "conflict"
+  | "modelRequests"
+  | "servedModels"
+> & {
   provenance?: Partial<api.UsageView["provenance"]>;
 };
 
 /** A conversation's usage total as the page takes it (TotalView), likewise. */
-export type TotalReading = Lenient<Omit<api.TotalView, "provenance">, "reasoningTokens" | "cacheReadInputTokens" | "cacheCreationInputTokens" | "conflict" | "unknown"> & {
+export type TotalReading = Lenient<
+  Omit<api.TotalView, "provenance">,
+  "reasoningTokens" | "cacheReadInputTokens" | "cacheCreationInputTokens" | "conflict" | "unknown"
+> & {
   provenance?: Partial<api.TotalView["provenance"]>;
 };
 

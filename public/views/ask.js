@@ -22,7 +22,11 @@ import { el } from "./dom.js";
  * @typedef {(ask: Ask, outcome: "accepted" | "declined", data: Record<string, unknown> | undefined, choice: string) => Promise<AnswerResult>} AnswerHandler
  */
 
-const KIND_LABEL = /** @type {Record<string, string>} */ ({ question: "Question", permission: "Permission", plan: "Plan" });
+const KIND_LABEL = /** @type {Record<string, string>} */ ({
+  question: "Question",
+  permission: "Permission",
+  plan: "Plan",
+});
 
 /** @param {string} value */
 const safeId = (value) => value.replace(/[^A-Za-z0-9_-]/g, "_");
@@ -31,7 +35,10 @@ const safeId = (value) => value.replace(/[^A-Za-z0-9_-]/g, "_");
 const labelOf = (field) => field.label ?? field.name;
 
 /** @param {SelectField} field */
-const optionsOf = (field) => (field.options ?? []).map((o) => (typeof o === "string" ? { value: o, label: o } : { value: o.value, label: o.label ?? o.value }));
+const optionsOf = (field) =>
+  (field.options ?? []).map((o) =>
+    typeof o === "string" ? { value: o, label: o } : { value: o.value, label: o.label ?? o.value },
+  );
 
 /**
  * Problems the server named, by field: "workers: must be at most 16; project: is required".
@@ -46,7 +53,8 @@ export function problemsByField(message, fields) {
   const names = new Set(fields.map((f) => f.name));
   for (const problem of message.split("; ").filter(Boolean)) {
     const match = /^([^:]+): (.*)$/.exec(problem);
-    if (match && names.has(/** @type {string} */ (match[1]))) byField[/** @type {string} */ (match[1])] = /** @type {string} */ (match[2]);
+    if (match && names.has(/** @type {string} */ (match[1])))
+      byField[/** @type {string} */ (match[1])] = /** @type {string} */ (match[2]);
     else rest.push(problem);
   }
   return { fields: byField, rest };
@@ -64,9 +72,16 @@ function readField(form, field) {
   let value;
   if (field.type === "boolean") value = named(field.name)?.checked ?? false;
   else if (field.type === "select" && field.multi) {
-    const chosen = [...form.querySelectorAll(`input[type=checkbox][data-field="${CSS.escape(field.name)}"]:checked`)].map((i) => /** @type {HTMLInputElement} */ (i).value);
+    const chosen = [
+      ...form.querySelectorAll(`input[type=checkbox][data-field="${CSS.escape(field.name)}"]:checked`),
+    ].map((i) => /** @type {HTMLInputElement} */ (i).value);
     const custom = named(`${field.name}::custom`)?.value ?? "";
-    chosen.push(...custom.split(",").map((s) => s.trim()).filter(Boolean));
+    chosen.push(
+      ...custom
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean),
+    );
     value = chosen.length ? chosen : undefined;
   } else {
     const raw = named(field.name)?.value ?? "";
@@ -80,7 +95,8 @@ function readField(form, field) {
       value = n;
     } else {
       // A length limit is a text field's (a secret's is not checked, by the server either).
-      if (field.type === "text" && field.maxLength !== undefined && raw.length > field.maxLength) return { problem: `must be at most ${field.maxLength} characters` };
+      if (field.type === "text" && field.maxLength !== undefined && raw.length > field.maxLength)
+        return { problem: `must be at most ${field.maxLength} characters` };
       value = raw;
     }
   }
@@ -98,7 +114,16 @@ function questionChoice(fields, data) {
   for (const field of fields) {
     if (!(field.name in data)) continue;
     const value = data[field.name];
-    const shown = field.type === "secret" ? "given (hidden)" : typeof value === "boolean" ? (value ? "yes" : "no") : Array.isArray(value) ? value.join(", ") : String(value);
+    const shown =
+      field.type === "secret"
+        ? "given (hidden)"
+        : typeof value === "boolean"
+          ? value
+            ? "yes"
+            : "no"
+          : Array.isArray(value)
+            ? value.join(", ")
+            : String(value);
     parts.push(`${labelOf(field)}: ${shown}`);
   }
   return parts.length ? `Answered: ${parts.join(" · ")}` : "Answered.";
@@ -115,30 +140,73 @@ function fieldControl(iid, field) {
   const hint = field.description ? el("p", { class: "hint", id: `${id}-hint`, text: field.description }) : null;
   const describedBy = [hint ? `${id}-hint` : "", errorId].filter(Boolean).join(" ");
   const error = el("p", { class: "field-error", id: errorId, hidden: true });
-  const common = { id, name: field.name, "aria-describedby": describedBy, required: field.required, "aria-required": field.required ? "true" : undefined };
+  const common = {
+    id,
+    name: field.name,
+    "aria-describedby": describedBy,
+    required: field.required,
+    "aria-required": field.required ? "true" : undefined,
+  };
   switch (field.type) {
     case "boolean":
-      return el("div", { class: "field", "data-field": field.name }, el("label", { class: "choice" }, el("input", { ...common, type: "checkbox" }), labelOf(field)), hint, error);
+      return el(
+        "div",
+        { class: "field", "data-field": field.name },
+        el("label", { class: "choice" }, el("input", { ...common, type: "checkbox" }), labelOf(field)),
+        hint,
+        error,
+      );
     case "number":
       return el(
         "div",
         { class: "field", "data-field": field.name },
         el("label", { for: id, text: label }),
-        el("input", { ...common, type: "number", inputmode: field.integer ? "numeric" : "decimal", min: field.min, max: field.max, step: field.integer ? 1 : "any" }),
+        el("input", {
+          ...common,
+          type: "number",
+          inputmode: field.integer ? "numeric" : "decimal",
+          min: field.min,
+          max: field.max,
+          step: field.integer ? 1 : "any",
+        }),
         hint,
         error,
       );
     case "secret":
-      return el("div", { class: "field", "data-field": field.name }, el("label", { for: id, text: label }), el("input", { ...common, type: "password", autocomplete: "off" }), hint, error);
+      return el(
+        "div",
+        { class: "field", "data-field": field.name },
+        el("label", { for: id, text: label }),
+        el("input", { ...common, type: "password", autocomplete: "off" }),
+        hint,
+        error,
+      );
     case "select":
       if (field.multi) {
         return el(
           "fieldset",
           { class: "field", "data-field": field.name, "aria-describedby": describedBy },
           el("legend", { text: label }),
-          ...optionsOf(field).map((o) => el("label", { class: "choice" }, el("input", { type: "checkbox", name: `${field.name}::option`, "data-field": field.name, value: o.value }), o.label)),
+          ...optionsOf(field).map((o) =>
+            el(
+              "label",
+              { class: "choice" },
+              el("input", {
+                type: "checkbox",
+                name: `${field.name}::option`,
+                "data-field": field.name,
+                value: o.value,
+              }),
+              o.label,
+            ),
+          ),
           field.allowCustom
-            ? el("input", { type: "text", name: `${field.name}::custom`, "aria-label": `${labelOf(field)}: other (comma separated)`, placeholder: "Other (comma separated)" })
+            ? el("input", {
+                type: "text",
+                name: `${field.name}::custom`,
+                "aria-label": `${labelOf(field)}: other (comma separated)`,
+                placeholder: "Other (comma separated)",
+              })
             : null,
           hint,
           error,
@@ -148,7 +216,12 @@ function fieldControl(iid, field) {
         "div",
         { class: "field", "data-field": field.name },
         el("label", { for: id, text: label }),
-        el("select", common, el("option", { value: "", text: "Choose…" }), ...optionsOf(field).map((o) => el("option", { value: o.value, text: o.label }))),
+        el(
+          "select",
+          common,
+          el("option", { value: "", text: "Choose…" }),
+          ...optionsOf(field).map((o) => el("option", { value: o.value, text: o.label })),
+        ),
         hint,
         error,
       );
@@ -157,7 +230,9 @@ function fieldControl(iid, field) {
         "div",
         { class: "field", "data-field": field.name },
         el("label", { for: id, text: label }),
-        field.multiline ? el("textarea", { ...common, rows: 3, maxlength: field.maxLength }) : el("input", { ...common, type: "text", maxlength: field.maxLength }),
+        field.multiline
+          ? el("textarea", { ...common, rows: 3, maxlength: field.maxLength })
+          : el("input", { ...common, type: "text", maxlength: field.maxLength }),
         hint,
         error,
       );
@@ -176,7 +251,13 @@ export function createAskView(ask, handlers) {
   // landmark of its own (a page of asks would be a page of regions).
   const card = el(
     "div",
-    { class: "interaction", role: "group", "aria-labelledby": titleId, "data-interaction": request.id, "data-kind": request.kind },
+    {
+      class: "interaction",
+      role: "group",
+      "aria-labelledby": titleId,
+      "data-interaction": request.id,
+      "data-kind": request.kind,
+    },
     el("span", { class: "kind", text: KIND_LABEL[request.kind] ?? request.kind }),
     el("h4", { id: titleId, text: request.title }),
   );
@@ -211,7 +292,8 @@ export function createAskView(ask, handlers) {
   };
 
   const setBusy = (/** @type {boolean} */ busy) => {
-    for (const control of card.querySelectorAll("button, input, select, textarea")) /** @type {HTMLInputElement} */ (control).disabled = busy;
+    for (const control of card.querySelectorAll("button, input, select, textarea"))
+      /** @type {HTMLInputElement} */ (control).disabled = busy;
   };
 
   /**
@@ -239,10 +321,18 @@ export function createAskView(ask, handlers) {
   const decision = /** @type {SelectField | null} */ (decisionField(request));
   if (decision) {
     // A permission or a plan: one button per decision it allows, its other fields beside them.
-    if (request.kind === "plan") card.append(el("div", { class: "plan-body markdown" }, renderMarkdown(request.body ?? "")));
+    if (request.kind === "plan")
+      card.append(el("div", { class: "plan-body markdown" }, renderMarkdown(request.body ?? "")));
     else if (request.body) card.append(el("div", { class: "ask-body markdown" }, renderMarkdown(request.body)));
     const subject = /** @type {Record<string, unknown> | undefined} */ (request.subject);
-    if (request.kind === "permission" && subject) card.append(el("p", { class: "subject", text: [subject.tool, subject.command ?? subject.path ?? ""].filter(Boolean).join(": ") || JSON.stringify(subject) }));
+    if (request.kind === "permission" && subject)
+      card.append(
+        el("p", {
+          class: "subject",
+          text:
+            [subject.tool, subject.command ?? subject.path ?? ""].filter(Boolean).join(": ") || JSON.stringify(subject),
+        }),
+      );
     const others = fields.filter((f) => f !== decision);
     const form = el("form", { novalidate: true }, ...others.map((f) => fieldControl(request.id, f)));
     // Enter in a field does not send: the decision is a button.
@@ -272,7 +362,10 @@ export function createAskView(ask, handlers) {
       }
       say("", false);
       const chosen = meaning?.chosen ?? labelOf(decision);
-      const choice = request.kind === "plan" && meaning?.allows === false && said.length ? `${chosen}: ${said.join("; ")}` : `${chosen}${said.length ? ` (note: ${said.join("; ")})` : ""}.`;
+      const choice =
+        request.kind === "plan" && meaning?.allows === false && said.length
+          ? `${chosen}: ${said.join("; ")}`
+          : `${chosen}${said.length ? ` (note: ${said.join("; ")})` : ""}.`;
       submit("accepted", data, choice);
     };
     const labels = new Map(optionsOf(decision).map((o) => [o.value, o.label]));
@@ -302,7 +395,9 @@ export function createAskView(ask, handlers) {
         "div",
         { class: "actions" },
         el("button", { type: "submit", class: "primary", text: "Send answer" }),
-        allowed.includes("declined") ? el("button", { type: "button", text: "Decline", onclick: () => submit("declined", undefined, "Declined.") }) : null,
+        allowed.includes("declined")
+          ? el("button", { type: "button", text: "Decline", onclick: () => submit("declined", undefined, "Declined.") })
+          : null,
       ),
     );
     form.addEventListener("submit", (event) => {

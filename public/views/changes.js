@@ -58,7 +58,12 @@ function fileView(file) {
   return el(
     "li",
     { class: "changed-file" },
-    el("div", { class: "changed-file-head" }, el("code", { class: "change-path", text: file.path }), counts(file.added, file.removed)),
+    el(
+      "div",
+      { class: "changed-file-head" },
+      el("code", { class: "change-path", text: file.path }),
+      counts(file.added, file.removed),
+    ),
     ...file.changes.map(changeView),
   );
 }
@@ -82,7 +87,10 @@ export function createChangesView() {
       const uncounted = files.length - known.length;
       summary.replaceChildren(
         ...[
-          el("span", { class: "changes-title", text: `Changed ${files.length} ${files.length === 1 ? "file" : "files"}` }),
+          el("span", {
+            class: "changes-title",
+            text: `Changed ${files.length} ${files.length === 1 ? "file" : "files"}`,
+          }),
           known.length > 0 ? counts(added, removed) : null,
           uncounted > 0 ? el("span", { class: "change-count unknown", text: `${uncounted} not counted` }) : null,
         ].filter((n) => n !== null),

@@ -32,7 +32,10 @@ import { el } from "./dom.js";
  * @param {Date} [now]
  */
 export function renderConversationList(list, conversations, current, renaming, handlers, now = new Date()) {
-  const focused = document.activeElement instanceof HTMLElement && list.contains(document.activeElement) ? document.activeElement.dataset.focusKey : undefined;
+  const focused =
+    document.activeElement instanceof HTMLElement && list.contains(document.activeElement)
+      ? document.activeElement.dataset.focusKey
+      : undefined;
   list.replaceChildren(
     ...groupByDate(conversations, now).map((group, i) =>
       // A heading and the list it names (not a labelled section: that would be a landmark per group).
@@ -40,7 +43,13 @@ export function renderConversationList(list, conversations, current, renaming, h
         "div",
         { class: "list-group" },
         el("h2", { class: "list-heading", id: `list-group-${i}`, text: group.label }),
-        el("ul", { "aria-labelledby": `list-group-${i}` }, ...group.entries.map((c) => entryView(c, c.conversationId === current, c.conversationId === renaming, handlers))),
+        el(
+          "ul",
+          { "aria-labelledby": `list-group-${i}` },
+          ...group.entries.map((c) =>
+            entryView(c, c.conversationId === current, c.conversationId === renaming, handlers),
+          ),
+        ),
       ),
     ),
   );
@@ -104,13 +113,25 @@ function linkTo(c, handlers) {
       },
     },
     el("span", { class: "title", text: c.title }),
-    el("span", { class: "meta", text: c.state === "running" ? (c.waitingFor ? "waiting for you" : "working…") : timeText(c.updatedAt) }),
+    el("span", {
+      class: "meta",
+      text: c.state === "running" ? (c.waitingFor ? "waiting for you" : "working…") : timeText(c.updatedAt),
+    }),
   );
 }
 
 /** The title in a field: Enter saves, Escape (or leaving it unchanged) cancels. @param {ConversationEntry} c @param {ListHandlers} handlers */
 function renameForm(c, handlers) {
-  const field = /** @type {HTMLInputElement} */ (el("input", { type: "text", maxlength: 200, required: true, "aria-label": `New title for ${c.title}`, autocomplete: "off", spellcheck: "false" }));
+  const field = /** @type {HTMLInputElement} */ (
+    el("input", {
+      type: "text",
+      maxlength: 200,
+      required: true,
+      "aria-label": `New title for ${c.title}`,
+      autocomplete: "off",
+      spellcheck: "false",
+    })
+  );
   field.value = c.title;
   let done = false;
   const finish = (/** @type {boolean} */ save) => {

@@ -114,7 +114,15 @@ export function createTranscriptView({ list, jump, handlers, copy, siblings }) {
           views.set(turnId, view);
           list.append(view.node);
         }
-        view.render({ turn, asks: state.asks, isLast: turnId === lastId, busy, editing: editing === turnId, siblings: siblings(turnId), connectionNotice });
+        view.render({
+          turn,
+          asks: state.asks,
+          isLast: turnId === lastId,
+          busy,
+          editing: editing === turnId,
+          siblings: siblings(turnId),
+          connectionNotice,
+        });
       }
       for (const [turnId, view] of views) {
         if (!state.turns[turnId]) {

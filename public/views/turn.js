@@ -73,7 +73,11 @@ function blockView(block, handlers, asks) {
     case "reasoning": {
       const body = el("div", { class: "reasoning-body" });
       const node = el("details", { class: "reasoning" }, el("summary", { text: "Reasoning" }), body);
-      const view = { node, item: block, update: (/** @type {Block} */ b) => (body.textContent = b.kind === "reasoning" ? b.text : "") };
+      const view = {
+        node,
+        item: block,
+        update: (/** @type {Block} */ b) => (body.textContent = b.kind === "reasoning" ? b.text : ""),
+      };
       view.update(block);
       return view;
     }
@@ -95,7 +99,17 @@ function blockView(block, handlers, asks) {
             ...(b.input !== undefined ? [el("strong", { text: "Input" }), el("pre", { text: pretty(b.input) })] : []),
             ...(result !== undefined
               ? [
-                  el("div", { class: "tool-output-head" }, el("strong", { text: b.error !== undefined ? "Error" : "Output" }), el("button", { type: "button", class: "copy-button", "data-action": "copy-output", text: "Copy output" })),
+                  el(
+                    "div",
+                    { class: "tool-output-head" },
+                    el("strong", { text: b.error !== undefined ? "Error" : "Output" }),
+                    el("button", {
+                      type: "button",
+                      class: "copy-button",
+                      "data-action": "copy-output",
+                      text: "Copy output",
+                    }),
+                  ),
                   el("pre", { class: "tool-output", text: pretty(result) }),
                 ]
               : []),
@@ -128,7 +142,11 @@ function blockView(block, handlers, asks) {
     }
     default: {
       const node = el("p", { class: "file-line" });
-      const view = { node, item: block, update: (/** @type {Block} */ b) => (node.textContent = b.kind === "file" ? b.label : "") };
+      const view = {
+        node,
+        item: block,
+        update: (/** @type {Block} */ b) => (node.textContent = b.kind === "file" ? b.label : ""),
+      };
       view.update(block);
       return view;
     }
@@ -162,7 +180,14 @@ function replaceKeepingFocus(container, children) {
 export function createTurnView(turnId, handlers) {
   const bubble = el("div", { class: "bubble-user", id: `message-${turnId}` });
   /** A long message starts collapsed; this button shows all of it, and collapses it again. */
-  const more = el("button", { type: "button", class: "link-button show-more", "aria-expanded": "false", "aria-controls": bubble.id, hidden: true, text: "Show more" });
+  const more = el("button", {
+    type: "button",
+    class: "link-button show-more",
+    "aria-expanded": "false",
+    "aria-controls": bubble.id,
+    hidden: true,
+    text: "Show more",
+  });
   let expanded = false;
   more.addEventListener("click", () => {
     expanded = !expanded;
@@ -172,14 +197,32 @@ export function createTurnView(turnId, handlers) {
   const meta = el("div", { class: "message-meta" });
   const sendError = el("div", { class: "send-error", role: "alert", hidden: true });
   // Each message is found by its heading (a screen reader's list of headings reads the conversation).
-  const userRow = el("div", { class: "user-row" }, el("h3", { class: "sr-only", text: "You said" }), bubble, more, meta, sendError);
+  const userRow = el(
+    "div",
+    { class: "user-row" },
+    el("h3", { class: "sr-only", text: "You said" }),
+    bubble,
+    more,
+    meta,
+    sendError,
+  );
   const parts = el("div", { class: "parts" });
   const typing = el("p", { class: "typing", text: "Working" });
   const lostNotice = el("p", { class: "turn-connection", hidden: true });
   const error = el("p", { class: "turn-error", role: "alert", hidden: true });
   const footer = el("div", { class: "turn-footer" });
   const changes = createChangesView();
-  const agent = el("div", { class: "agent", role: "group", "aria-label": "The agent's answer" }, el("h3", { class: "sr-only", text: "The agent said" }), parts, changes.node, typing, lostNotice, error, footer);
+  const agent = el(
+    "div",
+    { class: "agent", role: "group", "aria-label": "The agent's answer" },
+    el("h3", { class: "sr-only", text: "The agent said" }),
+    parts,
+    changes.node,
+    typing,
+    lostNotice,
+    error,
+    footer,
+  );
   const node = el("li", { class: "turn", "data-turn": turnId }, userRow, agent);
   /** @type {Map<string, ReturnType<typeof blockView>>} */
   const blocks = new Map();
@@ -211,8 +254,16 @@ export function createTurnView(turnId, handlers) {
           "form",
           { class: "edit-form" },
           box,
-          el("p", { class: "hint", text: "Sends the edited message on a new branch; this version stays a click away (‹ ›)." }),
-          el("div", { class: "actions" }, el("button", { type: "submit", class: "primary", text: "Send edited" }), el("button", { type: "button", text: "Cancel", onclick: () => handlers.edit(null) })),
+          el("p", {
+            class: "hint",
+            text: "Sends the edited message on a new branch; this version stays a click away (‹ ›).",
+          }),
+          el(
+            "div",
+            { class: "actions" },
+            el("button", { type: "submit", class: "primary", text: "Send edited" }),
+            el("button", { type: "button", text: "Cancel", onclick: () => handlers.edit(null) }),
+          ),
         );
         form.addEventListener("submit", (event) => {
           event.preventDefault();
@@ -240,21 +291,58 @@ export function createTurnView(turnId, handlers) {
       ? el(
           "span",
           { class: "branch-picker", role: "group", "aria-label": "Versions of this message" },
-          el("button", { type: "button", class: "link-button", "data-action": "branch-prev", "aria-label": "Previous version", text: "‹", disabled: busy || siblings.index === 0 }),
+          el("button", {
+            type: "button",
+            class: "link-button",
+            "data-action": "branch-prev",
+            "aria-label": "Previous version",
+            text: "‹",
+            disabled: busy || siblings.index === 0,
+          }),
           el("span", { class: "branch-count", text: `${siblings.index + 1}/${siblings.count}` }),
-          el("button", { type: "button", class: "link-button", "data-action": "branch-next", "aria-label": "Next version", text: "›", disabled: busy || siblings.index === siblings.count - 1 }),
+          el("button", {
+            type: "button",
+            class: "link-button",
+            "data-action": "branch-next",
+            "aria-label": "Next version",
+            text: "›",
+            disabled: busy || siblings.index === siblings.count - 1,
+          }),
         )
       : null;
     replaceKeepingFocus(
       meta,
-      [timeElement(turn.sentAt, turn.sentAt ? timeText(turn.sentAt) : ""), picker, canEdit ? el("button", { type: "button", class: "link-button", "data-action": "edit", "aria-label": `Edit message ${quoted(turn.userText)}`, text: "Edit" }) : null].filter((n) => n !== null),
+      [
+        timeElement(turn.sentAt, turn.sentAt ? timeText(turn.sentAt) : ""),
+        picker,
+        canEdit
+          ? el("button", {
+              type: "button",
+              class: "link-button",
+              "data-action": "edit",
+              "aria-label": `Edit message ${quoted(turn.userText)}`,
+              text: "Edit",
+            })
+          : null,
+      ].filter((n) => n !== null),
     );
     if (turn.status === "unsent") {
       sendError.hidden = false;
       sendError.replaceChildren(
         el("span", { text: `Not sent: ${turn.sendError?.message ?? "could not reach the server"}.` }),
-        el("button", { type: "button", "data-action": "resend", "aria-label": `Retry sending ${quoted(turn.userText)}`, text: "Retry", disabled: busy }),
-        el("button", { type: "button", "data-action": "edit-unsent", "aria-label": `Edit message ${quoted(turn.userText)}`, text: "Edit" }),
+        el("button", {
+          type: "button",
+          "data-action": "resend",
+          "aria-label": `Retry sending ${quoted(turn.userText)}`,
+          text: "Retry",
+          disabled: busy,
+        }),
+        el("button", {
+          type: "button",
+          "data-action": "edit-unsent",
+          "aria-label": `Edit message ${quoted(turn.userText)}`,
+          text: "Edit",
+        }),
       );
     } else {
       sendError.hidden = true;
@@ -274,10 +362,11 @@ export function createTurnView(turnId, handlers) {
       (view, b) => view.update(b, asks),
     );
     // An ask that changed while its block did not.
-    for (const view of blocks.values()) if (view.ask && asks[view.item.id] !== view.ask) {
-      view.update(view.item, asks);
-      view.ask = asks[view.item.id];
-    }
+    for (const view of blocks.values())
+      if (view.ask && asks[view.item.id] !== view.ask) {
+        view.update(view.item, asks);
+        view.ask = asks[view.item.id];
+      }
     const tools = turn.blocks.filter((b) => b.kind === "tool");
     if (tools.length !== toolsSeen.length || tools.some((b, i) => b !== toolsSeen[i])) {
       toolsSeen = tools;
@@ -298,18 +387,48 @@ export function createTurnView(turnId, handlers) {
       footer,
       [
         el("span", { class: `badge ${turn.status}`, text: waiting ? "waiting for you" : STATUS_LABEL[turn.status] }),
-        turn.status === "cancelled" && turn.cancelReason ? el("span", { class: "cancel-reason", text: cancelReasonText(turn.cancelReason) }) : null,
+        turn.status === "cancelled" && turn.cancelReason
+          ? el("span", { class: "cancel-reason", text: cancelReasonText(turn.cancelReason) })
+          : null,
         // Figures as they come; an ended turn without them says its usage is unknown (never nothing, never zero).
-        turn.usage || ended ? el("span", { class: "usage", text: usage === "unknown" ? "usage unknown" : usage }) : null,
-        modelText(turn.model, turn.usage?.servedModels) ? el("span", { class: "model", text: modelText(turn.model, turn.usage?.servedModels) }) : null,
+        turn.usage || ended
+          ? el("span", { class: "usage", text: usage === "unknown" ? "usage unknown" : usage })
+          : null,
+        modelText(turn.model, turn.usage?.servedModels)
+          ? el("span", { class: "model", text: modelText(turn.model, turn.usage?.servedModels) })
+          : null,
         ended ? timeElement(turn.endedAt, turn.endedAt ? timeText(turn.endedAt) : "") : null,
         ended
           ? el(
               "span",
               { class: "turn-actions" },
-              text ? el("button", { type: "button", class: "copy-button", "data-action": "copy-answer", "aria-label": `Copy answer to ${quoted(turn.userText)}`, text: "Copy answer" }) : null,
-              turn.status === "failed" ? el("button", { type: "button", "data-action": "rerun", "aria-label": `Retry ${quoted(turn.userText)}`, text: "Retry", disabled: busy }) : null,
-              turn.status !== "failed" ? el("button", { type: "button", "data-action": "regenerate", "aria-label": `Regenerate answer to ${quoted(turn.userText)}`, text: "Regenerate", disabled: busy }) : null,
+              text
+                ? el("button", {
+                    type: "button",
+                    class: "copy-button",
+                    "data-action": "copy-answer",
+                    "aria-label": `Copy answer to ${quoted(turn.userText)}`,
+                    text: "Copy answer",
+                  })
+                : null,
+              turn.status === "failed"
+                ? el("button", {
+                    type: "button",
+                    "data-action": "rerun",
+                    "aria-label": `Retry ${quoted(turn.userText)}`,
+                    text: "Retry",
+                    disabled: busy,
+                  })
+                : null,
+              turn.status !== "failed"
+                ? el("button", {
+                    type: "button",
+                    "data-action": "regenerate",
+                    "aria-label": `Regenerate answer to ${quoted(turn.userText)}`,
+                    text: "Regenerate",
+                    disabled: busy,
+                  })
+                : null,
             )
           : null,
       ].filter((n) => n !== null),
@@ -320,8 +439,19 @@ export function createTurnView(turnId, handlers) {
     node,
     /** @param {TurnProps} props */
     render(props) {
-      const same = (/** @type {TurnProps["siblings"]} */ a, /** @type {TurnProps["siblings"]} */ b) => a === b || (a !== null && b !== null && a.index === b.index && a.count === b.count);
-      if (last && last.turn === props.turn && last.asks === props.asks && last.isLast === props.isLast && last.busy === props.busy && last.editing === props.editing && last.connectionNotice === props.connectionNotice && same(last.siblings, props.siblings)) return;
+      const same = (/** @type {TurnProps["siblings"]} */ a, /** @type {TurnProps["siblings"]} */ b) =>
+        a === b || (a !== null && b !== null && a.index === b.index && a.count === b.count);
+      if (
+        last &&
+        last.turn === props.turn &&
+        last.asks === props.asks &&
+        last.isLast === props.isLast &&
+        last.busy === props.busy &&
+        last.editing === props.editing &&
+        last.connectionNotice === props.connectionNotice &&
+        same(last.siblings, props.siblings)
+      )
+        return;
       node.dataset.status = props.turn.status;
       drawUser(props);
       drawAgent(props);

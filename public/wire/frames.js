@@ -59,7 +59,14 @@ function continued(previous, seq, delta, ms) {
   const at = Date.parse(previous.at) + ms;
   if (!Number.isFinite(at)) return null;
   const { text: _text, ...part } = previous.data.part;
-  return { seq, turnId: previous.turnId, executionId: previous.executionId, type: PART_UPDATED, data: { part, delta }, at: new Date(at).toISOString() };
+  return {
+    seq,
+    turnId: previous.turnId,
+    executionId: previous.executionId,
+    type: PART_UPDATED,
+    data: { part, delta },
+    at: new Date(at).toISOString(),
+  };
 }
 
 /**
@@ -78,7 +85,14 @@ export function encodeEvent(previous, row) {
   const lean = continued(previous, row.seq, event.data.delta, ms);
   // Only when the rebuilt event is exactly the stored one: same ids, same part, nothing else.
   if (!lean || JSON.stringify(lean) !== row.envelope) return full;
-  return { frame: { id: String(row.seq), event: DELTA_EVENT, data: JSON.stringify(ms === 0 ? { d: event.data.delta } : { d: event.data.delta, t: ms }) }, context: lean };
+  return {
+    frame: {
+      id: String(row.seq),
+      event: DELTA_EVENT,
+      data: JSON.stringify(ms === 0 ? { d: event.data.delta } : { d: event.data.delta, t: ms }),
+    },
+    context: lean,
+  };
 }
 
 /**
@@ -94,7 +108,10 @@ export function decodeAfter(previous, frame) {
   const seq = Number(frame.id);
   if (frame.event === DELTA_EVENT) {
     const lean = JSON.parse(frame.data);
-    const event = isObject(lean) && typeof lean.d === "string" && (lean.t === undefined || Number.isSafeInteger(lean.t)) ? continued(previous, seq, lean.d, typeof lean.t === "number" ? lean.t : 0) : null;
+    const event =
+      isObject(lean) && typeof lean.d === "string" && (lean.t === undefined || Number.isSafeInteger(lean.t))
+        ? continued(previous, seq, lean.d, typeof lean.t === "number" ? lean.t : 0)
+        : null;
     if (!event) throw new Error(`delta frame ${frame.id} continues no part update`);
     return event;
   }

@@ -30,7 +30,12 @@
 const GRANTS = Object.freeze({
   allow_once: { allows: true, scopes: ["interaction", "once"], label: "Allow once", chosen: "Allowed once" },
   allow: { allows: true, scopes: ["interaction", "once"], label: "Allow once", chosen: "Allowed once" },
-  allow_session: { allows: true, scopes: ["session"], label: "Allow for this session", chosen: "Allowed for this session" },
+  allow_session: {
+    allows: true,
+    scopes: ["session"],
+    label: "Allow for this session",
+    chosen: "Allowed for this session",
+  },
   allow_always: { allows: true, scopes: ["persistent", "always"], label: "Always allow", chosen: "Always allowed" },
   deny: { allows: false, scopes: null, label: "Deny", chosen: "Denied" },
 });
@@ -66,7 +71,9 @@ const optionValues = (field) => (field.options ?? []).map((o) => (typeof o === "
 export function decisionField(request) {
   const table = tableOf(request.kind);
   if (!table) return null;
-  const candidates = (request.answerSpec?.fields ?? []).filter((f) => f.type === "select" && !f.multi && optionValues(f).some((v) => Object.hasOwn(table, v)));
+  const candidates = (request.answerSpec?.fields ?? []).filter(
+    (f) => f.type === "select" && !f.multi && optionValues(f).some((v) => Object.hasOwn(table, v)),
+  );
   return candidates.find((f) => f.required) ?? candidates[0] ?? null;
 }
 

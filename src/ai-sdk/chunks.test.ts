@@ -5,9 +5,22 @@ import { MessageFold } from "./message";
 import { answerBody, chatAction, ChatRequestError, type ChatRequestBody } from "./request";
 
 let seq = 0;
-const event = (type: string, data: Record<string, unknown>, turnId = "t1"): EventEnvelope => ({ seq: ++seq, turnId, executionId: "exe", type, data, at: "2026-01-01T00:00:00.000Z" });
-const part = (p: Record<string, unknown>, delta?: string) => event("message.part.updated", { part: p, ...(delta !== undefined ? { delta } : {}) });
-const permission = { id: "ask-1", kind: "permission", title: "Run it?", answerSpec: { fields: [{ name: "grant" }, { name: "feedback" }] } };
+const event = (type: string, data: Record<string, unknown>, turnId = "t1"): EventEnvelope => ({
+  seq: ++seq,
+  turnId,
+  executionId: "exe",
+  type,
+  data,
+  at: "2026-01-01T00:00:00.000Z",
+});
+const part = (p: Record<string, unknown>, delta?: string) =>
+  event("message.part.updated", { part: p, ...(delta !== undefined ? { delta } : {}) });
+const permission = {
+  id: "ask-1",
+  kind: "permission",
+  title: "Run it?",
+  answerSpec: { fields: [{ name: "grant" }, { name: "feedback" }] },
+};
 
 const types = (chunks: UiChunk[]) => chunks.map((c) => c.type);
 
@@ -22,9 +35,30 @@ describe("a turn's events as UI message chunks", () => {
       part({ id: "p", type: "text", text: "Replaced" }),
       event("turn.completed", { status: "completed", usage: { inputTokens: 1 } }),
     ].flatMap((e) => mapper.push(e).chunks);
-    expect(out.filter((c) => c.type === "text-delta").map((c) => c.delta)).toEqual(["Hel", "lo", ", world", "Replaced"]);
-    expect(types(out)).toEqual(["start-step", "text-start", "text-delta", "text-delta", "text-delta", "text-end", "text-start", "text-delta", "text-end", "finish-step", "finish"]);
-    expect(out.at(-1)).toEqual({ type: "finish", finishReason: "stop", messageMetadata: { status: "completed", usage: { inputTokens: 1 } } });
+    expect(out.filter((c) => c.type === "text-delta").map((c) => c.delta)).toEqual([
+      "Hel",
+      "lo",
+      ", world",
+      "Replaced",
+    ]);
+    expect(types(out)).toEqual([
+      "start-step",
+      "text-start",
+      "text-delta",
+      "text-delta",
+      "text-delta",
+      "text-end",
+      "text-start",
+      "text-delta",
+      "text-end",
+      "finish-step",
+      "finish",
+    ]);
+    expect(out.at(-1)).toEqual({
+      type: "finish",
+      finishReason: "stop",
+      messageMetadata: { status: "completed", usage: { inputTokens: 1 } },
+    });
     expect(mapper.ended).toBe(true);
     expect(mapper.push(part({ id: "late", type: "text" }, "x")).chunks).toEqual([]);
   });
@@ -46,9 +80,25 @@ describe("a turn's events as UI message chunks", () => {
     const mapper = new TurnChunks("t1");
     const asked = mapper.push(event("interaction.requested", { interaction: permission }));
     expect(asked.asked).toBe("ask-1");
-    expect(types(asked.chunks)).toEqual(["start-step", "tool-input-available", "tool-approval-request", "message-metadata", "finish-step"]);
-    expect(asked.chunks[3]).toEqual({ type: "message-metadata", messageMetadata: { waitingFor: "awaiting_permission" } });
-    const denied = mapper.push(event("interaction.resolved", { interactionId: "ask-1", status: "answered", outcome: "accepted", approved: false }));
+    expect(types(asked.chunks)).toEqual([
+      "start-step",
+      "tool-input-available",
+      "tool-approval-request",
+      "message-metadata",
+      "finish-step",
+    ]);
+    expect(asked.chunks[3]).toEqual({
+      type: "message-metadata",
+      messageMetadata: { waitingFor: "awaiting_permission" },
+    });
+    const denied = mapper.push(
+      event("interaction.resolved", {
+        interactionId: "ask-1",
+        status: "answered",
+        outcome: "accepted",
+        approved: false,
+      }),
+    );
     expect(denied.chunks).toEqual([
       { type: "tool-approval-response", approvalId: "ask-1", approved: false },
       { type: "tool-output-denied", toolCallId: "ask-1" },
@@ -59,23 +109,63 @@ describe("a turn's events as UI message chunks", () => {
 
   it("the message says what the turn waits for: the oldest open ask, then the next, then nothing", () => {
     const mapper = new TurnChunks("t1");
-    const waitingFor = (chunks: UiChunk[]) => (chunks.find((c) => c.type === "message-metadata")?.messageMetadata as { waitingFor?: unknown } | undefined)?.waitingFor;
-    expect(waitingFor(mapper.push(event("interaction.requested", { interaction: { id: "q", kind: "question", title: "?", answerSpec: { fields: [] } } })).chunks)).toBe("awaiting_question");
-    expect(waitingFor(mapper.push(event("interaction.requested", { interaction: { id: "p", kind: "plan", title: "Plan?", answerSpec: { fields: [] } } })).chunks)).toBe("awaiting_question");
-    expect(waitingFor(mapper.push(event("interaction.resolved", { interactionId: "q", status: "answered", outcome: "accepted" })).chunks)).toBe("awaiting_plan_decision");
-    expect(waitingFor(mapper.push(event("interaction.resolved", { interactionId: "p", status: "expired", reason: "timeout" })).chunks)).toBeNull();
+    const waitingFor = (chunks: UiChunk[]) =>
+      (chunks.find((c) => c.type === "message-metadata")?.messageMetadata as { waitingFor?: unknown } | undefined)
+        ?.waitingFor;
+    expect(
+      waitingFor(
+        mapper.push(
+          event("interaction.requested", {
+            interaction: { id: "q", kind: "question", title: "?", answerSpec: { fields: [] } },
+          }),
+        ).chunks,
+      ),
+    ).toBe("awaiting_question");
+    expect(
+      waitingFor(
+        mapper.push(
+          event("interaction.requested", {
+            interaction: { id: "p", kind: "plan", title: "Plan?", answerSpec: { fields: [] } },
+          }),
+        ).chunks,
+      ),
+    ).toBe("awaiting_question");
+    expect(
+      waitingFor(
+        mapper.push(event("interaction.resolved", { interactionId: "q", status: "answered", outcome: "accepted" }))
+          .chunks,
+      ),
+    ).toBe("awaiting_plan_decision");
+    expect(
+      waitingFor(
+        mapper.push(event("interaction.resolved", { interactionId: "p", status: "expired", reason: "timeout" })).chunks,
+      ),
+    ).toBeNull();
   });
 
   it("a question is a client tool; an expired one ends in an error, never with an answer", () => {
     const mapper = new TurnChunks("t1");
-    const asked = mapper.push(event("interaction.requested", { interaction: { id: "q", kind: "question", title: "?", answerSpec: { fields: [] } } }));
+    const asked = mapper.push(
+      event("interaction.requested", {
+        interaction: { id: "q", kind: "question", title: "?", answerSpec: { fields: [] } },
+      }),
+    );
     expect(asked.chunks[1]).not.toHaveProperty("providerExecuted");
-    const expired = mapper.push(event("interaction.resolved", { interactionId: "q", status: "expired", reason: "timeout" }));
-    expect(expired.chunks[0]).toEqual({ type: "tool-output-error", toolCallId: "q", dynamic: true, errorText: "expired: timeout" });
+    const expired = mapper.push(
+      event("interaction.resolved", { interactionId: "q", status: "expired", reason: "timeout" }),
+    );
+    expect(expired.chunks[0]).toEqual({
+      type: "tool-output-error",
+      toolCallId: "q",
+      dynamic: true,
+      errorText: "expired: timeout",
+    });
   });
 
   it("failed is an error chunk after the metadata; cancelled an abort with its reason", () => {
-    const failed = new TurnChunks("t1").push(event("turn.failed", { status: "failed", error: { code: "x", message: "broke" } }));
+    const failed = new TurnChunks("t1").push(
+      event("turn.failed", { status: "failed", error: { code: "x", message: "broke" } }),
+    );
     expect(types(failed.chunks)).toEqual(["message-metadata", "error"]);
     expect(failed.chunks[1]).toEqual({ type: "error", errorText: "x: broke" });
     const cancelled = new TurnChunks("t1").push(event("turn.cancelled", { status: "cancelled", reason: "stop" }));
@@ -126,7 +216,12 @@ describe("one response about a turn", () => {
 });
 
 describe("what a frontend sends", () => {
-  const body = (over: Partial<ChatRequestBody>): ChatRequestBody => ({ id: "c", trigger: "submit-message", messages: [{ id: "u1", role: "user", parts: [{ type: "text", text: "hi" }] }], ...over });
+  const body = (over: Partial<ChatRequestBody>): ChatRequestBody => ({
+    id: "c",
+    trigger: "submit-message",
+    messages: [{ id: "u1", role: "user", parts: [{ type: "text", text: "hi" }] }],
+    ...over,
+  });
 
   it("a user message is a turn under its id; an answer's id names its turn", () => {
     expect(chatAction(body({}))).toEqual({ kind: "submit", turnId: "u1", message: "hi" });
@@ -144,9 +239,28 @@ describe("what a frontend sends", () => {
             id: "u1:answer",
             role: "assistant",
             parts: [
-              { type: "dynamic-tool", toolName: "permission", toolCallId: "ask-1", state: "approval-responded", approval: { id: "ask-1", approved: false, reason: "no" } },
-              { type: "dynamic-tool", toolName: "question", toolCallId: "q", state: "output-available", output: { name: "x" } },
-              { type: "dynamic-tool", toolName: "read", toolCallId: "r", state: "output-available", output: "file", providerExecuted: true },
+              {
+                type: "dynamic-tool",
+                toolName: "permission",
+                toolCallId: "ask-1",
+                state: "approval-responded",
+                approval: { id: "ask-1", approved: false, reason: "no" },
+              },
+              {
+                type: "dynamic-tool",
+                toolName: "question",
+                toolCallId: "q",
+                state: "output-available",
+                output: { name: "x" },
+              },
+              {
+                type: "dynamic-tool",
+                toolName: "read",
+                toolCallId: "r",
+                state: "output-available",
+                output: "file",
+                providerExecuted: true,
+              },
             ],
           },
         ],
@@ -163,20 +277,34 @@ describe("what a frontend sends", () => {
     });
     const [denial] = (action as Extract<typeof action, { kind: "answer" }>).answers;
     expect(answerBody(denial!, permission)).toEqual({ outcome: "accepted", data: { grant: "deny", feedback: "no" } });
-    expect(answerBody({ ...denial!, approved: true }, permission)).toEqual({ outcome: "accepted", data: { grant: "allow_once" } });
-    expect(answerBody(denial!, { kind: "plan", answerSpec: { fields: [{ name: "decision" }] } })).toEqual({ outcome: "accepted", data: { decision: "reject" } });
+    expect(answerBody({ ...denial!, approved: true }, permission)).toEqual({
+      outcome: "accepted",
+      data: { grant: "allow_once" },
+    });
+    expect(answerBody(denial!, { kind: "plan", answerSpec: { fields: [{ name: "decision" }] } })).toEqual({
+      outcome: "accepted",
+      data: { decision: "reject" },
+    });
   });
 
   it("an approval is answered in the ask's own form: its decision field, a one-time yes, the refusal for a no", () => {
     const approval = { interactionId: "ask-1", via: "approval" as const, outcome: "accepted" as const, approved: true };
-    const seedForm = { kind: "permission", answerSpec: { fields: [{ name: "response", type: "select", options: ["allow", "deny"], required: true }] } };
+    const seedForm = {
+      kind: "permission",
+      answerSpec: { fields: [{ name: "response", type: "select", options: ["allow", "deny"], required: true }] },
+    };
     expect(answerBody(approval, seedForm)).toEqual({ outcome: "accepted", data: { response: "allow" } });
-    expect(answerBody({ ...approval, approved: false }, seedForm)).toEqual({ outcome: "accepted", data: { response: "deny" } });
+    expect(answerBody({ ...approval, approved: false }, seedForm)).toEqual({
+      outcome: "accepted",
+      data: { response: "deny" },
+    });
     // The contract's scopes: a yes is the one-time grant, never a session grant nobody chose.
     const contract = {
       kind: "permission",
       responseScopes: ["interaction", "session", "persistent"],
-      answerSpec: { fields: [{ name: "grant", type: "select", options: ["allow_session", "allow_once", "deny"], required: true }] },
+      answerSpec: {
+        fields: [{ name: "grant", type: "select", options: ["allow_session", "allow_once", "deny"], required: true }],
+      },
     };
     expect(answerBody(approval, contract)).toEqual({ outcome: "accepted", data: { grant: "allow_once" } });
   });
@@ -190,8 +318,14 @@ describe("what a frontend sends", () => {
       }
       return null;
     };
-    expect(refusal(body({ messages: [{ id: "u1", role: "user", parts: [{ type: "image", url: "x" }] }] }))).toBe("messages.0.parts.0.type");
-    expect(refusal(body({ trigger: "regenerate-message", messages: [{ id: "a:answer", role: "assistant", parts: [] }] }))).toBe("messages.0.role");
-    expect(refusal(body({ messages: [{ id: "x:answer", role: "assistant", parts: [{ type: "text", text: "t" }] }] }))).toBe("messages.0.parts");
+    expect(refusal(body({ messages: [{ id: "u1", role: "user", parts: [{ type: "image", url: "x" }] }] }))).toBe(
+      "messages.0.parts.0.type",
+    );
+    expect(
+      refusal(body({ trigger: "regenerate-message", messages: [{ id: "a:answer", role: "assistant", parts: [] }] })),
+    ).toBe("messages.0.role");
+    expect(
+      refusal(body({ messages: [{ id: "x:answer", role: "assistant", parts: [{ type: "text", text: "t" }] }] })),
+    ).toBe("messages.0.parts");
   });
 });

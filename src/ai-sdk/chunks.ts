@@ -33,7 +33,9 @@ export function assistantMessageId(turnId: string): string {
 
 /** The turn an assistant message id names, or null when it names none. */
 export function turnOfAssistantMessage(messageId: string): string | null {
-  return messageId.endsWith(":answer") && messageId.length > ":answer".length ? messageId.slice(0, -":answer".length) : null;
+  return messageId.endsWith(":answer") && messageId.length > ":answer".length
+    ? messageId.slice(0, -":answer".length)
+    : null;
 }
 
 /** Tool names of the asks: a permission or a plan is approved, a question answered by its output. */
@@ -102,13 +104,32 @@ export class TurnChunks {
       case "interaction.resolved":
         return { chunks: this.resolved(data) };
       case "usage.updated":
-        return { chunks: isObj(data.usage) ? [{ type: "message-metadata", messageMetadata: { usage: data.usage } }] : [] };
+        return {
+          chunks: isObj(data.usage) ? [{ type: "message-metadata", messageMetadata: { usage: data.usage } }] : [],
+        };
       case "warning":
-        return { chunks: [{ type: "data-warning", id: `warning-${event.seq}`, data: { code: str(data.code) ?? "warning", message: str(data.message) ?? "" } }] };
+        return {
+          chunks: [
+            {
+              type: "data-warning",
+              id: `warning-${event.seq}`,
+              data: { code: str(data.code) ?? "warning", message: str(data.message) ?? "" },
+            },
+          ],
+        };
       case "budget.exceeded":
-        return { chunks: [{ type: "data-budget-exceeded", id: `budget-${event.seq}`, data: isObj(data.budget) ? data.budget : {} }] };
+        return {
+          chunks: [
+            { type: "data-budget-exceeded", id: `budget-${event.seq}`, data: isObj(data.budget) ? data.budget : {} },
+          ],
+        };
       case "status":
-        return { chunks: typeof data.status === "string" ? [{ type: "data-status", data: { status: data.status }, transient: true }] : [] };
+        return {
+          chunks:
+            typeof data.status === "string"
+              ? [{ type: "data-status", data: { status: data.status }, transient: true }]
+              : [],
+        };
       case "turn.completed":
         return this.end([{ type: "finish", finishReason: "stop", messageMetadata: this.outcome(data) }]);
       case "turn.failed": {
@@ -116,10 +137,16 @@ export class TurnChunks {
         const code = str(error.code) ?? "agent_failed";
         const message = str(error.message) ?? "the run failed";
         // The SDK's chat stops at an error chunk: the metadata goes first.
-        return this.end([{ type: "message-metadata", messageMetadata: this.outcome(data) }, { type: "error", errorText: `${code}: ${message}` }]);
+        return this.end([
+          { type: "message-metadata", messageMetadata: this.outcome(data) },
+          { type: "error", errorText: `${code}: ${message}` },
+        ]);
       }
       case "turn.cancelled":
-        return this.end([{ type: "message-metadata", messageMetadata: this.outcome(data) }, { type: "abort", ...(str(data.reason) ? { reason: str(data.reason) } : {}) }]);
+        return this.end([
+          { type: "message-metadata", messageMetadata: this.outcome(data) },
+          { type: "abort", ...(str(data.reason) ? { reason: str(data.reason) } : {}) },
+        ]);
       default:
         // turn.accepted, the agent's own status, raw and result frames: the native stream has them.
         return { chunks: [] };
@@ -223,11 +250,23 @@ export class TurnChunks {
     if (!this.tools.has(id)) {
       out.push(...this.openStep());
       this.tools.set(id, known);
-      if (state.input === undefined) out.push({ type: "tool-input-start", ...common, toolName, ...(str(state.title) ? { title: str(state.title) } : {}) });
+      if (state.input === undefined)
+        out.push({
+          type: "tool-input-start",
+          ...common,
+          toolName,
+          ...(str(state.title) ? { title: str(state.title) } : {}),
+        });
     }
     if (!known.input && state.input !== undefined) {
       known.input = true;
-      out.push({ type: "tool-input-available", ...common, toolName, input: state.input, ...(str(state.title) ? { title: str(state.title) } : {}) });
+      out.push({
+        type: "tool-input-available",
+        ...common,
+        toolName,
+        input: state.input,
+        ...(str(state.title) ? { title: str(state.title) } : {}),
+      });
     }
     if (!known.output && (status === "completed" || status === "error")) {
       if (!known.input) {
@@ -281,7 +320,10 @@ export class TurnChunks {
   /** What the turn waits for now: the oldest ask still open (asks are kept in the order asked), or null. */
   private waitingMetadata(): UiChunk {
     const oldest = this.asks.values().next();
-    return { type: "message-metadata", messageMetadata: { waitingFor: oldest.done ? null : waitingStateOf(oldest.value.kind) } };
+    return {
+      type: "message-metadata",
+      messageMetadata: { waitingFor: oldest.done ? null : waitingStateOf(oldest.value.kind) },
+    };
   }
 
   private resolved(data: Obj): UiChunk[] {
@@ -294,13 +336,39 @@ export class TurnChunks {
     const reason = str(data.reason);
     const out: UiChunk[] = [];
     if (APPROVAL_KINDS.has(ask.kind)) {
-      const approved = status === "answered" && (typeof data.approved === "boolean" ? data.approved : outcome === "accepted");
-      out.push({ type: "tool-approval-response", approvalId: id, approved, ...(!approved && status !== "answered" ? { reason: reason ?? status } : {}) });
-      out.push(approved ? { type: "tool-output-available", toolCallId: id, dynamic: true, providerExecuted: true, output: { status: "answered", approved: true } } : { type: "tool-output-denied", toolCallId: id });
+      const approved =
+        status === "answered" && (typeof data.approved === "boolean" ? data.approved : outcome === "accepted");
+      out.push({
+        type: "tool-approval-response",
+        approvalId: id,
+        approved,
+        ...(!approved && status !== "answered" ? { reason: reason ?? status } : {}),
+      });
+      out.push(
+        approved
+          ? {
+              type: "tool-output-available",
+              toolCallId: id,
+              dynamic: true,
+              providerExecuted: true,
+              output: { status: "answered", approved: true },
+            }
+          : { type: "tool-output-denied", toolCallId: id },
+      );
     } else if (status === "answered") {
-      out.push({ type: "tool-output-available", toolCallId: id, dynamic: true, output: { status: "answered", ...(outcome ? { outcome } : {}) } });
+      out.push({
+        type: "tool-output-available",
+        toolCallId: id,
+        dynamic: true,
+        output: { status: "answered", ...(outcome ? { outcome } : {}) },
+      });
     } else {
-      out.push({ type: "tool-output-error", toolCallId: id, dynamic: true, errorText: `${status ?? "ended"}${reason ? `: ${reason}` : ""}` });
+      out.push({
+        type: "tool-output-error",
+        toolCallId: id,
+        dynamic: true,
+        errorText: `${status ?? "ended"}${reason ? `: ${reason}` : ""}`,
+      });
     }
     out.push(this.waitingMetadata());
     // What the agent does next is a step of its own.

@@ -85,11 +85,13 @@ export class MessageFold {
     switch (chunk.type) {
       case "start":
         if (typeof chunk.messageId === "string") this.message.id = chunk.messageId;
-        if (isPlain(chunk.messageMetadata)) this.message.metadata = mergeMetadata(this.message.metadata, chunk.messageMetadata);
+        if (isPlain(chunk.messageMetadata))
+          this.message.metadata = mergeMetadata(this.message.metadata, chunk.messageMetadata);
         return;
       case "finish":
       case "message-metadata":
-        if (isPlain(chunk.messageMetadata)) this.message.metadata = mergeMetadata(this.message.metadata, chunk.messageMetadata);
+        if (isPlain(chunk.messageMetadata))
+          this.message.metadata = mergeMetadata(this.message.metadata, chunk.messageMetadata);
         return;
       case "start-step":
         parts.push({ type: "step-start" });
@@ -97,7 +99,10 @@ export class MessageFold {
       case "text-start":
       case "reasoning-start": {
         const kind = chunk.type === "text-start" ? "text" : "reasoning";
-        const part: UiPart = kind === "text" ? { type: "text", text: "", state: "streaming" } : { type: "reasoning", id: chunk.id, text: "", state: "streaming" };
+        const part: UiPart =
+          kind === "text"
+            ? { type: "text", text: "", state: "streaming" }
+            : { type: "reasoning", id: chunk.id, text: "", state: "streaming" };
         this.openTexts.set(`${kind}:${String(chunk.id)}`, part);
         parts.push(part);
         return;
@@ -133,7 +138,17 @@ export class MessageFold {
           existing.providerExecuted = chunk.providerExecuted ?? existing.providerExecuted;
           for (const key of Object.keys(existing)) if (existing[key] === undefined) delete existing[key];
         } else {
-          parts.push(defined({ type: "dynamic-tool", toolName: chunk.toolName, toolCallId: chunk.toolCallId, state, input: chunk.input, providerExecuted: chunk.providerExecuted, title: chunk.title }));
+          parts.push(
+            defined({
+              type: "dynamic-tool",
+              toolName: chunk.toolName,
+              toolCallId: chunk.toolCallId,
+              state,
+              input: chunk.input,
+              providerExecuted: chunk.providerExecuted,
+              title: chunk.title,
+            }),
+          );
         }
         return;
       }
@@ -143,8 +158,16 @@ export class MessageFold {
         return;
       }
       case "tool-approval-response": {
-        const part = this.message.parts.find((p) => p.type === "dynamic-tool" && isPlain(p.approval) && p.approval.id === chunk.approvalId);
-        if (part) part.approval = { ...(part.approval as Obj), id: chunk.approvalId, approved: chunk.approved, ...(chunk.reason != null ? { reason: chunk.reason } : {}) };
+        const part = this.message.parts.find(
+          (p) => p.type === "dynamic-tool" && isPlain(p.approval) && p.approval.id === chunk.approvalId,
+        );
+        if (part)
+          part.approval = {
+            ...(part.approval as Obj),
+            id: chunk.approvalId,
+            approved: chunk.approved,
+            ...(chunk.reason != null ? { reason: chunk.reason } : {}),
+          };
         if (part) part.state = "approval-responded";
         return;
       }
@@ -170,7 +193,8 @@ export class MessageFold {
       }
       default:
         if (chunk.type.startsWith("data-") && chunk.transient !== true) {
-          const existing = chunk.id !== undefined ? parts.find((p) => p.type === chunk.type && p.id === chunk.id) : undefined;
+          const existing =
+            chunk.id !== undefined ? parts.find((p) => p.type === chunk.type && p.id === chunk.id) : undefined;
           if (existing) existing.data = chunk.data;
           else parts.push(defined({ type: chunk.type, id: chunk.id, data: chunk.data }));
         }
@@ -187,12 +211,27 @@ function keptEvents(turn: ChatTurn["turn"]): EventEnvelope[] {
     if (part.type === "interaction") {
       events.push({ ...base, seq: ++seq, type: "interaction.requested", data: { interaction: part.request } });
       if (part.status !== "outstanding") {
-        events.push({ ...base, seq: ++seq, type: "interaction.resolved", data: { interactionId: part.id, status: part.status, ...(part.outcome ? { outcome: part.outcome } : {}), ...(part.reason ? { reason: part.reason } : {}) } });
+        events.push({
+          ...base,
+          seq: ++seq,
+          type: "interaction.resolved",
+          data: {
+            interactionId: part.id,
+            status: part.status,
+            ...(part.outcome ? { outcome: part.outcome } : {}),
+            ...(part.reason ? { reason: part.reason } : {}),
+          },
+        });
       }
     } else if (part.type === "warning") {
       // A warning kept as a part is its event again, under its own seq (its chunk's id is the streamed one).
       const own = Number(part.id.slice("warning:".length));
-      events.push({ ...base, seq: Number.isInteger(own) && own > 0 ? own : ++seq, type: "warning", data: { code: part.code, message: part.message } });
+      events.push({
+        ...base,
+        seq: Number.isInteger(own) && own > 0 ? own : ++seq,
+        type: "warning",
+        data: { code: part.code, message: part.message },
+      });
     } else {
       events.push({ ...base, seq: ++seq, type: "message.part.updated", data: { part } });
     }

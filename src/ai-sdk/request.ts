@@ -19,7 +19,11 @@ const UiMessageBody = z
     metadata: z.unknown().optional(),
     parts: z.array(Part).max(10_000),
   })
-  .meta({ id: "UIMessage", description: "The AI SDK's UIMessage: its parts as the SDK defines them (text, reasoning, dynamic-tool, step-start, data-*, file)" });
+  .meta({
+    id: "UIMessage",
+    description:
+      "The AI SDK's UIMessage: its parts as the SDK defines them (text, reasoning, dynamic-tool, step-start, data-*, file)",
+  });
 
 /** `GET /v1/chat/:id/messages`: the conversation as the SDK's messages. */
 export const UiMessagesSchema = z.array(UiMessageBody).meta({ id: "UIMessages" });
@@ -33,7 +37,10 @@ export const ChatRequestBody = z
     model: z.string().min(1).max(256).optional(),
     interactions: RequestedInteractions.optional(),
   })
-  .meta({ id: "ChatRequest", description: "The body the AI SDK's DefaultChatTransport sends (UIMessage[] as `messages`)" });
+  .meta({
+    id: "ChatRequest",
+    description: "The body the AI SDK's DefaultChatTransport sends (UIMessage[] as `messages`)",
+  });
 export type ChatRequestBody = z.infer<typeof ChatRequestBody>;
 
 const TextPart = z.looseObject({ type: z.literal("text"), text: z.string() });
@@ -44,7 +51,9 @@ const ToolPart = z.looseObject({
   toolCallId: z.string().min(1).max(512),
   state: z.string(),
   toolName: z.string().optional(),
-  approval: z.looseObject({ id: z.string(), approved: z.boolean().optional(), reason: z.string().max(2048).optional() }).optional(),
+  approval: z
+    .looseObject({ id: z.string(), approved: z.boolean().optional(), reason: z.string().max(2048).optional() })
+    .optional(),
   output: z.unknown().optional(),
   errorText: z.string().optional(),
 });
@@ -99,14 +108,19 @@ function answersOf(message: z.infer<typeof UiMessageBody>, at: string): { answer
   message.parts.forEach((raw, i) => {
     if (!isToolPart(raw.type)) return;
     const parsed = ToolPart.safeParse(raw);
-    if (!parsed.success) throw new ChatRequestError(`${at}.parts.${i}`, `a tool part needs toolCallId and state (${parsed.error.issues[0]?.message ?? "invalid"})`);
+    if (!parsed.success)
+      throw new ChatRequestError(
+        `${at}.parts.${i}`,
+        `a tool part needs toolCallId and state (${parsed.error.issues[0]?.message ?? "invalid"})`,
+      );
     const part = parsed.data;
     const toolName = part.type === "dynamic-tool" ? part.toolName : part.type.slice("tool-".length);
     const approval = part.approval;
     if (approval) askIds.push(approval.id);
     else if (toolName === ASK_TOOL.question) askIds.push(part.toolCallId);
     if (part.state === "approval-responded") {
-      if (!approval || approval.approved === undefined) throw new ChatRequestError(`${at}.parts.${i}.approval`, "an approval-responded part needs approval.approved");
+      if (!approval || approval.approved === undefined)
+        throw new ChatRequestError(`${at}.parts.${i}.approval`, "an approval-responded part needs approval.approved");
       answers.push({
         interactionId: approval.id,
         via: "approval",
@@ -120,9 +134,17 @@ function answersOf(message: z.infer<typeof UiMessageBody>, at: string): { answer
       } else {
         const output = part.output;
         if (typeof output !== "object" || output === null || Array.isArray(output)) {
-          throw new ChatRequestError(`${at}.parts.${i}.output`, "a question's output must be an object of the ask's fields");
+          throw new ChatRequestError(
+            `${at}.parts.${i}.output`,
+            "a question's output must be an object of the ask's fields",
+          );
         }
-        answers.push({ interactionId: part.toolCallId, via: "output", outcome: "accepted", data: output as Record<string, unknown> });
+        answers.push({
+          interactionId: part.toolCallId,
+          via: "output",
+          outcome: "accepted",
+          data: output as Record<string, unknown>,
+        });
       }
     }
   });
@@ -135,16 +157,23 @@ export function chatAction(body: ChatRequestBody): ChatAction {
   const last = body.messages[lastIndex]!;
   const at = `messages.${lastIndex}`;
   if (body.trigger === "regenerate-message") {
-    if (last.role !== "user") throw new ChatRequestError(`${at}.role`, "regenerate-message sends the history up to the user message to answer again");
+    if (last.role !== "user")
+      throw new ChatRequestError(
+        `${at}.role`,
+        "regenerate-message sends the history up to the user message to answer again",
+      );
     const id = TurnId.safeParse(last.id);
-    if (!id.success) throw new ChatRequestError(`${at}.id`, `the message id is the turn id: ${id.error.issues[0]?.message}`);
+    if (!id.success)
+      throw new ChatRequestError(`${at}.id`, `the message id is the turn id: ${id.error.issues[0]?.message}`);
     const of = body.messageId !== undefined ? turnOfAssistantMessage(body.messageId) : null;
-    if (body.messageId !== undefined && of === null) throw new ChatRequestError("messageId", "names no answer of this conversation (answers' ids end in :answer)");
+    if (body.messageId !== undefined && of === null)
+      throw new ChatRequestError("messageId", "names no answer of this conversation (answers' ids end in :answer)");
     return { kind: "regenerate", userMessageId: id.data, message: userText(last, at), of };
   }
   if (last.role === "user") {
     const id = TurnId.safeParse(last.id);
-    if (!id.success) throw new ChatRequestError(`${at}.id`, `the message id is the turn id: ${id.error.issues[0]?.message}`);
+    if (!id.success)
+      throw new ChatRequestError(`${at}.id`, `the message id is the turn id: ${id.error.issues[0]?.message}`);
     // The history the client holds: the answer before this message names the turn it goes on from
     // (an earlier one than the active branch's latest is a branch: docs/api.md#branches).
     const previous = body.messages[lastIndex - 1];
@@ -153,19 +182,36 @@ export function chatAction(body: ChatRequestBody): ChatAction {
   }
   if (last.role === "assistant") {
     const turnId = turnOfAssistantMessage(last.id);
-    if (turnId === null || !TurnId.safeParse(turnId).success) throw new ChatRequestError(`${at}.id`, "names no answer of this conversation (answers' ids end in :answer)");
-    if (body.messageId !== undefined && body.messageId !== last.id) throw new ChatRequestError("messageId", "must be the id of the last message when it continues an answer");
+    if (turnId === null || !TurnId.safeParse(turnId).success)
+      throw new ChatRequestError(`${at}.id`, "names no answer of this conversation (answers' ids end in :answer)");
+    if (body.messageId !== undefined && body.messageId !== last.id)
+      throw new ChatRequestError("messageId", "must be the id of the last message when it continues an answer");
     const { answers, askIds } = answersOf(last, at);
-    if (askIds.length === 0) throw new ChatRequestError(`${at}.parts`, "an assistant message continues a turn only with its answers to the agent's asks (approvals or tool outputs)");
+    if (askIds.length === 0)
+      throw new ChatRequestError(
+        `${at}.parts`,
+        "an assistant message continues a turn only with its answers to the agent's asks (approvals or tool outputs)",
+      );
     return { kind: "answer", turnId, answers, askIds };
   }
-  throw new ChatRequestError(`${at}.role`, "the last message must be the user's message (or the answer being continued)");
+  throw new ChatRequestError(
+    `${at}.role`,
+    "the last message must be the user's message (or the answer being continued)",
+  );
 }
 
 /** The ask an answer goes to, as far as the answer needs it: its kind, its fields and its scopes. */
 export interface AskShape {
   kind: string;
-  answerSpec: { fields: Array<{ name: string; type?: string; required?: boolean; multi?: boolean; options?: Array<string | { value: string; label?: string }> }> };
+  answerSpec: {
+    fields: Array<{
+      name: string;
+      type?: string;
+      required?: boolean;
+      multi?: boolean;
+      options?: Array<string | { value: string; label?: string }>;
+    }>;
+  };
   responseScopes?: string[];
 }
 
@@ -177,23 +223,43 @@ export interface AskShape {
  * such decision gets the contract's grant names, which the answer check then refuses, naming
  * the field.
  */
-export function answerBody(answer: AskAnswer, ask: AskShape): { outcome: "accepted" | "declined"; data?: Record<string, unknown> } {
-  if (answer.via === "output") return answer.data ? { outcome: answer.outcome, data: answer.data } : { outcome: answer.outcome };
+export function answerBody(
+  answer: AskAnswer,
+  ask: AskShape,
+): { outcome: "accepted" | "declined"; data?: Record<string, unknown> } {
+  if (answer.via === "output")
+    return answer.data ? { outcome: answer.outcome, data: answer.data } : { outcome: answer.outcome };
   const hasFeedback = ask.answerSpec.fields.some((f) => f.name === "feedback");
   const feedback = answer.reason && hasFeedback ? { feedback: answer.reason } : {};
-  const fallback = ask.kind === "plan" ? { decision: answer.approved ? "approve" : "reject" } : { grant: answer.approved ? "allow_once" : "deny" };
-  return { outcome: "accepted", data: { ...(yesOrNo(ask, answer.approved === true) ?? fallback), ...(answer.approved ? {} : feedback) } };
+  const fallback =
+    ask.kind === "plan"
+      ? { decision: answer.approved ? "approve" : "reject" }
+      : { grant: answer.approved ? "allow_once" : "deny" };
+  return {
+    outcome: "accepted",
+    data: { ...(yesOrNo(ask, answer.approved === true) ?? fallback), ...(answer.approved ? {} : feedback) },
+  };
 }
 
 /** The id of the turn an edit of turn `turnId`'s message sends (its new text): derived, so a retry is the same turn. */
 export async function editedTurnId(turnId: string, message: string): Promise<string> {
-  const bytes = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`edit/v1|${turnId.length}:${turnId}|${message.length}:${message}`)));
+  const bytes = new Uint8Array(
+    await crypto.subtle.digest(
+      "SHA-256",
+      new TextEncoder().encode(`edit/v1|${turnId.length}:${turnId}|${message.length}:${message}`),
+    ),
+  );
   return `edit-${[...bytes.slice(0, 12)].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
 /** The id of a turn that answers a user message again (regenerate): derived, so a retry is the same turn. */
 export async function regeneratedTurnId(userMessageId: string, of: string): Promise<string> {
-  const bytes = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`regenerate/v1|${userMessageId.length}:${userMessageId}|${of.length}:${of}`)));
+  const bytes = new Uint8Array(
+    await crypto.subtle.digest(
+      "SHA-256",
+      new TextEncoder().encode(`regenerate/v1|${userMessageId.length}:${userMessageId}|${of.length}:${of}`),
+    ),
+  );
   const hex = [...bytes.slice(0, 12)].map((b) => b.toString(16).padStart(2, "0")).join("");
   return `regen-${hex}`;
 }

@@ -7,7 +7,13 @@ import { signToken, verifyUserToken, type JwksFetch } from "./tokens";
 import { deriveOwnerKey, deriveSessionId } from "./ids";
 
 const base = env as unknown as Record<string, string>;
-const jwksConfig = readConfig({ ...base, AUTH_JWT_SECRET: undefined, DEV_LOGIN: "false", AUTH_JWKS_URL: "https://idp.example/.well-known/jwks.json", AUTH_ISSUER: "https://idp.example" } as unknown as Env);
+const jwksConfig = readConfig({
+  ...base,
+  AUTH_JWT_SECRET: undefined,
+  DEV_LOGIN: "false",
+  AUTH_JWKS_URL: "https://idp.example/.well-known/jwks.json",
+  AUTH_ISSUER: "https://idp.example",
+} as unknown as Env);
 
 async function keySet() {
   const rsa = await generateKeyPair("RS256");
@@ -36,8 +42,20 @@ async function code(p: Promise<unknown>): Promise<string> {
 describe("tokens from a JWKS URL", () => {
   it("accepts RS256 and ES256 tokens signed by a key of the set, with the configured issuer and audience", async () => {
     const { rsa, ec, fetchJwks } = await keySet();
-    const rs = await new SignJWT({}).setProtectedHeader({ alg: "RS256", kid: "rsa-1" }).setSubject("u-rsa").setIssuer("https://idp.example").setAudience("gateway-test").setExpirationTime("5m").sign(rsa.privateKey);
-    const es = await new SignJWT({}).setProtectedHeader({ alg: "ES256", kid: "ec-1" }).setSubject("u-ec").setIssuer("https://idp.example").setAudience("gateway-test").setExpirationTime("5m").sign(ec.privateKey);
+    const rs = await new SignJWT({})
+      .setProtectedHeader({ alg: "RS256", kid: "rsa-1" })
+      .setSubject("u-rsa")
+      .setIssuer("https://idp.example")
+      .setAudience("gateway-test")
+      .setExpirationTime("5m")
+      .sign(rsa.privateKey);
+    const es = await new SignJWT({})
+      .setProtectedHeader({ alg: "ES256", kid: "ec-1" })
+      .setSubject("u-ec")
+      .setIssuer("https://idp.example")
+      .setAudience("gateway-test")
+      .setExpirationTime("5m")
+      .sign(ec.privateKey);
     expect((await verifyUserToken(jwksConfig, rs, undefined, fetchJwks)).userId).toBe("u-rsa");
     expect((await verifyUserToken(jwksConfig, es, undefined, fetchJwks)).userId).toBe("u-ec");
   });
@@ -45,11 +63,29 @@ describe("tokens from a JWKS URL", () => {
   it("refuses a wrong issuer, a key outside the set, and an HS256 token when no secret is configured", async () => {
     const { rsa, fetchJwks } = await keySet();
     const other = await generateKeyPair("RS256");
-    const wrongIssuer = await new SignJWT({}).setProtectedHeader({ alg: "RS256", kid: "rsa-1" }).setSubject("u").setIssuer("https://evil.example").setAudience("gateway-test").setExpirationTime("5m").sign(rsa.privateKey);
+    const wrongIssuer = await new SignJWT({})
+      .setProtectedHeader({ alg: "RS256", kid: "rsa-1" })
+      .setSubject("u")
+      .setIssuer("https://evil.example")
+      .setAudience("gateway-test")
+      .setExpirationTime("5m")
+      .sign(rsa.privateKey);
     expect(await code(verifyUserToken(jwksConfig, wrongIssuer, undefined, fetchJwks))).toBe("token_claim_invalid");
-    const foreign = await new SignJWT({}).setProtectedHeader({ alg: "RS256", kid: "rsa-1" }).setSubject("u").setIssuer("https://idp.example").setAudience("gateway-test").setExpirationTime("5m").sign(other.privateKey);
+    const foreign = await new SignJWT({})
+      .setProtectedHeader({ alg: "RS256", kid: "rsa-1" })
+      .setSubject("u")
+      .setIssuer("https://idp.example")
+      .setAudience("gateway-test")
+      .setExpirationTime("5m")
+      .sign(other.privateKey);
     expect(await code(verifyUserToken(jwksConfig, foreign, undefined, fetchJwks))).toBe("token_signature_invalid");
-    const hs = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("u").setIssuer("https://idp.example").setAudience("gateway-test").setExpirationTime("5m").sign(new TextEncoder().encode("x".repeat(40)));
+    const hs = await new SignJWT({})
+      .setProtectedHeader({ alg: "HS256" })
+      .setSubject("u")
+      .setIssuer("https://idp.example")
+      .setAudience("gateway-test")
+      .setExpirationTime("5m")
+      .sign(new TextEncoder().encode("x".repeat(40)));
     expect(await code(verifyUserToken(jwksConfig, hs, undefined, fetchJwks))).toBe("token_algorithm_invalid");
   });
 });
@@ -58,27 +94,54 @@ describe("token lifetimes", () => {
   const config = readConfig(env);
   const key = new TextEncoder().encode(base.AUTH_JWT_SECRET);
   const now = () => Math.floor(Date.now() / 1000);
-  const token = (build: (jwt: SignJWT) => SignJWT) => build(new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("u").setAudience("gateway-test")).sign(key);
+  const token = (build: (jwt: SignJWT) => SignJWT) =>
+    build(new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("u").setAudience("gateway-test")).sign(key);
 
   it("a token without exp is refused: it would never expire", async () => {
     expect(await code(verifyUserToken(config, await token((j) => j.setIssuedAt())))).toBe("token_claim_invalid");
   });
 
   it("an iat in the future is refused beyond the allowed clock skew of 60 s, and accepted within it", async () => {
-    expect(await code(verifyUserToken(config, await token((j) => j.setIssuedAt(now() + 600).setExpirationTime(now() + 1200))))).toBe("token_claim_invalid");
-    expect(await code(verifyUserToken(config, await token((j) => j.setIssuedAt(now() + 30).setExpirationTime(now() + 600))))).toBe("ok");
+    expect(
+      await code(
+        verifyUserToken(config, await token((j) => j.setIssuedAt(now() + 600).setExpirationTime(now() + 1200))),
+      ),
+    ).toBe("token_claim_invalid");
+    expect(
+      await code(verifyUserToken(config, await token((j) => j.setIssuedAt(now() + 30).setExpirationTime(now() + 600)))),
+    ).toBe("ok");
   });
 
   it("token age is capped at 24 h: an older token, or one that would live longer, is refused", async () => {
-    expect(await code(verifyUserToken(config, await token((j) => j.setIssuedAt(now() - 25 * 3600).setExpirationTime(now() + 600))))).toBe("token_expired");
-    expect(await code(verifyUserToken(config, await token((j) => j.setIssuedAt(now()).setExpirationTime(now() + 30 * 24 * 3600))))).toBe("token_claim_invalid");
-    expect(await code(verifyUserToken(config, await token((j) => j.setExpirationTime(now() + 30 * 24 * 3600))))).toBe("token_claim_invalid");
-    expect(await code(verifyUserToken(config, await token((j) => j.setIssuedAt(now() - 3600).setExpirationTime(now() + 3600))))).toBe("ok");
+    expect(
+      await code(
+        verifyUserToken(config, await token((j) => j.setIssuedAt(now() - 25 * 3600).setExpirationTime(now() + 600))),
+      ),
+    ).toBe("token_expired");
+    expect(
+      await code(
+        verifyUserToken(config, await token((j) => j.setIssuedAt(now()).setExpirationTime(now() + 30 * 24 * 3600))),
+      ),
+    ).toBe("token_claim_invalid");
+    expect(await code(verifyUserToken(config, await token((j) => j.setExpirationTime(now() + 30 * 24 * 3600))))).toBe(
+      "token_claim_invalid",
+    );
+    expect(
+      await code(
+        verifyUserToken(config, await token((j) => j.setIssuedAt(now() - 3600).setExpirationTime(now() + 3600))),
+      ),
+    ).toBe("ok");
   });
 
   it("an exp just past is still accepted within the skew; further past, token_expired", async () => {
-    expect(await code(verifyUserToken(config, await token((j) => j.setIssuedAt(now() - 600).setExpirationTime(now() - 30))))).toBe("ok");
-    expect(await code(verifyUserToken(config, await token((j) => j.setIssuedAt(now() - 600).setExpirationTime(now() - 120))))).toBe("token_expired");
+    expect(
+      await code(verifyUserToken(config, await token((j) => j.setIssuedAt(now() - 600).setExpirationTime(now() - 30)))),
+    ).toBe("ok");
+    expect(
+      await code(
+        verifyUserToken(config, await token((j) => j.setIssuedAt(now() - 600).setExpirationTime(now() - 120))),
+      ),
+    ).toBe("token_expired");
   });
 });
 

@@ -2,7 +2,15 @@
  * User-token verification with jose: HS256 under a shared secret, or RS256/ES256 from a JWKS URL,
  * with optional issuer and audience. `sub` is the user id. Every failure is a 401 with a code.
  */
-import { createRemoteJWKSet, customFetch, errors, jwtVerify, SignJWT, type JWTPayload, type JWTVerifyGetKey } from "jose";
+import {
+  createRemoteJWKSet,
+  customFetch,
+  errors,
+  jwtVerify,
+  SignJWT,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+} from "jose";
 import type { Config } from "../config";
 import { ApiError } from "../errors";
 
@@ -14,7 +22,10 @@ export interface VerifiedUser {
 const encoder = new TextEncoder();
 const jwksCache = new Map<string, JWTVerifyGetKey>();
 
-export type JwksFetch = (url: string, options: { headers: Headers; method: "GET"; redirect: "manual"; signal: AbortSignal }) => Promise<Response>;
+export type JwksFetch = (
+  url: string,
+  options: { headers: Headers; method: "GET"; redirect: "manual"; signal: AbortSignal },
+) => Promise<Response>;
 
 /** The key set at `url`, fetched and cached by jose (keys are re-fetched on an unknown kid). */
 function jwks(url: string, fetchJwks?: JwksFetch): JWTVerifyGetKey {
@@ -32,7 +43,10 @@ function unauthorized(code: string, message: string): ApiError {
 }
 
 export function bearerToken(header: string | undefined): string {
-  if (!header) throw new ApiError(401, "token_missing", "Authorization: Bearer <token> is required", undefined, { "www-authenticate": "Bearer" });
+  if (!header)
+    throw new ApiError(401, "token_missing", "Authorization: Bearer <token> is required", undefined, {
+      "www-authenticate": "Bearer",
+    });
   const match = /^Bearer[ ]+([A-Za-z0-9._~+/=-]+)$/i.exec(header.trim());
   if (!match) throw unauthorized("token_malformed", "the Authorization header must be Bearer followed by a token");
   return match[1]!;
@@ -43,7 +57,12 @@ const CLOCK_SKEW_SECONDS = 60;
 /** The longest a token may live (exp after iat, or after now without iat), and the oldest it may be. */
 const MAX_TOKEN_LIFETIME_SECONDS = 24 * 60 * 60;
 
-export async function verifyUserToken(config: Config, token: string, expectedUse?: string, fetchJwks?: JwksFetch): Promise<VerifiedUser> {
+export async function verifyUserToken(
+  config: Config,
+  token: string,
+  expectedUse?: string,
+  fetchJwks?: JwksFetch,
+): Promise<VerifiedUser> {
   const options = {
     ...(config.AUTH_ISSUER ? { issuer: config.AUTH_ISSUER } : {}),
     ...(config.AUTH_AUDIENCE ? { audience: config.AUTH_AUDIENCE } : {}),
@@ -54,16 +73,26 @@ export async function verifyUserToken(config: Config, token: string, expectedUse
   let payload: JWTPayload;
   try {
     if (config.AUTH_JWKS_URL && !(config.AUTH_JWT_SECRET && isHs256(token))) {
-      ({ payload } = await jwtVerify(token, jwks(config.AUTH_JWKS_URL, fetchJwks), { ...options, algorithms: ["RS256", "ES256"] }));
+      ({ payload } = await jwtVerify(token, jwks(config.AUTH_JWKS_URL, fetchJwks), {
+        ...options,
+        algorithms: ["RS256", "ES256"],
+      }));
     } else {
-      ({ payload } = await jwtVerify(token, encoder.encode(config.AUTH_JWT_SECRET!), { ...options, algorithms: ["HS256"] }));
+      ({ payload } = await jwtVerify(token, encoder.encode(config.AUTH_JWT_SECRET!), {
+        ...options,
+        algorithms: ["HS256"],
+      }));
     }
   } catch (err) {
     if (err instanceof errors.JWTExpired) throw unauthorized("token_expired", "the token has expired");
-    if (err instanceof errors.JWTClaimValidationFailed) throw unauthorized("token_claim_invalid", `the token's ${err.claim} claim is not accepted`);
-    if (err instanceof errors.JWSSignatureVerificationFailed) throw unauthorized("token_signature_invalid", "the token's signature does not verify");
-    if (err instanceof errors.JOSEAlgNotAllowed) throw unauthorized("token_algorithm_invalid", "the token's algorithm is not accepted");
-    if (err instanceof errors.JWKSNoMatchingKey) throw unauthorized("token_signature_invalid", "no key of the key set matches the token");
+    if (err instanceof errors.JWTClaimValidationFailed)
+      throw unauthorized("token_claim_invalid", `the token's ${err.claim} claim is not accepted`);
+    if (err instanceof errors.JWSSignatureVerificationFailed)
+      throw unauthorized("token_signature_invalid", "the token's signature does not verify");
+    if (err instanceof errors.JOSEAlgNotAllowed)
+      throw unauthorized("token_algorithm_invalid", "the token's algorithm is not accepted");
+    if (err instanceof errors.JWKSNoMatchingKey)
+      throw unauthorized("token_signature_invalid", "no key of the key set matches the token");
     if (err instanceof errors.JWKSTimeout || err instanceof errors.JWKSInvalid) {
       throw new ApiError(503, "auth_keys_unavailable", "the token signing keys could not be fetched");
     }
@@ -78,13 +107,20 @@ export async function verifyUserToken(config: Config, token: string, expectedUse
   }
   const issuedAt = typeof payload.iat === "number" ? payload.iat : now;
   if (typeof payload.exp === "number" && payload.exp - issuedAt > MAX_TOKEN_LIFETIME_SECONDS + CLOCK_SKEW_SECONDS) {
-    throw unauthorized("token_claim_invalid", `the token's exp claim is more than ${MAX_TOKEN_LIFETIME_SECONDS} s after it was issued`);
+    throw unauthorized(
+      "token_claim_invalid",
+      `the token's exp claim is more than ${MAX_TOKEN_LIFETIME_SECONDS} s after it was issued`,
+    );
   }
   if (typeof payload.sub !== "string" || payload.sub.length === 0 || payload.sub.length > 256) {
     throw unauthorized("token_claim_invalid", "the token has no usable sub claim");
   }
   const use = typeof payload.use === "string" ? payload.use : undefined;
-  if (use !== expectedUse) throw unauthorized("token_use_invalid", expectedUse ? `a ${expectedUse} token is required here` : "this token cannot be used here");
+  if (use !== expectedUse)
+    throw unauthorized(
+      "token_use_invalid",
+      expectedUse ? `a ${expectedUse} token is required here` : "this token cannot be used here",
+    );
   return { userId: payload.sub, claims: payload };
 }
 
@@ -98,7 +134,11 @@ function isHs256(token: string): boolean {
 }
 
 /** Signs an HS256 token under AUTH_JWT_SECRET: dev login, and short-lived stream tokens. */
-export async function signToken(config: Config, claims: { sub: string; use?: string; cid?: string }, ttlSeconds: number): Promise<string> {
+export async function signToken(
+  config: Config,
+  claims: { sub: string; use?: string; cid?: string },
+  ttlSeconds: number,
+): Promise<string> {
   let jwt = new SignJWT({ ...(claims.use ? { use: claims.use } : {}), ...(claims.cid ? { cid: claims.cid } : {}) })
     .setProtectedHeader({ alg: "HS256", typ: "JWT" })
     .setSubject(claims.sub)

@@ -50,9 +50,17 @@ function binding(ctx: AskContext, interactionId: string) {
 }
 
 function ask(ctx: AskContext, id: string, fields: Record<string, unknown>): WaitFrame {
-  const request = { id, ...fields, ...(ctx.timeoutMs ? { timeoutMs: ctx.timeoutMs, onTimeout: "use_defaults" } : {}), binding: binding(ctx, id) };
+  const request = {
+    id,
+    ...fields,
+    ...(ctx.timeoutMs ? { timeoutMs: ctx.timeoutMs, onTimeout: "use_defaults" } : {}),
+    binding: binding(ctx, id),
+  };
   // Variant `waitSignal: "status"`: no interaction frame, only the status; the ask is listed all the same.
-  const frame = ctx.waitSignal === "status" ? { type: "status", data: { status: waitStatus(fields.kind) } } : { type: "interaction", data: { request } };
+  const frame =
+    ctx.waitSignal === "status"
+      ? { type: "status", data: { status: waitStatus(fields.kind) } }
+      : { type: "interaction", data: { request } };
   return {
     ...frame,
     waitFor: id,
@@ -69,7 +77,13 @@ export function questionAsk(ctx: AskContext): WaitFrame {
     answerSpec: {
       fields: [
         { name: "project", type: "text", label: "Project name", required: true, maxLength: 80 },
-        { name: "framework", type: "select", label: "Test framework", options: ["vitest", "jest", "node:test"], required: true },
+        {
+          name: "framework",
+          type: "select",
+          label: "Test framework",
+          options: ["vitest", "jest", "node:test"],
+          required: true,
+        },
         { name: "coverage", type: "boolean", label: "Collect coverage?" },
         { name: "workers", type: "number", label: "Parallel workers", min: 1, max: 16, integer: true },
         { name: "labels", type: "select", label: "Labels", options: ["ci", "local"], multi: true, allowCustom: true },
@@ -85,7 +99,13 @@ export function permissionAsk(ctx: AskContext): WaitFrame {
     ctx.permissionAnswer === "response"
       ? [{ name: "response", type: "select", label: "Allow?", options: ["allow", "deny"], required: true }]
       : [
-          { name: "grant", type: "select", label: "Allow?", options: ["allow_once", "allow_session", "deny"], required: true },
+          {
+            name: "grant",
+            type: "select",
+            label: "Allow?",
+            options: ["allow_once", "allow_session", "deny"],
+            required: true,
+          },
           { name: "feedback", type: "text", label: "Anything the agent should know?" },
         ];
   return ask(ctx, `${ctx.executionId}:permission-1`, {
@@ -114,22 +134,38 @@ export function planFrames(ctx: AskContext, revision: number, body: string): [Sc
   const planId = `${ctx.executionId}:plan`;
   const submitted: ScriptFrame = {
     type: "plan.submitted",
-    data: { plan: { id: planId, revision, title: revision === 1 ? "Plan" : `Plan (revision ${revision})`, body, submittedAt: "2026-01-01T00:00:00.000Z" } },
+    data: {
+      plan: {
+        id: planId,
+        revision,
+        title: revision === 1 ? "Plan" : `Plan (revision ${revision})`,
+        body,
+        submittedAt: "2026-01-01T00:00:00.000Z",
+      },
+    },
   };
   const decision = ask(ctx, `${ctx.executionId}:plan-${revision}`, {
-      kind: "plan",
-      title: `Approve plan revision ${revision}?`,
-      body,
-      subject: { planId, revision },
-      answerSpec: {
-        fields: [
-          { name: "decision", type: "select", label: "Decision", options: ["approve", "reject"], required: true },
-          { name: "feedback", type: "text", label: "Feedback for a revised plan" },
-        ],
-      },
-    });
+    kind: "plan",
+    title: `Approve plan revision ${revision}?`,
+    body,
+    subject: { planId, revision },
+    answerSpec: {
+      fields: [
+        { name: "decision", type: "select", label: "Decision", options: ["approve", "reject"], required: true },
+        { name: "feedback", type: "text", label: "Feedback for a revised plan" },
+      ],
+    },
+  });
   if (ctx.planDecision !== "route") return [submitted, decision];
-  return [submitted, { ...decision, type: "status", data: { status: "awaiting_plan_decision" }, ask: { ...decision.ask, via: "plan-route" } }];
+  return [
+    submitted,
+    {
+      ...decision,
+      type: "status",
+      data: { status: "awaiting_plan_decision" },
+      ask: { ...decision.ask, via: "plan-route" },
+    },
+  ];
 }
 
 export const FIRST_PLAN = "1. Read the README.\n2. Add a test for the parser.\n3. Run the suite.";

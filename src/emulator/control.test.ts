@@ -6,7 +6,18 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { EmulatorStore } from "./store";
-import { dispatch, emulator, json, fields, rawFrames, readFor, readRaw, runningSandbox, runtime, type Emu } from "./test-support";
+import {
+  dispatch,
+  emulator,
+  json,
+  fields,
+  rawFrames,
+  readFor,
+  readRaw,
+  runningSandbox,
+  runtime,
+  type Emu,
+} from "./test-support";
 import { CapabilityDocument, PromptResultView, SandboxListView, SandboxView, SidecarErrorBody } from "./wire";
 
 describe("the emulator's control routes", () => {
@@ -42,7 +53,11 @@ describe("the emulator's control routes", () => {
     expect(after).toEqual({ ...before, "requests.sandboxes.get": before["requests.sandboxes.get"] + 1 });
 
     // application/json with parameters is JSON.
-    const charset = await emu.fetch("/_emulator/faults", { method: "POST", headers: { "content-type": "Application/JSON; charset=utf-8" }, body: "{}" });
+    const charset = await emu.fetch("/_emulator/faults", {
+      method: "POST",
+      headers: { "content-type": "Application/JSON; charset=utf-8" },
+      body: "{}",
+    });
     expect(charset.status).toBe(200);
     expect((await json(await emu.control("/_emulator/faults"))).faults).toEqual({});
   });
@@ -88,25 +103,39 @@ describe("the emulator's control routes", () => {
     expect(fields(stream[0]!).id).toBe("3");
 
     // The Sandbox API's answers keep the emulator's own response shapes.
-    expect(CapabilityDocument.parse(await json(await emu.api("GET", runtime(sandboxId, "/capabilities")))).dispatch).toEqual({
+    expect(
+      CapabilityDocument.parse(await json(await emu.api("GET", runtime(sandboxId, "/capabilities")))).dispatch,
+    ).toEqual({
       runControlRef: true,
       executionIdOnAdmission: true,
     });
-    expect(SandboxListView.parse(await json(await emu.api("GET", "/v1/sandboxes"))).sandboxes.map((s) => s.id)).toEqual([sandboxId]);
-    const result = PromptResultView.parse(await json(await emu.api("GET", runtime(sandboxId, "/agents/sessions/s1/executions/exe-c/result"))));
+    expect(SandboxListView.parse(await json(await emu.api("GET", "/v1/sandboxes"))).sandboxes.map((s) => s.id)).toEqual(
+      [sandboxId],
+    );
+    const result = PromptResultView.parse(
+      await json(await emu.api("GET", runtime(sandboxId, "/agents/sessions/s1/executions/exe-c/result"))),
+    );
     expect(result).toMatchObject({ success: true, status: "success", executionId: "exe-c" });
     expect(result.response).toContain("Looking into it");
 
     const sandbox = await json(await emu.control(`/_emulator/sandboxes/${sandboxId}`));
     expect(sandbox).toMatchObject({ id: sandboxId, status: "running", idempotencyKey: null, body: { name: "test" } });
     expect((await emu.control(`/_emulator/sandboxes/${sandboxId}/status`, { status: "paused" })).status).toBe(400);
-    expect(await json(await emu.control(`/_emulator/sandboxes/${sandboxId}/status`, { status: "stopped" }))).toEqual({ ok: true });
+    expect(await json(await emu.control(`/_emulator/sandboxes/${sandboxId}/status`, { status: "stopped" }))).toEqual({
+      ok: true,
+    });
     const stopped = await emu.api("GET", runtime(sandboxId, "/capabilities"));
     expect(stopped.status).toBe(409);
     expect((await json(stopped)).error.code).toBe("SANDBOX_NOT_RUNNING");
 
     const counters = (await json(await emu.control("/_emulator/counters"))).counters;
-    expect(counters).toMatchObject({ "sandboxes.created": 1, "runs.dispatches": 1, "runs.started": 1, "streams.opened": 2, "requests.runtime.run": 1 });
+    expect(counters).toMatchObject({
+      "sandboxes.created": 1,
+      "runs.dispatches": 1,
+      "runs.started": 1,
+      "streams.opened": 2,
+      "requests.runtime.run": 1,
+    });
     expect((await emu.control("/_emulator/nowhere")).status).toBe(404);
   });
 
@@ -114,14 +143,20 @@ describe("the emulator's control routes", () => {
     const emu = emulator("direct-run");
     const sandboxId = await runningSandbox(emu);
     await emu.control("/_emulator/faults", { frameDelayMs: 0 });
-    const direct = rawFrames(await readRaw(await emu.control(`/_emulator/sandboxes/${sandboxId}/runs`, { sessionId: "raw-1", message: "hello [words:5]" })));
+    const direct = rawFrames(
+      await readRaw(
+        await emu.control(`/_emulator/sandboxes/${sandboxId}/runs`, { sessionId: "raw-1", message: "hello [words:5]" }),
+      ),
+    );
     const ids = direct.map((f) => Number(fields(f).id));
     expect(ids).toEqual(ids.map((_, i) => i + 1));
     const admission = JSON.parse(fields(direct[0]!).data!) as { executionId: string; sessionId: string };
     expect(admission.sessionId).toBe("raw-1");
     expect(direct.map((f) => fields(f).event)).toContain("done");
     // The same frames the execution's stored stream replays: the run is an ordinary run.
-    expect(rawFrames(await readRaw(await emu.control(`/_emulator/executions/${admission.executionId}/stream`)))).toEqual(direct);
+    expect(
+      rawFrames(await readRaw(await emu.control(`/_emulator/executions/${admission.executionId}/stream`))),
+    ).toEqual(direct);
     expect((await json(await emu.control(`/_emulator/executions/${admission.executionId}`))).status).toBe("completed");
 
     const refused: Array<[string, unknown, number, string]> = [
@@ -136,13 +171,19 @@ describe("the emulator's control routes", () => {
     }
     // A session with a run in flight: refused, as the Sandbox API refuses a second dispatch.
     await emu.control("/_emulator/faults", { frameDelayMs: 60_000 });
-    const running = await emu.control(`/_emulator/sandboxes/${sandboxId}/runs`, { sessionId: "raw-3", message: "hello" });
+    const running = await emu.control(`/_emulator/sandboxes/${sandboxId}/runs`, {
+      sessionId: "raw-3",
+      message: "hello",
+    });
     const busy = await emu.control(`/_emulator/sandboxes/${sandboxId}/runs`, { sessionId: "raw-3", message: "again" });
     expect(busy.status).toBe(409);
     expect((await json(busy)).error.code).toBe("SESSION_BUSY");
     await running.body?.cancel();
     await emu.control(`/_emulator/sandboxes/${sandboxId}/status`, { status: "stopped" });
-    const stopped = await emu.control(`/_emulator/sandboxes/${sandboxId}/runs`, { sessionId: "raw-4", message: "hello" });
+    const stopped = await emu.control(`/_emulator/sandboxes/${sandboxId}/runs`, {
+      sessionId: "raw-4",
+      message: "hello",
+    });
     expect(stopped.status).toBe(409);
     expect((await json(stopped)).error.code).toBe("SANDBOX_NOT_RUNNING");
     expect((await json(await emu.control("/_emulator/counters"))).counters).toMatchObject({ "runs.direct": 2 });
@@ -153,7 +194,13 @@ describe("the emulator's Sandbox API bodies are strict", () => {
   it("refuses a dispatch with a field the doc does not name, and starts nothing", async () => {
     const emu = emulator("strict-dispatch");
     const sandboxId = await runningSandbox(emu);
-    const ref = { runId: "exe-strict", provider: "tangle-sandbox", environmentId: sandboxId, sessionId: "s1", executionId: "exe-strict" };
+    const ref = {
+      runId: "exe-strict",
+      provider: "tangle-sandbox",
+      environmentId: sandboxId,
+      sessionId: "s1",
+      executionId: "exe-strict",
+    };
     for (const extra of [
       { requestDigest: "sha256:00" },
       { backend: { type: "opencode", temperature: 1 } },
@@ -175,16 +222,25 @@ describe("the emulator's Sandbox API bodies are strict", () => {
   it("refuses an abort body with anything but executionId, a create body or an answer with an unknown field", async () => {
     const emu = emulator("strict-bodies");
     const sandboxId = await runningSandbox(emu);
-    const abort = await emu.api("POST", runtime(sandboxId, "/agents/sessions/s1/abort"), { executionId: "exe-1", reason: "user" });
+    const abort = await emu.api("POST", runtime(sandboxId, "/agents/sessions/s1/abort"), {
+      executionId: "exe-1",
+      reason: "user",
+    });
     expect(abort.status).toBe(400);
     expect((await json(abort)).error.code).toBe("VALIDATION_ERROR");
     // `{}` and no body at all are the wire's abort.
-    expect(await json(await emu.api("POST", runtime(sandboxId, "/agents/sessions/s1/abort"), {}))).toEqual({ data: { cancelled: false, reason: "not_running" } });
+    expect(await json(await emu.api("POST", runtime(sandboxId, "/agents/sessions/s1/abort"), {}))).toEqual({
+      data: { cancelled: false, reason: "not_running" },
+    });
     expect((await emu.api("POST", runtime(sandboxId, "/agents/sessions/s1/abort"))).status).toBe(200);
 
     const create = await emu.api("POST", "/v1/sandboxes", { name: "x", region: "eu" });
     expect(create.status).toBe(400);
-    const answer = await emu.api("POST", runtime(sandboxId, "/agents/sessions/s1/interactions"), { id: "i", outcome: "accepted", note: "x" });
+    const answer = await emu.api("POST", runtime(sandboxId, "/agents/sessions/s1/interactions"), {
+      id: "i",
+      outcome: "accepted",
+      note: "x",
+    });
     expect(answer.status).toBe(400);
     expect((await json(answer)).error.code).toBe("INVALID_INTERACTION_ANSWER");
   });
@@ -211,14 +267,23 @@ describe("the emulator's faults", () => {
 
     const faults = {
       capabilities: { interactions: false, cancel: { digestBound: false }, runs: { eventReplay: true } },
-      capabilitiesExtra: { futureGroup: { someFlag: true }, image: { ref: "next" }, dispatch: { runControlRef: "yes" } },
+      capabilitiesExtra: {
+        futureGroup: { someFlag: true },
+        image: { ref: "next" },
+        dispatch: { runControlRef: "yes" },
+      },
     } as const;
     expect((await emu.control("/_emulator/faults", faults)).status).toBe(200);
     const served = await doc();
     expect(served).not.toHaveProperty("interactions");
     expect(served.cancel).toEqual({ canonicalRunCancellation: true, idempotent: true });
     expect(served.runs).toEqual(full.runs);
-    expect(served).toMatchObject({ schema: 1, futureGroup: { someFlag: true }, image: { ref: "next" }, dispatch: { runControlRef: "yes" } });
+    expect(served).toMatchObject({
+      schema: 1,
+      futureGroup: { someFlag: true },
+      image: { ref: "next" },
+      dispatch: { runControlRef: "yes" },
+    });
     expect(served.dispatch).not.toHaveProperty("executionIdOnAdmission");
 
     // A group removed is a whole group only as `false`; anything else of another shape is refused.
@@ -244,7 +309,10 @@ describe("the emulator's faults", () => {
 
     // A dispatch of the same execution id attaches, admitted as already existing.
     const again = rawFrames(await readRaw(await dispatch(emu, id, { executionId: "exe-w", turnId: "t1" })));
-    expect(again[0]).toEqual(["event: execution.started", `data: {"executionId":"exe-w","sessionId":"s1","turnId":"t1","alreadyExisted":true}`]);
+    expect(again[0]).toEqual([
+      "event: execution.started",
+      `data: {"executionId":"exe-w","sessionId":"s1","turnId":"t1","alreadyExisted":true}`,
+    ]);
     // Its stored frames (what a replay gives) are the run's, admission included.
     const replay = rawFrames(await readRaw(await emu.control("/_emulator/executions/exe-w/stream"))).map(fields);
     expect(replay[0]).toMatchObject({ event: "execution.started", id: "1" });
@@ -285,7 +353,11 @@ describe("the emulator's faults", () => {
       await reader.cancel().catch(() => {});
     }
     // The first chunk is the admission alone; nothing else comes for the stall, then everything.
-    expect(rawFrames(chunks[0]!.text).map(fields).map((f) => f.event)).toEqual(["execution.started"]);
+    expect(
+      rawFrames(chunks[0]!.text)
+        .map(fields)
+        .map((f) => f.event),
+    ).toEqual(["execution.started"]);
     expect(chunks.length).toBeGreaterThan(1);
     expect(chunks[1]!.at - chunks[0]!.at).toBeGreaterThanOrEqual(stallMs - 50);
     const frames = rawFrames(chunks.map((c) => c.text).join("")).map(fields);
@@ -297,15 +369,31 @@ describe("the emulator's faults", () => {
     // Consumed: the next stream is not stalled.
     expect((await json(await emu.control("/_emulator/faults"))).faults).toEqual({ frameDelayMs: 0 });
     const before = Date.now();
-    await readRaw(await emu.api("POST", runtime(id, "/agents/run/stream"), { message: "", sessionId: "s1" }, { "x-execution-id": "exe-st", "last-event-id": "0" }));
+    await readRaw(
+      await emu.api(
+        "POST",
+        runtime(id, "/agents/run/stream"),
+        { message: "", sessionId: "s1" },
+        { "x-execution-id": "exe-st", "last-event-id": "0" },
+      ),
+    );
     expect(Date.now() - before).toBeLessThan(stallMs);
 
     // stallStreams: K stalls the next K streams (here a replay: its first frame is the one after the cursor).
     await emu.control("/_emulator/faults", { stallStreamMs: 200, stallStreams: 2 });
     for (let i = 0; i < 2; i++) {
-      const replay = await emu.api("POST", runtime(id, "/agents/run/stream"), { message: "", sessionId: "s1" }, { "x-execution-id": "exe-st", "last-event-id": "2" });
+      const replay = await emu.api(
+        "POST",
+        runtime(id, "/agents/run/stream"),
+        { message: "", sessionId: "s1" },
+        { "x-execution-id": "exe-st", "last-event-id": "2" },
+      );
       const early = await readFor(replay, 100);
-      expect(rawFrames(early.text).map(fields).map((f) => f.id)).toEqual(["3"]);
+      expect(
+        rawFrames(early.text)
+          .map(fields)
+          .map((f) => f.id),
+      ).toEqual(["3"]);
       expect(early.ended).toBe(false);
     }
     expect((await json(await emu.control("/_emulator/faults"))).faults).toEqual({});
@@ -318,22 +406,38 @@ describe("the emulator's faults", () => {
       const id = await runningSandbox(emu);
       await emu.control("/_emulator/faults", { frameDelayMs: 20 });
       const waiting = await dispatch(emu, id, { message: "hi [ask]", executionId: "exe-g1", turnId: "t1" });
-      const running = await dispatch(emu, id, { message: "hi [slow]", sessionId: "s2", executionId: "exe-g2", turnId: "t1" });
+      const running = await dispatch(emu, id, {
+        message: "hi [slow]",
+        sessionId: "s2",
+        executionId: "exe-g2",
+        turnId: "t1",
+      });
       // Both are live: one waits for its answer, the other streams slowly.
       const deadline = Date.now() + 5_000;
-      while ((await json(await emu.api("GET", runtime(id, "/agents/sessions/s1/interactions")))).data.interactions.length === 0) {
+      while (
+        (await json(await emu.api("GET", runtime(id, "/agents/sessions/s1/interactions")))).data.interactions.length ===
+        0
+      ) {
         if (Date.now() > deadline) throw new Error("never asked");
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
       expect((await json(await emu.control("/_emulator/counters"))).openStreams).toBe(2);
 
-      expect(await json(await emu.control(`/_emulator/sandboxes/${id}/status`, { status: fate }))).toEqual({ ok: true });
-      for (const [stream, exe] of [[waiting, "exe-g1"], [running, "exe-g2"]] as const) {
+      expect(await json(await emu.control(`/_emulator/sandboxes/${id}/status`, { status: fate }))).toEqual({
+        ok: true,
+      });
+      for (const [stream, exe] of [
+        [waiting, "exe-g1"],
+        [running, "exe-g2"],
+      ] as const) {
         const frames = rawFrames(await readRaw(stream)).map(fields);
         expect(frames.length).toBeGreaterThan(0);
         for (const f of frames) expect(["result", "done", "error", "session.run.failed"]).not.toContain(f.event);
         const row = await json(await emu.control(`/_emulator/executions/${exe}`));
-        expect(row).toMatchObject({ status: "failed", result: { success: false, status: "failed", error: `sandbox ${fate}` } });
+        expect(row).toMatchObject({
+          status: "failed",
+          result: { success: false, status: "failed", error: `sandbox ${fate}` },
+        });
       }
       expect((await json(await emu.control("/_emulator/counters"))).openStreams).toBe(0);
 

@@ -42,7 +42,10 @@ const ResetBody = z.strictObject({});
  * A run started directly (no gateway, no dispatch body): a session of the sandbox and the user
  * message its script is built from. The benchmarks' baseline for many runs at once.
  */
-const SandboxRunBody = z.strictObject({ sessionId: z.string().min(1).max(200), message: z.string().min(1).max(10_000) });
+const SandboxRunBody = z.strictObject({
+  sessionId: z.string().min(1).max(200),
+  message: z.string().min(1).max(10_000),
+});
 /** Moves one sandbox's clock ahead: its times (and its runs') move back, as if that much time had passed for it. */
 const SandboxClockBody = z.strictObject({ advanceSeconds: z.number().int().positive() });
 
@@ -116,7 +119,12 @@ export function registerControlRoutes(app: Hono, deps: ControlDeps): void {
   app.get(CONTROL_PATHS.sandbox, (c) => {
     const row = store.sandbox(c.req.param("id"));
     if (!row) return controlError(c, 404, "SANDBOX_NOT_FOUND", "no such sandbox");
-    return c.json({ id: row.id, status: row.status, idempotencyKey: row.idempotency_key, body: JSON.parse(row.body) as unknown });
+    return c.json({
+      id: row.id,
+      status: row.status,
+      idempotencyKey: row.idempotency_key,
+      body: JSON.parse(row.body) as unknown,
+    });
   });
 
   app.post(CONTROL_PATHS.sandboxStatus, async (c) => {
@@ -153,10 +161,17 @@ export function registerControlRoutes(app: Hono, deps: ControlDeps): void {
     const sb = store.sandbox(c.req.param("id"));
     if (!sb) return controlError(c, 404, "SANDBOX_NOT_FOUND", "no such sandbox");
     if (sb.status !== "running") return controlError(c, 409, "SANDBOX_NOT_RUNNING", `sandbox is ${sb.status}`);
-    if (store.runningExecutions(sb.id, parsed.data.sessionId)[0]) return controlError(c, 409, "SESSION_BUSY", `session ${parsed.data.sessionId} has a run in flight`);
+    if (store.runningExecutions(sb.id, parsed.data.sessionId)[0])
+      return controlError(c, 409, "SESSION_BUSY", `session ${parsed.data.sessionId} has a run in flight`);
     const created = JSON.parse(sb.body) as { backend?: { type?: string } };
     store.count("runs.direct");
-    const exe = runner.start({ sandboxId: sb.id, sessionId: parsed.data.sessionId, message: parsed.data.message, backend: created.backend?.type ?? "opencode", request: parsed.data });
+    const exe = runner.start({
+      sandboxId: sb.id,
+      sessionId: parsed.data.sessionId,
+      message: parsed.data.message,
+      backend: created.backend?.type ?? "opencode",
+      request: parsed.data,
+    });
     return streams.open(exe, { cursor: 0 });
   });
 

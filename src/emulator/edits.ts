@@ -19,12 +19,12 @@ const NEW_CONTENT = [
 ].join("\n");
 
 const EDITED_FILE = "src/server.ts";
-const OLD_STRING = ['import { serve } from "./http";', "", "serve((request) => new Response(\"ok\"));"].join("\n");
+const OLD_STRING = ['import { serve } from "./http";', "", 'serve((request) => new Response("ok"));'].join("\n");
 const NEW_STRING = [
   'import { serve } from "./http";',
   'import { greet } from "./greeting";',
   "",
-  "serve((request) => new Response(greet(new URL(request.url).searchParams.get(\"name\") ?? undefined), { headers: { \"content-type\": \"text/plain; charset=utf-8\" } }));",
+  'serve((request) => new Response(greet(new URL(request.url).searchParams.get("name") ?? undefined), { headers: { "content-type": "text/plain; charset=utf-8" } }));',
 ].join("\n");
 
 const REWRITTEN_FILE = "README.md";
@@ -34,16 +34,44 @@ const REWRITTEN_CONTENT = "# Demo project\n\nA small service that greets: `GET /
 export const EDITS_TEXT = `I created ${NEW_FILE}, changed ${EDITED_FILE} to use it and rewrote ${REWRITTEN_FILE}.`;
 
 /** The frames of one tool call, pending → running → its end. */
-function toolCall(id: string, tool: string, input: Record<string, unknown>, end: Record<string, unknown>): ScriptFrame[] {
-  const part = (state: Record<string, unknown>) => ({ type: "message.part.updated", data: { part: { id, type: "tool", tool, state: { input, ...state } } } });
+function toolCall(
+  id: string,
+  tool: string,
+  input: Record<string, unknown>,
+  end: Record<string, unknown>,
+): ScriptFrame[] {
+  const part = (state: Record<string, unknown>) => ({
+    type: "message.part.updated",
+    data: { part: { id, type: "tool", tool, state: { input, ...state } } },
+  });
   return [part({ status: "pending" }), part({ status: "running" }), part(end)];
 }
 
 export function editFrames(executionId: string): ScriptFrame[] {
   return [
-    ...toolCall(`${executionId}:tool-write-new`, "write", { filePath: NEW_FILE, content: NEW_CONTENT }, { status: "completed", output: "Wrote file successfully.", metadata: { exists: false, filepath: NEW_FILE } }),
-    ...toolCall(`${executionId}:tool-edit`, "edit", { filePath: EDITED_FILE, oldString: OLD_STRING, newString: NEW_STRING }, { status: "completed", output: "Edit applied successfully.", metadata: {} }),
-    ...toolCall(`${executionId}:tool-edit-missed`, "edit", { filePath: "src/missing.ts", oldString: "nothing like this", newString: "anything" }, { status: "error", error: "oldString not found in content" }),
-    ...toolCall(`${executionId}:tool-write-over`, "write", { filePath: REWRITTEN_FILE, content: REWRITTEN_CONTENT }, { status: "completed", output: "Wrote file successfully.", metadata: { exists: true, filepath: REWRITTEN_FILE } }),
+    ...toolCall(
+      `${executionId}:tool-write-new`,
+      "write",
+      { filePath: NEW_FILE, content: NEW_CONTENT },
+      { status: "completed", output: "Wrote file successfully.", metadata: { exists: false, filepath: NEW_FILE } },
+    ),
+    ...toolCall(
+      `${executionId}:tool-edit`,
+      "edit",
+      { filePath: EDITED_FILE, oldString: OLD_STRING, newString: NEW_STRING },
+      { status: "completed", output: "Edit applied successfully.", metadata: {} },
+    ),
+    ...toolCall(
+      `${executionId}:tool-edit-missed`,
+      "edit",
+      { filePath: "src/missing.ts", oldString: "nothing like this", newString: "anything" },
+      { status: "error", error: "oldString not found in content" },
+    ),
+    ...toolCall(
+      `${executionId}:tool-write-over`,
+      "write",
+      { filePath: REWRITTEN_FILE, content: REWRITTEN_CONTENT },
+      { status: "completed", output: "Wrote file successfully.", metadata: { exists: true, filepath: REWRITTEN_FILE } },
+    ),
   ];
 }

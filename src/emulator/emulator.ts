@@ -50,11 +50,16 @@ export class SandboxEmulator extends DurableObject<Env> {
     const ended = (id: string, status: "stopped" | "expired") => {
       if (status === "stopped") this.runner.sandboxStopped(id);
       else {
-        for (const exe of store.runningExecutions(id)) this.runner.finish(exe, "failed", { error: `sandbox ${status}` });
+        for (const exe of store.runningExecutions(id))
+          this.runner.finish(exe, "failed", { error: `sandbox ${status}` });
         this.runner.schedule();
       }
     };
-    const sandboxes = new Sandboxes(store, () => configuredMs(env, "EMULATOR_PROVISION_MS", DEFAULT_PROVISION_MS), ended);
+    const sandboxes = new Sandboxes(
+      store,
+      () => configuredMs(env, "EMULATOR_PROVISION_MS", DEFAULT_PROVISION_MS),
+      ended,
+    );
     this.runner = new Runner({
       store,
       streams,

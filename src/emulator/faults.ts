@@ -41,7 +41,9 @@ export const EmulatorFaults = z.strictObject({
   /** Record the next `count` answers but answer 503, as if delivery could not be confirmed. */
   answerDeliveryUnknown: z.number().int().positive().optional(),
   /** Send these frames (by id, in any run) broken: not JSON, failing their schema, or over 1 MiB. */
-  corruptFrames: z.array(z.strictObject({ id: z.number().int().positive(), kind: z.enum(["not_json", "invalid", "oversize"]) })).optional(),
+  corruptFrames: z
+    .array(z.strictObject({ id: z.number().int().positive(), kind: z.enum(["not_json", "invalid", "oversize"]) }))
+    .optional(),
   /** Admit runs under a different execution id than the one requested (an unproven service path). */
   admitWrongExecutionId: z.boolean().optional(),
   /**

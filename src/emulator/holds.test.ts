@@ -21,9 +21,20 @@ describe("a held run", () => {
     const seen = await runInDurableObject(stub, (_instance, state) => {
       const now = vi.spyOn(Date, "now").mockReturnValue(T0);
       const store = new EmulatorStore(state.storage.sql);
-      const runner = new Runner({ store, streams: new StreamHub(store), frameDelayMs: () => 40, setAlarm: () => undefined });
+      const runner = new Runner({
+        store,
+        streams: new StreamHub(store),
+        frameDelayMs: () => 40,
+        setAlarm: () => undefined,
+      });
       try {
-        const exe = runner.start({ sandboxId: "sb", sessionId: "s", message: "answer [long] [hold]", backend: "opencode", request: {} });
+        const exe = runner.start({
+          sandboxId: "sb",
+          sessionId: "s",
+          message: "answer [long] [hold]",
+          backend: "opencode",
+          request: {},
+        });
         now.mockReturnValue(T0 + LATER);
         runner.tick();
         const held = store.execution(exe.id)!;
@@ -36,7 +47,16 @@ describe("a held run", () => {
         runner.release(store.execution(exe.id)!);
         now.mockReturnValue(T0 + 3 * LATER);
         runner.tick();
-        return { heldThen, status: held.status, lastWhileHeld, framesWhileHeld, stillHeld, end: store.execution(exe.id)!.status, releasedHeld: runner.held(store.execution(exe.id)!), frames: store.lastFrameId(exe.id) };
+        return {
+          heldThen,
+          status: held.status,
+          lastWhileHeld,
+          framesWhileHeld,
+          stillHeld,
+          end: store.execution(exe.id)!.status,
+          releasedHeld: runner.held(store.execution(exe.id)!),
+          frames: store.lastFrameId(exe.id),
+        };
       } finally {
         runner.clear();
       }
@@ -44,7 +64,9 @@ describe("a held run", () => {
     expect(seen.status).toBe("running");
     expect(seen.heldThen).toBe(true);
     // Its last frame while held is the first step's end; the clock moving on sends nothing more.
-    expect(seen.lastWhileHeld.map((d) => JSON.parse(d).event.part.id)).toEqual([expect.stringMatching(/:step-finish-1$/)]);
+    expect(seen.lastWhileHeld.map((d) => JSON.parse(d).event.part.id)).toEqual([
+      expect.stringMatching(/:step-finish-1$/),
+    ]);
     expect(seen.stillHeld).toBe(seen.framesWhileHeld);
     expect(seen.end).toBe("completed");
     expect(seen.releasedHeld).toBe(false);
@@ -57,18 +79,26 @@ describe("a held run", () => {
     const stream = await dispatch(emu, sandboxId, { executionId: "exe-h", turnId: "t1", message: "hello [hold]" });
     const head = await readRaw(stream, (text) => text.includes("step-finish-1"));
     expect(head).not.toContain("event: done");
-    expect(await json(await emu.control("/_emulator/executions/exe-h/hold"))).toEqual({ held: true, status: "running" });
+    expect(await json(await emu.control("/_emulator/executions/exe-h/hold"))).toEqual({
+      held: true,
+      status: "running",
+    });
     expect((await emu.control("/_emulator/executions/exe-h/release", { now: true })).status).toBe(400);
     expect((await emu.control("/_emulator/executions/nope/release", {})).status).toBe(404);
     const released = await emu.control("/_emulator/executions/exe-h/release", {});
     expect(await json(released)).toEqual({ ok: true });
     // The rest, from the frame after the hold to the end.
-    const rest = await readRaw(await emu.control("/_emulator/executions/exe-h/stream?after=0"), (text) => text.includes("event: done"));
+    const rest = await readRaw(await emu.control("/_emulator/executions/exe-h/stream?after=0"), (text) =>
+      text.includes("event: done"),
+    );
     expect(rest).toContain("event: done");
     expect((await json(await emu.control("/_emulator/executions/exe-h"))).status).toBe("completed");
     const again = await emu.control("/_emulator/executions/exe-h/release", {});
     expect(again.status).toBe(409);
     expect((await json(again)).error.code).toBe("EXECUTION_NOT_HELD");
-    expect(await json(await emu.control("/_emulator/executions/exe-h/hold"))).toEqual({ held: false, status: "completed" });
+    expect(await json(await emu.control("/_emulator/executions/exe-h/hold"))).toEqual({
+      held: false,
+      status: "completed",
+    });
   });
 });

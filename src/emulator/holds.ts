@@ -37,7 +37,13 @@ export function registerHoldRoutes(app: Hono, deps: { store: EmulatorStore; runn
     if (!parsed.success) return holdError(c, 400, "INVALID_BODY", "release takes an empty JSON object: {}");
     const exe = store.execution(c.req.param("id"));
     if (!exe) return holdError(c, 404, "EXECUTION_NOT_FOUND", "execution not found");
-    if (!runner.held(exe)) return holdError(c, 409, "EXECUTION_NOT_HELD", `execution ${exe.id} is not held (${exe.status === "running" ? "it has not reached its hold, or was released" : exe.status})`);
+    if (!runner.held(exe))
+      return holdError(
+        c,
+        409,
+        "EXECUTION_NOT_HELD",
+        `execution ${exe.id} is not held (${exe.status === "running" ? "it has not reached its hold, or was released" : exe.status})`,
+      );
     runner.release(exe);
     return c.json({ ok: true });
   });

@@ -19,7 +19,8 @@ async function sandboxWith(emu: Emu, limits: Record<string, unknown>): Promise<s
 }
 
 const read = async (emu: Emu, id: string) => SandboxView.parse(await json(await emu.api("GET", `/v1/sandboxes/${id}`)));
-const advance = (emu: Emu, id: string, advanceSeconds: number) => emu.control(`/_emulator/sandboxes/${id}/clock`, { advanceSeconds });
+const advance = (emu: Emu, id: string, advanceSeconds: number) =>
+  emu.control(`/_emulator/sandboxes/${id}/clock`, { advanceSeconds });
 
 describe("the emulator keeps a sandbox's limits", () => {
   it("a sandbox past its lifetime is expired, whatever it was doing, and its runs die with it", async () => {
@@ -45,7 +46,10 @@ describe("the emulator keeps a sandbox's limits", () => {
     await run.body?.cancel();
     await advance(emu, id, 3600);
     expect((await read(emu, id)).status).toBe("running");
-    expect((await json(await emu.api("POST", runtime(id, "/agents/sessions/s1/abort"), { executionId: "exe-i1" }))).data.cancelled).toBe(true);
+    expect(
+      (await json(await emu.api("POST", runtime(id, "/agents/sessions/s1/abort"), { executionId: "exe-i1" }))).data
+        .cancelled,
+    ).toBe(true);
     // Its end is use: the idle timeout counts from it.
     await advance(emu, id, 599);
     expect((await read(emu, id)).status).toBe("running");
@@ -55,7 +59,8 @@ describe("the emulator keeps a sandbox's limits", () => {
     expect((await json(await emu.control("/_emulator/counters"))).counters["sandboxes.idleStopped"]).toBe(1);
     // Resumed: used again now.
     expect((await emu.api("POST", `/v1/sandboxes/${id}/resume`)).status).toBe(200);
-    for (let i = 0; i < 500 && (await read(emu, id)).status !== "running"; i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 500 && (await read(emu, id)).status !== "running"; i++)
+      await new Promise((r) => setTimeout(r, 10));
     const resumed = await read(emu, id);
     expect(resumed.status).toBe("running");
     expect(Date.parse(resumed.lastActivityAt!)).toBeGreaterThan(Date.parse(stopped.lastActivityAt!));

@@ -6,7 +6,8 @@ import { describe, expect, it } from "vitest";
 import { markdownAnswer, tokenDeltas } from "./markdown-answer";
 import { buildScript } from "./script";
 
-const run = (message: string) => buildScript({ message, executionId: "exe-md-0001", sessionId: "ses-1", backend: "opencode" });
+const run = (message: string) =>
+  buildScript({ message, executionId: "exe-md-0001", sessionId: "ses-1", backend: "opencode" });
 
 /** The answer part's frames: its cumulative text and deltas, in order. */
 function answerFrames(message: string) {
@@ -21,7 +22,14 @@ const fences = (text: string) => [...text.matchAll(/^```(\S*)$/gm)].map((m) => m
 describe("the emulator's markdown answers", () => {
   it("[markdown] writes headings, lists, a task list, a table, links, code in several languages and a long diff", () => {
     const text = markdownAnswer("show me [markdown]")!;
-    expect(text.match(/^## .+$/gm)).toEqual(["## What I found", "## Plan", "## The modules involved", "## Code", "## The change", "## Links"]);
+    expect(text.match(/^## .+$/gm)).toEqual([
+      "## What I found",
+      "## Plan",
+      "## The modules involved",
+      "## Code",
+      "## The change",
+      "## Links",
+    ]);
     expect(text).toMatch(/^1\. .+\n2\. .+\n {3}- /m); // an ordered list with a nested one
     expect(text.match(/^ *- \[[ x]\] /gm)).toHaveLength(5);
     expect(text).toMatch(/^- \[x\] /m);
@@ -34,7 +42,8 @@ describe("the emulator's markdown answers", () => {
     // Each fence opens with its language and closes: ts, python, bash, json, diff.
     expect(fences(text)).toEqual(["ts", "", "python", "", "bash", "", "json", "", "diff", ""]);
     const code = [...text.matchAll(/^```\S+\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
-    for (const block of code) expect(Math.max(...block.split("\n").map((l) => l.length)), block.slice(0, 40)).toBeGreaterThan(120);
+    for (const block of code)
+      expect(Math.max(...block.split("\n").map((l) => l.length)), block.slice(0, 40)).toBeGreaterThan(120);
     const diff = /^```diff\n([\s\S]*?)^```$/m.exec(text)![1]!.split("\n");
     expect(diff.length).toBeGreaterThan(40);
     expect(diff.filter((l) => l.startsWith("+")).length).toBeGreaterThan(10);
@@ -66,15 +75,21 @@ describe("the emulator's markdown answers", () => {
     expect(new Set(sizes).size).toBeGreaterThan(5);
     // Some delta ends inside a word, and some text so far ends in the middle of a line of an open fence.
     expect(frames.some((f) => /\w$/.test(f.delta!) && /^\w/.test(text.slice(f.part.text!.length)))).toBe(true);
-    expect(frames.some((f) => (f.part.text!.match(/^```/gm) ?? []).length % 2 === 1 && !f.part.text!.endsWith("\n"))).toBe(true);
+    expect(
+      frames.some((f) => (f.part.text!.match(/^```/gm) ?? []).length % 2 === 1 && !f.part.text!.endsWith("\n")),
+    ).toBe(true);
   });
 
   it("the answer is the run's result, after the intro, the tool call and the usage as for any answer", () => {
     const message = "write like an agent [markdown:diff]";
     const frames = run(message);
     const result = frames.find((f) => f.type === "result")!.data as { finalText: string };
-    expect(result.finalText).toBe(`Looking into it: "write like an agent [markdown:diff]".\n\n${markdownAnswer(message)}`);
-    expect(frames.some((f) => f.type === "message.part.updated" && (f.data.part as { type: string }).type === "tool")).toBe(true);
+    expect(result.finalText).toBe(
+      `Looking into it: "write like an agent [markdown:diff]".\n\n${markdownAnswer(message)}`,
+    );
+    expect(
+      frames.some((f) => f.type === "message.part.updated" && (f.data.part as { type: string }).type === "tool"),
+    ).toBe(true);
     expect(frames.filter((f) => f.type === "raw")).toHaveLength(2);
   });
 

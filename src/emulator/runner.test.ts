@@ -18,9 +18,20 @@ async function framesAfter(ticks: number[], words = 30): Promise<number> {
   return runInDurableObject(stub, (_instance, state) => {
     const now = vi.spyOn(Date, "now").mockReturnValue(T0);
     const store = new EmulatorStore(state.storage.sql);
-    const runner = new Runner({ store, streams: new StreamHub(store), frameDelayMs: () => DELAY_MS, setAlarm: () => undefined });
+    const runner = new Runner({
+      store,
+      streams: new StreamHub(store),
+      frameDelayMs: () => DELAY_MS,
+      setAlarm: () => undefined,
+    });
     try {
-      const exe = runner.start({ sandboxId: "sb", sessionId: "s", message: `answer [words:${words}]`, backend: "opencode", request: {} });
+      const exe = runner.start({
+        sandboxId: "sb",
+        sessionId: "s",
+        message: `answer [words:${words}]`,
+        backend: "opencode",
+        request: {},
+      });
       for (const at of ticks) {
         now.mockReturnValue(T0 + at);
         runner.tick();

@@ -104,7 +104,14 @@ export class Runner {
       request: run.request,
       terminal: variants.terminal,
     });
-    this.append(exe, admissionFrame(variants, { executionId: id, sessionId: run.sessionId, turnId: run.turnId, status: "running" }, { alreadyExisted: false, dispatched: true }));
+    this.append(
+      exe,
+      admissionFrame(
+        variants,
+        { executionId: id, sessionId: run.sessionId, turnId: run.turnId, status: "running" },
+        { alreadyExisted: false, dispatched: true },
+      ),
+    );
     this.store.count("runs.started");
     this.schedule();
     return exe;
@@ -144,7 +151,12 @@ export class Runner {
 
   /** Whether a run is held after the frame it last sent, waiting for a release (holds.ts). */
   held(exe: ExecutionRow): boolean {
-    return exe.status === "running" && exe.next_at === null && exe.waiting_for === null && this.script(exe)[exe.step - 1]?.hold === true;
+    return (
+      exe.status === "running" &&
+      exe.next_at === null &&
+      exe.waiting_for === null &&
+      this.script(exe)[exe.step - 1]?.hold === true
+    );
   }
 
   /** A held run goes on: its next frame at once, the rest on its schedule from there. */
@@ -160,7 +172,10 @@ export class Runner {
   cancel(exe: ExecutionRow, reason: string): void {
     this.append(exe, { type: "status", data: { status: "cancelled", detail: reason } });
     const text = this.partialText(exe.id);
-    this.emit(exe, { type: "result", data: { finalText: text, sessionId: exe.session_id, executionId: exe.id, status: "cancelled" } });
+    this.emit(exe, {
+      type: "result",
+      data: { finalText: text, sessionId: exe.session_id, executionId: exe.id, status: "cancelled" },
+    });
     this.emit(exe, { type: "done", data: {} });
     this.finish(exe, "cancelled", { finalText: text, error: reason });
   }
@@ -180,7 +195,11 @@ export class Runner {
   }
 
   /** Ends a run without further frames (its sandbox or session went away, or its script ended). */
-  finish(exe: ExecutionRow, status: string, fields: { finalText?: string; usage?: unknown; cost?: number; error?: string }): void {
+  finish(
+    exe: ExecutionRow,
+    status: string,
+    fields: { finalText?: string; usage?: unknown; cost?: number; error?: string },
+  ): void {
     this.store.finishExecution(exe.id, status, fields);
     this.streams.closeExecution(exe.id);
     this.scripts.delete(exe.id);
@@ -228,7 +247,10 @@ export class Runner {
   private script(exe: ExecutionRow): ScriptFrame[] {
     let script = this.scripts.get(exe.id);
     if (!script) {
-      script = buildScript({ ...(JSON.parse(exe.script_input) as ScriptInput), answers: JSON.parse(exe.answers) as Record<string, AskAnswer> });
+      script = buildScript({
+        ...(JSON.parse(exe.script_input) as ScriptInput),
+        answers: JSON.parse(exe.answers) as Record<string, AskAnswer>,
+      });
       this.scripts.set(exe.id, script);
     }
     return script;
@@ -254,7 +276,10 @@ export class Runner {
       step++;
       if (frame.waitFor) {
         // The run waits for a person: no next frame until the ask is answered or expires.
-        const ask = frame.ask ?? { request: (frame.data as { request: Record<string, unknown> }).request, via: "interaction" as const };
+        const ask = frame.ask ?? {
+          request: (frame.data as { request: Record<string, unknown> }).request,
+          via: "interaction" as const,
+        };
         this.store.insertAsk(frame.waitFor, exe.id, exe.session_id, ask.request, ask.via);
         this.store.setProgress(exe.id, step, frame.timeoutMs ? now + frame.timeoutMs : null, frame.waitFor);
         return;
@@ -280,7 +305,12 @@ export class Runner {
         );
       }
       if (!next) {
-        const last = frame.type === "error" ? "failed" : frame.type === "done" || frame.type === "result" ? this.resultStatus(exe.id, script) : "completed";
+        const last =
+          frame.type === "error"
+            ? "failed"
+            : frame.type === "done" || frame.type === "result"
+              ? this.resultStatus(exe.id, script)
+              : "completed";
         this.finish(exe, last, frame.type === "error" ? { error: String(frame.data.message) } : {});
         return;
       }

@@ -19,12 +19,21 @@ describe("the emulator's Sandbox API", () => {
     expect(all.at(-1)!.event).toBe("done");
 
     const replay = async (cursor: string) =>
-      emu.api("POST", runtime(id, "/agents/run/stream"), { message: "", sessionId: "s1" }, { "x-execution-id": "exe-b1", "last-event-id": cursor });
+      emu.api(
+        "POST",
+        runtime(id, "/agents/run/stream"),
+        { message: "", sessionId: "s1" },
+        { "x-execution-id": "exe-b1", "last-event-id": cursor },
+      );
     const after = rawFrames(await readRaw(await replay("3"))).map(fields);
     expect(after.map((f) => f.id)).toEqual(all.slice(3).map((f) => f.id));
     const invalid = await replay(String(all.length + 1));
     expect(invalid.status).toBe(409);
-    expect((await json(invalid)).error).toMatchObject({ code: "INVALID_CURSOR", firstAvailableEventId: "1", lastEventId: String(all.length) });
+    expect((await json(invalid)).error).toMatchObject({
+      code: "INVALID_CURSOR",
+      firstAvailableEventId: "1",
+      lastEventId: String(all.length),
+    });
     const counters = (await json(await emu.control("/_emulator/counters"))).counters;
     expect(counters).toMatchObject({ "runs.dispatches": 2, "runs.started": 1, "runs.replays": 2 });
   });
@@ -65,7 +74,8 @@ describe("the emulator's Sandbox API", () => {
     const planAsked = async (revision: number) => {
       const deadline = Date.now() + 5_000;
       while (Date.now() < deadline) {
-        const asks = (await json(await emu.api("GET", runtime(id, "/agents/sessions/s1/interactions")))).data.interactions as Array<{ kind: string; subject: { revision: number } }>;
+        const asks = (await json(await emu.api("GET", runtime(id, "/agents/sessions/s1/interactions")))).data
+          .interactions as Array<{ kind: string; subject: { revision: number } }>;
         if (asks.some((a) => a.kind === "plan" && a.subject.revision === revision)) return;
         await new Promise((resolve) => setTimeout(resolve, 5));
       }

@@ -73,7 +73,8 @@ function routeKey(method: string, path: string): string {
   if (rest === "/agents/run/stream") return "runtime.run";
   if (rest === "/agents/sessions") return "runtime.sessions.list";
   const m = rest.match(/^\/agents\/sessions\/[^/]+(?:\/(abort|fork|interactions|plan|turns|executions))?/);
-  if (m) return m[1] ? `runtime.session.${m[1]}` : method === "DELETE" ? "runtime.session.delete" : "runtime.session.get";
+  if (m)
+    return m[1] ? `runtime.session.${m[1]}` : method === "DELETE" ? "runtime.session.delete" : "runtime.session.get";
   return "runtime.other";
 }
 
@@ -95,8 +96,14 @@ async function jsonBody(c: Context, orElse?: unknown): Promise<unknown> {
 export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
   const { store, sandboxes, runner, streams } = deps;
   const variants = (): Variants => effectiveVariants(store.variants());
-  const fail = (c: Context, status: number, code: string, message: string, extra?: Record<string, unknown>, headers?: Record<string, string>) =>
-    c.json(errorBody(variants(), code, message, extra), status as ContentfulStatusCode, headers);
+  const fail = (
+    c: Context,
+    status: number,
+    code: string,
+    message: string,
+    extra?: Record<string, unknown>,
+    headers?: Record<string, string>,
+  ) => c.json(errorBody(variants(), code, message, extra), status as ContentfulStatusCode, headers);
   const invalid = (c: Context, code: string, error: z.ZodError) => fail(c, 400, code, z.prettifyError(error));
   const notFound = (c: Context) => fail(c, 404, "SANDBOX_NOT_FOUND", "sandbox not found");
 
@@ -120,11 +127,19 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
     const faults = store.faults();
     const failNext = faults.failNext;
     if (failNext && failNext.count > 0 && (!failNext.route || route.startsWith(failNext.route))) {
-      store.setFaults({ ...faults, failNext: failNext.count > 1 ? { ...failNext, count: failNext.count - 1 } : undefined });
+      store.setFaults({
+        ...faults,
+        failNext: failNext.count > 1 ? { ...failNext, count: failNext.count - 1 } : undefined,
+      });
       store.count("faults.injected");
       const headers: Record<string, string> = {};
       if (failNext.retryAfterSeconds !== undefined) headers["retry-after"] = String(failNext.retryAfterSeconds);
-      if (failNext.nonJson) return c.html("<html><body><h1>502 Bad Gateway</h1></body></html>", failNext.status as ContentfulStatusCode, headers);
+      if (failNext.nonJson)
+        return c.html(
+          "<html><body><h1>502 Bad Gateway</h1></body></html>",
+          failNext.status as ContentfulStatusCode,
+          headers,
+        );
       return fail(c, failNext.status, "INJECTED_FAILURE", `injected ${failNext.status}`, undefined, headers);
     }
     await next();
@@ -243,11 +258,15 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
       // Exact replay of one execution, strictly after the cursor; never starts work.
       store.count("runs.replays");
       const exe = store.execution(executionHeader);
-      if (!exe || exe.sandbox_id !== sb.id || exe.session_id !== body.sessionId) return fail(c, 404, "EXECUTION_NOT_FOUND", "execution not found");
+      if (!exe || exe.sandbox_id !== sb.id || exe.session_id !== body.sessionId)
+        return fail(c, 404, "EXECUTION_NOT_FOUND", "execution not found");
       const cursor = lastEventId === undefined || lastEventId === "" ? 0 : Number(lastEventId);
       const last = store.lastFrameId(exe.id);
       if (!Number.isInteger(cursor) || cursor < 0 || cursor > last) {
-        return fail(c, 409, "INVALID_CURSOR", `cursor ${lastEventId} is not in this execution`, { firstAvailableEventId: "1", lastEventId: String(last) });
+        return fail(c, 409, "INVALID_CURSOR", `cursor ${lastEventId} is not in this execution`, {
+          firstAvailableEventId: "1",
+          lastEventId: String(last),
+        });
       }
       return streams.open(exe, { cursor });
     }
@@ -256,16 +275,31 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
     // The requested execution id: the X-Execution-ID header (header variant), or the body's
     // executionId, which the header may repeat but not contradict.
     if (!byHeader && body.executionId && executionHeader && body.executionId !== executionHeader) {
-      return fail(c, 400, "VALIDATION_ERROR", `executionId ${body.executionId} and X-Execution-ID ${executionHeader} name different executions`);
+      return fail(
+        c,
+        400,
+        "VALIDATION_ERROR",
+        `executionId ${body.executionId} and X-Execution-ID ${executionHeader} name different executions`,
+      );
     }
     const requested = byHeader ? executionHeader : (body.executionId ?? executionHeader);
     // §6 the run-control ref [ours]: when given it names the requested run; the variant may require it.
     const ref = body.runControlRef;
     if (ref && ref.executionId !== requested) {
-      return fail(c, 400, "VALIDATION_ERROR", `runControlRef.executionId ${ref.executionId} is not the requested execution ${requested ?? "(none)"}`);
+      return fail(
+        c,
+        400,
+        "VALIDATION_ERROR",
+        `runControlRef.executionId ${ref.executionId} is not the requested execution ${requested ?? "(none)"}`,
+      );
     }
     if (!ref && v.runControlRef === "required") {
-      return fail(c, 400, "VALIDATION_ERROR", "runControlRef is required: { runId, provider, environmentId, sessionId, executionId }");
+      return fail(
+        c,
+        400,
+        "VALIDATION_ERROR",
+        "runControlRef is required: { runId, provider, environmentId, sessionId, executionId }",
+      );
     }
     const model = body.backend?.model;
     if (v.backendModel === "object" && model !== undefined && !BackendModelObject.safeParse(model).success) {
@@ -275,7 +309,8 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
 
     // Idempotent dispatch: the same execution id or the same (session, turn) attaches to the existing run.
     const existing =
-      (requested ? store.execution(requested) : undefined) ?? (body.turnId ? store.executionByTurn(sb.id, body.sessionId, body.turnId) : undefined);
+      (requested ? store.execution(requested) : undefined) ??
+      (body.turnId ? store.executionByTurn(sb.id, body.sessionId, body.turnId) : undefined);
     if (existing) {
       // Nothing starts: the run is in flight, or its turn already ended (the receipt says dispatched: false).
       store.count("runs.attached");
@@ -319,7 +354,11 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
     if (sb instanceof Response) return sb;
     const sessions = store
       .sessionSummaries(sb.id)
-      .map((r) => ({ id: r.session_id, state: r.running ? "running" : "idle", updatedAt: new Date(r.updated).toISOString() }));
+      .map((r) => ({
+        id: r.session_id,
+        state: r.running ? "running" : "idle",
+        updatedAt: new Date(r.updated).toISOString(),
+      }));
     return c.json({ data: { sessions } });
   });
 
@@ -358,7 +397,8 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
   app.post(API_PATHS.fork, async (c) => {
     const v = variants();
     if (v.forkRoute === "missing") return apiNotFound(store, c);
-    if (v.forkRoute === "not-implemented") return fail(c, 501, "NOT_IMPLEMENTED", "this deployment does not fork sessions");
+    if (v.forkRoute === "not-implemented")
+      return fail(c, 501, "NOT_IMPLEMENTED", "this deployment does not fork sessions");
     const sb = runningSandbox(c);
     if (sb instanceof Response) return sb;
     const parsed = ForkBody.safeParse(await jsonBody(c));
@@ -367,15 +407,19 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
     const { messageId, sessionId } = parsed.data;
     const history = store.sessionHistory(sb.id, source);
     if (history.length === 0) return fail(c, 404, "SESSION_NOT_FOUND", "no such session");
-    if (!history.some((m) => m.executionId === messageId)) return fail(c, 404, "MESSAGE_NOT_FOUND", `no message ${messageId} in session ${source}`);
-    const answer = (status: 200 | 201) => c.json({ data: { session: { id: sessionId, forkedFrom: { sessionId: source, messageId } } } }, status);
+    if (!history.some((m) => m.executionId === messageId))
+      return fail(c, 404, "MESSAGE_NOT_FOUND", `no message ${messageId} in session ${source}`);
+    const answer = (status: 200 | 201) =>
+      c.json({ data: { session: { id: sessionId, forkedFrom: { sessionId: source, messageId } } } }, status);
     const known = store.forkOf(sb.id, sessionId);
     if (known) {
-      if (known.source !== source || known.messageId !== messageId) return fail(c, 409, "SESSION_EXISTS", `session ${sessionId} was forked from elsewhere`);
+      if (known.source !== source || known.messageId !== messageId)
+        return fail(c, 409, "SESSION_EXISTS", `session ${sessionId} was forked from elsewhere`);
       store.count("sessions.forkReplayed");
       return answer(200);
     }
-    if (store.countSessionExecutions(sb.id, sessionId) > 0) return fail(c, 409, "SESSION_EXISTS", `session ${sessionId} exists`);
+    if (store.countSessionExecutions(sb.id, sessionId) > 0)
+      return fail(c, 409, "SESSION_EXISTS", `session ${sessionId} exists`);
     store.insertFork(sb.id, sessionId, source, messageId, Date.now());
     store.count("sessions.forked");
     return answer(201);
@@ -399,7 +443,8 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
     const sb = runningSandbox(c);
     if (sb instanceof Response) return sb;
     const v = variants();
-    if (v.answerRoute === "not-implemented") return fail(c, 501, "NOT_IMPLEMENTED", "this deployment does not answer interactions");
+    if (v.answerRoute === "not-implemented")
+      return fail(c, 501, "NOT_IMPLEMENTED", "this deployment does not answer interactions");
     const parsed = InteractionAnswerBody.safeParse(await jsonBody(c));
     if (!parsed.success) return invalid(c, "INVALID_INTERACTION_ANSWER", parsed.error);
     const answer = parsed.data;
@@ -423,10 +468,15 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
       return fail(c, 409, "ALREADY_ANSWERED", "this interaction was already answered differently");
     }
     if (ask.status !== "outstanding") return fail(c, 404, "INTERACTION_GONE", `this interaction is ${ask.status}`);
-    const request = JSON.parse(ask.request) as { answerSpec?: { fields?: Array<{ name: string; required?: boolean }> } };
+    const request = JSON.parse(ask.request) as {
+      answerSpec?: { fields?: Array<{ name: string; required?: boolean }> };
+    };
     if (answer.outcome === "accepted") {
-      const missing = (request.answerSpec?.fields ?? []).filter((f) => f.required && answer.data?.[f.name] === undefined).map((f) => f.name);
-      if (missing.length) return fail(c, 400, "INVALID_INTERACTION_ANSWER", `missing required fields: ${missing.join(", ")}`);
+      const missing = (request.answerSpec?.fields ?? [])
+        .filter((f) => f.required && answer.data?.[f.name] === undefined)
+        .map((f) => f.name);
+      if (missing.length)
+        return fail(c, 400, "INVALID_INTERACTION_ANSWER", `missing required fields: ${missing.join(", ")}`);
     }
     deliver(exe, answer.id, given);
     const faults = store.faults();
@@ -445,7 +495,9 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
     if (sb instanceof Response) return sb;
     const sid = c.req.param("sid") ?? "";
     if (store.countSessionExecutions(sb.id, sid) === 0) return fail(c, 404, "SESSION_NOT_FOUND", "no such session");
-    const ask = store.outstandingAsks(sb.id, sid, true).find((a) => (JSON.parse(a.request) as { kind?: string }).kind === "plan");
+    const ask = store
+      .outstandingAsks(sb.id, sid, true)
+      .find((a) => (JSON.parse(a.request) as { kind?: string }).kind === "plan");
     const exe = ask ? store.execution(ask.execution_id) : undefined;
     if (!ask || !exe) return fail(c, 409, "NO_PLAN_PENDING", "no plan is waiting for a decision in this session");
     store.count("plans.decisions");
@@ -470,7 +522,12 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
     if (sb instanceof Response) return sb;
     const exe = store.finishedExecutionByTurn(sb.id, c.req.param("sid"), c.req.param("turnId"));
     if (!exe) return fail(c, 404, "TURN_NOT_FOUND", "no completed turn with this id");
-    return c.json({ turnId: exe.turn_id, sessionId: exe.session_id, executionId: exe.id, result: runner.promptResult(exe) });
+    return c.json({
+      turnId: exe.turn_id,
+      sessionId: exe.session_id,
+      executionId: exe.id,
+      result: runner.promptResult(exe),
+    });
   });
 
   app.get(API_PATHS.executionResult, (c) => {
@@ -479,7 +536,8 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
     const sb = runningSandbox(c);
     if (sb instanceof Response) return sb;
     const exe = store.execution(c.req.param("eid"));
-    if (!exe || exe.sandbox_id !== sb.id || exe.session_id !== c.req.param("sid")) return fail(c, 404, "EXECUTION_NOT_FOUND", "execution not found");
+    if (!exe || exe.sandbox_id !== sb.id || exe.session_id !== c.req.param("sid"))
+      return fail(c, 404, "EXECUTION_NOT_FOUND", "execution not found");
     if (exe.status === "running") return fail(c, 409, "NOT_FINISHED", "execution is still running");
     return c.json(runner.promptResult(exe));
   });
@@ -488,7 +546,8 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
     const sb = runningSandbox(c);
     if (sb instanceof Response) return sb;
     const sid = c.req.param("sid");
-    for (const exe of store.runningExecutions(sb.id, sid)) runner.finish(exe, "cancelled", { error: "session deleted" });
+    for (const exe of store.runningExecutions(sb.id, sid))
+      runner.finish(exe, "cancelled", { error: "session deleted" });
     store.deleteSession(sb.id, sid);
     runner.schedule();
     return c.json({ data: { deleted: true } });
@@ -497,10 +556,18 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
 
 /** An execution as its admission frame names it. */
 function admitted(exe: ExecutionRow): { executionId: string; sessionId: string; turnId?: string; status: string } {
-  return { executionId: exe.id, sessionId: exe.session_id, ...(exe.turn_id ? { turnId: exe.turn_id } : {}), status: exe.status };
+  return {
+    executionId: exe.id,
+    sessionId: exe.session_id,
+    ...(exe.turn_id ? { turnId: exe.turn_id } : {}),
+    status: exe.status,
+  };
 }
 
 /** The error answer of an unknown path under the Sandbox API (in the error-body variant in force). */
 export function apiNotFound(store: EmulatorStore, c: Context): Response {
-  return c.json(errorBody(effectiveVariants(store.variants()), "NOT_FOUND", `no route ${c.req.method} ${c.req.path}`), 404);
+  return c.json(
+    errorBody(effectiveVariants(store.variants()), "NOT_FOUND", `no route ${c.req.method} ${c.req.path}`),
+    404,
+  );
 }

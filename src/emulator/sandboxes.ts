@@ -57,7 +57,8 @@ export class Sandboxes {
       return;
     }
     const { idleTimeoutSeconds } = this.limits(row);
-    if (row.status !== "running" || idleTimeoutSeconds === undefined || this.store.runningExecutions(row.id).length > 0) return;
+    if (row.status !== "running" || idleTimeoutSeconds === undefined || this.store.runningExecutions(row.id).length > 0)
+      return;
     if (now - this.lastActivity(row) >= idleTimeoutSeconds * 1000) {
       this.stop(row);
       row.status = "stopped";
@@ -92,12 +93,22 @@ export class Sandboxes {
       row.error = outcome === "running" ? null : `scripted provisioning outcome: ${outcome}`;
       row.readiness = outcome === "running" && lag === 0 ? "ready" : "transitioning";
       row.ready_at = outcome === "running" && lag > 0 ? now + lag : null;
-      this.store.updateSandbox(id, { status: row.status, readiness: row.readiness, readyAt: row.ready_at, error: row.error });
+      this.store.updateSandbox(id, {
+        status: row.status,
+        readiness: row.readiness,
+        readyAt: row.ready_at,
+        error: row.error,
+      });
       if (outcome === "running") {
         row.started_at = now;
         this.store.setSandboxStartedAt(id, now);
       }
-    } else if (row.status === "running" && row.readiness === "transitioning" && row.ready_at !== null && now >= row.ready_at) {
+    } else if (
+      row.status === "running" &&
+      row.readiness === "transitioning" &&
+      row.ready_at !== null &&
+      now >= row.ready_at
+    ) {
       row.readiness = "ready";
       row.ready_at = null;
       this.store.updateSandbox(id, { status: row.status, readiness: row.readiness, readyAt: null, error: row.error });
@@ -108,19 +119,35 @@ export class Sandboxes {
   create(body: CreateSandboxBody): SandboxRow {
     const id = `sbx_${crypto.randomUUID().replaceAll("-", "")}`;
     const now = Date.now();
-    this.store.insertSandbox({ id, idempotencyKey: body.idempotencyKey ?? null, body, readyAt: now + this.provisionMs(), createdAt: now });
+    this.store.insertSandbox({
+      id,
+      idempotencyKey: body.idempotencyKey ?? null,
+      body,
+      readyAt: now + this.provisionMs(),
+      createdAt: now,
+    });
     return this.get(id)!;
   }
 
   /** A stopped sandbox provisions again from now. */
   resume(row: SandboxRow): void {
-    this.store.updateSandbox(row.id, { status: "provisioning", readiness: "transitioning", readyAt: Date.now() + this.provisionMs(), error: row.error });
+    this.store.updateSandbox(row.id, {
+      status: "provisioning",
+      readiness: "transitioning",
+      readyAt: Date.now() + this.provisionMs(),
+      error: row.error,
+    });
     this.store.setWarmingPolls(row.id, 0);
     this.store.touchSandbox(row.id, Date.now());
   }
 
   stop(row: SandboxRow): void {
-    this.store.updateSandbox(row.id, { status: "stopped", readiness: "transitioning", readyAt: row.ready_at, error: row.error });
+    this.store.updateSandbox(row.id, {
+      status: "stopped",
+      readiness: "transitioning",
+      readyAt: row.ready_at,
+      error: row.error,
+    });
   }
 
   /** §2 sandbox object (an answer showing it counts as a poll of the `readiness` variant). */

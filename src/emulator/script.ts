@@ -1,4 +1,13 @@
-import { afterQuestion, FIRST_PLAN, permissionAsk, permissionGranted, planFrames, questionAsk, type AskAnswer, type AskContext } from "./asks";
+import {
+  afterQuestion,
+  FIRST_PLAN,
+  permissionAsk,
+  permissionGranted,
+  planFrames,
+  questionAsk,
+  type AskAnswer,
+  type AskContext,
+} from "./asks";
 import { markdownAnswer, tokenDeltas } from "./markdown-answer";
 import { EDITS_TEXT, editFrames } from "./edits";
 import type { ScriptFrame } from "./script-frame";
@@ -137,7 +146,10 @@ function cumulativeFrames(partId: string, deltas: string[]): ScriptFrame[] {
 function stepFinish(backend: string, partId: string, tokens: StepTokens, cost: number): ScriptFrame {
   return {
     type: "raw",
-    data: { backend, event: { type: "step_finish", part: { id: partId, type: "step-finish", reason: "stop", cost, tokens } } },
+    data: {
+      backend,
+      event: { type: "step_finish", part: { id: partId, type: "step-finish", reason: "stop", cost, tokens } },
+    },
   };
 }
 
@@ -166,7 +178,10 @@ function toReceipt(steps: StepTokens[], cost: number): Record<string, unknown> {
 
 /** A short, stable echo of the user's message for the answer text. */
 function echo(message: string): string {
-  const clean = message.replace(/\[[a-z-]+\]/g, "").replace(/\s+/g, " ").trim();
+  const clean = message
+    .replace(/\[[a-z-]+\]/g, "")
+    .replace(/\s+/g, " ")
+    .trim();
   return clean.length > 200 ? `${clean.slice(0, 200)}…` : clean;
 }
 
@@ -182,7 +197,13 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
   push({ type: "message.part.updated", data: { part: { id: `${exe}:step-1`, type: "step-start" } } });
   push({
     type: "message.part.updated",
-    data: { part: { id: `${exe}:reasoning-1`, type: "reasoning", text: "The user wants an answer grounded in the code, so I will read the README first." } },
+    data: {
+      part: {
+        id: `${exe}:reasoning-1`,
+        type: "reasoning",
+        text: "The user wants an answer grounded in the code, so I will read the README first.",
+      },
+    },
   });
 
   const intro = `Looking into it: "${echo(message)}".`;
@@ -190,7 +211,8 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
   const recalled: string[] = [];
   if (hasDirective(message, "recall")) {
     const earlier = (input.history ?? []).map((m) => `"${echo(m)}"`);
-    const memory = earlier.length > 0 ? `Earlier in this session: ${earlier.join(" | ")}.` : "Nothing earlier in this session.";
+    const memory =
+      earlier.length > 0 ? `Earlier in this session: ${earlier.join(" | ")}.` : "Nothing earlier in this session.";
     recalled.push(memory);
     for (const f of textFrames(`${exe}:text-recall`, memory, 3)) push(f);
   }
@@ -250,8 +272,14 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
 
   const toolId = `${exe}:tool-1`;
   const input1 = { filePath: "README.md" };
-  push({ type: "message.part.updated", data: { part: { id: toolId, type: "tool", tool: "read", state: { status: "pending", input: input1 } } } });
-  push({ type: "message.part.updated", data: { part: { id: toolId, type: "tool", tool: "read", state: { status: "running", input: input1 } } } });
+  push({
+    type: "message.part.updated",
+    data: { part: { id: toolId, type: "tool", tool: "read", state: { status: "pending", input: input1 } } },
+  });
+  push({
+    type: "message.part.updated",
+    data: { part: { id: toolId, type: "tool", tool: "read", state: { status: "running", input: input1 } } },
+  });
   push({
     type: "message.part.updated",
     data: {
@@ -281,8 +309,21 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
     } else {
       const bash = `${exe}:tool-bash`;
       const input2 = { command: "npm test" };
-      push({ type: "message.part.updated", data: { part: { id: bash, type: "tool", tool: "bash", state: { status: "running", input: input2 } } } });
-      push({ type: "message.part.updated", data: { part: { id: bash, type: "tool", tool: "bash", state: { status: "completed", input: input2, output: "12 tests passed" } } } });
+      push({
+        type: "message.part.updated",
+        data: { part: { id: bash, type: "tool", tool: "bash", state: { status: "running", input: input2 } } },
+      });
+      push({
+        type: "message.part.updated",
+        data: {
+          part: {
+            id: bash,
+            type: "tool",
+            tool: "bash",
+            state: { status: "completed", input: input2, output: "12 tests passed" },
+          },
+        },
+      });
       say(`The tests pass (${grant === "session" ? "allowed for this session" : "allowed once"}).`);
     }
   }
@@ -298,7 +339,10 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
 
   if (hasDirective(message, "fail")) {
     // Fails after its first step: the usage observed so far is all there will be.
-    push({ type: "error", data: { message: "The agent process exited unexpectedly (scripted failure).", code: "AGENT_CRASHED" } });
+    push({
+      type: "error",
+      data: { message: "The agent process exited unexpectedly (scripted failure).", code: "AGENT_CRASHED" },
+    });
     return frames;
   }
 
@@ -309,10 +353,10 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
     markdown !== undefined
       ? markdown
       : words !== undefined
-      ? Array.from({ length: words }, (_, i) => LONG_WORDS[i % LONG_WORDS.length]).join(" ")
-      : hasDirective(message, "long")
-        ? LONG_WORDS.join(" ")
-        : "I read the README: it describes a small service with a test suite. Nothing needs to change.";
+        ? Array.from({ length: words }, (_, i) => LONG_WORDS[i % LONG_WORDS.length]).join(" ")
+        : hasDirective(message, "long")
+          ? LONG_WORDS.join(" ")
+          : "I read the README: it describes a small service with a test suite. Nothing needs to change.";
   const paragraphed = words !== undefined && hasDirective(message, "paragraphs");
   if (paragraphed) {
     // One word per frame, in paragraphs of 25 words (each its own text part).
@@ -325,16 +369,19 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
     for (const f of cumulativeFrames(`${exe}:text-2`, tokenDeltas(markdown))) push(f);
   } else {
     // One text part for the whole answer, its text growing with every delta (OpenCode's way).
-    for (const f of textFrames(`${exe}:text-2`, answer, words !== undefined || hasDirective(message, "long") ? 1 : 3)) push(f);
+    for (const f of textFrames(`${exe}:text-2`, answer, words !== undefined || hasDirective(message, "long") ? 1 : 3))
+      push(f);
   }
   if (forwardsStepUsage) push(stepFinish(backend, `${exe}:step-finish-2`, step2, cost2));
 
-  const paragraphs =
-    paragraphed
-      ? Array.from({ length: Math.ceil(words / WORDS_PER_PARAGRAPH) }, (_, p) =>
-          answer.split(" ").slice(p * WORDS_PER_PARAGRAPH, (p + 1) * WORDS_PER_PARAGRAPH).join(" "),
-        )
-      : [answer];
+  const paragraphs = paragraphed
+    ? Array.from({ length: Math.ceil(words / WORDS_PER_PARAGRAPH) }, (_, p) =>
+        answer
+          .split(" ")
+          .slice(p * WORDS_PER_PARAGRAPH, (p + 1) * WORDS_PER_PARAGRAPH)
+          .join(" "),
+      )
+    : [answer];
   const finalText = [intro, ...recalled, ...askTexts, ...paragraphs].join("\n\n");
   const tokenUsage: Record<string, unknown> = toReceipt(
     [{ ...step1, input: Math.max(0, step1.input), output: step1.output ?? 0 }, step2],
@@ -353,6 +400,9 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
       status: "success",
     },
   });
-  push({ type: "done", data: hasDirective(message, "receipt-none") ? {} : { tokenUsage, totalCostUsd: cost1 + cost2 } });
+  push({
+    type: "done",
+    data: hasDirective(message, "receipt-none") ? {} : { tokenUsage, totalCostUsd: cost1 + cost2 },
+  });
   return frames;
 }

@@ -166,7 +166,8 @@ export class EmulatorStore {
 
   counters(): Record<string, number> {
     const out: Record<string, number> = {};
-    for (const row of this.sql.exec<{ name: string; value: number }>("SELECT name, value FROM counters")) out[row.name] = row.value;
+    for (const row of this.sql.exec<{ name: string; value: number }>("SELECT name, value FROM counters"))
+      out[row.name] = row.value;
     return out;
   }
 
@@ -225,14 +226,25 @@ export class EmulatorStore {
   /** Ids of sandboxes not deleted, oldest first. */
   sandboxIds(limit: number, offset: number): string[] {
     return this.sql
-      .exec<{ id: string }>("SELECT id FROM sandboxes WHERE status != 'deleted' ORDER BY created_at LIMIT ? OFFSET ?", limit, offset)
+      .exec<{ id: string }>(
+        "SELECT id FROM sandboxes WHERE status != 'deleted' ORDER BY created_at LIMIT ? OFFSET ?",
+        limit,
+        offset,
+      )
       .toArray()
       .map((r) => r.id);
   }
 
-  insertSandbox(row: { id: string; idempotencyKey: string | null; body: unknown; readyAt: number; createdAt: number }): void {
+  insertSandbox(row: {
+    id: string;
+    idempotencyKey: string | null;
+    body: unknown;
+    readyAt: number;
+    createdAt: number;
+  }): void {
     // A key held by a deleted sandbox is freed first, so a create with it makes a new one.
-    if (row.idempotencyKey) this.sql.exec("UPDATE sandboxes SET idempotency_key = NULL WHERE idempotency_key = ?", row.idempotencyKey);
+    if (row.idempotencyKey)
+      this.sql.exec("UPDATE sandboxes SET idempotency_key = NULL WHERE idempotency_key = ?", row.idempotencyKey);
     this.sql.exec(
       "INSERT INTO sandboxes (id, idempotency_key, body, status, readiness, ready_at, created_at, last_activity_at) VALUES (?, ?, ?, 'provisioning', 'transitioning', ?, ?, ?)",
       row.id,
@@ -266,12 +278,19 @@ export class EmulatorStore {
       ms,
       id,
     );
-    this.sql.exec("UPDATE executions SET created_at = created_at - ?, finished_at = finished_at - ? WHERE sandbox_id = ?", ms, ms, id);
+    this.sql.exec(
+      "UPDATE executions SET created_at = created_at - ?, finished_at = finished_at - ? WHERE sandbox_id = ?",
+      ms,
+      ms,
+      id,
+    );
   }
 
   /** When the sandbox's last run ended (ms), null when none has. */
   lastRunEndedAt(sandboxId: string): number | null {
-    return this.sql.exec<{ at: number | null }>("SELECT MAX(finished_at) AS at FROM executions WHERE sandbox_id = ?", sandboxId).one().at;
+    return this.sql
+      .exec<{ at: number | null }>("SELECT MAX(finished_at) AS at FROM executions WHERE sandbox_id = ?", sandboxId)
+      .one().at;
   }
 
   /** How many sandboxes run now (the account's usage [ours]). */
@@ -279,7 +298,10 @@ export class EmulatorStore {
     return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sandboxes WHERE status = 'running'").one().n;
   }
 
-  updateSandbox(id: string, fields: { status: string; readiness: string; readyAt: number | null; error: string | null }): void {
+  updateSandbox(
+    id: string,
+    fields: { status: string; readiness: string; readyAt: number | null; error: string | null },
+  ): void {
     this.sql.exec(
       "UPDATE sandboxes SET status = ?, readiness = ?, ready_at = ?, error = ? WHERE id = ?",
       fields.status,
@@ -312,7 +334,12 @@ export class EmulatorStore {
 
   executionByTurn(sandboxId: string, sessionId: string, turnId: string): ExecutionRow | undefined {
     return this.sql
-      .exec<ExecutionRow>("SELECT * FROM executions WHERE sandbox_id = ? AND session_id = ? AND turn_id = ?", sandboxId, sessionId, turnId)
+      .exec<ExecutionRow>(
+        "SELECT * FROM executions WHERE sandbox_id = ? AND session_id = ? AND turn_id = ?",
+        sandboxId,
+        sessionId,
+        turnId,
+      )
       .toArray()[0];
   }
 
@@ -330,16 +357,26 @@ export class EmulatorStore {
 
   runningExecutions(sandboxId: string, sessionId?: string): ExecutionRow[] {
     return sessionId === undefined
-      ? this.sql.exec<ExecutionRow>("SELECT * FROM executions WHERE sandbox_id = ? AND status = 'running'", sandboxId).toArray()
+      ? this.sql
+          .exec<ExecutionRow>("SELECT * FROM executions WHERE sandbox_id = ? AND status = 'running'", sandboxId)
+          .toArray()
       : this.sql
-          .exec<ExecutionRow>("SELECT * FROM executions WHERE sandbox_id = ? AND session_id = ? AND status = 'running'", sandboxId, sessionId)
+          .exec<ExecutionRow>(
+            "SELECT * FROM executions WHERE sandbox_id = ? AND session_id = ? AND status = 'running'",
+            sandboxId,
+            sessionId,
+          )
           .toArray();
   }
 
   /** A session's executions, newest first. */
   sessionExecutions(sandboxId: string, sessionId: string): ExecutionRow[] {
     return this.sql
-      .exec<ExecutionRow>("SELECT * FROM executions WHERE sandbox_id = ? AND session_id = ? ORDER BY created_at DESC", sandboxId, sessionId)
+      .exec<ExecutionRow>(
+        "SELECT * FROM executions WHERE sandbox_id = ? AND session_id = ? ORDER BY created_at DESC",
+        sandboxId,
+        sessionId,
+      )
       .toArray();
   }
 
@@ -354,12 +391,19 @@ export class EmulatorStore {
 
   /** Running executions with a frame (or an ask's expiry) due by `now`. */
   dueExecutions(now: number): ExecutionRow[] {
-    return this.sql.exec<ExecutionRow>("SELECT * FROM executions WHERE status = 'running' AND next_at IS NOT NULL AND next_at <= ?", now).toArray();
+    return this.sql
+      .exec<ExecutionRow>(
+        "SELECT * FROM executions WHERE status = 'running' AND next_at IS NOT NULL AND next_at <= ?",
+        now,
+      )
+      .toArray();
   }
 
   /** The earliest time any running execution has something due, or null. */
   nextDueAt(): number | null {
-    return this.sql.exec<{ next: number | null }>("SELECT MIN(next_at) AS next FROM executions WHERE status = 'running'").one().next;
+    return this.sql
+      .exec<{ next: number | null }>("SELECT MIN(next_at) AS next FROM executions WHERE status = 'running'")
+      .one().next;
   }
 
   insertExecution(row: {
@@ -393,8 +437,16 @@ export class EmulatorStore {
 
   /** Moves a run on: the next script step and when it is due, and the ask it now waits for, if any. */
   setProgress(id: string, step: number, nextAt: number | null, waitingFor?: string): void {
-    if (waitingFor === undefined) this.sql.exec("UPDATE executions SET step = ?, next_at = ? WHERE id = ?", step, nextAt, id);
-    else this.sql.exec("UPDATE executions SET step = ?, next_at = ?, waiting_for = ? WHERE id = ?", step, nextAt, waitingFor, id);
+    if (waitingFor === undefined)
+      this.sql.exec("UPDATE executions SET step = ?, next_at = ? WHERE id = ?", step, nextAt, id);
+    else
+      this.sql.exec(
+        "UPDATE executions SET step = ?, next_at = ?, waiting_for = ? WHERE id = ?",
+        step,
+        nextAt,
+        waitingFor,
+        id,
+      );
   }
 
   setReceipt(id: string, finalText: string | null, usage: unknown, cost: number | null): void {
@@ -409,11 +461,20 @@ export class EmulatorStore {
 
   /** Records an answer and lets the run go on at `nextAt`. */
   setAnswers(id: string, answers: unknown, nextAt: number): void {
-    this.sql.exec("UPDATE executions SET answers = ?, waiting_for = NULL, next_at = ? WHERE id = ?", JSON.stringify(answers), nextAt, id);
+    this.sql.exec(
+      "UPDATE executions SET answers = ?, waiting_for = NULL, next_at = ? WHERE id = ?",
+      JSON.stringify(answers),
+      nextAt,
+      id,
+    );
   }
 
   /** Ends a run; fields already recorded are kept unless given. Its outstanding asks are cancelled. */
-  finishExecution(id: string, status: string, fields: { finalText?: string; usage?: unknown; cost?: number; error?: string }): void {
+  finishExecution(
+    id: string,
+    status: string,
+    fields: { finalText?: string; usage?: unknown; cost?: number; error?: string },
+  ): void {
     this.sql.exec(
       "UPDATE executions SET status = ?, next_at = NULL, finished_at = ?, final_text = COALESCE(?, final_text), usage = COALESCE(?, usage), cost = COALESCE(?, cost), error = COALESCE(?, error) WHERE id = ?",
       status,
@@ -428,20 +489,37 @@ export class EmulatorStore {
   }
 
   countSessionExecutions(sandboxId: string, sessionId: string): number {
-    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM executions WHERE sandbox_id = ? AND session_id = ?", sandboxId, sessionId).one().n;
+    return this.sql
+      .exec<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM executions WHERE sandbox_id = ? AND session_id = ?",
+        sandboxId,
+        sessionId,
+      )
+      .one().n;
   }
 
   // ---- forks (a session copied from another up to one of its runs)
 
   forkOf(sandboxId: string, sessionId: string): { source: string; messageId: string } | undefined {
     const row = this.sql
-      .exec<{ source_session_id: string; message_id: string }>("SELECT source_session_id, message_id FROM forks WHERE sandbox_id = ? AND session_id = ?", sandboxId, sessionId)
+      .exec<{ source_session_id: string; message_id: string }>(
+        "SELECT source_session_id, message_id FROM forks WHERE sandbox_id = ? AND session_id = ?",
+        sandboxId,
+        sessionId,
+      )
       .toArray()[0];
     return row ? { source: row.source_session_id, messageId: row.message_id } : undefined;
   }
 
   insertFork(sandboxId: string, sessionId: string, source: string, messageId: string, now: number): void {
-    this.sql.exec("INSERT INTO forks (sandbox_id, session_id, source_session_id, message_id, created_at) VALUES (?, ?, ?, ?, ?)", sandboxId, sessionId, source, messageId, now);
+    this.sql.exec(
+      "INSERT INTO forks (sandbox_id, session_id, source_session_id, message_id, created_at) VALUES (?, ?, ?, ?, ?)",
+      sandboxId,
+      sessionId,
+      source,
+      messageId,
+      now,
+    );
   }
 
   /**
@@ -457,24 +535,43 @@ export class EmulatorStore {
       copied = at < 0 ? [] : source.slice(0, at + 1);
     }
     const own = this.sql
-      .exec<{ id: string; script_input: string }>("SELECT id, script_input FROM executions WHERE sandbox_id = ? AND session_id = ? ORDER BY created_at, rowid", sandboxId, sessionId)
+      .exec<{ id: string; script_input: string }>(
+        "SELECT id, script_input FROM executions WHERE sandbox_id = ? AND session_id = ? ORDER BY created_at, rowid",
+        sandboxId,
+        sessionId,
+      )
       .toArray()
-      .map((r) => ({ executionId: r.id, message: String((JSON.parse(r.script_input) as { message?: unknown }).message ?? "") }));
+      .map((r) => ({
+        executionId: r.id,
+        message: String((JSON.parse(r.script_input) as { message?: unknown }).message ?? ""),
+      }));
     return [...copied, ...own];
   }
 
   /** Forgets a session: its executions, their frames and asks. */
   deleteSession(sandboxId: string, sessionId: string): void {
     this.sql.exec("DELETE FROM forks WHERE sandbox_id = ? AND session_id = ?", sandboxId, sessionId);
-    this.sql.exec("DELETE FROM frames WHERE execution_id IN (SELECT id FROM executions WHERE sandbox_id = ? AND session_id = ?)", sandboxId, sessionId);
-    this.sql.exec("DELETE FROM asks WHERE execution_id IN (SELECT id FROM executions WHERE sandbox_id = ? AND session_id = ?)", sandboxId, sessionId);
+    this.sql.exec(
+      "DELETE FROM frames WHERE execution_id IN (SELECT id FROM executions WHERE sandbox_id = ? AND session_id = ?)",
+      sandboxId,
+      sessionId,
+    );
+    this.sql.exec(
+      "DELETE FROM asks WHERE execution_id IN (SELECT id FROM executions WHERE sandbox_id = ? AND session_id = ?)",
+      sandboxId,
+      sessionId,
+    );
     this.sql.exec("DELETE FROM executions WHERE sandbox_id = ? AND session_id = ?", sandboxId, sessionId);
   }
 
   // ---------------------------------------------------------------- frames
 
   lastFrameId(executionId: string): number {
-    return this.sql.exec<{ last: number | null }>("SELECT MAX(id) AS last FROM frames WHERE execution_id = ?", executionId).one().last ?? 0;
+    return (
+      this.sql
+        .exec<{ last: number | null }>("SELECT MAX(id) AS last FROM frames WHERE execution_id = ?", executionId)
+        .one().last ?? 0
+    );
   }
 
   insertFrame(executionId: string, id: number, type: string, data: string): void {
@@ -483,17 +580,35 @@ export class EmulatorStore {
 
   /** An execution's frames with id ≥ `from`, in order. */
   framesFrom(executionId: string, from: number): FrameRow[] {
-    return this.sql.exec<FrameRow>("SELECT id, type, data FROM frames WHERE execution_id = ? AND id >= ? ORDER BY id", executionId, from).toArray();
+    return this.sql
+      .exec<FrameRow>(
+        "SELECT id, type, data FROM frames WHERE execution_id = ? AND id >= ? ORDER BY id",
+        executionId,
+        from,
+      )
+      .toArray();
   }
 
   framesOfType(executionId: string, type: string): FrameRow[] {
-    return this.sql.exec<FrameRow>("SELECT id, type, data FROM frames WHERE execution_id = ? AND type = ? ORDER BY id", executionId, type).toArray();
+    return this.sql
+      .exec<FrameRow>(
+        "SELECT id, type, data FROM frames WHERE execution_id = ? AND type = ? ORDER BY id",
+        executionId,
+        type,
+      )
+      .toArray();
   }
 
   // ---------------------------------------------------------------- asks
 
   /** Records an ask the run now waits for (once: a rebuilt script asks the same ask again). */
-  insertAsk(interactionId: string, executionId: string, sessionId: string, request: unknown, via: "interaction" | "plan-route"): void {
+  insertAsk(
+    interactionId: string,
+    executionId: string,
+    sessionId: string,
+    request: unknown,
+    via: "interaction" | "plan-route",
+  ): void {
     this.sql.exec(
       "INSERT OR IGNORE INTO asks (interaction_id, execution_id, session_id, request, status, via) VALUES (?, ?, ?, ?, 'outstanding', ?)",
       interactionId,
@@ -509,7 +624,12 @@ export class EmulatorStore {
   }
 
   resolveAsk(interactionId: string, status: "answered" | "expired", answer: unknown): void {
-    this.sql.exec("UPDATE asks SET status = ?, answer = ? WHERE interaction_id = ?", status, JSON.stringify(answer), interactionId);
+    this.sql.exec(
+      "UPDATE asks SET status = ?, answer = ? WHERE interaction_id = ?",
+      status,
+      JSON.stringify(answer),
+      interactionId,
+    );
   }
 
   /**

@@ -60,7 +60,9 @@ export class StreamHub {
       dropAfter = faults.dropStreamAfterFrames;
       const remaining = (faults.dropStreams ?? 1) - 1;
       const { dropStreams: _n, dropStreamAfterFrames: _after, ...rest } = faults;
-      this.store.setFaults(remaining > 0 ? { ...rest, dropStreams: remaining, dropStreamAfterFrames: dropAfter } : rest);
+      this.store.setFaults(
+        remaining > 0 ? { ...rest, dropStreams: remaining, dropStreamAfterFrames: dropAfter } : rest,
+      );
     }
     let stallMs: number | undefined;
     if (faults.stallStreamMs !== undefined && (faults.stallStreams ?? 1) > 0) {
@@ -89,14 +91,17 @@ export class StreamHub {
         live = stream;
         // Id-less frames that carry nothing of the run: neither counted, repeated nor dropped.
         let head = "";
-        if (variants.connectionEstablished) head += sseFrame({ event: "connection.established", data: "{}" }, stream.order);
-        if (options.prefix) head += sseFrame({ event: options.prefix.type, data: JSON.stringify(options.prefix.data) }, stream.order);
+        if (variants.connectionEstablished)
+          head += sseFrame({ event: "connection.established", data: "{}" }, stream.order);
+        if (options.prefix)
+          head += sseFrame({ event: options.prefix.type, data: JSON.stringify(options.prefix.data) }, stream.order);
         if (head) {
           controller.enqueue(encoder.encode(head));
           this.stallAfterFirstFrame(stream);
         }
         // Backlog and registration in one synchronous step: no frame falls between them.
-        for (const f of this.store.framesFrom(exe.id, from)) this.send(stream, { event: f.type, id: f.id, data: f.data });
+        for (const f of this.store.framesFrom(exe.id, from))
+          this.send(stream, { event: f.type, id: f.id, data: f.data });
         if (this.ending(stream)) return;
         const current = this.store.execution(exe.id);
         if (!current || current.status !== "running") {
@@ -122,7 +127,8 @@ export class StreamHub {
   once(frame: { type: string; data: Record<string, unknown> }): Response {
     const variants = effectiveVariants(this.store.variants());
     let text = "";
-    if (variants.connectionEstablished) text += sseFrame({ event: "connection.established", data: "{}" }, variants.fieldOrder);
+    if (variants.connectionEstablished)
+      text += sseFrame({ event: "connection.established", data: "{}" }, variants.fieldOrder);
     text += sseFrame({ event: frame.type, data: JSON.stringify(frame.data) }, variants.fieldOrder);
     this.store.count("streams.opened");
     return new Response(text, { headers: SSE_HEADERS });

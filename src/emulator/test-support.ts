@@ -49,7 +49,10 @@ export async function runningSandbox(emu: Emu): Promise<string> {
   const { id } = (await created.json()) as { id: string };
   const deadline = Date.now() + 5_000;
   while (Date.now() < deadline) {
-    const sandbox = (await (await emu.api("GET", `/v1/sandboxes/${id}`)).json()) as { status: string; filesystemIncarnationReadiness?: string };
+    const sandbox = (await (await emu.api("GET", `/v1/sandboxes/${id}`)).json()) as {
+      status: string;
+      filesystemIncarnationReadiness?: string;
+    };
     if (sandbox.status === "running" && sandbox.filesystemIncarnationReadiness === "ready") return id;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
@@ -67,7 +70,11 @@ export const runtime = (sandboxId: string, path: string) => `/v1/sandboxes/${san
  * Reads a stream's raw text until `until` says stop, the stream ends or the timeout passes; then
  * cancels it. A run-stream response must always be consumed or cancelled.
  */
-export async function readRaw(response: Response, until: (text: string) => boolean = () => false, timeoutMs = 5_000): Promise<string> {
+export async function readRaw(
+  response: Response,
+  until: (text: string) => boolean = () => false,
+  timeoutMs = 5_000,
+): Promise<string> {
   const reader = response.body!.getReader();
   const decoder = new TextDecoder();
   let text = "";
@@ -79,7 +86,9 @@ export async function readRaw(response: Response, until: (text: string) => boole
       let timer: ReturnType<typeof setTimeout> | undefined;
       const next = await Promise.race([
         reader.read(),
-        new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out; read so far:\n${text}`)), left))),
+        new Promise<never>(
+          (_, reject) => (timer = setTimeout(() => reject(new Error(`timed out; read so far:\n${text}`)), left)),
+        ),
       ]).finally(() => {
         if (timer !== undefined) clearTimeout(timer);
       });
@@ -146,5 +155,10 @@ export async function dispatch(
   body: Record<string, unknown>,
   headers: Record<string, string> = {},
 ): Promise<Response> {
-  return emu.api("POST", runtime(sandboxId, "/agents/run/stream"), { message: "hello", sessionId: "s1", ...body }, headers);
+  return emu.api(
+    "POST",
+    runtime(sandboxId, "/agents/run/stream"),
+    { message: "hello", sessionId: "s1", ...body },
+    headers,
+  );
 }

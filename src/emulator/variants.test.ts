@@ -6,8 +6,27 @@
  * the list of variants and the proof of each are read side by side.
  */
 import { describe, expect, it } from "vitest";
-import { dispatch, emulator, json, fields, rawFrames, readRaw, runningSandbox, runtime, type Emu } from "./test-support";
-import { AccountUsageView, ControlPlaneErrorBody, ExecutionStartedData, PromptResultView, SandboxListView, SandboxView, SessionStateInner, SidecarErrorBody } from "./wire";
+import {
+  dispatch,
+  emulator,
+  json,
+  fields,
+  rawFrames,
+  readRaw,
+  runningSandbox,
+  runtime,
+  type Emu,
+} from "./test-support";
+import {
+  AccountUsageView,
+  ControlPlaneErrorBody,
+  ExecutionStartedData,
+  PromptResultView,
+  SandboxListView,
+  SandboxView,
+  SessionStateInner,
+  SidecarErrorBody,
+} from "./wire";
 
 async function setVariants(emu: Emu, variants: Record<string, unknown>): Promise<void> {
   const res = await emu.control("/_emulator/variants", variants);
@@ -68,12 +87,21 @@ describe("the emulator's variants", () => {
     expect(read.effective.errorBody).toBe("control-plane");
     expect(read.effective.abort).toBe("wrapped");
 
-    for (const bad of [{ errorBody: "teapot" }, { notAVariant: true }, { connectionEstablished: "yes" }, { terminal: "maybe" }, { readinessUnknownPolls: 0 }]) {
+    for (const bad of [
+      { errorBody: "teapot" },
+      { notAVariant: true },
+      { connectionEstablished: "yes" },
+      { terminal: "maybe" },
+      { readinessUnknownPolls: 0 },
+    ]) {
       const res = await emu.control("/_emulator/variants", bad);
       expect(res.status).toBe(400);
       expect((await json(res)).error.code).toBe("INVALID_VARIANTS");
     }
-    expect((await json(await emu.control("/_emulator/variants"))).variants).toEqual({ errorBody: "control-plane", fieldOrder: "data-first" });
+    expect((await json(await emu.control("/_emulator/variants"))).variants).toEqual({
+      errorBody: "control-plane",
+      fieldOrder: "data-first",
+    });
 
     expect((await emu.control("/_emulator/reset", {})).status).toBe(200);
     expect((await json(await emu.control("/_emulator/variants"))).variants).toEqual({});
@@ -84,12 +112,19 @@ describe("the emulator's variants", () => {
     const sidecar = await emu.api("GET", "/v1/sandboxes/sbx_missing");
     expect(sidecar.status).toBe(404);
     const sidecarBody = await json(sidecar);
-    expect(SidecarErrorBody.parse(sidecarBody)).toEqual({ error: { code: "SANDBOX_NOT_FOUND", message: "sandbox not found" } });
+    expect(SidecarErrorBody.parse(sidecarBody)).toEqual({
+      error: { code: "SANDBOX_NOT_FOUND", message: "sandbox not found" },
+    });
 
     // The details of an invalid cursor sit inside `error` in the sidecar shape...
     const run = await dispatch(emu, id, { executionId: "exe-eb", turnId: "t1" });
     await whole(run);
-    const cursor = await emu.api("POST", runtime(id, "/agents/run/stream"), { message: "", sessionId: "s1" }, { "x-execution-id": "exe-eb", "last-event-id": "9999" });
+    const cursor = await emu.api(
+      "POST",
+      runtime(id, "/agents/run/stream"),
+      { message: "", sessionId: "s1" },
+      { "x-execution-id": "exe-eb", "last-event-id": "9999" },
+    );
     expect(cursor.status).toBe(409);
     const cursorBody = (await json(cursor)) as { error: Record<string, unknown> };
     expect(cursorBody.error).toMatchObject({ code: "INVALID_CURSOR", firstAvailableEventId: "1" });
@@ -99,9 +134,17 @@ describe("the emulator's variants", () => {
     await setVariants(emu, { errorBody: "control-plane" });
     const plane = await emu.api("GET", "/v1/sandboxes/sbx_missing");
     expect(plane.status).toBe(404);
-    expect(ControlPlaneErrorBody.parse(await json(plane))).toEqual({ error: "sandbox not found", code: "SANDBOX_NOT_FOUND" });
+    expect(ControlPlaneErrorBody.parse(await json(plane))).toEqual({
+      error: "sandbox not found",
+      code: "SANDBOX_NOT_FOUND",
+    });
     // ...and beside it in the control-plane shape.
-    const cursor2 = await emu.api("POST", runtime(id, "/agents/run/stream"), { message: "", sessionId: "s1" }, { "x-execution-id": "exe-eb", "last-event-id": "9999" });
+    const cursor2 = await emu.api(
+      "POST",
+      runtime(id, "/agents/run/stream"),
+      { message: "", sessionId: "s1" },
+      { "x-execution-id": "exe-eb", "last-event-id": "9999" },
+    );
     expect(await json(cursor2)).toEqual({
       error: "cursor 9999 is not in this execution",
       code: "INVALID_CURSOR",
@@ -109,14 +152,19 @@ describe("the emulator's variants", () => {
       lastEventId,
     });
     // Auth failures, injected failures and unknown routes of the API take the same shape.
-    expect(await json(await emu.fetch("/v1/sandboxes"))).toEqual({ error: "missing or malformed bearer token", code: "UNAUTHORIZED" });
+    expect(await json(await emu.fetch("/v1/sandboxes"))).toEqual({
+      error: "missing or malformed bearer token",
+      code: "UNAUTHORIZED",
+    });
     await emu.control("/_emulator/faults", { failNext: { status: 503, count: 1 } });
     const injected = await emu.api("GET", "/v1/sandboxes");
     expect(injected.status).toBe(503);
     expect(await json(injected)).toEqual({ error: "injected 503", code: "INJECTED_FAILURE" });
     expect((await json(await emu.api("GET", "/v1/nowhere"))).code).toBe("NOT_FOUND");
     // The control routes keep their own shape.
-    expect(await json(await emu.control("/_emulator/executions/nope"))).toEqual({ error: { code: "EXECUTION_NOT_FOUND", message: "execution not found" } });
+    expect(await json(await emu.control("/_emulator/executions/nope"))).toEqual({
+      error: { code: "EXECUTION_NOT_FOUND", message: "execution not found" },
+    });
   });
 
   it("sessionState: { data: { session } } by default, the inner object flat when switched", async () => {
@@ -146,7 +194,10 @@ describe("the emulator's variants", () => {
     await setVariants(emu, { abort: "flat" });
     const second = await dispatch(emu, id, { message: "hello [slow]", executionId: "exe-a2", turnId: "t2" });
     // Naming another execution cancels nothing.
-    expect(await json(await abort({ executionId: "exe-other" }))).toEqual({ cancelled: false, noopReason: "not_running" });
+    expect(await json(await abort({ executionId: "exe-other" }))).toEqual({
+      cancelled: false,
+      noopReason: "not_running",
+    });
     expect(await json(await abort({ executionId: "exe-a2" }))).toEqual({ cancelled: true });
     await whole(second);
   });
@@ -154,20 +205,31 @@ describe("the emulator's variants", () => {
   it("admission: an execution.started frame by default; a status frame { status: started, executionId, sessionId } when switched", async () => {
     const { emu, id } = await fastSandbox("admission");
     const plain = rawFrames(await whole(await dispatch(emu, id, { executionId: "exe-ad1", turnId: "t1" })));
-    expect(plain[0]).toEqual(["event: execution.started", "id: 1", `data: {"executionId":"exe-ad1","sessionId":"s1","turnId":"t1"}`]);
+    expect(plain[0]).toEqual([
+      "event: execution.started",
+      "id: 1",
+      `data: {"executionId":"exe-ad1","sessionId":"s1","turnId":"t1"}`,
+    ]);
 
     await setVariants(emu, { admission: "status" });
     const text = await whole(await dispatch(emu, id, { executionId: "exe-ad2", turnId: "t2" }));
     expect(text).not.toContain("execution.started");
     const frames = rawFrames(text);
-    expect(frames[0]).toEqual(["event: status", "id: 1", `data: {"status":"started","executionId":"exe-ad2","sessionId":"s1"}`]);
+    expect(frames[0]).toEqual([
+      "event: status",
+      "id: 1",
+      `data: {"status":"started","executionId":"exe-ad2","sessionId":"s1"}`,
+    ]);
     // The rest of the run is unchanged: the script's own frames follow from id 2.
     expect(fields(frames[1]!).id).toBe("2");
     expect(text).toContain("event: result");
 
     // A dispatch that attaches to the run is admitted the same way, id-less and marked.
     const again = rawFrames(await whole(await dispatch(emu, id, { executionId: "exe-ad2", turnId: "t2" })));
-    expect(again[0]).toEqual(["event: status", `data: {"status":"started","executionId":"exe-ad2","sessionId":"s1","alreadyExisted":true}`]);
+    expect(again[0]).toEqual([
+      "event: status",
+      `data: {"status":"started","executionId":"exe-ad2","sessionId":"s1","alreadyExisted":true}`,
+    ]);
   });
 
   it("executionStartedSessionId: execution.started names the session by default, and omits it when switched off", async () => {
@@ -198,7 +260,12 @@ describe("the emulator's variants", () => {
     expect(attached.startsWith(`${head}event: execution.started\ndata: `)).toBe(true);
 
     const replay = await whole(
-      await emu.api("POST", runtime(id, "/agents/run/stream"), { message: "", sessionId: "s1" }, { "x-execution-id": "exe-ce1", "last-event-id": "3" }),
+      await emu.api(
+        "POST",
+        runtime(id, "/agents/run/stream"),
+        { message: "", sessionId: "s1" },
+        { "x-execution-id": "exe-ce1", "last-event-id": "3" },
+      ),
     );
     expect(replay.startsWith(`${head}event: `)).toBe(true);
     expect(fields(rawFrames(replay)[1]!).id).toBe("4");
@@ -219,25 +286,39 @@ describe("the emulator's variants", () => {
       expect(frame[0]!.startsWith("data: ")).toBe(true);
       expect(frame.map((l) => l.slice(0, l.indexOf(":"))).sort()).toEqual(["data", "event", "id"]);
     }
-    expect(dataFirst[0]).toEqual([`data: {"executionId":"exe-fo2","sessionId":"s1","turnId":"t2"}`, "event: execution.started", "id: 1"]);
+    expect(dataFirst[0]).toEqual([
+      `data: {"executionId":"exe-fo2","sessionId":"s1","turnId":"t2"}`,
+      "event: execution.started",
+      "id: 1",
+    ]);
   });
 
   it("dispatchExecutionId: the body's executionId by default (the header may repeat it, not contradict it); only the X-Execution-ID header when switched", async () => {
     const { emu, id } = await fastSandbox("dispatch-id");
     // Default: the body names the run, and the header may name the same run too.
-    const both = rawFrames(await whole(await dispatch(emu, id, { executionId: "exe-body", turnId: "t1" }, { "x-execution-id": "exe-body" })));
+    const both = rawFrames(
+      await whole(await dispatch(emu, id, { executionId: "exe-body", turnId: "t1" }, { "x-execution-id": "exe-body" })),
+    );
     expect(JSON.parse(fields(both[0]!).data!).executionId).toBe("exe-body");
     // The two naming different runs is refused, and starts nothing.
-    const contradict = await dispatch(emu, id, { executionId: "exe-b2", turnId: "t1b" }, { "x-execution-id": "exe-h2" });
+    const contradict = await dispatch(
+      emu,
+      id,
+      { executionId: "exe-b2", turnId: "t1b" },
+      { "x-execution-id": "exe-h2" },
+    );
     expect(contradict.status).toBe(400);
     const contradiction = (await json(contradict)).error as { code: string; message: string };
     expect(contradiction.code).toBe("VALIDATION_ERROR");
     expect(contradiction.message).toContain("X-Execution-ID");
-    for (const exe of ["exe-b2", "exe-h2"]) expect((await emu.control(`/_emulator/executions/${exe}`)).status).toBe(404);
+    for (const exe of ["exe-b2", "exe-h2"])
+      expect((await emu.control(`/_emulator/executions/${exe}`)).status).toBe(404);
     // The body alone, or the header alone, names it.
     const bodyOnly = rawFrames(await whole(await dispatch(emu, id, { executionId: "exe-body-only", turnId: "t1c" })));
     expect(JSON.parse(fields(bodyOnly[0]!).data!).executionId).toBe("exe-body-only");
-    const headerOnly = rawFrames(await whole(await dispatch(emu, id, { turnId: "t1d" }, { "x-execution-id": "exe-header-only" })));
+    const headerOnly = rawFrames(
+      await whole(await dispatch(emu, id, { turnId: "t1d" }, { "x-execution-id": "exe-header-only" })),
+    );
     expect(JSON.parse(fields(headerOnly[0]!).data!).executionId).toBe("exe-header-only");
 
     await setVariants(emu, { dispatchExecutionId: "header" });
@@ -248,38 +329,59 @@ describe("the emulator's variants", () => {
     expect(error.error.message).toContain("executionId");
     expect((await json(await emu.control("/_emulator/executions/exe-x"))).error.code).toBe("EXECUTION_NOT_FOUND");
 
-    const byHeader = rawFrames(await whole(await dispatch(emu, id, { turnId: "t3" }, { "x-execution-id": "exe-header" })));
+    const byHeader = rawFrames(
+      await whole(await dispatch(emu, id, { turnId: "t3" }, { "x-execution-id": "exe-header" })),
+    );
     expect(fields(byHeader[0]!)).toMatchObject({ event: "execution.started", id: "1" });
-    expect(JSON.parse(fields(byHeader[0]!).data!)).toEqual({ executionId: "exe-header", sessionId: "s1", turnId: "t3" });
+    expect(JSON.parse(fields(byHeader[0]!).data!)).toEqual({
+      executionId: "exe-header",
+      sessionId: "s1",
+      turnId: "t3",
+    });
     // The same header again attaches to that run.
     const again = rawFrames(await whole(await dispatch(emu, id, { turnId: "t4" }, { "x-execution-id": "exe-header" })));
     expect(JSON.parse(fields(again[0]!).data!)).toMatchObject({ executionId: "exe-header", alreadyExisted: true });
     // A replay (empty message) still works as before.
     const replay = await whole(
-      await emu.api("POST", runtime(id, "/agents/run/stream"), { message: "", sessionId: "s1" }, { "x-execution-id": "exe-header", "last-event-id": "0" }),
+      await emu.api(
+        "POST",
+        runtime(id, "/agents/run/stream"),
+        { message: "", sessionId: "s1" },
+        { "x-execution-id": "exe-header", "last-event-id": "0" },
+      ),
     );
     expect(fields(rawFrames(replay)[0]!).id).toBe("1");
   });
 
   it("terminal: result then done by default (a failure: error); done-only, run-failed and none change only how a run ends on the wire", async () => {
     const { emu, id } = await fastSandbox("terminal");
-    const run = async (body: Record<string, unknown>) => rawFrames(await whole(await dispatch(emu, id, body))).map(fields);
-    const result = async (exe: string) => PromptResultView.parse(await json(await emu.api("GET", runtime(id, `/agents/sessions/s1/executions/${exe}/result`))));
+    const run = async (body: Record<string, unknown>) =>
+      rawFrames(await whole(await dispatch(emu, id, body))).map(fields);
+    const result = async (exe: string) =>
+      PromptResultView.parse(
+        await json(await emu.api("GET", runtime(id, `/agents/sessions/s1/executions/${exe}/result`))),
+      );
     /** A run stopped at its question, then aborted: its whole stream. */
     const cancelled = async (exe: string, turnId: string) => {
       const stream = await dispatch(emu, id, { message: "hi [ask]", executionId: exe, turnId });
-      expect(await json(await emu.api("POST", runtime(id, "/agents/sessions/s1/abort"), { executionId: exe }))).toEqual({ data: { cancelled: true } });
+      expect(await json(await emu.api("POST", runtime(id, "/agents/sessions/s1/abort"), { executionId: exe }))).toEqual(
+        { data: { cancelled: true } },
+      );
       return rawFrames(await whole(stream)).map(fields);
     };
     const events = (frames: Array<Record<string, string>>) => frames.map((f) => f.event);
-    const contiguous = (frames: Array<Record<string, string>>) => expect(frames.map((f) => Number(f.id))).toEqual(frames.map((_, i) => i + 1));
+    const contiguous = (frames: Array<Record<string, string>>) =>
+      expect(frames.map((f) => Number(f.id))).toEqual(frames.map((_, i) => i + 1));
 
     // result+done (default): a success ends with result then done; a failure with error; a cancel with all three.
     const ok = await run({ executionId: "exe-t1", turnId: "t1" });
     expect(events(ok).slice(-3)).toEqual(["status", "result", "done"]);
     const failed = await run({ message: "x [fail]", executionId: "exe-t2", turnId: "t2" });
     expect(failed.at(-1)!.event).toBe("error");
-    expect(JSON.parse(failed.at(-1)!.data!)).toEqual({ message: "The agent process exited unexpectedly (scripted failure).", code: "AGENT_CRASHED" });
+    expect(JSON.parse(failed.at(-1)!.data!)).toEqual({
+      message: "The agent process exited unexpectedly (scripted failure).",
+      code: "AGENT_CRASHED",
+    });
     expect(events(await cancelled("exe-t3", "t3")).slice(-3)).toEqual(["status", "result", "done"]);
 
     // done-only: no result frame; a success ends with done alone, a cancel with status cancelled then done.
@@ -308,23 +410,37 @@ describe("the emulator's variants", () => {
     const runFailed = await run({ message: "x [fail]", executionId: "exe-t7", turnId: "t7" });
     expect(events(runFailed)).not.toContain("error");
     expect(runFailed.at(-1)!.event).toBe("session.run.failed");
-    expect(JSON.parse(runFailed.at(-1)!.data!)).toEqual({ error: { message: "The agent process exited unexpectedly (scripted failure).", code: "AGENT_CRASHED" } });
-    expect(await result("exe-t7")).toMatchObject({ success: false, status: "failed", error: "The agent process exited unexpectedly (scripted failure)." });
+    expect(JSON.parse(runFailed.at(-1)!.data!)).toEqual({
+      error: { message: "The agent process exited unexpectedly (scripted failure).", code: "AGENT_CRASHED" },
+    });
+    expect(await result("exe-t7")).toMatchObject({
+      success: false,
+      status: "failed",
+      error: "The agent process exited unexpectedly (scripted failure).",
+    });
     expect(events(await run({ executionId: "exe-t8", turnId: "t8" })).slice(-2)).toEqual(["result", "done"]);
 
     // none: the stream closes cleanly after the last content frame; the end is in the emulator's state.
     await setVariants(emu, { terminal: "none" });
     const none = await run({ executionId: "exe-t9", turnId: "t9" });
-    for (const terminal of ["result", "done", "error", "session.run.failed"]) expect(events(none)).not.toContain(terminal);
+    for (const terminal of ["result", "done", "error", "session.run.failed"])
+      expect(events(none)).not.toContain(terminal);
     expect(none.at(-1)!.event).toBe("status");
     contiguous(none);
     const noneResult = await result("exe-t9");
     expect(noneResult).toMatchObject({ success: true, status: "success", executionId: "exe-t9" });
     expect(noneResult.response).toContain("Looking into it");
-    expect(await json(await emu.api("GET", runtime(id, "/agents/sessions/s1")))).toEqual({ data: { session: { state: "idle", latestExecutionId: "exe-t9" } } });
+    expect(await json(await emu.api("GET", runtime(id, "/agents/sessions/s1")))).toEqual({
+      data: { session: { state: "idle", latestExecutionId: "exe-t9" } },
+    });
     const noneFailed = await run({ message: "x [fail]", executionId: "exe-t10", turnId: "t10" });
-    for (const terminal of ["result", "done", "error", "session.run.failed"]) expect(events(noneFailed)).not.toContain(terminal);
-    expect(await result("exe-t10")).toMatchObject({ success: false, status: "failed", error: "The agent process exited unexpectedly (scripted failure)." });
+    for (const terminal of ["result", "done", "error", "session.run.failed"])
+      expect(events(noneFailed)).not.toContain(terminal);
+    expect(await result("exe-t10")).toMatchObject({
+      success: false,
+      status: "failed",
+      error: "The agent process exited unexpectedly (scripted failure).",
+    });
     // A cancel sends its cancelled status, then the stream closes: no result, no done.
     const noneCancel = await cancelled("exe-t11", "t11");
     expect(noneCancel.at(-1)!.event).toBe("status");
@@ -347,13 +463,23 @@ describe("the emulator's variants", () => {
     expect(PromptResultView.parse(await json(await emu.api("GET", path))).status).toBe("success");
 
     await setVariants(emu, { resultRoute: "missing" });
-    for (const p of [path, runtime(id, "/agents/sessions/s1/executions/exe-nope/result"), runtime("sbx_gone", "/agents/sessions/s1/executions/exe-rr/result")]) {
+    for (const p of [
+      path,
+      runtime(id, "/agents/sessions/s1/executions/exe-nope/result"),
+      runtime("sbx_gone", "/agents/sessions/s1/executions/exe-rr/result"),
+    ]) {
       const missing = await emu.api("GET", p);
       expect(missing.status).toBe(404);
-      expect(SidecarErrorBody.parse(await json(missing)).error).toEqual({ code: "NOT_FOUND", message: `no route GET ${p}` });
+      expect(SidecarErrorBody.parse(await json(missing)).error).toEqual({
+        code: "NOT_FOUND",
+        message: `no route GET ${p}`,
+      });
     }
     // Only that route: the session state still tells how the session stands.
-    expect((await json(await emu.api("GET", runtime(id, "/agents/sessions/s1")))).data.session).toEqual({ state: "idle", latestExecutionId: "exe-rr" });
+    expect((await json(await emu.api("GET", runtime(id, "/agents/sessions/s1")))).data.session).toEqual({
+      state: "idle",
+      latestExecutionId: "exe-rr",
+    });
 
     await setVariants(emu, {});
     expect((await emu.api("GET", path)).status).toBe(200);
@@ -366,20 +492,40 @@ describe("the emulator's variants", () => {
     const path = runtime(id, "/agents/sessions/s1/fork");
     const created = await emu.api("POST", path, { messageId: "exe-f1", sessionId: "s1.b1" });
     expect(created.status).toBe(201);
-    expect(await json(created)).toEqual({ data: { session: { id: "s1.b1", forkedFrom: { sessionId: "s1", messageId: "exe-f1" } } } });
+    expect(await json(created)).toEqual({
+      data: { session: { id: "s1.b1", forkedFrom: { sessionId: "s1", messageId: "exe-f1" } } },
+    });
     // Again: the same session (200); the id taken by another origin: 409.
     expect((await emu.api("POST", path, { messageId: "exe-f1", sessionId: "s1.b1" })).status).toBe(200);
     expect((await emu.api("POST", path, { messageId: "exe-f2", sessionId: "s1.b1" })).status).toBe(409);
-    expect(SidecarErrorBody.parse(await json(await emu.api("POST", path, { messageId: "exe-nope", sessionId: "s1.b2" }))).error.code).toBe("MESSAGE_NOT_FOUND");
-    expect(SidecarErrorBody.parse(await json(await emu.api("POST", runtime(id, "/agents/sessions/nobody/fork"), { messageId: "exe-f1", sessionId: "x" }))).error.code).toBe("SESSION_NOT_FOUND");
+    expect(
+      SidecarErrorBody.parse(await json(await emu.api("POST", path, { messageId: "exe-nope", sessionId: "s1.b2" })))
+        .error.code,
+    ).toBe("MESSAGE_NOT_FOUND");
+    expect(
+      SidecarErrorBody.parse(
+        await json(
+          await emu.api("POST", runtime(id, "/agents/sessions/nobody/fork"), { messageId: "exe-f1", sessionId: "x" }),
+        ),
+      ).error.code,
+    ).toBe("SESSION_NOT_FOUND");
     // The fork remembers what it copied: a [recall] run in it names the first message only.
-    await whole(await dispatch(emu, id, { executionId: "exe-f3", turnId: "t3", sessionId: "s1.b1", message: "three [recall]" }));
-    expect(PromptResultView.parse(await json(await emu.api("GET", runtime(id, "/agents/sessions/s1.b1/executions/exe-f3/result")))).response).toContain('Earlier in this session: "one".');
+    await whole(
+      await dispatch(emu, id, { executionId: "exe-f3", turnId: "t3", sessionId: "s1.b1", message: "three [recall]" }),
+    );
+    expect(
+      PromptResultView.parse(
+        await json(await emu.api("GET", runtime(id, "/agents/sessions/s1.b1/executions/exe-f3/result"))),
+      ).response,
+    ).toContain('Earlier in this session: "one".');
 
     await setVariants(emu, { forkRoute: "missing" });
     const missing = await emu.api("POST", path, { messageId: "exe-f1", sessionId: "s1.b9" });
     expect(missing.status).toBe(404);
-    expect(SidecarErrorBody.parse(await json(missing)).error).toEqual({ code: "NOT_FOUND", message: `no route POST ${path}` });
+    expect(SidecarErrorBody.parse(await json(missing)).error).toEqual({
+      code: "NOT_FOUND",
+      message: `no route POST ${path}`,
+    });
     await setVariants(emu, { forkRoute: "not-implemented" });
     const notImplemented = await emu.api("POST", path, { messageId: "exe-f1", sessionId: "s1.b9" });
     expect(notImplemented.status).toBe(501);
@@ -389,7 +535,7 @@ describe("the emulator's variants", () => {
     expect(counters.counters["sessions.forkReplayed"]).toBe(1);
   });
 
-  it("readiness: ready by default; unknown-value reports \"warming\" for the first N answers that would say ready, then ready (again after a resume)", async () => {
+  it('readiness: ready by default; unknown-value reports "warming" for the first N answers that would say ready, then ready (again after a resume)', async () => {
     const emu = emulator("readiness");
     await setVariants(emu, { readiness: "unknown-value", readinessUnknownPolls: 3 });
     const created = await emu.api("POST", "/v1/sandboxes", { name: "warm" });
@@ -407,7 +553,10 @@ describe("the emulator's variants", () => {
       throw new Error(`never ready: ${seen.join(", ")}`);
     };
     expect(await pollUntilReady()).toEqual(["warming", "warming", "warming", "ready"]);
-    expect(SandboxListView.parse(await json(await emu.api("GET", "/v1/sandboxes"))).sandboxes[0]!.filesystemIncarnationReadiness).toBe("ready");
+    expect(
+      SandboxListView.parse(await json(await emu.api("GET", "/v1/sandboxes"))).sandboxes[0]!
+        .filesystemIncarnationReadiness,
+    ).toBe("ready");
 
     // A resumed sandbox's filesystem is a new incarnation: warming again.
     await (await emu.api("POST", `/v1/sandboxes/${id}/stop`)).body?.cancel();
@@ -428,9 +577,14 @@ describe("the emulator's variants", () => {
   it("permissionScopes: a permission ask offers [once, session] by default; the contract's [interaction, session, persistent] when switched", async () => {
     const { emu, id } = await fastSandbox("scopes");
     const scopes = async (exe: string, turnId: string) => {
-      const text = await readRaw(await dispatch(emu, id, { message: "run them [permission]", executionId: exe, turnId }), (t) => t.includes("event: interaction"));
+      const text = await readRaw(
+        await dispatch(emu, id, { message: "run them [permission]", executionId: exe, turnId }),
+        (t) => t.includes("event: interaction"),
+      );
       await emu.api("POST", runtime(id, "/agents/sessions/s1/abort"), { executionId: exe });
-      const frame = rawFrames(text).map(fields).find((f) => f.event === "interaction")!;
+      const frame = rawFrames(text)
+        .map(fields)
+        .find((f) => f.event === "interaction")!;
       const request = JSON.parse(frame.data!).request as { kind: string; responseScopes: string[] };
       expect(request.kind).toBe("permission");
       return request.responseScopes;
@@ -441,17 +595,24 @@ describe("the emulator's variants", () => {
     // The ask the answer route sees is the one the frame carried.
     const stream = await dispatch(emu, id, { message: "run them [permission]", executionId: "exe-ps3", turnId: "t3" });
     await readRaw(stream, (t) => t.includes("event: interaction"));
-    const listed = (await json(await emu.api("GET", runtime(id, "/agents/sessions/s1/interactions")))).data.interactions;
-    expect(listed.map((a: { responseScopes: string[] }) => a.responseScopes)).toEqual([["interaction", "session", "persistent"]]);
+    const listed = (await json(await emu.api("GET", runtime(id, "/agents/sessions/s1/interactions")))).data
+      .interactions;
+    expect(listed.map((a: { responseScopes: string[] }) => a.responseScopes)).toEqual([
+      ["interaction", "session", "persistent"],
+    ]);
     await emu.api("POST", runtime(id, "/agents/sessions/s1/abort"), { executionId: "exe-ps3" });
   });
 
-  it("permissionAnswer: a permission ask answered with a grant by default; in the Sandbox SDK's { response: \"allow\" } form when switched", async () => {
+  it('permissionAnswer: a permission ask answered with a grant by default; in the Sandbox SDK\'s { response: "allow" } form when switched', async () => {
     const { emu, id } = await fastSandbox("permission-answer");
     const asked = async (exe: string, turnId: string) => {
       const stream = await dispatch(emu, id, { message: "run them [permission]", executionId: exe, turnId });
       const text = await readRaw(stream, (t) => t.includes("event: interaction"));
-      return JSON.parse(rawFrames(text).map(fields).find((f) => f.event === "interaction")!.data!).request as { id: string; answerSpec: { fields: Array<{ name: string; options?: string[] }> } };
+      return JSON.parse(
+        rawFrames(text)
+          .map(fields)
+          .find((f) => f.event === "interaction")!.data!,
+      ).request as { id: string; answerSpec: { fields: Array<{ name: string; options?: string[] }> } };
     };
     const first = await asked("exe-pa1", "t1");
     expect(first.answerSpec.fields.map((f) => f.name)).toEqual(["grant", "feedback"]);
@@ -459,11 +620,25 @@ describe("the emulator's variants", () => {
 
     await setVariants(emu, { permissionAnswer: "response" });
     const second = await asked("exe-pa2", "t2");
-    expect(second.answerSpec.fields).toEqual([{ name: "response", type: "select", label: "Allow?", options: ["allow", "deny"], required: true }]);
+    expect(second.answerSpec.fields).toEqual([
+      { name: "response", type: "select", label: "Allow?", options: ["allow", "deny"], required: true },
+    ]);
     // Its own form is required: a grant is not an answer to it.
-    const wrong = await emu.api("POST", runtime(id, "/agents/sessions/s1/interactions"), { id: second.id, outcome: "accepted", data: { grant: "allow_once" } });
+    const wrong = await emu.api("POST", runtime(id, "/agents/sessions/s1/interactions"), {
+      id: second.id,
+      outcome: "accepted",
+      data: { grant: "allow_once" },
+    });
     expect(wrong.status).toBe(400);
-    expect((await emu.api("POST", runtime(id, "/agents/sessions/s1/interactions"), { id: second.id, outcome: "accepted", data: { response: "allow" } })).status).toBe(200);
+    expect(
+      (
+        await emu.api("POST", runtime(id, "/agents/sessions/s1/interactions"), {
+          id: second.id,
+          outcome: "accepted",
+          data: { response: "allow" },
+        })
+      ).status,
+    ).toBe(200);
     const run = await whole(await emu.control("/_emulator/executions/exe-pa2/stream"));
     expect(run).toContain("The tests pass (allowed once).");
   });
@@ -471,13 +646,29 @@ describe("the emulator's variants", () => {
   it("backendModel: backend.model as a string (or an object) by default; only an object { provider?, model } when switched, a string refused naming backend.model", async () => {
     const { emu, id } = await fastSandbox("backend-model");
     const started = async () => (await json(await emu.control("/_emulator/counters"))).counters["runs.started"] ?? 0;
-    await whole(await dispatch(emu, id, { executionId: "exe-bm1", turnId: "t1", backend: { type: "opencode", model: "anthropic/claude" } }));
-    await whole(await dispatch(emu, id, { executionId: "exe-bm2", turnId: "t2", backend: { type: "opencode", model: { provider: "anthropic", model: "claude" } } }));
+    await whole(
+      await dispatch(emu, id, {
+        executionId: "exe-bm1",
+        turnId: "t1",
+        backend: { type: "opencode", model: "anthropic/claude" },
+      }),
+    );
+    await whole(
+      await dispatch(emu, id, {
+        executionId: "exe-bm2",
+        turnId: "t2",
+        backend: { type: "opencode", model: { provider: "anthropic", model: "claude" } },
+      }),
+    );
     expect(await started()).toBe(2);
 
     await setVariants(emu, { backendModel: "object" });
     for (const model of ["anthropic/claude", { provider: "anthropic" }]) {
-      const refused = await dispatch(emu, id, { executionId: "exe-bm3", turnId: "t3", backend: { type: "opencode", model } });
+      const refused = await dispatch(emu, id, {
+        executionId: "exe-bm3",
+        turnId: "t3",
+        backend: { type: "opencode", model },
+      });
       expect(refused.status).toBe(400);
       const error = SidecarErrorBody.parse(await json(refused)).error;
       expect(error.code).toBe("VALIDATION_ERROR");
@@ -485,8 +676,20 @@ describe("the emulator's variants", () => {
     }
     expect(await started()).toBe(2);
     expect((await emu.control("/_emulator/executions/exe-bm3")).status).toBe(404);
-    await whole(await dispatch(emu, id, { executionId: "exe-bm3", turnId: "t3", backend: { type: "opencode", model: { provider: "anthropic", model: "claude" } } }));
-    await whole(await dispatch(emu, id, { executionId: "exe-bm4", turnId: "t4", backend: { type: "opencode", model: { model: "claude" } } }));
+    await whole(
+      await dispatch(emu, id, {
+        executionId: "exe-bm3",
+        turnId: "t3",
+        backend: { type: "opencode", model: { provider: "anthropic", model: "claude" } },
+      }),
+    );
+    await whole(
+      await dispatch(emu, id, {
+        executionId: "exe-bm4",
+        turnId: "t4",
+        backend: { type: "opencode", model: { model: "claude" } },
+      }),
+    );
     await whole(await dispatch(emu, id, { executionId: "exe-bm5", turnId: "t5", backend: { type: "opencode" } }));
     expect(await started()).toBe(5);
     expect((await json(await emu.control("/_emulator/executions/exe-bm3"))).request.backend).toEqual({
@@ -545,9 +748,19 @@ describe("the emulator's variants", () => {
     const first = await dispatch(a.emu, a.id, { message: "do it [plan]", executionId: "exe-plan", turnId: "t1" });
     const answer = (body: unknown) => a.emu.api("POST", runtime(a.id, "/agents/sessions/s1/interactions"), body);
     await waitForFrames(a.emu, "exe-plan", (t) => count(t, "event: interaction") === 1);
-    expect((await answer({ id: "exe-plan:plan-1", outcome: "accepted", data: { decision: "reject", feedback: "smaller steps" } })).status).toBe(200);
+    expect(
+      (
+        await answer({
+          id: "exe-plan:plan-1",
+          outcome: "accepted",
+          data: { decision: "reject", feedback: "smaller steps" },
+        })
+      ).status,
+    ).toBe(200);
     await waitForFrames(a.emu, "exe-plan", (t) => count(t, "event: interaction") === 2);
-    expect((await answer({ id: "exe-plan:plan-2", outcome: "accepted", data: { decision: "approve" } })).status).toBe(200);
+    expect((await answer({ id: "exe-plan:plan-2", outcome: "accepted", data: { decision: "approve" } })).status).toBe(
+      200,
+    );
     const byInteraction = rawFrames(await whole(first)).map(fields);
 
     const asRoute = await fastSandbox("plan-route");
@@ -556,13 +769,23 @@ describe("the emulator's variants", () => {
     const second = await dispatch(r.emu, r.id, { message: "do it [plan]", executionId: "exe-plan", turnId: "t1" });
     await waitForFrames(r.emu, "exe-plan", (t) => count(t, awaiting) === 1);
     // No interaction is offered: none listed, and the plan's ask is not one the answer route knows.
-    expect((await json(await r.emu.api("GET", runtime(r.id, "/agents/sessions/s1/interactions")))).data.interactions).toEqual([]);
-    const viaAnswer = await r.emu.api("POST", runtime(r.id, "/agents/sessions/s1/interactions"), { id: "exe-plan:plan-1", outcome: "accepted", data: { decision: "approve" } });
+    expect(
+      (await json(await r.emu.api("GET", runtime(r.id, "/agents/sessions/s1/interactions")))).data.interactions,
+    ).toEqual([]);
+    const viaAnswer = await r.emu.api("POST", runtime(r.id, "/agents/sessions/s1/interactions"), {
+      id: "exe-plan:plan-1",
+      outcome: "accepted",
+      data: { decision: "approve" },
+    });
     expect(viaAnswer.status).toBe(404);
     expect((await json(viaAnswer)).error.code).toBe("INTERACTION_NOT_FOUND");
-    expect((await r.emu.api("POST", runtime(r.id, "/agents/sessions/s1/plan/reject"), { feedback: "smaller steps" })).status).toBe(200);
+    expect(
+      (await r.emu.api("POST", runtime(r.id, "/agents/sessions/s1/plan/reject"), { feedback: "smaller steps" })).status,
+    ).toBe(200);
     await waitForFrames(r.emu, "exe-plan", (t) => count(t, awaiting) === 2);
-    expect(await json(await r.emu.api("POST", runtime(r.id, "/agents/sessions/s1/plan/approve"), {}))).toEqual({ data: { status: "accepted" } });
+    expect(await json(await r.emu.api("POST", runtime(r.id, "/agents/sessions/s1/plan/approve"), {}))).toEqual({
+      data: { status: "accepted" },
+    });
     const text = await whole(second);
     const byRoute = rawFrames(text).map(fields);
     expect(text).not.toContain("event: interaction");
@@ -573,7 +796,11 @@ describe("the emulator's variants", () => {
 
     // Frame for frame the same run, each interaction of kind plan replaced by the status.
     expect(byRoute.length).toBe(byInteraction.length);
-    expect(byRoute).toEqual(byInteraction.map((f) => (f.event === "interaction" ? { ...f, event: "status", data: `{"status":"awaiting_plan_decision"}` } : f)));
+    expect(byRoute).toEqual(
+      byInteraction.map((f) =>
+        f.event === "interaction" ? { ...f, event: "status", data: `{"status":"awaiting_plan_decision"}` } : f,
+      ),
+    );
   });
 
   it("waitSignal: an ask arrives as an interaction frame by default; when switched only a status says the run waits (awaiting_question, blocked_on_approval), the ask listed and answered as usual", async () => {
@@ -583,14 +810,25 @@ describe("the emulator's variants", () => {
       const exe = `exe-${label}`;
       const stream = await dispatch(emu, id, { message: "set up [ask] [permission]", executionId: exe, turnId: "t1" });
       const answer = (body: unknown) => emu.api("POST", runtime(id, "/agents/sessions/s1/interactions"), body);
-      const listed = async () => (await json(await emu.api("GET", runtime(id, "/agents/sessions/s1/interactions")))).data.interactions.map((i: { id: string }) => i.id);
-      const waits = waitSignal === "status" ? ['{"status":"awaiting_question"}', '{"status":"blocked_on_approval"}'] : [":question-1", ":permission-1"];
+      const listed = async () =>
+        (await json(await emu.api("GET", runtime(id, "/agents/sessions/s1/interactions")))).data.interactions.map(
+          (i: { id: string }) => i.id,
+        );
+      const waits =
+        waitSignal === "status"
+          ? ['{"status":"awaiting_question"}', '{"status":"blocked_on_approval"}']
+          : [":question-1", ":permission-1"];
       await readRaw(await emu.control(`/_emulator/executions/${exe}/stream`), (t) => t.includes(waits[0]!));
       expect(await listed()).toEqual([`${exe}:question-1`]);
-      expect((await answer({ id: `${exe}:question-1`, outcome: "accepted", data: { project: "demo", framework: "vitest" } })).status).toBe(200);
+      expect(
+        (await answer({ id: `${exe}:question-1`, outcome: "accepted", data: { project: "demo", framework: "vitest" } }))
+          .status,
+      ).toBe(200);
       await readRaw(await emu.control(`/_emulator/executions/${exe}/stream`), (t) => t.includes(waits[1]!));
       expect(await listed()).toEqual([`${exe}:permission-1`]);
-      expect((await answer({ id: `${exe}:permission-1`, outcome: "accepted", data: { grant: "allow_once" } })).status).toBe(200);
+      expect(
+        (await answer({ id: `${exe}:permission-1`, outcome: "accepted", data: { grant: "allow_once" } })).status,
+      ).toBe(200);
       return rawFrames(await whole(stream)).map(fields);
     };
     const byFrame = await run("wait-1", "interaction");
@@ -598,15 +836,24 @@ describe("the emulator's variants", () => {
     expect(byStatus.some((f) => f.event === "interaction")).toBe(false);
     // Frame for frame the same run (its ids aside), each interaction frame replaced by the status of its wait.
     const statusOf: Record<string, string> = { question: "awaiting_question", permission: "blocked_on_approval" };
-    const same = (f: { event?: string; data?: string }) => ({ event: f.event, data: f.data?.replaceAll("wait-1", "wait-2") });
+    const same = (f: { event?: string; data?: string }) => ({
+      event: f.event,
+      data: f.data?.replaceAll("wait-1", "wait-2"),
+    });
     expect(byStatus.map(same)).toEqual(
-      byFrame.map((f) => (f.event === "interaction" ? { event: "status", data: JSON.stringify({ status: statusOf[JSON.parse(f.data!).request.kind]! }) } : same(f))),
+      byFrame.map((f) =>
+        f.event === "interaction"
+          ? { event: "status", data: JSON.stringify({ status: statusOf[JSON.parse(f.data!).request.kind]! }) }
+          : same(f),
+      ),
     );
   });
 
   it("answerRoute: the answer route by default; 501 NOT_IMPLEMENTED when switched, and the ask stays outstanding", async () => {
     const { emu, id } = await fastSandbox("answer-route");
-    await readRaw(await dispatch(emu, id, { message: "hi [ask]", executionId: "exe-an", turnId: "t1" }), (t) => t.includes("event: interaction"));
+    await readRaw(await dispatch(emu, id, { message: "hi [ask]", executionId: "exe-an", turnId: "t1" }), (t) =>
+      t.includes("event: interaction"),
+    );
     const answer = { id: "exe-an:question-1", outcome: "accepted", data: { project: "demo", framework: "vitest" } };
     const post = () => emu.api("POST", runtime(id, "/agents/sessions/s1/interactions"), answer);
 
@@ -615,11 +862,15 @@ describe("the emulator's variants", () => {
     expect(refused.status).toBe(501);
     expect(SidecarErrorBody.parse(await json(refused)).error.code).toBe("NOT_IMPLEMENTED");
     // Whatever the body: the route is not there.
-    expect((await emu.api("POST", runtime(id, "/agents/sessions/s1/interactions"), { nonsense: true })).status).toBe(501);
+    expect((await emu.api("POST", runtime(id, "/agents/sessions/s1/interactions"), { nonsense: true })).status).toBe(
+      501,
+    );
     // Listing still works, and the ask is still waiting.
-    expect((await json(await emu.api("GET", runtime(id, "/agents/sessions/s1/interactions")))).data.interactions.map((i: { id: string }) => i.id)).toEqual([
-      "exe-an:question-1",
-    ]);
+    expect(
+      (await json(await emu.api("GET", runtime(id, "/agents/sessions/s1/interactions")))).data.interactions.map(
+        (i: { id: string }) => i.id,
+      ),
+    ).toEqual(["exe-an:question-1"]);
     expect((await json(await emu.control("/_emulator/executions/exe-an"))).status).toBe("running");
 
     await setVariants(emu, {});
@@ -630,8 +881,12 @@ describe("the emulator's variants", () => {
     const { emu, id } = await fastSandbox("answered-ask");
     const accepted = (project: string) => ({ outcome: "accepted", data: { project, framework: "vitest" } });
     const ask = async (session: string, exe: string) => {
-      await readRaw(await dispatch(emu, id, { message: "hi [ask]", sessionId: session, executionId: exe, turnId: "t1" }), (t) => t.includes("event: interaction"));
-      return (body: Record<string, unknown>) => emu.api("POST", runtime(id, `/agents/sessions/${session}/interactions`), { id: `${exe}:question-1`, ...body });
+      await readRaw(
+        await dispatch(emu, id, { message: "hi [ask]", sessionId: session, executionId: exe, turnId: "t1" }),
+        (t) => t.includes("event: interaction"),
+      );
+      return (body: Record<string, unknown>) =>
+        emu.api("POST", runtime(id, `/agents/sessions/${session}/interactions`), { id: `${exe}:question-1`, ...body });
     };
 
     const answer = await ask("s1", "exe-aa1");
@@ -655,7 +910,13 @@ describe("the emulator's variants", () => {
 
   it("runControlRef: optional by default (when given it must name the requested execution; it is recorded); required when switched", async () => {
     const { emu, id } = await fastSandbox("run-control-ref");
-    const ref = (exe: string) => ({ runId: exe, provider: "tangle-sandbox", environmentId: id, sessionId: "s1", executionId: exe });
+    const ref = (exe: string) => ({
+      runId: exe,
+      provider: "tangle-sandbox",
+      environmentId: id,
+      sessionId: "s1",
+      executionId: exe,
+    });
     const refused = async (res: Response) => {
       expect(res.status).toBe(400);
       const error = SidecarErrorBody.parse(await json(res)).error;
@@ -665,10 +926,16 @@ describe("the emulator's variants", () => {
 
     await whole(await dispatch(emu, id, { executionId: "exe-rc1", turnId: "t1" }));
     await whole(await dispatch(emu, id, { executionId: "exe-rc2", turnId: "t2", runControlRef: ref("exe-rc2") }));
-    expect((await json(await emu.control("/_emulator/executions/exe-rc2"))).request.runControlRef).toEqual(ref("exe-rc2"));
+    expect((await json(await emu.control("/_emulator/executions/exe-rc2"))).request.runControlRef).toEqual(
+      ref("exe-rc2"),
+    );
     // Given through the header only, the requested execution is the header's.
-    await whole(await dispatch(emu, id, { turnId: "t3", runControlRef: ref("exe-rc3") }, { "x-execution-id": "exe-rc3" }));
-    expect((await json(await emu.control("/_emulator/executions/exe-rc3"))).request.runControlRef).toEqual(ref("exe-rc3"));
+    await whole(
+      await dispatch(emu, id, { turnId: "t3", runControlRef: ref("exe-rc3") }, { "x-execution-id": "exe-rc3" }),
+    );
+    expect((await json(await emu.control("/_emulator/executions/exe-rc3"))).request.runControlRef).toEqual(
+      ref("exe-rc3"),
+    );
     await refused(await dispatch(emu, id, { executionId: "exe-rc4", turnId: "t4", runControlRef: ref("exe-other") }));
     await refused(await dispatch(emu, id, { turnId: "t4", runControlRef: ref("exe-rc4") }));
     expect((await emu.control("/_emulator/executions/exe-rc4")).status).toBe(404);
@@ -679,11 +946,18 @@ describe("the emulator's variants", () => {
     await refused(await dispatch(emu, id, { executionId: "exe-rc1", turnId: "t1" }));
     await refused(await dispatch(emu, id, { executionId: "exe-rc5", turnId: "t5", runControlRef: ref("exe-rc6") }));
     expect((await emu.control("/_emulator/executions/exe-rc5")).status).toBe(404);
-    const started = rawFrames(await whole(await dispatch(emu, id, { executionId: "exe-rc5", turnId: "t5", runControlRef: ref("exe-rc5") }))).map(fields);
+    const started = rawFrames(
+      await whole(await dispatch(emu, id, { executionId: "exe-rc5", turnId: "t5", runControlRef: ref("exe-rc5") })),
+    ).map(fields);
     expect(JSON.parse(started[0]!.data!)).toMatchObject({ executionId: "exe-rc5" });
     expect(started.at(-1)!.event).toBe("done");
     // A replay (no message) starts nothing and needs no ref.
-    const replay = await emu.api("POST", runtime(id, "/agents/run/stream"), { message: "", sessionId: "s1" }, { "x-execution-id": "exe-rc5", "last-event-id": "0" });
+    const replay = await emu.api(
+      "POST",
+      runtime(id, "/agents/run/stream"),
+      { message: "", sessionId: "s1" },
+      { "x-execution-id": "exe-rc5", "last-event-id": "0" },
+    );
     expect(replay.status).toBe(200);
     await whole(replay);
   });
@@ -716,7 +990,9 @@ describe("the emulator's variants", () => {
     });
     expect((await emu.control("/_emulator/executions/exe-d2")).status).toBe(404);
     // The same run again: found in flight.
-    expect(await admission(await dispatch(emu, id, { message: "hi [ask]", executionId: "exe-d1", turnId: "t1" }))).toMatchObject({
+    expect(
+      await admission(await dispatch(emu, id, { message: "hi [ask]", executionId: "exe-d1", turnId: "t1" })),
+    ).toMatchObject({
       executionId: "exe-d1",
       alreadyExisted: true,
       dispatched: false,
@@ -725,10 +1001,21 @@ describe("the emulator's variants", () => {
     const after = (await json(await emu.control("/_emulator/counters"))).counters as Record<string, number>;
     expect(after["runs.started"]).toBe(before["runs.started"]);
     expect(after["runs.notDispatched"]).toBe(1);
-    expect(await json(await emu.api("POST", runtime(id, "/agents/sessions/s1/abort"), { executionId: "exe-d1" }))).toEqual({ data: { cancelled: true } });
+    expect(
+      await json(await emu.api("POST", runtime(id, "/agents/sessions/s1/abort"), { executionId: "exe-d1" })),
+    ).toEqual({ data: { cancelled: true } });
     // A run this call starts: dispatched; its turn again once ended: found, with how it ended.
-    expect(await admission(await dispatch(emu, id, { executionId: "exe-d3", turnId: "t3" }))).toMatchObject({ executionId: "exe-d3", dispatched: true, status: "running" });
-    for (let i = 0; i < 200 && (await json(await emu.control("/_emulator/executions/exe-d3"))).status === "running"; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(await admission(await dispatch(emu, id, { executionId: "exe-d3", turnId: "t3" }))).toMatchObject({
+      executionId: "exe-d3",
+      dispatched: true,
+      status: "running",
+    });
+    for (
+      let i = 0;
+      i < 200 && (await json(await emu.control("/_emulator/executions/exe-d3"))).status === "running";
+      i++
+    )
+      await new Promise((r) => setTimeout(r, 10));
     expect(await admission(await dispatch(emu, id, { executionId: "exe-d3", turnId: "t3" }))).toMatchObject({
       executionId: "exe-d3",
       alreadyExisted: true,
@@ -759,16 +1046,26 @@ describe("the emulator's variants", () => {
   });
   it("sandboxLifecycle: a sandbox echoes its create's limits and the resources given; only the [wire] times when switched", async () => {
     const emu = emulator("sandbox-lifecycle");
-    const created = await emu.api("POST", "/v1/sandboxes", { name: "test", idleTimeoutSeconds: 600, maxLifetimeSeconds: 3600, resources: { memoryMB: 2048 } });
+    const created = await emu.api("POST", "/v1/sandboxes", {
+      name: "test",
+      idleTimeoutSeconds: 600,
+      maxLifetimeSeconds: 3600,
+      resources: { memoryMB: 2048 },
+    });
     const full = SandboxView.parse(await json(created));
-    expect(full).toMatchObject({ idleTimeoutSeconds: 600, maxLifetimeSeconds: 3600, resources: { cpuCores: 2, memoryMB: 2048, diskGB: 10 } });
+    expect(full).toMatchObject({
+      idleTimeoutSeconds: 600,
+      maxLifetimeSeconds: 3600,
+      resources: { cpuCores: 2, memoryMB: 2048, diskGB: 10 },
+    });
     expect(Date.parse(full.expiresAt!) - Date.parse(full.createdAt)).toBe(3600 * 1000);
 
     await setVariants(emu, { sandboxLifecycle: "wire-only" });
     const wireOnly = SandboxView.parse(await json(await emu.api("GET", `/v1/sandboxes/${full.id}`)));
     expect(wireOnly.expiresAt).toBe(full.expiresAt);
     expect(wireOnly.lastActivityAt).toBeTypeOf("string");
-    for (const name of ["idleTimeoutSeconds", "maxLifetimeSeconds", "resources"]) expect(wireOnly).not.toHaveProperty(name);
+    for (const name of ["idleTimeoutSeconds", "maxLifetimeSeconds", "resources"])
+      expect(wireOnly).not.toHaveProperty(name);
   });
 
   it("accountUsage: the account's usage is served by default; 404 like a deployment without it when switched", async () => {

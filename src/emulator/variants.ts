@@ -136,11 +136,17 @@ const DEFAULT_VARIANTS: Variants = {
 /** The variants in force: those set, the defaults for the rest. */
 export function effectiveVariants(set: EmulatorVariants): Variants {
   const out = { ...DEFAULT_VARIANTS };
-  for (const [key, value] of Object.entries(set)) if (value !== undefined) (out as Record<string, unknown>)[key] = value;
+  for (const [key, value] of Object.entries(set))
+    if (value !== undefined) (out as Record<string, unknown>)[key] = value;
   return out;
 }
 
-export function errorBody(v: Variants, code: string, message: string, extra?: Record<string, unknown>): Record<string, unknown> {
+export function errorBody(
+  v: Variants,
+  code: string,
+  message: string,
+  extra?: Record<string, unknown>,
+): Record<string, unknown> {
   return v.errorBody === "control-plane" ? { error: message, code, ...extra } : { error: { code, message, ...extra } };
 }
 
@@ -165,10 +171,17 @@ export function admissionFrame(
 ): { type: string; data: Record<string, unknown> } {
   const again = found.alreadyExisted ? { alreadyExisted: true } : {};
   if (v.admission === "status") {
-    if (v.dispatched !== "receipt") return { type: "status", data: { status: "started", executionId: exe.executionId, sessionId: exe.sessionId, ...again } };
+    if (v.dispatched !== "receipt")
+      return {
+        type: "status",
+        data: { status: "started", executionId: exe.executionId, sessionId: exe.sessionId, ...again },
+      };
     // With the receipt, the frame's own `status` is the run's: started while it runs.
     const status = exe.status === "running" ? "started" : exe.status;
-    return { type: "status", data: { status, executionId: exe.executionId, sessionId: exe.sessionId, ...again, dispatched: found.dispatched } };
+    return {
+      type: "status",
+      data: { status, executionId: exe.executionId, sessionId: exe.sessionId, ...again, dispatched: found.dispatched },
+    };
   }
   return {
     type: "execution.started",
@@ -211,8 +224,13 @@ export function terminalFrame(
 }
 
 /** §2 the readiness a sandbox reports: `"warming"` instead of `"ready"` while the variant's polls last. */
-export function readinessShown(v: Variants, readiness: string, warmingPollsSoFar: number): { shown: string; counted: boolean } {
-  if (v.readiness === "unknown-value" && readiness === "ready" && warmingPollsSoFar < v.readinessUnknownPolls) return { shown: "warming", counted: true };
+export function readinessShown(
+  v: Variants,
+  readiness: string,
+  warmingPollsSoFar: number,
+): { shown: string; counted: boolean } {
+  if (v.readiness === "unknown-value" && readiness === "ready" && warmingPollsSoFar < v.readinessUnknownPolls)
+    return { shown: "warming", counted: true };
   return { shown: readiness, counted: false };
 }
 

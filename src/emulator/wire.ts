@@ -25,7 +25,9 @@ export const CreateSandboxBody = z.strictObject({
   git: z.strictObject({ url: z.string().min(1), ref: z.string().optional() }).optional(),
   backend: BackendBody.optional(),
   env: z.record(z.string(), z.string()).optional(),
-  resources: z.strictObject({ cpuCores: z.number().optional(), memoryMB: z.number().optional(), diskGB: z.number().optional() }).optional(),
+  resources: z
+    .strictObject({ cpuCores: z.number().optional(), memoryMB: z.number().optional(), diskGB: z.number().optional() })
+    .optional(),
   maxLifetimeSeconds: z.number().int().positive().optional(),
   idleTimeoutSeconds: z.number().int().positive().optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
@@ -110,7 +112,9 @@ export const SandboxView = z.strictObject({
   expiresAt: z.string().optional(),
   idleTimeoutSeconds: z.number().int().positive().optional(),
   maxLifetimeSeconds: z.number().int().positive().optional(),
-  resources: z.strictObject({ cpuCores: z.number().optional(), memoryMB: z.number().optional(), diskGB: z.number().optional() }).optional(),
+  resources: z
+    .strictObject({ cpuCores: z.number().optional(), memoryMB: z.number().optional(), diskGB: z.number().optional() })
+    .optional(),
   /** `"warming"` is the unlisted value of variant `readiness: "unknown-value"`. */
   filesystemIncarnationReadiness: z.enum(["transitioning", "ready", "warming"]),
   error: z.string().optional(),
@@ -118,7 +122,10 @@ export const SandboxView = z.strictObject({
 export type SandboxView = z.infer<typeof SandboxView>;
 
 /** §2 the account's usage [ours] (the SDK's `client.usage()`): no ceiling is left out, never 0. */
-export const AccountUsageView = z.strictObject({ activeSandboxes: z.number().int().nonnegative(), concurrentSandboxLimit: z.number().int().positive().optional() });
+export const AccountUsageView = z.strictObject({
+  activeSandboxes: z.number().int().nonnegative(),
+  concurrentSandboxLimit: z.number().int().positive().optional(),
+});
 export type AccountUsageView = z.infer<typeof AccountUsageView>;
 
 export const SandboxListView = z.strictObject({ sandboxes: z.array(SandboxView) });
@@ -144,7 +151,7 @@ export const PromptResultView = z
     usage: z.record(z.string(), z.unknown()).optional(),
     costUsd: z.number().optional(),
   })
-  .refine((r) => r.success === (r.status === "success"), "success must equal status === \"success\"");
+  .refine((r) => r.success === (r.status === "success"), 'success must equal status === "success"');
 export type PromptResultView = z.infer<typeof PromptResultView>;
 
 /** §6 capability document [wire]. */

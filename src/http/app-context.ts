@@ -62,7 +62,11 @@ export async function authenticate(c: Context<AppEnv>, next: () => Promise<void>
     ({ userId } = verified);
     issuedAt = verified.claims.iat;
   }
-  const identity = { userId, ownerKey: await deriveOwnerKey(config.SESSION_ID_SECRET, userId), issuedAt: typeof issuedAt === "number" ? issuedAt : null };
+  const identity = {
+    userId,
+    ownerKey: await deriveOwnerKey(config.SESSION_ID_SECRET, userId),
+    issuedAt: typeof issuedAt === "number" ? issuedAt : null,
+  };
   c.set("identity", identity);
   // An account being deleted (or deleted, for a token issued before) is served nothing but its own account routes.
   const account = c.req.path === "/v1/me" || c.req.path === "/v1/me/";
@@ -100,11 +104,17 @@ export async function rateLimit(c: Context<AppEnv>, kind: "turn" | "stream"): Pr
     const { at } = verdict;
     return { release: () => user.releaseAdmission(kind, at) };
   }
-  throw new ApiError(429, "rate_limited", `at most ${perMinute} ${kind === "turn" ? "turn submissions" : "event streams"} a minute per user; retry in ${verdict.retryAfterSeconds} s`, {
-    kind,
-    perMinute,
-    retryAfterSeconds: verdict.retryAfterSeconds,
-  }, { "retry-after": String(verdict.retryAfterSeconds) });
+  throw new ApiError(
+    429,
+    "rate_limited",
+    `at most ${perMinute} ${kind === "turn" ? "turn submissions" : "event streams"} a minute per user; retry in ${verdict.retryAfterSeconds} s`,
+    {
+      kind,
+      perMinute,
+      retryAfterSeconds: verdict.retryAfterSeconds,
+    },
+    { "retry-after": String(verdict.retryAfterSeconds) },
+  );
 }
 
 /**
@@ -143,17 +153,25 @@ export async function knownConversation(c: Context<AppEnv>, conversationId: stri
  */
 export async function awaitConversation(c: Context<AppEnv>, conversationId: string): Promise<WebSocket | "known"> {
   const stub = c.env.USERS.get(c.env.USERS.idFromName(c.get("identity").ownerKey));
-  const res = await stub.fetch(`https://user${AWAIT_PATH}?conversation=${encodeURIComponent(conversationId)}`, { headers: { upgrade: "websocket" } });
+  const res = await stub.fetch(`https://user${AWAIT_PATH}?conversation=${encodeURIComponent(conversationId)}`, {
+    headers: { upgrade: "websocket" },
+  });
   if (res.status === 204) return "known";
   const socket = res.webSocket;
-  if (res.status !== 101 || !socket) throw new ApiError(503, "user_unavailable", "the user's index could not be asked to wait for the conversation; retry");
+  if (res.status !== 101 || !socket)
+    throw new ApiError(
+      503,
+      "user_unavailable",
+      "the user's index could not be asked to wait for the conversation; retry",
+    );
   socket.accept();
   return socket;
 }
 
 /** A 404 for a conversation the user does not have, before any session object is woken. */
 export async function requireConversation(c: Context<AppEnv>, conversationId: string): Promise<void> {
-  if (!(await knownConversation(c, conversationId))) throw new ApiError(404, "conversation_not_found", `no conversation ${conversationId}`);
+  if (!(await knownConversation(c, conversationId)))
+    throw new ApiError(404, "conversation_not_found", `no conversation ${conversationId}`);
 }
 
 /** The session object of a conversation the user has (404 otherwise, nothing woken). */

@@ -13,7 +13,14 @@ describe("a JSON body's nesting, measured on its text", () => {
   it("agrees with the parsed value's depth for any JSON, brackets and escapes inside strings included", () => {
     const text = fc.string({ unit: fc.constantFrom("[", "]", "{", "}", '"', "\\", "a", "é") });
     const value = fc.letrec((tie) => ({
-      node: fc.oneof({ depthSize: "small" }, text, fc.integer(), fc.constant(null), fc.array(tie("node")), fc.dictionary(text, tie("node"))),
+      node: fc.oneof(
+        { depthSize: "small" },
+        text,
+        fc.integer(),
+        fc.constant(null),
+        fc.array(tie("node")),
+        fc.dictionary(text, tie("node")),
+      ),
     })).node;
     fc.assert(
       fc.property(value, fc.nat(12), (v, limit) => {

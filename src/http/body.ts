@@ -17,7 +17,9 @@ function issuesOf(error: z.ZodError): Array<{ path: string; message: string }> {
 
 export function invalid(what: string, error: z.ZodError): ApiError {
   const issues = issuesOf(error);
-  return new ApiError(400, "invalid_request", `${what}: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`, { issues });
+  return new ApiError(400, "invalid_request", `${what}: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`, {
+    issues,
+  });
 }
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -28,7 +30,8 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  */
 function loneSurrogatePaths(value: unknown, path = ""): string[] {
   if (typeof value === "string") return LONE_SURROGATE.test(value) ? [path || "(body)"] : [];
-  if (Array.isArray(value)) return value.flatMap((item, i) => loneSurrogatePaths(item, path ? `${path}.${i}` : String(i)));
+  if (Array.isArray(value))
+    return value.flatMap((item, i) => loneSurrogatePaths(item, path ? `${path}.${i}` : String(i)));
   if (typeof value !== "object" || value === null) return [];
   return Object.entries(value).flatMap(([key, item]) => {
     const at = path ? `${path}.${key}` : key;
@@ -53,7 +56,8 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const ch = text.charCodeAt(i);
     if (inString) {
-      if (ch === 0x5c) i++; // a backslash: the next character is escaped
+      if (ch === 0x5c)
+        i++; // a backslash: the next character is escaped
       else if (ch === 0x22) inString = false;
     } else if (ch === 0x22) inString = true;
     else if (ch === 0x5b || ch === 0x7b) {
@@ -64,7 +68,12 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
 }
 
 /** Reads and validates a JSON body; `raw` receives the parsed JSON before the schema shapes it. */
-export async function readJsonBody<S extends z.ZodType>(c: Context, schema: S, maxBytes: number, raw?: (body: unknown) => void): Promise<z.output<S>> {
+export async function readJsonBody<S extends z.ZodType>(
+  c: Context,
+  schema: S,
+  maxBytes: number,
+  raw?: (body: unknown) => void,
+): Promise<z.output<S>> {
   // Exactly application/json (parameters such as charset allowed): not json-patch+json or other look-alikes.
   const type = (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   if (type !== "application/json") {
@@ -73,7 +82,8 @@ export async function readJsonBody<S extends z.ZodType>(c: Context, schema: S, m
   const declared = Number(c.req.header("content-length") ?? "0");
   if (declared > maxBytes) throw new ApiError(413, "payload_too_large", `the body is larger than ${maxBytes} bytes`);
   const buffer = await c.req.arrayBuffer();
-  if (buffer.byteLength > maxBytes) throw new ApiError(413, "payload_too_large", `the body is larger than ${maxBytes} bytes`);
+  if (buffer.byteLength > maxBytes)
+    throw new ApiError(413, "payload_too_large", `the body is larger than ${maxBytes} bytes`);
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(buffer);
@@ -82,7 +92,10 @@ export async function readJsonBody<S extends z.ZodType>(c: Context, schema: S, m
   }
   if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
     const issues = [{ path: "(body)", message: `nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels` }];
-    throw new ApiError(400, "invalid_request", `the body is invalid: (body): ${issues[0]!.message}`, { issues, maxDepth: MAX_JSON_DEPTH });
+    throw new ApiError(400, "invalid_request", `the body is invalid: (body): ${issues[0]!.message}`, {
+      issues,
+      maxDepth: MAX_JSON_DEPTH,
+    });
   }
   let body: unknown;
   try {
@@ -93,7 +106,12 @@ export async function readJsonBody<S extends z.ZodType>(c: Context, schema: S, m
   const broken = loneSurrogatePaths(body);
   if (broken.length > 0) {
     const issues = broken.map((path) => ({ path, message: "contains a lone UTF-16 surrogate, which is not text" }));
-    throw new ApiError(400, "invalid_request", `the body is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`, { issues });
+    throw new ApiError(
+      400,
+      "invalid_request",
+      `the body is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`,
+      { issues },
+    );
   }
   raw?.(body);
   const parsed = schema.safeParse(body);

@@ -41,7 +41,8 @@ export function refusalStatus(code: RefusalCode): ContentfulStatusCode {
 }
 
 function refusalToApi(refusal: RefusalWire): ApiError {
-  const headers = refusal.retryAfterSeconds !== undefined ? { "retry-after": String(refusal.retryAfterSeconds) } : undefined;
+  const headers =
+    refusal.retryAfterSeconds !== undefined ? { "retry-after": String(refusal.retryAfterSeconds) } : undefined;
   return new ApiError(REFUSAL_STATUS[refusal.code], refusal.code, refusal.message, refusal.details, headers);
 }
 

@@ -34,7 +34,12 @@ const DocumentSchema = z.record(z.string(), z.unknown()).describe("This document
 export const documentRoutes = new DeclaredRoutes();
 
 documentRoutes.serve(
-  { method: "get", path: "/openapi.json", summary: "The OpenAPI 3.1 document of the public API", answers: { 200: json(DocumentSchema, "The document") } },
+  {
+    method: "get",
+    path: "/openapi.json",
+    summary: "The OpenAPI 3.1 document of the public API",
+    answers: { 200: json(DocumentSchema, "The document") },
+  },
   (c) => c.json(openApiDocument(VERSION)),
 );
 
@@ -50,7 +55,9 @@ function schemaOf(schema: z.ZodType, io: "input" | "output"): Json {
 }
 
 function answer({ description, content }: Answer): Json {
-  return content ? { description, content: { [content.media]: { schema: schemaOf(content.schema, "output") } } } : { description };
+  return content
+    ? { description, content: { [content.media]: { schema: schemaOf(content.schema, "output") } } }
+    : { description };
 }
 
 /** `/:cid/turns` under `/v1/conversations` → `/v1/conversations/{cid}/turns`. */
@@ -71,25 +78,40 @@ function parameters(where: "path" | "header" | "query", schemas: Readonly<Record
 function operation(path: string, route: RouteDeclaration): Json {
   const named = [...route.path.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]!);
   const declared = Object.keys(route.params ?? {});
-  if (named.join() !== declared.join()) throw new Error(`${path}: the path's parameters (${named.join()}) are not the declared ones (${declared.join()})`);
+  if (named.join() !== declared.join())
+    throw new Error(`${path}: the path's parameters (${named.join()}) are not the declared ones (${declared.join()})`);
   const responses: Json = {};
-  for (const status of route.errors ?? []) responses[status] = { description: "Error, with a stable code", content: { "application/json": { schema: schemaOf(ErrorBody, "output") } } };
+  for (const status of route.errors ?? [])
+    responses[status] = {
+      description: "Error, with a stable code",
+      content: { "application/json": { schema: schemaOf(ErrorBody, "output") } },
+    };
   for (const [status, declaredAnswer] of Object.entries(route.answers)) {
     if (status in responses) throw new Error(`${path}: ${status} is declared both as an answer and as an error`);
     responses[status] = answer(declaredAnswer);
   }
-  const params = [...parameters("path", route.params), ...parameters("header", route.headers), ...parameters("query", route.query)];
+  const params = [
+    ...parameters("path", route.params),
+    ...parameters("header", route.headers),
+    ...parameters("query", route.query),
+  ];
   const authenticated = AUTHENTICATED_PREFIXES.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
   // The account gate (`authenticate`): every authenticated route but the account's own answers
   // 409 account_deleting while the account is deleted, 410 account_deleted after (docs/api.md#deleting-an-account).
   if (authenticated && path !== "/v1/me") {
-    for (const status of [409, 410]) responses[status] ??= { description: "Error, with a stable code", content: { "application/json": { schema: schemaOf(ErrorBody, "output") } } };
+    for (const status of [409, 410])
+      responses[status] ??= {
+        description: "Error, with a stable code",
+        content: { "application/json": { schema: schemaOf(ErrorBody, "output") } },
+      };
   }
   return {
     summary: route.summary,
     ...(authenticated ? { security: [{ bearer: [] }] } : {}),
     ...(params.length > 0 ? { parameters: params } : {}),
-    ...(route.body ? { requestBody: { content: { "application/json": { schema: schemaOf(route.body, "input") } } } } : {}),
+    ...(route.body
+      ? { requestBody: { content: { "application/json": { schema: schemaOf(route.body, "input") } } } }
+      : {}),
     responses,
   };
 }
@@ -100,7 +122,10 @@ function paths(mounts: readonly Mount[]): Record<string, Json> {
     for (const route of routes.declarations) {
       if (route.undocumented !== undefined) continue;
       const path = documentedPath(prefix, route.path);
-      if (route.method === "all") throw new Error(`${path}: a route for every method cannot be documented; declare its methods, or why it is undocumented`);
+      if (route.method === "all")
+        throw new Error(
+          `${path}: a route for every method cannot be documented; declare its methods, or why it is undocumented`,
+        );
       const operations = (out[path] ??= {});
       if (route.method in operations) throw new Error(`${route.method} ${path} is declared twice`);
       operations[route.method] = operation(path, route);
@@ -117,17 +142,23 @@ const BEARER = {
   description:
     "A user's token, sent as `Authorization: Bearer <token>`: a JWT whose `sub` is the user, signed with " +
     "AUTH_JWT_SECRET or by the identity provider of AUTH_JWKS_URL. " +
-    "Locally (`npm start`), `POST /v1/dev/login` with `{ \"user\": \"ada\" }` answers one.",
+    'Locally (`npm start`), `POST /v1/dev/login` with `{ "user": "ada" }` answers one.',
 };
 
 let cached: Json | undefined;
 
 export function openApiDocument(version: string): Json {
   if (cached) return cached;
-  const components = z.toJSONSchema(z.globalRegistry, { uri: (id) => `#/components/schemas/${id}` }) as { schemas: Json };
+  const components = z.toJSONSchema(z.globalRegistry, { uri: (id) => `#/components/schemas/${id}` }) as {
+    schemas: Json;
+  };
   cached = {
     openapi: "3.1.0",
-    info: { title: "Agent chat gateway", version, description: "Durable conversations with coding agents, streamed as Server-Sent Events." },
+    info: {
+      title: "Agent chat gateway",
+      version,
+      description: "Durable conversations with coding agents, streamed as Server-Sent Events.",
+    },
     // Relative: the server is the origin the document was read from (`npm start` on any PORT, a
     // deployment under any host), so the reference at /docs sends its "try it" requests there.
     servers: [{ url: "/", description: "This gateway (the origin that served this document)" }],

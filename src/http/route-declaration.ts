@@ -20,9 +20,15 @@ export interface Answer {
   readonly content?: { readonly media: "application/json" | "text/event-stream"; readonly schema: z.ZodType };
 }
 
-export const json = (schema: z.ZodType, description: string): Answer => ({ description, content: { media: "application/json", schema } });
+export const json = (schema: z.ZodType, description: string): Answer => ({
+  description,
+  content: { media: "application/json", schema },
+});
 /** Server-Sent Events; `schema` is what each frame's data holds. */
-export const eventStream = (schema: z.ZodType, description: string): Answer => ({ description, content: { media: "text/event-stream", schema } });
+export const eventStream = (schema: z.ZodType, description: string): Answer => ({
+  description,
+  content: { media: "text/event-stream", schema },
+});
 export const noContent = (description: string): Answer => ({ description });
 
 export interface RouteDeclaration<Body extends z.ZodType | undefined = z.ZodType | undefined> {
@@ -48,7 +54,9 @@ export interface RouteDeclaration<Body extends z.ZodType | undefined = z.ZodType
 }
 
 /** Reads the declared body: at most `maxBytes`; `raw` sees the parsed JSON before the schema shapes it. */
-type BodyReader<Body> = Body extends z.ZodType ? (maxBytes: number, raw?: (body: unknown) => void) => Promise<z.output<Body>> : undefined;
+type BodyReader<Body> = Body extends z.ZodType
+  ? (maxBytes: number, raw?: (body: unknown) => void) => Promise<z.output<Body>>
+  : undefined;
 
 type RouteHandler<Body> = (c: Context<AppEnv>, readBody: BodyReader<Body>) => Response | Promise<Response>;
 
@@ -61,11 +69,17 @@ export class DeclaredRoutes {
     return this.#declarations;
   }
 
-  serve<Body extends z.ZodType | undefined = undefined>(declaration: RouteDeclaration<Body>, handler: RouteHandler<Body>): this {
+  serve<Body extends z.ZodType | undefined = undefined>(
+    declaration: RouteDeclaration<Body>,
+    handler: RouteHandler<Body>,
+  ): this {
     this.#declarations.push(declaration);
     const schema = declaration.body;
     const endpoint = (c: Context<AppEnv>) => {
-      const reader = schema === undefined ? undefined : (maxBytes: number, raw?: (body: unknown) => void) => readJsonBody(c, schema, maxBytes, raw);
+      const reader =
+        schema === undefined
+          ? undefined
+          : (maxBytes: number, raw?: (body: unknown) => void) => readJsonBody(c, schema, maxBytes, raw);
       return handler(c, reader as BodyReader<Body>);
     };
     const method = declaration.method.toUpperCase();

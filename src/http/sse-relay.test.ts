@@ -59,7 +59,15 @@ async function readBytes(reader: ReadableStreamDefaultReader<Uint8Array>, length
 /** A pipe that records what it was given (the chunks themselves) and never fills up. */
 function recordingPipe(): RelayPipe & { chunks: Uint8Array[] } {
   const chunks: Uint8Array[] = [];
-  return { chunks, readable: new ReadableStream(), write: (b) => void chunks.push(b), close: () => {}, unread: () => 0, below: () => Promise.resolve(), gone: new Promise(() => {}) };
+  return {
+    chunks,
+    readable: new ReadableStream(),
+    write: (b) => void chunks.push(b),
+    close: () => {},
+    unread: () => 0,
+    below: () => Promise.resolve(),
+    gone: new Promise(() => {}),
+  };
 }
 
 describe("the relay's pipe", () => {
@@ -140,7 +148,7 @@ describe("the Worker's relay", () => {
     socket.deliver(wireMessage(LIVE, "id: 3\nevent: x\ndata: {}\n\n").buffer);
     expect(await readBytes(reader, 24)).toBe("id: 3\nevent: x\ndata: {}\n\n");
     // Live: no more pulls; pushed events are written as they come.
-    socket.deliver(wireMessage(EVENTS, "id: 4\nevent: message.part.delta\ndata: {\"d\":\"a\"}\n\n").buffer);
+    socket.deliver(wireMessage(EVENTS, 'id: 4\nevent: message.part.delta\ndata: {"d":"a"}\n\n').buffer);
     expect(await readBytes(reader, 47)).toBe('id: 4\nevent: message.part.delta\ndata: {"d":"a"}\n\n');
     await tick();
     expect(socket.sent).toEqual([PULL, PULL, PULL]);
@@ -231,7 +239,11 @@ describe("the Worker's relay", () => {
   });
 
   it("ends the stream on a message that is not this wire: text, or an unknown kind", async () => {
-    for (const message of ["Eid: 1\n\n", wireMessage(EVENTS, "").buffer.slice(0, 0), new Uint8Array([0x58, 0x0a]).buffer]) {
+    for (const message of [
+      "Eid: 1\n\n",
+      wireMessage(EVENTS, "").buffer.slice(0, 0),
+      new Uint8Array([0x58, 0x0a]).buffer,
+    ]) {
       const socket = fakeSocket();
       const reader = relayStream(socket, { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 }).getReader();
       const first = reader.read();
@@ -302,7 +314,12 @@ describe("the relay of a conversation that does not exist yet", () => {
   it("follows at once when the object has the conversation already", async () => {
     const socket = fakeSocket();
     const opened: number[] = [];
-    const reader = relayOnceKnown(async () => "known", async (after) => (opened.push(after), socket), 0, { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 }).getReader();
+    const reader = relayOnceKnown(
+      async () => "known",
+      async (after) => (opened.push(after), socket),
+      0,
+      { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 },
+    ).getReader();
     expect(await readBytes(reader, HEAD.length)).toBe(HEAD);
     await until(() => socket.sent.length > 0);
     expect(opened).toEqual([0]);
@@ -335,7 +352,12 @@ describe("the relay of a conversation that does not exist yet", () => {
   it("a browser that leaves while it waits closes its wait and opens no socket, though the conversation exists later", async () => {
     let opened = 0;
     const waiting = fakeWaitSocket();
-    const reader = relayOnceKnown(async () => waiting, async () => (opened++, fakeSocket()), 0, { pingIntervalMs: 20, maxPendingBytes: 1_000_000 }).getReader();
+    const reader = relayOnceKnown(
+      async () => waiting,
+      async () => (opened++, fakeSocket()),
+      0,
+      { pingIntervalMs: 20, maxPendingBytes: 1_000_000 },
+    ).getReader();
     expect(await readBytes(reader, HEAD.length)).toBe(HEAD);
     await reader.cancel();
     // Found at the next ping's write.

@@ -120,7 +120,11 @@ export function relayPipe(): RelayPipe {
  * socket: at once (relayStream), or once the conversation exists (relayOnceKnown), writing to the
  * pipe meanwhile. One pipe for the whole stream: no stream relaying another's chunks.
  */
-function relay(options: RelayOptions, connect: (pipe: RelayPipe, ended: () => boolean) => RelaySocket | Promise<RelaySocket | null>, pipe: RelayPipe = relayPipe()): ReadableStream<Uint8Array> {
+function relay(
+  options: RelayOptions,
+  connect: (pipe: RelayPipe, ended: () => boolean) => RelaySocket | Promise<RelaySocket | null>,
+  pipe: RelayPipe = relayPipe(),
+): ReadableStream<Uint8Array> {
   let socket: RelaySocket | null = null;
   let live = false;
   let ended = false;
@@ -226,11 +230,16 @@ export function relayStream(socket: RelaySocket, options: RelayOptions, pipe?: R
 }
 
 /** Opens a subscription to a conversation's log strictly after `after` (the object accepts it as hibernatable). */
-export async function openSubscription(stub: { fetch(input: string, init?: RequestInit): Promise<Response> }, after: number, branch?: number): Promise<WebSocket> {
+export async function openSubscription(
+  stub: { fetch(input: string, init?: RequestInit): Promise<Response> },
+  after: number,
+  branch?: number,
+): Promise<WebSocket> {
   const query = `after=${after}${branch !== undefined ? `&branch=${branch}` : ""}`;
   const upgrade = await stub.fetch(`https://session${SUBSCRIBE_PATH}?${query}`, { headers: { upgrade: "websocket" } });
   const socket = upgrade.webSocket;
-  if (upgrade.status !== 101 || !socket) throw new ApiError(503, "session_unavailable", "the conversation's event log could not be opened; retry");
+  if (upgrade.status !== 101 || !socket)
+    throw new ApiError(503, "session_unavailable", "the conversation's event log could not be opened; retry");
   socket.accept();
   return socket;
 }
@@ -256,12 +265,22 @@ const RETRY_HEAD = encoder.encode("retry: 2000\n\n");
  * conversation exists, it relays the log from its start as any stream. A wait the object ends with
  * CLOSE_DELETED (the account is gone) ends the stream; a lost one is opened again.
  */
-export function relayOnceKnown(wait: () => Promise<WaitSocket | "known">, open: (after: number) => Promise<RelaySocket>, after: number, options: RelayOptions): ReadableStream<Uint8Array> {
+export function relayOnceKnown(
+  wait: () => Promise<WaitSocket | "known">,
+  open: (after: number) => Promise<RelaySocket>,
+  after: number,
+  options: RelayOptions,
+): ReadableStream<Uint8Array> {
   return relay(options, async (pipe, ended) => {
     pipe.write(RETRY_HEAD);
     // A cursor into a log that does not exist (the conversation was deleted, say): reset, as an
     // empty log answers a cursor ahead of it (docs/sse-protocol.md §4), and follow from the start.
-    if (after > 0) pipe.write(encoder.encode(`event: stream.reset\ndata: ${JSON.stringify({ type: "stream.reset", data: { reason: "cursor_ahead", firstRetainedSeq: null, lastSeq: 0 } })}\n\n`));
+    if (after > 0)
+      pipe.write(
+        encoder.encode(
+          `event: stream.reset\ndata: ${JSON.stringify({ type: "stream.reset", data: { reason: "cursor_ahead", firstRetainedSeq: null, lastSeq: 0 } })}\n\n`,
+        ),
+      );
     let wake: (() => void) | undefined;
     void pipe.gone.then(() => wake?.());
     const ping = setInterval(() => pipe.write(PING), options.pingIntervalMs);
@@ -277,7 +296,9 @@ export function relayOnceKnown(wait: () => Promise<WaitSocket | "known">, open: 
         const outcome = await new Promise<"known" | "deleted" | "lost" | "left">((resolve) => {
           wake = () => resolve("left");
           if (!socket) return resolve("lost");
-          socket.addEventListener("close", (event) => resolve(event.code === CLOSE_KNOWN ? "known" : event.code === CLOSE_DELETED ? "deleted" : "lost"));
+          socket.addEventListener("close", (event) =>
+            resolve(event.code === CLOSE_KNOWN ? "known" : event.code === CLOSE_DELETED ? "deleted" : "lost"),
+          );
           socket.addEventListener("error", () => resolve("lost"));
         });
         wake = undefined;

@@ -26,8 +26,13 @@ function fakeSocket() {
 }
 
 /** The response's UI chunks (the `data:` lines as JSON), and whether it ended with `[DONE]`. */
-async function chunksOf(response: Response): Promise<{ chunks: Array<{ type: string; errorText?: string; delta?: string }>; done: boolean }> {
-  const lines = (await response.text()).split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6));
+async function chunksOf(
+  response: Response,
+): Promise<{ chunks: Array<{ type: string; errorText?: string; delta?: string }>; done: boolean }> {
+  const lines = (await response.text())
+    .split("\n")
+    .filter((l) => l.startsWith("data: "))
+    .map((l) => l.slice(6));
   const done = lines.at(-1) === "[DONE]";
   return { chunks: lines.filter((l) => l !== "[DONE]").map((l) => JSON.parse(l)), done };
 }
@@ -35,9 +40,13 @@ async function chunksOf(response: Response): Promise<{ chunks: Array<{ type: str
 describe("followTurn", () => {
   it("a log stream that ends before the turn does ends the response with an error chunk, not as a finished turn", async () => {
     const socket = fakeSocket();
-    const response = followTurn(socket, new TurnResponse("t1", { pauseAt: () => false }), { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 });
+    const response = followTurn(socket, new TurnResponse("t1", { pauseAt: () => false }), {
+      pingIntervalMs: 60_000,
+      maxPendingBytes: 1_000_000,
+    });
     const at = "2026-12-02T06:00:00.000Z";
-    const event = (seq: number, type: string, data: Record<string, unknown>) => JSON.stringify({ seq, turnId: "t1", executionId: "e1", type, data, at });
+    const event = (seq: number, type: string, data: Record<string, unknown>) =>
+      JSON.stringify({ seq, turnId: "t1", executionId: "e1", type, data, at });
     const frames =
       `id: 1\nevent: turn.started\ndata: ${event(1, "turn.started", {})}\n\n` +
       `id: 2\nevent: message.part.updated\ndata: ${event(2, "message.part.updated", { part: { id: "p1", type: "text" }, delta: "Hel" })}\n\n`;

@@ -19,7 +19,8 @@ const PING = encoder.encode(": ping\n\n");
 const DONE = encoder.encode("data: [DONE]\n\n");
 
 /** The error chunk's text when the log's stream ends before the turn does. */
-export const STREAM_ENDED = "stream_ended: the turn's event stream ended before the turn did; resume the stream (GET /v1/chat/:id/stream) or reload the messages";
+export const STREAM_ENDED =
+  "stream_ended: the turn's event stream ended before the turn did; resume the stream (GET /v1/chat/:id/stream) or reload the messages";
 
 const encode = (chunks: UiChunk[]) => encoder.encode(chunks.map(frameChunk).join(""));
 
@@ -65,7 +66,11 @@ export function followTurn(socket: RelaySocket, response: TurnResponse, options:
           }
           if (frame.event === "stream.reset") {
             // The turn's events are no longer held from where this response needs them.
-            controller.enqueue(encode([{ type: "error", errorText: "stream_reset: the turn's events are no longer held; reload the messages" }]));
+            controller.enqueue(
+              encode([
+                { type: "error", errorText: "stream_reset: the turn's events are no longer held; reload the messages" },
+              ]),
+            );
             wrote = true;
             closed = true;
             break;
@@ -76,7 +81,14 @@ export function followTurn(socket: RelaySocket, response: TurnResponse, options:
           } catch {
             // A frame that does not read as an event (never sent by the session object): the text
             // after it could not be trusted, so the response ends here, saying so.
-            controller.enqueue(encode([{ type: "error", errorText: "stream_unreadable: an event of the turn could not be read; reload the messages" }]));
+            controller.enqueue(
+              encode([
+                {
+                  type: "error",
+                  errorText: "stream_unreadable: an event of the turn could not be read; reload the messages",
+                },
+              ]),
+            );
             wrote = true;
             closed = true;
             break;

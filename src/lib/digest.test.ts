@@ -4,7 +4,9 @@ import { canonicalDigest, canonicalJson, stripUndefined } from "./digest";
 
 describe("canonical JSON (RFC 8785)", () => {
   it("sorts keys by UTF-16 code units, recursively, without whitespace", () => {
-    expect(canonicalJson({ b: 1, a: [{ d: true, c: null }], A: "x" })).toBe('{"A":"x","a":[{"c":null,"d":true}],"b":1}');
+    expect(canonicalJson({ b: 1, a: [{ d: true, c: null }], A: "x" })).toBe(
+      '{"A":"x","a":[{"c":null,"d":true}],"b":1}',
+    );
     // U+FB33 sorts after U+1F600 (surrogates 0xD83D…) in UTF-16 order, though not in code point order.
     expect(canonicalJson({ "\ufb33": 1, "\ud83d\ude00": 2 })).toBe('{"😀":2,"\ufb33":1}');
   });
@@ -47,11 +49,17 @@ describe("canonical JSON (RFC 8785)", () => {
 describe("canonical JSON properties (fast-check)", () => {
   // Well-formed Unicode only (lone surrogates are refused, tested below): ASCII, BMP, astral, and
   // names JSON must escape.
-  const key = fc.string({ unit: fc.constantFrom("a", "b", "A", "_", "1", "é", "\ufb33", "😀", "\u0000", "\"", "\\", " ", "\u2028"), maxLength: 4 });
+  const key = fc.string({
+    unit: fc.constantFrom("a", "b", "A", "_", "1", "é", "\ufb33", "😀", "\u0000", '"', "\\", " ", "\u2028"),
+    maxLength: 4,
+  });
   // Names without an escape, for properties that parse canonical text back: the runtime's
   // JSON.parse can read an escaped member name back as "\\" once its key cache holds one (a V8
   // bug, nodejs/node#63785; reproduced in this workerd with fast-check's seed 42).
-  const plainKey = fc.string({ unit: fc.constantFrom("a", "b", "A", "_", "1", "é", "\ufb33", "😀", " ", "\u2028"), maxLength: 4 });
+  const plainKey = fc.string({
+    unit: fc.constantFrom("a", "b", "A", "_", "1", "é", "\ufb33", "😀", " ", "\u2028"),
+    maxLength: 4,
+  });
   const jsonWith = (names: fc.Arbitrary<string>): fc.Arbitrary<unknown> =>
     fc.letrec<{ value: unknown }>((tie) => ({
       value: fc.oneof(
@@ -75,7 +83,13 @@ describe("canonical JSON properties (fast-check)", () => {
     const rotated = entries.map((_, i) => entries[(i + seed) % entries.length]!).reverse();
     // defineProperty: a "__proto__" key stays an own member, as JSON.parse leaves it.
     const out = {};
-    for (const [k, v] of rotated) Object.defineProperty(out, k, { value: reorder(v, seed + 1), enumerable: true, writable: true, configurable: true });
+    for (const [k, v] of rotated)
+      Object.defineProperty(out, k, {
+        value: reorder(v, seed + 1),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     return out;
   }
 
@@ -107,9 +121,12 @@ describe("canonical JSON properties (fast-check)", () => {
     fc.assert(
       fc.property(fc.dictionary(key, fc.constant(0), { minKeys: 1, maxKeys: 8 }), (object) => {
         // Read the member names off the text: parsing it back would list integer-like names first.
-        const keys = [...canonicalJson(object).matchAll(/"((?:[^"\\]|\\.)*)":0/g)].map((m) => JSON.parse(`"${m[1]}"`) as string);
+        const keys = [...canonicalJson(object).matchAll(/"((?:[^"\\]|\\.)*)":0/g)].map(
+          (m) => JSON.parse(`"${m[1]}"`) as string,
+        );
         const sorted = [...Object.keys(object)].sort((a, b) => {
-          for (let i = 0; i < Math.min(a.length, b.length); i++) if (a.charCodeAt(i) !== b.charCodeAt(i)) return a.charCodeAt(i) - b.charCodeAt(i);
+          for (let i = 0; i < Math.min(a.length, b.length); i++)
+            if (a.charCodeAt(i) !== b.charCodeAt(i)) return a.charCodeAt(i) - b.charCodeAt(i);
           return a.length - b.length;
         });
         expect(keys).toEqual(sorted);

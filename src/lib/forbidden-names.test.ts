@@ -3,7 +3,9 @@ import { forbiddenPaths, isForbiddenName } from "./forbidden-names";
 
 describe("forbidden member names", () => {
   it("names each forbidden own member at any depth, arrays included, as JSON.parse leaves them", () => {
-    const raw = JSON.parse('{"a":{"__proto__":{"x":1}},"list":[{"ok":1},{"constructor":2}],"prototype":3,"fine":{"deep":{"y":0}}}');
+    const raw = JSON.parse(
+      '{"a":{"__proto__":{"x":1}},"list":[{"ok":1},{"constructor":2}],"prototype":3,"fine":{"deep":{"y":0}}}',
+    );
     expect(forbiddenPaths(raw, "data")).toEqual(["data.a.__proto__", "data.list[1].constructor", "data.prototype"]);
     expect(forbiddenPaths(raw, "")).toEqual(["a.__proto__", "list[1].constructor", "prototype"]);
   });

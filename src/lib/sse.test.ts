@@ -7,9 +7,11 @@ const parse = (text: string, max?: number) => new SseParser(max).push(text);
 describe("SSE parser", () => {
   it("reads LF, CRLF, CR and mixed line endings alike", () => {
     for (const nl of ["\n", "\r\n", "\r"]) {
-      expect(parse(`id: 1${nl}event: status${nl}data: {"a":1}${nl}${nl}`)).toEqual([{ id: "1", event: "status", data: '{"a":1}', comments: [] }]);
+      expect(parse(`id: 1${nl}event: status${nl}data: {"a":1}${nl}${nl}`)).toEqual([
+        { id: "1", event: "status", data: '{"a":1}', comments: [] },
+      ]);
     }
-    expect(parse('id: 1\r\nevent: x\rdata: y\n\r\n')).toEqual([{ id: "1", event: "x", data: "y", comments: [] }]);
+    expect(parse("id: 1\r\nevent: x\rdata: y\n\r\n")).toEqual([{ id: "1", event: "x", data: "y", comments: [] }]);
   });
 
   it("a CRLF split across chunks is one line ending", () => {
@@ -21,7 +23,7 @@ describe("SSE parser", () => {
   it("accepts data before id (CLI Bridge order), joins data lines, keeps comments", () => {
     expect(parse('data: {"x":1}\nid: 7\n\n')).toEqual([{ id: "7", data: '{"x":1}', comments: [] }]);
     expect(parse("data: one\ndata: two\n\n")[0]!.data).toBe("one\ntwo");
-    expect(parse(": connected\n\n")).toEqual([{ comments: ["connected"], }]);
+    expect(parse(": connected\n\n")).toEqual([{ comments: ["connected"] }]);
     expect(parse("id: 2\n: bridge-metadata\n\n")).toEqual([{ id: "2", comments: ["bridge-metadata"] }]);
   });
 
@@ -52,7 +54,10 @@ describe("SSE parser", () => {
     const parser = new SseParser(50);
     expect(parser.push("id: 3\ndata: " + "y".repeat(60))).toEqual([]);
     expect(parser.push("y".repeat(60))).toEqual([]);
-    expect(parser.push("\n\ndata: next\n\n")).toEqual([{ id: "3", comments: [], tooLarge: true }, { data: "next", comments: [] }]);
+    expect(parser.push("\n\ndata: next\n\n")).toEqual([
+      { id: "3", comments: [], tooLarge: true },
+      { data: "next", comments: [] },
+    ]);
   });
 
   it("reads a byte stream split at arbitrary points, including inside a UTF-8 character", async () => {
@@ -89,7 +94,23 @@ describe("SSE encoder", () => {
 
 describe("SSE properties (fast-check)", () => {
   // Strings rich in what the protocol is sensitive to: line endings, colons, spaces, multi-byte text.
-  const piece = fc.constantFrom("\r", "\n", "\r\n", ":", " ", "  ", "data: x", "id", "a", "Z", "0", "é", "✓", "😀", "\t");
+  const piece = fc.constantFrom(
+    "\r",
+    "\n",
+    "\r\n",
+    ":",
+    " ",
+    "  ",
+    "data: x",
+    "id",
+    "a",
+    "Z",
+    "0",
+    "é",
+    "✓",
+    "😀",
+    "\t",
+  );
   const text = fc.array(piece, { maxLength: 12 }).map((p) => p.join(""));
   const lineBreak = /[\r\n\0]/;
   const singleLine = text.filter((s) => !lineBreak.test(s));
@@ -125,12 +146,16 @@ describe("SSE properties (fast-check)", () => {
 
   it("any frames, encoded and parsed back in chunks cut anywhere, are the same frames", () => {
     fc.assert(
-      fc.property(fc.array(frame, { minLength: 1, maxLength: 5 }), fc.array(fc.nat(), { maxLength: 8 }), (frames, points) => {
-        const wire = frames.map((f) => encodeSseFrame(f)).join("");
-        const parser = new SseParser();
-        const parsed = cut(wire, points).flatMap((chunk) => parser.push(chunk));
-        expect(parsed).toEqual(frames.map(expected));
-      }),
+      fc.property(
+        fc.array(frame, { minLength: 1, maxLength: 5 }),
+        fc.array(fc.nat(), { maxLength: 8 }),
+        (frames, points) => {
+          const wire = frames.map((f) => encodeSseFrame(f)).join("");
+          const parser = new SseParser();
+          const parsed = cut(wire, points).flatMap((chunk) => parser.push(chunk));
+          expect(parsed).toEqual(frames.map(expected));
+        },
+      ),
       { numRuns: 400 },
     );
   });
@@ -138,51 +163,62 @@ describe("SSE properties (fast-check)", () => {
   it("the same frames written with CR, LF or CRLF line endings, cut anywhere (a CRLF too), parse the same", () => {
     const ending = fc.constantFrom("\n", "\r", "\r\n");
     fc.assert(
-      fc.property(fc.array(frame, { minLength: 1, maxLength: 4 }), fc.array(ending, { minLength: 1 }), fc.array(fc.nat(), { maxLength: 10 }), (frames, endings, points) => {
-        let i = 0;
-        let previous = "";
-        // The encoder writes LF only, and no line of its output holds a CR or LF: each is a line end.
-        // A CR followed by an ending that starts with LF would be one CRLF: then it is a CR too.
-        const wire = frames
-          .map((f) => encodeSseFrame(f))
-          .join("")
-          .replace(/\n/g, () => {
-            const next = endings[i++ % endings.length]!;
-            previous = previous === "\r" && next.startsWith("\n") ? "\r" : next;
-            return previous;
-          });
-        const parser = new SseParser();
-        expect(cut(wire, points).flatMap((chunk) => parser.push(chunk))).toEqual(frames.map(expected));
-      }),
+      fc.property(
+        fc.array(frame, { minLength: 1, maxLength: 4 }),
+        fc.array(ending, { minLength: 1 }),
+        fc.array(fc.nat(), { maxLength: 10 }),
+        (frames, endings, points) => {
+          let i = 0;
+          let previous = "";
+          // The encoder writes LF only, and no line of its output holds a CR or LF: each is a line end.
+          // A CR followed by an ending that starts with LF would be one CRLF: then it is a CR too.
+          const wire = frames
+            .map((f) => encodeSseFrame(f))
+            .join("")
+            .replace(/\n/g, () => {
+              const next = endings[i++ % endings.length]!;
+              previous = previous === "\r" && next.startsWith("\n") ? "\r" : next;
+              return previous;
+            });
+          const parser = new SseParser();
+          expect(cut(wire, points).flatMap((chunk) => parser.push(chunk))).toEqual(frames.map(expected));
+        },
+      ),
       { numRuns: 400 },
     );
   });
 
   it("the byte stream reader agrees, with UTF-8 characters split between chunks", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(frame, { minLength: 1, maxLength: 4 }), fc.array(fc.nat(), { maxLength: 8 }), async (frames, points) => {
-        const bytes = new TextEncoder().encode(frames.map((f) => encodeSseFrame(f)).join(""));
-        const at = [...new Set(points.map((p) => p % (bytes.length + 1)))].sort((a, b) => a - b);
-        const body = new ReadableStream<Uint8Array>({
-          start(c) {
-            let from = 0;
-            for (const p of [...at, bytes.length]) {
-              c.enqueue(bytes.slice(from, p));
-              from = p;
-            }
-            c.close();
-          },
-        });
-        const parsed = [];
-        for await (const f of readSseFrames(body)) parsed.push(f);
-        expect(parsed).toEqual(frames.map(expected));
-      }),
+      fc.asyncProperty(
+        fc.array(frame, { minLength: 1, maxLength: 4 }),
+        fc.array(fc.nat(), { maxLength: 8 }),
+        async (frames, points) => {
+          const bytes = new TextEncoder().encode(frames.map((f) => encodeSseFrame(f)).join(""));
+          const at = [...new Set(points.map((p) => p % (bytes.length + 1)))].sort((a, b) => a - b);
+          const body = new ReadableStream<Uint8Array>({
+            start(c) {
+              let from = 0;
+              for (const p of [...at, bytes.length]) {
+                c.enqueue(bytes.slice(from, p));
+                from = p;
+              }
+              c.close();
+            },
+          });
+          const parsed = [];
+          for await (const f of readSseFrames(body)) parsed.push(f);
+          expect(parsed).toEqual(frames.map(expected));
+        },
+      ),
       { numRuns: 150 },
     );
   });
 
   it("a CR, LF or NUL anywhere in an id or event name is refused, never written", () => {
-    const injected = fc.tuple(singleLine, fc.constantFrom("\r", "\n", "\r\n", "\0"), singleLine).map(([a, bad, b]) => a + bad + b);
+    const injected = fc
+      .tuple(singleLine, fc.constantFrom("\r", "\n", "\r\n", "\0"), singleLine)
+      .map(([a, bad, b]) => a + bad + b);
     fc.assert(
       fc.property(injected, text, (bad, data) => {
         expect(() => encodeSseFrame({ id: bad, data })).toThrow(/single line/);

@@ -23,7 +23,14 @@ describe("when a capability document is read again", () => {
 });
 
 describe("what a turn lacks", () => {
-  const all: Claims = { detach: true, replay: true, cancelRun: true, interactions: true, interactionKinds: ["question"], fork: false };
+  const all: Claims = {
+    detach: true,
+    replay: true,
+    cancelRun: true,
+    interactions: true,
+    interactionKinds: ["question"],
+    fork: false,
+  };
 
   it("names the streaming claims a turn cannot run without", () => {
     expect(turnShortfall(all, undefined)).toEqual({ missing: [], unsupported: [] });
@@ -32,7 +39,10 @@ describe("what a turn lacks", () => {
   });
 
   it("names the requested interaction kinds not offered, false ones included; cancelRun is not a turn's", () => {
-    expect(turnShortfall({ ...all, cancelRun: false }, { question: true, plan: false })).toEqual({ missing: [], unsupported: ["plan"] });
+    expect(turnShortfall({ ...all, cancelRun: false }, { question: true, plan: false })).toEqual({
+      missing: [],
+      unsupported: ["plan"],
+    });
     expect(turnShortfall({ ...all, interactions: false }, { question: true }).unsupported).toEqual(["question"]);
   });
 });

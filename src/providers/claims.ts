@@ -25,7 +25,14 @@ export const ClaimsSchema = z.strictObject({
 });
 export type Claims = z.infer<typeof ClaimsSchema>;
 
-export const NO_CLAIMS: Claims = { detach: false, replay: false, cancelRun: false, interactions: false, interactionKinds: [], fork: false };
+export const NO_CLAIMS: Claims = {
+  detach: false,
+  replay: false,
+  cancelRun: false,
+  interactions: false,
+  interactionKinds: [],
+  fork: false,
+};
 
 /** The requested interaction kinds this environment cannot offer (every key counts, false ones too). */
 export function unsupportedKinds(requested: Record<string, boolean>, claims: Claims): string[] {
@@ -33,8 +40,13 @@ export function unsupportedKinds(requested: Record<string, boolean>, claims: Cla
 }
 
 /** What a turn needs that the claims lack: the claims it cannot run without, and the requested interaction kinds not offered. */
-export function turnShortfall(claims: Claims, requested: Record<string, boolean> | undefined): { missing: string[]; unsupported: string[] } {
-  const missing = [!claims.detach && "streaming.detach", !claims.replay && "streaming.replay"].filter((m): m is string => m !== false);
+export function turnShortfall(
+  claims: Claims,
+  requested: Record<string, boolean> | undefined,
+): { missing: string[]; unsupported: string[] } {
+  const missing = [!claims.detach && "streaming.detach", !claims.replay && "streaming.replay"].filter(
+    (m): m is string => m !== false,
+  );
   return { missing, unsupported: requested ? unsupportedKinds(requested, claims) : [] };
 }
 
@@ -50,7 +62,12 @@ export interface CapabilityReadBounds {
  * once it is `recheckMs` old, so a refusal repeated, or a document that keeps changing, costs at
  * most one read per `recheckMs`.
  */
-export function capabilityReadDue(readAtMs: number, nowMs: number, bounds: CapabilityReadBounds, claimMissing: boolean): boolean {
+export function capabilityReadDue(
+  readAtMs: number,
+  nowMs: number,
+  bounds: CapabilityReadBounds,
+  claimMissing: boolean,
+): boolean {
   const age = nowMs - readAtMs;
   // Written as "not younger than" so that an unknown age (NaN) reads again.
   return !(age < bounds.maxAgeMs) || (claimMissing && !(age < bounds.recheckMs));

@@ -7,7 +7,10 @@ import { errorFromResponse, HttpTransport, type Route } from "./http";
 const get: Route = { method: "GET", path: "/v1/things/1" };
 const post: Route = { method: "POST", path: "/v1/things" };
 
-function client(responses: Array<Response | (() => Promise<Response>)>, extra: Partial<ConstructorParameters<typeof HttpTransport>[0]> = {}) {
+function client(
+  responses: Array<Response | (() => Promise<Response>)>,
+  extra: Partial<ConstructorParameters<typeof HttpTransport>[0]> = {},
+) {
   const seen: Request[] = [];
   const sleeps: number[] = [];
   const c = new HttpTransport({
@@ -30,36 +33,83 @@ function client(responses: Array<Response | (() => Promise<Response>)>, extra: P
 
 describe("upstream error mapping", () => {
   it("reads the sidecar shape, the control-plane shape and the OpenAI-style shape, keeping the wire code", async () => {
-    const sidecar = await errorFromResponse(Response.json({ error: { code: "SESSION_BUSY", message: "busy" } }, { status: 409 }), "dispatch");
-    expect(sidecar).toMatchObject({ status: 409, code: "conflict", retryable: false, options: { wireCode: "SESSION_BUSY" } });
+    const sidecar = await errorFromResponse(
+      Response.json({ error: { code: "SESSION_BUSY", message: "busy" } }, { status: 409 }),
+      "dispatch",
+    );
+    expect(sidecar).toMatchObject({
+      status: 409,
+      code: "conflict",
+      retryable: false,
+      options: { wireCode: "SESSION_BUSY" },
+    });
     expect(sidecar.message).toContain("busy");
-    const control = await errorFromResponse(Response.json({ error: "quota exceeded", code: "QUOTA" }, { status: 429, headers: { "retry-after": "7" } }), "create");
-    expect(control).toMatchObject({ status: 429, code: "rate_limited", retryable: true, retryAfterMs: 7000, options: { wireCode: "QUOTA" } });
-    const typed = await errorFromResponse(Response.json({ error: { message: "Unauthorized", type: "invalid_authentication_error" } }, { status: 401 }), "x");
+    const control = await errorFromResponse(
+      Response.json({ error: "quota exceeded", code: "QUOTA" }, { status: 429, headers: { "retry-after": "7" } }),
+      "create",
+    );
+    expect(control).toMatchObject({
+      status: 429,
+      code: "rate_limited",
+      retryable: true,
+      retryAfterMs: 7000,
+      options: { wireCode: "QUOTA" },
+    });
+    const typed = await errorFromResponse(
+      Response.json({ error: { message: "Unauthorized", type: "invalid_authentication_error" } }, { status: 401 }),
+      "x",
+    );
     expect(typed).toMatchObject({ code: "unauthorized", options: { wireCode: "invalid_authentication_error" } });
   });
 
   it("maps every status, including a non-JSON 502 page", async () => {
     const codes = await Promise.all(
-      [400, 401, 404, 408, 409, 410, 429, 500, 501, 502].map(async (status) => (await errorFromResponse(new Response("<html>oops</html>", { status }), "x")).code),
+      [400, 401, 404, 408, 409, 410, 429, 500, 501, 502].map(
+        async (status) => (await errorFromResponse(new Response("<html>oops</html>", { status }), "x")).code,
+      ),
     );
     expect(codes).toEqual([
-      "invalid_request", "unauthorized", "not_found", "timeout", "conflict", "not_found", "rate_limited", "unavailable", "capability_denied", "unavailable",
+      "invalid_request",
+      "unauthorized",
+      "not_found",
+      "timeout",
+      "conflict",
+      "not_found",
+      "rate_limited",
+      "unavailable",
+      "capability_denied",
+      "unavailable",
     ]);
   });
 });
 
 describe("the HTTP transport", () => {
   it("retries a retryable failure only where `retryIf` allows it, and answers an `accept`ed status as a response (issue 36)", async () => {
-    const saturated = () => Response.json({ error: { type: "executor_saturated", message: "full" } }, { status: 429, headers: { "retry-after": "1" } });
+    const saturated = () =>
+      Response.json(
+        { error: { type: "executor_saturated", message: "full" } },
+        { status: 429, headers: { "retry-after": "1" } },
+      );
     const refused = client([saturated(), saturated()]);
-    const err = await rejection(refused.c.send(post, { body: {}, retry: true, retryIf: (e) => e.options.wireCode !== "executor_saturated" }));
+    const err = await rejection(
+      refused.c.send(post, { body: {}, retry: true, retryIf: (e) => e.options.wireCode !== "executor_saturated" }),
+    );
     expect([err.code, refused.seen.length, refused.sleeps]).toEqual(["rate_limited", 1, []]);
     const retried = client([Response.json({ error: { type: "other" } }, { status: 503 }), Response.json({ ok: true })]);
-    expect((await retried.c.send(post, { body: {}, retry: true, retryIf: (e) => e.options.wireCode !== "executor_saturated" })).status).toBe(200);
+    expect(
+      (
+        await retried.c.send(post, {
+          body: {},
+          retry: true,
+          retryIf: (e) => e.options.wireCode !== "executor_saturated",
+        })
+      ).status,
+    ).toBe(200);
     expect(retried.seen.length).toBe(2);
     const degraded = client([Response.json({ executor: { in_flight: 4, max: 4 } }, { status: 503 })]);
-    expect(await degraded.c.json(get, z.looseObject({ executor: z.unknown() }), { accept: [503] })).toEqual({ executor: { in_flight: 4, max: 4 } });
+    expect(await degraded.c.json(get, z.looseObject({ executor: z.unknown() }), { accept: [503] })).toEqual({
+      executor: { in_flight: 4, max: 4 },
+    });
   });
 
   it("sends the account key and never puts it in an error", async () => {
@@ -91,7 +141,11 @@ describe("the HTTP transport", () => {
   });
 
   it("gives up after the attempts, and fails a Retry-After beyond its patience at once", async () => {
-    const { c, seen } = client([new Response("", { status: 502 }), new Response("", { status: 502 }), new Response("", { status: 502 })]);
+    const { c, seen } = client([
+      new Response("", { status: 502 }),
+      new Response("", { status: 502 }),
+      new Response("", { status: 502 }),
+    ]);
     expect((await rejection(c.send(get, { retry: true }))).status).toBe(502);
     expect(seen).toHaveLength(3);
     const long = client([new Response("", { status: 429, headers: { "retry-after": "120" } })]);
@@ -114,7 +168,9 @@ describe("the HTTP transport", () => {
   });
 
   it("fails a streamed body that goes silent for longer than the body timeout, and lets a trickling one through", async () => {
-    const silent = new ReadableStream<Uint8Array>({ start: (controller) => controller.enqueue(new TextEncoder().encode("data: 1\n\n")) });
+    const silent = new ReadableStream<Uint8Array>({
+      start: (controller) => controller.enqueue(new TextEncoder().encode("data: 1\n\n")),
+    });
     const { c } = client([new Response(silent)], { bodyTimeoutMs: 30 });
     const reader = (await c.send(get, { stream: true })).body!.getReader();
     expect((await reader.read()).done).toBe(false);
@@ -140,15 +196,26 @@ describe("the HTTP transport", () => {
 
   it("takes its abort listener off the request's signal once the answer is in (a stream's, a JSON call's, a refusal's)", async () => {
     const added = new Map<EventListenerOrEventListenerObject, AbortSignal>();
-    const add = vi.spyOn(AbortSignal.prototype, "addEventListener").mockImplementation(function (this: AbortSignal, type: string, listener: EventListenerOrEventListenerObject | null) {
+    const add = vi.spyOn(AbortSignal.prototype, "addEventListener").mockImplementation(function (
+      this: AbortSignal,
+      type: string,
+      listener: EventListenerOrEventListenerObject | null,
+    ) {
       if (type === "abort" && listener) added.set(listener, this);
     });
-    const remove = vi.spyOn(AbortSignal.prototype, "removeEventListener").mockImplementation(function (this: AbortSignal, type: string, listener: EventListenerOrEventListenerObject | null) {
+    const remove = vi.spyOn(AbortSignal.prototype, "removeEventListener").mockImplementation(function (
+      this: AbortSignal,
+      type: string,
+      listener: EventListenerOrEventListenerObject | null,
+    ) {
       if (type === "abort" && listener && added.get(listener) === this) added.delete(listener);
     });
     try {
       const caller = new AbortController();
-      const { c } = client([new Response("data: 1\n\n"), Response.json({ id: "x" }), Response.json({ error: "no" }, { status: 404 })], { bodyTimeoutMs: 1000 });
+      const { c } = client(
+        [new Response("data: 1\n\n"), Response.json({ id: "x" }), Response.json({ error: "no" }, { status: 404 })],
+        { bodyTimeoutMs: 1000 },
+      );
       const stream = await c.send(get, { stream: true, signal: caller.signal });
       await c.json(get, z.object({ id: z.string() }));
       await rejection(c.send(get));

@@ -136,7 +136,10 @@ function withIdleTimeout(body: ReadableStream<Uint8Array>, ms: number, what: str
       if (stopped) return;
       const waited = waitingSince === undefined ? 0 : Date.now() - waitingSince;
       if (waited < ms) return arm(ms - waited);
-      const err = new ProviderError("timeout", `${what}: no byte from upstream for ${ms} ms`, { status: 408, retryable: true });
+      const err = new ProviderError("timeout", `${what}: no byte from upstream for ${ms} ms`, {
+        status: 408,
+        retryable: true,
+      });
       stop();
       controller.error(err);
       reader.cancel(err).catch(() => undefined);
@@ -242,7 +245,11 @@ export class HttpTransport {
         const timedOut = timeout.signal.aborted;
         error = timedOut
           ? new ProviderError("timeout", `${what}: no answer within ${timeoutMs} ms`, { status: 408, retryable: true })
-          : new ProviderError("unavailable", `${what}: transport failure (${err instanceof Error ? err.message : String(err)})`, { status: 0, retryable: true });
+          : new ProviderError(
+              "unavailable",
+              `${what}: transport failure (${err instanceof Error ? err.message : String(err)})`,
+              { status: 0, retryable: true },
+            );
       }
       const wait = error.retryAfterMs ?? backoffMs(attempt, 100, MAX_RETRY_WAIT_MS);
       const retry = options.retry && error.retryable && options.retryIf?.(error) !== false;
@@ -252,12 +259,22 @@ export class HttpTransport {
   }
 
   /** Sends and validates a JSON answer with `schema`; a malformed answer is an invalid_response. */
-  async json<S extends z.ZodType>(route: Route, schema: S, options: RequestOptions = {}, what?: string): Promise<z.output<S>> {
+  async json<S extends z.ZodType>(
+    route: Route,
+    schema: S,
+    options: RequestOptions = {},
+    what?: string,
+  ): Promise<z.output<S>> {
     return (await this.answer(route, schema, options, what)).data;
   }
 
   /** `json`, with the 2xx status it came with (where the status itself says something, a 200 or a 201). */
-  async answer<S extends z.ZodType>(route: Route, schema: S, options: RequestOptions = {}, what?: string): Promise<{ data: z.output<S>; status: number }> {
+  async answer<S extends z.ZodType>(
+    route: Route,
+    schema: S,
+    options: RequestOptions = {},
+    what?: string,
+  ): Promise<{ data: z.output<S>; status: number }> {
     const label = what ?? `${route.method} ${route.path}`;
     const response = await this.send(route, options, label);
     const text = await response.text();
@@ -265,15 +282,22 @@ export class HttpTransport {
     try {
       body = JSON.parse(text);
     } catch {
-      throw new ProviderError("invalid_response", `${label}: answer is not JSON`, { status: response.status, retryable: true });
+      throw new ProviderError("invalid_response", `${label}: answer is not JSON`, {
+        status: response.status,
+        retryable: true,
+      });
     }
     const parsed = schema.safeParse(body);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       const where = issue?.path.length ? ` at ${issue.path.join(".")}` : "";
-      throw new ProviderError("invalid_response", `${label}: answer does not match the expected shape${where} (${issue?.message ?? "invalid"})`, {
-        status: response.status,
-      });
+      throw new ProviderError(
+        "invalid_response",
+        `${label}: answer does not match the expected shape${where} (${issue?.message ?? "invalid"})`,
+        {
+          status: response.status,
+        },
+      );
     }
     return { data: parsed.data, status: response.status };
   }

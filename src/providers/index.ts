@@ -49,10 +49,15 @@ export function createProvider(config: Config, env: Env): AgentProvider {
     client,
     backend: config.AGENT_BACKEND,
     model: config.AGENT_MODEL,
-    git: config.AGENT_GIT_URL ? { url: config.AGENT_GIT_URL, ...(config.AGENT_GIT_REF ? { ref: config.AGENT_GIT_REF } : {}) } : undefined,
+    git: config.AGENT_GIT_URL
+      ? { url: config.AGENT_GIT_URL, ...(config.AGENT_GIT_REF ? { ref: config.AGENT_GIT_REF } : {}) }
+      : undefined,
     readyTimeoutMs: config.SANDBOX_READY_TIMEOUT_MS,
     admissionTimeoutMs: config.ADMISSION_TIMEOUT_MS,
-    limits: { idleTimeoutSeconds: config.SANDBOX_IDLE_TIMEOUT_SECONDS, maxLifetimeSeconds: config.SANDBOX_MAX_LIFETIME_SECONDS },
+    limits: {
+      idleTimeoutSeconds: config.SANDBOX_IDLE_TIMEOUT_SECONDS,
+      maxLifetimeSeconds: config.SANDBOX_MAX_LIFETIME_SECONDS,
+    },
     readyPollMs: isEmulator ? Math.min(config.SANDBOX_READY_POLL_MS, 100) : config.SANDBOX_READY_POLL_MS,
   });
 }

@@ -21,7 +21,12 @@ export function providerRefusal(err: unknown): unknown {
     case "session_busy":
       return new Refusal("session_busy", "the agent session is already running a turn", details);
     case "rate_limited":
-      return new Refusal("upstream_rate_limited", "the agent service is rate limiting: retry later", details, Math.max(1, Math.ceil((err.retryAfterMs ?? 1000) / 1000)));
+      return new Refusal(
+        "upstream_rate_limited",
+        "the agent service is rate limiting: retry later",
+        details,
+        Math.max(1, Math.ceil((err.retryAfterMs ?? 1000) / 1000)),
+      );
     case "timeout":
       return new Refusal("upstream_timeout", summary(err), details);
     case "at_capacity": {
@@ -35,7 +40,10 @@ export function providerRefusal(err: unknown): unknown {
     case "environment_unavailable":
       return new Refusal(err.code, err.message, details);
     case "capability_denied":
-      return new Refusal("capability_denied", err.message, { ...details, missing: Array.isArray(err.options.details?.missing) ? err.options.details.missing : ["interactions"] });
+      return new Refusal("capability_denied", err.message, {
+        ...details,
+        missing: Array.isArray(err.options.details?.missing) ? err.options.details.missing : ["interactions"],
+      });
     case "not_configured":
       return new Refusal("provider_unavailable", err.message, details);
     case "model_invalid":
@@ -43,7 +51,11 @@ export function providerRefusal(err: unknown): unknown {
     case "run_identity_conflict":
       return new Refusal("turn_conflict", "this turn id was already sent upstream with different content", details);
     case "unauthorized":
-      return new Refusal("upstream_error", "the agent service refused the gateway's credentials (authentication failed)", details);
+      return new Refusal(
+        "upstream_error",
+        "the agent service refused the gateway's credentials (authentication failed)",
+        details,
+      );
     default:
       return new Refusal("upstream_error", err.status === undefined ? err.message : summary(err), details);
   }

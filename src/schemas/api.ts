@@ -4,7 +4,12 @@
  */
 import { z } from "zod";
 import { ConversationId, COUNTERS, Id, Provenance, TokenUsage, TurnId } from "./common";
-import { CancellationAcknowledgement, InteractionAcknowledgement, InteractionRequest, RequestedInteractions } from "./contracts";
+import {
+  CancellationAcknowledgement,
+  InteractionAcknowledgement,
+  InteractionRequest,
+  RequestedInteractions,
+} from "./contracts";
 
 export const ErrorBody = z
   .object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }) })
@@ -19,7 +24,9 @@ export const SubmitTurnBody = z
     whenBusy: z
       .enum(["refuse", "queue"])
       .optional()
-      .describe("While another turn runs (or turns wait): refuse (the default) answers 409 session_busy; queue accepts the turn as queued, to start when the turns before it end"),
+      .describe(
+        "While another turn runs (or turns wait): refuse (the default) answers 409 session_busy; queue accepts the turn as queued, to start when the turns before it end",
+      ),
     parentTurnId: TurnId.nullable()
       .optional()
       .describe(
@@ -33,11 +40,16 @@ export const CancelBody = z
   .strictObject({
     operationId: Id.describe("Repeat the same operationId to retry safely"),
     reason: z.string().min(1).max(2048).optional(),
-    queue: z.enum(["keep", "clear"]).optional().describe("keep (the default): queued turns start after the cancelled one ends; clear: they are removed too"),
+    queue: z
+      .enum(["keep", "clear"])
+      .optional()
+      .describe("keep (the default): queued turns start after the cancelled one ends; clear: they are removed too"),
   })
   .meta({ id: "Cancel" });
 
-export const EditQueuedTurnBody = z.strictObject({ message: z.string().min(1, "must not be empty") }).meta({ id: "EditQueuedTurn" });
+export const EditQueuedTurnBody = z
+  .strictObject({ message: z.string().min(1, "must not be empty") })
+  .meta({ id: "EditQueuedTurn" });
 
 export const QueueClearedAnswer = z
   .object({ removed: z.array(TurnId).describe("the queued turns removed, in their order") })
@@ -52,7 +64,13 @@ export const AnswerBody = z
   .meta({ id: "Answer" });
 
 export const DevLoginBody = z
-  .strictObject({ user: z.string().min(1).max(128).regex(/^[A-Za-z0-9._@:-]+$/, "may contain only A-Z a-z 0-9 . _ @ : -") })
+  .strictObject({
+    user: z
+      .string()
+      .min(1)
+      .max(128)
+      .regex(/^[A-Za-z0-9._@:-]+$/, "may contain only A-Z a-z 0-9 . _ @ : -"),
+  })
   .meta({ id: "DevLogin" });
 
 const NullableCount = z.number().int().nonnegative().nullable();
@@ -72,7 +90,8 @@ const UsageProvenanceSchema = z
   })
   .meta({
     id: "UsageProvenance",
-    description: "Where each figure comes from. A figure built from several reports (a running total, a conversation total) is as weak as its weakest part: estimated if any part is, else unknown if any part is",
+    description:
+      "Where each figure comes from. A figure built from several reports (a running total, a conversation total) is as weak as its weakest part: estimated if any part is, else unknown if any part is",
   });
 
 export const UsageViewSchema = z
@@ -84,13 +103,19 @@ export const UsageViewSchema = z
     cacheCreationInputTokens: NullableCount,
     cost: z.number().nonnegative().nullable().describe("USD"),
     provenance: UsageProvenanceSchema,
-    source: z.enum(["receipt", "running", "none"]).describe("receipt: the run's authoritative total; running: observed so far"),
+    source: z
+      .enum(["receipt", "running", "none"])
+      .describe("receipt: the run's authoritative total; running: observed so far"),
     conflict: z.boolean().describe("a cumulative total fell, or the receipt disagreed with the streamed total"),
-    modelRequests: NullableCount.describe("model requests the provider reported for the run (CLI Bridge model_requests); null: not reported, or not an exact measurement"),
+    modelRequests: NullableCount.describe(
+      "model requests the provider reported for the run (CLI Bridge model_requests); null: not reported, or not an exact measurement",
+    ),
     servedModels: z
       .array(z.string())
       .nullable()
-      .describe("the models the provider reported serving the run (CLI Bridge provider_models); null: not reported. Never taken from the requested model"),
+      .describe(
+        "the models the provider reported serving the run (CLI Bridge provider_models); null: not reported. Never taken from the requested model",
+      ),
   })
   .meta({ id: "Usage", description: "Token usage; null means unknown (never reported), not zero" });
 export type UsageView = z.infer<typeof UsageViewSchema>;
@@ -114,7 +139,11 @@ const TurnViewStatus = z.enum([...TurnStatus.options, "queued"]);
  */
 export const WaitingFor = z
   .enum(["awaiting_question", "awaiting_permission", "awaiting_plan_decision", "awaiting_interaction"])
-  .meta({ id: "WaitingFor", description: "What the turn waits for: the kind of the oldest open ask (question, permission, plan, or another kind)" });
+  .meta({
+    id: "WaitingFor",
+    description:
+      "What the turn waits for: the kind of the oldest open ask (question, permission, plan, or another kind)",
+  });
 export type WaitingFor = z.infer<typeof WaitingFor>;
 
 export const TurnViewSchema = z
@@ -123,28 +152,46 @@ export const TurnViewSchema = z
     executionId: z.string(),
     status: TurnViewStatus,
     queuePosition: z.number().int().positive().optional().describe("a queued turn's place in the queue: 1 starts next"),
-    waitingFor: WaitingFor.nullable().describe("while the turn runs: what it waits for (an ask of the agent is open), else null; back to null once answered, expired or ended"),
+    waitingFor: WaitingFor.nullable().describe(
+      "while the turn runs: what it waits for (an ask of the agent is open), else null; back to null once answered, expired or ended",
+    ),
     message: z.string(),
     parentTurnId: TurnId.nullable()
       .optional()
-      .describe("the turn this one follows; null for a first message; absent while the turn is queued (it takes its place in the tree when it starts)"),
-    branch: z.number().int().nonnegative().optional().describe("the branch (agent session) the turn runs in; absent while the turn is queued"),
+      .describe(
+        "the turn this one follows; null for a first message; absent while the turn is queued (it takes its place in the tree when it starts)",
+      ),
+    branch: z
+      .number()
+      .int()
+      .nonnegative()
+      .optional()
+      .describe("the branch (agent session) the turn runs in; absent while the turn is queued"),
     model: z.string().optional().describe("the model route the turn asked for (absent: the provider's default)"),
     servedModels: z
       .array(z.string())
       .nullable()
-      .describe("the models the provider reported serving this turn; null: not reported (unknown). Never inferred from the requested model"),
+      .describe(
+        "the models the provider reported serving this turn; null: not reported (unknown). Never inferred from the requested model",
+      ),
     result: z.object({ text: z.string() }).optional(),
     error: z.object({ code: z.string(), message: z.string() }).optional(),
     usage: UsageViewSchema.optional(),
     cancelReason: z.string().optional(),
-    after: z.number().int().nonnegative().optional().describe("Open the event stream with ?after= this to see the turn from its start"),
+    after: z
+      .number()
+      .int()
+      .nonnegative()
+      .optional()
+      .describe("Open the event stream with ?after= this to see the turn from its start"),
     cached: z.boolean().optional(),
     createdAt: z.string().describe("when the turn was sent (a queued turn: when it was queued, not when it started)"),
     startedAt: z
       .string()
       .optional()
-      .describe("when the turn started: when it was sent, or for a turn that waited in the queue, when it left it; absent while it waits (or if it never started)"),
+      .describe(
+        "when the turn started: when it was sent, or for a turn that waited in the queue, when it left it; absent while it waits (or if it never started)",
+      ),
     completedAt: z.string().optional(),
   })
   .meta({ id: "Turn" });
@@ -174,7 +221,11 @@ export const ConversationSummarySchema = z
     lastTurn: TurnViewSchema.nullable(),
     queue: z.array(TurnViewSchema).describe("turns that wait to start, in order (status queued)"),
     turnCount: z.number().int().describe("turns on the active branch"),
-    branch: z.number().int().nonnegative().describe("the active branch: lastTurn is its latest turn, /messages its conversation"),
+    branch: z
+      .number()
+      .int()
+      .nonnegative()
+      .describe("the active branch: lastTurn is its latest turn, /messages its conversation"),
     branchCount: z.number().int().nonnegative(),
     lastEventId: z.number().int(),
     interactions: z.array(z.unknown()),
@@ -197,9 +248,14 @@ export const ConversationUsageSchema = z
         turnId: TurnId,
         executionId: z.string(),
         status: z.enum(["pending", "running", "completed", "failed", "cancelled"]),
-        model: z.string().optional().describe("the model route the turn asked for; the model that served it is usage.servedModels"),
+        model: z
+          .string()
+          .optional()
+          .describe("the model route the turn asked for; the model that served it is usage.servedModels"),
         usage: UsageViewSchema,
-        conflicts: z.array(z.object({ counter: z.string(), previous: z.number(), next: z.number(), source: z.string() })),
+        conflicts: z.array(
+          z.object({ counter: z.string(), previous: z.number(), next: z.number(), source: z.string() }),
+        ),
         receiptDisagreements: z.array(z.object({ counter: z.string(), streamed: z.number(), receipt: z.number() })),
       }),
     ),
@@ -230,7 +286,9 @@ export const ConversationEntrySchema = z
   .meta({ id: "ConversationEntry" });
 export type ConversationEntry = z.infer<typeof ConversationEntrySchema>;
 
-export const ConversationListSchema = z.object({ conversations: z.array(ConversationEntrySchema) }).meta({ id: "ConversationList" });
+export const ConversationListSchema = z
+  .object({ conversations: z.array(ConversationEntrySchema) })
+  .meta({ id: "ConversationList" });
 
 /** The longest title a conversation can be given (the title from a first message is at most 80). */
 const TITLE_MAX_CHARS = 200;
@@ -264,7 +322,10 @@ const TranscriptInteractionPartSchema = z
     type: z.literal("interaction"),
     request: InteractionRequest.describe("what was asked, as interaction.requested carried it"),
     status: z.enum(["outstanding", "answered", "expired", "cancelled"]),
-    outcome: z.enum(["accepted", "declined", "cancelled"]).optional().describe("how it was answered; never the answer's values"),
+    outcome: z
+      .enum(["accepted", "declined", "cancelled"])
+      .optional()
+      .describe("how it was answered; never the answer's values"),
     reason: z.string().optional().describe("why it ended unanswered, when known"),
     askedAt: z.string(),
     resolvedAt: z.string().optional(),
@@ -275,12 +336,23 @@ const TranscriptWarningPartSchema = z
   .object({
     id: z.string().describe("`warning:` and the id (seq) of the event that carried it"),
     type: z.literal("warning"),
-    code: z.string().describe("as the `warning` event said: `agent_memory_reset` (the agent started without the earlier conversation in its memory), `stream_incomplete`, …"),
+    code: z
+      .string()
+      .describe(
+        "as the `warning` event said: `agent_memory_reset` (the agent started without the earlier conversation in its memory), `stream_incomplete`, …",
+      ),
     message: z.string(),
   })
-  .meta({ id: "TranscriptWarningPart", description: "A warning the turn's events carried, where it came: what the stream showed, kept for a reload" });
+  .meta({
+    id: "TranscriptWarningPart",
+    description: "A warning the turn's events carried, where it came: what the stream showed, kept for a reload",
+  });
 
-export const TranscriptPartSchema = z.discriminatedUnion("type", [TranscriptContentPartSchema, TranscriptInteractionPartSchema, TranscriptWarningPartSchema]);
+export const TranscriptPartSchema = z.discriminatedUnion("type", [
+  TranscriptContentPartSchema,
+  TranscriptInteractionPartSchema,
+  TranscriptWarningPartSchema,
+]);
 
 const TranscriptMessageSchema = z
   .discriminatedUnion("role", [
@@ -292,7 +364,9 @@ const TranscriptMessageSchema = z
       siblings: z
         .object({ index: z.number().int().nonnegative(), turnIds: z.array(TurnId) })
         .optional()
-        .describe("where branches split at this message: every turn that follows the same turn, oldest first, and which one this is (the page's < n/m > picker)"),
+        .describe(
+          "where branches split at this message: every turn that follows the same turn, oldest first, and which one this is (the page's < n/m > picker)",
+        ),
     }),
     z.object({
       role: z.literal("assistant"),
@@ -302,7 +376,10 @@ const TranscriptMessageSchema = z
       parts: z.array(TranscriptPartSchema),
       text: z.string(),
       error: z.object({ code: z.string(), message: z.string() }).optional(),
-      cancelReason: z.string().optional().describe("why a cancelled turn was cancelled (the user's reason, or budget_exceeded)"),
+      cancelReason: z
+        .string()
+        .optional()
+        .describe("why a cancelled turn was cancelled (the user's reason, or budget_exceeded)"),
       at: z.string(),
     }),
   ])
@@ -328,13 +405,19 @@ const BranchViewSchema = z
 export type BranchView = z.infer<typeof BranchViewSchema>;
 
 export const BranchListSchema = z
-  .object({ conversationId: ConversationId, active: z.number().int().nonnegative(), branches: z.array(BranchViewSchema) })
+  .object({
+    conversationId: ConversationId,
+    active: z.number().int().nonnegative(),
+    branches: z.array(BranchViewSchema),
+  })
   .meta({ id: "Branches" });
 
 export const SwitchBranchBody = z
   .strictObject({
     branch: z.number().int().nonnegative().optional().describe("the branch to show"),
-    turnId: TurnId.optional().describe("or a turn to show: the active branch when it goes through it, else the newest branch that does"),
+    turnId: TurnId.optional().describe(
+      "or a turn to show: the active branch when it goes through it, else the newest branch that does",
+    ),
   })
   .meta({ id: "SwitchBranch", description: "Names exactly one of branch and turnId" });
 
@@ -348,12 +431,23 @@ export const MessagesSchema = z
   .meta({ id: "Messages" });
 
 export const HealthSchema = z
-  .object({ ok: z.literal(true), version: z.string(), provider: z.string(), devLogin: z.boolean().describe("dev login is available to this caller") })
+  .object({
+    ok: z.literal(true),
+    version: z.string(),
+    provider: z.string(),
+    devLogin: z.boolean().describe("dev login is available to this caller"),
+  })
   .meta({ id: "Health" });
 export const StreamTokenAnswer = z
   .object({ token: z.string(), expiresIn: z.number().int(), eventsUrl: z.string() })
-  .meta({ id: "StreamToken", description: "A short-lived token for EventSource, accepted only as ?access_token= on this conversation's events route" });
-export const DevLoginAnswer = z.object({ token: z.string(), user: z.string(), expiresIn: z.number().int() }).meta({ id: "DevLoginAnswer" });
+  .meta({
+    id: "StreamToken",
+    description:
+      "A short-lived token for EventSource, accepted only as ?access_token= on this conversation's events route",
+  });
+export const DevLoginAnswer = z
+  .object({ token: z.string(), user: z.string(), expiresIn: z.number().int() })
+  .meta({ id: "DevLoginAnswer" });
 export const DeletedAnswer = z.object({ deleted: z.literal(true) }).meta({ id: "Deleted" });
 
 export const CancelAckSchema = CancellationAcknowledgement.meta({ id: "CancellationAcknowledgement" });

@@ -10,7 +10,9 @@ export const Id = z
   .refine((s) => s.trim() === s, "must not start or end with whitespace")
   .refine((s) => !CONTROL_CHARS.test(s), "must not contain control characters");
 
-export const Sha256Digest = z.string().regex(/^sha256:[0-9a-f]{64}$/, "must be sha256: followed by 64 lowercase hex digits");
+export const Sha256Digest = z
+  .string()
+  .regex(/^sha256:[0-9a-f]{64}$/, "must be sha256: followed by 64 lowercase hex digits");
 export type Sha256Digest = z.infer<typeof Sha256Digest>;
 
 /** Client-chosen ids in our public API: conversation ids and turn ids. */
@@ -37,13 +39,19 @@ export const TokenUsage = z.strictObject({
 });
 export type TokenUsage = z.infer<typeof TokenUsage>;
 
-
 /** A JSON object read back from storage or the wire. */
 export const JsonObject = z.record(z.string(), z.unknown());
 export type JsonObject = z.infer<typeof JsonObject>;
 
 /** The usage counters the gateway folds (docs/contracts.md TokenUsage, less the derived total). */
-export const COUNTERS = ["inputTokens", "outputTokens", "reasoningTokens", "cacheReadInputTokens", "cacheCreationInputTokens", "cost"] as const;
+export const COUNTERS = [
+  "inputTokens",
+  "outputTokens",
+  "reasoningTokens",
+  "cacheReadInputTokens",
+  "cacheCreationInputTokens",
+  "cost",
+] as const;
 export type Counter = (typeof COUNTERS)[number];
 /** Usage counts as reported: a counter that is absent is unknown, never zero. */
 export const Counts = z.strictObject({

@@ -22,7 +22,10 @@ export const AgentExactRunControlRef = AgentRunControlRef.extend({
 export type AgentExactRunControlRef = z.infer<typeof AgentExactRunControlRef>;
 
 export const RequestedInteractions = z
-  .record(z.string().regex(/^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$/, "must be a kind such as question or vendor.kind"), z.boolean())
+  .record(
+    z.string().regex(/^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$/, "must be a kind such as question or vendor.kind"),
+    z.boolean(),
+  )
   .refine((r) => Object.keys(r).length <= 256, "at most 256 kinds");
 export type RequestedInteractions = z.infer<typeof RequestedInteractions>;
 
@@ -34,8 +37,19 @@ const FieldBase = {
 };
 
 export const InteractionField = z.discriminatedUnion("type", [
-  z.looseObject({ ...FieldBase, type: z.literal("text"), multiline: z.boolean().optional(), maxLength: z.number().int().positive().optional() }),
-  z.looseObject({ ...FieldBase, type: z.literal("number"), min: z.number().optional(), max: z.number().optional(), integer: z.boolean().optional() }),
+  z.looseObject({
+    ...FieldBase,
+    type: z.literal("text"),
+    multiline: z.boolean().optional(),
+    maxLength: z.number().int().positive().optional(),
+  }),
+  z.looseObject({
+    ...FieldBase,
+    type: z.literal("number"),
+    min: z.number().optional(),
+    max: z.number().optional(),
+    integer: z.boolean().optional(),
+  }),
   z.looseObject({ ...FieldBase, type: z.literal("boolean") }),
   z.looseObject({
     ...FieldBase,

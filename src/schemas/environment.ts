@@ -30,12 +30,19 @@ const Resources = z.object({
 
 const AccountUsage = z.object({
   activeSandboxes: z.number().int().nonnegative().nullable().describe("null: not reported"),
-  concurrentSandboxLimit: z.number().int().positive().nullable().describe("null: not reported, or no ceiling (never zero)"),
+  concurrentSandboxLimit: z
+    .number()
+    .int()
+    .positive()
+    .nullable()
+    .describe("null: not reported, or no ceiling (never zero)"),
 });
 
 /** What the provider reports of one environment, surface by surface. */
 export const ObservedEnvironment = z.object({
-  status: observed(z.string()).describe("the provider's status (`running`, `stopped`, `expired`, …); `gone` when the provider no longer has it"),
+  status: observed(z.string()).describe(
+    "the provider's status (`running`, `stopped`, `expired`, …); `gone` when the provider no longer has it",
+  ),
   createdAt: observed(IsoTime),
   startedAt: observed(IsoTime),
   lastActivityAt: observed(IsoTime),
@@ -65,13 +72,19 @@ export const EnvironmentAnswer = z
       .object({
         environmentId: z.string(),
         generation: z.number().int().positive(),
-        requested: IdlePolicy.nullable().describe("the limits the gateway sent at creation; null: created before they were recorded"),
+        requested: IdlePolicy.nullable().describe(
+          "the limits the gateway sent at creation; null: created before they were recorded",
+        ),
         reported: ObservedEnvironment,
       })
       .nullable()
       .describe("null: the user has no environment (none yet, or it was deleted)"),
-    capabilities: z.object({ stop: z.boolean(), delete: z.boolean() }).describe("what this provider lets a user do to their environment"),
-    actions: z.array(EnvironmentAction).describe("what the gateway did to the user's environment, newest first (at most 50)"),
+    capabilities: z
+      .object({ stop: z.boolean(), delete: z.boolean() })
+      .describe("what this provider lets a user do to their environment"),
+    actions: z
+      .array(EnvironmentAction)
+      .describe("what the gateway did to the user's environment, newest first (at most 50)"),
   })
   .meta({ id: "Environment" });
 export type EnvironmentAnswer = z.infer<typeof EnvironmentAnswer>;
@@ -94,7 +107,10 @@ export const AccountDeletion = z
     beganAt: IsoTime,
     finishedAt: IsoTime.nullable(),
     conversationsDeleted: z.number().int().nonnegative(),
-    lastError: z.string().nullable().describe("why the last attempt stopped short; the alarm or the next DELETE /v1/me resumes it"),
+    lastError: z
+      .string()
+      .nullable()
+      .describe("why the last attempt stopped short; the alarm or the next DELETE /v1/me resumes it"),
   })
   .meta({ id: "AccountDeletion" });
 export type AccountDeletion = z.infer<typeof AccountDeletion>;

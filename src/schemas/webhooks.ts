@@ -10,7 +10,14 @@ import { ConversationId, Id, TurnId } from "./common";
  * What an endpoint can be told about. A turn that ends is one of four: completed, failed,
  * cancelled (by a Stop), or stopped because a token budget was reached (docs/api.md#usage-and-budgets).
  */
-const WEBHOOK_EVENT_TYPES = ["interaction.requested", "interaction.expired", "turn.completed", "turn.failed", "turn.cancelled", "turn.budget_stopped"] as const;
+const WEBHOOK_EVENT_TYPES = [
+  "interaction.requested",
+  "interaction.expired",
+  "turn.completed",
+  "turn.failed",
+  "turn.cancelled",
+  "turn.budget_stopped",
+] as const;
 export const WebhookEventType = z.enum(WEBHOOK_EVENT_TYPES).describe("An event an endpoint can subscribe to");
 export type WebhookEventType = z.infer<typeof WebhookEventType>;
 
@@ -22,7 +29,11 @@ const WEBHOOK_URL_MAX_CHARS = 2048;
 
 export const CreateWebhookBody = z
   .strictObject({
-    url: z.string().min(1).max(WEBHOOK_URL_MAX_CHARS).describe("Where deliveries are POSTed: https (http only to a loopback address in local development)"),
+    url: z
+      .string()
+      .min(1)
+      .max(WEBHOOK_URL_MAX_CHARS)
+      .describe("Where deliveries are POSTed: https (http only to a loopback address in local development)"),
     events: z
       .array(WebhookEventType)
       .min(1, "must name at least one event")
@@ -41,7 +52,9 @@ export const RotateWebhookSecretBody = z
       .min(0)
       .max(7 * 86_400)
       .optional()
-      .describe("How long deliveries are still signed with the previous secret too (0: it stops at once); default 86400"),
+      .describe(
+        "How long deliveries are still signed with the previous secret too (0: it stops at once); default 86400",
+      ),
   })
   .meta({ id: "RotateWebhookSecret" });
 
@@ -53,13 +66,19 @@ export const WebhookEndpointView = z
     description: z.string().nullable(),
     createdAt: z.string(),
     secretRotatedAt: z.string().nullable(),
-    previousSecretExpiresAt: z.string().nullable().describe("Until then, deliveries carry a second signature made with the previous secret"),
+    previousSecretExpiresAt: z
+      .string()
+      .nullable()
+      .describe("Until then, deliveries carry a second signature made with the previous secret"),
   })
   .meta({ id: "WebhookEndpoint" });
 export type WebhookEndpointView = z.infer<typeof WebhookEndpointView>;
 
 export const WebhookSecretAnswer = WebhookEndpointView.extend({
-  secret: z.string().regex(/^whsec_/).describe("The signing secret, shown only in this answer (Standard Webhooks: whsec_ and base64)"),
+  secret: z
+    .string()
+    .regex(/^whsec_/)
+    .describe("The signing secret, shown only in this answer (Standard Webhooks: whsec_ and base64)"),
 }).meta({ id: "WebhookWithSecret" });
 
 export const WebhookListAnswer = z.object({ webhooks: z.array(WebhookEndpointView) }).meta({ id: "WebhookList" });
@@ -68,20 +87,30 @@ export const WebhookDeliveryView = z
   .object({
     webhookId: z.string().describe("The webhook-id header: the same on every attempt"),
     type: WebhookEventType,
-    status: z.enum(["pending", "delivered", "failed"]).describe("failed: given up (no attempt succeeded before the give-up time, or the receiver answered 410)"),
+    status: z
+      .enum(["pending", "delivered", "failed"])
+      .describe("failed: given up (no attempt succeeded before the give-up time, or the receiver answered 410)"),
     attempts: z.number().int().nonnegative(),
     createdAt: z.string(),
     lastAttemptAt: z.string().nullable(),
     nextAttemptAt: z.string().nullable(),
     deliveredAt: z.string().nullable(),
     givenUpAt: z.string().nullable(),
-    lastStatus: z.number().int().nullable().describe("The HTTP status of the last attempt; null when it had none (refused target, timeout, connection error)"),
+    lastStatus: z
+      .number()
+      .int()
+      .nullable()
+      .describe(
+        "The HTTP status of the last attempt; null when it had none (refused target, timeout, connection error)",
+      ),
     lastError: z.string().nullable(),
   })
   .meta({ id: "WebhookDelivery" });
 export type WebhookDeliveryView = z.infer<typeof WebhookDeliveryView>;
 
-export const WebhookDeliveriesAnswer = z.object({ deliveries: z.array(WebhookDeliveryView) }).meta({ id: "WebhookDeliveries" });
+export const WebhookDeliveriesAnswer = z
+  .object({ deliveries: z.array(WebhookDeliveryView) })
+  .meta({ id: "WebhookDeliveries" });
 
 /**
  * What happened, as a session hands it to its user's object: ids, the ask's kind and title, the
@@ -119,7 +148,10 @@ export const WebhookPayload = z
       title: z.string().optional().describe("The ask's title"),
       status: z.enum(["completed", "failed", "cancelled"]).optional(),
       errorCode: z.string().optional(),
-      links: z.object({ conversation: z.string().describe("The chat page at this conversation"), api: z.string().describe("The conversation's summary route") }),
+      links: z.object({
+        conversation: z.string().describe("The chat page at this conversation"),
+        api: z.string().describe("The conversation's summary route"),
+      }),
     }),
   })
   .meta({ id: "WebhookPayload" });

@@ -1,9 +1,22 @@
 import { describe, expect, it } from "vitest";
-import { ABANDONED_RUN_ALARM_TRIES, ABANDONED_RUN_MAX_AGE_MS, alarmWanted, settleVerdict, type AbandonedRun } from "./abandoned-runs";
+import {
+  ABANDONED_RUN_ALARM_TRIES,
+  ABANDONED_RUN_MAX_AGE_MS,
+  alarmWanted,
+  settleVerdict,
+  type AbandonedRun,
+} from "./abandoned-runs";
 
 const run = (over: Partial<AbandonedRun> = {}): AbandonedRun => ({
   turnId: "t1",
-  ref: { runId: "e1", provider: "tangle", environmentId: "sbx_1", sessionId: "s1", executionId: "e1", requestDigest: "sha256:x" },
+  ref: {
+    runId: "e1",
+    provider: "tangle",
+    environmentId: "sbx_1",
+    sessionId: "s1",
+    executionId: "e1",
+    requestDigest: "sha256:x",
+  },
   since: 1_000,
   attempts: 0,
   ...over,

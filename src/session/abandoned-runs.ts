@@ -42,7 +42,8 @@ export type SettleVerdict =
   | { kind: "try" };
 
 export function settleVerdict(run: AbandonedRun, now: number, environmentId?: string): SettleVerdict {
-  if (environmentId !== undefined && run.ref.environmentId !== environmentId) return { kind: "drop", why: "environment_replaced" };
+  if (environmentId !== undefined && run.ref.environmentId !== environmentId)
+    return { kind: "drop", why: "environment_replaced" };
   if (now - run.since > ABANDONED_RUN_MAX_AGE_MS) return { kind: "drop", why: "too_old" };
   return { kind: "try" };
 }
@@ -122,7 +123,10 @@ export class AbandonedRuns {
   private async cancelAndRead(ref: AgentExactRunControlRef): Promise<ProviderResult | null> {
     const provider = this.deps.provider();
     try {
-      await provider.cancel(ref, { operationId: `abandoned:${ref.executionId}`, reason: "the gateway ended this run's turn" });
+      await provider.cancel(ref, {
+        operationId: `abandoned:${ref.executionId}`,
+        reason: "the gateway ended this run's turn",
+      });
       return await provider.result(ref);
     } catch {
       return null;

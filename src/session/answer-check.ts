@@ -39,9 +39,11 @@ function checkField(field: InteractionField, value: unknown, request: Interactio
       // An approval's decision: only what the table knows its scopes allow (public/wire/grants.js).
       const options = field === decisionField(request) ? allowedDecisions(request) : optionValues(f);
       const chosen = f.multi ? value : [value];
-      if (!Array.isArray(chosen) || chosen.some((v) => typeof v !== "string")) return `${name}: must be ${f.multi ? "a list of choices" : "one of the choices"}`;
+      if (!Array.isArray(chosen) || chosen.some((v) => typeof v !== "string"))
+        return `${name}: must be ${f.multi ? "a list of choices" : "one of the choices"}`;
       const unknown = (chosen as string[]).filter((v) => !options.includes(v));
-      if (unknown.length && !(f.allowCustom && request.kind !== "permission")) return `${name}: ${unknown.join(", ")} is not one of ${options.join(", ")}`;
+      if (unknown.length && !(f.allowCustom && request.kind !== "permission"))
+        return `${name}: ${unknown.join(", ")} is not one of ${options.join(", ")}`;
       return null;
     }
     default:
@@ -54,7 +56,11 @@ function checkField(field: InteractionField, value: unknown, request: Interactio
  * values (never its feedback or scope), so other views can show an approval as granted or
  * denied. Undefined for other kinds of ask.
  */
-export function approvalOf(request: InteractionRequest, outcome: Outcome, data: Record<string, unknown> | undefined): boolean | undefined {
+export function approvalOf(
+  request: InteractionRequest,
+  outcome: Outcome,
+  data: Record<string, unknown> | undefined,
+): boolean | undefined {
   if (request.kind !== "permission" && request.kind !== "plan") return undefined;
   if (outcome !== "accepted") return false;
   const field = decisionField(request);
@@ -65,7 +71,11 @@ export function approvalOf(request: InteractionRequest, outcome: Outcome, data: 
 }
 
 /** Problems with an answer, each naming its field; empty when the answer fits the request. */
-export function answerProblems(request: InteractionRequest, outcome: Outcome, data: Record<string, unknown> | undefined): string[] {
+export function answerProblems(
+  request: InteractionRequest,
+  outcome: Outcome,
+  data: Record<string, unknown> | undefined,
+): string[] {
   const problems: string[] = [];
   const allowed = request.allowedOutcomes ?? ["accepted", "declined", "cancelled"];
   if (!allowed.includes(outcome)) problems.push(`outcome: ${outcome} is not allowed here (${allowed.join(", ")})`);

@@ -24,12 +24,21 @@ export function agentSessionOf(store: SessionStore, base: string, branch: number
 }
 
 /** Every agent session the conversation made upstream (branch 0's, and each branch's that exists there), each with its latest run. */
-export function agentSessions(store: SessionStore, base: string): Array<{ sessionId: string; lastRun: AgentExactRunControlRef | null }> {
+export function agentSessions(
+  store: SessionStore,
+  base: string,
+): Array<{ sessionId: string; lastRun: AgentExactRunControlRef | null }> {
   const lastRunOf = (branch: number) => {
     const turns = store.turns().filter((t) => t.branch === branch && t.controlRef !== null);
     return turns.at(-1)?.controlRef ?? null;
   };
-  return [{ sessionId: base, lastRun: lastRunOf(0) }, ...store.branches().filter((b) => b.forked).map((b) => ({ sessionId: b.agentSessionId, lastRun: lastRunOf(b.branch) }))];
+  return [
+    { sessionId: base, lastRun: lastRunOf(0) },
+    ...store
+      .branches()
+      .filter((b) => b.forked)
+      .map((b) => ({ sessionId: b.agentSessionId, lastRun: lastRunOf(b.branch) })),
+  ];
 }
 
 /** The run a turn after `parentTurnId` continues: the nearest dispatched turn on its path. */
@@ -53,7 +62,8 @@ export function activeBranch(store: SessionStore): number {
 export function branchPath(store: SessionStore, branch?: number): { branch: number; turns: TreeTurn[] } {
   const tree = store.treeTurns();
   const which = branch ?? activeBranch(store);
-  if (branch !== undefined && !tree.some((t) => t.branch === branch)) throw new Refusal("branch_not_found", `no branch ${branch} in this conversation`);
+  if (branch !== undefined && !tree.some((t) => t.branch === branch))
+    throw new Refusal("branch_not_found", `no branch ${branch} in this conversation`);
   return { branch: which, turns: pathOf(tree, which) };
 }
 
@@ -83,12 +93,17 @@ export function branchesOf(store: SessionStore): { active: number; branches: Bra
  * Shows another branch (a branch id, or the branch a turn's choice leads to): stored, and told
  * to every stream of the conversation as `branch.switched`. Showing the branch shown is no event.
  */
-export function switchBranch(store: SessionStore, log: EventLog, target: { branch?: number; turnId?: string }): { branch: number; previous: number; tipTurnId: string } {
+export function switchBranch(
+  store: SessionStore,
+  log: EventLog,
+  target: { branch?: number; turnId?: string },
+): { branch: number; previous: number; tipTurnId: string } {
   const tree = store.treeTurns();
   const previous = activeBranch(store);
   let branch: number | null;
   if (target.turnId !== undefined) {
-    if (!tree.some((t) => t.turnId === target.turnId)) throw new Refusal("turn_not_found", `no turn ${target.turnId} in this conversation`);
+    if (!tree.some((t) => t.turnId === target.turnId))
+      throw new Refusal("turn_not_found", `no turn ${target.turnId} in this conversation`);
     branch = branchThrough(tree, target.turnId, previous);
   } else {
     branch = target.branch ?? null;
@@ -98,7 +113,13 @@ export function switchBranch(store: SessionStore, log: EventLog, target: { branc
   if (branch !== previous) {
     log.commit((l) => {
       store.setMeta("activeBranch", branch);
-      l.append({ turnId: null, executionId: null, type: "branch.switched", data: { branch, previous, tipTurnId: tip.turnId, by: "switch" }, now: Date.now() });
+      l.append({
+        turnId: null,
+        executionId: null,
+        type: "branch.switched",
+        data: { branch, previous, tipTurnId: tip.turnId, by: "switch" },
+        now: Date.now(),
+      });
     });
   }
   return { branch, previous, tipTurnId: tip.turnId };

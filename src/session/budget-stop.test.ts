@@ -7,7 +7,15 @@ import type { NewEvent, TurnRecord } from "./store/records";
 import type { SessionStore } from "./store/store";
 import { emptyExecutionUsage, foldReceipt, type ExecutionUsageState } from "../usage/usage-fold";
 
-const budget = (over: Partial<BudgetState> = {}): BudgetState => ({ scope: "conversation", tokens: 100, used: 120, complete: true, provenance: "measured", exceeded: true, ...over });
+const budget = (over: Partial<BudgetState> = {}): BudgetState => ({
+  scope: "conversation",
+  tokens: 100,
+  used: 120,
+  complete: true,
+  provenance: "measured",
+  exceeded: true,
+  ...over,
+});
 
 describe("a new turn at the door of a used-up budget", () => {
   it("no budget, or one not used up: no refusal", () => {
@@ -24,21 +32,44 @@ describe("a new turn at the door of a used-up budget", () => {
   });
 
   it("a floor says at least; spend counting estimates or figures of unknown provenance says so", () => {
-    expect(budgetRefusal(budget({ scope: "user", complete: false }))?.message).toBe("the user token budget of 100 is used up (at least 120 tokens)");
-    expect(budgetRefusal(budget({ provenance: "estimated" }))?.message).toBe("the conversation token budget of 100 is used up (120 tokens, counting estimates)");
-    expect(budgetRefusal(budget({ provenance: "unknown" }))?.message).toBe("the conversation token budget of 100 is used up (120 tokens, counting figures of unknown provenance)");
+    expect(budgetRefusal(budget({ scope: "user", complete: false }))?.message).toBe(
+      "the user token budget of 100 is used up (at least 120 tokens)",
+    );
+    expect(budgetRefusal(budget({ provenance: "estimated" }))?.message).toBe(
+      "the conversation token budget of 100 is used up (120 tokens, counting estimates)",
+    );
+    expect(budgetRefusal(budget({ provenance: "unknown" }))?.message).toBe(
+      "the conversation token budget of 100 is used up (120 tokens, counting figures of unknown provenance)",
+    );
   });
 });
 
 /** A budget stop over a store of one turn `t` of execution `e`, whose run spent `spent` measured tokens. */
-function harness(options: { spent: number; status?: TurnRecord["status"]; perConversation?: number; perUser?: number; elsewhere?: Spend; cancelFails?: number }) {
+function harness(options: {
+  spent: number;
+  status?: TurnRecord["status"];
+  perConversation?: number;
+  perUser?: number;
+  elsewhere?: Spend;
+  cancelFails?: number;
+}) {
   const events: NewEvent[] = [];
   const cancels: Array<{ operationId?: string; reason?: string }> = [];
   const meta = new Map<string, unknown>();
   let elsewhereReads = 0;
   let failures = options.cancelFails ?? 0;
-  const fold: ExecutionUsageState = foldReceipt(emptyExecutionUsage("e"), { inputTokens: options.spent, outputTokens: 0 }, { provenance: "measured" });
-  const turn = { turnId: "t", executionId: "e", status: options.status ?? "running", cancelReason: null as string | null, controlRef: { runId: "e" } } as TurnRecord;
+  const fold: ExecutionUsageState = foldReceipt(
+    emptyExecutionUsage("e"),
+    { inputTokens: options.spent, outputTokens: 0 },
+    { provenance: "measured" },
+  );
+  const turn = {
+    turnId: "t",
+    executionId: "e",
+    status: options.status ?? "running",
+    cancelReason: null as string | null,
+    controlRef: { runId: "e" },
+  } as TurnRecord;
   const store = {
     getMeta: (key: string) => meta.get(key) ?? null,
     setMeta: (key: string, value: unknown) => void meta.set(key, value),
@@ -47,7 +78,11 @@ function harness(options: { spent: number; status?: TurnRecord["status"]; perCon
     allExecutionUsage: () => [fold],
     dispatchedExecutionIds: () => ["e"],
   } as unknown as SessionStore;
-  const log = new EventLog({ transaction: (fn) => fn(), append: (event) => (events.push(event), { seq: events.length, type: event.type, envelope: "" }), publish: () => undefined });
+  const log = new EventLog({
+    transaction: (fn) => fn(),
+    append: (event) => (events.push(event), { seq: events.length, type: event.type, envelope: "" }),
+    publish: () => undefined,
+  });
   const stop = new BudgetStop({
     store: () => store,
     log,
@@ -78,7 +113,10 @@ describe("the budget at the door", () => {
     expect(onlyConversation.elsewhereReads()).toBe(0);
 
     const user = harness({ spent: 10, perUser: 100, elsewhere: { used: 95, complete: true, provenance: "measured" } });
-    await expect(user.stop.admit(context)).rejects.toMatchObject({ code: "budget_exceeded", message: "the user token budget of 100 is used up (105 tokens)" });
+    await expect(user.stop.admit(context)).rejects.toMatchObject({
+      code: "budget_exceeded",
+      message: "the user token budget of 100 is used up (105 tokens)",
+    });
     expect(user.elsewhereReads()).toBe(1);
     expect(user.meta.get("userElsewhere")).toEqual({ used: 95, complete: true, provenance: "measured" });
   });
@@ -93,7 +131,10 @@ describe("the budget stop of a running turn", () => {
     await settle();
     expect(h.turn.cancelReason).toBe("budget_exceeded");
     expect(h.events.map((e) => e.type)).toEqual(["budget.exceeded"]);
-    expect(h.events[0]!.data).toMatchObject({ turnId: "t", budget: { scope: "conversation", tokens: 100, used: 150, exceeded: true } });
+    expect(h.events[0]!.data).toMatchObject({
+      turnId: "t",
+      budget: { scope: "conversation", tokens: 100, used: 150, exceeded: true },
+    });
     expect(h.cancels).toEqual([{ operationId: "budget:t", reason: "budget_exceeded" }]);
   });
 
@@ -102,7 +143,10 @@ describe("the budget stop of a running turn", () => {
     h.stop.stop("t");
     await settle();
     expect(h.events.map((e) => e.type)).toEqual(["budget.exceeded", "warning"]);
-    expect(h.events[1]!.data).toEqual({ code: "budget_cancel_failed", message: "could not cancel the run for its budget: upstream unreachable" });
+    expect(h.events[1]!.data).toEqual({
+      code: "budget_cancel_failed",
+      message: "could not cancel the run for its budget: upstream unreachable",
+    });
     h.stop.stop("t");
     await settle();
     expect(h.cancels).toHaveLength(2);

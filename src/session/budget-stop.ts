@@ -16,7 +16,11 @@ import type { SessionStore } from "./store/store";
 import { conversationTotal } from "./turn-usage";
 
 /** How a budget's spend is described after its figure. */
-const PROVENANCE_NOTE: Record<BudgetState["provenance"], string> = { measured: "", estimated: ", counting estimates", unknown: ", counting figures of unknown provenance" };
+const PROVENANCE_NOTE: Record<BudgetState["provenance"], string> = {
+  measured: "",
+  estimated: ", counting estimates",
+  unknown: ", counting figures of unknown provenance",
+};
 
 /** The refusal of a new turn under `budget`, or null when no budget is used up. */
 export function budgetRefusal(budget: BudgetState | null): Refusal | null {
@@ -50,20 +54,30 @@ export class BudgetStop {
   /** The tightest budget that applies, with what was used against it; null when none is set. */
   budget(): BudgetState | null {
     const config = this.deps.config();
-    const elsewhere = this.store.getMeta("userElsewhere") ?? { used: 0, complete: true, provenance: "measured" as const };
-    return tightestBudget(conversationTotal(this.store), elsewhere, { perConversation: config.TOKEN_BUDGET_PER_CONVERSATION, perUser: config.TOKEN_BUDGET_PER_USER });
+    const elsewhere = this.store.getMeta("userElsewhere") ?? {
+      used: 0,
+      complete: true,
+      provenance: "measured" as const,
+    };
+    return tightestBudget(conversationTotal(this.store), elsewhere, {
+      perConversation: config.TOKEN_BUDGET_PER_CONVERSATION,
+      perUser: config.TOKEN_BUDGET_PER_USER,
+    });
   }
 
   /** Before a new turn: what the user spent elsewhere is read (when a user budget is set), and a budget used up refuses the turn. */
   async admit(context: SessionContext): Promise<void> {
-    if (this.deps.config().TOKEN_BUDGET_PER_USER !== undefined) this.store.setMeta("userElsewhere", await this.deps.usageElsewhere(context));
+    if (this.deps.config().TOKEN_BUDGET_PER_USER !== undefined)
+      this.store.setMeta("userElsewhere", await this.deps.usageElsewhere(context));
     const refusal = budgetRefusal(this.budget());
     if (refusal) throw refusal;
   }
 
   /** The running total crossed a budget (after the commit that recorded it): the run is cancelled upstream. */
   stop(turnId: string): void {
-    this.cancelRun(turnId).catch((err) => console.error(JSON.stringify({ msg: "budget stop failed", turnId, error: String(err) })));
+    this.cancelRun(turnId).catch((err) =>
+      console.error(JSON.stringify({ msg: "budget stop failed", turnId, error: String(err) })),
+    );
   }
 
   private async cancelRun(turnId: string): Promise<void> {
@@ -74,10 +88,18 @@ export class BudgetStop {
     const budget = this.budget();
     this.deps.log.commit((log) => {
       this.store.setCancelReason(turnId, "budget_exceeded");
-      log.append({ turnId, executionId: turn.executionId, type: "budget.exceeded", data: { turnId, budget }, now: Date.now() });
+      log.append({
+        turnId,
+        executionId: turn.executionId,
+        type: "budget.exceeded",
+        data: { turnId, budget },
+        now: Date.now(),
+      });
     });
     try {
-      await this.deps.provider().cancel(turn.controlRef, { operationId: `budget:${turnId}`, reason: "budget_exceeded" });
+      await this.deps
+        .provider()
+        .cancel(turn.controlRef, { operationId: `budget:${turnId}`, reason: "budget_exceeded" });
     } catch (err) {
       // Try again at the next usage report.
       this.stopping.delete(turnId);
@@ -86,7 +108,10 @@ export class BudgetStop {
           turnId,
           executionId: turn.executionId,
           type: "warning",
-          data: { code: "budget_cancel_failed", message: `could not cancel the run for its budget: ${err instanceof Error ? err.message : String(err)}` },
+          data: {
+            code: "budget_cancel_failed",
+            message: `could not cancel the run for its budget: ${err instanceof Error ? err.message : String(err)}`,
+          },
           now: Date.now(),
         }),
       );

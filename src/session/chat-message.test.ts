@@ -33,7 +33,14 @@ const turn: TurnRecord = {
   updatedAt: Date.parse(AT),
   completedAt: Date.parse(AT),
 };
-const event = (seq: number, type: string, data: Record<string, unknown>): EventEnvelope => ({ seq, turnId: "t1", executionId: "exe-1", type, data, at: AT });
+const event = (seq: number, type: string, data: Record<string, unknown>): EventEnvelope => ({
+  seq,
+  turnId: "t1",
+  executionId: "exe-1",
+  type,
+  data,
+  at: AT,
+});
 
 describe("a trimmed turn's chat message", () => {
   it("carries the warning its events carried (agent_memory_reset), with the streamed part's id", () => {
@@ -43,8 +50,16 @@ describe("a trimmed turn's chat message", () => {
       event(4, "turn.completed", { status: "completed" }),
     ];
     const [, streamed] = uiMessages([{ turn, events, interactions: [] }]);
-    const [, kept] = uiMessages([{ turn: { ...turn, parts: turnParts({ events, interactions: [] }) }, events: [], interactions: [] }]);
-    expect(streamed!.parts.find((p) => p.type === "data-warning")).toEqual({ type: "data-warning", id: "warning-2", data: { code: "agent_memory_reset", message: "the agent starts afresh" } });
-    expect(kept!.parts.filter((p) => p.type === "data-warning")).toEqual(streamed!.parts.filter((p) => p.type === "data-warning"));
+    const [, kept] = uiMessages([
+      { turn: { ...turn, parts: turnParts({ events, interactions: [] }) }, events: [], interactions: [] },
+    ]);
+    expect(streamed!.parts.find((p) => p.type === "data-warning")).toEqual({
+      type: "data-warning",
+      id: "warning-2",
+      data: { code: "agent_memory_reset", message: "the agent starts afresh" },
+    });
+    expect(kept!.parts.filter((p) => p.type === "data-warning")).toEqual(
+      streamed!.parts.filter((p) => p.type === "data-warning"),
+    );
   });
 });

@@ -50,7 +50,14 @@ const isObj = (value: unknown): value is Obj => typeof value === "object" && val
 function streamedPartId(event: EventEnvelope): string | null {
   if (event.type !== PART_UPDATED || event.usage !== undefined || event.usageMode !== undefined) return null;
   const { part, delta, ...rest } = event.data;
-  if (Object.keys(rest).length > 0 || !isObj(part) || typeof part.id !== "string" || typeof part.type !== "string" || !STREAMED_TYPES.has(part.type)) return null;
+  if (
+    Object.keys(rest).length > 0 ||
+    !isObj(part) ||
+    typeof part.id !== "string" ||
+    typeof part.type !== "string" ||
+    !STREAMED_TYPES.has(part.type)
+  )
+    return null;
   if (delta !== undefined && typeof delta !== "string") return null;
   return part.id;
 }
@@ -74,7 +81,14 @@ export function planCompaction(events: readonly EventEnvelope[], others: Iterabl
       runs.push({
         fromSeq: run.first.seq,
         toSeq: last.seq,
-        envelope: { seq: last.seq, turnId: last.turnId, executionId: last.executionId, type: PART_UPDATED, data: { part: text !== undefined ? { ...part, text } : part }, at: last.at },
+        envelope: {
+          seq: last.seq,
+          turnId: last.turnId,
+          executionId: last.executionId,
+          type: PART_UPDATED,
+          data: { part: text !== undefined ? { ...part, text } : part },
+          at: last.at,
+        },
       });
     }
     run = null;
@@ -95,7 +109,12 @@ export function planCompaction(events: readonly EventEnvelope[], others: Iterabl
     const part = event.data.part as Obj;
     const delta = event.data.delta as string | undefined;
     texts.set(partId, applyPartUpdate(texts.get(partId), { part, ...(delta !== undefined ? { delta } : {}) }));
-    if (run && run.partId === partId && run.last.turnId === event.turnId && run.last.executionId === event.executionId) {
+    if (
+      run &&
+      run.partId === partId &&
+      run.last.turnId === event.turnId &&
+      run.last.executionId === event.executionId
+    ) {
       run.last = event;
       run.count++;
       run.part = { ...run.part, ...part };

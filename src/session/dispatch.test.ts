@@ -12,28 +12,52 @@ const ref = (sessionId: string, executionId = "exec-other") => ({
   requestDigest: `sha256:${"0".repeat(64)}`,
 });
 const mismatch = (admittedRef: unknown, earlier?: boolean) =>
-  new ProviderError("admission_mismatch", "another run was admitted", { details: { admittedRef, ...(earlier !== undefined ? { earlier } : {}) } });
+  new ProviderError("admission_mismatch", "another run was admitted", {
+    details: { admittedRef, ...(earlier !== undefined ? { earlier } : {}) },
+  });
 
 describe("what a dispatch does after upstream refused it", () => {
   it("an environment gone or stopped is recovered once, then the error stands", () => {
     for (const code of ["environment_gone", "environment_not_running"] as const) {
       expect(retryStep(new ProviderError(code, "gone"), first, "s")).toEqual({ kind: "recover" });
-      expect(retryStep(new ProviderError(code, "gone"), { ...first, attempt: 2, recovered: true }, "s")).toEqual({ kind: "refuse" });
+      expect(retryStep(new ProviderError(code, "gone"), { ...first, attempt: 2, recovered: true }, "s")).toEqual({
+        kind: "refuse",
+      });
     }
   });
 
   it("a run admitted in our place, in our session, is replaced: the turn goes again once under a new key", () => {
     const admitted = ref("s");
-    expect(retryStep(mismatch(admitted), first, "s")).toEqual({ kind: "replaced", admitted, rekeyed: 1, exhausted: false });
+    expect(retryStep(mismatch(admitted), first, "s")).toEqual({
+      kind: "replaced",
+      admitted,
+      rekeyed: 1,
+      exhausted: false,
+    });
     // A second run started in place of ours by a call of ours passes the bound: it is stopped, and the turn refused.
-    expect(retryStep(mismatch(admitted), { attempt: 2, recovered: false, rekeyed: 1 }, "s")).toEqual({ kind: "replaced", admitted, rekeyed: 2, exhausted: true });
+    expect(retryStep(mismatch(admitted), { attempt: 2, recovered: false, rekeyed: 1 }, "s")).toEqual({
+      kind: "replaced",
+      admitted,
+      rekeyed: 2,
+      exhausted: true,
+    });
   });
 
   it("a run an earlier dispatch left only names the next key: it does not count, but the chain of keys is bounded", () => {
     const admitted = ref("s");
-    expect(retryStep(mismatch(admitted, true), { attempt: 2, recovered: false, rekeyed: 1 }, "s")).toEqual({ kind: "replaced", admitted, rekeyed: 1, exhausted: false });
-    expect(retryStep(mismatch(admitted, true), { attempt: 12, recovered: false, rekeyed: 0 }, "s")).toMatchObject({ exhausted: false });
-    expect(retryStep(mismatch(admitted, true), { attempt: 13, recovered: false, rekeyed: 0 }, "s")).toMatchObject({ kind: "replaced", exhausted: true });
+    expect(retryStep(mismatch(admitted, true), { attempt: 2, recovered: false, rekeyed: 1 }, "s")).toEqual({
+      kind: "replaced",
+      admitted,
+      rekeyed: 1,
+      exhausted: false,
+    });
+    expect(retryStep(mismatch(admitted, true), { attempt: 12, recovered: false, rekeyed: 0 }, "s")).toMatchObject({
+      exhausted: false,
+    });
+    expect(retryStep(mismatch(admitted, true), { attempt: 13, recovered: false, rekeyed: 0 }, "s")).toMatchObject({
+      kind: "replaced",
+      exhausted: true,
+    });
   });
 
   it("a mismatch naming a run of another session, or no readable run, is refused as it is", () => {
@@ -44,7 +68,9 @@ describe("what a dispatch does after upstream refused it", () => {
 
   it("a session still busy after our previous receipt is waited for, backing off, five times", () => {
     const busy = new ProviderError("session_busy", "busy");
-    expect([1, 2, 3, 4, 5].map((attempt) => retryStep(busy, { ...first, attempt }, "s"))).toEqual([100, 200, 300, 400, 500].map((delayMs) => ({ kind: "wait", delayMs })));
+    expect([1, 2, 3, 4, 5].map((attempt) => retryStep(busy, { ...first, attempt }, "s"))).toEqual(
+      [100, 200, 300, 400, 500].map((delayMs) => ({ kind: "wait", delayMs })),
+    );
     expect(retryStep(busy, { ...first, attempt: 6 }, "s")).toEqual({ kind: "refuse" });
   });
 

@@ -67,22 +67,35 @@ export type RetryStep =
 
 /** What a dispatch does after the provider refused it with `err`. */
 export function retryStep(err: ProviderError, tries: DispatchTries, sessionId: string): RetryStep {
-  if (!tries.recovered && (err.code === "environment_gone" || err.code === "environment_not_running")) return { kind: "recover" };
-  const admitted = err.code === "admission_mismatch" ? AgentExactRunControlRef.safeParse(err.options.details?.admittedRef) : null;
+  if (!tries.recovered && (err.code === "environment_gone" || err.code === "environment_not_running"))
+    return { kind: "recover" };
+  const admitted =
+    err.code === "admission_mismatch" ? AgentExactRunControlRef.safeParse(err.options.details?.admittedRef) : null;
   if (admitted?.success && admitted.data.sessionId === sessionId) {
     // The platform ties the turn key to that run now. A run an earlier dispatch left (stopped then)
     // only says which key comes next; a run started in place of ours by this very call counts
     // against the bound.
     const rekeyed = err.options.details?.earlier !== true ? tries.rekeyed + 1 : tries.rekeyed;
-    return { kind: "replaced", admitted: admitted.data, rekeyed, exhausted: rekeyed > MISMATCH_REKEYS || tries.attempt > MISMATCH_CHAIN };
+    return {
+      kind: "replaced",
+      admitted: admitted.data,
+      rekeyed,
+      exhausted: rekeyed > MISMATCH_REKEYS || tries.attempt > MISMATCH_CHAIN,
+    };
   }
-  if (err.code === "session_busy" && tries.attempt < UPSTREAM_BUSY_ATTEMPTS) return { kind: "wait", delayMs: UPSTREAM_BUSY_DELAY_MS * tries.attempt };
+  if (err.code === "session_busy" && tries.attempt < UPSTREAM_BUSY_ATTEMPTS)
+    return { kind: "wait", delayMs: UPSTREAM_BUSY_DELAY_MS * tries.attempt };
   return { kind: "refuse" };
 }
 
 /** The upstream turn key of a turn sent again after a run was admitted in its place: derived from that run (a retry after a crash takes the same path). */
 export async function rekeyedTurnId(turnId: string, replaced: string): Promise<string> {
-  const bytes = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`rekey/v1|${turnId.length}:${turnId}|${replaced.length}:${replaced}`)));
+  const bytes = new Uint8Array(
+    await crypto.subtle.digest(
+      "SHA-256",
+      new TextEncoder().encode(`rekey/v1|${turnId.length}:${turnId}|${replaced.length}:${replaced}`),
+    ),
+  );
   return `${turnId}.r-${[...bytes.slice(0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
@@ -154,8 +167,13 @@ export class Dispatcher {
   }
 
   /** A turn this send's id names, with the same content: its result once it ended, else it runs (a pending one nothing here dispatches is resumed). */
-  known(context: SessionContext, send: Send, decision: { kind: "cached"; turn: TurnRecord } | { kind: "in_progress"; turn: TurnRecord; resume: boolean }): Promise<SubmitOutcome> | SubmitOutcome {
-    if (decision.kind === "cached") return { outcome: "cached", turn: turnView(withAnswer(this.store, decision.turn), []) };
+  known(
+    context: SessionContext,
+    send: Send,
+    decision: { kind: "cached"; turn: TurnRecord } | { kind: "in_progress"; turn: TurnRecord; resume: boolean },
+  ): Promise<SubmitOutcome> | SubmitOutcome {
+    if (decision.kind === "cached")
+      return { outcome: "cached", turn: turnView(withAnswer(this.store, decision.turn), []) };
     // A pending turn that nothing here dispatches was left by a crash mid-dispatch: resume it.
     if (decision.resume) return this.dispatchPending(context, send.turnId, send.executionId, send.request);
     return { outcome: "in_progress", turn: turnView(decision.turn, this.store.outstandingOfTurn(send.turnId)) };
@@ -180,8 +198,18 @@ export class Dispatcher {
    * the conversation does not hold.
    */
   placement(request: TurnRequest): Exclude<Placement, { kind: "unknown_parent" }> {
-    const placement = place(this.store.treeTurns(), this.store.branches(), this.store.getMeta("activeBranch") ?? 0, request.parentTurnId);
-    if (placement.kind === "unknown_parent") throw new Refusal("turn_not_found", `parentTurnId names no turn of this conversation (${placement.parentTurnId})`, { parentTurnId: placement.parentTurnId });
+    const placement = place(
+      this.store.treeTurns(),
+      this.store.branches(),
+      this.store.getMeta("activeBranch") ?? 0,
+      request.parentTurnId,
+    );
+    if (placement.kind === "unknown_parent")
+      throw new Refusal(
+        "turn_not_found",
+        `parentTurnId names no turn of this conversation (${placement.parentTurnId})`,
+        { parentTurnId: placement.parentTurnId },
+      );
     return placement;
   }
 
@@ -189,7 +217,14 @@ export class Dispatcher {
   recordPending(
     context: SessionContext,
     placement: Exclude<Placement, { kind: "unknown_parent" }>,
-    turn: { turnId: string; requestDigest: string; request: TurnRequest; executionId: string; now: number; sentAt?: number },
+    turn: {
+      turnId: string;
+      requestDigest: string;
+      request: TurnRequest;
+      executionId: string;
+      now: number;
+      sentAt?: number;
+    },
   ): void {
     if (placement.kind === "branch" && !placement.reused) {
       this.store.insertBranch({
@@ -210,7 +245,12 @@ export class Dispatcher {
    * Nothing accepted (the budget refused it, or the dispatch failed): the pending turn is gone and
    * the refusal is the queue's to record.
    */
-  startQueued(context: SessionContext, turnId: string, executionId: string, request: TurnRequest): Promise<SubmitOutcome> {
+  startQueued(
+    context: SessionContext,
+    turnId: string,
+    executionId: string,
+    request: TurnRequest,
+  ): Promise<SubmitOutcome> {
     const work = (async () => {
       try {
         await this.deps.budgets.admit(context);
@@ -225,13 +265,23 @@ export class Dispatcher {
   }
 
   /** Dispatches a recorded pending turn; on success the turn runs, on failure it is forgotten. */
-  private dispatchPending(context: SessionContext, turnId: string, executionId: string, request: TurnRequest): Promise<SubmitOutcome> {
+  private dispatchPending(
+    context: SessionContext,
+    turnId: string,
+    executionId: string,
+    request: TurnRequest,
+  ): Promise<SubmitOutcome> {
     const work = this.runDispatch(context, turnId, executionId, request).finally(() => this.dispatching.delete(turnId));
     this.dispatching.set(turnId, work);
     return work;
   }
 
-  private async runDispatch(context: SessionContext, turnId: string, requestedExecutionId: string, request: TurnRequest): Promise<SubmitOutcome> {
+  private async runDispatch(
+    context: SessionContext,
+    turnId: string,
+    requestedExecutionId: string,
+    request: TurnRequest,
+  ): Promise<SubmitOutcome> {
     let dispatched: Dispatched;
     try {
       dispatched = await this.dispatch(context, turnId, requestedExecutionId, request);
@@ -250,7 +300,14 @@ export class Dispatcher {
         turnId,
         executionId,
         type: "turn.accepted",
-        data: { turnId, executionId, message: request.message, ...(request.model ? { model: request.model } : {}), parentTurnId: placed.parentTurnId, branch: placed.branch },
+        data: {
+          turnId,
+          executionId,
+          message: request.message,
+          ...(request.model ? { model: request.model } : {}),
+          parentTurnId: placed.parentTurnId,
+          branch: placed.branch,
+        },
         now: Date.now(),
       });
       // A branch started afresh exists upstream once its first run does, under the id it was sent with.
@@ -263,10 +320,17 @@ export class Dispatcher {
       const shown = this.store.getMeta("activeBranch") ?? 0;
       if (shown !== placed.branch) {
         this.store.setMeta("activeBranch", placed.branch);
-        log.append({ turnId, executionId, type: "branch.switched", data: { branch: placed.branch, previous: shown, tipTurnId: turnId, by: "turn" }, now: Date.now() });
+        log.append({
+          turnId,
+          executionId,
+          type: "branch.switched",
+          data: { branch: placed.branch, previous: shown, tipTurnId: turnId, by: "turn" },
+          now: Date.now(),
+        });
       }
       this.store.markRunning(turnId, dispatched.controlRef, row.seq, Date.now());
-      if (dispatched.notice) log.append({ turnId, executionId, type: "warning", data: dispatched.notice, now: Date.now() });
+      if (dispatched.notice)
+        log.append({ turnId, executionId, type: "warning", data: dispatched.notice, now: Date.now() });
       this.store.setMeta("environmentId", dispatched.controlRef.environmentId);
       this.store.setMeta("claims", dispatched.claims);
     });
@@ -282,7 +346,11 @@ export class Dispatcher {
    * document may have changed since it was read, and is read again where the bounds allow
    * (docs/api.md#capabilities).
    */
-  private async claimedEnvironment(context: SessionContext, request: TurnRequest, staleEnvironmentId?: string): Promise<{ environment: EnvironmentRecord; claims: Claims }> {
+  private async claimedEnvironment(
+    context: SessionContext,
+    request: TurnRequest,
+    staleEnvironmentId?: string,
+  ): Promise<{ environment: EnvironmentRecord; claims: Claims }> {
     let environment = await this.deps.environment(context, staleEnvironmentId);
     let claims = await this.deps.provider().claimsFor(environment, request.model);
     let shortfall = turnShortfall(claims, request.interactions);
@@ -293,13 +361,21 @@ export class Dispatcher {
     }
     const { missing, unsupported } = shortfall;
     if (missing.length > 0) {
-      throw new Refusal("capability_denied", `this agent environment does not claim ${missing.join(" and ")}, which running a turn needs`, {
-        missing,
-        warnings: environment.warnings,
-      });
+      throw new Refusal(
+        "capability_denied",
+        `this agent environment does not claim ${missing.join(" and ")}, which running a turn needs`,
+        {
+          missing,
+          warnings: environment.warnings,
+        },
+      );
     }
     if (unsupported.length > 0) {
-      throw new Refusal("interaction_kind_unsupported", `this agent environment does not offer interaction kinds: ${unsupported.join(", ")}`, { unsupported });
+      throw new Refusal(
+        "interaction_kind_unsupported",
+        `this agent environment does not offer interaction kinds: ${unsupported.join(", ")}`,
+        { unsupported },
+      );
     }
     return { environment, claims };
   }
@@ -320,7 +396,10 @@ export class Dispatcher {
   ): Promise<{ environment: EnvironmentRecord; claims: Claims; afresh?: true }> {
     let { environment, claims } = claimed;
     const at = branch.at === null ? null : this.store.turn(branch.at);
-    if (!at?.controlRef) throw new Refusal("turn_not_ready", `turn ${branch.at} has not run yet; a branch after it waits for it`, { retryable: true });
+    if (!at?.controlRef)
+      throw new Refusal("turn_not_ready", `turn ${branch.at} has not run yet; a branch after it waits for it`, {
+        retryable: true,
+      });
     for (let recovered = false; ; recovered = true) {
       const unavailable = this.store.getMeta("forkUnavailable");
       if (!claims.fork || unavailable?.environmentId === environment.environmentId) throw forkRefusal();
@@ -338,7 +417,9 @@ export class Dispatcher {
       } catch (err) {
         if (!(err instanceof ProviderError)) throw err;
         if (err.code === "capability_denied") {
-          this.deps.log.commit(() => this.store.setMeta("forkUnavailable", { environmentId: environment.environmentId, since: Date.now() }));
+          this.deps.log.commit(() =>
+            this.store.setMeta("forkUnavailable", { environmentId: environment.environmentId, since: Date.now() }),
+          );
           throw forkRefusal();
         }
         if (err.code === "not_found") return { environment, claims, afresh: true };
@@ -350,13 +431,23 @@ export class Dispatcher {
   }
 
   /** The provider's dispatch of the turn, retried as `retryStep` says. */
-  private async dispatch(context: SessionContext, turnId: string, executionId: string, request: TurnRequest): Promise<Dispatched> {
+  private async dispatch(
+    context: SessionContext,
+    turnId: string,
+    executionId: string,
+    request: TurnRequest,
+  ): Promise<Dispatched> {
     const turn = this.store.turn(turnId)!;
     const origin = this.store.branches().find((b) => b.branch === turn.branch);
     const needsFork = origin !== undefined && !origin.forked && origin.forkOf !== null;
     // What the conversation's environment is known not to do is refused before any call: its
     // stored claims say no fork, or its fork route proved missing.
-    if (needsFork && (this.store.getMeta("claims")?.fork === false || this.store.getMeta("forkUnavailable")?.environmentId === this.store.getMeta("environmentId"))) throw forkRefusal();
+    if (
+      needsFork &&
+      (this.store.getMeta("claims")?.fork === false ||
+        this.store.getMeta("forkUnavailable")?.environmentId === this.store.getMeta("environmentId"))
+    )
+      throw forkRefusal();
     let { environment, claims } = await this.claimedEnvironment(context, request);
     // A run an earlier turn left going (its sandbox stopped mid-turn, then resumed just now) would
     // hold the agent session: it is stopped first, and its usage folded into its own turn.
@@ -382,15 +473,28 @@ export class Dispatcher {
     const tries: DispatchTries = { attempt: 1, recovered: false, rekeyed: 0 };
     for (; ; tries.attempt++) {
       try {
-        const { controlRef, notice } = await this.deps.provider().dispatch({ ...input, environmentId: environment.environmentId });
+        const { controlRef, notice } = await this.deps
+          .provider()
+          .dispatch({ ...input, environmentId: environment.environmentId });
         // The conversation's environment was replaced (gone, failed, expired): the agent starts afresh.
         const before = this.store.getMeta("environmentId");
         const replaced = before !== null && before !== controlRef.environmentId;
         const reset =
           notice ??
           (afresh ? FORK_SOURCE_GONE : undefined) ??
-          (replaced ? { code: "agent_memory_reset", message: "the agent's environment was replaced; this turn starts a new agent session, without the earlier conversation in its memory" } : undefined);
-        return { controlRef, claims, ...(reset ? { notice: reset } : {}), ...(afresh ? { afresh: true as const } : {}) };
+          (replaced
+            ? {
+                code: "agent_memory_reset",
+                message:
+                  "the agent's environment was replaced; this turn starts a new agent session, without the earlier conversation in its memory",
+              }
+            : undefined);
+        return {
+          controlRef,
+          claims,
+          ...(reset ? { notice: reset } : {}),
+          ...(afresh ? { afresh: true as const } : {}),
+        };
       } catch (err) {
         if (!(err instanceof ProviderError)) throw err;
         const step = retryStep(err, tries, input.sessionId);
@@ -402,11 +506,17 @@ export class Dispatcher {
         } else if (step.kind === "replaced") {
           await this.deps
             .provider()
-            .cancel(step.admitted, { operationId: `mismatch:${step.admitted.executionId}`, reason: "admitted in place of another execution" })
+            .cancel(step.admitted, {
+              operationId: `mismatch:${step.admitted.executionId}`,
+              reason: "admitted in place of another execution",
+            })
             .catch(() => undefined);
           tries.rekeyed = step.rekeyed;
           if (step.exhausted) {
-            throw new ProviderError("admission_mismatch", `${err.message}; the run admitted in its place was stopped, and the turn can be sent again`);
+            throw new ProviderError(
+              "admission_mismatch",
+              `${err.message}; the run admitted in its place was stopped, and the turn can be sent again`,
+            );
           }
           input.turnId = await rekeyedTurnId(turnId, step.admitted.executionId);
           input.executionId = await executionIdFor(input.sessionId, input.turnId);

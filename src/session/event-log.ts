@@ -83,7 +83,10 @@ type LogStore = Pick<SessionStore, "appendEvent" | "settleAdmissions" | "discard
  * creates the session's storage); `current` the store if there is one (a commit that wrote nothing
  * creates nothing).
  */
-export function storeWrites(open: () => LogStore, current: () => LogStore | null = open): Pick<EventLogDeps, "append" | "settle" | "rolledBack" | "committed"> {
+export function storeWrites(
+  open: () => LogStore,
+  current: () => LogStore | null = open,
+): Pick<EventLogDeps, "append" | "settle" | "rolledBack" | "committed"> {
   return {
     append: (event) => open().appendEvent(event),
     settle: () => current()?.settleAdmissions(),
@@ -91,4 +94,3 @@ export function storeWrites(open: () => LogStore, current: () => LogStore | null
     committed: () => current()?.tailCommitted(),
   };
 }
-

@@ -111,7 +111,12 @@ describe("the ingest queue", () => {
     expect(queue.admitted).toBe(49);
     // The failing event was tried alone, and nothing after it was applied.
     expect(batches.at(-1)).toEqual([50]);
-    expect(batches.filter((b) => !b.includes(50)).flat().filter((id) => id > 50)).toEqual([]);
+    expect(
+      batches
+        .filter((b) => !b.includes(50))
+        .flat()
+        .filter((id) => id > 50),
+    ).toEqual([]);
     // Few attempts: about two per halving, not one per event.
     expect(batches.length).toBeLessThanOrEqual(2 + 2 * Math.ceil(Math.log2(59)));
     await release();
@@ -185,19 +190,22 @@ describe("the ingest queue", () => {
 
   it("property: whenever durability comes, every event is applied once, in order, and settled means all applied", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.oneof(fc.constant("push" as const), fc.constant("durable" as const)), { maxLength: 60 }), async (steps) => {
-        const { queue, batches, pending, release } = manual();
-        let next = 0;
-        for (const step of steps) {
-          if (step === "push") queue.push(next++);
-          else await release();
-        }
-        const done = queue.settled();
-        while (pending.length > 0) await release();
-        await done;
-        expect(batches.flat()).toEqual(Array.from({ length: next }, (_, i) => i));
-        expect(batches.every((b) => b.length > 0)).toBe(true);
-      }),
+      fc.asyncProperty(
+        fc.array(fc.oneof(fc.constant("push" as const), fc.constant("durable" as const)), { maxLength: 60 }),
+        async (steps) => {
+          const { queue, batches, pending, release } = manual();
+          let next = 0;
+          for (const step of steps) {
+            if (step === "push") queue.push(next++);
+            else await release();
+          }
+          const done = queue.settled();
+          while (pending.length > 0) await release();
+          await done;
+          expect(batches.flat()).toEqual(Array.from({ length: next }, (_, i) => i));
+          expect(batches.every((b) => b.length > 0)).toBe(true);
+        },
+      ),
       { numRuns: 200 },
     );
   });

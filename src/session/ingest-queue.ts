@@ -81,7 +81,10 @@ export class IngestQueue<E> {
 
   /** Whether the reader should wait (`settled`) before reading on. */
   backlogged(): boolean {
-    return this.queue.length >= (this.deps.maxQueued ?? DEFAULT_MAX_QUEUED) || this.bytes >= (this.deps.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES);
+    return (
+      this.queue.length >= (this.deps.maxQueued ?? DEFAULT_MAX_QUEUED) ||
+      this.bytes >= (this.deps.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES)
+    );
   }
 
   /** Resolves when every event pushed so far is committed and durable; rejects with a batch's failure. */

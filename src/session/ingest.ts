@@ -46,7 +46,15 @@ export interface IngestStep {
   partText: { partId: string; text: string } | null;
 }
 
-const nothing: IngestStep = { shown: null, askRequested: null, askEnded: null, streamError: null, usage: null, finish: null, partText: null };
+const nothing: IngestStep = {
+  shown: null,
+  askRequested: null,
+  askEnded: null,
+  streamError: null,
+  usage: null,
+  finish: null,
+  partText: null,
+};
 
 export function ingestStep(state: IngestState, event: ProviderEvent): IngestStep {
   const live = state.status === "running";
@@ -67,7 +75,14 @@ export function ingestStep(state: IngestState, event: ProviderEvent): IngestStep
     case "warning":
       return {
         ...nothing,
-        shown: { type: "warning", data: { code: event.code, message: event.message, ...(event.upstreamId !== undefined ? { upstreamEventId: event.upstreamId } : {}) } },
+        shown: {
+          type: "warning",
+          data: {
+            code: event.code,
+            message: event.message,
+            ...(event.upstreamId !== undefined ? { upstreamEventId: event.upstreamId } : {}),
+          },
+        },
       };
     case "interaction.requested": {
       const known = state.askStatus(event.request.id) !== null;
@@ -78,7 +93,9 @@ export function ingestStep(state: IngestState, event: ProviderEvent): IngestStep
       return {
         ...nothing,
         shown: event.shown ?? null,
-        askEnded: outstanding ? { interactionId: event.interactionId, status: event.why, ...(event.reason ? { reason: event.reason } : {}) } : null,
+        askEnded: outstanding
+          ? { interactionId: event.interactionId, status: event.why, ...(event.reason ? { reason: event.reason } : {}) }
+          : null,
       };
     }
     case "usage": {
@@ -87,7 +104,10 @@ export function ingestStep(state: IngestState, event: ProviderEvent): IngestStep
       const shown = event.shown ? { ...event.shown, ...(attach ? { usage: attach } : {}) } : null;
       const streamError =
         event.usage.problem !== undefined && live
-          ? { code: "usage_invalid", message: `the agent service reported an invalid usage count (${event.usage.problem}): the run's stream failed, and the run was stopped` }
+          ? {
+              code: "usage_invalid",
+              message: `the agent service reported an invalid usage count (${event.usage.problem}): the run's stream failed, and the run was stopped`,
+            }
           : null;
       return { ...nothing, shown, streamError, usage: folded.changed ? folded.state : null };
     }
@@ -135,7 +155,10 @@ export function holdableUpdate(
   event: ProviderEvent,
   status: TurnStatus | null,
   known: string | undefined,
-): { kind: "delta"; part: Record<string, unknown>; delta: string } | { kind: "whole"; part: Record<string, unknown> } | null {
+):
+  | { kind: "delta"; part: Record<string, unknown>; delta: string }
+  | { kind: "whole"; part: Record<string, unknown> }
+  | null {
   if (status !== "running" || event.kind !== "part") return null;
   if (event.upstreamId === undefined || !isNumericUpstreamId(event.upstreamId)) return null;
   if (!STREAMED_TYPES.has(event.part.type)) {
@@ -147,12 +170,12 @@ export function holdableUpdate(
   if (typeof text !== "string" || text.length > TAIL_MAX_BYTES) return null;
   if (known !== undefined && known !== "" && event.delta !== undefined) {
     const compacted = compactPart(event.part, event.delta, known);
-    if (compacted.data.delta !== undefined && !("text" in compacted.data.part)) return { kind: "delta", part: compacted.data.part, delta: compacted.data.delta };
+    if (compacted.data.delta !== undefined && !("text" in compacted.data.part))
+      return { kind: "delta", part: compacted.data.part, delta: compacted.data.delta };
   }
   const whole = { kind: "whole" as const, part: event.part };
   return updateBytes(whole) <= TAIL_MAX_BYTES ? whole : null;
 }
-
 
 /**
  * An estimate of an event's size in memory, in bytes (the ingest queue's byte bound): the length

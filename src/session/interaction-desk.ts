@@ -41,7 +41,12 @@ export interface InteractionDeskDeps {
  * its outcome and its data: the same outcome with other data is another answer
  * (`already_resolved_different`; test/interactions.test.ts "the same outcome with other data").
  */
-async function answerKey(secret: string, interactionId: string, outcome: string, data: Record<string, unknown> | undefined): Promise<string> {
+async function answerKey(
+  secret: string,
+  interactionId: string,
+  outcome: string,
+  data: Record<string, unknown> | undefined,
+): Promise<string> {
   const key = await hmacKey(secret);
   const message = canonicalJson(stripUndefined({ kind: "interaction-answer/v1", interactionId, outcome, data }));
   return toHex(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(message)));
@@ -61,10 +66,22 @@ export class InteractionDesk {
   }
 
   /** Appends `turn.waiting` when the turn's open asks changed what it waits for since `before`; answers whether they did. */
-  private announceWaiting(log: Appender, turnId: string, executionId: string, before: Waiting | null, now: number): boolean {
+  private announceWaiting(
+    log: Appender,
+    turnId: string,
+    executionId: string,
+    before: Waiting | null,
+    now: number,
+  ): boolean {
     const after = this.waiting(turnId);
     if (sameWaiting(before, after)) return false;
-    log.append({ turnId, executionId, type: "turn.waiting", data: { turnId, waitingFor: after?.waitingFor ?? null, interactionId: after?.interactionId ?? null }, now });
+    log.append({
+      turnId,
+      executionId,
+      type: "turn.waiting",
+      data: { turnId, waitingFor: after?.waitingFor ?? null, interactionId: after?.interactionId ?? null },
+      now,
+    });
     return true;
   }
 
@@ -97,7 +114,15 @@ export class InteractionDesk {
     if (open[0]) this.announceWaiting(log, turnId, open[0].executionId, before, now);
   }
 
-  private announce(log: Appender, ask: InteractionRecord, status: InteractionStatus, now: number, reason?: string, outcome?: string, approved?: boolean): void {
+  private announce(
+    log: Appender,
+    ask: InteractionRecord,
+    status: InteractionStatus,
+    now: number,
+    reason?: string,
+    outcome?: string,
+    approved?: boolean,
+  ): void {
     log.append({
       turnId: ask.turnId,
       executionId: ask.executionId,
@@ -120,9 +145,17 @@ export class InteractionDesk {
    * Answers one ask, once: a second device waits for the first, then sees it resolved. An
    * environment that does not claim interactions records no answers, so none is taken.
    */
-  async answer(context: SessionContext, interactionId: string, command: AnswerCommand): Promise<InteractionAcknowledgement> {
+  async answer(
+    context: SessionContext,
+    interactionId: string,
+    command: AnswerCommand,
+  ): Promise<InteractionAcknowledgement> {
     if (!this.store.getMeta("claims")?.interactions) {
-      throw new Refusal("capability_denied", "this agent environment does not claim interactions (it does not record answers)", { missing: ["interactions"] });
+      throw new Refusal(
+        "capability_denied",
+        "this agent environment does not claim interactions (it does not record answers)",
+        { missing: ["interactions"] },
+      );
     }
     const previous = this.queues.get(interactionId) ?? Promise.resolve();
     const run = previous.then(() => this.answerOnce(context, interactionId, command));
@@ -135,7 +168,11 @@ export class InteractionDesk {
     }
   }
 
-  private async answerOnce(context: SessionContext, interactionId: string, command: AnswerCommand): Promise<InteractionAcknowledgement> {
+  private async answerOnce(
+    context: SessionContext,
+    interactionId: string,
+    command: AnswerCommand,
+  ): Promise<InteractionAcknowledgement> {
     const store = this.store;
     const ask = store.interaction(interactionId);
     const turn = ask ? store.turn(ask.turnId) : null;
@@ -147,9 +184,16 @@ export class InteractionDesk {
       executionId: ask?.executionId ?? "unknown",
       interactionId,
     };
-    const commandDigest = await canonicalDigest({ operationId: command.operationId, binding, outcome: command.outcome });
+    const commandDigest = await canonicalDigest({
+      operationId: command.operationId,
+      binding,
+      outcome: command.outcome,
+    });
     const answerHmac = await answerKey(this.deps.secret(), interactionId, command.outcome, command.data);
-    const ack = (status: InteractionAcknowledgement["status"], extra: { message?: string; retryable?: boolean } = {}): InteractionAcknowledgement => ({
+    const ack = (
+      status: InteractionAcknowledgement["status"],
+      extra: { message?: string; retryable?: boolean } = {},
+    ): InteractionAcknowledgement => ({
       operationId: command.operationId,
       binding,
       commandDigest,
@@ -158,14 +202,25 @@ export class InteractionDesk {
     });
 
     // Refused before anything is recorded or sent upstream.
-    if (command.forbidden?.length) return ack("invalid_response", { message: command.forbidden.map((p) => `${p}: is a forbidden field name`).join("; ") });
+    if (command.forbidden?.length)
+      return ack("invalid_response", {
+        message: command.forbidden.map((p) => `${p}: is a forbidden field name`).join("; "),
+      });
     const prior = priorOperation(store.operation(command.operationId), "answer", answerHmac);
     if (prior.kind === "replay") return prior.ack;
-    if (prior.kind === "conflict") return ack("already_resolved_different", { message: "this operationId was used for a different command" });
-    if (!ask || !turn?.controlRef) return ack("unknown_interaction", { message: `no interaction ${interactionId} in this conversation` });
+    if (prior.kind === "conflict")
+      return ack("already_resolved_different", { message: "this operationId was used for a different command" });
+    if (!ask || !turn?.controlRef)
+      return ack("unknown_interaction", { message: `no interaction ${interactionId} in this conversation` });
     const ref = turn.controlRef;
     const b = ask.request.binding;
-    if (b && (b.sessionId !== ref.sessionId || b.executionId !== ref.executionId || b.environmentId !== ref.environmentId || b.provider !== ref.provider)) {
+    if (
+      b &&
+      (b.sessionId !== ref.sessionId ||
+        b.executionId !== ref.executionId ||
+        b.environmentId !== ref.environmentId ||
+        b.provider !== ref.provider)
+    ) {
       return ack("binding_mismatch", { message: "the interaction is bound to another run, environment or session" });
     }
     if (ask.status === "expired") return ack("expired", { message: "the interaction expired before it was answered" });
@@ -173,7 +228,9 @@ export class InteractionDesk {
     if (ask.status === "answered") {
       return ask.answerHmac === answerHmac
         ? ack("already_resolved_same")
-        : ack("already_resolved_different", { message: `a different answer was recorded (operation ${ask.operationId ?? "unknown"})` });
+        : ack("already_resolved_different", {
+            message: `a different answer was recorded (operation ${ask.operationId ?? "unknown"})`,
+          });
     }
     const problems = answerProblems(ask.request, command.outcome, command.data);
     if (problems.length > 0) return ack("invalid_response", { message: problems.join("; ") });
@@ -207,11 +264,26 @@ export class InteractionDesk {
       const now = Date.now();
       if (status === "accepted") {
         const before = this.waiting(ask.turnId);
-        store.resolveInteraction(interactionId, { status: "answered", outcome: command.outcome, answerHmac, operationId: command.operationId, now });
-        this.announce(log, ask, "answered", now, undefined, command.outcome, approvalOf(ask.request, command.outcome, command.data));
+        store.resolveInteraction(interactionId, {
+          status: "answered",
+          outcome: command.outcome,
+          answerHmac,
+          operationId: command.operationId,
+          now,
+        });
+        this.announce(
+          log,
+          ask,
+          "answered",
+          now,
+          undefined,
+          command.outcome,
+          approvalOf(ask.request, command.outcome, command.data),
+        );
         waitingChanged = this.announceWaiting(log, ask.turnId, ask.executionId, before, now);
       }
-      if (status !== "invalid_response") store.putOperation(command.operationId, { kind: "answer", requestDigest: answerHmac, ack: result }, now);
+      if (status !== "invalid_response")
+        store.putOperation(command.operationId, { kind: "answer", requestDigest: answerHmac, ack: result }, now);
     });
     if (waitingChanged) this.deps.waitingChanged();
     return result;

@@ -4,11 +4,31 @@ import { priorOperation } from "./operations";
 import type { StoredOperation } from "./store/records";
 
 const digest = (c: string) => `sha256:${c.repeat(64)}` as const;
-const run = { runId: "run-1", provider: "tangle", environmentId: "env-1", sessionId: "s-1", executionId: "x-1", requestDigest: digest("a") };
-const cancelAck: CancellationAcknowledgement = { operationId: "op-1", requestDigest: digest("c"), run, status: "accepted", effect: "cancel_requested" };
+const run = {
+  runId: "run-1",
+  provider: "tangle",
+  environmentId: "env-1",
+  sessionId: "s-1",
+  executionId: "x-1",
+  requestDigest: digest("a"),
+};
+const cancelAck: CancellationAcknowledgement = {
+  operationId: "op-1",
+  requestDigest: digest("c"),
+  run,
+  status: "accepted",
+  effect: "cancel_requested",
+};
 const answerAck: InteractionAcknowledgement = {
   operationId: "op-1",
-  binding: { runId: "x-1", provider: "tangle", environmentId: "env-1", sessionId: "s-1", executionId: "x-1", interactionId: "ask-1" },
+  binding: {
+    runId: "x-1",
+    provider: "tangle",
+    environmentId: "env-1",
+    sessionId: "s-1",
+    executionId: "x-1",
+    interactionId: "ask-1",
+  },
   commandDigest: digest("d"),
   status: "accepted",
 };
@@ -28,7 +48,10 @@ describe("an operation id names one command", () => {
 
   it("another command of the same kind under the id is a conflict, naming the digest recorded", () => {
     expect(priorOperation(cancel, "cancel", digest("e"))).toEqual({ kind: "conflict", recordedDigest: digest("c") });
-    expect(priorOperation(answer, "answer", "0".repeat(64))).toEqual({ kind: "conflict", recordedDigest: "f".repeat(64) });
+    expect(priorOperation(answer, "answer", "0".repeat(64))).toEqual({
+      kind: "conflict",
+      recordedDigest: "f".repeat(64),
+    });
   });
 
   it("a command of another kind is a conflict even under the very digest recorded, and names no digest: an answer's keyed hash never leaves", () => {

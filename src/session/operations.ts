@@ -23,8 +23,13 @@ export type PriorOperation<K extends StoredOperation["kind"]> =
   | { kind: "conflict"; recordedDigest: string | null };
 
 /** What the record under an operation id says about a `kind` command whose digest is `digest`. */
-export function priorOperation<K extends StoredOperation["kind"]>(recorded: StoredOperation | null, kind: K, digest: string): PriorOperation<K> {
+export function priorOperation<K extends StoredOperation["kind"]>(
+  recorded: StoredOperation | null,
+  kind: K,
+  digest: string,
+): PriorOperation<K> {
   if (!recorded) return { kind: "new" };
-  if (recorded.kind === kind && recorded.requestDigest === digest) return { kind: "replay", ack: recorded.ack as AckOf<K> };
+  if (recorded.kind === kind && recorded.requestDigest === digest)
+    return { kind: "replay", ack: recorded.ack as AckOf<K> };
   return { kind: "conflict", recordedDigest: recorded.kind === kind ? recorded.requestDigest : null };
 }

@@ -4,7 +4,10 @@ import { applyPartUpdate } from "../../public/wire/part-text.js";
 import { compactPart } from "./part-deltas";
 
 /** A client that knows only the public rule: `part.text` is the whole text; otherwise a delta appends. */
-function clientText(previous: string | undefined, data: { part: Record<string, unknown>; delta?: string }): string | undefined {
+function clientText(
+  previous: string | undefined,
+  data: { part: Record<string, unknown>; delta?: string },
+): string | undefined {
   if (typeof data.part.text === "string") return data.part.text;
   if (data.delta !== undefined) return (previous ?? "") + data.delta;
   return previous;
@@ -17,16 +20,29 @@ describe("each text delta stored and sent once", () => {
   });
 
   it("a part whose text does not continue the held text goes whole, without its delta", () => {
-    expect(compactPart({ id: "p", type: "text", text: "xyz" }, "z", "a")).toEqual({ data: { part: { id: "p", type: "text", text: "xyz" } }, text: "xyz" });
+    expect(compactPart({ id: "p", type: "text", text: "xyz" }, "z", "a")).toEqual({
+      data: { part: { id: "p", type: "text", text: "xyz" } },
+      text: "xyz",
+    });
     // A new instance holds nothing: a part already under way goes whole once.
-    expect(compactPart({ id: "p", type: "text", text: "abc" }, "c", undefined)).toEqual({ data: { part: { id: "p", type: "text", text: "abc" } }, text: "abc" });
+    expect(compactPart({ id: "p", type: "text", text: "abc" }, "c", undefined)).toEqual({
+      data: { part: { id: "p", type: "text", text: "abc" } },
+      text: "abc",
+    });
   });
 
   it("a text of the right length that differs from the held text inside, or ends otherwise, goes whole", () => {
     // Each is as long as the held text plus the delta: only the comparison of both ends tells.
-    expect(compactPart({ id: "p", type: "text", text: "aXc" }, "c", "ab").data).toEqual({ part: { id: "p", type: "text", text: "aXc" } });
-    expect(compactPart({ id: "p", type: "text", text: "abX" }, "c", "ab").data).toEqual({ part: { id: "p", type: "text", text: "abX" } });
-    expect(compactPart({ id: "p", type: "text", text: "abc" }, "c", "ab").data).toEqual({ part: { id: "p", type: "text" }, delta: "c" });
+    expect(compactPart({ id: "p", type: "text", text: "aXc" }, "c", "ab").data).toEqual({
+      part: { id: "p", type: "text", text: "aXc" },
+    });
+    expect(compactPart({ id: "p", type: "text", text: "abX" }, "c", "ab").data).toEqual({
+      part: { id: "p", type: "text", text: "abX" },
+    });
+    expect(compactPart({ id: "p", type: "text", text: "abc" }, "c", "ab").data).toEqual({
+      part: { id: "p", type: "text" },
+      delta: "c",
+    });
   });
 
   it("parts that do not stream text (tools) are left as they are", () => {
@@ -39,8 +55,14 @@ describe("each text delta stored and sent once", () => {
     // a whole-text snapshot, or an edit that does not continue; the session may lose its memory.
     const update = fc.oneof(
       { weight: 6, arbitrary: fc.record({ kind: fc.constant("delta" as const), delta: fc.string({ maxLength: 8 }) }) },
-      { weight: 1, arbitrary: fc.record({ kind: fc.constant("deltaOnly" as const), delta: fc.string({ maxLength: 8 }) }) },
-      { weight: 1, arbitrary: fc.record({ kind: fc.constant("snapshot" as const), text: fc.string({ maxLength: 20 }) }) },
+      {
+        weight: 1,
+        arbitrary: fc.record({ kind: fc.constant("deltaOnly" as const), delta: fc.string({ maxLength: 8 }) }),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.record({ kind: fc.constant("snapshot" as const), text: fc.string({ maxLength: 20 }) }),
+      },
       { weight: 1, arbitrary: fc.record({ kind: fc.constant("forget" as const) }) },
     );
     fc.assert(
@@ -74,7 +96,8 @@ describe("each text delta stored and sent once", () => {
           client = clientText(client, out.data);
           expect(client).toBe(upstream);
           // Linear: a delta that continues the held text costs its own bytes, not the text so far.
-          if (delta !== undefined && inSync) expect(JSON.stringify(out.data).length).toBeLessThanOrEqual(50 + 6 * delta.length);
+          if (delta !== undefined && inSync)
+            expect(JSON.stringify(out.data).length).toBeLessThanOrEqual(50 + 6 * delta.length);
         }
       }),
       { numRuns: 300 },

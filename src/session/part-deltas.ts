@@ -19,9 +19,14 @@ export interface CompactedPart {
  * The event data for one part update, given the text this session holds for the part (undefined
  * when it holds none: the part's first update, or a reader resumed in a new instance).
  */
-export function compactPart(part: Record<string, unknown>, delta: string | undefined, known: string | undefined): CompactedPart {
+export function compactPart(
+  part: Record<string, unknown>,
+  delta: string | undefined,
+  known: string | undefined,
+): CompactedPart {
   const whole: PartUpdate = { part, ...(delta !== undefined ? { delta } : {}) };
-  if (typeof part.id !== "string" || typeof part.type !== "string" || !STREAMED_TYPES.has(part.type)) return { data: whole, text: undefined };
+  if (typeof part.id !== "string" || typeof part.type !== "string" || !STREAMED_TYPES.has(part.type))
+    return { data: whole, text: undefined };
   const full = typeof part.text === "string" ? part.text : undefined;
   if (delta === undefined) return { data: { part }, text: full ?? known };
   const base = known ?? "";

@@ -4,9 +4,18 @@ import type { AgentProvider, ProviderEvent, ProviderResult } from "../providers/
 import { IngestQueue } from "./ingest-queue";
 import { runPump } from "./pump";
 
-const ref = { runId: "e1", provider: "p", environmentId: "env", sessionId: "s", executionId: "e1", requestDigest: `sha256:${"0".repeat(64)}` } as const;
+const ref = {
+  runId: "e1",
+  provider: "p",
+  environmentId: "env",
+  sessionId: "s",
+  executionId: "e1",
+  requestDigest: `sha256:${"0".repeat(64)}`,
+} as const;
 const ev = (id: string, terminal?: "completed" | "failed"): ProviderEvent =>
-  terminal ? { kind: "terminal", upstreamId: id, status: terminal } : { kind: "part", upstreamId: id, part: { id: "p", type: "text" } };
+  terminal
+    ? { kind: "terminal", upstreamId: id, status: terminal }
+    : { kind: "part", upstreamId: id, part: { id: "p", type: "text" } };
 
 /** A provider whose streams are scripted: each call to events() plays the next script. */
 function scripted(streams: Array<ProviderEvent[] | Error>, result: ProviderResult | null = null) {
@@ -107,7 +116,11 @@ const noSleep = async () => {};
 
 describe("the upstream reader", () => {
   it("reconnects from the last stored id after a severed stream and reads to the terminal event", async () => {
-    const { provider, cursors } = scripted([[ev("1"), ev("2")], [ev("2"), ev("3")], [ev("4", "completed"), ev("5", "completed")]]);
+    const { provider, cursors } = scripted([
+      [ev("1"), ev("2")],
+      [ev("2"), ev("3")],
+      [ev("4", "completed"), ev("5", "completed")],
+    ]);
     const h = host();
     expect(await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep })).toBe("finished");
     expect(cursors).toEqual([undefined, "2", "3"]);
@@ -118,12 +131,17 @@ describe("the upstream reader", () => {
   it("gives up after maxAttempts reconnects without progress, once the result cannot settle it", async () => {
     const { provider, cursors } = scripted([[ev("1")], [], [], []]);
     const h = host();
-    expect(await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep, maxAttempts: 3 })).toBe("gave_up");
+    expect(
+      await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep, maxAttempts: 3 }),
+    ).toBe("gave_up");
     expect(cursors).toHaveLength(4);
   });
 
   it("settles from the run's result when upstream no longer holds the cursor", async () => {
-    const { provider } = scripted([[ev("1")], new ProviderError("cursor_expired", "cursor gone")], { status: "completed", text: "done" });
+    const { provider } = scripted([[ev("1")], new ProviderError("cursor_expired", "cursor gone")], {
+      status: "completed",
+      text: "done",
+    });
     const h = host();
     expect(await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep })).toBe("finished");
     expect(h.settledWith).toContain("completed");
@@ -133,7 +151,10 @@ describe("the upstream reader", () => {
     let sleeps = 0;
     const { provider } = scripted([[ev("1")], []], { status: "completed" });
     const h = host();
-    const outcome = await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: async () => void sleeps++ });
+    const outcome = await runPump(provider, ref, h, {
+      signal: new AbortController().signal,
+      sleep: async () => void sleeps++,
+    });
     expect(outcome).toBe("finished");
     expect(h.settledWith).toBe("completed: the stream ended without a terminal frame");
     expect(sleeps).toBe(1);
@@ -143,7 +164,9 @@ describe("the upstream reader", () => {
     for (const code of ["environment_gone", "environment_not_running"] as const) {
       const { provider, cursors } = scripted([[ev("1")], new ProviderError(code, "the sandbox is gone")]);
       const h = host();
-      expect(await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep })).toBe("finished");
+      expect(await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep })).toBe(
+        "finished",
+      );
       expect(h.lost).toBe("the sandbox is gone");
       expect(cursors).toEqual([undefined, "1"]);
     }
@@ -166,7 +189,10 @@ describe("the upstream reader", () => {
   });
 
   it("a commit that fails keeps nothing of its batch: its halves are applied again, and the reader reconnects from the last committed id", async () => {
-    const { provider, cursors } = scripted([[ev("1"), ev("2"), ev("3")], [ev("2"), ev("3"), ev("4", "completed")]]);
+    const { provider, cursors } = scripted([
+      [ev("1"), ev("2"), ev("3")],
+      [ev("2"), ev("3"), ev("4", "completed")],
+    ]);
     // 3 fails twice: in the batch [2, 3], then alone; 2 commits on its own in between.
     const h = host({ failOn: "3", failTimes: 2 });
     expect(await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep })).toBe("finished");
@@ -194,7 +220,9 @@ describe("the upstream reader", () => {
           yield ev("1");
           yield ev("2");
           // Then nothing, for as long as the stream is open (a run waiting for an answer).
-          await new Promise((_resolve, reject) => options.signal.addEventListener("abort", () => reject(options.signal.reason)));
+          await new Promise((_resolve, reject) =>
+            options.signal.addEventListener("abort", () => reject(options.signal.reason)),
+          );
         }
         yield ev("2");
         yield ev("3", "completed");
@@ -223,7 +251,11 @@ describe("the upstream reader", () => {
         return null;
       },
     } as unknown as AgentProvider;
-    const outcome = await runPump(provider, ref, h, { signal: new AbortController().signal, sleep: noSleep, maxAttempts: 3 });
+    const outcome = await runPump(provider, ref, h, {
+      signal: new AbortController().signal,
+      sleep: noSleep,
+      maxAttempts: 3,
+    });
     expect(outcome).toBe("gave_up");
     expect(h.log).toEqual(Array.from({ length: 49 }, (_, i) => String(i + 1)));
     // 1..49 committed by the end of the first pass; every later pass starts at the bad frame and

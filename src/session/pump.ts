@@ -51,16 +51,25 @@ function defaultSleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve();
     const timer = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
   });
 }
 
 const CLEAN_END = "stream closed before the run ended";
 
-export async function runPump(provider: AgentProvider, ref: AgentExactRunControlRef, host: PumpHost, options: PumpOptions): Promise<PumpOutcome> {
+export async function runPump(
+  provider: AgentProvider,
+  ref: AgentExactRunControlRef,
+  host: PumpHost,
+  options: PumpOptions,
+): Promise<PumpOutcome> {
   const { signal } = options;
   const maxAttempts = options.maxAttempts ?? 8;
   const baseDelayMs = options.baseDelayMs ?? 100;
@@ -116,7 +125,8 @@ export async function runPump(provider: AgentProvider, ref: AgentExactRunControl
     const progressed = host.admitted() > before;
     if (!host.isLive()) return "finished";
     // A stream that ended cleanly with nothing new: the run may be over without a terminal frame.
-    if (!progressed && reason === CLEAN_END && (await settleFromResult("the stream ended without a terminal frame"))) return "finished";
+    if (!progressed && reason === CLEAN_END && (await settleFromResult("the stream ended without a terminal frame")))
+      return "finished";
     attempt = progressed ? 1 : attempt + 1;
     if (attempt > maxAttempts) {
       if (await settleFromResult("the upstream stream could not be re-established")) return "finished";

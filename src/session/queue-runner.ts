@@ -61,7 +61,12 @@ export class QueueRunner {
         turnId,
         executionId: null,
         type: "turn.queued",
-        data: { turnId, message: request.message, ...(request.model ? { model: request.model } : {}), queuePosition: this.placeOf(turnId) },
+        data: {
+          turnId,
+          message: request.message,
+          ...(request.model ? { model: request.model } : {}),
+          queuePosition: this.placeOf(turnId),
+        },
         now,
       });
     });
@@ -98,12 +103,21 @@ export class QueueRunner {
     if (entry?.state === "queued") return entry;
     const turn = this.store.turn(turnId);
     if (turn) {
-      throw new Refusal("turn_not_queued", `turn ${turnId} has started (it is ${turn.status}), so it can no longer be ${verb}; a running turn is stopped with POST …/cancel`, {
-        turnId,
-        status: turn.status,
-      });
+      throw new Refusal(
+        "turn_not_queued",
+        `turn ${turnId} has started (it is ${turn.status}), so it can no longer be ${verb}; a running turn is stopped with POST …/cancel`,
+        {
+          turnId,
+          status: turn.status,
+        },
+      );
     }
-    if (entry) throw new Refusal("turn_not_queued", `turn ${turnId} is no longer queued (${entry.state}), so it can no longer be ${verb}`, { turnId, status: entry.state });
+    if (entry)
+      throw new Refusal(
+        "turn_not_queued",
+        `turn ${turnId} is no longer queued (${entry.state}), so it can no longer be ${verb}`,
+        { turnId, status: entry.state },
+      );
     throw new Refusal("turn_not_found", `no turn ${turnId} in this conversation`);
   }
 
@@ -135,7 +149,8 @@ export class QueueRunner {
       .waitingTurns()
       .filter((e) => e.state === "queued")
       .map((e) => e.turnId);
-    if (removed.length > 0) this.deps.log.commit((log) => removed.forEach((turnId) => this.drop(log, turnId, CLEARED, "cleared")));
+    if (removed.length > 0)
+      this.deps.log.commit((log) => removed.forEach((turnId) => this.drop(log, turnId, CLEARED, "cleared")));
     return removed;
   }
 
@@ -244,13 +259,24 @@ export class QueueRunner {
   private refuse(entry: QueuedTurn, err: unknown): void {
     const refusal = providerRefusal(err);
     const error: TurnError =
-      refusal instanceof Refusal ? { code: refusal.code, message: refusal.message } : { code: "dispatch_failed", message: "the turn could not be dispatched" };
-    if (!(refusal instanceof Refusal)) console.error(JSON.stringify({ msg: "a queued turn's dispatch failed", turnId: entry.turnId, error: String(err) }));
+      refusal instanceof Refusal
+        ? { code: refusal.code, message: refusal.message }
+        : { code: "dispatch_failed", message: "the turn could not be dispatched" };
+    if (!(refusal instanceof Refusal))
+      console.error(
+        JSON.stringify({ msg: "a queued turn's dispatch failed", turnId: entry.turnId, error: String(err) }),
+      );
     this.deps.log.commit((log) => {
       const now = Date.now();
       if (this.store.turnStatus(entry.turnId) === "pending") this.store.deleteTurn(entry.turnId);
       this.store.setQueuedState(entry.turnId, "refused", now, error);
-      log.append({ turnId: entry.turnId, executionId: null, type: "turn.dequeued", data: { turnId: entry.turnId, reason: "refused", error }, now });
+      log.append({
+        turnId: entry.turnId,
+        executionId: null,
+        type: "turn.dequeued",
+        data: { turnId: entry.turnId, reason: "refused", error },
+        now,
+      });
     });
   }
 }

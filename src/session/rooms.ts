@@ -57,7 +57,10 @@ export class SessionRooms {
         if (armed === null || armed > at) await ctx.storage.setAlarm(at);
       },
     });
-    this.subscriptions = new SubscriptionSockets({ accept: (ws) => ctx.acceptWebSocket(ws), sockets: () => ctx.getWebSockets() }, () => binding.current);
+    this.subscriptions = new SubscriptionSockets(
+      { accept: (ws) => ctx.acceptWebSocket(ws), sockets: () => ctx.getWebSockets() },
+      () => binding.current,
+    );
     this.desk = new InteractionDesk({
       store,
       log: this.log,

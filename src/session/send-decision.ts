@@ -74,12 +74,15 @@ export function decideSend(facts: SendFacts): SendDecision {
   }
   if (entry && entry.state !== "started") {
     if (entry.requestDigest !== requestDigest) return { kind: "conflict" };
-    return entry.state === "removed" || entry.state === "refused" ? { kind: "cached", entry } : { kind: "in_progress", entry };
+    return entry.state === "removed" || entry.state === "refused"
+      ? { kind: "cached", entry }
+      : { kind: "in_progress", entry };
   }
   // A queued turn that started has its turn's record from then on; without one, the send is the dispatcher's.
   if (entry) return active ? { kind: "busy", active } : { kind: "dispatch" };
   const next = waiting[0];
   if (!active && !next) return { kind: "dispatch" };
-  if (facts.whenBusy === "queue") return waiting.length >= facts.limit ? { kind: "full", limit: facts.limit } : { kind: "queued" };
+  if (facts.whenBusy === "queue")
+    return waiting.length >= facts.limit ? { kind: "full", limit: facts.limit } : { kind: "queued" };
   return active ? { kind: "busy", active } : { kind: "busy", next: next!, queued: waiting.length };
 }

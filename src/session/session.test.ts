@@ -17,9 +17,12 @@ describe("the session shell: a conversation this object does not hold", () => {
       await stub.cancel(cid, "op-1"),
       await stub.answer(cid, "ask-1", { operationId: "op-2", outcome: "accepted" }),
     ];
-    for (const answer of answers) expect(answer).toMatchObject({ ok: false, refusal: { code: "conversation_not_found" } });
+    for (const answer of answers)
+      expect(answer).toMatchObject({ ok: false, refusal: { code: "conversation_not_found" } });
     expect(await stub.getTurn("t1")).toMatchObject({ ok: false, refusal: { code: "turn_not_found" } });
-    const tables = await runInDurableObject(stub, (_instance: SessionObject, state) => state.storage.sql.exec("SELECT name FROM sqlite_master").toArray());
+    const tables = await runInDurableObject(stub, (_instance: SessionObject, state) =>
+      state.storage.sql.exec("SELECT name FROM sqlite_master").toArray(),
+    );
     expect(tables).toEqual([]);
   });
 });
@@ -32,14 +35,21 @@ describe("the session shell: a conversation it held, deleted", () => {
     const turnId = uid("turn");
     await sendTurn(token, cid, turnId, "hello");
     await waitForTurn(token, cid, turnId);
-    const stub = env.SESSIONS.get(env.SESSIONS.idFromName(await deriveSessionId((env as unknown as Record<string, string>).SESSION_ID_SECRET!, user, cid)));
+    const stub = env.SESSIONS.get(
+      env.SESSIONS.idFromName(
+        await deriveSessionId((env as unknown as Record<string, string>).SESSION_ID_SECRET!, user, cid),
+      ),
+    );
     // Read while bound: the instance has read (and kept) its bound session.
     expect(await stub.usage(cid)).toMatchObject({ ok: true });
     const instance = (await stub.instanceInfo()).instance;
     expect((await api(`/v1/conversations/${cid}`, { token, method: "DELETE" })).status).toBeLessThan(300);
     expect((await stub.instanceInfo()).instance).toBe(instance);
-    for (const answer of [await stub.usage(cid), await stub.summary(cid), await stub.messages(cid)]) expect(answer).toMatchObject({ ok: false, refusal: { code: "conversation_not_found" } });
-    const tables = await runInDurableObject(stub, (_instance: SessionObject, state) => state.storage.sql.exec("SELECT name FROM sqlite_master").toArray());
+    for (const answer of [await stub.usage(cid), await stub.summary(cid), await stub.messages(cid)])
+      expect(answer).toMatchObject({ ok: false, refusal: { code: "conversation_not_found" } });
+    const tables = await runInDurableObject(stub, (_instance: SessionObject, state) =>
+      state.storage.sql.exec("SELECT name FROM sqlite_master").toArray(),
+    );
     expect(tables).toEqual([]);
   });
 });
@@ -49,10 +59,16 @@ describe("an operation id names one command, whatever its kind", () => {
     const token = await tokenFor(uid("user"));
     const cid = uid("conv");
     const accepted = await json(await sendTurn(token, cid, uid("turn"), "set up tests [ask]"));
-    const asked = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (e) => e.type === "interaction.requested");
+    const asked = await collect(
+      await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }),
+      (e) => e.type === "interaction.requested",
+    );
     const interaction = asked.events.at(-1)!.data.interaction as { id: string };
     const operationId = uid("op");
-    const answered = await api(`/v1/conversations/${cid}/interactions/${encodeURIComponent(interaction.id)}`, { token, body: { operationId, outcome: "declined" } });
+    const answered = await api(`/v1/conversations/${cid}/interactions/${encodeURIComponent(interaction.id)}`, {
+      token,
+      body: { operationId, outcome: "declined" },
+    });
     expect((await json(answered)).status).toBe("accepted");
 
     const cancelled = await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId } });

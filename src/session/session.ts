@@ -22,7 +22,17 @@ import type { TurnView } from "./turn-cache";
 import type { WhenBusy } from "./send-decision";
 import type { SubmitOutcome } from "./turn-runner";
 import { UserLink } from "./user-link";
-import { chatMessagesOf, chatReplayOf, messagesOf, summaryOf, turnOf, usageOf, type ConversationMessages, type ConversationSummary, type ConversationUsage } from "./views";
+import {
+  chatMessagesOf,
+  chatReplayOf,
+  messagesOf,
+  summaryOf,
+  turnOf,
+  usageOf,
+  type ConversationMessages,
+  type ConversationSummary,
+  type ConversationUsage,
+} from "./views";
 
 export type { ConversationSummary } from "./views";
 /** Who a conversation RPC is for: session id and owner key, derived by the Worker from the user and the conversation id. */
@@ -72,7 +82,10 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   /** Runs `fn` on the conversation this object holds; refused when it holds none, before the store is touched (so creating none). */
-  private held<T>(conversationId: string, fn: (context: SessionContext, store: SessionStore) => T | Promise<T>): Promise<RpcResult<T>> {
+  private held<T>(
+    conversationId: string,
+    fn: (context: SessionContext, store: SessionStore) => T | Promise<T>,
+  ): Promise<RpcResult<T>> {
     return captureRpc(() => fn(this.binding.require(conversationId), this.store));
   }
 
@@ -111,7 +124,12 @@ export class SessionObject extends DurableObject<Env> {
     return captureRpc(() => turnOf(this.storeInstance, turnId, (id) => this.rooms.runner.queue.view(id)));
   }
 
-  async cancel(conversationId: string, operationId: string, reason?: string, queue?: "keep" | "clear"): Promise<RpcResult<CancellationAcknowledgement>> {
+  async cancel(
+    conversationId: string,
+    operationId: string,
+    reason?: string,
+    queue?: "keep" | "clear",
+  ): Promise<RpcResult<CancellationAcknowledgement>> {
     return this.held(conversationId, () => this.rooms.runner.cancel(conversationId, operationId, reason, queue));
   }
 
@@ -130,7 +148,11 @@ export class SessionObject extends DurableObject<Env> {
     return this.held(conversationId, () => ({ removed: this.rooms.runner.queue.clear() }));
   }
 
-  async answer(conversationId: string, interactionId: string, command: AnswerCommand): Promise<RpcResult<InteractionAcknowledgement>> {
+  async answer(
+    conversationId: string,
+    interactionId: string,
+    command: AnswerCommand,
+  ): Promise<RpcResult<InteractionAcknowledgement>> {
     return this.held(conversationId, (context) => this.rooms.desk.answer(context, interactionId, command));
   }
 
@@ -158,7 +180,16 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   /** Which instance answers, since when, with how many subscriptions (development and the benchmarks: a new instance means the last was evicted or hibernated). */
-  async instanceInfo(): Promise<{ instance: string; startedAt: number; subscriptions: number; rowsWritten: number; compactionRowsWritten: number; commits: number; log: { events: number; rows: number; bytes: number }; turns: { rows: number; bytes: number } }> {
+  async instanceInfo(): Promise<{
+    instance: string;
+    startedAt: number;
+    subscriptions: number;
+    rowsWritten: number;
+    compactionRowsWritten: number;
+    commits: number;
+    log: { events: number; rows: number; bytes: number };
+    turns: { rows: number; bytes: number };
+  }> {
     return {
       instance: this.instance,
       startedAt: this.startedAt,
@@ -180,7 +211,9 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   async summary(conversationId: string): Promise<RpcResult<ConversationSummary>> {
-    return this.held(conversationId, (context, store) => summaryOf(store, context, this.rooms.runner.total(), this.rooms.runner.queue.waiting()));
+    return this.held(conversationId, (context, store) =>
+      summaryOf(store, context, this.rooms.runner.total(), this.rooms.runner.queue.waiting()),
+    );
   }
 
   /** A branch's conversation (`branch` omitted: the active one). */
@@ -192,12 +225,17 @@ export class SessionObject extends DurableObject<Env> {
     return this.held(conversationId, (_context, store) => chatMessagesOf(store, branch));
   }
 
-  async branches(conversationId: string): Promise<RpcResult<ReturnType<typeof branchesOf> & { conversationId: string }>> {
+  async branches(
+    conversationId: string,
+  ): Promise<RpcResult<ReturnType<typeof branchesOf> & { conversationId: string }>> {
     return this.held(conversationId, (_context, store) => ({ conversationId, ...branchesOf(store) }));
   }
 
   /** Shows another branch; every stream of the conversation hears `branch.switched`. */
-  async switchBranch(conversationId: string, target: { branch?: number; turnId?: string }): Promise<RpcResult<{ branch: number; previous: number; tipTurnId: string }>> {
+  async switchBranch(
+    conversationId: string,
+    target: { branch?: number; turnId?: string },
+  ): Promise<RpcResult<{ branch: number; previous: number; tipTurnId: string }>> {
     return this.held(conversationId, (_context, store) => {
       const switched = switchBranch(store, this.rooms.log, target);
       // The conversation list shows the branch too.
@@ -221,12 +259,18 @@ export class SessionObject extends DurableObject<Env> {
     });
   }
 
-  async chatReplay(conversationId: string, turnId: string, continueAfterAsks: string[]): Promise<RpcResult<string | null>> {
+  async chatReplay(
+    conversationId: string,
+    turnId: string,
+    continueAfterAsks: string[],
+  ): Promise<RpcResult<string | null>> {
     return this.held(conversationId, (_context, store) => chatReplayOf(store, turnId, continueAfterAsks));
   }
 
   async usage(conversationId: string): Promise<RpcResult<ConversationUsage>> {
-    return this.held(conversationId, (_context, store) => usageOf(store, conversationId, this.rooms.runner.total(), this.rooms.runner.budget()));
+    return this.held(conversationId, (_context, store) =>
+      usageOf(store, conversationId, this.rooms.runner.total(), this.rooms.runner.budget()),
+    );
   }
 
   /** Deletes the conversation once a turn being sent has finished (accepted or refused): the runner shuts it down upstream, then every local record goes. */

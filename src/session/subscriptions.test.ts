@@ -71,7 +71,10 @@ class EventFanout {
       }
     });
     client.accept();
-    return relayStream(client, { pingIntervalMs: this.options.pingIntervalMs, maxPendingBytes: this.options.maxPendingBytes });
+    return relayStream(client, {
+      pingIntervalMs: this.options.pingIntervalMs,
+      maxPendingBytes: this.options.maxPendingBytes,
+    });
   }
 
   publish(row: EventRow): void {
@@ -175,7 +178,9 @@ describe("streaming: object hub to Worker relay", () => {
     }
     const last = Number([...text.matchAll(/^id: (\d+)$/gm)].at(-1)![1]);
     expect(last).toBeLessThan(200);
-    expect(await readIds(new EventFanout(l.options).open(last), 200 - last)).toEqual(Array.from({ length: 200 - last }, (_, i) => last + i + 1));
+    expect(await readIds(new EventFanout(l.options).open(last), 200 - last)).toEqual(
+      Array.from({ length: 200 - last }, (_, i) => last + i + 1),
+    );
   });
 });
 
@@ -216,10 +221,17 @@ describe("fan-out: the live interval", () => {
     const sent: Uint8Array[] = [];
     let clock = 1_000;
     // An interval long enough that a loaded machine's timers cannot blur it; the clock is the test's.
-    const fanout = new EventFanout({ ...l.options, maxPendingBytes: 1_000_000, liveIntervalMs: 300, now: () => clock, onSend: (_ws, message) => void sent.push(message) });
+    const fanout = new EventFanout({
+      ...l.options,
+      maxPendingBytes: 1_000_000,
+      liveIntervalMs: 300,
+      now: () => clock,
+      onSend: (_ws, message) => void sent.push(message),
+    });
     const reading = readIds(fanout.open(0), 4);
     await until(() => sent.length === 1); // the first pull: live at once on an empty log
-    const idsOf = (message: Uint8Array) => [...new TextDecoder().decode(message.subarray(1)).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+    const idsOf = (message: Uint8Array) =>
+      [...new TextDecoder().decode(message.subarray(1)).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
     fanout.publish(l.append());
     await new Promise((r) => setTimeout(r, 0));
     expect(sent.map(idsOf).slice(1)).toEqual([[1]]);
@@ -245,7 +257,11 @@ describe("fan-out: joining the live set", () => {
   it("events published one by one between the awaits of one task (a burst upstream sent in one chunk) leave as one message per socket, in order", async () => {
     const l = log();
     const sent: Uint8Array[] = [];
-    const fanout = new EventFanout({ ...l.options, maxPendingBytes: 1_000_000, onSend: (_ws, message) => void sent.push(message) });
+    const fanout = new EventFanout({
+      ...l.options,
+      maxPendingBytes: 1_000_000,
+      onSend: (_ws, message) => void sent.push(message),
+    });
     const reading = readIds(fanout.open(0), 50);
     await until(() => sent.length === 1); // the first pull: live at once on an empty log
     // As the upstream reader hands over a chunk's events: each after an await, none after a task.
@@ -294,7 +310,8 @@ describe("fan-out: joining the live set", () => {
     }
     const total = l.rows.length;
     expect(total).toBe(90);
-    for (const { cursor, ids } of readings) expect(await ids, `reader from ${cursor}`).toEqual(range(cursor + 1, total));
+    for (const { cursor, ids } of readings)
+      expect(await ids, `reader from ${cursor}`).toEqual(range(cursor + 1, total));
   });
 });
 
@@ -340,32 +357,58 @@ describe("fan-out: cursors the log does not hold", () => {
     }
     await reader.cancel();
     const reset = frames.find((f) => f.event === "stream.reset");
-    return { retry: frames[0]?.retry, reset: reset && JSON.parse(reset.data!).data, ids: frames.filter((f) => f.id).map((f) => Number(f.id)) };
+    return {
+      retry: frames[0]?.retry,
+      reset: reset && JSON.parse(reset.data!).data,
+      ids: frames.filter((f) => f.id).map((f) => Number(f.id)),
+    };
   }
 
   it("a cursor just before the oldest retained event replays without a reset; one further back or ahead of the log is reset", async () => {
     const l = log();
     for (let i = 0; i < 20; i++) l.append();
     // Events 1–10 were trimmed: the log holds 11–20.
-    const fanout = new EventFanout({ ...l.options, readPage: (after, limit) => l.rows.filter((r) => r.seq > after && r.seq > 10).slice(0, limit), firstRetainedSeq: () => 11 });
+    const fanout = new EventFanout({
+      ...l.options,
+      readPage: (after, limit) => l.rows.filter((r) => r.seq > after && r.seq > 10).slice(0, limit),
+      firstRetainedSeq: () => 11,
+    });
     expect(await opening(fanout, 10, 20)).toEqual({ retry: 2000, reset: undefined, ids: range(11, 20) });
     expect(await opening(fanout, 15, 20)).toEqual({ retry: 2000, reset: undefined, ids: range(16, 20) });
-    expect(await opening(fanout, 9, 20)).toEqual({ retry: 2000, reset: { reason: "cursor_trimmed", firstRetainedSeq: 11, lastSeq: 20 }, ids: range(11, 20) });
+    expect(await opening(fanout, 9, 20)).toEqual({
+      retry: 2000,
+      reset: { reason: "cursor_trimmed", firstRetainedSeq: 11, lastSeq: 20 },
+      ids: range(11, 20),
+    });
     expect(await opening(fanout, 0, 20)).toMatchObject({ reset: { reason: "cursor_trimmed" }, ids: range(11, 20) });
     // The last event itself is a valid cursor (nothing to replay); one past it never existed.
     const atEnd = fanout.open(20).getReader();
     expect(new TextDecoder().decode((await atEnd.read()).value)).toBe("retry: 2000\n\n");
     await atEnd.cancel();
-    expect(await opening(fanout, 21, 20)).toEqual({ retry: 2000, reset: { reason: "cursor_ahead", firstRetainedSeq: 11, lastSeq: 20 }, ids: range(11, 20) });
+    expect(await opening(fanout, 21, 20)).toEqual({
+      retry: 2000,
+      reset: { reason: "cursor_ahead", firstRetainedSeq: 11, lastSeq: 20 },
+      ids: range(11, 20),
+    });
   });
 
   it("a cursor at a seq compaction removed is held: only one below what trimming removed is reset (docs/sse-protocol.md §13)", async () => {
     const l = log();
     for (let i = 0; i < 20; i++) l.append();
     // Trimming removed 1–4; compaction removed 5–10 (a run whose snapshot would be 10, say): the log holds 11–20.
-    const fanout = new EventFanout({ ...l.options, readPage: (after, limit) => l.rows.filter((r) => r.seq > after && r.seq > 10).slice(0, limit), firstRetainedSeq: () => 11, lowestHeldCursor: () => 4 });
-    for (const cursor of [4, 5, 9]) expect(await opening(fanout, cursor, 20)).toEqual({ retry: 2000, reset: undefined, ids: range(11, 20) });
-    expect(await opening(fanout, 3, 20)).toEqual({ retry: 2000, reset: { reason: "cursor_trimmed", firstRetainedSeq: 11, lastSeq: 20 }, ids: range(11, 20) });
+    const fanout = new EventFanout({
+      ...l.options,
+      readPage: (after, limit) => l.rows.filter((r) => r.seq > after && r.seq > 10).slice(0, limit),
+      firstRetainedSeq: () => 11,
+      lowestHeldCursor: () => 4,
+    });
+    for (const cursor of [4, 5, 9])
+      expect(await opening(fanout, cursor, 20)).toEqual({ retry: 2000, reset: undefined, ids: range(11, 20) });
+    expect(await opening(fanout, 3, 20)).toEqual({
+      retry: 2000,
+      reset: { reason: "cursor_trimmed", firstRetainedSeq: 11, lastSeq: 20 },
+      ids: range(11, 20),
+    });
   });
 });
 
@@ -373,7 +416,11 @@ describe("a socket's attachment: the subscription under its own key, read throug
   it("reads back what it wrote, whatever else the attachment carries beside it", () => {
     const state = { after: 41, live: true, started: true };
     expect(subscriptionOf(attachmentOf(state))).toEqual(state);
-    expect(subscriptionOf(structuredClone(attachmentOf(newSubscription(0))))).toEqual({ after: 0, live: false, started: false });
+    expect(subscriptionOf(structuredClone(attachmentOf(newSubscription(0))))).toEqual({
+      after: 0,
+      live: false,
+      started: false,
+    });
     expect(subscriptionOf({ ...attachmentOf(state), other: { id: "x" } })).toEqual(state);
   });
 
@@ -408,7 +455,9 @@ describe("a socket's attachment: the subscription under its own key, read throug
       return ws;
     };
     const readable = await open();
-    const first = new Promise<Uint8Array>((resolve) => readable.addEventListener("message", (e) => resolve(new Uint8Array(e.data as ArrayBuffer)), { once: true }));
+    const first = new Promise<Uint8Array>((resolve) =>
+      readable.addEventListener("message", (e) => resolve(new Uint8Array(e.data as ArrayBuffer)), { once: true }),
+    );
     readable.send(PULL);
     expect([...(await first)]).toEqual([LIVE, ...new TextEncoder().encode("retry: 2000\n\n")]);
 
@@ -430,7 +479,14 @@ function partLog() {
   const rows: EventRow[] = [];
   const append = (turnId: string, partId: string, delta: string) => {
     const seq = rows.length + 1;
-    const envelope = JSON.stringify({ seq, turnId, executionId: `exe-${turnId}`, type: "message.part.updated", data: { part: { id: partId, type: "text" }, delta }, at: new Date(Date.UTC(2026, 11, 2) + seq * 20).toISOString() });
+    const envelope = JSON.stringify({
+      seq,
+      turnId,
+      executionId: `exe-${turnId}`,
+      type: "message.part.updated",
+      data: { part: { id: partId, type: "text" }, delta },
+      at: new Date(Date.UTC(2026, 11, 2) + seq * 20).toISOString(),
+    });
     const row = { seq, type: "message.part.updated", envelope };
     rows.push(row);
     return row;
@@ -439,7 +495,10 @@ function partLog() {
 }
 
 /** Reads a stream's events back with a reader's decoder until it has `lastId`; also its frames' event names. */
-async function readEvents(stream: ReadableStream<Uint8Array>, lastId: number): Promise<{ envelopes: string[]; names: string[] }> {
+async function readEvents(
+  stream: ReadableStream<Uint8Array>,
+  lastId: number,
+): Promise<{ envelopes: string[]; names: string[] }> {
   // The relay's pipe hands its bytes over in chunks of the reader's size: read as a browser's
   // connection would, in large reads, and decode across chunk boundaries.
   const reader = stream.getReader({ mode: "byob" });
@@ -470,12 +529,21 @@ describe("fan-out: lean frames", () => {
   it("a reader resuming at any cursor inside a part gets a full first frame and reads back exactly the log", async () => {
     const l = partLog();
     for (let i = 0; i < 12; i++) l.append("t1", i < 7 ? "p1" : "p2", `w${i} `);
-    const fanout = new EventFanout({ readPage: (after, limit) => l.rows.filter((r) => r.seq > after).slice(0, limit), lastSeq: () => l.rows.length, firstRetainedSeq: () => 1, pingIntervalMs: 60_000, maxPendingBytes: 1_000_000, pageSize: 5 });
+    const fanout = new EventFanout({
+      readPage: (after, limit) => l.rows.filter((r) => r.seq > after).slice(0, limit),
+      lastSeq: () => l.rows.length,
+      firstRetainedSeq: () => 1,
+      pingIntervalMs: 60_000,
+      maxPendingBytes: 1_000_000,
+      pageSize: 5,
+    });
     for (let cursor = 0; cursor < 12; cursor++) {
       const { envelopes, names } = await readEvents(fanout.open(cursor), 12);
       expect(envelopes, `cursor ${cursor}`).toEqual(l.rows.slice(cursor).map((r) => r.envelope));
       // Full at the response's start and at each page's (5 events), and at a new part (event 8); lean otherwise.
-      const expected = l.rows.slice(cursor).map((r, k) => (k % 5 === 0 || r.seq === 8 ? "message.part.updated" : DELTA_EVENT));
+      const expected = l.rows
+        .slice(cursor)
+        .map((r, k) => (k % 5 === 0 || r.seq === 8 ? "message.part.updated" : DELTA_EVENT));
       expect(names, `cursor ${cursor}`).toEqual(expected);
     }
   });
@@ -487,8 +555,18 @@ describe("fan-out: lean frames", () => {
     for (let i = 0; i < 3; i++) l.append("a", "pa", `a${i} `);
     const sent: Array<{ ws: WebSocket; message: Uint8Array }> = [];
     // Branch 1's history: turn b's events only.
-    const readPage = (after: number, limit: number, branch?: number) => l.rows.filter((r) => r.seq > after && (branch === undefined || JSON.parse(r.envelope).turnId === "b")).slice(0, limit);
-    const fanout = new EventFanout({ readPage, lastSeq: () => l.rows.length, firstRetainedSeq: () => 1, pingIntervalMs: 60_000, maxPendingBytes: 1_000_000, onSend: (ws, message) => sent.push({ ws, message }) });
+    const readPage = (after: number, limit: number, branch?: number) =>
+      l.rows
+        .filter((r) => r.seq > after && (branch === undefined || JSON.parse(r.envelope).turnId === "b"))
+        .slice(0, limit);
+    const fanout = new EventFanout({
+      readPage,
+      lastSeq: () => l.rows.length,
+      firstRetainedSeq: () => 1,
+      pingIntervalMs: 60_000,
+      maxPendingBytes: 1_000_000,
+      onSend: (ws, message) => sent.push({ ws, message }),
+    });
     // Pushed live before the readers open: the live frames now continue event 4.
     fanout.publish(l.rows[3]!);
     await new Promise((r) => setTimeout(r, 0));
@@ -517,9 +595,19 @@ describe("fan-out: lean frames", () => {
     const l = partLog();
     l.append("b", "pb", "done ");
     const sent: Array<{ ws: WebSocket; message: Uint8Array }> = [];
-    const readPage = (after: number, limit: number, branch?: number) => l.rows.filter((r) => r.seq > after && (branch === undefined || JSON.parse(r.envelope).turnId === "a")).slice(0, limit);
+    const readPage = (after: number, limit: number, branch?: number) =>
+      l.rows
+        .filter((r) => r.seq > after && (branch === undefined || JSON.parse(r.envelope).turnId === "a"))
+        .slice(0, limit);
     // The production slow-viewer bound (SSE_MAX_PENDING_BYTES, 4 MiB): the batch is 6 MB.
-    const fanout = new EventFanout({ readPage, lastSeq: () => l.rows.length, firstRetainedSeq: () => 1, pingIntervalMs: 60_000, maxPendingBytes: 4 * 1024 * 1024, onSend: (ws, message) => sent.push({ ws, message }) });
+    const fanout = new EventFanout({
+      readPage,
+      lastSeq: () => l.rows.length,
+      firstRetainedSeq: () => 1,
+      pingIntervalMs: 60_000,
+      maxPendingBytes: 4 * 1024 * 1024,
+      onSend: (ws, message) => sent.push({ ws, message }),
+    });
     fanout.publish(l.rows[0]!);
     await new Promise((r) => setTimeout(r, 0));
     // The watcher is synced; the branch reader's replay held nothing, so its first live frame goes full.

@@ -22,7 +22,17 @@
 import { z } from "zod";
 import { DELTA_EVENT, encodeEvent, type Envelope } from "../../public/wire/frames.js";
 import { encodeSseFrame, encodeSseRetry } from "../lib/sse";
-import { CLOSE_PROTOCOL, EVENTS, LIVE, LIVE_MESSAGE_BYTES, PAGE, PullMessage, SUBSCRIBE_PATH, wireMessage, wireMessageOf } from "../lib/subscription-wire";
+import {
+  CLOSE_PROTOCOL,
+  EVENTS,
+  LIVE,
+  LIVE_MESSAGE_BYTES,
+  PAGE,
+  PullMessage,
+  SUBSCRIBE_PATH,
+  wireMessage,
+  wireMessageOf,
+} from "../lib/subscription-wire";
 import type { EventRow } from "./store/records";
 import type { SessionStore } from "./store/store";
 import { pathOf } from "./turn-tree";
@@ -149,7 +159,14 @@ export class SubscriptionHub<S> {
     if (state.after > last || (lowest !== null && state.after < lowest)) {
       head += encodeSseFrame({
         event: "stream.reset",
-        data: JSON.stringify({ type: "stream.reset", data: { reason: state.after > last ? "cursor_ahead" : "cursor_trimmed", firstRetainedSeq: first, lastSeq: last } }),
+        data: JSON.stringify({
+          type: "stream.reset",
+          data: {
+            reason: state.after > last ? "cursor_ahead" : "cursor_trimmed",
+            firstRetainedSeq: first,
+            lastSeq: last,
+          },
+        }),
       });
       state.after = lowest === null ? last : lowest;
     }
@@ -189,7 +206,9 @@ export class SubscriptionHub<S> {
     // Synced when the next live frame may continue what this page sent last: nothing was pushed live
     // since this instance started (its first live frame goes full), or this page ended on the very
     // event the live frames continue.
-    if (state.live) state.synced = this.live.envelope === null || (lastSent !== undefined && lastSent.envelope === this.live.envelope);
+    if (state.live)
+      state.synced =
+        this.live.envelope === null || (lastSent !== undefined && lastSent.envelope === this.live.envelope);
     this.deps.save(socket, state);
     this.deps.send(socket, wireMessage(state.live ? LIVE : PAGE, out));
   }
@@ -279,13 +298,20 @@ export interface SocketHost {
 }
 
 /** The log a subscription replays: the session's store, or null before it exists (an empty log). */
-export type SubscribedLog = () => Pick<SessionStore, "eventsAfter" | "eventsAfterOf" | "treeTurns" | "lastSeq" | "firstRetainedSeq" | "lowestHeldCursor"> | null;
+export type SubscribedLog = () => Pick<
+  SessionStore,
+  "eventsAfter" | "eventsAfterOf" | "treeTurns" | "lastSeq" | "firstRetainedSeq" | "lowestHeldCursor"
+> | null;
 
 /** A replay page: the log's, or a branch's history (the events of the turns on its path, and those of no turn). */
 function pageOf(store: ReturnType<SubscribedLog>, after: number, limit: number, branch?: number): EventRow[] {
   if (!store) return [];
   if (branch === undefined) return store.eventsAfter(after, limit);
-  return store.eventsAfterOf(after, limit, pathOf(store.treeTurns(), branch).map((t) => t.turnId));
+  return store.eventsAfterOf(
+    after,
+    limit,
+    pathOf(store.treeTurns(), branch).map((t) => t.turnId),
+  );
 }
 
 /**
@@ -334,12 +360,19 @@ export class SubscriptionSockets {
     const url = new URL(request.url);
     const after = /^\d{1,15}$/.exec(url.searchParams.get("after") ?? "");
     const branch = url.searchParams.get("branch");
-    if (url.pathname !== SUBSCRIBE_PATH || request.headers.get("upgrade")?.toLowerCase() !== "websocket" || !after || (branch !== null && !/^\d{1,7}$/.test(branch))) {
+    if (
+      url.pathname !== SUBSCRIBE_PATH ||
+      request.headers.get("upgrade")?.toLowerCase() !== "websocket" ||
+      !after ||
+      (branch !== null && !/^\d{1,7}$/.test(branch))
+    ) {
       return new Response("expected a subscription: a WebSocket upgrade to /subscribe?after=<seq>", { status: 400 });
     }
     const { 0: client, 1: server } = new WebSocketPair();
     this.host.accept(server);
-    server.serializeAttachment(attachmentOf(newSubscription(Number(after[0]), branch === null ? undefined : Number(branch))));
+    server.serializeAttachment(
+      attachmentOf(newSubscription(Number(after[0]), branch === null ? undefined : Number(branch))),
+    );
     return new Response(null, { status: 101, webSocket: client });
   }
 
@@ -352,7 +385,7 @@ export class SubscriptionSockets {
       parsed = undefined;
     }
     if (!PullMessage.safeParse(parsed).success) {
-      ws.close(CLOSE_PROTOCOL, "expected {\"op\":\"pull\"}");
+      ws.close(CLOSE_PROTOCOL, 'expected {"op":"pull"}');
       return;
     }
     // A socket whose state cannot be read has no cursor to serve: closed, its browser reconnects

@@ -34,7 +34,14 @@ function turn(overrides: Partial<TurnRecord> = {}): TurnRecord {
 }
 
 let seq = 0;
-const event = (type: string, data: Record<string, unknown>): EventEnvelope => ({ seq: ++seq, turnId: "t1", executionId: "exe-1", type, data, at: new Date(T0).toISOString() });
+const event = (type: string, data: Record<string, unknown>): EventEnvelope => ({
+  seq: ++seq,
+  turnId: "t1",
+  executionId: "exe-1",
+  type,
+  data,
+  at: new Date(T0).toISOString(),
+});
 const part = (p: Record<string, unknown>) => event("message.part.updated", { part: p });
 
 const permission: InteractionRequest = {
@@ -68,7 +75,9 @@ describe("the transcript", () => {
       event("interaction.resolved", { turnId: "t1", interactionId: "ask-1", status: "answered", outcome: "accepted" }),
       part({ id: "p2", type: "text", text: "After" }),
     ];
-    const [, assistant] = buildTranscript([{ turn: turn({ resultText: "Before\n\nAfter" }), events, interactions: [ask()] }]);
+    const [, assistant] = buildTranscript([
+      { turn: turn({ resultText: "Before\n\nAfter" }), events, interactions: [ask()] },
+    ]);
     expect(assistant).toMatchObject({ role: "assistant", text: "Before\n\nAfter" });
     if (assistant?.role !== "assistant") throw new Error("no assistant message");
     expect(assistant.parts.map((p) => `${p.type}:${p.id}`)).toEqual(["text:p1", "interaction:ask-1", "text:p2"]);
@@ -84,7 +93,9 @@ describe("the transcript", () => {
   });
 
   it("never carries what was answered: no hash, no operation, no data", () => {
-    const [, assistant] = buildTranscript([{ turn: turn(), events: [event("interaction.requested", { interaction: permission })], interactions: [ask()] }]);
+    const [, assistant] = buildTranscript([
+      { turn: turn(), events: [event("interaction.requested", { interaction: permission })], interactions: [ask()] },
+    ]);
     const text = JSON.stringify(assistant);
     expect(text).not.toContain("hmac-of-the-answer");
     expect(text).not.toContain("op-1");
@@ -96,7 +107,9 @@ describe("the transcript", () => {
       event("interaction.requested", { interaction: permission }),
       event("interaction.resolved", { interactionId: "ask-1", status: "expired", reason: "timeout" }),
     ];
-    const [, assistant] = buildTranscript([{ turn: turn(), events, interactions: [ask({ status: "expired", outcome: null, resolvedAt: T0 + 300 })] }]);
+    const [, assistant] = buildTranscript([
+      { turn: turn(), events, interactions: [ask({ status: "expired", outcome: null, resolvedAt: T0 + 300 })] },
+    ]);
     if (assistant?.role !== "assistant") throw new Error("no assistant message");
     expect(assistant.parts[0]).toMatchObject({ type: "interaction", status: "expired", reason: "timeout" });
     expect(assistant.parts[0]).not.toHaveProperty("outcome");
@@ -104,21 +117,29 @@ describe("the transcript", () => {
 
   it("shows an outstanding ask whose request event was trimmed, after the result text", () => {
     const [, assistant] = buildTranscript([
-      { turn: turn({ status: "running", resultText: null, completedAt: null }), events: [], interactions: [ask({ status: "outstanding", outcome: null, resolvedAt: null })] },
+      {
+        turn: turn({ status: "running", resultText: null, completedAt: null }),
+        events: [],
+        interactions: [ask({ status: "outstanding", outcome: null, resolvedAt: null })],
+      },
     ]);
     if (assistant?.role !== "assistant") throw new Error("no assistant message");
     expect(assistant.parts).toMatchObject([{ type: "interaction", id: "ask-1", status: "outstanding" }]);
   });
 
   it("keeps the stored result when the events were trimmed, beside the turn's asks", () => {
-    const [, assistant] = buildTranscript([{ turn: turn({ resultText: "All done." }), events: [], interactions: [ask()] }]);
+    const [, assistant] = buildTranscript([
+      { turn: turn({ resultText: "All done." }), events: [], interactions: [ask()] },
+    ]);
     if (assistant?.role !== "assistant") throw new Error("no assistant message");
     expect(assistant.parts.map((p) => p.type)).toEqual(["interaction", "text"]);
     expect(assistant.text).toBe("All done.");
   });
 
   it("carries the cancel reason of a cancelled turn, and only of a cancelled turn", () => {
-    const [, cancelled] = buildTranscript([{ turn: turn({ status: "cancelled", cancelReason: "stopped by the user" }), events: [], interactions: [] }]);
+    const [, cancelled] = buildTranscript([
+      { turn: turn({ status: "cancelled", cancelReason: "stopped by the user" }), events: [], interactions: [] },
+    ]);
     expect(cancelled).toMatchObject({ status: "cancelled", cancelReason: "stopped by the user" });
     const [, completed] = buildTranscript([{ turn: turn({ cancelReason: "stale" }), events: [], interactions: [] }]);
     expect(completed).not.toHaveProperty("cancelReason");
@@ -144,15 +165,28 @@ describe("the transcript", () => {
 
   it("carries each warning of the turn where it came (agent_memory_reset above all), and the result beside a warning alone", () => {
     const reset = event("warning", { code: "agent_memory_reset", message: "the agent's environment was replaced" });
-    const [, assistant] = buildTranscript([{ turn: turn(), events: [reset, part({ id: "p1", type: "text", text: "Hi" })], interactions: [] }]);
+    const [, assistant] = buildTranscript([
+      { turn: turn(), events: [reset, part({ id: "p1", type: "text", text: "Hi" })], interactions: [] },
+    ]);
     if (assistant?.role !== "assistant") throw new Error("no assistant message");
     expect(assistant.parts).toEqual([
-      { id: `warning:${reset.seq}`, type: "warning", code: "agent_memory_reset", message: "the agent's environment was replaced" },
+      {
+        id: `warning:${reset.seq}`,
+        type: "warning",
+        code: "agent_memory_reset",
+        message: "the agent's environment was replaced",
+      },
       { id: "p1", type: "text", text: "Hi" },
     ]);
     expect(assistant.text).toBe("Hi");
     // A turn whose events hold a warning and no text part still shows its stored result.
-    const [, settled] = buildTranscript([{ turn: turn({ resultText: "Done." }), events: [event("warning", { code: "stream_incomplete", message: "settled" })], interactions: [] }]);
+    const [, settled] = buildTranscript([
+      {
+        turn: turn({ resultText: "Done." }),
+        events: [event("warning", { code: "stream_incomplete", message: "settled" })],
+        interactions: [],
+      },
+    ]);
     if (settled?.role !== "assistant") throw new Error("no assistant message");
     expect(settled.parts.map((p) => p.type)).toEqual(["warning", "text"]);
     expect(settled.text).toBe("Done.");

@@ -32,7 +32,9 @@ function interactionPart(ask: InteractionRecord, reason: string | undefined): In
     type: "interaction",
     request: ask.request,
     status: ask.status,
-    ...(ask.outcome === "accepted" || ask.outcome === "declined" || ask.outcome === "cancelled" ? { outcome: ask.outcome } : {}),
+    ...(ask.outcome === "accepted" || ask.outcome === "declined" || ask.outcome === "cancelled"
+      ? { outcome: ask.outcome }
+      : {}),
     ...(reason ? { reason } : {}),
     askedAt: new Date(ask.createdAt).toISOString(),
     ...(ask.resolvedAt !== null ? { resolvedAt: new Date(ask.resolvedAt).toISOString() } : {}),
@@ -52,22 +54,35 @@ export function turnParts({ events, interactions }: Omit<TranscriptTurn, "turn">
       const key = `part:${part.id}`;
       const previous = parts.get(key) as (TranscriptPart & { text?: string }) | undefined;
       // A delta appends to the text so far; a part with its text replaces it (public/wire/part-text.js).
-      const text = applyPartUpdate(previous?.text, { part: part as Record<string, unknown>, ...(typeof event.data.delta === "string" ? { delta: event.data.delta } : {}) });
+      const text = applyPartUpdate(previous?.text, {
+        part: part as Record<string, unknown>,
+        ...(typeof event.data.delta === "string" ? { delta: event.data.delta } : {}),
+      });
       parts.set(key, { ...(previous ?? {}), ...part, ...(text !== undefined ? { text } : {}) } as TranscriptPart);
     } else if (event.type === "interaction.requested") {
       const id = (event.data.interaction as { id?: unknown } | undefined)?.id;
       const ask = typeof id === "string" ? asks.get(id) : undefined;
       // A placeholder keeps the ask where it was asked; the stored record fills it in below.
       if (ask) parts.set(`ask:${ask.interactionId}`, interactionPart(ask, undefined));
-    } else if (event.type === "interaction.resolved" && typeof event.data.interactionId === "string" && typeof event.data.reason === "string") {
+    } else if (
+      event.type === "interaction.resolved" &&
+      typeof event.data.interactionId === "string" &&
+      typeof event.data.reason === "string"
+    ) {
       reasons.set(event.data.interactionId, event.data.reason);
     } else if (event.type === "warning") {
       const id = `warning:${event.seq}`;
-      parts.set(id, { id, type: "warning", code: str(event.data.code) ?? "warning", message: str(event.data.message) ?? "" });
+      parts.set(id, {
+        id,
+        type: "warning",
+        code: str(event.data.code) ?? "warning",
+        message: str(event.data.message) ?? "",
+      });
     }
   }
   // The stored record is authoritative; an ask whose events were trimmed still shows, at the end.
-  for (const ask of asks.values()) parts.set(`ask:${ask.interactionId}`, interactionPart(ask, reasons.get(ask.interactionId)));
+  for (const ask of asks.values())
+    parts.set(`ask:${ask.interactionId}`, interactionPart(ask, reasons.get(ask.interactionId)));
   return [...parts.values()];
 }
 
@@ -90,13 +105,19 @@ export function withAnswer(store: Pick<SessionStore, "eventsOfTurn">, turn: Turn
 export function buildTranscript(turns: TranscriptTurn[]): TranscriptMessage[] {
   const messages: TranscriptMessage[] = [];
   for (const { turn, events, interactions } of turns) {
-    messages.push({ role: "user", turnId: turn.turnId, text: turn.request.message, at: new Date(turn.createdAt).toISOString() });
+    messages.push({
+      role: "user",
+      turnId: turn.turnId,
+      text: turn.request.message,
+      at: new Date(turn.createdAt).toISOString(),
+    });
     // A turn the log was trimmed into kept its parts when it was trimmed.
     const partList = turn.parts ? [...turn.parts] : turnParts({ events, interactions });
     const streamedText = messageText(partList);
     // Events of old turns may have been trimmed from the log: the stored result still stands.
     const text = turn.resultText ?? streamedText;
-    if (!partList.some((p) => VISIBLE_PARTS.has(p.type)) && text) partList.push({ id: `${turn.executionId}:result`, type: "text", text });
+    if (!partList.some((p) => VISIBLE_PARTS.has(p.type)) && text)
+      partList.push({ id: `${turn.executionId}:result`, type: "text", text });
     messages.push({
       role: "assistant",
       turnId: turn.turnId,

@@ -5,7 +5,9 @@ describe("turn identity", () => {
   it("digests ignore absent optional fields and see every present one", async () => {
     expect(await turnRequestDigest({ message: "a" })).toBe(await turnRequestDigest({ message: "a", model: undefined }));
     expect(await turnRequestDigest({ message: "a" })).not.toBe(await turnRequestDigest({ message: "a", model: "m" }));
-    expect(await turnRequestDigest({ message: "a", interactions: {} })).not.toBe(await turnRequestDigest({ message: "a" }));
+    expect(await turnRequestDigest({ message: "a", interactions: {} })).not.toBe(
+      await turnRequestDigest({ message: "a" }),
+    );
   });
 
   it("execution ids are deterministic per (session, turn) and never collide across splits", async () => {

@@ -11,11 +11,25 @@ async function withStore(name: string, fn: (store: SessionStore, state: DurableO
 }
 
 function turnWithDeltas(store: SessionStore, turnId: string, words: number): void {
-  store.insertPendingTurn({ turnId, requestDigest: `d-${turnId}`, request: { message: "hi" }, executionId: `e-${turnId}`, now: 0 });
+  store.insertPendingTurn({
+    turnId,
+    requestDigest: `d-${turnId}`,
+    request: { message: "hi" },
+    executionId: `e-${turnId}`,
+    now: 0,
+  });
   const base = { turnId, executionId: `e-${turnId}`, now: 1 };
   store.appendEvent({ ...base, type: "turn.accepted", data: { turnId } });
   for (let i = 0; i < words; i++) {
-    store.appendEvent({ ...base, upstreamId: String(i + 1), type: "message.part.updated", data: { part: { id: `${turnId}-p`, type: "text", ...(i === 0 ? { text: "w0 " } : {}) }, ...(i > 0 ? { delta: `w${i} ` } : {}) } });
+    store.appendEvent({
+      ...base,
+      upstreamId: String(i + 1),
+      type: "message.part.updated",
+      data: {
+        part: { id: `${turnId}-p`, type: "text", ...(i === 0 ? { text: "w0 " } : {}) },
+        ...(i > 0 ? { delta: `w${i} ` } : {}),
+      },
+    });
   }
 }
 
@@ -25,7 +39,13 @@ describe("compacting a finished turn in the store", () => {
       turnWithDeltas(store, "t", 50);
       const answer = Array.from({ length: 50 }, (_, i) => `w${i} `).join("");
       store.finishTurn("t", { status: "completed", resultText: answer, now: 2 });
-      store.appendEvent({ turnId: "t", executionId: "e-t", type: "turn.completed", data: { turnId: "t", status: "completed", result: { text: answer } }, now: 2 });
+      store.appendEvent({
+        turnId: "t",
+        executionId: "e-t",
+        type: "turn.completed",
+        data: { turnId: "t", status: "completed", result: { text: answer } },
+        now: 2,
+      });
       const before = store.rowsWritten;
       compactTurn(store, "t");
       // The run's 50 rows: 49 deleted, the last rewritten; the terminal event rewritten in place; the turn's row marked.
@@ -39,7 +59,9 @@ describe("compacting a finished turn in the store", () => {
       // The answer is the message's text: the turn's row holds no copy of it, and reads it back from the parts.
       expect(store.turn("t")!).toMatchObject({ resultText: null, answerInParts: true });
       expect(withAnswer(store, store.turn("t")!).resultText).toBe(answer);
-      expect(JSON.stringify((store as unknown as { sql: SqlStorage }).sql.exec("SELECT * FROM turns").toArray())).not.toContain("w49");
+      expect(
+        JSON.stringify((store as unknown as { sql: SqlStorage }).sql.exec("SELECT * FROM turns").toArray()),
+      ).not.toContain("w49");
       const again = store.rowsWritten;
       compactTurn(store, "t");
       expect(store.rowsWritten).toBe(again);
@@ -48,30 +70,67 @@ describe("compacting a finished turn in the store", () => {
 
   it("a part held in chunk rows costs one row written per chunk row to compact, and reads back as the part's whole text", async () => {
     await withStore("chunks", (store, state) => {
-      store.insertPendingTurn({ turnId: "t", requestDigest: "d", request: { message: "hi" }, executionId: "e", now: 0 });
-      const log = new EventLog({ transaction: (fn) => state.storage.transactionSync(fn), publish: () => undefined, ...storeWrites(() => store) });
-      log.commit((l) => l.append({ turnId: "t", executionId: "e", type: "turn.accepted", data: { turnId: "t" }, now: 0 }));
+      store.insertPendingTurn({
+        turnId: "t",
+        requestDigest: "d",
+        request: { message: "hi" },
+        executionId: "e",
+        now: 0,
+      });
+      const log = new EventLog({
+        transaction: (fn) => state.storage.transactionSync(fn),
+        publish: () => undefined,
+        ...storeWrites(() => store),
+      });
+      log.commit((l) =>
+        l.append({ turnId: "t", executionId: "e", type: "turn.accepted", data: { turnId: "t" }, now: 0 }),
+      );
       let text = "";
       // 100 words: a tool's update between them splits the part's updates into two runs, each over chunk rows.
       for (let i = 0; i < 100; i++) {
         const word = `w${i} `;
         text += word;
-        const update = i === 0 ? { kind: "whole" as const, part: { id: "p", type: "text", text } } : { kind: "delta" as const, part: { id: "p", type: "text" }, delta: word };
+        const update =
+          i === 0
+            ? { kind: "whole" as const, part: { id: "p", type: "text", text } }
+            : { kind: "delta" as const, part: { id: "p", type: "text" }, delta: word };
         if (!store.holdUpdate({ turnId: "t", executionId: "e", upstreamId: String(i + 1), now: 1, ...update })) {
           log.commit(() => undefined);
           store.holdUpdate({ turnId: "t", executionId: "e", upstreamId: String(i + 1), now: 1, ...update });
         }
-        if (i === 49) store.holdUpdate({ kind: "whole", turnId: "t", executionId: "e", part: { id: "tool", type: "tool", state: { status: "completed" } }, upstreamId: "1000", now: 1 });
+        if (i === 49)
+          store.holdUpdate({
+            kind: "whole",
+            turnId: "t",
+            executionId: "e",
+            part: { id: "tool", type: "tool", state: { status: "completed" } },
+            upstreamId: "1000",
+            now: 1,
+          });
       }
       store.finishTurn("t", { status: "completed", resultText: text, now: 2 });
-      log.commit((l) => l.append({ turnId: "t", executionId: "e", type: "turn.completed", data: { turnId: "t", status: "completed", result: { text } }, now: 2 }));
+      log.commit((l) =>
+        l.append({
+          turnId: "t",
+          executionId: "e",
+          type: "turn.completed",
+          data: { turnId: "t", status: "completed", result: { text } },
+          now: 2,
+        }),
+      );
       const rows = store.logSize().rows;
       const before = store.rowsWritten;
       compactTurn(store, "t");
       // Each row holding an event of a run is rewritten (or goes) once; the end rewritten in place; the turn's row marked.
       expect(store.rowsWritten - before).toBe(rows - 2 + 1 + 1);
       const events = store.eventsOfTurn("t");
-      expect(events.map((e) => e.type)).toEqual(["turn.accepted", "message.part.updated", "message.part.updated", "message.part.updated", "turn.completed"]);
+      expect(events.map((e) => e.type)).toEqual([
+        "turn.accepted",
+        "message.part.updated",
+        "message.part.updated",
+        "message.part.updated",
+        "turn.completed",
+      ]);
       expect(events[3]!.data).toEqual({ part: { id: "p", type: "text", text } });
       expect(events[2]!.data).toEqual({ part: { id: "tool", type: "tool", state: { status: "completed" } } });
     });
@@ -82,8 +141,19 @@ describe("compacting a finished turn in the store", () => {
       turnWithDeltas(store, "t", 3);
       store.finishTurn("t", { status: "completed", resultText: "w0 w1 w2 ", now: 2 });
       // The receipt's usage in the order the provider gave it (not the schema's order).
-      const usage = { outputTokens: 2, inputTokens: 5, totalTokens: 7 } as unknown as { inputTokens: number; outputTokens: number };
-      const result = store.appendEvent({ turnId: "t", executionId: "e-t", type: "result", data: { finalText: "w0 w1 w2 ", status: "success" }, usage, usageMode: "cumulative", now: 2 });
+      const usage = { outputTokens: 2, inputTokens: 5, totalTokens: 7 } as unknown as {
+        inputTokens: number;
+        outputTokens: number;
+      };
+      const result = store.appendEvent({
+        turnId: "t",
+        executionId: "e-t",
+        type: "result",
+        data: { finalText: "w0 w1 w2 ", status: "success" },
+        usage,
+        usageMode: "cumulative",
+        now: 2,
+      });
       compactTurn(store, "t");
       const kept = store.storedEvent(result.seq)!;
       const { finalText: _dropped, ...data } = (JSON.parse(result.envelope) as { data: Record<string, unknown> }).data;
@@ -100,7 +170,11 @@ describe("compacting a finished turn in the store", () => {
       store.finishTurn("u", { status: "failed", error: { code: "turn_timeout", message: "x" }, now: 3 });
       expect(store.endedUncompacted()).toEqual(["t", "u"]);
       const published: unknown[] = [];
-      const log = new EventLog({ transaction: (fn) => state.storage.transactionSync(fn), publish: (row) => published.push(row), ...storeWrites(() => store) });
+      const log = new EventLog({
+        transaction: (fn) => state.storage.transactionSync(fn),
+        publish: (row) => published.push(row),
+        ...storeWrites(() => store),
+      });
       // Only the store and the log are needed to compact (the rest is the turn's end itself).
       const end = new TurnEnd({ store: () => store, log } as unknown as TurnEndDeps);
       end.compactEnded();

@@ -40,20 +40,38 @@ export const WATCHDOG_INTERVAL_MS = 30_000;
  * shutting down cancels its runs) is not a user's Stop: the turn failed, and says who stopped it.
  * A failed turn always says why.
  */
-export function endingOf(cancelReason: string | null, reported: TerminalStatus, reportedError?: RunError): { status: TerminalStatus; error?: TurnError } {
+export function endingOf(
+  cancelReason: string | null,
+  reported: TerminalStatus,
+  reportedError?: RunError,
+): { status: TerminalStatus; error?: TurnError } {
   const upstreamCancelled = reported === "cancelled" && cancelReason == null;
   const status: TerminalStatus = upstreamCancelled ? "failed" : reported;
-  const error = upstreamCancelled ? { code: "upstream_cancelled", message: "the agent service cancelled the run by itself; the gateway did not ask it to stop" } : reportedError;
-  return status === "failed" ? { status, error: { code: error?.code ?? "agent_failed", message: error?.message ?? "the run failed" } } : { status };
+  const error = upstreamCancelled
+    ? {
+        code: "upstream_cancelled",
+        message: "the agent service cancelled the run by itself; the gateway did not ask it to stop",
+      }
+    : reportedError;
+  return status === "failed"
+    ? { status, error: { code: error?.code ?? "agent_failed", message: error?.message ?? "the run failed" } }
+    : { status };
 }
 
 /** What a run's result reports of its end; one that does not say how the run ended is a failure, `outcome_unknown`. */
 export function resultEnding(result: ProviderResult): { status: TerminalStatus; text?: string; error?: RunError } {
   if (result.status === "unknown") {
     const why = result.error?.message ? ` (${result.error.message})` : "";
-    return { status: "failed", error: { code: "outcome_unknown", message: `the run ended upstream, but how it ended is unknown${why}` } };
+    return {
+      status: "failed",
+      error: { code: "outcome_unknown", message: `the run ended upstream, but how it ended is unknown${why}` },
+    };
   }
-  return { status: result.status, ...(result.text !== undefined ? { text: result.text } : {}), ...(result.error ? { error: result.error } : {}) };
+  return {
+    status: result.status,
+    ...(result.text !== undefined ? { text: result.text } : {}),
+    ...(result.error ? { error: result.error } : {}),
+  };
 }
 
 export type WatchdogVerdict =
@@ -73,13 +91,24 @@ export function watchdogVerdict(
   limits: Pick<Config, "TURN_MAX_DURATION_MS" | "UPSTREAM_LOST_AFTER_MS">,
   dispatching: boolean,
 ): WatchdogVerdict {
-  if (active.status === "pending") return now - active.updatedAt > WATCHDOG_INTERVAL_MS && !dispatching ? { kind: "forget_pending" } : { kind: "wait" };
+  if (active.status === "pending")
+    return now - active.updatedAt > WATCHDOG_INTERVAL_MS && !dispatching
+      ? { kind: "forget_pending" }
+      : { kind: "wait" };
   // Its time limit counts from its start (a turn that waited in the queue was not running meanwhile).
   if (now - active.startedAt >= limits.TURN_MAX_DURATION_MS) {
-    return { kind: "fail", code: "turn_timeout", message: `the turn ran longer than ${limits.TURN_MAX_DURATION_MS} ms and was stopped` };
+    return {
+      kind: "fail",
+      code: "turn_timeout",
+      message: `the turn ran longer than ${limits.TURN_MAX_DURATION_MS} ms and was stopped`,
+    };
   }
   if (active.lostAt !== null && now - active.lostAt >= limits.UPSTREAM_LOST_AFTER_MS) {
-    return { kind: "fail", code: "upstream_lost", message: `the run could not be reached for ${Math.round((now - active.lostAt) / 1000)} s and nothing could settle it` };
+    return {
+      kind: "fail",
+      code: "upstream_lost",
+      message: `the run could not be reached for ${Math.round((now - active.lostAt) / 1000)} s and nothing could settle it`,
+    };
   }
   return { kind: "resume" };
 }
@@ -97,13 +126,21 @@ export function nextWatchdogAt(active: Pick<TurnRecord, "startedAt">, now: numbe
  * withAnswer reads it back). A turn the trim cut into keeps its events as they are (its parts are
  * kept on it). Idempotent: a compacted turn plans nothing and its mark is written once.
  */
-export function compactTurn(store: Pick<SessionStore, "turn" | "eventsOfTurn" | "storedEvent" | "otherEventSeqs" | "applyCompaction" | "markCompacted">, turnId: string): void {
+export function compactTurn(
+  store: Pick<
+    SessionStore,
+    "turn" | "eventsOfTurn" | "storedEvent" | "otherEventSeqs" | "applyCompaction" | "markCompacted"
+  >,
+  turnId: string,
+): void {
   const turn = store.turn(turnId);
   if (!turn || !TERMINAL_TURN_STATUSES.has(turn.status)) return;
   let parts = turn.parts;
   if (parts === null) {
     // An event rewritten less its copy of the answer keeps every other field as stored.
-    const events = store.eventsOfTurn(turnId).map((e) => (mayRepeatAnswer(e.type) ? (store.storedEvent(e.seq) ?? e) : e));
+    const events = store
+      .eventsOfTurn(turnId)
+      .map((e) => (mayRepeatAnswer(e.type) ? (store.storedEvent(e.seq) ?? e) : e));
     if (events.length >= 2) {
       const plan = planCompaction(events, store.otherEventSeqs(turnId, events[0]!.seq, events.at(-1)!.seq));
       if (plan.length > 0) store.applyCompaction(plan);
@@ -142,7 +179,14 @@ export class TurnEnd {
   }
 
   /** Writes the turn's end and its gateway event (its open asks closed first); the caller holds the transaction. */
-  finish(log: Appender, turn: TurnRecord, reported: TerminalStatus, text: string | undefined, reportedError: RunError | undefined, now: number): void {
+  finish(
+    log: Appender,
+    turn: TurnRecord,
+    reported: TerminalStatus,
+    text: string | undefined,
+    reportedError: RunError | undefined,
+    now: number,
+  ): void {
     const { status, error } = endingOf(turn.cancelReason, reported, reportedError);
     this.deps.desk.closeAsksOfTurn(log, turn.turnId, now);
     this.store.finishTurn(turn.turnId, { status, resultText: text, error, now });
@@ -203,7 +247,13 @@ export class TurnEnd {
       const turn = this.store.turn(turnId);
       if (!turn || turn.status !== "running") return;
       const now = Date.now();
-      log.append({ turnId, executionId, type: "warning", data: { code: "stream_incomplete", message: `settled from the run's result: ${reason}` }, now });
+      log.append({
+        turnId,
+        executionId,
+        type: "warning",
+        data: { code: "stream_incomplete", message: `settled from the run's result: ${reason}` },
+        now,
+      });
       recordResultUsage(this.store, log, turnId, executionId, result, now, this.deps.budget);
       const ending = resultEnding(result);
       this.finish(log, turn, ending.status, ending.text, ending.error, now);
@@ -236,7 +286,11 @@ export class TurnEnd {
   afterFail(turnId: string, ended: boolean): void {
     void this.deps.showIdle();
     if (ended) {
-      this.deps.abandoned.settle().catch((err) => console.error(JSON.stringify({ msg: "settling an abandoned run failed", turnId, error: String(err) })));
+      this.deps.abandoned
+        .settle()
+        .catch((err) =>
+          console.error(JSON.stringify({ msg: "settling an abandoned run failed", turnId, error: String(err) })),
+        );
       void this.armForAbandoned();
     }
   }
@@ -252,7 +306,13 @@ export class TurnEnd {
     this.deps.log.commit((log) => {
       const turn = this.store.turn(turnId);
       if (!turn || turn.status !== "running") return;
-      log.append({ turnId, executionId: turn.executionId, type: "warning", data: { code: "run_not_live", message: why }, now: Date.now() });
+      log.append({
+        turnId,
+        executionId: turn.executionId,
+        type: "warning",
+        data: { code: "run_not_live", message: why },
+        now: Date.now(),
+      });
       this.finish(log, turn, "cancelled", undefined, undefined, Date.now());
     });
     this.deps.reader.stop();
@@ -269,12 +329,20 @@ export class TurnEnd {
       // A turn the trim cuts into keeps its whole message first: a reload shows it all.
       for (const turn of store.turnsTrimmedBy(cutoff)) {
         if (turn.status === "pending" || turn.status === "running") continue;
-        store.keepParts(turn.turnId, turnParts({ events: store.eventsOfTurn(turn.turnId), interactions: store.interactionsOfTurn(turn.turnId) }));
+        store.keepParts(
+          turn.turnId,
+          turnParts({ events: store.eventsOfTurn(turn.turnId), interactions: store.interactionsOfTurn(turn.turnId) }),
+        );
       }
       store.trimEvents(cutoff);
     });
     // Turns still queued keep the alarm: it wakes an object evicted before the next one started.
-    if (!this.store.activeTurn() && this.store.waitingTurns().length === 0 && !alarmWanted(this.deps.abandoned.followed())) await this.deps.alarms.clear();
+    if (
+      !this.store.activeTurn() &&
+      this.store.waitingTurns().length === 0 &&
+      !alarmWanted(this.deps.abandoned.followed())
+    )
+      await this.deps.alarms.clear();
     await this.deps.showIdle();
   }
 

@@ -2,7 +2,12 @@ import { describe, expect, it } from "vitest";
 import type { QueuedTurn, TurnRecord, TurnStatus } from "./store/records";
 import { nextStep, queuedView } from "./turn-queue";
 
-const entry = (turnId: string, state: QueuedTurn["state"] = "queued", position = 1, digest = `d-${turnId}`): QueuedTurn => ({
+const entry = (
+  turnId: string,
+  state: QueuedTurn["state"] = "queued",
+  position = 1,
+  digest = `d-${turnId}`,
+): QueuedTurn => ({
   turnId,
   position,
   requestDigest: digest,
@@ -32,10 +37,18 @@ describe("which queued turn goes next", () => {
     const starting = entry("q1", "starting");
     const waiting = [starting, entry("q2", "queued", 2)];
     const pending = { ...running, turnId: "q1", status: "pending" } as TurnRecord;
-    expect(nextStep({ ...base, waiting, active: pending, statusOf: statuses({ q1: "pending" }), dispatching: () => true })).toEqual({ kind: "wait" });
-    expect(nextStep({ ...base, waiting, active: pending, statusOf: statuses({ q1: "pending" }) })).toEqual({ kind: "redispatch", entry: starting });
+    expect(
+      nextStep({ ...base, waiting, active: pending, statusOf: statuses({ q1: "pending" }), dispatching: () => true }),
+    ).toEqual({ kind: "wait" });
+    expect(nextStep({ ...base, waiting, active: pending, statusOf: statuses({ q1: "pending" }) })).toEqual({
+      kind: "redispatch",
+      entry: starting,
+    });
     for (const status of ["running", "completed", "failed", "cancelled"] as const) {
-      expect(nextStep({ ...base, waiting, statusOf: statuses({ q1: status }) })).toEqual({ kind: "started", entry: starting });
+      expect(nextStep({ ...base, waiting, statusOf: statuses({ q1: status }) })).toEqual({
+        kind: "started",
+        entry: starting,
+      });
     }
     expect(nextStep({ ...base, waiting })).toMatchObject({ kind: "start", entry: starting });
     expect(nextStep({ ...base, waiting, active: running })).toEqual({ kind: "wait" });
@@ -49,7 +62,13 @@ describe("which queued turn goes next", () => {
     let active: TurnRecord | null = null;
     for (let round = 0; round < 20; round++) {
       const waiting = queue.filter((e) => e.state === "queued" || e.state === "starting");
-      const step = nextStep({ waiting, active, lastTurnId: started.at(-1) ?? null, statusOf: (id) => status[id] ?? null, dispatching: () => false });
+      const step = nextStep({
+        waiting,
+        active,
+        lastTurnId: started.at(-1) ?? null,
+        statusOf: (id) => status[id] ?? null,
+        dispatching: () => false,
+      });
       if (step.kind === "start") {
         step.entry.state = "starting";
         status[step.entry.turnId] = "running";
@@ -78,10 +97,20 @@ describe("a queued turn's view", () => {
       servedModels: null,
       createdAt: new Date(1_000).toISOString(),
     });
-    const removed = { ...entry("q1", "removed"), error: { code: "removed", message: "removed from the queue before it started" } };
-    expect(queuedView(removed, null)).toMatchObject({ status: "cancelled", cancelReason: "removed from the queue before it started", completedAt: new Date(2_000).toISOString() });
+    const removed = {
+      ...entry("q1", "removed"),
+      error: { code: "removed", message: "removed from the queue before it started" },
+    };
+    expect(queuedView(removed, null)).toMatchObject({
+      status: "cancelled",
+      cancelReason: "removed from the queue before it started",
+      completedAt: new Date(2_000).toISOString(),
+    });
     expect(queuedView(removed, null)).not.toHaveProperty("queuePosition");
     const refused = { ...entry("q1", "refused"), error: { code: "budget_exceeded", message: "used up" } };
-    expect(queuedView(refused, null)).toMatchObject({ status: "failed", error: { code: "budget_exceeded", message: "used up" } });
+    expect(queuedView(refused, null)).toMatchObject({
+      status: "failed",
+      error: { code: "budget_exceeded", message: "used up" },
+    });
   });
 });

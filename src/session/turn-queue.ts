@@ -44,7 +44,8 @@ export function nextStep(input: StepInput): QueueStep {
   if (!next) return { kind: "idle" };
   if (next.state === "starting") {
     const status = input.statusOf(next.turnId);
-    if (status === "pending") return input.dispatching(next.turnId) ? { kind: "wait" } : { kind: "redispatch", entry: next };
+    if (status === "pending")
+      return input.dispatching(next.turnId) ? { kind: "wait" } : { kind: "redispatch", entry: next };
     if (status !== null) return { kind: "started", entry: next };
     // Its pending record was forgotten (a dispatch that never finished): it starts again.
   }

@@ -78,7 +78,13 @@ export class TurnRunner {
     // The budget is read when usage is reported (the budgets are made next; read only later).
     const budget = () => this.budgets.budget();
     this.abandoned = new AbandonedRuns({ store, log, provider, budget });
-    this.budgets = new BudgetStop({ store, log, provider, config, usageElsewhere: (context) => deps.user.usageElsewhere(context) });
+    this.budgets = new BudgetStop({
+      store,
+      log,
+      provider,
+      config,
+      usageElsewhere: (context) => deps.user.usageElsewhere(context),
+    });
     this.end = new TurnEnd({
       store,
       log,
@@ -130,8 +136,18 @@ export class TurnRunner {
    * execution id computed once, the dispatcher acting on a dispatch and on a turn it knows, the
    * queue on a queued answer.
    */
-  async submit(context: SessionContext, turnId: string, request: TurnRequest, whenBusy: WhenBusy = "refuse"): Promise<QueueOutcome> {
-    const send: Send = { turnId, request, requestDigest: await turnRequestDigest(request), executionId: await executionIdFor(this.dispatcher.agentSessionId(context), turnId) };
+  async submit(
+    context: SessionContext,
+    turnId: string,
+    request: TurnRequest,
+    whenBusy: WhenBusy = "refuse",
+  ): Promise<QueueOutcome> {
+    const send: Send = {
+      turnId,
+      request,
+      requestDigest: await turnRequestDigest(request),
+      executionId: await executionIdFor(this.dispatcher.agentSessionId(context), turnId),
+    };
     // Twice at most: a send that may queue and is refused busy (upstream, as it was dispatched) is decided once more.
     for (let attempt = 0; ; attempt++) {
       try {
@@ -166,13 +182,24 @@ export class TurnRunner {
       case "conflict":
         throw new Refusal("turn_conflict", `turn ${turnId} was already sent with different content`, { turnId });
       case "busy":
-        if ("active" in decision) throw new Refusal("session_busy", `turn ${decision.active.turnId} is still running in this conversation`, { activeTurnId: decision.active.turnId });
-        throw new Refusal("session_busy", `${decision.queued} queued turn(s) wait in this conversation; send with whenBusy "queue" to wait after them`, {
-          nextTurnId: decision.next.turnId,
-          queued: decision.queued,
-        });
+        if ("active" in decision)
+          throw new Refusal("session_busy", `turn ${decision.active.turnId} is still running in this conversation`, {
+            activeTurnId: decision.active.turnId,
+          });
+        throw new Refusal(
+          "session_busy",
+          `${decision.queued} queued turn(s) wait in this conversation; send with whenBusy "queue" to wait after them`,
+          {
+            nextTurnId: decision.next.turnId,
+            queued: decision.queued,
+          },
+        );
       case "full":
-        throw new Refusal("queue_full", `the queue holds ${decision.limit} turns already (QUEUE_MAX_TURNS); send again once one has started`, { limit: decision.limit });
+        throw new Refusal(
+          "queue_full",
+          `the queue holds ${decision.limit} turns already (QUEUE_MAX_TURNS); send again once one has started`,
+          { limit: decision.limit },
+        );
     }
   }
 
@@ -237,22 +264,33 @@ export class TurnRunner {
   // ------------------------------------------------------------------ cancellation
 
   /** Cancels the conversation's run, exactly and idempotently under `operationId`. */
-  async cancel(conversationId: string, operationId: string, reason?: string, queue?: "keep" | "clear"): Promise<CancellationAcknowledgement> {
+  async cancel(
+    conversationId: string,
+    operationId: string,
+    reason?: string,
+    queue?: "keep" | "clear",
+  ): Promise<CancellationAcknowledgement> {
     const store = this.store;
     const active = store.activeTurn();
-    if (active && !active.controlRef) throw new Refusal("turn_not_ready", "the turn is still being dispatched; retry in a moment", { retryable: true });
+    if (active && !active.controlRef)
+      throw new Refusal("turn_not_ready", "the turn is still being dispatched; retry in a moment", { retryable: true });
     const target = active ?? store.lastTurn();
     if (!target?.controlRef) throw new Refusal("conversation_not_found", `no run in conversation ${conversationId}`);
     const run = target.controlRef;
     if (!store.getMeta("claims")?.cancelRun) {
-      throw new Refusal("capability_denied", "this agent environment does not claim exact run cancellation (session.cancelRun)", { missing: ["session.cancelRun"] });
+      throw new Refusal(
+        "capability_denied",
+        "this agent environment does not claim exact run cancellation (session.cancelRun)",
+        { missing: ["session.cancelRun"] },
+      );
     }
     const clear = queue === "clear" ? queue : undefined;
     const requestDigest = await canonicalDigest(stripUndefined({ operationId, run, reason, queue: clear }));
     const prior = priorOperation(store.operation(operationId), "cancel", requestDigest);
     if (prior.kind === "replay") return { ...prior.ack, status: "replayed" };
     if (prior.kind === "conflict") {
-      const existing = prior.recordedDigest === null ? {} : { existingRequestDigest: prior.recordedDigest as `sha256:${string}` };
+      const existing =
+        prior.recordedDigest === null ? {} : { existingRequestDigest: prior.recordedDigest as `sha256:${string}` };
       return { operationId, requestDigest, run, status: "conflict", effect: "unknown", ...existing };
     }
     let ack: CancellationAcknowledgement;
@@ -264,10 +302,16 @@ export class TurnRunner {
     } else {
       this.deps.log.commit(() => store.setCancelReason(current.turnId, reason ?? "cancelled by the user"));
       try {
-        const outcome = await this.deps.provider().cancel(run, { operationId, ...(reason !== undefined ? { reason } : {}) });
+        const outcome = await this.deps
+          .provider()
+          .cancel(run, { operationId, ...(reason !== undefined ? { reason } : {}) });
         ack = { operationId, requestDigest, run, status: "accepted", effect: outcome.effect };
         // Upstream runs nothing under this ref any more: the turn must not stay running here.
-        if (outcome.effect === "not_live") this.end.cancelled(current.turnId, `upstream says the run is not live${outcome.reason ? ` (${outcome.reason})` : ""}`);
+        if (outcome.effect === "not_live")
+          this.end.cancelled(
+            current.turnId,
+            `upstream says the run is not live${outcome.reason ? ` (${outcome.reason})` : ""}`,
+          );
       } catch (err) {
         // Whether the run stopped is unknown: not recorded, so the same operation can be sent again,
         // and it is retryable where the failure says a repeat can succeed (a transport failure, a
@@ -314,7 +358,10 @@ export class TurnRunner {
       try {
         // Every branch's agent session goes (docs/api.md#branches), each with its own latest run, the conversation's
         // own last.
-        for (const { sessionId, lastRun } of agentSessions(this.store, this.dispatcher.agentSessionId(context)).reverse()) {
+        for (const { sessionId, lastRun } of agentSessions(
+          this.store,
+          this.dispatcher.agentSessionId(context),
+        ).reverse()) {
           await this.deps.provider().deleteSession({ environmentId, sessionId, ...(lastRun ? { lastRun } : {}) });
         }
         // And every other session upstream that still holds something (a CLI Bridge keeps one per model route).
@@ -335,7 +382,10 @@ export class TurnRunner {
     await this.deps.user.touchIndex(context, {
       title: this.store.getMeta("title") ?? context.conversationId,
       state,
-      waitingFor: active?.status === "running" ? (waitingOf(this.store.outstandingOfTurn(active.turnId))?.waitingFor ?? null) : null,
+      waitingFor:
+        active?.status === "running"
+          ? (waitingOf(this.store.outstandingOfTurn(active.turnId))?.waitingFor ?? null)
+          : null,
       branch: activeBranch(this.store),
       lastEventId: this.store.lastSeq(),
       usage: budgetUsage(this.total()),

@@ -14,7 +14,8 @@ class Tree {
   send(turnId: string, message: string, parent?: string | null, refused = false) {
     const p = place(this.turns, this.branches, this.active, parent);
     if (p.kind === "unknown_parent") throw new Error(`unknown parent ${p.parentTurnId}`);
-    if (p.kind === "branch" && !p.reused) this.branches.push({ branch: p.branch, forkOf: p.forkOf, at: p.parentTurnId });
+    if (p.kind === "branch" && !p.reused)
+      this.branches.push({ branch: p.branch, forkOf: p.forkOf, at: p.parentTurnId });
     // A refused dispatch forgets its turn; the branch it made stays, to be reused.
     if (refused) return p;
     this.turns.push({ turnId, parentTurnId: p.parentTurnId, branch: p.branch, ordinal: this.turns.length + 1 });
@@ -34,7 +35,13 @@ describe("the turn tree", () => {
     expect(tree.send("t1", "a")).toEqual({ kind: "continue", parentTurnId: null, branch: 0 });
     tree.send("t2", "b");
     tree.send("t3", "c");
-    expect(tree.send("t4", "b2", "t1")).toEqual({ kind: "branch", parentTurnId: "t1", branch: 1, forkOf: 0, reused: false });
+    expect(tree.send("t4", "b2", "t1")).toEqual({
+      kind: "branch",
+      parentTurnId: "t1",
+      branch: 1,
+      forkOf: 0,
+      reused: false,
+    });
     expect(tree.texts(0)).toEqual(["a", "b", "c"]);
     expect(tree.texts(1)).toEqual(["a", "b2"]);
     expect(tree.send("t5", "d")).toMatchObject({ kind: "continue", parentTurnId: "t4", branch: 1 });
@@ -50,7 +57,13 @@ describe("the turn tree", () => {
   it("the first message sent again starts a branch afresh (nothing to fork); an unknown parent is refused", () => {
     const tree = new Tree();
     tree.send("t1", "a");
-    expect(tree.send("t2", "a again", null)).toEqual({ kind: "branch", parentTurnId: null, branch: 1, forkOf: null, reused: false });
+    expect(tree.send("t2", "a again", null)).toEqual({
+      kind: "branch",
+      parentTurnId: null,
+      branch: 1,
+      forkOf: null,
+      reused: false,
+    });
     expect(tree.texts(1)).toEqual(["a again"]);
     expect(place(tree.turns, tree.branches, 0, "nope")).toEqual({ kind: "unknown_parent", parentTurnId: "nope" });
   });
@@ -89,8 +102,17 @@ type Op =
   | { kind: "cancel" };
 
 const op: fc.Arbitrary<Op> = fc.oneof(
-  fc.record({ kind: fc.constant("send" as const), text: fc.string({ minLength: 1, maxLength: 4 }), refused: fc.boolean() }),
-  fc.record({ kind: fc.constant("edit" as const), at: fc.nat(), text: fc.string({ minLength: 1, maxLength: 4 }), refused: fc.boolean() }),
+  fc.record({
+    kind: fc.constant("send" as const),
+    text: fc.string({ minLength: 1, maxLength: 4 }),
+    refused: fc.boolean(),
+  }),
+  fc.record({
+    kind: fc.constant("edit" as const),
+    at: fc.nat(),
+    text: fc.string({ minLength: 1, maxLength: 4 }),
+    refused: fc.boolean(),
+  }),
   fc.record({ kind: fc.constant("regenerate" as const), at: fc.nat() }),
   fc.record({ kind: fc.constant("switch" as const), to: fc.nat() }),
   fc.record({ kind: fc.constant("cancel" as const) }),
@@ -164,10 +186,16 @@ describe("the turn tree, property", () => {
         for (const [branch, texts] of model) {
           expect(tree.texts(branch)).toEqual(texts);
           const transcript = buildTranscript(
-            pathOf(tree.turns, branch).map((t) => ({ turn: record(t, tree.messages.get(t.turnId)!, cancelled.has(t.turnId) ? "cancelled" : "completed"), events: [], interactions: [] })),
+            pathOf(tree.turns, branch).map((t) => ({
+              turn: record(t, tree.messages.get(t.turnId)!, cancelled.has(t.turnId) ? "cancelled" : "completed"),
+              events: [],
+              interactions: [],
+            })),
           );
           expect(transcript.filter((m) => m.role === "user").map((m) => m.text)).toEqual(texts);
-          expect(transcript.filter((m) => m.role === "assistant").map((m) => m.text)).toEqual(texts.map((t) => `answer to ${t}`));
+          expect(transcript.filter((m) => m.role === "assistant").map((m) => m.text)).toEqual(
+            texts.map((t) => `answer to ${t}`),
+          );
         }
         // A branch left without turns (its first turn refused) is reused: never two for one origin.
         const held = new Set(tree.turns.map((t) => t.branch));

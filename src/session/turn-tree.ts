@@ -56,8 +56,16 @@ export function branchIds(turns: readonly TreeTurn[]): number[] {
 }
 
 /** Where a turn sent after `parent` goes (`undefined`: after the active branch's tip). */
-export function place(turns: readonly TreeTurn[], branches: readonly BranchRecord[], active: number, parent: string | null | undefined): Placement {
-  const parentTurnId = parent === undefined ? (tipOf(turns, active)?.turnId ?? branches.find((b) => b.branch === active)?.at ?? null) : parent;
+export function place(
+  turns: readonly TreeTurn[],
+  branches: readonly BranchRecord[],
+  active: number,
+  parent: string | null | undefined,
+): Placement {
+  const parentTurnId =
+    parent === undefined
+      ? (tipOf(turns, active)?.turnId ?? branches.find((b) => b.branch === active)?.at ?? null)
+      : parent;
   const parentTurn = parentTurnId === null ? null : turns.find((t) => t.turnId === parentTurnId);
   if (parentTurnId !== null && !parentTurn) return { kind: "unknown_parent", parentTurnId };
   const followed = turns.some((t) => t.parentTurnId === parentTurnId);

@@ -3,7 +3,13 @@ import type { NewEvent } from "./store/records";
 import type { SessionStore } from "./store/store";
 import { tightestBudget } from "../usage/budgets";
 import { conversationTotal, recordUsage, usageFromResult } from "./turn-usage";
-import { emptyExecutionUsage, executionView, foldReceipt, foldUsage, type ExecutionUsageState } from "../usage/usage-fold";
+import {
+  emptyExecutionUsage,
+  executionView,
+  foldReceipt,
+  foldUsage,
+  type ExecutionUsageState,
+} from "../usage/usage-fold";
 
 const spent = (executionId: string, inputTokens: number, outputTokens: number): ExecutionUsageState =>
   foldReceipt(emptyExecutionUsage(executionId), { inputTokens, outputTokens }, { provenance: "measured" });
@@ -45,27 +51,66 @@ describe("recording an execution's usage", () => {
   it("stores the fold with its view on the turn, then reports it with the total that includes it", () => {
     const s = store(["a", "b"], [spent("a", 10, 5)]);
     const events: NewEvent[] = [];
-    recordUsage(s.view, { append: (event) => (events.push(event), { seq: 1, type: event.type, envelope: "" }) }, "turn-b", spent("b", 1, 2), 42, () => null);
+    recordUsage(
+      s.view,
+      { append: (event) => (events.push(event), { seq: 1, type: event.type, envelope: "" }) },
+      "turn-b",
+      spent("b", 1, 2),
+      42,
+      () => null,
+    );
     expect(s.views.get("turn-b")).toMatchObject({ inputTokens: 1, outputTokens: 2 });
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ turnId: "turn-b", executionId: "b", type: "usage.updated", now: 42 });
-    expect(events[0]!.data).toMatchObject({ turnId: "turn-b", executionId: "b", usage: { inputTokens: 1, outputTokens: 2 }, conversation: { inputTokens: 11, outputTokens: 7, complete: true } });
+    expect(events[0]!.data).toMatchObject({
+      turnId: "turn-b",
+      executionId: "b",
+      usage: { inputTokens: 1, outputTokens: 2 },
+      conversation: { inputTokens: 11, outputTokens: 7, complete: true },
+    });
     expect(events[0]!.data.budget).toBeNull();
   });
 
   it("reports the budget as it stands with the fold counted, so a client keeps it current from the stream", () => {
     const s = store(["a", "b"], [spent("a", 10, 5)]);
     const events: NewEvent[] = [];
-    const budget = () => tightestBudget(conversationTotal(s.view), { used: 0, complete: true, provenance: "measured" }, { perConversation: 100 });
-    recordUsage(s.view, { append: (event) => (events.push(event), { seq: 1, type: event.type, envelope: "" }) }, "turn-b", spent("b", 1, 2), 42, budget);
-    expect(events[0]!.data.budget).toEqual({ scope: "conversation", tokens: 100, used: 18, complete: true, provenance: "measured", exceeded: false });
+    const budget = () =>
+      tightestBudget(
+        conversationTotal(s.view),
+        { used: 0, complete: true, provenance: "measured" },
+        { perConversation: 100 },
+      );
+    recordUsage(
+      s.view,
+      { append: (event) => (events.push(event), { seq: 1, type: event.type, envelope: "" }) },
+      "turn-b",
+      spent("b", 1, 2),
+      42,
+      budget,
+    );
+    expect(events[0]!.data.budget).toEqual({
+      scope: "conversation",
+      tokens: 100,
+      used: 18,
+      complete: true,
+      provenance: "measured",
+      exceeded: false,
+    });
   });
 });
 
 describe("the usage a run's result gives its turn", () => {
   it("frames were missed: no running total stands, and the result's receipt is authoritative and announced", () => {
-    const streamed = foldUsage(emptyExecutionUsage("e1"), { mode: "cumulative", counts: { inputTokens: 5 }, provenance: "measured" }).state;
-    const settled = usageFromResult(streamed, "e1", { status: "completed", receipt: { inputTokens: 7, outputTokens: 3 }, receiptProvenance: { provenance: "measured" } });
+    const streamed = foldUsage(emptyExecutionUsage("e1"), {
+      mode: "cumulative",
+      counts: { inputTokens: 5 },
+      provenance: "measured",
+    }).state;
+    const settled = usageFromResult(streamed, "e1", {
+      status: "completed",
+      receipt: { inputTokens: 7, outputTokens: 3 },
+      receiptProvenance: { provenance: "measured" },
+    });
     expect(settled?.report).toBe(true);
     expect(settled?.state.stepsBroken).toBe(true);
     expect(settled?.state.receipt).toEqual({ inputTokens: 7, outputTokens: 3 });
@@ -83,8 +128,15 @@ describe("the usage a run's result gives its turn", () => {
   });
 
   it("without a receipt a streamed fold is kept, broken, but not announced; with neither nothing is stored", () => {
-    const streamed = foldUsage(emptyExecutionUsage("e1"), { mode: "cumulative", counts: { inputTokens: 5 }, provenance: "measured" }).state;
-    expect(usageFromResult(streamed, "e1", { status: "completed" })).toEqual({ state: { ...streamed, stepsBroken: true }, report: false });
+    const streamed = foldUsage(emptyExecutionUsage("e1"), {
+      mode: "cumulative",
+      counts: { inputTokens: 5 },
+      provenance: "measured",
+    }).state;
+    expect(usageFromResult(streamed, "e1", { status: "completed" })).toEqual({
+      state: { ...streamed, stepsBroken: true },
+      report: false,
+    });
     expect(usageFromResult(null, "e1", { status: "completed" })).toBeNull();
   });
 });

@@ -11,7 +11,14 @@ import type { SessionStore } from "./store/store";
 import type { ProviderResult } from "../providers/provider";
 import type { TotalView } from "../schemas/api";
 import type { BudgetState } from "../usage/budgets";
-import { breakSteps, emptyExecutionUsage, executionView, foldReceipt, totalOf, type ExecutionUsageState } from "../usage/usage-fold";
+import {
+  breakSteps,
+  emptyExecutionUsage,
+  executionView,
+  foldReceipt,
+  totalOf,
+  type ExecutionUsageState,
+} from "../usage/usage-fold";
 
 type TotalStore = Pick<SessionStore, "allExecutionUsage" | "dispatchedExecutionIds">;
 
@@ -42,7 +49,13 @@ export function recordUsage(
   const view = executionView(state);
   store.putExecutionUsage(turnId, state);
   const standing = budget();
-  const data = { turnId, executionId: state.executionId, usage: view, conversation: conversationTotal(store), budget: standing };
+  const data = {
+    turnId,
+    executionId: state.executionId,
+    usage: view,
+    conversation: conversationTotal(store),
+    budget: standing,
+  };
   log.append({ turnId, executionId: state.executionId, type: "usage.updated", data, now });
   return standing;
 }
@@ -53,9 +66,17 @@ export function recordUsage(
  * by the terminal receipt's rule. `report`: the fold is announced (`usage.updated`) as well as
  * stored. Null: nothing to store.
  */
-export function usageFromResult(stored: ExecutionUsageState | null, executionId: string, result: ProviderResult): { state: ExecutionUsageState; report: boolean } | null {
+export function usageFromResult(
+  stored: ExecutionUsageState | null,
+  executionId: string,
+  result: ProviderResult,
+): { state: ExecutionUsageState; report: boolean } | null {
   const broken = stored ? breakSteps(stored) : null;
-  if (result.receipt) return { state: foldReceipt(broken ?? emptyExecutionUsage(executionId), result.receipt, result.receiptProvenance), report: true };
+  if (result.receipt)
+    return {
+      state: foldReceipt(broken ?? emptyExecutionUsage(executionId), result.receipt, result.receiptProvenance),
+      report: true,
+    };
   return broken ? { state: broken, report: false } : null;
 }
 

@@ -15,7 +15,10 @@ describe("what a turn waits for", () => {
 
   it("the oldest open ask decides; nothing open is null", () => {
     expect(waitingOf([])).toBeNull();
-    expect(waitingOf([ask("p", "permission"), ask("q", "question")])).toEqual({ waitingFor: "awaiting_permission", interactionId: "p" });
+    expect(waitingOf([ask("p", "permission"), ask("q", "question")])).toEqual({
+      waitingFor: "awaiting_permission",
+      interactionId: "p",
+    });
   });
 
   it("the same state for another ask is a change", () => {

@@ -4,7 +4,14 @@ import type { AgentProvider } from "../providers/provider";
 import type { SessionStore } from "./store/store";
 import { UpstreamReader, type UpstreamReaderDeps } from "./upstream-reader";
 
-const ref = { runId: "e1", provider: "p", environmentId: "env", sessionId: "s", executionId: "e1", requestDigest: `sha256:${"0".repeat(64)}` } as const;
+const ref = {
+  runId: "e1",
+  provider: "p",
+  environmentId: "env",
+  sessionId: "s",
+  executionId: "e1",
+  requestDigest: `sha256:${"0".repeat(64)}`,
+} as const;
 
 /** A reader over a fake store whose running turn is `t` (execution e1); `released` lists the held cursors let go. */
 function reader(events: AgentProvider["events"], exists = true) {
@@ -23,7 +30,12 @@ function reader(events: AgentProvider["events"], exists = true) {
     log: { commit: (fn: (log: unknown) => unknown) => fn({}) },
     desk: {},
     provider: () => ({ name: "fake", events, result: async () => null }) as unknown as AgentProvider,
-    end: { fail: () => undefined, fromResult: () => undefined, finish: () => undefined, afterRun: async () => undefined },
+    end: {
+      fail: () => undefined,
+      fromResult: () => undefined,
+      finish: () => undefined,
+      afterRun: async () => undefined,
+    },
     budgets: {},
     showIdle: async () => undefined,
     waitingChanged: () => undefined,
@@ -39,7 +51,9 @@ function reader(events: AgentProvider["events"], exists = true) {
 
 /** A stream that sends nothing until it is dropped (a run waiting). */
 async function* quiet(_ref: unknown, options: { signal: AbortSignal }) {
-  await new Promise((_resolve, reject) => options.signal.addEventListener("abort", () => reject(options.signal.reason)));
+  await new Promise((_resolve, reject) =>
+    options.signal.addEventListener("abort", () => reject(options.signal.reason)),
+  );
   yield* [];
 }
 

@@ -70,7 +70,8 @@ export class UpstreamReader {
     const ref = turn.controlRef;
     const turnId = turn.turnId;
     const queue = new IngestQueue<ProviderEvent>({
-      apply: (batch) => (this.deps.exists() ? this.ingest(turnId, ref.executionId, batch) : { admitted: 0, committed: false }),
+      apply: (batch) =>
+        this.deps.exists() ? this.ingest(turnId, ref.executionId, batch) : { admitted: 0, committed: false },
       durable: () => this.deps.durable(),
       // Bounded by bytes as well as by count: a part's frame carries its whole text so far.
       sizeOf: eventBytes,
@@ -89,7 +90,12 @@ export class UpstreamReader {
         onFailure: (listener) => queue.onFailure(listener),
         isLive: () => this.deps.exists() && this.store.turnStatus(turnId) === "running",
         finishFromResult: (result, reason) => this.deps.end.fromResult(turnId, ref.executionId, result, reason),
-        environmentLost: (reason) => this.deps.end.fail(turnId, "environment_lost", `the agent's environment is gone or stopped, and the run with it: ${reason}`),
+        environmentLost: (reason) =>
+          this.deps.end.fail(
+            turnId,
+            "environment_lost",
+            `the agent's environment is gone or stopped, and the run with it: ${reason}`,
+          ),
       },
       { signal: abort.signal },
     )
@@ -98,7 +104,11 @@ export class UpstreamReader {
         // Could not reach the run: remembered, so a turn nothing can settle ends after a bounded time.
         if (outcome === "gave_up") this.deps.log.commit(() => this.store.markLost(turnId, Date.now()));
       })
-      .catch((err) => console.error(JSON.stringify({ msg: "upstream reader failed", executionId: ref.executionId, error: String(err) })))
+      .catch((err) =>
+        console.error(
+          JSON.stringify({ msg: "upstream reader failed", executionId: ref.executionId, error: String(err) }),
+        ),
+      )
       .finally(() => {
         queue.close();
         if (this.reader === reader) this.reader = undefined;
@@ -194,7 +204,12 @@ export class UpstreamReader {
   }
 
   /** One commit of upstream events (each once: repeats are dropped) and what follows from them; answers how many were new. */
-  private commitEvents(turnId: string, executionId: string, batch: ProviderEvent[], texts: Map<string, string>): number {
+  private commitEvents(
+    turnId: string,
+    executionId: string,
+    batch: ProviderEvent[],
+    texts: Map<string, string>,
+  ): number {
     const store = this.store;
     let fresh = 0;
     let finished = false;
@@ -215,7 +230,10 @@ export class UpstreamReader {
         const step = ingestStep(
           {
             status,
-            usage: event.kind === "usage" || event.kind === "terminal" ? (store.executionUsage(executionId) ?? emptyExecutionUsage(executionId)) : emptyExecutionUsage(executionId),
+            usage:
+              event.kind === "usage" || event.kind === "terminal"
+                ? (store.executionUsage(executionId) ?? emptyExecutionUsage(executionId))
+                : emptyExecutionUsage(executionId),
             askStatus: (id) => store.interaction(id)?.status ?? null,
             cancelRequested: event.kind === "terminal" && store.turn(turnId)?.cancelReason != null,
             partText: (id) => (drafted.has(id) ? drafted.get(id) : texts.get(id)),
@@ -225,10 +243,23 @@ export class UpstreamReader {
         if (step.partText) drafted.set(step.partText.partId, step.partText.text);
         if (step.shown) {
           const { type, data, usage } = step.shown;
-          log.append({ turnId, executionId, upstreamId: event.upstreamId ?? null, type, data, ...(usage ? { usage, usageMode: "cumulative" as const } : {}), now });
+          log.append({
+            turnId,
+            executionId,
+            upstreamId: event.upstreamId ?? null,
+            type,
+            data,
+            ...(usage ? { usage, usageMode: "cumulative" as const } : {}),
+            now,
+          });
         }
-        if (step.askRequested && this.deps.desk.recordAsk(log, turnId, executionId, step.askRequested, now)) waitingChanged = true;
-        if (step.askEnded && this.deps.desk.endAsk(log, step.askEnded.interactionId, step.askEnded.status, now, step.askEnded.reason)) waitingChanged = true;
+        if (step.askRequested && this.deps.desk.recordAsk(log, turnId, executionId, step.askRequested, now))
+          waitingChanged = true;
+        if (
+          step.askEnded &&
+          this.deps.desk.endAsk(log, step.askEnded.interactionId, step.askEnded.status, now, step.askEnded.reason)
+        )
+          waitingChanged = true;
         if (step.usage) {
           const budget = recordUsage(store, log, turnId, step.usage, now, () => this.deps.budgets.budget());
           if (status === "running" && budget?.exceeded === true) overBudget = true;

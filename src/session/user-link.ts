@@ -32,8 +32,19 @@ export class UserLink {
   async environment(context: SessionContext, stale?: string, claimMissing?: boolean): Promise<EnvironmentRecord> {
     // RPC typing drops the record's JSON document (unknown values); the shape is UserObject's own.
     const user = this.stub(context.ownerKey);
-    const answer = (await user.ensureEnvironment(context.ownerKey, context.conversationId, stale, claimMissing)) as unknown as RpcResult<EnvironmentRecord>;
-    if (!answer.ok) throw new Refusal(answer.refusal.code, answer.refusal.message, answer.refusal.details, answer.refusal.retryAfterSeconds);
+    const answer = (await user.ensureEnvironment(
+      context.ownerKey,
+      context.conversationId,
+      stale,
+      claimMissing,
+    )) as unknown as RpcResult<EnvironmentRecord>;
+    if (!answer.ok)
+      throw new Refusal(
+        answer.refusal.code,
+        answer.refusal.message,
+        answer.refusal.details,
+        answer.refusal.retryAfterSeconds,
+      );
     return answer.value;
   }
 
@@ -44,7 +55,11 @@ export class UserLink {
 
   /** Updates the user's conversation list. */
   touchIndex(context: SessionContext, entry: IndexEntry): Promise<void> {
-    return this.stub(context.ownerKey).touchConversation({ conversationId: context.conversationId, updatedAt: Date.now(), ...entry });
+    return this.stub(context.ownerKey).touchConversation({
+      conversationId: context.conversationId,
+      updatedAt: Date.now(),
+      ...entry,
+    });
   }
 
   /**
@@ -52,7 +67,10 @@ export class UserLink {
    * fence, src/user/account-records.ts); answers how many times its id was deleted before.
    */
   async admit(context: SessionContext, issuedAt: number | null): Promise<number> {
-    const admitted = (await this.stub(context.ownerKey).admitConversation(context.conversationId, issuedAt)) as RpcResult<number>;
+    const admitted = (await this.stub(context.ownerKey).admitConversation(
+      context.conversationId,
+      issuedAt,
+    )) as RpcResult<number>;
     if (!admitted.ok) throw new Refusal(admitted.refusal.code, admitted.refusal.message);
     return admitted.value;
   }

@@ -9,8 +9,20 @@ import { chatMessagesOf, chatReplayOf, messagesOf, summaryOf, usageOf } from "./
 
 const context: SessionContext = { conversationId: "conv-1", sessionId: "sess-1", ownerKey: "owner-1" };
 const digest = `sha256:${"a".repeat(64)}` as const;
-const ref = (executionId: string) => ({ runId: executionId, provider: "tangle", environmentId: "env-1", sessionId: "sess-1", executionId, requestDigest: digest });
-const question = { id: "ask-1", kind: "question", title: "Which one?", answerSpec: { fields: [{ name: "answer", type: "text" }] } };
+const ref = (executionId: string) => ({
+  runId: executionId,
+  provider: "tangle",
+  environmentId: "env-1",
+  sessionId: "sess-1",
+  executionId,
+  requestDigest: digest,
+});
+const question = {
+  id: "ask-1",
+  kind: "question",
+  title: "Which one?",
+  answerSpec: { fields: [{ name: "answer", type: "text" }] },
+};
 
 /** A store of its own in a fresh session object, for one test. */
 function withStore<T>(fn: (store: SessionStore) => T): Promise<T> {
@@ -20,12 +32,30 @@ function withStore<T>(fn: (store: SessionStore) => T): Promise<T> {
 
 /** A turn that ran under `executionId` (accepted, and finished when `status` says so). */
 function turn(store: SessionStore, turnId: string, executionId: string, status?: "completed" | "failed", now = 1_000) {
-  store.insertPendingTurn({ turnId, requestDigest: digest, request: { message: `say ${turnId}`, model: "m-1" }, executionId, now });
-  const accepted = store.appendEvent({ turnId, executionId, type: "turn.accepted", data: { turnId, executionId, message: `say ${turnId}` }, now });
+  store.insertPendingTurn({
+    turnId,
+    requestDigest: digest,
+    request: { message: `say ${turnId}`, model: "m-1" },
+    executionId,
+    now,
+  });
+  const accepted = store.appendEvent({
+    turnId,
+    executionId,
+    type: "turn.accepted",
+    data: { turnId, executionId, message: `say ${turnId}` },
+    now,
+  });
   store.markRunning(turnId, ref(executionId), accepted.seq, now);
   if (!status) return;
   store.finishTurn(turnId, { status, resultText: "done", now: now + 1 });
-  store.appendEvent({ turnId, executionId, type: `turn.${status}`, data: { turnId, status, result: { text: "done" } }, now: now + 1 });
+  store.appendEvent({
+    turnId,
+    executionId,
+    type: `turn.${status}`,
+    data: { turnId, status, result: { text: "done" } },
+    now: now + 1,
+  });
 }
 
 describe("the conversation's read views", () => {
@@ -62,7 +92,13 @@ describe("the conversation's read views", () => {
       store.addInteraction({ interactionId: "ask-1", turnId: "t2", executionId: "x2", request: question, now: 2_001 });
       return summaryOf(store, context, totalOf([]), []);
     });
-    expect(summary).toMatchObject({ state: "running", title: "a title", turnCount: 2, lastEventId: 3, waitingFor: "awaiting_question" });
+    expect(summary).toMatchObject({
+      state: "running",
+      title: "a title",
+      turnCount: 2,
+      lastEventId: 3,
+      waitingFor: "awaiting_question",
+    });
     expect(summary.activeTurn).toMatchObject({ turnId: "t2", status: "running", waitingFor: "awaiting_question" });
     expect(summary.lastTurn).toEqual(summary.activeTurn);
     expect(summary.interactions).toEqual([{ turnId: "t2", ...question }]);
@@ -73,7 +109,10 @@ describe("the conversation's read views", () => {
     const { messages, chat } = await withStore((store) => {
       turn(store, "t1", "x1", "completed");
       turn(store, "t2", "x2", "failed");
-      return { messages: messagesOf(store, "conv-1"), chat: JSON.parse(chatMessagesOf(store)) as Array<{ id: string; role: string; parts: unknown[] }> };
+      return {
+        messages: messagesOf(store, "conv-1"),
+        chat: JSON.parse(chatMessagesOf(store)) as Array<{ id: string; role: string; parts: unknown[] }>,
+      };
     });
     expect(messages).toMatchObject({ conversationId: "conv-1", lastEventId: 4 });
     expect(messages.messages.filter((m) => m.role === "user").map((m) => m.turnId)).toEqual(["t1", "t2"]);
@@ -104,7 +143,14 @@ describe("the conversation's read views", () => {
   });
 
   it("usage: a turn that reported none is unknown, not zero; the budget as it applies, or null", async () => {
-    const budget: BudgetState = { scope: "conversation", tokens: 1_000, used: 40, complete: false, exceeded: false, provenance: "estimated" };
+    const budget: BudgetState = {
+      scope: "conversation",
+      tokens: 1_000,
+      used: 40,
+      complete: false,
+      exceeded: false,
+      provenance: "estimated",
+    };
     const total = totalOf([]);
     const { withBudget, without } = await withStore((store) => {
       turn(store, "t1", "x1", "completed");
@@ -114,7 +160,19 @@ describe("the conversation's read views", () => {
     expect(withBudget.total).toBe(total);
     expect(without.budget).toBeNull();
     expect(withBudget.turns).toHaveLength(1);
-    expect(withBudget.turns[0]).toMatchObject({ turnId: "t1", executionId: "x1", status: "completed", model: "m-1", conflicts: [], receiptDisagreements: [] });
-    expect(withBudget.turns[0]!.usage).toMatchObject({ source: "none", inputTokens: null, outputTokens: null, cost: null });
+    expect(withBudget.turns[0]).toMatchObject({
+      turnId: "t1",
+      executionId: "x1",
+      status: "completed",
+      model: "m-1",
+      conflicts: [],
+      receiptDisagreements: [],
+    });
+    expect(withBudget.turns[0]!.usage).toMatchObject({
+      source: "none",
+      inputTokens: null,
+      outputTokens: null,
+      cost: null,
+    });
   });
 });

@@ -23,7 +23,11 @@ export type ConversationUsage = z.infer<typeof ConversationUsageSchema>;
 export type ConversationMessages = z.infer<typeof MessagesSchema>;
 
 /** One turn of the conversation (or the view of one the queue holds), refused when this object holds no such turn (or no conversation). */
-export function turnOf(store: SessionStore | null, turnId: string, queued: (turnId: string) => TurnView | null): TurnView {
+export function turnOf(
+  store: SessionStore | null,
+  turnId: string,
+  queued: (turnId: string) => TurnView | null,
+): TurnView {
   const turn = store?.turn(turnId);
   if (store && turn) return turnView(withAnswer(store, turn), store.outstandingOfTurn(turnId));
   const waiting = store ? queued(turnId) : null;
@@ -32,7 +36,12 @@ export function turnOf(store: SessionStore | null, turnId: string, queued: (turn
 }
 
 /** `queue`: the turns waiting to start, in order (./queue-runner.ts). */
-export function summaryOf(store: SessionStore, context: SessionContext, total: TotalView, queue: TurnView[]): ConversationSummary {
+export function summaryOf(
+  store: SessionStore,
+  context: SessionContext,
+  total: TotalView,
+  queue: TurnView[],
+): ConversationSummary {
   const active = store.activeTurn();
   const tree = store.treeTurns();
   const branch = activeBranch(store);
@@ -47,7 +56,11 @@ export function summaryOf(store: SessionStore, context: SessionContext, total: T
     waitingFor: activeView?.waitingFor ?? null,
     title: store.getMeta("title"),
     activeTurn: activeView,
-    lastTurn: last ? (last.turnId === active?.turnId ? activeView : turnView(withAnswer(store, last), store.outstandingOfTurn(last.turnId))) : null,
+    lastTurn: last
+      ? last.turnId === active?.turnId
+        ? activeView
+        : turnView(withAnswer(store, last), store.outstandingOfTurn(last.turnId))
+      : null,
     queue,
     turnCount: branchPath(store).turns.length,
     branch,
@@ -81,7 +94,12 @@ export function messagesOf(store: SessionStore, conversationId: string, branch?:
     if (m.role !== "user") return m;
     // Where branches split: the turns that follow the same turn as this one.
     const siblings = siblingsOf(tree, m.turnId);
-    return siblings.length > 1 ? { ...m, siblings: { index: siblings.findIndex((t) => t.turnId === m.turnId), turnIds: siblings.map((t) => t.turnId) } } : m;
+    return siblings.length > 1
+      ? {
+          ...m,
+          siblings: { index: siblings.findIndex((t) => t.turnId === m.turnId), turnIds: siblings.map((t) => t.turnId) },
+        }
+      : m;
   });
   return { conversationId, branch: path.branch, lastEventId, messages };
 }
@@ -102,7 +120,12 @@ export function chatReplayOf(store: SessionStore, turnId: string, continueAfterA
   return replayTurn(transcriptTurn(store, turn), continueAfterAsks);
 }
 
-export function usageOf(store: SessionStore, conversationId: string, total: TotalView, budget: BudgetState | null): ConversationUsage {
+export function usageOf(
+  store: SessionStore,
+  conversationId: string,
+  total: TotalView,
+  budget: BudgetState | null,
+): ConversationUsage {
   const byExecution = new Map(store.allExecutionUsage().map((state) => [state.executionId, state]));
   const turns = store.turns().map((turn) => {
     const state = byExecution.get(turn.executionId) ?? emptyExecutionUsage(turn.executionId);
@@ -120,6 +143,15 @@ export function usageOf(store: SessionStore, conversationId: string, total: Tota
     conversationId,
     total,
     turns,
-    budget: budget ? { tokens: budget.tokens, used: budget.used, complete: budget.complete, exceeded: budget.exceeded, scope: budget.scope, provenance: budget.provenance } : null,
+    budget: budget
+      ? {
+          tokens: budget.tokens,
+          used: budget.used,
+          complete: budget.complete,
+          exceeded: budget.exceeded,
+          scope: budget.scope,
+          provenance: budget.provenance,
+        }
+      : null,
   };
 }

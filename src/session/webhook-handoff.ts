@@ -16,7 +16,13 @@ import type { EventEnvelope, InteractionRecord, SessionContext } from "./store/r
 import type { SessionStore } from "./store/store";
 
 /** The log's event types that may become webhook events. */
-const HANDED_OFF_TYPES = ["interaction.requested", "interaction.resolved", "turn.completed", "turn.failed", "turn.cancelled"] as const;
+const HANDED_OFF_TYPES = [
+  "interaction.requested",
+  "interaction.resolved",
+  "turn.completed",
+  "turn.failed",
+  "turn.cancelled",
+] as const;
 const HANDED_OFF = new Set<string>(HANDED_OFF_TYPES);
 /** Events handed over per call. */
 const HANDOFF_BATCH = 50;
@@ -41,7 +47,11 @@ export function webhookEventOf(
     turnId: envelope.turnId,
   };
   const data = envelope.data;
-  const askFields = (request: { id: string; kind: string; title: string }) => ({ interactionId: request.id, kind: request.kind, title: request.title.slice(0, 1024) });
+  const askFields = (request: { id: string; kind: string; title: string }) => ({
+    interactionId: request.id,
+    kind: request.kind,
+    title: request.title.slice(0, 1024),
+  });
   let event: unknown = null;
   switch (envelope.type) {
     case "interaction.requested": {
@@ -52,7 +62,11 @@ export function webhookEventOf(
     case "interaction.resolved": {
       if (data.status !== "expired" || typeof data.interactionId !== "string") break;
       const record = ask(data.interactionId);
-      event = { ...base, type: "interaction.expired", ...(record ? askFields(record.request) : { interactionId: data.interactionId }) };
+      event = {
+        ...base,
+        type: "interaction.expired",
+        ...(record ? askFields(record.request) : { interactionId: data.interactionId }),
+      };
       break;
     }
     case "turn.completed":
@@ -60,11 +74,20 @@ export function webhookEventOf(
       break;
     case "turn.failed": {
       const code = (data.error as { code?: unknown } | undefined)?.code;
-      event = { ...base, type: "turn.failed", status: "failed", ...(typeof code === "string" ? { errorCode: code.slice(0, 128) } : {}) };
+      event = {
+        ...base,
+        type: "turn.failed",
+        status: "failed",
+        ...(typeof code === "string" ? { errorCode: code.slice(0, 128) } : {}),
+      };
       break;
     }
     case "turn.cancelled":
-      event = { ...base, type: data.reason === "budget_exceeded" ? "turn.budget_stopped" : "turn.cancelled", status: "cancelled" };
+      event = {
+        ...base,
+        type: data.reason === "budget_exceeded" ? "turn.budget_stopped" : "turn.cancelled",
+        status: "cancelled",
+      };
       break;
   }
   if (event === null) return null;
@@ -92,7 +115,8 @@ export class WebhookHandoff {
   /** A conversation stored before webhooks existed starts handing over at the log's end. */
   start(): void {
     const store = this.deps.store();
-    if (store && store.getMeta("webhooksHandedOff") === null && store.getMeta("session")) store.setMeta("webhooksHandedOff", store.lastSeq());
+    if (store && store.getMeta("webhooksHandedOff") === null && store.getMeta("session"))
+      store.setMeta("webhooksHandedOff", store.lastSeq());
     if (this.pending()) this.kick();
   }
 
@@ -154,13 +178,20 @@ export class WebhookHandoff {
     const cursor = store.getMeta("webhooksHandedOff") ?? 0;
     const rows = store.eventsOfTypesAfter(cursor, HANDED_OFF_TYPES, HANDOFF_BATCH);
     if (rows.length === 0) return false;
-    const conversation = { conversationId: context.conversationId, title: store.getMeta("title") ?? context.conversationId, incarnation: store.getMeta("createdAt") ?? 0 };
-    const events = rows.map((row) => webhookEventOf(row, conversation, (id) => store.interaction(id))).filter((e) => e !== null);
+    const conversation = {
+      conversationId: context.conversationId,
+      title: store.getMeta("title") ?? context.conversationId,
+      incarnation: store.getMeta("createdAt") ?? 0,
+    };
+    const events = rows
+      .map((row) => webhookEventOf(row, conversation, (id) => store.interaction(id)))
+      .filter((e) => e !== null);
     if (events.length > 0) await this.deps.handOff(context.ownerKey, events);
     const last = rows[rows.length - 1]!.seq;
     // The conversation may have been deleted meanwhile: nothing to move forward then.
     const now = this.deps.store();
-    if (now && this.deps.bound()) now.setMeta("webhooksHandedOff", Math.max(last, now.getMeta("webhooksHandedOff") ?? 0));
+    if (now && this.deps.bound())
+      now.setMeta("webhooksHandedOff", Math.max(last, now.getMeta("webhooksHandedOff") ?? 0));
     return rows.length === HANDOFF_BATCH;
   }
 }

@@ -29,7 +29,8 @@ export interface BudgetState extends Spend {
 
 /** Tokens that count against a budget (input + output), as a floor, with whether it is complete and its weakest provenance. */
 export function budgetUsage(total: TotalView): Spend {
-  const provenance = weakest(total.provenance.inputTokens ?? undefined, total.provenance.outputTokens ?? undefined) ?? "measured";
+  const provenance =
+    weakest(total.provenance.inputTokens ?? undefined, total.provenance.outputTokens ?? undefined) ?? "measured";
   return { used: (total.inputTokens ?? 0) + (total.outputTokens ?? 0), complete: total.complete, provenance };
 }
 
@@ -37,17 +38,21 @@ export function budgetUsage(total: TotalView): Spend {
 export function tightestBudget(conversation: TotalView, elsewhere: Spend, limits: BudgetLimits): BudgetState | null {
   const own = budgetUsage(conversation);
   const candidates: Array<Omit<BudgetState, "exceeded">> = [];
-  if (limits.perConversation !== undefined) candidates.push({ scope: "conversation", tokens: limits.perConversation, ...own });
+  if (limits.perConversation !== undefined)
+    candidates.push({ scope: "conversation", tokens: limits.perConversation, ...own });
   if (limits.perUser !== undefined) {
     candidates.push({
       scope: "user",
       tokens: limits.perUser,
       used: own.used + elsewhere.used,
       complete: own.complete && elsewhere.complete,
-      provenance: elsewhere.used > 0 ? (weakest(own.provenance, elsewhere.provenance) ?? own.provenance) : own.provenance,
+      provenance:
+        elsewhere.used > 0 ? (weakest(own.provenance, elsewhere.provenance) ?? own.provenance) : own.provenance,
     });
   }
   if (candidates.length === 0) return null;
-  const ranked = candidates.map((c) => ({ ...c, exceeded: c.used >= c.tokens })).sort((a, b) => b.used / b.tokens - a.used / a.tokens);
+  const ranked = candidates
+    .map((c) => ({ ...c, exceeded: c.used >= c.tokens }))
+    .sort((a, b) => b.used / b.tokens - a.used / a.tokens);
   return ranked[0]!;
 }

@@ -104,7 +104,12 @@ function provenanceOf(report: ReceiptProvenance, counter: Counter): Provenance {
   return counter === "cost" ? (report.costProvenance ?? report.provenance) : report.provenance;
 }
 
-function observeCumulative(state: ExecutionUsageState, counts: Counts, source: UsageConflict["source"], provenance: (c: Counter) => Provenance): void {
+function observeCumulative(
+  state: ExecutionUsageState,
+  counts: Counts,
+  source: UsageConflict["source"],
+  provenance: (c: Counter) => Provenance,
+): void {
   for (const c of COUNTERS) {
     const next = counts[c];
     if (next === undefined) continue;
@@ -130,14 +135,20 @@ function withObservations(state: ExecutionUsageState, report: UsageReport): Exec
   if (served === null) next = { ...next, servedModelsRefused: true };
   else if (served !== undefined) {
     const models = [...new Set([...next.servedModels, ...served])];
-    next = models.length > MAX_SERVED_MODELS ? { ...next, servedModelsRefused: true } : { ...next, servedModels: models };
+    next =
+      models.length > MAX_SERVED_MODELS ? { ...next, servedModelsRefused: true } : { ...next, servedModels: models };
   }
   return next;
 }
 
 /** The request count and served models changed between two states. */
 function observationsChanged(a: ExecutionUsageState, b: ExecutionUsageState): boolean {
-  return a.modelRequests !== b.modelRequests || a.modelRequestsUnknown !== b.modelRequestsUnknown || a.servedModels.length !== b.servedModels.length || a.servedModelsRefused !== b.servedModelsRefused;
+  return (
+    a.modelRequests !== b.modelRequests ||
+    a.modelRequestsUnknown !== b.modelRequestsUnknown ||
+    a.servedModels.length !== b.servedModels.length ||
+    a.servedModelsRefused !== b.servedModelsRefused
+  );
 }
 
 export interface UsageFoldStep {
@@ -159,13 +170,24 @@ export interface UsageFoldStep {
 export function foldUsage(state: ExecutionUsageState, report: UsageReport): UsageFoldStep {
   const counts = report.counts;
   if (report.mode === "cumulative") {
-    const next: ExecutionUsageState = withObservations({ ...state, cumulative: { ...state.cumulative }, provenance: { ...state.provenance }, conflicts: [...state.conflicts] }, report);
+    const next: ExecutionUsageState = withObservations(
+      {
+        ...state,
+        cumulative: { ...state.cumulative },
+        provenance: { ...state.provenance },
+        conflicts: [...state.conflicts],
+      },
+      report,
+    );
     if (counts === null) return { state: next, running: null, changed: observationsChanged(state, next) };
     observeCumulative(next, counts, "event", (c) => provenanceOf(report, c));
     return { state: next, running: counts, changed: true };
   }
   if (report.key !== undefined && state.stepIds.includes(report.key)) return { state, running: null, changed: false };
-  const next: ExecutionUsageState = withObservations({ ...state, stepIds: report.key !== undefined ? [...state.stepIds, report.key] : state.stepIds }, report);
+  const next: ExecutionUsageState = withObservations(
+    { ...state, stepIds: report.key !== undefined ? [...state.stepIds, report.key] : state.stepIds },
+    report,
+  );
   if (counts === null) return { state: next, running: null, changed: observationsChanged(state, next) };
   if (next.stepsBroken) return { state: next, running: null, changed: true };
   if (report.problem !== undefined || counts.inputTokens === undefined || counts.outputTokens === undefined) {
@@ -182,7 +204,8 @@ export function foldUsage(state: ExecutionUsageState, report: UsageReport): Usag
       const before = next.steps[c];
       const v = counts[c];
       if (before !== undefined && v !== undefined) running[c] = before + v;
-      if (running[c] !== undefined) runningProvenance[c] = weakest(next.stepsProvenance[c] ?? "unknown", provenanceOf(report, c));
+      if (running[c] !== undefined)
+        runningProvenance[c] = weakest(next.stepsProvenance[c] ?? "unknown", provenanceOf(report, c));
     }
   }
   const folded: ExecutionUsageState = {
@@ -216,7 +239,11 @@ export function breakSteps(state: ExecutionUsageState): ExecutionUsageState {
  * Folds the terminal receipt: it becomes the execution's total; a disagreement is recorded, not
  * hidden. A receipt whose provenance is not given is of unknown provenance.
  */
-export function foldReceipt(state: ExecutionUsageState, counts: Counts, provenance: ReceiptProvenance = { provenance: "unknown" }): ExecutionUsageState {
+export function foldReceipt(
+  state: ExecutionUsageState,
+  counts: Counts,
+  provenance: ReceiptProvenance = { provenance: "unknown" },
+): ExecutionUsageState {
   if (state.receipt !== null) return state; // a second terminal frame repeating the receipt
   const next: ExecutionUsageState = {
     ...state,
@@ -228,7 +255,8 @@ export function foldReceipt(state: ExecutionUsageState, counts: Counts, provenan
   for (const c of COUNTERS) {
     const r = counts[c];
     const s = state.cumulative[c];
-    if (r !== undefined && s !== undefined && r !== s) next.receiptDisagreements.push({ counter: c, streamed: s, receipt: r });
+    if (r !== undefined && s !== undefined && r !== s)
+      next.receiptDisagreements.push({ counter: c, streamed: s, receipt: r });
   }
   observeCumulative(next, counts, "receipt", (c) => provenanceOf(provenance, c));
   next.receipt = counts;
@@ -240,7 +268,12 @@ export function foldReceipt(state: ExecutionUsageState, counts: Counts, provenan
 /** Counts as a TokenUsage to attach to an event; null unless both input and output are known. */
 export function toTokenUsage(counts: Counts): TokenUsage | null {
   if (counts.inputTokens === undefined || counts.outputTokens === undefined) return null;
-  return { ...counts, inputTokens: counts.inputTokens, outputTokens: counts.outputTokens, totalTokens: counts.inputTokens + counts.outputTokens };
+  return {
+    ...counts,
+    inputTokens: counts.inputTokens,
+    outputTokens: counts.outputTokens,
+    totalTokens: counts.inputTokens + counts.outputTokens,
+  };
 }
 
 /** The execution's total: the receipt when there is one, else what was observed (a lower bound). */
@@ -296,7 +329,7 @@ export function totalOf(states: ExecutionUsageState[]): TotalView {
       }
     }
   }
-  const known = (c: Counter): number | null => (states.length === 0 ? 0 : sums[c] ?? null);
+  const known = (c: Counter): number | null => (states.length === 0 ? 0 : (sums[c] ?? null));
   if (states.length === 0) for (const c of COUNTERS) provenance[c] = "measured";
   return {
     inputTokens: known("inputTokens"),

@@ -4,7 +4,13 @@ import { runDeletion, type DeletionDeps } from "./account-deletion";
 
 /** A deletion over in-memory parts, recording what ran; `failOnce` names the calls that fail the first time. */
 function fake(conversations: string[], failOnce: string[] = []) {
-  const state = { step: "sealed" as DeletionStep, index: [...conversations], sandbox: true, webhooks: true, wiped: false };
+  const state = {
+    step: "sealed" as DeletionStep,
+    index: [...conversations],
+    sandbox: true,
+    webhooks: true,
+    wiped: false,
+  };
   const ran: string[] = [];
   const failing = new Set(failOnce);
   const call = async (name: string, effect: () => void) => {
@@ -20,7 +26,8 @@ function fake(conversations: string[], failOnce: string[] = []) {
     forgetWebhooks: () => call("webhooks", () => (state.webhooks = false)),
     conversations: () => [...state.index],
     closeStreams: (cid) => call(`streams:${cid}`, () => undefined),
-    deleteConversation: (cid) => call(`conversation:${cid}`, () => (state.index = state.index.filter((c) => c !== cid))),
+    deleteConversation: (cid) =>
+      call(`conversation:${cid}`, () => (state.index = state.index.filter((c) => c !== cid))),
     deleteSandbox: () => call("sandbox", () => (state.sandbox = false)),
     wipeIndex: () => {
       ran.push("index");
@@ -46,7 +53,11 @@ describe("runDeletion", () => {
       expect(state.wiped).toBe(false);
       await runDeletion(deps);
       expect(state).toMatchObject({ step: "done", index: [], sandbox: false, wiped: true });
-      expect(ran.filter((r) => r === "conversation:a" || r === "sandbox" || r === "webhooks")).toEqual(["webhooks", "conversation:a", "sandbox"]);
+      expect(ran.filter((r) => r === "conversation:a" || r === "sandbox" || r === "webhooks")).toEqual([
+        "webhooks",
+        "conversation:a",
+        "sandbox",
+      ]);
     }
   });
 
@@ -66,7 +77,15 @@ describe("runDeletion", () => {
       late = false;
     };
     await runDeletion(deps);
-    expect(ran).toEqual(["webhooks", "streams:a", "conversation:a", "sandbox", "conversation:late", "sandbox", "index"]);
+    expect(ran).toEqual([
+      "webhooks",
+      "streams:a",
+      "conversation:a",
+      "sandbox",
+      "conversation:late",
+      "sandbox",
+      "index",
+    ]);
     expect(state.index).toEqual([]);
   });
 });

@@ -43,13 +43,24 @@ export class AccountRecords {
   // ------------------------------------------------------------------ what the gateway did
 
   recordAction(action: EnvironmentAction["action"], environmentId: string, detail?: string): void {
-    this.sql.exec("INSERT INTO environment_actions (at, action, environment_id, detail) VALUES (?, ?, ?, ?)", Date.now(), action, environmentId, detail ?? null);
-    this.sql.exec("DELETE FROM environment_actions WHERE seq <= (SELECT MAX(seq) FROM environment_actions) - ?", ACTIONS_KEPT);
+    this.sql.exec(
+      "INSERT INTO environment_actions (at, action, environment_id, detail) VALUES (?, ?, ?, ?)",
+      Date.now(),
+      action,
+      environmentId,
+      detail ?? null,
+    );
+    this.sql.exec(
+      "DELETE FROM environment_actions WHERE seq <= (SELECT MAX(seq) FROM environment_actions) - ?",
+      ACTIONS_KEPT,
+    );
   }
 
   actions(): EnvironmentAction[] {
     return this.sql
-      .exec<{ at: number; action: string; environment_id: string; detail: string | null }>("SELECT at, action, environment_id, detail FROM environment_actions ORDER BY seq DESC")
+      .exec<{ at: number; action: string; environment_id: string; detail: string | null }>(
+        "SELECT at, action, environment_id, detail FROM environment_actions ORDER BY seq DESC",
+      )
       .toArray()
       .map((r) => ({
         action: r.action as EnvironmentAction["action"],
@@ -106,7 +117,11 @@ export class AccountRecords {
 
   /** A token issued this long after a finished deletion began belongs to a fresh account. */
   private freshAfter(row: DeletionRow, issuedAtSeconds: number | null): boolean {
-    return row.finished_at !== null && issuedAtSeconds !== null && issuedAtSeconds * 1000 > row.began_at + FRESH_TOKEN_AFTER_MS;
+    return (
+      row.finished_at !== null &&
+      issuedAtSeconds !== null &&
+      issuedAtSeconds * 1000 > row.began_at + FRESH_TOKEN_AFTER_MS
+    );
   }
 
   /**
@@ -117,8 +132,17 @@ export class AccountRecords {
   gate(issuedAtSeconds: number | null, account: boolean): Gate {
     const row = this.row();
     if (!row || this.freshAfter(row, issuedAtSeconds) || account) return { open: true };
-    if (row.finished_at === null) return { open: false, code: "account_deleting", message: "this account is being deleted: its conversations and sandbox can no longer be read or used" };
-    return { open: false, code: "account_deleted", message: "this account was deleted; sign in again for a new, empty account" };
+    if (row.finished_at === null)
+      return {
+        open: false,
+        code: "account_deleting",
+        message: "this account is being deleted: its conversations and sandbox can no longer be read or used",
+      };
+    return {
+      open: false,
+      code: "account_deleted",
+      message: "this account was deleted; sign in again for a new, empty account",
+    };
   }
 
   /** The deletion as a token issued at `issuedAtSeconds` sees it (null: none, or one before this token's fresh account). */
@@ -148,7 +172,11 @@ export class AccountRecords {
 
   /** The deletion moves on to `step`; `done` finishes it and forgets the user id. */
   advance(step: DeletionStep): void {
-    if (step === "done") this.sql.exec("UPDATE account_deletion SET step = 'done', last_error = NULL, user_id = NULL, finished_at = ? WHERE id = 1", Date.now());
+    if (step === "done")
+      this.sql.exec(
+        "UPDATE account_deletion SET step = 'done', last_error = NULL, user_id = NULL, finished_at = ? WHERE id = 1",
+        Date.now(),
+      );
     else this.sql.exec("UPDATE account_deletion SET step = ?, last_error = NULL WHERE id = 1", step);
   }
 

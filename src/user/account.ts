@@ -47,13 +47,20 @@ export class Account {
 
   /** Reads and turns of an account being deleted are refused from the moment its deletion began. */
   refuseWhileDeleting(): void {
-    if (this.deps.records.pending()) throw new Refusal("account_deleting", "this account is being deleted: its conversations and sandbox can no longer be read or used");
+    if (this.deps.records.pending())
+      throw new Refusal(
+        "account_deleting",
+        "this account is being deleted: its conversations and sandbox can no longer be read or used",
+      );
   }
 
   /** A conversation the live account did not admit belongs to an account deleted since (./account-records.ts, the fence). */
   refuseUnadmitted(conversationId: string): void {
     if (this.deps.records.admitted(conversationId)) return;
-    throw new Refusal("account_deleted", "this conversation's account was deleted; sign in again for a new, empty account");
+    throw new Refusal(
+      "account_deleted",
+      "this conversation's account was deleted; sign in again for a new, empty account",
+    );
   }
 
   /**
@@ -101,7 +108,9 @@ export class Account {
     const config = readConfig(env);
     const provider = createProvider(config, env);
     const session = async (conversationId: string) =>
-      env.SESSIONS.get(env.SESSIONS.idFromName(await deriveSessionId(config.SESSION_ID_SECRET, pending.userId, conversationId)));
+      env.SESSIONS.get(
+        env.SESSIONS.idFromName(await deriveSessionId(config.SESSION_ID_SECRET, pending.userId, conversationId)),
+      );
     try {
       await runDeletion({
         step: () => records.pending()?.step ?? "done",
@@ -116,7 +125,8 @@ export class Account {
           const answer = (await (await session(cid)).deleteConversation(cid)) as RpcResult<{ deleted: true }>;
           if (!answer.ok) {
             // A conversation its session object does not hold (a refused first turn wiped it) has only its row here.
-            if (answer.refusal.code !== "conversation_not_found") throw new Error(`conversation ${cid}: ${answer.refusal.message}`);
+            if (answer.refusal.code !== "conversation_not_found")
+              throw new Error(`conversation ${cid}: ${answer.refusal.message}`);
             conversations.remove(cid);
           }
           records.countConversationDeleted();
@@ -130,7 +140,13 @@ export class Account {
     } catch (err) {
       const message = err instanceof Refusal || err instanceof Error ? err.message : String(err);
       records.failed(message);
-      console.error(JSON.stringify({ msg: "account deletion stopped short; the alarm resumes it", step: records.pending()?.step, error: message }));
+      console.error(
+        JSON.stringify({
+          msg: "account deletion stopped short; the alarm resumes it",
+          step: records.pending()?.step,
+          error: message,
+        }),
+      );
       await this.deps.alarm.set(Date.now() + DELETION_RETRY_MS);
     }
   }

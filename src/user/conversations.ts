@@ -69,7 +69,12 @@ export class ConversationIndex {
   accept(request: Request): Response {
     const url = new URL(request.url);
     const conversationId = url.searchParams.get("conversation");
-    if (url.pathname !== AWAIT_PATH || request.headers.get("upgrade")?.toLowerCase() !== "websocket" || !conversationId || conversationId.length > 128) {
+    if (
+      url.pathname !== AWAIT_PATH ||
+      request.headers.get("upgrade")?.toLowerCase() !== "websocket" ||
+      !conversationId ||
+      conversationId.length > 128
+    ) {
       return new Response("expected a WebSocket upgrade to /await?conversation=<id>", { status: 400 });
     }
     if (this.knows(conversationId)) return new Response(null, { status: 204 });

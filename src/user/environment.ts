@@ -48,7 +48,11 @@ export class UserEnvironment {
    * lacks a claim: the capability document is read again first where `capabilityReadDue` allows,
    * as it is once it is older than `CAPABILITIES_MAX_AGE_MS`.
    */
-  async ensure(ownerKey: string, staleEnvironmentId: string | undefined, claimMissing: boolean): Promise<EnvironmentRecord> {
+  async ensure(
+    ownerKey: string,
+    staleEnvironmentId: string | undefined,
+    claimMissing: boolean,
+  ): Promise<EnvironmentRecord> {
     // Twice at most: a provisioning under way that does not read the document again is waited
     // for, then this call reads it if it still must.
     for (let pass = 1; ; pass++) {
@@ -80,23 +84,48 @@ export class UserEnvironment {
     if (known.capabilities === null && !claimMissing) return true;
     const config = readConfig(this.deps.env);
     const checkedAt = Date.parse(known.capabilitiesCheckedAt ?? known.readyAt);
-    return capabilityReadDue(checkedAt, Date.now(), { maxAgeMs: config.CAPABILITIES_MAX_AGE_MS, recheckMs: config.CAPABILITIES_RECHECK_MS }, claimMissing);
+    return capabilityReadDue(
+      checkedAt,
+      Date.now(),
+      { maxAgeMs: config.CAPABILITIES_MAX_AGE_MS, recheckMs: config.CAPABILITIES_RECHECK_MS },
+      claimMissing,
+    );
   }
 
-  private async provision(ownerKey: string, known: EnvironmentRecord | null, rereadCapabilities: boolean): Promise<EnvironmentRecord> {
+  private async provision(
+    ownerKey: string,
+    known: EnvironmentRecord | null,
+    rereadCapabilities: boolean,
+  ): Promise<EnvironmentRecord> {
     const { store, records } = this.deps;
     try {
       const provider = createProvider(readConfig(this.deps.env), this.deps.env);
       const ledger = { state: store.ledger(), write: (next: CreateLedger) => store.writeLedger(next) };
-      const { record, outcome } = await provider.ensureEnvironment({ ownerKey, known, ledger, ...(rereadCapabilities ? { rereadCapabilities } : {}) });
+      const { record, outcome } = await provider.ensureEnvironment({
+        ownerKey,
+        known,
+        ledger,
+        ...(rereadCapabilities ? { rereadCapabilities } : {}),
+      });
       store.putEnvironment(record);
       this.verifiedAt = Date.now();
       if (outcome !== "existing") {
         const replaced = known !== null && known.environmentId !== record.environmentId;
-        records.recordAction(replaced ? "replaced" : outcome, record.environmentId, replaced ? `in place of ${known.environmentId}` : undefined);
+        records.recordAction(
+          replaced ? "replaced" : outcome,
+          record.environmentId,
+          replaced ? `in place of ${known.environmentId}` : undefined,
+        );
       }
       if (outcome !== "existing" || record.warnings.length) {
-        console.log(JSON.stringify({ msg: "environment ready", outcome, environmentId: record.environmentId, warnings: record.warnings }));
+        console.log(
+          JSON.stringify({
+            msg: "environment ready",
+            outcome,
+            environmentId: record.environmentId,
+            warnings: record.warnings,
+          }),
+        );
       }
       return record;
     } catch (err) {
@@ -113,13 +142,24 @@ export class UserEnvironment {
     const observation = await provider.observe(known);
     // The provider account's usage (its sandboxes, every user's) is the operator's to read, in the
     // log; no user is shown it (docs/api.md#the-sandboxs-life).
-    console.log(JSON.stringify({ msg: "provider account usage", provider: config.provider, accountUsage: observation.accountUsage }));
+    console.log(
+      JSON.stringify({
+        msg: "provider account usage",
+        provider: config.provider,
+        accountUsage: observation.accountUsage,
+      }),
+    );
     return {
       provider: config.provider,
       observedAt,
       environment:
         known && observation.environment
-          ? { environmentId: known.environmentId, generation: known.generation, requested: known.requested ?? null, reported: observation.environment }
+          ? {
+              environmentId: known.environmentId,
+              generation: known.generation,
+              requested: known.requested ?? null,
+              reported: observation.environment,
+            }
           : null,
       capabilities: { ...provider.environmentControl },
       actions: this.deps.records.actions(),
@@ -130,7 +170,10 @@ export class UserEnvironment {
   private async settled(what: "stop" | "delete"): Promise<{ provider: Provider; known: EnvironmentRecord | null }> {
     const provider = createProvider(readConfig(this.deps.env), this.deps.env);
     if (!provider.environmentControl[what]) {
-      throw new Refusal("environment_control_unsupported", `this provider's environment is shared by every user: it cannot be ${what === "stop" ? "stopped" : "deleted"} by one`);
+      throw new Refusal(
+        "environment_control_unsupported",
+        `this provider's environment is shared by every user: it cannot be ${what === "stop" ? "stopped" : "deleted"} by one`,
+      );
     }
     await this.ensuring?.work.catch(() => undefined);
     return { provider, known: this.known() };
@@ -141,7 +184,8 @@ export class UserEnvironment {
     const { provider, known } = await this.settled("stop");
     if (!known) throw new Refusal("environment_not_found", "there is no sandbox to stop: the next turn creates one");
     await provider.stopEnvironment(known).catch((err: unknown) => {
-      if (err instanceof ProviderError && err.code === "environment_gone") throw new Refusal("environment_not_found", "the sandbox is gone already: the next turn creates another");
+      if (err instanceof ProviderError && err.code === "environment_gone")
+        throw new Refusal("environment_not_found", "the sandbox is gone already: the next turn creates another");
       throw providerRefusal(err);
     });
     // The next turn probes it (and resumes it) instead of trusting the last check.

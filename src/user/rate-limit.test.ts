@@ -4,7 +4,8 @@ import { SlidingWindow } from "./rate-limit";
 describe("the per-user sliding window", () => {
   it("admits up to the limit per minute, then says how long to wait", () => {
     const w = new SlidingWindow();
-    for (let i = 0; i < 3; i++) expect(w.admit("turn", 3, 1_000 + i * 1_000)).toEqual({ ok: true, at: 1_000 + i * 1_000 });
+    for (let i = 0; i < 3; i++)
+      expect(w.admit("turn", 3, 1_000 + i * 1_000)).toEqual({ ok: true, at: 1_000 + i * 1_000 });
     expect(w.admit("turn", 3, 10_000)).toEqual({ ok: false, retryAfterSeconds: 51 });
     // The oldest leaves the window after a minute: one more is admitted.
     expect(w.admit("turn", 3, 61_000)).toMatchObject({ ok: true });

@@ -13,7 +13,11 @@ export class SlidingWindow {
   private readonly stamps = new Map<RateLimitKind, number[]>();
 
   /** Admits one request of `kind` under `perMinute` (its place: `at`), or says how long to wait. */
-  admit(kind: RateLimitKind, perMinute: number, now: number): { ok: true; at: number } | { ok: false; retryAfterSeconds: number } {
+  admit(
+    kind: RateLimitKind,
+    perMinute: number,
+    now: number,
+  ): { ok: true; at: number } | { ok: false; retryAfterSeconds: number } {
     const recent = (this.stamps.get(kind) ?? []).filter((at) => now - at < WINDOW_MS);
     if (recent.length >= perMinute) {
       this.stamps.set(kind, recent);

@@ -70,10 +70,14 @@ function migrateToV5(sql: Pick<SqlStorage, "exec">, current: number): void {
   // new agent session, never the old agent's memory.
   sql.exec("CREATE TABLE IF NOT EXISTS incarnations (conversation_id TEXT PRIMARY KEY, deletions INTEGER NOT NULL)");
   // v4: what deleted conversations spent: spend is the user's, kept when conversations go.
-  sql.exec("CREATE TABLE IF NOT EXISTS deleted_spend (id INTEGER PRIMARY KEY CHECK (id = 1), used_tokens INTEGER NOT NULL, incomplete INTEGER NOT NULL)");
+  sql.exec(
+    "CREATE TABLE IF NOT EXISTS deleted_spend (id INTEGER PRIMARY KEY CHECK (id = 1), used_tokens INTEGER NOT NULL, incomplete INTEGER NOT NULL)",
+  );
   // v5: the create ledger: the highest generation whose sandbox create was sent, and the highest
   // whose bring-up failed (a create proves it made a sandbox only under a key never sent before).
-  sql.exec("CREATE TABLE IF NOT EXISTS create_ledger (id INTEGER PRIMARY KEY CHECK (id = 1), sent INTEGER NOT NULL, failed INTEGER NOT NULL)");
+  sql.exec(
+    "CREATE TABLE IF NOT EXISTS create_ledger (id INTEGER PRIMARY KEY CHECK (id = 1), sent INTEGER NOT NULL, failed INTEGER NOT NULL)",
+  );
   if (current < 5) {
     // v5: where each conversation's spend comes from (measured, estimated, unknown), so a user's
     // budget says when it counts estimates. Spend recorded before was not told apart: unknown.

@@ -18,7 +18,9 @@ const EnvironmentRecordSchema = z.object({
   capabilitiesCheckedAt: z.string().optional(),
   warnings: z.array(z.string()),
   readyAt: z.string(),
-  requested: z.object({ idleTimeoutSeconds: z.number().nullable(), maxLifetimeSeconds: z.number().nullable() }).optional(),
+  requested: z
+    .object({ idleTimeoutSeconds: z.number().nullable(), maxLifetimeSeconds: z.number().nullable() })
+    .optional(),
 });
 
 /** A touch of the index: what the session says of its conversation now. */
@@ -35,7 +37,10 @@ export interface IndexTouch {
 
 /** The weakest of stored provenances (none: nothing was counted, which is exact); an unreadable value is unknown. */
 function weakestOf(kinds: string[]): Provenance {
-  return kinds.reduce<Provenance>((acc, kind) => weakest(acc, Provenance.safeParse(kind).data ?? "unknown") ?? acc, "measured");
+  return kinds.reduce<Provenance>(
+    (acc, kind) => weakest(acc, Provenance.safeParse(kind).data ?? "unknown") ?? acc,
+    "measured",
+  );
 }
 
 export class UserStore {
@@ -49,11 +54,18 @@ export class UserStore {
   }
 
   putEnvironment(record: EnvironmentRecord): void {
-    this.sql.exec("INSERT INTO environment (id, record) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET record = excluded.record", JSON.stringify(record));
+    this.sql.exec(
+      "INSERT INTO environment (id, record) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET record = excluded.record",
+      JSON.stringify(record),
+    );
   }
 
   ledger(): CreateLedger {
-    return this.sql.exec<{ sent: number; failed: number }>("SELECT sent, failed FROM create_ledger WHERE id = 1").toArray()[0] ?? { sent: 0, failed: 0 };
+    return (
+      this.sql
+        .exec<{ sent: number; failed: number }>("SELECT sent, failed FROM create_ledger WHERE id = 1")
+        .toArray()[0] ?? { sent: 0, failed: 0 }
+    );
   }
 
   writeLedger(next: CreateLedger): void {
@@ -72,7 +84,11 @@ export class UserStore {
   retireEnvironment(generation: number): void {
     const ledger = this.ledger();
     const retired = Math.max(ledger.sent, ledger.failed, generation);
-    this.sql.exec("INSERT INTO create_ledger (id, sent, failed) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET sent = excluded.sent, failed = excluded.failed", retired, retired);
+    this.sql.exec(
+      "INSERT INTO create_ledger (id, sent, failed) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET sent = excluded.sent, failed = excluded.failed",
+      retired,
+      retired,
+    );
     this.sql.exec("DELETE FROM environment WHERE id = 1");
   }
 
@@ -118,7 +134,16 @@ export class UserStore {
   /** Rows of the conversation index as listed. */
   private entries(query: string, ...bindings: (string | number)[]): ConversationEntry[] {
     return this.sql
-      .exec<{ conversation_id: string; title: string; state: string; waiting_for: string | null; branch: number; last_event_id: number; created_at: number; updated_at: number }>(query, ...bindings)
+      .exec<{
+        conversation_id: string;
+        title: string;
+        state: string;
+        waiting_for: string | null;
+        branch: number;
+        last_event_id: number;
+        created_at: number;
+        updated_at: number;
+      }>(query, ...bindings)
       .toArray()
       .map((r) => ({
         conversationId: r.conversation_id,
@@ -156,14 +181,23 @@ export class UserStore {
       )
       .one();
     const kinds = this.sql
-      .exec<{ provenance: string }>("SELECT DISTINCT usage_provenance AS provenance FROM conversations WHERE conversation_id != ? AND used_tokens > 0", conversationId)
+      .exec<{ provenance: string }>(
+        "SELECT DISTINCT usage_provenance AS provenance FROM conversations WHERE conversation_id != ? AND used_tokens > 0",
+        conversationId,
+      )
       .toArray()
       .map((r) => r.provenance);
     const deleted = this.sql
-      .exec<{ used_tokens: number; incomplete: number; provenance: string }>("SELECT used_tokens, incomplete, provenance FROM deleted_spend WHERE id = 1")
+      .exec<{ used_tokens: number; incomplete: number; provenance: string }>(
+        "SELECT used_tokens, incomplete, provenance FROM deleted_spend WHERE id = 1",
+      )
       .toArray()[0];
     if (deleted && deleted.used_tokens > 0) kinds.push(deleted.provenance);
-    return { used: (row.used ?? 0) + (deleted?.used_tokens ?? 0), complete: !row.incomplete && !deleted?.incomplete, provenance: weakestOf(kinds) };
+    return {
+      used: (row.used ?? 0) + (deleted?.used_tokens ?? 0),
+      complete: !row.incomplete && !deleted?.incomplete,
+      provenance: weakestOf(kinds),
+    };
   }
 
   /** Takes a conversation off the index, its spend kept among what deleted conversations spent. Inside the caller's transaction. */
@@ -175,8 +209,15 @@ export class UserStore {
       )
       .toArray()[0];
     if (spent) {
-      const before = this.sql.exec<{ used_tokens: number; provenance: string }>("SELECT used_tokens, provenance FROM deleted_spend WHERE id = 1").toArray()[0];
-      const kinds = [before && before.used_tokens > 0 ? before.provenance : null, spent.used_tokens > 0 ? spent.usage_provenance : null].filter((k) => k !== null);
+      const before = this.sql
+        .exec<{ used_tokens: number; provenance: string }>(
+          "SELECT used_tokens, provenance FROM deleted_spend WHERE id = 1",
+        )
+        .toArray()[0];
+      const kinds = [
+        before && before.used_tokens > 0 ? before.provenance : null,
+        spent.used_tokens > 0 ? spent.usage_provenance : null,
+      ].filter((k) => k !== null);
       this.sql.exec(
         "INSERT INTO deleted_spend (id, used_tokens, incomplete, provenance) VALUES (1, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET used_tokens = used_tokens + excluded.used_tokens, incomplete = incomplete + excluded.incomplete, provenance = excluded.provenance",
         spent.used_tokens,
@@ -189,7 +230,9 @@ export class UserStore {
 
   /** How many times this conversation id was deleted (0 for a first use). */
   deletions(conversationId: string): number {
-    const row = this.sql.exec<{ deletions: number }>("SELECT deletions FROM incarnations WHERE conversation_id = ?", conversationId).toArray()[0];
+    const row = this.sql
+      .exec<{ deletions: number }>("SELECT deletions FROM incarnations WHERE conversation_id = ?", conversationId)
+      .toArray()[0];
     return row?.deletions ?? 0;
   }
 
@@ -202,7 +245,14 @@ export class UserStore {
 
   /** The account deletion's last wipe: the index, the admissions, spend, the environment and its log. Inside the caller's transaction. */
   wipe(): void {
-    const tables = ["conversations", "admissions", "incarnations", "deleted_spend", "environment_actions", "environment"];
+    const tables = [
+      "conversations",
+      "admissions",
+      "incarnations",
+      "deleted_spend",
+      "environment_actions",
+      "environment",
+    ];
     for (const table of tables) this.sql.exec(`DELETE FROM ${table}`);
   }
 }

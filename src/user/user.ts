@@ -16,7 +16,13 @@ import { captureRpc, type RpcResult } from "../errors";
 import type { EnvironmentRecord } from "../providers/provider";
 import type { ConversationEntry } from "../schemas/api";
 import type { AccountAnswer, AccountDeletion, EnvironmentAnswer } from "../schemas/environment";
-import { WebhookEvent as WebhookEventSchema, type WebhookDeliveryView, type WebhookEndpointView, type WebhookEvent, type WebhookEventType } from "../schemas/webhooks";
+import {
+  WebhookEvent as WebhookEventSchema,
+  type WebhookDeliveryView,
+  type WebhookEndpointView,
+  type WebhookEvent,
+  type WebhookEventType,
+} from "../schemas/webhooks";
 import type { Spend } from "../usage/budgets";
 import { Account } from "./account";
 import { AccountRecords } from "./account-records";
@@ -46,7 +52,10 @@ export class UserObject extends DurableObject<Env> {
     const transaction = <T>(fn: () => T): T => ctx.storage.transactionSync(fn);
     this.records = new AccountRecords(sql);
     this.environments = new UserEnvironment({ env, store, records: this.records, transaction });
-    const sockets = { accept: (ws: WebSocket, tags: string[]) => ctx.acceptWebSocket(ws, tags), get: (tag?: string) => ctx.getWebSockets(tag) };
+    const sockets = {
+      accept: (ws: WebSocket, tags: string[]) => ctx.acceptWebSocket(ws, tags),
+      get: (tag?: string) => ctx.getWebSockets(tag),
+    };
     this.conversations = new ConversationIndex({ store, records: this.records, transaction, sockets });
     this.webhooks = new WebhookDesk({
       sql,
@@ -82,7 +91,12 @@ export class UserObject extends DurableObject<Env> {
    * The user's ready environment (./environment.ts `ensure`), only for a conversation the live
    * account admitted: a session its account's deletion left behind brings up no sandbox.
    */
-  async ensureEnvironment(ownerKey: string, conversationId: string, staleEnvironmentId?: string, claimMissing = false): Promise<RpcResult<EnvironmentRecord>> {
+  async ensureEnvironment(
+    ownerKey: string,
+    conversationId: string,
+    staleEnvironmentId?: string,
+    claimMissing = false,
+  ): Promise<RpcResult<EnvironmentRecord>> {
     return captureRpc(async () => {
       this.accountRoom.refuseWhileDeleting();
       this.accountRoom.refuseUnadmitted(conversationId);
@@ -118,7 +132,10 @@ export class UserObject extends DurableObject<Env> {
   // ------------------------------------------------------------------ rate limits (./rate-limit.ts)
 
   /** Admits one turn submission or stream of this user (the place it took: `at`), or says how long to wait. */
-  async admit(kind: RateLimitKind, perMinute: number): Promise<{ ok: true; at: number } | { ok: false; retryAfterSeconds: number }> {
+  async admit(
+    kind: RateLimitKind,
+    perMinute: number,
+  ): Promise<{ ok: true; at: number } | { ok: false; retryAfterSeconds: number }> {
     return this.window.admit(kind, perMinute, Date.now());
   }
 
@@ -209,7 +226,12 @@ export class UserObject extends DurableObject<Env> {
    * account's deletion left behind) reach none of its endpoints.
    */
   async acceptWebhookEvents(events: WebhookEvent[]): Promise<void> {
-    await this.webhooks.accept(z.array(WebhookEventSchema).parse(events).filter((event) => this.records.admitted(event.conversationId)));
+    await this.webhooks.accept(
+      z
+        .array(WebhookEventSchema)
+        .parse(events)
+        .filter((event) => this.records.admitted(event.conversationId)),
+    );
   }
 
   /** A new endpoint, refused as at the door once the token's account is being deleted or was (checked in the step that writes it). */
@@ -232,7 +254,10 @@ export class UserObject extends DurableObject<Env> {
     return this.webhooks.remove(id);
   }
 
-  async rotateWebhookSecret(id: string, graceSeconds?: number): Promise<{ endpoint: WebhookEndpointView; secret: string } | null> {
+  async rotateWebhookSecret(
+    id: string,
+    graceSeconds?: number,
+  ): Promise<{ endpoint: WebhookEndpointView; secret: string } | null> {
     return this.webhooks.rotate(id, graceSeconds);
   }
 
@@ -245,4 +270,3 @@ export class UserObject extends DurableObject<Env> {
     return this.webhooks.forgetAll();
   }
 }
-

@@ -15,11 +15,24 @@
  * object's migration (./schema.ts, v8).
  */
 import type { Config } from "../config";
-import { ROTATION_GRACE_DEFAULT_SECONDS, type WebhookDeliveryView, type WebhookEndpointView, type WebhookEvent, type WebhookEventType } from "../schemas/webhooks";
+import {
+  ROTATION_GRACE_DEFAULT_SECONDS,
+  type WebhookDeliveryView,
+  type WebhookEndpointView,
+  type WebhookEvent,
+  type WebhookEventType,
+} from "../schemas/webhooks";
 import { planRetry, type RetryPolicy } from "../webhooks/backoff";
 import { payloadOf } from "../webhooks/payload";
 import { attemptDelivery, type AttemptOutcome } from "../webhooks/send";
-import { newEndpointId, newSigningSecret, newWebhookId, openSecret, sealSecret, signatureHeader } from "../webhooks/signing";
+import {
+  newEndpointId,
+  newSigningSecret,
+  newWebhookId,
+  openSecret,
+  sealSecret,
+  signatureHeader,
+} from "../webhooks/signing";
 
 /** How many endpoints a user may have. */
 const MAX_WEBHOOK_ENDPOINTS = 10;
@@ -96,7 +109,9 @@ interface DeliveryRow extends Record<string, SqlStorageValue> {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-export type CreateOutcome = { ok: true; endpoint: WebhookEndpointView; secret: string } | { ok: false; code: "webhook_limit_reached"; message: string };
+export type CreateOutcome =
+  | { ok: true; endpoint: WebhookEndpointView; secret: string }
+  | { ok: false; code: "webhook_limit_reached"; message: string };
 
 export class WebhookDesk {
   constructor(private readonly deps: WebhookDeskDeps) {}
@@ -154,12 +169,20 @@ export class WebhookDesk {
       );
       return true;
     });
-    if (!created) return { ok: false, code: "webhook_limit_reached", message: `a user may have at most ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints; delete one first` };
+    if (!created)
+      return {
+        ok: false,
+        code: "webhook_limit_reached",
+        message: `a user may have at most ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints; delete one first`,
+      };
     return { ok: true, endpoint: this.view(this.endpointRow(id)!), secret };
   }
 
   list(): WebhookEndpointView[] {
-    return this.sql.exec<EndpointRow>("SELECT * FROM webhook_endpoints ORDER BY created_at").toArray().map((row) => this.view(row));
+    return this.sql
+      .exec<EndpointRow>("SELECT * FROM webhook_endpoints ORDER BY created_at")
+      .toArray()
+      .map((row) => this.view(row));
   }
 
   get(id: string): WebhookEndpointView | null {
@@ -181,7 +204,10 @@ export class WebhookDesk {
    * A new signing secret (in this answer only). The previous one keeps signing deliveries beside
    * it for `graceSeconds` (default a day; 0: not at all); one rotated out earlier is dropped.
    */
-  async rotate(id: string, graceSeconds = ROTATION_GRACE_DEFAULT_SECONDS): Promise<{ endpoint: WebhookEndpointView; secret: string } | null> {
+  async rotate(
+    id: string,
+    graceSeconds = ROTATION_GRACE_DEFAULT_SECONDS,
+  ): Promise<{ endpoint: WebhookEndpointView; secret: string } | null> {
     const row = this.endpointRow(id);
     if (!row) return null;
     const secret = newSigningSecret();
@@ -205,7 +231,11 @@ export class WebhookDesk {
   deliveries(id: string, limit: number): WebhookDeliveryView[] | null {
     if (!this.endpointRow(id)) return null;
     return this.sql
-      .exec<DeliveryRow>("SELECT * FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY created_at DESC, webhook_id LIMIT ?", id, limit)
+      .exec<DeliveryRow>(
+        "SELECT * FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY created_at DESC, webhook_id LIMIT ?",
+        id,
+        limit,
+      )
       .toArray()
       .map((row) => ({
         webhookId: row.webhook_id,
@@ -247,25 +277,31 @@ export class WebhookDesk {
         for (const endpoint of endpoints) {
           const wanted = JSON.parse(endpoint.events) as string[];
           if (!wanted.includes(event.type) || at < endpoint.created_at) continue;
-          const pending = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'pending'", endpoint.id).one().n;
+          const pending = this.sql
+            .exec<{ n: number }>(
+              "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'pending'",
+              endpoint.id,
+            )
+            .one().n;
           const full = pending >= MAX_PENDING_PER_ENDPOINT;
           const body = JSON.stringify(payloadOf(event, endpoint.link_origin));
-          count += this.sql.exec(
-            `INSERT OR IGNORE INTO webhook_deliveries (webhook_id, endpoint_id, event_key, type, body, status, attempts, created_at, next_attempt_at, given_up_at, last_error)
+          count +=
+            this.sql.exec(
+              `INSERT OR IGNORE INTO webhook_deliveries (webhook_id, endpoint_id, event_key, type, body, status, attempts, created_at, next_attempt_at, given_up_at, last_error)
              VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
-            newWebhookId(),
-            endpoint.id,
-            event.key,
-            event.type,
-            body,
-            full ? "failed" : "pending",
-            now,
-            full ? null : now,
-            full ? now : null,
-            full ? `not sent: the endpoint already has ${MAX_PENDING_PER_ENDPOINT} deliveries pending` : null,
-          ).rowsWritten > 0
-            ? 1
-            : 0;
+              newWebhookId(),
+              endpoint.id,
+              event.key,
+              event.type,
+              body,
+              full ? "failed" : "pending",
+              now,
+              full ? null : now,
+              full ? now : null,
+              full ? `not sent: the endpoint already has ${MAX_PENDING_PER_ENDPOINT} deliveries pending` : null,
+            ).rowsWritten > 0
+              ? 1
+              : 0;
         }
       }
       return count;
@@ -276,7 +312,9 @@ export class WebhookDesk {
 
   /** Whether any delivery waits (the alarm must be armed for it). */
   private earliestDue(): number | null {
-    return this.sql.exec<{ at: number | null }>("SELECT MIN(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'").one().at;
+    return this.sql
+      .exec<{ at: number | null }>("SELECT MIN(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'")
+      .one().at;
   }
 
   /** Arms the alarm for the earliest pending delivery unless it is armed sooner. */
@@ -292,7 +330,11 @@ export class WebhookDesk {
     const settings = this.deps.settings();
     const now = this.deps.now();
     const due = this.sql
-      .exec<DeliveryRow>("SELECT * FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?", now, ATTEMPTS_PER_RUN)
+      .exec<DeliveryRow>(
+        "SELECT * FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
+        now,
+        ATTEMPTS_PER_RUN,
+      )
       .toArray();
     const attempts: Array<{ row: DeliveryRow; endpoint: EndpointRow }> = [];
     this.deps.transaction(() => {
@@ -324,16 +366,31 @@ export class WebhookDesk {
     else await this.rearm();
   }
 
-  private async attempt(row: DeliveryRow, endpoint: EndpointRow, settings: WebhookSettings, startedAt: number): Promise<AttemptOutcome> {
+  private async attempt(
+    row: DeliveryRow,
+    endpoint: EndpointRow,
+    settings: WebhookSettings,
+    startedAt: number,
+  ): Promise<AttemptOutcome> {
     let current: string;
     try {
       current = await openSecret(settings.sealingSecret, endpoint.id, endpoint.secret);
     } catch {
-      return { kind: "failed", status: null, error: "the signing secret cannot be read (the server secret changed)", permanent: false };
+      return {
+        kind: "failed",
+        status: null,
+        error: "the signing secret cannot be read (the server secret changed)",
+        permanent: false,
+      };
     }
-    const previousLive = endpoint.previous_secret !== null && endpoint.previous_expires_at !== null && endpoint.previous_expires_at > startedAt;
+    const previousLive =
+      endpoint.previous_secret !== null &&
+      endpoint.previous_expires_at !== null &&
+      endpoint.previous_expires_at > startedAt;
     // A previous secret that cannot be read any more only loses its signature.
-    const previous = previousLive ? await openSecret(settings.sealingSecret, endpoint.id, endpoint.previous_secret!).catch(() => null) : null;
+    const previous = previousLive
+      ? await openSecret(settings.sealingSecret, endpoint.id, endpoint.previous_secret!).catch(() => null)
+      : null;
     const secrets = previous === null ? [current] : [current, previous];
     const timestamp = Math.floor(startedAt / 1000);
     const headers = {
@@ -345,7 +402,14 @@ export class WebhookDesk {
     };
     return attemptDelivery(
       { url: endpoint.url, headers, body: row.body },
-      { local: settings.local, timeoutMs: settings.timeoutMs, maxRedirects: MAX_REDIRECTS, maxResponseBytes: MAX_RESPONSE_BYTES, fetch: this.deps.fetch, now: this.deps.now },
+      {
+        local: settings.local,
+        timeoutMs: settings.timeoutMs,
+        maxRedirects: MAX_REDIRECTS,
+        maxResponseBytes: MAX_RESPONSE_BYTES,
+        fetch: this.deps.fetch,
+        now: this.deps.now,
+      },
     );
   }
 
@@ -360,10 +424,22 @@ export class WebhookDesk {
       );
       return;
     }
-    this.sql.exec("UPDATE webhook_deliveries SET last_status = ?, last_error = ? WHERE webhook_id = ?", outcome.status, outcome.error, row.webhook_id);
-    const plan = outcome.permanent ? ({ kind: "give_up" } as const) : planRetry(settings, row.created_at, row.attempts, now, this.deps.random(), outcome.retryAfterMs);
+    this.sql.exec(
+      "UPDATE webhook_deliveries SET last_status = ?, last_error = ? WHERE webhook_id = ?",
+      outcome.status,
+      outcome.error,
+      row.webhook_id,
+    );
+    const plan = outcome.permanent
+      ? ({ kind: "give_up" } as const)
+      : planRetry(settings, row.created_at, row.attempts, now, this.deps.random(), outcome.retryAfterMs);
     if (plan.kind === "give_up") this.giveUp(row.webhook_id, now, outcome.error);
-    else this.sql.exec("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ? AND status = 'pending'", plan.at, row.webhook_id);
+    else
+      this.sql.exec(
+        "UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ? AND status = 'pending'",
+        plan.at,
+        row.webhook_id,
+      );
   }
 
   private giveUp(webhookId: string, now: number, error: string): void {

@@ -18,7 +18,12 @@ export interface RetryPolicy {
 export type RetryPlan = { kind: "retry"; at: number } | { kind: "give_up" };
 
 /** The delay before retry number `attempts` (the first retry follows the first attempt). */
-export function retryDelayMs(policy: Pick<RetryPolicy, "baseDelayMs" | "maxDelayMs">, attempts: number, random: number, retryAfterMs?: number): number {
+export function retryDelayMs(
+  policy: Pick<RetryPolicy, "baseDelayMs" | "maxDelayMs">,
+  attempts: number,
+  random: number,
+  retryAfterMs?: number,
+): number {
   // From the first retry on, its exponent bounded at 30 (past any cap).
   const raw = backoffMs(Math.min(Math.max(attempts, 1), 31), policy.baseDelayMs, policy.maxDelayMs, 4);
   const jittered = Math.round(raw * (0.8 + 0.4 * random));
@@ -27,7 +32,14 @@ export function retryDelayMs(policy: Pick<RetryPolicy, "baseDelayMs" | "maxDelay
 }
 
 /** After `attempts` failed attempts of a delivery created at `createdAt`, at `now`: when to try again, or give up. */
-export function planRetry(policy: RetryPolicy, createdAt: number, attempts: number, now: number, random: number, retryAfterMs?: number): RetryPlan {
+export function planRetry(
+  policy: RetryPolicy,
+  createdAt: number,
+  attempts: number,
+  now: number,
+  random: number,
+  retryAfterMs?: number,
+): RetryPlan {
   const at = now + retryDelayMs(policy, attempts, random, retryAfterMs);
   return at < createdAt + policy.giveUpAfterMs ? { kind: "retry", at } : { kind: "give_up" };
 }

@@ -28,19 +28,26 @@ describe("one delivery attempt", () => {
 
   it("a 500 fails with the receiver's words, short and on one line; Retry-After is kept; 410 is permanent", async () => {
     const long = `oops\n${"x".repeat(500)}`;
-    const { fetch } = scripted({ [request.url]: () => new Response(long, { status: 503, headers: { "retry-after": "30" } }) });
+    const { fetch } = scripted({
+      [request.url]: () => new Response(long, { status: 503, headers: { "retry-after": "30" } }),
+    });
     const failed = await attemptDelivery(request, options(fetch, { maxResponseBytes: 4096 }));
     expect(failed).toMatchObject({ kind: "failed", status: 503, retryAfterMs: 30_000, permanent: false });
     expect(failed.kind === "failed" && failed.error).toMatch(/^the receiver answered 503: oops x+…$/);
     expect(failed.kind === "failed" && failed.error.length).toBeLessThan(240);
     const gone = scripted({ [request.url]: () => new Response("bye", { status: 410 }) });
-    expect(await attemptDelivery(request, options(gone.fetch))).toMatchObject({ kind: "failed", status: 410, permanent: true });
+    expect(await attemptDelivery(request, options(gone.fetch))).toMatchObject({
+      kind: "failed",
+      status: 410,
+      permanent: true,
+    });
   });
 
   it("follows redirects by hand, re-sending the same POST, each hop checked", async () => {
     const { fetch, calls } = scripted({
       [request.url]: () => new Response(null, { status: 301, headers: { location: "/moved" } }),
-      "https://hooks.example.com/moved": () => new Response(null, { status: 308, headers: { location: "https://other.example.com/in" } }),
+      "https://hooks.example.com/moved": () =>
+        new Response(null, { status: 308, headers: { location: "https://other.example.com/in" } }),
       "https://other.example.com/in": () => new Response("ok", { status: 200 }),
     });
     expect(await attemptDelivery(request, options(fetch))).toEqual({ kind: "delivered", status: 200 });
@@ -52,8 +59,15 @@ describe("one delivery attempt", () => {
   });
 
   it("a redirect to a private, loopback or metadata address is refused before it is fetched", async () => {
-    for (const location of ["https://10.0.0.1/x", "https://127.0.0.1/x", "http://169.254.169.254/latest/meta-data/", "https://[::ffff:192.168.0.1]/"]) {
-      const { fetch, calls } = scripted({ [request.url]: () => new Response(null, { status: 302, headers: { location } }) });
+    for (const location of [
+      "https://10.0.0.1/x",
+      "https://127.0.0.1/x",
+      "http://169.254.169.254/latest/meta-data/",
+      "https://[::ffff:192.168.0.1]/",
+    ]) {
+      const { fetch, calls } = scripted({
+        [request.url]: () => new Response(null, { status: 302, headers: { location } }),
+      });
       const outcome = await attemptDelivery(request, options(fetch));
       expect(outcome).toMatchObject({ kind: "failed", status: null });
       expect(outcome.kind === "failed" && outcome.error).toMatch(/^redirect refused: the location must/);
@@ -62,8 +76,14 @@ describe("one delivery attempt", () => {
   });
 
   it("at most maxRedirects redirects are followed", async () => {
-    const { fetch, calls } = scripted({ [request.url]: () => new Response(null, { status: 307, headers: { location: request.url } }) });
-    expect(await attemptDelivery(request, options(fetch))).toMatchObject({ kind: "failed", status: 307, error: "more than 2 redirects" });
+    const { fetch, calls } = scripted({
+      [request.url]: () => new Response(null, { status: 307, headers: { location: request.url } }),
+    });
+    expect(await attemptDelivery(request, options(fetch))).toMatchObject({
+      kind: "failed",
+      status: 307,
+      error: "more than 2 redirects",
+    });
     expect(calls).toHaveLength(3);
   });
 
@@ -77,7 +97,11 @@ describe("one delivery attempt", () => {
   it("a receiver that does not answer in time fails, naming the timeout", async () => {
     const fetch = (_url: string, init: RequestInit) =>
       new Promise<Response>((_, reject) => init.signal!.addEventListener("abort", () => reject(new Error("aborted"))));
-    expect(await attemptDelivery(request, options(fetch, { timeoutMs: 20 }))).toMatchObject({ kind: "failed", status: null, error: "no answer within 20 ms" });
+    expect(await attemptDelivery(request, options(fetch, { timeoutMs: 20 }))).toMatchObject({
+      kind: "failed",
+      status: null,
+      error: "no answer within 20 ms",
+    });
   });
 
   it("a 2xx is delivered as soon as its status arrives: a body left open is not read", async () => {
@@ -91,7 +115,10 @@ describe("one delivery attempt", () => {
       },
     });
     const { fetch } = scripted({ [request.url]: () => new Response(open, { status: 200 }) });
-    expect(await attemptDelivery(request, options(fetch, { timeoutMs: 1_000 }))).toEqual({ kind: "delivered", status: 200 });
+    expect(await attemptDelivery(request, options(fetch, { timeoutMs: 1_000 }))).toEqual({
+      kind: "delivered",
+      status: 200,
+    });
   });
 
   it("another status whose body is left open fails at the timeout with that status and what arrived of its text", async () => {
@@ -101,12 +128,20 @@ describe("one delivery attempt", () => {
       },
     });
     const { fetch } = scripted({ [request.url]: () => new Response(open, { status: 503 }) });
-    expect(await attemptDelivery(request, options(fetch, { timeoutMs: 20 }))).toEqual({ kind: "failed", status: 503, error: "the receiver answered 503: busy, come back", permanent: false });
+    expect(await attemptDelivery(request, options(fetch, { timeoutMs: 20 }))).toEqual({
+      kind: "failed",
+      status: 503,
+      error: "the receiver answered 503: busy, come back",
+      permanent: false,
+    });
   });
 
   it("a receiver that cannot be reached fails, saying so", async () => {
     const { fetch } = scripted({});
-    expect(await attemptDelivery(request, options(fetch))).toMatchObject({ kind: "failed", error: expect.stringMatching(/^could not reach the receiver: connect ECONNREFUSED/) });
+    expect(await attemptDelivery(request, options(fetch))).toMatchObject({
+      kind: "failed",
+      error: expect.stringMatching(/^could not reach the receiver: connect ECONNREFUSED/),
+    });
   });
 
   it("reads at most maxResponseBytes of an endless answer", async () => {

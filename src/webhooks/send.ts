@@ -42,12 +42,31 @@ export async function attemptDelivery(request: AttemptRequest, options: AttemptO
     let url = request.url;
     for (let hop = 0; ; hop++) {
       const target = checkTarget(url, options.local);
-      if (!target.ok) return { kind: "failed", status: null, error: hop === 0 ? `target refused: the URL ${target.reason}` : `redirect refused: the location ${target.reason}`, permanent: false };
-      const response = await options.fetch(target.url.href, { method: "POST", headers: request.headers, body: request.body, redirect: "manual", signal: controller.signal });
+      if (!target.ok)
+        return {
+          kind: "failed",
+          status: null,
+          error:
+            hop === 0 ? `target refused: the URL ${target.reason}` : `redirect refused: the location ${target.reason}`,
+          permanent: false,
+        };
+      const response = await options.fetch(target.url.href, {
+        method: "POST",
+        headers: request.headers,
+        body: request.body,
+        redirect: "manual",
+        signal: controller.signal,
+      });
       const location = response.headers.get("location");
       if (response.status >= 300 && response.status < 400 && location !== null) {
         await response.body?.cancel().catch(() => undefined);
-        if (hop >= options.maxRedirects) return { kind: "failed", status: response.status, error: `more than ${options.maxRedirects} redirects`, permanent: false };
+        if (hop >= options.maxRedirects)
+          return {
+            kind: "failed",
+            status: response.status,
+            error: `more than ${options.maxRedirects} redirects`,
+            permanent: false,
+          };
         url = new URL(location, target.url).href;
         continue;
       }
@@ -67,7 +86,9 @@ export async function attemptDelivery(request: AttemptRequest, options: AttemptO
       };
     }
   } catch (err) {
-    const error = controller.signal.aborted ? `no answer within ${options.timeoutMs} ms` : `could not reach the receiver: ${printable(err instanceof Error ? err.message : String(err))}`;
+    const error = controller.signal.aborted
+      ? `no answer within ${options.timeoutMs} ms`
+      : `could not reach the receiver: ${printable(err instanceof Error ? err.message : String(err))}`;
     return { kind: "failed", status: null, error, permanent: false };
   } finally {
     clearTimeout(timer);

@@ -33,7 +33,13 @@ describe("Standard Webhooks signatures", () => {
     const header = await signatureHeader([current, previous], id, timestamp, "{}");
     expect(header.split(" ")).toHaveLength(2);
     for (const secret of [current, previous]) {
-      expect(new Webhook(secret).verify("{}", { "webhook-id": id, "webhook-timestamp": String(timestamp), "webhook-signature": header })).toEqual({});
+      expect(
+        new Webhook(secret).verify("{}", {
+          "webhook-id": id,
+          "webhook-timestamp": String(timestamp),
+          "webhook-signature": header,
+        }),
+      ).toEqual({});
     }
   });
 });

@@ -33,14 +33,30 @@ function secretBytes(secret: string): Uint8Array {
 }
 
 /** One `v1,<base64>` signature of a message. */
-export async function signatureOf(secret: string, webhookId: string, timestampSeconds: number, body: string): Promise<string> {
-  const key = await crypto.subtle.importKey("raw", secretBytes(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${webhookId}.${timestampSeconds}.${body}`));
+export async function signatureOf(
+  secret: string,
+  webhookId: string,
+  timestampSeconds: number,
+  body: string,
+): Promise<string> {
+  const key = await crypto.subtle.importKey("raw", secretBytes(secret), { name: "HMAC", hash: "SHA-256" }, false, [
+    "sign",
+  ]);
+  const mac = await crypto.subtle.sign(
+    "HMAC",
+    key,
+    new TextEncoder().encode(`${webhookId}.${timestampSeconds}.${body}`),
+  );
   return `v1,${toBase64(new Uint8Array(mac))}`;
 }
 
 /** The `webhook-signature` header: one signature per secret, space-separated, in the order given. */
-export async function signatureHeader(secrets: readonly string[], webhookId: string, timestampSeconds: number, body: string): Promise<string> {
+export async function signatureHeader(
+  secrets: readonly string[],
+  webhookId: string,
+  timestampSeconds: number,
+  body: string,
+): Promise<string> {
   const signatures = await Promise.all(secrets.map((secret) => signatureOf(secret, webhookId, timestampSeconds, body)));
   return signatures.join(" ");
 }
@@ -62,9 +78,16 @@ export function newEndpointId(): string {
  * secret makes every stored signing secret unreadable (deliveries fail until endpoints are created again).
  */
 async function sealingKey(serverSecret: string): Promise<CryptoKey> {
-  const material = await crypto.subtle.importKey("raw", new TextEncoder().encode(serverSecret), "HKDF", false, ["deriveKey"]);
+  const material = await crypto.subtle.importKey("raw", new TextEncoder().encode(serverSecret), "HKDF", false, [
+    "deriveKey",
+  ]);
   return crypto.subtle.deriveKey(
-    { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: new TextEncoder().encode("agent-gateway webhook signing secret v1") },
+    {
+      name: "HKDF",
+      hash: "SHA-256",
+      salt: new Uint8Array(0),
+      info: new TextEncoder().encode("agent-gateway webhook signing secret v1"),
+    },
     material,
     { name: "AES-GCM", length: 256 },
     false,

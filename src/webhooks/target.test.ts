@@ -108,7 +108,8 @@ describe("webhook targets in local development", () => {
 function spell(words: number[], style: { zeros: boolean; compress: boolean; dotted: boolean; upper: boolean }): string {
   const hex = (w: number) => (style.zeros ? w.toString(16).padStart(4, "0") : w.toString(16));
   let parts = words.map(hex);
-  if (style.dotted) parts = [...parts.slice(0, 6), `${words[6]! >> 8}.${words[6]! & 255}.${words[7]! >> 8}.${words[7]! & 255}`];
+  if (style.dotted)
+    parts = [...parts.slice(0, 6), `${words[6]! >> 8}.${words[6]! & 255}.${words[7]! >> 8}.${words[7]! & 255}`];
   let text = parts.join(":");
   if (style.compress) {
     // The longest run of zero words (of those spelled as hex) becomes `::`.
@@ -124,7 +125,8 @@ function spell(words: number[], style: { zeros: boolean; compress: boolean; dott
 }
 
 const word = fc.integer({ min: 0, max: 0xffff });
-const words = (...head: number[]) => fc.array(word, { minLength: 8 - head.length, maxLength: 8 - head.length }).map((tail) => [...head, ...tail]);
+const words = (...head: number[]) =>
+  fc.array(word, { minLength: 8 - head.length, maxLength: 8 - head.length }).map((tail) => [...head, ...tail]);
 const ipv4 = fc.integer({ min: 0, max: 0xffffffff });
 const dotted = (v4: number) => [v4 >>> 24, (v4 >>> 16) & 255, (v4 >>> 8) & 255, v4 & 255].join(".");
 const style = fc.record({ zeros: fc.boolean(), compress: fc.boolean(), dotted: fc.boolean(), upper: fc.boolean() });
@@ -133,7 +135,9 @@ describe("webhook targets: IPv6, for any address (property tests)", () => {
   it("an address's verdict does not depend on how it is spelled", () => {
     fc.assert(
       fc.property(words(), style, (w, how) => {
-        expect(verdict(`https://[${spell(w, how)}]/`)).toBe(verdict(`https://[${spell(w, { zeros: false, compress: false, dotted: false, upper: false })}]/`));
+        expect(verdict(`https://[${spell(w, how)}]/`)).toBe(
+          verdict(`https://[${spell(w, { zeros: false, compress: false, dotted: false, upper: false })}]/`),
+        );
       }),
       { numRuns: 500 },
     );
@@ -172,7 +176,9 @@ describe("webhook targets: IPv6, for any address (property tests)", () => {
       words().map((w) => [0xfe80 | (w[0]! & 0x007f), ...w.slice(1)]),
       words().map((w) => [0xff00 | (w[0]! & 0x00ff), ...w.slice(1)]),
       // Outside 2000::/3 (the forms that carry an IPv4 address aside).
-      words().filter((w) => (w[0]! & 0xe000) !== 0x2000 && !(w[0] === 0x64 && w[1] === 0xff9b) && w.slice(0, 4).some((x) => x !== 0)),
+      words().filter(
+        (w) => (w[0]! & 0xe000) !== 0x2000 && !(w[0] === 0x64 && w[1] === 0xff9b) && w.slice(0, 4).some((x) => x !== 0),
+      ),
     );
     fc.assert(
       fc.property(refused, (w) => {

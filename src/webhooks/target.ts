@@ -26,7 +26,17 @@
 export type TargetVerdict = { ok: true; url: URL } | { ok: false; reason: string };
 
 /** Names that are local by construction, whatever DNS says. */
-const LOCAL_SUFFIXES = [".localhost", ".local", ".internal", ".home.arpa", ".lan", ".intranet", ".corp", ".in-addr.arpa", ".ip6.arpa"];
+const LOCAL_SUFFIXES = [
+  ".localhost",
+  ".local",
+  ".internal",
+  ".home.arpa",
+  ".lan",
+  ".intranet",
+  ".corp",
+  ".in-addr.arpa",
+  ".ip6.arpa",
+];
 
 /** `local`: the deployment is local development (wrangler.toml's `local` environment). */
 export function checkTarget(raw: string, local: boolean): TargetVerdict {
@@ -42,7 +52,8 @@ export function checkTarget(raw: string, local: boolean): TargetVerdict {
   const loopback = isLoopbackHost(host);
   if (url.protocol === "http:") {
     if (!local) return { ok: false, reason: "must be https" };
-    if (!loopback) return { ok: false, reason: "must be https (http is allowed only to a loopback address in local development)" };
+    if (!loopback)
+      return { ok: false, reason: "must be https (http is allowed only to a loopback address in local development)" };
     return { ok: true, url };
   }
   if (url.protocol !== "https:") return { ok: false, reason: "must be https" };
@@ -52,7 +63,8 @@ export function checkTarget(raw: string, local: boolean): TargetVerdict {
 }
 
 function isLoopbackHost(host: string): boolean {
-  if (host === "localhost" || host === "localhost." || host.endsWith(".localhost") || host.endsWith(".localhost.")) return true;
+  if (host === "localhost" || host === "localhost." || host.endsWith(".localhost") || host.endsWith(".localhost."))
+    return true;
   const v4 = parseIpv4(host);
   if (v4 !== null) return v4 >>> 24 === 127;
   const v6 = host.startsWith("[") ? parseIpv6(host.slice(1, -1)) : null;
@@ -92,7 +104,8 @@ export function refusedIpv6Address(words: readonly number[]): string | null {
   if (words.every((x) => x === 0)) return "must not be the unspecified address";
   if (words.slice(0, 7).every((x) => x === 0) && words[7] === 1) return "must not be a loopback address";
   for (const [prefix, bits, why] of V6_REFUSED) if (inPrefix(words, prefix, bits)) return why;
-  if ((words[0]! & 0xe000) !== 0x2000) return "must not be a reserved IPv6 address (only global unicast, 2000::/3, reaches the Internet)";
+  if ((words[0]! & 0xe000) !== 0x2000)
+    return "must not be a reserved IPv6 address (only global unicast, 2000::/3, reaches the Internet)";
   return null;
 }
 
@@ -155,7 +168,11 @@ function inPrefix(w: readonly number[], prefix: readonly number[], bits: number)
 
 /** IPv6 ranges refused by name (IANA's special-purpose registry, RFC 4291), the narrower first. */
 const V6_REFUSED: Array<[readonly number[], number, string]> = [
-  [[0x64, 0xff9b, 0x1], 48, "must not be a local-use NAT64 address (64:ff9b:1::/48: it translates to an IPv4 address inside a network)"],
+  [
+    [0x64, 0xff9b, 0x1],
+    48,
+    "must not be a local-use NAT64 address (64:ff9b:1::/48: it translates to an IPv4 address inside a network)",
+  ],
   [[0x100], 64, "must not be a discard-only address"],
   [[0xfc00], 7, "must not be a private (unique local) address"],
   [[0xfe80], 10, "must not be a link-local address"],

@@ -2,7 +2,13 @@
 // package's own chat client against `npm start`'s server with the built-in emulator.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { lastAssistantMessageIsCompleteWithApprovalResponses, lastAssistantMessageIsCompleteWithToolCalls, readUIMessageStream, validateUIMessages, DefaultChatTransport } from "ai";
+import {
+  lastAssistantMessageIsCompleteWithApprovalResponses,
+  lastAssistantMessageIsCompleteWithToolCalls,
+  readUIMessageStream,
+  validateUIMessages,
+  DefaultChatTransport,
+} from "ai";
 import { startDevServer } from "../../scripts/devserver.mjs";
 import { assertChunksValid, chunksOf, login, newChat, plain } from "./client.mjs";
 
@@ -19,7 +25,10 @@ const base = () => server.base;
 async function call(method, path, token, body) {
   const res = await fetch(`${base()}${path}`, {
     method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body !== undefined ? { "content-type": "application/json" } : {}),
+    },
     body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
   });
   const text = await res.text();
@@ -51,8 +60,14 @@ async function waitFor(check, what, timeoutMs = 20_000) {
  * does what must happen before the turn's end, instead of racing the emulator's clock.
  */
 async function release(token, id, turnId) {
-  const executionId = await waitFor(async () => (await call("GET", `/v1/conversations/${id}/turns/${turnId}`, token)).body?.executionId, "the turn's run");
-  await waitFor(async () => (await call("GET", `/_emulator/executions/${executionId}/hold`)).body?.held, "the run's hold");
+  const executionId = await waitFor(
+    async () => (await call("GET", `/v1/conversations/${id}/turns/${turnId}`, token)).body?.executionId,
+    "the turn's run",
+  );
+  await waitFor(
+    async () => (await call("GET", `/_emulator/executions/${executionId}/hold`)).body?.held,
+    "the run's hold",
+  );
   const released = await call("POST", `/_emulator/executions/${executionId}/release`, undefined, {});
   assert.equal(released.status, 200, released.text);
 }
@@ -66,7 +81,11 @@ async function reloaded(token, id) {
 }
 
 const toolPart = (message, toolName) => message.parts.find((p) => p.type === "dynamic-tool" && p.toolName === toolName);
-const textOf = (message) => message.parts.filter((p) => p.type === "text").map((p) => p.text).join("\n\n");
+const textOf = (message) =>
+  message.parts
+    .filter((p) => p.type === "text")
+    .map((p) => p.text)
+    .join("\n\n");
 
 describe("POST /v1/chat with the SDK's chat client", () => {
   it("streams an answer with a tool call; a reload's messages validate and equal what was streamed", async () => {
@@ -83,7 +102,10 @@ describe("POST /v1/chat with the SDK's chat client", () => {
     assert.deepEqual(read.input, { filePath: "README.md" });
     assert.match(String(read.output), /Demo project/);
     assert.ok(answer.parts.some((p) => p.type === "reasoning" && p.text.length > 0));
-    assert.ok(answer.parts.filter((p) => p.type === "step-start").length >= 2, "the agent's steps are the message's steps");
+    assert.ok(
+      answer.parts.filter((p) => p.type === "step-start").length >= 2,
+      "the agent's steps are the message's steps",
+    );
     // The same text as the native transcript of the same conversation.
     const native = await call("GET", `/v1/conversations/${id}/messages`, token);
     assert.equal(textOf(answer), native.body.messages[1].text);
@@ -97,10 +119,7 @@ describe("POST /v1/chat with the SDK's chat client", () => {
     assert.equal(exchange.status, 200);
     await exchange.done;
     await assertChunksValid(exchange.chunks);
-    assert.deepEqual(
-      [exchange.chunks[0].type, exchange.chunks.at(-1).type],
-      ["start", "finish"],
-    );
+    assert.deepEqual([exchange.chunks[0].type, exchange.chunks.at(-1).type], ["start", "finish"]);
     // A reload: the gateway's UIMessage[] is what the client holds.
     assert.deepEqual(await reloaded(token, id), plain(chat.messages));
   });
@@ -110,7 +129,11 @@ describe("POST /v1/chat with the SDK's chat client", () => {
     const res = await fetch(`${base()}/v1/chat`, {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: JSON.stringify({ id: unique("chat"), trigger: "submit-message", messages: [{ id: "u1", role: "user", parts: [{ type: "text", text: "hi" }] }] }),
+      body: JSON.stringify({
+        id: unique("chat"),
+        trigger: "submit-message",
+        messages: [{ id: "u1", role: "user", parts: [{ type: "text", text: "hi" }] }],
+      }),
     });
     assert.equal(res.status, 200);
     assert.equal(res.headers.get("x-vercel-ai-ui-message-stream"), "v1");
@@ -122,7 +145,11 @@ describe("POST /v1/chat with the SDK's chat client", () => {
   it("a retried message runs once and streams the same turn", async () => {
     const token = await login(base(), unique("ai-user"));
     const id = unique("chat");
-    const body = { id, trigger: "submit-message", messages: [{ id: "retry-1", role: "user", parts: [{ type: "text", text: "say it once" }] }] };
+    const body = {
+      id,
+      trigger: "submit-message",
+      messages: [{ id: "retry-1", role: "user", parts: [{ type: "text", text: "say it once" }] }],
+    };
     const before = await counters();
     const first = await call("POST", "/v1/chat", token, body);
     const second = await call("POST", "/v1/chat", token, body);
@@ -198,7 +225,9 @@ describe("POST /v1/chat with the SDK's chat client", () => {
 });
 
 describe("the agent's asks as the SDK's tool approvals and client-side tools", () => {
-  const either = (options) => lastAssistantMessageIsCompleteWithApprovalResponses(options) || lastAssistantMessageIsCompleteWithToolCalls(options);
+  const either = (options) =>
+    lastAssistantMessageIsCompleteWithApprovalResponses(options) ||
+    lastAssistantMessageIsCompleteWithToolCalls(options);
 
   async function askFor(message, token, id) {
     const session = newChat(base(), token, id, { sendAutomaticallyWhen: either });
@@ -246,7 +275,10 @@ describe("the agent's asks as the SDK's tool approvals and client-side tools", (
       const id = unique("chat");
       const { chat, nextFinish } = await askFor("[permission] run the tests", token, id);
       const permission = toolPart(chat.messages.at(-1), "permission");
-      assert.deepEqual(permission.input.fields.map((f) => f.name), ["response"]);
+      assert.deepEqual(
+        permission.input.fields.map((f) => f.name),
+        ["response"],
+      );
       const done = nextFinish();
       await chat.addToolApprovalResponse({ id: permission.approval.id, approved: true });
       await done;
@@ -289,7 +321,11 @@ describe("the agent's asks as the SDK's tool approvals and client-side tools", (
     assert.ok(question.input.fields.some((f) => f.name === "project"));
     // Invalid: the project name must be text.
     let done = nextFinish();
-    await chat.addToolOutput({ tool: "question", toolCallId: question.toolCallId, output: { project: 5, framework: "vitest" } });
+    await chat.addToolOutput({
+      tool: "question",
+      toolCallId: question.toolCallId,
+      output: { project: 5, framework: "vitest" },
+    });
     await done;
     assert.equal(chat.status, "error");
     assert.match(chat.error.message, /project/);
@@ -297,12 +333,20 @@ describe("the agent's asks as the SDK's tool approvals and client-side tools", (
     assert.equal(still.body.interactions.length, 1, "the ask stays open");
     chat.clearError();
     done = nextFinish();
-    await chat.addToolOutput({ tool: "question", toolCallId: question.toolCallId, output: { project: "gateway", framework: "vitest" } });
+    await chat.addToolOutput({
+      tool: "question",
+      toolCallId: question.toolCallId,
+      output: { project: "gateway", framework: "vitest" },
+    });
     await done;
     assert.equal(chat.status, "ready", String(chat.error));
     const final = chat.messages.at(-1);
     assert.equal(toolPart(final, "question").state, "output-available");
-    assert.deepEqual(toolPart(final, "question").output, { status: "answered", outcome: "accepted" }, "never the answer's values");
+    assert.deepEqual(
+      toolPart(final, "question").output,
+      { status: "answered", outcome: "accepted" },
+      "never the answer's values",
+    );
     await assertChunksValid(await wire.allChunks());
     assert.match(textOf(final), /gateway/);
     assert.equal(final.metadata.status, "completed");
@@ -346,7 +390,10 @@ describe("how turns end", () => {
     // Held after its first step ([hold]): the cancel lands before its end.
     const sent = chat.sendMessage({ text: "[slow] a long one [hold]" });
     await waitFor(() => chat.status === "streaming", "streaming");
-    const cancel = await call("POST", `/v1/conversations/${id}/cancel`, token, { operationId: "stop-1", reason: "changed my mind" });
+    const cancel = await call("POST", `/v1/conversations/${id}/cancel`, token, {
+      operationId: "stop-1",
+      reason: "changed my mind",
+    });
     assert.equal(cancel.status, 200, cancel.text);
     await sent;
     assert.equal(chat.status, "ready");
@@ -365,11 +412,20 @@ describe("one conversation, two protocols", () => {
     await chat.sendMessage({ text: "first, through the SDK" });
     const list = await call("GET", "/v1/conversations", token);
     assert.ok(list.body.conversations.some((c) => c.conversationId === id));
-    const native = await call("POST", `/v1/conversations/${id}/turns`, token, { turnId: "native-2", message: "second, through the turns route" });
+    const native = await call("POST", `/v1/conversations/${id}/turns`, token, {
+      turnId: "native-2",
+      message: "second, through the turns route",
+    });
     assert.equal(native.status, 202);
-    await waitFor(async () => (await call("GET", `/v1/conversations/${id}/turns/native-2`, token)).body.status === "completed", "the native turn");
+    await waitFor(
+      async () => (await call("GET", `/v1/conversations/${id}/turns/native-2`, token)).body.status === "completed",
+      "the native turn",
+    );
     const messages = await reloaded(token, id);
-    assert.deepEqual(messages.map((m) => m.id), [chat.messages[0].id, chat.messages[1].id, "native-2", "native-2:answer"]);
+    assert.deepEqual(
+      messages.map((m) => m.id),
+      [chat.messages[0].id, chat.messages[1].id, "native-2", "native-2:answer"],
+    );
     assert.deepEqual(messages.slice(0, 2), plain(chat.messages));
     // The SDK continues the conversation from what it reloaded.
     const later = newChat(base(), token, id, { messages });
@@ -394,15 +450,34 @@ describe("one conversation, two protocols", () => {
     assert.equal(chat.messages[1].id, `${summary.body.lastTurn.turnId}:answer`);
     const replay = chat.messages.slice(0, 1);
     // Regenerating the first answer again is the SDK's regenerate, retried: the same turn.
-    const same = await call("POST", "/v1/chat", token, { id, trigger: "regenerate-message", messageId: `${chat.messages[0].id}:answer`, messages: replay });
+    const same = await call("POST", "/v1/chat", token, {
+      id,
+      trigger: "regenerate-message",
+      messageId: `${chat.messages[0].id}:answer`,
+      messages: replay,
+    });
     assert.equal(same.status, 200);
     // Regenerating the current answer, sent twice: one new turn.
-    const again = await call("POST", "/v1/chat", token, { id, trigger: "regenerate-message", messageId: chat.messages[1].id, messages: replay });
+    const again = await call("POST", "/v1/chat", token, {
+      id,
+      trigger: "regenerate-message",
+      messageId: chat.messages[1].id,
+      messages: replay,
+    });
     assert.equal(again.status, 200);
-    const twice = await call("POST", "/v1/chat", token, { id, trigger: "regenerate-message", messageId: chat.messages[1].id, messages: replay });
+    const twice = await call("POST", "/v1/chat", token, {
+      id,
+      trigger: "regenerate-message",
+      messageId: chat.messages[1].id,
+      messages: replay,
+    });
     assert.equal(twice.status, 200);
     const after = await counters();
-    assert.equal(delta(before, after, "runs.dispatches"), 2, "the SDK's regenerate, and one regenerate of its answer sent twice");
+    assert.equal(
+      delta(before, after, "runs.dispatches"),
+      2,
+      "the SDK's regenerate, and one regenerate of its answer sent twice",
+    );
     assert.equal((await call("GET", `/v1/conversations/${id}`, token)).body.branchCount, 3);
   });
 
@@ -421,7 +496,11 @@ describe("one conversation, two protocols", () => {
     await chat.sendMessage({ text: "second, edited [recall]", messageId: second.id });
     assert.equal(chat.status, "ready", String(chat.error));
     assert.equal(chat.messages.length, 4);
-    assert.match(textOf(chat.messages[3]), /Earlier in this session: "first"\./, "the branch's agent remembers the first message only");
+    assert.match(
+      textOf(chat.messages[3]),
+      /Earlier in this session: "first"\./,
+      "the branch's agent remembers the first message only",
+    );
     const afterEdit = await counters();
     assert.equal(delta(before, afterEdit, "sessions.forked"), 1);
     let summary = (await call("GET", `/v1/conversations/${id}`, token)).body;
@@ -429,13 +508,24 @@ describe("one conversation, two protocols", () => {
     assert.equal(summary.turnCount, 2);
     // A reload shows the active branch: what the SDK holds now.
     const messages = await reloaded(token, id);
-    assert.deepEqual(messages.map((m) => textOf(m)).filter((_, i) => i % 2 === 0), ["first", "second, edited [recall]"]);
+    assert.deepEqual(
+      messages.map((m) => textOf(m)).filter((_, i) => i % 2 === 0),
+      ["first", "second, edited [recall]"],
+    );
     // The answers are the same messages; the edited message is its new turn after a reload (the SDK keeps the id it edited).
     assert.deepEqual([messages[1].id, messages[3].id], [chat.messages[1].id, chat.messages[3].id]);
     assert.equal(`${messages[2].id}:answer`, chat.messages[3].id);
 
     // Sent again as the SDK would retry it: the same turn, nothing forks or runs again.
-    const retryBody = { id, trigger: "submit-message", messageId: second.id, messages: [...plain(chat.messages.slice(0, 2)), { id: second.id, role: "user", parts: [{ type: "text", text: "second, edited [recall]" }] }] };
+    const retryBody = {
+      id,
+      trigger: "submit-message",
+      messageId: second.id,
+      messages: [
+        ...plain(chat.messages.slice(0, 2)),
+        { id: second.id, role: "user", parts: [{ type: "text", text: "second, edited [recall]" }] },
+      ],
+    };
     const retried = await call("POST", "/v1/chat", token, retryBody);
     assert.equal(retried.status, 200, retried.text);
     const afterRetry = await counters();
@@ -453,7 +543,10 @@ describe("one conversation, two protocols", () => {
     assert.equal(delta(afterRetry, await counters(), "runs.dispatches"), 1);
     // The original line is still there, whole.
     const old = await call("GET", `/v1/conversations/${id}/messages?branch=0`, token);
-    assert.deepEqual(old.body.messages.filter((m) => m.role === "user").map((m) => m.text), ["first", "second", "third"]);
+    assert.deepEqual(
+      old.body.messages.filter((m) => m.role === "user").map((m) => m.text),
+      ["first", "second", "third"],
+    );
   });
 
   it("a history that goes on from an earlier answer (a client holding an older history) branches there", async () => {
@@ -496,7 +589,11 @@ describe("one conversation, two protocols", () => {
     // Held after its first step ([hold]) until the second message was refused.
     const sent = first.chat.sendMessage({ text: "[slow] first [hold]" });
     await waitFor(() => first.chat.status === "streaming", "streaming");
-    const busy = await call("POST", "/v1/chat", token, { id, trigger: "submit-message", messages: [{ id: "other", role: "user", parts: [{ type: "text", text: "second" }] }] });
+    const busy = await call("POST", "/v1/chat", token, {
+      id,
+      trigger: "submit-message",
+      messages: [{ id: "other", role: "user", parts: [{ type: "text", text: "second" }] }],
+    });
     assert.equal(busy.status, 409);
     assert.equal(busy.body.error.code, "session_busy");
     await release(token, id, first.chat.messages[0].id);
@@ -508,13 +605,39 @@ describe("bad bodies", () => {
   const user = (text = "hi", id = "u1") => ({ id, role: "user", parts: [{ type: "text", text }] });
   const cases = [
     ["no messages", { trigger: "submit-message", messages: [] }, /messages/],
-    ["a last message of another role", { trigger: "submit-message", messages: [{ id: "s", role: "system", parts: [{ type: "text", text: "x" }] }] }, /role/],
-    ["parts of the wrong shape", { trigger: "submit-message", messages: [{ id: "u", role: "user", parts: [{ type: "text" }] }] }, /text/],
+    [
+      "a last message of another role",
+      { trigger: "submit-message", messages: [{ id: "s", role: "system", parts: [{ type: "text", text: "x" }] }] },
+      /role/,
+    ],
+    [
+      "parts of the wrong shape",
+      { trigger: "submit-message", messages: [{ id: "u", role: "user", parts: [{ type: "text" }] }] },
+      /text/,
+    ],
     ["parts not a list", { trigger: "submit-message", messages: [{ id: "u", role: "user", parts: "hi" }] }, /parts/],
     ["an unknown trigger", { trigger: "resume-please", messages: [user()] }, /trigger/],
-    ["a file part", { trigger: "submit-message", messages: [{ id: "u", role: "user", parts: [{ type: "file", url: "data:x", mediaType: "text/plain" }] }] }, /file/],
-    ["a message id that cannot be a turn id", { trigger: "submit-message", messages: [user("hi", "has spaces")] }, /id/],
-    ["an assistant message with nothing to answer", { trigger: "submit-message", messages: [user(), { id: "u1:answer", role: "assistant", parts: [{ type: "text", text: "x" }] }] }, /assistant|answers/],
+    [
+      "a file part",
+      {
+        trigger: "submit-message",
+        messages: [{ id: "u", role: "user", parts: [{ type: "file", url: "data:x", mediaType: "text/plain" }] }],
+      },
+      /file/,
+    ],
+    [
+      "a message id that cannot be a turn id",
+      { trigger: "submit-message", messages: [user("hi", "has spaces")] },
+      /id/,
+    ],
+    [
+      "an assistant message with nothing to answer",
+      {
+        trigger: "submit-message",
+        messages: [user(), { id: "u1:answer", role: "assistant", parts: [{ type: "text", text: "x" }] }],
+      },
+      /assistant|answers/,
+    ],
     ["an unknown field", { trigger: "submit-message", messages: [user()], surprise: 1 }, /surprise/],
   ];
   for (const [name, body, pattern] of cases) {
@@ -536,16 +659,36 @@ describe("bad bodies", () => {
     const token = await login(base(), unique("ai-user"));
     assert.equal((await call("POST", "/v1/chat", token, "{not json")).status, 400);
     const big = "x".repeat(70_000);
-    const tooLarge = await call("POST", "/v1/chat", token, { id: unique("chat"), trigger: "submit-message", messages: [{ id: "u", role: "user", parts: [{ type: "text", text: big }] }] });
+    const tooLarge = await call("POST", "/v1/chat", token, {
+      id: unique("chat"),
+      trigger: "submit-message",
+      messages: [{ id: "u", role: "user", parts: [{ type: "text", text: big }] }],
+    });
     assert.equal(tooLarge.status, 413);
     assert.equal(tooLarge.body.error.code, "message_too_large");
-    assert.equal((await call("POST", "/v1/chat", undefined, { id: "x", trigger: "submit-message", messages: [] })).status, 401);
+    assert.equal(
+      (await call("POST", "/v1/chat", undefined, { id: "x", trigger: "submit-message", messages: [] })).status,
+      401,
+    );
     assert.equal((await call("GET", "/v1/chat/x/messages")).status, 401);
   });
 });
 
 describe("every chunk of every emulator script", () => {
-  const scripts = ["plain answer", "[long] go", "[no-usage] go", "[receipt-none] go", "[receipt-partial] go", "[step-partial] go", "[bad-usage] go", "[receipt-low] go", "[fail] go", "[words:40] [paragraphs] go", "[ask-timeout] go", "[big-output:1046000] a frame at the size bound"];
+  const scripts = [
+    "plain answer",
+    "[long] go",
+    "[no-usage] go",
+    "[receipt-none] go",
+    "[receipt-partial] go",
+    "[step-partial] go",
+    "[bad-usage] go",
+    "[receipt-low] go",
+    "[fail] go",
+    "[words:40] [paragraphs] go",
+    "[ask-timeout] go",
+    "[big-output:1046000] a frame at the size bound",
+  ];
   for (const message of scripts) {
     it(`${message}: the SDK's schema accepts every chunk, and the reload is the streamed message`, async () => {
       const token = await login(base(), unique("ai-user"));
@@ -554,8 +697,14 @@ describe("every chunk of every emulator script", () => {
       await chat.sendMessage({ text: message });
       // An ask that expires: the turn waits, then goes on; follow it to its end.
       if (message.startsWith("[ask-timeout]")) {
-        await waitFor(async () => (await call("GET", `/v1/conversations/${id}`, token)).body.state === "idle", "the turn to end");
-        const rest = new DefaultChatTransport({ api: `${base()}/v1/chat`, headers: { authorization: `Bearer ${token}` } });
+        await waitFor(
+          async () => (await call("GET", `/v1/conversations/${id}`, token)).body.state === "idle",
+          "the turn to end",
+        );
+        const rest = new DefaultChatTransport({
+          api: `${base()}/v1/chat`,
+          headers: { authorization: `Bearer ${token}` },
+        });
         assert.equal(await rest.reconnectToStream({ chatId: id }), null, "nothing left running");
       }
       await assertChunksValid(await wire.allChunks());

@@ -11,7 +11,14 @@ let bridge;
 let server;
 before(async () => {
   bridge = await startStandIn({ port: 0, token: "ai-sdk-bridge-token" });
-  server = await startDevServer({ vars: { PROVIDER: "cli-bridge", CLI_BRIDGE_URL: bridge.url, CLI_BRIDGE_TOKEN: "ai-sdk-bridge-token", CLI_BRIDGE_MODEL: "codex/default" } });
+  server = await startDevServer({
+    vars: {
+      PROVIDER: "cli-bridge",
+      CLI_BRIDGE_URL: bridge.url,
+      CLI_BRIDGE_TOKEN: "ai-sdk-bridge-token",
+      CLI_BRIDGE_MODEL: "codex/default",
+    },
+  });
 });
 after(async () => {
   server?.stop();
@@ -29,7 +36,11 @@ async function reloaded(token, id) {
   return messages;
 }
 
-const textOf = (message) => message.parts.filter((p) => p.type === "text").map((p) => p.text).join("");
+const textOf = (message) =>
+  message.parts
+    .filter((p) => p.type === "text")
+    .map((p) => p.text)
+    .join("");
 
 describe("the AI SDK over a CLI Bridge", () => {
   it("a Codex answer streams through the chat client, and a second message continues the conversation", async () => {
@@ -53,8 +64,13 @@ describe("the AI SDK over a CLI Bridge", () => {
     await chat.sendMessage({ text: "[estimated] [served:gpt-5.4] count" });
     assert.equal(chat.status, "ready", String(chat.error));
     const usage = chat.messages.at(-1).metadata.usage;
-    assert.deepEqual([usage.provenance.inputTokens, usage.provenance.outputTokens, usage.servedModels], ["estimated", "estimated", ["gpt-5.4"]]);
-    const res = await fetch(`${server.base}/v1/conversations/${id}/usage`, { headers: { authorization: `Bearer ${token}` } });
+    assert.deepEqual(
+      [usage.provenance.inputTokens, usage.provenance.outputTokens, usage.servedModels],
+      ["estimated", "estimated", ["gpt-5.4"]],
+    );
+    const res = await fetch(`${server.base}/v1/conversations/${id}/usage`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     assert.deepEqual(usage, (await res.json()).turns[0].usage);
     await assertChunksValid(await wire.allChunks());
     assert.deepEqual(await reloaded(token, id), plain(chat.messages));
@@ -77,7 +93,10 @@ describe("the AI SDK over a CLI Bridge", () => {
     const final = chat.messages.at(-1);
     assert.equal(final.parts.find((p) => p.toolName === "permission").state, "output-available");
     assert.equal(final.metadata.status, "completed");
-    assert.ok(final.parts.some((p) => p.type === "dynamic-tool" && p.toolName !== "permission"), "the agent's tool ran");
+    assert.ok(
+      final.parts.some((p) => p.type === "dynamic-tool" && p.toolName !== "permission"),
+      "the agent's tool ran",
+    );
     await assertChunksValid(await wire.allChunks());
     assert.deepEqual(await reloaded(token, id), plain(chat.messages));
   });

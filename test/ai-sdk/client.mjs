@@ -48,7 +48,10 @@ export async function assertChunksValid(chunks) {
   const schema = uiMessageChunkSchema();
   for (const chunk of chunks) {
     const result = await schema.validate(chunk);
-    assert.ok(result.success, `chunk refused by uiMessageChunkSchema: ${JSON.stringify(chunk)}: ${result.success ? "" : result.error?.message}`);
+    assert.ok(
+      result.success,
+      `chunk refused by uiMessageChunkSchema: ${JSON.stringify(chunk)}: ${result.success ? "" : result.error?.message}`,
+    );
   }
 }
 
@@ -61,7 +64,15 @@ function recordingFetch() {
   let cutAfter;
   const wrapped = async (url, init = {}) => {
     const res = await fetch(url, init);
-    const exchange = { url: String(url), method: init.method ?? "GET", body: init.body ? JSON.parse(init.body) : undefined, status: res.status, text: "", chunks: [], done: null };
+    const exchange = {
+      url: String(url),
+      method: init.method ?? "GET",
+      body: init.body ? JSON.parse(init.body) : undefined,
+      status: res.status,
+      text: "",
+      chunks: [],
+      done: null,
+    };
     exchanges.push(exchange);
     if (!res.body || res.status !== 200) return res;
     const [mine, theirs] = res.body.tee();
@@ -107,7 +118,11 @@ function recordingFetch() {
 }
 
 export async function login(base, user) {
-  const res = await fetch(`${base}/v1/dev/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ user }) });
+  const res = await fetch(`${base}/v1/dev/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ user }),
+  });
   assert.equal(res.status, 200);
   return (await res.json()).token;
 }
@@ -119,7 +134,12 @@ export function newChat(base, token, id, options = {}) {
   const chat = new Chat({
     id,
     messages: options.messages ?? [],
-    transport: new DefaultChatTransport({ api: `${base}/v1/chat`, headers: { authorization: `Bearer ${token}` }, fetch: wire.fetch, ...(options.body ? { body: options.body } : {}) }),
+    transport: new DefaultChatTransport({
+      api: `${base}/v1/chat`,
+      headers: { authorization: `Bearer ${token}` },
+      fetch: wire.fetch,
+      ...(options.body ? { body: options.body } : {}),
+    }),
     ...(options.sendAutomaticallyWhen ? { sendAutomaticallyWhen: options.sendAutomaticallyWhen } : {}),
     onFinish: (event) => finished?.(event),
     onError: () => {},

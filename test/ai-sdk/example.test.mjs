@@ -15,7 +15,10 @@ after(() => server?.stop());
 function runExample(args, input, env = undefined) {
   return new Promise((resolve, reject) => {
     const where = env ? [] : ["--base", server.base];
-    const child = spawn(process.execPath, ["examples/ai-sdk-chat.mjs", ...where, ...args], { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, BASE_URL: "", PORT: "", ...env } });
+    const child = spawn(process.execPath, ["examples/ai-sdk-chat.mjs", ...where, ...args], {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: { ...process.env, BASE_URL: "", PORT: "", ...env },
+    });
     let out = "";
     child.stdout.on("data", (d) => (out += d));
     child.stderr.on("data", (d) => (out += d));

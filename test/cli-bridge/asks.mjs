@@ -39,7 +39,14 @@ export function askPermission(run, emit, signal) {
       ],
     },
     responseScopes: ["interaction"],
-    binding: { runId: run.id, provider: run.provider, environmentId: run.environmentId, sessionId: run.sessionId, executionId: run.executionId, interactionId: id },
+    binding: {
+      runId: run.id,
+      provider: run.provider,
+      environmentId: run.environmentId,
+      sessionId: run.sessionId,
+      executionId: run.executionId,
+      interactionId: id,
+    },
   };
   // The request digest is the canonical digest of the request without it (transcript 25).
   const request = { ...body, requestDigest: canonicalDigest(body) };
@@ -82,7 +89,13 @@ export function respond(bridge, runId, interactionId, command) {
    * @param {string} status
    * @param {Record<string, unknown>} [extra]
    */
-  const ack = (status, extra = {}) => ({ operationId: command.operationId, binding: command.binding, commandDigest: command.commandDigest, status, ...extra });
+  const ack = (status, extra = {}) => ({
+    operationId: command.operationId,
+    binding: command.binding,
+    commandDigest: command.commandDigest,
+    status,
+    ...extra,
+  });
   /** @param {Record<string, unknown>} a */
   const store = (a) => {
     bridge.respondOperations.set(command.operationId, { commandDigest: command.commandDigest, ack: a });
@@ -100,17 +113,26 @@ export function respond(bridge, runId, interactionId, command) {
   if (!interaction) return store(ack("unknown_interaction"));
   const requestBinding = /** @type {Record<string, unknown>} */ (interaction.request.binding);
   const boundTo = { ...requestBinding, requestDigest: interaction.request.requestDigest };
-  if (canonicalJson(command.binding) !== canonicalJson(boundTo) || command.binding.runId !== runId || command.binding.interactionId !== interactionId) {
-    return store(ack("binding_mismatch", { message: "the binding does not name this outstanding interaction request" }));
+  if (
+    canonicalJson(command.binding) !== canonicalJson(boundTo) ||
+    command.binding.runId !== runId ||
+    command.binding.interactionId !== interactionId
+  ) {
+    return store(
+      ack("binding_mismatch", { message: "the binding does not name this outstanding interaction request" }),
+    );
   }
   if (interaction.state === "cancelled") return store(ack("cancelled"));
   // The ask's native process died with the bridge (a guess: no recording shows this answer).
-  if (interaction.state === "lost") return store(ack("unknown_interaction", { message: "the interaction was lost across a bridge restart" }));
+  if (interaction.state === "lost")
+    return store(ack("unknown_interaction", { message: "the interaction was lost across a bridge restart" }));
   const problem = answerProblem(interaction, command.response, bridge.variants.selectAnswer === "array-or-string");
   if (problem) return store(ack("invalid_response", { message: problem }));
   const responseCanonical = canonicalJson(command.response);
   if (interaction.state === "resolved") {
-    return store(ack(responseCanonical === interaction.responseCanonical ? "already_resolved_same" : "already_resolved_different"));
+    return store(
+      ack(responseCanonical === interaction.responseCanonical ? "already_resolved_same" : "already_resolved_different"),
+    );
   }
   interaction.state = "resolved";
   interaction.responseCanonical = responseCanonical;
@@ -128,16 +150,22 @@ export function respond(bridge, runId, interactionId, command) {
  */
 function answerProblem(interaction, response, allowString) {
   if (response.id !== interaction.id) return `response.id must be ${JSON.stringify(interaction.id)}`;
-  const fields = /** @type {{ fields: Array<{ name: string, required?: boolean, type: string, multi?: boolean, options?: Array<{ value: string }> }> }} */ (
-    interaction.request.answerSpec
-  ).fields;
+  const fields =
+    /** @type {{ fields: Array<{ name: string, required?: boolean, type: string, multi?: boolean, options?: Array<{ value: string }> }> }} */ (
+      interaction.request.answerSpec
+    ).fields;
   const data = response.data ?? {};
   if (response.outcome !== "accepted") {
     return Object.keys(data).length === 0 ? undefined : `a ${response.outcome} response carries no data`;
   }
   const problems = [];
   for (const name of Object.keys(data)) {
-    if (name === "__proto__" || name === "constructor" || name === "prototype" || !fields.some((f) => f.name === name)) {
+    if (
+      name === "__proto__" ||
+      name === "constructor" ||
+      name === "prototype" ||
+      !fields.some((f) => f.name === name)
+    ) {
       problems.push(`${name}: not a field of this request`);
     }
   }

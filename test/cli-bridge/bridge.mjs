@@ -8,7 +8,16 @@ import { randomUUID } from "node:crypto";
 import { askPermission } from "./asks.mjs";
 import { Executor, SATURATED_HEADERS, saturatedBody, saturatedFrameError } from "./executor.mjs";
 import { RETAINED_PROVIDER, Run, Session } from "./runs.mjs";
-import { TOOL_COMMAND, TOOL_OUTPUT, codexUsage, piOneShotUsage, piRawUsage, scriptedFailure, servedFields, toolCallDelta } from "./scripts.mjs";
+import {
+  TOOL_COMMAND,
+  TOOL_OUTPUT,
+  codexUsage,
+  piOneShotUsage,
+  piRawUsage,
+  scriptedFailure,
+  servedFields,
+  toolCallDelta,
+} from "./scripts.mjs";
 import { canonicalDigest, capabilitiesFor, refuse } from "./wire.mjs";
 
 /** @typedef {import("./wire.mjs").Backend} Backend */
@@ -62,7 +71,11 @@ function textOf(content) {
   if (typeof content === "string") return content;
   if (Array.isArray(content)) {
     return content
-      .map((p) => (p && typeof p === "object" && typeof (/** @type {{ text?: unknown }} */ (p).text) === "string" ? /** @type {{ text: string }} */ (p).text : ""))
+      .map((p) =>
+        p && typeof p === "object" && typeof (/** @type {{ text?: unknown }} */ (p).text) === "string"
+          ? /** @type {{ text: string }} */ (p).text
+          : "",
+      )
       .filter(Boolean)
       .join("\n");
   }
@@ -185,7 +198,9 @@ export class Bridge {
     // lost in a crash, `unknown` and never terminal, and their sessions as lost.
     for (const run of stopped) run.status = "unknown";
     for (const session of this.sessions.values()) {
-      const lost = session.run !== undefined && (stopped.has(session.run) || (session.status !== "closed" && session.status !== "cancelled"));
+      const lost =
+        session.run !== undefined &&
+        (stopped.has(session.run) || (session.status !== "closed" && session.status !== "cancelled"));
       if (lost) {
         session.status = "unknown";
         session.touch();
@@ -209,7 +224,8 @@ export class Bridge {
   loseRun(run) {
     run.status = "unknown";
     run.abort.abort();
-    for (const interaction of run.interactions.values()) if (interaction.state === "pending") interaction.state = "lost";
+    for (const interaction of run.interactions.values())
+      if (interaction.state === "pending") interaction.state = "lost";
     run.events.emit("lost");
   }
 
@@ -276,11 +292,16 @@ export class Bridge {
     const existing = this.runs.get(runId);
     if (existing) {
       if (existing.kind !== "one-shot" || existing.requestDigest !== requestDigest) {
-        return refuse(409, `run ${JSON.stringify(runId)} is already bound to a different request`, "run_identity_conflict", {
-          run_id: runId,
-          expected_request_digest: existing.requestDigest,
-          received_request_digest: requestDigest,
-        });
+        return refuse(
+          409,
+          `run ${JSON.stringify(runId)} is already bound to a different request`,
+          "run_identity_conflict",
+          {
+            run_id: runId,
+            expected_request_digest: existing.requestDigest,
+            received_request_digest: requestDigest,
+          },
+        );
       }
       this.counters.attaches++;
       return { ok: true, run: existing, attached: true };
@@ -330,7 +351,8 @@ export class Bridge {
     run.events.once("lost", slot.release);
     const gapMs = script.slowMs ?? this.settings.chunkDelayMs;
     /** @param {Record<string, unknown>} delta */
-    const content = (delta) => run.pushFrame({ kind: "chunk", chunk: { choices: [{ index: 0, delta, finish_reason: null }] } });
+    const content = (delta) =>
+      run.pushFrame({ kind: "chunk", chunk: { choices: [{ index: 0, delta, finish_reason: null }] } });
 
     if (script.tool) {
       if (!(await sleep(gapMs, signal))) return;
@@ -352,7 +374,8 @@ export class Bridge {
     if (backend === "codex") {
       run.pushFrame({ kind: "chunk", chunk: { ...finish, usage: codexUsage(script), ...servedFields(script) } });
     } else {
-      for (const [index, usage] of piOneShotUsage(script).entries()) run.pushFrame({ kind: "chunk", chunk: { choices: [], usage, ...(index === 0 ? servedFields(script) : {}) } });
+      for (const [index, usage] of piOneShotUsage(script).entries())
+        run.pushFrame({ kind: "chunk", chunk: { choices: [], usage, ...(index === 0 ? servedFields(script) : {}) } });
       run.pushFrame({ kind: "chunk", chunk: finish });
     }
     run.finish("done");
@@ -371,8 +394,14 @@ export class Bridge {
     if (this.oneShotSessions.has(id)) return identityConflict(id, "legacy", "retained");
     // One session per id, created once: the same create again is refused like any other (the
     // bridge's SessionStore.createRetained throws "already exists"; its route answers 409).
-    if (this.sessions.has(id)) return refuse(409, `retained session ${JSON.stringify(id)} already exists`, "session_identity_conflict");
-    const session = new Session({ id, model: /** @type {string} */ (body.model), backend, createBody: { ...body, session_id: id } });
+    if (this.sessions.has(id))
+      return refuse(409, `retained session ${JSON.stringify(id)} already exists`, "session_identity_conflict");
+    const session = new Session({
+      id,
+      model: /** @type {string} */ (body.model),
+      backend,
+      createBody: { ...body, session_id: id },
+    });
     this.sessions.set(id, session);
     this.counters.sessionsCreated++;
     return { ok: true, session };
@@ -392,38 +421,67 @@ export class Bridge {
     const existing = this.runs.get(runId);
     if (existing) {
       if (existing.session !== session || existing.requestDigest !== requestDigest) {
-        return refuse(409, `run ${JSON.stringify(runId)} is already bound to a different request`, "run_identity_conflict", {
-          run_id: runId,
-          expected_request_digest: existing.requestDigest,
-          received_request_digest: requestDigest,
-        });
+        return refuse(
+          409,
+          `run ${JSON.stringify(runId)} is already bound to a different request`,
+          "run_identity_conflict",
+          {
+            run_id: runId,
+            expected_request_digest: existing.requestDigest,
+            received_request_digest: requestDigest,
+          },
+        );
       }
-      return { ok: true, run: existing, admitted: existing.snapshot(this.settings, this.faults), boundary: existing.boundary };
+      return {
+        ok: true,
+        run: existing,
+        admitted: existing.snapshot(this.settings, this.faults),
+        boundary: existing.boundary,
+      };
     }
     const boundTo = turnId === undefined ? undefined : session.turnRuns.get(turnId);
     if (boundTo !== undefined) {
-      return refuse(409, `turn ${JSON.stringify(turnId)} is already bound to run ${JSON.stringify(boundTo)}`, "run_identity_conflict", {
-        run_id: boundTo,
-        turn_id: turnId,
-      });
+      return refuse(
+        409,
+        `turn ${JSON.stringify(turnId)} is already bound to run ${JSON.stringify(boundTo)}`,
+        "run_identity_conflict",
+        {
+          run_id: boundTo,
+          turn_id: turnId,
+        },
+      );
     }
     if (session.status === "cancelled" || session.status === "closed") {
       return refuse(409, `retained session ${JSON.stringify(session.id)} is ${session.status}`, "invalid_state");
     }
     if (session.status === "unknown") {
-      return refuse(404, `native session ${JSON.stringify(session.id)} was lost across bridge restart; its continuation is unknown`, "unknown_session");
+      return refuse(
+        404,
+        `native session ${JSON.stringify(session.id)} was lost across bridge restart; its continuation is unknown`,
+        "unknown_session",
+      );
     }
     if (session.busy) {
-      return refuse(409, `retained session ${JSON.stringify(session.id)} is running turn ${JSON.stringify(session.run?.id)}`, "invalid_state", {
-        run_id: session.run?.id,
-      });
+      return refuse(
+        409,
+        `retained session ${JSON.stringify(session.id)} is running turn ${JSON.stringify(session.run?.id)}`,
+        "invalid_state",
+        {
+          run_id: session.run?.id,
+        },
+      );
     }
     const interactions = /** @type {Record<string, boolean> | undefined} */ (body.interactions);
     const capabilities = capabilitiesFor(session.backend);
     const offered = "interactions" in capabilities ? capabilities.interactions.kinds : [];
     const unsupported = Object.keys(interactions ?? {}).filter((kind) => !offered.includes(kind));
     if (unsupported.length > 0) {
-      return refuse(400, `interaction kinds not offered by ${session.model}: ${unsupported.join(", ")}`, "invalid_request_error", { param: "interactions" });
+      return refuse(
+        400,
+        `interaction kinds not offered by ${session.model}: ${unsupported.join(", ")}`,
+        "invalid_request_error",
+        { param: "interactions" },
+      );
     }
 
     if (!session.process) {
@@ -486,7 +544,10 @@ export class Bridge {
       return undefined;
     }
     session.events.emit("idle");
-    const saturated = "saturated" in slot ? slot.saturated : { in_flight: this.executor.inFlight, max: this.settings.maxConcurrency, queued: 0, deadline_ms: 0 };
+    const saturated =
+      "saturated" in slot
+        ? slot.saturated
+        : { in_flight: this.executor.inFlight, max: this.settings.maxConcurrency, queued: 0, deadline_ms: 0 };
     return { ...refuse(429, "", "executor_saturated"), body: saturatedBody(saturated), headers: SATURATED_HEADERS };
   }
 
@@ -537,14 +598,32 @@ export class Bridge {
       useTool = grant !== "deny";
     }
     if (useTool) {
-      const part = { id: `${run.id}:tool:tool-1`, sessionID: session.id, messageID: toolsMessageId, type: "tool", callID: "tool-1", tool: "bash" };
+      const part = {
+        id: `${run.id}:tool:tool-1`,
+        sessionID: session.id,
+        messageID: toolsMessageId,
+        type: "tool",
+        callID: "tool-1",
+        tool: "bash",
+      };
       if (!(await sleep(stepMs, signal))) return;
-      emit({ type: "message.part.updated", part: { ...part, state: { status: "running", input: { command: TOOL_COMMAND }, time: { start: Date.now() } } } });
+      emit({
+        type: "message.part.updated",
+        part: { ...part, state: { status: "running", input: { command: TOOL_COMMAND }, time: { start: Date.now() } } },
+      });
       if (!(await sleep(stepMs, signal))) return;
       const at = Date.now();
       emit({
         type: "message.part.updated",
-        part: { ...part, state: { status: "completed", input: {}, output: { content: [{ type: "text", text: TOOL_OUTPUT }] }, time: { start: at, end: at } } },
+        part: {
+          ...part,
+          state: {
+            status: "completed",
+            input: {},
+            output: { content: [{ type: "text", text: TOOL_OUTPUT }] },
+            time: { start: at, end: at },
+          },
+        },
       });
     }
 
@@ -632,7 +711,9 @@ export class Bridge {
     run.abort.abort();
     if (run.kind === "one-shot") {
       const message =
-        by === "caller" ? `run ${run.id} was cancelled by the caller before it produced a terminal answer` : `run ${run.id} was cancelled because the bridge is shutting down`;
+        by === "caller"
+          ? `run ${run.id} was cancelled by the caller before it produced a terminal answer`
+          : `run ${run.id} was cancelled because the bridge is shutting down`;
       run.pushFrame({ kind: "error", error: { message, type: "run_cancelled" } });
       run.finish("cancelled");
       return;
@@ -643,9 +724,18 @@ export class Bridge {
     for (const interaction of run.interactions.values()) {
       if (interaction.state !== "pending") continue;
       interaction.state = "cancelled";
-      emit({ type: "interaction.cancel", id: interaction.id, reason: by === "caller" ? "run cancelled" : "bridge shutting down" });
+      emit({
+        type: "interaction.cancel",
+        id: interaction.id,
+        reason: by === "caller" ? "run cancelled" : "bridge shutting down",
+      });
     }
-    emit({ type: "raw", backend: "pi", ...servedFields(run.script), event: piRawUsage(run.answeredText ?? "", run.script) });
+    emit({
+      type: "raw",
+      backend: "pi",
+      ...servedFields(run.script),
+      event: piRawUsage(run.answeredText ?? "", run.script),
+    });
     emit({ type: "raw", backend: "pi", event: { type: "agent_end", messages: [] } });
     emit({ type: "status", status: "failed", detail: "cancelled" });
     this.endTurn(run, session, "cancelled");

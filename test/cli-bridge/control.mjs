@@ -72,11 +72,19 @@ export function handleControl(bridge, request, res) {
   }
   if (s.length === 2 && name === "settings") {
     if (method === "GET") return sendJson(res, 200, { settings: bridge.settings });
-    if (method === "POST") return post(Settings, (settings) => (bridge.applySettings(settingsSet(settings)), { settings: bridge.settings }));
+    if (method === "POST")
+      return post(Settings, (settings) => (bridge.applySettings(settingsSet(settings)), { settings: bridge.settings }));
   }
-  if (method === "POST" && s.length === 2 && name === "reset") return post(ResetBody, () => (bridge.reset(), { ok: true }));
+  if (method === "POST" && s.length === 2 && name === "reset")
+    return post(ResetBody, () => (bridge.reset(), { ok: true }));
   if (method === "POST" && s.length === 2 && name === "restart") {
-    return post(RestartBody, (options) => (bridge.restart(options), { restarted: true, crash: options.crash === true, downUntil: new Date(bridge.downUntil).toISOString() }));
+    return post(
+      RestartBody,
+      (options) => (
+        bridge.restart(options),
+        { restarted: true, crash: options.crash === true, downUntil: new Date(bridge.downUntil).toISOString() }
+      ),
+    );
   }
   if (method === "GET" && s.length === 3 && name === "runs") {
     const run = bridge.runs.get(/** @type {string} */ (s[2]));
@@ -100,8 +108,16 @@ export function handleControl(bridge, request, res) {
     const session = bridge.sessions.get(/** @type {string} */ (s[2]));
     const oneShot = bridge.oneShotSessions.get(/** @type {string} */ (s[2]));
     if (!session && oneShot) {
-      const runs = [...bridge.runs.values()].filter((r) => r.kind === "one-shot" && r.sessionId === s[2]).map((r) => r.id);
-      return sendJson(res, 200, { sessionId: s[2], api: "legacy", status: oneShot.closed ? "closed" : "open", closes: oneShot.closes, runs });
+      const runs = [...bridge.runs.values()]
+        .filter((r) => r.kind === "one-shot" && r.sessionId === s[2])
+        .map((r) => r.id);
+      return sendJson(res, 200, {
+        sessionId: s[2],
+        api: "legacy",
+        status: oneShot.closed ? "closed" : "open",
+        closes: oneShot.closes,
+        runs,
+      });
     }
     if (!session) return sendJson(res, 404, errorBody("session not found", "not_found_error"));
     return sendJson(res, 200, {

@@ -12,7 +12,11 @@ const CODEX = "codex/default";
 describe("the environment with the CLI Bridge", () => {
   it("GET /v1/environment: the one environment, every surface unavailable with the reason, stop and delete refused", async () => {
     const token = await tokenFor(uid("user"));
-    expect(await json(await api("/v1/environment", { token }))).toMatchObject({ provider: "cli-bridge", environment: null, capabilities: { stop: false, delete: false } });
+    expect(await json(await api("/v1/environment", { token }))).toMatchObject({
+      provider: "cli-bridge",
+      environment: null,
+      capabilities: { stop: false, delete: false },
+    });
     const cid = uid("conv");
     const turnId = uid("turn");
     await sendTurn(token, cid, turnId, "hello", { model: CODEX });
@@ -26,7 +30,10 @@ describe("the environment with the CLI Bridge", () => {
     expect(view.accountUsage).toBeUndefined();
     expect(view.actions).toEqual([{ action: "created", at: expect.any(String), environmentId: "cli-bridge" }]);
 
-    for (const [path, method] of [["/v1/environment/stop", "POST"], ["/v1/environment", "DELETE"]] as const) {
+    for (const [path, method] of [
+      ["/v1/environment/stop", "POST"],
+      ["/v1/environment", "DELETE"],
+    ] as const) {
       const res = await api(path, { token, method });
       expect(res.status).toBe(501);
       expect((await json(res)).error.code).toBe("environment_control_unsupported");

@@ -53,7 +53,14 @@ export class Executor {
       const timer = setTimeout(() => {
         settle();
         this.timeouts++;
-        resolve({ saturated: { in_flight: this.inFlight, max: this.max(), queued: this.waiters.length, deadline_ms: deadlineMs } });
+        resolve({
+          saturated: {
+            in_flight: this.inFlight,
+            max: this.max(),
+            queued: this.waiters.length,
+            deadline_ms: deadlineMs,
+          },
+        });
       }, deadlineMs);
       const onAbort = () => {
         settle();

@@ -12,9 +12,17 @@ import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } f
 const bridge = (env as unknown as Record<string, string>).CLI_BRIDGE_URL!;
 const headers = { authorization: "Bearer standin-token", "content-type": "application/json" };
 const control = async (path: string, body?: unknown) =>
-  (await fetch(`${bridge}/_standin/${path}`, { method: body === undefined ? "GET" : "POST", headers, body: body === undefined ? undefined : JSON.stringify(body) })).json() as Promise<any>;
-const runsStarted = async () => Object.values((await control("counters")).counters.runsStarted as Record<string, number>).reduce((a, b) => a + b, 0);
-const requests = async () => Object.values((await control("counters")).counters.requests as Record<string, number>).reduce((a, b) => a + b, 0);
+  (
+    await fetch(`${bridge}/_standin/${path}`, {
+      method: body === undefined ? "GET" : "POST",
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
+  ).json() as Promise<any>;
+const runsStarted = async () =>
+  Object.values((await control("counters")).counters.runsStarted as Record<string, number>).reduce((a, b) => a + b, 0);
+const requests = async () =>
+  Object.values((await control("counters")).counters.requests as Record<string, number>).reduce((a, b) => a + b, 0);
 
 const CODEX = "codex/default";
 const PI = "pi/tangle-router/fake-echo";
@@ -31,7 +39,10 @@ async function conversation() {
 
 /** Waits until the turn shows its first streamed part (the run is under way upstream). */
 async function untilStreaming(token: string, cid: string, after: number | string) {
-  return collect(await api(`/v1/conversations/${cid}/events?after=${after}`, { token }), (e) => e.type === "message.part.updated");
+  return collect(
+    await api(`/v1/conversations/${cid}/events?after=${after}`, { token }),
+    (e) => e.type === "message.part.updated",
+  );
 }
 
 /**
@@ -51,7 +62,12 @@ function textOf(events: EventEnvelope[]): string {
   for (const e of events) {
     const part = e.data.part as { id: string; type: string; text?: string } | undefined;
     if (e.type !== "message.part.updated" || part?.type !== "text") continue;
-    texts.set(part.id, typeof part.text === "string" ? part.text : (texts.get(part.id) ?? "") + ((e.data.delta as string | undefined) ?? ""));
+    texts.set(
+      part.id,
+      typeof part.text === "string"
+        ? part.text
+        : (texts.get(part.id) ?? "") + ((e.data.delta as string | undefined) ?? ""),
+    );
   }
   return [...texts.values()].filter(Boolean).join("\n\n");
 }
@@ -72,7 +88,8 @@ describe("a Codex-style conversation (one-shot runs)", () => {
     // (Read after the turn ended, a run of deltas is one update with the part's whole text, §12.)
     const parts = events.filter((e) => e.type === "message.part.updated");
     expect(textOf(events)).toBe("echo: hello bridge peer");
-    for (const e of parts) if (e.data.delta !== undefined) expect((e.data.part as { text?: string }).text).toBeUndefined();
+    for (const e of parts)
+      if (e.data.delta !== undefined) expect((e.data.part as { text?: string }).text).toBeUndefined();
     const t2 = uid("turn");
     const second = await json(await sendTurn(token, cid, t2, "and again", { model: CODEX }));
     expect((await waitForTurn(token, cid, t2)).result.text).toBe("echo: and again");
@@ -101,9 +118,17 @@ describe("a Codex-style conversation (one-shot runs)", () => {
   it("a reader that reconnects mid-turn with Last-Event-ID loses and duplicates nothing", async () => {
     const { token, cid } = await conversation();
     const turnId = uid("turn");
-    const accepted = await json(await sendTurn(token, cid, turnId, "[slow:40] one two three four five six seven eight", { model: CODEX }));
-    const early = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (_e, all) => all.length >= 3);
-    const rest = await collect(await api(`/v1/conversations/${cid}/events`, { token, headers: { "last-event-id": early.lastId! } }), isTurnEnd);
+    const accepted = await json(
+      await sendTurn(token, cid, turnId, "[slow:40] one two three four five six seven eight", { model: CODEX }),
+    );
+    const early = await collect(
+      await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }),
+      (_e, all) => all.length >= 3,
+    );
+    const rest = await collect(
+      await api(`/v1/conversations/${cid}/events`, { token, headers: { "last-event-id": early.lastId! } }),
+      isTurnEnd,
+    );
     const all = [...early.events, ...rest.events];
     expect(new Set(all.map((e) => e.seq)).size).toBe(all.length);
     expect(textOf(all)).toBe("echo: one two three four five six seven eight");
@@ -114,7 +139,9 @@ describe("a Codex-style conversation (one-shot runs)", () => {
     const { token, cid } = await conversation();
     await control("faults", { severStreams: { afterFrames: 3, count: 2 } });
     const turnId = uid("turn");
-    const accepted = await json(await sendTurn(token, cid, turnId, "[slow:10] alpha beta gamma delta epsilon", { model: CODEX }));
+    const accepted = await json(
+      await sendTurn(token, cid, turnId, "[slow:10] alpha beta gamma delta epsilon", { model: CODEX }),
+    );
     const events = await turnEvents(token, cid, accepted.after);
     expect(events.at(-1)!.type).toBe("turn.completed");
     expect(answerIn(events)).toBe("echo: alpha beta gamma delta epsilon");
@@ -126,9 +153,14 @@ describe("a Codex-style conversation (one-shot runs)", () => {
     const turnId = uid("turn");
     // The first stream is severed early; by then the run's replay window has expired.
     await control("faults", { severStreams: { afterFrames: 3, count: 1, routes: ["run-events"] } });
-    const accepted = await json(await sendTurn(token, cid, turnId, "[slow:60] one two three four five", { model: CODEX }));
+    const accepted = await json(
+      await sendTurn(token, cid, turnId, "[slow:60] one two three four five", { model: CODEX }),
+    );
     // Once the reader's first stream was cut, the bridge forgets the run's replay.
-    await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (e) => e.type === "message.part.updated");
+    await collect(
+      await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }),
+      (e) => e.type === "message.part.updated",
+    );
     await control("faults", { expireReplay: true });
     const events = await turnEvents(token, cid, accepted.after);
     expect(events.at(-1)!.type).toBe("turn.completed");
@@ -139,8 +171,13 @@ describe("a Codex-style conversation (one-shot runs)", () => {
     const { token, cid } = await conversation();
     const turnId = uid("turn");
     const accepted = await json(await sendTurn(token, cid, turnId, "[hang] waiting forever", { model: CODEX }));
-    await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (e) => e.type === "message.part.updated");
-    const ack = await json(await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op"), reason: "stop" } }));
+    await collect(
+      await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }),
+      (e) => e.type === "message.part.updated",
+    );
+    const ack = await json(
+      await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op"), reason: "stop" } }),
+    );
     expect(ack.status).toBe("accepted");
     expect(["cancelled", "cancel_requested"]).toContain(ack.effect);
     expect(await waitForTurn(token, cid, turnId)).toMatchObject({ status: "cancelled", cancelReason: "stop" });
@@ -159,9 +196,15 @@ describe("a Codex-style conversation (one-shot runs)", () => {
   it("interaction kinds the route does not offer are refused before any call; so is a turn with no model route", async () => {
     const { token, cid } = await conversation();
     const before = await requests();
-    const refused = await sendTurn(token, cid, uid("turn"), "ask me", { model: CODEX, interactions: { permission: true } });
+    const refused = await sendTurn(token, cid, uid("turn"), "ask me", {
+      model: CODEX,
+      interactions: { permission: true },
+    });
     expect(refused.status).toBe(400);
-    expect((await json(refused)).error).toMatchObject({ code: "interaction_kind_unsupported", details: { unsupported: ["permission"] } });
+    expect((await json(refused)).error).toMatchObject({
+      code: "interaction_kind_unsupported",
+      details: { unsupported: ["permission"] },
+    });
     const noModel = await sendTurn(token, uid("conv"), uid("turn"), "no model anywhere");
     expect(noModel.status).toBe(400);
     expect((await json(noModel)).error.code).toBe("model_invalid");
@@ -176,7 +219,10 @@ describe("a Codex-style conversation (one-shot runs)", () => {
     const res = await sendTurn(token, cid, turnId, "hello", { model: CODEX });
     expect(res.status).toBe(502);
     const body = await res.text();
-    expect(JSON.parse(body).error).toMatchObject({ code: "upstream_error", message: expect.stringContaining("authentication") });
+    expect(JSON.parse(body).error).toMatchObject({
+      code: "upstream_error",
+      message: expect.stringContaining("authentication"),
+    });
     expect(body).not.toContain("standin-token");
     await control("faults", {});
     // Nothing was stored: the same turn id works once the bridge takes the token again.
@@ -191,13 +237,21 @@ describe("a route's capability document", () => {
   const reads = async () => (await control("counters")).counters.requests["GET /v1/capabilities"] ?? 0;
 
   it("a group of another shape and fields the gateway does not read change nothing: turns run", async () => {
-    await control("faults", { capabilities: { [ROUTE]: { set: { interactions: "none", observation: 3, futureGroup: { flag: true } } } } });
+    await control("faults", {
+      capabilities: { [ROUTE]: { set: { interactions: "none", observation: 3, futureGroup: { flag: true } } } },
+    });
     const { token, cid } = await conversation();
     const turnId = uid("turn");
     expect((await sendTurn(token, cid, turnId, "hello", { model: ROUTE })).status).toBe(202);
     expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
-    const asks = await sendTurn(token, cid, uid("turn"), "ask me", { model: ROUTE, interactions: { permission: true } });
-    expect((await json(asks)).error).toMatchObject({ code: "interaction_kind_unsupported", details: { unsupported: ["permission"] } });
+    const asks = await sendTurn(token, cid, uid("turn"), "ask me", {
+      model: ROUTE,
+      interactions: { permission: true },
+    });
+    expect((await json(asks)).error).toMatchObject({
+      code: "interaction_kind_unsupported",
+      details: { unsupported: ["permission"] },
+    });
   });
 
   it("a group gone, then back: turns 501 while it is gone and run again once it is back, the document read again on a refusal but not on every one", async () => {
@@ -206,7 +260,10 @@ describe("a route's capability document", () => {
     const refused = async () => {
       const res = await sendTurn(token, cid, uid("turn"), "hello", { model: ROUTE });
       expect(res.status).toBe(501);
-      expect((await json(res)).error).toMatchObject({ code: "capability_denied", details: { missing: ["streaming.detach", "streaming.replay"] } });
+      expect((await json(res)).error).toMatchObject({
+        code: "capability_denied",
+        details: { missing: ["streaming.detach", "streaming.replay"] },
+      });
     };
     await refused();
     const first = await reads();
@@ -240,17 +297,32 @@ describe("a Pi-style conversation (retained native session)", () => {
   it("a permission asked and answered from two devices at once: accepted once, the run goes on", async () => {
     const { token, cid } = await conversation();
     const turnId = uid("turn");
-    const accepted = await json(await sendTurn(token, cid, turnId, "[permission] run the tests", { model: PI, interactions: { permission: true } }));
-    const asked = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (e) => e.type === "interaction.requested");
+    const accepted = await json(
+      await sendTurn(token, cid, turnId, "[permission] run the tests", {
+        model: PI,
+        interactions: { permission: true },
+      }),
+    );
+    const asked = await collect(
+      await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }),
+      (e) => e.type === "interaction.requested",
+    );
     const interaction = asked.events.at(-1)!.data.interaction as { id: string; kind: string };
     expect(interaction.kind).toBe("permission");
     const answer = (operationId: string) =>
-      api(`/v1/conversations/${cid}/interactions/${encodeURIComponent(interaction.id)}`, { token, body: { operationId, outcome: "accepted", data: { grant: "allow_once" } } });
-    const acks = await Promise.all([answer(uid("op")), answer(uid("op"))].map(async (r) => (await json(await r)).status));
+      api(`/v1/conversations/${cid}/interactions/${encodeURIComponent(interaction.id)}`, {
+        token,
+        body: { operationId, outcome: "accepted", data: { grant: "allow_once" } },
+      });
+    const acks = await Promise.all(
+      [answer(uid("op")), answer(uid("op"))].map(async (r) => (await json(await r)).status),
+    );
     expect(acks.sort()).toEqual(["accepted", "already_resolved_same"]);
     const events = await turnEvents(token, cid, asked.lastId!);
     expect(events.some((e) => e.type === "interaction.resolved" && e.data.status === "answered")).toBe(true);
-    expect(events.some((e) => e.type === "message.part.updated" && (e.data.part as { type: string }).type === "tool")).toBe(true);
+    expect(
+      events.some((e) => e.type === "message.part.updated" && (e.data.part as { type: string }).type === "tool"),
+    ).toBe(true);
     expect(events.at(-1)!.type).toBe("turn.completed");
     expect((await control("counters")).counters.responds).toBeGreaterThanOrEqual(1);
   });
@@ -259,7 +331,10 @@ describe("a Pi-style conversation (retained native session)", () => {
     const { token, cid } = await conversation();
     const t1 = uid("turn");
     const first = await json(await sendTurn(token, cid, t1, "[hang] long", { model: PI }));
-    await collect(await api(`/v1/conversations/${cid}/events?after=${first.after}`, { token }), (e) => e.type === "message.part.updated");
+    await collect(
+      await api(`/v1/conversations/${cid}/events?after=${first.after}`, { token }),
+      (e) => e.type === "message.part.updated",
+    );
     await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } });
     expect((await waitForTurn(token, cid, t1)).status).toBe("cancelled");
     const t2 = uid("turn");
@@ -307,7 +382,10 @@ describe("the bridge restarts, crashes and shuts down (issue 18)", () => {
     await untilStreaming(codex.token, codex.cid, codexRun.after);
     await untilStreaming(pi.token, pi.cid, piRun.after);
     await control("restart", { crash: true });
-    for (const [who, turnId] of [[codex, c1], [pi, p1]] as const) {
+    for (const [who, turnId] of [
+      [codex, c1],
+      [pi, p1],
+    ] as const) {
       const turn = await waitForTurn(who.token, who.cid, turnId);
       expect(turn).toMatchObject({ status: "failed", error: { code: "upstream_lost" } });
     }
@@ -334,15 +412,22 @@ describe("the bridge restarts, crashes and shuts down (issue 18)", () => {
       await control("variants", { cancelAnswer });
       const { token, cid } = await conversation();
       const turnId = uid("turn");
-      const accepted = await json(await sendTurn(token, cid, turnId, "[hang] stop me after the crash", { model: CODEX }));
+      const accepted = await json(
+        await sendTurn(token, cid, turnId, "[hang] stop me after the crash", { model: CODEX }),
+      );
       await untilStreaming(token, cid, accepted.after);
       // Every bridge answer is slow from here: the Stop reaches the turn while its reader still waits.
       await control("faults", { delayHeaders: { ms: 2500 } });
       await control("restart", { crash: true });
-      const ack = await json(await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op"), reason: "stop" } }));
+      const ack = await json(
+        await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op"), reason: "stop" } }),
+      );
       await control("faults", {});
       expect(ack, cancelAnswer).toMatchObject({ status: "accepted", effect: "not_live" });
-      expect(await waitForTurn(token, cid, turnId), cancelAnswer).toMatchObject({ status: "cancelled", cancelReason: "stop" });
+      expect(await waitForTurn(token, cid, turnId), cancelAnswer).toMatchObject({
+        status: "cancelled",
+        cancelReason: "stop",
+      });
     }
   });
 
@@ -352,12 +437,17 @@ describe("the bridge restarts, crashes and shuts down (issue 18)", () => {
       const codex = await conversation();
       const pi = await conversation();
       const [c1, p1] = [uid("turn"), uid("turn")];
-      const codexRun = await json(await sendTurn(codex.token, codex.cid, c1, "[hang] shut down under me", { model: CODEX }));
+      const codexRun = await json(
+        await sendTurn(codex.token, codex.cid, c1, "[hang] shut down under me", { model: CODEX }),
+      );
       const piRun = await json(await sendTurn(pi.token, pi.cid, p1, "[hang] shut down under me too", { model: PI }));
       await untilStreaming(codex.token, codex.cid, codexRun.after);
       await untilStreaming(pi.token, pi.cid, piRun.after);
       await control("restart", { downMs });
-      for (const [who, turnId, run] of [[codex, c1, codexRun], [pi, p1, piRun]] as const) {
+      for (const [who, turnId, run] of [
+        [codex, c1, codexRun],
+        [pi, p1, piRun],
+      ] as const) {
         const turn = await waitForTurn(who.token, who.cid, turnId);
         expect(turn, `down ${downMs} ms`).toMatchObject({ status: "failed", error: { code: "upstream_cancelled" } });
         expect(turn.cancelReason ?? null).toBeNull();
@@ -367,7 +457,13 @@ describe("the bridge restarts, crashes and shuts down (issue 18)", () => {
       }
     }
     // The next test finds the bridge up.
-    while (!(await fetch(`${bridge}/health`).then((r) => r.ok, () => false))) await new Promise((resolve) => setTimeout(resolve, 200));
+    while (
+      !(await fetch(`${bridge}/health`).then(
+        (r) => r.ok,
+        () => false,
+      ))
+    )
+      await new Promise((resolve) => setTimeout(resolve, 200));
   });
 });
 
@@ -383,7 +479,11 @@ describe("changing model inside a conversation (issue 18)", () => {
       expect(events.at(-1)!.type, `${model}: ${message}`).toBe("turn.completed");
       expect(answerIn(events), `${model}: ${message}`).toBe(`echo: ${message}`);
       const run = await control(`runs/${accepted.executionId}`);
-      return { resets: events.filter((e) => e.type === "warning" && e.data.code === "agent_memory_reset").length, sessionId: run.sessionId as string, run };
+      return {
+        resets: events.filter((e) => e.type === "warning" && e.data.code === "agent_memory_reset").length,
+        sessionId: run.sessionId as string,
+        run,
+      };
     };
     const pi1 = await turn("first on pi", PI);
     expect(pi1.resets).toBe(0);
@@ -428,48 +528,89 @@ describe("nothing private is relayed (issue 18)", () => {
   async function storedText(user: string, cid: string): Promise<string> {
     const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;
     const read = (namespace: typeof env.SESSIONS | typeof env.USERS, name: string) =>
-      runInDurableObject(namespace.get(namespace.idFromName(name)), async (_instance: unknown, state: DurableObjectState) => {
-        const tables = state.storage.sql
-          .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'sqlite_%'")
-          .toArray();
-        const rows = tables.map(({ name: table }) => JSON.stringify(state.storage.sql.exec(`SELECT * FROM "${table}"`).toArray()));
-        return [...rows, JSON.stringify([...(await state.storage.list())])].join("\n");
-      });
-    return (await read(env.SESSIONS, await deriveSessionId(secret, user, cid))) + (await read(env.USERS, await deriveOwnerKey(secret, user)));
+      runInDurableObject(
+        namespace.get(namespace.idFromName(name)),
+        async (_instance: unknown, state: DurableObjectState) => {
+          const tables = state.storage.sql
+            .exec<{ name: string }>(
+              "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'sqlite_%'",
+            )
+            .toArray();
+          const rows = tables.map(({ name: table }) =>
+            JSON.stringify(state.storage.sql.exec(`SELECT * FROM "${table}"`).toArray()),
+          );
+          return [...rows, JSON.stringify([...(await state.storage.list())])].join("\n");
+        },
+      );
+    return (
+      (await read(env.SESSIONS, await deriveSessionId(secret, user, cid))) +
+      (await read(env.USERS, await deriveOwnerKey(secret, user)))
+    );
   }
 
   it("a Pi permission answered: the bridge's notice (the grant and its per-session nonce) reaches no viewer, stored row or log line; nor does the bridge's token", async () => {
     const { user, token, cid } = await conversation();
     const turnId = uid("turn");
-    const accepted = await json(await sendTurn(token, cid, turnId, "[permission] run the tests", { model: PI, interactions: { permission: true } }));
-    const asked = await collect(await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }), (e) => e.type === "interaction.requested");
+    const accepted = await json(
+      await sendTurn(token, cid, turnId, "[permission] run the tests", {
+        model: PI,
+        interactions: { permission: true },
+      }),
+    );
+    const asked = await collect(
+      await api(`/v1/conversations/${cid}/events?after=${accepted.after}`, { token }),
+      (e) => e.type === "interaction.requested",
+    );
     const interaction = asked.events.at(-1)!.data.interaction as { id: string };
-    const answer = await api(`/v1/conversations/${cid}/interactions/${encodeURIComponent(interaction.id)}`, { token, body: { operationId: uid("op"), outcome: "accepted", data: { grant: "allow_once" } } });
+    const answer = await api(`/v1/conversations/${cid}/interactions/${encodeURIComponent(interaction.id)}`, {
+      token,
+      body: { operationId: uid("op"), outcome: "accepted", data: { grant: "allow_once" } },
+    });
     expect((await json(answer)).status).toBe("accepted");
     expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
 
     // The notice, as the bridge wrote it (so the scan looks for what really was upstream).
-    const upstream = await (await fetch(`${bridge}/v1/runs/${encodeURIComponent(accepted.executionId)}/events`, { headers })).text();
+    const upstream = await (
+      await fetch(`${bridge}/v1/runs/${encodeURIComponent(accepted.executionId)}/events`, { headers })
+    ).text();
     const notice = /cli-bridge\.permission-applied\.v1:([0-9a-f]{32})-\d+:allow_once/.exec(upstream);
     expect(notice, "the bridge wrote its permission notice").not.toBeNull();
 
     const seen: Array<[string, string]> = [];
-    const record = async (where: string, res: Response) => seen.push([where, `${[...res.headers].map(([k, v]) => `${k}: ${v}`).join("\n")}\n${await res.text()}`]);
+    const record = async (where: string, res: Response) =>
+      seen.push([where, `${[...res.headers].map(([k, v]) => `${k}: ${v}`).join("\n")}\n${await res.text()}`]);
     const all = await collect(await api(`/v1/conversations/${cid}/events?after=0`, { token }), isTurnEnd);
     seen.push(["the event stream", JSON.stringify(all.frames)]);
-    for (const path of [`/v1/conversations/${cid}`, `/v1/conversations/${cid}/messages`, `/v1/conversations/${cid}/turns/${turnId}`, `/v1/conversations/${cid}/usage`, "/v1/conversations"]) {
+    for (const path of [
+      `/v1/conversations/${cid}`,
+      `/v1/conversations/${cid}/messages`,
+      `/v1/conversations/${cid}/turns/${turnId}`,
+      `/v1/conversations/${cid}/usage`,
+      "/v1/conversations",
+    ]) {
       await record(path, await api(path, { token }));
     }
     await record("the AI SDK messages", await api(`/v1/chat/${cid}/messages`, { token }));
     seen.push(["stored rows", await storedText(user, cid)]);
     seen.push(["console lines", consoleLines.join("\n")]);
-    const markers = { "the permission notice": "permission-applied", "the bridge's nonce": notice![1]!, "the bridge token": "standin-token" };
-    const found = seen.flatMap(([where, text]) => Object.entries(markers).filter(([, marker]) => text.includes(marker)).map(([name]) => `${name} in ${where}`));
+    const markers = {
+      "the permission notice": "permission-applied",
+      "the bridge's nonce": notice![1]!,
+      "the bridge token": "standin-token",
+    };
+    const found = seen.flatMap(([where, text]) =>
+      Object.entries(markers)
+        .filter(([, marker]) => text.includes(marker))
+        .map(([name]) => `${name} in ${where}`),
+    );
     expect(found).toEqual([]);
     // The scan read what it was meant to: the turn, its ask and its answer are all there.
     expect(seen[0]![1]).toContain(interaction.id);
     expect(seen[0]![1]).toContain("interaction.resolved");
-    expect(consoleLines.some((l) => l.includes("environment ready")), "the spy sees what the objects log").toBe(true);
+    expect(
+      consoleLines.some((l) => l.includes("environment ready")),
+      "the spy sees what the objects log",
+    ).toBe(true);
   });
 });
 
@@ -492,12 +633,18 @@ describe("retained turns carry their answer (issue 18)", () => {
 
 describe("agent-provider-cli-bridge's other rules (issue 18)", () => {
   it("a terminal snapshot that names another request digest, or another run, is refused: the turn fails upstream_mismatch", async () => {
-    for (const [misattributed, model] of [["request-digest", CODEX], ["run-id", PI]] as const) {
+    for (const [misattributed, model] of [
+      ["request-digest", CODEX],
+      ["run-id", PI],
+    ] as const) {
       const { token, cid } = await conversation();
       await control("faults", { misattributedSnapshots: misattributed });
       const turnId = uid("turn");
       await sendTurn(token, cid, turnId, "whose end is this", { model });
-      expect(await waitForTurn(token, cid, turnId), misattributed).toMatchObject({ status: "failed", error: { code: "upstream_mismatch" } });
+      expect(await waitForTurn(token, cid, turnId), misattributed).toMatchObject({
+        status: "failed",
+        error: { code: "upstream_mismatch" },
+      });
     }
   });
 
@@ -524,7 +671,11 @@ describe("agent-provider-cli-bridge's other rules (issue 18)", () => {
     expect((await waitForTurn(token, cid, t1)).result.text).toBe("echo: one shot on pi");
     const run1 = await control(`runs/${first.executionId}`);
     expect(run1).toMatchObject({ kind: "one-shot", provider: "pi" });
-    expect(await control(`sessions/${encodeURIComponent(run1.sessionId)}`)).toMatchObject({ api: "legacy", status: "closed", closes: 1 });
+    expect(await control(`sessions/${encodeURIComponent(run1.sessionId)}`)).toMatchObject({
+      api: "legacy",
+      status: "closed",
+      closes: 1,
+    });
     const t2 = uid("turn");
     const second = await json(await sendTurn(token, cid, t2, "and another", { model: PI }));
     const events = await turnEvents(token, cid, second.after);
@@ -540,7 +691,8 @@ describe("agent-provider-cli-bridge's other rules (issue 18)", () => {
 });
 
 describe("queued turns on the CLI Bridge", () => {
-  const queue = (token: string, cid: string, turnId: string, message: string, model: string) => sendTurn(token, cid, turnId, message, { model, whenBusy: "queue" });
+  const queue = (token: string, cid: string, turnId: string, message: string, model: string) =>
+    sendTurn(token, cid, turnId, message, { model, whenBusy: "queue" });
 
   for (const model of [CODEX, PI]) {
     it(`${model}: turns sent while one runs wait, then run in order, each dispatched once, none starting the agent afresh`, async () => {
@@ -557,11 +709,20 @@ describe("queued turns on the CLI Bridge", () => {
       }
       expect(views.map((v) => v.status)).toEqual(["queued", "queued"]);
       // A retry of a queued send is the same turn (queued still, or started by now), never a second one.
-      expect(await json(await queue(token, cid, queued[0]!, "queued 1", model))).toMatchObject({ turnId: queued[0], executionId: views[0].executionId });
+      expect(await json(await queue(token, cid, queued[0]!, "queued 1", model))).toMatchObject({
+        turnId: queued[0],
+        executionId: views[0].executionId,
+      });
       const last = queued[1]!;
-      const { events } = await collect(await api(`/v1/conversations/${cid}/events`, { token }), (e) => isTurnEnd(e) && e.turnId === last, { timeoutMs: 15_000 });
+      const { events } = await collect(
+        await api(`/v1/conversations/${cid}/events`, { token }),
+        (e) => isTurnEnd(e) && e.turnId === last,
+        { timeoutMs: 15_000 },
+      );
       expect(events.filter((e) => e.type === "turn.accepted").map((e) => e.turnId)).toEqual([first, ...queued]);
-      expect(events.filter(isTurnEnd).map((e) => [e.turnId, e.type])).toEqual([first, ...queued].map((id) => [id, "turn.completed"]));
+      expect(events.filter(isTurnEnd).map((e) => [e.turnId, e.type])).toEqual(
+        [first, ...queued].map((id) => [id, "turn.completed"]),
+      );
       expect((await runsStarted()) - started).toBe(3);
       const texts = await Promise.all(queued.map(async (id) => (await waitForTurn(token, cid, id)).result.text));
       expect(texts).toEqual(["echo: queued 1", "echo: queued 2"]);
@@ -583,7 +744,9 @@ describe("branches on a CLI Bridge (no fork on its wire: docs/api.md#branches)",
     const [calls, runs] = [await requests(), await runsStarted()];
     const refused = await sendTurn(token, cid, uid("turn"), "two, edited", { model: CODEX, parentTurnId: t1 });
     expect(refused.status).toBe(501);
-    expect(await json(refused)).toMatchObject({ error: { code: "capability_denied", details: { missing: ["session.fork"] } } });
+    expect(await json(refused)).toMatchObject({
+      error: { code: "capability_denied", details: { missing: ["session.fork"] } },
+    });
     expect(await requests()).toBe(calls);
     expect(await runsStarted()).toBe(runs);
 

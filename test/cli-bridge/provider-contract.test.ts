@@ -10,7 +10,13 @@ const base = (env as unknown as Record<string, string>).CLI_BRIDGE_URL!;
 providerContract("cli-bridge over the stand-in (Pi, retained sessions)", () => {
   const url = `${base}/i/contract-${uid("peer")}/`;
   const provider = new CliBridgeProvider({
-    transport: new HttpTransport({ baseUrl: url, bearer: "standin-token", fetch: (r) => fetch(r), headersTimeoutMs: 10_000, bodyTimeoutMs: 10_000 }),
+    transport: new HttpTransport({
+      baseUrl: url,
+      bearer: "standin-token",
+      fetch: (r) => fetch(r),
+      headersTimeoutMs: 10_000,
+      bodyTimeoutMs: 10_000,
+    }),
     model: "pi/tangle-router/fake-echo",
   });
   return {
@@ -21,7 +27,9 @@ providerContract("cli-bridge over the stand-in (Pi, retained sessions)", () => {
     refusesBusySession: true,
     answers: { first: { grant: "allow_once" }, other: { grant: "deny" } },
     runsStarted: async () => {
-      const counters = (await (await fetch(`${url}_standin/counters`, { headers: { authorization: "Bearer standin-token" } })).json()) as { counters: { runsStarted: Record<string, number> } };
+      const counters = (await (
+        await fetch(`${url}_standin/counters`, { headers: { authorization: "Bearer standin-token" } })
+      ).json()) as { counters: { runsStarted: Record<string, number> } };
       return Object.values(counters.counters.runsStarted).reduce((a, b) => a + b, 0);
     },
     environmentsCanVanish: false,
@@ -35,7 +43,13 @@ providerContract(
   () => {
     const url = `${base}/i/contract-${uid("peer")}/`;
     const provider = new CliBridgeProvider({
-      transport: new HttpTransport({ baseUrl: url, bearer: "standin-token", fetch: (r) => fetch(r), headersTimeoutMs: 10_000, bodyTimeoutMs: 10_000 }),
+      transport: new HttpTransport({
+        baseUrl: url,
+        bearer: "standin-token",
+        fetch: (r) => fetch(r),
+        headersTimeoutMs: 10_000,
+        bodyTimeoutMs: 10_000,
+      }),
       model: "codex/default",
     });
     return {
@@ -45,7 +59,9 @@ providerContract(
       answers: { first: {}, other: {} },
       refusesBusySession: false,
       runsStarted: async () => {
-        const counters = (await (await fetch(`${url}_standin/counters`, { headers: { authorization: "Bearer standin-token" } })).json()) as { counters: { runsStarted: Record<string, number> } };
+        const counters = (await (
+          await fetch(`${url}_standin/counters`, { headers: { authorization: "Bearer standin-token" } })
+        ).json()) as { counters: { runsStarted: Record<string, number> } };
         return Object.values(counters.counters.runsStarted).reduce((a, b) => a + b, 0);
       },
       environmentsCanVanish: false,

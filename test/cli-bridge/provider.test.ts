@@ -19,18 +19,38 @@ const CODEX = "codex/default";
 function peer(execution?: Record<string, unknown>) {
   const url = `${base}/i/${uid("provider")}/`;
   const provider = new CliBridgeProvider({
-    transport: new HttpTransport({ baseUrl: url, bearer: "standin-token", fetch: (r) => fetch(r), headersTimeoutMs: 10_000, bodyTimeoutMs: 10_000 }),
+    transport: new HttpTransport({
+      baseUrl: url,
+      bearer: "standin-token",
+      fetch: (r) => fetch(r),
+      headersTimeoutMs: 10_000,
+      bodyTimeoutMs: 10_000,
+    }),
     ...(execution ? { execution } : {}),
   });
   const control = async (path: string, body?: unknown) =>
-    (await (await fetch(`${url}_standin/${path}`, body === undefined ? {} : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).json()) as any;
+    (await (
+      await fetch(
+        `${url}_standin/${path}`,
+        body === undefined
+          ? {}
+          : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) },
+      )
+    ).json()) as any;
   return { provider, control };
 }
 
-const turn = (model: string) => ({ environmentId: "cli-bridge", sessionId: uid("sess"), turnId: uid("turn"), executionId: uid("exe"), message: "hello", model });
+const turn = (model: string) => ({
+  environmentId: "cli-bridge",
+  sessionId: uid("sess"),
+  turnId: uid("turn"),
+  executionId: uid("exe"),
+  message: "hello",
+  model,
+});
 
 describe("a retained native session runs on the host only (agent-provider-cli-bridge)", () => {
-  it("a retained route under a kind: \"sandbox\" execution default is refused before any session is opened, clearly; a one-shot route takes the default unchanged", async () => {
+  it('a retained route under a kind: "sandbox" execution default is refused before any session is opened, clearly; a one-shot route takes the default unchanged', async () => {
     const execution = { kind: "sandbox", repoUrl: "https://example.invalid/repo.git" };
     const { provider, control } = peer(execution);
     const err = await upstreamRejection(provider.dispatch(turn(PI)));
@@ -54,7 +74,9 @@ describe("a retained native session runs on the host only (agent-provider-cli-br
     const execution = { kind: "host", jail: { mode: "fs-jail" } };
     const { provider, control } = peer(execution);
     const receipt = await provider.dispatch(turn(PI));
-    expect((await control(`sessions/${encodeURIComponent(receipt.controlRef.sessionId)}`)).request.execution).toEqual(execution);
+    expect((await control(`sessions/${encodeURIComponent(receipt.controlRef.sessionId)}`)).request.execution).toEqual(
+      execution,
+    );
   });
 });
 

@@ -8,7 +8,13 @@ import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { respond } from "./asks.mjs";
 import { probeHealth } from "./executor.mjs";
-import { CancellationRequest, ChatCompletionRequest, InteractionResponseCommand, SessionCreateRequest, TurnRequest } from "./schemas.mjs";
+import {
+  CancellationRequest,
+  ChatCompletionRequest,
+  InteractionResponseCommand,
+  SessionCreateRequest,
+  TurnRequest,
+} from "./schemas.mjs";
 import { streamRun, streamSession } from "./streams.mjs";
 import {
   UNAUTHORIZED_BODY,
@@ -62,7 +68,13 @@ function ok(status, body, runHeaders) {
  * @returns {Answer}
  */
 function refused(refusal) {
-  if (refusal.body !== undefined) return { kind: "json", status: refusal.status, body: refusal.body, ...(refusal.headers ? { runHeaders: refusal.headers } : {}) };
+  if (refusal.body !== undefined)
+    return {
+      kind: "json",
+      status: refusal.status,
+      body: refusal.body,
+      ...(refusal.headers ? { runHeaders: refusal.headers } : {}),
+    };
   return fail(refusal.status, refusal.message, refusal.type, refusal.extra);
 }
 
@@ -153,7 +165,8 @@ function runHeaders(bridge, run, options = {}) {
     headers["x-run-state"] = snap.state;
     headers["x-run-terminal"] = String(snap.terminal);
     headers["x-last-event-id"] = String(options.lastId ?? snap.lastSeq);
-    if (options.replayExpiresAt && snap.replay.expiresAt !== null) headers["x-run-replay-expires-at"] = String(snap.replay.expiresAt);
+    if (options.replayExpiresAt && snap.replay.expiresAt !== null)
+      headers["x-run-replay-expires-at"] = String(snap.replay.expiresAt);
   }
   return headers;
 }
@@ -169,16 +182,26 @@ function runHeaders(bridge, run, options = {}) {
 function replayRefusal(bridge, run, cursor, replaying) {
   const last = run.streamLastId;
   if (cursor > last) {
-    return fail(409, `replay cursor ${cursor} is ahead of run ${JSON.stringify(run.id)} (last event id ${last})`, "invalid_replay_cursor", {
-      run_id: run.id,
-      last_event_id: last,
-    });
+    return fail(
+      409,
+      `replay cursor ${cursor} is ahead of run ${JSON.stringify(run.id)} (last event id ${last})`,
+      "invalid_replay_cursor",
+      {
+        run_id: run.id,
+        last_event_id: last,
+      },
+    );
   }
   if (replaying && run.replayWindowExpired(bridge.settings)) {
-    return fail(410, `replay cursor ${cursor} of run ${JSON.stringify(run.id)} is older than the replay window`, "expired_replay_cursor", {
-      run_id: run.id,
-      first_available_id: last + 1,
-    });
+    return fail(
+      410,
+      `replay cursor ${cursor} of run ${JSON.stringify(run.id)} is older than the replay window`,
+      "expired_replay_cursor",
+      {
+        run_id: run.id,
+        first_available_id: last + 1,
+      },
+    );
   }
   return undefined;
 }
@@ -197,22 +220,33 @@ async function chatCompletions(bridge, request) {
   const parsed = ChatCompletionRequest.safeParse(parsedJson.value);
   if (!parsed.success) return invalid(parsed.error);
   const body = /** @type {Record<string, unknown>} */ (parsedJson.value);
-  if (parsed.data.stream !== true) return fail(400, "the stand-in serves stream: true only", "invalid_request_error", { param: "stream" });
+  if (parsed.data.stream !== true)
+    return fail(400, "the stand-in serves stream: true only", "invalid_request_error", { param: "stream" });
   const backend = backendOf(parsed.data.model);
-  if (!backend) return fail(404, `model ${JSON.stringify(parsed.data.model)} not found`, "not_found_error", { param: "model" });
+  if (!backend)
+    return fail(404, `model ${JSON.stringify(parsed.data.model)} not found`, "not_found_error", { param: "model" });
   const identity = [parsed.data.provider, parsed.data.environment_id, parsed.data.execution_id];
   if (identity.some((v) => v !== undefined) && identity.some((v) => v === undefined)) {
-    return fail(400, "provider, environment_id and execution_id go together: all three or none", "invalid_request_error");
+    return fail(
+      400,
+      "provider, environment_id and execution_id go together: all three or none",
+      "invalid_request_error",
+    );
   }
   if (!isEmptyInteractions(parsed.data.interactions)) {
-    return fail(400, "one-shot runs take no interactions; use a retained session", "invalid_request_error", { param: "interactions" });
+    return fail(400, "one-shot runs take no interactions; use a retained session", "invalid_request_error", {
+      param: "interactions",
+    });
   }
   const header = request.headers["x-run-id"];
   const headerRunId = Array.isArray(header) ? header[0] : header;
   if (headerRunId !== undefined && parsed.data.run_id !== undefined && headerRunId !== parsed.data.run_id) {
     return fail(400, "X-Run-Id and run_id name different runs", "invalid_request_error");
   }
-  if (headerRunId !== undefined && (headerRunId.length === 0 || headerRunId.length > 512 || headerRunId.trim() !== headerRunId)) {
+  if (
+    headerRunId !== undefined &&
+    (headerRunId.length === 0 || headerRunId.length > 512 || headerRunId.trim() !== headerRunId)
+  ) {
     return fail(400, "X-Run-Id is not a valid id", "invalid_request_error");
   }
   const cursor = cursorOf(request);
@@ -259,7 +293,11 @@ async function runSnapshot(bridge, runId, query) {
   const wait = waitMs(query);
   if (wait === null) return fail(400, "wait_ms must be a whole number of milliseconds", "invalid_request_error");
   if (wait) await run.waitTerminal(wait);
-  return ok(200, run.snapshot(bridge.settings, bridge.faults), runHeaders(bridge, run, { snapshot: true, replayExpiresAt: true }));
+  return ok(
+    200,
+    run.snapshot(bridge.settings, bridge.faults),
+    runHeaders(bridge, run, { snapshot: true, replayExpiresAt: true }),
+  );
 }
 
 /**
@@ -276,7 +314,10 @@ function runEvents(bridge, runId, request) {
   const refusal = replayRefusal(bridge, run, cursor, true);
   if (refusal) return refusal;
   const headers = runHeaders(bridge, run, { snapshot: true, lastId: run.streamLastId });
-  return { kind: "stream", open: (res) => streamRun(bridge, res, { run, cursor, route: "run-events", model: "cli-bridge", headers }) };
+  return {
+    kind: "stream",
+    open: (res) => streamRun(bridge, res, { run, cursor, route: "run-events", model: "cli-bridge", headers }),
+  };
 }
 
 /**
@@ -299,12 +340,20 @@ async function cancelRun(bridge, runId, request, scope = {}) {
     const parsed = CancellationRequest.safeParse(parsedJson.value);
     if (!parsed.success) return invalid(parsed.error);
     command = parsed.data;
-    const expected = canonicalDigest(stripUndefined({ operationId: command.operationId, run: command.run, reason: command.reason }));
+    const expected = canonicalDigest(
+      stripUndefined({ operationId: command.operationId, run: command.run, reason: command.reason }),
+    );
     if (expected !== command.requestDigest) {
-      return fail(400, "requestDigest is not the canonical digest of {operationId, run, reason?}", "invalid_request_error", { param: "requestDigest" });
+      return fail(
+        400,
+        "requestDigest is not the canonical digest of {operationId, run, reason?}",
+        "invalid_request_error",
+        { param: "requestDigest" },
+      );
     }
     if (scope.sessionId !== undefined) runId = command.run.runId;
-    else if (command.run.runId !== runId) return fail(400, "run.runId does not name the run in the path", "invalid_request_error");
+    else if (command.run.runId !== runId)
+      return fail(400, "run.runId does not name the run in the path", "invalid_request_error");
   }
 
   const found = bridge.runs.get(runId);
@@ -312,12 +361,31 @@ async function cancelRun(bridge, runId, request, scope = {}) {
   // A run lost in a crash has no process to cancel. The legacy cancel answers 404 run not found;
   // a digest-bound one is taken and never ends it (docs/cli-bridge-wire.md, "Restarts, shutdowns
   // and session identity"; its body is a guess).
-  if (found?.status === "unknown" && command && (scope.sessionId === undefined || found.sessionId === scope.sessionId)) {
+  if (
+    found?.status === "unknown" &&
+    command &&
+    (scope.sessionId === undefined || found.sessionId === scope.sessionId)
+  ) {
     const headers = { ...runHeaders(bridge, found, { snapshot: true, replayExpiresAt: true }), "retry-after": "1" };
     if (acknowledgement) {
-      return ok(202, { operationId: command.operationId, requestDigest: command.requestDigest, run: command.run, status: "accepted", effect: "unknown" }, headers);
+      return ok(
+        202,
+        {
+          operationId: command.operationId,
+          requestDigest: command.requestDigest,
+          run: command.run,
+          status: "accepted",
+          effect: "unknown",
+        },
+        headers,
+      );
     }
-    const body = { cancelled: false, cancel_requested: false, terminal: false, run: found.snapshot(bridge.settings, bridge.faults) };
+    const body = {
+      cancelled: false,
+      cancel_requested: false,
+      terminal: false,
+      run: found.snapshot(bridge.settings, bridge.faults),
+    };
     return ok(202, { ...body, operationId: command.operationId, requestDigest: command.requestDigest }, headers);
   }
   const run = found?.status === "unknown" ? undefined : found;
@@ -339,7 +407,13 @@ async function cancelRun(bridge, runId, request, scope = {}) {
   let replayed = false;
   if (command) {
     const ref = command.run;
-    if (ref.provider !== run.provider || ref.environmentId !== run.environmentId || ref.sessionId !== run.sessionId || ref.executionId !== run.executionId || ref.requestDigest !== run.requestDigest) {
+    if (
+      ref.provider !== run.provider ||
+      ref.environmentId !== run.environmentId ||
+      ref.sessionId !== run.sessionId ||
+      ref.executionId !== run.executionId ||
+      ref.requestDigest !== run.requestDigest
+    ) {
       return fail(409, `run ${JSON.stringify(run.id)} is bound to other coordinates`, "run_identity_conflict", {
         run_id: run.id,
         expected_request_digest: run.requestDigest,
@@ -358,12 +432,18 @@ async function cancelRun(bridge, runId, request, scope = {}) {
           existingRequestDigest: previous.requestDigest,
         });
       }
-      return fail(409, `operation ${JSON.stringify(command.operationId)} was used for another cancellation`, "cancellation_conflict", {
-        existing_request_digest: previous.requestDigest,
-      });
+      return fail(
+        409,
+        `operation ${JSON.stringify(command.operationId)} was used for another cancellation`,
+        "cancellation_conflict",
+        {
+          existing_request_digest: previous.requestDigest,
+        },
+      );
     }
     replayed = previous !== undefined;
-    if (!previous) bridge.cancelOperations.set(command.operationId, { requestDigest: command.requestDigest, runId: run.id });
+    if (!previous)
+      bridge.cancelOperations.set(command.operationId, { requestDigest: command.requestDigest, runId: run.id });
   }
 
   const requested = bridge.requestCancel(run);
@@ -374,10 +454,29 @@ async function cancelRun(bridge, runId, request, scope = {}) {
   const snapshot = run.snapshot(bridge.settings, bridge.faults);
   if (acknowledgement && command) {
     const effect = !run.terminal ? "cancel_requested" : run.status === "cancelled" ? "cancelled" : "not_live";
-    return ok(status, { operationId: command.operationId, requestDigest: command.requestDigest, run: command.run, status: replayed ? "replayed" : "accepted", effect }, headers);
+    return ok(
+      status,
+      {
+        operationId: command.operationId,
+        requestDigest: command.requestDigest,
+        run: command.run,
+        status: replayed ? "replayed" : "accepted",
+        effect,
+      },
+      headers,
+    );
   }
-  const legacy = { cancelled: run.status === "cancelled", cancel_requested: requested, terminal: run.terminal, run: snapshot };
-  return ok(status, command ? { ...legacy, operationId: command.operationId, requestDigest: command.requestDigest } : legacy, headers);
+  const legacy = {
+    cancelled: run.status === "cancelled",
+    cancel_requested: requested,
+    terminal: run.terminal,
+    run: snapshot,
+  };
+  return ok(
+    status,
+    command ? { ...legacy, operationId: command.operationId, requestDigest: command.requestDigest } : legacy,
+    headers,
+  );
 }
 
 /**
@@ -432,12 +531,19 @@ async function createSession(bridge, request) {
   const parsed = SessionCreateRequest.safeParse(parsedJson.value);
   if (!parsed.success) return invalid(parsed.error);
   const backend = backendOf(parsed.data.model);
-  if (!backend) return fail(404, `model ${JSON.stringify(parsed.data.model)} not found`, "not_found_error", { param: "model" });
+  if (!backend)
+    return fail(404, `model ${JSON.stringify(parsed.data.model)} not found`, "not_found_error", { param: "model" });
   if (!("nativeContinuation" in capabilitiesFor(backend, bridge.variants.piTransport))) {
-    return fail(501, `backend ${JSON.stringify(backend)} does not prove native retained-session support`, "capability_denied");
+    return fail(
+      501,
+      `backend ${JSON.stringify(backend)} does not prove native retained-session support`,
+      "capability_denied",
+    );
   }
   if (parsed.data.execution && parsed.data.execution.kind !== "host") {
-    return fail(400, "retained native sessions require execution.kind \"host\"", "invalid_request_error", { param: "execution" });
+    return fail(400, 'retained native sessions require execution.kind "host"', "invalid_request_error", {
+      param: "execution",
+    });
   }
   // The backend must answer its health probe first (it needs a process slot for a moment).
   const unready = await probeHealth(bridge.executor, backend, bridge.settings);
@@ -484,7 +590,8 @@ function transcript(session) {
     if (event.type === "message.part.updated") {
       const part = /** @type {{ id: string, messageID: string }} */ (event.part);
       let message = messages.get(part.messageID);
-      if (!message) messages.set(part.messageID, (message = { id: part.messageID, role: "assistant", parts: new Map() }));
+      if (!message)
+        messages.set(part.messageID, (message = { id: part.messageID, role: "assistant", parts: new Map() }));
       message.parts.set(part.id, part);
     } else if (event.type === "interaction") {
       interactions.push(event.request);
@@ -513,16 +620,26 @@ function sessionEvents(bridge, session, request) {
   const cursor = cursorOf(request);
   if (cursor === null) return fail(400, "Last-Event-ID must be a whole number", "invalid_request_error");
   if (cursor > session.log.length) {
-    return fail(409, `replay cursor ${cursor} is ahead of session ${JSON.stringify(session.id)} (last event id ${session.log.length})`, "invalid_replay_cursor", {
-      session_id: session.id,
-      last_event_id: session.log.length,
-    });
+    return fail(
+      409,
+      `replay cursor ${cursor} is ahead of session ${JSON.stringify(session.id)} (last event id ${session.log.length})`,
+      "invalid_replay_cursor",
+      {
+        session_id: session.id,
+        last_event_id: session.log.length,
+      },
+    );
   }
   if (session.replayExpired) {
-    return fail(410, `replay cursor ${cursor} of session ${JSON.stringify(session.id)} is older than the replay window`, "expired_replay_cursor", {
-      session_id: session.id,
-      first_available_id: session.log.length + 1,
-    });
+    return fail(
+      410,
+      `replay cursor ${cursor} of session ${JSON.stringify(session.id)} is older than the replay window`,
+      "expired_replay_cursor",
+      {
+        session_id: session.id,
+        first_available_id: session.log.length + 1,
+      },
+    );
   }
   return { kind: "stream", open: (res) => streamSession(bridge, res, { session, cursor }) };
 }
@@ -550,7 +667,8 @@ function closeSession(bridge, sessionId) {
   const session = bridge.sessions.get(sessionId);
   if (session) {
     // A running turn is not cancelled by a close: the bridge refuses it (RetainedSessionService.close).
-    if (session.busy) return fail(409, "active retained runs must be cancelled before the session can close", "active_run");
+    if (session.busy)
+      return fail(409, "active retained runs must be cancelled before the session can close", "active_run");
     session.status = "closed";
     session.endProcess();
     session.touch();
@@ -574,7 +692,10 @@ function closeSession(bridge, sessionId) {
  */
 function matchBridgeRoute(bridge, request) {
   const { method, segments: s, query } = request;
-  const at = (/** @type {string} */ pattern, /** @type {() => Answer | Promise<Answer>} */ handle) => ({ route: `${method} ${pattern}`, handle });
+  const at = (/** @type {string} */ pattern, /** @type {() => Answer | Promise<Answer>} */ handle) => ({
+    route: `${method} ${pattern}`,
+    handle,
+  });
   /** @param {(session: Session) => Answer | Promise<Answer>} fn */
   const withSession = (fn) => () => {
     const session = bridge.sessions.get(/** @type {string} */ (s[2]));
@@ -586,7 +707,8 @@ function matchBridgeRoute(bridge, request) {
   if (method === "GET" && n === 2 && s[1] === "capabilities") {
     return at("/v1/capabilities", async () => {
       const model = query.get("model");
-      if (!model) return fail(400, "the model query parameter is required", "invalid_request_error", { param: "model" });
+      if (!model)
+        return fail(400, "the model query parameter is required", "invalid_request_error", { param: "model" });
       const backend = backendOf(model);
       if (!backend) return fail(404, `model ${JSON.stringify(model)} not found`, "not_found_error", { param: "model" });
       // A capability read probes the backend's health, which needs a process slot for a moment.
@@ -599,29 +721,54 @@ function matchBridgeRoute(bridge, request) {
       return ok(200, Object.assign(doc, changed?.set));
     });
   }
-  if (method === "POST" && n === 3 && s[1] === "chat" && s[2] === "completions") return at("/v1/chat/completions", () => chatCompletions(bridge, request));
+  if (method === "POST" && n === 3 && s[1] === "chat" && s[2] === "completions")
+    return at("/v1/chat/completions", () => chatCompletions(bridge, request));
   if (s[1] === "runs" && n >= 3) {
     const runId = /** @type {string} */ (s[2]);
     if (method === "GET" && n === 3) return at("/v1/runs/:runId", () => runSnapshot(bridge, runId, query));
-    if (method === "GET" && n === 4 && s[3] === "events") return at("/v1/runs/:runId/events", () => runEvents(bridge, runId, request));
-    if (method === "POST" && n === 4 && s[3] === "cancel") return at("/v1/runs/:runId/cancel", () => cancelRun(bridge, runId, request));
+    if (method === "GET" && n === 4 && s[3] === "events")
+      return at("/v1/runs/:runId/events", () => runEvents(bridge, runId, request));
+    if (method === "POST" && n === 4 && s[3] === "cancel")
+      return at("/v1/runs/:runId/cancel", () => cancelRun(bridge, runId, request));
     if (method === "POST" && n === 6 && s[3] === "interactions" && s[5] === "respond") {
-      return at("/v1/runs/:runId/interactions/:interactionId/respond", () => respondRoute(bridge, runId, /** @type {string} */ (s[4]), request));
+      return at("/v1/runs/:runId/interactions/:interactionId/respond", () =>
+        respondRoute(bridge, runId, /** @type {string} */ (s[4]), request),
+      );
     }
   }
   if (s[1] === "sessions") {
     if (method === "POST" && n === 2) return at("/v1/sessions", () => createSession(bridge, request));
     const sessionId = /** @type {string} */ (s[2]);
     if (method === "GET" && (n === 3 || (n === 4 && s[3] === "status"))) {
-      return at(n === 3 ? "/v1/sessions/:id" : "/v1/sessions/:id/status", withSession((session) => ok(200, session.view(bridge.settings, bridge.faults, { withRun: true }))));
+      return at(
+        n === 3 ? "/v1/sessions/:id" : "/v1/sessions/:id/status",
+        withSession((session) => ok(200, session.view(bridge.settings, bridge.faults, { withRun: true }))),
+      );
     }
     if (n === 4) {
       const sub = s[3];
-      if (method === "POST" && sub === "turns") return at("/v1/sessions/:id/turns", withSession((session) => startTurn(bridge, session, request)));
-      if (method === "GET" && sub === "events") return at("/v1/sessions/:id/events", withSession((session) => sessionEvents(bridge, session, request)));
-      if (method === "GET" && sub === "transcript") return at("/v1/sessions/:id/transcript", withSession((session) => ok(200, transcript(session))));
-      if (method === "POST" && sub === "detach") return at("/v1/sessions/:id/detach", withSession((session) => detachSession(bridge, session)));
-      if (method === "POST" && sub === "close") return at("/v1/sessions/:id/close", () => closeSession(bridge, sessionId));
+      if (method === "POST" && sub === "turns")
+        return at(
+          "/v1/sessions/:id/turns",
+          withSession((session) => startTurn(bridge, session, request)),
+        );
+      if (method === "GET" && sub === "events")
+        return at(
+          "/v1/sessions/:id/events",
+          withSession((session) => sessionEvents(bridge, session, request)),
+        );
+      if (method === "GET" && sub === "transcript")
+        return at(
+          "/v1/sessions/:id/transcript",
+          withSession((session) => ok(200, transcript(session))),
+        );
+      if (method === "POST" && sub === "detach")
+        return at(
+          "/v1/sessions/:id/detach",
+          withSession((session) => detachSession(bridge, session)),
+        );
+      if (method === "POST" && sub === "close")
+        return at("/v1/sessions/:id/close", () => closeSession(bridge, sessionId));
       if (method === "POST" && sub === "cancel") {
         return at(
           "/v1/sessions/:id/cancel",
@@ -647,7 +794,11 @@ function matchBridgeRoute(bridge, request) {
 export async function handleBridge(bridge, token, request, res) {
   if (request.method === "GET" && request.path === "/health") {
     bridge.countRequest("GET /health");
-    sendJson(res, 200, healthBody({ runsRetained: bridge.runs.size, executor: bridge.executor.snapshot(bridge.settings) }));
+    sendJson(
+      res,
+      200,
+      healthBody({ runsRetained: bridge.runs.size, executor: bridge.executor.snapshot(bridge.settings) }),
+    );
     return;
   }
   const authorization = request.headers.authorization;

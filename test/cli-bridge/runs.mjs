@@ -190,7 +190,15 @@ export class Run {
       id: misattributed === "run-id" ? `${this.id}-other` : this.id,
       requestDigest: misattributed === "request-digest" ? `sha256:${"0".repeat(64)}` : this.requestDigest,
       status: unknown ? "unknown" : this.status,
-      state: this.terminal ? "terminal" : !this.live ? "detached" : this.cancelRequestedAt !== null ? "cancelling" : this.readers > 0 ? "running" : "detached",
+      state: this.terminal
+        ? "terminal"
+        : !this.live
+          ? "detached"
+          : this.cancelRequestedAt !== null
+            ? "cancelling"
+            : this.readers > 0
+              ? "running"
+              : "detached",
       terminal: this.terminal,
       attachedReaders: this.readers,
       cancelRequestedAt: this.cancelRequestedAt,

@@ -16,7 +16,9 @@ const Id = z
 const Sha256Digest = z.string().regex(/^sha256:[0-9a-f]{64}$/, "must be sha256: and 64 lowercase hex characters");
 
 /** `{ kind: boolean }`, at most 256 kinds. */
-const RequestedInteractions = z.record(z.string().min(1), z.boolean()).refine((r) => Object.keys(r).length <= 256, "at most 256 kinds");
+const RequestedInteractions = z
+  .record(z.string().min(1), z.boolean())
+  .refine((r) => Object.keys(r).length <= 256, "at most 256 kinds");
 
 const Part = z.looseObject({ type: z.string().min(1), text: z.string().optional() });
 const MessageContent = z.union([z.string(), z.array(z.looseObject({ type: z.string(), text: z.string().optional() }))]);
@@ -114,7 +116,13 @@ const StreamRoute = z.enum(["chat", "run-events", "session-events"]);
  */
 export const Faults = z.strictObject({
   /** Sever the next `count` SSE answers (default 1) after `afterFrames` frames with an id or data. */
-  severStreams: z.strictObject({ afterFrames: NonNegativeInt, count: PositiveInt.optional(), routes: z.array(StreamRoute).min(1).optional() }).optional(),
+  severStreams: z
+    .strictObject({
+      afterFrames: NonNegativeInt,
+      count: PositiveInt.optional(),
+      routes: z.array(StreamRoute).min(1).optional(),
+    })
+    .optional(),
   /** Every replay of a run or session that exists when this is set answers 410 `expired_replay_cursor`. */
   expireReplay: z.literal(true).optional(),
   /** Every authenticated route answers 401 whatever the bearer (a rotated token). */
@@ -122,7 +130,14 @@ export const Faults = z.strictObject({
   /** Hold the response headers of the next `count` `/v1` answers (all while set without a count) for `ms`. */
   delayHeaders: z.strictObject({ ms: PositiveInt, count: PositiveInt.optional() }).optional(),
   /** After `afterFrames` frames, send no byte (keepalives included) for `ms` on the next `count` streams (default 1). */
-  stallStreams: z.strictObject({ afterFrames: NonNegativeInt, ms: PositiveInt, count: PositiveInt.optional(), routes: z.array(StreamRoute).min(1).optional() }).optional(),
+  stallStreams: z
+    .strictObject({
+      afterFrames: NonNegativeInt,
+      ms: PositiveInt,
+      count: PositiveInt.optional(),
+      routes: z.array(StreamRoute).min(1).optional(),
+    })
+    .optional(),
   /** `GET /v1/runs/:id` (and its headers) says `status: "unknown"`, as after a bridge restart. */
   unknownRunStatus: z.enum(["unfinished", "all"]).optional(),
   /**
@@ -130,7 +145,10 @@ export const Faults = z.strictObject({
    * out, then the `set` ones served as given (a group of another shape, a field a newer bridge adds).
    */
   capabilities: z
-    .record(z.string(), z.strictObject({ omit: z.array(z.string()).optional(), set: z.record(z.string(), z.json()).optional() }))
+    .record(
+      z.string(),
+      z.strictObject({ omit: z.array(z.string()).optional(), set: z.record(z.string(), z.json()).optional() }),
+    )
     .optional(),
   /** Snapshots of terminal runs name another run id, or another request digest, than the run's own. */
   misattributedSnapshots: z.enum(["run-id", "request-digest"]).optional(),

@@ -25,7 +25,8 @@
  *                 `raw` usage event's own fields, beside `backend` (never inside the native record)
  */
 
-const DIRECTIVE = /^\[(chunks|slow|exit|requests):(\d{1,9})\]$|^\[(tool|error|hang|permission|estimated|measured)\]$|^\[served:([A-Za-z0-9._\/-]{1,64}(?:,[A-Za-z0-9._\/-]{1,64}){0,3})\]$/;
+const DIRECTIVE =
+  /^\[(chunks|slow|exit|requests):(\d{1,9})\]$|^\[(tool|error|hang|permission|estimated|measured)\]$|^\[served:([A-Za-z0-9._\/-]{1,64}(?:,[A-Za-z0-9._\/-]{1,64}){0,3})\]$/;
 
 /**
  * @typedef {object} Script
@@ -188,7 +189,13 @@ export function piRawUsage(textSoFar, script) {
   return {
     type: "usage",
     data: {},
-    usage: { inputTokens: PI_INPUT_TOKENS, outputTokens: wordCount(textSoFar), cacheReadInputTokens: 0, cacheCreationInputTokens: 0, ...(script ? provenanceFields(script) : {}) },
+    usage: {
+      inputTokens: PI_INPUT_TOKENS,
+      outputTokens: wordCount(textSoFar),
+      cacheReadInputTokens: 0,
+      cacheCreationInputTokens: 0,
+      ...(script ? provenanceFields(script) : {}),
+    },
   };
 }
 
@@ -203,7 +210,12 @@ export const TOOL_OUTPUT = "fake\n";
 export function toolCallDelta(backend) {
   return {
     tool_calls: [
-      { index: 0, id: "call_1", type: "function", function: { name: backend === "pi" ? "bash" : "shell", arguments: JSON.stringify({ command: TOOL_COMMAND }) } },
+      {
+        index: 0,
+        id: "call_1",
+        type: "function",
+        function: { name: backend === "pi" ? "bash" : "shell", arguments: JSON.stringify({ command: TOOL_COMMAND }) },
+      },
     ],
   };
 }
@@ -216,6 +228,7 @@ export function toolCallDelta(backend) {
  */
 export function scriptedFailure(backend, script) {
   if (script.error) return { message: `${backend} reported an error: scripted error`, type: "backend_error" };
-  if (script.exitCode !== undefined && script.exitCode !== 0) return { message: `${backend} exited with code ${script.exitCode}`, type: "backend_error" };
+  if (script.exitCode !== undefined && script.exitCode !== 0)
+    return { message: `${backend} exited with code ${script.exitCode}`, type: "backend_error" };
   return undefined;
 }

@@ -18,8 +18,15 @@ const headers = { authorization: "Bearer standin-token", "content-type": "applic
 // Control answers are read field by field.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const control = async (path: string, body?: unknown): Promise<any> =>
-  (await fetch(`${bridge}/_standin/${path}`, { method: body === undefined ? "GET" : "POST", headers, body: body === undefined ? undefined : JSON.stringify(body) })).json();
-const slotsInUse = async () => ((await (await fetch(`${bridge}/health`)).json()) as { executor: { in_flight: number } }).executor.in_flight;
+  (
+    await fetch(`${bridge}/_standin/${path}`, {
+      method: body === undefined ? "GET" : "POST",
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
+  ).json();
+const slotsInUse = async () =>
+  ((await (await fetch(`${bridge}/health`)).json()) as { executor: { in_flight: number } }).executor.in_flight;
 const session = async (id: string) => control(`sessions/${encodeURIComponent(id)}`);
 
 const CODEX = "codex/default";
@@ -67,13 +74,20 @@ describe("a CLI Bridge at capacity (issue 36)", () => {
     const refused = await sendTurn(codex.token, codex.cid, c1, "is there room", { model: CODEX });
     expect(refused.status).toBe(503);
     const error = (await json(refused)).error;
-    expect(error).toMatchObject({ code: "upstream_at_capacity", details: { retryable: true, limit, inUse: limit, setting: "BRIDGE_HOST_MAX_CONCURRENCY" } });
+    expect(error).toMatchObject({
+      code: "upstream_at_capacity",
+      details: { retryable: true, limit, inUse: limit, setting: "BRIDGE_HOST_MAX_CONCURRENCY" },
+    });
     expect(error.message).toContain(`all ${limit} of its agent process slots (BRIDGE_HOST_MAX_CONCURRENCY) are taken`);
 
     // The Pi conversation has been idle for longer than CLI_BRIDGE_SESSION_IDLE_MS (10 min): its alarm closes the session.
     const stub = await sessionObject(pi.user, pi.cid);
     await runInDurableObject(stub, (_instance: unknown, state: DurableObjectState) => {
-      state.storage.sql.exec("UPDATE turns SET completed_at = ?, updated_at = ?", Date.now() - 11 * 60_000, Date.now() - 11 * 60_000);
+      state.storage.sql.exec(
+        "UPDATE turns SET completed_at = ?, updated_at = ?",
+        Date.now() - 11 * 60_000,
+        Date.now() - 11 * 60_000,
+      );
     });
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     const held = (await control(`runs/${first.executionId}`)).sessionId as string;
@@ -90,7 +104,10 @@ describe("a CLI Bridge at capacity (issue 36)", () => {
     const warnings = events.filter((e) => e.type === "warning");
     expect(warnings.map((e) => e.data.code)).toEqual(["agent_memory_reset"]);
     expect(String(warnings[0]!.data.message)).toContain("idle");
-    expect(events.at(-1)).toMatchObject({ type: "turn.completed", data: { result: { text: "echo: back after a while" } } });
+    expect(events.at(-1)).toMatchObject({
+      type: "turn.completed",
+      data: { result: { text: "echo: back after a while" } },
+    });
     expect((await control(`runs/${second.executionId}`)).sessionId).not.toBe(held);
   });
 });
@@ -164,7 +181,10 @@ describe("the bridge host's paths are not shown (issue 36)", () => {
     const refused = await sendTurn(token, cid, uid("turn"), "hello", { model: PI });
     expect(refused.status).toBe(501);
     const text = await refused.text();
-    expect(JSON.parse(text).error).toMatchObject({ code: "provider_unavailable", message: expect.stringContaining("<path on the bridge>/models.json") });
+    expect(JSON.parse(text).error).toMatchObject({
+      code: "provider_unavailable",
+      message: expect.stringContaining("<path on the bridge>/models.json"),
+    });
     expect(text).not.toContain("/home/bridge-operator");
   });
 });

@@ -29,7 +29,12 @@ function instance(settings: Record<string, unknown>) {
       body: body === undefined || body === null ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
-    return { status: res.status, headers: res.headers, text, body: text.startsWith("{") ? (JSON.parse(text) as Json) : undefined };
+    return {
+      status: res.status,
+      headers: res.headers,
+      text,
+      body: text.startsWith("{") ? (JSON.parse(text) as Json) : undefined,
+    };
   };
   const control = async (path: string, body?: unknown) => (await call(`/_standin/${path}`, body)).body;
   const slots = async () => (await call("/health")).body.executor as { in_flight: number; max: number; queued: number };
@@ -72,14 +77,21 @@ describe("process slots (the bridge's host executor)", () => {
     ] as const) {
       const refused = await bridge.call(path, body);
       expect(refused.status, path).toBe(503);
-      expect(refused.body).toEqual({ error: { message: `backend "${backend}" is not ready: health probe timed out after 150ms`, type: "backend_not_ready" } });
+      expect(refused.body).toEqual({
+        error: {
+          message: `backend "${backend}" is not ready: health probe timed out after 150ms`,
+          type: "backend_not_ready",
+        },
+      });
     }
 
     // A second run's stream answered 200 at once; its CLI waited for a slot and was refused.
     const second = uid("run");
     const res = await bridge.chat(second, "no room");
     expect(res.status).toBe(200);
-    const frames = (await readUntil(res, (t) => t.includes("[DONE]"))).split("\n").filter((l) => l.startsWith("data: {"));
+    const frames = (await readUntil(res, (t) => t.includes("[DONE]")))
+      .split("\n")
+      .filter((l) => l.startsWith("data: {"));
     expect(JSON.parse(frames.at(-1)!.slice("data: ".length))).toEqual({
       error: {
         message: "host-executor: acquire timeout after 200ms (in_flight=1/1, queued=0)",
@@ -101,7 +113,8 @@ describe("process slots (the bridge's host executor)", () => {
     const bridge = instance({ maxConcurrency: 2, acquireDeadlineMs: 200 });
     await bridge.ready;
     const [first, second, third] = [uid("sess"), uid("sess"), uid("sess")];
-    for (const id of [first, second, third]) expect((await bridge.call("/v1/sessions", { session_id: id, model: PI })).status).toBe(201);
+    for (const id of [first, second, third])
+      expect((await bridge.call("/v1/sessions", { session_id: id, model: PI })).status).toBe(201);
     // Created, no turn yet: no process, no slot.
     expect(await bridge.slots()).toMatchObject({ in_flight: 0 });
     const run = uid("run");
@@ -110,7 +123,9 @@ describe("process slots (the bridge's host executor)", () => {
     expect(await bridge.slots()).toMatchObject({ in_flight: 1 });
 
     // One slot left, taken by the second session; the third's first turn waits, then is refused.
-    expect((await bridge.call(`/v1/sessions/${second}/turns`, { message: "hello", run_id: uid("run") })).status).toBe(202);
+    expect((await bridge.call(`/v1/sessions/${second}/turns`, { message: "hello", run_id: uid("run") })).status).toBe(
+      202,
+    );
     const refused = await bridge.call(`/v1/sessions/${third}/turns`, { message: "hello", run_id: uid("run") });
     expect(refused.status).toBe(429);
     expect(refused.headers.get("retry-after")).toBe("5");
@@ -148,7 +163,10 @@ describe("process slots (the bridge's host executor)", () => {
     await bridge.call(`/v1/sessions/${session}/turns`, { message: "[hang] busy", run_id: run });
     const close = await bridge.call(`/v1/sessions/${session}/close`, {});
     expect(close.status).toBe(409);
-    expect(close.body.error).toEqual({ message: "active retained runs must be cancelled before the session can close", type: "active_run" });
+    expect(close.body.error).toEqual({
+      message: "active retained runs must be cancelled before the session can close",
+      type: "active_run",
+    });
     await bridge.call(`/v1/runs/${run}/cancel?wait_ms=2000`, null);
     expect(await bridge.slots()).toMatchObject({ in_flight: 0 });
 
@@ -167,7 +185,11 @@ describe("what a retained session's first turn needs besides a slot", () => {
     const bridge = instance({ jailMode: "off" });
     await bridge.ready;
     const session = uid("sess");
-    await bridge.call("/v1/sessions", { session_id: session, model: PI, execution: { kind: "host", jail: { mode: "fs-jail" } } });
+    await bridge.call("/v1/sessions", {
+      session_id: session,
+      model: PI,
+      execution: { kind: "host", jail: { mode: "fs-jail" } },
+    });
     const refused = await bridge.call(`/v1/sessions/${session}/turns`, { message: "hello", run_id: uid("run") });
     expect(refused.status).toBe(501);
     expect(refused.body).toEqual({
@@ -179,19 +201,26 @@ describe("what a retained session's first turn needs besides a slot", () => {
     });
     expect(await bridge.slots()).toMatchObject({ in_flight: 0 });
     await bridge.control("settings", { jailMode: "fs-jail" });
-    expect((await bridge.call(`/v1/sessions/${session}/turns`, { message: "hello", run_id: uid("run") })).status).toBe(202);
+    expect((await bridge.call(`/v1/sessions/${session}/turns`, { message: "hello", run_id: uid("run") })).status).toBe(
+      202,
+    );
   });
 
   it("a Pi route its models.json does not list: refused naming the file's path on the host, one-shot (error frame) and retained (501)", async () => {
     const bridge = instance({});
     await bridge.ready;
     await bridge.control("faults", { piModelUnlisted: true });
-    const message = "backend pi model tangle-router/fake-echo has no explicit entry in /home/bridge-operator/.pi/agent/models.json; the bridge refuses to combine dynamic model metadata with custom provider auth controls";
+    const message =
+      "backend pi model tangle-router/fake-echo has no explicit entry in /home/bridge-operator/.pi/agent/models.json; the bridge refuses to combine dynamic model metadata with custom provider auth controls";
     const session = uid("sess");
     await bridge.call("/v1/sessions", { session_id: session, model: PI });
-    expect((await bridge.call(`/v1/sessions/${session}/turns`, { message: "hello", run_id: uid("run") })).body).toEqual({ error: { message, type: "not_configured" } });
+    expect((await bridge.call(`/v1/sessions/${session}/turns`, { message: "hello", run_id: uid("run") })).body).toEqual(
+      { error: { message, type: "not_configured" } },
+    );
     await bridge.control("variants", { piTransport: "one-shot" });
-    const frames = (await readUntil(await bridge.chat(uid("run"), "hello", PI), (t) => t.includes("[DONE]"))).split("\n").filter((l) => l.startsWith("data: {"));
+    const frames = (await readUntil(await bridge.chat(uid("run"), "hello", PI), (t) => t.includes("[DONE]")))
+      .split("\n")
+      .filter((l) => l.startsWith("data: {"));
     expect(JSON.parse(frames.at(-1)!.slice("data: ".length))).toEqual({ error: { message, type: "not_configured" } });
   });
 });

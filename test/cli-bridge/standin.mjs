@@ -41,7 +41,13 @@ const INSTANCE_NAME = /^[A-Za-z0-9._-]{1,64}$/;
  * @param {{ port?: number, host?: string, token?: string, root?: Partial<Settings> } & Partial<Settings>} [options]
  * @returns {Promise<{ url: string, port: number, close(): Promise<void> }>}
  */
-export async function startStandIn({ port = 0, host = "127.0.0.1", token = "standin-token", root = {}, ...settings } = {}) {
+export async function startStandIn({
+  port = 0,
+  host = "127.0.0.1",
+  token = "standin-token",
+  root = {},
+  ...settings
+} = {}) {
   /** @type {Settings} */
   const defaults = {
     keepaliveMs: settings.keepaliveMs ?? DEFAULT_KEEPALIVE_MS,
@@ -57,13 +63,15 @@ export async function startStandIn({ port = 0, host = "127.0.0.1", token = "stan
   /** @type {Map<string, Bridge>} */
   const instances = new Map([["", new Bridge({ ...defaults, ...root })]]);
 
-  const server = createServer((/** @type {import("node:http").IncomingMessage} */ req, /** @type {import("node:http").ServerResponse} */ res) => {
-    handle(req, res).catch((error) => {
-      console.error("cli-bridge stand-in:", error);
-      if (!res.headersSent) sendJson(res, 500, errorBody("stand-in failure", "internal_error"));
-      else res.destroy();
-    });
-  });
+  const server = createServer(
+    (/** @type {import("node:http").IncomingMessage} */ req, /** @type {import("node:http").ServerResponse} */ res) => {
+      handle(req, res).catch((error) => {
+        console.error("cli-bridge stand-in:", error);
+        if (!res.headersSent) sendJson(res, 500, errorBody("stand-in failure", "internal_error"));
+        else res.destroy();
+      });
+    },
+  );
 
   /**
    * @param {import("node:http").IncomingMessage} req
@@ -73,13 +81,17 @@ export async function startStandIn({ port = 0, host = "127.0.0.1", token = "stan
     const url = new URL(req.url ?? "/", "http://stand-in.local");
     let segments;
     try {
-      segments = url.pathname.split("/").filter(Boolean).map((s) => decodeURIComponent(s));
+      segments = url.pathname
+        .split("/")
+        .filter(Boolean)
+        .map((s) => decodeURIComponent(s));
     } catch {
       return sendJson(res, 400, errorBody("malformed path", "invalid_request_error"));
     }
     let instance = "";
     if (segments[0] === "i") {
-      if (!segments[1] || !INSTANCE_NAME.test(segments[1])) return sendJson(res, 404, errorBody("no such instance path", "not_found_error"));
+      if (!segments[1] || !INSTANCE_NAME.test(segments[1]))
+        return sendJson(res, 404, errorBody("no such instance path", "not_found_error"));
       instance = segments[1];
       segments = segments.slice(2);
     }
@@ -92,8 +104,16 @@ export async function startStandIn({ port = 0, host = "127.0.0.1", token = "stan
     }
 
     const raw = await readBody(req);
-    if (raw === undefined) return sendJson(res, 413, errorBody("request body is larger than 1 MiB", "request_too_large"));
-    const request = { method: req.method ?? "GET", path: `/${segments.join("/")}`, segments, query: url.searchParams, headers: req.headers, raw };
+    if (raw === undefined)
+      return sendJson(res, 413, errorBody("request body is larger than 1 MiB", "request_too_large"));
+    const request = {
+      method: req.method ?? "GET",
+      path: `/${segments.join("/")}`,
+      segments,
+      query: url.searchParams,
+      headers: req.headers,
+      raw,
+    };
     if (segments[0] === "_standin") return handleControl(bridge, request, res);
     return handleBridge(bridge, token, request, res);
   }

@@ -56,7 +56,12 @@ class StandIn {
       body = typeof call.body === "string" ? call.body : JSON.stringify(call.body);
       headers["content-type"] ??= "application/json";
     }
-    return fetch(`${this.base}${path}`, { method: call.method ?? (body === undefined ? "GET" : "POST"), headers, body, signal: call.signal });
+    return fetch(`${this.base}${path}`, {
+      method: call.method ?? (body === undefined ? "GET" : "POST"),
+      headers,
+      body,
+      signal: call.signal,
+    });
   }
 
   async json(path: string, call: Call = {}): Promise<{ status: number; headers: Headers; body: Json; text: string }> {
@@ -78,7 +83,16 @@ class StandIn {
   }
 
   /** `POST /v1/chat/completions` with `stream: true` and one user message. */
-  chat(runId: string | undefined, content: string, options: { model?: string; extra?: Record<string, unknown>; headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<Response> {
+  chat(
+    runId: string | undefined,
+    content: string,
+    options: {
+      model?: string;
+      extra?: Record<string, unknown>;
+      headers?: Record<string, string>;
+      signal?: AbortSignal;
+    } = {},
+  ): Promise<Response> {
     return this.fetch("/v1/chat/completions", {
       body: { model: options.model ?? CODEX, stream: true, messages: [{ role: "user", content }], ...options.extra },
       headers: { ...(runId === undefined ? {} : { "x-run-id": runId }), ...options.headers },
@@ -131,7 +145,10 @@ class StreamReader {
     const deadline = Date.now() + timeoutMs;
     while (!this.done && !enough(this.text)) {
       const left = deadline - Date.now();
-      const next = await Promise.race([this.reader.read(), sleep(Math.max(left, 0)).then(() => "timeout" as const)]).catch((error: unknown) => {
+      const next = await Promise.race([
+        this.reader.read(),
+        sleep(Math.max(left, 0)).then(() => "timeout" as const),
+      ]).catch((error: unknown) => {
         this.error = error;
         return { done: true as const, value: undefined };
       });
@@ -223,7 +240,12 @@ function controlRef(headers: Headers): Json {
 }
 
 /** An InteractionResponseCommand for `request` with the test's own command digest. */
-async function respondCommand(operationId: string, request: Json, response: Json, bindingPatch: Json = {}): Promise<Json> {
+async function respondCommand(
+  operationId: string,
+  request: Json,
+  response: Json,
+  bindingPatch: Json = {},
+): Promise<Json> {
   const binding = { ...request.binding, requestDigest: request.requestDigest, ...bindingPatch };
   return { operationId, binding, response, commandDigest: await digest({ binding, response }) };
 }
@@ -232,7 +254,16 @@ function respondPath(runId: string, interactionId: string): string {
   return `/v1/runs/${encodeURIComponent(runId)}/interactions/${encodeURIComponent(interactionId)}/respond`;
 }
 
-const HEADERS_OF_A_STREAM = ["cache-control", "content-type", "x-bridge-mode", "x-run-environment-id", "x-run-execution-id", "x-run-id", "x-run-provider", "x-run-session-id"];
+const HEADERS_OF_A_STREAM = [
+  "cache-control",
+  "content-type",
+  "x-bridge-mode",
+  "x-run-environment-id",
+  "x-run-execution-id",
+  "x-run-id",
+  "x-run-provider",
+  "x-run-session-id",
+];
 
 describe("the stand-in's health, auth and catalog", () => {
   it("serves GET /health without a bearer, both backends ready, in the recorded shape (01)", async () => {
@@ -242,7 +273,9 @@ describe("the stand-in's health, auth and catalog", () => {
     const want = JSON.parse(recorded["01-health"].body);
     expect(Object.keys(res.body)).toEqual(Object.keys(want));
     expect(res.body.status).toBe("ok");
-    expect(res.body.backends.map((b: Json) => [b.name, b.state, b.version])).toEqual(want.backends.map((b: Json) => [b.name, b.state, b.version]));
+    expect(res.body.backends.map((b: Json) => [b.name, b.state, b.version])).toEqual(
+      want.backends.map((b: Json) => [b.name, b.state, b.version]),
+    );
     expect(Object.keys(res.body.memory)).toEqual(Object.keys(want.memory));
   });
 
@@ -290,7 +323,12 @@ describe("the stand-in's health, auth and catalog", () => {
     expect(pi.body).toEqual(JSON.parse(recorded["20-ret-create"].body).capabilities);
     expect(pi.body.interactions.kinds).toEqual(["permission"]);
     expect(pi.body.nativeContinuation).toEqual({ atomicBoundary: true, requestIdempotency: true });
-    expect(pi.body.retainedControl).toEqual({ exactRunIdentity: true, resultIdentity: true, eventIdentity: true, cancellationIdempotency: true });
+    expect(pi.body.retainedControl).toEqual({
+      exactRunIdentity: true,
+      resultIdentity: true,
+      eventIdentity: true,
+      cancellationIdempotency: true,
+    });
 
     const missing = await bridge.json("/v1/capabilities");
     expect(missing.status).toBe(400);
@@ -302,7 +340,12 @@ describe("the stand-in's health, auth and catalog", () => {
 });
 
 describe("one-shot runs on POST /v1/chat/completions", () => {
-  const STREAM1 = { model: CODEX, stream: true, messages: [{ role: "user", content: "hello bridge peer" }], cwd: "<cwd>" };
+  const STREAM1 = {
+    model: CODEX,
+    stream: true,
+    messages: [{ role: "user", content: "hello bridge peer" }],
+    cwd: "<cwd>",
+  };
 
   async function stream1(bridge: StandIn, headers: Record<string, string> = {}): Promise<Response> {
     return bridge.fetch("/v1/chat/completions", { body: STREAM1, headers: { "x-run-id": "run-stream-1", ...headers } });
@@ -313,7 +356,8 @@ describe("one-shot runs on POST /v1/chat/completions", () => {
     const res = await stream1(bridge);
     expect(res.status).toBe(200);
     const want = recorded["05-stream1"];
-    for (const name of HEADERS_OF_A_STREAM) expect(res.headers.get(name), name).toBe(want.headers[name as keyof typeof want.headers]);
+    for (const name of HEADERS_OF_A_STREAM)
+      expect(res.headers.get(name), name).toBe(want.headers[name as keyof typeof want.headers]);
     expect(res.headers.get("x-run-request-digest")).toMatch(/^sha256:[0-9a-f]{64}$/);
     const text = await readAll(res);
     expect(normalize(text)).toBe(normalize(want.body));
@@ -332,7 +376,8 @@ describe("one-shot runs on POST /v1/chat/completions", () => {
     const replay = await stream1(bridge, { "last-event-id": "3" });
     expect(replay.status).toBe(200);
     expect(replay.headers.get("x-run-request-digest")).toBe(first.headers.get("x-run-request-digest"));
-    for (const name of HEADERS_OF_A_STREAM) expect(replay.headers.get(name), name).toBe(recorded["06-stream1-replay-after-3"].headers[name as "x-run-id"]);
+    for (const name of HEADERS_OF_A_STREAM)
+      expect(replay.headers.get(name), name).toBe(recorded["06-stream1-replay-after-3"].headers[name as "x-run-id"]);
     const replayText = await readAll(replay);
     expect(normalize(replayText)).toBe(normalize(recorded["06-stream1-replay-after-3"].body));
     expect(idsOf(replayText)).toEqual(["4", "5", "6"]);
@@ -368,7 +413,10 @@ describe("one-shot runs on POST /v1/chat/completions", () => {
     const viaBody = await bridge.fetch("/v1/chat/completions", { body: { ...STREAM1, run_id: "run-stream-1" } });
     expect(viaBody.headers.get("x-run-request-digest")).toBe(first.headers.get("x-run-request-digest"));
     await readAll(viaBody);
-    const both = await bridge.json("/v1/chat/completions", { body: { ...STREAM1, run_id: "run-a" }, headers: { "x-run-id": "run-b" } });
+    const both = await bridge.json("/v1/chat/completions", {
+      body: { ...STREAM1, run_id: "run-a" },
+      headers: { "x-run-id": "run-b" },
+    });
     expect(both.status).toBe(400);
   });
 
@@ -380,7 +428,18 @@ describe("one-shot runs on POST /v1/chat/completions", () => {
     expect(snap.status).toBe(200);
     const want = recorded["08-run-get"];
     const wantBody = JSON.parse(want.body);
-    for (const name of ["content-type", "x-last-event-id", "x-run-environment-id", "x-run-execution-id", "x-run-id", "x-run-provider", "x-run-session-id", "x-run-state", "x-run-status", "x-run-terminal"]) {
+    for (const name of [
+      "content-type",
+      "x-last-event-id",
+      "x-run-environment-id",
+      "x-run-execution-id",
+      "x-run-id",
+      "x-run-provider",
+      "x-run-session-id",
+      "x-run-state",
+      "x-run-status",
+      "x-run-terminal",
+    ]) {
       expect(snap.headers.get(name), name).toBe(want.headers[name as keyof typeof want.headers]);
     }
     expect(snap.headers.get("x-run-request-digest")).toBe(stream.headers.get("x-run-request-digest"));
@@ -388,7 +447,14 @@ describe("one-shot runs on POST /v1/chat/completions", () => {
     expect(Object.keys(snap.body)).toEqual(Object.keys(wantBody));
     expect(Object.keys(snap.body.replay)).toEqual(Object.keys(wantBody.replay));
     const { requestDigest: _d, startedAt: _s, endedAt, replay, identityExpiresAt, ...rest } = snap.body;
-    const { requestDigest: _wd, startedAt: _ws, endedAt: _we, replay: wantReplay, identityExpiresAt: _wi, ...wantRest } = wantBody;
+    const {
+      requestDigest: _wd,
+      startedAt: _ws,
+      endedAt: _we,
+      replay: wantReplay,
+      identityExpiresAt: _wi,
+      ...wantRest
+    } = wantBody;
     expect(rest).toEqual(wantRest);
     expect({ ...replay, retainedBytes: 0, expiresAt: 0 }).toEqual({ ...wantReplay, retainedBytes: 0, expiresAt: 0 });
     expect(replay.expiresAt - endedAt).toBe(wantReplay.expiresAt - wantBody.endedAt);
@@ -438,7 +504,9 @@ describe("one-shot runs on POST /v1/chat/completions", () => {
     const bridge = standIn("words");
     const tool = await readAll(await bridge.chat(unique("run"), "[tool] look"));
     const toolChunk = JSON.parse(dataOf(sseFrames(tool)[2]!));
-    expect(toolChunk.choices[0].delta.tool_calls).toEqual([{ index: 0, id: "call_1", type: "function", function: { name: "shell", arguments: '{"command":"echo fake"}' } }]);
+    expect(toolChunk.choices[0].delta.tool_calls).toEqual([
+      { index: 0, id: "call_1", type: "function", function: { name: "shell", arguments: '{"command":"echo fake"}' } },
+    ]);
     expect(tool).toContain('"content":"look"');
 
     for (const [prompt, message] of [
@@ -448,7 +516,9 @@ describe("one-shot runs on POST /v1/chat/completions", () => {
       const runId = unique("run");
       const text = await readAll(await bridge.chat(runId, prompt));
       const frames = sseFrames(text);
-      expect(frames.at(-2)).toBe(`data: ${JSON.stringify({ error: { message, type: "backend_error" } })}\nid: ${idsOf(text).at(-1)}`);
+      expect(frames.at(-2)).toBe(
+        `data: ${JSON.stringify({ error: { message, type: "backend_error" } })}\nid: ${idsOf(text).at(-1)}`,
+      );
       expect(frames.at(-1)).toBe("data: [DONE]");
       expect(text).not.toContain('"finish_reason":"stop"');
       expect((await bridge.json(`/v1/runs/${runId}`)).body.status).toBe("error");
@@ -463,14 +533,22 @@ describe("one-shot runs on POST /v1/chat/completions", () => {
       sseFrames(text)
         .filter((f) => f.startsWith("data: {"))
         .map((f) => JSON.parse(dataOf(f)));
-    const codex = chunksOf(await readAll(await bridge.chat(unique("run"), "[estimated] [requests:2] [served:gpt-5.4,gpt-5.4-mini] hi")));
+    const codex = chunksOf(
+      await readAll(await bridge.chat(unique("run"), "[estimated] [requests:2] [served:gpt-5.4,gpt-5.4-mini] hi")),
+    );
     const finish = codex.at(-1);
-    expect(finish).toMatchObject({ model: CODEX, usage: { model_requests: 2, estimated: true, cost_known: false }, provider_models: ["gpt-5.4", "gpt-5.4-mini"] });
+    expect(finish).toMatchObject({
+      model: CODEX,
+      usage: { model_requests: 2, estimated: true, cost_known: false },
+      provider_models: ["gpt-5.4", "gpt-5.4-mini"],
+    });
     expect(codex.map((c) => c.choices[0]?.delta?.content).join("")).toBe("echo: hi");
     const measured = chunksOf(await readAll(await bridge.chat(unique("run"), "[measured] hi"))).at(-1);
     expect(measured.usage.estimated).toBe(false);
     expect(measured).not.toHaveProperty("provider_models");
-    const pi = chunksOf(await readAll(await bridge.chat(unique("run"), "[estimated] [served:fake-echo] [requests:3] hi", { model: PI }))).filter((c) => c.usage);
+    const pi = chunksOf(
+      await readAll(await bridge.chat(unique("run"), "[estimated] [served:fake-echo] [requests:3] hi", { model: PI })),
+    ).filter((c) => c.usage);
     expect(pi.map((c) => [c.usage.estimated, c.usage.model_requests, c.provider_models])).toEqual([
       [true, undefined, ["fake-echo"]],
       [true, 3, undefined],
@@ -506,7 +584,12 @@ describe("one-shot runs on POST /v1/chat/completions", () => {
     const wantFirst = JSON.parse(want12.body);
     expect(Object.keys(first.body)).toEqual(Object.keys(wantFirst));
     expect(Object.keys(first.body.run)).toEqual(Object.keys(wantFirst.run));
-    expect(first.body).toMatchObject({ cancelled: false, cancel_requested: true, terminal: false, run: { status: "running", state: "cancelling", endedAt: null } });
+    expect(first.body).toMatchObject({
+      cancelled: false,
+      cancel_requested: true,
+      terminal: false,
+      run: { status: "running", state: "cancelling", endedAt: null },
+    });
     expect(first.body.run.cancelRequestedAt).toEqual(expect.any(Number));
 
     const second = await bridge.json("/v1/runs/run-hang-1/cancel?wait_ms=5000", { method: "POST" });
@@ -517,12 +600,23 @@ describe("one-shot runs on POST /v1/chat/completions", () => {
     }
     expect(second.headers.get("retry-after")).toBeNull();
     expect(second.headers.get("x-run-replay-expires-at")).toBe(String(second.body.run.replay.expiresAt));
-    expect(second.body).toMatchObject({ cancelled: true, cancel_requested: false, terminal: true, run: { status: "cancelled", state: "terminal", lastSeq: 3 } });
+    expect(second.body).toMatchObject({
+      cancelled: true,
+      cancel_requested: false,
+      terminal: true,
+      run: { status: "cancelled", state: "terminal", lastSeq: 3 },
+    });
 
     expect(normalize(await reattached)).toBe(normalize(recorded["11b-hang1-events-after-1"].body));
     const snap = await bridge.json("/v1/runs/run-hang-1");
     const want15 = JSON.parse(recorded["15-hang1-get"].body);
-    expect(snap.body).toMatchObject({ status: want15.status, state: want15.state, terminal: true, lastSeq: want15.lastSeq, lifetimeExpiresAt: null });
+    expect(snap.body).toMatchObject({
+      status: want15.status,
+      state: want15.state,
+      terminal: true,
+      lastSeq: want15.lastSeq,
+      lifetimeExpiresAt: null,
+    });
     expect(snap.body.cancelRequestedAt).toBe(first.body.run.cancelRequestedAt);
     expect((await bridge.control("/counters")).counters.cancels).toBe(2);
   });
@@ -537,11 +631,17 @@ describe("one-shot runs on POST /v1/chat/completions", () => {
     const request = { operationId: "op-cancel-1", run, reason: "the user pressed Stop" };
     const requestDigest = await digest(request);
 
-    const wrong = await bridge.json(`/v1/runs/${runId}/cancel`, { body: { ...request, requestDigest: await digest({ ...request, reason: "other" }) } });
+    const wrong = await bridge.json(`/v1/runs/${runId}/cancel`, {
+      body: { ...request, requestDigest: await digest({ ...request, reason: "other" }) },
+    });
     expect(wrong.status).toBe(400);
     expect(wrong.body.error.type).toBe("invalid_request_error");
     const mismatched = await bridge.json(`/v1/runs/${runId}/cancel`, {
-      body: { ...request, run: { ...run, executionId: "other" }, requestDigest: await digest({ ...request, run: { ...run, executionId: "other" } }) },
+      body: {
+        ...request,
+        run: { ...run, executionId: "other" },
+        requestDigest: await digest({ ...request, run: { ...run, executionId: "other" } }),
+      },
     });
     expect(mismatched.status).toBe(409);
     expect(mismatched.body.error.type).toBe("run_identity_conflict");
@@ -550,11 +650,27 @@ describe("one-shot runs on POST /v1/chat/completions", () => {
 
     const accepted = await bridge.json(`/v1/runs/${runId}/cancel`, { body: { ...request, requestDigest } });
     expect(accepted.status).toBe(202);
-    expect(accepted.body).toMatchObject({ cancelled: false, cancel_requested: true, terminal: false, operationId: "op-cancel-1", requestDigest });
-    const confirmed = await bridge.json(`/v1/runs/${runId}/cancel?wait_ms=5000`, { body: { ...request, requestDigest } });
+    expect(accepted.body).toMatchObject({
+      cancelled: false,
+      cancel_requested: true,
+      terminal: false,
+      operationId: "op-cancel-1",
+      requestDigest,
+    });
+    const confirmed = await bridge.json(`/v1/runs/${runId}/cancel?wait_ms=5000`, {
+      body: { ...request, requestDigest },
+    });
     expect(confirmed.status).toBe(200);
-    expect(confirmed.body).toMatchObject({ cancelled: true, cancel_requested: false, terminal: true, operationId: "op-cancel-1", requestDigest });
-    const reused = await bridge.json(`/v1/runs/${runId}/cancel`, { body: { operationId: "op-cancel-1", run, requestDigest: await digest({ operationId: "op-cancel-1", run }) } });
+    expect(confirmed.body).toMatchObject({
+      cancelled: true,
+      cancel_requested: false,
+      terminal: true,
+      operationId: "op-cancel-1",
+      requestDigest,
+    });
+    const reused = await bridge.json(`/v1/runs/${runId}/cancel`, {
+      body: { operationId: "op-cancel-1", run, requestDigest: await digest({ operationId: "op-cancel-1", run }) },
+    });
     expect(reused.status).toBe(409);
     expect(reused.body.error.type).toBe("cancellation_conflict");
 
@@ -575,23 +691,44 @@ describe("one-shot runs on POST /v1/chat/completions", () => {
     const run = controlRef(res.headers);
     const requestDigest = await digest({ operationId: "op-1", run });
 
-    const accepted = await bridge.json(`/v1/runs/${runId}/cancel`, { body: { operationId: "op-1", run, requestDigest } });
+    const accepted = await bridge.json(`/v1/runs/${runId}/cancel`, {
+      body: { operationId: "op-1", run, requestDigest },
+    });
     expect(accepted.status).toBe(202);
-    expect(accepted.body).toEqual({ operationId: "op-1", requestDigest, run, status: "accepted", effect: "cancel_requested" });
-    const replayed = await bridge.json(`/v1/runs/${runId}/cancel?wait_ms=5000`, { body: { operationId: "op-1", run, requestDigest } });
+    expect(accepted.body).toEqual({
+      operationId: "op-1",
+      requestDigest,
+      run,
+      status: "accepted",
+      effect: "cancel_requested",
+    });
+    const replayed = await bridge.json(`/v1/runs/${runId}/cancel?wait_ms=5000`, {
+      body: { operationId: "op-1", run, requestDigest },
+    });
     expect(replayed.status).toBe(200);
     expect(replayed.body).toEqual({ operationId: "op-1", requestDigest, run, status: "replayed", effect: "cancelled" });
     const otherDigest = await digest({ operationId: "op-1", run, reason: "again" });
-    const conflict = await bridge.json(`/v1/runs/${runId}/cancel`, { body: { operationId: "op-1", run, reason: "again", requestDigest: otherDigest } });
+    const conflict = await bridge.json(`/v1/runs/${runId}/cancel`, {
+      body: { operationId: "op-1", run, reason: "again", requestDigest: otherDigest },
+    });
     expect(conflict.status).toBe(409);
-    expect(conflict.body).toEqual({ operationId: "op-1", requestDigest: otherDigest, run, status: "conflict", effect: "unknown", existingRequestDigest: requestDigest });
+    expect(conflict.body).toEqual({
+      operationId: "op-1",
+      requestDigest: otherDigest,
+      run,
+      status: "conflict",
+      effect: "unknown",
+      existingRequestDigest: requestDigest,
+    });
     await stream.rest();
 
     const doneId = unique("run");
     const done = await bridge.chat(doneId, "quick");
     await readAll(done);
     const doneRef = controlRef(done.headers);
-    const late = await bridge.json(`/v1/runs/${doneId}/cancel`, { body: { operationId: "op-2", run: doneRef, requestDigest: await digest({ operationId: "op-2", run: doneRef }) } });
+    const late = await bridge.json(`/v1/runs/${doneId}/cancel`, {
+      body: { operationId: "op-2", run: doneRef, requestDigest: await digest({ operationId: "op-2", run: doneRef }) },
+    });
     expect(late.status).toBe(200);
     expect(late.body).toMatchObject({ status: "accepted", effect: "not_live" });
   });
@@ -599,28 +736,48 @@ describe("one-shot runs on POST /v1/chat/completions", () => {
   it("applies the one-shot request rules: interactions refused, provider/environment/execution together, run ids, session_id continuity", async () => {
     const bridge = standIn("rules");
     const refusedAsk = await bridge.json("/v1/chat/completions", {
-      body: { model: CODEX, stream: true, messages: [{ role: "user", content: "hi" }], interactions: { permission: true } },
+      body: {
+        model: CODEX,
+        stream: true,
+        messages: [{ role: "user", content: "hi" }],
+        interactions: { permission: true },
+      },
     });
     expect(refusedAsk.status).toBe(400);
     expect(refusedAsk.body.error.type).toBe("invalid_request_error");
     await readAll(await bridge.chat(unique("run"), "hi", { extra: { interactions: {} } }));
 
-    const partial = await bridge.json("/v1/chat/completions", { body: { model: CODEX, stream: true, messages: [{ role: "user", content: "hi" }], provider: "cli-bridge" } });
+    const partial = await bridge.json("/v1/chat/completions", {
+      body: { model: CODEX, stream: true, messages: [{ role: "user", content: "hi" }], provider: "cli-bridge" },
+    });
     expect(partial.status).toBe(400);
-    const explicit = await bridge.chat(unique("run"), "hi", { extra: { provider: "cli-bridge", environment_id: "cli-bridge", execution_id: "exec-7" } });
-    expect([explicit.headers.get("x-run-provider"), explicit.headers.get("x-run-execution-id")]).toEqual(["cli-bridge", "exec-7"]);
+    const explicit = await bridge.chat(unique("run"), "hi", {
+      extra: { provider: "cli-bridge", environment_id: "cli-bridge", execution_id: "exec-7" },
+    });
+    expect([explicit.headers.get("x-run-provider"), explicit.headers.get("x-run-execution-id")]).toEqual([
+      "cli-bridge",
+      "exec-7",
+    ]);
     await readAll(explicit);
 
     const minted = await bridge.chat(undefined, "hi");
     expect(minted.headers.get("x-run-id")).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     await readAll(minted);
-    expect((await bridge.json("/v1/chat/completions", { body: { model: "codex/nope", stream: true, messages: [{ role: "user", content: "hi" }] } })).status).toBe(404);
+    expect(
+      (
+        await bridge.json("/v1/chat/completions", {
+          body: { model: "codex/nope", stream: true, messages: [{ role: "user", content: "hi" }] },
+        })
+      ).status,
+    ).toBe(404);
 
     const conversation = unique("conv");
     const execution = { kind: "host", jail: { mode: "fs-jail" } };
     const runs = [unique("turn-1"), unique("turn-2")];
     for (const runId of runs) {
-      const res = await bridge.chat(runId, `turn of ${runId}`, { extra: { session_id: conversation, cwd: "/work", execution } });
+      const res = await bridge.chat(runId, `turn of ${runId}`, {
+        extra: { session_id: conversation, cwd: "/work", execution },
+      });
       expect(res.headers.get("x-run-session-id")).toBe(conversation);
       expect(res.headers.get("x-run-execution-id")).toBe(runId);
       await readAll(res);
@@ -642,13 +799,25 @@ describe("retained Pi sessions", () => {
     expect(created.status).toBe(201);
     expect(normalize(created.text)).toBe(normalize(recorded["20-ret-create"].body));
 
-    const turn1 = await bridge.turn("ret-sess-1", { message: "first retained turn", turn_id: "ret-turn-1", run_id: "ret-run-1", execution_id: "ret-exec-1" });
+    const turn1 = await bridge.turn("ret-sess-1", {
+      message: "first retained turn",
+      turn_id: "ret-turn-1",
+      run_id: "ret-run-1",
+      execution_id: "ret-exec-1",
+    });
     expect(turn1.status).toBe(202);
     expect(normalize(turn1.text)).toBe(normalize(recorded["21-ret-turn1"].body));
 
     const run1 = await bridge.json("/v1/runs/ret-run-1?wait_ms=15000");
     expect(normalize(run1.text)).toBe(normalize(recorded["22-ret-run1-get"].body));
-    for (const name of ["x-last-event-id", "x-run-provider", "x-run-session-id", "x-run-execution-id", "x-run-state", "x-run-status"]) {
+    for (const name of [
+      "x-last-event-id",
+      "x-run-provider",
+      "x-run-session-id",
+      "x-run-execution-id",
+      "x-run-state",
+      "x-run-status",
+    ]) {
       expect(run1.headers.get(name), name).toBe(recorded["22-ret-run1-get"].headers[name as "x-run-id"]);
     }
 
@@ -656,7 +825,12 @@ describe("retained Pi sessions", () => {
     expect(events1.headers.get("x-run-id")).toBeNull();
     expect(normalize(await readAll(events1))).toBe(normalize(recorded["23-ret-events1"].body));
 
-    const turn2 = await bridge.turn("ret-sess-1", { message: "[permission] second turn", turn_id: "ret-turn-2", run_id: "ret-run-2", execution_id: "ret-exec-2" });
+    const turn2 = await bridge.turn("ret-sess-1", {
+      message: "[permission] second turn",
+      turn_id: "ret-turn-2",
+      run_id: "ret-run-2",
+      execution_id: "ret-exec-2",
+    });
     expect(turn2.status).toBe(202);
     expect(normalize(turn2.text)).toBe(normalize(recorded["24-ret-turn2"].body));
 
@@ -667,14 +841,24 @@ describe("retained Pi sessions", () => {
     expect(await digest(unsigned)).toBe(requestDigest);
 
     const events2 = await bridge.fetch("/v1/runs/ret-run-2/events");
-    for (const name of ["x-last-event-id", "x-run-provider", "x-run-session-id", "x-run-execution-id", "x-run-state", "x-run-status", "x-run-terminal"]) {
+    for (const name of [
+      "x-last-event-id",
+      "x-run-provider",
+      "x-run-session-id",
+      "x-run-execution-id",
+      "x-run-state",
+      "x-run-status",
+      "x-run-terminal",
+    ]) {
       expect(events2.headers.get(name), name).toBe(recorded["25-ret-run2-events"].headers[name as "x-run-id"]);
     }
     const rest = readAll(events2);
 
     // Test vector: transcript 26, sent as recorded, is accepted; its retry gets the same answer.
     const command = recorded["26-respond-cmd"].body;
-    expect(await digest({ binding: JSON.parse(command).binding, response: JSON.parse(command).response })).toBe(JSON.parse(command).commandDigest);
+    expect(await digest({ binding: JSON.parse(command).binding, response: JSON.parse(command).response })).toBe(
+      JSON.parse(command).commandDigest,
+    );
     const ack = await bridge.json(respondPath("ret-run-2", "ret-run-2:interaction:perm-1"), { body: command });
     expect(ack.status).toBe(200);
     expect(ack.text).toBe(recorded["27-respond"].body);
@@ -682,19 +866,36 @@ describe("retained Pi sessions", () => {
     expect(retry.text).toBe(recorded["28-respond-retry"].body);
 
     expect(normalize(await rest)).toBe(normalize(recorded["25-ret-run2-events"].body));
-    expect(normalize((await bridge.json("/v1/runs/ret-run-2?wait_ms=15000")).text)).toBe(normalize(recorded["29-ret-run2-get"].body));
-    expect(normalize(await readAll(await bridge.fetch("/v1/sessions/ret-sess-1/events")))).toBe(normalize(recorded["30-ret-session-events-all"].body));
-    expect(normalize((await bridge.json("/v1/sessions/ret-sess-1/transcript")).text)).toBe(normalize(recorded["31-ret-transcript"].body));
+    expect(normalize((await bridge.json("/v1/runs/ret-run-2?wait_ms=15000")).text)).toBe(
+      normalize(recorded["29-ret-run2-get"].body),
+    );
+    expect(normalize(await readAll(await bridge.fetch("/v1/sessions/ret-sess-1/events")))).toBe(
+      normalize(recorded["30-ret-session-events-all"].body),
+    );
+    expect(normalize((await bridge.json("/v1/sessions/ret-sess-1/transcript")).text)).toBe(
+      normalize(recorded["31-ret-transcript"].body),
+    );
 
     const session = await bridge.json("/v1/sessions/ret-sess-1");
-    expect(session.body).toMatchObject({ status: "idle", turns: 2, run_id: "ret-run-2", run: { id: "ret-run-2", status: "done" } });
-    const replayFrom = await readAll(await bridge.fetch("/v1/sessions/ret-sess-1/events", { headers: { "last-event-id": "23" } }));
+    expect(session.body).toMatchObject({
+      status: "idle",
+      turns: 2,
+      run_id: "ret-run-2",
+      run: { id: "ret-run-2", status: "done" },
+    });
+    const replayFrom = await readAll(
+      await bridge.fetch("/v1/sessions/ret-sess-1/events", { headers: { "last-event-id": "23" } }),
+    );
     expect(idsOf(replayFrom)).toEqual(["24", "25"]);
-    const runFrom = await readAll(await bridge.fetch("/v1/runs/ret-run-2/events", { headers: { "last-event-id": "12" } }));
+    const runFrom = await readAll(
+      await bridge.fetch("/v1/runs/ret-run-2/events", { headers: { "last-event-id": "12" } }),
+    );
     expect(idsOf(runFrom)).toEqual(["13", "14"]);
     expect(runFrom).not.toContain("[DONE]");
     expect((await bridge.json("/v1/runs/ret-run-2/events", { headers: { "last-event-id": "15" } })).status).toBe(409);
-    expect((await bridge.json("/v1/sessions/ret-sess-1/events", { headers: { "last-event-id": "26" } })).status).toBe(409);
+    expect((await bridge.json("/v1/sessions/ret-sess-1/events", { headers: { "last-event-id": "26" } })).status).toBe(
+      409,
+    );
   });
 
   it("denies the tool on a denied ask, and acknowledges every other answer by the contract's table", async () => {
@@ -702,7 +903,16 @@ describe("retained Pi sessions", () => {
     const sessionId = unique("sess");
     const runId = unique("run");
     await bridge.createSession(sessionId);
-    expect((await bridge.turn(sessionId, { message: "[permission] try it", run_id: runId, turn_id: unique("turn"), execution_id: unique("exec") })).status).toBe(202);
+    expect(
+      (
+        await bridge.turn(sessionId, {
+          message: "[permission] try it",
+          run_id: runId,
+          turn_id: unique("turn"),
+          execution_id: unique("exec"),
+        })
+      ).status,
+    ).toBe(202);
     const request = await bridge.pendingAsk(runId);
     const path = respondPath(runId, request.id);
     const deny = { id: request.id, outcome: "accepted", data: { grant: ["deny"] } };
@@ -712,28 +922,67 @@ describe("retained Pi sessions", () => {
     expect(refused.status).toBe(400);
     expect(refused.body.error.type).toBe("invalid_request_error");
 
-    const bareString = await bridge.json(path, { body: await respondCommand("op-string", request, { ...deny, data: { grant: "deny" } }) });
+    const bareString = await bridge.json(path, {
+      body: await respondCommand("op-string", request, { ...deny, data: { grant: "deny" } }),
+    });
     expect(bareString.body).toMatchObject({ status: "invalid_response", message: expect.stringContaining("grant") });
-    const undeclared = await bridge.json(path, { body: await respondCommand("op-extra", request, { ...deny, data: { grant: ["deny"], feedback: "no" } }) });
+    const undeclared = await bridge.json(path, {
+      body: await respondCommand("op-extra", request, { ...deny, data: { grant: ["deny"], feedback: "no" } }),
+    });
     expect(undeclared.body).toMatchObject({ status: "invalid_response", message: expect.stringContaining("feedback") });
-    const mismatch = await bridge.json(path, { body: await respondCommand("op-mismatch", request, deny, { sessionId: "someone-else" }) });
+    const mismatch = await bridge.json(path, {
+      body: await respondCommand("op-mismatch", request, deny, { sessionId: "someone-else" }),
+    });
     expect(mismatch.body.status).toBe("binding_mismatch");
 
     const first = await bridge.json(path, { body: await respondCommand("op-a", request, deny) });
     expect(first.status).toBe(200);
-    expect(first.body).toEqual({ operationId: "op-a", binding: { ...request.binding, requestDigest: request.requestDigest }, commandDigest: first.body.commandDigest, status: "accepted" });
+    expect(first.body).toEqual({
+      operationId: "op-a",
+      binding: { ...request.binding, requestDigest: request.requestDigest },
+      commandDigest: first.body.commandDigest,
+      status: "accepted",
+    });
     expect((await bridge.json(path, { body: await respondCommand("op-a", request, deny) })).text).toBe(first.text);
-    expect((await bridge.json(path, { body: await respondCommand("op-a", request, { ...deny, data: { grant: ["allow_once"] } }) })).body.status).toBe("already_resolved_different");
-    expect((await bridge.json(path, { body: await respondCommand("op-b", request, deny) })).body.status).toBe("already_resolved_same");
-    expect((await bridge.json(path, { body: await respondCommand("op-c", request, { ...deny, data: { grant: ["allow_once"] } }) })).body.status).toBe("already_resolved_different");
+    expect(
+      (
+        await bridge.json(path, {
+          body: await respondCommand("op-a", request, { ...deny, data: { grant: ["allow_once"] } }),
+        })
+      ).body.status,
+    ).toBe("already_resolved_different");
+    expect((await bridge.json(path, { body: await respondCommand("op-b", request, deny) })).body.status).toBe(
+      "already_resolved_same",
+    );
+    expect(
+      (
+        await bridge.json(path, {
+          body: await respondCommand("op-c", request, { ...deny, data: { grant: ["allow_once"] } }),
+        })
+      ).body.status,
+    ).toBe("already_resolved_different");
 
-    const unknownAsk = { ...request, id: `${runId}:interaction:perm-9`, binding: { ...request.binding, interactionId: `${runId}:interaction:perm-9` } };
-    const ghost = await bridge.json(respondPath(runId, unknownAsk.id), { body: await respondCommand("op-ghost", unknownAsk, { ...deny, id: unknownAsk.id }) });
+    const unknownAsk = {
+      ...request,
+      id: `${runId}:interaction:perm-9`,
+      binding: { ...request.binding, interactionId: `${runId}:interaction:perm-9` },
+    };
+    const ghost = await bridge.json(respondPath(runId, unknownAsk.id), {
+      body: await respondCommand("op-ghost", unknownAsk, { ...deny, id: unknownAsk.id }),
+    });
     expect(ghost.body.status).toBe("unknown_interaction");
-    const noRun = await bridge.json(respondPath("no-such-run", request.id), { body: await respondCommand("op-norun", request, deny) });
+    const noRun = await bridge.json(respondPath("no-such-run", request.id), {
+      body: await respondCommand("op-norun", request, deny),
+    });
     expect(noRun.body.status).toBe("unknown_run");
     await bridge.control("/variants", { respondStatus: "by-status" });
-    expect((await bridge.json(respondPath(runId, unknownAsk.id), { body: await respondCommand("op-ghost-2", unknownAsk, { ...deny, id: unknownAsk.id }) })).status).toBe(404);
+    expect(
+      (
+        await bridge.json(respondPath(runId, unknownAsk.id), {
+          body: await respondCommand("op-ghost-2", unknownAsk, { ...deny, id: unknownAsk.id }),
+        })
+      ).status,
+    ).toBe(404);
 
     const done = await bridge.json(`/v1/runs/${runId}?wait_ms=5000`);
     expect(done.body.status).toBe("done");
@@ -752,7 +1001,13 @@ describe("retained Pi sessions", () => {
     const runId = unique("run");
     await bridge.turn(sessionId, { message: "[permission] go", run_id: runId });
     const request = await bridge.pendingAsk(runId);
-    const ack = await bridge.json(respondPath(runId, request.id), { body: await respondCommand("op-allow", request, { id: request.id, outcome: "accepted", data: { grant: "allow_once" } }) });
+    const ack = await bridge.json(respondPath(runId, request.id), {
+      body: await respondCommand("op-allow", request, {
+        id: request.id,
+        outcome: "accepted",
+        data: { grant: "allow_once" },
+      }),
+    });
     expect(ack.body.status).toBe("accepted");
     await bridge.json(`/v1/runs/${runId}?wait_ms=5000`);
     const events = await readAll(await bridge.fetch(`/v1/runs/${runId}/events`));
@@ -764,14 +1019,27 @@ describe("retained Pi sessions", () => {
     await bridge.json(`/v1/runs/${toolRun}?wait_ms=5000`);
     const toolEvents = await readAll(await bridge.fetch(`/v1/runs/${toolRun}/events`));
     expect(toolEvents).not.toContain("event: interaction");
-    expect(toolEvents).toContain('"status":"completed","input":{},"output":{"content":[{"type":"text","text":"fake\\n"}]}');
+    expect(toolEvents).toContain(
+      '"status":"completed","input":{},"output":{"content":[{"type":"text","text":"fake\\n"}]}',
+    );
   });
 
   it("streams a running turn live (52); refuses a second turn while one runs; cancelling ends the session: failed/cancelled pair, then 409 invalid_state (53–55)", async () => {
     const bridge = standIn("ret-cancel");
     await bridge.createSession("ret-sess-2");
-    expect((await bridge.turn("ret-sess-2", { message: "[slow:30] live one two three four five six", turn_id: "r2-t1", run_id: "r2-1", execution_id: "r2-e1" })).status).toBe(202);
-    expect(normalize(await readAll(await bridge.fetch("/v1/runs/r2-1/events")))).toBe(normalize(recorded["52-ret2-live"].body));
+    expect(
+      (
+        await bridge.turn("ret-sess-2", {
+          message: "[slow:30] live one two three four five six",
+          turn_id: "r2-t1",
+          run_id: "r2-1",
+          execution_id: "r2-e1",
+        })
+      ).status,
+    ).toBe(202);
+    expect(normalize(await readAll(await bridge.fetch("/v1/runs/r2-1/events")))).toBe(
+      normalize(recorded["52-ret2-live"].body),
+    );
 
     const hangTurn = { message: "[hang] hold on", turn_id: "r2-t2", run_id: "r2-2", execution_id: "r2-e2" };
     const hang = await bridge.turn("ret-sess-2", hangTurn);
@@ -799,11 +1067,17 @@ describe("retained Pi sessions", () => {
     for (const name of ["x-last-event-id", "x-run-provider", "x-run-state", "x-run-status", "x-run-terminal"]) {
       expect(cancel.headers.get(name), name).toBe(recorded["54-ret2-cancel"].headers[name as "x-run-id"]);
     }
-    const tail = sseFrames(await readAll(await bridge.fetch("/v1/runs/r2-2/events", { headers: { "last-event-id": "4" } })));
+    const tail = sseFrames(
+      await readAll(await bridge.fetch("/v1/runs/r2-2/events", { headers: { "last-event-id": "4" } })),
+    );
     expect(idsOf(tail.join("\n\n"))).toEqual(["5", "6", "7"]);
-    expect(tail.at(-1)).toMatch(/^event: status\ndata: \{.*"event":\{"type":"status","status":"failed","detail":"cancelled"\}\}\nid: 7$/);
+    expect(tail.at(-1)).toMatch(
+      /^event: status\ndata: \{.*"event":\{"type":"status","status":"failed","detail":"cancelled"\}\}\nid: 7$/,
+    );
 
-    const after = await bridge.json("/v1/sessions/ret-sess-2/turns", { body: { message: "next", turn_id: "r2-t4", run_id: "r2-4" } });
+    const after = await bridge.json("/v1/sessions/ret-sess-2/turns", {
+      body: { message: "next", turn_id: "r2-t4", run_id: "r2-4" },
+    });
     expect(after.status).toBe(409);
     expect(after.text).toBe(recorded["55-ret2-turn-after-cancel"].body);
     expect((await bridge.json("/v1/sessions/ret-sess-2")).body.status).toBe("cancelled");
@@ -818,7 +1092,13 @@ describe("retained Pi sessions", () => {
     const request = await bridge.pendingAsk(runId);
     const cancel = await bridge.json(`/v1/runs/${runId}/cancel?wait_ms=5000`, { method: "POST" });
     expect(cancel.body).toMatchObject({ cancelled: true, terminal: true });
-    const ack = await bridge.json(respondPath(runId, request.id), { body: await respondCommand("op-late", request, { id: request.id, outcome: "accepted", data: { grant: ["allow_once"] } }) });
+    const ack = await bridge.json(respondPath(runId, request.id), {
+      body: await respondCommand("op-late", request, {
+        id: request.id,
+        outcome: "accepted",
+        data: { grant: ["allow_once"] },
+      }),
+    });
     expect(ack.body.status).toBe("cancelled");
     const events = await readAll(await bridge.fetch(`/v1/runs/${runId}/events`));
     expect(events).toContain(`"event":{"type":"interaction.cancel","id":"${request.id}","reason":"run cancelled"}`);
@@ -834,8 +1114,17 @@ describe("retained Pi sessions", () => {
     const empty = await bridge.json(`/v1/sessions/${sessionId}/cancel`, { method: "POST" });
     expect(empty.status).toBe(400);
     const snap = (await bridge.json(`/v1/runs/${runId}`)).body;
-    const run = { runId, provider: snap.provider, environmentId: snap.environmentId, sessionId: snap.sessionId, executionId: snap.executionId, requestDigest: snap.requestDigest };
-    const cancel = await bridge.json(`/v1/sessions/${sessionId}/cancel?wait_ms=5000`, { body: { operationId: "op-s", run, requestDigest: await digest({ operationId: "op-s", run }) } });
+    const run = {
+      runId,
+      provider: snap.provider,
+      environmentId: snap.environmentId,
+      sessionId: snap.sessionId,
+      executionId: snap.executionId,
+      requestDigest: snap.requestDigest,
+    };
+    const cancel = await bridge.json(`/v1/sessions/${sessionId}/cancel?wait_ms=5000`, {
+      body: { operationId: "op-s", run, requestDigest: await digest({ operationId: "op-s", run }) },
+    });
     expect(cancel.status).toBe(200);
     expect(cancel.body).toMatchObject({ cancelled: true, cancel_requested: true, terminal: true, operationId: "op-s" });
     expect((await bridge.json(`/v1/sessions/${sessionId}`)).body.status).toBe("cancelled");
@@ -853,22 +1142,40 @@ describe("retained Pi sessions", () => {
     for (const cwd of ["<cwd>", "/elsewhere"]) {
       const again = await bridge.json("/v1/sessions", { body: { session_id: sessionId, model: PI, cwd } });
       expect(again.status).toBe(409);
-      expect(again.body).toEqual({ error: { message: `retained session ${JSON.stringify(sessionId)} already exists`, type: "session_identity_conflict" } });
+      expect(again.body).toEqual({
+        error: {
+          message: `retained session ${JSON.stringify(sessionId)} already exists`,
+          type: "session_identity_conflict",
+        },
+      });
     }
     expect((await bridge.turn(sessionId, { message: "no run id" })).status).toBe(400);
-    expect((await bridge.turn(sessionId, { message: "misspelt", run_id: unique("run"), turnId: "t" })).status).toBe(400);
-    expect((await bridge.turn(sessionId, { message: "ask", run_id: unique("run"), interactions: { question: true } })).status).toBe(400);
+    expect((await bridge.turn(sessionId, { message: "misspelt", run_id: unique("run"), turnId: "t" })).status).toBe(
+      400,
+    );
+    expect(
+      (await bridge.turn(sessionId, { message: "ask", run_id: unique("run"), interactions: { question: true } }))
+        .status,
+    ).toBe(400);
     expect((await bridge.turn("no-such-session", { message: "hi", run_id: unique("run") })).status).toBe(404);
     const runId = unique("run");
     const turn = await bridge.turn(sessionId, { message: "hi", run_id: runId, turn_id: "t-1" });
-    expect(turn.body.run).toMatchObject({ id: runId, provider: "cli-bridge", environmentId: "cli-bridge", sessionId, executionId: runId });
+    expect(turn.body.run).toMatchObject({
+      id: runId,
+      provider: "cli-bridge",
+      environmentId: "cli-bridge",
+      sessionId,
+      executionId: runId,
+    });
     await bridge.json(`/v1/runs/${runId}?wait_ms=5000`);
     const reused = await bridge.turn(sessionId, { message: "hi again", run_id: unique("run"), turn_id: "t-1" });
     expect(reused.status).toBe(409);
     expect(reused.body.error.type).toBe("run_identity_conflict");
     const close = await bridge.json(`/v1/sessions/${sessionId}/close`, { method: "POST" });
     expect(close.body.status).toBe("closed");
-    expect((await bridge.turn(sessionId, { message: "after close", run_id: unique("run") })).body.error.type).toBe("invalid_state");
+    expect((await bridge.turn(sessionId, { message: "after close", run_id: unique("run") })).body.error.type).toBe(
+      "invalid_state",
+    );
   });
 });
 
@@ -914,7 +1221,13 @@ describe("faults", () => {
     const models = await bridge.json("/v1/models");
     expect(models.status).toBe(401);
     expect(models.text).toBe(recorded["02-models-no-bearer"].body);
-    expect((await bridge.json("/v1/chat/completions", { body: { model: CODEX, stream: true, messages: [{ role: "user", content: "hi" }] } })).status).toBe(401);
+    expect(
+      (
+        await bridge.json("/v1/chat/completions", {
+          body: { model: CODEX, stream: true, messages: [{ role: "user", content: "hi" }] },
+        })
+      ).status,
+    ).toBe(401);
     expect((await bridge.json("/health", { bearer: null })).status).toBe(200);
     expect((await new StandIn(ROOT).json("/v1/models")).status).toBe(200);
     await bridge.control("/faults", {});
@@ -973,11 +1286,17 @@ describe("the capabilities fault", () => {
   it("serves one route's document without the omitted fields and with the set ones as given; other routes as recorded", async () => {
     const bridge = standIn("capabilities");
     const full = (await bridge.json(`/v1/capabilities?model=${encodeURIComponent(PI)}`)).body;
-    await bridge.control("/faults", { capabilities: { [PI]: { omit: ["interactions", "branching"], set: { streaming: "none", futureGroup: { flag: true } } } } });
+    await bridge.control("/faults", {
+      capabilities: {
+        [PI]: { omit: ["interactions", "branching"], set: { streaming: "none", futureGroup: { flag: true } } },
+      },
+    });
     const changed = (await bridge.json(`/v1/capabilities?model=${encodeURIComponent(PI)}`)).body;
     const { interactions: _i, branching: _b, streaming: _s, ...kept } = full;
     expect(changed).toEqual({ ...kept, streaming: "none", futureGroup: { flag: true } });
-    expect((await bridge.json(`/v1/capabilities?model=${encodeURIComponent(CODEX)}`)).text).toBe(recorded["04-capabilities-codex"].body);
+    expect((await bridge.json(`/v1/capabilities?model=${encodeURIComponent(CODEX)}`)).text).toBe(
+      recorded["04-capabilities-codex"].body,
+    );
     await bridge.control("/faults", {});
     expect((await bridge.json(`/v1/capabilities?model=${encodeURIComponent(PI)}`)).body).toEqual(full);
   });
@@ -985,7 +1304,12 @@ describe("the capabilities fault", () => {
 
 describe("restarts, shutdown cancels and session identity (a real bridge's exchanges, issue 18)", () => {
   const LOST_TURN = (id: string) =>
-    JSON.stringify({ error: { message: `native session ${JSON.stringify(id)} was lost across bridge restart; its continuation is unknown`, type: "unknown_session" } });
+    JSON.stringify({
+      error: {
+        message: `native session ${JSON.stringify(id)} was lost across bridge restart; its continuation is unknown`,
+        type: "unknown_session",
+      },
+    });
 
   it("a crash mid-run (kill -9, then a restart): open streams drop, runs in flight read unknown and never terminal, their events replay up to the crash, the legacy cancel is 404", async () => {
     const bridge = standIn("crash");
@@ -996,7 +1320,10 @@ describe("restarts, shutdown cancels and session identity (a real bridge's excha
     await bridge.createSession(sessionId);
     const retained = unique("run");
     await bridge.turn(sessionId, { message: "[hang] crash me too", run_id: retained });
-    await eventually(() => bridge.json(`/v1/runs/${retained}`), (r) => r.body.canonicalLastSeq === 4);
+    await eventually(
+      () => bridge.json(`/v1/runs/${retained}`),
+      (r) => r.body.canonicalLastSeq === 4,
+    );
     const done = unique("run");
     await readAll(await bridge.chat(done, "finished before"));
 
@@ -1016,14 +1343,30 @@ describe("restarts, shutdown cancels and session identity (a real bridge's excha
       expect(cancel.text).toBe(recorded["08b-run-unknown"].body);
       // The digest-bound form is taken, and can never be confirmed.
       const snap2 = snap.body;
-      const ref = { runId, provider: snap2.provider, environmentId: snap2.environmentId, sessionId: snap2.sessionId, executionId: snap2.executionId, requestDigest: snap2.requestDigest };
+      const ref = {
+        runId,
+        provider: snap2.provider,
+        environmentId: snap2.environmentId,
+        sessionId: snap2.sessionId,
+        executionId: snap2.executionId,
+        requestDigest: snap2.requestDigest,
+      };
       const command = { operationId: unique("op"), run: ref };
-      const bound = await bridge.json(`/v1/runs/${runId}/cancel?wait_ms=30000`, { body: { ...command, requestDigest: await digest(command) } });
+      const bound = await bridge.json(`/v1/runs/${runId}/cancel?wait_ms=30000`, {
+        body: { ...command, requestDigest: await digest(command) },
+      });
       expect(bound.status).toBe(202);
       expect(bound.headers.get("retry-after")).toBe("1");
-      expect(bound.body).toMatchObject({ cancelled: false, terminal: false, run: { status: "unknown", terminal: false }, operationId: command.operationId });
+      expect(bound.body).toMatchObject({
+        cancelled: false,
+        terminal: false,
+        run: { status: "unknown", terminal: false },
+        operationId: command.operationId,
+      });
       await bridge.control("/variants", { cancelAnswer: "acknowledgement" });
-      const acked = await bridge.json(`/v1/runs/${runId}/cancel`, { body: { ...command, requestDigest: await digest(command) } });
+      const acked = await bridge.json(`/v1/runs/${runId}/cancel`, {
+        body: { ...command, requestDigest: await digest(command) },
+      });
       expect([acked.status, acked.body.status, acked.body.effect]).toEqual([202, "accepted", "unknown"]);
       await bridge.control("/variants", {});
       expect((await bridge.json(`/v1/runs/${runId}`)).body).toMatchObject({ status: "unknown", terminal: false });
@@ -1074,20 +1417,35 @@ describe("restarts, shutdown cancels and session identity (a real bridge's excha
     await bridge.createSession(sessionId);
     const retained = unique("run");
     await bridge.turn(sessionId, { message: "[hang] me too", run_id: retained });
-    await eventually(() => bridge.json(`/v1/runs/${retained}`), (r) => r.body.canonicalLastSeq === 4);
+    await eventually(
+      () => bridge.json(`/v1/runs/${retained}`),
+      (r) => r.body.canonicalLastSeq === 4,
+    );
 
     await bridge.control("/restart", {});
     const text = await live.rest();
     const frames = sseFrames(text);
-    expect(dataOf(frames.at(-2)!)).toBe(JSON.stringify({ error: { message: `run ${oneShot} was cancelled because the bridge is shutting down`, type: "run_cancelled" } }));
+    expect(dataOf(frames.at(-2)!)).toBe(
+      JSON.stringify({
+        error: { message: `run ${oneShot} was cancelled because the bridge is shutting down`, type: "run_cancelled" },
+      }),
+    );
     expect(frames.at(-1)).toBe("data: [DONE]");
     // The bridge's Run.dispose cancels in memory and persists nothing: as after a crash.
     for (const runId of [oneShot, retained]) {
-      expect((await bridge.json(`/v1/runs/${runId}`)).body, runId).toMatchObject({ status: "unknown", terminal: false, cancelRequestedAt: null });
+      expect((await bridge.json(`/v1/runs/${runId}`)).body, runId).toMatchObject({
+        status: "unknown",
+        terminal: false,
+        cancelRequestedAt: null,
+      });
     }
     expect((await bridge.json(`/v1/sessions/${sessionId}`)).body.status).toBe("unknown");
-    const events = await readAll(await bridge.fetch(`/v1/runs/${retained}/events`, { headers: { "last-event-id": "4" } }));
-    expect(sseFrames(events).at(-1)).toMatch(/"event":\{"type":"status","status":"failed","detail":"cancelled"\}\}\nid: 7$/);
+    const events = await readAll(
+      await bridge.fetch(`/v1/runs/${retained}/events`, { headers: { "last-event-id": "4" } }),
+    );
+    expect(sseFrames(events).at(-1)).toMatch(
+      /"event":\{"type":"status","status":"failed","detail":"cancelled"\}\}\nid: 7$/,
+    );
     expect((await bridge.control("/counters")).counters.cancels).toBe(0);
   });
 
@@ -1100,7 +1458,10 @@ describe("restarts, shutdown cancels and session identity (a real bridge's excha
     // Polled slowly: each reset connection is also logged by the Workers runtime.
     for (let up = false; !up; ) {
       await sleep(150);
-      up = await bridge.fetch("/health", { bearer: null }).then((r) => r.status === 200, () => false);
+      up = await bridge.fetch("/health", { bearer: null }).then(
+        (r) => r.status === 200,
+        () => false,
+      );
     }
     expect((await bridge.json(`/v1/runs/${oneShot}`)).status).toBe(404);
   });
@@ -1129,7 +1490,10 @@ describe("restarts, shutdown cancels and session identity (a real bridge's excha
     expect(retainedOnLegacy.status).toBe(409);
     expect(retainedOnLegacy.text).toBe(
       JSON.stringify({
-        error: { message: `session id ${JSON.stringify(legacy)} is already owned by the legacy session API and cannot be used by the retained session API`, type: "session_identity_conflict" },
+        error: {
+          message: `session id ${JSON.stringify(legacy)} is already owned by the legacy session API and cannot be used by the retained session API`,
+          type: "session_identity_conflict",
+        },
       }),
     );
 
@@ -1140,7 +1504,10 @@ describe("restarts, shutdown cancels and session identity (a real bridge's excha
     expect(legacyOnRetained.status).toBe(409);
     expect(await legacyOnRetained.text()).toBe(
       JSON.stringify({
-        error: { message: `session id ${JSON.stringify(retained)} is already owned by the retained session API and cannot be used by the legacy session API`, type: "session_identity_conflict" },
+        error: {
+          message: `session id ${JSON.stringify(retained)} is already owned by the retained session API and cannot be used by the legacy session API`,
+          type: "session_identity_conflict",
+        },
       }),
     );
     expect((await bridge.json(`/v1/runs/${runId}`)).status).toBe(404);
@@ -1156,7 +1523,13 @@ describe("restarts, shutdown cancels and session identity (a real bridge's excha
         const runId = unique("run");
         await bridge.turn(sessionId, { message: "[permission] go", run_id: runId });
         const request = await bridge.pendingAsk(runId);
-        await bridge.json(respondPath(runId, request.id), { body: await respondCommand(unique("op"), request, { id: request.id, outcome: "accepted", data: { grant: ["allow_once"] } }) });
+        await bridge.json(respondPath(runId, request.id), {
+          body: await respondCommand(unique("op"), request, {
+            id: request.id,
+            outcome: "accepted",
+            data: { grant: ["allow_once"] },
+          }),
+        });
         await bridge.json(`/v1/runs/${runId}?wait_ms=5000`);
         const events = await readAll(await bridge.fetch(`/v1/runs/${runId}/events`));
         notices.push(/cli-bridge\.permission-applied\.v1:([0-9a-f]{32}-\d+):allow_once/.exec(events)![1]!);
@@ -1176,12 +1549,18 @@ describe("restarts, shutdown cancels and session identity (a real bridge's excha
     await bridge.turn(sessionId, { message: "whose run", run_id: runId });
     const honest = (await bridge.json(`/v1/runs/${runId}?wait_ms=5000`)).body;
     await bridge.control("/faults", { misattributedSnapshots: "run-id", misattributedEnvelopes: true });
-    expect((await bridge.json(`/v1/runs/${runId}`)).body).toMatchObject({ id: `${runId}-other`, requestDigest: honest.requestDigest });
+    expect((await bridge.json(`/v1/runs/${runId}`)).body).toMatchObject({
+      id: `${runId}-other`,
+      requestDigest: honest.requestDigest,
+    });
     const events = await readAll(await bridge.fetch(`/v1/runs/${runId}/events`));
     expect(events).toContain(`"runId":"${runId}-other"`);
     expect(events).not.toContain(`"runId":"${runId}"`);
     await bridge.control("/faults", { misattributedSnapshots: "request-digest" });
-    expect((await bridge.json(`/v1/runs/${runId}`)).body).toMatchObject({ id: runId, requestDigest: `sha256:${"0".repeat(64)}` });
+    expect((await bridge.json(`/v1/runs/${runId}`)).body).toMatchObject({
+      id: runId,
+      requestDigest: `sha256:${"0".repeat(64)}`,
+    });
   });
 
   it("serves Pi one-shot under the piTransport variant: the generic document, 501 for sessions, one-shot runs with Pi usage", async () => {
@@ -1190,7 +1569,10 @@ describe("restarts, shutdown cancels and session identity (a real bridge's excha
     const doc = (await bridge.json(`/v1/capabilities?model=${encodeURIComponent(PI)}`)).body;
     expect(doc).toEqual((await bridge.json(`/v1/capabilities?model=${CODEX}`)).body);
     expect((await bridge.json("/v1/sessions", { body: { session_id: unique("sess"), model: PI } })).status).toBe(501);
-    const res = await bridge.chat(unique("run"), "one shot via pi", { model: PI, extra: { session_id: unique("sess") } });
+    const res = await bridge.chat(unique("run"), "one shot via pi", {
+      model: PI,
+      extra: { session_id: unique("sess") },
+    });
     expect(res.headers.get("x-run-provider")).toBe("pi");
     expect(await readAll(res)).toContain('"model_requests":1');
   });
@@ -1230,13 +1612,25 @@ describe("variants, settings and control routes", () => {
       ["/settings", "text/plain;charset=utf-8"],
       ["/reset", "application/jsonp"],
     ] as const) {
-      const res = await fetch(`${bridge.base}/_standin${path}`, { method: "POST", headers: { "content-type": contentType }, body: "{}" });
+      const res = await fetch(`${bridge.base}/_standin${path}`, {
+        method: "POST",
+        headers: { "content-type": contentType },
+        body: "{}",
+      });
       expect(res.status, path).toBe(415);
     }
     expect((await bridge.control("/faults")).faults).toEqual({ rotateToken: true });
-    const bad = await fetch(`${bridge.base}/_standin/faults`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ dropEverything: true }) });
+    const bad = await fetch(`${bridge.base}/_standin/faults`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ dropEverything: true }),
+    });
     expect(bad.status).toBe(400);
-    const notEmpty = await fetch(`${bridge.base}/_standin/reset`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ all: true }) });
+    const notEmpty = await fetch(`${bridge.base}/_standin/reset`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ all: true }),
+    });
     expect(notEmpty.status).toBe(400);
     await bridge.control("/faults", {});
 

@@ -5,7 +5,17 @@
 // The product starts from a scratch checkout (this tree's code, linked; its own `.dev.vars`), so
 // no file of this tree is touched.
 import assert from "node:assert/strict";
-import { cpSync, lstatSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  lstatSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, it } from "node:test";
@@ -25,9 +35,14 @@ let checkout;
 before(async () => {
   bridge = await startStandIn({ port: 0, token: TOKEN });
   checkout = mkdtempSync(join(tmpdir(), "gateway-checkout-"));
-  for (const name of ["src", "public", "node_modules", "tsconfig.json", "worker-configuration.d.ts"]) symlinkSync(realpathSync(join(root, name)), join(checkout, name));
-  for (const name of ["scripts", "wrangler.toml", "package.json"]) cpSync(join(root, name), join(checkout, name), { recursive: true });
-  writeFileSync(join(checkout, ".dev.vars"), `# only the CLI Bridge lines\nPROVIDER=cli-bridge\nCLI_BRIDGE_URL=${bridge.url}\nCLI_BRIDGE_MODEL=codex/default\n`);
+  for (const name of ["src", "public", "node_modules", "tsconfig.json", "worker-configuration.d.ts"])
+    symlinkSync(realpathSync(join(root, name)), join(checkout, name));
+  for (const name of ["scripts", "wrangler.toml", "package.json"])
+    cpSync(join(root, name), join(checkout, name), { recursive: true });
+  writeFileSync(
+    join(checkout, ".dev.vars"),
+    `# only the CLI Bridge lines\nPROVIDER=cli-bridge\nCLI_BRIDGE_URL=${bridge.url}\nCLI_BRIDGE_MODEL=codex/default\n`,
+  );
   process.env.CLI_BRIDGE_TOKEN = TOKEN;
   try {
     server = await startDevServer({ checkout });
@@ -46,7 +61,11 @@ it("a .dev.vars with only the CLI Bridge lines keeps the local secrets: /healthz
   assert.equal((await fetch(`${server.base}/healthz`)).status, 200);
   const token = await devLogin(server.base, "start-test-user");
   const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
-  const sent = await fetch(`${server.base}/v1/conversations/c1/turns`, { method: "POST", headers, body: JSON.stringify({ turnId: "t1", message: "hello from dev vars" }) });
+  const sent = await fetch(`${server.base}/v1/conversations/c1/turns`, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ turnId: "t1", message: "hello from dev vars" }),
+  });
   assert.equal(sent.status, 202, await sent.text());
   let turn;
   for (let i = 0; i < 200; i++) {
@@ -74,13 +93,15 @@ it("the bridge token from the environment is in no process's arguments and not i
   assert.equal(server.output().includes(MARK), false);
   await server.stopped();
   // (Only files are read: a start's env file is a pipe, which reading would wait on; test/start/start.test.mjs.)
-  const left = readdirSync(tmpdir()).filter((name) => name.startsWith("gateway-dev-vars-")).filter((name) => {
-    try {
-      const path = join(tmpdir(), name, "dev.vars");
-      return lstatSync(path).isFile() && readFileSync(path, "utf8").includes(MARK);
-    } catch {
-      return false;
-    }
-  });
+  const left = readdirSync(tmpdir())
+    .filter((name) => name.startsWith("gateway-dev-vars-"))
+    .filter((name) => {
+      try {
+        const path = join(tmpdir(), name, "dev.vars");
+        return lstatSync(path).isFile() && readFileSync(path, "utf8").includes(MARK);
+      } catch {
+        return false;
+      }
+    });
   assert.deepEqual(left, []);
 });

@@ -5,7 +5,15 @@
  * on when its readers leave, and a reader can re-attach with a cursor.
  */
 import { randomBytes } from "node:crypto";
-import { CONNECTED_FRAME, DONE_FRAME, KEEPALIVE_FRAME, SSE_HEADERS, commentFrameWithId, dataFrame, sortedHeaders } from "./wire.mjs";
+import {
+  CONNECTED_FRAME,
+  DONE_FRAME,
+  KEEPALIVE_FRAME,
+  SSE_HEADERS,
+  commentFrameWithId,
+  dataFrame,
+  sortedHeaders,
+} from "./wire.mjs";
 
 /** @typedef {import("./bridge.mjs").Bridge} Bridge */
 /** @typedef {import("./runs.mjs").Run} Run */
@@ -31,8 +39,12 @@ class SseWriter {
     this.res = res;
     this.runId = scope.runId;
     this.sessionId = scope.sessionId;
-    this.sever = /** @type {import("./runs.mjs").Faults["severStreams"]} */ (bridge.takeStreamFault("severStreams", route));
-    this.stall = /** @type {import("./runs.mjs").Faults["stallStreams"]} */ (bridge.takeStreamFault("stallStreams", route));
+    this.sever = /** @type {import("./runs.mjs").Faults["severStreams"]} */ (
+      bridge.takeStreamFault("severStreams", route)
+    );
+    this.stall = /** @type {import("./runs.mjs").Faults["stallStreams"]} */ (
+      bridge.takeStreamFault("stallStreams", route)
+    );
     this.framesWritten = 0;
     this.stalled = false;
     this.stallDone = false;
@@ -130,7 +142,8 @@ function oneShotRenderer(model, order) {
   /** @param {OneShotFrame} frame */
   return (frame) => {
     if (frame.kind === "metadata") return commentFrameWithId(frame.seq, "bridge-metadata");
-    if (frame.kind === "error") return dataFrame({ data: JSON.stringify({ error: frame.error }), id: frame.seq, order });
+    if (frame.kind === "error")
+      return dataFrame({ data: JSON.stringify({ error: frame.error }), id: frame.seq, order });
     const chunk = { id: chatId, object: "chat.completion.chunk", created, model, ...frame.chunk };
     return dataFrame({ data: JSON.stringify(chunk), id: frame.seq, order });
   };
@@ -162,7 +175,14 @@ export function streamRun(bridge, res, { run, cursor, route, model, headers }) {
     if (render) writer.enqueue(render(/** @type {OneShotFrame} */ (frame)), true);
     else {
       const envelope = /** @type {Envelope} */ (frame);
-      writer.enqueue(envelopeFrame(misattributed ? { ...envelope, runId: `${envelope.runId}-other` } : envelope, (e) => e.sequence, order), true);
+      writer.enqueue(
+        envelopeFrame(
+          misattributed ? { ...envelope, runId: `${envelope.runId}-other` } : envelope,
+          (e) => e.sequence,
+          order,
+        ),
+        true,
+      );
     }
   };
   /** @param {OneShotFrame | Envelope} frame */
@@ -198,7 +218,11 @@ export function streamSession(bridge, res, { session, cursor }) {
   const order = bridge.variants.fieldOrder ?? "data-first";
   writer.start({});
   /** @param {Envelope} envelope */
-  const onEnvelope = (envelope) => writer.enqueue(envelopeFrame(envelope, (e) => Number(e.cursor), order), true);
+  const onEnvelope = (envelope) =>
+    writer.enqueue(
+      envelopeFrame(envelope, (e) => Number(e.cursor), order),
+      true,
+    );
   const onIdle = () => writer.end();
   writer.onClose(() => {
     session.events.off("envelope", onEnvelope);

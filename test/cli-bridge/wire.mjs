@@ -141,7 +141,9 @@ export const UNAUTHORIZED_BODY = errorBody("Unauthorized", "invalid_authenticati
  * @returns {Record<string, string>}
  */
 export function sortedHeaders(headers) {
-  const entries = Object.entries(headers).map(([name, value]) => /** @type {[string, string]} */ ([name.toLowerCase(), value]));
+  const entries = Object.entries(headers).map(
+    ([name, value]) => /** @type {[string, string]} */ ([name.toLowerCase(), value]),
+  );
   entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return Object.fromEntries(entries);
 }
@@ -156,7 +158,9 @@ export function sortedHeaders(headers) {
  */
 export function sendJson(res, status, body, runHeaders) {
   const text = JSON.stringify(body);
-  const headers = runHeaders ? sortedHeaders({ "content-type": "application/json", ...runHeaders }) : { "Content-Type": "application/json" };
+  const headers = runHeaders
+    ? sortedHeaders({ "content-type": "application/json", ...runHeaders })
+    : { "Content-Type": "application/json" };
   res.writeHead(status, { ...headers, "Content-Length": String(Buffer.byteLength(text)) });
   res.end(text);
 }
@@ -196,7 +200,12 @@ export function modelList() {
 }
 
 const STREAMING = { live: true, replay: true, detach: true, turnIdempotency: true };
-const RETAINED_CONTROL = { exactRunIdentity: true, resultIdentity: true, eventIdentity: true, cancellationIdempotency: true };
+const RETAINED_CONTROL = {
+  exactRunIdentity: true,
+  resultIdentity: true,
+  eventIdentity: true,
+  cancellationIdempotency: true,
+};
 const BRANCHING = { checkpoint: false, fork: false };
 
 /** Codex routes: one-shot only; replay and detach, no interactions, no native continuation (transcript 04). */
@@ -311,7 +320,15 @@ function memoryBody(runsRetained) {
  */
 export function healthBody({ runsRetained, executor }) {
   const now = new Date().toISOString();
-  const idlePool = { in_flight: 0, max: 4, queued: 0, acquire_deadline_ms: 60000, max_acquire_deadline_ms: 900000, acquires: 0, timeouts: 0 };
+  const idlePool = {
+    in_flight: 0,
+    max: 4,
+    queued: 0,
+    acquire_deadline_ms: 60000,
+    max_acquire_deadline_ms: 900000,
+    acquires: 0,
+    timeouts: 0,
+  };
   return {
     status: "ok",
     cached_verdicts: true,

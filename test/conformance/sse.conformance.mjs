@@ -13,7 +13,9 @@ import { describe, test } from "node:test";
 const BASE = (process.env.BASE_URL ?? "http://127.0.0.1:8787").replace(/\/$/, "");
 const PING_INTERVAL_MS = Number(process.env.SSE_PING_INTERVAL_MS ?? 15_000);
 const MAX_EVENTS = process.env.EVENT_LOG_MAX_EVENTS ? Number(process.env.EVENT_LOG_MAX_EVENTS) : undefined;
-const STREAM_LIMIT = process.env.RATE_LIMIT_STREAMS_PER_MINUTE ? Number(process.env.RATE_LIMIT_STREAMS_PER_MINUTE) : undefined;
+const STREAM_LIMIT = process.env.RATE_LIMIT_STREAMS_PER_MINUTE
+  ? Number(process.env.RATE_LIMIT_STREAMS_PER_MINUTE)
+  : undefined;
 /** A turn of the built-in emulator takes a second or two; a real agent longer. */
 const TURN_TIMEOUT_MS = Number(process.env.TURN_TIMEOUT_MS ?? 30_000);
 
@@ -22,8 +24,13 @@ const run = Date.now().toString(36);
 /** A fresh user each time (rate limits are per user): dev login, or the configured tokens. */
 async function user() {
   users++;
-  if (process.env.USER_TOKEN) return users % 2 === 1 || !process.env.OTHER_USER_TOKEN ? process.env.USER_TOKEN : process.env.OTHER_USER_TOKEN;
-  const res = await fetch(`${BASE}/v1/dev/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ user: `conformance-${run}-${users}` }) });
+  if (process.env.USER_TOKEN)
+    return users % 2 === 1 || !process.env.OTHER_USER_TOKEN ? process.env.USER_TOKEN : process.env.OTHER_USER_TOKEN;
+  const res = await fetch(`${BASE}/v1/dev/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ user: `conformance-${run}-${users}` }),
+  });
   assert.equal(res.status, 200, `dev login (set USER_TOKEN for a server without it): ${res.status}`);
   return (await res.json()).token;
 }
@@ -35,7 +42,10 @@ const conversation = (() => {
 async function call(method, path, token, body) {
   const res = await fetch(`${BASE}${path}`, {
     method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { "content-type": "application/json" } : {}) },
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body ? { "content-type": "application/json" } : {}),
+    },
     body: body ? JSON.stringify(body) : undefined,
   });
   return { status: res.status, headers: res.headers, body: await res.json() };
@@ -76,9 +86,16 @@ function eventsOf(frames) {
       continue;
     }
     if (f.event === "message.part.delta") {
-      assert.ok(previous?.type === "message.part.updated", `delta frame ${f.id} after ${previous?.type ?? "no event"} (§11.2)`);
+      assert.ok(
+        previous?.type === "message.part.updated",
+        `delta frame ${f.id} after ${previous?.type ?? "no event"} (§11.2)`,
+      );
       const lean = JSON.parse(f.data);
-      assert.deepEqual(Object.keys(lean).filter((k) => k !== "d" && k !== "t"), [], `delta frame ${f.id}: only d and t`);
+      assert.deepEqual(
+        Object.keys(lean).filter((k) => k !== "d" && k !== "t"),
+        [],
+        `delta frame ${f.id}: only d and t`,
+      );
       assert.equal(typeof lean.d, "string");
       const { text: _text, ...part } = previous.data.part;
       previous = {
@@ -117,7 +134,14 @@ class Stream {
   #line(line) {
     if (line === "") {
       const f = this.frame;
-      if (f.data !== undefined || f.id !== undefined || f.event !== undefined || f.retry !== undefined || f.comments.length) this.frames.push(f);
+      if (
+        f.data !== undefined ||
+        f.id !== undefined ||
+        f.event !== undefined ||
+        f.retry !== undefined ||
+        f.comments.length
+      )
+        this.frames.push(f);
       this.frame = { comments: [] };
       return;
     }
@@ -146,7 +170,12 @@ class Stream {
       if (next !== "timeout") this.pending = undefined;
       if (next === "timeout") {
         if (quiet) return this.frames;
-        throw new Error(`timed out after ${this.frames.length} frames: ${this.frames.map((f) => f.event ?? `:${f.comments.join()}`).slice(-8).join(", ")}`);
+        throw new Error(
+          `timed out after ${this.frames.length} frames: ${this.frames
+            .map((f) => f.event ?? `:${f.comments.join()}`)
+            .slice(-8)
+            .join(", ")}`,
+        );
       }
       if (next.done) {
         this.ended = true;
@@ -185,7 +214,11 @@ async function open(cid, { token, streamToken, after, lastEventId, headers = {} 
   if (streamToken !== undefined) query.set("access_token", streamToken);
   const abort = new AbortController();
   const res = await fetch(`${BASE}/v1/conversations/${cid}/events${query.size ? `?${query}` : ""}`, {
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(lastEventId !== undefined ? { "last-event-id": String(lastEventId) } : {}), ...headers },
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(lastEventId !== undefined ? { "last-event-id": String(lastEventId) } : {}),
+      ...headers,
+    },
     signal: abort.signal,
   });
   if (res.status !== 200) return { status: res.status, headers: res.headers, body: await res.json() };
@@ -212,7 +245,12 @@ function partTexts(events, held = new Map()) {
   const texts = new Map(held);
   for (const e of events) {
     if (e.type !== "message.part.updated" || !["text", "reasoning"].includes(e.data.part?.type)) continue;
-    texts.set(e.data.part.id, typeof e.data.part.text === "string" ? e.data.part.text : (texts.get(e.data.part.id) ?? "") + (e.data.delta ?? ""));
+    texts.set(
+      e.data.part.id,
+      typeof e.data.part.text === "string"
+        ? e.data.part.text
+        : (texts.get(e.data.part.id) ?? "") + (e.data.delta ?? ""),
+    );
   }
   return texts;
 }
@@ -237,7 +275,9 @@ describe("SSE conformance (docs/sse-protocol.md)", () => {
   test(`heartbeat: a live stream carries ': ping' within the ping interval (5.3; ${PING_INTERVAL_MS} ms)`, async () => {
     const stream = await open(conversation(), { token: await user() });
     const started = Date.now();
-    await stream.until((frames) => frames.some((f) => f.comments.includes("ping")), { timeoutMs: PING_INTERVAL_MS + 3_000 });
+    await stream.until((frames) => frames.some((f) => f.comments.includes("ping")), {
+      timeoutMs: PING_INTERVAL_MS + 3_000,
+    });
     assert.ok(Date.now() - started <= PING_INTERVAL_MS + 3_000);
     assert.match(stream.raw, /\n: ping\n\n/);
     stream.close();
@@ -279,7 +319,11 @@ describe("SSE conformance (docs/sse-protocol.md)", () => {
       const stream = await open(cid, { token, after: cursor });
       await stream.until((frames) => frames.some((f) => Number(f.id) === last));
       stream.close();
-      assert.deepEqual(stream.ids(), ids.filter((id) => id > cursor), `after=${cursor}`);
+      assert.deepEqual(
+        stream.ids(),
+        ids.filter((id) => id > cursor),
+        `after=${cursor}`,
+      );
       assert.ok(!stream.frames.some((f) => f.event === "stream.reset"));
     }
     const atEnd = await open(cid, { token, after: last });
@@ -292,13 +336,20 @@ describe("SSE conformance (docs/sse-protocol.md)", () => {
   test("Last-Event-ID wins over ?after= (2.2)", async () => {
     const { token, cid, ids } = await finishedConversation();
     const last = ids.at(-1);
-    for (const [header, after] of [[5, 2], [5, "not-a-number"], [" 3 ", undefined]]) {
+    for (const [header, after] of [
+      [5, 2],
+      [5, "not-a-number"],
+      [" 3 ", undefined],
+    ]) {
       const stream = await open(cid, { token, lastEventId: header, after });
       assert.ok(stream instanceof Stream, `Last-Event-ID ${header}, after=${after}: ${stream.status}`);
       await stream.until((frames) => frames.some((f) => Number(f.id) === last));
       stream.close();
       // The first event the log holds after the header's cursor (ids are not all present, §13).
-      assert.equal(stream.ids()[0], ids.find((id) => id > Number(String(header).trim())));
+      assert.equal(
+        stream.ids()[0],
+        ids.find((id) => id > Number(String(header).trim())),
+      );
     }
     const refused = await open(cid, { token, lastEventId: "abc", after: 2 });
     assert.equal(refused.status, 400);
@@ -361,7 +412,12 @@ describe("SSE conformance (docs/sse-protocol.md)", () => {
     const texts = new Map();
     for (const e of events) {
       if (e.type !== "message.part.updated" || e.data.part.type !== "text") continue;
-      texts.set(e.data.part.id, typeof e.data.part.text === "string" ? e.data.part.text : (texts.get(e.data.part.id) ?? "") + (e.data.delta ?? ""));
+      texts.set(
+        e.data.part.id,
+        typeof e.data.part.text === "string"
+          ? e.data.part.text
+          : (texts.get(e.data.part.id) ?? "") + (e.data.delta ?? ""),
+      );
     }
     await waitForTurn(token, cid, turn.turnId);
     const { body } = await call("GET", `/v1/conversations/${cid}/messages`, token);
@@ -382,7 +438,11 @@ describe("SSE conformance (docs/sse-protocol.md)", () => {
         await resumed.until((fs) => fs.some(isTurnEnd));
         resumed.close();
         assert.equal(resumed.events()[0].event, "message.part.updated", `the first frame after ${cursor} is full`);
-        assert.deepEqual(eventsOf(resumed.events()), kept.filter((e) => e.seq > cursor), `resumed after ${cursor}`);
+        assert.deepEqual(
+          eventsOf(resumed.events()),
+          kept.filter((e) => e.seq > cursor),
+          `resumed after ${cursor}`,
+        );
       }
     }
   });
@@ -398,7 +458,12 @@ describe("SSE conformance (docs/sse-protocol.md)", () => {
     const streamed = eventsOf(live.events());
     await waitForTurn(token, cid, turn.turnId);
     const { body } = await call("GET", `/v1/conversations/${cid}/messages`, token);
-    const transcript = new Map(body.messages.at(-1).parts.filter((p) => p.type === "text" || p.type === "reasoning").map((p) => [p.id, p.text]));
+    const transcript = new Map(
+      body.messages
+        .at(-1)
+        .parts.filter((p) => p.type === "text" || p.type === "reasoning")
+        .map((p) => [p.id, p.text]),
+    );
     assert.ok(transcript.size > 0);
     // The log once the turn ended: fewer events, ids still increasing, the same text.
     const after = await open(cid, { token, after: turn.after });
@@ -410,17 +475,32 @@ describe("SSE conformance (docs/sse-protocol.md)", () => {
     assert.deepEqual(partTexts(kept), transcript);
     // Every cursor in the turn, removed seqs (inside a compacted run) included: what a reader held
     // there, live, plus the replay after it is the transcript's text, and nothing is reset.
-    const deltaSeqs = streamed.filter((e) => e.type === "message.part.updated" && e.data.delta !== undefined).map((e) => e.seq);
+    const deltaSeqs = streamed
+      .filter((e) => e.type === "message.part.updated" && e.data.delta !== undefined)
+      .map((e) => e.seq);
     const removed = deltaSeqs.filter((seq) => !kept.some((e) => e.seq === seq));
     assert.ok(removed.length > 10, `${removed.length} seqs compacted away`);
-    const cursors = [...new Set([turn.after, removed[0], removed[1], removed[Math.floor(removed.length / 2)], removed.at(-1), ...kept.slice(0, 4).map((e) => e.seq)])];
+    const cursors = [
+      ...new Set([
+        turn.after,
+        removed[0],
+        removed[1],
+        removed[Math.floor(removed.length / 2)],
+        removed.at(-1),
+        ...kept.slice(0, 4).map((e) => e.seq),
+      ]),
+    ];
     for (const cursor of cursors) {
       const resumed = await open(cid, { token, lastEventId: cursor });
       await resumed.until((fs) => fs.some(isTurnEnd));
       resumed.close();
       assert.ok(!resumed.frames.some((f) => f.event === "stream.reset"), `cursor ${cursor} is held`);
       const replay = eventsOf(resumed.events());
-      assert.deepEqual(replay, kept.filter((e) => e.seq > cursor), `replay after ${cursor}`);
+      assert.deepEqual(
+        replay,
+        kept.filter((e) => e.seq > cursor),
+        `replay after ${cursor}`,
+      );
       const held = partTexts(streamed.filter((e) => e.seq <= cursor));
       assert.deepEqual(partTexts(replay, held), transcript, `text rebuilt from cursor ${cursor}`);
     }
@@ -457,13 +537,18 @@ describe("SSE conformance (docs/sse-protocol.md)", () => {
     const reset = stream.frames.find((f) => f.event === "stream.reset");
     assert.ok(reset, "a stream.reset frame");
     assert.equal(reset.id, undefined);
-    assert.deepEqual(JSON.parse(reset.data), { type: "stream.reset", data: { reason: "cursor_ahead", firstRetainedSeq: ids[0], lastSeq: last } });
+    assert.deepEqual(JSON.parse(reset.data), {
+      type: "stream.reset",
+      data: { reason: "cursor_ahead", firstRetainedSeq: ids[0], lastSeq: last },
+    });
     // The reset comes first (after retry:), then the log from the oldest retained event.
     assert.equal(stream.frames.indexOf(reset), 1);
     assert.deepEqual(stream.ids(), ids);
   });
 
-  test("a trimmed cursor is reset; the oldest retained seq minus one is not (4.1, 4.2)", { skip: MAX_EVENTS === undefined && "EVENT_LOG_MAX_EVENTS is not set" }, async () => {
+  test("a trimmed cursor is reset; the oldest retained seq minus one is not (4.1, 4.2)", {
+    skip: MAX_EVENTS === undefined && "EVENT_LOG_MAX_EVENTS is not set",
+  }, async () => {
     const token = await user();
     const cid = conversation();
     // Turns until the log holds more events than it keeps.
@@ -544,7 +629,9 @@ describe("SSE conformance (docs/sse-protocol.md)", () => {
     }
   });
 
-  test("opening streams past the per-user limit is 429 rate_limited with Retry-After (7)", { skip: STREAM_LIMIT === undefined && "RATE_LIMIT_STREAMS_PER_MINUTE is not set" }, async () => {
+  test("opening streams past the per-user limit is 429 rate_limited with Retry-After (7)", {
+    skip: STREAM_LIMIT === undefined && "RATE_LIMIT_STREAMS_PER_MINUTE is not set",
+  }, async () => {
     const token = await user();
     const cid = conversation();
     for (let i = 0; i < STREAM_LIMIT; i++) {
@@ -585,11 +672,18 @@ describe("streams outlive the session object's memory (3.5)", () => {
     // (pings come from the Worker, not the object).
     await Promise.all(viewers.map((v) => v.until(() => false, { timeoutMs: HIBERNATE_AFTER_MS, quiet: true })));
     const after = await call("GET", `/v1/conversations/${cid}/dev/object`, token);
-    assert.notEqual(after.body.instance, before.body.instance, "the object was not evicted: it still holds something open");
+    assert.notEqual(
+      after.body.instance,
+      before.body.instance,
+      "the object was not evicted: it still holds something open",
+    );
     assert.equal(after.body.subscriptions, 3, "the viewers' subscriptions survive the object's memory");
     for (const v of viewers) {
       assert.equal(v.ended, false);
-      assert.ok(v.frames.some((f) => f.comments.includes("ping")), "a hibernating object's viewers still get pings");
+      assert.ok(
+        v.frames.some((f) => f.comments.includes("ping")),
+        "a hibernating object's viewers still get pings",
+      );
     }
 
     // A new turn wakes it; every viewer gets the turn's events once, in order, nothing before the
@@ -602,11 +696,28 @@ describe("streams outlive the session object's memory (3.5)", () => {
     const expected = viewers[0].ids();
     assert.ok(expected.length > 3 && expected[0] === cursor + 1);
     const kept = replay.ids();
-    assert.deepEqual(expected.filter((id) => kept.includes(id)), kept, `the log has ${replay.events().map((f) => `${f.id}:${f.event}`).join(" ")}`);
+    assert.deepEqual(
+      expected.filter((id) => kept.includes(id)),
+      kept,
+      `the log has ${replay
+        .events()
+        .map((f) => `${f.id}:${f.event}`)
+        .join(" ")}`,
+    );
     assert.deepEqual(partTexts(eventsOf(replay.events())), partTexts(eventsOf(viewers[0].events())));
     for (const v of viewers) {
-      assert.deepEqual(v.ids(), expected, `viewer saw ${v.events().map((f) => `${f.id}:${f.event}`).join(" ")}`);
-      assert.deepEqual(v.events().map((f) => f.data), viewers[0].events().map((f) => f.data));
+      assert.deepEqual(
+        v.ids(),
+        expected,
+        `viewer saw ${v
+          .events()
+          .map((f) => `${f.id}:${f.event}`)
+          .join(" ")}`,
+      );
+      assert.deepEqual(
+        v.events().map((f) => f.data),
+        viewers[0].events().map((f) => f.data),
+      );
       v.close();
     }
     replay.close();

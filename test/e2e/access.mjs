@@ -9,7 +9,12 @@ import { assertAccessible, lastTurn, openPage, send, signIn, unique, waitForBadg
 const focused = (page) =>
   page.evaluate(() => {
     const el = document.activeElement;
-    return { tag: el?.tagName.toLowerCase(), id: el?.id || null, label: el?.getAttribute("aria-label") ?? null, inPicker: !!el?.closest(".branch-picker") };
+    return {
+      tag: el?.tagName.toLowerCase(),
+      id: el?.id || null,
+      label: el?.getAttribute("aria-label") ?? null,
+      inPicker: !!el?.closest(".branch-picker"),
+    };
   });
 
 describe("focus stays where the user is", () => {
@@ -19,22 +24,40 @@ describe("focus stays where the user is", () => {
     await page.getByRole("button", { name: /Explain the README/ }).click();
     await waitForBadge(page, "done");
     await page.locator("#empty").waitFor({ state: "hidden" });
-    assert.deepEqual(await focused(page), { tag: "textarea", id: "composer-input", label: null, inPicker: false }, "after an example prompt");
+    assert.deepEqual(
+      await focused(page),
+      { tag: "textarea", id: "composer-input", label: null, inPicker: false },
+      "after an example prompt",
+    );
 
     const picker = () => lastTurn(page).getByRole("group", { name: "Versions of this message" });
-    await lastTurn(page).getByRole("button", { name: /^Regenerate/ }).click();
+    await lastTurn(page)
+      .getByRole("button", { name: /^Regenerate/ })
+      .click();
     await picker().getByText("2/2").waitFor();
     await waitForBadge(page, "done");
-    assert.deepEqual(await focused(page), { tag: "textarea", id: "composer-input", label: null, inPicker: false }, "after Regenerate");
+    assert.deepEqual(
+      await focused(page),
+      { tag: "textarea", id: "composer-input", label: null, inPicker: false },
+      "after Regenerate",
+    );
 
     // By mouse: the version shown is the first, whose ‹ is disabled: the focus moves to its ›.
     await picker().getByRole("button", { name: "Previous version" }).click();
     await picker().getByText("1/2").waitFor();
-    assert.deepEqual(await focused(page), { tag: "button", id: null, label: "Next version", inPicker: true }, "after ‹");
+    assert.deepEqual(
+      await focused(page),
+      { tag: "button", id: null, label: "Next version", inPicker: true },
+      "after ‹",
+    );
     // By keyboard, from there: Enter shows the second version; the focus moves to its ‹.
     await page.keyboard.press("Enter");
     await picker().getByText("2/2").waitFor();
-    assert.deepEqual(await focused(page), { tag: "button", id: null, label: "Previous version", inPicker: true }, "after ›");
+    assert.deepEqual(
+      await focused(page),
+      { tag: "button", id: null, label: "Previous version", inPicker: true },
+      "after ›",
+    );
     await page.context().close();
   });
 });
@@ -49,7 +72,12 @@ describe("the conversation's structure for a screen reader", () => {
     const card = page.locator(".interaction", { hasText: "Run the test suite?" });
     await card.waitFor();
     const transcript = page.getByRole("list", { name: "Conversation" });
-    assert.deepEqual(await transcript.getByRole("heading", { level: 3 }).allTextContents(), ["You said", "The agent said", "You said", "The agent said"]);
+    assert.deepEqual(await transcript.getByRole("heading", { level: 3 }).allTextContents(), [
+      "You said",
+      "The agent said",
+      "You said",
+      "The agent said",
+    ]);
     // The headings are for a screen reader only: one pixel, clipped.
     const box = await transcript.getByRole("heading", { name: "You said" }).first().boundingBox();
     assert.ok(box && box.width <= 1 && box.height <= 1, JSON.stringify(box));

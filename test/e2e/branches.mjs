@@ -9,7 +9,12 @@ const messages = (page) => page.locator(".bubble-user").allTextContents();
 
 /** Waits until the page shows exactly these user messages. */
 async function shows(page, expected, timeout = 20_000) {
-  await page.waitForFunction((want) => JSON.stringify([...document.querySelectorAll(".bubble-user")].map((n) => n.textContent)) === JSON.stringify(want), expected, { timeout });
+  await page.waitForFunction(
+    (want) =>
+      JSON.stringify([...document.querySelectorAll(".bubble-user")].map((n) => n.textContent)) === JSON.stringify(want),
+    expected,
+    { timeout },
+  );
 }
 
 describe("branches on the chat page", () => {
@@ -94,6 +99,10 @@ describe("branches on the chat page", () => {
 
 /** Sets the emulator's faults (`{}` clears them). */
 async function faults(body) {
-  const res = await fetch(`${server.base}/_emulator/faults`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const res = await fetch(`${server.base}/_emulator/faults`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   assert.equal(res.status, 200, await res.text());
 }

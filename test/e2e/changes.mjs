@@ -7,7 +7,18 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { staticImports } from "../page/imports.mjs";
-import { assertAccessible, assertNoSidewaysScroll, lastTurn, openPage, send, server, shot, signIn, unique, waitForBadge } from "./harness.mjs";
+import {
+  assertAccessible,
+  assertNoSidewaysScroll,
+  lastTurn,
+  openPage,
+  send,
+  server,
+  shot,
+  signIn,
+  unique,
+  waitForBadge,
+} from "./harness.mjs";
 
 /** Sends an `[edits]` message on a fresh page and waits for its turn to end. */
 async function editedTurn(options) {
@@ -56,11 +67,17 @@ describe("what the agent changed", () => {
     assert.equal(await edited.locator(".sr-only").textContent(), "2 lines added, 1 removed");
     assert.equal(await edited.locator("code .hljs-deletion").count(), 1);
     assert.equal(await edited.locator("code .hljs-addition").count(), 2);
-    assert.match(await edited.locator("code .hljs-deletion").innerText(), /^-serve\(\(request\) => new Response\("ok"\)\);$/);
+    assert.match(
+      await edited.locator("code .hljs-deletion").innerText(),
+      /^-serve\(\(request\) => new Response\("ok"\)\);$/,
+    );
     // Written over a file whose earlier content was never reported: no diff claimed.
     const written = file("README.md");
     assert.equal(await written.locator(".change-count").innerText(), "not counted");
-    assert.match(await written.locator(".change-note").innerText(), /earlier content is not reported, so there is no diff/);
+    assert.match(
+      await written.locator(".change-note").innerText(),
+      /earlier content is not reported, so there is no diff/,
+    );
     assert.equal(await written.locator("code .hljs-addition, code .hljs-deletion").count(), 0);
     assert.match(await written.locator(".code-block code").innerText(), /A small service that greets/);
 
@@ -119,9 +136,15 @@ describe("the page before and while its modules load", () => {
       performance
         .getEntriesByType("resource")
         .filter((e) => /\.(m?js)$/.test(new URL(e.name).pathname))
-        .map((e) => ({ path: new URL(e.name).pathname, start: e.startTime, end: /** @type {PerformanceResourceTiming} */ (e).responseEnd})),
+        .map((e) => ({
+          path: new URL(e.name).pathname,
+          start: e.startTime,
+          end: /** @type {PerformanceResourceTiming} */ (e).responseEnd,
+        })),
     );
-    const preloaded = await page.$$eval('link[rel="modulepreload"]', (links) => links.map((l) => new URL(l.href).pathname));
+    const preloaded = await page.$$eval('link[rel="modulepreload"]', (links) =>
+      links.map((l) => new URL(l.href).pathname),
+    );
     assert.ok(preloaded.length > 20, `${preloaded.length} modules preloaded`);
     const app = scripts.find((s) => s.path === "/app.js");
     assert.ok(app, "app.js was fetched");
@@ -129,11 +152,16 @@ describe("the page before and while its modules load", () => {
     // arrived (a module found by walking the imports can be asked for only once its importer is in;
     // a busy browser may still start a preload a moment after app.js arrived, so app.js alone is no
     // bound for the modules it does not import itself).
-    const importMap = JSON.parse(/<script type="importmap">([\s\S]*?)<\/script>/.exec(readFileSync("public/index.html", "utf8"))?.[1] ?? "{}").imports;
+    const importMap = JSON.parse(
+      /<script type="importmap">([\s\S]*?)<\/script>/.exec(readFileSync("public/index.html", "utf8"))?.[1] ?? "{}",
+    ).imports;
     const importers = new Map();
     for (const path of ["/app.js", ...preloaded.filter((p) => !p.startsWith("/vendor/"))]) {
       const { relative, bare } = staticImports(readFileSync(`public${path}`, "utf8"));
-      for (const imported of [...relative.map((spec) => new URL(spec, `http://page${path}`).pathname), ...bare.map((spec) => importMap[spec])]) {
+      for (const imported of [
+        ...relative.map((spec) => new URL(spec, `http://page${path}`).pathname),
+        ...bare.map((spec) => importMap[spec]),
+      ]) {
         importers.set(imported, [...(importers.get(imported) ?? []), path]);
       }
     }
@@ -143,12 +171,26 @@ describe("the page before and while its modules load", () => {
       const by = importers.get(path) ?? [];
       assert.ok(by.length > 0, `${path} is imported by a module of the start`);
       const first = Math.min(...by.map((importer) => scripts.find((s) => s.path === importer)?.end ?? Infinity));
-      assert.ok(entry.start < first, `${path} requested at ${entry.start} ms, after its importer arrived (${first} ms; importers ${by.join(", ")})`);
+      assert.ok(
+        entry.start < first,
+        `${path} requested at ${entry.start} ms, after its importer arrived (${first} ms; importers ${by.join(", ")})`,
+      );
     }
     // And no module of the start was fetched that the list does not name (highlight.js comes on
     // demand; a classic script of <head>, theme.js, is no module and runs before the stylesheet).
-    const classic = await page.$$eval("script[src]:not([type=module])", (tags) => tags.map((t) => new URL(/** @type {HTMLScriptElement} */ (t).src).pathname));
-    assert.deepEqual(scripts.filter((s) => s.path !== "/app.js" && !preloaded.includes(s.path) && !classic.includes(s.path) && !s.path.includes("highlight")), []);
+    const classic = await page.$$eval("script[src]:not([type=module])", (tags) =>
+      tags.map((t) => new URL(/** @type {HTMLScriptElement} */ (t).src).pathname),
+    );
+    assert.deepEqual(
+      scripts.filter(
+        (s) =>
+          s.path !== "/app.js" &&
+          !preloaded.includes(s.path) &&
+          !classic.includes(s.path) &&
+          !s.path.includes("highlight"),
+      ),
+      [],
+    );
     await page.context().close();
   });
 });

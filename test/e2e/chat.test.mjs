@@ -3,7 +3,20 @@
 // Run with `npm run test:e2e`. Screenshots of the main states go to test-results/screenshots/.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { api, cidOf, lastTurn, openPage, send, server, shot, shownText, signIn, tokenOf, unique, waitForBadge } from "./harness.mjs";
+import {
+  api,
+  cidOf,
+  lastTurn,
+  openPage,
+  send,
+  server,
+  shot,
+  shownText,
+  signIn,
+  tokenOf,
+  unique,
+  waitForBadge,
+} from "./harness.mjs";
 import "./fixes.mjs";
 import "./features.mjs";
 import "./layout.mjs";
@@ -35,7 +48,10 @@ describe("the chat page", () => {
     const footer = await lastTurn(page).locator(".turn-footer").textContent();
     assert.match(footer, /in 1,980 · out 80 · \$0\.0021/);
     assert.match(await page.locator("#usage-total").textContent(), /Total: in 1,980 · out 80/);
-    const turn = await api(`/v1/conversations/${await cidOf(page)}/turns/${await lastTurn(page).getAttribute("data-turn")}`, await tokenOf(page));
+    const turn = await api(
+      `/v1/conversations/${await cidOf(page)}/turns/${await lastTurn(page).getAttribute("data-turn")}`,
+      await tokenOf(page),
+    );
     assert.equal(await shownText(page), turn.result.text);
     await tool.locator("summary").click();
     await shot(page, "answer-with-tool");
@@ -49,7 +65,9 @@ describe("the chat page", () => {
     await signIn(page, unique("reload"));
     await send(page, "Explain everything [long] [slow]");
     await lastTurn(page).locator(".agent .text").nth(1).waitFor();
-    await page.waitForFunction(() => (document.querySelectorAll("li.turn .agent .text")[1]?.textContent ?? "").split(" ").length > 8);
+    await page.waitForFunction(
+      () => (document.querySelectorAll("li.turn .agent .text")[1]?.textContent ?? "").split(" ").length > 8,
+    );
     await page.reload();
     await page.locator("#connection[data-state=live]").waitFor();
     await waitForBadge(page, "done", 60_000);
@@ -124,12 +142,17 @@ describe("the chat page", () => {
     await signIn(page, unique("drop"));
     await send(page, "Keep going [long] [slow]");
     await lastTurn(page).locator(".agent .text").nth(1).waitFor();
-    const dropped = await api(`/v1/conversations/${await cidOf(page)}/dev/drop-streams`, await tokenOf(page), { method: "POST" });
+    const dropped = await api(`/v1/conversations/${await cidOf(page)}/dev/drop-streams`, await tokenOf(page), {
+      method: "POST",
+    });
     assert.equal(dropped.dropped, 1);
     await page.locator("#connection[data-state=reconnecting]").waitFor({ timeout: 5000 });
     await page.locator("#connection[data-state=live]").waitFor({ timeout: 10_000 });
     await waitForBadge(page, "done", 60_000);
-    const turn = await api(`/v1/conversations/${await cidOf(page)}/turns/${await lastTurn(page).getAttribute("data-turn")}`, await tokenOf(page));
+    const turn = await api(
+      `/v1/conversations/${await cidOf(page)}/turns/${await lastTurn(page).getAttribute("data-turn")}`,
+      await tokenOf(page),
+    );
     assert.equal(await shownText(page), turn.result.text);
     await page.context().close();
   });

@@ -18,12 +18,25 @@ let browser;
 before(async () => {
   bridge = await startStandIn({ port: 0, token: "e2e-bridge-token" });
   server = await startDevServer({
-    vars: { PROVIDER: "cli-bridge", CLI_BRIDGE_URL: bridge.url, CLI_BRIDGE_TOKEN: "e2e-bridge-token", CLI_BRIDGE_MODEL: "codex/default" },
+    vars: {
+      PROVIDER: "cli-bridge",
+      CLI_BRIDGE_URL: bridge.url,
+      CLI_BRIDGE_TOKEN: "e2e-bridge-token",
+      CLI_BRIDGE_MODEL: "codex/default",
+    },
   });
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
     headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
 });
 

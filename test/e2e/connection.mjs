@@ -3,7 +3,20 @@
 // a very long message collapses with Show more / Show less.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { api, assertAccessible, cidOf, lastTurn, openPage, send, shot, shownText, signIn, tokenOf, unique, waitForBadge } from "./harness.mjs";
+import {
+  api,
+  assertAccessible,
+  cidOf,
+  lastTurn,
+  openPage,
+  send,
+  shot,
+  shownText,
+  signIn,
+  tokenOf,
+  unique,
+  waitForBadge,
+} from "./harness.mjs";
 
 const HELD = "Still here after the outage";
 
@@ -20,19 +33,28 @@ describe("connection lost, said where the user looks", () => {
       await send(page, "Explain it all [long] [slow]");
       const turn = lastTurn(page);
       await turn.locator(".agent .text").nth(1).waitFor();
-      assert.equal(await turn.getByRole("button", { name: "Show more" }).count(), 0, "a short message is not collapsed");
+      assert.equal(
+        await turn.getByRole("button", { name: "Show more" }).count(),
+        0,
+        "a short message is not collapsed",
+      );
 
       // The network goes away: the browser reaches nothing (offline), and the open event stream is
       // severed (the server closes it: an established connection outlives Chromium's offline mode).
       await page.context().setOffline(true);
-      const dropped = await api(`/v1/conversations/${await cidOf(page)}/dev/drop-streams`, await tokenOf(page), { method: "POST" });
+      const dropped = await api(`/v1/conversations/${await cidOf(page)}/dev/drop-streams`, await tokenOf(page), {
+        method: "POST",
+      });
       assert.equal(dropped.dropped, 1);
       await page.locator("#connection[data-state=reconnecting]").waitFor({ timeout: 10_000 });
       const notice = turn.getByText("Connection to the server lost.", { exact: false });
       // A blip is only the badge's business: the turn says nothing the moment the stream drops.
       assert.equal(await notice.count(), 0, "no notice before the threshold");
       await notice.waitFor({ timeout: 10_000 });
-      assert.match(await notice.textContent(), /The agent keeps working; this answer catches up when the page reconnects\./);
+      assert.match(
+        await notice.textContent(),
+        /The agent keeps working; this answer catches up when the page reconnects\./,
+      );
       assert.ok(await page.getByRole("button", { name: "Stop" }).isDisabled(), "Stop cannot reach the server");
       const status = page.getByRole("status").filter({ hasText: "Not connected to the server" });
       await status.waitFor();
@@ -68,7 +90,10 @@ describe("connection lost, said where the user looks", () => {
       }
       assert.ok(await page.getByRole("button", { name: "Stop" }).isEnabled(), "Stop works again");
       await waitForBadge(page, "done", 60_000);
-      const result = await api(`/v1/conversations/${await cidOf(page)}/turns/${await turn.getAttribute("data-turn")}`, await tokenOf(page));
+      const result = await api(
+        `/v1/conversations/${await cidOf(page)}/turns/${await turn.getAttribute("data-turn")}`,
+        await tokenOf(page),
+      );
       assert.equal(result.status, "completed");
       assert.equal(await shownText(page), result.result.text, "the answer caught up with nothing lost or repeated");
       await assertAccessible(page, name("back"));
@@ -89,7 +114,9 @@ describe("phones: the composer, the sidebar and long messages at 390×844", () =
       const page = await openPage({ width: 390, height: 844, colorScheme });
       const name = (state) => `phone-${state}-${colorScheme}`;
       await signIn(page, unique("phone-parts"));
-      const long = Array.from({ length: 30 }, (_, i) => `Line ${i + 1} of a very long message about the parser`).join("\n") + " [slow]";
+      const long =
+        Array.from({ length: 30 }, (_, i) => `Line ${i + 1} of a very long message about the parser`).join("\n") +
+        " [slow]";
       await send(page, long);
       await page.getByRole("button", { name: "Stop" }).waitFor();
 
@@ -97,12 +124,21 @@ describe("phones: the composer, the sidebar and long messages at 390×844", () =
       const fit = await page.locator("#composer-input").evaluate((box) => {
         const placeholder = box.placeholder;
         box.value = placeholder;
-        const sizes = { placeholder, scrollHeight: box.scrollHeight, clientHeight: box.clientHeight, scrollWidth: box.scrollWidth, clientWidth: box.clientWidth };
+        const sizes = {
+          placeholder,
+          scrollHeight: box.scrollHeight,
+          clientHeight: box.clientHeight,
+          scrollWidth: box.scrollWidth,
+          clientWidth: box.clientWidth,
+        };
         box.value = "";
         return sizes;
       });
       assert.ok(fit.placeholder.length > 0);
-      assert.ok(fit.scrollHeight <= fit.clientHeight && fit.scrollWidth <= fit.clientWidth, `the placeholder fits: ${JSON.stringify(fit)}`);
+      assert.ok(
+        fit.scrollHeight <= fit.clientHeight && fit.scrollWidth <= fit.clientWidth,
+        `the placeholder fits: ${JSON.stringify(fit)}`,
+      );
       await shot(page, name("running"));
 
       const turn = lastTurn(page);
@@ -131,7 +167,11 @@ describe("phones: the composer, the sidebar and long messages at 390×844", () =
       const again = lastTurn(page).getByRole("button", { name: "Show more" });
       await again.waitFor();
       assert.equal(await again.getAttribute("aria-expanded"), "false");
-      assert.ok(await lastTurn(page).locator(".bubble-user").evaluate((b) => b.scrollHeight > b.clientHeight + 1));
+      assert.ok(
+        await lastTurn(page)
+          .locator(".bubble-user")
+          .evaluate((b) => b.scrollHeight > b.clientHeight + 1),
+      );
       await shot(page, name("collapsed"));
 
       // The open sidebar has a scrim behind it; a tap on the scrim closes it, focus back on the menu button.

@@ -16,13 +16,19 @@ export async function watchCsp(context) {
       "securitypolicyviolation",
       (e) =>
         // @ts-ignore the binding exposed above
-        window.__reportCspViolation({ directive: e.effectiveDirective, blocked: e.blockedURI, sample: e.sample, source: `${e.sourceFile}:${e.lineNumber}:${e.columnNumber}` }),
+        window.__reportCspViolation({
+          directive: e.effectiveDirective,
+          blocked: e.blockedURI,
+          sample: e.sample,
+          source: `${e.sourceFile}:${e.lineNumber}:${e.columnNumber}`,
+        }),
       true,
     );
   });
   context.on("console", (m) => {
     const text = m.text();
-    if (/^Refused to |Content[- ]Security[- ]Policy/i.test(text)) violations.push({ frame: m.page()?.url(), console: text });
+    if (/^Refused to |Content[- ]Security[- ]Policy/i.test(text))
+      violations.push({ frame: m.page()?.url(), console: text });
   });
 }
 

@@ -17,7 +17,9 @@ async function openDocs() {
   const page = await openPage();
   /** @type {Array<{ method: string, url: string, authorization?: string }>} */
   const requests = [];
-  page.on("request", (r) => requests.push({ method: r.method(), url: r.url(), authorization: r.headers().authorization }));
+  page.on("request", (r) =>
+    requests.push({ method: r.method(), url: r.url(), authorization: r.headers().authorization }),
+  );
   const res = await page.goto(`${server.base}/docs`);
   return { page, res, requests };
 }
@@ -45,7 +47,10 @@ async function openClient(page, summary) {
 async function send(page, dialog, path, status) {
   const [request] = await Promise.all([
     page.waitForRequest((r) => new URL(r.url()).pathname === path),
-    dialog.getByRole("button", { name: /^Send\b/ }).first().click(),
+    dialog
+      .getByRole("button", { name: /^Send\b/ })
+      .first()
+      .click(),
   ]);
   await dialog.getByText(status, { exact: true }).waitFor();
   return request;
@@ -68,10 +73,18 @@ describe("the API reference at /docs", () => {
     const summaries = Object.values(doc.paths).flatMap((ops) => Object.values(ops).map((op) => op.summary));
     assert.ok(summaries.length > 30, `${summaries.length} operations`);
     const shown = await page.locator("aside").innerText();
-    assert.deepEqual(summaries.filter((s) => !shown.includes(s)), [], "operations the reference does not list");
+    assert.deepEqual(
+      summaries.filter((s) => !shown.includes(s)),
+      [],
+      "operations the reference does not list",
+    );
     // Everything it loaded came from this server: the page, its script, the renderer, the document.
     const paths = requests.map((r) => r.url);
-    assert.deepEqual(paths.filter((url) => !url.startsWith(`${server.base}/`)), [], "requests to another origin");
+    assert.deepEqual(
+      paths.filter((url) => !url.startsWith(`${server.base}/`)),
+      [],
+      "requests to another origin",
+    );
     const renderer = paths.find((url) => /\/vendor\/scalar-api-reference-[^/]+\/standalone\.js$/.test(url));
     assert.ok(renderer, JSON.stringify(paths));
     assert.ok(paths.includes(`${server.base}/openapi.json`), JSON.stringify(paths));
@@ -97,7 +110,11 @@ describe("the API reference at /docs", () => {
 
   it("try it with a pasted token: a user's route answers that user's data, and the token is kept nowhere", async () => {
     const user = unique("docs");
-    const login = await fetch(`${server.base}/v1/dev/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ user }) });
+    const login = await fetch(`${server.base}/v1/dev/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ user }),
+    });
     const { token } = await login.json();
     const cid = unique("docs-conv");
     const sent = await fetch(`${server.base}/v1/conversations/${cid}/turns`, {
@@ -124,7 +141,9 @@ describe("the API reference at /docs", () => {
     assert.equal(new URL(request.url()).origin, server.base);
     await dialog.getByText(`"conversationId": "${cid}"`).waitFor();
     // The reference keeps it in this tab's memory only (docs.js: persistAuth off).
-    const kept = await page.evaluate(() => JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage), document.cookie]));
+    const kept = await page.evaluate(() =>
+      JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage), document.cookie]),
+    );
     assert.ok(!kept.includes(token), "the token is in the browser's storage");
     await page.context().close();
   });

@@ -3,7 +3,21 @@
 // one sign-in per browser.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { api, assertAccessible, cidOf, lastTurn, openPage, send, server, shot, shownText, signIn, tokenOf, unique, waitForBadge } from "./harness.mjs";
+import {
+  api,
+  assertAccessible,
+  cidOf,
+  lastTurn,
+  openPage,
+  send,
+  server,
+  shot,
+  shownText,
+  signIn,
+  tokenOf,
+  unique,
+  waitForBadge,
+} from "./harness.mjs";
 
 const MARKDOWN = [
   "## Findings",
@@ -75,7 +89,10 @@ describe("markdown in answers", () => {
     await block.getByRole("button", { name: "Copy code" }).click();
     await block.getByRole("button", { name: "Copied" }).waitFor();
     const copied = await page.evaluate(() => navigator.clipboard.readText());
-    assert.equal(copied, 'export function parse(input: string): number {\n  return Number.parseInt(input, 10); // "quoted"\n}\n');
+    assert.equal(
+      copied,
+      'export function parse(input: string): number {\n  return Number.parseInt(input, 10); // "quoted"\n}\n',
+    );
     await shot(page, "markdown-light");
     await assertAccessible(page, "markdown");
     await page.emulateMedia({ colorScheme: "dark" });
@@ -88,8 +105,17 @@ describe("markdown in answers", () => {
     const page = await openPage();
     const text = await conversationSaying(page, HOSTILE);
     await text.getByText("click me").waitFor();
-    assert.equal(await text.locator("a", { hasText: "click me" }).count(), 0, "a javascript: link is its text, no link");
-    assert.equal(await page.locator("li.turn img, li.turn iframe, li.turn script, li.turn [onerror], li.turn [onmouseover]").count(), 0);
+    assert.equal(
+      await text.locator("a", { hasText: "click me" }).count(),
+      0,
+      "a javascript: link is its text, no link",
+    );
+    assert.equal(
+      await page
+        .locator("li.turn img, li.turn iframe, li.turn script, li.turn [onerror], li.turn [onmouseover]")
+        .count(),
+      0,
+    );
     const shown = await text.textContent();
     assert.ok(shown.includes('<img src=x onerror="window.__pwned=4">'), "raw HTML is shown as text");
     assert.ok(shown.includes('<a href="javascript:window.__pwned=6">raw link</a>'));
@@ -105,7 +131,10 @@ describe("markdown in answers", () => {
     const page = await openPage();
     await signIn(page, unique("inline"));
     // (Square brackets around one lowercase word are the emulator's directives: these have two words.)
-    await send(page, "Use `npm test` and **bold** [go there](javascript:window.__pwned=8) ![a pic](https://example.com/pic.png)");
+    await send(
+      page,
+      "Use `npm test` and **bold** [go there](javascript:window.__pwned=8) ![a pic](https://example.com/pic.png)",
+    );
     await waitForBadge(page, "done");
     const intro = lastTurn(page).locator(".agent .text").first();
     assert.equal(await intro.locator("code").textContent(), "npm test");
@@ -132,11 +161,17 @@ describe("actions on messages", () => {
     const tool = lastTurn(page).locator("details.tool");
     await tool.locator("summary").click();
     await tool.getByRole("button", { name: "Copy output" }).click();
-    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), "# Demo project\n\nA small service with a test suite.\n");
+    assert.equal(
+      await page.evaluate(() => navigator.clipboard.readText()),
+      "# Demo project\n\nA small service with a test suite.\n",
+    );
 
     const before = await lastTurn(page).getAttribute("data-turn");
     await lastTurn(page).getByRole("button", { name: "Regenerate" }).click();
-    await page.waitForFunction((id) => document.querySelector("li.turn:last-child")?.getAttribute("data-turn") !== id, before);
+    await page.waitForFunction(
+      (id) => document.querySelector("li.turn:last-child")?.getAttribute("data-turn") !== id,
+      before,
+    );
     await waitForBadge(page, "done");
     const messages = await page.locator(".bubble-user").allTextContents();
     assert.deepEqual(messages, ["What does the README say?"], "the new answer replaces the old one on the page");
@@ -213,7 +248,10 @@ describe("what the page shows around the chat", () => {
     const page = await openPage();
     const problems = [];
     page.on("console", (message) => message.type() === "error" && problems.push(`console: ${message.text()}`));
-    page.on("response", (response) => response.status() >= 400 && problems.push(`${response.status()} ${response.url()}`));
+    page.on(
+      "response",
+      (response) => response.status() >= 400 && problems.push(`${response.status()} ${response.url()}`),
+    );
     await signIn(page, unique("quiet"));
     await page.locator("#new-conversation").click();
     await page.locator("#empty").waitFor();
@@ -253,7 +291,11 @@ describe("the transcript the page rebuilds from", () => {
     const ask = transcript.messages[1].parts.find((p) => p.type === "interaction");
     assert.equal(ask.status, "answered");
     assert.equal(ask.request.title, "Run the test suite?");
-    assert.doesNotMatch(JSON.stringify(transcript), /"grant"\s*:\s*"deny"/, "what was answered is not in the transcript");
+    assert.doesNotMatch(
+      JSON.stringify(transcript),
+      /"grant"\s*:\s*"deny"/,
+      "what was answered is not in the transcript",
+    );
     await page.context().close();
   });
 });

@@ -1,7 +1,22 @@
 // The chat page's "broken today" list (issue 12), one test per item, each named for what it pins.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { api, assertAccessible, assertNoSidewaysScroll, cidOf, lastTurn, openPage, send, server, shot, shownText, signIn, tokenOf, unique, waitForBadge } from "./harness.mjs";
+import {
+  api,
+  assertAccessible,
+  assertNoSidewaysScroll,
+  cidOf,
+  lastTurn,
+  openPage,
+  send,
+  server,
+  shot,
+  shownText,
+  signIn,
+  tokenOf,
+  unique,
+  waitForBadge,
+} from "./harness.mjs";
 
 const LONG_WORD = "Supercalifragilisticexpialidocious".repeat(6);
 const LONG_URL = `https://example.com/${"a-very-long-path-segment/".repeat(8)}index.html?query=${"x".repeat(60)}`;
@@ -51,7 +66,9 @@ describe("fixed: answered asks and the cancel reason survive a reload", () => {
     assert.equal(await again.getAttribute("data-status"), "answered");
     assert.equal(await again.locator("button:enabled").count(), 0, "an answered ask offers nothing to press");
     // The order is kept: the ask sits before the answer that followed it.
-    const order = await lastTurn(page).locator(".parts > *").evaluateAll((nodes) => nodes.map((n) => n.className.split(" ")[0]));
+    const order = await lastTurn(page)
+      .locator(".parts > *")
+      .evaluateAll((nodes) => nodes.map((n) => n.className.split(" ")[0]));
     assert.ok(order.indexOf("interaction") < order.lastIndexOf("text"), order.join(","));
 
     const other = await openPage();
@@ -126,7 +143,11 @@ describe("fixed: a failed send keeps the message", () => {
     const page = await openPage();
     await signIn(page, unique("refused"));
     await page.route("**/v1/conversations/*/turns", (route) =>
-      route.fulfill({ status: 413, contentType: "application/json", body: JSON.stringify({ error: { code: "message_too_large", message: "the message is too large" } }) }),
+      route.fulfill({
+        status: 413,
+        contentType: "application/json",
+        body: JSON.stringify({ error: { code: "message_too_large", message: "the message is too large" } }),
+      }),
     );
     await send(page, "Too large, say");
     await page.locator("#banner", { hasText: "the message is too large" }).waitFor();
@@ -158,7 +179,11 @@ describe("fixed: the answer stays in view", () => {
     await page.locator("#jump-latest").waitFor();
     const held = await page.evaluate(() => document.getElementById("transcript").scrollTop);
     await page.waitForTimeout(800);
-    assert.equal(await page.evaluate(() => document.getElementById("transcript").scrollTop), held, "no longer following");
+    assert.equal(
+      await page.evaluate(() => document.getElementById("transcript").scrollTop),
+      held,
+      "no longer following",
+    );
     await page.locator("#jump-latest").click();
     await page.waitForFunction(() => {
       const list = document.getElementById("transcript");
@@ -183,8 +208,13 @@ describe("fixed: a conversation deleted elsewhere is noticed", () => {
     await signIn(b, user, cid);
     await waitForBadge(b, "done");
 
-    await a.locator(".conversation-list li", { hasText: "Soon to be deleted" }).getByRole("button", { name: /Delete conversation/ }).click();
-    await b.locator("#banner", { hasText: "“Soon to be deleted” was deleted in another tab or on another device." }).waitFor({ timeout: 15_000 });
+    await a
+      .locator(".conversation-list li", { hasText: "Soon to be deleted" })
+      .getByRole("button", { name: /Delete conversation/ })
+      .click();
+    await b
+      .locator("#banner", { hasText: "“Soon to be deleted” was deleted in another tab or on another device." })
+      .waitFor({ timeout: 15_000 });
     assert.notEqual(await cidOf(b), cid, "the other tab left the deleted conversation");
     assert.equal(await b.locator("#conversation-title").textContent(), "New conversation");
     assert.equal(await b.locator("li.turn").count(), 0);
@@ -245,16 +275,28 @@ describe("fixed: focus and keyboard", () => {
     const visited = [];
     for (let i = 0; i < 25; i++) {
       await page.keyboard.press("Tab");
-      visited.push(await page.evaluate(() => ({ inSidebar: !!document.activeElement?.closest("#sidebar"), id: document.activeElement?.id || document.activeElement?.textContent?.slice(0, 20) })));
+      visited.push(
+        await page.evaluate(() => ({
+          inSidebar: !!document.activeElement?.closest("#sidebar"),
+          id: document.activeElement?.id || document.activeElement?.textContent?.slice(0, 20),
+        })),
+      );
     }
-    assert.deepEqual(visited.filter((v) => v.inSidebar), [], JSON.stringify(visited));
+    assert.deepEqual(
+      visited.filter((v) => v.inSidebar),
+      [],
+      JSON.stringify(visited),
+    );
 
     await page.locator("#toggle-sidebar").focus();
     await page.keyboard.press("Enter");
     await page.locator("#sidebar.open").waitFor();
     assert.equal(await page.evaluate(() => document.activeElement?.id), "new-conversation");
     await page.keyboard.press("Tab");
-    assert.ok(await page.evaluate(() => !!document.activeElement?.closest("#sidebar")), "Tab moves within the open sidebar");
+    assert.ok(
+      await page.evaluate(() => !!document.activeElement?.closest("#sidebar")),
+      "Tab moves within the open sidebar",
+    );
     await page.keyboard.press("Escape");
     await page.waitForFunction(() => !document.getElementById("sidebar").classList.contains("open"));
     assert.equal(await page.evaluate(() => document.activeElement?.id), "toggle-sidebar");
@@ -278,7 +320,10 @@ describe("fixed: focus and keyboard", () => {
     await card.getByRole("button", { name: "Allow once" }).focus();
     await page.keyboard.press("Enter");
     await card.locator(".outcome", { hasText: "Allowed once." }).waitFor();
-    assert.ok(await page.evaluate(() => !!document.activeElement?.closest(".interaction")), "focus stays on the card's outcome, not <body>");
+    assert.ok(
+      await page.evaluate(() => !!document.activeElement?.closest(".interaction")),
+      "focus stays on the card's outcome, not <body>",
+    );
     await waitForBadge(page, "done");
     await page.locator("#new-conversation").focus();
     await page.keyboard.press("Enter");
@@ -303,14 +348,29 @@ describe("fixed: asks read clearly", () => {
     const workers = form.getByLabel("Parallel workers");
     assert.equal(await workers.getAttribute("aria-invalid"), "true");
     const described = await workers.getAttribute("aria-describedby");
-    assert.match(await page.locator(`[id="${described.split(" ").at(-1)}"]`).textContent(), /^Parallel workers must be at most 16\.$/);
-    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute("name")), "workers", "focus goes to the field to fix");
+    assert.match(
+      await page.locator(`[id="${described.split(" ").at(-1)}"]`).textContent(),
+      /^Parallel workers must be at most 16\.$/,
+    );
+    assert.equal(
+      await page.evaluate(() => document.activeElement?.getAttribute("name")),
+      "workers",
+      "focus goes to the field to fix",
+    );
     await shot(page, "ask-field-error");
     await assertAccessible(page, "a question with a field error");
 
     // The server's refusal (422) is placed the same way, by label.
     await page.route("**/interactions/**", (route) =>
-      route.fulfill({ status: 422, contentType: "application/json", body: JSON.stringify({ operationId: "x", status: "invalid_response", message: "project: must be at most 80 characters" }) }),
+      route.fulfill({
+        status: 422,
+        contentType: "application/json",
+        body: JSON.stringify({
+          operationId: "x",
+          status: "invalid_response",
+          message: "project: must be at most 80 characters",
+        }),
+      }),
     );
     await workers.fill("3");
     await form.getByRole("button", { name: "Send answer" }).click();
@@ -320,7 +380,11 @@ describe("fixed: asks read clearly", () => {
     await page.unroute("**/interactions/**");
 
     await form.getByRole("button", { name: "Send answer" }).click();
-    await form.locator(".outcome", { hasText: "Answered: Project name: gateway · Test framework: jest · Collect coverage?: no · Parallel workers: 3" }).waitFor();
+    await form
+      .locator(".outcome", {
+        hasText: "Answered: Project name: gateway · Test framework: jest · Collect coverage?: no · Parallel workers: 3",
+      })
+      .waitFor();
     await waitForBadge(page, "done");
     await page.context().close();
   });
@@ -341,7 +405,11 @@ describe("fixed: asks read clearly", () => {
 
 /** Switches the emulator's wire variants for the tests that need one (`{}` restores the defaults). */
 async function variants(body) {
-  const res = await fetch(`${server.base}/_emulator/variants`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const res = await fetch(`${server.base}/_emulator/variants`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   assert.equal(res.status, 200, await res.text());
 }
 
@@ -403,7 +471,11 @@ describe("fixed: asks answered in their own form", () => {
       await send(page, "Run the tests [permission]");
       const card = page.locator(".interaction", { hasText: "Run the test suite?" });
       await card.waitFor();
-      assert.deepEqual(await card.locator("button").allTextContents(), ["Allow once", "Allow for this session", "Deny"]);
+      assert.deepEqual(await card.locator("button").allTextContents(), [
+        "Allow once",
+        "Allow for this session",
+        "Deny",
+      ]);
       await card.getByRole("button", { name: "Allow once" }).click();
       await card.locator(".outcome", { hasText: "Allowed once." }).waitFor();
       await waitForBadge(page, "done");
@@ -426,10 +498,13 @@ describe("fixed: accessibility", () => {
     await page.locator("#empty").waitFor();
     await assertAccessible(page, "empty conversation");
     await send(page, "Use `npm test` and read **the README** [permission]");
-    await page.locator(".interaction").waitFor().catch(async (err) => {
-      await page.diagnose("axe-diag");
-      throw err;
-    });
+    await page
+      .locator(".interaction")
+      .waitFor()
+      .catch(async (err) => {
+        await page.diagnose("axe-diag");
+        throw err;
+      });
     await assertAccessible(page, "an outstanding permission");
     await page.getByRole("button", { name: "Allow once" }).click();
     await waitForBadge(page, "done");

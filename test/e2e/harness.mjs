@@ -21,11 +21,22 @@ let browser;
 before(async () => {
   // Faster frames than `npm start` (40 ms), still slow enough to reload or stop mid-answer. A
   // conversation budget no test comes near, so the page shows one (usage.mjs).
-  Object.assign(server, await startDevServer({ vars: { EMULATOR_FRAME_DELAY_MS: "12", TOKEN_BUDGET_PER_CONVERSATION: String(BUDGET) } }));
+  Object.assign(
+    server,
+    await startDevServer({ vars: { EMULATOR_FRAME_DELAY_MS: "12", TOKEN_BUDGET_PER_CONVERSATION: String(BUDGET) } }),
+  );
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
     headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
 });
 
@@ -40,14 +51,25 @@ export const unique = (prefix) => `${prefix}-${Date.now().toString(36)}-${++n}`;
 /** A new browser profile (its own storage), with a page in it, under the page's CSP (csp.mjs). */
 export async function openPage({ width = 1200, height = 860, colorScheme = "light", phone = false } = {}) {
   // `phone`: a touch screen with a mobile browser's viewport (touch gestures: swipe() below).
-  const context = await browser.newContext({ viewport: { width, height }, colorScheme, ...(phone ? { hasTouch: true, isMobile: true } : {}) });
+  const context = await browser.newContext({
+    viewport: { width, height },
+    colorScheme,
+    ...(phone ? { hasTouch: true, isMobile: true } : {}),
+  });
   await watchCsp(context);
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.base });
   const page = await context.newPage();
   page.on("pageerror", (err) => console.error("page error:", err.message));
   const log = [];
   page.on("console", (m) => log.push(`console ${m.type()}: ${m.text()}`));
-  page.on("response", (r) => log.push(`${r.status()} ${r.request().method()} ${r.url().replace(/access_token=[^&]+/, "access_token=…").slice(0, 140)}`));
+  page.on("response", (r) =>
+    log.push(
+      `${r.status()} ${r.request().method()} ${r
+        .url()
+        .replace(/access_token=[^&]+/, "access_token=…")
+        .slice(0, 140)}`,
+    ),
+  );
   page.diagnose = async (name) => {
     const { writeFileSync } = await import("node:fs");
     writeFileSync(`${SHOTS}/${name}.log`, log.join("\n"));
@@ -71,7 +93,10 @@ export async function send(page, message) {
   const before = await page.locator("li.turn").count();
   await page.locator("#composer-input").fill(message);
   await page.keyboard.press("Enter");
-  await page.waitForFunction((n) => document.querySelectorAll("li.turn").length > n || !document.getElementById("banner").hidden, before);
+  await page.waitForFunction(
+    (n) => document.querySelectorAll("li.turn").length > n || !document.getElementById("banner").hidden,
+    before,
+  );
 }
 
 export const lastTurn = (page) => page.locator("li.turn").last();
@@ -86,7 +111,10 @@ export async function shownText(page) {
 }
 
 export async function api(path, token, init = {}) {
-  const res = await fetch(`${server.base}${path}`, { ...init, headers: { authorization: `Bearer ${token}`, ...(init.headers ?? {}) } });
+  const res = await fetch(`${server.base}${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${token}`, ...(init.headers ?? {}) },
+  });
   return res.json();
 }
 
@@ -102,7 +130,8 @@ export async function swipe(page, x, y, dy) {
   const cdp = await page.context().newCDPSession(page);
   const at = (/** @type {number} */ py) => ({ touchPoints: [{ x, y: py }] });
   await cdp.send("Input.dispatchTouchEvent", { type: "touchStart", ...at(y) });
-  for (let i = 1; i <= 10; i++) await cdp.send("Input.dispatchTouchEvent", { type: "touchMove", ...at(y + (dy * i) / 10) });
+  for (let i = 1; i <= 10; i++)
+    await cdp.send("Input.dispatchTouchEvent", { type: "touchMove", ...at(y + (dy * i) / 10) });
   for (let i = 0; i < 3; i++) await cdp.send("Input.dispatchTouchEvent", { type: "touchMove", ...at(y + dy) });
   await cdp.send("Input.dispatchTouchEvent", { type: "touchEnd", touchPoints: [] });
   await cdp.detach();
@@ -121,7 +150,12 @@ export async function assertAccessible(page, state) {
   if (!(await page.evaluate(() => "axe" in window))) await page.evaluate(axe.source);
   const result = await page.evaluate(async () => {
     const { violations } = await window.axe.run(document, { resultTypes: ["violations"] });
-    return violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => `${n.target.join(" ")}: ${n.failureSummary}`) }));
+    return violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.slice(0, 3).map((n) => `${n.target.join(" ")}: ${n.failureSummary}`),
+    }));
   });
   const serious = result.filter((v) => v.impact === "serious" || v.impact === "critical");
   assert.deepEqual(serious, [], `${state}: ${JSON.stringify(serious, null, 2)}`);
@@ -129,6 +163,10 @@ export async function assertAccessible(page, state) {
 
 /** Neither the document nor the body is wider than the window (no sideways scrolling). */
 export async function assertNoSidewaysScroll(page, state) {
-  const sizes = await page.evaluate(() => ({ doc: document.documentElement.scrollWidth, body: document.body.scrollWidth, view: window.innerWidth }));
+  const sizes = await page.evaluate(() => ({
+    doc: document.documentElement.scrollWidth,
+    body: document.body.scrollWidth,
+    view: window.innerWidth,
+  }));
   assert.ok(sizes.doc <= sizes.view && sizes.body <= sizes.view, `${state}: ${JSON.stringify(sizes)}`);
 }

@@ -46,7 +46,10 @@ describe("the document never scrolls", () => {
       "the document stayed at 0 with the app on screen",
     );
     const last = seen.at(-1);
-    assert.ok(last.scrollHeight <= last.viewport, `nothing makes the document taller than the window: ${JSON.stringify(last)}`);
+    assert.ok(
+      last.scrollHeight <= last.viewport,
+      `nothing makes the document taller than the window: ${JSON.stringify(last)}`,
+    );
     await shot(page, "wheel-after");
     await page.context().close();
   });

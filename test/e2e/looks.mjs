@@ -1,7 +1,17 @@
 // Screenshots of the main states, light and dark, wide and narrow (test-results/screenshots/), each
 // state also checked with axe-core.
 import { describe, it } from "node:test";
-import { assertAccessible, assertNoSidewaysScroll, lastTurn, openPage, send, server, shot, unique, waitForBadge } from "./harness.mjs";
+import {
+  assertAccessible,
+  assertNoSidewaysScroll,
+  lastTurn,
+  openPage,
+  send,
+  server,
+  shot,
+  unique,
+  waitForBadge,
+} from "./harness.mjs";
 
 describe("the main states, light and dark, wide and narrow", () => {
   for (const colorScheme of ["light", "dark"]) {
@@ -20,10 +30,13 @@ describe("the main states, light and dark, wide and narrow", () => {
         await page.locator("#empty").waitFor();
         await shot(page, name("2-empty"));
         await send(page, "Run the tests, then tell me what the README says [permission]");
-        await page.locator(".interaction").waitFor().catch(async (err) => {
-          await page.diagnose(name("diag"));
-          throw err;
-        });
+        await page
+          .locator(".interaction")
+          .waitFor()
+          .catch(async (err) => {
+            await page.diagnose(name("diag"));
+            throw err;
+          });
         await assertAccessible(page, name("ask"));
         await shot(page, name("3-permission"));
         await page.getByRole("button", { name: "Allow for this session" }).click();

@@ -6,7 +6,18 @@
 // marker of reasoning and tool cards; axe-clean in every state.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { assertAccessible, assertNoSidewaysScroll, cidOf, lastTurn, openPage, send, shot, signIn, unique, waitForBadge } from "./harness.mjs";
+import {
+  assertAccessible,
+  assertNoSidewaysScroll,
+  cidOf,
+  lastTurn,
+  openPage,
+  send,
+  shot,
+  signIn,
+  unique,
+  waitForBadge,
+} from "./harness.mjs";
 
 const TASKS = [
   ["Reproduce the duplicated tool card", true],
@@ -21,7 +32,12 @@ const CODE_LABELS = ["ts code", "python code", "bash code", "json code", "diff c
 const marker = (summary) =>
   summary.evaluate((node) => {
     const style = getComputedStyle(node, "::before");
-    return { content: style.content, transform: style.transform, transition: style.transitionDuration, color: style.borderRightColor };
+    return {
+      content: style.content,
+      transform: style.transform,
+      transition: style.transitionDuration,
+      color: style.borderRightColor,
+    };
   });
 
 /** What every view of the answer must show, wherever it came from (the stream or the transcript). */
@@ -31,7 +47,11 @@ async function assertRendered(page, state) {
     await answer.getByRole("heading", { level: 2, name }).waitFor();
   }
   const table = answer.getByRole("table");
-  assert.deepEqual(await table.getByRole("columnheader").allTextContents(), ["Module", "What it does", "Lines", "Tested"], state);
+  assert.deepEqual(
+    await table.getByRole("columnheader").allTextContents(),
+    ["Module", "What it does", "Lines", "Tested"],
+    state,
+  );
   await table.getByRole("cell", { name: "upstream-reader.ts" }).waitFor();
   // The table scrolls inside a named box that takes focus (narrow screens scroll it).
   assert.equal(await answer.getByRole("group", { name: "table" }).getAttribute("tabindex"), "0", state);
@@ -44,16 +64,30 @@ async function assertRendered(page, state) {
     assert.equal(await box.isDisabled(), true, `${state}: ${name} is not editable`);
   }
   // Code blocks are named by their language.
-  assert.deepEqual(await answer.locator(".code-block pre").evaluateAll((pres) => pres.map((p) => p.getAttribute("aria-label"))), CODE_LABELS, state);
+  assert.deepEqual(
+    await answer.locator(".code-block pre").evaluateAll((pres) => pres.map((p) => p.getAttribute("aria-label"))),
+    CODE_LABELS,
+    state,
+  );
   // Dead links are their text, not links; the live ones stay links.
   for (const text of ["click me", "an embedded page"]) {
     assert.equal(await answer.getByRole("link", { name: text }).count(), 0, `${state}: ${text} is no link`);
     assert.equal(await answer.locator("a", { hasText: text }).count(), 0, `${state}: ${text} has no <a>`);
   }
-  assert.match(await answer.locator("p", { hasText: "Two links that lead nowhere" }).textContent(), /: click me and an embedded page\.$/, state);
-  assert.equal(await answer.getByRole("link", { name: "the SSE notes" }).getAttribute("href"), "https://example.com/docs/sse-protocol");
+  assert.match(
+    await answer.locator("p", { hasText: "Two links that lead nowhere" }).textContent(),
+    /: click me and an embedded page\.$/,
+    state,
+  );
+  assert.equal(
+    await answer.getByRole("link", { name: "the SSE notes" }).getAttribute("href"),
+    "https://example.com/docs/sse-protocol",
+  );
   assert.equal(await answer.getByRole("link", { name: "https://example.com/gateway" }).count(), 1);
-  assert.equal(await answer.getByRole("link", { name: "team@example.com" }).getAttribute("href"), "mailto:team@example.com");
+  assert.equal(
+    await answer.getByRole("link", { name: "team@example.com" }).getAttribute("href"),
+    "mailto:team@example.com",
+  );
   // Highlighted, the diff too.
   await answer.getByRole("group", { name: "ts code" }).locator(".hljs-keyword").first().waitFor();
   const diff = answer.getByRole("group", { name: "diff code" });
@@ -80,12 +114,19 @@ async function assertCards(page, state, { closedToo = false } = {}) {
       (node, before) =>
         new Promise((resolve) => {
           const until = performance.now() + 2000;
-          const check = () => (getComputedStyle(node, "::before").transform !== before || performance.now() > until ? resolve(undefined) : requestAnimationFrame(check));
+          const check = () =>
+            getComputedStyle(node, "::before").transform !== before || performance.now() > until
+              ? resolve(undefined)
+              : requestAnimationFrame(check);
           check();
         }),
       closed.transform,
     );
-    assert.notEqual((await marker(summary)).transform, closed.transform, `${state}: ${card}'s marker turns when it opens`);
+    assert.notEqual(
+      (await marker(summary)).transform,
+      closed.transform,
+      `${state}: ${card}'s marker turns when it opens`,
+    );
   }
   await assertAccessible(page, `${state}, cards open`);
 }
@@ -104,10 +145,16 @@ describe("agent markdown", () => {
 
     // A keyboard user reaches the code and reads the end of its long line.
     const code = answer.getByRole("group", { name: "ts code" });
-    const copy = answer.locator(".code-block", { has: page.getByRole("group", { name: "ts code" }) }).getByRole("button", { name: "Copy code" });
+    const copy = answer
+      .locator(".code-block", { has: page.getByRole("group", { name: "ts code" }) })
+      .getByRole("button", { name: "Copy code" });
     await copy.focus();
     await page.keyboard.press("Tab");
-    assert.equal(await code.evaluate((node) => node === document.activeElement), true, "Tab from Copy code reaches the code");
+    assert.equal(
+      await code.evaluate((node) => node === document.activeElement),
+      true,
+      "Tab from Copy code reaches the code",
+    );
     const sizes = await code.evaluate((node) => ({ scroll: node.scrollWidth, client: node.clientWidth }));
     assert.ok(sizes.scroll > sizes.client, `the long line overflows: ${JSON.stringify(sizes)}`);
     for (let i = 0; i < 5; i++) await page.keyboard.press("ArrowRight");
@@ -138,7 +185,10 @@ describe("agent markdown", () => {
       await signIn(page, user, cid);
       const answer = await assertRendered(page, `${colorScheme}, ${size}`);
       const code = answer.getByRole("group", { name: "bash code" });
-      assert.ok(await code.evaluate((node) => node.scrollWidth > node.clientWidth), "the long command scrolls inside its block");
+      assert.ok(
+        await code.evaluate((node) => node.scrollWidth > node.clientWidth),
+        "the long command scrolls inside its block",
+      );
       await assertCards(page, `${colorScheme}, ${size}`);
       const closed = await marker(lastTurn(page).locator("details.reasoning > summary"));
       assert.notEqual(closed.color, "rgba(0, 0, 0, 0)", "the marker is drawn in a visible colour");

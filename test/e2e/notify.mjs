@@ -14,7 +14,10 @@ async function openWithNotifications() {
     window.__setHidden = (value) => {
       hidden = value;
     };
-    Object.defineProperty(Document.prototype, "visibilityState", { configurable: true, get: () => (hidden ? "hidden" : "visible") });
+    Object.defineProperty(Document.prototype, "visibilityState", {
+      configurable: true,
+      get: () => (hidden ? "hidden" : "visible"),
+    });
     const Real = window.Notification;
     window.__notifications = [];
     window.Notification = class extends Real {

@@ -3,7 +3,19 @@
 // second tab shows the same queue.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { api, assertAccessible, cidOf, lastTurn, openPage, send, shot, signIn, tokenOf, unique, waitForBadge } from "./harness.mjs";
+import {
+  api,
+  assertAccessible,
+  cidOf,
+  lastTurn,
+  openPage,
+  send,
+  shot,
+  signIn,
+  tokenOf,
+  unique,
+  waitForBadge,
+} from "./harness.mjs";
 
 describe("queued messages", () => {
   it("Enter during a turn queues the message under the running turn; queued messages can be edited and removed, and run in order after it", async () => {
@@ -44,7 +56,11 @@ describe("queued messages", () => {
     const item = (text) => queue.getByRole("listitem").filter({ hasText: text });
     await item("third queued").waitFor();
     await page.unroute(turns);
-    assert.deepEqual(await queue.locator(".queued-text").allTextContents(), ["first queued", "second queued", "third queued"]);
+    assert.deepEqual(await queue.locator(".queued-text").allTextContents(), [
+      "first queued",
+      "second queued",
+      "third queued",
+    ]);
     // Not in the transcript: only the running turn is.
     assert.equal(await page.locator("li.turn").count(), 1);
     await assertAccessible(page, "queued messages");
@@ -72,19 +88,29 @@ describe("queued messages", () => {
       onHeld(() => route.fulfill({ response }));
     });
     const elsewhere = { turnId: `t-${crypto.randomUUID()}`, message: "queued elsewhere", whenBusy: "queue" };
-    await api(`/v1/conversations/${cid}/turns`, token, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(elsewhere) });
+    await api(`/v1/conversations/${cid}/turns`, token, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(elsewhere),
+    });
     const answerLate = await held;
     await item("first queued").getByRole("button", { name: "Remove" }).click();
     await item("first queued").waitFor({ state: "detached" });
     await page.evaluate(() => {
       const list = /** @type {HTMLElement} */ (document.getElementById("queued-list"));
       window.queueShown = [];
-      new MutationObserver(() => window.queueShown.push(list.textContent)).observe(list, { childList: true, subtree: true });
+      new MutationObserver(() => window.queueShown.push(list.textContent)).observe(list, {
+        childList: true,
+        subtree: true,
+      });
     });
     await answerLate();
     await item("queued elsewhere").waitFor();
     await page.unroute(summary);
-    assert.deepEqual((await page.evaluate(() => window.queueShown)).filter((text) => text.includes("first queued")), []);
+    assert.deepEqual(
+      (await page.evaluate(() => window.queueShown)).filter((text) => text.includes("first queued")),
+      [],
+    );
 
     await item("second queued").getByRole("button", { name: "Edit" }).click();
     const box = page.getByLabel("Edit queued message");
@@ -109,7 +135,11 @@ describe("queued messages", () => {
     await page.getByRole("button", { name: "Stop" }).click();
     await page.locator(".bubble-user", { hasText: "third queued" }).waitFor({ timeout: 30_000 });
     await waitForBadge(page, "done", 30_000);
-    assert.deepEqual(await page.locator(".bubble-user").allTextContents(), ["Explain everything [words:600] [slow]", "second, edited", "third queued"]);
+    assert.deepEqual(await page.locator(".bubble-user").allTextContents(), [
+      "Explain everything [words:600] [slow]",
+      "second, edited",
+      "third queued",
+    ]);
     // The queue is read again once the last queued turn started: the list goes.
     await page.locator("#queued").waitFor({ state: "hidden" });
     const turnId = await lastTurn(page).getAttribute("data-turn");

@@ -3,7 +3,18 @@
 // sends nothing). Found by role, label and text; checked against the API.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { api, assertAccessible, cidOf, openPage, send, shot, signIn, tokenOf, unique, waitForBadge } from "./harness.mjs";
+import {
+  api,
+  assertAccessible,
+  cidOf,
+  openPage,
+  send,
+  shot,
+  signIn,
+  tokenOf,
+  unique,
+  waitForBadge,
+} from "./harness.mjs";
 
 const status = async (token) => (await api("/v1/environment", token)).environment?.reported.status.value ?? null;
 

@@ -24,7 +24,8 @@ function assertSecurityHeaders(res, path, importMapHash) {
   const csp = res.headers.get("content-security-policy");
   assert.ok(csp, `${path}: no Content-Security-Policy`);
   assert.deepEqual(cspDirectives(csp), expectedCsp(importMapHash), path);
-  for (const [name, value] of Object.entries(expectedHeaders)) assert.equal(res.headers.get(name), value, `${path}: ${name}`);
+  for (const [name, value] of Object.entries(expectedHeaders))
+    assert.equal(res.headers.get(name), value, `${path}: ${name}`);
 }
 
 /** The violations reported (taken from csp.mjs, so they do not fail the test) once `enough` holds, or after 5 s. */
@@ -47,13 +48,29 @@ describe("security headers", () => {
     const hash = `'sha256-${createHash("sha256").update(map[1]).digest("base64")}'`;
     assertSecurityHeaders(root, "/", hash);
     const paths = assetPaths();
-    for (const expected of ["/index.html", "/app.js", "/style.css", "/favicon.svg", "/lib/markdown.js", "/views/turn.js", /^\/vendor\/marked-[^/]+\/marked\.esm\.js$/, /^\/vendor\/dompurify-[^/]+\/purify\.es\.mjs$/, /^\/vendor\/highlightjs-[^/]+\/highlight\.min\.js$/]) {
-      assert.ok(paths.some((p) => (typeof expected === "string" ? p === expected : expected.test(p))), `${expected} is in public/`);
+    for (const expected of [
+      "/index.html",
+      "/app.js",
+      "/style.css",
+      "/favicon.svg",
+      "/lib/markdown.js",
+      "/views/turn.js",
+      /^\/vendor\/marked-[^/]+\/marked\.esm\.js$/,
+      /^\/vendor\/dompurify-[^/]+\/purify\.es\.mjs$/,
+      /^\/vendor\/highlightjs-[^/]+\/highlight\.min\.js$/,
+    ]) {
+      assert.ok(
+        paths.some((p) => (typeof expected === "string" ? p === expected : expected.test(p))),
+        `${expected} is in public/`,
+      );
     }
     for (const path of [...paths, "/?c=some-conversation"]) {
       // /index.html answers a redirect to /, /docs.html one to /docs (test/e2e/docs.mjs): they carry them too.
       const res = await fetch(`${server.base}${path}`, { redirect: "manual" });
-      assert.ok(res.status === 200 || (["/index.html", "/docs.html"].includes(path) && res.status === 307), `${path}: ${res.status}`);
+      assert.ok(
+        res.status === 200 || (["/index.html", "/docs.html"].includes(path) && res.status === 307),
+        `${path}: ${res.status}`,
+      );
       assertSecurityHeaders(res, path, hash);
       // Cached long only where the URL names the content (a library's version): the rest revalidates.
       const cache = res.headers.get("cache-control");
@@ -93,7 +110,9 @@ describe("security headers", () => {
     // Chromium's local network rules whatever the app's headers say.
     const framer = createServer((_req, res) => {
       res.writeHead(200, { "content-type": "text/html" });
-      res.end(`<!doctype html><title>framer</title><iframe id="app" src="${server.base}/" width="800" height="600"></iframe>`);
+      res.end(
+        `<!doctype html><title>framer</title><iframe id="app" src="${server.base}/" width="800" height="600"></iframe>`,
+      );
     });
     await new Promise((resolve) => framer.listen(0, "127.0.0.1", resolve));
     t.after(() => {
@@ -108,10 +127,17 @@ describe("security headers", () => {
     assert.ok(child, "the iframe exists");
     for (let i = 0; i < 50 && !/^chrome-error:/.test(child.url()); i++) await page.waitForTimeout(100);
     assert.equal(child.url(), "chrome-error://chromewebdata/", "the frame shows the refusal, not the app");
-    assert.equal(await page.frameLocator("#app").locator("#signin, #app").count(), 0, "none of the app is in the frame");
+    assert.equal(
+      await page.frameLocator("#app").locator("#signin, #app").count(),
+      0,
+      "none of the app is in the frame",
+    );
     // Chromium says why, in the framing page's console: the one violation this test expects.
     const seen = await violationsWhen(page, (seen) => seen.length > 0);
-    assert.ok(seen.length > 0 && seen.every((v) => /frame-ancestors 'none'/.test(String(v.console))), JSON.stringify(seen, null, 2));
+    assert.ok(
+      seen.length > 0 && seen.every((v) => /frame-ancestors 'none'/.test(String(v.console))),
+      JSON.stringify(seen, null, 2),
+    );
     await page.context().close();
   });
 });

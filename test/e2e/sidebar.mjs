@@ -5,7 +5,21 @@
 // their sheet; every message's buttons named after it. Each state axe-clean, light and dark.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { api, assertAccessible, assertNoSidewaysScroll, cidOf, lastTurn, openPage, send, server, shot, signIn, tokenOf, unique, waitForBadge } from "./harness.mjs";
+import {
+  api,
+  assertAccessible,
+  assertNoSidewaysScroll,
+  cidOf,
+  lastTurn,
+  openPage,
+  send,
+  server,
+  shot,
+  signIn,
+  tokenOf,
+  unique,
+  waitForBadge,
+} from "./harness.mjs";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const TITLES = ["Fix the failing test", "Release notes draft", "Plan the database migration"];
@@ -20,9 +34,19 @@ async function startConversations(token, titles) {
   for (const title of titles) {
     const cid = unique("c-side");
     const turnId = unique("t");
-    await api(`/v1/conversations/${cid}/turns`, token, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ turnId, message: title }) });
+    await api(`/v1/conversations/${cid}/turns`, token, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ turnId, message: title }),
+    });
     started.push({ cid, turnId });
-    for (let i = 0; i < 200 && !["completed", "failed"].includes((await api(`/v1/conversations/${cid}/turns/${turnId}`, token)).status); i++) await new Promise((r) => setTimeout(r, 50));
+    for (
+      let i = 0;
+      i < 200 &&
+      !["completed", "failed"].includes((await api(`/v1/conversations/${cid}/turns/${turnId}`, token)).status);
+      i++
+    )
+      await new Promise((r) => setTimeout(r, 50));
   }
   return started;
 }
@@ -65,7 +89,11 @@ describe("the sidebar of a chat product", () => {
     await field.fill("Changelog for 2.0");
     await field.press("Enter");
     await a.getByRole("link", { name: /Changelog for 2\.0/ }).waitFor();
-    assert.equal(await a.getByRole("link", { name: /Changelog for 2\.0/ }).evaluate((link) => link === document.activeElement), true, "the focus is back on the renamed conversation");
+    assert.equal(
+      await a.getByRole("link", { name: /Changelog for 2\.0/ }).evaluate((link) => link === document.activeElement),
+      true,
+      "the focus is back on the renamed conversation",
+    );
     // Stored on the server, not only drawn here.
     const { conversations } = await api("/v1/conversations", await tokenOf(a));
     assert.deepEqual(
@@ -90,7 +118,8 @@ describe("the sidebar of a chat product", () => {
     await waitForBadge(b, "done");
     const token = await tokenOf(b);
     let entry;
-    for (let i = 0; i < 50 && (entry = (await api("/v1/conversations", token)).conversations[0]).state !== "idle"; i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 50 && (entry = (await api("/v1/conversations", token)).conversations[0]).state !== "idle"; i++)
+      await new Promise((r) => setTimeout(r, 100));
     assert.deepEqual([entry.state, entry.title], ["idle", "Changelog for 2.0"]);
     await b.context().close();
 
@@ -128,7 +157,11 @@ describe("the sidebar of a chat product", () => {
     await signIn(page, unique("theme"));
     const theme = page.getByRole("group", { name: "Theme" });
     assert.equal(await theme.getByRole("radio", { name: "System" }).isChecked(), true);
-    assert.equal(await page.locator("html").getAttribute("data-theme"), "dark", "System follows the browser's dark scheme");
+    assert.equal(
+      await page.locator("html").getAttribute("data-theme"),
+      "dark",
+      "System follows the browser's dark scheme",
+    );
     const dark = await background(page);
     await send(page, "Fix the failing test");
     await waitForBadge(page, "done");
@@ -146,7 +179,11 @@ describe("the sidebar of a chat product", () => {
     assert.equal(await theme.getByRole("radio", { name: "Light" }).isChecked(), true);
     assert.equal(await background(page), light);
     // theme.js runs before the stylesheet is applied: a blocking classic script ahead of it in <head>.
-    const order = await page.evaluate(() => [...document.head.querySelectorAll("script, link[rel=stylesheet]")].map((n) => (n instanceof HTMLScriptElement ? `${n.type || "classic"}:${n.getAttribute("src") ?? "inline"}` : "css")));
+    const order = await page.evaluate(() =>
+      [...document.head.querySelectorAll("script, link[rel=stylesheet]")].map((n) =>
+        n instanceof HTMLScriptElement ? `${n.type || "classic"}:${n.getAttribute("src") ?? "inline"}` : "css",
+      ),
+    );
     assert.deepEqual(order.slice(0, 2), ["classic:/theme.js", "css"]);
     // Dark on a light system; another tab of the browser follows.
     await page.emulateMedia({ colorScheme: "light" });
@@ -155,7 +192,10 @@ describe("the sidebar of a chat product", () => {
     await theme.getByRole("radio", { name: "Dark" }).check();
     assert.equal(await background(page), dark);
     await other.waitForFunction(() => document.documentElement.dataset.theme === "dark");
-    assert.equal(await other.getByRole("group", { name: "Theme" }).getByRole("radio", { name: "Dark" }).isChecked(), true);
+    assert.equal(
+      await other.getByRole("group", { name: "Theme" }).getByRole("radio", { name: "Dark" }).isChecked(),
+      true,
+    );
     await other.close();
     await assertAccessible(page, "dark chosen on a light system");
     await shot(page, "theme-dark-on-light-system");
@@ -189,12 +229,19 @@ describe("the sidebar of a chat product", () => {
     await send(page, long);
     await waitForBadge(page, "done");
     const turn = lastTurn(page);
-    for (const name of ["Copy answer to “Explain what this repository does and h…”", "Regenerate answer to “Explain what this repository does and h…”", "Edit message “Explain what this repository does and h…”"]) {
+    for (const name of [
+      "Copy answer to “Explain what this repository does and h…”",
+      "Regenerate answer to “Explain what this repository does and h…”",
+      "Edit message “Explain what this repository does and h…”",
+    ]) {
       assert.equal(await turn.getByRole("button", { name, exact: true }).count(), 1, name);
     }
     await send(page, "This one fails [fail]");
     await waitForBadge(page, "failed");
-    assert.equal(await lastTurn(page).getByRole("button", { name: "Retry “This one fails [fail]”", exact: true }).count(), 1);
+    assert.equal(
+      await lastTurn(page).getByRole("button", { name: "Retry “This one fails [fail]”", exact: true }).count(),
+      1,
+    );
     await bothSchemes("named-buttons");
 
     // The sheet: Ctrl+/ (⌘ on a Mac), a modal dialog named after its heading, listing every shortcut.
@@ -203,14 +250,22 @@ describe("the sidebar of a chat product", () => {
     const sheet = page.getByRole("dialog", { name: "Keyboard shortcuts" });
     await sheet.waitFor();
     const listedShortcuts = await sheet.locator("dd").allTextContents();
-    for (const does of ["New conversation", "Search conversations", "Focus the message box", "Show these shortcuts"]) assert.ok(listedShortcuts.includes(does), does);
+    for (const does of ["New conversation", "Search conversations", "Focus the message box", "Show these shortcuts"])
+      assert.ok(listedShortcuts.includes(does), does);
     assert.match(await sheet.textContent(), /Ctrl \+ Shift \+ O/);
     assert.match(await sheet.textContent(), /Shift \+ Esc/);
     await bothSchemes("shortcuts");
     // The focus stays in it.
     for (let i = 0; i < 3; i++) {
       await page.keyboard.press("Tab");
-      assert.equal(await page.evaluate(() => document.getElementById("shortcuts").contains(document.activeElement) || document.activeElement === document.body), true);
+      assert.equal(
+        await page.evaluate(
+          () =>
+            document.getElementById("shortcuts").contains(document.activeElement) ||
+            document.activeElement === document.body,
+        ),
+        true,
+      );
     }
     // Escape closes it, and stops nothing; the focus goes back.
     await page.keyboard.press("Escape");
@@ -258,7 +313,9 @@ describe("the sidebar of a chat product", () => {
     await page.waitForTimeout(200);
     await bothSchemes("sidebar");
     await page.getByRole("button", { name: "Rename conversation Fix the failing test" }).click();
-    await page.getByRole("textbox", { name: "New title for Fix the failing test" }).fill("A much longer title that will not fit on a phone's sidebar at all");
+    await page
+      .getByRole("textbox", { name: "New title for Fix the failing test" })
+      .fill("A much longer title that will not fit on a phone's sidebar at all");
     await page.keyboard.press("Enter");
     await page.getByRole("link", { name: /A much longer title/ }).waitFor();
     await page.getByRole("searchbox", { name: "Search conversations" }).fill("longer");

@@ -7,7 +7,13 @@
 import { describe, expect, it } from "vitest";
 import { changedFiles, diffText, lineDiff, patchChanges, toolChanges } from "../../public/lib/changes.js";
 
-const tool = (tool: string, input: unknown, extra: Record<string, unknown> = {}) => ({ kind: "tool", tool, status: "completed", input, ...extra });
+const tool = (tool: string, input: unknown, extra: Record<string, unknown> = {}) => ({
+  kind: "tool",
+  tool,
+  status: "completed",
+  input,
+  ...extra,
+});
 const ops = (diff: { op: string }[]) => diff.map((l) => l.op).join("");
 
 describe("the line diff", () => {
@@ -40,17 +46,39 @@ describe("the line diff", () => {
 
 describe("one tool call's changes", () => {
   it("OpenCode's edit: the diff of oldString → newString, with its counts", () => {
-    const [change] = toolChanges(tool("edit", { filePath: "src/a.ts", oldString: "const a = 1;\nconst b = 2;", newString: "const a = 1;\nconst b = 3;\nconst c = 4;" }));
+    const [change] = toolChanges(
+      tool("edit", {
+        filePath: "src/a.ts",
+        oldString: "const a = 1;\nconst b = 2;",
+        newString: "const a = 1;\nconst b = 3;\nconst c = 4;",
+      }),
+    );
     expect(change).toMatchObject({ path: "src/a.ts", action: "edited", added: 2, removed: 1, note: null });
     expect(diffText(change!.diff!)).toBe(" const a = 1;\n-const b = 2;\n+const b = 3;\n+const c = 4;");
   });
 
   it("Claude's Edit and MultiEdit (file_path, old_string, new_string), and a str_replace editor's", () => {
-    expect(toolChanges(tool("Edit", { file_path: "/w/x.py", old_string: "a", new_string: "b" }))[0]).toMatchObject({ path: "/w/x.py", added: 1, removed: 1 });
-    const [multi] = toolChanges(tool("MultiEdit", { file_path: "m.js", edits: [{ old_string: "1", new_string: "2" }, { old_string: "3", new_string: "4\n5" }] }));
+    expect(toolChanges(tool("Edit", { file_path: "/w/x.py", old_string: "a", new_string: "b" }))[0]).toMatchObject({
+      path: "/w/x.py",
+      added: 1,
+      removed: 1,
+    });
+    const [multi] = toolChanges(
+      tool("MultiEdit", {
+        file_path: "m.js",
+        edits: [
+          { old_string: "1", new_string: "2" },
+          { old_string: "3", new_string: "4\n5" },
+        ],
+      }),
+    );
     expect(multi).toMatchObject({ added: 3, removed: 2 });
     expect(diffText(multi!.diff!)).toBe("-1\n+2\n@@\n-3\n+4\n+5");
-    expect(toolChanges(tool("str_replace_based_edit_tool", { command: "str_replace", path: "p.md", old_str: "x", new_str: "y" }))[0]).toMatchObject({ path: "p.md", added: 1, removed: 1 });
+    expect(
+      toolChanges(
+        tool("str_replace_based_edit_tool", { command: "str_replace", path: "p.md", old_str: "x", new_str: "y" }),
+      )[0],
+    ).toMatchObject({ path: "p.md", added: 1, removed: 1 });
   });
 
   it("an edit of every occurrence does not claim counts", () => {
@@ -61,23 +89,35 @@ describe("one tool call's changes", () => {
   });
 
   it("a write of a new file is all additions (the provider said it is new)", () => {
-    const [opencode] = toolChanges(tool("write", { filePath: "new.ts", content: "a\nb\nc\n" }, { metadata: { exists: false } }));
+    const [opencode] = toolChanges(
+      tool("write", { filePath: "new.ts", content: "a\nb\nc\n" }, { metadata: { exists: false } }),
+    );
     expect(opencode).toMatchObject({ path: "new.ts", action: "created", added: 3, removed: 0 });
     expect(diffText(opencode!.diff!)).toBe("+a\n+b\n+c");
-    const [claude] = toolChanges(tool("Write", { file_path: "n.md", content: "x" }, { output: "File created successfully at: n.md" }));
+    const [claude] = toolChanges(
+      tool("Write", { file_path: "n.md", content: "x" }, { output: "File created successfully at: n.md" }),
+    );
     expect(claude).toMatchObject({ action: "created", added: 1, removed: 0 });
   });
 
   it("a write over a file whose earlier content is unknown says so: no diff, no counts, the content", () => {
     for (const extra of [{ metadata: { exists: true } }, {}, { output: "Wrote file successfully." }]) {
       const [change] = toolChanges(tool("write", { filePath: "README.md", content: "# New\n" }, extra));
-      expect(change).toMatchObject({ path: "README.md", action: "written", added: null, removed: null, diff: null, content: "# New\n" });
+      expect(change).toMatchObject({
+        path: "README.md",
+        action: "written",
+        added: null,
+        removed: null,
+        diff: null,
+        content: "# New\n",
+      });
       expect(change!.note).toMatch(/earlier content is not reported/);
     }
   });
 
   it("only a completed call counts; a tool that writes no file has no changes", () => {
-    for (const status of ["pending", "running", "error"]) expect(toolChanges({ ...tool("edit", { filePath: "a", oldString: "x", newString: "y" }), status })).toEqual([]);
+    for (const status of ["pending", "running", "error"])
+      expect(toolChanges({ ...tool("edit", { filePath: "a", oldString: "x", newString: "y" }), status })).toEqual([]);
     expect(toolChanges(tool("read", { filePath: "a" }))).toEqual([]);
     expect(toolChanges(tool("bash", { command: "rm -rf x" }))).toEqual([]);
     expect(toolChanges(tool("edit", { filePath: "a" }))).toEqual([]); // no old/new text: nothing known
@@ -115,12 +155,29 @@ describe("a patch", () => {
       ["src/new.ts", "created", 2, 0],
       ["gone.txt", "deleted", 0, 1],
     ]);
-    expect(diffText(files[0]!.diff!)).toBe(" keep\n-old\n--- a removed line that looks like a header\n+new\n@@ -10,2 +10,2 @@\n later");
+    expect(diffText(files[0]!.diff!)).toBe(
+      " keep\n-old\n--- a removed line that looks like a header\n+new\n@@ -10,2 +10,2 @@\n later",
+    );
   });
 
   it("in the *** Begin Patch format, through the patch tools' inputs", () => {
-    const patchText = ["*** Begin Patch", "*** Add File: hello.txt", "+Hello", "*** Update File: src/app.py", "*** Move to: src/main.py", "@@ def f():", "-    return 1", "+    return 2", "*** Delete File: old.txt", "*** End Patch"].join("\n");
-    for (const block of [tool("patch", { patchText }), tool("apply_patch", { input: patchText }), tool("apply_patch", patchText)]) {
+    const patchText = [
+      "*** Begin Patch",
+      "*** Add File: hello.txt",
+      "+Hello",
+      "*** Update File: src/app.py",
+      "*** Move to: src/main.py",
+      "@@ def f():",
+      "-    return 1",
+      "+    return 2",
+      "*** Delete File: old.txt",
+      "*** End Patch",
+    ].join("\n");
+    for (const block of [
+      tool("patch", { patchText }),
+      tool("apply_patch", { input: patchText }),
+      tool("apply_patch", patchText),
+    ]) {
       expect(toolChanges(block).map((f) => [f.path, f.action, f.added, f.removed, f.note])).toEqual([
         ["hello.txt", "created", 1, 0, null],
         ["src/main.py", "edited", 1, 1, "Moved from src/app.py."],

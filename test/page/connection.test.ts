@@ -12,7 +12,13 @@ const since = 1_000_000;
 describe("the connection as the page says it", () => {
   it("reconnecting for less than the threshold: nothing but a recheck at the threshold", () => {
     const view = connectionView({ state: "reconnecting", since, now: since + 1000, turnRunning: true });
-    expect(view).toEqual({ lost: false, turnNotice: "", composerStatus: "", canStop: true, recheckInMs: LOST_AFTER_MS - 1000 });
+    expect(view).toEqual({
+      lost: false,
+      turnNotice: "",
+      composerStatus: "",
+      canStop: true,
+      recheckInMs: LOST_AFTER_MS - 1000,
+    });
   });
 
   it("reconnecting for the threshold or more: the turn, Stop and the message box say it is lost", () => {
@@ -35,11 +41,20 @@ describe("the connection as the page says it", () => {
 
   it("connected, catching up, a first connection under way (slow on a slow link), or nothing open: never lost, however long ago `since` was", () => {
     for (const state of ["live", "replaying", "connecting", "idle"] as const) {
-      expect(connectionView({ state, since, now: since + 10 * LOST_AFTER_MS, turnRunning: true })).toEqual({ lost: false, turnNotice: "", composerStatus: "", canStop: true, recheckInMs: null });
+      expect(connectionView({ state, since, now: since + 10 * LOST_AFTER_MS, turnRunning: true })).toEqual({
+        lost: false,
+        turnNotice: "",
+        composerStatus: "",
+        canStop: true,
+        recheckInMs: null,
+      });
     }
   });
 
   it("a clock that went backwards counts as just now, not as lost", () => {
-    expect(connectionView({ state: "reconnecting", since, now: since - 5000, turnRunning: true })).toMatchObject({ lost: false, recheckInMs: LOST_AFTER_MS });
+    expect(connectionView({ state: "reconnecting", since, now: since - 5000, turnRunning: true })).toMatchObject({
+      lost: false,
+      recheckInMs: LOST_AFTER_MS,
+    });
   });
 });

@@ -55,7 +55,12 @@ describe("date headings", () => {
 });
 
 describe("title search", () => {
-  const list = [{ title: "Fix the failing test" }, { title: "Résumé du projet" }, { title: "Release notes" }, { title: "Test the parser" }];
+  const list = [
+    { title: "Fix the failing test" },
+    { title: "Résumé du projet" },
+    { title: "Release notes" },
+    { title: "Test the parser" },
+  ];
 
   it("keeps titles holding every word, in any case and order, accents ignored", () => {
     expect(searchTitles(list, "")).toBe(list);

@@ -55,7 +55,10 @@ function slug(heading: string): string {
     .replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1")
     .replace(/<[^>]*>/g, "")
     .trim();
-  return text.toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, "").replace(/ /g, "-");
+  return text
+    .toLowerCase()
+    .replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, "")
+    .replace(/ /g, "-");
 }
 
 /** The anchors a markdown page offers: its headings' ids (outside fenced code) and explicit `id`/`name`s. */
@@ -86,7 +89,10 @@ const ANCHOR = String.raw`[\p{L}\p{M}\p{N}_-]+`;
 /** A markdown link's target: `](path#anchor)` or `](#anchor)`. */
 const LINK = /\]\(([^)#\s]*)#([^)\s]*)\)/g;
 /** A page named from the repository's root with an anchor, in any text: `docs/api.md#errors`, `README.md#run-it`. */
-const CITATION = new RegExp(String.raw`(?<![\w./-])((?:README|(?:docs|bench|test|scripts|examples)/[\w./-]*[\w-])\.md)#(${ANCHOR})`, "gu");
+const CITATION = new RegExp(
+  String.raw`(?<![\w./-])((?:README|(?:docs|bench|test|scripts|examples)/[\w./-]*[\w-])\.md)#(${ANCHOR})`,
+  "gu",
+);
 
 function anchorMissing(page: string, anchor: string): boolean {
   const text = tree[`/${page}`];
@@ -112,7 +118,8 @@ describe("documents at home", () => {
     const outside: string[] = [];
     for (const file of paths.filter((p) => !p.startsWith("/docs/cli-bridge-transcripts/") && p !== SELF)) {
       const text = tree[file]!;
-      for (const [path] of text.matchAll(/\bdocs\/[A-Za-z0-9_-]+\.md\b/g)) if (!exists(path)) missing.push(`${file}: ${path}`);
+      for (const [path] of text.matchAll(/\bdocs\/[A-Za-z0-9_-]+\.md\b/g))
+        if (!exists(path)) missing.push(`${file}: ${path}`);
       if (text.includes("../shared/")) outside.push(file);
     }
     expect(missing).toEqual([]);

@@ -17,17 +17,71 @@ const grantSpec = (options: Array<string | { value: string; label?: string }>) =
 });
 
 const REQUESTS = {
-  legacy: { id: "a", kind: "permission", title: "Run?", responseScopes: ["once", "session"], answerSpec: grantSpec(["allow_once", "allow_session", "deny"]) },
-  contract: { id: "b", kind: "permission", title: "Run?", responseScopes: ["interaction", "session", "persistent"], answerSpec: grantSpec(["allow_once", "allow_session", "deny"]) },
-  omitted: { id: "c", kind: "permission", title: "Run?", answerSpec: grantSpec(["allow_once", "allow_session", "allow_always", "deny"]) },
+  legacy: {
+    id: "a",
+    kind: "permission",
+    title: "Run?",
+    responseScopes: ["once", "session"],
+    answerSpec: grantSpec(["allow_once", "allow_session", "deny"]),
+  },
+  contract: {
+    id: "b",
+    kind: "permission",
+    title: "Run?",
+    responseScopes: ["interaction", "session", "persistent"],
+    answerSpec: grantSpec(["allow_once", "allow_session", "deny"]),
+  },
+  omitted: {
+    id: "c",
+    kind: "permission",
+    title: "Run?",
+    answerSpec: grantSpec(["allow_once", "allow_session", "allow_always", "deny"]),
+  },
   // The CLI Bridge's Pi ask: options with labels, the contract's one-time scope.
-  bridge: { id: "d", kind: "permission", title: "Permission: bash", responseScopes: ["interaction"], answerSpec: { fields: [{ name: "grant", label: "Decision", required: true, type: "select", options: [{ value: "allow_once", label: "Allow once" }, { value: "deny", label: "Deny" }] }] } },
+  bridge: {
+    id: "d",
+    kind: "permission",
+    title: "Permission: bash",
+    responseScopes: ["interaction"],
+    answerSpec: {
+      fields: [
+        {
+          name: "grant",
+          label: "Decision",
+          required: true,
+          type: "select",
+          options: [
+            { value: "allow_once", label: "Allow once" },
+            { value: "deny", label: "Deny" },
+          ],
+        },
+      ],
+    },
+  },
   // The Sandbox SDK's respondToPermission(id, { response: "allow" }).
-  response: { id: "e", kind: "permission", title: "Run?", answerSpec: { fields: [{ name: "response", type: "select", label: "Allow?", options: ["allow", "deny"], required: true }] } },
-  plan: { id: "f", kind: "plan", title: "Plan?", answerSpec: { fields: [{ name: "decision", type: "select", options: ["approve", "reject"], required: true }, { name: "feedback", type: "text" }] } },
+  response: {
+    id: "e",
+    kind: "permission",
+    title: "Run?",
+    answerSpec: {
+      fields: [{ name: "response", type: "select", label: "Allow?", options: ["allow", "deny"], required: true }],
+    },
+  },
+  plan: {
+    id: "f",
+    kind: "plan",
+    title: "Plan?",
+    answerSpec: {
+      fields: [
+        { name: "decision", type: "select", options: ["approve", "reject"], required: true },
+        { name: "feedback", type: "text" },
+      ],
+    },
+  },
 } as const;
 
-const labels = (request: Parameters<typeof allowedDecisions>[0]) => allowedDecisions(request).map((v) => decisionOf(request, v)?.label);
+const labels = (request: Parameters<typeof allowedDecisions>[0]) =>
+  allowedDecisions(request).map((v) => decisionOf(request, v)?.label);
 
 describe("the decisions an approval card offers", () => {
   it("from the request's own field and scopes; Allow once stays in the contract's vocabulary", () => {
@@ -47,7 +101,12 @@ describe("the decisions an approval card offers", () => {
   });
 
   it("a question has no decision field; an approval without a known option is answered as a form", () => {
-    expect(decisionField({ kind: "question", answerSpec: { fields: [{ name: "grant", type: "select", options: ["allow_once"] }] } })).toBeNull();
+    expect(
+      decisionField({
+        kind: "question",
+        answerSpec: { fields: [{ name: "grant", type: "select", options: ["allow_once"] }] },
+      }),
+    ).toBeNull();
     expect(decisionField({ kind: "permission", answerSpec: { fields: [{ name: "ok", type: "boolean" }] } })).toBeNull();
   });
 
@@ -59,7 +118,9 @@ describe("the decisions an approval card offers", () => {
       const offered = allowedDecisions(request);
       for (const value of options) {
         const problems = answerProblems(request, "accepted", { [field.name]: value });
-        expect(problems, `${name}: ${value}`).toEqual(offered.includes(value) ? [] : [expect.stringContaining(`${value} is not one of`)]);
+        expect(problems, `${name}: ${value}`).toEqual(
+          offered.includes(value) ? [] : [expect.stringContaining(`${value} is not one of`)],
+        );
       }
     }
   });

@@ -32,13 +32,15 @@ function rulesOf(text: string): Map<string, Map<string, string>> {
   return rules;
 }
 
-
 async function sha256(text: string) {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
   return btoa(String.fromCharCode(...digest));
 }
 
-const scripts = [...html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)].map((m) => ({ attrs: m[1]!, body: m[2]! }));
+const scripts = [...html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)].map((m) => ({
+  attrs: m[1]!,
+  body: m[2]!,
+}));
 
 describe("the chat page's security headers", () => {
   const rules = rulesOf(headersFile);
@@ -49,7 +51,10 @@ describe("the chat page's security headers", () => {
     const maps = scripts.filter((s) => /type="importmap"/.test(s.attrs));
     expect(maps).toHaveLength(1);
     const hash = `'sha256-${await sha256(maps[0]!.body.replace(/\r\n?/g, "\n"))}'`;
-    expect(csp.get("script-src"), "run node scripts/vendor.mjs (npm start does) and commit public/_headers").toEqual(["'self'", hash]);
+    expect(csp.get("script-src"), "run node scripts/vendor.mjs (npm start does) and commit public/_headers").toEqual([
+      "'self'",
+      hash,
+    ]);
     // Every other script is a file of the page's own origin.
     for (const s of scripts.filter((s) => s !== maps[0])) {
       expect(s.attrs).toMatch(/\bsrc="\/[^/]/);

@@ -9,7 +9,11 @@
  */
 export function staticImports(code) {
   const text = code.replace(/\/\*[\s\S]*?\*\//g, "");
-  const relative = [...text.matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s+"(\.{1,2}\/[^"]+)"|^\s*import\s+"(\.{1,2}\/[^"]+)"/gm)].map((m) => /** @type {string} */ (m[1] ?? m[2]));
-  const bare = [...text.matchAll(/^\s*import\b[^;]*?\bfrom\s+"([^./][^"]*)"/gm)].map((m) => /** @type {string} */ (m[1]));
+  const relative = [
+    ...text.matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s+"(\.{1,2}\/[^"]+)"|^\s*import\s+"(\.{1,2}\/[^"]+)"/gm),
+  ].map((m) => /** @type {string} */ (m[1] ?? m[2]));
+  const bare = [...text.matchAll(/^\s*import\b[^;]*?\bfrom\s+"([^./][^"]*)"/gm)].map(
+    (m) => /** @type {string} */ (m[1]),
+  );
   return { relative, bare };
 }

@@ -8,11 +8,19 @@ import { describe, expect, it } from "vitest";
 // Imported by a path the type check does not follow: the module draws DOM, whose types the
 // server's tsconfig (which checks test/) does not have; tsconfig.public.json checks it.
 const MARKDOWN_MODULE = "../../public/lib/markdown.js";
-const { isLinkable } = (await import(/* @vite-ignore */ MARKDOWN_MODULE)) as { isLinkable: (href: string | null) => boolean };
+const { isLinkable } = (await import(/* @vite-ignore */ MARKDOWN_MODULE)) as {
+  isLinkable: (href: string | null) => boolean;
+};
 
 describe("the markdown's link rule", () => {
   it("keeps absolute http, https and mailto URLs, whatever their case", () => {
-    for (const href of ["https://example.com/docs", "http://localhost:8787/", "HTTPS://EXAMPLE.COM", "mailto:team@example.com", "https://example.com/a?b=c#d"]) {
+    for (const href of [
+      "https://example.com/docs",
+      "http://localhost:8787/",
+      "HTTPS://EXAMPLE.COM",
+      "mailto:team@example.com",
+      "https://example.com/a?b=c#d",
+    ]) {
       expect(isLinkable(href), href).toBe(true);
     }
   });

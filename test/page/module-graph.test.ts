@@ -12,7 +12,11 @@ import marked from "../../node_modules/marked/package.json";
 import dompurify from "../../node_modules/dompurify/package.json";
 import highlight from "../../node_modules/@highlightjs/cdn-assets/package.json";
 
-const sources = import.meta.glob(["/public/**/*.js", "!/public/vendor/**"], { query: "?raw", import: "default", eager: true }) as Record<string, string>;
+const sources = import.meta.glob(["/public/**/*.js", "!/public/vendor/**"], {
+  query: "?raw",
+  import: "default",
+  eager: true,
+}) as Record<string, string>;
 
 /** The page modules a module imports statically (relative specifiers), as paths from the root. */
 function importsOf(path: string): string[] {
@@ -34,7 +38,10 @@ function distances(): Map<string, number> {
 }
 
 /** index.html's import map: specifier → URL. */
-const importMap = JSON.parse(/<script type="importmap">([\s\S]*?)<\/script>/.exec(html)?.[1] ?? "{}").imports as Record<string, string>;
+const importMap = JSON.parse(/<script type="importmap">([\s\S]*?)<\/script>/.exec(html)?.[1] ?? "{}").imports as Record<
+  string,
+  string
+>;
 
 /** The bare specifiers (the libraries) a module imports statically. */
 function librariesOf(path: string): string[] {
@@ -43,7 +50,8 @@ function librariesOf(path: string): string[] {
 
 describe("the page's module graph", () => {
   it("resolves: every import names a module of the page", () => {
-    for (const path of Object.keys(sources)) for (const target of importsOf(path)) expect(sources, `${path} imports ${target}`).toHaveProperty([target]);
+    for (const path of Object.keys(sources))
+      for (const target of importsOf(path)) expect(sources, `${path} imports ${target}`).toHaveProperty([target]);
   });
 
   it("has its controllers imported by app.js alone", () => {
@@ -71,7 +79,9 @@ describe("the page's module graph", () => {
     expect(libraries.length).toBeGreaterThan(0);
     const preloaded = [...html.matchAll(/<link rel="modulepreload" href="([^"]+)"/g)].map((m) => m[1]!);
     expect(new Set(preloaded).size, "no module twice").toBe(preloaded.length);
-    expect([...preloaded].sort(), "run node scripts/vendor.mjs (npm start does) and commit public/index.html").toEqual([...graph, ...libraries].sort());
+    expect([...preloaded].sort(), "run node scripts/vendor.mjs (npm start does) and commit public/index.html").toEqual(
+      [...graph, ...libraries].sort(),
+    );
     // highlight.js is imported on demand (the first code block): not preloaded, so it takes no bandwidth from the start.
     expect(preloaded.some((p) => p.includes("highlight"))).toBe(false);
   });

@@ -14,7 +14,9 @@ describe("the OpenAPI document", () => {
   });
 
   it("the validator refuses a broken copy (a response without its description)", async () => {
-    const broken = structuredClone(openApiDocument("test")) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
+    const broken = structuredClone(openApiDocument("test")) as {
+      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+    };
     broken.paths["/v1/chat"]!.post!.responses["200"] = { content: {} };
     expect((await new Validator().validate(broken)).valid).toBe(false);
   });

@@ -3,7 +3,13 @@
 // browser suite's check of what `wrangler dev` serves (test/e2e/security.mjs, test/e2e/docs.mjs).
 
 /** CSP value → directive → its sources, as a plain object. */
-export const cspDirectives = (csp) => Object.fromEntries(csp.split(";").map((d) => d.trim().split(/\s+/)).map(([name, ...sources]) => [name, sources]));
+export const cspDirectives = (csp) =>
+  Object.fromEntries(
+    csp
+      .split(";")
+      .map((d) => d.trim().split(/\s+/))
+      .map(([name, ...sources]) => [name, sources]),
+  );
 
 /** Every directive of the page's policy; `importMapHash` is the one inline script it allows. */
 export function expectedCsp(importMapHash) {

@@ -44,17 +44,36 @@ class FakeEventSource {
 }
 
 const envelope = (seq: number, delta: string, at: string) =>
-  JSON.stringify({ seq, turnId: "t1", executionId: "e1", type: "message.part.updated", data: { part: { id: "p1", type: "text" }, delta }, at });
+  JSON.stringify({
+    seq,
+    turnId: "t1",
+    executionId: "e1",
+    type: "message.part.updated",
+    data: { part: { id: "p1", type: "text" }, delta },
+    at,
+  });
 
 async function follow() {
   (globalThis as Record<string, unknown>).EventSource = FakeEventSource;
   FakeEventSource.opened = [];
   const events: unknown[] = [];
   let resets = 0;
-  const api = { baseUrl: "", streamToken: async () => ({ eventsUrl: "/v1/conversations/c/events?access_token=x" }), summary: async () => ({ lastEventId: 0 }) };
+  const api = {
+    baseUrl: "",
+    streamToken: async () => ({ eventsUrl: "/v1/conversations/c/events?access_token=x" }),
+    summary: async () => ({ lastEventId: 0 }),
+  };
   // The page's cursor: the last event it applied.
   const after = () => (events.at(-1) as { seq?: number } | undefined)?.seq ?? 0;
-  const stream = followStream({ api, cid: "c", after, onEvent: (e: unknown) => events.push(e), onReset: () => resets++, onState: () => {}, exists: false });
+  const stream = followStream({
+    api,
+    cid: "c",
+    after,
+    onEvent: (e: unknown) => events.push(e),
+    onReset: () => resets++,
+    onState: () => {},
+    exists: false,
+  });
   await new Promise((r) => setTimeout(r, 0));
   return { es: FakeEventSource.opened[0]!, events, resets: () => resets, stream };
 }
@@ -68,7 +87,10 @@ describe("the page's stream", () => {
     const { es, events, stream } = await follow();
     es.frame("message.part.updated", envelope(1, "Hello ", "2026-12-02T06:00:00.000Z"), "1");
     es.frame(DELTA_EVENT, '{"d":"world","t":20}', "2");
-    expect(events).toEqual([JSON.parse(envelope(1, "Hello ", "2026-12-02T06:00:00.000Z")), JSON.parse(envelope(2, "world", "2026-12-02T06:00:00.020Z"))]);
+    expect(events).toEqual([
+      JSON.parse(envelope(1, "Hello ", "2026-12-02T06:00:00.000Z")),
+      JSON.parse(envelope(2, "world", "2026-12-02T06:00:00.020Z")),
+    ]);
     stream.close();
   });
 

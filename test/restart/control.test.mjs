@@ -22,8 +22,13 @@ it("refused control calls read nothing after their answer, and the stream open b
 
   const refused = await Promise.all(
     Array.from({ length: 10 }, async (_, i) => {
-      const [path, type] = i % 2 === 0 ? ["/_emulator/reset", "text/plain"] : ["/_emulator/nothing-here", "application/json"];
-      const res = await fetch(`${server.base}${path}`, { method: "POST", headers: { "content-type": type }, body: "{}".padEnd(64 * 1024, " ") });
+      const [path, type] =
+        i % 2 === 0 ? ["/_emulator/reset", "text/plain"] : ["/_emulator/nothing-here", "application/json"];
+      const res = await fetch(`${server.base}${path}`, {
+        method: "POST",
+        headers: { "content-type": type },
+        body: "{}".padEnd(64 * 1024, " "),
+      });
       return res.status;
     }),
   );

@@ -55,7 +55,9 @@ async function call(path, token, init = {}) {
     const res = await fetch(`${server.base}${path}`, { ...init, headers, signal: AbortSignal.timeout(30_000) });
     return { status: res.status, body: await res.json() };
   } catch (err) {
-    throw new Error(`${init.method ?? "GET"} ${path}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new Error(`${init.method ?? "GET"} ${path}: ${err instanceof Error ? err.message : String(err)}`, {
+      cause: err,
+    });
   }
 }
 
@@ -68,8 +70,13 @@ async function read(path, token) {
   try {
     return await call(path, token);
   } catch (err) {
-    const health = await fetch(`${server.base}/healthz`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.status, (e) => String(e));
-    console.log(`kill test: ${err.message}; /healthz answered ${health}; asked again. Server output (tail):\n${server.output().slice(-3000)}`);
+    const health = await fetch(`${server.base}/healthz`, { signal: AbortSignal.timeout(10_000) }).then(
+      (r) => r.status,
+      (e) => String(e),
+    );
+    console.log(
+      `kill test: ${err.message}; /healthz answered ${health}; asked again. Server output (tail):\n${server.output().slice(-3000)}`,
+    );
     return call(path, token);
   }
 }
@@ -89,7 +96,10 @@ function viewer(cid, token) {
       controller = new AbortController();
       try {
         const headers = { authorization: `Bearer ${token}`, ...(lastId !== null ? { "last-event-id": lastId } : {}) };
-        const res = await fetch(`${server.base}/v1/conversations/${cid}/events`, { headers, signal: controller.signal });
+        const res = await fetch(`${server.base}/v1/conversations/${cid}/events`, {
+          headers,
+          signal: controller.signal,
+        });
         if (res.status !== 200) {
           await res.body?.cancel();
           throw new Error(`events ${res.status}`);
@@ -133,7 +143,10 @@ function asEvent(frame, event) {
 async function send(token, cid, turnId) {
   for (let i = 0; i < 200; i++) {
     try {
-      const answer = await call(`/v1/conversations/${cid}/turns`, token, { method: "POST", body: JSON.stringify({ turnId, message: `kill ${turnId} [words:${WORDS}]` }) });
+      const answer = await call(`/v1/conversations/${cid}/turns`, token, {
+        method: "POST",
+        body: JSON.stringify({ turnId, message: `kill ${turnId} [words:${WORDS}]` }),
+      });
       if (answer.status === 200 || answer.status === 202) return;
       if (answer.status === 409) {
         // Another turn of this conversation still runs: wait for it.
@@ -160,7 +173,12 @@ async function turnStatus(token, cid, turnId) {
 /** Whether `kept` is what turn-end compaction made of `seen` (docs/sse-protocol.md §12): a part's snapshot, or an end less the answer's copy. */
 function rewrittenByCompaction(seen, kept) {
   if (seen.seq !== kept.seq || seen.type !== kept.type || seen.turnId !== kept.turnId) return false;
-  if (kept.type === "message.part.updated") return kept.data.part?.id === seen.data.part?.id && typeof kept.data.part?.text === "string" && kept.data.delta === undefined;
+  if (kept.type === "message.part.updated")
+    return (
+      kept.data.part?.id === seen.data.part?.id &&
+      typeof kept.data.part?.text === "string" &&
+      kept.data.delta === undefined
+    );
   const { result: _result, finalText: _finalText, ...rest } = seen.data;
   return JSON.stringify({ ...seen, data: rest }) === JSON.stringify(kept);
 }
@@ -176,15 +194,24 @@ function streamedTexts(frames) {
     const parts = turns.get(envelope.turnId) ?? new Map();
     turns.set(envelope.turnId, parts);
     const previous = parts.get(part.id);
-    parts.set(part.id, typeof part.text === "string" ? part.text : typeof delta === "string" ? (previous ?? "") + delta : previous);
+    parts.set(
+      part.id,
+      typeof part.text === "string" ? part.text : typeof delta === "string" ? (previous ?? "") + delta : previous,
+    );
   }
   return new Map([...turns].map(([turnId, parts]) => [turnId, [...parts.values()].filter(Boolean).join("\n\n")]));
 }
 
-it(`killed ${KILLS} times at random points of running turns: every viewer gets every event once, as a fresh replay sends it, and /messages is the streamed text`, { timeout: 900_000 }, async () => {
+it(`killed ${KILLS} times at random points of running turns: every viewer gets every event once, as a fresh replay sends it, and /messages is the streamed text`, {
+  timeout: 900_000,
+}, async () => {
   const rand = random(SEED);
   console.log(`kill test: ${KILLS} kills, KILL_SEED=${SEED}`);
-  const vars = { EMULATOR_FRAME_DELAY_MS: String(FRAME_MS), RATE_LIMIT_STREAMS_PER_MINUTE: "100000", RATE_LIMIT_TURNS_PER_MINUTE: "1000" };
+  const vars = {
+    EMULATOR_FRAME_DELAY_MS: String(FRAME_MS),
+    RATE_LIMIT_STREAMS_PER_MINUTE: "100000",
+    RATE_LIMIT_TURNS_PER_MINUTE: "1000",
+  };
   server = await startDevServer({ persistTo, vars });
   const token = await devLogin(server.base, "kill-user");
   const viewers = CONVERSATIONS.map((cid) => viewer(cid, token));
@@ -223,7 +250,9 @@ it(`killed ${KILLS} times at random points of running turns: every viewer gets e
   killing = false;
   await Promise.all(drivers);
   const all = [...turns.values()].flat();
-  console.log(`kill test: ${kills} kills (${midStream} while frames were reaching the viewers) in ${Math.round((Date.now() - started) / 1000)} s over ${all.length} turns, ${received()} frames received`);
+  console.log(
+    `kill test: ${kills} kills (${midStream} while frames were reaching the viewers) in ${Math.round((Date.now() - started) / 1000)} s over ${all.length} turns, ${received()} frames received`,
+  );
   let missing = 0;
 
   for (const [i, cid] of CONVERSATIONS.entries()) {
@@ -236,11 +265,17 @@ it(`killed ${KILLS} times at random points of running turns: every viewer gets e
 
   for (const [i, cid] of CONVERSATIONS.entries()) {
     const v = viewers[i];
-    assert.deepEqual(v.resets, [], `${cid}: a viewer's cursor was not held by the log after a restart (it had seen an event the log lost)`);
+    assert.deepEqual(
+      v.resets,
+      [],
+      `${cid}: a viewer's cursor was not held by the log after a restart (it had seen an event the log lost)`,
+    );
     // A fresh replay from the start: what the log holds now.
     const replay = [];
     const decoder = frameDecoder();
-    const res = await fetch(`${server.base}/v1/conversations/${cid}/events`, { headers: { authorization: `Bearer ${token}` } });
+    const res = await fetch(`${server.base}/v1/conversations/${cid}/events`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     const lastEventId = (await read(`/v1/conversations/${cid}`, token)).body.lastEventId;
     await readSse(res, (frame) => {
       const event = decoder.decode(frame);
@@ -251,7 +286,8 @@ it(`killed ${KILLS} times at random points of running turns: every viewer gets e
     // Nothing twice, in order, up to the last: ids strictly increasing across every restart. Not
     // contiguous: a new instance skips the ids its predecessor may have held (docs/sse-protocol.md
     // §12), and a finished turn's compaction removes ids (§13).
-    for (let k = 1; k < ids.length; k++) assert.ok(ids[k] > ids[k - 1], `${cid}: id ${ids[k]} after ${ids[k - 1]} across ${KILLS} restarts`);
+    for (let k = 1; k < ids.length; k++)
+      assert.ok(ids[k] > ids[k - 1], `${cid}: id ${ids[k]} after ${ids[k - 1]} across ${KILLS} restarts`);
     assert.equal(ids.at(-1), lastEventId, `${cid}: the viewer caught up with the log`);
     // Nothing lost or renumbered: every event the log holds reached the viewer under its id, as the
     // log holds it, or as it was before compaction rewrote it (same type; a part's snapshot, or an
@@ -262,7 +298,8 @@ it(`killed ${KILLS} times at random points of running turns: every viewer gets e
       const mine = got.get(Number(r.id));
       assert.ok(mine, `${cid}: event ${r.id} of the log never reached the viewer`);
       if (mine.event === r.event && mine.data === r.data) continue;
-      if (!rewrittenByCompaction(JSON.parse(mine.data), JSON.parse(r.data))) assert.fail(`${cid}: frame ${r.id} as the viewer got it differs from the log's:\n${mine.data}\n${r.data}`);
+      if (!rewrittenByCompaction(JSON.parse(mine.data), JSON.parse(r.data)))
+        assert.fail(`${cid}: frame ${r.id} as the viewer got it differs from the log's:\n${mine.data}\n${r.data}`);
     }
     // Every id the viewer got that the log no longer holds was a part's update: a text or reasoning
     // delta compaction folded or a crash took (the text is checked whole below), or another part's
@@ -270,7 +307,10 @@ it(`killed ${KILLS} times at random points of running turns: every viewer gets e
     for (const f of v.frames) {
       if (inLog.has(Number(f.id))) continue;
       const e = JSON.parse(f.data);
-      assert.ok(e.type === "message.part.updated" && typeof e.data.part?.id === "string", `${cid}: event ${f.id} is gone from the log and was no part update: ${f.data}`);
+      assert.ok(
+        e.type === "message.part.updated" && typeof e.data.part?.id === "string",
+        `${cid}: event ${f.id} is gone from the log and was no part update: ${f.data}`,
+      );
       missing++;
       if (["text", "reasoning"].includes(e.data.part.type)) continue;
       const whole = replay.find((r) => {
@@ -280,19 +320,31 @@ it(`killed ${KILLS} times at random points of running turns: every viewer gets e
       });
       assert.ok(whole, `${cid}: held update ${f.id} was lost and its part's whole state never came after it`);
     }
-    assert.deepEqual(streamedTexts(replay), streamedTexts(v.frames), `${cid}: the log's text after compaction and restarts`);
+    assert.deepEqual(
+      streamedTexts(replay),
+      streamedTexts(v.frames),
+      `${cid}: the log's text after compaction and restarts`,
+    );
     // The transcript is the streamed text, turn by turn, and each answer is whole.
     const texts = streamedTexts(v.frames);
     const messages = (await read(`/v1/conversations/${cid}/messages`, token)).body.messages;
     const assistants = messages.filter((m) => m.role === "assistant");
-    assert.deepEqual(assistants.map((m) => m.turnId), turns.get(cid));
+    assert.deepEqual(
+      assistants.map((m) => m.turnId),
+      turns.get(cid),
+    );
     for (const m of assistants) {
       assert.equal(m.status, "completed", `${cid} ${m.turnId}: ${JSON.stringify(m.error ?? null)}`);
-      const transcriptText = m.parts.filter((p) => p.type === "text" && p.text).map((p) => p.text).join("\n\n");
+      const transcriptText = m.parts
+        .filter((p) => p.type === "text" && p.text)
+        .map((p) => p.text)
+        .join("\n\n");
       assert.equal(transcriptText, texts.get(m.turnId), `${cid} ${m.turnId}: /messages differs from the streamed text`);
       // The run's own result text: the answer streamed whole.
       assert.equal(texts.get(m.turnId), m.text, `${cid} ${m.turnId}: the streamed text is not the run's answer`);
     }
   }
-  console.log(`kill test: ${missing} frames a viewer got are not in the log now (deltas compaction folded, held updates a crash took)`);
+  console.log(
+    `kill test: ${missing} frames a viewer got are not in the log now (deltas compaction folded, held updates a crash took)`,
+  );
 });

@@ -28,7 +28,8 @@ const counters = async () => (await (await fetch(`${server.base}/_emulator/count
 it("killed with turns queued and restarted on the same PERSIST_TO: each queued turn is dispatched exactly once, in order", async () => {
   server = await startDevServer({ persistTo });
   const token = await devLogin(server.base, "restart-user");
-  const send = (turnId, message, extra = {}) => call("/v1/conversations/c1/turns", token, { method: "POST", body: JSON.stringify({ turnId, message, ...extra }) });
+  const send = (turnId, message, extra = {}) =>
+    call("/v1/conversations/c1/turns", token, { method: "POST", body: JSON.stringify({ turnId, message, ...extra }) });
 
   // Held after its first step ([hold]) until the restart: it is still running, the rest still queued, when the kill comes.
   const first = await send("t1", "runs through the kill [slow] [hold]");
@@ -43,7 +44,10 @@ it("killed with turns queued and restarted on the same PERSIST_TO: each queued t
   // Killed mid-run, with every queued turn still waiting.
   const before = await call("/v1/conversations/c1", token);
   assert.equal(before.body.activeTurn?.turnId, "t1", JSON.stringify(before.body));
-  assert.deepEqual(before.body.queue.map((t) => t.turnId), queued);
+  assert.deepEqual(
+    before.body.queue.map((t) => t.turnId),
+    queued,
+  );
 
   await server.killed();
   server = await startDevServer({ persistTo, port: server.port });
@@ -51,17 +55,32 @@ it("killed with turns queued and restarted on the same PERSIST_TO: each queued t
   // Nothing was lost: the summary still holds the queue.
   const summary = await call("/v1/conversations/c1", token);
   assert.equal(summary.status, 200, JSON.stringify(summary.body));
-  assert.deepEqual(summary.body.queue.map((t) => t.turnId), queued);
+  assert.deepEqual(
+    summary.body.queue.map((t) => t.turnId),
+    queued,
+  );
   // The held run goes on (the emulator's state survived the kill with the rest), once it is held.
-  for (let i = 0; !(await (await fetch(`${server.base}/_emulator/executions/${first.body.executionId}/hold`)).json()).held; i++) {
+  for (
+    let i = 0;
+    !(await (await fetch(`${server.base}/_emulator/executions/${first.body.executionId}/hold`)).json()).held;
+    i++
+  ) {
     assert.ok(i < 600, "the first turn's run never reached its hold");
     await new Promise((r) => setTimeout(r, 100));
   }
-  const released = await fetch(`${server.base}/_emulator/executions/${first.body.executionId}/release`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+  const released = await fetch(`${server.base}/_emulator/executions/${first.body.executionId}/release`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: "{}",
+  });
   assert.equal(released.status, 200, await released.text());
   let turns = {};
   for (let i = 0; i < 1200; i++) {
-    turns = Object.fromEntries(await Promise.all(["t1", ...queued].map(async (id) => [id, (await call(`/v1/conversations/c1/turns/${id}`, token)).body.status])));
+    turns = Object.fromEntries(
+      await Promise.all(
+        ["t1", ...queued].map(async (id) => [id, (await call(`/v1/conversations/c1/turns/${id}`, token)).body.status]),
+      ),
+    );
     if (Object.values(turns).every((s) => s === "completed" || s === "failed" || s === "cancelled")) break;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -74,7 +93,9 @@ it("killed with turns queued and restarted on the same PERSIST_TO: each queued t
   assert.equal(counted["runs.started"], 4, JSON.stringify(counted));
   assert.equal(counted["runs.attached"] ?? 0, 0, JSON.stringify(counted));
   assert.equal(counted["runs.notDispatched"] ?? 0, 0, JSON.stringify(counted));
-  const executions = await Promise.all(["t1", ...queued].map(async (id) => (await call(`/v1/conversations/c1/turns/${id}`, token)).body.executionId));
+  const executions = await Promise.all(
+    ["t1", ...queued].map(async (id) => (await call(`/v1/conversations/c1/turns/${id}`, token)).body.executionId),
+  );
   assert.equal(new Set(executions).size, 4);
   const messages = (await call("/v1/conversations/c1/messages", token)).body.messages;
   assert.deepEqual(

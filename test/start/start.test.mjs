@@ -21,8 +21,10 @@ const states = new Set();
 
 before(() => {
   checkout = mkdtempSync(join(tmpdir(), "gateway-checkout-"));
-  for (const name of ["src", "public", "node_modules", "tsconfig.json", "worker-configuration.d.ts"]) symlinkSync(realpathSync(join(root, name)), join(checkout, name));
-  for (const name of ["scripts", "wrangler.toml", "package.json"]) cpSync(join(root, name), join(checkout, name), { recursive: true });
+  for (const name of ["src", "public", "node_modules", "tsconfig.json", "worker-configuration.d.ts"])
+    symlinkSync(realpathSync(join(root, name)), join(checkout, name));
+  for (const name of ["scripts", "wrangler.toml", "package.json"])
+    cpSync(join(root, name), join(checkout, name), { recursive: true });
 });
 
 after(() => {
@@ -46,7 +48,11 @@ function groupOf(pgid) {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[2]) === pgid) out.push({ pid: Number(pid), cmd: readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ").slice(0, 120) });
+      if (Number(fields[2]) === pgid)
+        out.push({
+          pid: Number(pid),
+          cmd: readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ").slice(0, 120),
+        });
     } catch {
       // gone, or not ours to read
     }
@@ -78,7 +84,13 @@ async function npmStart(secret) {
   for (let i = 0; ; i++) {
     assert.equal(npm.exitCode, null, `npm start exited:\n${output}`);
     assert.ok(i < 600, `npm start did not serve:\n${output}`);
-    if (await fetch(`${base}/healthz`).then((r) => r.ok, () => false)) break;
+    if (
+      await fetch(`${base}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
     await new Promise((r) => setTimeout(r, 100));
   }
   return { npm, pgid: npm.pid, base, output: () => output };
@@ -91,7 +103,11 @@ async function drained(pgid, ms = 20_000) {
   return groupOf(pgid);
 }
 
-const serves = (base) => fetch(`${base}/healthz`).then(() => true, () => false);
+const serves = (base) =>
+  fetch(`${base}/healthz`).then(
+    () => true,
+    () => false,
+  );
 
 for (const [name, how] of [
   ["`kill` of the npm start process (SIGTERM)", (s) => signal(s.npm.pid, "SIGTERM")],
@@ -100,7 +116,10 @@ for (const [name, how] of [
 ]) {
   it(`${name} stops the server: wrangler and workerd too, nothing left serving`, async () => {
     const started = await npmStart(`start-test-secret-${crypto.randomUUID()}`);
-    assert.ok(groupOf(started.pgid).some((p) => p.cmd.includes("workerd")), "workerd runs in the start's group");
+    assert.ok(
+      groupOf(started.pgid).some((p) => p.cmd.includes("workerd")),
+      "workerd runs in the start's group",
+    );
     how(started);
     assert.deepEqual(await drained(started.pgid), []);
     assert.equal(await serves(started.base), false);

@@ -12,7 +12,10 @@ describe("a turn stopped by a budget", () => {
     const { cid } = await completedTurn(token, "first");
     const second = uid("turn");
     expect((await json(await sendTurn(token, cid, second, "second [hold]"))).turnId).toBe(second);
-    expect(await waitForTurn(token, cid, second)).toMatchObject({ status: "cancelled", cancelReason: "budget_exceeded" });
+    expect(await waitForTurn(token, cid, second)).toMatchObject({
+      status: "cancelled",
+      cancelReason: "budget_exceeded",
+    });
     const received = await until("both deliveries", async () => {
       const all = await inbox(name);
       return all.length >= 2 ? all : undefined;
@@ -20,6 +23,8 @@ describe("a turn stopped by a budget", () => {
     expect(received.every((r) => r.verified)).toBe(true);
     expect(received.map((r) => r.payload.type)).toEqual(["turn.completed", "turn.budget_stopped"]);
     expect(received[1]!.payload.data).toMatchObject({ conversationId: cid, turnId: second, status: "cancelled" });
-    await until("the log", async () => ((await deliveries(token, endpoint.id)).every((d) => d.status === "delivered") ? true : undefined));
+    await until("the log", async () =>
+      (await deliveries(token, endpoint.id)).every((d) => d.status === "delivered") ? true : undefined,
+    );
   });
 });

@@ -11,8 +11,12 @@ const KEY = Symbol.for("agent-gateway.webhook-receiver");
 
 export default async function setup() {
   const port = Number(process.env.WEBHOOK_RECEIVER_PORT);
-  if (!Number.isInteger(port) || port <= 0) throw new Error("WEBHOOK_RECEIVER_PORT is not set: vitest.config.ts chooses it");
-  const shared = /** @type {Record<symbol, { receiver: ReturnType<typeof startReceiver>, users: number } | undefined>} */ (/** @type {unknown} */ (globalThis));
+  if (!Number.isInteger(port) || port <= 0)
+    throw new Error("WEBHOOK_RECEIVER_PORT is not set: vitest.config.ts chooses it");
+  const shared =
+    /** @type {Record<symbol, { receiver: ReturnType<typeof startReceiver>, users: number } | undefined>} */ (
+      /** @type {unknown} */ (globalThis)
+    );
   const entry = (shared[KEY] ??= { receiver: startReceiver({ port }), users: 0 });
   entry.users++;
   await entry.receiver;

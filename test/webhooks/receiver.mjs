@@ -48,7 +48,9 @@ export async function startReceiver({ port = 0 } = {}) {
     if (control) {
       const box = inbox(/** @type {string} */ (control[1]));
       if (req.method === "PUT") Object.assign(box, JSON.parse(body || "{}"));
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ received: box.received, holding: box.holding, open: box.open }));
+      res
+        .writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ received: box.received, holding: box.holding, open: box.open }));
       return;
     }
     const hook = /^\/hooks\/([\w-]+)$/.exec(url.pathname);
@@ -111,9 +113,10 @@ export async function startReceiver({ port = 0 } = {}) {
   return {
     port: bound,
     url: `http://127.0.0.1:${bound}`,
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve(undefined));
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve(undefined));
+      }),
   };
 }

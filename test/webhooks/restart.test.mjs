@@ -62,7 +62,10 @@ async function start() {
 }
 
 async function inbox(name, settings) {
-  const res = await fetch(`${receiver.url}/_control/${name}`, settings ? { method: "PUT", body: JSON.stringify(settings) } : {});
+  const res = await fetch(
+    `${receiver.url}/_control/${name}`,
+    settings ? { method: "PUT", body: JSON.stringify(settings) } : {},
+  );
   return (await res.json()).received;
 }
 
@@ -71,7 +74,8 @@ async function until(what, check, timeoutMs = 30_000) {
   for (;;) {
     const value = await check();
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${server ? `\n${server.output().slice(-3000)}` : ""}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${server ? `\n${server.output().slice(-3000)}` : ""}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -91,12 +95,20 @@ it("killed between attempts and started again on the same state, the server deli
   server = await start();
   const token = await devLogin(server.base, "webhook-restart");
   const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
-  const created = await fetch(`${server.base}/v1/webhooks`, { method: "POST", headers, body: JSON.stringify({ url: `${receiver.url}/hooks/restart`, events: ["turn.completed"] }) });
+  const created = await fetch(`${server.base}/v1/webhooks`, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ url: `${receiver.url}/hooks/restart`, events: ["turn.completed"] }),
+  });
   assert.equal(created.status, 201, await created.clone().text());
   const endpoint = await created.json();
   await inbox("restart", { secrets: [endpoint.secret], mode: "fail", status: 500 });
 
-  const sent = await fetch(`${server.base}/v1/conversations/c1/turns`, { method: "POST", headers, body: JSON.stringify({ turnId: "t1", message: "hello before the crash" }) });
+  const sent = await fetch(`${server.base}/v1/conversations/c1/turns`, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ turnId: "t1", message: "hello before the crash" }),
+  });
   assert.equal(sent.status, 202, await sent.text());
   const failed = await until("a failed attempt", async () => {
     const received = await inbox("restart");

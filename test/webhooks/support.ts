@@ -21,7 +21,10 @@ export interface Received {
 }
 
 export async function inbox(name: string, settings?: Record<string, unknown>): Promise<Received[]> {
-  const res = await fetch(`${RECEIVER}/_control/${name}`, settings ? { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify(settings) } : {});
+  const res = await fetch(
+    `${RECEIVER}/_control/${name}`,
+    settings ? { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify(settings) } : {},
+  );
   return ((await res.json()) as { received: Received[] }).received;
 }
 

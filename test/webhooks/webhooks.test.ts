@@ -8,13 +8,36 @@ import { abortAllDurableObjects, env, runInDurableObject } from "cloudflare:test
 import { describe, expect, it } from "vitest";
 import { deriveOwnerKey, deriveSessionId } from "../../src/auth/ids";
 import { api, json, sendTurn, tokenFor, uid, waitForTurn } from "../helpers";
-import { bindings, completedTurn, createWebhook, deliveries, DOWN, heldOpen, holding, inbox, RECEIVER, subscribed, until } from "./support";
+import {
+  bindings,
+  completedTurn,
+  createWebhook,
+  deliveries,
+  DOWN,
+  heldOpen,
+  holding,
+  inbox,
+  RECEIVER,
+  subscribed,
+  until,
+} from "./support";
 
 describe("the endpoints", () => {
   it("create shows the secret once; list and read never do; delete forgets the endpoint", async () => {
     const token = await tokenFor(uid("user"));
-    const created = await createWebhook(token, { url: `${RECEIVER}/hooks/crud`, events: ["turn.completed", "interaction.requested"], description: "my phone" });
-    expect(created).toMatchObject({ id: expect.stringMatching(/^wh_[0-9a-f]{32}$/), url: `${RECEIVER}/hooks/crud`, events: ["turn.completed", "interaction.requested"], description: "my phone", secretRotatedAt: null, previousSecretExpiresAt: null });
+    const created = await createWebhook(token, {
+      url: `${RECEIVER}/hooks/crud`,
+      events: ["turn.completed", "interaction.requested"],
+      description: "my phone",
+    });
+    expect(created).toMatchObject({
+      id: expect.stringMatching(/^wh_[0-9a-f]{32}$/),
+      url: `${RECEIVER}/hooks/crud`,
+      events: ["turn.completed", "interaction.requested"],
+      description: "my phone",
+      secretRotatedAt: null,
+      previousSecretExpiresAt: null,
+    });
     expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     const listed = await json(await api("/v1/webhooks", { token }));
     expect(listed.webhooks).toHaveLength(1);
@@ -39,17 +62,42 @@ describe("the endpoints", () => {
       [{ url: `${RECEIVER}/hooks/x`, events: ["turn.exploded"] }, 400, "invalid_request", "events.0"],
       [{ url: `${RECEIVER}/hooks/x`, events: [] }, 400, "invalid_request", "at least one event"],
       [{ url: `${RECEIVER}/hooks/x`, events: ["turn.completed", "turn.completed"] }, 400, "invalid_request", "twice"],
-      [{ url: `${RECEIVER}/hooks/x`, events: ["turn.completed"], secret: "mine" }, 400, "invalid_request", "unknown field"],
+      [
+        { url: `${RECEIVER}/hooks/x`, events: ["turn.completed"], secret: "mine" },
+        400,
+        "invalid_request",
+        "unknown field",
+      ],
       [{ events: ["turn.completed"] }, 400, "invalid_request", "url"],
       [{ url: "not a url", events: ["turn.completed"] }, 422, "webhook_target_refused", "not an absolute URL"],
       [{ url: "http://example.com/hook", events: ["turn.completed"] }, 422, "webhook_target_refused", "https"],
       [{ url: "ftp://example.com/hook", events: ["turn.completed"] }, 422, "webhook_target_refused", "https"],
       [{ url: "https://10.1.2.3/hook", events: ["turn.completed"] }, 422, "webhook_target_refused", "private"],
-      [{ url: "https://169.254.169.254/latest/meta-data", events: ["turn.completed"] }, 422, "webhook_target_refused", "metadata"],
-      [{ url: "https://[::ffff:192.168.0.1]/hook", events: ["turn.completed"] }, 422, "webhook_target_refused", "private"],
+      [
+        { url: "https://169.254.169.254/latest/meta-data", events: ["turn.completed"] },
+        422,
+        "webhook_target_refused",
+        "metadata",
+      ],
+      [
+        { url: "https://[::ffff:192.168.0.1]/hook", events: ["turn.completed"] },
+        422,
+        "webhook_target_refused",
+        "private",
+      ],
       [{ url: "https://[fe80::1]/hook", events: ["turn.completed"] }, 422, "webhook_target_refused", "link-local"],
-      [{ url: "https://printer.local/hook", events: ["turn.completed"] }, 422, "webhook_target_refused", "local-network name"],
-      [{ url: "https://user:pw@example.com/hook", events: ["turn.completed"] }, 422, "webhook_target_refused", "credentials"],
+      [
+        { url: "https://printer.local/hook", events: ["turn.completed"] },
+        422,
+        "webhook_target_refused",
+        "local-network name",
+      ],
+      [
+        { url: "https://user:pw@example.com/hook", events: ["turn.completed"] },
+        422,
+        "webhook_target_refused",
+        "credentials",
+      ],
     ];
     for (const [body, status, code, says] of cases) {
       const res = await api("/v1/webhooks", { token, body });
@@ -57,7 +105,15 @@ describe("the endpoints", () => {
       expect({ body, status: res.status, code: answer.error.code }).toEqual({ body, status, code });
       expect(answer.error.message).toContain(says);
     }
-    expect((await api("/v1/webhooks", { token, body: "url=x", headers: { "content-type": "application/x-www-form-urlencoded" } })).status).toBe(415);
+    expect(
+      (
+        await api("/v1/webhooks", {
+          token,
+          body: "url=x",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+        })
+      ).status,
+    ).toBe(415);
     expect((await api("/v1/webhooks/wh_nope", { token })).status).toBe(400);
     expect((await api("/v1/webhooks")).status).toBe(401);
     expect((await json(await api("/v1/webhooks", { token }))).webhooks).toEqual([]);
@@ -65,8 +121,12 @@ describe("the endpoints", () => {
 
   it("a user has at most 10 endpoints", async () => {
     const token = await tokenFor(uid("user"));
-    for (let i = 0; i < 10; i++) await createWebhook(token, { url: `${RECEIVER}/hooks/limit-${i}`, events: ["turn.completed"] });
-    const res = await api("/v1/webhooks", { token, body: { url: `${RECEIVER}/hooks/limit-10`, events: ["turn.completed"] } });
+    for (let i = 0; i < 10; i++)
+      await createWebhook(token, { url: `${RECEIVER}/hooks/limit-${i}`, events: ["turn.completed"] });
+    const res = await api("/v1/webhooks", {
+      token,
+      body: { url: `${RECEIVER}/hooks/limit-10`, events: ["turn.completed"] },
+    });
     expect(res.status).toBe(409);
     expect((await json(res)).error.code).toBe("webhook_limit_reached");
   });
@@ -88,7 +148,10 @@ describe("deliveries", () => {
         conversationTitle: expect.any(String),
         turnId,
         status: "completed",
-        links: { conversation: `http://127.0.0.1:8787/?c=${cid}`, api: `http://127.0.0.1:8787/v1/conversations/${cid}` },
+        links: {
+          conversation: `http://127.0.0.1:8787/?c=${cid}`,
+          api: `http://127.0.0.1:8787/v1/conversations/${cid}`,
+        },
       },
     });
     // The answer's text, the account key and the endpoint's secret are nowhere in what was sent.
@@ -98,7 +161,15 @@ describe("deliveries", () => {
       const all = await deliveries(token, endpoint.id);
       return all[0]?.status === "delivered" ? all : undefined;
     });
-    expect(log).toMatchObject({ webhookId: received!.webhookId, type: "turn.completed", status: "delivered", attempts: 1, lastStatus: 204, lastError: null, nextAttemptAt: null });
+    expect(log).toMatchObject({
+      webhookId: received!.webhookId,
+      type: "turn.completed",
+      status: "delivered",
+      attempts: 1,
+      lastStatus: 204,
+      lastError: null,
+      nextAttemptAt: null,
+    });
   });
 
   it("an ask waiting and an ask expired are delivered with its kind and title, never an answer", async () => {
@@ -110,17 +181,37 @@ describe("deliveries", () => {
     });
     expect(received.every((r) => r.verified)).toBe(true);
     const [asked, expired] = received.map((r) => r.payload);
-    expect(asked).toMatchObject({ type: "interaction.requested", data: { conversationId: cid, interactionId: expect.any(String), kind: "question", title: expect.any(String) } });
-    expect(expired).toMatchObject({ type: "interaction.expired", data: { conversationId: cid, interactionId: asked.data.interactionId, kind: "question", title: asked.data.title } });
-    for (const r of received) expect(Object.keys(r.payload.data).sort()).toEqual(["conversationId", "conversationTitle", "interactionId", "kind", "links", "title", "turnId"]);
+    expect(asked).toMatchObject({
+      type: "interaction.requested",
+      data: { conversationId: cid, interactionId: expect.any(String), kind: "question", title: expect.any(String) },
+    });
+    expect(expired).toMatchObject({
+      type: "interaction.expired",
+      data: { conversationId: cid, interactionId: asked.data.interactionId, kind: "question", title: asked.data.title },
+    });
+    for (const r of received)
+      expect(Object.keys(r.payload.data).sort()).toEqual([
+        "conversationId",
+        "conversationTitle",
+        "interactionId",
+        "kind",
+        "links",
+        "title",
+        "turnId",
+      ]);
   });
 
   it("only the events an endpoint asked for reach it, and only those after it was created", async () => {
     const { token, name, endpoint } = await subscribed(["turn.failed"]);
     await completedTurn(token, "a plain turn");
     await completedTurn(token, "this one fails [fail]");
-    const [received] = await until("the failed turn", async () => ((await inbox(name)).length ? inbox(name) : undefined));
-    expect(received!.payload).toMatchObject({ type: "turn.failed", data: { status: "failed", errorCode: expect.any(String) } });
+    const [received] = await until("the failed turn", async () =>
+      (await inbox(name)).length ? inbox(name) : undefined,
+    );
+    expect(received!.payload).toMatchObject({
+      type: "turn.failed",
+      data: { status: "failed", errorCode: expect.any(String) },
+    });
     expect(await inbox(name)).toHaveLength(1);
     expect((await deliveries(token, endpoint.id)).map((d) => d.type)).toEqual(["turn.failed"]);
   });
@@ -130,7 +221,11 @@ describe("deliveries", () => {
     await completedTurn(token);
     await until("two failed attempts", async () => ((await inbox(name)).length >= 2 ? true : undefined));
     const failing = (await deliveries(token, endpoint.id))[0];
-    expect(failing).toMatchObject({ status: "pending", lastStatus: 500, lastError: expect.stringContaining("the receiver answered 500") });
+    expect(failing).toMatchObject({
+      status: "pending",
+      lastStatus: 500,
+      lastError: expect.stringContaining("the receiver answered 500"),
+    });
     expect(failing.attempts).toBeGreaterThanOrEqual(2);
     await inbox(name, { mode: "ok" });
     const done = await until("the delivery", async () => {
@@ -171,7 +266,13 @@ describe("deliveries", () => {
       },
       12_000,
     );
-    expect(failed).toMatchObject({ status: "failed", lastStatus: null, lastError: expect.stringContaining("could not reach the receiver"), nextAttemptAt: null, givenUpAt: expect.any(String) });
+    expect(failed).toMatchObject({
+      status: "failed",
+      lastStatus: null,
+      lastError: expect.stringContaining("could not reach the receiver"),
+      nextAttemptAt: null,
+      givenUpAt: expect.any(String),
+    });
     expect(failed.attempts).toBeGreaterThan(1);
   });
 
@@ -202,18 +303,27 @@ describe("deliveries", () => {
     });
     expect(timedOut.status).toBe("pending");
     await inbox(name, { mode: "ok" });
-    await until("both delivered", async () => ((await deliveries(token, endpoint.id)).every((d) => d.status === "delivered") ? true : undefined));
+    await until("both delivered", async () =>
+      (await deliveries(token, endpoint.id)).every((d) => d.status === "delivered") ? true : undefined,
+    );
   });
 
   it("a redirect is followed to a target that passes the checks, and refused to a private or metadata address", async () => {
     const target = await subscribed(["turn.completed"]);
-    const { token, name, endpoint } = await subscribed(["turn.completed"], { mode: "redirect", location: "https://169.254.169.254/latest/meta-data/" });
+    const { token, name, endpoint } = await subscribed(["turn.completed"], {
+      mode: "redirect",
+      location: "https://169.254.169.254/latest/meta-data/",
+    });
     await completedTurn(token);
     const refused = await until("the refused redirect", async () => {
       const [d] = await deliveries(token, endpoint.id);
       return d?.lastError ? d : undefined;
     });
-    expect(refused).toMatchObject({ status: "pending", lastStatus: null, lastError: expect.stringContaining("redirect refused: the location must not be a link-local or metadata address") });
+    expect(refused).toMatchObject({
+      status: "pending",
+      lastStatus: null,
+      lastError: expect.stringContaining("redirect refused: the location must not be a link-local or metadata address"),
+    });
     // Pointed at another inbox (loopback is allowed in local development): followed, and verified there.
     await inbox(target.name, { secrets: [endpoint.secret] });
     await inbox(name, { location: `${RECEIVER}/hooks/${target.name}` });
@@ -225,7 +335,9 @@ describe("deliveries", () => {
     expect(arrived.map((r) => [r.webhookId, r.verified])).toEqual([[done.webhookId, true]]);
   });
 
-  it("a restart of every object between attempts loses nothing: the same webhook-id arrives", { timeout: 40_000 }, async () => {
+  it("a restart of every object between attempts loses nothing: the same webhook-id arrives", {
+    timeout: 40_000,
+  }, async () => {
     const { token, name, endpoint } = await subscribed(["turn.completed"], { mode: "fail", status: 503 });
     await completedTurn(token);
     const first = await until("a failed attempt", async () => ((await inbox(name)).length ? inbox(name) : undefined));
@@ -247,7 +359,9 @@ describe("deliveries", () => {
 });
 
 describe("an attempt cut off", () => {
-  it("mid-flight by a restart (the receiver still holding it) is made again at its check-back time, same webhook-id, even past the give-up time", { timeout: 40_000 }, async () => {
+  it("mid-flight by a restart (the receiver still holding it) is made again at its check-back time, same webhook-id, even past the give-up time", {
+    timeout: 40_000,
+  }, async () => {
     const { token, name, endpoint } = await subscribed(["turn.completed"], { mode: "slow", delayMs: 5000 });
     await completedTurn(token);
     const [held] = await until("the held attempt", async () => ((await inbox(name)).length ? inbox(name) : undefined));
@@ -278,11 +392,19 @@ describe("the hand-off from the conversation", () => {
     const sessionId = await deriveSessionId(bindings.SESSION_ID_SECRET!, user, cid);
     // A new stub each time: one made before abortAllDurableObjects() is dead after it.
     const session = () => env.SESSIONS.get(env.SESSIONS.idFromName(sessionId));
-    const cursor = () => runInDurableObject(session(), (_i, state) => state.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'webhooksHandedOff'").one().value);
+    const cursor = () =>
+      runInDurableObject(
+        session(),
+        (_i, state) =>
+          state.storage.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'webhooksHandedOff'").one()
+            .value,
+      );
     const handedOff = await cursor();
     expect(Number(handedOff)).toBeGreaterThan(0);
     // As if the user object's answer had been lost: the cursor is back before the event, and the object restarts.
-    await runInDurableObject(session(), (_i, state) => state.storage.sql.exec("UPDATE meta SET value = '0' WHERE key = 'webhooksHandedOff'"));
+    await runInDurableObject(session(), (_i, state) =>
+      state.storage.sql.exec("UPDATE meta SET value = '0' WHERE key = 'webhooksHandedOff'"),
+    );
     await abortAllDurableObjects();
     expect((await api(`/v1/conversations/${cid}`, { token })).status).toBe(200);
     await until("the hand-off again", async () => ((await cursor()) === handedOff ? true : undefined));
@@ -295,7 +417,9 @@ describe("the hand-off from the conversation", () => {
 describe("the signing secret", () => {
   it("rotated with a grace period, deliveries carry both signatures: either secret verifies", async () => {
     const { token, name, endpoint } = await subscribed(["turn.completed"]);
-    const rotated = await json(await api(`/v1/webhooks/${endpoint.id}/rotate-secret`, { token, body: { graceSeconds: 600 } }));
+    const rotated = await json(
+      await api(`/v1/webhooks/${endpoint.id}/rotate-secret`, { token, body: { graceSeconds: 600 } }),
+    );
     expect(rotated.secret).toMatch(/^whsec_/);
     expect(rotated.secret).not.toBe(endpoint.secret);
     expect(rotated.previousSecretExpiresAt).toEqual(expect.any(String));
@@ -307,13 +431,17 @@ describe("the signing secret", () => {
     // And with only the new one.
     await inbox(name, { secrets: [rotated.secret], received: [] });
     await completedTurn(token);
-    const [fresh] = await until("the second delivery", async () => ((await inbox(name)).length ? inbox(name) : undefined));
+    const [fresh] = await until("the second delivery", async () =>
+      (await inbox(name)).length ? inbox(name) : undefined,
+    );
     expect(fresh!.verified).toBe(true);
   });
 
   it("rotated with no grace period, the old secret no longer verifies", async () => {
     const { token, name, endpoint } = await subscribed(["turn.completed"]);
-    const rotated = await json(await api(`/v1/webhooks/${endpoint.id}/rotate-secret`, { token, body: { graceSeconds: 0 } }));
+    const rotated = await json(
+      await api(`/v1/webhooks/${endpoint.id}/rotate-secret`, { token, body: { graceSeconds: 0 } }),
+    );
     expect(rotated.previousSecretExpiresAt).toBeNull();
     // The receiver still holds the old secret only: it refuses (401), the delivery is retried.
     await completedTurn(token);
@@ -322,14 +450,18 @@ describe("the signing secret", () => {
     expect(refused!.signature.split(" ")).toHaveLength(1);
     await inbox(name, { secrets: [rotated.secret] });
     await until("the delivery", async () => ((await inbox(name)).some((r) => r.verified) ? true : undefined));
-    expect((await api(`/v1/webhooks/${endpoint.id}/rotate-secret`, { token, body: { graceSeconds: -1 } })).status).toBe(400);
+    expect((await api(`/v1/webhooks/${endpoint.id}/rotate-secret`, { token, body: { graceSeconds: -1 } })).status).toBe(
+      400,
+    );
   });
 });
 
 describe("the signing secret's grace period", () => {
   it("ends: once past it, the rotated-out secret no longer signs, and the endpoint no longer shows it", async () => {
     const { token, name, endpoint } = await subscribed(["turn.completed"]);
-    const rotated = await json(await api(`/v1/webhooks/${endpoint.id}/rotate-secret`, { token, body: { graceSeconds: 1 } }));
+    const rotated = await json(
+      await api(`/v1/webhooks/${endpoint.id}/rotate-secret`, { token, body: { graceSeconds: 1 } }),
+    );
     const expires = Date.parse(rotated.previousSecretExpiresAt);
     expect(expires).toBeGreaterThan(Date.now() - 1000);
     // Past the grace period (no clock to move: its second is waited out).
@@ -354,8 +486,12 @@ describe("secrets at rest", () => {
     await until("the delivery", async () => ((await inbox(name)).some((r) => r.verified) ? true : undefined));
     const stub = env.USERS.get(env.USERS.idFromName(await deriveOwnerKey(bindings.SESSION_ID_SECRET!, user)));
     const dump = await runInDurableObject(stub, (_instance, state) => {
-      const tables = state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%'").toArray();
-      return tables.map(({ name }) => JSON.stringify(state.storage.sql.exec(`SELECT * FROM "${name}"`).toArray())).join("\n");
+      const tables = state.storage.sql
+        .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%'")
+        .toArray();
+      return tables
+        .map(({ name }) => JSON.stringify(state.storage.sql.exec(`SELECT * FROM "${name}"`).toArray()))
+        .join("\n");
     });
     expect(dump).toContain(endpoint.id);
     for (const secret of [endpoint.secret, rotated.secret]) {
@@ -393,5 +529,8 @@ describe("forgetting", () => {
 /** How many delivery rows the user's object holds. */
 async function deliveryRows(user: string): Promise<number> {
   const stub = env.USERS.get(env.USERS.idFromName(await deriveOwnerKey(bindings.SESSION_ID_SECRET!, user)));
-  return runInDurableObject(stub, (_instance, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM webhook_deliveries").one().n);
+  return runInDurableObject(
+    stub,
+    (_instance, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM webhook_deliveries").one().n,
+  );
 }

@@ -9,12 +9,30 @@
 import type { Context } from "hono";
 import { z } from "zod";
 import { TurnResponse } from "../../ai-sdk/chunks";
-import { answerBody, ChatRequestBody, ChatRequestError, chatAction, editedTurnId, regeneratedTurnId, UiMessagesSchema, type AskShape, type ChatAction } from "../../ai-sdk/request";
+import {
+  answerBody,
+  ChatRequestBody,
+  ChatRequestError,
+  chatAction,
+  editedTurnId,
+  regeneratedTurnId,
+  UiMessagesSchema,
+  type AskShape,
+  type ChatAction,
+} from "../../ai-sdk/request";
 import { ApiError, type RpcResult } from "../../errors";
 import type { ConversationSummary } from "../../session/session";
 import { ConversationId } from "../../schemas/common";
 import type { InteractionAcknowledgement } from "../../schemas/contracts";
-import { knownConversation, knownSession, limitedTurn, rateLimit, requireConversation, session, type AppEnv } from "../app-context";
+import {
+  knownConversation,
+  knownSession,
+  limitedTurn,
+  rateLimit,
+  requireConversation,
+  session,
+  type AppEnv,
+} from "../app-context";
 import { unwrapRpc } from "../errors";
 import { DeclaredRoutes, eventStream, json, noContent } from "../route-declaration";
 import { openSubscription } from "../sse-relay";
@@ -37,22 +55,32 @@ async function summaryOf(s: Session): Promise<RpcResult<ConversationSummary>> {
 /** What a UI message stream's frames hold (documented inline: the chunks are the AI SDK's). */
 const UiMessageStream = z
   .string()
-  .describe("SSE: each data line is one UIMessageChunk of the AI SDK's UI message stream protocol as JSON; the stream ends with data: [DONE]");
+  .describe(
+    "SSE: each data line is one UIMessageChunk of the AI SDK's UI message stream protocol as JSON; the stream ends with data: [DONE]",
+  );
 
 export const chatRoutes = new DeclaredRoutes();
 
 function refused(err: ChatRequestError): ApiError {
-  return new ApiError(400, "invalid_request", `the body is invalid: ${err.path}: ${err.message}`, { issues: [{ path: err.path, message: err.message }] });
+  return new ApiError(400, "invalid_request", `the body is invalid: ${err.path}: ${err.message}`, {
+    issues: [{ path: err.path, message: err.message }],
+  });
 }
 
 function checkSize(c: Context<AppEnv>, message: string): void {
   const limit = c.get("config").MAX_MESSAGE_BYTES;
   const bytes = new TextEncoder().encode(message).length;
-  if (bytes > limit) throw new ApiError(413, "message_too_large", `the message is ${bytes} bytes; the limit is ${limit}`);
+  if (bytes > limit)
+    throw new ApiError(413, "message_too_large", `the message is ${bytes} bytes; the limit is ${limit}`);
 }
 
 /** The response about one turn: a finished turn from its record, a running one followed live. */
-async function respondWithTurn(c: Context<AppEnv>, s: Session, turnId: string, continueAfterAsks: string[] = []): Promise<Response> {
+async function respondWithTurn(
+  c: Context<AppEnv>,
+  s: Session,
+  turnId: string,
+  continueAfterAsks: string[] = [],
+): Promise<Response> {
   const replay = unwrapRpc(await s.stub.chatReplay(s.conversationId, turnId, continueAfterAsks));
   if (replay !== null) return uiStreamResponse(replay);
   const summary = unwrapRpc(await summaryOf(s));
@@ -60,10 +88,16 @@ async function respondWithTurn(c: Context<AppEnv>, s: Session, turnId: string, c
   // Asks outstanding now, and any asked after this point, are where the response waits for the user.
   const outstanding = new Set((summary.interactions as OpenAsk[]).map((i) => i.id));
   const seen = summary.lastEventId;
-  const response = new TurnResponse(turnId, { continueAfterAsks, pauseAt: (id, seq) => seq > seen || outstanding.has(id) });
+  const response = new TurnResponse(turnId, {
+    continueAfterAsks,
+    pauseAt: (id, seq) => seq > seen || outstanding.has(id),
+  });
   const socket = await openSubscription(s.stub, turn.after ?? seen);
   const config = c.get("config");
-  return followTurn(socket, response, { pingIntervalMs: config.SSE_PING_INTERVAL_MS, maxPendingBytes: config.SSE_MAX_PENDING_BYTES });
+  return followTurn(socket, response, {
+    pingIntervalMs: config.SSE_PING_INTERVAL_MS,
+    maxPendingBytes: config.SSE_MAX_PENDING_BYTES,
+  });
 }
 
 /** Delivers the answers a continued assistant message carries, through the interactions' own checks. */
@@ -76,7 +110,12 @@ async function deliverAnswers(s: Session, action: Extract<ChatAction, { kind: "a
     // Answered already (here, in another tab, by the native route): the stream shows how it ended.
     if (!ask || ask.turnId !== action.turnId) continue;
     const body = answerBody(answer, ask);
-    const ack = unwrapRpc(await s.stub.answer(s.conversationId, answer.interactionId, { operationId: `chat:${answer.interactionId}`, ...body })) as InteractionAcknowledgement;
+    const ack = unwrapRpc(
+      await s.stub.answer(s.conversationId, answer.interactionId, {
+        operationId: `chat:${answer.interactionId}`,
+        ...body,
+      }),
+    ) as InteractionAcknowledgement;
     switch (ack.status) {
       case "accepted":
       case "already_resolved_same":
@@ -85,11 +124,26 @@ async function deliverAnswers(s: Session, action: Extract<ChatAction, { kind: "a
       case "cancelled":
         continue;
       case "invalid_response":
-        throw new ApiError(422, "invalid_response", `the answer to ${answer.interactionId} does not fit the ask: ${ack.message ?? "invalid"}; the ask stays open`, { interactionId: answer.interactionId, acknowledgement: ack });
+        throw new ApiError(
+          422,
+          "invalid_response",
+          `the answer to ${answer.interactionId} does not fit the ask: ${ack.message ?? "invalid"}; the ask stays open`,
+          { interactionId: answer.interactionId, acknowledgement: ack },
+        );
       case "transport_failure":
-        throw new ApiError(502, "upstream_error", `the answer to ${answer.interactionId} could not be confirmed; send it again`, { interactionId: answer.interactionId, retryable: true });
+        throw new ApiError(
+          502,
+          "upstream_error",
+          `the answer to ${answer.interactionId} could not be confirmed; send it again`,
+          { interactionId: answer.interactionId, retryable: true },
+        );
       default:
-        throw new ApiError(409, ack.status, ack.message ?? `the answer to ${answer.interactionId} was refused (${ack.status})`, { interactionId: answer.interactionId });
+        throw new ApiError(
+          409,
+          ack.status,
+          ack.message ?? `the answer to ${answer.interactionId} was refused (${ack.status})`,
+          { interactionId: answer.interactionId },
+        );
     }
   }
 }
@@ -98,9 +152,15 @@ chatRoutes.serve(
   {
     method: "post",
     path: "/",
-    summary: "The AI SDK's chat route (DefaultChatTransport): one turn as a UI message stream; a retried message never runs twice",
+    summary:
+      "The AI SDK's chat route (DefaultChatTransport): one turn as a UI message stream; a retried message never runs twice",
     body: ChatRequestBody,
-    answers: { 200: eventStream(UiMessageStream, "The turn as a UI message stream (x-vercel-ai-ui-message-stream: v1), to its end or to an ask it waits on") },
+    answers: {
+      200: eventStream(
+        UiMessageStream,
+        "The turn as a UI message stream (x-vercel-ai-ui-message-stream: v1), to its end or to an ask it waits on",
+      ),
+    },
     errors: [400, 401, 404, 409, 410, 413, 415, 422, 429, 501, 502, 503, 504],
   },
   async (c, readBody) => {
@@ -113,7 +173,10 @@ chatRoutes.serve(
       throw err;
     }
     const s = await session(c, body.id);
-    const options = { ...(body.model !== undefined ? { model: body.model } : {}), ...(body.interactions !== undefined ? { interactions: body.interactions } : {}) };
+    const options = {
+      ...(body.model !== undefined ? { model: body.model } : {}),
+      ...(body.interactions !== undefined ? { interactions: body.interactions } : {}),
+    };
     if (action.kind === "answer") {
       await requireConversation(c, s.conversationId);
       await deliverAnswers(s, action);
@@ -149,7 +212,8 @@ chatRoutes.serve(
       // The answer again, after the turn the answered one followed: a branch beside it.
       const answered = await s.stub.getTurn(of);
       if (answered.ok) parentTurnId = answered.value.parentTurnId;
-      else if (action.of !== null) throw new ApiError(404, "turn_not_found", `messageId names no answer of this conversation (${action.of})`);
+      else if (action.of !== null)
+        throw new ApiError(404, "turn_not_found", `messageId names no answer of this conversation (${action.of})`);
     }
     const request = { message: action.message, ...options, ...(parentTurnId !== undefined ? { parentTurnId } : {}) };
     const send = () => s.stub.submitTurn(s.context, turnId, request, "refuse", c.get("identity").issuedAt);
@@ -162,9 +226,13 @@ chatRoutes.serve(
   {
     method: "get",
     path: "/:cid/stream",
-    summary: "Resume (reconnectToStream, useChat's resume: true): the running turn's whole stream from its start, then live",
+    summary:
+      "Resume (reconnectToStream, useChat's resume: true): the running turn's whole stream from its start, then live",
     params: { cid: ConversationId },
-    answers: { 200: eventStream(UiMessageStream, "The running turn's UI message stream, from its start"), 204: noContent("No turn is running: nothing to resume") },
+    answers: {
+      200: eventStream(UiMessageStream, "The running turn's UI message stream, from its start"),
+      204: noContent("No turn is running: nothing to resume"),
+    },
     errors: [400, 401, 429],
   },
   async (c) => {
@@ -184,7 +252,8 @@ chatRoutes.serve(
   {
     method: "get",
     path: "/:cid/messages",
-    summary: "The conversation as the AI SDK's UIMessage[] (seed useChat's messages after a reload): the active branch's, or ?branch='s",
+    summary:
+      "The conversation as the AI SDK's UIMessage[] (seed useChat's messages after a reload): the active branch's, or ?branch='s",
     params: { cid: ConversationId },
     query: { branch: BranchQuery.optional() },
     answers: { 200: json(UiMessagesSchema, "Each turn's user message and answer") },

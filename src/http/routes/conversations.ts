@@ -35,16 +35,32 @@ import {
 const BODY_OVERHEAD_BYTES = 16 * 1024;
 
 /** How many conversations the list answers. */
-const Limit = z.coerce.number().int().min(1).max(200).default(50).describe("How many conversations to list, newest first");
+const Limit = z.coerce
+  .number()
+  .int()
+  .min(1)
+  .max(200)
+  .default(50)
+  .describe("How many conversations to list, newest first");
 
 /** Which branch a read is of (docs/api.md#branches); absent: the active one. */
-export const BranchQuery = z.coerce.number().int().nonnegative().max(1_000_000).describe("The branch to read (GET …/branches lists them); absent: the active branch");
+export const BranchQuery = z.coerce
+  .number()
+  .int()
+  .nonnegative()
+  .max(1_000_000)
+  .describe("The branch to read (GET …/branches lists them); absent: the active branch");
 
 /** The `?branch=` of a read, parsed; undefined when absent. */
 export function branchOf(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const parsed = BranchQuery.safeParse(value);
-  if (!parsed.success) throw new ApiError(400, "invalid_request", "branch must be a non-negative integer (a branch id from GET …/branches)");
+  if (!parsed.success)
+    throw new ApiError(
+      400,
+      "invalid_request",
+      "branch must be a non-negative integer (a branch id from GET …/branches)",
+    );
   return parsed.data;
 }
 
@@ -54,7 +70,14 @@ const cid = { cid: ConversationId };
 export const conversationRoutes = new DeclaredRoutes();
 
 conversationRoutes.serve(
-  { method: "get", path: "/", summary: "The user's conversations", query: { limit: Limit }, answers: { 200: json(ConversationListSchema, "Newest first") }, errors: [401] },
+  {
+    method: "get",
+    path: "/",
+    summary: "The user's conversations",
+    query: { limit: Limit },
+    answers: { 200: json(ConversationListSchema, "Newest first") },
+    errors: [401],
+  },
   async (c) => {
     const limit = Limit.safeParse(c.req.query("limit"));
     if (!limit.success) throw new ApiError(400, "invalid_request", "limit must be an integer from 1 to 200");
@@ -74,7 +97,10 @@ conversationRoutes.serve(
     body: SubmitTurnBody,
     answers: {
       200: json(TurnViewSchema, "The cached result of a finished turn with this id"),
-      202: json(TurnViewSchema, "Accepted (or already running): follow the event stream; with whenBusy queue, possibly queued (status queued) to start after the turns before it"),
+      202: json(
+        TurnViewSchema,
+        "Accepted (or already running): follow the event stream; with whenBusy queue, possibly queued (status queued) to start after the turns before it",
+      ),
     },
     errors: [400, 401, 409, 410, 413, 415, 429, 501, 502, 503, 504],
   },
@@ -91,10 +117,19 @@ conversationRoutes.serve(
       }
     }
     const turnId = body.turnId ?? header;
-    if (!turnId) throw new ApiError(400, "turn_id_required", "a turnId (in the body or as Idempotency-Key) is required so a retry never runs twice");
+    if (!turnId)
+      throw new ApiError(
+        400,
+        "turn_id_required",
+        "a turnId (in the body or as Idempotency-Key) is required so a retry never runs twice",
+      );
     const messageBytes = new TextEncoder().encode(body.message).length;
     if (messageBytes > config.MAX_MESSAGE_BYTES) {
-      throw new ApiError(413, "message_too_large", `the message is ${messageBytes} bytes; the limit is ${config.MAX_MESSAGE_BYTES}`);
+      throw new ApiError(
+        413,
+        "message_too_large",
+        `the message is ${messageBytes} bytes; the limit is ${config.MAX_MESSAGE_BYTES}`,
+      );
     }
     const request = {
       message: body.message,
@@ -152,7 +187,11 @@ conversationRoutes.serve(
     const body = await readBody(config.MAX_MESSAGE_BYTES + BODY_OVERHEAD_BYTES);
     const messageBytes = new TextEncoder().encode(body.message).length;
     if (messageBytes > config.MAX_MESSAGE_BYTES) {
-      throw new ApiError(413, "message_too_large", `the message is ${messageBytes} bytes; the limit is ${config.MAX_MESSAGE_BYTES}`);
+      throw new ApiError(
+        413,
+        "message_too_large",
+        `the message is ${messageBytes} bytes; the limit is ${config.MAX_MESSAGE_BYTES}`,
+      );
     }
     return c.json(unwrapRpc(await stub.editQueued(conversationId, turnId, body.message)));
   },
@@ -190,7 +229,14 @@ conversationRoutes.serve(
 );
 
 conversationRoutes.serve(
-  { method: "get", path: "/:cid", summary: "Conversation summary", params: cid, answers: { 200: json(ConversationSummarySchema, "Summary") }, errors: [400, 401, 404] },
+  {
+    method: "get",
+    path: "/:cid",
+    summary: "Conversation summary",
+    params: cid,
+    answers: { 200: json(ConversationSummarySchema, "Summary") },
+    errors: [400, 401, 404],
+  },
   async (c) => {
     const { stub, conversationId } = await knownSession(c);
     return c.json(unwrapRpc(await stub.summary(conversationId)));
@@ -248,7 +294,11 @@ conversationRoutes.serve(
 
 const SwitchedAnswer = z
   .object({ branch: z.number().int().nonnegative(), previous: z.number().int().nonnegative(), tipTurnId: TurnId })
-  .meta({ id: "BranchSwitched", description: "The branch now active, the one before, and its latest turn (every stream of the conversation hears branch.switched)" });
+  .meta({
+    id: "BranchSwitched",
+    description:
+      "The branch now active, the one before, and its latest turn (every stream of the conversation hears branch.switched)",
+  });
 
 conversationRoutes.serve(
   {
@@ -262,9 +312,17 @@ conversationRoutes.serve(
   },
   async (c, readBody) => {
     const body = await readBody(4 * 1024);
-    if ((body.branch === undefined) === (body.turnId === undefined)) throw new ApiError(400, "invalid_request", "name exactly one of branch and turnId");
+    if ((body.branch === undefined) === (body.turnId === undefined))
+      throw new ApiError(400, "invalid_request", "name exactly one of branch and turnId");
     const { stub, conversationId } = await knownSession(c);
-    return c.json(unwrapRpc(await stub.switchBranch(conversationId, { ...(body.branch !== undefined ? { branch: body.branch } : {}), ...(body.turnId !== undefined ? { turnId: body.turnId } : {}) })));
+    return c.json(
+      unwrapRpc(
+        await stub.switchBranch(conversationId, {
+          ...(body.branch !== undefined ? { branch: body.branch } : {}),
+          ...(body.turnId !== undefined ? { turnId: body.turnId } : {}),
+        }),
+      ),
+    );
   },
 );
 
@@ -287,7 +345,8 @@ conversationRoutes.serve(
   {
     method: "post",
     path: "/:cid/cancel",
-    summary: "Cancel the running turn (retry-safe under its operationId; queue clear removes the queued turns too); a browser disconnect never cancels",
+    summary:
+      "Cancel the running turn (retry-safe under its operationId; queue clear removes the queued turns too); a browser disconnect never cancels",
     params: cid,
     body: CancelBody,
     answers: {

@@ -41,7 +41,8 @@ const CONTROL_MAX_BODY_BYTES = 1024 * 1024;
  * `wrangler dev` restart it under the requests beside it.
  */
 async function controlBody(request: Request): Promise<ArrayBuffer> {
-  const tooLarge = () => new ApiError(413, "payload_too_large", `the body is larger than ${CONTROL_MAX_BODY_BYTES} bytes`);
+  const tooLarge = () =>
+    new ApiError(413, "payload_too_large", `the body is larger than ${CONTROL_MAX_BODY_BYTES} bytes`);
   if (Number(request.headers.get("content-length") ?? "0") > CONTROL_MAX_BODY_BYTES) throw tooLarge();
   const body = await request.arrayBuffer();
   if (body.byteLength > CONTROL_MAX_BODY_BYTES) throw tooLarge();
@@ -74,7 +75,8 @@ devRoutes.serve(
     summary: "Emulator control (fault injection, counters) for local runs, tests and benchmarks",
     guard: devOnly("emulator"),
     answers: {},
-    undocumented: "the emulator's own API, passed through; docs/emulator.md#the-emulators-control-routes-local-only documents it",
+    undocumented:
+      "the emulator's own API, passed through; docs/emulator.md#the-emulators-control-routes-local-only documents it",
   },
   async (c) => {
     const url = new URL(c.req.url);

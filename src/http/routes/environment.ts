@@ -6,7 +6,13 @@
  */
 import { unwrapRpc } from "../errors";
 import { DeclaredRoutes, json } from "../route-declaration";
-import { AccountAnswer, AccountDeletion, EnvironmentAnswer, EnvironmentDeleteAnswer, EnvironmentStopAnswer } from "../../schemas/environment";
+import {
+  AccountAnswer,
+  AccountDeletion,
+  EnvironmentAnswer,
+  EnvironmentDeleteAnswer,
+  EnvironmentStopAnswer,
+} from "../../schemas/environment";
 import type { Context } from "hono";
 import type { AppEnv } from "../app-context";
 
@@ -18,7 +24,8 @@ environmentRoutes.serve(
   {
     method: "get",
     path: "/",
-    summary: "The user's sandbox as the provider reports it (each value reported or unavailable), and what the gateway did to it",
+    summary:
+      "The user's sandbox as the provider reports it (each value reported or unavailable), and what the gateway did to it",
     answers: { 200: json(EnvironmentAnswer, "The environment") },
     errors: [401, 409, 410],
   },
@@ -29,7 +36,8 @@ environmentRoutes.serve(
   {
     method: "post",
     path: "/stop",
-    summary: "Stop the user's sandbox now; the next turn resumes it (the agent's memory kept). A running turn ends failed environment_lost",
+    summary:
+      "Stop the user's sandbox now; the next turn resumes it (the agent's memory kept). A running turn ends failed environment_lost",
     answers: { 200: json(EnvironmentStopAnswer, "Stopped") },
     errors: [401, 404, 409, 410, 501, 502, 503],
   },
@@ -52,7 +60,13 @@ export const accountRoutes = new DeclaredRoutes();
 const issuedAt = (c: Context<AppEnv>) => c.get("identity").issuedAt;
 
 accountRoutes.serve(
-  { method: "get", path: "/", summary: "The user's account: its deletion, if one began", answers: { 200: json(AccountAnswer, "The account") }, errors: [401] },
+  {
+    method: "get",
+    path: "/",
+    summary: "The user's account: its deletion, if one began",
+    answers: { 200: json(AccountAnswer, "The account") },
+    errors: [401],
+  },
   async (c) => c.json(await userOf(c).account(issuedAt(c))),
 );
 
@@ -60,10 +74,14 @@ accountRoutes.serve(
   {
     method: "delete",
     path: "/",
-    summary: "Delete the account: every conversation upstream and here, the sandbox, the webhooks and the index (docs/api.md#deleting-an-account); call again to resume one cut short",
+    summary:
+      "Delete the account: every conversation upstream and here, the sandbox, the webhooks and the index (docs/api.md#deleting-an-account); call again to resume one cut short",
     answers: {
       200: json(AccountDeletion, "Deleted"),
-      202: json(AccountDeletion, "Begun and cut short (lastError says why): nothing of the account is readable; the alarm or another call resumes it"),
+      202: json(
+        AccountDeletion,
+        "Begun and cut short (lastError says why): nothing of the account is readable; the alarm or another call resumes it",
+      ),
     },
     errors: [401],
   },

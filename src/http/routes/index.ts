@@ -36,4 +36,10 @@ export const MOUNTS: readonly Mount[] = [
 ];
 
 /** Every route at or under these needs `Authorization: Bearer <user token>` (or, on an events route, a stream token). */
-export const AUTHENTICATED_PREFIXES = ["/v1/conversations", "/v1/chat", "/v1/environment", "/v1/me", "/v1/webhooks"] as const;
+export const AUTHENTICATED_PREFIXES = [
+  "/v1/conversations",
+  "/v1/chat",
+  "/v1/environment",
+  "/v1/me",
+  "/v1/webhooks",
+] as const;

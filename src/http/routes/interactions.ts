@@ -40,7 +40,9 @@ interactionRoutes.serve(
       forbidden = forbiddenPaths((raw as { data?: unknown } | null)?.data, "data");
     });
     // RPC typing drops the acknowledgement's loose binding (an index signature); the shape is the session's.
-    const ack = unwrapRpc(await stub.answer(conversationId, iid.data, { ...body, ...(forbidden.length ? { forbidden } : {}) })) as InteractionAcknowledgement;
+    const ack = unwrapRpc(
+      await stub.answer(conversationId, iid.data, { ...body, ...(forbidden.length ? { forbidden } : {}) }),
+    ) as InteractionAcknowledgement;
     return c.json(ack, ACK_HTTP_STATUS[ack.status]);
   },
 );

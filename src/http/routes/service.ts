@@ -9,7 +9,15 @@ import { VERSION } from "../../version";
 
 export const serviceRoutes = new DeclaredRoutes();
 
-serviceRoutes.serve({ method: "get", path: "/healthz", summary: "Liveness and version", answers: { 200: json(HealthSchema, "Alive") } }, (c) => {
-  const config = c.get("config");
-  return c.json({ ok: true as const, version: VERSION, provider: config.provider, devLogin: config.DEV_LOGIN && isLocalDevelopment(c) });
-});
+serviceRoutes.serve(
+  { method: "get", path: "/healthz", summary: "Liveness and version", answers: { 200: json(HealthSchema, "Alive") } },
+  (c) => {
+    const config = c.get("config");
+    return c.json({
+      ok: true as const,
+      version: VERSION,
+      provider: config.provider,
+      devLogin: config.DEV_LOGIN && isLocalDevelopment(c),
+    });
+  },
+);

@@ -35,18 +35,31 @@ streamRoutes.serve(
         .string()
         .regex(/^\d{1,7}$/)
         .optional()
-        .describe("Replay only this branch's history (the events of the turns on its path, and the conversation's own, such as branch.switched); live events of every branch follow"),
+        .describe(
+          "Replay only this branch's history (the events of the turns on its path, and the conversation's own, such as branch.switched); live events of every branch follow",
+        ),
     },
-    answers: { 200: eventStream(EventEnvelopeSchema, "text/event-stream; each frame's data is an Event, except a message.part.delta frame, a delta continuing the previous frame's part: {d, t?}, the Event rebuilt from the previous frame (docs/sse-protocol.md §11)") },
+    answers: {
+      200: eventStream(
+        EventEnvelopeSchema,
+        "text/event-stream; each frame's data is an Event, except a message.part.delta frame, a delta continuing the previous frame's part: {d, t?}, the Event rebuilt from the previous frame (docs/sse-protocol.md §11)",
+      ),
+    },
     errors: [400, 401],
   },
   async (c) => {
     const { stub, conversationId } = await session(c);
     // EventSource sends Last-Event-ID on its own reconnects; a reloaded page passes ?after=.
     const cursor = Cursor.safeParse(c.req.header("last-event-id") ?? c.req.query("after") ?? "0");
-    if (!cursor.success) throw new ApiError(400, "invalid_cursor", "the cursor (Last-Event-ID or ?after=) must be a non-negative integer");
+    if (!cursor.success)
+      throw new ApiError(400, "invalid_cursor", "the cursor (Last-Event-ID or ?after=) must be a non-negative integer");
     const branchParam = c.req.query("branch");
-    if (branchParam !== undefined && !/^\d{1,7}$/.test(branchParam)) throw new ApiError(400, "invalid_request", "branch must be a non-negative integer (a branch id from GET …/branches)");
+    if (branchParam !== undefined && !/^\d{1,7}$/.test(branchParam))
+      throw new ApiError(
+        400,
+        "invalid_request",
+        "branch must be a non-negative integer (a branch id from GET …/branches)",
+      );
     const branch = branchParam === undefined ? undefined : Number(branchParam);
     await rateLimit(c, "stream");
     // The object streams the log over a hibernatable WebSocket; this Worker holds the browser's
@@ -56,7 +69,15 @@ streamRoutes.serve(
     const after = Number(cursor.data);
     if (!(await knownConversation(c, conversationId))) {
       // Not a conversation yet: wait for it without waking (and so storing) a session object.
-      return new Response(relayOnceKnown(() => awaitConversation(c, conversationId), (from) => openSubscription(stub, from, branch), after, options), { headers: SSE_HEADERS });
+      return new Response(
+        relayOnceKnown(
+          () => awaitConversation(c, conversationId),
+          (from) => openSubscription(stub, from, branch),
+          after,
+          options,
+        ),
+        { headers: SSE_HEADERS },
+      );
     }
     return new Response(relayStream(await openSubscription(stub, after, branch), options), { headers: SSE_HEADERS });
   },
@@ -75,9 +96,14 @@ streamRoutes.serve(
     const config = c.get("config");
     const conversationId = conversationIdOf(c);
     const { userId } = c.get("identity");
-    if (!config.AUTH_JWT_SECRET) throw new ApiError(501, "stream_tokens_unavailable", "stream tokens need AUTH_JWT_SECRET to sign them");
+    if (!config.AUTH_JWT_SECRET)
+      throw new ApiError(501, "stream_tokens_unavailable", "stream tokens need AUTH_JWT_SECRET to sign them");
     const ttl = config.STREAM_TOKEN_TTL_SECONDS;
     const token = await signToken(config, { sub: userId, use: "stream", cid: conversationId }, ttl);
-    return c.json({ token, expiresIn: ttl, eventsUrl: `/v1/conversations/${encodeURIComponent(conversationId)}/events?access_token=${token}` });
+    return c.json({
+      token,
+      expiresIn: ttl,
+      eventsUrl: `/v1/conversations/${encodeURIComponent(conversationId)}/events?access_token=${token}`,
+    });
   },
 );

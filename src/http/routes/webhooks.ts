@@ -68,12 +68,26 @@ webhookRoutes.serve(
   },
 );
 
-webhookRoutes.serve({ method: "get", path: "/", summary: "The user's webhook endpoints (never their secrets)", answers: { 200: json(WebhookListAnswer, "Oldest first") }, errors: [401] }, async (c) =>
-  c.json({ webhooks: await user(c).listWebhooks() }),
+webhookRoutes.serve(
+  {
+    method: "get",
+    path: "/",
+    summary: "The user's webhook endpoints (never their secrets)",
+    answers: { 200: json(WebhookListAnswer, "Oldest first") },
+    errors: [401],
+  },
+  async (c) => c.json({ webhooks: await user(c).listWebhooks() }),
 );
 
 webhookRoutes.serve(
-  { method: "get", path: "/:id", summary: "One webhook endpoint", params: id, answers: { 200: json(WebhookEndpointView, "The endpoint") }, errors: [400, 401, 404] },
+  {
+    method: "get",
+    path: "/:id",
+    summary: "One webhook endpoint",
+    params: id,
+    answers: { 200: json(WebhookEndpointView, "The endpoint") },
+    errors: [400, 401, 404],
+  },
   async (c) => {
     const wid = endpointId(c);
     const endpoint = await user(c).getWebhook(wid);
@@ -102,7 +116,8 @@ webhookRoutes.serve(
   {
     method: "post",
     path: "/:id/rotate-secret",
-    summary: "A new signing secret (shown only in this answer); the previous one also signs deliveries for graceSeconds",
+    summary:
+      "A new signing secret (shown only in this answer); the previous one also signs deliveries for graceSeconds",
     params: id,
     body: RotateWebhookSecretBody,
     answers: { 200: json(WebhookSecretAnswer, "Rotated") },
@@ -113,7 +128,12 @@ webhookRoutes.serve(
     const body = await readBody(BODY_MAX_BYTES);
     const rotated = await user(c).rotateWebhookSecret(wid, body.graceSeconds);
     if (!rotated) {
-      if (await user(c).getWebhook(wid)) throw new ApiError(409, "webhook_rotation_conflict", "another rotation of this endpoint's secret happened at the same time; its secret stands");
+      if (await user(c).getWebhook(wid))
+        throw new ApiError(
+          409,
+          "webhook_rotation_conflict",
+          "another rotation of this endpoint's secret happened at the same time; its secret stands",
+        );
       throw notFound(wid);
     }
     return c.json({ ...rotated.endpoint, secret: rotated.secret });

@@ -58,17 +58,30 @@ export class ChunkStream {
     try {
       json = JSON.parse(frame.data);
     } catch {
-      return { kind: "warning", upstreamId, code: "invalid_upstream_frame", message: `bridge chunk ${upstreamId ?? "(no id)"} is not JSON` };
+      return {
+        kind: "warning",
+        upstreamId,
+        code: "invalid_upstream_frame",
+        message: `bridge chunk ${upstreamId ?? "(no id)"} is not JSON`,
+      };
     }
     const parsed = Chunk.safeParse(json);
     if (!parsed.success) {
-      return { kind: "warning", upstreamId, code: "invalid_upstream_frame", message: `bridge chunk ${upstreamId ?? "(no id)"} is not a chat completion chunk` };
+      return {
+        kind: "warning",
+        upstreamId,
+        code: "invalid_upstream_frame",
+        message: `bridge chunk ${upstreamId ?? "(no id)"} is not a chat completion chunk`,
+      };
     }
     const chunk = parsed.data;
     if (chunk.error) {
       // The bridge's words without its host's paths; a run it refused for capacity in this gateway's words.
       const message = scrubbed(chunk.error.message ?? "the run failed", `run ${this.runId}`);
-      const error = capacityRunError(chunk.error) ?? { ...(chunk.error.type ? { code: chunk.error.type } : {}), message };
+      const error = capacityRunError(chunk.error) ?? {
+        ...(chunk.error.type ? { code: chunk.error.type } : {}),
+        message,
+      };
       this.error = { upstreamId, error };
       return undefined;
     }
@@ -80,7 +93,11 @@ export class ChunkStream {
     }
     // The models the bridge observed serving the run (its own data, not the `model` echo).
     const served = upstreamId !== undefined ? servedModelsOf(chunk) : undefined;
-    if (served !== undefined) usage = { ...(usage ?? { mode: "delta", key: upstreamId, provenance: "unknown", counts: null }), servedModels: served };
+    if (served !== undefined)
+      usage = {
+        ...(usage ?? { mode: "delta", key: upstreamId, provenance: "unknown", counts: null }),
+        servedModels: served,
+      };
     const choice = chunk.choices?.[0];
     if (choice?.finish_reason) {
       this.finish = { upstreamId, reason: choice.finish_reason, ...(usage ? { usage } : {}) };
@@ -89,11 +106,21 @@ export class ChunkStream {
     const delta = choice?.delta;
     if (delta?.content) {
       this.text += delta.content;
-      return { kind: "part", upstreamId, part: { id: `${this.runId}:text`, type: "text", text: this.text }, delta: delta.content };
+      return {
+        kind: "part",
+        upstreamId,
+        part: { id: `${this.runId}:text`, type: "text", text: this.text },
+        delta: delta.content,
+      };
     }
     if (delta?.reasoning) {
       this.reasoning += delta.reasoning;
-      return { kind: "part", upstreamId, part: { id: `${this.runId}:reasoning`, type: "reasoning", text: this.reasoning }, delta: delta.reasoning };
+      return {
+        kind: "part",
+        upstreamId,
+        part: { id: `${this.runId}:reasoning`, type: "reasoning", text: this.reasoning },
+        delta: delta.reasoning,
+      };
     }
     const call = delta?.tool_calls?.[0];
     if (call) {
@@ -107,7 +134,12 @@ export class ChunkStream {
         kind: "part",
         upstreamId,
         // The bridge reports a tool call once the CLI ran the command.
-        part: { id: `${this.runId}:tool:${index}`, type: "tool", tool: tool.name, state: { status: "completed", input: parsedArgs(tool.args) } },
+        part: {
+          id: `${this.runId}:tool:${index}`,
+          type: "tool",
+          tool: tool.name,
+          state: { status: "completed", input: parsedArgs(tool.args) },
+        },
       };
     }
     if (usage) return { kind: "usage", upstreamId, usage };

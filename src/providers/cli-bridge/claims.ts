@@ -18,7 +18,9 @@ const flag = (doc: Doc, name: string, key: string) => group(doc, name)?.[key] ==
 /** Retained control with every flag, and the streaming and session claims it requires. */
 function retainedControl(doc: Doc): boolean {
   return (
-    ["exactRunIdentity", "resultIdentity", "eventIdentity", "cancellationIdempotency"].every((k) => flag(doc, "retainedControl", k)) &&
+    ["exactRunIdentity", "resultIdentity", "eventIdentity", "cancellationIdempotency"].every((k) =>
+      flag(doc, "retainedControl", k),
+    ) &&
     flag(doc, "streaming", "replay") &&
     flag(doc, "streaming", "detach") &&
     flag(doc, "streaming", "turnIdempotency") &&
@@ -28,7 +30,12 @@ function retainedControl(doc: Doc): boolean {
 
 /** The route continues a retained native session (`/v1/sessions` and `/turns`), rather than one-shot runs. */
 export function supportsRetainedSessions(doc: Doc | null): boolean {
-  return doc !== null && retainedControl(doc) && flag(doc, "nativeContinuation", "atomicBoundary") && flag(doc, "nativeContinuation", "requestIdempotency");
+  return (
+    doc !== null &&
+    retainedControl(doc) &&
+    flag(doc, "nativeContinuation", "atomicBoundary") &&
+    flag(doc, "nativeContinuation", "requestIdempotency")
+  );
 }
 
 export function bridgeClaims(doc: Doc | null): Claims {
@@ -36,14 +43,16 @@ export function bridgeClaims(doc: Doc | null): Claims {
   const detach = flag(doc, "streaming", "detach") && flag(doc, "streaming", "turnIdempotency");
   const retained = supportsRetainedSessions(doc);
   // Interactions are native to retained sessions only: a one-shot run never carries a posture.
-  const interactions = retained && flag(doc, "interactions", "responseIdempotency") && flag(doc, "interactions", "replay");
+  const interactions =
+    retained && flag(doc, "interactions", "responseIdempotency") && flag(doc, "interactions", "replay");
   const kinds = group(doc, "interactions")?.kinds;
   return {
     detach,
     replay: flag(doc, "streaming", "replay"),
     cancelRun: retainedControl(doc),
     interactions,
-    interactionKinds: interactions && Array.isArray(kinds) ? kinds.filter((k): k is string => typeof k === "string") : [],
+    interactionKinds:
+      interactions && Array.isArray(kinds) ? kinds.filter((k): k is string => typeof k === "string") : [],
     // docs/cli-bridge-wire.md has no route that copies a session: an edit of an earlier message is refused.
     fork: false,
   };

@@ -30,7 +30,15 @@ import { supportsRetainedSessions } from "./claims";
 import { ENVIRONMENT_ID, modelFor, type CapabilityDocuments } from "./environment";
 import { readSnapshot } from "./result";
 import { bridgeRoutes as routes } from "./routes";
-import { CLI_BRIDGE_PROVIDER_NAME, generationIn, isOurs, PI_ONE_SHOT_PROVIDER, sessionFamily, sessionOf, type Transport } from "./sessions";
+import {
+  CLI_BRIDGE_PROVIDER_NAME,
+  generationIn,
+  isOurs,
+  PI_ONE_SHOT_PROVIDER,
+  sessionFamily,
+  sessionOf,
+  type Transport,
+} from "./sessions";
 import { isNotFound, isWire, refine } from "./wire-errors";
 import { SessionView, TurnAccepted, type RunSnapshot } from "./wire";
 
@@ -53,11 +61,15 @@ type Notice = NonNullable<DispatchReceipt["notice"]>;
 
 /** Why the agent's memory does not carry over into this turn (the receipt's `agent_memory_reset`). */
 const RESET = {
-  route: (model: string) => `this turn runs on model route ${model}, in an agent session of its own: the agent does not remember this conversation's turns on other model routes`,
-  stopped: "the agent's previous session ended (it was stopped); this turn starts a new one, without the earlier conversation in its memory",
+  route: (model: string) =>
+    `this turn runs on model route ${model}, in an agent session of its own: the agent does not remember this conversation's turns on other model routes`,
+  stopped:
+    "the agent's previous session ended (it was stopped); this turn starts a new one, without the earlier conversation in its memory",
   lost: "the CLI Bridge lost the agent's session (it restarted); this turn starts a new one, without the earlier conversation in its memory",
-  taken: "the CLI Bridge holds the agent's session under other settings; this turn starts a new one, without the earlier conversation in its memory",
-  closed: "each one-shot Pi run is an agent session of its own, closed when the run ends: this turn starts without the earlier conversation in its memory",
+  taken:
+    "the CLI Bridge holds the agent's session under other settings; this turn starts a new one, without the earlier conversation in its memory",
+  closed:
+    "each one-shot Pi run is an agent session of its own, closed when the run ends: this turn starts without the earlier conversation in its memory",
   released: [
     "the agent's previous session was closed after it stayed idle (CLI_BRIDGE_SESSION_IDLE_MS), to give its CLI Bridge",
     "process slot back; this turn starts a new one, without the earlier conversation in its memory",
@@ -81,7 +93,12 @@ interface Start {
   notice?: Notice;
 }
 
-export async function dispatchTurn(http: HttpTransport, defaults: TurnDefaults, documents: CapabilityDocuments, input: DispatchInput): Promise<DispatchReceipt> {
+export async function dispatchTurn(
+  http: HttpTransport,
+  defaults: TurnDefaults,
+  documents: CapabilityDocuments,
+  input: DispatchInput,
+): Promise<DispatchReceipt> {
   try {
     return await dispatch(http, defaults, documents, input);
   } catch (err) {
@@ -89,7 +106,12 @@ export async function dispatchTurn(http: HttpTransport, defaults: TurnDefaults, 
   }
 }
 
-async function dispatch(http: HttpTransport, defaults: TurnDefaults, documents: CapabilityDocuments, input: DispatchInput): Promise<DispatchReceipt> {
+async function dispatch(
+  http: HttpTransport,
+  defaults: TurnDefaults,
+  documents: CapabilityDocuments,
+  input: DispatchInput,
+): Promise<DispatchReceipt> {
   const model = modelFor(defaults.model, input.model);
   const doc = await documents.read(model);
   const transport: Transport = supportsRetainedSessions(doc) ? "retained" : "one-shot";
@@ -108,14 +130,21 @@ async function dispatch(http: HttpTransport, defaults: TurnDefaults, documents: 
     if (isNotFound(err)) return null;
     throw err;
   });
-  if (existing && ((existing.executionId && existing.executionId !== input.executionId) || (existing.sessionId && !isOurs(existing.sessionId, input.sessionId)))) {
+  if (
+    existing &&
+    ((existing.executionId && existing.executionId !== input.executionId) ||
+      (existing.sessionId && !isOurs(existing.sessionId, input.sessionId)))
+  ) {
     throw new ProviderError("admission_mismatch", `the CLI Bridge holds run ${runId} for another session or execution`);
   }
   const start = await startOf(input, transport, model, existing);
   const turn = { http, defaults, input, model, runId, start };
   const receipt = transport === "retained" ? await dispatchRetained(turn) : await dispatchOneShot(turn);
   if (existing?.requestDigest && existing.requestDigest !== receipt.controlRef.requestDigest) {
-    throw new ProviderError("admission_mismatch", `the CLI Bridge answered run ${runId} with another request digest than the run it holds`);
+    throw new ProviderError(
+      "admission_mismatch",
+      `the CLI Bridge answered run ${runId} with another request digest than the run it holds`,
+    );
   }
   return { ...receipt, alreadyExisted: existing !== null };
 }
@@ -135,14 +164,20 @@ interface Turn {
  * landed in, else the one the conversation's last run on this route ran in (its previous run, or
  * an earlier one: coming back to a route continues its session).
  */
-async function startOf(input: DispatchInput, transport: Transport, model: string, existing: RunSnapshot | null): Promise<Start> {
+async function startOf(
+  input: DispatchInput,
+  transport: Transport,
+  model: string,
+  existing: RunSnapshot | null,
+): Promise<Start> {
   const family = await sessionFamily(input.sessionId, transport, model);
   // A retried dispatch whose run landed: the session it landed in.
   const landed = existing?.sessionId !== undefined ? generationIn(existing.sessionId, family) : null;
   if (landed !== null) return { family, generation: landed, continuing: true, closed: false };
   const previous = input.previous;
   const last = previous ? generationIn(previous.sessionId, family) : null;
-  if (previous && last !== null) return { family, generation: last, continuing: true, closed: previous.provider === PI_ONE_SHOT_PROVIDER };
+  if (previous && last !== null)
+    return { family, generation: last, continuing: true, closed: previous.provider === PI_ONE_SHOT_PROVIDER };
   const notice = previous ? { notice: memoryReset(RESET.route(model)) } : {};
   const earlier = latestIn(input.sessions ?? [], family);
   if (earlier) {
@@ -153,7 +188,10 @@ async function startOf(input: DispatchInput, transport: Transport, model: string
 }
 
 /** The family's latest session among the conversation's runs, and its run. */
-function latestIn(runs: readonly AgentExactRunControlRef[], family: string): { generation: number; ref: AgentExactRunControlRef } | null {
+function latestIn(
+  runs: readonly AgentExactRunControlRef[],
+  family: string,
+): { generation: number; ref: AgentExactRunControlRef } | null {
   let latest: ReturnType<typeof latestIn> = null;
   for (const ref of runs) {
     const generation = generationIn(ref.sessionId, family);
@@ -182,7 +220,10 @@ async function dispatchOneShot(turn: Turn): Promise<DispatchReceipt> {
   }
 }
 
-async function startOneShot({ http, defaults, input, model, runId }: Turn, sessionId: string): Promise<AgentExactRunControlRef> {
+async function startOneShot(
+  { http, defaults, input, model, runId }: Turn,
+  sessionId: string,
+): Promise<AgentExactRunControlRef> {
   const body = stripUndefined({
     model,
     stream: true,
@@ -209,10 +250,17 @@ async function startOneShot({ http, defaults, input, model, runId }: Turn, sessi
     requestDigest: h("x-run-request-digest"),
   };
   if (!ref.runId || !ref.provider || !ref.environmentId || !ref.sessionId || !ref.executionId || !ref.requestDigest) {
-    throw new ProviderError("admission_missing", "the CLI Bridge started the run without the X-Run-* headers that identify it exactly", { retryable: false });
+    throw new ProviderError(
+      "admission_missing",
+      "the CLI Bridge started the run without the X-Run-* headers that identify it exactly",
+      { retryable: false },
+    );
   }
   if (ref.runId !== runId || ref.sessionId !== sessionId) {
-    throw new ProviderError("admission_mismatch", `the CLI Bridge admitted run ${ref.runId} in session ${ref.sessionId} instead of ${runId} in ${sessionId}`);
+    throw new ProviderError(
+      "admission_mismatch",
+      `the CLI Bridge admitted run ${ref.runId} in session ${ref.sessionId} instead of ${runId} in ${sessionId}`,
+    );
   }
   return ref as AgentExactRunControlRef;
 }
@@ -227,7 +275,11 @@ async function dispatchRetained(turn: Turn): Promise<DispatchReceipt> {
   let run: RunSnapshot | undefined;
   for (let step = 0; !run; step++) {
     if (step >= MAX_SESSION_STEPS) {
-      throw new ProviderError("unavailable", `the CLI Bridge took no turn in ${MAX_SESSION_STEPS} sessions of this conversation on ${model}`, { retryable: false });
+      throw new ProviderError(
+        "unavailable",
+        `the CLI Bridge took no turn in ${MAX_SESSION_STEPS} sessions of this conversation on ${model}`,
+        { retryable: false },
+      );
     }
     const sessionId = sessionOf(start.family, generation);
     if (open) {
@@ -257,7 +309,8 @@ async function dispatchRetained(turn: Turn): Promise<DispatchReceipt> {
   if (run.id !== runId || (run.executionId !== undefined && run.executionId !== input.executionId)) {
     throw new ProviderError("admission_mismatch", `the CLI Bridge admitted run ${run.id} instead of ${runId}`);
   }
-  if (!run.requestDigest) throw new ProviderError("admission_missing", "the CLI Bridge admitted the turn without its request digest");
+  if (!run.requestDigest)
+    throw new ProviderError("admission_missing", "the CLI Bridge admitted the turn without its request digest");
   const controlRef: AgentExactRunControlRef = {
     runId: run.id,
     provider: run.provider ?? CLI_BRIDGE_PROVIDER_NAME,
@@ -275,7 +328,10 @@ async function dispatchRetained(turn: Turn): Promise<DispatchReceipt> {
  * why it takes none when it holds it ended; `taken` when the id is another session API's or
  * another route's.
  */
-async function openSession({ http, defaults, model }: Turn, bridgeSessionId: string): Promise<"opened" | "open" | "taken" | Ended> {
+async function openSession(
+  { http, defaults, model }: Turn,
+  bridgeSessionId: string,
+): Promise<"opened" | "open" | "taken" | Ended> {
   const body = stripUndefined({ session_id: bridgeSessionId, model, cwd: defaults.cwd, execution: defaults.execution });
   try {
     await http.send(routes.createSession(), { body, retry: true, retryIf: retryUnlessCapacity }, "open session");
@@ -306,25 +362,48 @@ function endedBy(status: string): Ended {
  * `released` (closed idle), `lost` (its native process did not survive a bridge restart),
  * `missing` (the bridge does not know it). Anything else is thrown on: busy is `session_busy`.
  */
-async function sessionEnded(http: HttpTransport, err: unknown, bridgeSessionId: string, justOpened: boolean): Promise<Ended | "missing"> {
+async function sessionEnded(
+  http: HttpTransport,
+  err: unknown,
+  bridgeSessionId: string,
+  justOpened: boolean,
+): Promise<Ended | "missing"> {
   if (isWire(err, "unknown_session")) return "lost";
   if (isNotFound(err) && !justOpened) return "missing";
   if (!isWire(err, "invalid_state")) throw err;
   // Busy with a turn (wait for it), or ended: its own view says which.
-  const session = await http.json(routes.session(bridgeSessionId), SessionView, { retry: true }, "read session").catch(() => null);
+  const session = await http
+    .json(routes.session(bridgeSessionId), SessionView, { retry: true }, "read session")
+    .catch(() => null);
   if (session?.status === "unknown") return "lost";
-  if (session && !ENDED_SESSION_STATES.has(session.status)) throw err.as("session_busy", "the agent session is already running a turn");
+  if (session && !ENDED_SESSION_STATES.has(session.status))
+    throw err.as("session_busy", "the agent session is already running a turn");
   return session ? endedBy(session.status) : "stopped";
 }
 
-async function startTurn(http: HttpTransport, bridgeSessionId: string, input: DispatchInput, runId: string): Promise<RunSnapshot> {
-  const body = stripUndefined({ message: input.message, run_id: runId, turn_id: input.turnId, execution_id: input.executionId, interactions: input.interactions });
+async function startTurn(
+  http: HttpTransport,
+  bridgeSessionId: string,
+  input: DispatchInput,
+  runId: string,
+): Promise<RunSnapshot> {
+  const body = stripUndefined({
+    message: input.message,
+    run_id: runId,
+    turn_id: input.turnId,
+    execution_id: input.executionId,
+    interactions: input.interactions,
+  });
   try {
     const options = { body, retry: true, retryIf: retryUnlessCapacity };
     return (await http.json(routes.turns(bridgeSessionId), TurnAccepted, options, "start turn")).run;
   } catch (err) {
     const refined = refine(err);
-    if (refined instanceof ProviderError && refined.code === "conflict" && refined.options.wireCode !== "invalid_state") {
+    if (
+      refined instanceof ProviderError &&
+      refined.code === "conflict" &&
+      refined.options.wireCode !== "invalid_state"
+    ) {
       throw refined.as("session_busy", "the agent session is already running a turn");
     }
     throw refined;

@@ -31,7 +31,11 @@ export interface RunEnd {
 export const LOST: RunEnd = {
   status: "failed",
   assumed: true,
-  error: { code: "upstream_lost", message: "the CLI Bridge lost this run (it restarted while the run was in flight): whether the run finished is unknown" },
+  error: {
+    code: "upstream_lost",
+    message:
+      "the CLI Bridge lost this run (it restarted while the run was in flight): whether the run finished is unknown",
+  },
 };
 
 /** The end of a run whose stream said the bridge cancelled it, when the bridge can no longer confirm that (see above). */
@@ -39,7 +43,9 @@ export const STOPPED: RunEnd = { status: "cancelled", assumed: true };
 
 /** Whether a snapshot names exactly the ref's run (a snapshot without a digest names none other). */
 export function namesRun(ref: AgentExactRunControlRef, snapshot: RunSnapshot): boolean {
-  return snapshot.id === ref.runId && (snapshot.requestDigest === undefined || snapshot.requestDigest === ref.requestDigest);
+  return (
+    snapshot.id === ref.runId && (snapshot.requestDigest === undefined || snapshot.requestDigest === ref.requestDigest)
+  );
 }
 
 /** The run's end from its snapshot; null while the bridge says it is running. */
@@ -49,7 +55,10 @@ export function runEnd(ref: AgentExactRunControlRef, snapshot: RunSnapshot): Run
     return {
       status: "failed",
       assumed: true,
-      error: { code: "upstream_mismatch", message: `the CLI Bridge answered run ${ref.runId} with the snapshot of ${what}: refused, the run's outcome is unknown` },
+      error: {
+        code: "upstream_mismatch",
+        message: `the CLI Bridge answered run ${ref.runId} with the snapshot of ${what}: refused, the run's outcome is unknown`,
+      },
     };
   }
   switch (snapshot.status) {

@@ -40,7 +40,9 @@ export class EnvelopeStream {
 
   read(frame: SseFrame & { data: string }): EnvelopeRead {
     const upstreamId = frame.id === "" ? undefined : frame.id;
-    const warn = (message: string): EnvelopeRead => ({ event: { kind: "warning", upstreamId, code: "invalid_upstream_frame", message } });
+    const warn = (message: string): EnvelopeRead => ({
+      event: { kind: "warning", upstreamId, code: "invalid_upstream_frame", message },
+    });
     let json: unknown;
     try {
       json = JSON.parse(frame.data);
@@ -50,30 +52,50 @@ export class EnvelopeStream {
     const parsed = Envelope.safeParse(json);
     if (!parsed.success) return warn(`bridge event ${upstreamId ?? "(no id)"} is not a runtime event envelope`);
     const { event, eventId, runId } = parsed.data;
-    if (runId !== this.runId) return warn(`bridge event ${upstreamId ?? "(no id)"} belongs to run ${runId}, not to run ${this.runId}: refused`);
+    if (runId !== this.runId)
+      return warn(`bridge event ${upstreamId ?? "(no id)"} belongs to run ${runId}, not to run ${this.runId}: refused`);
     const { type, ...fields } = event;
     const shown = { type, data: fields };
     if (PRIVATE_TYPES.has(type)) return { event: { kind: "private", upstreamId, type } };
     switch (type) {
       case "message.part.updated": {
         const part = fields.part as Record<string, unknown> | undefined;
-        if (!part || typeof part.id !== "string" || typeof part.type !== "string") return warn(`bridge event ${eventId}: a part without id or type`);
+        if (!part || typeof part.id !== "string" || typeof part.type !== "string")
+          return warn(`bridge event ${eventId}: a part without id or type`);
         if (part.type === "text" && typeof part.text === "string") this.texts.set(part.id, part.text);
-        return { event: { kind: "part", upstreamId, part: part as Record<string, unknown> & { id: string; type: string }, ...(typeof fields.delta === "string" ? { delta: fields.delta } : {}) } };
+        return {
+          event: {
+            kind: "part",
+            upstreamId,
+            part: part as Record<string, unknown> & { id: string; type: string },
+            ...(typeof fields.delta === "string" ? { delta: fields.delta } : {}),
+          },
+        };
       }
       case "status": {
-        if (fields.status === "completed" || fields.status === "failed" || fields.status === "cancelled") return { end: { upstreamId, status: fields.status, detail: fields.detail } };
+        if (fields.status === "completed" || fields.status === "failed" || fields.status === "cancelled")
+          return { end: { upstreamId, status: fields.status, detail: fields.detail } };
         return { event: { kind: "passthrough", upstreamId, shown } };
       }
       case "interaction": {
         const request = InteractionRequest.safeParse(fields.request);
-        if (!request.success) return warn(`bridge event ${eventId}: an interaction request that does not match the contract`);
+        if (!request.success)
+          return warn(`bridge event ${eventId}: an interaction request that does not match the contract`);
         return { event: { kind: "interaction.requested", upstreamId, request: request.data, shown } };
       }
       case "interaction.cancel": {
         if (typeof fields.id !== "string") return warn(`bridge event ${eventId}: interaction.cancel without an id`);
         const reason = typeof fields.reason === "string" ? fields.reason : undefined;
-        return { event: { kind: "interaction.ended", upstreamId, interactionId: fields.id, why: reason === "timeout" ? "expired" : "cancelled", ...(reason ? { reason } : {}), shown } };
+        return {
+          event: {
+            kind: "interaction.ended",
+            upstreamId,
+            interactionId: fields.id,
+            why: reason === "timeout" ? "expired" : "cancelled",
+            ...(reason ? { reason } : {}),
+            shown,
+          },
+        };
       }
       case "raw": {
         const inner = fields.event as { type?: unknown; usage?: unknown } | undefined;
@@ -81,11 +103,24 @@ export class EnvelopeStream {
           // Served models only from the bridge's own event fields, never from inside the native record.
           const served = servedModelsOf(fields);
           const counted = envelopeUsage(inner.usage as Record<string, unknown>, eventId);
-          const usage = served === undefined ? counted : { ...(counted ?? { mode: "delta" as const, key: eventId, provenance: "unknown" as const, counts: null }), servedModels: served };
+          const usage =
+            served === undefined
+              ? counted
+              : {
+                  ...(counted ?? {
+                    mode: "delta" as const,
+                    key: eventId,
+                    provenance: "unknown" as const,
+                    counts: null,
+                  }),
+                  servedModels: served,
+                };
           // The usage is the gateway's own report (usage.updated); the harness's frame is not shown.
           if (usage) return { event: { kind: "usage", upstreamId, usage } };
         }
-        return { event: { kind: "private", upstreamId, type: typeof inner?.type === "string" ? `raw:${inner.type}` : "raw" } };
+        return {
+          event: { kind: "private", upstreamId, type: typeof inner?.type === "string" ? `raw:${inner.type}` : "raw" },
+        };
       }
       default:
         return { event: { kind: "passthrough", upstreamId, shown } };

@@ -9,7 +9,12 @@ import { DEFAULT_CAPABILITY_RECHECK_MS } from "../../config";
 import { capabilityReadDue } from "../claims";
 import { ProviderError } from "../errors";
 import type { HttpTransport } from "../http";
-import type { EnsureEnvironmentInput, EnsureEnvironmentResult, EnvironmentObservation, EnvironmentRecord } from "../provider";
+import type {
+  EnsureEnvironmentInput,
+  EnsureEnvironmentResult,
+  EnvironmentObservation,
+  EnvironmentRecord,
+} from "../provider";
 import { retryUnlessCapacity } from "./capacity";
 import { bridgeRoutes as routes } from "./routes";
 import { refine } from "./wire-errors";
@@ -28,13 +33,26 @@ type Doc = Record<string, unknown>;
 export async function ensureEnvironment({ known }: EnsureEnvironmentInput): Promise<EnsureEnvironmentResult> {
   // The bridge is one shared environment that provisions nothing; what a turn may do is read per model route.
   if (known) return { record: known, outcome: "existing" };
-  return { record: { environmentId: ENVIRONMENT_ID, generation: 1, capabilities: null, warnings: [], readyAt: new Date().toISOString() }, outcome: "created" };
+  return {
+    record: {
+      environmentId: ENVIRONMENT_ID,
+      generation: 1,
+      capabilities: null,
+      warnings: [],
+      readyAt: new Date().toISOString(),
+    },
+    outcome: "created",
+  };
 }
 
 /** The turn's model route: its own, else the deployment's default (`CLI_BRIDGE_MODEL`). */
 export function modelFor(defaultModel: string | undefined, model: string | undefined): string {
   const chosen = model ?? defaultModel;
-  if (!chosen) throw new ProviderError("model_invalid", "no model route for this turn: send `model`, or set CLI_BRIDGE_MODEL (e.g. codex/default)");
+  if (!chosen)
+    throw new ProviderError(
+      "model_invalid",
+      "no model route for this turn: send `model`, or set CLI_BRIDGE_MODEL (e.g. codex/default)",
+    );
   return chosen;
 }
 
@@ -61,7 +79,8 @@ export class CapabilityDocuments {
       .json(routes.capabilities(), CapabilityDocument, options, "read capabilities")
       .catch((err: unknown) => {
         if (err instanceof ProviderError && err.code === "capability_denied") return null;
-        if (err instanceof ProviderError && err.code === "not_found") throw new ProviderError("model_invalid", `the CLI Bridge offers no model route ${model}`, err.options);
+        if (err instanceof ProviderError && err.code === "not_found")
+          throw new ProviderError("model_invalid", `the CLI Bridge offers no model route ${model}`, err.options);
         throw refine(err);
       });
     this.discovery.set(model, { at: Date.now(), doc });
@@ -70,7 +89,8 @@ export class CapabilityDocuments {
   }
 }
 
-const NO_LIFECYCLE = "the CLI Bridge reports no lifecycle for its one environment, which every user shares (docs/cli-bridge-wire.md)";
+const NO_LIFECYCLE =
+  "the CLI Bridge reports no lifecycle for its one environment, which every user shares (docs/cli-bridge-wire.md)";
 
 /**
  * What the bridge reports of its one environment: nothing of its lifecycle, its limits, its
@@ -81,7 +101,15 @@ export function observeEnvironment(known: EnvironmentRecord | null): Environment
   const none = { state: "unavailable" as const, reason: NO_LIFECYCLE };
   return {
     environment: known
-      ? { status: none, createdAt: none, startedAt: none, lastActivityAt: none, expiresAt: none, idlePolicy: none, resources: none }
+      ? {
+          status: none,
+          createdAt: none,
+          startedAt: none,
+          lastActivityAt: none,
+          expiresAt: none,
+          idlePolicy: none,
+          resources: none,
+        }
       : null,
     accountUsage: { state: "unavailable", reason: "the CLI Bridge has no account to report on" },
   };
@@ -89,5 +117,8 @@ export function observeEnvironment(known: EnvironmentRecord | null): Environment
 
 /** The bridge's environment is shared by every user: no user may stop or delete it. */
 export function refuseEnvironmentControl(what: "stop" | "delete"): never {
-  throw new ProviderError("capability_denied", `the CLI Bridge's one environment is shared by every user: it cannot be ${what === "stop" ? "stopped" : "deleted"} by one`);
+  throw new ProviderError(
+    "capability_denied",
+    `the CLI Bridge's one environment is shared by every user: it cannot be ${what === "stop" ? "stopped" : "deleted"} by one`,
+  );
 }

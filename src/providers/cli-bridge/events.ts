@@ -25,7 +25,12 @@ import { isNotFound, refine } from "./wire-errors";
 
 const MAX_FRAME_BYTES = 1024 * 1024 + 64 * 1024;
 
-export async function* readEvents(http: HttpTransport, closer: SessionCloser, ref: AgentExactRunControlRef, options: EventsOptions): AsyncIterable<ProviderEvent> {
+export async function* readEvents(
+  http: HttpTransport,
+  closer: SessionCloser,
+  ref: AgentExactRunControlRef,
+  options: EventsOptions,
+): AsyncIterable<ProviderEvent> {
   // Chunks carry deltas only, and a retained run's end carries no text: to know the whole answer
   // and whole part texts, a reader that joins mid-run reads the run from its first event (within
   // the bridge's replay window) and shows what is after the cursor.
@@ -52,7 +57,12 @@ async function* readOnce(
   try {
     response = await http.send(
       routes.runEvents(ref.runId),
-      { headers: cursor !== undefined ? { "last-event-id": cursor } : {}, retry: true, stream: true, signal: options.signal },
+      {
+        headers: cursor !== undefined ? { "last-event-id": cursor } : {},
+        retry: true,
+        stream: true,
+        signal: options.signal,
+      },
       "read run events",
     );
   } catch (err) {
@@ -64,7 +74,8 @@ async function* readOnce(
     throw refine(err);
   }
   // A run lost in a crash is never terminal: its stream ends after what it had, or stays open.
-  const status = response.headers.get("x-run-status") ?? (await readSnapshot(http, ref.runId).catch(() => null))?.status;
+  const status =
+    response.headers.get("x-run-status") ?? (await readSnapshot(http, ref.runId).catch(() => null))?.status;
   if (status === "unknown") {
     response.body?.cancel().catch(() => undefined);
     yield { kind: "terminal", upstreamId: undefined, ...LOST };
@@ -80,7 +91,11 @@ async function* readOnce(
     const data = frame.data;
     const kind = frame.event !== undefined && frame.event !== "message" ? "canonical" : "openai";
     if (format && kind !== format) {
-      throw new ProviderError("invalid_response", "the CLI Bridge mixed OpenAI chunks and runtime envelopes in one stream", { retryable: false });
+      throw new ProviderError(
+        "invalid_response",
+        "the CLI Bridge mixed OpenAI chunks and runtime envelopes in one stream",
+        { retryable: false },
+      );
     }
     format = kind;
     if (kind === "openai") {
@@ -99,10 +114,14 @@ async function* readOnce(
     const cancelled = read.end.status === "cancelled" || read.end.detail === "cancelled";
     const confirmed = await confirmStreamEnd(http, closer, ref, cancelled);
     if (!confirmed) return false;
-    if (confirmed.closeFailed) yield { kind: "warning", upstreamId: undefined, code: "session_close_failed", message: confirmed.closeFailed };
+    if (confirmed.closeFailed)
+      yield { kind: "warning", upstreamId: undefined, code: "session_close_failed", message: confirmed.closeFailed };
     const { end } = confirmed;
     const detail = read.end.detail;
-    const error = errorOf(end, typeof detail === "string" ? { message: scrubbed(detail, `run ${ref.runId}`) } : undefined);
+    const error = errorOf(
+      end,
+      typeof detail === "string" ? { message: scrubbed(detail, `run ${ref.runId}`) } : undefined,
+    );
     // Part updates carry whole texts, so a reader that joined mid-run reads only the answer from the start.
     const text = fromStart ? envelopes.answer : await answerFromStart(http, ref, envelopes.answer);
     yield { kind: "terminal", upstreamId: read.end.upstreamId, ...end, text, ...(error ? { error } : {}) };
@@ -111,10 +130,14 @@ async function* readOnce(
   if (format !== "openai" || !(chunks.done || chunks.finish || chunks.error)) return false; // severed: reconnect
   const confirmed = await confirmStreamEnd(http, closer, ref, chunks.error?.error.code === "run_cancelled");
   if (!confirmed) return false;
-  if (confirmed.closeFailed) yield { kind: "warning", upstreamId: undefined, code: "session_close_failed", message: confirmed.closeFailed };
+  if (confirmed.closeFailed)
+    yield { kind: "warning", upstreamId: undefined, code: "session_close_failed", message: confirmed.closeFailed };
   const { end } = confirmed;
   const upstreamId = chunks.error?.upstreamId ?? chunks.finish?.upstreamId;
-  const error = errorOf(end, chunks.error?.error ?? { message: `the run ended (${chunks.finish?.reason ?? "failed"})` });
+  const error = errorOf(
+    end,
+    chunks.error?.error ?? { message: `the run ended (${chunks.finish?.reason ?? "failed"})` },
+  );
   yield {
     kind: "terminal",
     upstreamId,

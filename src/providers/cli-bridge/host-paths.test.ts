@@ -5,17 +5,23 @@ describe("host paths in a CLI Bridge's messages", () => {
   afterEach(() => vi.restoreAllMocks());
 
   it("replaces each absolute path, keeping the file it names", () => {
-    expect(withoutHostPaths("backend pi cannot read /home/ops/.pi/agent/models.json before isolated inference starts")).toBe(
-      `backend pi cannot read ${HOST_PATH}/models.json before isolated inference starts`,
+    expect(
+      withoutHostPaths("backend pi cannot read /home/ops/.pi/agent/models.json before isolated inference starts"),
+    ).toBe(`backend pi cannot read ${HOST_PATH}/models.json before isolated inference starts`);
+    expect(
+      withoutHostPaths(
+        "backend pi model tangle-router/x has no explicit entry in /srv/pi/models.json; the bridge refuses",
+      ),
+    ).toBe(`backend pi model tangle-router/x has no explicit entry in ${HOST_PATH}/models.json; the bridge refuses`);
+    expect(withoutHostPaths('spawn failed: ENOENT "/opt/bin/pi" in /home/alice/repo.')).toBe(
+      `spawn failed: ENOENT "${HOST_PATH}" in ${HOST_PATH}.`,
     );
-    expect(withoutHostPaths("backend pi model tangle-router/x has no explicit entry in /srv/pi/models.json; the bridge refuses")).toBe(
-      `backend pi model tangle-router/x has no explicit entry in ${HOST_PATH}/models.json; the bridge refuses`,
+    expect(
+      withoutHostPaths("see ~/.pi/agent/auth.json, C:\\Users\\ops\\pi\\models.json and file:///etc/bridge/env"),
+    ).toBe(`see ${HOST_PATH}/auth.json, ${HOST_PATH}/models.json and ${HOST_PATH}`);
+    expect(withoutHostPaths("cwd (/home/ops/work) is outside the jail: /home/ops/work/.agent-home")).toBe(
+      `cwd (${HOST_PATH}) is outside the jail: ${HOST_PATH}`,
     );
-    expect(withoutHostPaths('spawn failed: ENOENT "/opt/bin/pi" in /home/alice/repo.')).toBe(`spawn failed: ENOENT "${HOST_PATH}" in ${HOST_PATH}.`);
-    expect(withoutHostPaths("see ~/.pi/agent/auth.json, C:\\Users\\ops\\pi\\models.json and file:///etc/bridge/env")).toBe(
-      `see ${HOST_PATH}/auth.json, ${HOST_PATH}/models.json and ${HOST_PATH}`,
-    );
-    expect(withoutHostPaths("cwd (/home/ops/work) is outside the jail: /home/ops/work/.agent-home")).toBe(`cwd (${HOST_PATH}) is outside the jail: ${HOST_PATH}`);
   });
 
   it("keeps what is not a path of the host: model routes, the bridge's routes, URLs, ratios", () => {

@@ -41,7 +41,13 @@ import { bridgeClaims } from "./claims";
 import { answerInteraction, cancelRun } from "./control";
 import { dispatchTurn, type TurnDefaults } from "./dispatch";
 import { CLI_BRIDGE_PROVIDER_NAME } from "./sessions";
-import { CapabilityDocuments, ensureEnvironment, modelFor, observeEnvironment, refuseEnvironmentControl } from "./environment";
+import {
+  CapabilityDocuments,
+  ensureEnvironment,
+  modelFor,
+  observeEnvironment,
+  refuseEnvironmentControl,
+} from "./environment";
 import { readEvents } from "./events";
 import { readResult } from "./result";
 import { SessionCloser } from "./session-end";
@@ -92,7 +98,10 @@ export class CliBridgeProvider implements AgentProvider {
     return readResult(this.http, this.closer, ref);
   }
 
-  cancel(ref: AgentExactRunControlRef, request: { operationId?: string; reason?: string } = {}): Promise<CancelOutcome> {
+  cancel(
+    ref: AgentExactRunControlRef,
+    request: { operationId?: string; reason?: string } = {},
+  ): Promise<CancelOutcome> {
     return cancelRun(this.http, ref, request);
   }
 
@@ -102,10 +111,18 @@ export class CliBridgeProvider implements AgentProvider {
 
   /** docs/cli-bridge-wire.md has no route that copies a session (its claims say no fork, so the session never asks). */
   async fork(): Promise<{ sessionId: string }> {
-    throw new ProviderError("capability_denied", "a CLI Bridge cannot fork an agent session", { details: { missing: ["session.fork"] } });
+    throw new ProviderError("capability_denied", "a CLI Bridge cannot fork an agent session", {
+      details: { missing: ["session.fork"] },
+    });
   }
 
-  deleteSession({ lastRun }: { environmentId: string; sessionId: string; lastRun?: AgentExactRunControlRef }): Promise<void> {
+  deleteSession({
+    lastRun,
+  }: {
+    environmentId: string;
+    sessionId: string;
+    lastRun?: AgentExactRunControlRef;
+  }): Promise<void> {
     return this.closer.endSession(lastRun);
   }
 

@@ -20,11 +20,20 @@ const TERMINAL_CHECKS = 3;
 
 /** The run's snapshot; `waitMs` asks the bridge to hold the answer until the run is terminal, that long at most. */
 export async function readSnapshot(http: HttpTransport, runId: string, waitMs?: number): Promise<RunSnapshot> {
-  return http.json(routes.run(runId), RunSnapshot, { retry: true, ...(waitMs ? { query: { wait_ms: String(waitMs) } } : {}) }, "read run");
+  return http.json(
+    routes.run(runId),
+    RunSnapshot,
+    { retry: true, ...(waitMs ? { query: { wait_ms: String(waitMs) } } : {}) },
+    "read run",
+  );
 }
 
 /** How the run ended, from its snapshot (a one-shot Pi run's session is then closed); null while the bridge does not say. */
-export async function confirmEnd(http: HttpTransport, closer: SessionCloser, ref: AgentExactRunControlRef): Promise<{ end: RunEnd; closeFailed?: string } | null> {
+export async function confirmEnd(
+  http: HttpTransport,
+  closer: SessionCloser,
+  ref: AgentExactRunControlRef,
+): Promise<{ end: RunEnd; closeFailed?: string } | null> {
   for (let check = 0; check < TERMINAL_CHECKS; check++) {
     let snapshot: RunSnapshot;
     try {
@@ -40,7 +49,11 @@ export async function confirmEnd(http: HttpTransport, closer: SessionCloser, ref
 }
 
 /** The run's result, or null while it is still running; a run the bridge no longer knows is lost. */
-export async function readResult(http: HttpTransport, closer: SessionCloser, ref: AgentExactRunControlRef): Promise<ProviderResult | null> {
+export async function readResult(
+  http: HttpTransport,
+  closer: SessionCloser,
+  ref: AgentExactRunControlRef,
+): Promise<ProviderResult | null> {
   let snapshot: RunSnapshot;
   try {
     snapshot = await readSnapshot(http, ref.runId);

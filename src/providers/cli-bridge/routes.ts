@@ -13,7 +13,10 @@ export const bridgeRoutes = {
   run: (runId: string): Route => ({ method: "GET", path: `/v1/runs/${enc(runId)}` }),
   runEvents: (runId: string): Route => ({ method: "GET", path: `/v1/runs/${enc(runId)}/events` }),
   cancel: (runId: string): Route => ({ method: "POST", path: `/v1/runs/${enc(runId)}/cancel` }),
-  respond: (runId: string, interactionId: string): Route => ({ method: "POST", path: `/v1/runs/${enc(runId)}/interactions/${enc(interactionId)}/respond` }),
+  respond: (runId: string, interactionId: string): Route => ({
+    method: "POST",
+    path: `/v1/runs/${enc(runId)}/interactions/${enc(interactionId)}/respond`,
+  }),
   createSession: (): Route => ({ method: "POST", path: "/v1/sessions" }),
   turns: (sessionId: string): Route => ({ method: "POST", path: `/v1/sessions/${enc(sessionId)}/turns` }),
   closeSession: (sessionId: string): Route => ({ method: "POST", path: `/v1/sessions/${enc(sessionId)}/close` }),

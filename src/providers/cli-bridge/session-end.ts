@@ -27,13 +27,21 @@ export class SessionCloser {
    * snapshot names exactly this run and session; once per session.
    */
   async afterEnd(ref: AgentExactRunControlRef, snapshot: RunSnapshot, end: RunEnd): Promise<{ closeFailed?: string }> {
-    if (ref.provider !== PI_ONE_SHOT_PROVIDER || end === LOST || !namesRun(ref, snapshot) || snapshot.sessionId !== ref.sessionId) return {};
+    if (
+      ref.provider !== PI_ONE_SHOT_PROVIDER ||
+      end === LOST ||
+      !namesRun(ref, snapshot) ||
+      snapshot.sessionId !== ref.sessionId
+    )
+      return {};
     if (this.closedSessions.has(ref.sessionId)) return {};
     try {
       await this.http.send(routes.closeSession(ref.sessionId), { body: {}, retry: true }, "close session");
     } catch (err) {
       if (!(isNotFound(err) || (err instanceof ProviderError && err.code === "conflict"))) {
-        return { closeFailed: `the run's Pi session could not be closed on the CLI Bridge: ${err instanceof Error ? err.message : String(err)}` };
+        return {
+          closeFailed: `the run's Pi session could not be closed on the CLI Bridge: ${err instanceof Error ? err.message : String(err)}`,
+        };
       }
     }
     this.closedSessions.add(ref.sessionId);

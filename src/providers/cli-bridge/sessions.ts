@@ -52,5 +52,9 @@ export function isConversationSession(bridgeSessionId: string, sessionId: string
 /** A bridge session id this gateway gave the conversation, in any naming it used. */
 export function isOurs(bridgeSessionId: string, sessionId: string): boolean {
   // Before per-route families: the conversation's id itself, then `~g<N>` generations.
-  return isConversationSession(bridgeSessionId, sessionId) || bridgeSessionId === sessionId || bridgeSessionId.startsWith(`${sessionId}~g`);
+  return (
+    isConversationSession(bridgeSessionId, sessionId) ||
+    bridgeSessionId === sessionId ||
+    bridgeSessionId.startsWith(`${sessionId}~g`)
+  );
 }

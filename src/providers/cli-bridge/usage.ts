@@ -44,14 +44,29 @@ function provenanceOf(usage: Record<string, unknown>): Provenance {
 }
 
 /** OpenAI-style usage fields of one chunk; `costSoFar` is the measured total cost seen before it. */
-export function chunkUsage(usage: Record<string, unknown>, key: string, costSoFar: number): { report: UsageReport | null; costTotal: number } {
+export function chunkUsage(
+  usage: Record<string, unknown>,
+  key: string,
+  costSoFar: number,
+): { report: UsageReport | null; costTotal: number } {
   const provenance = provenanceOf(usage);
   const requests = requestsOf(usage);
   const counts: Counts = {};
   for (const [field, counter] of TOKEN_FIELDS) {
     const value = usage[field];
     if (value === undefined || value === null) continue;
-    if (!isCount(value)) return { report: { mode: "delta", key, provenance, counts: {}, problem: `usage ${key}: ${field} is not a non-negative integer`, ...requests }, costTotal: costSoFar };
+    if (!isCount(value))
+      return {
+        report: {
+          mode: "delta",
+          key,
+          provenance,
+          counts: {},
+          problem: `usage ${key}: ${field} is not a non-negative integer`,
+          ...requests,
+        },
+        costTotal: costSoFar,
+      };
     counts[counter] = value;
   }
   let costTotal = costSoFar;
@@ -66,12 +81,31 @@ export function chunkUsage(usage: Record<string, unknown>, key: string, costSoFa
       costTotal = costSoFar + usage.cost;
     }
   }
-  if (counts.inputTokens === undefined && counts.outputTokens === undefined && Object.keys(counts).filter((c) => c !== "cost").length === 0) {
+  if (
+    counts.inputTokens === undefined &&
+    counts.outputTokens === undefined &&
+    Object.keys(counts).filter((c) => c !== "cost").length === 0
+  ) {
     // No token counter: nothing about tokens is said (a cost alone cannot form a report either).
-    return { report: requests.modelRequests !== undefined ? { mode: "delta", key, provenance, counts: null, ...requests } : null, costTotal: costSoFar };
+    return {
+      report:
+        requests.modelRequests !== undefined ? { mode: "delta", key, provenance, counts: null, ...requests } : null,
+      costTotal: costSoFar,
+    };
   }
-  const costProvenance: Provenance = typeof usage.cost_provenance === "string" && RECEIPT_COSTS.has(usage.cost_provenance) ? "measured" : "unknown";
-  return { report: { mode: "delta", key, provenance, ...(counts.cost !== undefined ? { costProvenance } : {}), counts, ...requests }, costTotal };
+  const costProvenance: Provenance =
+    typeof usage.cost_provenance === "string" && RECEIPT_COSTS.has(usage.cost_provenance) ? "measured" : "unknown";
+  return {
+    report: {
+      mode: "delta",
+      key,
+      provenance,
+      ...(counts.cost !== undefined ? { costProvenance } : {}),
+      counts,
+      ...requests,
+    },
+    costTotal,
+  };
 }
 
 /** `model_requests`: counted when exact and not estimated; null (unknown) when reported otherwise. */
@@ -86,10 +120,23 @@ export function envelopeUsage(usage: Record<string, unknown>, key: string): Usag
   // A native record can say its counts are estimates, never that they are measured.
   const provenance: Provenance = usage.estimated === true ? "estimated" : "unknown";
   const counts: Counts = {};
-  for (const counter of ["inputTokens", "outputTokens", "reasoningTokens", "cacheReadInputTokens", "cacheCreationInputTokens"] as const) {
+  for (const counter of [
+    "inputTokens",
+    "outputTokens",
+    "reasoningTokens",
+    "cacheReadInputTokens",
+    "cacheCreationInputTokens",
+  ] as const) {
     const value = usage[counter];
     if (value === undefined || value === null) continue;
-    if (!isCount(value)) return { mode: "delta", key, provenance, counts: {}, problem: `usage ${key}: ${counter} is not a non-negative integer` };
+    if (!isCount(value))
+      return {
+        mode: "delta",
+        key,
+        provenance,
+        counts: {},
+        problem: `usage ${key}: ${counter} is not a non-negative integer`,
+      };
     counts[counter] = value;
   }
   if (Object.keys(counts).length === 0) return null;
@@ -104,7 +151,10 @@ export function servedModelsOf(data: Record<string, unknown>): string[] | null |
   const many = data.provider_models;
   const one = data.provider_model;
   if (many === undefined && one === undefined) return undefined;
-  const models = [...(many === undefined ? [] : Array.isArray(many) ? many : [null]), ...(one === undefined ? [] : [one])];
+  const models = [
+    ...(many === undefined ? [] : Array.isArray(many) ? many : [null]),
+    ...(one === undefined ? [] : [one]),
+  ];
   const named = (m: unknown): m is string => typeof m === "string" && m.trim() !== "" && m.length <= MAX_MODEL_CHARS;
   if (models.length === 0) return undefined;
   if (models.length > MAX_MODELS || !models.every(named)) return null;

@@ -44,5 +44,7 @@ export function refine(err: unknown): unknown {
   }
 }
 
-export const isWire = (err: unknown, wireCode: string): err is ProviderError => err instanceof ProviderError && err.options.wireCode === wireCode;
-export const isNotFound = (err: unknown): err is ProviderError => err instanceof ProviderError && err.code === "not_found";
+export const isWire = (err: unknown, wireCode: string): err is ProviderError =>
+  err instanceof ProviderError && err.options.wireCode === wireCode;
+export const isNotFound = (err: unknown): err is ProviderError =>
+  err instanceof ProviderError && err.code === "not_found";

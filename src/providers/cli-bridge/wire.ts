@@ -59,7 +59,11 @@ export const CancelAnswer = z.looseObject({
 });
 
 /** `POST /v1/runs/:runId/interactions/:iid/respond` → an InteractionAcknowledgement. */
-export const RespondAnswer = z.looseObject({ status: z.string(), message: z.string().optional(), retryable: z.boolean().optional() });
+export const RespondAnswer = z.looseObject({
+  status: z.string(),
+  message: z.string().optional(),
+  retryable: z.boolean().optional(),
+});
 
 /** One OpenAI-style chunk of a one-shot run. */
 export const Chunk = z.looseObject({

@@ -20,18 +20,31 @@ export interface BackendDefaults {
  */
 function backendModel(route: string): NonNullable<BackendConfig["model"]> {
   const slash = route.indexOf("/");
-  return slash > 0 && slash < route.length - 1 ? { provider: route.slice(0, slash), model: route.slice(slash + 1) } : { model: route };
+  return slash > 0 && slash < route.length - 1
+    ? { provider: route.slice(0, slash), model: route.slice(slash + 1) }
+    : { model: route };
 }
 
 /** The backend for a turn on `model` (the deployment's default when omitted), with the turn's interaction posture. */
-export function backendFor(defaults: BackendDefaults, model: string | undefined, interactions?: DispatchInput["interactions"]): BackendConfig {
+export function backendFor(
+  defaults: BackendDefaults,
+  model: string | undefined,
+  interactions?: DispatchInput["interactions"],
+): BackendConfig {
   const chosen = model ?? defaults.model;
-  return { type: defaults.backend, ...(chosen ? { model: backendModel(chosen) } : {}), ...(interactions ? { interactions } : {}) };
+  return {
+    type: defaults.backend,
+    ...(chosen ? { model: backendModel(chosen) } : {}),
+    ...(interactions ? { interactions } : {}),
+  };
 }
 
 /** Removes bearer material so a rotated credential is the same request (agent-provider-tangle, request digests). */
 export function backendWithoutBearer(backend: BackendConfig | undefined): unknown {
   if (!backend?.model) return backend;
   const { apiKey: _dropped, authFiles, ...model } = backend.model;
-  return { ...backend, model: { ...model, ...(authFiles ? { authFiles: authFiles.map((f) => ({ path: f.path, mode: f.mode })) } : {}) } };
+  return {
+    ...backend,
+    model: { ...model, ...(authFiles ? { authFiles: authFiles.map((f) => ({ path: f.path, mode: f.mode })) } : {}) },
+  };
 }

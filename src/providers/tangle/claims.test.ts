@@ -11,12 +11,29 @@ const full = {
   interactions: { responseDedupe: true },
 };
 
-const without = (group: keyof typeof full, name: string) => ({ ...full, [group]: { ...(full[group] as object), [name]: undefined } });
+const without = (group: keyof typeof full, name: string) => ({
+  ...full,
+  [group]: { ...(full[group] as object), [name]: undefined },
+});
 
 describe("capability claims", () => {
   it("a full document claims everything; no document claims nothing", () => {
-    expect(claimsOf(full)).toEqual({ detach: true, replay: true, cancelRun: true, interactions: true, interactionKinds: ["question", "permission", "plan"], fork: true });
-    expect(claimsOf(null)).toEqual({ detach: false, replay: false, cancelRun: false, interactions: false, interactionKinds: [], fork: false });
+    expect(claimsOf(full)).toEqual({
+      detach: true,
+      replay: true,
+      cancelRun: true,
+      interactions: true,
+      interactionKinds: ["question", "permission", "plan"],
+      fork: true,
+    });
+    expect(claimsOf(null)).toEqual({
+      detach: false,
+      replay: false,
+      cancelRun: false,
+      interactions: false,
+      interactionKinds: [],
+      fork: false,
+    });
   });
 
   it("each flag drops exactly the claims it gates (agent-provider-tangle table)", () => {
@@ -24,13 +41,43 @@ describe("capability claims", () => {
       const { interactionKinds: _kinds, fork: _fork, ...flags } = claimsOfDoc(doc);
       return flags;
     };
-    expect(claimsOf(without("dispatch", "runControlRef"))).toEqual({ detach: false, replay: true, cancelRun: false, interactions: true });
-    expect(claimsOf(without("dispatch", "executionIdOnAdmission"))).toEqual({ detach: false, replay: true, cancelRun: false, interactions: true });
-    expect(claimsOf(without("runs", "eventReplay"))).toEqual({ detach: true, replay: false, cancelRun: false, interactions: true });
-    for (const [group, name] of [["cancel", "canonicalRunCancellation"], ["cancel", "digestBound"], ["cancel", "idempotent"], ["runs", "executionScopedStatus"]] as const) {
-      expect(claimsOf(without(group, name))).toEqual({ detach: true, replay: true, cancelRun: false, interactions: true });
+    expect(claimsOf(without("dispatch", "runControlRef"))).toEqual({
+      detach: false,
+      replay: true,
+      cancelRun: false,
+      interactions: true,
+    });
+    expect(claimsOf(without("dispatch", "executionIdOnAdmission"))).toEqual({
+      detach: false,
+      replay: true,
+      cancelRun: false,
+      interactions: true,
+    });
+    expect(claimsOf(without("runs", "eventReplay"))).toEqual({
+      detach: true,
+      replay: false,
+      cancelRun: false,
+      interactions: true,
+    });
+    for (const [group, name] of [
+      ["cancel", "canonicalRunCancellation"],
+      ["cancel", "digestBound"],
+      ["cancel", "idempotent"],
+      ["runs", "executionScopedStatus"],
+    ] as const) {
+      expect(claimsOf(without(group, name))).toEqual({
+        detach: true,
+        replay: true,
+        cancelRun: false,
+        interactions: true,
+      });
     }
-    expect(claimsOf(without("interactions", "responseDedupe"))).toEqual({ detach: true, replay: true, cancelRun: true, interactions: false });
+    expect(claimsOf(without("interactions", "responseDedupe"))).toEqual({
+      detach: true,
+      replay: true,
+      cancelRun: true,
+      interactions: false,
+    });
   });
 
   it("fork is claimed with detached dispatch (the sessions guide documents it; no flag gates it)", () => {
@@ -47,7 +94,9 @@ describe("capability claims", () => {
     const claims = claimsOf(full);
     expect(unsupportedKinds({ question: true, permission: false }, claims)).toEqual([]);
     expect(unsupportedKinds({ "vendor.kind": false, plan: true }, claims)).toEqual(["vendor.kind"]);
-    expect(unsupportedKinds({ question: true }, claimsOf(without("interactions", "responseDedupe")))).toEqual(["question"]);
+    expect(unsupportedKinds({ question: true }, claimsOf(without("interactions", "responseDedupe")))).toEqual([
+      "question",
+    ]);
     expect(unsupportedKinds({}, claimsOf(null))).toEqual([]);
   });
 });
@@ -58,7 +107,14 @@ const { interactions: _withoutInteractions, ...noInteractionsGroup } = full;
 
 describe("reading the capability document (sandbox-wire §6)", () => {
   it("a document without the interactions group keeps every claim its other flags back", () => {
-    expect(read(noInteractionsGroup)).toEqual({ detach: true, replay: true, cancelRun: true, interactions: false, interactionKinds: [], fork: true });
+    expect(read(noInteractionsGroup)).toEqual({
+      detach: true,
+      replay: true,
+      cancelRun: true,
+      interactions: false,
+      interactionKinds: [],
+      fork: true,
+    });
   });
 
   it("each missing group drops only what it gates", () => {
@@ -84,10 +140,19 @@ describe("reading the capability document (sandbox-wire §6)", () => {
   });
 
   it("a flag that is not a boolean, or a group that is not an object, is not a claim", () => {
-    expect(read({ ...full, interactions: { responseDedupe: "true" } })).toEqual({ ...read(full), interactions: false, interactionKinds: [] });
+    expect(read({ ...full, interactions: { responseDedupe: "true" } })).toEqual({
+      ...read(full),
+      interactions: false,
+      interactionKinds: [],
+    });
     expect(read({ ...full, cancel: { ...full.cancel, idempotent: 1 } }).cancelRun).toBe(false);
     expect(read({ ...full, runs: null })).toEqual({ ...read(full), replay: false, cancelRun: false });
-    expect(read({ ...full, dispatch: [true, true] })).toEqual({ ...read(full), detach: false, cancelRun: false, fork: false });
+    expect(read({ ...full, dispatch: [true, true] })).toEqual({
+      ...read(full),
+      detach: false,
+      cancelRun: false,
+      fork: false,
+    });
   });
 
   it("a document of another schema, or none at all, is not read (it claims nothing)", () => {

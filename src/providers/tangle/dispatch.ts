@@ -60,12 +60,18 @@ export async function dispatchTurn(options: DispatchOptions, input: DispatchInpu
   try {
     return await dispatchWith(options, input, backend, true);
   } catch (err) {
-    if (err instanceof ProviderError && err.code === "invalid_request" && err.message.includes("executionId")) return dispatchWith(options, input, backend, false);
+    if (err instanceof ProviderError && err.code === "invalid_request" && err.message.includes("executionId"))
+      return dispatchWith(options, input, backend, false);
     throw err;
   }
 }
 
-async function dispatchWith(options: DispatchOptions, input: DispatchInput, backend: BackendConfig, executionIdInBody: boolean): Promise<DispatchReceipt> {
+async function dispatchWith(
+  options: DispatchOptions,
+  input: DispatchInput,
+  backend: BackendConfig,
+  executionIdInBody: boolean,
+): Promise<DispatchReceipt> {
   const body = stripUndefined({
     message: input.message,
     parts: [{ type: "text" as const, text: input.message }],
@@ -74,7 +80,13 @@ async function dispatchWith(options: DispatchOptions, input: DispatchInput, back
     // Also in the X-Execution-ID header: a deployment that reads only the header may refuse it here.
     executionId: executionIdInBody ? input.executionId : undefined,
     // The exact run this dispatch asks for, where the capability document requires one.
-    runControlRef: { runId: input.executionId, provider: TANGLE_PROVIDER_NAME, environmentId: input.environmentId, sessionId: input.sessionId, executionId: input.executionId },
+    runControlRef: {
+      runId: input.executionId,
+      provider: TANGLE_PROVIDER_NAME,
+      environmentId: input.environmentId,
+      sessionId: input.sessionId,
+      executionId: input.executionId,
+    },
     detach: true,
     backend,
     // The posture travels in the backend and at the top level: deployments read one or the other.
@@ -114,10 +126,13 @@ async function dispatchWith(options: DispatchOptions, input: DispatchInput, back
       }
     } catch (err) {
       // No admission in time (or a dispatch stream gone silent): the run may exist all the same.
-      if (abort.signal.aborted || (err instanceof ProviderError && err.code === "timeout")) return await lookUpUnadmitted(options, input, controlRef);
+      if (abort.signal.aborted || (err instanceof ProviderError && err.code === "timeout"))
+        return await lookUpUnadmitted(options, input, controlRef);
       throw err;
     }
-    throw new ProviderError("admission_missing", "the sandbox closed the dispatch stream without admitting the run", { retryable: true });
+    throw new ProviderError("admission_missing", "the sandbox closed the dispatch stream without admitting the run", {
+      retryable: true,
+    });
   } finally {
     clearTimeout(admissionTimer);
   }
@@ -127,14 +142,22 @@ async function dispatchWith(options: DispatchOptions, input: DispatchInput, back
  * No admission came in time. The run may have started all the same: look it up by its execution
  * id, and take it only when the session names exactly that execution; otherwise fail closed.
  */
-async function lookUpUnadmitted(options: DispatchOptions, input: DispatchInput, controlRef: AgentExactRunControlRef): Promise<DispatchReceipt> {
+async function lookUpUnadmitted(
+  options: DispatchOptions,
+  input: DispatchInput,
+  controlRef: AgentExactRunControlRef,
+): Promise<DispatchReceipt> {
   const state = await readSessionState(options.client, input.environmentId, input.sessionId).catch(() => null);
   if (state && (state.activeExecutionId === input.executionId || state.latestExecutionId === input.executionId)) {
     return { controlRef, alreadyExisted: false };
   }
-  throw new ProviderError("admission_missing", `the sandbox did not admit the run within ${options.admissionTimeoutMs} ms, and no run under its execution id exists`, {
-    retryable: true,
-  });
+  throw new ProviderError(
+    "admission_missing",
+    `the sandbox did not admit the run within ${options.admissionTimeoutMs} ms, and no run under its execution id exists`,
+    {
+      retryable: true,
+    },
+  );
 }
 
 /** What an admission frame says: the execution it names, and the dispatch receipt's fields where the deployment sends them. */
@@ -169,7 +192,12 @@ function admissionOf(frame: SseFrame): Admission | "refused" | null {
     const started = data.status === "started" || data.status === "queued" || data.status === "running";
     if (data.executionId === undefined || (!started && typeof data.dispatched !== "boolean")) return null;
   }
-  return { executionId: data.executionId, alreadyExisted: data.alreadyExisted, dispatched: data.dispatched, status: data.status };
+  return {
+    executionId: data.executionId,
+    alreadyExisted: data.alreadyExisted,
+    dispatched: data.dispatched,
+    status: data.status,
+  };
 }
 
 /**
@@ -180,19 +208,30 @@ function admissionOf(frame: SseFrame): Admission | "refused" | null {
  */
 function receiptOf(admission: Admission, executionId: string, controlRef: AgentExactRunControlRef): DispatchReceipt {
   const named = String(admission.executionId);
-  if (admission.executionId === executionId) return { controlRef, alreadyExisted: admission.dispatched === false || admission.alreadyExisted === true };
+  if (admission.executionId === executionId)
+    return { controlRef, alreadyExisted: admission.dispatched === false || admission.alreadyExisted === true };
   // The run named instead, in this same session: never adopted, but the session can stop it.
   // `earlier`: it was there before this call (an earlier dispatch's), not started by it.
   const admittedRef = { ...controlRef, runId: named, executionId: named };
   const earlier = admission.dispatched === false || admission.alreadyExisted === true;
   if (admission.dispatched === false) {
     if (typeof admission.status === "string" && RUN_ENDED.has(admission.status)) {
-      throw new ProviderError("admission_mismatch", `the sandbox says this turn already ended under execution ${named}, not the requested ${executionId}`, { details: { admittedRef, earlier } });
+      throw new ProviderError(
+        "admission_mismatch",
+        `the sandbox says this turn already ended under execution ${named}, not the requested ${executionId}`,
+        { details: { admittedRef, earlier } },
+      );
     }
-    throw new ProviderError("session_busy", `the agent session is running another execution (${named}); nothing was dispatched`, { status: 409, retryable: true });
+    throw new ProviderError(
+      "session_busy",
+      `the agent session is running another execution (${named}); nothing was dispatched`,
+      { status: 409, retryable: true },
+    );
   }
   // Fail closed: never adopt an execution we did not ask for (agent-provider-tangle, "Two capability documents").
-  throw new ProviderError("admission_mismatch", `the sandbox admitted execution ${named} instead of ${executionId}`, { details: { admittedRef, earlier } });
+  throw new ProviderError("admission_mismatch", `the sandbox admitted execution ${named} instead of ${executionId}`, {
+    details: { admittedRef, earlier },
+  });
 }
 
 function refusalOf(frame: SseFrame): string {

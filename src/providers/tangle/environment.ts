@@ -34,7 +34,10 @@ const DEAD_KEYS_SKIPPED = 3;
 
 /** Running with a ready filesystem; a readiness value this client does not know is not ready. */
 function isReady(sandbox: Sandbox): boolean {
-  return sandbox.status === "running" && (sandbox.filesystemIncarnationReadiness === undefined || sandbox.filesystemIncarnationReadiness === "ready");
+  return (
+    sandbox.status === "running" &&
+    (sandbox.filesystemIncarnationReadiness === undefined || sandbox.filesystemIncarnationReadiness === "ready")
+  );
 }
 
 /** GET a sandbox; null when it is gone (404). */
@@ -76,10 +79,14 @@ async function waitReady(options: EnvironmentOptions, id: string, createdNow: bo
     await new Promise((resolve) => setTimeout(resolve, options.readyPollMs));
   }
   if (createdNow) {
-    await options.client.send(routes.deleteSandbox(id), { retry: true }, "delete unusable sandbox").catch(() => undefined);
+    await options.client
+      .send(routes.deleteSandbox(id), { retry: true }, "delete unusable sandbox")
+      .catch(() => undefined);
   }
   const left = createdNow ? "" : " (it is left in place: this call did not create it, or cannot prove it did)";
-  throw new ProviderError("environment_unavailable", `the sandbox could not be brought up: ${reason}${left}`, { retryable: true });
+  throw new ProviderError("environment_unavailable", `the sandbox could not be brought up: ${reason}${left}`, {
+    retryable: true,
+  });
 }
 
 /** Resumes a stopped sandbox and waits until it is ready (it is never deleted: this call did not create it). */
@@ -101,23 +108,39 @@ async function readCapabilities(
 ): Promise<Pick<EnvironmentRecord, "capabilities" | "capabilitiesCheckedAt" | "warnings">> {
   const capabilitiesCheckedAt = new Date().toISOString();
   try {
-    const doc = await options.client.json(routes.capabilities(id), SandboxCapabilities, { retry: true }, "read capability document");
+    const doc = await options.client.json(
+      routes.capabilities(id),
+      SandboxCapabilities,
+      { retry: true },
+      "read capability document",
+    );
     return { capabilities: doc, capabilitiesCheckedAt, warnings: [] };
   } catch (err) {
-    return { capabilities: previous, capabilitiesCheckedAt, warnings: [`capability document unavailable: ${err instanceof Error ? err.message : String(err)}`] };
+    return {
+      capabilities: previous,
+      capabilitiesCheckedAt,
+      warnings: [`capability document unavailable: ${err instanceof Error ? err.message : String(err)}`],
+    };
   }
 }
 
-export async function ensureEnvironment(options: EnvironmentOptions, input: EnsureEnvironmentInput): Promise<EnsureEnvironmentResult> {
+export async function ensureEnvironment(
+  options: EnvironmentOptions,
+  input: EnsureEnvironmentInput,
+): Promise<EnsureEnvironmentResult> {
   const { known, ownerKey } = input;
-  const reread = async (record: EnvironmentRecord) => ({ ...record, ...(await readCapabilities(options, record.environmentId, record.capabilities)) });
+  const reread = async (record: EnvironmentRecord) => ({
+    ...record,
+    ...(await readCapabilities(options, record.environmentId, record.capabilities)),
+  });
   let generation = 1;
   if (known) {
     const sandbox = await getSandbox(options, known.environmentId);
     if (sandbox) {
       if (isReady(sandbox)) {
         // Asked to, or no document was read yet (a failed read claimed nothing): the sandbox runs, so read it.
-        if (known.capabilities === null || input.rereadCapabilities) return { record: await reread(known), outcome: "existing" };
+        if (known.capabilities === null || input.rereadCapabilities)
+          return { record: await reread(known), outcome: "existing" };
         return { record: known, outcome: "existing" };
       }
       // A sandbox that was stopped or not yet ready may come back on another deployment: its
@@ -132,7 +155,9 @@ export async function ensureEnvironment(options: EnvironmentOptions, input: Ensu
         return { record: await reread(known), outcome: "existing" };
       }
       // failed / expired / deleted: replace it. The old one is ours; remove what is left of it.
-      await options.client.send(routes.deleteSandbox(known.environmentId), { retry: true }, "delete failed sandbox").catch(() => undefined);
+      await options.client
+        .send(routes.deleteSandbox(known.environmentId), { retry: true }, "delete failed sandbox")
+        .catch(() => undefined);
     }
     generation = known.generation + 1;
   }
@@ -148,7 +173,12 @@ export async function ensureEnvironment(options: EnvironmentOptions, input: Ensu
  * failed is not used again; one that answers a dead sandbox another call made is left alone for
  * the next key.
  */
-async function createEnvironment(options: EnvironmentOptions, ownerKey: string, first: number, ledger: EnsureEnvironmentInput["ledger"]): Promise<EnsureEnvironmentResult> {
+async function createEnvironment(
+  options: EnvironmentOptions,
+  ownerKey: string,
+  first: number,
+  ledger: EnsureEnvironmentInput["ledger"],
+): Promise<EnsureEnvironmentResult> {
   let state: CreateLedger = ledger?.state ?? { sent: 0, failed: 0 };
   const write = (next: CreateLedger) => {
     state = next;
@@ -168,7 +198,12 @@ async function createEnvironment(options: EnvironmentOptions, ownerKey: string, 
       metadata: { createdBy: "agent-chat-gateway", owner: ownerKey },
       idempotencyKey: `${ownerKey}:g${generation}`,
     });
-    const { data: sandbox, status } = await options.client.answer(routes.createSandbox(), Sandbox, { body, retry: true }, "create sandbox");
+    const { data: sandbox, status } = await options.client.answer(
+      routes.createSandbox(),
+      Sandbox,
+      { body, retry: true },
+      "create sandbox",
+    );
     const createdHere = status === 201 && !sentBefore;
     if (!createdHere && TERMINAL_SANDBOX_STATUSES.has(sandbox.status) && attempt <= DEAD_KEYS_SKIPPED) {
       write({ ...state, failed: Math.max(state.failed, generation) });
@@ -178,7 +213,8 @@ async function createEnvironment(options: EnvironmentOptions, ownerKey: string, 
     try {
       if (!isReady(sandbox)) await waitReady(options, sandbox.id, createdHere);
     } catch (err) {
-      if (err instanceof ProviderError && err.code === "environment_unavailable") write({ ...state, failed: Math.max(state.failed, generation) });
+      if (err instanceof ProviderError && err.code === "environment_unavailable")
+        write({ ...state, failed: Math.max(state.failed, generation) });
       throw err;
     }
     const record: EnvironmentRecord = {

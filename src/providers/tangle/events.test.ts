@@ -23,13 +23,25 @@ const ask = (id: string, executionId: string) => ({
   kind: "question",
   title: "?",
   answerSpec: { fields: [] },
-  binding: { runId: executionId, provider: "tangle-sandbox", environmentId: "sbx-1", sessionId: "s1", executionId, interactionId: id },
+  binding: {
+    runId: executionId,
+    provider: "tangle-sandbox",
+    environmentId: "sbx-1",
+    sessionId: "s1",
+    executionId,
+    interactionId: id,
+  },
 });
 
 const sse = (frames: Array<{ id: string; event: string; data: unknown }>) =>
-  new Response(frames.map((f) => `event: ${f.event}\nid: ${f.id}\ndata: ${JSON.stringify(f.data)}\n\n`).join(""), { headers: { "content-type": "text/event-stream" } });
+  new Response(frames.map((f) => `event: ${f.event}\nid: ${f.id}\ndata: ${JSON.stringify(f.data)}\n\n`).join(""), {
+    headers: { "content-type": "text/event-stream" },
+  });
 
-async function read(frames: Array<{ id: string; event: string; data: unknown }>, listed: unknown[]): Promise<{ events: ProviderEvent[]; lists: number }> {
+async function read(
+  frames: Array<{ id: string; event: string; data: unknown }>,
+  listed: unknown[],
+): Promise<{ events: ProviderEvent[]; lists: number }> {
   let lists = 0;
   const client = new HttpTransport({
     baseUrl: "https://sandbox.example",
@@ -49,16 +61,22 @@ async function read(frames: Array<{ id: string; event: string; data: unknown }>,
   return { events, lists };
 }
 
-const asked = (events: ProviderEvent[]) => events.flatMap((e) => (e.kind === "interaction.requested" ? [e.request.id] : []));
+const asked = (events: ProviderEvent[]) =>
+  events.flatMap((e) => (e.kind === "interaction.requested" ? [e.request.id] : []));
 
 describe("a wait said only by status", () => {
   it("reads the session's interactions and takes only this run's asks", async () => {
-    const { events, lists } = await read([{ id: "1", event: "status", data: { status: "blocked_on_approval" } }], [ask("a1", "exe-1"), ask("a2", "exe-other"), { id: "broken" }]);
+    const { events, lists } = await read(
+      [{ id: "1", event: "status", data: { status: "blocked_on_approval" } }],
+      [ask("a1", "exe-1"), ask("a2", "exe-other"), { id: "broken" }],
+    );
     expect(lists).toBe(1);
     expect(asked(events)).toEqual(["a1"]);
     // The status is still shown, under its own id; the broken listing is a warning.
     expect(events[0]).toMatchObject({ kind: "passthrough", upstreamId: "1", shown: { type: "status" } });
-    expect(events.filter((e) => e.kind === "warning").map((e) => (e as { code: string }).code)).toEqual(["invalid_upstream_frame"]);
+    expect(events.filter((e) => e.kind === "warning").map((e) => (e as { code: string }).code)).toEqual([
+      "invalid_upstream_frame",
+    ]);
   });
 
   it("reads nothing when the ask's own interaction frame came just before; reads again for a later wait after other frames", async () => {

@@ -29,20 +29,43 @@ function rawStatus(frame: SseFrame): unknown {
 }
 
 /** The asks of this run the session lists as outstanding (read when a status says the run waits); a read that fails is a warning. */
-async function listedAsks(client: HttpTransport, ref: AgentExactRunControlRef, status: string): Promise<ProviderEvent[]> {
+async function listedAsks(
+  client: HttpTransport,
+  ref: AgentExactRunControlRef,
+  status: string,
+): Promise<ProviderEvent[]> {
   let listed: unknown[];
   try {
-    listed = (await client.json(routes.listInteractions(ref.environmentId, ref.sessionId), InteractionsResponse, { retry: true }, "read interactions")).data.interactions;
+    listed = (
+      await client.json(
+        routes.listInteractions(ref.environmentId, ref.sessionId),
+        InteractionsResponse,
+        { retry: true },
+        "read interactions",
+      )
+    ).data.interactions;
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
-    return [{ kind: "warning", upstreamId: undefined, code: "interactions_unavailable", message: `the run waits (${status}), but its interactions could not be read: ${why}` }];
+    return [
+      {
+        kind: "warning",
+        upstreamId: undefined,
+        code: "interactions_unavailable",
+        message: `the run waits (${status}), but its interactions could not be read: ${why}`,
+      },
+    ];
   }
   const asks: ProviderEvent[] = [];
   for (const raw of listed) {
     const parsed = InteractionRequest.safeParse(raw);
     if (!parsed.success) {
       const why = parsed.error.issues[0]?.message ?? "invalid";
-      asks.push({ kind: "warning", upstreamId: undefined, code: "invalid_upstream_frame", message: `an outstanding interaction of the session is invalid: ${why}` });
+      asks.push({
+        kind: "warning",
+        upstreamId: undefined,
+        code: "invalid_upstream_frame",
+        message: `an outstanding interaction of the session is invalid: ${why}`,
+      });
       continue;
     }
     // Only this run's asks: one bound to another execution of the session is not this turn's.
@@ -52,7 +75,11 @@ async function listedAsks(client: HttpTransport, ref: AgentExactRunControlRef, s
   return asks;
 }
 
-export async function* readEvents(client: HttpTransport, ref: AgentExactRunControlRef, options: EventsOptions): AsyncIterable<ProviderEvent> {
+export async function* readEvents(
+  client: HttpTransport,
+  ref: AgentExactRunControlRef,
+  options: EventsOptions,
+): AsyncIterable<ProviderEvent> {
   const cursor = options.after ?? "0";
   let response: Response;
   try {
@@ -80,7 +107,8 @@ export async function* readEvents(client: HttpTransport, ref: AgentExactRunContr
     const status = event.kind === "passthrough" && event.shown.type === "status" ? rawStatus(frame) : undefined;
     if (event.kind === "interaction.requested") asked = true;
     else if (status === undefined) asked = false;
-    if (event.kind === "passthrough" && event.shown.type === "plan.submitted") plan = submittedPlan(event.shown.data.plan) ?? plan;
+    if (event.kind === "passthrough" && event.shown.type === "plan.submitted")
+      plan = submittedPlan(event.shown.data.plan) ?? plan;
     if (event.kind !== "passthrough" || typeof status !== "string" || !isWaitStatus(status) || asked) {
       yield event;
       continue;

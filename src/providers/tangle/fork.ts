@@ -33,9 +33,16 @@ export async function forkSession(client: HttpTransport, input: ForkInput): Prom
   } catch (err) {
     if (err instanceof ProviderError) {
       const wire = err.options.wireCode?.toUpperCase();
-      const routeMissing = err.status === 501 || (err.status === 404 && (wire === undefined || !MISSING_THING.has(wire)));
-      if (routeMissing) throw err.as("capability_denied", `this deployment cannot fork an agent session (the fork route answered ${err.status})`, { details: { missing: ["session.fork"] } });
-      if (err.status === 404 && SOURCE_MISSING.has(wire!)) throw err.as("not_found", `the agent session to fork, or its message, is gone (${wire})`, { retryable: false });
+      const routeMissing =
+        err.status === 501 || (err.status === 404 && (wire === undefined || !MISSING_THING.has(wire)));
+      if (routeMissing)
+        throw err.as(
+          "capability_denied",
+          `this deployment cannot fork an agent session (the fork route answered ${err.status})`,
+          { details: { missing: ["session.fork"] } },
+        );
+      if (err.status === 404 && SOURCE_MISSING.has(wire!))
+        throw err.as("not_found", `the agent session to fork, or its message, is gone (${wire})`, { retryable: false });
     }
     throw refine(err);
   }

@@ -1,7 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { MAX_FRAME_BYTES, normalizeFrame } from "./frames";
 
-const frame = (event: string, data: unknown, id = "5") => ({ id, event, data: typeof data === "string" ? data : JSON.stringify(data), comments: [] });
+const frame = (event: string, data: unknown, id = "5") => ({
+  id,
+  event,
+  data: typeof data === "string" ? data : JSON.stringify(data),
+  comments: [],
+});
 
 describe("upstream frame normalization", () => {
   it("skips frames that carry nothing of the run", () => {
@@ -14,27 +19,53 @@ describe("upstream frame normalization", () => {
       const event = normalizeFrame(frame("status", { status: s }), { requireId: true })!;
       return event.kind === "passthrough" ? event.shown.data.status : undefined;
     };
-    expect(["queued", "started", "running", "processing", "success", "completed", "error", "failed", "cancelled"].map(status)).toEqual([
-      "started", "started", "processing", "processing", "completed", "completed", "failed", "failed", "cancelled",
+    expect(
+      ["queued", "started", "running", "processing", "success", "completed", "error", "failed", "cancelled"].map(
+        status,
+      ),
+    ).toEqual([
+      "started",
+      "started",
+      "processing",
+      "processing",
+      "completed",
+      "completed",
+      "failed",
+      "failed",
+      "cancelled",
     ]);
   });
 
   it("marks terminal frames with how the run ended, and the receipt they carry", () => {
-    expect(normalizeFrame(frame("result", { finalText: "hi", status: "success" }), { requireId: true })).toMatchObject({ kind: "terminal", status: "completed", text: "hi" });
-    expect(normalizeFrame(frame("result", { finalText: "", status: "cancelled" }), { requireId: true })).toMatchObject({ kind: "terminal", status: "cancelled" });
+    expect(normalizeFrame(frame("result", { finalText: "hi", status: "success" }), { requireId: true })).toMatchObject({
+      kind: "terminal",
+      status: "completed",
+      text: "hi",
+    });
+    expect(normalizeFrame(frame("result", { finalText: "", status: "cancelled" }), { requireId: true })).toMatchObject({
+      kind: "terminal",
+      status: "cancelled",
+    });
     expect(normalizeFrame(frame("error", { message: "boom", code: "X" }), { requireId: true })).toMatchObject({
       kind: "terminal",
       status: "failed",
       error: { message: "boom", code: "X" },
       shown: { type: "error" },
     });
-    const receipt = normalizeFrame(frame("done", { tokenUsage: { inputTokens: 5, outputTokens: -1 }, totalCostUsd: 0.2 }), { requireId: true });
+    const receipt = normalizeFrame(
+      frame("done", { tokenUsage: { inputTokens: 5, outputTokens: -1 }, totalCostUsd: 0.2 }),
+      { requireId: true },
+    );
     expect(receipt).toMatchObject({ kind: "terminal", status: "completed", receipt: { inputTokens: 5, cost: 0.2 } });
     expect(normalizeFrame(frame("done", {}), { requireId: true })).not.toHaveProperty("receipt");
   });
 
   it("keeps private frames private", () => {
-    expect(normalizeFrame(frame("native.session.observed", { provider: "opencode", nativeSessionId: "n1" }), { requireId: true })).toEqual({
+    expect(
+      normalizeFrame(frame("native.session.observed", { provider: "opencode", nativeSessionId: "n1" }), {
+        requireId: true,
+      }),
+    ).toEqual({
       kind: "private",
       upstreamId: "5",
       type: "native.session.observed",
@@ -43,39 +74,99 @@ describe("upstream frame normalization", () => {
 
   it("reads asks and their ends", () => {
     const request = { id: "q1", kind: "question", title: "?", answerSpec: { fields: [] } };
-    expect(normalizeFrame(frame("interaction", { request }), { requireId: true })).toMatchObject({ kind: "interaction.requested", request: { id: "q1" } });
-    expect(normalizeFrame(frame("interaction.cancel", { id: "q1", reason: "timeout" }), { requireId: true })).toMatchObject({
+    expect(normalizeFrame(frame("interaction", { request }), { requireId: true })).toMatchObject({
+      kind: "interaction.requested",
+      request: { id: "q1" },
+    });
+    expect(
+      normalizeFrame(frame("interaction.cancel", { id: "q1", reason: "timeout" }), { requireId: true }),
+    ).toMatchObject({
       kind: "interaction.ended",
       interactionId: "q1",
       why: "expired",
     });
-    expect(normalizeFrame(frame("interaction.cancel", { id: "q1" }), { requireId: true })).toMatchObject({ why: "cancelled" });
+    expect(normalizeFrame(frame("interaction.cancel", { id: "q1" }), { requireId: true })).toMatchObject({
+      why: "cancelled",
+    });
   });
 
   it("reads OpenCode steps as delta usage in the receipt's convention, keyed by part id", () => {
     const tokens = { input: 100, output: 20, reasoning: 2, cache: { read: 10, write: 1 } };
-    const raw = normalizeFrame(frame("raw", { backend: "opencode", event: { type: "step_finish", part: { id: "s1", type: "step-finish", tokens, cost: 0.5 } } }), { requireId: true });
+    const raw = normalizeFrame(
+      frame("raw", {
+        backend: "opencode",
+        event: { type: "step_finish", part: { id: "s1", type: "step-finish", tokens, cost: 0.5 } },
+      }),
+      { requireId: true },
+    );
     expect(raw).toMatchObject({
       kind: "usage",
-      usage: { mode: "delta", key: "s1", provenance: "measured", counts: { inputTokens: 111, outputTokens: 22, reasoningTokens: 2, cacheReadInputTokens: 10, cacheCreationInputTokens: 1, cost: 0.5 } },
+      usage: {
+        mode: "delta",
+        key: "s1",
+        provenance: "measured",
+        counts: {
+          inputTokens: 111,
+          outputTokens: 22,
+          reasoningTokens: 2,
+          cacheReadInputTokens: 10,
+          cacheCreationInputTokens: 1,
+          cost: 0.5,
+        },
+      },
       shown: { type: "raw" },
     });
-    const part = normalizeFrame(frame("message.part.updated", { part: { id: "s2", type: "step-finish", tokens } }), { requireId: true });
+    const part = normalizeFrame(frame("message.part.updated", { part: { id: "s2", type: "step-finish", tokens } }), {
+      requireId: true,
+    });
     expect(part).toMatchObject({ kind: "usage", usage: { key: "s2" }, shown: { type: "message.part.updated" } });
-    const partial = normalizeFrame(frame("raw", { backend: "opencode", event: { type: "step_finish", part: { id: "s3", tokens: { output: 5 } } } }), { requireId: true });
+    const partial = normalizeFrame(
+      frame("raw", { backend: "opencode", event: { type: "step_finish", part: { id: "s3", tokens: { output: 5 } } } }),
+      { requireId: true },
+    );
     expect(partial).toMatchObject({ kind: "usage", usage: { counts: {} } });
-    const negative = normalizeFrame(frame("raw", { backend: "opencode", event: { type: "step_finish", part: { id: "s4", tokens: { ...tokens, input: -1 } } } }), { requireId: true });
+    const negative = normalizeFrame(
+      frame("raw", {
+        backend: "opencode",
+        event: { type: "step_finish", part: { id: "s4", tokens: { ...tokens, input: -1 } } },
+      }),
+      { requireId: true },
+    );
     expect(negative).toMatchObject({ kind: "usage", usage: { problem: expect.stringContaining("input") } });
-    const fraction = normalizeFrame(frame("raw", { backend: "opencode", event: { type: "step_finish", part: { id: "s5", tokens: { ...tokens, output: 1.5 } } } }), { requireId: true });
+    const fraction = normalizeFrame(
+      frame("raw", {
+        backend: "opencode",
+        event: { type: "step_finish", part: { id: "s5", tokens: { ...tokens, output: 1.5 } } },
+      }),
+      { requireId: true },
+    );
     expect(fraction).toMatchObject({ kind: "usage", usage: { problem: expect.stringContaining("output") } });
   });
 
   it("Sandbox token counts are measured; a cost's provenance the wire does not give (steps and receipt)", () => {
     const tokens = { input: 100, output: 20 };
-    const step = normalizeFrame(frame("raw", { backend: "opencode", event: { type: "step_finish", part: { id: "s1", type: "step-finish", tokens, cost: 0.5 } } }), { requireId: true });
+    const step = normalizeFrame(
+      frame("raw", {
+        backend: "opencode",
+        event: { type: "step_finish", part: { id: "s1", type: "step-finish", tokens, cost: 0.5 } },
+      }),
+      { requireId: true },
+    );
     expect(step).toMatchObject({ kind: "usage", usage: { provenance: "measured", costProvenance: "unknown" } });
-    const result = normalizeFrame(frame("result", { finalText: "ok", tokenUsage: { inputTokens: 5, outputTokens: 1 }, totalCostUsd: 0.1, status: "success" }), { requireId: true });
-    expect(result).toMatchObject({ kind: "terminal", receipt: { inputTokens: 5, cost: 0.1 }, receiptProvenance: { provenance: "measured", costProvenance: "unknown" } });
+    const result = normalizeFrame(
+      frame("result", {
+        finalText: "ok",
+        tokenUsage: { inputTokens: 5, outputTokens: 1 },
+        totalCostUsd: 0.1,
+        status: "success",
+      }),
+      { requireId: true },
+    );
+    expect(result).toMatchObject({
+      kind: "terminal",
+      receipt: { inputTokens: 5, cost: 0.1 },
+      receiptProvenance: { provenance: "measured", costProvenance: "unknown" },
+    });
     // A receipt that reports nothing has no provenance to give.
     expect(normalizeFrame(frame("done", {}), { requireId: true })).not.toHaveProperty("receiptProvenance");
   });
@@ -90,7 +181,9 @@ describe("upstream frame normalization", () => {
   });
 
   it("a frame without an id on an exact replay is an error, reported", () => {
-    expect(normalizeFrame({ event: "status", data: '{"status":"running"}', comments: [] }, { requireId: true })).toMatchObject({
+    expect(
+      normalizeFrame({ event: "status", data: '{"status":"running"}', comments: [] }, { requireId: true }),
+    ).toMatchObject({
       kind: "warning",
       code: "frame_without_id",
     });
@@ -98,9 +191,13 @@ describe("upstream frame normalization", () => {
 
   it("refuses a frame over 1 MiB of UTF-8 (multi-byte text counted in bytes)", () => {
     const text = "é".repeat(MAX_FRAME_BYTES / 2 + 10); // fewer chars than the bound, more bytes
-    const big = normalizeFrame(frame("message.part.updated", { part: { id: "p", type: "text", text } }), { requireId: true })!;
+    const big = normalizeFrame(frame("message.part.updated", { part: { id: "p", type: "text", text } }), {
+      requireId: true,
+    })!;
     expect(big).toMatchObject({ upstreamId: "5", kind: "warning", code: "frame_too_large" });
-    expect(normalizeFrame({ id: "6", event: "raw", tooLarge: true, comments: [] }, { requireId: true })).toMatchObject({ code: "frame_too_large" });
+    expect(normalizeFrame({ id: "6", event: "raw", tooLarge: true, comments: [] }, { requireId: true })).toMatchObject({
+      code: "frame_too_large",
+    });
   });
 
   it("bounds a frame by its UTF-8 bytes exactly, on either side of the bound, whatever its characters", () => {
@@ -114,7 +211,10 @@ describe("upstream frame normalization", () => {
       const unitBytes = new TextEncoder().encode(unit).length;
       const fits = unit.repeat(Math.floor((MAX_FRAME_BYTES - overhead("")) / unitBytes));
       expect(normalizeFrame(part(fits), { requireId: true }), `${unit}: at the bound`).toMatchObject({ kind: "part" });
-      expect(normalizeFrame(part(fits + "a".repeat(unitBytes)), { requireId: true }), `${unit}: one unit over`).toMatchObject({ code: "frame_too_large" });
+      expect(
+        normalizeFrame(part(fits + "a".repeat(unitBytes)), { requireId: true }),
+        `${unit}: one unit over`,
+      ).toMatchObject({ code: "frame_too_large" });
     }
   });
 

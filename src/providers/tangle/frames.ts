@@ -58,7 +58,10 @@ function exceedsBytes({ data = "", event = "", id = "" }: SseFrame, bound: numbe
 }
 
 /** Token counts measured; a cost of unknown provenance (see the header). */
-export const SANDBOX_PROVENANCE = { provenance: "measured", costProvenance: "unknown" } as const satisfies ReceiptProvenance;
+export const SANDBOX_PROVENANCE = {
+  provenance: "measured",
+  costProvenance: "unknown",
+} as const satisfies ReceiptProvenance;
 
 const isCount = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0;
 const isCost = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;
@@ -86,17 +89,33 @@ function stepReport(partId: string, part: Record<string, unknown>): UsageReport 
   const base = { mode: "delta" as const, ...SANDBOX_PROVENANCE, key: partId };
   const tokens = part.tokens;
   if (typeof tokens !== "object" || tokens === null) return { ...base, counts: {} };
-  const t = tokens as { input?: unknown; output?: unknown; reasoning?: unknown; cache?: { read?: unknown; write?: unknown } };
+  const t = tokens as {
+    input?: unknown;
+    output?: unknown;
+    reasoning?: unknown;
+    cache?: { read?: unknown; write?: unknown };
+  };
   const cache = (typeof t.cache === "object" && t.cache !== null ? t.cache : {}) as { read?: unknown; write?: unknown };
-  for (const [name, value] of [["input", t.input], ["output", t.output], ["reasoning", t.reasoning], ["cache.read", cache.read], ["cache.write", cache.write]] as const) {
-    if (value !== undefined && !isCount(value)) return { ...base, counts: {}, problem: `step ${partId}: token count ${name} is not a non-negative integer` };
+  for (const [name, value] of [
+    ["input", t.input],
+    ["output", t.output],
+    ["reasoning", t.reasoning],
+    ["cache.read", cache.read],
+    ["cache.write", cache.write],
+  ] as const) {
+    if (value !== undefined && !isCount(value))
+      return { ...base, counts: {}, problem: `step ${partId}: token count ${name} is not a non-negative integer` };
   }
-  if (part.cost !== undefined && !isCost(part.cost)) return { ...base, counts: {}, problem: `step ${partId}: cost is not a finite non-negative number` };
+  if (part.cost !== undefined && !isCost(part.cost))
+    return { ...base, counts: {}, problem: `step ${partId}: cost is not a finite non-negative number` };
   if (t.input === undefined || t.output === undefined) return { ...base, counts: {} };
   const reasoning = (t.reasoning as number | undefined) ?? 0;
   const read = (cache.read as number | undefined) ?? 0;
   const write = (cache.write as number | undefined) ?? 0;
-  const counts: Counts = { inputTokens: (t.input as number) + read + write, outputTokens: (t.output as number) + reasoning };
+  const counts: Counts = {
+    inputTokens: (t.input as number) + read + write,
+    outputTokens: (t.output as number) + reasoning,
+  };
   if (t.reasoning !== undefined) counts.reasoningTokens = reasoning;
   if (cache.read !== undefined) counts.cacheReadInputTokens = read;
   if (cache.write !== undefined) counts.cacheCreationInputTokens = write;
@@ -108,12 +127,14 @@ function stepReport(partId: string, part: Record<string, unknown>): UsageReport 
 function stepOf(type: string, data: Record<string, unknown>): { partId: string; part: Record<string, unknown> } | null {
   if (type === "raw") {
     const inner = data.event as { type?: unknown; part?: { id?: unknown } } | undefined;
-    if (inner?.type === "step_finish" && typeof inner.part?.id === "string") return { partId: inner.part.id, part: inner.part as Record<string, unknown> };
+    if (inner?.type === "step_finish" && typeof inner.part?.id === "string")
+      return { partId: inner.part.id, part: inner.part as Record<string, unknown> };
     return null;
   }
   if (type === "message.part.updated") {
     const part = data.part as { id?: unknown; type?: unknown; tokens?: unknown } | undefined;
-    if (part?.type === "step-finish" && typeof part.id === "string" && part.tokens !== undefined) return { partId: part.id, part: part as Record<string, unknown> };
+    if (part?.type === "step-finish" && typeof part.id === "string" && part.tokens !== undefined)
+      return { partId: part.id, part: part as Record<string, unknown> };
   }
   return null;
 }
@@ -132,7 +153,11 @@ export function normalizeFrame(frame: SseFrame, options: { requireId: boolean })
   const upstreamId = frame.id === "" ? undefined : frame.id;
   const type = frame.event ?? "message";
   if (frame.tooLarge || exceedsBytes(frame, MAX_FRAME_BYTES)) {
-    return warning(upstreamId, "frame_too_large", `upstream frame ${upstreamId ?? "(no id)"} (${type}) exceeds ${MAX_FRAME_BYTES} bytes and was refused`);
+    return warning(
+      upstreamId,
+      "frame_too_large",
+      `upstream frame ${upstreamId ?? "(no id)"} (${type}) exceeds ${MAX_FRAME_BYTES} bytes and was refused`,
+    );
   }
   if (frame.data === undefined) return undefined;
   if (type === "connection.established") return undefined;
@@ -143,10 +168,18 @@ export function normalizeFrame(frame: SseFrame, options: { requireId: boolean })
   try {
     data = JSON.parse(frame.data);
   } catch {
-    return warning(upstreamId, "invalid_upstream_frame", `upstream frame ${upstreamId ?? "(no id)"} (${type}) is not JSON`);
+    return warning(
+      upstreamId,
+      "invalid_upstream_frame",
+      `upstream frame ${upstreamId ?? "(no id)"} (${type}) is not JSON`,
+    );
   }
   if (typeof data !== "object" || data === null || Array.isArray(data)) {
-    return warning(upstreamId, "invalid_upstream_frame", `upstream frame ${upstreamId ?? "(no id)"} (${type}) is not a JSON object`);
+    return warning(
+      upstreamId,
+      "invalid_upstream_frame",
+      `upstream frame ${upstreamId ?? "(no id)"} (${type}) is not a JSON object`,
+    );
   }
   if (!isKnown(type)) {
     // A variant newer than this gateway: pass it through unchanged.
@@ -156,7 +189,11 @@ export function normalizeFrame(frame: SseFrame, options: { requireId: boolean })
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue?.path.length ? issue.path.join(".") : "data";
-    return warning(upstreamId, "invalid_upstream_frame", `upstream frame ${upstreamId ?? "(no id)"} (${type}) is invalid at ${where}: ${issue?.message ?? "invalid"}`);
+    return warning(
+      upstreamId,
+      "invalid_upstream_frame",
+      `upstream frame ${upstreamId ?? "(no id)"} (${type}) is invalid at ${where}: ${issue?.message ?? "invalid"}`,
+    );
   }
   const valid = parsed.data as Record<string, unknown>;
   const shown: ShownEvent = { type, data: valid };
@@ -164,7 +201,10 @@ export function normalizeFrame(frame: SseFrame, options: { requireId: boolean })
   if (step) return { kind: "usage", upstreamId, usage: stepReport(step.partId, step.part), shown };
   switch (type) {
     case "message.part.updated": {
-      const { part, delta } = parsed.data as { part: Record<string, unknown> & { id: string; type: string }; delta?: string };
+      const { part, delta } = parsed.data as {
+        part: Record<string, unknown> & { id: string; type: string };
+        delta?: string;
+      };
       return { kind: "part", upstreamId, part, ...(delta !== undefined ? { delta } : {}) };
     }
     case "status": {
@@ -172,28 +212,64 @@ export function normalizeFrame(frame: SseFrame, options: { requireId: boolean })
       return { kind: "passthrough", upstreamId, shown: { type, data: { ...valid, status } } };
     }
     case "interaction": {
-      const { request } = parsed.data as { request: Extract<ProviderEvent, { kind: "interaction.requested" }>["request"] };
+      const { request } = parsed.data as {
+        request: Extract<ProviderEvent, { kind: "interaction.requested" }>["request"];
+      };
       return { kind: "interaction.requested", upstreamId, request, shown };
     }
     case "interaction.cancel": {
       const reason = typeof valid.reason === "string" ? valid.reason : undefined;
-      return { kind: "interaction.ended", upstreamId, interactionId: valid.id as string, why: reason === "timeout" ? "expired" : "cancelled", ...(reason ? { reason } : {}), shown };
+      return {
+        kind: "interaction.ended",
+        upstreamId,
+        interactionId: valid.id as string,
+        why: reason === "timeout" ? "expired" : "cancelled",
+        ...(reason ? { reason } : {}),
+        shown,
+      };
     }
     case "result": {
       const wire = valid.status as string | undefined;
-      const status = wire === undefined || wire === "success" || wire === "completed" ? "completed" : wire === "cancelled" ? "cancelled" : "failed";
-      const error = status === "failed" ? { message: typeof valid.error === "string" ? valid.error : `run ended with status ${wire}` } : undefined;
+      const status =
+        wire === undefined || wire === "success" || wire === "completed"
+          ? "completed"
+          : wire === "cancelled"
+            ? "cancelled"
+            : "failed";
+      const error =
+        status === "failed"
+          ? { message: typeof valid.error === "string" ? valid.error : `run ended with status ${wire}` }
+          : undefined;
       const text = valid.finalText as string | undefined;
-      return { kind: "terminal", upstreamId, status, ...(text !== undefined ? { text } : {}), ...(error ? { error } : {}), ...terminalReceipt(valid), shown };
+      return {
+        kind: "terminal",
+        upstreamId,
+        status,
+        ...(text !== undefined ? { text } : {}),
+        ...(error ? { error } : {}),
+        ...terminalReceipt(valid),
+        shown,
+      };
     }
     case "done":
       // `done` does not say how the run ended: completed, unless the session knows it was stopped.
       return { kind: "terminal", upstreamId, status: "completed", assumed: true, ...terminalReceipt(valid), shown };
     case "session.run.failed": {
       const error = valid.error;
-      const message = typeof error === "string" ? error : typeof error === "object" && error !== null ? (error as { message?: string }).message : (valid.message as string | undefined);
+      const message =
+        typeof error === "string"
+          ? error
+          : typeof error === "object" && error !== null
+            ? (error as { message?: string }).message
+            : (valid.message as string | undefined);
       const code = typeof error === "object" && error !== null ? (error as { code?: string }).code : undefined;
-      return { kind: "terminal", upstreamId, status: "failed", error: { message: message ?? "the run failed", ...(code ? { code } : {}) }, shown };
+      return {
+        kind: "terminal",
+        upstreamId,
+        status: "failed",
+        error: { message: message ?? "the run failed", ...(code ? { code } : {}) },
+        shown,
+      };
     }
     case "error":
       return {

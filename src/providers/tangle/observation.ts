@@ -28,7 +28,11 @@ const Echoed = z.looseObject({
   idleTimeoutSeconds: Seconds.optional().catch(undefined),
   maxLifetimeSeconds: Seconds.optional().catch(undefined),
   resources: z
-    .looseObject({ cpuCores: Amount.optional().catch(undefined), memoryMB: Amount.optional().catch(undefined), diskGB: Amount.optional().catch(undefined) })
+    .looseObject({
+      cpuCores: Amount.optional().catch(undefined),
+      memoryMB: Amount.optional().catch(undefined),
+      diskGB: Amount.optional().catch(undefined),
+    })
     .optional()
     .catch(undefined),
 });
@@ -40,18 +44,31 @@ const AccountUsageAnswer = z.looseObject({
 
 const reason = (err: unknown) => (err instanceof Error ? err.message : String(err));
 const unavailable = (why: string) => ({ state: "unavailable" as const, reason: why });
-const time = (value: string | undefined, name: string) => (value !== undefined && !Number.isNaN(Date.parse(value)) ? { state: "reported" as const, value } : unavailable(`the Sandbox reported no ${name}`));
+const time = (value: string | undefined, name: string) =>
+  value !== undefined && !Number.isNaN(Date.parse(value))
+    ? { state: "reported" as const, value }
+    : unavailable(`the Sandbox reported no ${name}`);
 
 /** The sandbox object read into surfaces; `null` when the Sandbox has no such sandbox (404). */
 function observedOf(sandbox: Sandbox | null): ObservedEnvironment {
   if (!sandbox) {
     const gone = unavailable("the Sandbox no longer has this sandbox (404)");
-    return { status: { state: "reported", value: "gone" }, createdAt: gone, startedAt: gone, lastActivityAt: gone, expiresAt: gone, idlePolicy: gone, resources: gone };
+    return {
+      status: { state: "reported", value: "gone" },
+      createdAt: gone,
+      startedAt: gone,
+      lastActivityAt: gone,
+      expiresAt: gone,
+      idlePolicy: gone,
+      resources: gone,
+    };
   }
   const echoed = Echoed.parse(sandbox);
   const policyReported = echoed.idleTimeoutSeconds !== undefined || echoed.maxLifetimeSeconds !== undefined;
   const resources = echoed.resources;
-  const resourcesReported = resources !== undefined && (resources.cpuCores !== undefined || resources.memoryMB !== undefined || resources.diskGB !== undefined);
+  const resourcesReported =
+    resources !== undefined &&
+    (resources.cpuCores !== undefined || resources.memoryMB !== undefined || resources.diskGB !== undefined);
   return {
     status: { state: "reported", value: sandbox.status },
     createdAt: time(sandbox.createdAt, "creation time"),
@@ -59,10 +76,23 @@ function observedOf(sandbox: Sandbox | null): ObservedEnvironment {
     lastActivityAt: time(sandbox.lastActivityAt, "last activity"),
     expiresAt: time(sandbox.expiresAt, "expiry"),
     idlePolicy: policyReported
-      ? { state: "reported", value: { idleTimeoutSeconds: echoed.idleTimeoutSeconds ?? null, maxLifetimeSeconds: echoed.maxLifetimeSeconds ?? null } }
+      ? {
+          state: "reported",
+          value: {
+            idleTimeoutSeconds: echoed.idleTimeoutSeconds ?? null,
+            maxLifetimeSeconds: echoed.maxLifetimeSeconds ?? null,
+          },
+        }
       : unavailable("the Sandbox reported no idle timeout or lifetime for this sandbox"),
     resources: resourcesReported
-      ? { state: "reported", value: { cpuCores: resources.cpuCores ?? null, memoryMB: resources.memoryMB ?? null, diskGB: resources.diskGB ?? null } }
+      ? {
+          state: "reported",
+          value: {
+            cpuCores: resources.cpuCores ?? null,
+            memoryMB: resources.memoryMB ?? null,
+            diskGB: resources.diskGB ?? null,
+          },
+        }
       : unavailable("the Sandbox reported no resources for this sandbox"),
   };
 }
@@ -73,23 +103,45 @@ async function observeSandbox(client: HttpTransport, id: string): Promise<Observ
   } catch (err) {
     if (err instanceof ProviderError && err.code === "not_found") return observedOf(null);
     const why = unavailable(`the sandbox could not be read: ${reason(err)}`);
-    return { status: why, createdAt: why, startedAt: why, lastActivityAt: why, expiresAt: why, idlePolicy: why, resources: why };
+    return {
+      status: why,
+      createdAt: why,
+      startedAt: why,
+      lastActivityAt: why,
+      expiresAt: why,
+      idlePolicy: why,
+      resources: why,
+    };
   }
 }
 
 async function observeAccount(client: HttpTransport): Promise<ObservedAccountUsage> {
   try {
     const usage = await client.json(routes.accountUsage(), AccountUsageAnswer, { retry: true }, "read account usage");
-    if (usage.activeSandboxes === undefined && usage.concurrentSandboxLimit === undefined) return unavailable("the Sandbox's account usage names no figure this gateway reads");
-    return { state: "reported", value: { activeSandboxes: usage.activeSandboxes ?? null, concurrentSandboxLimit: usage.concurrentSandboxLimit ?? null } };
+    if (usage.activeSandboxes === undefined && usage.concurrentSandboxLimit === undefined)
+      return unavailable("the Sandbox's account usage names no figure this gateway reads");
+    return {
+      state: "reported",
+      value: {
+        activeSandboxes: usage.activeSandboxes ?? null,
+        concurrentSandboxLimit: usage.concurrentSandboxLimit ?? null,
+      },
+    };
   } catch (err) {
-    if (err instanceof ProviderError && err.code === "not_found") return unavailable("this Sandbox deployment serves no account usage (GET /v1/account/usage answered 404)");
+    if (err instanceof ProviderError && err.code === "not_found")
+      return unavailable("this Sandbox deployment serves no account usage (GET /v1/account/usage answered 404)");
     return unavailable(`the account usage could not be read: ${reason(err)}`);
   }
 }
 
-export async function observe(client: HttpTransport, environment: EnvironmentRecord | null): Promise<EnvironmentObservation> {
-  const [observed, accountUsage] = await Promise.all([environment ? observeSandbox(client, environment.environmentId) : null, observeAccount(client)]);
+export async function observe(
+  client: HttpTransport,
+  environment: EnvironmentRecord | null,
+): Promise<EnvironmentObservation> {
+  const [observed, accountUsage] = await Promise.all([
+    environment ? observeSandbox(client, environment.environmentId) : null,
+    observeAccount(client),
+  ]);
   return { environment: observed, accountUsage };
 }
 
@@ -99,7 +151,8 @@ export async function stopSandbox(client: HttpTransport, id: string): Promise<vo
     await client.json(routes.stopSandbox(id), Sandbox, { retry: true }, "stop sandbox");
   } catch (err) {
     const refined = refine(err);
-    if (refined instanceof ProviderError && refined.code === "environment_gone") throw new ProviderError("environment_gone", "the sandbox is gone: there is nothing to stop", refined.options);
+    if (refined instanceof ProviderError && refined.code === "environment_gone")
+      throw new ProviderError("environment_gone", "the sandbox is gone: there is nothing to stop", refined.options);
     throw refined;
   }
 }
@@ -110,7 +163,8 @@ export async function deleteSandbox(client: HttpTransport, id: string): Promise<
     await client.send(routes.deleteSandbox(id), { retry: true }, "delete sandbox");
   } catch (err) {
     const refined = refine(err);
-    if (refined instanceof ProviderError && (refined.code === "not_found" || refined.code === "environment_gone")) return;
+    if (refined instanceof ProviderError && (refined.code === "not_found" || refined.code === "environment_gone"))
+      return;
     throw refined;
   }
 }

@@ -23,7 +23,9 @@ const PLAN_ASK_PREFIX = "plan:";
 /** The plan a `plan.submitted` frame carries, when it has the fields an ask needs. */
 export function submittedPlan(value: unknown): SubmittedPlan | undefined {
   const p = value as Partial<SubmittedPlan> | undefined;
-  return p && typeof p.id === "string" && typeof p.revision === "number" && typeof p.body === "string" ? { id: p.id, revision: p.revision, body: p.body, ...(p.title ? { title: p.title } : {}) } : undefined;
+  return p && typeof p.id === "string" && typeof p.revision === "number" && typeof p.body === "string"
+    ? { id: p.id, revision: p.revision, body: p.body, ...(p.title ? { title: p.title } : {}) }
+    : undefined;
 }
 
 /** The ask a plan waiting for its decision becomes (the same form a `plan` interaction has). */
@@ -31,7 +33,9 @@ export function planAsk(plan: SubmittedPlan): InteractionRequest {
   return {
     id: `${PLAN_ASK_PREFIX}${plan.id}:r${plan.revision}`,
     kind: "plan",
-    title: plan.title ? `Approve the plan "${plan.title}" (revision ${plan.revision})?` : `Approve plan revision ${plan.revision}?`,
+    title: plan.title
+      ? `Approve the plan "${plan.title}" (revision ${plan.revision})?`
+      : `Approve plan revision ${plan.revision}?`,
     body: plan.body,
     subject: { planId: plan.id, revision: plan.revision },
     answerSpec: {
@@ -49,18 +53,29 @@ export function isPlanAsk(request: InteractionRequest): boolean {
 }
 
 /** A plan decided through the plan routes: approve, or reject with feedback (a revised plan follows). */
-export async function decidePlan(client: HttpTransport, ref: AgentExactRunControlRef, command: InteractionCommand): Promise<AnswerDelivery> {
+export async function decidePlan(
+  client: HttpTransport,
+  ref: AgentExactRunControlRef,
+  command: InteractionCommand,
+): Promise<AnswerDelivery> {
   const decision = command.outcome === "accepted" && command.data?.decision === "approve" ? "approve" : "reject";
   const feedback = typeof command.data?.feedback === "string" ? command.data.feedback : undefined;
   try {
-    await client.send(routes.planDecision(ref.environmentId, ref.sessionId, decision), { body: decision === "reject" && feedback ? { feedback } : {} }, "decide plan");
+    await client.send(
+      routes.planDecision(ref.environmentId, ref.sessionId, decision),
+      { body: decision === "reject" && feedback ? { feedback } : {} },
+      "decide plan",
+    );
     return { status: "accepted" };
   } catch (err) {
     if (!(err instanceof ProviderError)) throw err;
-    if (err.code === "not_found") return { status: "unknown_interaction", message: "the deployment no longer waits for this plan decision" };
-    if (err.code === "conflict") return { status: "already_resolved_different", message: "the plan was already decided" };
+    if (err.code === "not_found")
+      return { status: "unknown_interaction", message: "the deployment no longer waits for this plan decision" };
+    if (err.code === "conflict")
+      return { status: "already_resolved_different", message: "the plan was already decided" };
     if (err.code === "invalid_request") return { status: "invalid_response", message: err.message };
-    if (err.code === "capability_denied") throw err.as("capability_denied", "this deployment does not take plan decisions (501)");
+    if (err.code === "capability_denied")
+      throw err.as("capability_denied", "this deployment does not take plan decisions (501)");
     return { status: "transport_failure", message: `delivery could not be confirmed: ${err.message}`, retryable: true };
   }
 }

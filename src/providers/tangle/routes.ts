@@ -19,10 +19,22 @@ export const sandboxRoutes = {
   // Runtime proxy [wire]
   capabilities: (id: string): Route => ({ method: "GET", path: runtime(id, "/capabilities") }),
   runStream: (id: string): Route => ({ method: "POST", path: runtime(id, "/agents/run/stream") }),
-  sessionState: (id: string, sessionId: string): Route => ({ method: "GET", path: runtime(id, `/agents/sessions/${enc(sessionId)}`) }),
-  abort: (id: string, sessionId: string): Route => ({ method: "POST", path: runtime(id, `/agents/sessions/${enc(sessionId)}/abort`) }),
-  listInteractions: (id: string, sessionId: string): Route => ({ method: "GET", path: runtime(id, `/agents/sessions/${enc(sessionId)}/interactions`) }),
-  answerInteraction: (id: string, sessionId: string): Route => ({ method: "POST", path: runtime(id, `/agents/sessions/${enc(sessionId)}/interactions`) }),
+  sessionState: (id: string, sessionId: string): Route => ({
+    method: "GET",
+    path: runtime(id, `/agents/sessions/${enc(sessionId)}`),
+  }),
+  abort: (id: string, sessionId: string): Route => ({
+    method: "POST",
+    path: runtime(id, `/agents/sessions/${enc(sessionId)}/abort`),
+  }),
+  listInteractions: (id: string, sessionId: string): Route => ({
+    method: "GET",
+    path: runtime(id, `/agents/sessions/${enc(sessionId)}/interactions`),
+  }),
+  answerInteraction: (id: string, sessionId: string): Route => ({
+    method: "POST",
+    path: runtime(id, `/agents/sessions/${enc(sessionId)}/interactions`),
+  }),
   // [ours] (SDK approvePlan / rejectPlan)
   planDecision: (id: string, sessionId: string, decision: "approve" | "reject"): Route => ({
     method: "POST",
@@ -34,6 +46,12 @@ export const sandboxRoutes = {
     path: runtime(id, `/agents/sessions/${enc(sessionId)}/executions/${enc(executionId)}/result`),
   }),
   // [ours] (SDK `session(id).fork({ messageId })`; docs/sandbox-wire.md §3)
-  forkSession: (id: string, sessionId: string): Route => ({ method: "POST", path: runtime(id, `/agents/sessions/${enc(sessionId)}/fork`) }),
-  deleteSession: (id: string, sessionId: string): Route => ({ method: "DELETE", path: runtime(id, `/agents/sessions/${enc(sessionId)}`) }),
+  forkSession: (id: string, sessionId: string): Route => ({
+    method: "POST",
+    path: runtime(id, `/agents/sessions/${enc(sessionId)}/fork`),
+  }),
+  deleteSession: (id: string, sessionId: string): Route => ({
+    method: "DELETE",
+    path: runtime(id, `/agents/sessions/${enc(sessionId)}`),
+  }),
 } as const;

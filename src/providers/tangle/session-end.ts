@@ -20,7 +20,8 @@ export async function endSession(options: EnvironmentOptions, environmentId: str
     } catch (err) {
       const refined = refine(err);
       // Gone with its sandbox: nothing is left to delete.
-      if (refined instanceof ProviderError && (refined.code === "not_found" || refined.code === "environment_gone")) return;
+      if (refined instanceof ProviderError && (refined.code === "not_found" || refined.code === "environment_gone"))
+        return;
       // A stopped sandbox holds the session still: resume it, then delete (once).
       if (attempt === 1 && refined instanceof ProviderError && refined.code === "environment_not_running") {
         const status = await sandboxStatus(options, environmentId);

@@ -11,13 +11,15 @@ export function refine(err: unknown, cursor?: string): unknown {
   if (!(err instanceof ProviderError)) return err;
   const wire = err.options.wireCode?.toUpperCase();
   if (wire === "SESSION_BUSY") return err.as("session_busy", "the agent session is already running a turn");
-  if (wire === "SANDBOX_NOT_RUNNING") return err.as("environment_not_running", "the sandbox is not running", { retryable: true });
+  if (wire === "SANDBOX_NOT_RUNNING")
+    return err.as("environment_not_running", "the sandbox is not running", { retryable: true });
   if (wire === "SANDBOX_NOT_FOUND") return err.as("environment_gone", "the sandbox is gone", { retryable: false });
   if (wire === "INVALID_CURSOR") {
     const last = Number(err.options.details?.lastEventId);
     const ahead = cursor !== undefined && Number.isFinite(last) && Number(cursor) > last;
     return err.as(ahead ? "cursor_ahead" : "cursor_expired", err.message, { retryable: false });
   }
-  if (err.code === "not_found" && cursor === undefined) return err.as("environment_gone", "the sandbox is gone", { retryable: true });
+  if (err.code === "not_found" && cursor === undefined)
+    return err.as("environment_gone", "the sandbox is gone", { retryable: true });
   return err;
 }

@@ -32,7 +32,9 @@ export const BackendConfig = z.strictObject({
       model: z.string().max(256).optional(),
       authMode: z.string().max(64).optional(),
       apiKey: z.string().optional(),
-      authFiles: z.array(z.strictObject({ path: z.string(), content: z.string(), mode: z.number().int().optional() })).optional(),
+      authFiles: z
+        .array(z.strictObject({ path: z.string(), content: z.string(), mode: z.number().int().optional() }))
+        .optional(),
     })
     .optional(),
   profile: z.unknown().optional(),
@@ -96,7 +98,10 @@ export const FrameDataSchemas = {
     turnId: z.string().optional(),
     alreadyExisted: z.boolean().optional(),
   }),
-  status: z.looseObject({ status: z.union([z.enum(WIRE_STATUSES), z.string().refine(isWaitStatus, "not a known status")]), detail: z.unknown().optional() }),
+  status: z.looseObject({
+    status: z.union([z.enum(WIRE_STATUSES), z.string().refine(isWaitStatus, "not a known status")]),
+    detail: z.unknown().optional(),
+  }),
   "message.part.updated": z.looseObject({ part: MessagePart, delta: z.string().optional() }),
   "session.updated": z.looseObject({ sessionId: z.string(), title: z.string().optional() }),
   "tool-heartbeat": z.looseObject({}),
@@ -106,7 +111,13 @@ export const FrameDataSchemas = {
   interaction: z.looseObject({ request: InteractionRequest }),
   "interaction.cancel": z.looseObject({ id: z.string().min(1), reason: z.string().optional() }),
   "plan.submitted": z.looseObject({
-    plan: z.looseObject({ id: z.string(), revision: z.number().int().min(1), title: z.string().optional(), body: z.string(), submittedAt: z.string() }),
+    plan: z.looseObject({
+      id: z.string(),
+      revision: z.number().int().min(1),
+      title: z.string().optional(),
+      body: z.string(),
+      submittedAt: z.string(),
+    }),
   }),
   raw: z.looseObject({ backend: z.string(), event: z.unknown() }),
   result: z.looseObject({
@@ -120,7 +131,12 @@ export const FrameDataSchemas = {
   }),
   done: z.looseObject({ tokenUsage: WireTokenUsage.optional(), totalCostUsd: z.number().optional() }),
   error: z.looseObject({ message: z.string(), code: z.string().optional() }),
-  "session.run.failed": z.looseObject({ error: z.union([z.string(), z.looseObject({ message: z.string().optional(), code: z.string().optional() })]).optional(), message: z.string().optional() }),
+  "session.run.failed": z.looseObject({
+    error: z
+      .union([z.string(), z.looseObject({ message: z.string().optional(), code: z.string().optional() })])
+      .optional(),
+    message: z.string().optional(),
+  }),
   "native.session.observed": z.looseObject({ provider: z.string(), nativeSessionId: z.string() }),
 } as const;
 
@@ -131,7 +147,14 @@ export type KnownFrameType = keyof typeof FrameDataSchemas;
 export const PromptResult = z
   .looseObject({
     success: z.boolean(),
-    status: z.enum(["success", "failed", "cancelled", "blocked_on_approval", "awaiting_question", "awaiting_plan_decision"]),
+    status: z.enum([
+      "success",
+      "failed",
+      "cancelled",
+      "blocked_on_approval",
+      "awaiting_question",
+      "awaiting_plan_decision",
+    ]),
     durationMs: z.number().nonnegative(),
     executionId: z.string(),
     response: z.string().optional(),
@@ -140,7 +163,7 @@ export const PromptResult = z
     usage: WireTokenUsage.optional(),
     costUsd: z.number().optional(),
   })
-  .refine((r) => r.success === (r.status === "success"), "success must equal status === \"success\"");
+  .refine((r) => r.success === (r.status === "success"), 'success must equal status === "success"');
 export type PromptResult = z.infer<typeof PromptResult>;
 
 /** The session's outstanding asks (§3): each read on its own, so one this client cannot read does not hide the others. */
@@ -149,7 +172,11 @@ export const InteractionsResponse = z.looseObject({ data: z.looseObject({ intera
 /** An answer's acknowledgement body; older deployments answer 2xx with no body of note. */
 export const AnswerResponse = z.looseObject({ data: z.looseObject({ status: z.string().optional() }).optional() });
 
-const AbortAnswer = z.looseObject({ cancelled: z.boolean(), reason: z.string().optional(), noopReason: z.string().optional() });
+const AbortAnswer = z.looseObject({
+  cancelled: z.boolean(),
+  reason: z.string().optional(),
+  noopReason: z.string().optional(),
+});
 /** `{ data: { cancelled, reason? } }`, or flat `{ cancelled, noopReason? }`: read both. */
 export const AbortResponse = z.union([z.looseObject({ data: AbortAnswer }).transform((v) => v.data), AbortAnswer]);
 
@@ -159,7 +186,10 @@ const SessionStateInner = z.looseObject({
   latestExecutionId: z.string().nullish(),
 });
 /** `{ data: { session } }`, or the inner object flat on older deployments. */
-export const SessionStateResponse = z.union([z.looseObject({ data: z.looseObject({ session: SessionStateInner }) }).transform((v) => v.data.session), SessionStateInner]);
+export const SessionStateResponse = z.union([
+  z.looseObject({ data: z.looseObject({ session: SessionStateInner }) }).transform((v) => v.data.session),
+  SessionStateInner,
+]);
 
 /**
  * A deployment flag (sandbox-wire §6): only `true` is a claim. A missing flag, or one whose value

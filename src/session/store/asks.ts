@@ -45,7 +45,10 @@ export class AskStore {
   /** A recorded operation: its kind, the digest (cancel) or keyed hash (answer) of its command, and its acknowledgement. */
   operation(operationId: string): StoredOperation | null {
     const row = this.sql
-      .exec<{ kind: string; request_digest: string; ack: string }>("SELECT kind, request_digest, ack FROM operations WHERE operation_id = ?", operationId)
+      .exec<{ kind: string; request_digest: string; ack: string }>(
+        "SELECT kind, request_digest, ack FROM operations WHERE operation_id = ?",
+        operationId,
+      )
       .toArray()[0];
     if (!row) return null;
     const ack = JSON.parse(row.ack) as unknown;
@@ -68,29 +71,46 @@ export class AskStore {
   // ---- interactions
 
   interaction(interactionId: string): InteractionRecord | null {
-    const row = this.sql.exec<InteractionRow>("SELECT * FROM interactions WHERE interaction_id = ?", interactionId).toArray()[0];
+    const row = this.sql
+      .exec<InteractionRow>("SELECT * FROM interactions WHERE interaction_id = ?", interactionId)
+      .toArray()[0];
     return row ? toInteraction(row) : null;
   }
 
   outstandingInteractions(): InteractionRecord[] {
-    return this.sql.exec<InteractionRow>("SELECT * FROM interactions WHERE status = 'outstanding' ORDER BY created_at").toArray().map(toInteraction);
+    return this.sql
+      .exec<InteractionRow>("SELECT * FROM interactions WHERE status = 'outstanding' ORDER BY created_at")
+      .toArray()
+      .map(toInteraction);
   }
 
   /** Every ask of one turn, in the order asked. */
   interactionsOfTurn(turnId: string): InteractionRecord[] {
-    return this.sql.exec<InteractionRow>("SELECT * FROM interactions WHERE turn_id = ? ORDER BY created_at", turnId).toArray().map(toInteraction);
+    return this.sql
+      .exec<InteractionRow>("SELECT * FROM interactions WHERE turn_id = ? ORDER BY created_at", turnId)
+      .toArray()
+      .map(toInteraction);
   }
 
   /** The turn's outstanding asks, oldest first. */
   outstandingOfTurn(turnId: string): InteractionRecord[] {
     return this.sql
-      .exec<InteractionRow>("SELECT * FROM interactions WHERE status = 'outstanding' AND turn_id = ? ORDER BY created_at, rowid", turnId)
+      .exec<InteractionRow>(
+        "SELECT * FROM interactions WHERE status = 'outstanding' AND turn_id = ? ORDER BY created_at, rowid",
+        turnId,
+      )
       .toArray()
       .map(toInteraction);
   }
 
   /** Records a new ask; false when it was known already. */
-  addInteraction(input: { interactionId: string; turnId: string; executionId: string; request: unknown; now: number }): boolean {
+  addInteraction(input: {
+    interactionId: string;
+    turnId: string;
+    executionId: string;
+    request: unknown;
+    now: number;
+  }): boolean {
     const result = this.sql.exec(
       "INSERT OR IGNORE INTO interactions (interaction_id, turn_id, execution_id, request, status, created_at) VALUES (?, ?, ?, ?, 'outstanding', ?)",
       input.interactionId,
@@ -102,7 +122,10 @@ export class AskStore {
     return result.rowsWritten > 0;
   }
 
-  resolveInteraction(interactionId: string, fields: { status: InteractionStatus; outcome?: string; answerHmac?: string; operationId?: string; now: number }): void {
+  resolveInteraction(
+    interactionId: string,
+    fields: { status: InteractionStatus; outcome?: string; answerHmac?: string; operationId?: string; now: number },
+  ): void {
     this.sql.exec(
       "UPDATE interactions SET status = ?, outcome = ?, answer_hmac = ?, operation_id = ?, resolved_at = ? WHERE interaction_id = ?",
       fields.status,

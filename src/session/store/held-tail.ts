@@ -37,7 +37,9 @@ export type UpdateToHold = { turnId: string; executionId: string; upstreamId: st
 );
 
 /** The bytes an update holds, about: a delta's text, a whole update's JSON. */
-export function updateBytes(input: { kind: "delta"; delta: string } | { kind: "whole"; part: Record<string, unknown> }): number {
+export function updateBytes(
+  input: { kind: "delta"; delta: string } | { kind: "whole"; part: Record<string, unknown> },
+): number {
   return input.kind === "delta" ? input.delta.length : JSON.stringify(input.part).length;
 }
 
@@ -88,8 +90,18 @@ export class HeldTail {
     const owner: ChunkOwner = { turnId: input.turnId, executionId: input.executionId };
     const size = updateBytes(input);
     const tail = this.tail;
-    if (tail && (tail.writing || !sameOwner(tail.owner, owner) || tail.updates.length >= TAIL_MAX_DELTAS || tail.bytes + size > TAIL_MAX_BYTES)) return null;
-    const held: HeldUpdate = input.kind === "delta" ? { seq, atMs: input.now, part: input.part, delta: input.delta } : { seq, atMs: input.now, whole: input.part };
+    if (
+      tail &&
+      (tail.writing ||
+        !sameOwner(tail.owner, owner) ||
+        tail.updates.length >= TAIL_MAX_DELTAS ||
+        tail.bytes + size > TAIL_MAX_BYTES)
+    )
+      return null;
+    const held: HeldUpdate =
+      input.kind === "delta"
+        ? { seq, atMs: input.now, part: input.part, delta: input.delta }
+        : { seq, atMs: input.now, whole: input.part };
     if (tail) {
       tail.updates.push(held);
       tail.bytes += size;
@@ -149,19 +161,34 @@ export class HeldTail {
     const first = tail.updates[0]!;
     const last = tail.updates.at(-1)!;
     const newest = this.newest;
-    if (newest && sameOwner(newest.owner, tail.owner) && newest.seq + 1 === first.seq && newest.bytes + tail.bytes <= ROW_GROWS_TO) {
+    if (
+      newest &&
+      sameOwner(newest.owner, tail.owner) &&
+      newest.seq + 1 === first.seq &&
+      newest.bytes + tail.bytes <= ROW_GROWS_TO
+    ) {
       const updates = [...newest.updates, ...tail.updates];
       return {
         kind: "grow",
         rowSeq: newest.seq,
-        row: { seq: last.seq, owner: tail.owner, upstreamId: tail.upstreamId, envelope: encodeChunk(tail.owner, updates) },
+        row: {
+          seq: last.seq,
+          owner: tail.owner,
+          upstreamId: tail.upstreamId,
+          envelope: encodeChunk(tail.owner, updates),
+        },
         newest: { ...newest, seq: last.seq, updates, bytes: newest.bytes + tail.bytes },
       };
     }
     return {
       kind: "insert",
       rowSeq: last.seq,
-      row: { seq: last.seq, owner: tail.owner, upstreamId: tail.upstreamId, envelope: encodeChunk(tail.owner, tail.updates) },
+      row: {
+        seq: last.seq,
+        owner: tail.owner,
+        upstreamId: tail.upstreamId,
+        envelope: encodeChunk(tail.owner, tail.updates),
+      },
       newest: { seq: last.seq, owner: tail.owner, updates: [...tail.updates], bytes: tail.bytes },
     };
   }

@@ -1,6 +1,14 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CHUNK_TYPE, compactRows, encodeChunk, expandRows, updateRow, type HeldUpdate, type RowRewrite } from "./log-chunks";
+import {
+  CHUNK_TYPE,
+  compactRows,
+  encodeChunk,
+  expandRows,
+  updateRow,
+  type HeldUpdate,
+  type RowRewrite,
+} from "./log-chunks";
 import type { EventRow } from "./records";
 
 const owner = { turnId: "t", executionId: "e" };
@@ -16,7 +24,10 @@ function applied(rows: readonly EventRow[], rewrites: readonly RowRewrite[]): Ev
 }
 
 /** The events once each run is replaced by its one event at its last seq. */
-function expected(events: readonly EventRow[], runs: ReadonlyArray<{ fromSeq: number; toSeq: number; row: EventRow }>): EventRow[] {
+function expected(
+  events: readonly EventRow[],
+  runs: ReadonlyArray<{ fromSeq: number; toSeq: number; row: EventRow }>,
+): EventRow[] {
   const out: EventRow[] = [];
   for (const e of events) {
     const run = runs.find((r) => e.seq >= r.fromSeq && e.seq <= r.toSeq);
@@ -39,9 +50,17 @@ describe("compacting stored rows", () => {
           for (const size of sizes) {
             const updates: HeldUpdate[] = [];
             for (let i = 0; i < size; i++, seq++) {
-              updates.push(seq % 3 === 0 ? { seq, atMs: 1000 + seq, whole: { id: `p${seq % 2}`, type: "text", text: `t${seq}` } } : { seq, atMs: 1000 + seq, part: { id: `p${seq % 2}`, type: "text" }, delta: `d${seq} ` });
+              updates.push(
+                seq % 3 === 0
+                  ? { seq, atMs: 1000 + seq, whole: { id: `p${seq % 2}`, type: "text", text: `t${seq}` } }
+                  : { seq, atMs: 1000 + seq, part: { id: `p${seq % 2}`, type: "text" }, delta: `d${seq} ` },
+              );
             }
-            rows.push(size === 1 ? updateRow(owner, updates[0]!) : { seq: seq - 1, type: CHUNK_TYPE, envelope: encodeChunk(owner, updates) });
+            rows.push(
+              size === 1
+                ? updateRow(owner, updates[0]!)
+                : { seq: seq - 1, type: CHUNK_TYPE, envelope: encodeChunk(owner, updates) },
+            );
           }
           const total = seq - 1;
           // Disjoint runs, in order.
@@ -51,7 +70,15 @@ describe("compacting stored rows", () => {
             const fromSeq = next + (gap % 3);
             const toSeq = Math.min(total, fromSeq + length - 1);
             if (fromSeq > total) break;
-            runs.push({ fromSeq, toSeq, row: updateRow(owner, { seq: toSeq, atMs: 5000 + toSeq, whole: { id: "snap", type: "text", text: `s${toSeq}` } }) });
+            runs.push({
+              fromSeq,
+              toSeq,
+              row: updateRow(owner, {
+                seq: toSeq,
+                atMs: 5000 + toSeq,
+                whole: { id: "snap", type: "text", text: `s${toSeq}` },
+              }),
+            });
             next = toSeq + 1;
           }
           const events = expandRows(rows);

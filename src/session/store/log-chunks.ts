@@ -36,7 +36,14 @@ export type HeldUpdate = { seq: number; atMs: number } & ({ part: Obj; delta: st
 /** The row an update's event is: the same keys, in the same order, as ./log.ts appendEvent writes. */
 export function updateRow(owner: ChunkOwner, held: HeldUpdate): EventRow {
   const data = "whole" in held ? { part: held.whole } : { part: held.part, delta: held.delta };
-  const envelope = { seq: held.seq, turnId: owner.turnId, executionId: owner.executionId, type: PART_UPDATED, data, at: new Date(held.atMs).toISOString() };
+  const envelope = {
+    seq: held.seq,
+    turnId: owner.turnId,
+    executionId: owner.executionId,
+    type: PART_UPDATED,
+    data,
+    at: new Date(held.atMs).toISOString(),
+  };
   return { seq: held.seq, type: PART_UPDATED, envelope: JSON.stringify(envelope) };
 }
 
@@ -61,7 +68,13 @@ const StoredChunk = z.strictObject({
   /** Each update's seq, when they are not consecutive (a compacted chunk, ../compaction.ts); absent: first, first + 1, … */
   seqs: z.array(z.number().int().positive()).optional(),
   updates: z
-    .array(z.union([z.tuple([z.number().int(), z.string()]), z.tuple([z.number().int(), z.record(z.string(), z.unknown())]), z.tuple([z.number().int(), z.string(), z.record(z.string(), z.unknown())])]))
+    .array(
+      z.union([
+        z.tuple([z.number().int(), z.string()]),
+        z.tuple([z.number().int(), z.record(z.string(), z.unknown())]),
+        z.tuple([z.number().int(), z.string(), z.record(z.string(), z.unknown())]),
+      ]),
+    )
     .min(1),
 });
 
@@ -69,7 +82,11 @@ const StoredChunk = z.strictObject({
  * The stored text of a chunk: updates of one owner in increasing seqs (consecutive as the tail
  * holds them; a compacted chunk's may skip, and then name their seqs).
  */
-export function encodeChunk(owner: ChunkOwner, updates: readonly HeldUpdate[], options: { gaps?: boolean } = {}): string {
+export function encodeChunk(
+  owner: ChunkOwner,
+  updates: readonly HeldUpdate[],
+  options: { gaps?: boolean } = {},
+): string {
   const start = updates[0];
   if (!start) throw new Error("a chunk holds at least one update");
   let previous = start.atMs;
@@ -77,7 +94,10 @@ export function encodeChunk(owner: ChunkOwner, updates: readonly HeldUpdate[], o
   const out: unknown[] = [];
   const consecutive = updates.every((held, i) => held.seq === start.seq + i);
   updates.forEach((held, i) => {
-    if (options.gaps ? i > 0 && held.seq <= updates[i - 1]!.seq : held.seq !== start.seq + i) throw new Error(options.gaps ? "a chunk's updates have increasing seqs" : "a chunk's updates have consecutive seqs");
+    if (options.gaps ? i > 0 && held.seq <= updates[i - 1]!.seq : held.seq !== start.seq + i)
+      throw new Error(
+        options.gaps ? "a chunk's updates have increasing seqs" : "a chunk's updates have consecutive seqs",
+      );
     const ms = held.atMs - previous;
     previous = held.atMs;
     if ("whole" in held) {
@@ -89,7 +109,14 @@ export function encodeChunk(owner: ChunkOwner, updates: readonly HeldUpdate[], o
       current = key;
     }
   });
-  return JSON.stringify({ turnId: owner.turnId, executionId: owner.executionId, first: start.seq, at: start.atMs, ...(consecutive ? {} : { seqs: updates.map((u) => u.seq) }), updates: out });
+  return JSON.stringify({
+    turnId: owner.turnId,
+    executionId: owner.executionId,
+    first: start.seq,
+    at: start.atMs,
+    ...(consecutive ? {} : { seqs: updates.map((u) => u.seq) }),
+    updates: out,
+  });
 }
 
 /** The events a chunk row holds, each as the row appendEvent would have stored. */
@@ -139,7 +166,9 @@ export interface RowRewrite {
 function asUpdate(row: EventRow): HeldUpdate {
   const envelope = JSON.parse(row.envelope) as { data: { part: Obj; delta?: string }; at: string };
   const atMs = Date.parse(envelope.at);
-  return typeof envelope.data.delta === "string" ? { seq: row.seq, atMs, part: envelope.data.part, delta: envelope.data.delta } : { seq: row.seq, atMs, whole: envelope.data.part };
+  return typeof envelope.data.delta === "string"
+    ? { seq: row.seq, atMs, part: envelope.data.part, delta: envelope.data.delta }
+    : { seq: row.seq, atMs, whole: envelope.data.part };
 }
 
 /**
@@ -149,7 +178,10 @@ function asUpdate(row: EventRow): HeldUpdate {
  * they skip now), as a plain row when one event is left, and goes when none is. Rows nothing
  * touches are not rewritten: one row written per row touched. Pure.
  */
-export function compactRows(rows: readonly EventRow[], runs: ReadonlyArray<{ fromSeq: number; toSeq: number; row: EventRow }>): RowRewrite[] {
+export function compactRows(
+  rows: readonly EventRow[],
+  runs: ReadonlyArray<{ fromSeq: number; toSeq: number; row: EventRow }>,
+): RowRewrite[] {
   const sorted = [...runs].sort((a, b) => a.fromSeq - b.fromSeq);
   const runOf = (seq: number) => sorted.find((r) => seq >= r.fromSeq && seq <= r.toSeq);
   const out: RowRewrite[] = [];
@@ -170,7 +202,16 @@ export function compactRows(rows: readonly EventRow[], runs: ReadonlyArray<{ fro
     else if (kept.length === 1) out.push({ seq: row.seq, to: kept[0]! });
     else {
       const owner = StoredChunk.parse(JSON.parse(row.envelope));
-      out.push({ seq: row.seq, to: { seq: kept.at(-1)!.seq, type: CHUNK_TYPE, envelope: encodeChunk({ turnId: owner.turnId, executionId: owner.executionId }, kept.map(asUpdate), { gaps: true }) } });
+      out.push({
+        seq: row.seq,
+        to: {
+          seq: kept.at(-1)!.seq,
+          type: CHUNK_TYPE,
+          envelope: encodeChunk({ turnId: owner.turnId, executionId: owner.executionId }, kept.map(asUpdate), {
+            gaps: true,
+          }),
+        },
+      });
     }
   }
   return out;

@@ -89,12 +89,16 @@ export class LogStore {
     let held = this.heldCursors.get(executionId);
     if (held) return held;
     const logged = this.sql
-      .exec<{ upstream_id: string }>("SELECT upstream_id FROM events WHERE execution_id = ? AND upstream_id IS NOT NULL ORDER BY seq DESC LIMIT 1", executionId)
+      .exec<{ upstream_id: string }>(
+        "SELECT upstream_id FROM events WHERE execution_id = ? AND upstream_id IS NOT NULL ORDER BY seq DESC LIMIT 1",
+        executionId,
+      )
       .toArray()[0]?.upstream_id;
     const cursor = logged !== undefined && NUMERIC_ID.test(logged) ? logged : this.turns.storedCursor(turnId);
     // Deltas held and not stored were admitted: the cursor is past them.
     const tail = this.tail.upstreamIdOf(executionId);
-    const ahead = tail !== undefined && (cursor === undefined || (NUMERIC_ID.test(cursor) && Number(tail) > Number(cursor)));
+    const ahead =
+      tail !== undefined && (cursor === undefined || (NUMERIC_ID.test(cursor) && Number(tail) > Number(cursor)));
     held = { turnId, cursor: ahead ? tail : cursor, seen: undefined, unsaved: [], cursorDirty: false };
     this.heldCursors.set(executionId, held);
     return held;
@@ -114,7 +118,8 @@ export class LogStore {
   admitUpstream(turnId: string, executionId: string, upstreamId: string): boolean {
     const held = this.heldCursor(turnId, executionId);
     if (NUMERIC_ID.test(upstreamId)) {
-      if (held.cursor !== undefined && NUMERIC_ID.test(held.cursor) && Number(upstreamId) <= Number(held.cursor)) return false;
+      if (held.cursor !== undefined && NUMERIC_ID.test(held.cursor) && Number(upstreamId) <= Number(held.cursor))
+        return false;
       held.cursor = upstreamId;
       this.turns.clearLost(turnId);
       return true;
@@ -217,7 +222,14 @@ export class LogStore {
 
   /** One page of the log strictly after `afterSeq`. */
   eventsAfter(afterSeq: number, limit: number): EventRow[] {
-    return this.page(afterSeq, limit, this.sql.exec<EventRow>("SELECT seq, type, envelope FROM events WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, limit).toArray(), true);
+    return this.page(
+      afterSeq,
+      limit,
+      this.sql
+        .exec<EventRow>("SELECT seq, type, envelope FROM events WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, limit)
+        .toArray(),
+      true,
+    );
   }
 
   /** One page of a branch's history strictly after `afterSeq`: the events of `turnIds` (its path) and those of no turn. */
@@ -237,14 +249,21 @@ export class LogStore {
   /** The retained events of these types strictly after `afterSeq`, read back validated (the webhook hand-off). */
   eventsOfTypesAfter(afterSeq: number, types: readonly string[], limit: number): EventEnvelope[] {
     return this.sql
-      .exec<{ envelope: string }>(`SELECT envelope FROM events WHERE seq > ? AND type IN (${types.map(() => "?").join(", ")}) ORDER BY seq LIMIT ?`, afterSeq, ...types, limit)
+      .exec<{ envelope: string }>(
+        `SELECT envelope FROM events WHERE seq > ? AND type IN (${types.map(() => "?").join(", ")}) ORDER BY seq LIMIT ?`,
+        afterSeq,
+        ...types,
+        limit,
+      )
       .toArray()
       .map((row) => EventEnvelopeSchema.parse(JSON.parse(row.envelope)));
   }
 
   /** The retained events of one turn (the held ones included), read back validated. */
   eventsOfTurn(turnId: string): EventEnvelope[] {
-    const stored = this.sql.exec<EventRow>("SELECT seq, type, envelope FROM events WHERE turn_id = ? ORDER BY seq", turnId).toArray();
+    const stored = this.sql
+      .exec<EventRow>("SELECT seq, type, envelope FROM events WHERE turn_id = ? ORDER BY seq", turnId)
+      .toArray();
     const held = this.tail.turnId() === turnId ? this.tail.rows() : [];
     return [...expandRows(stored), ...held].map((row) => EventEnvelopeSchema.parse(JSON.parse(row.envelope)));
   }
@@ -255,7 +274,8 @@ export class LogStore {
       const stored = this.sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events").one().seq ?? 0;
       if (this.seqFloor === undefined) {
         // Past the stored seqs and past the floor of any predecessor that stored nothing since.
-        this.seqFloor = this.inheritedTail > 0 ? Math.max(stored, this.meta.get("seqFloor") ?? 0) + this.inheritedTail : stored;
+        this.seqFloor =
+          this.inheritedTail > 0 ? Math.max(stored, this.meta.get("seqFloor") ?? 0) + this.inheritedTail : stored;
         if (this.inheritedTail > 0) this.floorToStore = this.seqFloor;
       }
       this.heldLastSeq = Math.max(stored, this.seqFloor, this.tail.lastSeq() ?? 0);
@@ -299,7 +319,13 @@ export class LogStore {
     if (!write) return;
     const { row } = write;
     if (write.kind === "grow") {
-      this.sql.exec("UPDATE events SET seq = ?, upstream_id = ?, envelope = ? WHERE seq = ?", row.seq, row.upstreamId, row.envelope, write.rowSeq);
+      this.sql.exec(
+        "UPDATE events SET seq = ?, upstream_id = ?, envelope = ? WHERE seq = ?",
+        row.seq,
+        row.upstreamId,
+        row.envelope,
+        write.rowSeq,
+      );
     } else {
       this.sql.exec(
         "INSERT INTO events (seq, turn_id, execution_id, upstream_id, type, envelope) VALUES (?, ?, ?, ?, ?, ?)",
@@ -366,7 +392,9 @@ export class LogStore {
    * own fields and order, not the schema's reading of them (a rewrite keeps them byte for byte).
    */
   storedEvent(seq: number): EventEnvelope | null {
-    const text = this.sql.exec<{ envelope: string }>("SELECT envelope FROM events WHERE seq = ?", seq).toArray()[0]?.envelope;
+    const text = this.sql
+      .exec<{ envelope: string }>("SELECT envelope FROM events WHERE seq = ?", seq)
+      .toArray()[0]?.envelope;
     if (text === undefined) return null;
     // A row holding several events (not one event's envelope) is not one stored event: null.
     const raw = JSON.parse(text) as unknown;
@@ -377,7 +405,12 @@ export class LogStore {
   /** The seqs of the log's events within `fromSeq`..`toSeq` that are not of `turnId` (each ends a compaction run). */
   otherEventSeqs(turnId: string, fromSeq: number, toSeq: number): number[] {
     return this.sql
-      .exec<{ seq: number }>("SELECT seq FROM events WHERE seq BETWEEN ? AND ? AND (turn_id IS NULL OR turn_id <> ?) ORDER BY seq", fromSeq, toSeq, turnId)
+      .exec<{ seq: number }>(
+        "SELECT seq FROM events WHERE seq BETWEEN ? AND ? AND (turn_id IS NULL OR turn_id <> ?) ORDER BY seq",
+        fromSeq,
+        toSeq,
+        turnId,
+      )
       .toArray()
       .map((r) => r.seq);
   }
@@ -395,14 +428,30 @@ export class LogStore {
     const to = Math.max(...runs.map((r) => r.toSeq));
     // The rows holding seqs from..to: a row is keyed by its last seq, so up to the first at or past `to`.
     const rows = this.sql
-      .exec<EventRow>("SELECT seq, type, envelope FROM events WHERE seq >= ? AND seq <= COALESCE((SELECT MIN(seq) FROM events WHERE seq >= ?), ?) ORDER BY seq", from, to, to)
+      .exec<EventRow>(
+        "SELECT seq, type, envelope FROM events WHERE seq >= ? AND seq <= COALESCE((SELECT MIN(seq) FROM events WHERE seq >= ?), ?) ORDER BY seq",
+        from,
+        to,
+        to,
+      )
       .toArray();
     const rewrites = compactRows(
       rows,
-      runs.map((run) => ({ fromSeq: run.fromSeq, toSeq: run.toSeq, row: { seq: run.toSeq, type: run.envelope.type, envelope: JSON.stringify(run.envelope) } })),
+      runs.map((run) => ({
+        fromSeq: run.fromSeq,
+        toSeq: run.toSeq,
+        row: { seq: run.toSeq, type: run.envelope.type, envelope: JSON.stringify(run.envelope) },
+      })),
     );
     for (const rewrite of rewrites) {
-      if (rewrite.to) this.sql.exec("UPDATE events SET seq = ?, type = ?, envelope = ? WHERE seq = ?", rewrite.to.seq, rewrite.to.type, rewrite.to.envelope, rewrite.seq);
+      if (rewrite.to)
+        this.sql.exec(
+          "UPDATE events SET seq = ?, type = ?, envelope = ? WHERE seq = ?",
+          rewrite.to.seq,
+          rewrite.to.type,
+          rewrite.to.envelope,
+          rewrite.seq,
+        );
       else this.sql.exec("DELETE FROM events WHERE seq = ?", rewrite.seq);
     }
   }

@@ -65,6 +65,10 @@ export class MetaStore {
   set<K extends MetaKey>(key: K, value: MetaValue<K>): void {
     const text = JSON.stringify(MetaSchemas[key].parse(value));
     // A value written again unchanged writes no row.
-    this.sql.exec("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value WHERE value IS NOT excluded.value", key, text);
+    this.sql.exec(
+      "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value WHERE value IS NOT excluded.value",
+      key,
+      text,
+    );
   }
 }

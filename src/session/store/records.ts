@@ -3,14 +3,28 @@
  * session passes around. Shapes only; the tables they live in are ./schema.ts.
  */
 import { z } from "zod";
-import { EventEnvelopeSchema, TranscriptPartSchema, TurnStatus as TurnStatusSchema, type UsageView } from "../../schemas/api";
-import type { AgentExactRunControlRef, CancellationAcknowledgement, InteractionAcknowledgement, InteractionRequest } from "../../schemas/contracts";
+import {
+  EventEnvelopeSchema,
+  TranscriptPartSchema,
+  TurnStatus as TurnStatusSchema,
+  type UsageView,
+} from "../../schemas/api";
+import type {
+  AgentExactRunControlRef,
+  CancellationAcknowledgement,
+  InteractionAcknowledgement,
+  InteractionRequest,
+} from "../../schemas/contracts";
 
 export type TurnStatus = z.infer<typeof TurnStatusSchema>;
 export type TranscriptPart = z.infer<typeof TranscriptPartSchema>;
 export const TERMINAL_TURN_STATUSES: ReadonlySet<TurnStatus> = new Set(["completed", "failed", "cancelled"]);
 
-export const SessionContextSchema = z.strictObject({ sessionId: z.string(), conversationId: z.string(), ownerKey: z.string() });
+export const SessionContextSchema = z.strictObject({
+  sessionId: z.string(),
+  conversationId: z.string(),
+  ownerKey: z.string(),
+});
 /** Who a conversation RPC is for: session id and owner key, derived by the Worker from the user and the conversation id. */
 export type SessionContext = z.infer<typeof SessionContextSchema>;
 
@@ -146,4 +160,3 @@ export interface InteractionRecord {
 export type StoredOperation =
   | { kind: "cancel"; requestDigest: string; ack: CancellationAcknowledgement }
   | { kind: "answer"; requestDigest: string; ack: InteractionAcknowledgement };
-

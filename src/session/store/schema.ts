@@ -11,7 +11,10 @@ import { COUNTERS } from "../../schemas/common";
 const SCHEMA_VERSION = 13;
 
 /** Unknown provenance for each counter a stored (pre-9) record holds a value of. */
-function unknownProvenance(values: unknown, present: (v: unknown) => boolean = (v) => v !== undefined): Record<string, "unknown"> {
+function unknownProvenance(
+  values: unknown,
+  present: (v: unknown) => boolean = (v) => v !== undefined,
+): Record<string, "unknown"> {
   const out: Record<string, "unknown"> = {};
   if (typeof values !== "object" || values === null) return out;
   for (const c of COUNTERS) if (present((values as Record<string, unknown>)[c])) out[c] = "unknown";
@@ -35,7 +38,12 @@ function usageStateV9(state: Record<string, unknown>): Record<string, unknown> {
 /** A turn's usage view stored before schema 9, as schema 9 stores it. */
 function usageViewV9(view: Record<string, unknown>): Record<string, unknown> {
   const known = unknownProvenance(view, (v) => v !== undefined && v !== null);
-  return { ...view, provenance: Object.fromEntries(COUNTERS.map((c) => [c, known[c] ?? null])), modelRequests: null, servedModels: null };
+  return {
+    ...view,
+    provenance: Object.fromEntries(COUNTERS.map((c) => [c, known[c] ?? null])),
+    modelRequests: null,
+    servedModels: null,
+  };
 }
 
 export function migrateSessionSchema(sql: Pick<SqlStorage, "exec">): void {
@@ -80,7 +88,9 @@ export function migrateSessionSchema(sql: Pick<SqlStorage, "exec">): void {
   }
   if (current < 2) {
     // The usage fold of each execution (docs/contracts.md), kept beside the turn it belongs to.
-    sql.exec("CREATE TABLE IF NOT EXISTS usage (execution_id TEXT PRIMARY KEY, turn_id TEXT NOT NULL, state TEXT NOT NULL)");
+    sql.exec(
+      "CREATE TABLE IF NOT EXISTS usage (execution_id TEXT PRIMARY KEY, turn_id TEXT NOT NULL, state TEXT NOT NULL)",
+    );
     // Why a cancelled turn was cancelled (the user's reason, or budget_exceeded).
     sql.exec("ALTER TABLE turns ADD COLUMN cancel_reason TEXT");
     // Idempotency of cancel and answer operations: operationId → request digest and acknowledgement.
@@ -153,11 +163,23 @@ export function migrateSessionSchema(sql: Pick<SqlStorage, "exec">): void {
     // The usage fold keeps each figure's provenance, the run's request count and its served
     // models (docs/contracts.md "The usage fold"). A fold stored before recorded none of them:
     // its figures are of unknown provenance (never measured), its count and models unknown.
-    for (const row of sql.exec<{ execution_id: string; state: string }>("SELECT execution_id, state FROM usage").toArray()) {
-      sql.exec("UPDATE usage SET state = ? WHERE execution_id = ?", JSON.stringify(usageStateV9(JSON.parse(row.state))), row.execution_id);
+    for (const row of sql
+      .exec<{ execution_id: string; state: string }>("SELECT execution_id, state FROM usage")
+      .toArray()) {
+      sql.exec(
+        "UPDATE usage SET state = ? WHERE execution_id = ?",
+        JSON.stringify(usageStateV9(JSON.parse(row.state))),
+        row.execution_id,
+      );
     }
-    for (const row of sql.exec<{ turn_id: string; usage: string }>("SELECT turn_id, usage FROM turns WHERE usage IS NOT NULL").toArray()) {
-      sql.exec("UPDATE turns SET usage = ? WHERE turn_id = ?", JSON.stringify(usageViewV9(JSON.parse(row.usage))), row.turn_id);
+    for (const row of sql
+      .exec<{ turn_id: string; usage: string }>("SELECT turn_id, usage FROM turns WHERE usage IS NOT NULL")
+      .toArray()) {
+      sql.exec(
+        "UPDATE turns SET usage = ? WHERE turn_id = ?",
+        JSON.stringify(usageViewV9(JSON.parse(row.usage))),
+        row.turn_id,
+      );
     }
   }
   if (current < 10) {
@@ -185,7 +207,9 @@ export function migrateSessionSchema(sql: Pick<SqlStorage, "exec">): void {
     const columns = sql.exec("SELECT * FROM turns LIMIT 0").columnNames;
     if (!columns.includes("parent_turn_id")) {
       sql.exec("ALTER TABLE turns ADD COLUMN parent_turn_id TEXT");
-      sql.exec("UPDATE turns SET parent_turn_id = (SELECT p.turn_id FROM turns p WHERE p.ordinal < turns.ordinal ORDER BY p.ordinal DESC LIMIT 1)");
+      sql.exec(
+        "UPDATE turns SET parent_turn_id = (SELECT p.turn_id FROM turns p WHERE p.ordinal < turns.ordinal ORDER BY p.ordinal DESC LIMIT 1)",
+      );
     }
     if (!columns.includes("branch")) sql.exec("ALTER TABLE turns ADD COLUMN branch INTEGER NOT NULL DEFAULT 0");
     sql.exec(
@@ -237,8 +261,12 @@ export function migrateSessionSchema(sql: Pick<SqlStorage, "exec">): void {
     // Turns ended before keep their result as stored; those still marked are compacted at start.
     const columns = sql.exec("SELECT * FROM turns LIMIT 0").columnNames;
     if (!columns.includes("compacted")) sql.exec("ALTER TABLE turns ADD COLUMN compacted INTEGER");
-    const marked = sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'compactPending'").toArray()[0]?.value ?? "[]";
-    sql.exec("UPDATE turns SET compacted = 1 WHERE status IN ('completed', 'failed', 'cancelled') AND turn_id NOT IN (SELECT value FROM json_each(?))", marked);
+    const marked =
+      sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'compactPending'").toArray()[0]?.value ?? "[]";
+    sql.exec(
+      "UPDATE turns SET compacted = 1 WHERE status IN ('completed', 'failed', 'cancelled') AND turn_id NOT IN (SELECT value FROM json_each(?))",
+      marked,
+    );
     sql.exec("DELETE FROM meta WHERE key = 'compactPending'");
   }
   if (current < 13) {

@@ -90,7 +90,19 @@ describe("upstream de-duplication: one rule, SessionStore.admitUpstream", () => 
 describe("ingest batches: held in memory, written with the batch", () => {
   it("a frame costs one statement's row: the cursor, seq, status and lost marker are not read or written per frame", async () => {
     await withStore("one-row", (store) => {
-      store.markRunning("t", { runId: "e", provider: "p", environmentId: "env", sessionId: "s", executionId: "e", requestDigest: `sha256:${"0".repeat(64)}` }, 0, 0);
+      store.markRunning(
+        "t",
+        {
+          runId: "e",
+          provider: "p",
+          environmentId: "env",
+          sessionId: "s",
+          executionId: "e",
+          requestDigest: `sha256:${"0".repeat(64)}`,
+        },
+        0,
+        0,
+      );
       for (let i = 1; i <= 3; i++) if (store.admitUpstream("t", "e", String(i))) logFrame(store, String(i));
       const before = store.rowsWritten;
       for (let i = 4; i <= 13; i++) {
@@ -109,7 +121,9 @@ describe("ingest batches: held in memory, written with the batch", () => {
       const sql = state.storage.sql;
       let run = 0;
       // Upstream ids: numbers mostly rising (repeats and stale ones among them), or opaque ids repeated.
-      const numeric = fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 40 }).map((ns) => ns.map((n, i) => String(n + i)));
+      const numeric = fc
+        .array(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 40 })
+        .map((ns) => ns.map((n, i) => String(n + i)));
       const opaque = fc.array(fc.constantFrom("a", "b", "c", "d", "e", "f", "g"), { minLength: 1, maxLength: 20 });
       const step = fc.record({ size: fc.integer({ min: 1, max: 6 }), fails: fc.boolean(), restart: fc.boolean() });
       fc.assert(
@@ -118,29 +132,58 @@ describe("ingest batches: held in memory, written with the batch", () => {
           const apply = (store: SessionStore, log: EventLog, executionId: string, batch: string[], fail = false) =>
             log.commit((l) => {
               for (const id of batch) {
-                if (store.admitUpstream(`t-${executionId}`, executionId, id)) l.append({ turnId: `t-${executionId}`, executionId, upstreamId: id, type: "message.part.updated", data: {}, now: 0 });
+                if (store.admitUpstream(`t-${executionId}`, executionId, id))
+                  l.append({
+                    turnId: `t-${executionId}`,
+                    executionId,
+                    upstreamId: id,
+                    type: "message.part.updated",
+                    data: {},
+                    now: 0,
+                  });
               }
               if (fail) throw new Error("the commit failed");
             });
           const open = () => {
             const store = new SessionStore(sql);
-            const log = new EventLog({ transaction: (fn) => state.storage.transactionSync(fn), publish: () => undefined, ...storeWrites(() => store) });
+            const log = new EventLog({
+              transaction: (fn) => state.storage.transactionSync(fn),
+              publish: () => undefined,
+              ...storeWrites(() => store),
+            });
             return { store, log };
           };
           const logged = (executionId: string) =>
-            sql.exec<{ upstream_id: string; seq: number }>("SELECT upstream_id, seq FROM events WHERE execution_id = ? ORDER BY seq", executionId).toArray();
+            sql
+              .exec<{ upstream_id: string; seq: number }>(
+                "SELECT upstream_id, seq FROM events WHERE execution_id = ? ORDER BY seq",
+                executionId,
+              )
+              .toArray();
 
           // One by one, one instance.
           const one = `one-${run}`;
           let ref = open();
-          ref.store.insertPendingTurn({ turnId: `t-${one}`, requestDigest: "d", request: { message: "m" }, executionId: one, now: 0 });
+          ref.store.insertPendingTurn({
+            turnId: `t-${one}`,
+            requestDigest: "d",
+            request: { message: "m" },
+            executionId: one,
+            now: 0,
+          });
           for (const id of frames) apply(ref.store, ref.log, one, [id]);
 
           // In batches of any size; a failed batch is read again from where the store stands, and
           // an instance may be replaced between commits (eviction, crash) reading what storage holds.
           const many = `many-${run}`;
           ref = open();
-          ref.store.insertPendingTurn({ turnId: `t-${many}`, requestDigest: "d", request: { message: "m" }, executionId: many, now: 0 });
+          ref.store.insertPendingTurn({
+            turnId: `t-${many}`,
+            requestDigest: "d",
+            request: { message: "m" },
+            executionId: many,
+            now: 0,
+          });
           let at = 0;
           for (let i = 0; at < frames.length; i++) {
             const { size, fails, restart } = steps[i % steps.length]!;
@@ -175,8 +218,20 @@ describe("queued turns in storage (schema 10)", () => {
       expect(reopened.turn("t")?.request.message).toBe("hi");
       expect(sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version).toBe(13);
 
-      reopened.insertQueuedTurn({ turnId: "q1", requestDigest: "d1", request: { message: "one" }, executionId: "e1", now: 1 });
-      reopened.insertQueuedTurn({ turnId: "q2", requestDigest: "d2", request: { message: "two", model: "m" }, executionId: "e2", now: 2 });
+      reopened.insertQueuedTurn({
+        turnId: "q1",
+        requestDigest: "d1",
+        request: { message: "one" },
+        executionId: "e1",
+        now: 1,
+      });
+      reopened.insertQueuedTurn({
+        turnId: "q2",
+        requestDigest: "d2",
+        request: { message: "two", model: "m" },
+        executionId: "e2",
+        now: 2,
+      });
       reopened.setQueuedRequest("q2", { message: "two, edited", model: "m" }, 3);
       expect(reopened.waitingTurns().map((q) => [q.turnId, q.request.message, q.requestDigest])).toEqual([
         ["q1", "one", "d1"],
@@ -196,9 +251,22 @@ describe("queued turns in storage (schema 10)", () => {
 describe("a turn's record in rows written (schema 11)", () => {
   it("a turn costs two rows to insert and one to start; a meta value written again unchanged costs none; a schema-10 database keeps its turns", async () => {
     await withStore("turn-rows", (store) => {
-      const ref = { runId: "e2", provider: "p", environmentId: "env", sessionId: "s", executionId: "e2", requestDigest: `sha256:${"0".repeat(64)}` };
+      const ref = {
+        runId: "e2",
+        provider: "p",
+        environmentId: "env",
+        sessionId: "s",
+        executionId: "e2",
+        requestDigest: `sha256:${"0".repeat(64)}`,
+      };
       let before = store.rowsWritten;
-      store.insertPendingTurn({ turnId: "t2", requestDigest: "d2", request: { message: "two" }, executionId: "e2", now: 1 });
+      store.insertPendingTurn({
+        turnId: "t2",
+        requestDigest: "d2",
+        request: { message: "two" },
+        executionId: "e2",
+        now: 1,
+      });
       expect(store.rowsWritten - before).toBe(2);
       before = store.rowsWritten;
       store.markRunning("t2", ref, 0, 2);
@@ -224,7 +292,13 @@ describe("a turn's record in rows written (schema 11)", () => {
       ]);
       expect(sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version).toBe(13);
       before = reopened.rowsWritten;
-      reopened.insertPendingTurn({ turnId: "t3", requestDigest: "d3", request: { message: "three" }, executionId: "e3", now: 3 });
+      reopened.insertPendingTurn({
+        turnId: "t3",
+        requestDigest: "d3",
+        request: { message: "three" },
+        executionId: "e3",
+        now: 3,
+      });
       expect(reopened.rowsWritten - before).toBe(2);
     });
   });
@@ -233,15 +307,36 @@ describe("a turn's record in rows written (schema 11)", () => {
 describe("when a turn was sent and when it started (schema 13)", () => {
   it("a turn started from the queue keeps its send as createdAt; a schema-12 database's queued turns get theirs back, the others unchanged", async () => {
     await withStore("started-at", (store) => {
-      store.insertQueuedTurn({ turnId: "q", requestDigest: "dq", request: { message: "queued" }, executionId: "eq", now: 10 });
-      store.insertPendingTurn({ turnId: "q", requestDigest: "dq", request: { message: "queued" }, executionId: "eq", now: 50, sentAt: 10 });
-      store.insertPendingTurn({ turnId: "t2", requestDigest: "d2", request: { message: "two" }, executionId: "e2", now: 60 });
+      store.insertQueuedTurn({
+        turnId: "q",
+        requestDigest: "dq",
+        request: { message: "queued" },
+        executionId: "eq",
+        now: 10,
+      });
+      store.insertPendingTurn({
+        turnId: "q",
+        requestDigest: "dq",
+        request: { message: "queued" },
+        executionId: "eq",
+        now: 50,
+        sentAt: 10,
+      });
+      store.insertPendingTurn({
+        turnId: "t2",
+        requestDigest: "d2",
+        request: { message: "two" },
+        executionId: "e2",
+        now: 60,
+      });
       expect([store.turn("q")!.createdAt, store.turn("q")!.startedAt]).toEqual([10, 50]);
       expect([store.turn("t2")!.createdAt, store.turn("t2")!.startedAt]).toEqual([60, 60]);
 
       // As a schema-12 database wrote them: no started_at, a queued turn's start as its created_at.
       const sql = (store as unknown as { sql: Pick<SqlStorage, "exec"> }).sql;
-      sql.exec("ALTER TABLE turns DROP COLUMN started_at; UPDATE turns SET created_at = 50 WHERE turn_id = 'q'; UPDATE schema_version SET version = 12;");
+      sql.exec(
+        "ALTER TABLE turns DROP COLUMN started_at; UPDATE turns SET created_at = 50 WHERE turn_id = 'q'; UPDATE schema_version SET version = 12;",
+      );
       const reopened = new SessionStore(sql as SqlStorage);
       expect(["t", "q", "t2"].map((id) => [reopened.turn(id)!.createdAt, reopened.turn(id)!.startedAt])).toEqual([
         [0, 0],

@@ -20,7 +20,21 @@ import { AskStore } from "./asks";
 import type { UpdateToHold } from "./held-tail";
 import { LogStore } from "./log";
 import { MetaStore, type MetaKey, type MetaValue } from "./meta";
-import { TERMINAL_TURN_STATUSES, type EventEnvelope, type EventRow, type InteractionStatus, type NewEvent, type QueueState, type StoredBranch, type StoredOperation, type TranscriptPart, type TurnError, type TurnRecord, type TurnRequest, type TurnStatus } from "./records";
+import {
+  TERMINAL_TURN_STATUSES,
+  type EventEnvelope,
+  type EventRow,
+  type InteractionStatus,
+  type NewEvent,
+  type QueueState,
+  type StoredBranch,
+  type StoredOperation,
+  type TranscriptPart,
+  type TurnError,
+  type TurnRecord,
+  type TurnRequest,
+  type TurnStatus,
+} from "./records";
 import { migrateSessionSchema } from "./schema";
 import { TurnStore } from "./turns";
 import { UsageStore } from "./usage";
@@ -114,7 +128,10 @@ export class SessionStore {
   }
 
   /** Ends a turn; its usage view (from its execution's fold) is written with it, in the same row write. */
-  finishTurn(turnId: string, fields: { status: TurnStatus; resultText?: string; error?: TurnError; now: number }): void {
+  finishTurn(
+    turnId: string,
+    fields: { status: TurnStatus; resultText?: string; error?: TurnError; now: number },
+  ): void {
     const executionId = this.turnStore.executionIdOf(turnId);
     const fold = executionId !== undefined ? this.usageStore.executionUsage(executionId) : null;
     this.turnStore.finishTurn(turnId, fields, fold ? executionView(fold) : null);
@@ -214,7 +231,13 @@ export class SessionStore {
     return this.turnStore.waitingTurns();
   }
 
-  insertQueuedTurn(input: { turnId: string; requestDigest: string; request: TurnRequest; executionId: string; now: number }): void {
+  insertQueuedTurn(input: {
+    turnId: string;
+    requestDigest: string;
+    request: TurnRequest;
+    executionId: string;
+    now: number;
+  }): void {
     this.turnStore.insertQueuedTurn(input);
   }
 
@@ -252,11 +275,20 @@ export class SessionStore {
     return this.askStore.outstandingOfTurn(turnId);
   }
 
-  addInteraction(input: { interactionId: string; turnId: string; executionId: string; request: unknown; now: number }): boolean {
+  addInteraction(input: {
+    interactionId: string;
+    turnId: string;
+    executionId: string;
+    request: unknown;
+    now: number;
+  }): boolean {
     return this.askStore.addInteraction(input);
   }
 
-  resolveInteraction(interactionId: string, fields: { status: InteractionStatus; outcome?: string; answerHmac?: string; operationId?: string; now: number }): void {
+  resolveInteraction(
+    interactionId: string,
+    fields: { status: InteractionStatus; outcome?: string; answerHmac?: string; operationId?: string; now: number },
+  ): void {
     this.askStore.resolveInteraction(interactionId, fields);
   }
 

@@ -6,7 +6,12 @@
  * has not ended its usage from its execution's fold.
  */
 import { z } from "zod";
-import { TranscriptPartSchema, TurnStatus as TurnStatusSchema, UsageViewSchema, type UsageView } from "../../schemas/api";
+import {
+  TranscriptPartSchema,
+  TurnStatus as TurnStatusSchema,
+  UsageViewSchema,
+  type UsageView,
+} from "../../schemas/api";
 import { AgentExactRunControlRef } from "../../schemas/contracts";
 import {
   QueueState,
@@ -133,14 +138,19 @@ export class TurnStore {
   turnStatus(turnId: string): TurnStatus | null {
     const held = this.heldStatus.get(turnId);
     if (held !== undefined) return held;
-    const status = (this.sql.exec<{ status: string }>("SELECT status FROM turns WHERE turn_id = ?", turnId).toArray()[0]?.status as TurnStatus | undefined) ?? null;
+    const status =
+      (this.sql.exec<{ status: string }>("SELECT status FROM turns WHERE turn_id = ?", turnId).toArray()[0]?.status as
+        | TurnStatus
+        | undefined) ?? null;
     this.heldStatus.set(turnId, status);
     return status;
   }
 
   /** The turn that is pending or running, if any (at most one: turns run one at a time). */
   activeTurn(): TurnRecord | null {
-    const row = this.sql.exec<TurnRow>("SELECT * FROM turns WHERE status IN ('pending', 'running') ORDER BY ordinal DESC LIMIT 1").toArray()[0];
+    const row = this.sql
+      .exec<TurnRow>("SELECT * FROM turns WHERE status IN ('pending', 'running') ORDER BY ordinal DESC LIMIT 1")
+      .toArray()[0];
     return row ? toTurn(row) : null;
   }
 
@@ -161,7 +171,9 @@ export class TurnStore {
   /** Ended turns whose events are not compacted yet (a crash between a turn's end and its compaction), oldest first. */
   endedUncompacted(): string[] {
     return this.sql
-      .exec<{ turn_id: string }>("SELECT turn_id FROM turns WHERE compacted IS NULL AND status IN ('completed', 'failed', 'cancelled') ORDER BY ordinal")
+      .exec<{ turn_id: string }>(
+        "SELECT turn_id FROM turns WHERE compacted IS NULL AND status IN ('completed', 'failed', 'cancelled') ORDER BY ordinal",
+      )
       .toArray()
       .map((r) => r.turn_id);
   }
@@ -169,7 +181,14 @@ export class TurnStore {
   /** Marks an ended turn compacted; `answerInParts`: its result is its message's text, dropped from the row (a mark unchanged writes no row). */
   markCompacted(turnId: string, answerInParts: boolean): void {
     const mark = answerInParts ? ANSWER_IN_PARTS : COMPACTED;
-    this.sql.exec("UPDATE turns SET compacted = ?, result_text = CASE WHEN ? = ? THEN NULL ELSE result_text END WHERE turn_id = ? AND compacted IS NOT ?", mark, mark, ANSWER_IN_PARTS, turnId, mark);
+    this.sql.exec(
+      "UPDATE turns SET compacted = ?, result_text = CASE WHEN ? = ? THEN NULL ELSE result_text END WHERE turn_id = ? AND compacted IS NOT ?",
+      mark,
+      mark,
+      ANSWER_IN_PARTS,
+      turnId,
+      mark,
+    );
   }
 
   /**
@@ -204,7 +223,9 @@ export class TurnStore {
 
   /** The execution a turn's record names (the run it went under), if there is such a turn. */
   executionIdOf(turnId: string): string | undefined {
-    return this.sql.exec<{ execution_id: string }>("SELECT execution_id FROM turns WHERE turn_id = ?", turnId).toArray()[0]?.execution_id;
+    return this.sql
+      .exec<{ execution_id: string }>("SELECT execution_id FROM turns WHERE turn_id = ?", turnId)
+      .toArray()[0]?.execution_id;
   }
 
   /**
@@ -212,7 +233,16 @@ export class TurnStore {
    * waited in the queue); without a place in the tree it follows the newest turn, in branch 0 (a
    * conversation that never branched).
    */
-  insertPendingTurn(input: { turnId: string; parentTurnId?: string | null; branch?: number; requestDigest: string; request: TurnRequest; executionId: string; now: number; sentAt?: number }): void {
+  insertPendingTurn(input: {
+    turnId: string;
+    parentTurnId?: string | null;
+    branch?: number;
+    requestDigest: string;
+    request: TurnRequest;
+    executionId: string;
+    now: number;
+    sentAt?: number;
+  }): void {
     const ordinal = (this.sql.exec<{ n: number | null }>("SELECT MAX(ordinal) AS n FROM turns").one().n ?? 0) + 1;
     const parentTurnId = input.parentTurnId !== undefined ? input.parentTurnId : (this.lastTurn()?.turnId ?? null);
     this.sql.exec(
@@ -236,7 +266,9 @@ export class TurnStore {
   /** Every turn's place in the tree (../turn-tree.ts), oldest first. */
   treeTurns(): TreeTurn[] {
     return this.sql
-      .exec<{ turn_id: string; parent_turn_id: string | null; branch: number; ordinal: number }>("SELECT turn_id, parent_turn_id, branch, ordinal FROM turns ORDER BY ordinal")
+      .exec<{ turn_id: string; parent_turn_id: string | null; branch: number; ordinal: number }>(
+        "SELECT turn_id, parent_turn_id, branch, ordinal FROM turns ORDER BY ordinal",
+      )
       .toArray()
       .map((r) => ({ turnId: r.turn_id, parentTurnId: r.parent_turn_id, branch: r.branch, ordinal: r.ordinal }));
   }
@@ -261,7 +293,11 @@ export class TurnStore {
   }
 
   /** Ends a turn; `usage`: its view from its execution's fold, written with it in the same row write (none: the stored one stays). */
-  finishTurn(turnId: string, fields: { status: TurnStatus; resultText?: string; error?: TurnError; now: number }, usage: UsageView | null): void {
+  finishTurn(
+    turnId: string,
+    fields: { status: TurnStatus; resultText?: string; error?: TurnError; now: number },
+    usage: UsageView | null,
+  ): void {
     this.sql.exec(
       "UPDATE turns SET status = ?, result_text = ?, error = ?, completed_at = ?, updated_at = ?, usage = COALESCE(?, usage) WHERE turn_id = ?",
       fields.status,
@@ -282,7 +318,11 @@ export class TurnStore {
 
   /** The upstream cursor stored on the turn (the newest opaque id admitted; numeric ids are the log's). */
   storedCursor(turnId: string): string | undefined {
-    return this.sql.exec<{ upstream_cursor: string | null }>("SELECT upstream_cursor FROM turns WHERE turn_id = ?", turnId).toArray()[0]?.upstream_cursor ?? undefined;
+    return (
+      this.sql
+        .exec<{ upstream_cursor: string | null }>("SELECT upstream_cursor FROM turns WHERE turn_id = ?", turnId)
+        .toArray()[0]?.upstream_cursor ?? undefined
+    );
   }
 
   storeCursor(turnId: string, cursor: string): void {
@@ -292,7 +332,9 @@ export class TurnStore {
   private lostAt(turnId: string): number | null {
     const held = this.heldLost.get(turnId);
     if (held !== undefined) return held;
-    const lost = this.sql.exec<{ lost_at: number | null }>("SELECT lost_at FROM turns WHERE turn_id = ?", turnId).toArray()[0]?.lost_at ?? null;
+    const lost =
+      this.sql.exec<{ lost_at: number | null }>("SELECT lost_at FROM turns WHERE turn_id = ?", turnId).toArray()[0]
+        ?.lost_at ?? null;
     this.heldLost.set(turnId, lost);
     return lost;
   }
@@ -317,7 +359,10 @@ export class TurnStore {
   /** Turns with events at or below `seq` whose parts are not kept yet. */
   turnsTrimmedBy(seq: number): TurnRecord[] {
     return this.sql
-      .exec<TurnRow>("SELECT * FROM turns WHERE parts IS NULL AND turn_id IN (SELECT DISTINCT turn_id FROM events WHERE seq <= ? AND turn_id IS NOT NULL)", seq)
+      .exec<TurnRow>(
+        "SELECT * FROM turns WHERE parts IS NULL AND turn_id IN (SELECT DISTINCT turn_id FROM events WHERE seq <= ? AND turn_id IS NOT NULL)",
+        seq,
+      )
       .toArray()
       .map(toTurn);
   }
@@ -330,16 +375,32 @@ export class TurnStore {
   turnsSize(): { rows: number; bytes: number } {
     const columns = this.sql.exec("SELECT * FROM turns LIMIT 0").columnNames;
     const sum = columns.map((c) => `COALESCE(LENGTH(CAST("${c}" AS BLOB)), 0)`).join(" + ");
-    return this.sql.exec<{ rows: number; bytes: number }>(`SELECT COUNT(*) AS rows, COALESCE(SUM(${sum}), 0) AS bytes FROM turns`).one();
+    return this.sql
+      .exec<{ rows: number; bytes: number }>(`SELECT COUNT(*) AS rows, COALESCE(SUM(${sum}), 0) AS bytes FROM turns`)
+      .one();
   }
 
   // ---- branches
 
   branches(): StoredBranch[] {
     return this.sql
-      .exec<{ branch: number; fork_of: number | null; at_turn_id: string | null; agent_session_id: string; forked: number; created_at: number }>("SELECT * FROM branches ORDER BY branch")
+      .exec<{
+        branch: number;
+        fork_of: number | null;
+        at_turn_id: string | null;
+        agent_session_id: string;
+        forked: number;
+        created_at: number;
+      }>("SELECT * FROM branches ORDER BY branch")
       .toArray()
-      .map((r) => ({ branch: r.branch, forkOf: r.fork_of, at: r.at_turn_id, agentSessionId: r.agent_session_id, forked: r.forked === 1, createdAt: r.created_at }));
+      .map((r) => ({
+        branch: r.branch,
+        forkOf: r.fork_of,
+        at: r.at_turn_id,
+        agentSessionId: r.agent_session_id,
+        forked: r.forked === 1,
+        createdAt: r.created_at,
+      }));
   }
 
   insertBranch(branch: Omit<StoredBranch, "forked">): void {
@@ -372,11 +433,21 @@ export class TurnStore {
 
   /** The turns that wait (queued, or starting: recorded pending and being dispatched), in order. */
   waitingTurns(): QueuedTurn[] {
-    return this.sql.exec<QueuedRow>("SELECT * FROM queued_turns WHERE state IN ('queued', 'starting') ORDER BY position").toArray().map(toQueued);
+    return this.sql
+      .exec<QueuedRow>("SELECT * FROM queued_turns WHERE state IN ('queued', 'starting') ORDER BY position")
+      .toArray()
+      .map(toQueued);
   }
 
-  insertQueuedTurn(input: { turnId: string; requestDigest: string; request: TurnRequest; executionId: string; now: number }): void {
-    const position = (this.sql.exec<{ n: number | null }>("SELECT MAX(position) AS n FROM queued_turns").one().n ?? 0) + 1;
+  insertQueuedTurn(input: {
+    turnId: string;
+    requestDigest: string;
+    request: TurnRequest;
+    executionId: string;
+    now: number;
+  }): void {
+    const position =
+      (this.sql.exec<{ n: number | null }>("SELECT MAX(position) AS n FROM queued_turns").one().n ?? 0) + 1;
     this.sql.exec(
       "INSERT INTO queued_turns (turn_id, position, request_digest, request, execution_id, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?)",
       input.turnId,
@@ -391,10 +462,21 @@ export class TurnStore {
 
   /** A queued turn's request as edited (the digest of the send that queued it stays). */
   setQueuedRequest(turnId: string, request: TurnRequest, now: number): void {
-    this.sql.exec("UPDATE queued_turns SET request = ?, updated_at = ? WHERE turn_id = ?", JSON.stringify(request), now, turnId);
+    this.sql.exec(
+      "UPDATE queued_turns SET request = ?, updated_at = ? WHERE turn_id = ?",
+      JSON.stringify(request),
+      now,
+      turnId,
+    );
   }
 
   setQueuedState(turnId: string, state: QueueState, now: number, error?: TurnError): void {
-    this.sql.exec("UPDATE queued_turns SET state = ?, error = ?, updated_at = ? WHERE turn_id = ?", state, error ? JSON.stringify(error) : null, now, turnId);
+    this.sql.exec(
+      "UPDATE queued_turns SET state = ?, error = ?, updated_at = ? WHERE turn_id = ?",
+      state,
+      error ? JSON.stringify(error) : null,
+      now,
+      turnId,
+    );
   }
 }

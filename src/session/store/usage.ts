@@ -8,7 +8,9 @@ export class UsageStore {
   constructor(private readonly sql: Pick<SqlStorage, "exec">) {}
 
   executionUsage(executionId: string): ExecutionUsageState | null {
-    const row = this.sql.exec<{ state: string }>("SELECT state FROM usage WHERE execution_id = ?", executionId).toArray()[0];
+    const row = this.sql
+      .exec<{ state: string }>("SELECT state FROM usage WHERE execution_id = ?", executionId)
+      .toArray()[0];
     return row ? ExecutionUsageStateSchema.parse(JSON.parse(row.state)) : null;
   }
 
