@@ -203,8 +203,8 @@ const MUTANTS = [
     file: "src/usage/usage-fold.ts",
     tests: T.usage,
     why: "a conversation total turns an unknown counter into 0",
-    find: "(states.length === 0 ? 0 : sums[c] ?? null)",
-    replace: "(states.length === 0 ? 0 : sums[c] ?? 0)",
+    find: "(states.length === 0 ? 0 : (sums[c] ?? null))",
+    replace: "(states.length === 0 ? 0 : (sums[c] ?? 0))",
   },
   {
     id: "usage.complete-ignores-output",
@@ -571,6 +571,18 @@ const MUTANTS = [
 ];
 
 /**
+ * A mutant's text as a pattern: each run of white space in it matches any run of white space, so a
+ * line the formatter wraps (or joins) is still found.
+ */
+function patternOf(m) {
+  const escaped = m.find
+    .trim()
+    .split(/\s+/)
+    .map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  return new RegExp(escaped.join("\\s+"), "g");
+}
+
+/**
  * Why a mutant no longer applies (the code moved on: update it), or null: its file and test files
  * exist, its text occurs exactly once, and its replacement changes it.
  */
@@ -579,7 +591,7 @@ function staleness(m) {
   if (!existsSync(path)) return `${m.file} does not exist`;
   const missing = m.tests.filter((t) => !existsSync(join(root, t)));
   if (missing.length > 0) return `its test files ${missing.join(", ")} do not exist`;
-  const count = readFileSync(path, "utf8").split(m.find).length - 1;
+  const count = readFileSync(path, "utf8").match(patternOf(m))?.length ?? 0;
   if (count !== 1) return `its text is found ${count} times in ${m.file}, not once`;
   if (m.find === m.replace) return "its replacement is its text";
   return null;
@@ -726,7 +738,7 @@ async function main() {
         try {
           writeFileSync(
             path,
-            original.replace(m.find, () => m.replace),
+            original.replace(patternOf(m), () => m.replace),
           );
           outcome = await runVitest(dir, m.tests, args.timeoutS);
         } finally {
