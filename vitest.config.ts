@@ -147,7 +147,7 @@ export default defineConfig({
           globalSetup: ["./test/webhooks/global-setup.mjs"],
         },
       },
-      { test: { ...timeouts, name: "page", include: [PAGE_TESTS + "/*.test.ts"], environment: "node" } },
+      { test: { ...timeouts, name: "page", include: [`${PAGE_TESTS}/*.test.ts`], environment: "node" } },
     ],
   },
 });

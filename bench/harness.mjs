@@ -9,7 +9,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { decodeAfter, DELTA_EVENT } from "../public/wire/frames.js";
+import { DELTA_EVENT, decodeAfter } from "../public/wire/frames.js";
 import { devLogin, readSse, startDevServer } from "../scripts/devserver.mjs";
 import { quietInspector } from "./workerd.mjs";
 

@@ -7,7 +7,7 @@
 //
 //   npm run load                          40 conversations × 5 viewers × 3 turns, at most 240 s
 //   LOAD_CONVERSATIONS=40 LOAD_VIEWERS=5 LOAD_TURNS=2 LOAD_DEADLINE_S=300 npm run load
-import { readdirSync, readFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { devLogin, startDevServer } from "../scripts/devserver.mjs";

@@ -15,19 +15,20 @@
 // RSS is read per workerd: the runtime (the Worker, the objects, the emulator) and wrangler dev's own
 // proxy in front of it (bench/workerd.mjs). Target (issue 24): after every round, idle RSS within 10%
 // of the start.
+
+import { agentSocket, isDone, sendTurn, startPeer } from "./agents.mjs";
 import {
   follow,
   isTurnEnd,
   num,
+  signIn,
   sleep,
   startBenchServer,
-  signIn,
   tag,
   turnEndOf,
   untilInterrupted,
   viewer,
 } from "./harness.mjs";
-import { agentSocket, isDone, sendTurn, startPeer } from "./agents.mjs";
 import { allocatorMiB, collectedHeapMiB, rssMiB } from "./workerd.mjs";
 
 export const config = {

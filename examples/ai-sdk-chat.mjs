@@ -72,7 +72,12 @@ const lines = createInterface({ input: process.stdin, terminal: false });
 const queue = [];
 let waiting;
 let ended = false;
-lines.on("line", (line) => (waiting ? (waiting(line), (waiting = undefined)) : queue.push(line)));
+lines.on("line", (line) => {
+  if (!waiting) return queue.push(line);
+  const take = waiting;
+  waiting = undefined;
+  take(line);
+});
 lines.on("close", () => {
   ended = true;
   waiting?.(null);

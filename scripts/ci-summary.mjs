@@ -49,9 +49,11 @@ export function vitestCounts(dir) {
     }
     if (entry.files !== undefined) files = entry.files;
     else if (entry.collected !== undefined) collected.set(entry.collected, entry.tests);
-    else if (entry.state === "passed") suite.passed++, ended++;
-    else if (entry.state === "failed") suite.failed++, ended++;
-    else if (entry.state === "skipped") ended++;
+    else if (entry.state === "passed" || entry.state === "failed" || entry.state === "skipped") {
+      if (entry.state === "passed") suite.passed++;
+      if (entry.state === "failed") suite.failed++;
+      ended++;
+    }
   }
   const queued = [...collected.values()].reduce((a, b) => a + b, 0);
   suite.notRun = Math.max(0, queued - ended);

@@ -680,6 +680,7 @@ function runVitest(dir, files, timeoutS) {
 
 function firstFailure(output) {
   // eslint-style ANSI stripping, then the first failing test's name.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the escape character starts what it removes
   const plain = output.replace(/\u001b\[[0-9;]*m/g, "");
   const line = plain.split("\n").find((l) => /^ FAIL /.test(l) || /✗|×/.test(l));
   return line?.trim().slice(0, 160) ?? "";

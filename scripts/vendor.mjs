@@ -12,7 +12,7 @@ import { createHash } from "node:crypto";
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { moduleGraph, preloadBlock, PRELOAD_BLOCK } from "./module-graph.mjs";
+import { moduleGraph, PRELOAD_BLOCK, preloadBlock } from "./module-graph.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const out = join(root, "public", "vendor");

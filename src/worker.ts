@@ -8,14 +8,14 @@
 import { Hono } from "hono";
 import { cors } from "hono/cors";
 import { readConfig } from "./config";
-import { authenticate, type AppEnv } from "./http/app-context";
 import { ApiError } from "./errors";
+import { type AppEnv, authenticate } from "./http/app-context";
 import { documentRoutes } from "./http/openapi";
 import { AUTHENTICATED_PREFIXES, MOUNTS } from "./http/routes";
 
+export { SandboxEmulator } from "./emulator/emulator";
 export { SessionObject } from "./session/session";
 export { UserObject } from "./user/user";
-export { SandboxEmulator } from "./emulator/emulator";
 
 const app = new Hono<AppEnv>();
 

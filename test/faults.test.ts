@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { api, collect, counters, isTurnEnd, json, sendTurn, setFaults, tokenFor, uid } from "./helpers";
 import { expectedUpstream, seenUpstream } from "./expected";
+import { api, collect, counters, isTurnEnd, json, sendTurn, setFaults, tokenFor, uid } from "./helpers";
 
 afterEach(async () => {
   await setFaults({});

@@ -2,8 +2,8 @@ import { env, SELF } from "cloudflare:test";
 import { SignJWT } from "jose";
 import { frameDecoder } from "../public/wire/frames.js";
 import { readSseFrames, type SseFrame } from "../src/lib/sse";
-import type { EventEnvelope } from "../src/session/store/records";
 import { ProviderError } from "../src/providers/errors";
+import type { EventEnvelope } from "../src/session/store/records";
 
 export const BASE = "http://127.0.0.1:8787";
 const testEnv = env as unknown as Record<string, string>;

@@ -1,6 +1,6 @@
+import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import type { EventEnvelope } from "../src/session/store/records";
-import { env } from "cloudflare:test";
 import {
   api,
   collect,

@@ -1,7 +1,7 @@
 import { inspectRoutes } from "hono/dev";
 import { describe, expect, it } from "vitest";
 import type { z } from "zod";
-import app from "../src/worker";
+import { UiMessagesSchema } from "../src/ai-sdk/request";
 import {
   CancelAckSchema,
   ConversationEntrySchema,
@@ -18,7 +18,6 @@ import {
   StreamTokenAnswer,
   TurnViewSchema,
 } from "../src/schemas/api";
-import { UiMessagesSchema } from "../src/ai-sdk/request";
 import {
   AccountAnswer,
   AccountDeletion,
@@ -32,6 +31,7 @@ import {
   WebhookListAnswer,
   WebhookSecretAnswer,
 } from "../src/schemas/webhooks";
+import app from "../src/worker";
 import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
 
 /** The body matches its documented schema exactly: valid, and with no field the schema does not name. */

@@ -8,15 +8,15 @@
  */
 import { describe, expect, it } from "vitest";
 import type { AgentProvider, DispatchInput, EnvironmentRecord, ProviderEvent } from "../src/providers/provider";
+import type { AgentExactRunControlRef } from "../src/schemas/contracts";
 import {
+  type ExecutionUsageState,
   emptyExecutionUsage,
   executionView,
   foldReceipt,
   foldUsage,
-  type ExecutionUsageState,
 } from "../src/usage/usage-fold";
-import type { AgentExactRunControlRef } from "../src/schemas/contracts";
-import { uid, upstreamRejection as rejection } from "./helpers";
+import { upstreamRejection as rejection, uid } from "./helpers";
 
 export interface ContractPeer {
   provider: AgentProvider;

@@ -1,6 +1,6 @@
 import { env, runInDurableObject } from "cloudflare:test";
-import { deriveOwnerKey } from "../src/auth/ids";
 import { afterEach, describe, expect, it } from "vitest";
+import { deriveOwnerKey } from "../src/auth/ids";
 import { readConfig } from "../src/config";
 import { createProvider } from "../src/providers";
 import type { TangleProvider } from "../src/providers/tangle/provider";

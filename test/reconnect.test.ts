@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { api, collect, isTurnEnd, json, release, sendTurn, tokenFor, uid } from "./helpers";
-import { expectedUpstream, seenUpstream } from "./expected";
 import { applyPartUpdate } from "../public/wire/part-text.js";
 import type { EventEnvelope } from "../src/session/store/records";
+import { expectedUpstream, seenUpstream } from "./expected";
+import { api, collect, isTurnEnd, json, release, sendTurn, tokenFor, uid } from "./helpers";
 
 /** Each part's text, the events applied in order (docs/sse-protocol.md §1.6). */
 function partTexts(events: EventEnvelope[]): Map<string, string | undefined> {

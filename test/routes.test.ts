@@ -1,7 +1,7 @@
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { readConfig } from "../src/config";
-import { ApiError } from "../src/errors";
+import type { ApiError } from "../src/errors";
 import { api, collect, emulator, isTurnEnd, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
 
 describe("conversation routes", () => {

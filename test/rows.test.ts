@@ -3,8 +3,8 @@
  * deltas are stored several to a row write (the held tail), each counted once.
  */
 import { env, runInDurableObject } from "cloudflare:test";
-import { DELTA_EVENT } from "../public/wire/frames.js";
 import { describe, expect, it } from "vitest";
+import { DELTA_EVENT } from "../public/wire/frames.js";
 import { deriveSessionId } from "../src/auth/ids";
 import type { SessionObject } from "../src/session/session";
 import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid } from "./helpers";

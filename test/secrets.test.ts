@@ -1,7 +1,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { deriveOwnerKey, deriveSessionId } from "../src/auth/ids";
-import { api, collect, isTurnEnd, setFaults, tokenFor, uid, waitForTurn, type ApiOptions } from "./helpers";
+import { type ApiOptions, api, collect, isTurnEnd, setFaults, tokenFor, uid, waitForTurn } from "./helpers";
 
 /**
  * Secrets never leave: a scripted conversation through every route, and turns under every

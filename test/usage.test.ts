@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { api, collect, isTurnEnd, json, sendTurn, setFaults, tokenFor, uid } from "./helpers";
 import type { EventEnvelope } from "../src/session/store/records";
+import { api, collect, isTurnEnd, json, sendTurn, setFaults, tokenFor, uid } from "./helpers";
 
 afterEach(async () => {
   await setFaults({});

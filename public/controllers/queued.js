@@ -178,14 +178,24 @@ export function createQueued({ api, store, ui, sent, screen }) {
       "form",
       {
         class: "queued-form",
-        onsubmit: (/** @type {SubmitEvent} */ event) => (event.preventDefault(), save(item.turnId, box.value.trim())),
+        onsubmit: (/** @type {SubmitEvent} */ event) => {
+          event.preventDefault();
+          save(item.turnId, box.value.trim());
+        },
       },
       box,
       el(
         "span",
         { class: "queued-actions" },
         el("button", { type: "submit", class: "primary", text: "Save" }),
-        el("button", { type: "button", text: "Cancel", onclick: () => ((editing = null), draw()) }),
+        el("button", {
+          type: "button",
+          text: "Cancel",
+          onclick: () => {
+            editing = null;
+            draw();
+          },
+        }),
       ),
     );
     box.addEventListener("keydown", (event) => {

@@ -208,7 +208,7 @@ export function patchChanges(text) {
     } else if (/^diff --git /.test(line)) {
       current = null; // the next file's header follows
     } else if (/^\*\*\* (Begin Patch|End Patch|End of File)/.test(line)) {
-      continue;
+      // The patch's own markers: nothing to read.
     } else if (/^--- /.test(line) && /^\+\+\+ /.test(all[k + 1] ?? "")) {
       // A file's header: `--- old` then `+++ new` (a removed line "-- x" is never followed by "+++ ").
       const oldPath = strip(line.slice(4));

@@ -65,6 +65,7 @@ const markdown = new Marked({
 /** @type {Highlighter | null} */
 let highlighter = null;
 /** @type {Promise<void> | null} */
+// biome-ignore lint/correctness/noUnusedVariables: read by `??=`: the library is imported once
 let loading = null;
 
 function loadHighlighter() {
@@ -84,7 +85,7 @@ function loadHighlighter() {
 /** @param {HTMLElement} code */
 function highlight(code) {
   const lang = code.dataset.lang ?? "";
-  if (!highlighter || !highlighter.getLanguage(lang)) return;
+  if (!highlighter?.getLanguage(lang)) return;
   const html = highlighter.highlight(code.textContent ?? "", { language: lang, ignoreIllegals: true }).value;
   code.replaceChildren(
     DOMPurify.sanitize(html, { ALLOWED_TAGS: ["span"], ALLOWED_ATTR: ["class"], RETURN_DOM_FRAGMENT: true }),

@@ -7,8 +7,9 @@
  * decoder (wire/frames.js: a lean delta frame continues the frame before it in the same response);
  * a frame it cannot read back is not skipped: the stream is opened again after the last event applied.
  */
-import { STREAM_EVENTS } from "./events.js";
+
 import { frameDecoder } from "../wire/frames.js";
+import { STREAM_EVENTS } from "./events.js";
 
 /** @typedef {"connecting" | "replaying" | "live" | "reconnecting"} ConnectionState */
 

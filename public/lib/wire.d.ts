@@ -10,7 +10,6 @@
  */
 import type { z } from "zod";
 import type * as api from "../../src/schemas/api";
-import type { EnvironmentAnswer } from "../../src/schemas/environment";
 import type { Provenance } from "../../src/schemas/common";
 import type {
   CancellationAcknowledgement,
@@ -18,7 +17,9 @@ import type {
   InteractionField,
   InteractionRequest,
 } from "../../src/schemas/contracts";
+import type { EnvironmentAnswer } from "../../src/schemas/environment";
 
+export type { TurnView } from "../../src/schemas/api";
 export type {
   CancellationAcknowledgement,
   InteractionAcknowledgement,
@@ -26,7 +27,6 @@ export type {
   InteractionRequest,
   Provenance,
 };
-export type { TurnView } from "../../src/schemas/api";
 
 /** GET /healthz */
 export type Health = z.infer<typeof api.HealthSchema>;
@@ -59,6 +59,7 @@ export type TurnStatus = z.infer<typeof api.TurnStatus>;
  * them), so the reducer checks what it reads of it.
  */
 export type StreamEvent = Pick<z.infer<typeof api.EventEnvelopeSchema>, "seq" | "turnId" | "type" | "at"> & {
+  // biome-ignore lint/suspicious/noExplicitAny: each event type's fields are read where its type is known
   data: Record<string, any>;
 };
 

@@ -7,8 +7,8 @@
  * Field problems, found here or by the server, are shown on their field, by the field's label.
  */
 import { askOutcomeText } from "../lib/format.js";
-import { allowedDecisions, decisionField, decisionOf } from "../wire/grants.js";
 import { renderMarkdown } from "../lib/markdown.js";
+import { allowedDecisions, decisionField, decisionOf } from "../wire/grants.js";
 import { el } from "./dom.js";
 
 /** @typedef {import("../lib/reducer.js").Ask} Ask */
@@ -292,8 +292,9 @@ export function createAskView(ask, handlers) {
   };
 
   const setBusy = (/** @type {boolean} */ busy) => {
-    for (const control of card.querySelectorAll("button, input, select, textarea"))
+    for (const control of card.querySelectorAll("button, input, select, textarea")) {
       /** @type {HTMLInputElement} */ (control).disabled = busy;
+    }
   };
 
   /**

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { EventEnvelope } from "../schemas/api";
-import { assistantMessageId, turnOfAssistantMessage, TurnChunks, TurnResponse, type UiChunk } from "./chunks";
+import { assistantMessageId, TurnChunks, TurnResponse, turnOfAssistantMessage, type UiChunk } from "./chunks";
 import { MessageFold } from "./message";
-import { answerBody, chatAction, ChatRequestError, type ChatRequestBody } from "./request";
+import { answerBody, type ChatRequestBody, ChatRequestError, chatAction } from "./request";
 
 let seq = 0;
 const event = (type: string, data: Record<string, unknown>, turnId = "t1"): EventEnvelope => ({

@@ -20,9 +20,10 @@
  *   are `data-*` parts; the conversation's status changes are transient `data-status` chunks.
  * - The turn's end: `finish` (completed), `error` (failed), `abort` (cancelled).
  */
-import type { EventEnvelope } from "../schemas/api";
+
 import { applyPartUpdate } from "../../public/wire/part-text.js";
 import { waitingStateOf } from "../../public/wire/waiting.js";
+import type { EventEnvelope } from "../schemas/api";
 
 export type UiChunk = { type: string } & Record<string, unknown>;
 

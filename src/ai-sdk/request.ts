@@ -4,8 +4,9 @@
  * the conversation. Pure. Only the last message is taken: the agent keeps the history upstream,
  * and the client's earlier messages are never trusted.
  */
-import { yesOrNo } from "../../public/wire/grants.js";
+
 import { z } from "zod";
+import { yesOrNo } from "../../public/wire/grants.js";
 import { ConversationId, TurnId } from "../schemas/common";
 import { RequestedInteractions } from "../schemas/contracts";
 import { ASK_TOOL, turnOfAssistantMessage } from "./chunks";

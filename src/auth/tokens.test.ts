@@ -2,9 +2,9 @@ import { env } from "cloudflare:test";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
 import { readConfig } from "../config";
-import { ApiError } from "../errors";
-import { signToken, verifyUserToken, type JwksFetch } from "./tokens";
+import type { ApiError } from "../errors";
 import { deriveOwnerKey, deriveSessionId } from "./ids";
+import { type JwksFetch, signToken, verifyUserToken } from "./tokens";
 
 const base = env as unknown as Record<string, string>;
 const jwksConfig = readConfig({

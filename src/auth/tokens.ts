@@ -6,10 +6,10 @@ import {
   createRemoteJWKSet,
   customFetch,
   errors,
-  jwtVerify,
-  SignJWT,
   type JWTPayload,
   type JWTVerifyGetKey,
+  jwtVerify,
+  SignJWT,
 } from "jose";
 import type { Config } from "../config";
 import { ApiError } from "../errors";

@@ -8,15 +8,15 @@ import { describe, expect, it } from "vitest";
 import { EmulatorStore } from "./store";
 import {
   dispatch,
+  type Emu,
   emulator,
-  json,
   fields,
+  json,
   rawFrames,
   readFor,
   readRaw,
   runningSandbox,
   runtime,
-  type Emu,
 } from "./test-support";
 import { CapabilityDocument, PromptResultView, SandboxListView, SandboxView, SidecarErrorBody } from "./wire";
 

@@ -14,7 +14,7 @@ import { EmulatorFaults } from "./faults";
 import type { Runner } from "./runner";
 import type { EmulatorStore } from "./store";
 import type { StreamHub } from "./streams";
-import { effectiveVariants, EmulatorVariants } from "./variants";
+import { EmulatorVariants, effectiveVariants } from "./variants";
 
 export interface ControlDeps {
   store: EmulatorStore;

@@ -1,4 +1,5 @@
 import type { ScriptFrame } from "./script-frame";
+
 /**
  * The `[edits]` script's tool calls: an agent that writes and edits files, as OpenCode reports its
  * `write` and `edit` tools (docs/sandbox-wire.md: a `tool` part with `tool` and `state: { status,

@@ -4,7 +4,7 @@
  * busy, activity counted from runtime calls; each sandbox's clock moved ahead by the control route.
  */
 import { describe, expect, it } from "vitest";
-import { dispatch, emulator, json, runtime, type Emu } from "./test-support";
+import { dispatch, type Emu, emulator, json, runtime } from "./test-support";
 import { SandboxView } from "./wire";
 
 async function sandboxWith(emu: Emu, limits: Record<string, unknown>): Promise<string> {

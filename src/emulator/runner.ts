@@ -16,7 +16,7 @@ import { buildScript, type ScriptInput } from "./script";
 import type { ScriptFrame } from "./script-frame";
 import type { EmulatorStore, ExecutionRow } from "./store";
 import type { StreamHub } from "./streams";
-import { admissionFrame, effectiveVariants, terminalFrame, type TerminalShape } from "./variants";
+import { admissionFrame, effectiveVariants, type TerminalShape, terminalFrame } from "./variants";
 import type { PromptResultView } from "./wire";
 
 const ALARM_BACKSTOP_MS = 1_000;

@@ -10,7 +10,7 @@
 import type { Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { z } from "zod";
-import { sameAnswer, type AskAnswer } from "./asks";
+import { type AskAnswer, sameAnswer } from "./asks";
 import type { Runner } from "./runner";
 import type { Sandboxes } from "./sandboxes";
 import type { EmulatorStore, ExecutionRow, SandboxRow } from "./store";
@@ -18,15 +18,15 @@ import type { StreamHub } from "./streams";
 import { abortBody, admissionFrame, effectiveVariants, errorBody, sessionStateBody, type Variants } from "./variants";
 import {
   AbortBody,
+  type AccountUsageView,
   BackendModelObject,
-  ForkBody,
   CreateSandboxBody,
+  ForkBody,
   InteractionAnswerBody,
   PlanApproveBody,
   PlanRejectBody,
   RunStreamBody,
   RunStreamBodyHeaderId,
-  type AccountUsageView,
   type SandboxView,
 } from "./wire";
 
@@ -352,13 +352,11 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
   app.get(API_PATHS.sessions, (c) => {
     const sb = runningSandbox(c);
     if (sb instanceof Response) return sb;
-    const sessions = store
-      .sessionSummaries(sb.id)
-      .map((r) => ({
-        id: r.session_id,
-        state: r.running ? "running" : "idle",
-        updatedAt: new Date(r.updated).toISOString(),
-      }));
+    const sessions = store.sessionSummaries(sb.id).map((r) => ({
+      id: r.session_id,
+      state: r.running ? "running" : "idle",
+      updatedAt: new Date(r.updated).toISOString(),
+    }));
     return c.json({ data: { sessions } });
   });
 

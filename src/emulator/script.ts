@@ -1,15 +1,15 @@
 import {
+  type AskAnswer,
+  type AskContext,
   afterQuestion,
   FIRST_PLAN,
   permissionAsk,
   permissionGranted,
   planFrames,
   questionAsk,
-  type AskAnswer,
-  type AskContext,
 } from "./asks";
-import { markdownAnswer, tokenDeltas } from "./markdown-answer";
 import { EDITS_TEXT, editFrames } from "./edits";
+import { markdownAnswer, tokenDeltas } from "./markdown-answer";
 import type { ScriptFrame } from "./script-frame";
 /**
  * The emulator's deterministic scripted agent. A message picks a script; each script is a list of

@@ -8,7 +8,7 @@
  */
 import type { EmulatorStore, ExecutionRow } from "./store";
 import { effectiveVariants } from "./variants";
-import { sseFrame, SSE_HEADERS, type FieldOrder, type WireFrame } from "./wire";
+import { type FieldOrder, SSE_HEADERS, sseFrame, type WireFrame } from "./wire";
 
 interface LiveStream {
   executionId: string;
@@ -104,7 +104,7 @@ export class StreamHub {
           this.send(stream, { event: f.type, id: f.id, data: f.data });
         if (this.ending(stream)) return;
         const current = this.store.execution(exe.id);
-        if (!current || current.status !== "running") {
+        if (current?.status !== "running") {
           this.close(stream);
           return;
         }

@@ -8,14 +8,14 @@
 import { describe, expect, it } from "vitest";
 import {
   dispatch,
+  type Emu,
   emulator,
-  json,
   fields,
+  json,
   rawFrames,
   readRaw,
   runningSandbox,
   runtime,
-  type Emu,
 } from "./test-support";
 import {
   AccountUsageView,

@@ -6,11 +6,11 @@ import type { Context } from "hono";
 import { deriveOwnerKey, deriveSessionId } from "../auth/ids";
 import { bearerToken, verifyUserToken } from "../auth/tokens";
 import type { Config } from "../config";
-import type { SessionContext } from "../session/session";
+import { ApiError, type RpcResult } from "../errors";
 import { AWAIT_PATH } from "../lib/subscription-wire";
 import { ConversationId } from "../schemas/common";
+import type { SessionContext } from "../session/session";
 import { invalid } from "./body";
-import { ApiError, type RpcResult } from "../errors";
 import { refusalStatus, unwrapRpc } from "./errors";
 
 interface Identity {

@@ -4,7 +4,7 @@
  * unknown fields refused (400 invalid_request, naming each field).
  */
 import type { Context } from "hono";
-import { z } from "zod";
+import type { z } from "zod";
 import { ApiError } from "../errors";
 
 function issuesOf(error: z.ZodError): Array<{ path: string; message: string }> {

@@ -26,7 +26,7 @@
 import { z } from "zod";
 import { ErrorBody } from "../schemas/api";
 import { VERSION } from "../version";
-import { DeclaredRoutes, json, type Answer, type RouteDeclaration } from "./route-declaration";
+import { type Answer, DeclaredRoutes, json, type RouteDeclaration } from "./route-declaration";
 import { AUTHENTICATED_PREFIXES, MOUNTS, type Mount } from "./routes";
 
 const DocumentSchema = z.record(z.string(), z.unknown()).describe("This document (OpenAPI 3.1)");

@@ -9,7 +9,7 @@
  * unknown fields, in that order) and parameters by the handlers; see the header of ./openapi.ts for
  * why this is not @hono/zod-openapi.
  */
-import { Hono, type Context, type MiddlewareHandler } from "hono";
+import { type Context, Hono, type MiddlewareHandler } from "hono";
 import type { z } from "zod";
 import type { AppEnv } from "./app-context";
 import { readJsonBody } from "./body";

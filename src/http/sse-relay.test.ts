@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { CLOSE_DELETED, CLOSE_KNOWN, EVENTS, LIVE, PAGE, PULL, wireMessage } from "../lib/subscription-wire";
-import { relayOnceKnown, relayPipe, relayStream, type RelayPipe, type RelaySocket, type WaitSocket } from "./sse-relay";
+import { type RelayPipe, type RelaySocket, relayOnceKnown, relayPipe, relayStream, type WaitSocket } from "./sse-relay";
 
 /** A socket the test plays the object on: it sees the relay's sends and delivers the test's messages. */
 function fakeSocket() {

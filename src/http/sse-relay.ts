@@ -13,8 +13,9 @@
  * pipe (relayPipe), which the runtime reads into the response itself: per message and viewer one
  * write, no JavaScript stream in between.
  */
-import { CLOSE_DELETED, CLOSE_KNOWN, EVENTS, LIVE, PAGE, PULL, SUBSCRIBE_PATH } from "../lib/subscription-wire";
+
 import { ApiError } from "../errors";
+import { CLOSE_DELETED, CLOSE_KNOWN, EVENTS, LIVE, PAGE, PULL, SUBSCRIBE_PATH } from "../lib/subscription-wire";
 
 export interface RelayOptions {
   pingIntervalMs: number;

@@ -6,9 +6,9 @@
  */
 import { frameDecoder } from "../../public/wire/frames.js";
 import { frameChunk, type TurnResponse, type UiChunk } from "../ai-sdk/chunks";
-import { SseParser, SSE_HEADERS } from "../lib/sse";
+import { SSE_HEADERS, SseParser } from "../lib/sse";
 import type { EventEnvelope } from "../schemas/api";
-import { relayStream, type RelayOptions, type RelaySocket } from "./sse-relay";
+import { type RelayOptions, type RelaySocket, relayStream } from "./sse-relay";
 
 /** The protocol's response headers (the SDK's own `UI_MESSAGE_STREAM_HEADERS`). */
 const UI_STREAM_HEADERS: Record<string, string> = { ...SSE_HEADERS, "x-vercel-ai-ui-message-stream": "v1" };

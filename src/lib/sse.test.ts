@@ -52,7 +52,7 @@ describe("SSE parser", () => {
 
   it("an over-long line split over chunks is dropped without holding it in memory", () => {
     const parser = new SseParser(50);
-    expect(parser.push("id: 3\ndata: " + "y".repeat(60))).toEqual([]);
+    expect(parser.push(`id: 3\ndata: ${"y".repeat(60)}`)).toEqual([]);
     expect(parser.push("y".repeat(60))).toEqual([]);
     expect(parser.push("\n\ndata: next\n\n")).toEqual([
       { id: "3", comments: [], tooLarge: true },

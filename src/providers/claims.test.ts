@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { capabilityReadDue, NO_CLAIMS, turnShortfall, type Claims } from "./claims";
+import { type Claims, capabilityReadDue, NO_CLAIMS, turnShortfall } from "./claims";
 
 const bounds = { maxAgeMs: 300_000, recheckMs: 5_000 };
 

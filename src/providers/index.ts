@@ -5,7 +5,7 @@
 import type { Config } from "../config";
 import { CliBridgeProvider } from "./cli-bridge/provider";
 import { ProviderError } from "./errors";
-import { HttpTransport, type FetchLike } from "./http";
+import { type FetchLike, HttpTransport } from "./http";
 import type { AgentProvider } from "./provider";
 import { TangleProvider } from "./tangle/provider";
 

@@ -7,13 +7,14 @@
  * the session in the shapes below: a closed ProviderEvent union, ProviderError codes, Claims and
  * acknowledgement statuses. The session knows no provider's frame names or error strings.
  */
+
+import type { Counts, JsonObject, Provenance } from "../schemas/common";
 import type {
   AgentExactRunControlRef,
   InteractionAcknowledgement,
   InteractionRequest,
   RequestedInteractions,
 } from "../schemas/contracts";
-import type { Counts, JsonObject, Provenance } from "../schemas/common";
 import type { IdlePolicy, ObservedAccountUsage, ObservedEnvironment } from "../schemas/environment";
 import type { Claims } from "./claims";
 

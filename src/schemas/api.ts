@@ -3,7 +3,7 @@
  * document at /openapi.json is generated from these same schemas.
  */
 import { z } from "zod";
-import { ConversationId, COUNTERS, Id, Provenance, TokenUsage, TurnId } from "./common";
+import { COUNTERS, ConversationId, Id, Provenance, TokenUsage, TurnId } from "./common";
 import {
   CancellationAcknowledgement,
   InteractionAcknowledgement,

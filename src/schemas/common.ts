@@ -1,5 +1,6 @@
 import { z } from "zod";
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
 const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/;
 
 /** contracts.md `Id`: 1–512 chars, no surrounding whitespace, no control characters (ids travel in headers). */

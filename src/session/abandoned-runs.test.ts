@@ -2,9 +2,9 @@ import { describe, expect, it } from "vitest";
 import {
   ABANDONED_RUN_ALARM_TRIES,
   ABANDONED_RUN_MAX_AGE_MS,
+  type AbandonedRun,
   alarmWanted,
   settleVerdict,
-  type AbandonedRun,
 } from "./abandoned-runs";
 
 const run = (over: Partial<AbandonedRun> = {}): AbandonedRun => ({

@@ -18,7 +18,7 @@ import type { AgentExactRunControlRef } from "../schemas/contracts";
 import type { EventLog } from "./event-log";
 import type { TurnRecord } from "./store/records";
 import type { SessionStore } from "./store/store";
-import { recordResultUsage, type BudgetReading } from "./turn-usage";
+import { type BudgetReading, recordResultUsage } from "./turn-usage";
 
 /** How long a run is followed after its turn ended here, at most. */
 export const ABANDONED_RUN_MAX_AGE_MS = 24 * 60 * 60 * 1000;

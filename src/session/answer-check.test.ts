@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { InteractionRequest, type InteractionField } from "../schemas/contracts";
 import { allowedDecisions, decisionField } from "../../public/wire/grants.js";
+import { type InteractionField, InteractionRequest } from "../schemas/contracts";
 import { answerProblems, approvalOf } from "./answer-check";
 
 const question = InteractionRequest.parse({

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { Refusal } from "../errors";
-import { BudgetStop, budgetRefusal } from "./budget-stop";
 import type { BudgetState, Spend } from "../usage/budgets";
+import { type ExecutionUsageState, emptyExecutionUsage, foldReceipt } from "../usage/usage-fold";
+import { BudgetStop, budgetRefusal } from "./budget-stop";
 import { EventLog } from "./event-log";
 import type { NewEvent, TurnRecord } from "./store/records";
 import type { SessionStore } from "./store/store";
-import { emptyExecutionUsage, foldReceipt, type ExecutionUsageState } from "../usage/usage-fold";
 
 const budget = (over: Partial<BudgetState> = {}): BudgetState => ({
   scope: "conversation",

@@ -9,7 +9,7 @@
 import type { Config } from "../config";
 import { Refusal } from "../errors";
 import type { AgentProvider } from "../providers/provider";
-import { tightestBudget, type BudgetState, type Spend } from "../usage/budgets";
+import { type BudgetState, type Spend, tightestBudget } from "../usage/budgets";
 import type { EventLog } from "./event-log";
 import type { SessionContext } from "./store/records";
 import type { SessionStore } from "./store/store";

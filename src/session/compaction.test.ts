@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { encodeEvent, frameDecoder } from "../../public/wire/frames.js";
-import { applyRuns, planCompaction } from "./compaction";
 import { applyPartUpdate } from "../../public/wire/part-text.js";
+import { applyRuns, planCompaction } from "./compaction";
 import type { EventEnvelope } from "./store/records";
 import { turnParts } from "./transcript";
 

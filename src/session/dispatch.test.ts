@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ProviderError } from "../providers/errors";
-import { rekeyedTurnId, retryStep, titleFrom, type DispatchTries } from "./dispatch";
+import { type DispatchTries, rekeyedTurnId, retryStep, titleFrom } from "./dispatch";
 
 const first: DispatchTries = { attempt: 1, recovered: false, rekeyed: 0 };
 const ref = (sessionId: string, executionId = "exec-other") => ({

@@ -10,22 +10,21 @@
  * deterministic, so a dispatch that did land is re-attached).
  */
 import { Refusal } from "../errors";
-import { turnShortfall, type Claims } from "../providers/claims";
+import { type Claims, turnShortfall } from "../providers/claims";
 import { ProviderError } from "../providers/errors";
 import type { AgentProvider, EnvironmentRecord } from "../providers/provider";
+import { providerRefusal } from "../providers/refusal";
 import { AgentExactRunControlRef } from "../schemas/contracts";
 import type { AbandonedRuns } from "./abandoned-runs";
+import { agentSessionOf, branchSessionId, previousRun } from "./branches";
 import type { BudgetStop } from "./budget-stop";
 import type { EventLog } from "./event-log";
-import { providerRefusal } from "../providers/refusal";
-import { agentSessionOf, branchSessionId, previousRun } from "./branches";
-import type { SessionContext, StoredBranch, TurnRequest } from "./store/records";
+import type { SessionContext, StoredBranch, TurnRecord, TurnRequest } from "./store/records";
 import type { SessionStore } from "./store/store";
-import { WATCHDOG_INTERVAL_MS } from "./turn-end";
-import type { TurnRecord } from "./store/records";
-import { executionIdFor, turnView, type TurnView } from "./turn-cache";
 import { withAnswer } from "./transcript";
-import { place, type Placement } from "./turn-tree";
+import { executionIdFor, type TurnView, turnView } from "./turn-cache";
+import { WATCHDOG_INTERVAL_MS } from "./turn-end";
+import { type Placement, place } from "./turn-tree";
 
 /** A dispatch admitted under another execution goes again under a new turn key at most this often. */
 const MISMATCH_REKEYS = 1;

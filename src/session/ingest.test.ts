@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { ProviderEvent } from "../providers/provider";
-import type { InteractionStatus, TurnStatus } from "./store/records";
-import { eventBytes, holdableUpdate, ingestStep, type IngestState } from "./ingest";
 import { emptyExecutionUsage, foldReceipt } from "../usage/usage-fold";
+import { eventBytes, holdableUpdate, type IngestState, ingestStep } from "./ingest";
+import type { InteractionStatus, TurnStatus } from "./store/records";
 
 const state = (
   status: TurnStatus = "running",

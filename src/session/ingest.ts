@@ -4,15 +4,16 @@
  * transaction (./upstream-reader.ts). Duplicates are dropped before this step, by upstream id
  * (SessionStore.admitUpstream).
  */
-import type { InteractionRequest } from "../schemas/contracts";
-import type { TokenUsage } from "../schemas/common";
+
+import { STREAMED_TYPES } from "../../public/wire/part-text.js";
 import type { ProviderEvent, RunError, ShownEvent, TerminalStatus } from "../providers/provider";
+import type { TokenUsage } from "../schemas/common";
+import type { InteractionRequest } from "../schemas/contracts";
+import { type ExecutionUsageState, foldReceipt, foldUsage, toTokenUsage } from "../usage/usage-fold";
+import { compactPart } from "./part-deltas";
 import { TAIL_MAX_BYTES, updateBytes } from "./store/held-tail";
 import { isNumericUpstreamId } from "./store/log";
 import type { InteractionStatus, TurnStatus } from "./store/records";
-import { STREAMED_TYPES } from "../../public/wire/part-text.js";
-import { compactPart } from "./part-deltas";
-import { foldReceipt, foldUsage, toTokenUsage, type ExecutionUsageState } from "../usage/usage-fold";
 
 export interface IngestState {
   status: TurnStatus;

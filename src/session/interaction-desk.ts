@@ -9,14 +9,14 @@ import { hmacKey } from "../auth/ids";
 import { Refusal } from "../errors";
 import { canonicalDigest, canonicalJson, stripUndefined, toHex } from "../lib/digest";
 import type { AgentProvider } from "../providers/provider";
-import type { InteractionAcknowledgement, InteractionRequest } from "../schemas/contracts";
-import type { Appender, EventLog } from "./event-log";
-import { answerProblems, approvalOf, type Outcome } from "./answer-check";
-import { priorOperation } from "./operations";
 import { providerRefusal } from "../providers/refusal";
+import type { InteractionAcknowledgement, InteractionRequest } from "../schemas/contracts";
+import { answerProblems, approvalOf, type Outcome } from "./answer-check";
+import type { Appender, EventLog } from "./event-log";
+import { priorOperation } from "./operations";
 import type { InteractionRecord, InteractionStatus, SessionContext } from "./store/records";
 import type { SessionStore } from "./store/store";
-import { sameWaiting, waitingOf, type Waiting } from "./turn-waiting";
+import { sameWaiting, type Waiting, waitingOf } from "./turn-waiting";
 
 export interface AnswerCommand {
   operationId: string;
@@ -96,7 +96,7 @@ export class InteractionDesk {
   /** An outstanding ask ended without an answer; the caller holds the transaction. Answers whether what the turn waits for changed. */
   endAsk(log: Appender, interactionId: string, status: "expired" | "cancelled", now: number, reason?: string): boolean {
     const ask = this.store.interaction(interactionId);
-    if (!ask || ask.status !== "outstanding") return false;
+    if (ask?.status !== "outstanding") return false;
     const before = this.waiting(ask.turnId);
     this.store.resolveInteraction(interactionId, { status, now });
     this.announce(log, ask, status, now, reason);

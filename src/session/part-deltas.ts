@@ -6,7 +6,7 @@
  * text by the public rule, ../../public/wire/part-text.js (docs/sse-protocol.md, "Rebuilding a
  * part's text").
  */
-import { STREAMED_TYPES, type PartUpdate } from "../../public/wire/part-text.js";
+import { type PartUpdate, STREAMED_TYPES } from "../../public/wire/part-text.js";
 
 export interface CompactedPart {
   /** What the event carries. */

@@ -11,13 +11,13 @@
  * queue goes on with the next, checked the same way at its own start.
  */
 import { Refusal } from "../errors";
+import { providerRefusal } from "../providers/refusal";
 import type { Dispatcher, Send, SubmitOutcome } from "./dispatch";
 import type { Appender, EventLog } from "./event-log";
-import { providerRefusal } from "../providers/refusal";
 import type { QueuedTurn, SessionContext, TurnError } from "./store/records";
 import type { SessionStore } from "./store/store";
-import { WATCHDOG_INTERVAL_MS } from "./turn-end";
 import type { TurnView } from "./turn-cache";
+import { WATCHDOG_INTERVAL_MS } from "./turn-end";
 import { nextStep, queuedView } from "./turn-queue";
 
 /** What a send answers: the dispatcher's outcomes, or the turn waiting in the queue. */
@@ -150,7 +150,9 @@ export class QueueRunner {
       .filter((e) => e.state === "queued")
       .map((e) => e.turnId);
     if (removed.length > 0)
-      this.deps.log.commit((log) => removed.forEach((turnId) => this.drop(log, turnId, CLEARED, "cleared")));
+      this.deps.log.commit((log) => {
+        for (const turnId of removed) this.drop(log, turnId, CLEARED, "cleared");
+      });
     return removed;
   }
 
@@ -212,7 +214,7 @@ export class QueueRunner {
           const now = Date.now();
           // Its place in the tree is taken now: after the turn it names, else the active branch's
           // latest turn when it starts (docs/api.md#queued-turns).
-          let placement;
+          let placement: ReturnType<Dispatcher["placement"]>;
           try {
             placement = this.deps.dispatcher.placement(entry.request);
           } catch (err) {

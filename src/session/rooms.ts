@@ -7,7 +7,7 @@
  * shared by what needs waking: the watchdog of a running turn (./turn-end.ts), the hand-off's
  * retries, and the release of an idle agent session (./session-release.ts).
  */
-import { readConfig, type Config } from "../config";
+import { type Config, readConfig } from "../config";
 import { createProvider } from "../providers";
 import type { AgentProvider } from "../providers/provider";
 import { providerRefusal } from "../providers/refusal";

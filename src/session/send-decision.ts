@@ -21,7 +21,7 @@
  * budget before it is dispatched, which may read the user's spend elsewhere (an RPC): the send is
  * decided again after it, with what is known then.
  */
-import { TERMINAL_TURN_STATUSES, type QueuedTurn, type TurnRecord } from "./store/records";
+import { type QueuedTurn, TERMINAL_TURN_STATUSES, type TurnRecord } from "./store/records";
 
 /** How a send wants a busy conversation handled: refused (409 `session_busy`, the default) or queued. */
 export type WhenBusy = "refuse" | "queue";

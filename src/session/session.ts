@@ -16,22 +16,22 @@ import { SessionBinding } from "./binding";
 import { branchesOf, switchBranch } from "./branches";
 import type { AnswerCommand } from "./interaction-desk";
 import { SessionRooms } from "./rooms";
+import type { WhenBusy } from "./send-decision";
 import type { SessionContext, TurnRequest } from "./store/records";
 import type { SessionStore } from "./store/store";
 import type { TurnView } from "./turn-cache";
-import type { WhenBusy } from "./send-decision";
 import type { SubmitOutcome } from "./turn-runner";
 import { UserLink } from "./user-link";
 import {
+  type ConversationMessages,
+  type ConversationSummary,
+  type ConversationUsage,
   chatMessagesOf,
   chatReplayOf,
   messagesOf,
   summaryOf,
   turnOf,
   usageOf,
-  type ConversationMessages,
-  type ConversationSummary,
-  type ConversationUsage,
 } from "./views";
 
 export type { ConversationSummary } from "./views";

@@ -1,12 +1,12 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { SseParser } from "../lib/sse";
+import { DELTA_EVENT, frameDecoder } from "../../public/wire/frames.js";
 import { relayStream } from "../http/sse-relay";
+import { SseParser } from "../lib/sse";
+import { CLOSE_PROTOCOL, EVENTS, LIVE, LIVE_MESSAGE_BYTES, PULL } from "../lib/subscription-wire";
 import type { EventRow } from "./store/records";
 import { SessionStore } from "./store/store";
-import { CLOSE_PROTOCOL, EVENTS, LIVE, LIVE_MESSAGE_BYTES, PULL } from "../lib/subscription-wire";
-import { DELTA_EVENT, frameDecoder } from "../../public/wire/frames.js";
-import { attachmentOf, newSubscription, subscriptionOf, SubscriptionHub, type Subscription } from "./subscriptions";
+import { attachmentOf, newSubscription, type Subscription, SubscriptionHub, subscriptionOf } from "./subscriptions";
 
 interface FanoutOptions {
   /** Sees every message the hub sends, before the socket does. */

@@ -20,7 +20,7 @@
  * byte and the SSE bytes the Worker writes as they are.
  */
 import { z } from "zod";
-import { DELTA_EVENT, encodeEvent, type Envelope } from "../../public/wire/frames.js";
+import { DELTA_EVENT, type Envelope, encodeEvent } from "../../public/wire/frames.js";
 import { encodeSseFrame, encodeSseRetry } from "../lib/sse";
 import {
   CLOSE_PROTOCOL,

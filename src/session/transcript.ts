@@ -8,8 +8,9 @@
  * events carried is a part too, where it came (`agent_memory_reset` is the only sign that the
  * agent started without the earlier conversation: a reload must not lose it).
  */
-import type { TranscriptMessage } from "../schemas/api";
+
 import { applyPartUpdate } from "../../public/wire/part-text.js";
+import type { TranscriptMessage } from "../schemas/api";
 import type { EventEnvelope, InteractionRecord, TranscriptPart, TurnRecord } from "./store/records";
 import type { SessionStore } from "./store/store";
 

@@ -2,8 +2,8 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { EventLog, storeWrites } from "./event-log";
 import { SessionStore } from "./store/store";
-import { compactTurn, TurnEnd, type TurnEndDeps } from "./turn-end";
 import { turnParts, withAnswer } from "./transcript";
+import { compactTurn, TurnEnd, type TurnEndDeps } from "./turn-end";
 
 async function withStore(name: string, fn: (store: SessionStore, state: DurableObjectState) => void): Promise<void> {
   const stub = env.SESSIONS.get(env.SESSIONS.idFromName(`compaction-${name}-${crypto.randomUUID()}`));

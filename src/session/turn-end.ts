@@ -20,14 +20,14 @@
  */
 import type { Config } from "../config";
 import type { ProviderResult, RunError, TerminalStatus } from "../providers/provider";
+import { type AbandonedRuns, alarmWanted } from "./abandoned-runs";
+import { mayRepeatAnswer, planCompaction } from "./compaction";
 import type { Appender, EventLog } from "./event-log";
 import type { InteractionDesk } from "./interaction-desk";
-import { mayRepeatAnswer, planCompaction } from "./compaction";
-import { messageText, turnParts } from "./transcript";
 import { TERMINAL_TURN_STATUSES, type TurnError, type TurnRecord } from "./store/records";
 import type { SessionStore } from "./store/store";
-import { alarmWanted, type AbandonedRuns } from "./abandoned-runs";
-import { recordResultUsage, type BudgetReading } from "./turn-usage";
+import { messageText, turnParts } from "./transcript";
+import { type BudgetReading, recordResultUsage } from "./turn-usage";
 
 /** How often a live run's watchdog alarm checks that its upstream reader is alive. */
 export const WATCHDOG_INTERVAL_MS = 30_000;
@@ -245,7 +245,7 @@ export class TurnEnd {
   fromResult(turnId: string, executionId: string, result: ProviderResult, reason: string): void {
     this.deps.log.commit((log) => {
       const turn = this.store.turn(turnId);
-      if (!turn || turn.status !== "running") return;
+      if (turn?.status !== "running") return;
       const now = Date.now();
       log.append({
         turnId,
@@ -269,7 +269,7 @@ export class TurnEnd {
     let ended = false;
     this.deps.log.commit((log) => {
       const turn = this.store.turn(turnId);
-      if (!turn || turn.status !== "running") return;
+      if (turn?.status !== "running") return;
       this.failWithin(log, turn, { code, message }, Date.now());
       ended = true;
     });
@@ -305,7 +305,7 @@ export class TurnEnd {
   cancelled(turnId: string, why: string): void {
     this.deps.log.commit((log) => {
       const turn = this.store.turn(turnId);
-      if (!turn || turn.status !== "running") return;
+      if (turn?.status !== "running") return;
       log.append({
         turnId,
         executionId: turn.executionId,

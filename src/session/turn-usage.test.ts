@@ -1,15 +1,15 @@
 import { describe, expect, it } from "vitest";
-import type { NewEvent } from "./store/records";
-import type { SessionStore } from "./store/store";
 import { tightestBudget } from "../usage/budgets";
-import { conversationTotal, recordUsage, usageFromResult } from "./turn-usage";
 import {
+  type ExecutionUsageState,
   emptyExecutionUsage,
   executionView,
   foldReceipt,
   foldUsage,
-  type ExecutionUsageState,
 } from "../usage/usage-fold";
+import type { NewEvent } from "./store/records";
+import type { SessionStore } from "./store/store";
+import { conversationTotal, recordUsage, usageFromResult } from "./turn-usage";
 
 const spent = (executionId: string, inputTokens: number, outputTokens: number): ExecutionUsageState =>
   foldReceipt(emptyExecutionUsage(executionId), { inputTokens, outputTokens }, { provenance: "measured" });

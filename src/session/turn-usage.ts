@@ -6,19 +6,20 @@
  * of the store, shared by the upstream reader, the turn's end and the budget stop, so the total is
  * computed one way. The fold's rules are ../usage/usage-fold.ts.
  */
-import type { Appender } from "./event-log";
-import type { SessionStore } from "./store/store";
+
 import type { ProviderResult } from "../providers/provider";
 import type { TotalView } from "../schemas/api";
 import type { BudgetState } from "../usage/budgets";
 import {
   breakSteps,
+  type ExecutionUsageState,
   emptyExecutionUsage,
   executionView,
   foldReceipt,
   totalOf,
-  type ExecutionUsageState,
 } from "../usage/usage-fold";
+import type { Appender } from "./event-log";
+import type { SessionStore } from "./store/store";
 
 type TotalStore = Pick<SessionStore, "allExecutionUsage" | "dispatchedExecutionIds">;
 

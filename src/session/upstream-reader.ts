@@ -10,18 +10,19 @@
  * rows reach viewers after its commit (./event-log.ts). A total that crossed a budget hands the
  * turn to the budget stop (./budget-stop.ts) after the commit.
  */
+
+import { STREAMED_TYPES } from "../../public/wire/part-text.js";
 import type { AgentProvider, ProviderEvent } from "../providers/provider";
+import { emptyExecutionUsage } from "../usage/usage-fold";
 import type { BudgetStop } from "./budget-stop";
 import type { EventLog } from "./event-log";
 import { eventBytes, holdableUpdate, ingestStep } from "./ingest";
-import { STREAMED_TYPES } from "../../public/wire/part-text.js";
-import { IngestQueue, type Applied } from "./ingest-queue";
+import { type Applied, IngestQueue } from "./ingest-queue";
 import type { InteractionDesk } from "./interaction-desk";
 import { runPump } from "./pump";
 import type { SessionStore } from "./store/store";
 import type { TurnEnd } from "./turn-end";
 import { recordUsage } from "./turn-usage";
-import { emptyExecutionUsage } from "../usage/usage-fold";
 
 export interface UpstreamReaderDeps {
   store: () => SessionStore;
@@ -64,7 +65,7 @@ export class UpstreamReader {
   /** Starts the upstream reader for the running turn, unless one runs already in this instance. */
   ensure(): void {
     const turn = this.store.activeTurn();
-    if (!turn || turn.status !== "running" || !turn.controlRef) return;
+    if (turn?.status !== "running" || !turn.controlRef) return;
     if (this.reader?.executionId === turn.executionId) return;
     const abort = new AbortController();
     const ref = turn.controlRef;

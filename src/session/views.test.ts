@@ -2,9 +2,9 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { Refusal } from "../errors";
 import type { BudgetState } from "../usage/budgets";
+import { totalOf } from "../usage/usage-fold";
 import type { SessionContext } from "./store/records";
 import { SessionStore } from "./store/store";
-import { totalOf } from "../usage/usage-fold";
 import { chatMessagesOf, chatReplayOf, messagesOf, summaryOf, usageOf } from "./views";
 
 const context: SessionContext = { conversationId: "conv-1", sessionId: "sess-1", ownerKey: "owner-1" };

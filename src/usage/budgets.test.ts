@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { TotalView } from "../schemas/api";
 import type { Provenance } from "../schemas/common";
-import { budgetUsage, tightestBudget, type Spend } from "./budgets";
+import { budgetUsage, type Spend, tightestBudget } from "./budgets";
 
 const total = (
   inputTokens: number | null,

@@ -21,9 +21,9 @@
  */
 
 import { z } from "zod";
-import { COUNTERS, CounterProvenance, Counts, type Counter, type Provenance, type TokenUsage } from "../schemas/common";
-import type { TotalView, UsageView } from "../schemas/api";
 import type { ReceiptProvenance, UsageReport } from "../providers/provider";
+import type { TotalView, UsageView } from "../schemas/api";
+import { COUNTERS, type Counter, CounterProvenance, Counts, type Provenance, type TokenUsage } from "../schemas/common";
 
 const UsageConflictSchema = z.object({
   counter: z.enum(COUNTERS),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { DeletionStep } from "../schemas/environment";
-import { runDeletion, type DeletionDeps } from "./account-deletion";
+import { type DeletionDeps, runDeletion } from "./account-deletion";
 
 /** A deletion over in-memory parts, recording what ran; `failOnce` names the calls that fail the first time. */
 function fake(conversations: string[], failOnce: string[] = []) {

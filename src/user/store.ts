@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import type { CreateLedger, EnvironmentRecord } from "../providers/provider";
-import { WaitingFor, type ConversationEntry } from "../schemas/api";
+import { type ConversationEntry, WaitingFor } from "../schemas/api";
 import { Provenance } from "../schemas/common";
 import type { Spend } from "../usage/budgets";
 import { weakest } from "../usage/usage-fold";

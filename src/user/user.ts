@@ -17,10 +17,10 @@ import type { EnvironmentRecord } from "../providers/provider";
 import type { ConversationEntry } from "../schemas/api";
 import type { AccountAnswer, AccountDeletion, EnvironmentAnswer } from "../schemas/environment";
 import {
-  WebhookEvent as WebhookEventSchema,
   type WebhookDeliveryView,
   type WebhookEndpointView,
   type WebhookEvent,
+  WebhookEvent as WebhookEventSchema,
   type WebhookEventType,
 } from "../schemas/webhooks";
 import type { Spend } from "../usage/budgets";
@@ -28,10 +28,10 @@ import { Account } from "./account";
 import { AccountRecords } from "./account-records";
 import { ConversationIndex } from "./conversations";
 import { UserEnvironment } from "./environment";
-import { SlidingWindow, type RateLimitKind } from "./rate-limit";
+import { type RateLimitKind, SlidingWindow } from "./rate-limit";
 import { migrateUserSchema } from "./schema";
-import { UserStore, type IndexTouch } from "./store";
-import { WebhookDesk, webhookSettings, type CreateOutcome } from "./webhook-desk";
+import { type IndexTouch, UserStore } from "./store";
+import { type CreateOutcome, WebhookDesk, webhookSettings } from "./webhook-desk";
 
 export class UserObject extends DurableObject<Env> {
   /** Requests admitted in the last minute, by kind (memory only: nothing is written per request). */

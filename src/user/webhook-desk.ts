@@ -24,7 +24,7 @@ import {
 } from "../schemas/webhooks";
 import { planRetry, type RetryPolicy } from "../webhooks/backoff";
 import { payloadOf } from "../webhooks/payload";
-import { attemptDelivery, type AttemptOutcome } from "../webhooks/send";
+import { type AttemptOutcome, attemptDelivery } from "../webhooks/send";
 import {
   newEndpointId,
   newSigningSecret,
@@ -359,7 +359,7 @@ export class WebhookDesk {
     await this.rearm();
     const outcomes = await Promise.all(attempts.map(({ row, endpoint }) => this.attempt(row, endpoint, settings, now)));
     this.deps.transaction(() => {
-      attempts.forEach(({ row }, i) => this.record(row, outcomes[i]!, settings));
+      for (const [i, { row }] of attempts.entries()) this.record(row, outcomes[i]!, settings);
       for (const endpointId of new Set(attempts.map(({ endpoint }) => endpoint.id))) this.prune(endpointId);
     });
     if (due.length === ATTEMPTS_PER_RUN) await this.deps.alarm.set(this.deps.now());

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { attemptDelivery, type AttemptOptions } from "./send";
+import { type AttemptOptions, attemptDelivery } from "./send";
 
 const request = { url: "https://hooks.example.com/in", headers: { "webhook-id": "msg_1" }, body: "{}" };
 

@@ -129,6 +129,7 @@ async function readBounded(response: Response, maxBytes: number, signal: AbortSi
 
 /** Short, one line, no control characters. */
 function printable(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes
   const flat = text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ").trim();
   return flat.length > ERROR_TEXT_CHARS ? `${flat.slice(0, ERROR_TEXT_CHARS)}…` : flat;
 }

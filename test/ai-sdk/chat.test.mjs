@@ -3,11 +3,11 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import {
+  DefaultChatTransport,
   lastAssistantMessageIsCompleteWithApprovalResponses,
   lastAssistantMessageIsCompleteWithToolCalls,
   readUIMessageStream,
   validateUIMessages,
-  DefaultChatTransport,
 } from "ai";
 import { startDevServer } from "../../scripts/devserver.mjs";
 import { assertChunksValid, chunksOf, login, newChat, plain } from "./client.mjs";

@@ -9,13 +9,13 @@ import { askPermission } from "./asks.mjs";
 import { Executor, SATURATED_HEADERS, saturatedBody, saturatedFrameError } from "./executor.mjs";
 import { RETAINED_PROVIDER, Run, Session } from "./runs.mjs";
 import {
-  TOOL_COMMAND,
-  TOOL_OUTPUT,
   codexUsage,
   piOneShotUsage,
   piRawUsage,
   scriptedFailure,
   servedFields,
+  TOOL_COMMAND,
+  TOOL_OUTPUT,
   toolCallDelta,
 } from "./scripts.mjs";
 import { canonicalDigest, capabilitiesFor, refuse } from "./wire.mjs";

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
-import { HttpTransport } from "../../src/providers/http";
 import { CliBridgeProvider } from "../../src/providers/cli-bridge/provider";
+import { HttpTransport } from "../../src/providers/http";
 import { uid } from "../helpers";
 import { providerContract } from "../provider-contract";
 

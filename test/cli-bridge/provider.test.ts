@@ -6,11 +6,11 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { Refusal } from "../../src/errors";
-import { providerRefusal } from "../../src/providers/refusal";
 import { CliBridgeProvider } from "../../src/providers/cli-bridge/provider";
 import { HttpTransport } from "../../src/providers/http";
 import type { ProviderEvent } from "../../src/providers/provider";
-import { upstreamRejection, uid } from "../helpers";
+import { providerRefusal } from "../../src/providers/refusal";
+import { uid, upstreamRejection } from "../helpers";
 
 const base = (env as unknown as Record<string, string>).CLI_BRIDGE_URL!;
 const PI = "pi/tangle-router/fake-echo";

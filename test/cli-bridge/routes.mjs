@@ -17,7 +17,6 @@ import {
 } from "./schemas.mjs";
 import { streamRun, streamSession } from "./streams.mjs";
 import {
-  UNAUTHORIZED_BODY,
   backendOf,
   canonicalDigest,
   capabilitiesFor,
@@ -26,6 +25,7 @@ import {
   modelList,
   sendJson,
   stripUndefined,
+  UNAUTHORIZED_BODY,
 } from "./wire.mjs";
 
 /** @typedef {import("./bridge.mjs").Bridge} Bridge */

@@ -6,8 +6,8 @@
  */
 import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { canonicalDigest, capabilitiesFor } from "./wire.mjs";
 import { parseScript } from "./scripts.mjs";
+import { canonicalDigest, capabilitiesFor } from "./wire.mjs";
 
 /** @typedef {import("./wire.mjs").Backend} Backend */
 /** @typedef {import("./scripts.mjs").Script} Script */
@@ -278,7 +278,7 @@ export class Session {
   }
 
   get busy() {
-    return this.admitting || (this.run !== undefined && this.run.live);
+    return this.admitting || this.run?.live;
   }
 
   /** Its native child exits: the slot it held is free. */

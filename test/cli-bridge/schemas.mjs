@@ -11,6 +11,7 @@ const Id = z
   .min(1)
   .max(512)
   .refine((s) => s.trim() === s, "must not start or end with whitespace")
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
   .refine((s) => !/[\u0000-\u001f\u007f-\u009f]/.test(s), "must not contain control characters");
 
 const Sha256Digest = z.string().regex(/^sha256:[0-9a-f]{64}$/, "must be sha256: and 64 lowercase hex characters");

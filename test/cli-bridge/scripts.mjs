@@ -26,7 +26,7 @@
  */
 
 const DIRECTIVE =
-  /^\[(chunks|slow|exit|requests):(\d{1,9})\]$|^\[(tool|error|hang|permission|estimated|measured)\]$|^\[served:([A-Za-z0-9._\/-]{1,64}(?:,[A-Za-z0-9._\/-]{1,64}){0,3})\]$/;
+  /^\[(chunks|slow|exit|requests):(\d{1,9})\]$|^\[(tool|error|hang|permission|estimated|measured)\]$|^\[served:([A-Za-z0-9._/-]{1,64}(?:,[A-Za-z0-9._/-]{1,64}){0,3})\]$/;
 
 /**
  * @typedef {object} Script

@@ -147,7 +147,7 @@ function parseArgs(argv) {
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? "";
     const m = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
-    if (!m || !m[1]) throw new Error(`unexpected argument ${arg}`);
+    if (!m?.[1]) throw new Error(`unexpected argument ${arg}`);
     const value = m[2] ?? argv[++i];
     if (value === undefined) throw new Error(`--${m[1]} needs a value`);
     flags[m[1]] = value;

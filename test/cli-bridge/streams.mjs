@@ -7,11 +7,11 @@
 import { randomBytes } from "node:crypto";
 import {
   CONNECTED_FRAME,
+  commentFrameWithId,
   DONE_FRAME,
+  dataFrame,
   KEEPALIVE_FRAME,
   SSE_HEADERS,
-  commentFrameWithId,
-  dataFrame,
   sortedHeaders,
 } from "./wire.mjs";
 

@@ -3,7 +3,7 @@
 // a reload keeps the active branch; a second tab follows a switch.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { cidOf, lastTurn, openPage, send, server, shot, signIn, unique, waitForBadge } from "./harness.mjs";
+import { cidOf, openPage, send, server, shot, signIn, unique, waitForBadge } from "./harness.mjs";
 
 const messages = (page) => page.locator(".bubble-user").allTextContents();
 

@@ -22,6 +22,7 @@ import "./features.mjs";
 import "./layout.mjs";
 import "./access.mjs";
 import "./usage.mjs";
+
 // The rest of the page's tests are in page.test.mjs, which runs beside this file.
 
 describe("the chat page", () => {

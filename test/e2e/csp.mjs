@@ -15,7 +15,7 @@ export async function watchCsp(context) {
     document.addEventListener(
       "securitypolicyviolation",
       (e) =>
-        // @ts-ignore the binding exposed above
+        // @ts-expect-error the binding exposed above
         window.__reportCspViolation({
           directive: e.effectiveDirective,
           blocked: e.blockedURI,

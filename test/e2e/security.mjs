@@ -7,7 +7,7 @@ import { readdirSync } from "node:fs";
 import { createServer } from "node:http";
 import { join, relative } from "node:path";
 import { describe, it } from "node:test";
-import { expectedCsp, expectedHeaders, cspDirectives } from "../page/page-policy.mjs";
+import { cspDirectives, expectedCsp, expectedHeaders } from "../page/page-policy.mjs";
 import { takeViolations } from "./csp.mjs";
 import { openPage, server, signIn, unique } from "./harness.mjs";
 

@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { allowedDecisions, decisionField, decisionOf, yesOrNo } from "../../public/wire/grants.js";
-import { answerProblems } from "../../src/session/answer-check";
 import { InteractionRequest } from "../../src/schemas/contracts";
+import { answerProblems } from "../../src/session/answer-check";
 
 const grantSpec = (options: Array<string | { value: string; label?: string }>) => ({
   fields: [

@@ -7,10 +7,10 @@
  * check the served headers and fail on any violation the page reports.
  */
 import { describe, expect, it } from "vitest";
+import pkg from "../../package.json";
 import headersFile from "../../public/_headers?raw";
 import docsHtml from "../../public/docs.html?raw";
 import html from "../../public/index.html?raw";
-import pkg from "../../package.json";
 import { cspDirectives, expectedCsp, expectedDocsCsp, expectedHeaders } from "./page-policy.mjs";
 
 /**

@@ -6,11 +6,11 @@
 // And index.html preloads the whole graph (`<link rel="modulepreload">`, written by
 // scripts/vendor.mjs), so the browser fetches every level at once: the list must be the graph.
 import { describe, expect, it } from "vitest";
-import { staticImports } from "./imports.mjs";
-import html from "../../public/index.html?raw";
-import marked from "../../node_modules/marked/package.json";
-import dompurify from "../../node_modules/dompurify/package.json";
 import highlight from "../../node_modules/@highlightjs/cdn-assets/package.json";
+import dompurify from "../../node_modules/dompurify/package.json";
+import marked from "../../node_modules/marked/package.json";
+import html from "../../public/index.html?raw";
+import { staticImports } from "./imports.mjs";
 
 const sources = import.meta.glob(["/public/**/*.js", "!/public/vendor/**"], {
   query: "?raw",

@@ -5,11 +5,11 @@
  */
 import { describe, expect, it } from "vitest";
 import {
+  type Action,
   activeTurn,
+  type ConversationState,
   emptyConversation,
   reduce,
-  type Action,
-  type ConversationState,
   type StreamEvent,
 } from "../../public/lib/reducer.js";
 import type { InteractionRecord, TurnRecord } from "../../src/session/store/records";

@@ -3,7 +3,7 @@
  * 2500; a plain scripted turn spends 2060 tokens), with the webhook receiver of ./support.ts.
  */
 import { describe, expect, it } from "vitest";
-import { json, sendTurn, waitForTurn, uid } from "../helpers";
+import { json, sendTurn, uid, waitForTurn } from "../helpers";
 import { completedTurn, deliveries, inbox, subscribed, until } from "./support";
 
 describe("a turn stopped by a budget", () => {

@@ -10,34 +10,34 @@ import type { Context } from "hono";
 import { z } from "zod";
 import { TurnResponse } from "../../ai-sdk/chunks";
 import {
+  type AskShape,
   answerBody,
+  type ChatAction,
   ChatRequestBody,
   ChatRequestError,
   chatAction,
   editedTurnId,
   regeneratedTurnId,
   UiMessagesSchema,
-  type AskShape,
-  type ChatAction,
 } from "../../ai-sdk/request";
 import { ApiError, type RpcResult } from "../../errors";
-import type { ConversationSummary } from "../../session/session";
 import { ConversationId } from "../../schemas/common";
 import type { InteractionAcknowledgement } from "../../schemas/contracts";
+import type { ConversationSummary } from "../../session/session";
 import {
+  type AppEnv,
   knownConversation,
   knownSession,
   limitedTurn,
   rateLimit,
   requireConversation,
   session,
-  type AppEnv,
 } from "../app-context";
 import { unwrapRpc } from "../errors";
 import { DeclaredRoutes, eventStream, json, noContent } from "../route-declaration";
 import { openSubscription } from "../sse-relay";
-import { BranchQuery, branchOf } from "./conversations";
 import { followTurn, uiStreamResponse } from "../ui-stream";
+import { BranchQuery, branchOf } from "./conversations";
 
 /** The SDK sends the whole history with every request; only the last message is read. */
 const CHAT_MAX_BODY_BYTES = 4 * 1024 * 1024;

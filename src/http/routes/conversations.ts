@@ -7,12 +7,7 @@
  */
 import type { Context } from "hono";
 import { z } from "zod";
-import { knownSession, limitedTurn, session, type AppEnv } from "../app-context";
-import { invalid } from "../body";
 import { ApiError } from "../../errors";
-import { unwrapRpc } from "../errors";
-import { DeclaredRoutes, json } from "../route-declaration";
-import { ConversationId, TurnId } from "../../schemas/common";
 import {
   BranchListSchema,
   CancelAckSchema,
@@ -30,6 +25,11 @@ import {
   SwitchBranchBody,
   TurnViewSchema,
 } from "../../schemas/api";
+import { ConversationId, TurnId } from "../../schemas/common";
+import { type AppEnv, knownSession, limitedTurn, session } from "../app-context";
+import { invalid } from "../body";
+import { unwrapRpc } from "../errors";
+import { DeclaredRoutes, json } from "../route-declaration";
 
 /** JSON envelope around the message: the body limit is the message limit plus this. */
 const BODY_OVERHEAD_BYTES = 16 * 1024;

@@ -8,11 +8,11 @@
  */
 import type { MiddlewareHandler } from "hono";
 import { signToken } from "../../auth/tokens";
+import { ApiError } from "../../errors";
 import { emulatorFetch } from "../../providers";
 import { DevLoginAnswer, DevLoginBody } from "../../schemas/api";
 import { ConversationId } from "../../schemas/common";
-import { isLocalDevelopment, session, type AppEnv } from "../app-context";
-import { ApiError } from "../../errors";
+import { type AppEnv, isLocalDevelopment, session } from "../app-context";
 import { DeclaredRoutes, json } from "../route-declaration";
 
 const DEV_TOKEN_TTL_SECONDS = 12 * 60 * 60;

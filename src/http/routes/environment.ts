@@ -4,8 +4,8 @@
  * and `/v1/me`, authenticated by the app (whose account gate refuses every other route of an
  * account being deleted). Each route declared once (../route-declaration.ts).
  */
-import { unwrapRpc } from "../errors";
-import { DeclaredRoutes, json } from "../route-declaration";
+
+import type { Context } from "hono";
 import {
   AccountAnswer,
   AccountDeletion,
@@ -13,8 +13,9 @@ import {
   EnvironmentDeleteAnswer,
   EnvironmentStopAnswer,
 } from "../../schemas/environment";
-import type { Context } from "hono";
 import type { AppEnv } from "../app-context";
+import { unwrapRpc } from "../errors";
+import { DeclaredRoutes, json } from "../route-declaration";
 
 const userOf = (c: Context<AppEnv>) => c.env.USERS.get(c.env.USERS.idFromName(c.get("identity").ownerKey));
 

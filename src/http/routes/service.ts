@@ -2,10 +2,11 @@
  * The service's own routes, public and unauthenticated: liveness and version. (The OpenAPI
  * document's route is declared beside the document, in ../openapi.ts.)
  */
-import { isLocalDevelopment } from "../app-context";
-import { DeclaredRoutes, json } from "../route-declaration";
+
 import { HealthSchema } from "../../schemas/api";
 import { VERSION } from "../../version";
+import { isLocalDevelopment } from "../app-context";
+import { DeclaredRoutes, json } from "../route-declaration";
 
 export const serviceRoutes = new DeclaredRoutes();
 

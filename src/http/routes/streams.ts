@@ -5,11 +5,11 @@
  */
 import { z } from "zod";
 import { signToken } from "../../auth/tokens";
+import { ApiError } from "../../errors";
 import { SSE_HEADERS } from "../../lib/sse";
 import { EventEnvelopeSchema, StreamTokenAnswer } from "../../schemas/api";
 import { ConversationId } from "../../schemas/common";
 import { awaitConversation, conversationIdOf, knownConversation, rateLimit, session } from "../app-context";
-import { ApiError } from "../../errors";
 import { DeclaredRoutes, eventStream, json } from "../route-declaration";
 import { openSubscription, relayOnceKnown, relayStream } from "../sse-relay";
 

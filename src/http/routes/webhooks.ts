@@ -4,7 +4,10 @@
  * authenticated by the app; declared once (../route-declaration.ts). The target is checked here
  * before anything is stored (../../webhooks/target.ts) and again before every attempt.
  */
+
+import type { Context } from "hono";
 import { z } from "zod";
+import { ApiError } from "../../errors";
 import { DeletedAnswer } from "../../schemas/api";
 import {
   CreateWebhookBody,
@@ -16,10 +19,8 @@ import {
   WebhookSecretAnswer,
 } from "../../schemas/webhooks";
 import { checkTarget } from "../../webhooks/target";
-import type { Context } from "hono";
 import type { AppEnv } from "../app-context";
 import { invalid } from "../body";
-import { ApiError } from "../../errors";
 import { unwrapRpc } from "../errors";
 import { DeclaredRoutes, json } from "../route-declaration";
 

@@ -4,7 +4,7 @@
  * the running bridge proves the complete contract; native interactions only where it proves them).
  * Pure. Only `true` is a claim.
  */
-import { NO_CLAIMS, type Claims } from "../claims";
+import { type Claims, NO_CLAIMS } from "../claims";
 
 type Doc = Record<string, unknown>;
 

@@ -5,10 +5,11 @@
  * cancel effect, an acknowledgement status. Unconfirmed delivery is `transport_failure`, never
  * `accepted`.
  */
+import type { z } from "zod";
 import { canonicalDigest, stripUndefined } from "../../lib/digest";
 import {
-  InteractionAcknowledgement,
   type AgentExactRunControlRef,
+  InteractionAcknowledgement,
   type InteractionRequest,
 } from "../../schemas/contracts";
 import { ProviderError } from "../errors";
@@ -16,8 +17,8 @@ import type { HttpTransport } from "../http";
 import type { AnswerDelivery, CancelOutcome, InteractionCommand } from "../provider";
 import { readSnapshot } from "./result";
 import { bridgeRoutes as routes } from "./routes";
-import { isNotFound, refine } from "./wire-errors";
 import { CancelAnswer, RespondAnswer, RunSnapshot } from "./wire";
+import { isNotFound, refine } from "./wire-errors";
 
 /** How long a cancel waits for the bridge to confirm the run terminal. */
 const CANCEL_WAIT_MS = 2_000;
@@ -33,7 +34,7 @@ export async function cancelRun(
     const command = stripUndefined({ operationId: request.operationId, run: ref, reason: request.reason });
     body = { ...command, requestDigest: await canonicalDigest(command) };
   }
-  let answer;
+  let answer: z.infer<typeof CancelAnswer>;
   try {
     answer = await http.json(
       routes.cancel(ref.runId),

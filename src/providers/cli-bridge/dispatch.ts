@@ -27,7 +27,7 @@ import type { HttpTransport } from "../http";
 import type { DispatchInput, DispatchReceipt } from "../provider";
 import { capacityOf, retryUnlessCapacity } from "./capacity";
 import { supportsRetainedSessions } from "./claims";
-import { ENVIRONMENT_ID, modelFor, type CapabilityDocuments } from "./environment";
+import { type CapabilityDocuments, ENVIRONMENT_ID, modelFor } from "./environment";
 import { readSnapshot } from "./result";
 import { bridgeRoutes as routes } from "./routes";
 import {
@@ -39,8 +39,8 @@ import {
   sessionOf,
   type Transport,
 } from "./sessions";
+import { type RunSnapshot, SessionView, TurnAccepted } from "./wire";
 import { isNotFound, isWire, refine } from "./wire-errors";
-import { SessionView, TurnAccepted, type RunSnapshot } from "./wire";
 
 /** Sessions a dispatch may open or step over (ended, lost, taken) before it gives up. */
 const MAX_SESSION_STEPS = 8;

@@ -17,8 +17,8 @@ import type {
 } from "../provider";
 import { retryUnlessCapacity } from "./capacity";
 import { bridgeRoutes as routes } from "./routes";
-import { refine } from "./wire-errors";
 import { CapabilityDocument } from "./wire";
+import { refine } from "./wire-errors";
 
 /** The bridge names its one environment so (`X-Run-Environment-Id`). */
 export const ENVIRONMENT_ID = "cli-bridge";

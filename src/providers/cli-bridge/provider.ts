@@ -40,7 +40,6 @@ import { capacityOf } from "./capacity";
 import { bridgeClaims } from "./claims";
 import { answerInteraction, cancelRun } from "./control";
 import { dispatchTurn, type TurnDefaults } from "./dispatch";
-import { CLI_BRIDGE_PROVIDER_NAME } from "./sessions";
 import {
   CapabilityDocuments,
   ensureEnvironment,
@@ -51,6 +50,7 @@ import {
 import { readEvents } from "./events";
 import { readResult } from "./result";
 import { SessionCloser } from "./session-end";
+import { CLI_BRIDGE_PROVIDER_NAME } from "./sessions";
 
 export interface CliBridgeProviderOptions extends TurnDefaults {
   transport: HttpTransport;

@@ -8,11 +8,11 @@
 import type { AgentExactRunControlRef } from "../../schemas/contracts";
 import type { HttpTransport } from "../http";
 import type { ProviderResult } from "../provider";
-import { LOST, runEnd, type RunEnd } from "./ends";
+import { LOST, type RunEnd, runEnd } from "./ends";
 import { bridgeRoutes as routes } from "./routes";
 import type { SessionCloser } from "./session-end";
-import { isNotFound } from "./wire-errors";
 import { RunSnapshot } from "./wire";
+import { isNotFound } from "./wire-errors";
 
 /** How long one snapshot read waits for a run to become terminal, and how often it is asked. */
 const TERMINAL_WAIT_MS = 5_000;

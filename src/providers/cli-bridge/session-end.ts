@@ -13,8 +13,8 @@ import type { HttpTransport } from "../http";
 import { LOST, namesRun, type RunEnd } from "./ends";
 import { bridgeRoutes as routes } from "./routes";
 import { CLI_BRIDGE_PROVIDER_NAME, PI_ONE_SHOT_PROVIDER } from "./sessions";
-import { isNotFound, isWire, refine } from "./wire-errors";
 import type { RunSnapshot } from "./wire";
+import { isNotFound, isWire, refine } from "./wire-errors";
 
 export class SessionCloser {
   /** One-shot Pi sessions this instance closed: a repeat cleanup sends no second close. */

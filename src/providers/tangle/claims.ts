@@ -3,7 +3,7 @@
  * documents"). Pure. A flag counts only when it is `true`: a missing flag is unknown, and unknown
  * is never a claim. No document (a failed read) claims nothing.
  */
-import { NO_CLAIMS, type Claims } from "../claims";
+import { type Claims, NO_CLAIMS } from "../claims";
 
 /** Interaction kinds with a portable meaning, offered when the deployment records answers. */
 const OFFERED_INTERACTION_KINDS = ["question", "permission", "plan"];

@@ -19,12 +19,12 @@ import type { AgentExactRunControlRef } from "../../schemas/contracts";
 import { ProviderError } from "../errors";
 import type { HttpTransport } from "../http";
 import type { DispatchInput, DispatchReceipt } from "../provider";
-import { backendFor, backendWithoutBearer, type BackendDefaults } from "./backend";
+import { type BackendDefaults, backendFor, backendWithoutBearer } from "./backend";
 import { MAX_FRAME_BYTES } from "./frames";
 import { readSessionState } from "./result";
 import { sandboxRoutes as routes } from "./routes";
-import { refine } from "./wire-errors";
 import type { BackendConfig } from "./wire";
+import { refine } from "./wire-errors";
 
 /** The `provider` coordinate of a Tangle control ref. */
 export const TANGLE_PROVIDER_NAME = "tangle-sandbox";

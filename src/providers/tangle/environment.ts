@@ -15,7 +15,7 @@ import { stripUndefined } from "../../lib/digest";
 import { ProviderError } from "../errors";
 import type { HttpTransport } from "../http";
 import type { CreateLedger, EnsureEnvironmentInput, EnsureEnvironmentResult, EnvironmentRecord } from "../provider";
-import { backendFor, type BackendDefaults } from "./backend";
+import { type BackendDefaults, backendFor } from "./backend";
 import { sandboxRoutes as routes } from "./routes";
 import { Sandbox, SandboxCapabilities } from "./wire";
 

@@ -11,11 +11,11 @@
  * through the plan routes (plans.ts).
  */
 import { readSseFrames, type SseFrame } from "../../lib/sse";
-import { InteractionRequest, type AgentExactRunControlRef } from "../../schemas/contracts";
+import { type AgentExactRunControlRef, InteractionRequest } from "../../schemas/contracts";
 import type { HttpTransport } from "../http";
 import type { EventsOptions, ProviderEvent } from "../provider";
 import { MAX_FRAME_BYTES, normalizeFrame } from "./frames";
-import { planAsk, submittedPlan, type SubmittedPlan } from "./plans";
+import { planAsk, type SubmittedPlan, submittedPlan } from "./plans";
 import { sandboxRoutes as routes } from "./routes";
 import { InteractionsResponse, isWaitStatus } from "./wire";
 import { refine } from "./wire-errors";

@@ -18,8 +18,8 @@ import { ProviderError } from "../errors";
 import type { HttpTransport } from "../http";
 import type { EnvironmentObservation, EnvironmentRecord } from "../provider";
 import { sandboxRoutes as routes } from "./routes";
-import { refine } from "./wire-errors";
 import { Sandbox } from "./wire";
+import { refine } from "./wire-errors";
 
 const Seconds = z.number().int().positive();
 const Amount = z.number().positive();

@@ -10,8 +10,8 @@ import type { HttpTransport } from "../http";
 import type { ProviderResult } from "../provider";
 import { receiptCounts, SANDBOX_PROVENANCE } from "./frames";
 import { sandboxRoutes as routes } from "./routes";
-import { refine } from "./wire-errors";
 import { PromptResult, SessionStateResponse } from "./wire";
+import { refine } from "./wire-errors";
 
 /** The agent session's state (`{ data: { session } }`, or the inner object flat on older deployments). */
 export async function readSessionState(client: HttpTransport, environmentId: string, sessionId: string) {

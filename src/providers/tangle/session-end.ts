@@ -5,7 +5,7 @@
  * it is resumed once and the delete sent again.
  */
 import { ProviderError } from "../errors";
-import { resumeSandbox, sandboxStatus, type EnvironmentOptions } from "./environment";
+import { type EnvironmentOptions, resumeSandbox, sandboxStatus } from "./environment";
 import { sandboxRoutes as routes } from "./routes";
 import { refine } from "./wire-errors";
 

@@ -17,7 +17,7 @@
  * holds them. Each update keeps its own seq in the chunk: a reader resuming anywhere in it gets
  * exactly the updates after its cursor. Pure: this module decides the write, ./log.ts runs it.
  */
-import { encodeChunk, updateRow, type ChunkOwner, type HeldUpdate } from "./log-chunks";
+import { type ChunkOwner, encodeChunk, type HeldUpdate, updateRow } from "./log-chunks";
 import type { EventRow } from "./records";
 
 /** At most this many updates are published and not stored; a new instance skips as many seqs. */

@@ -5,9 +5,9 @@ import {
   compactRows,
   encodeChunk,
   expandRows,
-  updateRow,
   type HeldUpdate,
   type RowRewrite,
+  updateRow,
 } from "./log-chunks";
 import type { EventRow } from "./records";
 

@@ -3,11 +3,11 @@
  * session passes around. Shapes only; the tables they live in are ./schema.ts.
  */
 import { z } from "zod";
-import {
+import type {
   EventEnvelopeSchema,
   TranscriptPartSchema,
   TurnStatus as TurnStatusSchema,
-  type UsageView,
+  UsageView,
 } from "../../schemas/api";
 import type {
   AgentExactRunControlRef,

@@ -59,6 +59,7 @@ describe("upstream de-duplication: one rule, SessionStore.admitUpstream", () => 
       expect(store.admitUpstream("t", "e", "evt-b")).toBe(true);
       store.settleAdmissions();
       // Storage changed behind the store's back: what memory holds still answers.
+      // biome-ignore lint/complexity/useLiteralKeys: the store's handle is private; a test reaches it by name
       store["sql"].exec("UPDATE turns SET upstream_cursor = 'evt-z' WHERE turn_id = 't'");
       expect(store.cursorOf("t", "e")).toBe("evt-b");
       store.releaseHeld("e");

@@ -15,13 +15,12 @@
  * the stores hold in memory (`discardHeld`).
  */
 import type { AgentExactRunControlRef } from "../../schemas/contracts";
-import { executionView, type ExecutionUsageState } from "../../usage/usage-fold";
+import { type ExecutionUsageState, executionView } from "../../usage/usage-fold";
 import { AskStore } from "./asks";
 import type { UpdateToHold } from "./held-tail";
 import { LogStore } from "./log";
-import { MetaStore, type MetaKey, type MetaValue } from "./meta";
+import { type MetaKey, MetaStore, type MetaValue } from "./meta";
 import {
-  TERMINAL_TURN_STATUSES,
   type EventEnvelope,
   type EventRow,
   type InteractionStatus,
@@ -29,6 +28,7 @@ import {
   type QueueState,
   type StoredBranch,
   type StoredOperation,
+  TERMINAL_TURN_STATUSES,
   type TranscriptPart,
   type TurnError,
   type TurnRecord,

@@ -9,19 +9,19 @@ import { z } from "zod";
 import {
   TranscriptPartSchema,
   TurnStatus as TurnStatusSchema,
-  UsageViewSchema,
   type UsageView,
+  UsageViewSchema,
 } from "../../schemas/api";
 import { AgentExactRunControlRef } from "../../schemas/contracts";
 import {
-  QueueState,
-  TurnError,
-  TurnRequest,
   type QueuedTurn,
+  QueueState,
   type StoredBranch,
   type TranscriptPart,
   type TreeTurn,
+  TurnError,
   type TurnRecord,
+  TurnRequest,
   type TurnStatus,
   type UpstreamRun,
 } from "./records";

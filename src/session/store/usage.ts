@@ -2,7 +2,7 @@
  * The session's `usage` table: each execution's usage fold (../../usage/usage-fold.ts), as the
  * fold's state. While a turn runs its record's usage is read from here (./store.ts).
  */
-import { ExecutionUsageStateSchema, type ExecutionUsageState } from "../../usage/usage-fold";
+import { type ExecutionUsageState, ExecutionUsageStateSchema } from "../../usage/usage-fold";
 
 export class UsageStore {
   constructor(private readonly sql: Pick<SqlStorage, "exec">) {}
