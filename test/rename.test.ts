@@ -4,6 +4,7 @@
 // changes nothing.
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { migrateUserSchema } from "../src/user/schema";
 import type { UserObject } from "../src/user/user";
 import { api, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
 
@@ -116,7 +117,7 @@ describe("the user index before renames were kept (schema 8)", () => {
       sql.exec(
         "INSERT INTO conversations (conversation_id, title, state, last_event_id, created_at, updated_at) VALUES ('c-old', 'from its first message', 'idle', 3, 1, 1)",
       );
-      (instance as unknown as { migrate(): void }).migrate();
+      migrateUserSchema(sql);
       const version = sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version;
       const before = (await instance.listConversations(10)).map((c) => c.title);
       const touch = {

@@ -68,7 +68,20 @@ export function branchPath(store: SessionStore, branch?: number): { branch: numb
 }
 
 /** The conversation's branches (those that hold turns), oldest first. */
-export function branchesOf(store: SessionStore): { active: number; branches: BranchView[] } {
+/** A conversation's branches, as `GET …/branches` answers them. */
+export interface BranchList {
+  active: number;
+  branches: BranchView[];
+}
+
+/** A switch's outcome: the branch shown now, the one before, and the new branch's latest turn. */
+export interface BranchSwitch {
+  branch: number;
+  previous: number;
+  tipTurnId: string;
+}
+
+export function branchesOf(store: SessionStore): BranchList {
   const tree = store.treeTurns();
   const active = activeBranch(store);
   const stored = new Map(store.branches().map((b) => [b.branch, b]));
@@ -97,7 +110,7 @@ export function switchBranch(
   store: SessionStore,
   log: EventLog,
   target: { branch?: number; turnId?: string },
-): { branch: number; previous: number; tipTurnId: string } {
+): BranchSwitch {
   const tree = store.treeTurns();
   const previous = activeBranch(store);
   let branch: number | null;

@@ -13,7 +13,7 @@ import { CLOSE_DELETED, CLOSE_DROPPED } from "../lib/subscription-wire";
 import type { ConversationEntry } from "../schemas/api";
 import type { CancellationAcknowledgement, InteractionAcknowledgement } from "../schemas/contracts";
 import { SessionBinding } from "./binding";
-import { branchesOf, switchBranch } from "./branches";
+import { type BranchList, type BranchSwitch, branchesOf, switchBranch } from "./branches";
 import type { AnswerCommand } from "./interaction-desk";
 import { SessionRooms } from "./rooms";
 import type { WhenBusy } from "./send-decision";
@@ -28,6 +28,8 @@ import {
   type ConversationUsage,
   chatMessagesOf,
   chatReplayOf,
+  type InstanceInfo,
+  instanceInfoOf,
   messagesOf,
   summaryOf,
   turnOf,
@@ -57,36 +59,12 @@ export class SessionObject extends DurableObject<Env> {
     ctx.blockConcurrencyWhile(async () => this.rooms.start());
   }
 
-  /** The store, created on first write (binding a conversation); null until then (./binding.ts). */
-  private get store(): SessionStore {
-    return this.binding.store;
-  }
-
-  private get storeInstance(): SessionStore | null {
-    return this.binding.current;
-  }
-
-  private boundSession(): SessionContext | null {
-    return this.binding.session();
-  }
-
-  /**
-   * Binds the conversation on first use; a later call must name the same session. Every send is
-   * admitted first by the user's object for the request's token (`issuedAt`), the first and every
-   * later one: a send whose account was deleted since it began binds and writes nothing, whatever
-   * this object holds by then (src/user/account-records.ts, the fence).
-   */
-  private async bind(context: SessionContext, issuedAt: number | null): Promise<void> {
-    const deletions = await this.user.admit(context, issuedAt);
-    this.binding.bind(context, deletions, this.rooms.log);
-  }
-
   /** Runs `fn` on the conversation this object holds; refused when it holds none, before the store is touched (so creating none). */
   private held<T>(
     conversationId: string,
     fn: (context: SessionContext, store: SessionStore) => T | Promise<T>,
   ): Promise<RpcResult<T>> {
-    return captureRpc(() => fn(this.binding.require(conversationId), this.store));
+    return captureRpc(() => fn(this.binding.require(conversationId), this.binding.store));
   }
 
   // ------------------------------------------------------------------ turns
@@ -100,20 +78,23 @@ export class SessionObject extends DurableObject<Env> {
     issuedAt: number | null,
   ): Promise<RpcResult<SubmitOutcome>> {
     const work = captureRpc(async () => {
-      const fresh = !this.boundSession();
+      const fresh = !this.binding.session();
       try {
-        await this.bind(context, issuedAt);
+        // Every send, the first and every later one, is admitted by the user's object for the request's token
+        // (`issuedAt`): one whose account was deleted since it began binds and writes nothing, whatever this object
+        // holds by then (src/user/account-records.ts, the fence). Bound on first use; later, the same session only.
+        this.binding.bind(context, await this.user.admit(context, issuedAt), this.rooms.log);
         return await this.rooms.runner.submit(context, turnId, request, whenBusy);
       } catch (err) {
         // A refused first turn leaves nothing behind: no conversation, no title, no summary, no admission (unless turns queued behind it).
-        if (fresh && this.storeInstance?.turnCount() === 0 && this.storeInstance.waitingTurns().length === 0) {
+        if (fresh && this.binding.current?.turnCount() === 0 && this.binding.current.waitingTurns().length === 0) {
           await this.binding.wipe();
           await this.user.forgetAdmission(context);
         }
         throw err;
       } finally {
         // A refused dispatch may leave the conversation free with turns queued.
-        if (this.storeInstance) void this.rooms.runner.queue.move();
+        if (this.binding.current) void this.rooms.runner.queue.move();
       }
     });
     this.submissions.add(work);
@@ -121,7 +102,7 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   async getTurn(turnId: string): Promise<RpcResult<TurnView>> {
-    return captureRpc(() => turnOf(this.storeInstance, turnId, (id) => this.rooms.runner.queue.view(id)));
+    return captureRpc(() => turnOf(this.binding.current, turnId, (id) => this.rooms.runner.queue.view(id)));
   }
 
   async cancel(
@@ -180,29 +161,14 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   /** Which instance answers, since when, with how many subscriptions (development and the benchmarks: a new instance means the last was evicted or hibernated). */
-  async instanceInfo(): Promise<{
-    instance: string;
-    startedAt: number;
-    subscriptions: number;
-    rowsWritten: number;
-    compactionRowsWritten: number;
-    commits: number;
-    log: { events: number; rows: number; bytes: number };
-    turns: { rows: number; bytes: number };
-  }> {
-    return {
-      instance: this.instance,
-      startedAt: this.startedAt,
-      subscriptions: this.rooms.subscriptions.count(),
-      // Rows this instance wrote (a new instance starts from 0), and the log it holds.
-      rowsWritten: this.storeInstance?.rowsWritten ?? 0,
-      // Of those, the rows turn-end compaction wrote (each row it deletes counts).
-      compactionRowsWritten: this.storeInstance?.compactionRowsWritten ?? 0,
-      // Transactions this instance committed through the log (a batch of upstream frames is one).
-      commits: this.rooms.log.commits,
-      log: this.storeInstance?.logSize() ?? { events: 0, rows: 0, bytes: 0 },
-      turns: this.storeInstance?.turnsSize() ?? { rows: 0, bytes: 0 },
-    };
+  async instanceInfo(): Promise<InstanceInfo> {
+    const { instance, startedAt, rooms } = this;
+    return instanceInfoOf(this.binding.current, {
+      instance,
+      startedAt,
+      subscriptions: rooms.subscriptions.count(),
+      commits: rooms.log.commits,
+    });
   }
 
   /** Closes every browser stream (local development: the page must reconnect by itself). */
@@ -225,9 +191,7 @@ export class SessionObject extends DurableObject<Env> {
     return this.held(conversationId, (_context, store) => chatMessagesOf(store, branch));
   }
 
-  async branches(
-    conversationId: string,
-  ): Promise<RpcResult<ReturnType<typeof branchesOf> & { conversationId: string }>> {
+  async branches(conversationId: string): Promise<RpcResult<BranchList & { conversationId: string }>> {
     return this.held(conversationId, (_context, store) => ({ conversationId, ...branchesOf(store) }));
   }
 
@@ -235,7 +199,7 @@ export class SessionObject extends DurableObject<Env> {
   async switchBranch(
     conversationId: string,
     target: { branch?: number; turnId?: string },
-  ): Promise<RpcResult<{ branch: number; previous: number; tipTurnId: string }>> {
+  ): Promise<RpcResult<BranchSwitch>> {
     return this.held(conversationId, (_context, store) => {
       const switched = switchBranch(store, this.rooms.log, target);
       // The conversation list shows the branch too.
@@ -245,10 +209,8 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   /**
-   * Renames the conversation: the summary's title here, then the user's list (whose entry is
-   * answered). The title from the first message is set only while there is none, so a later turn
-   * keeps the new one. Should the list's write fail, the next touch of the index carries the
-   * new title from here.
+   * Renames the conversation: the summary's title here, then the user's list (whose entry is answered). A later
+   * turn keeps it (a first message titles only a conversation without one); a failed list write is carried later.
    */
   async rename(conversationId: string, title: string): Promise<RpcResult<ConversationEntry>> {
     return this.held(conversationId, async (context, store) => {

@@ -155,3 +155,32 @@ export function usageOf(
       : null,
   };
 }
+
+/** What `dev/object` answers of an instance: which one, since when, and what it wrote and holds. */
+export interface InstanceInfo {
+  instance: string;
+  startedAt: number;
+  subscriptions: number;
+  rowsWritten: number;
+  compactionRowsWritten: number;
+  commits: number;
+  log: { events: number; rows: number; bytes: number };
+  turns: { rows: number; bytes: number };
+}
+
+/** An instance's figures over its store (null until a conversation is bound: nothing written, nothing held). */
+export function instanceInfoOf(
+  store: SessionStore | null,
+  self: { instance: string; startedAt: number; subscriptions: number; commits: number },
+): InstanceInfo {
+  return {
+    // `commits`: the transactions this instance committed through the log (a batch of upstream frames is one).
+    ...self,
+    // Rows this instance wrote (a new instance starts from 0), and the log it holds.
+    rowsWritten: store?.rowsWritten ?? 0,
+    // Of those, the rows turn-end compaction wrote (each row it deletes counts).
+    compactionRowsWritten: store?.compactionRowsWritten ?? 0,
+    log: store?.logSize() ?? { events: 0, rows: 0, bytes: 0 },
+    turns: store?.turnsSize() ?? { rows: 0, bytes: 0 },
+  };
+}

@@ -11,7 +11,6 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
-import { readConfig } from "../config";
 import { captureRpc, type RpcResult } from "../errors";
 import type { EnvironmentRecord } from "../providers/provider";
 import type { ConversationEntry } from "../schemas/api";
@@ -24,64 +23,36 @@ import {
   type WebhookEventType,
 } from "../schemas/webhooks";
 import type { Spend } from "../usage/budgets";
-import { Account } from "./account";
-import { AccountRecords } from "./account-records";
-import { ConversationIndex } from "./conversations";
-import { UserEnvironment } from "./environment";
+import type { Account } from "./account";
+import type { AccountRecords } from "./account-records";
+import type { ConversationIndex } from "./conversations";
+import type { UserEnvironment } from "./environment";
 import { type RateLimitKind, SlidingWindow } from "./rate-limit";
-import { migrateUserSchema } from "./schema";
-import { type IndexTouch, UserStore } from "./store";
-import { type CreateOutcome, WebhookDesk, webhookSettings } from "./webhook-desk";
+import { userRooms } from "./rooms";
+import type { IndexTouch } from "./store";
+import type { CreateOutcome, WebhookDesk } from "./webhook-desk";
 
 export class UserObject extends DurableObject<Env> {
   /** Requests admitted in the last minute, by kind (memory only: nothing is written per request). */
   private readonly window = new SlidingWindow();
-  /** The sandbox's life and the account's deletion (./account-records.ts). */
+  /** The rooms, wired over this object's storage (./rooms.ts). */
   private readonly records: AccountRecords;
   private readonly environments: UserEnvironment;
   private readonly conversations: ConversationIndex;
   private readonly accountRoom: Account;
-  /** The user's webhook endpoints and their deliveries (./webhook-desk.ts). */
   private readonly webhooks: WebhookDesk;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.migrate();
-    const sql = ctx.storage.sql;
-    const store = new UserStore(sql);
-    const transaction = <T>(fn: () => T): T => ctx.storage.transactionSync(fn);
-    this.records = new AccountRecords(sql);
-    this.environments = new UserEnvironment({ env, store, records: this.records, transaction });
-    const sockets = {
-      accept: (ws: WebSocket, tags: string[]) => ctx.acceptWebSocket(ws, tags),
-      get: (tag?: string) => ctx.getWebSockets(tag),
-    };
-    this.conversations = new ConversationIndex({ store, records: this.records, transaction, sockets });
-    this.webhooks = new WebhookDesk({
-      sql,
-      transaction,
-      alarm: { get: () => ctx.storage.getAlarm(), set: (at) => ctx.storage.setAlarm(at) },
-      settings: () => webhookSettings(readConfig(this.env)),
-      fetch: (url, init) => fetch(url, init),
-      now: () => Date.now(),
-      random: () => Math.random(),
-    });
-    this.accountRoom = new Account({
-      env,
-      store,
+    ({
       records: this.records,
+      environments: this.environments,
       conversations: this.conversations,
-      environment: this.environments,
-      forgetWebhooks: () => this.forgetWebhooks().then(() => undefined),
-      transaction,
-      alarm: { set: (at) => ctx.storage.setAlarm(at), clear: () => ctx.storage.deleteAlarm() },
-    });
+      account: this.accountRoom,
+      webhooks: this.webhooks,
+    } = userRooms(ctx, env));
     // A delivery due while the object was gone (a restart) gets its alarm back.
     ctx.blockConcurrencyWhile(() => this.webhooks.rearm());
-  }
-
-  private migrate(): void {
-    migrateUserSchema(this.ctx.storage.sql);
   }
 
   // ------------------------------------------------------------------ the sandbox's life

@@ -1,0 +1,58 @@
+/**
+ * The user object's rooms, wired over its storage (./user.ts answers their RPCs): the schema
+ * migrated first (./schema.ts), then the sandbox's records, the environment, the conversation index
+ * with its waiting sockets, the webhook desk and the account, which reaches all of them for a
+ * deletion. One place says what each room is given.
+ */
+import { readConfig } from "../config";
+import { Account } from "./account";
+import { AccountRecords } from "./account-records";
+import { ConversationIndex } from "./conversations";
+import { UserEnvironment } from "./environment";
+import { migrateUserSchema } from "./schema";
+import { UserStore } from "./store";
+import { WebhookDesk, webhookSettings } from "./webhook-desk";
+
+export interface UserRooms {
+  records: AccountRecords;
+  environments: UserEnvironment;
+  conversations: ConversationIndex;
+  webhooks: WebhookDesk;
+  account: Account;
+}
+
+export function userRooms(ctx: DurableObjectState, env: Env): UserRooms {
+  const sql = ctx.storage.sql;
+  migrateUserSchema(sql);
+  const store = new UserStore(sql);
+  const transaction = <T>(fn: () => T): T => ctx.storage.transactionSync(fn);
+  const records = new AccountRecords(sql);
+  const environments = new UserEnvironment({ env, store, records, transaction });
+  const sockets = {
+    accept: (ws: WebSocket, tags: string[]) => ctx.acceptWebSocket(ws, tags),
+    get: (tag?: string) => ctx.getWebSockets(tag),
+  };
+  const conversations = new ConversationIndex({ store, records, transaction, sockets });
+  const webhooks = new WebhookDesk({
+    sql,
+    transaction,
+    alarm: { get: () => ctx.storage.getAlarm(), set: (at) => ctx.storage.setAlarm(at) },
+    settings: () => webhookSettings(readConfig(env)),
+    fetch: (url, init) => fetch(url, init),
+    now: () => Date.now(),
+    random: () => Math.random(),
+  });
+  const account = new Account({
+    env,
+    store,
+    records,
+    conversations,
+    environment: environments,
+    forgetWebhooks: async () => {
+      webhooks.forgetAll();
+    },
+    transaction,
+    alarm: { set: (at) => ctx.storage.setAlarm(at), clear: () => ctx.storage.deleteAlarm() },
+  });
+  return { records, environments, conversations, webhooks, account };
+}
