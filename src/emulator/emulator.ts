@@ -8,7 +8,7 @@
  * field the client puts in the wrong place is refused here.
  *
  * This class only wires the parts together:
- *   store.ts        SQLite state and typed accessors
+ *   store.ts        SQLite state and typed accessors: the table stores (store-*.ts) composed
  *   sandboxes.ts    the sandbox lifecycle by the clock
  *   runner.ts       scripted runs advancing by the clock, asks, cancel
  *   streams.ts      live SSE streams (backlog + live, stream faults, burst batching)

@@ -13,7 +13,8 @@ import { z } from "zod";
 import { type AskAnswer, sameAnswer } from "./asks";
 import type { Runner } from "./runner";
 import type { Sandboxes } from "./sandboxes";
-import type { EmulatorStore, ExecutionRow, SandboxRow } from "./store";
+import type { EmulatorStore } from "./store";
+import type { ExecutionRow, SandboxRow } from "./store-schema";
 import type { StreamHub } from "./streams";
 import { abortBody, admissionFrame, effectiveVariants, errorBody, sessionStateBody, type Variants } from "./variants";
 import {
