@@ -8,11 +8,12 @@
  * field the client puts in the wrong place is refused here.
  *
  * This class only wires the parts together:
- *   store.ts        SQLite state and typed accessors
+ *   store.ts        SQLite state and typed accessors: the table stores (store-*.ts) composed
  *   sandboxes.ts    the sandbox lifecycle by the clock
  *   runner.ts       scripted runs advancing by the clock, asks, cancel
  *   streams.ts      live SSE streams (backlog + live, stream faults, burst batching)
- *   sandbox-api.ts  the Sandbox API routes
+ *   sandbox-api.ts  the Sandbox API: authentication, counting, injected failures; its routes by
+ *                   group (api-*.ts, the route table in api-common.ts)
  *   control.ts      the /_emulator/* control routes
  *   holds.ts        the `[hold]` directive and its release route: a run held still for a test
  *   wire.ts         request/response shapes and the SSE writer
@@ -21,10 +22,11 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { Hono } from "hono";
+import { apiNotFound } from "./api-common";
 import { controlNotFound, registerControlRoutes } from "./control";
 import { registerHoldRoutes } from "./holds";
 import { Runner } from "./runner";
-import { apiNotFound, registerSandboxApi } from "./sandbox-api";
+import { registerSandboxApi } from "./sandbox-api";
 import { Sandboxes } from "./sandboxes";
 import { EmulatorStore } from "./store";
 import { StreamHub } from "./streams";

@@ -14,7 +14,8 @@
 import type { AskAnswer } from "./asks";
 import { buildScript, type ScriptInput } from "./script";
 import type { ScriptFrame } from "./script-frame";
-import type { EmulatorStore, ExecutionRow } from "./store";
+import type { EmulatorStore } from "./store";
+import type { ExecutionRow } from "./store-schema";
 import type { StreamHub } from "./streams";
 import { admissionFrame, effectiveVariants, type TerminalShape, terminalFrame } from "./variants";
 import type { PromptResultView } from "./wire";

@@ -11,7 +11,8 @@
  * clock can be moved ahead (`POST /_emulator/sandboxes/:id/clock`: its times move back, as if that
  * much time had passed), so a test sees an idle stop or an expiry without waiting for it.
  */
-import type { EmulatorStore, SandboxRow } from "./store";
+import type { EmulatorStore } from "./store";
+import type { SandboxRow } from "./store-schema";
 import { effectiveVariants, readinessShown } from "./variants";
 import type { CreateSandboxBody, SandboxView } from "./wire";
 

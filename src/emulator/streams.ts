@@ -6,7 +6,8 @@
  * send nothing at all (a dispatch whose admission is withheld). The wire variants that shape a
  * stream (field order, a first `connection.established` frame) are fixed when the stream opens.
  */
-import type { EmulatorStore, ExecutionRow } from "./store";
+import type { EmulatorStore } from "./store";
+import type { ExecutionRow } from "./store-schema";
 import { effectiveVariants } from "./variants";
 import { type FieldOrder, SSE_HEADERS, sseFrame, type WireFrame } from "./wire";
 

@@ -3,8 +3,8 @@
  * two shapes, the emulator serves its default shape and can be switched to the other plausible one
  * with `POST /_emulator/variants`, so the client's handling of both can be tested. Each variant
  * changes only what it names. The shaping functions below hold the variants that shape an answer
- * or a frame; the ones that decide whether a request is served act in sandbox-api.ts, the ones
- * that change what the scripted agent asks in script.ts (fixed when a run starts).
+ * or a frame; the ones that decide whether a request is served act in the API's routes (api-*.ts),
+ * the ones that change what the scripted agent asks in script.ts (fixed when a run starts).
  */
 import { z } from "zod";
 import type { SessionStateInner } from "./wire";

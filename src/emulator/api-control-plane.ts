@@ -1,0 +1,84 @@
+/**
+ * §2 the control plane: a sandbox created (a repeated idempotency key answers the same one),
+ * listed, read, resumed, stopped and deleted, and the account's usage [ours]. The lifecycle behind
+ * these answers is ./sandboxes.ts.
+ */
+import type { Hono } from "hono";
+import { API_PATHS, type ApiKit, jsonBody } from "./api-common";
+import type { SandboxRow } from "./store-schema";
+import { type AccountUsageView, CreateSandboxBody } from "./wire";
+
+export function registerControlPlaneRoutes(app: Hono, api: ApiKit): void {
+  const { store, sandboxes, runner, variants, fail, invalid, notFound, view } = api;
+
+  app.post(API_PATHS.sandboxes, async (c) => {
+    const parsed = CreateSandboxBody.safeParse(await jsonBody(c));
+    if (!parsed.success) return invalid(c, "VALIDATION_ERROR", parsed.error);
+    const key = parsed.data.idempotencyKey;
+    if (key) {
+      // A repeated key answers the same sandbox: 200 (this call created nothing), or 201 like a fresh one (variant).
+      const existing = store.sandboxIdByIdempotencyKey(key);
+      const row = existing ? sandboxes.get(existing) : undefined;
+      if (row) {
+        store.count("sandboxes.replayed");
+        return c.json(view(row), variants().createReplay === "201" ? 201 : 200);
+      }
+    }
+    const row = sandboxes.create(parsed.data);
+    store.count("sandboxes.created");
+    return c.json(view(row), 201);
+  });
+
+  app.get(API_PATHS.sandboxes, (c) => {
+    const status = c.req.query("status");
+    const limit = Math.min(Number(c.req.query("limit") ?? 100) || 100, 1000);
+    const offset = Number(c.req.query("offset") ?? 0) || 0;
+    const rows = store
+      .sandboxIds(limit, offset)
+      .map((id) => sandboxes.get(id))
+      .filter((r): r is SandboxRow => !!r && (!status || r.status === status));
+    return c.json({ sandboxes: rows.map(view) });
+  });
+
+  app.get(API_PATHS.sandbox, (c) => {
+    const row = sandboxes.get(c.req.param("id"));
+    return row ? c.json(view(row)) : notFound(c);
+  });
+
+  app.post(API_PATHS.resume, (c) => {
+    const row = sandboxes.get(c.req.param("id"));
+    if (!row) return notFound(c);
+    if (row.status === "stopped") {
+      sandboxes.resume(row);
+      store.count("sandboxes.resumed");
+    } else if (row.status !== "running" && row.status !== "provisioning") {
+      return fail(c, 409, "INVALID_STATE", `cannot resume a ${row.status} sandbox`);
+    }
+    return c.json(view(sandboxes.get(row.id)!));
+  });
+
+  app.post(API_PATHS.stop, (c) => {
+    const row = sandboxes.get(c.req.param("id"));
+    if (!row) return notFound(c);
+    sandboxes.stop(row);
+    runner.sandboxStopped(row.id);
+    return c.json(view(sandboxes.get(row.id)!));
+  });
+
+  app.delete(API_PATHS.sandbox, (c) => {
+    const row = sandboxes.get(c.req.param("id"));
+    if (!row) return notFound(c);
+    store.deleteSandbox(row.id);
+    for (const exe of store.runningExecutions(row.id)) runner.finish(exe, "cancelled", { error: "sandbox deleted" });
+    runner.schedule();
+    store.count("sandboxes.deleted");
+    return c.json({ success: true });
+  });
+
+  // §2 the account's usage [ours] (the SDK's `client.usage()`); variant `accountUsage: "missing"` serves none.
+  app.get(API_PATHS.accountUsage, (c) => {
+    if (variants().accountUsage === "missing") return fail(c, 404, "NOT_FOUND", "no route GET /v1/account/usage");
+    const usage: AccountUsageView = { activeSandboxes: store.runningSandboxCount() };
+    return c.json(usage);
+  });
+}

@@ -1,0 +1,172 @@
+/**
+ * §3 a run: started by `POST …/agents/run/stream` (its execution id from the body or the header,
+ * its run-control ref, its model; a dispatch of a run that exists attaches to it; a busy session
+ * refuses or answers the receipt of its run in flight), replayed after a cursor by the same route,
+ * interrupted (`…/abort`), and its result read (the completed-turn and execution-result routes).
+ * The run itself is ./runner.ts; its stream ./streams.ts.
+ */
+import type { Hono } from "hono";
+import { API_PATHS, type ApiKit, apiNotFound, jsonBody } from "./api-common";
+import type { ExecutionRow } from "./store-schema";
+import { abortBody, admissionFrame } from "./variants";
+import { AbortBody, BackendModelObject, RunStreamBody, RunStreamBodyHeaderId } from "./wire";
+
+export function registerRunRoutes(app: Hono, api: ApiKit): void {
+  const { store, runner, streams, variants, fail, invalid, runningSandbox } = api;
+
+  app.post(API_PATHS.runStream, async (c) => {
+    const sb = runningSandbox(c);
+    if (sb instanceof Response) return sb;
+    const v = variants();
+    // Where the requested execution id travels: the body (default) or only the X-Execution-ID header.
+    const byHeader = v.dispatchExecutionId === "header";
+    const parsed = (byHeader ? RunStreamBodyHeaderId : RunStreamBody).safeParse(await jsonBody(c));
+    if (!parsed.success) return invalid(c, "VALIDATION_ERROR", parsed.error);
+    const body: RunStreamBody = parsed.data;
+    const executionHeader = c.req.header("x-execution-id") || undefined;
+    const lastEventId = c.req.header("last-event-id");
+
+    if (body.message === "" && executionHeader) {
+      // Exact replay of one execution, strictly after the cursor; never starts work.
+      store.count("runs.replays");
+      const exe = store.execution(executionHeader);
+      if (!exe || exe.sandbox_id !== sb.id || exe.session_id !== body.sessionId)
+        return fail(c, 404, "EXECUTION_NOT_FOUND", "execution not found");
+      const cursor = lastEventId === undefined || lastEventId === "" ? 0 : Number(lastEventId);
+      const last = store.lastFrameId(exe.id);
+      if (!Number.isInteger(cursor) || cursor < 0 || cursor > last) {
+        return fail(c, 409, "INVALID_CURSOR", `cursor ${lastEventId} is not in this execution`, {
+          firstAvailableEventId: "1",
+          lastEventId: String(last),
+        });
+      }
+      return streams.open(exe, { cursor });
+    }
+    if (body.message === "") return fail(c, 400, "VALIDATION_ERROR", "message is required to start a run");
+
+    // The requested execution id: the X-Execution-ID header (header variant), or the body's
+    // executionId, which the header may repeat but not contradict.
+    if (!byHeader && body.executionId && executionHeader && body.executionId !== executionHeader) {
+      return fail(
+        c,
+        400,
+        "VALIDATION_ERROR",
+        `executionId ${body.executionId} and X-Execution-ID ${executionHeader} name different executions`,
+      );
+    }
+    const requested = byHeader ? executionHeader : (body.executionId ?? executionHeader);
+    // §6 the run-control ref [ours]: when given it names the requested run; the variant may require it.
+    const ref = body.runControlRef;
+    if (ref && ref.executionId !== requested) {
+      return fail(
+        c,
+        400,
+        "VALIDATION_ERROR",
+        `runControlRef.executionId ${ref.executionId} is not the requested execution ${requested ?? "(none)"}`,
+      );
+    }
+    if (!ref && v.runControlRef === "required") {
+      return fail(
+        c,
+        400,
+        "VALIDATION_ERROR",
+        "runControlRef is required: { runId, provider, environmentId, sessionId, executionId }",
+      );
+    }
+    const model = body.backend?.model;
+    if (v.backendModel === "object" && model !== undefined && !BackendModelObject.safeParse(model).success) {
+      return fail(c, 400, "VALIDATION_ERROR", "backend.model must be an object { provider?, model }");
+    }
+    store.count("runs.dispatches");
+
+    // Idempotent dispatch: the same execution id or the same (session, turn) attaches to the existing run.
+    const existing =
+      (requested ? store.execution(requested) : undefined) ??
+      (body.turnId ? store.executionByTurn(sb.id, body.sessionId, body.turnId) : undefined);
+    if (existing) {
+      // Nothing starts: the run is in flight, or its turn already ended (the receipt says dispatched: false).
+      store.count("runs.attached");
+      const prefix = admissionFrame(v, admitted(existing), { alreadyExisted: true, dispatched: false });
+      return streams.open(existing, { cursor: store.lastFrameId(existing.id), prefix });
+    }
+    const busy = store.runningExecutions(sb.id, body.sessionId)[0];
+    if (busy && v.dispatched === "receipt") {
+      // The receipt of the run in flight on the session: this call started nothing.
+      store.count("runs.notDispatched");
+      return streams.once(admissionFrame(v, admitted(busy), { alreadyExisted: false, dispatched: false }));
+    }
+    if (busy) return fail(c, 409, "SESSION_BUSY", `session ${body.sessionId} is running execution ${busy.id}`);
+
+    const created = JSON.parse(sb.body) as { backend?: { type?: string } };
+    const exe = runner.start({
+      sandboxId: sb.id,
+      sessionId: body.sessionId,
+      turnId: body.turnId,
+      message: body.message,
+      // The posture is read where the deployment reads it; the other place is accepted and ignored.
+      interactions: v.interactionsAt === "backend" ? body.backend?.interactions : body.interactions,
+      backend: body.backend?.type ?? created.backend?.type ?? "opencode",
+      requestedExecutionId: requested,
+      request: body,
+      history: store.sessionHistory(sb.id, body.sessionId).map((m) => m.message),
+    });
+    const faults = store.faults();
+    if (faults.withholdAdmission) {
+      // The run is real and runs; this dispatch just never hears of it.
+      const { withholdAdmission: _w, ...rest } = faults;
+      store.setFaults(rest);
+      store.count("faults.injected");
+      return streams.openSilent();
+    }
+    return streams.open(exe, { cursor: 0 });
+  });
+
+  app.post(API_PATHS.abort, async (c) => {
+    const sb = runningSandbox(c);
+    if (sb instanceof Response) return sb;
+    const parsed = AbortBody.safeParse(await jsonBody(c, {}));
+    if (!parsed.success) return invalid(c, "VALIDATION_ERROR", parsed.error);
+    const running = store.runningExecutions(sb.id, c.req.param("sid"))[0];
+    if (!running || (parsed.data.executionId && parsed.data.executionId !== running.id)) {
+      return c.json(abortBody(variants(), false, "not_running"));
+    }
+    runner.cancel(running, "interrupted");
+    runner.schedule();
+    return c.json(abortBody(variants(), true));
+  });
+
+  app.get(API_PATHS.completedTurn, (c) => {
+    const sb = runningSandbox(c);
+    if (sb instanceof Response) return sb;
+    const exe = store.finishedExecutionByTurn(sb.id, c.req.param("sid"), c.req.param("turnId"));
+    if (!exe) return fail(c, 404, "TURN_NOT_FOUND", "no completed turn with this id");
+    return c.json({
+      turnId: exe.turn_id,
+      sessionId: exe.session_id,
+      executionId: exe.id,
+      result: runner.promptResult(exe),
+    });
+  });
+
+  app.get(API_PATHS.executionResult, (c) => {
+    // A deployment without this [ours] route answers as for any unknown path.
+    if (variants().resultRoute === "missing") return apiNotFound(store, c);
+    const sb = runningSandbox(c);
+    if (sb instanceof Response) return sb;
+    const exe = store.execution(c.req.param("eid"));
+    if (!exe || exe.sandbox_id !== sb.id || exe.session_id !== c.req.param("sid"))
+      return fail(c, 404, "EXECUTION_NOT_FOUND", "execution not found");
+    if (exe.status === "running") return fail(c, 409, "NOT_FINISHED", "execution is still running");
+    return c.json(runner.promptResult(exe));
+  });
+}
+
+/** An execution as its admission frame names it. */
+function admitted(exe: ExecutionRow): { executionId: string; sessionId: string; turnId?: string; status: string } {
+  return {
+    executionId: exe.id,
+    sessionId: exe.session_id,
+    ...(exe.turn_id ? { turnId: exe.turn_id } : {}),
+    status: exe.status,
+  };
+}
