@@ -9,7 +9,7 @@
  * (lib/connection.js) nothing is sent: the message stays in the box and the box's status says why.
  */
 import { ApiError } from "../lib/api.js";
-import { activeTurn } from "../lib/reducer.js";
+import { activeTurn } from "../lib/conversation.js";
 import { unsentStore } from "../lib/storage.js";
 import { el } from "../views/dom.js";
 

@@ -8,8 +8,8 @@
  * report at all has the budget read once). One deleted elsewhere is left for a new one, saying so.
  */
 import { ApiError } from "../lib/api.js";
+import { emptyConversation } from "../lib/conversation.js";
 import { GATEWAY_EVENT as E } from "../lib/events.js";
-import { emptyConversation } from "../lib/reducer.js";
 import { choiceStore, unsentStore } from "../lib/storage.js";
 
 const RELOAD_RETRY_MS = 3000;

@@ -6,7 +6,7 @@
  * Shift+Enter belong to the message box: controllers/composer.js; Escape in the search field
  * empties it: controllers/sidebar.js.) "Mod" is ⌘ on a Mac and Ctrl elsewhere.
  */
-import { activeTurn } from "../lib/reducer.js";
+import { activeTurn } from "../lib/conversation.js";
 
 const MAC = /Mac|iPhone|iPad/.test(navigator.platform || navigator.userAgent);
 const MOD = MAC ? "⌘" : "Ctrl";

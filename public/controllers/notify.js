@@ -9,7 +9,7 @@
  */
 import { notifySetting } from "../lib/storage.js";
 
-/** @typedef {import("../lib/reducer.js").ConversationState} ConversationState */
+/** @typedef {import("../lib/conversation.js").ConversationState} ConversationState */
 
 /**
  * @param {{ ui: { notifyToggle: HTMLInputElement, notifyStatus: HTMLElement } }} deps

@@ -7,10 +7,10 @@
  * A lost connection (lib/connection.js) is said on the running turn and in the message box's status.
  */
 import { connectionView, HELD_BACK } from "../lib/connection.js";
+import { activeTurn } from "../lib/conversation.js";
 import { formatTokens, usageText } from "../lib/format.js";
-import { activeTurn } from "../lib/reducer.js";
 
-/** @typedef {import("../lib/reducer.js").ConversationState} ConversationState */
+/** @typedef {import("../lib/conversation.js").ConversationState} ConversationState */
 
 const APP_NAME = "Agent chat";
 /** A turn in one of these has ended: its usage is as known as it will be. */
@@ -185,7 +185,7 @@ export function createScreen({ store, transcript, ui, connection }) {
 
 /**
  * What a budget's spend is made of, when it is not all measured.
- * @param {import("../lib/reducer.js").Provenance | undefined} provenance
+ * @param {import("../lib/conversation.js").Provenance | undefined} provenance
  */
 function spendNote(provenance) {
   return provenance === "estimated"

@@ -11,8 +11,8 @@
  * when another tab of this browser renames or deletes one, and when the tab comes back into view or
  * its window into focus (another device's renames and new conversations show then).
  */
+import { activeTurn } from "../lib/conversation.js";
 import { searchTitles } from "../lib/conversation-list.js";
-import { activeTurn } from "../lib/reducer.js";
 import { announceDeleted, announceRenamed } from "../lib/storage.js";
 import { renderConversationList } from "../views/sidebar.js";
 

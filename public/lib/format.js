@@ -7,7 +7,7 @@ export const formatTokens = (n) => (n === null || n === undefined ? "unknown" : 
 /** @param {number | null | undefined} n */
 const formatCost = (n) => (n === null || n === undefined ? "unknown" : `$${n.toFixed(4)}`);
 
-/** @typedef {import("./reducer.js").Provenance} Provenance */
+/** @typedef {import("./conversation.js").Provenance} Provenance */
 
 /** From weakest to strongest: an estimate is surely not a measurement; an unknown provenance may be either. */
 const STRENGTH = { estimated: 0, unknown: 1, measured: 2 };
@@ -31,7 +31,7 @@ function weakestProvenance(kinds) {
  * estimated figure reads "≈1,980", and a note says which figures are estimated or unverified (of
  * unknown provenance): no figure reads as a measurement unless it is one. Request counts follow,
  * where the provider reported them. Nothing known (no reading, or one without a figure) is "unknown".
- * @param {import("./reducer.js").UsageView | null} usage
+ * @param {import("./conversation.js").UsageView | null} usage
  * @param {{ floor?: boolean }} [options]
  */
 export function usageText(usage, { floor = false } = {}) {
@@ -92,7 +92,7 @@ export function timeText(iso, now = new Date()) {
     : `${at.toLocaleDateString([], { month: "short", day: "numeric" })}, ${time}`;
 }
 
-/** @type {Record<import("./reducer.js").TurnStatus, string>} */
+/** @type {Record<import("./conversation.js").TurnStatus, string>} */
 export const STATUS_LABEL = {
   sending: "sending",
   unsent: "not sent",
@@ -120,7 +120,7 @@ export const cancelReasonText = (reason) => (reason === "budget_exceeded" ? "tok
 
 /**
  * How an ask ended, in words. `choice` is what this browser answered, when it did.
- * @param {import("./reducer.js").Ask} ask
+ * @param {import("./conversation.js").Ask} ask
  */
 export function askOutcomeText(ask) {
   switch (ask.status) {

@@ -53,7 +53,7 @@ export const signInStore = {
   },
 };
 
-/** @typedef {import("./reducer.js").UnsentTurn} UnsentTurn */
+/** @typedef {import("./reducer-load.js").UnsentTurn} UnsentTurn */
 
 export const unsentStore = {
   /** @param {string} cid @returns {UnsentTurn[]} */

@@ -5,10 +5,11 @@
  * subscriber with (before, after, action), in the order they subscribed. The controllers
  * (public/controllers/) read the state here and keep no copy of it. No DOM.
  */
-import { activeTurn, emptyConversation, reduce } from "./reducer.js";
+import { activeTurn, emptyConversation } from "./conversation.js";
+import { reduce } from "./reducer.js";
 
 /** @typedef {import("./reducer.js").Action} Action */
-/** @typedef {import("./reducer.js").ConversationState} ConversationState */
+/** @typedef {import("./conversation.js").ConversationState} ConversationState */
 /** @typedef {import("./api.js").ConversationEntry} ConversationEntry */
 /** @typedef {(before: ConversationState, after: ConversationState, action: Action) => void} Listener */
 

@@ -21,7 +21,7 @@ const MINT_RETRY_MS = 2000;
  *   api: import("./api.js").Api,
  *   cid: string,
  *   after: () => number,
- *   onEvent: (event: import("./reducer.js").StreamEvent) => void,
+ *   onEvent: (event: import("./reducer-events.js").StreamEvent) => void,
  *   onReset: () => void,
  *   onState: (state: ConnectionState) => void,
  *   exists: boolean,
@@ -94,7 +94,7 @@ export function followStream({ api, cid, after, onEvent, onReset, onState, exist
           return reopen(es);
         }
         if (!event) return;
-        onEvent(/** @type {import("./reducer.js").StreamEvent} */ (event));
+        onEvent(/** @type {import("./reducer-events.js").StreamEvent} */ (event));
         report();
       });
     }

@@ -11,8 +11,8 @@ import { renderMarkdown } from "../lib/markdown.js";
 import { allowedDecisions, decisionField, decisionOf } from "../wire/grants.js";
 import { el } from "./dom.js";
 
-/** @typedef {import("../lib/reducer.js").Ask} Ask */
-/** @typedef {import("../lib/reducer.js").AskField} AskField */
+/** @typedef {import("../lib/conversation.js").Ask} Ask */
+/** @typedef {import("../lib/conversation.js").AskField} AskField */
 /** @typedef {Extract<AskField, { type: "select" }>} SelectField */
 /**
  * What became of an answer: taken, or why not (by field name where it names one).

@@ -7,7 +7,7 @@
  */
 import { answerText, createTurnView } from "./turn.js";
 
-/** @typedef {import("../lib/reducer.js").ConversationState} ConversationState */
+/** @typedef {import("../lib/conversation.js").ConversationState} ConversationState */
 
 /** Within this distance of the bottom, the reader is at the bottom. */
 const AT_BOTTOM_PX = 48;

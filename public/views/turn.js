@@ -8,16 +8,16 @@
  * Regenerate. Edit and Regenerate, on any turn, make a branch (docs/api.md#branches).
  */
 import { changedFiles } from "../lib/changes.js";
+import { isActive } from "../lib/conversation.js";
 import { cancelReasonText, modelText, quoted, STATUS_LABEL, timeText, usageText, waitingText } from "../lib/format.js";
 import { renderMarkdown } from "../lib/markdown.js";
-import { isActive } from "../lib/reducer.js";
 import { createAskView } from "./ask.js";
 import { createChangesView } from "./changes.js";
 import { el, reconcile, timeElement } from "./dom.js";
 
-/** @typedef {import("../lib/reducer.js").Turn} Turn */
-/** @typedef {import("../lib/reducer.js").Block} Block */
-/** @typedef {import("../lib/reducer.js").Ask} Ask */
+/** @typedef {import("../lib/conversation.js").Turn} Turn */
+/** @typedef {import("../lib/conversation.js").Block} Block */
+/** @typedef {import("../lib/conversation.js").Ask} Ask */
 /**
  * What a turn is drawn from besides itself.
  * @typedef {object} TurnProps

@@ -3,7 +3,7 @@
  * The rule a part's text is rebuilt by (docs/sse-protocol.md, "Rebuilding a part's text"): one
  * module for both sides. The server stores and sends each text delta once
  * (src/session/part-deltas.ts) and rebuilds text with this rule (the transcript, compaction, the AI
- * SDK's stream); the chat page's reducer (public/lib/reducer.js) follows the stream with it.
+ * SDK's stream); the chat page's reducer (public/lib/conversation.js) follows the stream with it.
  *
  * When a `message.part.updated` event's `part` has `text`, that is the part's whole text; when it
  * has none and the data has `delta`, the delta is appended to the text the reader holds for that

@@ -3,7 +3,8 @@
  * nowhere else:
  *  - ./send-decision.ts    what a send does (cached, in progress, conflict, busy, full, queued,
  *                          dispatched): one pure decision, applied by `submit` below;
- *  - ./dispatch.ts         sending a turn: claims, the dispatch and its retries;
+ *  - ./dispatch.ts         sending a turn: claims (./turn-claims.ts), a branch's fork
+ *                          (./branch-fork.ts), the dispatch and its retries (./dispatch-retry.ts);
  *  - ./upstream-reader.ts  the one reader of the running execution (./pump.ts), its events
  *                          committed in batches (./ingest-queue.ts), each applied once (./ingest.ts);
  *  - ./turn-end.ts         every way a turn ends: finish, fail, cancel-end, settle from the

@@ -4,14 +4,9 @@
  * transcript builder, so a reload here is the reload the page really does.
  */
 import { describe, expect, it } from "vitest";
-import {
-  type Action,
-  activeTurn,
-  type ConversationState,
-  emptyConversation,
-  reduce,
-  type StreamEvent,
-} from "../../public/lib/reducer.js";
+import { activeTurn, type ConversationState, emptyConversation } from "../../public/lib/conversation.js";
+import { type Action, reduce } from "../../public/lib/reducer.js";
+import type { StreamEvent } from "../../public/lib/reducer-events.js";
 import type { InteractionRecord, TurnRecord } from "../../src/session/store/records";
 import { buildTranscript } from "../../src/session/transcript";
 

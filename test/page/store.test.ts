@@ -1,7 +1,8 @@
 // The page's store (public/lib/store.js): the reducer's state behind one dispatch, which tells its
 // subscribers of a change, in order, and of nothing else.
 import { describe, expect, it } from "vitest";
-import type { Action, ConversationState } from "../../public/lib/reducer.js";
+import type { ConversationState } from "../../public/lib/conversation.js";
+import type { Action } from "../../public/lib/reducer.js";
 import { createStore } from "../../public/lib/store.js";
 
 const AT = "2026-01-01T00:00:00.000Z";
