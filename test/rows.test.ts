@@ -12,11 +12,9 @@ import { api, collect, isTurnEnd, json, sendTurn, tokenFor, uid } from "./helper
 const secret = (env as unknown as Record<string, string>).SESSION_ID_SECRET!;
 
 async function rowsWritten(stub: DurableObjectStub<SessionObject>): Promise<{ all: number; compaction: number }> {
-  return runInDurableObject(stub, (instance: SessionObject) => {
-    const store = (
-      instance as unknown as { storeInstance: { rowsWritten: number; compactionRowsWritten: number } | null }
-    ).storeInstance;
-    return { all: store?.rowsWritten ?? 0, compaction: store?.compactionRowsWritten ?? 0 };
+  return runInDurableObject(stub, async (instance: SessionObject) => {
+    const info = await instance.instanceInfo();
+    return { all: info.rowsWritten, compaction: info.compactionRowsWritten };
   });
 }
 
