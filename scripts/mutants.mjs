@@ -390,8 +390,8 @@ export const MUTANTS = [
     file: "src/user/webhook-desk.ts",
     tests: ["test/webhooks/webhooks.test.ts"],
     why: "a rotated-out signing secret keeps signing deliveries after its grace period",
-    find: "const previousLive = endpoint.previous_secret !== null && endpoint.previous_expires_at !== null && endpoint.previous_expires_at > startedAt;",
-    replace: "const previousLive = endpoint.previous_secret !== null;",
+    find: "const previousLive = endpoint.previousSecret !== null && endpoint.previousExpiresAt !== null && endpoint.previousExpiresAt > startedAt;",
+    replace: "const previousLive = endpoint.previousSecret !== null;",
   },
 
   // ---- account deletion (src/user/store.ts)

@@ -12,6 +12,7 @@ import { UserEnvironment } from "./environment";
 import { migrateUserSchema } from "./schema";
 import { UserStore } from "./store";
 import { WebhookDesk, webhookSettings } from "./webhook-desk";
+import { WebhookStore } from "./webhook-store";
 
 export interface UserRooms {
   records: AccountRecords;
@@ -34,7 +35,7 @@ export function userRooms(ctx: DurableObjectState, env: Env): UserRooms {
   };
   const conversations = new ConversationIndex({ store, records, transaction, sockets });
   const webhooks = new WebhookDesk({
-    sql,
+    store: new WebhookStore(sql),
     transaction,
     alarm: { get: () => ctx.storage.getAlarm(), set: (at) => ctx.storage.setAlarm(at) },
     settings: () => webhookSettings(readConfig(env)),

@@ -3,7 +3,7 @@
  * of the user's tables is made. What reads and writes them: ./store.ts (the environment, the
  * create ledger, the conversation index and what deleted conversations spent),
  * ./account-records.ts (what the gateway did to the sandbox, the deletion record, the admissions)
- * and ./webhook-desk.ts (endpoints and deliveries).
+ * and ./webhook-store.ts (endpoints and deliveries).
  */
 
 /** The schema this code reads and writes. */

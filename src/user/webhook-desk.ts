@@ -11,8 +11,8 @@
  *  - after an attempt: delivered, given up (a 410, or no retry left before the give-up time:
  *    ../webhooks/backoff.ts), or due again at its backoff time.
  * An endpoint receives only events that happened after it was created. The signing, target
- * checks, backoff and payload are the pure modules of ../webhooks/. Its tables are made by the user
- * object's migration (./schema.ts, v8).
+ * checks, backoff and payload are the pure modules of ../webhooks/. Its tables are ./webhook-store.ts's
+ * (made by the user object's migration, ./schema.ts, v8).
  */
 import type { Config } from "../config";
 import {
@@ -33,6 +33,7 @@ import {
   sealSecret,
   signatureHeader,
 } from "../webhooks/signing";
+import type { DeliveryRecord, EndpointRecord, WebhookStore } from "./webhook-store";
 
 /** How many endpoints a user may have. */
 const MAX_WEBHOOK_ENDPOINTS = 10;
@@ -68,43 +69,13 @@ export function webhookSettings(config: Config): WebhookSettings {
 }
 
 export interface WebhookDeskDeps {
-  sql: SqlStorage;
+  store: WebhookStore;
   transaction<T>(fn: () => T): T;
   alarm: { get(): Promise<number | null>; set(atMs: number): Promise<void> };
   settings(): WebhookSettings;
   fetch(url: string, init: RequestInit): Promise<Response>;
   now(): number;
   random(): number;
-}
-
-interface EndpointRow extends Record<string, SqlStorageValue> {
-  id: string;
-  url: string;
-  events: string;
-  description: string | null;
-  link_origin: string;
-  secret: string;
-  previous_secret: string | null;
-  previous_expires_at: number | null;
-  secret_rotated_at: number | null;
-  created_at: number;
-}
-
-interface DeliveryRow extends Record<string, SqlStorageValue> {
-  webhook_id: string;
-  endpoint_id: string;
-  event_key: string;
-  type: string;
-  body: string;
-  status: string;
-  attempts: number;
-  created_at: number;
-  last_attempt_at: number | null;
-  next_attempt_at: number | null;
-  delivered_at: number | null;
-  given_up_at: number | null;
-  last_status: number | null;
-  last_error: string | null;
 }
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -116,25 +87,21 @@ export type CreateOutcome =
 export class WebhookDesk {
   constructor(private readonly deps: WebhookDeskDeps) {}
 
-  private get sql(): SqlStorage {
-    return this.deps.sql;
+  private get store(): WebhookStore {
+    return this.deps.store;
   }
 
-  private endpointRow(id: string): EndpointRow | null {
-    return this.sql.exec<EndpointRow>("SELECT * FROM webhook_endpoints WHERE id = ?", id).toArray()[0] ?? null;
-  }
-
-  private view(row: EndpointRow): WebhookEndpointView {
+  private view(endpoint: EndpointRecord): WebhookEndpointView {
     const now = this.deps.now();
-    const previousLive = row.previous_expires_at !== null && row.previous_expires_at > now;
+    const previousLive = endpoint.previousExpiresAt !== null && endpoint.previousExpiresAt > now;
     return {
-      id: row.id,
-      url: row.url,
-      events: JSON.parse(row.events) as WebhookEventType[],
-      description: row.description,
-      createdAt: new Date(row.created_at).toISOString(),
-      secretRotatedAt: iso(row.secret_rotated_at),
-      previousSecretExpiresAt: previousLive ? iso(row.previous_expires_at) : null,
+      id: endpoint.id,
+      url: endpoint.url,
+      events: endpoint.events,
+      description: endpoint.description,
+      createdAt: new Date(endpoint.createdAt).toISOString(),
+      secretRotatedAt: iso(endpoint.secretRotatedAt),
+      previousSecretExpiresAt: previousLive ? iso(endpoint.previousExpiresAt) : null,
     };
   }
 
@@ -155,18 +122,16 @@ export class WebhookDesk {
     const now = this.deps.now();
     const created = this.deps.transaction(() => {
       fence();
-      const count = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM webhook_endpoints").one().n;
-      if (count >= MAX_WEBHOOK_ENDPOINTS) return false;
-      this.sql.exec(
-        "INSERT INTO webhook_endpoints (id, url, events, description, link_origin, secret, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      if (this.store.countEndpoints() >= MAX_WEBHOOK_ENDPOINTS) return false;
+      this.store.insertEndpoint({
         id,
-        input.url,
-        JSON.stringify(input.events),
-        input.description ?? null,
-        input.linkOrigin,
-        sealed,
-        now,
-      );
+        url: input.url,
+        events: input.events,
+        description: input.description ?? null,
+        linkOrigin: input.linkOrigin,
+        secret: sealed,
+        createdAt: now,
+      });
       return true;
     });
     if (!created)
@@ -175,27 +140,23 @@ export class WebhookDesk {
         code: "webhook_limit_reached",
         message: `a user may have at most ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints; delete one first`,
       };
-    return { ok: true, endpoint: this.view(this.endpointRow(id)!), secret };
+    return { ok: true, endpoint: this.view(this.store.endpoint(id)!), secret };
   }
 
   list(): WebhookEndpointView[] {
-    return this.sql
-      .exec<EndpointRow>("SELECT * FROM webhook_endpoints ORDER BY created_at")
-      .toArray()
-      .map((row) => this.view(row));
+    return this.store.listEndpoints().map((endpoint) => this.view(endpoint));
   }
 
   get(id: string): WebhookEndpointView | null {
-    const row = this.endpointRow(id);
-    return row ? this.view(row) : null;
+    const endpoint = this.store.endpoint(id);
+    return endpoint ? this.view(endpoint) : null;
   }
 
   /** Deletes an endpoint and its deliveries (pending ones are never sent). */
   remove(id: string): boolean {
     return this.deps.transaction(() => {
-      if (!this.endpointRow(id)) return false;
-      this.sql.exec("DELETE FROM webhook_deliveries WHERE endpoint_id = ?", id);
-      this.sql.exec("DELETE FROM webhook_endpoints WHERE id = ?", id);
+      if (!this.store.endpoint(id)) return false;
+      this.store.deleteEndpoint(id);
       return true;
     });
   }
@@ -208,48 +169,38 @@ export class WebhookDesk {
     id: string,
     graceSeconds = ROTATION_GRACE_DEFAULT_SECONDS,
   ): Promise<{ endpoint: WebhookEndpointView; secret: string } | null> {
-    const row = this.endpointRow(id);
-    if (!row) return null;
+    const endpoint = this.store.endpoint(id);
+    if (!endpoint) return null;
     const secret = newSigningSecret();
     const sealed = await sealSecret(this.deps.settings().sealingSecret, id, secret);
     const now = this.deps.now();
-    const updated = this.sql.exec(
-      "UPDATE webhook_endpoints SET secret = ?, previous_secret = ?, previous_expires_at = ?, secret_rotated_at = ? WHERE id = ? AND secret = ?",
-      sealed,
-      graceSeconds > 0 ? row.secret : null,
-      graceSeconds > 0 ? now + graceSeconds * 1000 : null,
-      now,
-      id,
-      row.secret,
-    ).rowsWritten;
+    const updated = this.store.replaceSecret(id, endpoint.secret, {
+      secret: sealed,
+      previousSecret: graceSeconds > 0 ? endpoint.secret : null,
+      previousExpiresAt: graceSeconds > 0 ? now + graceSeconds * 1000 : null,
+      rotatedAt: now,
+    });
     // Another rotation won the race (or the endpoint went): that one's secret stands.
-    if (updated === 0) return null;
-    return { endpoint: this.view(this.endpointRow(id)!), secret };
+    if (!updated) return null;
+    return { endpoint: this.view(this.store.endpoint(id)!), secret };
   }
 
   /** The endpoint's delivery log, newest first; null for an endpoint the user does not have. */
   deliveries(id: string, limit: number): WebhookDeliveryView[] | null {
-    if (!this.endpointRow(id)) return null;
-    return this.sql
-      .exec<DeliveryRow>(
-        "SELECT * FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY created_at DESC, webhook_id LIMIT ?",
-        id,
-        limit,
-      )
-      .toArray()
-      .map((row) => ({
-        webhookId: row.webhook_id,
-        type: row.type as WebhookEventType,
-        status: row.status as WebhookDeliveryView["status"],
-        attempts: row.attempts,
-        createdAt: new Date(row.created_at).toISOString(),
-        lastAttemptAt: iso(row.last_attempt_at),
-        nextAttemptAt: row.status === "pending" ? iso(row.next_attempt_at) : null,
-        deliveredAt: iso(row.delivered_at),
-        givenUpAt: iso(row.given_up_at),
-        lastStatus: row.last_status,
-        lastError: row.last_error,
-      }));
+    if (!this.store.endpoint(id)) return null;
+    return this.store.deliveries(id, limit).map((delivery) => ({
+      webhookId: delivery.webhookId,
+      type: delivery.type,
+      status: delivery.status,
+      attempts: delivery.attempts,
+      createdAt: new Date(delivery.createdAt).toISOString(),
+      lastAttemptAt: iso(delivery.lastAttemptAt),
+      nextAttemptAt: delivery.status === "pending" ? iso(delivery.nextAttemptAt) : null,
+      deliveredAt: iso(delivery.deliveredAt),
+      givenUpAt: iso(delivery.givenUpAt),
+      lastStatus: delivery.lastStatus,
+      lastError: delivery.lastError,
+    }));
   }
 
   /**
@@ -257,11 +208,7 @@ export class WebhookDesk {
    * is sent after this returns. Idempotent. Answers what was forgotten.
    */
   forgetAll(): { endpoints: number; deliveries: number } {
-    return this.deps.transaction(() => {
-      const deliveries = this.sql.exec("DELETE FROM webhook_deliveries").rowsWritten;
-      const endpoints = this.sql.exec("DELETE FROM webhook_endpoints").rowsWritten;
-      return { endpoints, deliveries };
-    });
+    return this.deps.transaction(() => this.store.deleteAll());
   }
 
   // ------------------------------------------------------------------ deliveries
@@ -270,38 +217,28 @@ export class WebhookDesk {
   async accept(events: readonly WebhookEvent[]): Promise<number> {
     const now = this.deps.now();
     const recorded = this.deps.transaction(() => {
-      const endpoints = this.sql.exec<EndpointRow>("SELECT * FROM webhook_endpoints").toArray();
+      const endpoints = this.store.endpoints();
       let count = 0;
       for (const event of events) {
         const at = Date.parse(event.at);
         for (const endpoint of endpoints) {
-          const wanted = JSON.parse(endpoint.events) as string[];
-          if (!wanted.includes(event.type) || at < endpoint.created_at) continue;
-          const pending = this.sql
-            .exec<{ n: number }>(
-              "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'pending'",
-              endpoint.id,
-            )
-            .one().n;
-          const full = pending >= MAX_PENDING_PER_ENDPOINT;
-          const body = JSON.stringify(payloadOf(event, endpoint.link_origin));
-          count +=
-            this.sql.exec(
-              `INSERT OR IGNORE INTO webhook_deliveries (webhook_id, endpoint_id, event_key, type, body, status, attempts, created_at, next_attempt_at, given_up_at, last_error)
-             VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
-              newWebhookId(),
-              endpoint.id,
-              event.key,
-              event.type,
-              body,
-              full ? "failed" : "pending",
-              now,
-              full ? null : now,
-              full ? now : null,
-              full ? `not sent: the endpoint already has ${MAX_PENDING_PER_ENDPOINT} deliveries pending` : null,
-            ).rowsWritten > 0
-              ? 1
-              : 0;
+          if (!endpoint.events.includes(event.type) || at < endpoint.createdAt) continue;
+          const full = this.store.pendingCount(endpoint.id) >= MAX_PENDING_PER_ENDPOINT;
+          const written = this.store.insertDelivery({
+            webhookId: newWebhookId(),
+            endpointId: endpoint.id,
+            eventKey: event.key,
+            type: event.type,
+            body: JSON.stringify(payloadOf(event, endpoint.linkOrigin)),
+            status: full ? "failed" : "pending",
+            createdAt: now,
+            nextAttemptAt: full ? null : now,
+            givenUpAt: full ? now : null,
+            lastError: full
+              ? `not sent: the endpoint already has ${MAX_PENDING_PER_ENDPOINT} deliveries pending`
+              : null,
+          });
+          if (written) count += 1;
         }
       }
       return count;
@@ -310,16 +247,9 @@ export class WebhookDesk {
     return recorded;
   }
 
-  /** Whether any delivery waits (the alarm must be armed for it). */
-  private earliestDue(): number | null {
-    return this.sql
-      .exec<{ at: number | null }>("SELECT MIN(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'")
-      .one().at;
-  }
-
   /** Arms the alarm for the earliest pending delivery unless it is armed sooner. */
   async rearm(): Promise<void> {
-    const earliest = this.earliestDue();
+    const earliest = this.store.earliestDue();
     if (earliest === null) return;
     const armed = await this.deps.alarm.get();
     if (armed === null || armed > earliest) await this.deps.alarm.set(earliest);
@@ -329,46 +259,39 @@ export class WebhookDesk {
   async runDue(): Promise<void> {
     const settings = this.deps.settings();
     const now = this.deps.now();
-    const due = this.sql
-      .exec<DeliveryRow>(
-        "SELECT * FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
-        now,
-        ATTEMPTS_PER_RUN,
-      )
-      .toArray();
-    const attempts: Array<{ row: DeliveryRow; endpoint: EndpointRow }> = [];
+    const due = this.store.due(now, ATTEMPTS_PER_RUN);
+    const attempts: Array<{ delivery: DeliveryRecord; endpoint: EndpointRecord }> = [];
     this.deps.transaction(() => {
-      for (const row of due) {
-        const endpoint = this.endpointRow(row.endpoint_id);
+      for (const delivery of due) {
+        const endpoint = this.store.endpoint(delivery.endpointId);
         if (!endpoint) {
-          this.sql.exec("DELETE FROM webhook_deliveries WHERE webhook_id = ?", row.webhook_id);
+          this.store.deleteDelivery(delivery.webhookId);
           continue;
         }
-        // A row due at its check-back time is an attempt whose outcome was never recorded (the
+        // A delivery due at its check-back time is an attempt whose outcome was never recorded (the
         // object restarted mid-attempt): it is made again, even past the give-up time, and its
         // outcome decides (a failure then gives up).
-        this.sql.exec(
-          "UPDATE webhook_deliveries SET attempts = attempts + 1, last_attempt_at = ?, next_attempt_at = ? WHERE webhook_id = ?",
-          now,
-          now + settings.timeoutMs + CHECK_BACK_MARGIN_MS,
-          row.webhook_id,
-        );
-        attempts.push({ row: { ...row, attempts: row.attempts + 1 }, endpoint });
+        this.store.countAttempt(delivery.webhookId, now, now + settings.timeoutMs + CHECK_BACK_MARGIN_MS);
+        attempts.push({ delivery: { ...delivery, attempts: delivery.attempts + 1 }, endpoint });
       }
     });
     await this.rearm();
-    const outcomes = await Promise.all(attempts.map(({ row, endpoint }) => this.attempt(row, endpoint, settings, now)));
+    const outcomes = await Promise.all(
+      attempts.map(({ delivery, endpoint }) => this.attempt(delivery, endpoint, settings, now)),
+    );
     this.deps.transaction(() => {
-      for (const [i, { row }] of attempts.entries()) this.record(row, outcomes[i]!, settings);
-      for (const endpointId of new Set(attempts.map(({ endpoint }) => endpoint.id))) this.prune(endpointId);
+      for (const [i, { delivery }] of attempts.entries()) this.record(delivery, outcomes[i]!, settings);
+      // Each endpoint's log keeps its newest LOG_KEPT_PER_ENDPOINT finished deliveries.
+      for (const endpointId of new Set(attempts.map(({ endpoint }) => endpoint.id)))
+        this.store.prune(endpointId, LOG_KEPT_PER_ENDPOINT);
     });
     if (due.length === ATTEMPTS_PER_RUN) await this.deps.alarm.set(this.deps.now());
     else await this.rearm();
   }
 
   private async attempt(
-    row: DeliveryRow,
-    endpoint: EndpointRow,
+    delivery: DeliveryRecord,
+    endpoint: EndpointRecord,
     settings: WebhookSettings,
     startedAt: number,
   ): Promise<AttemptOutcome> {
@@ -384,24 +307,22 @@ export class WebhookDesk {
       };
     }
     const previousLive =
-      endpoint.previous_secret !== null &&
-      endpoint.previous_expires_at !== null &&
-      endpoint.previous_expires_at > startedAt;
+      endpoint.previousSecret !== null && endpoint.previousExpiresAt !== null && endpoint.previousExpiresAt > startedAt;
     // A previous secret that cannot be read any more only loses its signature.
     const previous = previousLive
-      ? await openSecret(settings.sealingSecret, endpoint.id, endpoint.previous_secret!).catch(() => null)
+      ? await openSecret(settings.sealingSecret, endpoint.id, endpoint.previousSecret!).catch(() => null)
       : null;
     const secrets = previous === null ? [current] : [current, previous];
     const timestamp = Math.floor(startedAt / 1000);
     const headers = {
       "content-type": "application/json",
       "user-agent": "agent-chat-gateway-webhooks/1",
-      "webhook-id": row.webhook_id,
+      "webhook-id": delivery.webhookId,
       "webhook-timestamp": String(timestamp),
-      "webhook-signature": await signatureHeader(secrets, row.webhook_id, timestamp, row.body),
+      "webhook-signature": await signatureHeader(secrets, delivery.webhookId, timestamp, delivery.body),
     };
     return attemptDelivery(
-      { url: endpoint.url, headers, body: row.body },
+      { url: endpoint.url, headers, body: delivery.body },
       {
         local: settings.local,
         timeoutMs: settings.timeoutMs,
@@ -413,52 +334,17 @@ export class WebhookDesk {
     );
   }
 
-  private record(row: DeliveryRow, outcome: AttemptOutcome, settings: WebhookSettings): void {
+  private record(delivery: DeliveryRecord, outcome: AttemptOutcome, settings: WebhookSettings): void {
     const now = this.deps.now();
     if (outcome.kind === "delivered") {
-      this.sql.exec(
-        "UPDATE webhook_deliveries SET status = 'delivered', delivered_at = ?, next_attempt_at = NULL, last_status = ?, last_error = NULL WHERE webhook_id = ? AND status = 'pending'",
-        now,
-        outcome.status,
-        row.webhook_id,
-      );
+      this.store.markDelivered(delivery.webhookId, now, outcome.status);
       return;
     }
-    this.sql.exec(
-      "UPDATE webhook_deliveries SET last_status = ?, last_error = ? WHERE webhook_id = ?",
-      outcome.status,
-      outcome.error,
-      row.webhook_id,
-    );
+    this.store.recordFailure(delivery.webhookId, outcome.status, outcome.error);
     const plan = outcome.permanent
       ? ({ kind: "give_up" } as const)
-      : planRetry(settings, row.created_at, row.attempts, now, this.deps.random(), outcome.retryAfterMs);
-    if (plan.kind === "give_up") this.giveUp(row.webhook_id, now, outcome.error);
-    else
-      this.sql.exec(
-        "UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ? AND status = 'pending'",
-        plan.at,
-        row.webhook_id,
-      );
-  }
-
-  private giveUp(webhookId: string, now: number, error: string): void {
-    this.sql.exec(
-      "UPDATE webhook_deliveries SET status = 'failed', given_up_at = ?, next_attempt_at = NULL, last_error = ? WHERE webhook_id = ? AND status = 'pending'",
-      now,
-      error,
-      webhookId,
-    );
-  }
-
-  /** Keeps the newest LOG_KEPT_PER_ENDPOINT finished deliveries of an endpoint. */
-  private prune(endpointId: string): void {
-    this.sql.exec(
-      `DELETE FROM webhook_deliveries WHERE endpoint_id = ? AND status != 'pending' AND webhook_id NOT IN (
-         SELECT webhook_id FROM webhook_deliveries WHERE endpoint_id = ? AND status != 'pending' ORDER BY created_at DESC LIMIT ?)`,
-      endpointId,
-      endpointId,
-      LOG_KEPT_PER_ENDPOINT,
-    );
+      : planRetry(settings, delivery.createdAt, delivery.attempts, now, this.deps.random(), outcome.retryAfterMs);
+    if (plan.kind === "give_up") this.store.giveUp(delivery.webhookId, now, outcome.error);
+    else this.store.retryAt(delivery.webhookId, plan.at);
   }
 }
