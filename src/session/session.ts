@@ -82,7 +82,7 @@ export class SessionObject extends DurableObject<Env> {
       try {
         // Every send, the first and every later one, is admitted by the user's object for the request's token
         // (`issuedAt`): one whose account was deleted since it began binds and writes nothing, whatever this object
-        // holds by then (src/user/account-records.ts, the fence). Bound on first use; later, the same session only.
+        // holds by then (src/user/account.ts, the fence). Bound on first use; later, the same session only.
         this.binding.bind(context, await this.user.admit(context, issuedAt), this.rooms.log);
         return await this.rooms.runner.submit(context, turnId, request, whenBusy);
       } catch (err) {

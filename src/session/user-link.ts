@@ -64,7 +64,7 @@ export class UserLink {
 
   /**
    * Admits the conversation for a request whose token was issued at `issuedAt` (the account's
-   * fence, src/user/account-records.ts); answers how many times its id was deleted before.
+   * fence, src/user/account.ts); answers how many times its id was deleted before.
    */
   async admit(context: SessionContext, issuedAt: number | null): Promise<number> {
     const admitted = (await this.stub(context.ownerKey).admitConversation(

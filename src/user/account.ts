@@ -1,10 +1,17 @@
 /**
  * The account's gate and its deletion (docs/api.md#deleting-an-account). The gate: a request is
- * served as the account its token was issued for stands (./account-records.ts `gate`), a turn
- * admits its conversation only for a token the live account lets in (the fence), and nothing of an
- * account is read or run once its deletion began. The deletion: its record is written first, then
- * its steps run (./account-deletion.ts has them and their order); one cut short is resumed by the
- * alarm, or by asking again.
+ * served as the account its token was issued for stands (./account-gate.ts `gateFor`), and nothing
+ * of an account is read or run once its deletion began. The deletion: its record is written first,
+ * then its steps run (./account-deletion.ts has them and their order); one cut short is resumed by
+ * the alarm, or by asking again. Its tables are ./account-store.ts's.
+ *
+ * The fence: a request belongs to the account its token was issued for (the gate), and it is
+ * checked again where it writes, not only at the door: every turn sent admits its conversation
+ * (`admit`) only for a token the live account's gate lets in, in the same step as the record is
+ * read, and the user's sandbox, its conversation list and its webhook hand-offs take writes only
+ * from admitted conversations. A deletion deletes every admitted conversation (listed or not yet)
+ * and forgets them all; so a request that passed the door before the deletion ended and writes
+ * after it finds its conversation not admitted, and its token refused at admission.
  */
 import { deriveSessionId } from "../auth/ids";
 import { readConfig } from "../config";
@@ -13,18 +20,21 @@ import { CLOSE_DELETED } from "../lib/subscription-wire";
 import { createProvider } from "../providers";
 import type { AccountAnswer, AccountDeletion } from "../schemas/environment";
 import { runDeletion } from "./account-deletion";
-import type { AccountRecords } from "./account-records";
+import { beginsDeletion, deletionSeenBy, type Gate, gateFor, pendingDeletion } from "./account-gate";
+import type { AccountStore } from "./account-store";
 import type { ConversationIndex } from "./conversations";
 import type { UserEnvironment } from "./environment";
 import type { UserStore } from "./store";
 
 /** How long after a deletion step stopped short (or began, in case this instance dies) the alarm runs it again. */
 const DELETION_RETRY_MS = 30_000;
+/** How much of a failed step's error the deletion record keeps. */
+const ERROR_KEPT_CHARS = 1000;
 
 export interface AccountDeps {
   env: Env;
   store: UserStore;
-  records: AccountRecords;
+  accountStore: AccountStore;
   conversations: ConversationIndex;
   environment: UserEnvironment;
   /** Every webhook endpoint and delivery of the user forgotten (./webhook-desk.ts `forgetAll`). */
@@ -41,22 +51,26 @@ export class Account {
 
   /** Whether a request of a token issued at `issuedAtSeconds` is served (`account`: GET or DELETE /v1/me); a refusal says why not. */
   gate(issuedAtSeconds: number | null, account: boolean): void {
-    const gate = this.deps.records.gate(issuedAtSeconds, account);
-    if (!gate.open) throw new Refusal(gate.code, gate.message);
+    refuseShut(gateFor(this.deps.accountStore.deletion(), issuedAtSeconds, account));
   }
 
   /** Reads and turns of an account being deleted are refused from the moment its deletion began. */
   refuseWhileDeleting(): void {
-    if (this.deps.records.pending())
+    if (this.pending())
       throw new Refusal(
         "account_deleting",
         "this account is being deleted: its conversations and sandbox can no longer be read or used",
       );
   }
 
-  /** A conversation the live account did not admit belongs to an account deleted since (./account-records.ts, the fence). */
+  /** Whether the live account admitted the conversation (the fence, above). */
+  admitted(conversationId: string): boolean {
+    return this.deps.accountStore.admitted(conversationId);
+  }
+
+  /** A conversation the live account did not admit belongs to an account deleted since (the fence, above). */
   refuseUnadmitted(conversationId: string): void {
-    if (this.deps.records.admitted(conversationId)) return;
+    if (this.admitted(conversationId)) return;
     throw new Refusal(
       "account_deleted",
       "this conversation's account was deleted; sign in again for a new, empty account",
@@ -69,14 +83,21 @@ export class Account {
    * conversation id was deleted (0 for a first use).
    */
   admit(conversationId: string, issuedAtSeconds: number | null): number {
-    const gate = this.deps.records.admit(conversationId, issuedAtSeconds);
-    if (!gate.open) throw new Refusal(gate.code, gate.message);
+    const { accountStore } = this.deps;
+    // The gate's verdict and the admission in one synchronous step: no deletion begins between them.
+    refuseShut(gateFor(accountStore.deletion(), issuedAtSeconds, false));
+    accountStore.admit(conversationId);
     return this.deps.store.deletions(conversationId);
+  }
+
+  /** A first turn was refused and its session wiped: its admission goes, unless the index lists the conversation. */
+  forgetAdmission(conversationId: string): void {
+    this.deps.accountStore.forgetAdmission(conversationId, true);
   }
 
   /** The account as a token issued at `issuedAtSeconds` sees it: the deletion, if one began. */
   view(issuedAtSeconds: number | null): AccountAnswer {
-    return { deletion: this.deps.records.deletion(issuedAtSeconds) };
+    return { deletion: deletionSeenBy(this.deps.accountStore.deletion(), issuedAtSeconds) };
   }
 
   /**
@@ -85,11 +106,13 @@ export class Account {
    * `deleting` with the last error).
    */
   async delete(userId: string, issuedAtSeconds: number | null): Promise<AccountDeletion> {
-    this.deps.records.begin(userId, issuedAtSeconds);
+    const { accountStore } = this.deps;
+    // One under way, or finished for this token, is left as it is (read and written in one step).
+    if (beginsDeletion(accountStore.deletion(), issuedAtSeconds)) accountStore.beginDeletion(userId, Date.now());
     // If this instance dies mid-way, the alarm picks the deletion up.
     await this.deps.alarm.set(Date.now() + DELETION_RETRY_MS);
     await this.continue();
-    return this.deps.records.deletion(issuedAtSeconds)!;
+    return deletionSeenBy(accountStore.deletion(), issuedAtSeconds)!;
   }
 
   /** Runs the pending deletion's steps (one run at a time); a step that fails is retried from the alarm. */
@@ -100,9 +123,14 @@ export class Account {
     return this.deleting;
   }
 
+  /** The deletion under way, if one is. */
+  private pending(): ReturnType<typeof pendingDeletion> {
+    return pendingDeletion(this.deps.accountStore.deletion());
+  }
+
   private async steps(): Promise<void> {
-    const { env, store, records, conversations } = this.deps;
-    const pending = records.pending();
+    const { env, store, accountStore, conversations } = this.deps;
+    const pending = this.pending();
     // Nothing to delete: the alarm stays as it is (webhook deliveries may need it).
     if (!pending) return;
     const config = readConfig(env);
@@ -113,11 +141,13 @@ export class Account {
       );
     try {
       await runDeletion({
-        step: () => records.pending()?.step ?? "done",
-        advance: (step) => records.advance(step),
+        step: () => this.pending()?.step ?? "done",
+        // `done` finishes the deletion and forgets the user id.
+        advance: (step) =>
+          step === "done" ? accountStore.finishDeletion(Date.now()) : accountStore.advanceDeletion(step),
         forgetWebhooks: () => this.deps.forgetWebhooks(),
         // Every admitted conversation: the listed ones, then those whose first turn is under way.
-        conversations: () => [...store.conversationIds(), ...records.unlistedAdmissions()],
+        conversations: () => [...store.conversationIds(), ...accountStore.unlistedAdmissions()],
         closeStreams: async (cid) => {
           await (await session(cid)).closeBrowserStreams();
         },
@@ -129,7 +159,7 @@ export class Account {
               throw new Error(`conversation ${cid}: ${answer.refusal.message}`);
             conversations.remove(cid);
           }
-          records.countConversationDeleted();
+          accountStore.countConversationDeleted();
         },
         deleteSandbox: () => this.deps.environment.deleteForAccount(provider),
         wipeIndex: () => this.deps.transaction(() => store.wipe()),
@@ -139,15 +169,20 @@ export class Account {
       conversations.releaseWaiting(CLOSE_DELETED, "account deleted");
     } catch (err) {
       const message = err instanceof Refusal || err instanceof Error ? err.message : String(err);
-      records.failed(message);
+      accountStore.deletionFailed(message.slice(0, ERROR_KEPT_CHARS));
       console.error(
         JSON.stringify({
           msg: "account deletion stopped short; the alarm resumes it",
-          step: records.pending()?.step,
+          step: this.pending()?.step,
           error: message,
         }),
       );
       await this.deps.alarm.set(Date.now() + DELETION_RETRY_MS);
     }
   }
+}
+
+/** A gate that is shut refuses the request, saying why. */
+function refuseShut(gate: Gate): void {
+  if (!gate.open) throw new Refusal(gate.code, gate.message);
 }

@@ -1,7 +1,7 @@
 /**
  * The user's conversation index (GET /v1/conversations) and the browser streams that wait for a
  * conversation to enter it. Each session touches its entry (title, state, what it waits for, its
- * branch, its spend); a conversation the live account did not admit (./account-records.ts, the
+ * branch, its spend); a conversation the live account did not admit (./account.ts, the
  * fence) is listed nowhere. A stream of a conversation the user does not have yet waits here on a
  * hibernatable WebSocket (src/lib/subscription-wire.ts AWAIT_PATH), closed with CLOSE_KNOWN when
  * the conversation enters the index, so the stream follows its first turn at once and an idle tab
@@ -10,7 +10,7 @@
 import { AWAIT_PATH, CLOSE_KNOWN, CLOSE_PROTOCOL } from "../lib/subscription-wire";
 import type { ConversationEntry } from "../schemas/api";
 import type { Spend } from "../usage/budgets";
-import type { AccountRecords } from "./account-records";
+import type { AccountStore } from "./account-store";
 import type { IndexTouch, UserStore } from "./store";
 
 /** The tag of the sockets waiting for a conversation (at most 256 characters: ids are at most 128). */
@@ -18,7 +18,8 @@ const awaitTag = (conversationId: string) => `await:${conversationId}`;
 
 export interface ConversationsDeps {
   store: UserStore;
-  records: AccountRecords;
+  /** The admissions (the fence, ./account.ts): the index takes touches only of admitted conversations. */
+  accountStore: AccountStore;
   transaction<T>(fn: () => T): T;
   /** The object's hibernatable sockets: accept one under tags, list those of a tag (all without one). */
   sockets: { accept(ws: WebSocket, tags: string[]): void; get(tag?: string): WebSocket[] };
@@ -30,7 +31,7 @@ export class ConversationIndex {
   /** A session's news of its conversation; streams opened before the conversation existed follow it from now on. */
   touch(entry: IndexTouch): void {
     // A conversation the live account did not admit (its account deleted since) is listed nowhere.
-    if (!this.deps.records.admitted(entry.conversationId)) return;
+    if (!this.deps.accountStore.admitted(entry.conversationId)) return;
     this.deps.store.touch(entry);
     this.releaseWaiting(CLOSE_KNOWN, "the conversation exists", entry.conversationId);
   }
@@ -58,7 +59,7 @@ export class ConversationIndex {
   remove(conversationId: string): void {
     this.deps.transaction(() => {
       this.deps.store.unlist(conversationId);
-      this.deps.records.forgetAdmission(conversationId);
+      this.deps.accountStore.forgetAdmission(conversationId);
       this.deps.store.countDeletion(conversationId);
     });
   }

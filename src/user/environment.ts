@@ -13,18 +13,20 @@ import { capabilityReadDue } from "../providers/claims";
 import { ProviderError } from "../providers/errors";
 import type { CreateLedger, EnvironmentRecord } from "../providers/provider";
 import { providerRefusal } from "../providers/refusal";
-import type { EnvironmentAnswer } from "../schemas/environment";
-import type { AccountRecords } from "./account-records";
+import type { EnvironmentAction, EnvironmentAnswer } from "../schemas/environment";
+import type { AccountStore } from "./account-store";
 import type { UserStore } from "./store";
 
 /** A ready environment checked this recently is used without another status probe. */
 const TRUST_VERIFIED_MS = 30_000;
+/** How many actions the log keeps (the oldest go first). */
+const ACTIONS_KEPT = 50;
 
 export interface EnvironmentDeps {
   env: Env;
   store: UserStore;
-  /** What the gateway did to the sandbox is logged there (./account-records.ts). */
-  records: AccountRecords;
+  /** What the gateway did to the sandbox is logged there (./account-store.ts). */
+  accountStore: AccountStore;
   transaction<T>(fn: () => T): T;
 }
 
@@ -97,7 +99,7 @@ export class UserEnvironment {
     known: EnvironmentRecord | null,
     rereadCapabilities: boolean,
   ): Promise<EnvironmentRecord> {
-    const { store, records } = this.deps;
+    const { store } = this.deps;
     try {
       const provider = createProvider(readConfig(this.deps.env), this.deps.env);
       const ledger = { state: store.ledger(), write: (next: CreateLedger) => store.writeLedger(next) };
@@ -111,7 +113,7 @@ export class UserEnvironment {
       this.verifiedAt = Date.now();
       if (outcome !== "existing") {
         const replaced = known !== null && known.environmentId !== record.environmentId;
-        records.recordAction(
+        this.log(
           replaced ? "replaced" : outcome,
           record.environmentId,
           replaced ? `in place of ${known.environmentId}` : undefined,
@@ -162,7 +164,12 @@ export class UserEnvironment {
             }
           : null,
       capabilities: { ...provider.environmentControl },
-      actions: this.deps.records.actions(),
+      actions: this.deps.accountStore.actions().map((r) => ({
+        action: r.action,
+        at: new Date(r.at).toISOString(),
+        environmentId: r.environmentId,
+        ...(r.detail !== null ? { detail: r.detail } : {}),
+      })),
     };
   }
 
@@ -190,7 +197,7 @@ export class UserEnvironment {
     });
     // The next turn probes it (and resumes it) instead of trusting the last check.
     this.verifiedAt = 0;
-    this.deps.records.recordAction("stopped", known.environmentId, "the user asked");
+    this.log("stopped", known.environmentId, "the user asked");
     return { stopped: true as const, environmentId: known.environmentId };
   }
 
@@ -199,7 +206,7 @@ export class UserEnvironment {
     const { provider, known } = await this.settled("delete");
     if (!known) return { deleted: true as const, environmentId: null };
     await this.forget(provider, known);
-    this.deps.records.recordAction("deleted", known.environmentId, "the user asked");
+    this.log("deleted", known.environmentId, "the user asked");
     return { deleted: true as const, environmentId: known.environmentId };
   }
 
@@ -223,5 +230,13 @@ export class UserEnvironment {
     }
     this.deps.transaction(() => this.deps.store.retireEnvironment(known.generation));
     this.verifiedAt = 0;
+  }
+
+  /** Logs what the gateway did to the sandbox (the log keeps the newest ACTIONS_KEPT). */
+  private log(action: EnvironmentAction["action"], environmentId: string, detail?: string): void {
+    this.deps.accountStore.recordAction(
+      { at: Date.now(), action, environmentId, detail: detail ?? null },
+      ACTIONS_KEPT,
+    );
   }
 }

@@ -1,12 +1,12 @@
 /**
  * The user object's rooms, wired over its storage (./user.ts answers their RPCs): the schema
- * migrated first (./schema.ts), then the sandbox's records, the environment, the conversation index
- * with its waiting sockets, the webhook desk and the account, which reaches all of them for a
- * deletion. One place says what each room is given.
+ * migrated first (./schema.ts), then its stores, the environment, the conversation index with its
+ * waiting sockets, the webhook desk and the account, which reaches all of them for a deletion.
+ * One place says what each room is given.
  */
 import { readConfig } from "../config";
 import { Account } from "./account";
-import { AccountRecords } from "./account-records";
+import { AccountStore } from "./account-store";
 import { ConversationIndex } from "./conversations";
 import { UserEnvironment } from "./environment";
 import { migrateUserSchema } from "./schema";
@@ -15,7 +15,6 @@ import { WebhookDesk, webhookSettings } from "./webhook-desk";
 import { WebhookStore } from "./webhook-store";
 
 export interface UserRooms {
-  records: AccountRecords;
   environments: UserEnvironment;
   conversations: ConversationIndex;
   webhooks: WebhookDesk;
@@ -27,13 +26,13 @@ export function userRooms(ctx: DurableObjectState, env: Env): UserRooms {
   migrateUserSchema(sql);
   const store = new UserStore(sql);
   const transaction = <T>(fn: () => T): T => ctx.storage.transactionSync(fn);
-  const records = new AccountRecords(sql);
-  const environments = new UserEnvironment({ env, store, records, transaction });
+  const accountStore = new AccountStore(sql);
+  const environments = new UserEnvironment({ env, store, accountStore, transaction });
   const sockets = {
     accept: (ws: WebSocket, tags: string[]) => ctx.acceptWebSocket(ws, tags),
     get: (tag?: string) => ctx.getWebSockets(tag),
   };
-  const conversations = new ConversationIndex({ store, records, transaction, sockets });
+  const conversations = new ConversationIndex({ store, accountStore, transaction, sockets });
   const webhooks = new WebhookDesk({
     store: new WebhookStore(sql),
     transaction,
@@ -46,7 +45,7 @@ export function userRooms(ctx: DurableObjectState, env: Env): UserRooms {
   const account = new Account({
     env,
     store,
-    records,
+    accountStore,
     conversations,
     environment: environments,
     forgetWebhooks: async () => {
@@ -55,5 +54,5 @@ export function userRooms(ctx: DurableObjectState, env: Env): UserRooms {
     transaction,
     alarm: { set: (at) => ctx.storage.setAlarm(at), clear: () => ctx.storage.deleteAlarm() },
   });
-  return { records, environments, conversations, webhooks, account };
+  return { environments, conversations, webhooks, account };
 }

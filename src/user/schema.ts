@@ -2,7 +2,7 @@
  * The user object's SQLite schema and its migrations, version by version: the one place a change
  * of the user's tables is made. What reads and writes them: ./store.ts (the environment, the
  * create ledger, the conversation index and what deleted conversations spent),
- * ./account-records.ts (what the gateway did to the sandbox, the deletion record, the admissions)
+ * ./account-store.ts (what the gateway did to the sandbox, the deletion record, the admissions)
  * and ./webhook-store.ts (endpoints and deliveries).
  */
 
@@ -47,7 +47,7 @@ export function migrateUserSchema(sql: Pick<SqlStorage, "exec">): void {
   if (current >= CURRENT) return;
   if (current < 5) migrateToV5(sql, current);
   // v6 (issue 22, the sandbox's life): what the gateway did to the user's environment, and the
-  // durable record of an account's deletion (./account-records.ts).
+  // durable record of an account's deletion (./account-store.ts).
   if (current < 6) for (const statement of ACCOUNT_TABLES_V6) sql.exec(statement);
   // v7: the branch each conversation shows (docs/api.md#branches); before, every one showed its only
   // line, branch 0.
@@ -58,7 +58,7 @@ export function migrateUserSchema(sql: Pick<SqlStorage, "exec">): void {
   // a renamed title is the user's, and no touch of the session's (one in flight from before the
   // rename included) writes over it.
   if (current < 9) sql.exec("ALTER TABLE conversations ADD COLUMN renamed INTEGER NOT NULL DEFAULT 0");
-  // v10: the conversations the live account admitted, the account deletion's fence (./account-records.ts).
+  // v10: the conversations the live account admitted, the account deletion's fence (./account.ts).
   if (current < 10) for (const statement of ACCOUNT_TABLES_V10) sql.exec(statement);
   sql.exec("DELETE FROM schema_version");
   sql.exec(`INSERT INTO schema_version (version) VALUES (${CURRENT})`);

@@ -1,7 +1,7 @@
 /**
  * The user object's storage of its sandbox and its conversation index: typed accessors over the
  * `environment`, `create_ledger`, `conversations`, `incarnations` and `deleted_spend` tables (the
- * schema is ./schema.ts; the account's tables are ./account-records.ts, the webhooks'
+ * schema is ./schema.ts; the account's tables are ./account-store.ts, the webhooks'
  * ./webhook-store.ts). What belongs together is written in one transaction by the caller.
  */
 import { z } from "zod";

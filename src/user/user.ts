@@ -5,9 +5,10 @@
  *  - ./account.ts        the account's gate (the fence) and its deletion, step by step;
  *  - ./webhook-desk.ts   the user's webhook endpoints and deliveries, sent from the alarm;
  *  - ./rate-limit.ts     per-user sliding windows on turns and streams (memory only).
- * Its storage: ./store.ts (the sandbox's record, the index, spend), ./account-records.ts (the
- * sandbox's log, the deletion record, the admissions), the webhook desk's tables; the schema and
- * its migrations are ./schema.ts. Methods answer domain outcomes (values or Refusals).
+ * Its storage: ./store.ts (the sandbox's record, the index, spend), ./account-store.ts (the
+ * sandbox's log, the deletion record, the admissions), ./webhook-store.ts (the webhook desk's
+ * tables); the schema and its migrations are ./schema.ts. Methods answer domain outcomes (values
+ * or Refusals).
  */
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
@@ -24,7 +25,6 @@ import {
 } from "../schemas/webhooks";
 import type { Spend } from "../usage/budgets";
 import type { Account } from "./account";
-import type { AccountRecords } from "./account-records";
 import type { ConversationIndex } from "./conversations";
 import type { UserEnvironment } from "./environment";
 import { type RateLimitKind, SlidingWindow } from "./rate-limit";
@@ -36,7 +36,6 @@ export class UserObject extends DurableObject<Env> {
   /** Requests admitted in the last minute, by kind (memory only: nothing is written per request). */
   private readonly window = new SlidingWindow();
   /** The rooms, wired over this object's storage (./rooms.ts). */
-  private readonly records: AccountRecords;
   private readonly environments: UserEnvironment;
   private readonly conversations: ConversationIndex;
   private readonly accountRoom: Account;
@@ -45,7 +44,6 @@ export class UserObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     ({
-      records: this.records,
       environments: this.environments,
       conversations: this.conversations,
       account: this.accountRoom,
@@ -163,7 +161,7 @@ export class UserObject extends DurableObject<Env> {
 
   /** A first turn was refused and its session wiped: its admission goes too (unless the index lists the conversation). */
   async forgetAdmission(conversationId: string): Promise<void> {
-    this.records.forgetAdmission(conversationId, true);
+    this.accountRoom.forgetAdmission(conversationId);
   }
 
   /** Whether a request of a token issued at `issuedAtSeconds` is served (`account`: GET or DELETE /v1/me). */
@@ -201,7 +199,7 @@ export class UserObject extends DurableObject<Env> {
       z
         .array(WebhookEventSchema)
         .parse(events)
-        .filter((event) => this.records.admitted(event.conversationId)),
+        .filter((event) => this.accountRoom.admitted(event.conversationId)),
     );
   }
 

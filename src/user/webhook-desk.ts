@@ -110,7 +110,7 @@ export class WebhookDesk {
   /**
    * A new endpoint; its secret is in this answer only. The URL was checked by the caller
    * (../webhooks/target.ts). `fence` runs in the transaction that writes it and throws to refuse
-   * (the account deleted since the request began: ./account-records.ts).
+   * (the account deleted since the request began: ./account.ts, the fence).
    */
   async create(
     input: { url: string; events: WebhookEventType[]; description?: string; linkOrigin: string },
