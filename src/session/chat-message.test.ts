@@ -5,34 +5,12 @@
  */
 import { describe, expect, it } from "vitest";
 import { uiMessages } from "../ai-sdk/message";
-import type { EventEnvelope, TurnRecord } from "./store/records";
+import { turnRecord } from "./store/fixtures";
+import type { EventEnvelope } from "./store/records";
 import { turnParts } from "./transcript";
 
 const AT = "2026-01-01T00:00:00.000Z";
-const turn: TurnRecord = {
-  turnId: "t1",
-  ordinal: 1,
-  parentTurnId: null,
-  branch: 0,
-  requestDigest: "sha256:x",
-  request: { message: "hello" },
-  executionId: "exe-1",
-  status: "completed",
-  controlRef: null,
-  upstreamCursor: null,
-  resultText: "Hi",
-  answerInParts: false,
-  error: null,
-  usage: null,
-  cancelReason: null,
-  acceptedSeq: 1,
-  lostAt: null,
-  parts: null,
-  createdAt: Date.parse(AT),
-  startedAt: Date.parse(AT),
-  updatedAt: Date.parse(AT),
-  completedAt: Date.parse(AT),
-};
+const turn = turnRecord({ resultText: "Hi" });
 const event = (seq: number, type: string, data: Record<string, unknown>): EventEnvelope => ({
   seq,
   turnId: "t1",

@@ -1,49 +1,23 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decideSend, type SendFacts } from "./send-decision";
+import { queuedTurn, turnRecord } from "./store/fixtures";
 import type { QueuedTurn, TurnRecord, TurnStatus } from "./store/records";
 
-const turn = (status: TurnStatus, requestDigest = "d1", turnId = "t1"): TurnRecord => ({
-  turnId,
-  ordinal: 1,
-  parentTurnId: null,
-  branch: 0,
-  requestDigest,
-  request: { message: "m" },
-  executionId: "e1",
-  status,
-  controlRef: null,
-  upstreamCursor: null,
-  resultText: null,
-  answerInParts: false,
-  error: null,
-  usage: null,
-  cancelReason: null,
-  acceptedSeq: 1,
-  lostAt: null,
-  parts: null,
-  createdAt: 0,
-  startedAt: 0,
-  updatedAt: 0,
-  completedAt: null,
-});
+const turn = (status: TurnStatus, requestDigest = "d1", turnId = "t1"): TurnRecord =>
+  turnRecord({
+    turnId,
+    requestDigest,
+    request: { message: "m" },
+    executionId: "e1",
+    status,
+    createdAt: 0,
+    startedAt: 0,
+    updatedAt: 0,
+    completedAt: null,
+  });
 
-const entry = (
-  turnId: string,
-  state: QueuedTurn["state"] = "queued",
-  position = 1,
-  digest = `d-${turnId}`,
-): QueuedTurn => ({
-  turnId,
-  position,
-  requestDigest: digest,
-  request: { message: `text of ${turnId}` },
-  executionId: `exe-${turnId}`,
-  state,
-  error: null,
-  createdAt: 1_000,
-  updatedAt: 2_000,
-});
+const entry = queuedTurn;
 
 const running = turn("running", "d-r", "r");
 

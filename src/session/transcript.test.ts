@@ -1,36 +1,13 @@
 import { describe, expect, it } from "vitest";
 import type { InteractionRequest } from "../schemas/contracts";
+import { turnRecord } from "./store/fixtures";
 import type { EventEnvelope, InteractionRecord, TurnRecord } from "./store/records";
 import { buildTranscript } from "./transcript";
 
 const T0 = Date.parse("2026-01-01T00:00:00.000Z");
 
 function turn(overrides: Partial<TurnRecord> = {}): TurnRecord {
-  return {
-    turnId: "t1",
-    ordinal: 1,
-    parentTurnId: null,
-    branch: 0,
-    requestDigest: "sha256:x",
-    request: { message: "hello" },
-    executionId: "exe-1",
-    status: "completed",
-    controlRef: null,
-    upstreamCursor: null,
-    resultText: null,
-    answerInParts: false,
-    error: null,
-    usage: null,
-    cancelReason: null,
-    acceptedSeq: 1,
-    lostAt: null,
-    parts: null,
-    createdAt: T0,
-    startedAt: T0,
-    updatedAt: T0 + 1000,
-    completedAt: T0 + 1000,
-    ...overrides,
-  };
+  return turnRecord({ updatedAt: T0 + 1000, completedAt: T0 + 1000, ...overrides });
 }
 
 let seq = 0;

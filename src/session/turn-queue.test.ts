@@ -1,23 +1,9 @@
 import { describe, expect, it } from "vitest";
-import type { QueuedTurn, TurnRecord, TurnStatus } from "./store/records";
+import { queuedTurn } from "./store/fixtures";
+import type { TurnRecord, TurnStatus } from "./store/records";
 import { nextStep, queuedView } from "./turn-queue";
 
-const entry = (
-  turnId: string,
-  state: QueuedTurn["state"] = "queued",
-  position = 1,
-  digest = `d-${turnId}`,
-): QueuedTurn => ({
-  turnId,
-  position,
-  requestDigest: digest,
-  request: { message: `text of ${turnId}` },
-  executionId: `exe-${turnId}`,
-  state,
-  error: null,
-  createdAt: 1_000,
-  updatedAt: 2_000,
-});
+const entry = queuedTurn;
 
 const running = { turnId: "r", status: "running" } as TurnRecord;
 
