@@ -16,6 +16,9 @@
 // proxy in front of it (bench/workerd.mjs). Target (issue 24): after every round, idle RSS within 10%
 // of the start.
 
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { agentSocket, isDone, sendTurn, startPeer } from "./agents.mjs";
 import {
   follow,
@@ -42,6 +45,7 @@ export const config = {
   MEMORY_AFTER_RELEASE_ROUNDS: num("MEMORY_AFTER_RELEASE_ROUNDS", 1),
 };
 const M = config;
+const here = dirname(fileURLToPath(import.meta.url));
 /** Requests one conversation of a round makes: the viewer's stream, the turn, and the stream's WebSocket into the object. */
 const REQUESTS_PER_CONVERSATION = 3;
 
@@ -273,6 +277,9 @@ export async function memory({ problems, results }) {
       };
     }
   } finally {
+    // Its own server's output, beside the run's (bench/results/server.log): what the runtime said.
+    mkdirSync(join(here, "results"), { recursive: true });
+    writeFileSync(join(here, "results", "memory-server.log"), server.output());
     await server.stopped();
     done();
   }
