@@ -334,29 +334,42 @@ async function gatewayReconnect({ base, api, auth }) {
     { turnId: "t1", message: `reconnect [words:${C.RECONNECT_WORDS}]` },
     auth,
   );
+  // The raw stream of the same execution, opened at once: the deltas every leg must hold, and when
+  // the agent's first new delta came out of it (its first chunk replays what came before it opened).
+  const raw = [];
+  const rawRead = follow(`${base}/_emulator/executions/${accepted.executionId}/stream`, {}, (f, t, _bytes, chunk) => {
+    const delta = deltaOf(JSON.parse(f.data));
+    if (delta !== null) raw.push({ delta, t, chunk });
+    return false;
+  }).done;
   await first.done;
   const reopened = performance.now();
   let firstNew = null;
+  let headersAt = null;
   previous = null;
-  await follow(`${base}/v1/conversations/${cid}/events`, { ...auth, "last-event-id": String(lastSeq) }, (f, t) => {
-    if (f.id === undefined) return false;
-    const delta = deltaOf(envelopeOf(f)?.data);
-    got.push({ seq: Number(f.id), t, delta, leg: 2 });
-    if (firstNew === null && delta !== null) firstNew = t;
-    return isTurnEnd(f.event);
-  }).done;
-  const raw = [];
-  await follow(
-    `${base}/_emulator/executions/${accepted.executionId}/stream`,
-    {},
-    (f) => (raw.push(deltaOf(JSON.parse(f.data))), false),
-  ).done;
-  const rawDeltas = raw.filter((d) => d !== null);
+  const second = follow(
+    `${base}/v1/conversations/${cid}/events`,
+    { ...auth, "last-event-id": String(lastSeq) },
+    (f, t) => {
+      if (f.id === undefined) return false;
+      const delta = deltaOf(envelopeOf(f)?.data);
+      got.push({ seq: Number(f.id), t, delta, leg: 2 });
+      if (firstNew === null && delta !== null) firstNew = t;
+      return isTurnEnd(f.event);
+    },
+  );
+  await second.opened.then(() => (headersAt = performance.now()));
+  await second.done;
+  await rawRead;
+  const rawDeltas = raw.map((r) => r.delta);
   const seqs = got.map((g) => g.seq);
   const duplicated = seqs.length - new Set(seqs).size;
   const deltas = got.filter((g) => g.delta !== null);
   const lost = Math.max(0, rawDeltas.length - new Set(deltas.map((g) => g.seq)).size);
   const inOrder = deltas.length === rawDeltas.length && deltas.every((g, k) => g.delta === rawDeltas[k]);
+  // The first new delta is the raw stream's delta number `half` (from 0): when the agent sent it (its
+  // arrival on the raw stream), unknown when it came in the raw stream's first chunk.
+  const agent = raw[half] && raw[half].chunk > 0 ? raw[half].t : null;
   return {
     deltas: rawDeltas.length,
     droppedAfter: half,
@@ -365,6 +378,11 @@ async function gatewayReconnect({ base, api, auth }) {
     exact: inOrder,
     reconnectMs: ms(firstNew === null ? null : firstNew - reopened),
     dropToReopenMs: ms(reopened - dropAt),
+    // Where the time went: the stream's response headers; how long after the reconnect the agent
+    // sent that delta (0: before it), and how long after that it reached the viewer.
+    headersMs: ms(headersAt === null ? null : headersAt - reopened),
+    agentSentAfterMs: ms(agent === null ? null : Math.max(0, agent - reopened)),
+    afterAgentMs: ms(agent === null || firstNew === null ? null : firstNew - Math.max(agent, reopened)),
   };
 }
 
@@ -517,10 +535,23 @@ export async function agents(ctx) {
     problems.push("agents: the peer's network reports to its inspector proxy could not be turned off");
   const out = { config: C, peer: {}, gateway: {} };
   results.agents = out;
+  // Each part runs whatever happened to the one before it; a part that threw fails the section at
+  // its end, with every part's figures that were measured kept.
+  const failed = [];
+  const part = async (name, fn) => {
+    if (!C.AGENTS_PARTS.includes(name)) return;
+    try {
+      await fn();
+    } catch (err) {
+      failed.push(`${name}: ${err?.message ?? err}`);
+      console.error(`bench: agents: ${name} failed: ${err?.stack ?? err}`);
+      // A part that failed may have left the emulator slowed down.
+      await api.post("/_emulator/faults", { frameDelayMs: 0 }).catch(() => {});
+    }
+  };
   try {
-    const part = (name) => C.AGENTS_PARTS.includes(name);
     out.peer.rows = [];
-    if (part("rows")) {
+    await part("rows", async () => {
       // Rows and bytes: the rows benchmark's sizes and pace, and the two rates of rows per frame.
       // (The long AGENTS_WORDS turn comes last: see RATE_WORDS.)
       for (const [words, frameMs] of [
@@ -530,9 +561,9 @@ export async function agents(ctx) {
       ]) {
         out.peer.rows.push(await peerRowsTurn(peer, `rows-${words}-${frameMs}-${tag}`, words, frameMs));
       }
-    }
+    });
 
-    if (part("cpu")) {
+    await part("cpu", async () => {
       step("CPU per extra viewer");
       // CPU per delta per extra viewer, each on its own workerd, 1 then CPU_VIEWERS viewers.
       await api.post("/_emulator/faults", { frameDelayMs: C.CPU_FRAME_MS });
@@ -547,9 +578,9 @@ export async function agents(ctx) {
       const peerOne = await peerCpuTurn(peer, 1);
       out.peer.cpu = perExtraViewer(peerOne, await peerCpuTurn(peer, C.CPU_VIEWERS), C.CPU_VIEWERS);
       if (most) out.peer.cpuMost = perExtraViewer(peerOne, await peerCpuTurn(peer, most), most);
-    }
+    });
 
-    if (part("reconnect")) {
+    await part("reconnect", async () => {
       step("reconnect");
       // A viewer reconnecting mid-stream.
       await api.post("/_emulator/faults", { frameDelayMs: C.RECONNECT_FRAME_MS });
@@ -563,9 +594,9 @@ export async function agents(ctx) {
         problems.push(
           `agents: the gateway's reconnecting viewer lost ${out.gateway.reconnect.lost} and got ${out.gateway.reconnect.duplicated} twice (exact: ${out.gateway.reconnect.exact})`,
         );
-    }
+    });
 
-    if (part("concurrent")) {
+    await part("concurrent", async () => {
       step(`${C.CONCURRENT} at once`);
       // CONCURRENT conversations at once against one, at the emulator's default pace.
       await api.post("/_emulator/faults", { frameDelayMs: C.CONCURRENT_FRAME_MS });
@@ -605,9 +636,9 @@ export async function agents(ctx) {
         await peerConcurrent(peer, 1, "one"),
         await peerConcurrent(peer, C.CONCURRENT, "many"),
       );
-    }
+    });
 
-    if (part("long")) {
+    await part("long", async () => {
       step(`the peer's ${C.AGENTS_WORDS}-word turn`);
       try {
         out.peer.rows.push(
@@ -621,12 +652,13 @@ export async function agents(ctx) {
       } catch (err) {
         problems.push(`agents peer ${C.AGENTS_WORDS}-word turn: ${err.message}`);
       }
-    }
+    });
     for (const t of out.peer.rows)
       if (!t.sameInstance)
         problems.push(
           `agents peer rows ${t.words} words: the agent changed instance during the turn; its rows are not this turn's`,
         );
+    if (failed.length) throw new Error(`agents: ${failed.length} part(s) failed: ${failed.join("; ")}`);
   } catch (err) {
     out.peerOutput = peer.output().slice(-4000);
     throw err;

@@ -79,14 +79,49 @@ const portFree = (port) =>
   });
 
 /**
+ * How long a dev server the bench starts may take to answer (BENCH_SERVER_START_S, 180 s): wrangler
+ * builds the Worker and starts two runtimes first, which on a loaded machine takes minutes.
+ */
+const SERVER_START_MS = num("BENCH_SERVER_START_S", 180) * 1000;
+
+/**
  * `wrangler dev` of this tree, or of `checkout` (an older commit's worktree), for a benchmark run,
  * with the runtime's network reports to wrangler's inspector proxy off (quietInspector);
- * `inspectorQuiet` says whether they are.
+ * `inspectorQuiet` says whether they are. Stopped with the run when it is interrupted.
  */
 export async function startBenchServer(options = {}) {
-  const server = await startDevServer({ port: await benchPort(), ...options, vars: BENCH_VARS });
+  const server = await startDevServer({
+    port: await benchPort(),
+    ...options,
+    // A section's own shorter bound (idle's `before`, page-load's) does not undercut the run's.
+    timeoutMs: Math.max(options.timeoutMs ?? 0, SERVER_START_MS),
+    vars: BENCH_VARS,
+  });
+  const done = untilInterrupted(() => server.stop());
+  const { stop, stopped } = server;
+  server.stop = () => (done(), stop());
+  server.stopped = () => (done(), stopped());
   server.inspectorQuiet = await quietInspector(server.pid, () => fetch(`${server.base}/healthz`));
   return server;
+}
+
+/**
+ * Whether a dev server still serves: its process group alive and `/healthz` answered within
+ * `withinMs` (a loaded machine answers late, not never).
+ */
+export async function serving(server, withinMs = 30_000) {
+  try {
+    process.kill(server.pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const res = await fetch(`${server.base}/healthz`, { signal: AbortSignal.timeout(withinMs) });
+    await res.text();
+    return res.ok;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -131,6 +166,26 @@ const onInterrupt = new Set();
 export function untilInterrupted(undo) {
   onInterrupt.add(undo);
   return () => onInterrupt.delete(undo);
+}
+
+/** What is registered to undo now: a mark for undoSince. */
+export const undoMark = () => new Set(onInterrupt);
+
+/**
+ * Undoes what was registered since `mark` and is still registered: the servers and worktrees of a
+ * section abandoned at its deadline (bench/run.mjs), so its work left running fails instead of
+ * loading the sections after it.
+ */
+export function undoSince(mark) {
+  for (const undo of [...onInterrupt]) {
+    if (mark.has(undo)) continue;
+    onInterrupt.delete(undo);
+    try {
+      undo();
+    } catch {
+      // gone already
+    }
+  }
 }
 
 /** On SIGINT or SIGTERM: everything registered is undone, and the process exits 130. */
