@@ -186,8 +186,12 @@ async function section(name, fn, { onShared }) {
       }),
     ]);
   } catch (err) {
-    error = String(err?.message ?? err).slice(0, 500);
-    console.error(`bench: ${name} failed: ${err?.stack ?? err}`);
+    // `fetch failed` says nothing on its own: its cause (ECONNRESET, ECONNREFUSED, a timeout) does.
+    const cause = err?.cause ? ` (${err.cause.code ?? err.cause.message ?? err.cause})` : "";
+    error = `${err?.message ?? err}${cause}`.slice(0, 500);
+    console.error(
+      `bench: ${name} failed: ${err?.stack ?? err}${err?.cause ? `\ncause: ${err.cause.stack ?? err.cause}` : ""}`,
+    );
     if (shared) console.error(`--- server output (tail) ---\n${shared.server.output().slice(-4000)}`);
     // What it started and left running (a server of its own, a worktree) stops with it; abandoned at
     // its deadline, its work still runs on the shared server: that server goes too.
