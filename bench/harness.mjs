@@ -101,7 +101,7 @@ export async function startBenchServer(options = {}) {
   const { stop, stopped } = server;
   server.stop = () => (done(), stop());
   server.stopped = () => (done(), stopped());
-  server.inspectorQuiet = await quietInspector(server.pid, () => fetch(`${server.base}/healthz`));
+  server.inspectorQuiet = await quietInspector(server.pid, () => fetchGet(`${server.base}/healthz`));
   return server;
 }
 
@@ -116,7 +116,7 @@ export async function serving(server, withinMs = 30_000) {
     return false;
   }
   try {
-    const res = await fetch(`${server.base}/healthz`, { signal: AbortSignal.timeout(withinMs) });
+    const res = await fetchGet(`${server.base}/healthz`, { signal: AbortSignal.timeout(withinMs) });
     await res.text();
     return res.ok;
   } catch {
@@ -237,9 +237,30 @@ export async function atCommit(ref, problems, fn) {
   }
 }
 
+/**
+ * Whether a request failed because the connection it was sent on was closed under it: a kept-alive
+ * connection the server (wrangler dev's proxy) closed while it sat idle in the pool, which a loaded
+ * machine makes likely (a gdb read, a collection, a slow section leave the pool idle for seconds).
+ */
+const closedUnder = (err) =>
+  err?.name === "TypeError" && ["UND_ERR_SOCKET", "ECONNRESET", "EPIPE"].includes(err.cause?.code);
+
+/**
+ * `fetch` for a GET (nothing changes on the server): sent once more when the connection was closed
+ * under it (closedUnder), never for anything else.
+ */
+export async function fetchGet(url, init = {}) {
+  try {
+    return await fetch(url, init);
+  } catch (err) {
+    if (!closedUnder(err)) throw err;
+    return fetch(url, init);
+  }
+}
+
 function client(base) {
   async function call(method, path, body, headers = {}) {
-    const res = await fetch(`${base}${path}`, {
+    const res = await (method === "GET" ? fetchGet : fetch)(`${base}${path}`, {
       signal: AbortSignal.timeout(120_000),
       method,
       headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
@@ -271,7 +292,7 @@ export function follow(url, headers, onFrame) {
     let res;
     const noHeaders = setTimeout(() => abort.abort(new Error(`${url}: no response headers within 60 s`)), 60_000);
     try {
-      res = await fetch(url, { headers, signal: abort.signal });
+      res = await fetchGet(url, { headers, signal: abort.signal });
     } catch (err) {
       opened.reject(err);
       throw err;
@@ -435,7 +456,7 @@ export async function timedRead(url, headers, stopAt, headersWithinMs = 120_000)
   );
   let res;
   try {
-    res = await fetch(url, { headers, signal: abort.signal });
+    res = await fetchGet(url, { headers, signal: abort.signal });
   } catch (err) {
     throw abort.signal.aborted ? abort.signal.reason : err;
   } finally {
