@@ -170,6 +170,21 @@ export function agentSocket(base, name) {
   s.close = () => ws.close();
   return s;
 }
+/**
+ * An agentSocket, open: its handshake tried once more when it failed (a loaded machine's wrangler dev
+ * answered one of 50 at once with a 503; nothing reached the agent), else the failure.
+ */
+export async function openAgentSocket(base, name) {
+  const s = agentSocket(base, name);
+  try {
+    await s.opened;
+    return s;
+  } catch {
+    const again = agentSocket(base, name);
+    await again.opened;
+    return again;
+  }
+}
 export const isDone = (id) => (m) => m.msg.type === "cf_agent_use_chat_response" && m.msg.id === id && m.msg.done;
 
 /** Sends a turn as the chat transport does: the conversation's messages, the new user message last. */
@@ -267,14 +282,56 @@ async function gatewayCpuTurn({ base, api, auth }, K) {
   const viewers = Array.from({ length: K }, () => viewer(base, cid, auth, { stopAt: (f) => isTurnEnd(f.type) }));
   await Promise.all(viewers.map((v) => v.opened));
   await sleep(300 + K * 5);
+  // The raw stream of the same execution, read from when the turn is accepted (one reader at 1 and
+  // at K viewers: its CPU cancels out of the per-extra-viewer figure): when each delta left the
+  // agent, to judge the CPU figure with the delivery it bought.
+  const raw = [];
+  let rawRead = null;
   const cpu = await cpuOf(ctxPgid, async () => {
-    await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t1", message: `cpu [words:${C.CPU_WORDS}]` }, auth);
+    const accepted = await api.post(
+      `/v1/conversations/${cid}/turns`,
+      { turnId: "t1", message: `cpu [words:${C.CPU_WORDS}]` },
+      auth,
+    );
+    rawRead = follow(`${base}/_emulator/executions/${accepted.executionId}/stream`, {}, (f, t, _bytes, chunk) => {
+      const delta = deltaOf(JSON.parse(f.data));
+      if (delta !== null) raw.push({ delta, t, chunk });
+      return false;
+    }).done;
     await Promise.all(viewers.map((v) => v.done));
     return viewers[0].frames.filter((f) => f.type !== "stream.reset" && deltaOf(f.env.data) !== null).length;
   });
+  await rawRead;
   // How many reads (chunks, about one per message) a viewer's events came in: deltas batched, or one each.
   const chunks = viewers.map((v) => new Set(v.frames.map((f) => f.chunk)).size);
-  return { ...cpu, chunksPerViewer: { min: Math.min(...chunks), max: Math.max(...chunks) } };
+  return {
+    ...cpu,
+    chunksPerViewer: { min: Math.min(...chunks), max: Math.max(...chunks) },
+    addedMs: addedDelay(viewers, raw),
+  };
+}
+
+/**
+ * Each delta's arrival at each viewer less its arrival on the raw stream (the deltas of the raw
+ * stream's first chunk, replayed when it opened, not compared): p50, p99, max, and the count
+ * compared; null when a viewer did not get exactly the raw stream's deltas (nothing to pair).
+ */
+function addedDelay(viewers, raw) {
+  const added = [];
+  for (const v of viewers) {
+    const got = v.frames
+      .filter((f) => f.type !== "stream.reset")
+      .map((f) => ({ t: f.t, delta: deltaOf(f.env.data) }))
+      .filter((d) => d.delta !== null);
+    if (got.length !== raw.length || got.some((d, k) => d.delta !== raw[k].delta)) return null;
+    for (let k = 0; k < raw.length; k++) if (raw[k].chunk > 0) added.push(got[k].t - raw[k].t);
+  }
+  return {
+    compared: added.length,
+    p50: ms(percentile(added, 0.5)),
+    p99: ms(percentile(added, 0.99)),
+    max: ms(added.length ? Math.max(...added) : null),
+  };
 }
 let ctxPgid = 0;
 
@@ -686,14 +743,17 @@ export function report(results) {
       const reads = cpu?.many.chunksPerViewer
         ? `; a viewer's events came in ${cpu.many.chunksPerViewer.min}–${cpu.many.chunksPerViewer.max} reads (${cpu.one.chunksPerViewer.min} at 1 viewer)`
         : "";
+      const late = cpu?.many.addedMs
+        ? `; added p50 / p99 ${cpu.many.addedMs.p50} / ${cpu.many.addedMs.p99} ms (${cpu.one.addedMs?.p50 ?? "?"} / ${cpu.one.addedMs?.p99 ?? "?"} at 1)`
+        : "";
       if (cpu)
         out.push(
-          `${side}: runtime CPU ${cpu.one.runtimeSeconds} s at 1 viewer, ${cpu.many.runtimeSeconds} s at ${cpu.viewers} (${cpu.many.frames} deltas): ${cpu.microsecondsPerDeltaPerExtraViewer} µs per delta per extra viewer (${cpu.withProxyMicroseconds} µs with wrangler's proxy)${reads}`,
+          `${side}: runtime CPU ${cpu.one.runtimeSeconds} s at 1 viewer, ${cpu.many.runtimeSeconds} s at ${cpu.viewers} (${cpu.many.frames} deltas): ${cpu.microsecondsPerDeltaPerExtraViewer} µs per delta per extra viewer (${cpu.withProxyMicroseconds} µs with wrangler's proxy)${reads}${late}`,
         );
     }
     if (s.reconnect)
       out.push(
-        `${side}: reconnect at delta ${s.reconnect.droppedAfter} of ${s.reconnect.deltas}: first new delta after ${s.reconnect.reconnectMs} ms, ${s.reconnect.lost} lost, ${s.reconnect.duplicated} deltas twice`,
+        `${side}: reconnect at delta ${s.reconnect.droppedAfter} of ${s.reconnect.deltas}: first new delta after ${s.reconnect.reconnectMs} ms, ${s.reconnect.lost} lost, ${s.reconnect.duplicated} deltas twice${s.reconnect.headersMs === undefined ? "" : ` (headers after ${s.reconnect.headersMs} ms; the agent sent that delta ${s.reconnect.agentSentAfterMs ?? "?"} ms after the reconnect, it reached the viewer ${s.reconnect.afterAgentMs ?? "?"} ms after that)`}`,
       );
     if (s.concurrent)
       out.push(
