@@ -246,7 +246,7 @@ const closedUnder = (err) =>
   err?.name === "TypeError" && ["UND_ERR_SOCKET", "ECONNRESET", "EPIPE"].includes(err.cause?.code);
 
 /**
- * `fetch` for a GET (nothing changes on the server): sent once more when the connection was closed
+ * `fetch` for a GET, or a request that sets what it sets however often it is sent: sent once more when the connection was closed
  * under it (closedUnder), never for anything else.
  */
 export async function fetchGet(url, init = {}) {
@@ -259,8 +259,8 @@ export async function fetchGet(url, init = {}) {
 }
 
 function client(base) {
-  async function call(method, path, body, headers = {}) {
-    const res = await (method === "GET" ? fetchGet : fetch)(`${base}${path}`, {
+  async function call(method, path, body, headers = {}, idempotent = method === "GET") {
+    const res = await (idempotent ? fetchGet : fetch)(`${base}${path}`, {
       signal: AbortSignal.timeout(120_000),
       method,
       headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
@@ -273,6 +273,8 @@ function client(base) {
   return {
     post: (path, body, headers) => call("POST", path, body, headers),
     get: (path, headers) => call("GET", path, undefined, headers),
+    /** The emulator's faults set (the same body twice sets the same): sent again as a GET is. */
+    faults: (body) => call("POST", "/_emulator/faults", body, {}, true),
   };
 }
 
