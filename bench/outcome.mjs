@@ -82,3 +82,37 @@ export function outcomeLines(outcomes) {
   );
   return out;
 }
+
+/**
+ * What a failure says: its message, and its cause's code or message (`fetch failed` says nothing on
+ * its own: its cause, ECONNRESET, ECONNREFUSED, "other side closed", does), at most 500 characters.
+ */
+export function failureText(err) {
+  const cause = err?.cause ? ` (${err.cause.code ?? err.cause.message ?? err.cause})` : "";
+  return `${err?.message ?? err}${cause}`.slice(0, 500);
+}
+
+/**
+ * Runs a section's work: null when it ended within `deadlineMs`, else its failure: `{ message,
+ * overdue, err }`, `overdue` when it had not ended by then (its work is abandoned, still running:
+ * the caller stops what it started). Whatever it throws, synchronously or not, is its failure.
+ * @param {() => unknown} run
+ * @param {number} deadlineMs
+ */
+export async function ranWithin(run, deadlineMs) {
+  const late = new Error(`did not end within ${deadlineMs / 1000} s (BENCH_SECTION_DEADLINE_S)`);
+  let timer;
+  try {
+    await Promise.race([
+      (async () => run())(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(late), deadlineMs);
+      }),
+    ]);
+    return null;
+  } catch (err) {
+    return { message: failureText(err), overdue: err === late, err };
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -46,7 +46,7 @@ import {
 import * as idle from "./idle.mjs";
 import * as latency from "./latency.mjs";
 import * as memory from "./memory.mjs";
-import { exitCode, outcomeLines, outcomeOf, sectionsOfExitCode } from "./outcome.mjs";
+import { exitCode, failureText, outcomeLines, outcomeOf, ranWithin, sectionsOfExitCode } from "./outcome.mjs";
 import * as pageLoad from "./page-load.mjs";
 import * as relay from "./relay.mjs";
 import * as replay from "./replay.mjs";
@@ -59,7 +59,6 @@ const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(","))
 const runs = (section) => (ONLY ? ONLY.has(section) : section !== "before" || BEFORE_REF !== "");
 /** A section that has not ended this long after it started is abandoned as failed (its servers stopped). */
 const SECTION_DEADLINE_MS = num("BENCH_SECTION_DEADLINE_S", 3600) * 1000;
-const overdue = new Error(`did not end within ${SECTION_DEADLINE_MS / 1000} s (BENCH_SECTION_DEADLINE_S)`);
 /** BENCH_FAIL=section[:kill],…: those sections fail, to test this file's failure path (bench/README.md). */
 const INJECTED = new Map(
   (process.env.BENCH_FAIL ?? "")
@@ -167,7 +166,7 @@ async function section(name, fn, { onShared }) {
   let error = null;
   let fresh = false;
   let reloadsBefore = 0;
-  let deadline;
+  let failure;
   try {
     let ctx = { results, problems };
     if (onShared) {
@@ -179,16 +178,14 @@ async function section(name, fn, { onShared }) {
     const injected = INJECTED.get(name);
     if (injected === "kill" && shared) await shared.server.killed();
     else if (injected !== undefined) throw new Error("failure injected (BENCH_FAIL)");
-    await Promise.race([
-      fn(ctx),
-      new Promise((_, reject) => {
-        deadline = setTimeout(() => reject(overdue), SECTION_DEADLINE_MS);
-      }),
-    ]);
+    failure = await ranWithin(() => fn(ctx), SECTION_DEADLINE_MS);
   } catch (err) {
-    // `fetch failed` says nothing on its own: its cause (ECONNRESET, ECONNREFUSED, a timeout) does.
-    const cause = err?.cause ? ` (${err.cause.code ?? err.cause.message ?? err.cause})` : "";
-    error = `${err?.message ?? err}${cause}`.slice(0, 500);
+    // Its server would not start, or its failure was injected.
+    failure = { message: failureText(err), overdue: false, err };
+  }
+  if (failure) {
+    error = failure.message;
+    const err = failure.err;
     console.error(
       `bench: ${name} failed: ${err?.stack ?? err}${err?.cause ? `\ncause: ${err.cause.stack ?? err.cause}` : ""}`,
     );
@@ -196,9 +193,7 @@ async function section(name, fn, { onShared }) {
     // What it started and left running (a server of its own, a worktree) stops with it; abandoned at
     // its deadline, its work still runs on the shared server: that server goes too.
     undoSince(mark);
-    if (err === overdue && onShared) retire();
-  } finally {
-    clearTimeout(deadline);
+    if (failure.overdue && onShared) retire();
   }
   // wrangler dev rebuilds and restarts the Worker when src/ changes: every open stream breaks.
   if (onShared && reloads() > reloadsBefore)

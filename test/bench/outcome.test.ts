@@ -3,8 +3,16 @@
  * one that reported problems is not ok either, and the exit code is the sum of the bits of the
  * sections that are not ok, so it names them; `before` shares idle's bit.
  */
-import { describe, expect, it } from "vitest";
-import { exitCode, outcomeLines, outcomeOf, SECTIONS, sectionsOfExitCode } from "../../bench/outcome.mjs";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import {
+  exitCode,
+  failureText,
+  outcomeLines,
+  outcomeOf,
+  ranWithin,
+  SECTIONS,
+  sectionsOfExitCode,
+} from "../../bench/outcome.mjs";
 
 describe("a section's outcome", () => {
   it("is failed when it threw, whatever it reported", () => {
@@ -65,5 +73,48 @@ describe("the summary's lines", () => {
     expect(text).toMatch(/idle\s+PROBLEMS\s+30 s: 2 problems/);
     expect(text).toMatch(/memory\s+FAILED\s+40 s \(on a fresh dev server[^)]*\): fetch failed/);
     expect(lines.at(-1)).toBe("exit code 72: idle, memory not ok");
+  });
+});
+
+describe("a section's run", () => {
+  afterEach(() => vi.useRealTimers());
+
+  it("is no failure when it ends in time, and leaves no timer behind", async () => {
+    vi.useFakeTimers();
+    expect(await ranWithin(async () => "figures", 1000)).toBeNull();
+    expect(vi.getTimerCount()).toBe(0);
+  });
+  it("fails with what it threw, its cause's code beside a bare 'fetch failed'", async () => {
+    const err = new TypeError("fetch failed", {
+      cause: Object.assign(new Error("other side closed"), { code: "UND_ERR_SOCKET" }),
+    });
+    const failure = await ranWithin(async () => {
+      throw err;
+    }, 1000);
+    expect(failure).toEqual({ message: "fetch failed (UND_ERR_SOCKET)", overdue: false, err });
+  });
+  it("fails when it throws before it returns a promise", async () => {
+    const failure = await ranWithin(() => {
+      throw new RangeError("Maximum call stack size exceeded");
+    }, 1000);
+    expect(failure?.message).toBe("Maximum call stack size exceeded");
+    expect(failure?.overdue).toBe(false);
+  });
+  it("is abandoned as overdue at its deadline while its work still hangs (the clock held)", async () => {
+    vi.useFakeTimers();
+    const hung = new Promise(() => {});
+    const ran = ranWithin(() => hung, 3_600_000);
+    await vi.advanceTimersByTimeAsync(3_599_999);
+    let settled = false;
+    void ran.then(() => (settled = true));
+    await Promise.resolve();
+    expect(settled).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(await ran).toMatchObject({ overdue: true, message: "did not end within 3600 s (BENCH_SECTION_DEADLINE_S)" });
+  });
+  it("says a failure without a cause as it is, and a thrown string too", () => {
+    expect(failureText(new Error("dev server did not answer"))).toBe("dev server did not answer");
+    expect(failureText("boom")).toBe("boom");
+    expect(failureText(new Error("x".repeat(600))).length).toBe(500);
   });
 });
