@@ -53,6 +53,8 @@ const webhookBindings = {
 };
 // The chat page's pure modules (public/lib) are tested in plain Node: no Workers runtime.
 const PAGE_TESTS = "test/page/**";
+// The benchmarks' pure parts (bench/), in plain Node too.
+const BENCH_TESTS = "test/bench/**";
 
 export default defineConfig({
   test: {
@@ -71,7 +73,15 @@ export default defineConfig({
           ...timeouts,
           name: "gateway",
           include: ["test/**/*.test.ts", "src/**/*.test.ts"],
-          exclude: [BUDGET_TESTS, LIMIT_TESTS, CAPABILITY_AGE_TESTS, PAGE_TESTS, CLI_BRIDGE_TESTS, WEBHOOK_TESTS],
+          exclude: [
+            BUDGET_TESTS,
+            LIMIT_TESTS,
+            CAPABILITY_AGE_TESTS,
+            PAGE_TESTS,
+            BENCH_TESTS,
+            CLI_BRIDGE_TESTS,
+            WEBHOOK_TESTS,
+          ],
         },
       },
       {
@@ -148,6 +158,7 @@ export default defineConfig({
         },
       },
       { test: { ...timeouts, name: "page", include: [`${PAGE_TESTS}/*.test.ts`], environment: "node" } },
+      { test: { ...timeouts, name: "bench", include: [`${BENCH_TESTS}/*.test.ts`], environment: "node" } },
     ],
   },
 });

@@ -36,7 +36,7 @@ import {
   utf8,
   viewer,
 } from "./harness.mjs";
-import { cpuSeconds, quietInspector } from "./workerd.mjs";
+import { cpuSeconds, quietInspector, runtimeBase } from "./workerd.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -170,6 +170,21 @@ export function agentSocket(base, name) {
   s.close = () => ws.close();
   return s;
 }
+/**
+ * An agentSocket, open: its handshake tried once more when it failed (a loaded machine's wrangler dev
+ * answered one of 50 at once with a 503; nothing reached the agent), else the failure.
+ */
+export async function openAgentSocket(base, name) {
+  const s = agentSocket(base, name);
+  try {
+    await s.opened;
+    return s;
+  } catch {
+    const again = agentSocket(base, name);
+    await again.opened;
+    return again;
+  }
+}
 export const isDone = (id) => (m) => m.msg.type === "cf_agent_use_chat_response" && m.msg.id === id && m.msg.done;
 
 /** Sends a turn as the chat transport does: the conversation's messages, the new user message last. */
@@ -267,16 +282,65 @@ async function gatewayCpuTurn({ base, api, auth }, K) {
   const viewers = Array.from({ length: K }, () => viewer(base, cid, auth, { stopAt: (f) => isTurnEnd(f.type) }));
   await Promise.all(viewers.map((v) => v.opened));
   await sleep(300 + K * 5);
+  // The raw stream of the same execution, read from when the turn is accepted (one reader at 1 and
+  // at K viewers: its CPU cancels out of the per-extra-viewer figure): when each delta left the
+  // agent, to judge the CPU figure with the delivery it bought. Read at the runtime's own address
+  // when found: through wrangler dev's proxy, beside 300 viewers, it came seconds after the viewers'.
+  rawBase ??= (await runtimeBase(ctxPgid, () => fetch(`${base}/healthz`))) ?? base;
+  const raw = [];
+  let rawRead = null;
   const cpu = await cpuOf(ctxPgid, async () => {
-    await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t1", message: `cpu [words:${C.CPU_WORDS}]` }, auth);
+    const accepted = await api.post(
+      `/v1/conversations/${cid}/turns`,
+      { turnId: "t1", message: `cpu [words:${C.CPU_WORDS}]` },
+      auth,
+    );
+    rawRead = follow(`${rawBase}/_emulator/executions/${accepted.executionId}/stream`, {}, (f, t, _bytes, chunk) => {
+      const delta = deltaOf(JSON.parse(f.data));
+      if (delta !== null) raw.push({ delta, t, chunk });
+      return false;
+    }).done;
     await Promise.all(viewers.map((v) => v.done));
     return viewers[0].frames.filter((f) => f.type !== "stream.reset" && deltaOf(f.env.data) !== null).length;
   });
+  await rawRead;
   // How many reads (chunks, about one per message) a viewer's events came in: deltas batched, or one each.
   const chunks = viewers.map((v) => new Set(v.frames.map((f) => f.chunk)).size);
-  return { ...cpu, chunksPerViewer: { min: Math.min(...chunks), max: Math.max(...chunks) } };
+  return {
+    ...cpu,
+    chunksPerViewer: { min: Math.min(...chunks), max: Math.max(...chunks) },
+    addedMs: addedDelay(viewers, raw),
+  };
+}
+
+/**
+ * Each delta's arrival at each viewer less its arrival on the raw stream (the deltas of the raw
+ * stream's first chunk, replayed when it opened, not compared): p50, p99, max, and the count
+ * compared; null (unknown) when a viewer did not get exactly the raw stream's deltas (nothing to
+ * pair), or when most deltas reached the viewers before the raw reader (its reading was late).
+ */
+function addedDelay(viewers, raw) {
+  const added = [];
+  for (const v of viewers) {
+    const got = v.frames
+      .filter((f) => f.type !== "stream.reset")
+      .map((f) => ({ t: f.t, delta: deltaOf(f.env.data) }))
+      .filter((d) => d.delta !== null);
+    if (got.length !== raw.length || got.some((d, k) => d.delta !== raw[k].delta)) return null;
+    for (let k = 0; k < raw.length; k++) if (raw[k].chunk > 0) added.push(got[k].t - raw[k].t);
+  }
+  // Viewers that got deltas before the reference did: the reference was late, the figure unknown.
+  if (percentile(added, 0.5) < 0) return null;
+  return {
+    compared: added.length,
+    p50: ms(percentile(added, 0.5)),
+    p99: ms(percentile(added, 0.99)),
+    // 50,000 figures at 50 viewers: too many arguments for Math.max(...added).
+    max: ms(added.length ? added.reduce((a, b) => Math.max(a, b)) : null),
+  };
 }
 let ctxPgid = 0;
+let rawBase = null;
 
 /** The peer: `K` sockets on a new agent (the first sends the turn), until every socket has its end. */
 async function peerCpuTurn(peer, K) {
@@ -334,29 +398,42 @@ async function gatewayReconnect({ base, api, auth }) {
     { turnId: "t1", message: `reconnect [words:${C.RECONNECT_WORDS}]` },
     auth,
   );
+  // The raw stream of the same execution, opened at once: the deltas every leg must hold, and when
+  // the agent's first new delta came out of it (its first chunk replays what came before it opened).
+  const raw = [];
+  const rawRead = follow(`${base}/_emulator/executions/${accepted.executionId}/stream`, {}, (f, t, _bytes, chunk) => {
+    const delta = deltaOf(JSON.parse(f.data));
+    if (delta !== null) raw.push({ delta, t, chunk });
+    return false;
+  }).done;
   await first.done;
   const reopened = performance.now();
   let firstNew = null;
+  let headersAt = null;
   previous = null;
-  await follow(`${base}/v1/conversations/${cid}/events`, { ...auth, "last-event-id": String(lastSeq) }, (f, t) => {
-    if (f.id === undefined) return false;
-    const delta = deltaOf(envelopeOf(f)?.data);
-    got.push({ seq: Number(f.id), t, delta, leg: 2 });
-    if (firstNew === null && delta !== null) firstNew = t;
-    return isTurnEnd(f.event);
-  }).done;
-  const raw = [];
-  await follow(
-    `${base}/_emulator/executions/${accepted.executionId}/stream`,
-    {},
-    (f) => (raw.push(deltaOf(JSON.parse(f.data))), false),
-  ).done;
-  const rawDeltas = raw.filter((d) => d !== null);
+  const second = follow(
+    `${base}/v1/conversations/${cid}/events`,
+    { ...auth, "last-event-id": String(lastSeq) },
+    (f, t) => {
+      if (f.id === undefined) return false;
+      const delta = deltaOf(envelopeOf(f)?.data);
+      got.push({ seq: Number(f.id), t, delta, leg: 2 });
+      if (firstNew === null && delta !== null) firstNew = t;
+      return isTurnEnd(f.event);
+    },
+  );
+  await second.opened.then(() => (headersAt = performance.now()));
+  await second.done;
+  await rawRead;
+  const rawDeltas = raw.map((r) => r.delta);
   const seqs = got.map((g) => g.seq);
   const duplicated = seqs.length - new Set(seqs).size;
   const deltas = got.filter((g) => g.delta !== null);
   const lost = Math.max(0, rawDeltas.length - new Set(deltas.map((g) => g.seq)).size);
   const inOrder = deltas.length === rawDeltas.length && deltas.every((g, k) => g.delta === rawDeltas[k]);
+  // The first new delta is the raw stream's delta number `half` (from 0): when the agent sent it (its
+  // arrival on the raw stream), unknown when it came in the raw stream's first chunk.
+  const agent = raw[half] && raw[half].chunk > 0 ? raw[half].t : null;
   return {
     deltas: rawDeltas.length,
     droppedAfter: half,
@@ -365,6 +442,11 @@ async function gatewayReconnect({ base, api, auth }) {
     exact: inOrder,
     reconnectMs: ms(firstNew === null ? null : firstNew - reopened),
     dropToReopenMs: ms(reopened - dropAt),
+    // Where the time went: the stream's response headers; how long after the reconnect the agent
+    // sent that delta (0: before it), and how long after that it reached the viewer.
+    headersMs: ms(headersAt === null ? null : headersAt - reopened),
+    agentSentAfterMs: ms(agent === null ? null : Math.max(0, agent - reopened)),
+    afterAgentMs: ms(agent === null || firstNew === null ? null : firstNew - Math.max(agent, reopened)),
   };
 }
 
@@ -511,16 +593,30 @@ export async function agents(ctx) {
       "agents: no WebSocket in this Node (Node 20 needs --experimental-websocket; npm run bench passes it)",
     );
   ctxPgid = server.pid;
+  rawBase = null;
   const peer = await startPeer();
   const done = untilInterrupted(() => peer.stop());
   if (!peer.inspectorQuiet)
     problems.push("agents: the peer's network reports to its inspector proxy could not be turned off");
   const out = { config: C, peer: {}, gateway: {} };
   results.agents = out;
+  // Each part runs whatever happened to the one before it; a part that threw fails the section at
+  // its end, with every part's figures that were measured kept.
+  const failed = [];
+  const part = async (name, fn) => {
+    if (!C.AGENTS_PARTS.includes(name)) return;
+    try {
+      await fn();
+    } catch (err) {
+      failed.push(`${name}: ${err?.message ?? err}`);
+      console.error(`bench: agents: ${name} failed: ${err?.stack ?? err}`);
+      // A part that failed may have left the emulator slowed down.
+      await api.faults({ frameDelayMs: 0 }).catch(() => {});
+    }
+  };
   try {
-    const part = (name) => C.AGENTS_PARTS.includes(name);
     out.peer.rows = [];
-    if (part("rows")) {
+    await part("rows", async () => {
       // Rows and bytes: the rows benchmark's sizes and pace, and the two rates of rows per frame.
       // (The long AGENTS_WORDS turn comes last: see RATE_WORDS.)
       for (const [words, frameMs] of [
@@ -530,45 +626,45 @@ export async function agents(ctx) {
       ]) {
         out.peer.rows.push(await peerRowsTurn(peer, `rows-${words}-${frameMs}-${tag}`, words, frameMs));
       }
-    }
+    });
 
-    if (part("cpu")) {
+    await part("cpu", async () => {
       step("CPU per extra viewer");
       // CPU per delta per extra viewer, each on its own workerd, 1 then CPU_VIEWERS viewers.
-      await api.post("/_emulator/faults", { frameDelayMs: C.CPU_FRAME_MS });
+      await api.faults({ frameDelayMs: C.CPU_FRAME_MS });
       const most = C.CPU_VIEWERS_MAX > C.CPU_VIEWERS ? C.CPU_VIEWERS_MAX : 0;
       try {
         const one = await gatewayCpuTurn(ctx, 1);
         out.gateway.cpu = perExtraViewer(one, await gatewayCpuTurn(ctx, C.CPU_VIEWERS), C.CPU_VIEWERS);
         if (most) out.gateway.cpuMost = perExtraViewer(one, await gatewayCpuTurn(ctx, most), most);
       } finally {
-        await api.post("/_emulator/faults", { frameDelayMs: 0 });
+        await api.faults({ frameDelayMs: 0 });
       }
       const peerOne = await peerCpuTurn(peer, 1);
       out.peer.cpu = perExtraViewer(peerOne, await peerCpuTurn(peer, C.CPU_VIEWERS), C.CPU_VIEWERS);
       if (most) out.peer.cpuMost = perExtraViewer(peerOne, await peerCpuTurn(peer, most), most);
-    }
+    });
 
-    if (part("reconnect")) {
+    await part("reconnect", async () => {
       step("reconnect");
       // A viewer reconnecting mid-stream.
-      await api.post("/_emulator/faults", { frameDelayMs: C.RECONNECT_FRAME_MS });
+      await api.faults({ frameDelayMs: C.RECONNECT_FRAME_MS });
       try {
         out.gateway.reconnect = await gatewayReconnect(ctx);
       } finally {
-        await api.post("/_emulator/faults", { frameDelayMs: 0 });
+        await api.faults({ frameDelayMs: 0 });
       }
       out.peer.reconnect = await peerReconnect(peer);
       if (out.gateway.reconnect.lost || out.gateway.reconnect.duplicated || !out.gateway.reconnect.exact)
         problems.push(
           `agents: the gateway's reconnecting viewer lost ${out.gateway.reconnect.lost} and got ${out.gateway.reconnect.duplicated} twice (exact: ${out.gateway.reconnect.exact})`,
         );
-    }
+    });
 
-    if (part("concurrent")) {
+    await part("concurrent", async () => {
       step(`${C.CONCURRENT} at once`);
       // CONCURRENT conversations at once against one, at the emulator's default pace.
-      await api.post("/_emulator/faults", { frameDelayMs: C.CONCURRENT_FRAME_MS });
+      await api.faults({ frameDelayMs: C.CONCURRENT_FRAME_MS });
       try {
         const one = await gatewayConcurrent(ctx, 1, "one");
         const sandboxId = (await api.get(`/_emulator/executions/${one.executions[0]}`)).sandboxId;
@@ -598,16 +694,16 @@ export async function agents(ctx) {
         // Ours at once ÷ the raw streams at once: what the session object, the user object and the relay add.
         out.gateway.concurrent.perRaw = Number((many.seconds / rawMany.seconds).toFixed(2));
       } finally {
-        await api.post("/_emulator/faults", { frameDelayMs: 0 });
+        await api.faults({ frameDelayMs: 0 });
       }
       step(`the peer's ${C.CONCURRENT} at once`);
       out.peer.concurrent = ratioOf(
         await peerConcurrent(peer, 1, "one"),
         await peerConcurrent(peer, C.CONCURRENT, "many"),
       );
-    }
+    });
 
-    if (part("long")) {
+    await part("long", async () => {
       step(`the peer's ${C.AGENTS_WORDS}-word turn`);
       try {
         out.peer.rows.push(
@@ -621,12 +717,13 @@ export async function agents(ctx) {
       } catch (err) {
         problems.push(`agents peer ${C.AGENTS_WORDS}-word turn: ${err.message}`);
       }
-    }
+    });
     for (const t of out.peer.rows)
       if (!t.sameInstance)
         problems.push(
           `agents peer rows ${t.words} words: the agent changed instance during the turn; its rows are not this turn's`,
         );
+    if (failed.length) throw new Error(`agents: ${failed.length} part(s) failed: ${failed.join("; ")}`);
   } catch (err) {
     out.peerOutput = peer.output().slice(-4000);
     throw err;
@@ -654,14 +751,17 @@ export function report(results) {
       const reads = cpu?.many.chunksPerViewer
         ? `; a viewer's events came in ${cpu.many.chunksPerViewer.min}–${cpu.many.chunksPerViewer.max} reads (${cpu.one.chunksPerViewer.min} at 1 viewer)`
         : "";
+      const late = cpu?.many.addedMs
+        ? `; added p50 / p99 ${cpu.many.addedMs.p50} / ${cpu.many.addedMs.p99} ms (${cpu.one.addedMs?.p50 ?? "?"} / ${cpu.one.addedMs?.p99 ?? "?"} at 1)`
+        : "";
       if (cpu)
         out.push(
-          `${side}: runtime CPU ${cpu.one.runtimeSeconds} s at 1 viewer, ${cpu.many.runtimeSeconds} s at ${cpu.viewers} (${cpu.many.frames} deltas): ${cpu.microsecondsPerDeltaPerExtraViewer} µs per delta per extra viewer (${cpu.withProxyMicroseconds} µs with wrangler's proxy)${reads}`,
+          `${side}: runtime CPU ${cpu.one.runtimeSeconds} s at 1 viewer, ${cpu.many.runtimeSeconds} s at ${cpu.viewers} (${cpu.many.frames} deltas): ${cpu.microsecondsPerDeltaPerExtraViewer} µs per delta per extra viewer (${cpu.withProxyMicroseconds} µs with wrangler's proxy)${reads}${late}`,
         );
     }
     if (s.reconnect)
       out.push(
-        `${side}: reconnect at delta ${s.reconnect.droppedAfter} of ${s.reconnect.deltas}: first new delta after ${s.reconnect.reconnectMs} ms, ${s.reconnect.lost} lost, ${s.reconnect.duplicated} deltas twice`,
+        `${side}: reconnect at delta ${s.reconnect.droppedAfter} of ${s.reconnect.deltas}: first new delta after ${s.reconnect.reconnectMs} ms, ${s.reconnect.lost} lost, ${s.reconnect.duplicated} deltas twice${s.reconnect.headersMs === undefined ? "" : ` (headers after ${s.reconnect.headersMs} ms; the agent sent that delta ${s.reconnect.agentSentAfterMs ?? "?"} ms after the reconnect, it reached the viewer ${s.reconnect.afterAgentMs ?? "?"} ms after that)`}`,
       );
     if (s.concurrent)
       out.push(

@@ -79,14 +79,49 @@ const portFree = (port) =>
   });
 
 /**
+ * How long a dev server the bench starts may take to answer (BENCH_SERVER_START_S, 180 s): wrangler
+ * builds the Worker and starts two runtimes first, which on a loaded machine takes minutes.
+ */
+const SERVER_START_MS = num("BENCH_SERVER_START_S", 180) * 1000;
+
+/**
  * `wrangler dev` of this tree, or of `checkout` (an older commit's worktree), for a benchmark run,
  * with the runtime's network reports to wrangler's inspector proxy off (quietInspector);
- * `inspectorQuiet` says whether they are.
+ * `inspectorQuiet` says whether they are. Stopped with the run when it is interrupted.
  */
 export async function startBenchServer(options = {}) {
-  const server = await startDevServer({ port: await benchPort(), ...options, vars: BENCH_VARS });
-  server.inspectorQuiet = await quietInspector(server.pid, () => fetch(`${server.base}/healthz`));
+  const server = await startDevServer({
+    port: await benchPort(),
+    ...options,
+    // A section's own shorter bound (idle's `before`, page-load's) does not undercut the run's.
+    timeoutMs: Math.max(options.timeoutMs ?? 0, SERVER_START_MS),
+    vars: BENCH_VARS,
+  });
+  const done = untilInterrupted(() => server.stop());
+  const { stop, stopped } = server;
+  server.stop = () => (done(), stop());
+  server.stopped = () => (done(), stopped());
+  server.inspectorQuiet = await quietInspector(server.pid, () => fetchGet(`${server.base}/healthz`));
   return server;
+}
+
+/**
+ * Whether a dev server still serves: its process group alive and `/healthz` answered within
+ * `withinMs` (a loaded machine answers late, not never).
+ */
+export async function serving(server, withinMs = 30_000) {
+  try {
+    process.kill(server.pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const res = await fetchGet(`${server.base}/healthz`, { signal: AbortSignal.timeout(withinMs) });
+    await res.text();
+    return res.ok;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -131,6 +166,26 @@ const onInterrupt = new Set();
 export function untilInterrupted(undo) {
   onInterrupt.add(undo);
   return () => onInterrupt.delete(undo);
+}
+
+/** What is registered to undo now: a mark for undoSince. */
+export const undoMark = () => new Set(onInterrupt);
+
+/**
+ * Undoes what was registered since `mark` and is still registered: the servers and worktrees of a
+ * section abandoned at its deadline (bench/run.mjs), so its work left running fails instead of
+ * loading the sections after it.
+ */
+export function undoSince(mark) {
+  for (const undo of [...onInterrupt]) {
+    if (mark.has(undo)) continue;
+    onInterrupt.delete(undo);
+    try {
+      undo();
+    } catch {
+      // gone already
+    }
+  }
 }
 
 /** On SIGINT or SIGTERM: everything registered is undone, and the process exits 130. */
@@ -182,9 +237,30 @@ export async function atCommit(ref, problems, fn) {
   }
 }
 
+/**
+ * Whether a request failed because the connection it was sent on was closed under it: a kept-alive
+ * connection the server (wrangler dev's proxy) closed while it sat idle in the pool, which a loaded
+ * machine makes likely (a gdb read, a collection, a slow section leave the pool idle for seconds).
+ */
+const closedUnder = (err) =>
+  err?.name === "TypeError" && ["UND_ERR_SOCKET", "ECONNRESET", "EPIPE"].includes(err.cause?.code);
+
+/**
+ * `fetch` for a GET, or a request that sets what it sets however often it is sent: sent once more when the connection was closed
+ * under it (closedUnder), never for anything else.
+ */
+export async function fetchGet(url, init = {}) {
+  try {
+    return await fetch(url, init);
+  } catch (err) {
+    if (!closedUnder(err)) throw err;
+    return fetch(url, init);
+  }
+}
+
 function client(base) {
-  async function call(method, path, body, headers = {}) {
-    const res = await fetch(`${base}${path}`, {
+  async function call(method, path, body, headers = {}, idempotent = method === "GET") {
+    const res = await (idempotent ? fetchGet : fetch)(`${base}${path}`, {
       signal: AbortSignal.timeout(120_000),
       method,
       headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
@@ -197,6 +273,8 @@ function client(base) {
   return {
     post: (path, body, headers) => call("POST", path, body, headers),
     get: (path, headers) => call("GET", path, undefined, headers),
+    /** The emulator's faults set (the same body twice sets the same): sent again as a GET is. */
+    faults: (body) => call("POST", "/_emulator/faults", body, {}, true),
   };
 }
 
@@ -216,7 +294,7 @@ export function follow(url, headers, onFrame) {
     let res;
     const noHeaders = setTimeout(() => abort.abort(new Error(`${url}: no response headers within 60 s`)), 60_000);
     try {
-      res = await fetch(url, { headers, signal: abort.signal });
+      res = await fetchGet(url, { headers, signal: abort.signal });
     } catch (err) {
       opened.reject(err);
       throw err;
@@ -380,7 +458,7 @@ export async function timedRead(url, headers, stopAt, headersWithinMs = 120_000)
   );
   let res;
   try {
-    res = await fetch(url, { headers, signal: abort.signal });
+    res = await fetchGet(url, { headers, signal: abort.signal });
   } catch (err) {
     throw abort.signal.aborted ? abort.signal.reason : err;
   } finally {

@@ -256,7 +256,7 @@ async function latencyRun({ base, api, auth, problems, server }, K) {
 export async function latency(ctx) {
   await ctx.api.post("/_emulator/faults", { frameDelayMs: LATENCY_FRAME_MS });
   // The streams' address (LATENCY_VIA), and the API's.
-  const direct = LATENCY_VIA === "proxy" ? null : await runtimeBase(ctx.server.pid);
+  const direct = LATENCY_VIA === "proxy" ? null : await runtimeBase(ctx.server.pid, () => fetch(`${ctx.base}/healthz`));
   if (LATENCY_VIA !== "proxy" && !direct)
     ctx.problems.push(
       "latency: the runtime's own address was not found; the streams were read through wrangler dev's proxy",

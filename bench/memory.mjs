@@ -16,8 +16,12 @@
 // proxy in front of it (bench/workerd.mjs). Target (issue 24): after every round, idle RSS within 10%
 // of the start.
 
-import { agentSocket, isDone, sendTurn, startPeer } from "./agents.mjs";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { isDone, openAgentSocket, sendTurn, startPeer } from "./agents.mjs";
 import {
+  fetchGet,
   follow,
   isTurnEnd,
   num,
@@ -42,6 +46,7 @@ export const config = {
   MEMORY_AFTER_RELEASE_ROUNDS: num("MEMORY_AFTER_RELEASE_ROUNDS", 1),
 };
 const M = config;
+const here = dirname(fileURLToPath(import.meta.url));
 /** Requests one conversation of a round makes: the viewer's stream, the turn, and the stream's WebSocket into the object. */
 const REQUESTS_PER_CONVERSATION = 3;
 
@@ -71,7 +76,7 @@ async function idleRss(pgid) {
  */
 async function collected(pgid, base, problems, label) {
   try {
-    const poke = () => fetch(`${base}/healthz`).then((r) => r.text());
+    const poke = () => fetchGet(`${base}/healthz`).then((r) => r.text());
     // The first session on a fresh runtime has gone unanswered once (30 s): asked again once.
     const heap = await collectedHeapMiB(pgid, poke).catch(() => collectedHeapMiB(pgid, poke));
     if (!heap) problems.push(`memory ${label}: no inspector found for the runtime: the collected heap not measured`);
@@ -140,18 +145,16 @@ async function peerRounds(out, problems) {
   const peer = await startPeer();
   const done = untilInterrupted(() => peer.stop());
   try {
-    const warm = agentSocket(peer.base, `mem-warm-${tag}`);
-    await warm.opened;
+    const warm = await openAgentSocket(peer.base, `mem-warm-${tag}`);
     sendTurn(warm, "w", "warm [words:10]");
     await warm.waitFor(isDone("w"));
     warm.close();
     out.peer = { startMiB: await idleRss(peer.pid), rounds: [] };
     out.peer.start = await collected(peer.pid, peer.base, problems, "peer start");
     for (let r = 1; r <= M.MEMORY_PEER_ROUNDS; r++) {
-      const sockets = Array.from({ length: M.MEMORY_CONVERSATIONS }, (_, i) =>
-        agentSocket(peer.base, `mem-${r}-${i}-${tag}`),
+      const sockets = await Promise.all(
+        Array.from({ length: M.MEMORY_CONVERSATIONS }, (_, i) => openAgentSocket(peer.base, `mem-${r}-${i}-${tag}`)),
       );
-      await Promise.all(sockets.map((s) => s.opened));
       await Promise.all(
         sockets.map((s) => (sendTurn(s, "m", `memory [words:${M.MEMORY_WORDS}]`), s.waitFor(isDone("m")))),
       );
@@ -200,7 +203,7 @@ export async function memory({ problems, results }) {
       // As a round of conversations does: MEMORY_CONVERSATIONS at once, each its requests in turn.
       await Promise.all(
         Array.from({ length: M.MEMORY_CONVERSATIONS }, async () => {
-          for (let i = 0; i < REQUESTS_PER_CONVERSATION; i++) await (await fetch(`${base}/healthz`)).text();
+          for (let i = 0; i < REQUESTS_PER_CONVERSATION; i++) await (await fetchGet(`${base}/healthz`)).text();
         }),
       );
       out.baseline.push({
@@ -273,6 +276,9 @@ export async function memory({ problems, results }) {
       };
     }
   } finally {
+    // Its own server's output, beside the run's (bench/results/server.log): what the runtime said.
+    mkdirSync(join(here, "results"), { recursive: true });
+    writeFileSync(join(here, "results", "memory-server.log"), server.output());
     await server.stopped();
     done();
   }

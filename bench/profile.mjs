@@ -128,7 +128,7 @@ async function main() {
     const session = await inspectWorker(server.pid, poke);
     if (!session) throw new Error("profile: the runtime's inspector was not found");
     const cids = Array.from({ length: C.CONVERSATIONS }, (_, i) => `profile-${i}-${tag}`);
-    const streams = C.VIA === "runtime" ? await runtimeBase(server.pid) : base;
+    const streams = C.VIA === "runtime" ? await runtimeBase(server.pid, () => fetch(`${base}/healthz`)) : base;
     if (!streams) throw new Error("profile: the runtime's own address was not found");
     const viewers = cids.map((cid) =>
       Array.from({ length: C.VIEWERS }, () => viewer(streams, cid, auth, { stopAt: (f) => isTurnEnd(f.type) })),

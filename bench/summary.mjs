@@ -177,6 +177,46 @@ export function figures(results) {
     l300 ? l300.addedMs.p99 <= 25 : null,
   );
 
+  // Issue 38 item 4: the fan-out's CPU judged with the delivery it bought, at 50 and 300 viewers.
+  // The latency section's (20 ms frames: CPU, reads per viewer, added p50/p99 beside the raw fan-out
+  // to as many readers) and the agents section's (1,000 deltas at 5 ms, the peer's CPU beside it).
+  // Target at 300: added p99 ≤ 2× the raw fan-out's, CPU ≤ the peer's.
+  for (const [k, g, p] of [
+    [gcpu?.viewers ?? 50, gcpu, pcpu],
+    [gmost?.viewers ?? 300, gmost, pmost],
+  ]) {
+    const l = lat(k);
+    const raw = l?.rawFanout;
+    const reads = (c) => (c ? `${c.min}–${c.max} reads a viewer` : "reads unknown");
+    const peer = p?.microsecondsPerDeltaPerExtraViewer;
+    const judged = k === 300 ? "added p99 ≤ 2× the raw fan-out's; CPU ≤ the peer's" : "—";
+    add(
+      5,
+      `fan-out at ${k} viewers, 20 ms frames (latency): runtime CPU µs per frame per extra viewer; reads; added p50 / p99 ms`,
+      l &&
+        `${l.cpuPerFramePerExtraViewerUs?.runtime ?? "?"} µs; ${reads(l.chunksPerViewer)}; ${l.addedMs.p50} / ${l.addedMs.p99}`,
+      raw &&
+        `raw fan-out to ${k}: p99 ${raw.addedMs.p99} ms (p50 ${raw.addedMs.p50}), CPU ${raw.cpuPerFramePerExtraReaderUs?.runtime ?? "?"} µs`,
+      peer == null ? null : `${peer} µs (agents section, 5 ms frames)`,
+      judged,
+      k === 300 && l && raw && peer != null
+        ? l.addedMs.p99 <= 2 * raw.addedMs.p99 && l.cpuPerFramePerExtraViewerUs?.runtime <= peer
+        : null,
+    );
+    add(
+      5,
+      `fan-out at ${k} viewers, 5 ms frames (agents): runtime CPU µs per delta per extra viewer; reads; added p50 / p99 ms`,
+      g &&
+        `${g.microsecondsPerDeltaPerExtraViewer} µs; ${reads(g.many.chunksPerViewer)}; ${g.many.addedMs ? `${g.many.addedMs.p50} / ${g.many.addedMs.p99}` : "unknown"}`,
+      g?.one.addedMs && `at 1 viewer: added p50 / p99 ${g.one.addedMs.p50} / ${g.one.addedMs.p99} ms`,
+      peer == null ? null : `${peer} µs (its latency not measured)`,
+      k === 300 ? "CPU ≤ the peer's, at that latency" : "—",
+      k === 300 && g && peer != null && raw && g.many.addedMs
+        ? g.microsecondsPerDeltaPerExtraViewer <= peer && g.many.addedMs.p99 <= 2 * raw.addedMs.p99
+        : null,
+    );
+  }
+
   // 3. No loss window, as a viewer sees it: a reconnect mid-stream.
   const gr = a?.gateway?.reconnect;
   const pr = a?.peer?.reconnect;

@@ -109,8 +109,8 @@ export function cpuSeconds(pgid) {
   return out;
 }
 
-/** The TCP ports process `pid` listens on (its sockets' inodes, found in /proc/<pid>/net/tcp in state LISTEN). */
-function listeningPorts(pid) {
+/** The inodes of process `pid`'s sockets. */
+function socketInodes(pid) {
   const inodes = new Set();
   for (const fd of readdirSync(`/proc/${pid}/fd`)) {
     try {
@@ -120,6 +120,12 @@ function listeningPorts(pid) {
       // closed meanwhile
     }
   }
+  return inodes;
+}
+
+/** The TCP ports process `pid` listens on (its sockets' inodes, found in /proc/<pid>/net/tcp in state LISTEN). */
+function listeningPorts(pid) {
+  const inodes = socketInodes(pid);
   const ports = [];
   for (const line of readFileSync(`/proc/${pid}/net/tcp`, "utf8").split("\n").slice(1)) {
     const f = line.trim().split(/\s+/);
@@ -127,6 +133,43 @@ function listeningPorts(pid) {
     if (f[3] === "0A" && inodes.has(f[9])) ports.push(parseInt(f[1].split(":")[1], 16));
   }
   return ports;
+}
+
+/** The remote ports of the TCP connections process `pid` holds open (state ESTABLISHED). */
+function connectedPorts(pid) {
+  const inodes = socketInodes(pid);
+  const ports = new Set();
+  for (const line of readFileSync(`/proc/${pid}/net/tcp`, "utf8").split("\n").slice(1)) {
+    const f = line.trim().split(/\s+/);
+    // f[2] remote address (hex ip:port), f[3] state (01: ESTABLISHED), f[9] inode.
+    if (f[3] === "01" && inodes.has(f[9])) ports.add(parseInt(f[2].split(":")[1], 16));
+  }
+  return ports;
+}
+
+/**
+ * The runtime's ports that answer HTTP: its entry and its inspector, told from its third, its debug
+ * port (`--debug-port`, wrangler's dev registry), which speaks Cap'n Proto: an HTTP request there
+ * breaks that RPC connection ("incoming RPC message exceeds size limit" in the runtime's log, the
+ * request's first bytes read as a message's size). wrangler dev's proxy holds connections to the
+ * first two (it forwards every request to the entry and keeps its inspector proxy's session open)
+ * and none to the debug port, so only the ports the proxy is connected to are asked anything;
+ * `poke` (a request through the proxy) first, so that the proxy has a connection to the entry.
+ */
+export async function runtimeHttpPorts(pgid, poke) {
+  const pids = workerdPids(pgid);
+  const runtime = pids.find((pid) => roleOf(pid) === "runtime");
+  if (runtime === undefined) return [];
+  await poke().catch(() => undefined);
+  const connected = new Set();
+  for (const pid of pids.filter((p) => roleOf(p) === "proxy")) {
+    try {
+      for (const port of connectedPorts(pid)) connected.add(port);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return listeningPorts(runtime).filter((port) => connected.has(port));
 }
 
 /**
@@ -143,38 +186,38 @@ function listeningPorts(pid) {
  */
 export async function inspectWorker(pgid, poke) {
   const pids = workerdPids(pgid);
-  const candidates = [];
-  for (const [role, pick] of [
-    ["proxy", (t) => String(t.webSocketDebuggerUrl).endsWith("/ws")],
-    ["runtime", (t) => String(t.id).startsWith("core:user:")],
-  ]) {
-    for (const pid of pids.filter((p) => roleOf(p) === role)) {
-      for (const port of listeningPorts(pid)) {
-        try {
-          const list = await (
-            await fetch(`http://127.0.0.1:${port}/json/list`, { signal: AbortSignal.timeout(2000) })
-          ).json();
-          const target = Array.isArray(list) ? list.find(pick) : undefined;
-          if (target)
-            candidates.push({
-              url: target.webSocketDebuggerUrl,
-              target: role === "runtime" ? target.id : `wrangler:${target.id}`,
-            });
-        } catch {
-          // not an inspector
-        }
+  // wrangler's own inspector proxy first (its proxy workerd has no debug port: every port it listens on
+  // speaks HTTP); the runtime's own inspector only when that gives no session, and asked only on the
+  // runtime's HTTP ports (runtimeHttpPorts).
+  const sources = [
+    {
+      role: "proxy",
+      ports: async () => pids.filter((p) => roleOf(p) === "proxy").flatMap((pid) => listeningPorts(pid)),
+      pick: (t) => String(t.webSocketDebuggerUrl).endsWith("/ws"),
+    },
+    { role: "runtime", ports: () => runtimeHttpPorts(pgid, poke), pick: (t) => String(t.id).startsWith("core:user:") },
+  ];
+  for (const { role, ports, pick } of sources) {
+    for (const port of await ports()) {
+      let target;
+      try {
+        const list = await (
+          await fetch(`http://127.0.0.1:${port}/json/list`, { signal: AbortSignal.timeout(2000) })
+        ).json();
+        target = Array.isArray(list) ? list.find(pick) : undefined;
+      } catch {
+        // not an inspector
       }
+      if (!target) continue;
+      const session = await openInspector(target.webSocketDebuggerUrl, poke).catch(() => null);
+      if (!session) continue;
+      const answers = await session.call("Runtime.getHeapUsage", {}, 5_000).then(
+        () => true,
+        () => false,
+      );
+      if (answers) return { ...session, target: role === "runtime" ? target.id : `wrangler:${target.id}` };
+      session.close();
     }
-  }
-  for (const { url, target } of candidates) {
-    const session = await openInspector(url, poke).catch(() => null);
-    if (!session) continue;
-    const answers = await session.call("Runtime.getHeapUsage", {}, 5_000).then(
-      () => true,
-      () => false,
-    );
-    if (answers) return { ...session, target };
-    session.close();
   }
   return null;
 }
@@ -266,14 +309,12 @@ export async function collectedHeapMiB(pgid, poke) {
 }
 
 /**
- * The runtime's own address (`http://127.0.0.1:<port>`), behind wrangler dev's proxy: of the ports
- * the runtime's workerd listens on (its entry, its inspector, its debug port), the one that answers
+ * The runtime's own address (`http://127.0.0.1:<port>`), behind wrangler dev's proxy: of the
+ * runtime's HTTP ports (its entry and its inspector: runtimeHttpPorts), the one that answers
  * `/healthz`. Null when not found.
  */
-export async function runtimeBase(pgid) {
-  const runtime = workerdPids(pgid).find((pid) => roleOf(pid) === "runtime");
-  if (runtime === undefined) return null;
-  for (const port of listeningPorts(runtime)) {
+export async function runtimeBase(pgid, poke) {
+  for (const port of await runtimeHttpPorts(pgid, poke)) {
     try {
       const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(5_000) });
       if (res.ok && (await res.json()).ok === true) return `http://127.0.0.1:${port}`;

@@ -253,6 +253,36 @@ describe("fan-out: the live interval", () => {
   });
 });
 
+describe("fan-out: the live interval and a stream that just joined", () => {
+  it("the first batch after a stream joined the live set leaves on the next task, not at the interval's end", async () => {
+    // A reconnecting viewer's first new delta: the batch before it left a moment ago (to the other
+    // viewers, or to none), and the interval would hold the next one for its rest.
+    const l = log();
+    const sent: { ws: WebSocket; message: Uint8Array }[] = [];
+    let clock = 1_000;
+    const fanout = new EventFanout({
+      ...l.options,
+      maxPendingBytes: 1_000_000,
+      liveIntervalMs: 300,
+      now: () => clock,
+      onSend: (ws, message) => void sent.push({ ws, message }),
+    });
+    const watching = readIds(fanout.open(0), 2);
+    await until(() => sent.length === 1); // the watcher's first pull: live at once on an empty log
+    fanout.publish(l.append());
+    await until(() => sent.length === 2); // event 1 to the watcher: the interval starts
+    clock += 5;
+    const joining = readIds(fanout.open(1), 1);
+    await until(() => sent.length === 3); // its first pull: live at once, nothing after its cursor
+    fanout.publish(l.append());
+    // Within the interval after the last send, but the new stream has had nothing live yet.
+    await new Promise((r) => setTimeout(r, 20));
+    expect(sent.length).toBe(5);
+    expect(await joining).toEqual([2]);
+    expect(await watching).toEqual([1, 2]);
+  });
+});
+
 describe("fan-out: joining the live set", () => {
   it("events published one by one between the awaits of one task (a burst upstream sent in one chunk) leave as one message per socket, in order", async () => {
     const l = log();

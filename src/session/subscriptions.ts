@@ -95,8 +95,9 @@ export interface SubscriptionHubDeps<S> {
 
 /**
  * Live batches leave at most once per this many milliseconds: one display frame at 60 Hz. The
- * first batch after a quiet spell leaves on the next task, no later; events that come within the
- * interval after a send wait for its end and leave together. A browser paints no faster, and every
+ * first batch after a quiet spell leaves on the next task, no later, and so does the first after a
+ * stream joined the live set (a reconnecting viewer's first new delta waits for no interval); events
+ * that come within the interval after a send wait for its end and leave together. A browser paints no faster, and every
  * message costs each viewer's relay the same whatever it carries
  * (bench/notes/2026-12-02-one-live-send-per-display-frame.md), so deltas faster than 60 a second cost a viewer 60
  * messages a second, not one per delta.
@@ -142,6 +143,8 @@ export class SubscriptionHub<S> {
   private sendTimer: ReturnType<typeof setTimeout> | undefined;
   /** When the last live batch left (memory only: after a hibernation the first leaves at once). */
   private lastSentAt = Number.NEGATIVE_INFINITY;
+  /** A stream joined the live set since the last live batch left: the next one leaves on the next task. */
+  private joined = false;
   /**
    * The last event pushed live, as its frame left (its envelope's text beside it): what the next
    * live frame may continue. Memory only: after a hibernation the first live frame goes full.
@@ -206,9 +209,11 @@ export class SubscriptionHub<S> {
     // Synced when the next live frame may continue what this page sent last: nothing was pushed live
     // since this instance started (its first live frame goes full), or this page ended on the very
     // event the live frames continue.
-    if (state.live)
+    if (state.live) {
       state.synced =
         this.live.envelope === null || (lastSent !== undefined && lastSent.envelope === this.live.envelope);
+      this.joined = true;
+    }
     this.deps.save(socket, state);
     this.deps.send(socket, wireMessage(state.live ? LIVE : PAGE, out));
   }
@@ -239,7 +244,7 @@ export class SubscriptionHub<S> {
       this.live = { context: encoded.context, envelope: row.envelope };
     }
     if (this.batch && this.sendTimer === undefined) {
-      const wait = this.lastSentAt + (this.deps.liveIntervalMs ?? LIVE_INTERVAL_MS) - this.now();
+      const wait = this.joined ? 0 : this.lastSentAt + (this.deps.liveIntervalMs ?? LIVE_INTERVAL_MS) - this.now();
       this.sendTimer = setTimeout(() => this.flush(), Math.max(0, wait));
     }
   }
@@ -256,6 +261,7 @@ export class SubscriptionHub<S> {
     if (!batch) return;
     this.batch = null;
     this.lastSentAt = this.now();
+    this.joined = false;
     // Several messages for a large batch (a resumed reader's whole part texts, tool outputs): none
     // past the platform's message limit, none alone past the relay's slow-viewer bound. The relay
     // writes them to one response in order, so a lean frame may continue the message before it.
