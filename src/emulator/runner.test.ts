@@ -60,3 +60,49 @@ describe("the emulator's runs keep their own schedule", () => {
     expect(await framesAfter([1, DELAY_MS / 2])).toBe(1);
   });
 });
+
+describe("the emulator's backstop alarm", () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it("is armed between the next frame's time and a second after it, not once per tick", async () => {
+    const stub = env.SANDBOX_EMULATOR!.get(env.SANDBOX_EMULATOR!.idFromName(`runner-alarm-${crypto.randomUUID()}`));
+    const { armed, ticks, outOfRange } = await runInDurableObject(stub, (_instance, state) => {
+      const now = vi.spyOn(Date, "now").mockReturnValue(T0);
+      const store = new EmulatorStore(state.storage.sql);
+      const armed: number[] = [];
+      const runner = new Runner({
+        store,
+        streams: new StreamHub(store),
+        frameDelayMs: () => DELAY_MS,
+        setAlarm: (at) => armed.push(at),
+      });
+      let ticks = 0;
+      let outOfRange = 0;
+      try {
+        runner.start({
+          sandboxId: "sb",
+          sessionId: "s",
+          message: "answer [words:100]",
+          backend: "opencode",
+          request: {},
+        });
+        // A tick at each frame's time: the run's whole turn, one frame a tick.
+        for (let at = DELAY_MS; at <= 100 * DELAY_MS; at += DELAY_MS) {
+          now.mockReturnValue(T0 + at);
+          runner.tick();
+          ticks++;
+          const next = store.nextDueAt();
+          const alarm = armed.at(-1)!;
+          if (next !== null && (alarm < next || alarm > next + 1_000)) outOfRange++;
+        }
+      } finally {
+        runner.clear();
+      }
+      return { armed: armed.length, ticks, outOfRange };
+    });
+    // Always a backstop for the next frame, never more than a second late, and set about once a second.
+    expect(outOfRange).toBe(0);
+    expect(ticks).toBe(100);
+    expect(armed).toBeLessThanOrEqual(Math.ceil((100 * DELAY_MS) / 1_000) + 1);
+  });
+});

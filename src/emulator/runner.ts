@@ -60,6 +60,8 @@ export class Runner {
   private readonly store: EmulatorStore;
   private readonly streams: StreamHub;
   private timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the backstop alarm this instance armed fires (undefined: none armed, or it fired). */
+  private alarmAt: number | undefined;
   /** Scripts are pure functions of their input: rebuilt on demand, cached per execution. */
   private readonly scripts = new Map<string, ScriptFrame[]>();
 
@@ -132,13 +134,24 @@ export class Runner {
     this.timer = undefined;
     if (next === null) return;
     this.timer = setTimeout(() => this.tick(), Math.max(0, next - Date.now()));
-    this.options.setAlarm(next + ALARM_BACKSTOP_MS);
+    // The backstop moves only when it would fire before the next frame is due or more than
+    // ALARM_BACKSTOP_MS after it: not a storage write per tick (a frame every few ms).
+    if (this.alarmAt === undefined || this.alarmAt < next || this.alarmAt > next + ALARM_BACKSTOP_MS) {
+      this.alarmAt = next + ALARM_BACKSTOP_MS;
+      this.options.setAlarm(this.alarmAt);
+    }
+  }
+
+  /** The backstop alarm fired: none is armed until the next schedule. */
+  alarmFired(): void {
+    this.alarmAt = undefined;
   }
 
   /** Forgets the in-memory part (after a reset of the stored state). */
   clear(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+    this.alarmAt = undefined;
     this.scripts.clear();
   }
 
