@@ -149,14 +149,14 @@ export class SseParser {
   }
 }
 
-/** Reads a byte stream as SSE frames. */
+/** Reads a byte stream (or a reader of one) as SSE frames. */
 export async function* readSseFrames(
-  body: ReadableStream<Uint8Array>,
+  body: ReadableStream<Uint8Array> | Pick<ReadableStreamDefaultReader<Uint8Array>, "read" | "cancel">,
   maxFrameBytes = DEFAULT_MAX_FRAME_BYTES,
 ): AsyncGenerator<SseFrame> {
   const parser = new SseParser(maxFrameBytes);
   const decoder = new TextDecoder();
-  const reader = body.getReader();
+  const reader = "getReader" in body ? body.getReader() : body;
   try {
     while (true) {
       const { done, value } = await reader.read();
