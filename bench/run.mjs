@@ -39,6 +39,7 @@ import * as pageLoad from "./page-load.mjs";
 import * as relay from "./relay.mjs";
 import * as replay from "./replay.mjs";
 import * as rows from "./rows.mjs";
+import * as stall from "./stall.mjs";
 import * as summary from "./summary.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -50,6 +51,7 @@ const results = {
   config: {
     ...relay.config,
     ...replay.config,
+    ...stall.config,
     ...latency.config,
     ...rows.config,
     ...idle.config,
@@ -91,6 +93,7 @@ try {
   const sections = {
     relay: relay.relay,
     replay: replay.replay,
+    stall: stall.stall,
     rows: rows.rows,
     idle: idle.idle,
     agents: agents.agents,
@@ -134,6 +137,7 @@ results.summary = summary.figures(results);
 const out = [
   ...throughputReport(results),
   ...replay.report(results),
+  ...stall.report(results),
   ...latency.report(results),
   ...rows.report(results),
   ...idle.report(results),

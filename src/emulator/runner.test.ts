@@ -5,7 +5,7 @@
  */
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { Runner } from "./runner";
+import { FRAMES_PER_TICK, Runner } from "./runner";
 import { EmulatorStore } from "./store";
 import { StreamHub } from "./streams";
 
@@ -104,5 +104,55 @@ describe("the emulator's backstop alarm", () => {
     expect(outOfRange).toBe(0);
     expect(ticks).toBe(100);
     expect(armed).toBeLessThanOrEqual(Math.ceil((100 * DELAY_MS) / 1_000) + 1);
+  });
+});
+
+describe("the emulator's work per tick", () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it("is bounded: an unpaced run emits about FRAMES_PER_TICK frames a tick, the rest in the ticks after, each once; a paced run beside it keeps its schedule", async () => {
+    const stub = env.SANDBOX_EMULATOR!.get(env.SANDBOX_EMULATOR!.idFromName(`runner-budget-${crypto.randomUUID()}`));
+    const { perTick, pacedLate, total, status } = await runInDurableObject(stub, (_instance, state) => {
+      const now = vi.spyOn(Date, "now").mockReturnValue(T0);
+      const store = new EmulatorStore(state.storage.sql);
+      let delay = DELAY_MS;
+      const runner = new Runner({
+        store,
+        streams: new StreamHub(store),
+        frameDelayMs: () => delay,
+        setAlarm: () => undefined,
+      });
+      const perTick: number[] = [];
+      let pacedLate = 0;
+      const run = (message: string) =>
+        runner.start({ sandboxId: "sb", sessionId: `s-${message}`, message, backend: "opencode", request: {} });
+      try {
+        const paced = run("paced [words:300]");
+        delay = 0;
+        const burst = run("burst [words:300]");
+        // The clock moves one frame delay a tick: the paced run has one frame due each, the burst all of its own.
+        for (let k = 1, last = store.lastFrameId(burst.id); store.execution(burst.id)!.status === "running"; k++) {
+          now.mockReturnValue(T0 + k * DELAY_MS);
+          const pacedBefore = store.lastFrameId(paced.id);
+          runner.tick();
+          if (store.lastFrameId(paced.id) === pacedBefore) pacedLate++;
+          const emitted = store.lastFrameId(burst.id);
+          perTick.push(emitted - last);
+          last = emitted;
+          if (k > 100) break;
+        }
+        return { perTick, pacedLate, total: store.lastFrameId(burst.id), status: store.execution(burst.id)!.status };
+      } finally {
+        runner.clear();
+      }
+    });
+    expect(status).toBe("completed");
+    expect(total).toBeGreaterThan(300);
+    // Two runs due: each a half of the tick's frames; every frame of the burst once.
+    expect(Math.max(...perTick)).toBe(FRAMES_PER_TICK / 2);
+    expect(perTick.reduce((a, b) => a + b, 0)).toBe(total - 1);
+    expect(perTick.length).toBe(Math.ceil((total - 1) / (FRAMES_PER_TICK / 2)));
+    // The paced run emitted its frame at every tick, on time.
+    expect(pacedLate).toBe(0);
   });
 });

@@ -21,6 +21,13 @@ import { admissionFrame, effectiveVariants, type TerminalShape, terminalFrame } 
 import type { PromptResultView } from "./wire";
 
 const ALARM_BACKSTOP_MS = 1_000;
+/**
+ * About this many frames a tick, over every running execution (each due one a share, at least one
+ * frame): the rest of what is due goes in the next tick, at once (a timer of 0 ms), so an unpaced
+ * run of thousands of frames lets the requests and the other runs of the isolate in between (the
+ * emulator shares it with the Worker).
+ */
+export const FRAMES_PER_TICK = 64;
 
 /** A stored frame's data; a frame the corrupt-frame fault broke reads as empty. */
 function parseStored(data: string): Record<string, unknown> {
@@ -120,10 +127,16 @@ export class Runner {
     return exe;
   }
 
-  /** Emits every frame that is due, for every running execution, then schedules the next tick. */
+  /**
+   * Emits the frames that are due, for every running execution: about FRAMES_PER_TICK in all, a
+   * share of them each (at least one), so a run with thousands due does not hold back the others;
+   * the rest go in the next tick, at once. Then schedules the next tick.
+   */
   tick(): void {
     const now = Date.now();
-    for (const exe of this.store.dueExecutions(now)) this.advance(exe, now);
+    const due = this.store.dueExecutions(now);
+    const share = Math.max(1, Math.floor(FRAMES_PER_TICK / due.length));
+    for (const exe of due) this.advance(exe, now, share);
     this.schedule();
   }
 
@@ -270,8 +283,11 @@ export class Runner {
     return script;
   }
 
-  /** Emits every frame of one execution that is due by `now` (with a zero delay, all of them). */
-  private advance(exe: ExecutionRow, now: number): void {
+  /**
+   * Emits the frames of one execution that are due by `now`, at most `budget` of them (with a zero
+   * delay, every frame is due).
+   */
+  private advance(exe: ExecutionRow, now: number, budget: number): void {
     if (exe.waiting_for !== null) {
       // The ask's deadline passed with no answer: it expires and the run goes on with defaults.
       this.resolveAsk(exe, exe.waiting_for, "expired", { outcome: "timeout" });
@@ -280,13 +296,15 @@ export class Runner {
     const script = this.script(exe);
     let step = exe.step;
     let nextAt: number | null = exe.next_at;
-    while (nextAt !== null && nextAt <= now) {
+    let emitted = 0;
+    while (nextAt !== null && nextAt <= now && emitted < budget) {
       const frame = script[step];
       if (!frame) {
         this.finish(exe, "completed", {});
         return;
       }
       this.emit(exe, frame);
+      emitted++;
       step++;
       if (frame.waitFor) {
         // The run waits for a person: no next frame until the ask is answered or expires.
@@ -305,9 +323,9 @@ export class Runner {
       }
       const next = script[step];
       // On the run's own schedule (the frame before's due time plus the delay), not the tick's: a
-      // tick that came late, the isolate busy with other work, emits every frame due by now at
-      // once, as a remote upstream's stream arrives after a reader's stall; a delay counted from
-      // the tick would slow the agent down with its reader.
+      // tick that came late, the isolate busy with other work, emits the frames due by now at once
+      // (FRAMES_PER_TICK a tick), as a remote upstream's stream arrives after a reader's stall; a
+      // delay counted from the tick would slow the agent down with its reader.
       nextAt = next ? nextAt + exe.frame_delay_ms * (next.delayFactor ?? 1) : null;
       this.store.setProgress(exe.id, step, nextAt);
       if (frame.type === "result") {
