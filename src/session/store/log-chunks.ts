@@ -119,6 +119,67 @@ export function encodeChunk(
   });
 }
 
+/**
+ * A chunk of consecutive seqs as it is encoded so far (a chunk that grows in place, ./held-tail.ts):
+ * its first seq and instant, its entries' JSON (comma-separated), and what the next update is
+ * encoded after: the last seq, its instant and its part (less text, as JSON).
+ */
+export interface ChunkEncoding {
+  first: number;
+  at: number;
+  entries: string;
+  lastSeq: number;
+  lastAtMs: number;
+  current: string | null;
+}
+
+/**
+ * `encoding` (null: a new chunk) with `updates` after it, each encoded once: a chunk that grows by
+ * its new updates costs their text, not the whole chunk's again. `chunkText` of the result is what
+ * `encodeChunk` writes for all of the chunk's updates.
+ */
+export function extendChunk(encoding: ChunkEncoding | null, updates: readonly HeldUpdate[]): ChunkEncoding {
+  const start = updates[0];
+  if (!start && !encoding) throw new Error("a chunk holds at least one update");
+  let lastSeq = encoding ? encoding.lastSeq : start!.seq - 1;
+  let lastAtMs = encoding ? encoding.lastAtMs : start!.atMs;
+  let current = encoding ? encoding.current : null;
+  const out: string[] = encoding ? [encoding.entries] : [];
+  for (const held of updates) {
+    if (held.seq !== lastSeq + 1) throw new Error("a chunk's updates have consecutive seqs");
+    const ms = held.atMs - lastAtMs;
+    if ("whole" in held) {
+      out.push(JSON.stringify([ms, held.whole]));
+      current = JSON.stringify(lessText(held.whole));
+    } else {
+      const key = JSON.stringify(held.part);
+      out.push(JSON.stringify(key === current ? [ms, held.delta] : [ms, held.delta, held.part]));
+      current = key;
+    }
+    lastSeq = held.seq;
+    lastAtMs = held.atMs;
+  }
+  return {
+    first: encoding ? encoding.first : start!.seq,
+    at: encoding ? encoding.at : start!.atMs,
+    entries: out.join(","),
+    lastSeq,
+    lastAtMs,
+    current,
+  };
+}
+
+/** The stored text of a chunk encoded by `extendChunk`: the same as `encodeChunk` of its updates. */
+export function chunkText(owner: ChunkOwner, encoding: ChunkEncoding): string {
+  const head = JSON.stringify({
+    turnId: owner.turnId,
+    executionId: owner.executionId,
+    first: encoding.first,
+    at: encoding.at,
+  });
+  return `${head.slice(0, -1)},"updates":[${encoding.entries}]}`;
+}
+
 /** The events a chunk row holds, each as the row appendEvent would have stored. */
 export function expandChunk(text: string): EventRow[] {
   const chunk = StoredChunk.parse(JSON.parse(text));
