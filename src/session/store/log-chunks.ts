@@ -244,7 +244,19 @@ export function compactRows(
   runs: ReadonlyArray<{ fromSeq: number; toSeq: number; row: EventRow }>,
 ): RowRewrite[] {
   const sorted = [...runs].sort((a, b) => a.fromSeq - b.fromSeq);
-  const runOf = (seq: number) => sorted.find((r) => seq >= r.fromSeq && seq <= r.toSeq);
+  // Runs do not overlap: the one holding a seq is found by halving (a long turn has hundreds of runs).
+  const runOf = (seq: number) => {
+    let lo = 0;
+    let hi = sorted.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const run = sorted[mid]!;
+      if (seq < run.fromSeq) hi = mid - 1;
+      else if (seq > run.toSeq) lo = mid + 1;
+      else return run;
+    }
+    return undefined;
+  };
   const out: RowRewrite[] = [];
   for (const row of rows) {
     const events = row.type === CHUNK_TYPE ? expandChunk(row.envelope) : [row];
@@ -262,7 +274,8 @@ export function compactRows(
     if (kept.length === 0) out.push({ seq: row.seq, to: null });
     else if (kept.length === 1) out.push({ seq: row.seq, to: kept[0]! });
     else {
-      const owner = StoredChunk.parse(JSON.parse(row.envelope));
+      // The chunk was read (and checked) by expandChunk above: its owner only.
+      const owner = JSON.parse(row.envelope) as ChunkOwner;
       out.push({
         seq: row.seq,
         to: {
