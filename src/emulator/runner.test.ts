@@ -156,3 +156,56 @@ describe("the emulator's work per tick", () => {
     expect(pacedLate).toBe(0);
   });
 });
+
+describe("the emulator's frame numbers", () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it("are held in memory: a run's frames cost no query of the last id each, and still number from 1 without a gap", async () => {
+    const stub = env.SANDBOX_EMULATOR!.get(env.SANDBOX_EMULATOR!.idFromName(`runner-ids-${crypto.randomUUID()}`));
+    const { lookups, ids } = await runInDurableObject(stub, (_instance, state) => {
+      const now = vi.spyOn(Date, "now").mockReturnValue(T0);
+      const sql = state.storage.sql;
+      let lookups = 0;
+      const counted = new Proxy(sql, {
+        get(target, key) {
+          if (key !== "exec") return Reflect.get(target, key);
+          return (query: string, ...bindings: unknown[]) => {
+            if (/SELECT MAX\(id\)/i.test(query)) lookups++;
+            return target.exec(query, ...bindings);
+          };
+        },
+      });
+      const store = new EmulatorStore(counted);
+      const runner = new Runner({
+        store,
+        streams: new StreamHub(store),
+        frameDelayMs: () => DELAY_MS,
+        setAlarm: () => undefined,
+      });
+      try {
+        const exe = runner.start({
+          sandboxId: "sb",
+          sessionId: "s",
+          message: "answer [words:100]",
+          backend: "opencode",
+          request: {},
+        });
+        for (
+          let at = DELAY_MS;
+          store.execution(exe.id)!.status === "running" && at < 1_000 * DELAY_MS;
+          at += DELAY_MS
+        ) {
+          now.mockReturnValue(T0 + at);
+          runner.tick();
+        }
+        return { lookups, ids: store.framesFrom(exe.id, 0).map((f) => f.id) };
+      } finally {
+        runner.clear();
+      }
+    });
+    expect(ids.length).toBeGreaterThan(100);
+    expect(ids).toEqual(ids.map((_, i) => i + 1));
+    // The run's first frame reads it once; none after.
+    expect(lookups).toBeLessThanOrEqual(1);
+  });
+});
