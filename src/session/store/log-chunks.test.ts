@@ -2,9 +2,11 @@ import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
 import {
   CHUNK_TYPE,
+  chunkEvents,
   chunkText,
   compactRows,
   encodeChunk,
+  expandChunk,
   expandRows,
   extendChunk,
   type HeldUpdate,
@@ -146,6 +148,15 @@ describe("a chunk encoded as it grows", () => {
     } finally {
       stringify.mockRestore();
     }
+  });
+
+  it("read back as events is each of its rows' envelope, parsed", () => {
+    fc.assert(
+      fc.property(fc.array(update, { minLength: 1, maxLength: 30 }), (entries) => {
+        const text = encodeChunk(owner, consecutive(entries));
+        expect(chunkEvents(text)).toEqual(expandChunk(text).map((row) => JSON.parse(row.envelope)));
+      }),
+    );
   });
 
   it("refuses updates whose seqs do not follow the chunk's", () => {

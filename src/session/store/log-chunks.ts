@@ -12,7 +12,7 @@
  * Pure: the row of one update, a chunk's stored text from its updates, and the updates back.
  */
 import { z } from "zod";
-import type { EventRow } from "./records";
+import type { EventEnvelope, EventRow } from "./records";
 
 /** The `type` column of a chunk row: never an event's type, so no reader of types meets one. */
 export const CHUNK_TYPE = "message.part.deltas";
@@ -33,10 +33,10 @@ type Obj = Record<string, unknown>;
  */
 export type HeldUpdate = { seq: number; atMs: number } & ({ part: Obj; delta: string } | { whole: Obj });
 
-/** The row an update's event is: the same keys, in the same order, as ./log.ts appendEvent writes. */
-export function updateRow(owner: ChunkOwner, held: HeldUpdate): EventRow {
-  const data = "whole" in held ? { part: held.whole } : { part: held.part, delta: held.delta };
-  const envelope = {
+/** The event an update is: the same keys, in the same order, as ./log.ts appendEvent writes. */
+function updateEvent(owner: ChunkOwner, held: HeldUpdate): EventEnvelope {
+  const data = "whole" in held ? { part: held.whole } : { part: { ...held.part }, delta: held.delta };
+  return {
     seq: held.seq,
     turnId: owner.turnId,
     executionId: owner.executionId,
@@ -44,7 +44,11 @@ export function updateRow(owner: ChunkOwner, held: HeldUpdate): EventRow {
     data,
     at: new Date(held.atMs).toISOString(),
   };
-  return { seq: held.seq, type: PART_UPDATED, envelope: JSON.stringify(envelope) };
+}
+
+/** The row an update's event is (./log.ts appendEvent's). */
+export function updateRow(owner: ChunkOwner, held: HeldUpdate): EventRow {
+  return { seq: held.seq, type: PART_UPDATED, envelope: JSON.stringify(updateEvent(owner, held)) };
 }
 
 /** A part less its text: what a delta after its whole update carries. */
@@ -180,25 +184,41 @@ export function chunkText(owner: ChunkOwner, encoding: ChunkEncoding): string {
   return `${head.slice(0, -1)},"updates":[${encoding.entries}]}`;
 }
 
-/** The events a chunk row holds, each as the row appendEvent would have stored. */
-export function expandChunk(text: string): EventRow[] {
+/** A chunk's owner and its updates, read (and checked) from its stored text. */
+function readChunk(text: string): { owner: ChunkOwner; updates: HeldUpdate[] } {
   const chunk = StoredChunk.parse(JSON.parse(text));
   const owner: ChunkOwner = { turnId: chunk.turnId, executionId: chunk.executionId };
   let atMs = chunk.at;
   let current: Obj | null = null;
   if (chunk.seqs && chunk.seqs.length !== chunk.updates.length) throw new Error("a chunk names a seq for each update");
-  return chunk.updates.map((entry, i) => {
+  const updates = chunk.updates.map((entry, i): HeldUpdate => {
     atMs += entry[0];
     const seq = chunk.seqs ? chunk.seqs[i]! : chunk.first + i;
     if (typeof entry[1] !== "string") {
       current = lessText(entry[1]);
-      return updateRow(owner, { seq, atMs, whole: entry[1] });
+      return { seq, atMs, whole: entry[1] };
     }
     const part = entry.length === 3 ? entry[2] : current;
     if (!part) throw new Error("a chunk's delta names no part");
     current = part;
-    return updateRow(owner, { seq, atMs, part, delta: entry[1] });
+    return { seq, atMs, part, delta: entry[1] };
   });
+  return { owner, updates };
+}
+
+/** The events a chunk row holds, each as the row appendEvent would have stored. */
+export function expandChunk(text: string): EventRow[] {
+  const { owner, updates } = readChunk(text);
+  return updates.map((held) => updateRow(owner, held));
+}
+
+/**
+ * The events a chunk row holds, as events: what parsing each of `expandChunk`'s rows gives, without
+ * writing each as JSON and reading it back (a turn's end reads every event of the turn).
+ */
+export function chunkEvents(text: string): EventEnvelope[] {
+  const { owner, updates } = readChunk(text);
+  return updates.map((held) => updateEvent(owner, held));
 }
 
 /** The first seq a stored row holds (a chunk's first update; any other row's own seq). */

@@ -17,7 +17,7 @@
  */
 import { EventEnvelopeSchema } from "../../schemas/api";
 import { HeldTail, TAIL_MAX_DELTAS, type UpdateToHold } from "./held-tail";
-import { CHUNK_TYPE, compactRows, expandRows, firstSeqOf } from "./log-chunks";
+import { CHUNK_TYPE, chunkEvents, compactRows, expandRows, firstSeqOf } from "./log-chunks";
 import type { MetaStore } from "./meta";
 import type { EventEnvelope, EventRow, NewEvent } from "./records";
 import type { TurnStore } from "./turns";
@@ -265,7 +265,13 @@ export class LogStore {
       .exec<EventRow>("SELECT seq, type, envelope FROM events WHERE turn_id = ? ORDER BY seq", turnId)
       .toArray();
     const held = this.tail.turnId() === turnId ? this.tail.rows() : [];
-    return [...expandRows(stored), ...held].map((row) => EventEnvelopeSchema.parse(JSON.parse(row.envelope)));
+    const events: EventEnvelope[] = [];
+    for (const row of [...stored, ...held]) {
+      // A chunk's events are built from its checked text, not written as JSON and read back.
+      if (row.type === CHUNK_TYPE) events.push(...chunkEvents(row.envelope));
+      else events.push(EventEnvelopeSchema.parse(JSON.parse(row.envelope)));
+    }
+    return events;
   }
 
   lastSeq(): number {
