@@ -208,4 +208,48 @@ describe("the emulator's frame numbers", () => {
     // The run's first frame reads it once; none after.
     expect(lookups).toBeLessThanOrEqual(1);
   });
+
+  it("a tick that sends many frames of a run writes where the run is once, not once a frame", async () => {
+    const stub = env.SANDBOX_EMULATOR!.get(env.SANDBOX_EMULATOR!.idFromName(`runner-progress-${crypto.randomUUID()}`));
+    const { writes, sent, step } = await runInDurableObject(stub, (_instance, state) => {
+      const now = vi.spyOn(Date, "now").mockReturnValue(T0);
+      const sql = state.storage.sql;
+      let writes = 0;
+      const counted = new Proxy(sql, {
+        get(target, key) {
+          if (key !== "exec") return Reflect.get(target, key);
+          return (query: string, ...bindings: unknown[]) => {
+            if (/UPDATE executions SET step/i.test(query)) writes++;
+            return target.exec(query, ...bindings);
+          };
+        },
+      });
+      const store = new EmulatorStore(counted);
+      const runner = new Runner({
+        store,
+        streams: new StreamHub(store),
+        frameDelayMs: () => DELAY_MS,
+        setAlarm: () => undefined,
+      });
+      try {
+        const exe = runner.start({
+          sandboxId: "sb",
+          sessionId: "s",
+          message: "answer [words:100]",
+          backend: "opencode",
+          request: {},
+        });
+        // Late: a few dozen frames due at once.
+        now.mockReturnValue(T0 + 30 * DELAY_MS);
+        runner.tick();
+        return { writes, sent: store.lastFrameId(exe.id), step: store.execution(exe.id)!.step };
+      } finally {
+        runner.clear();
+      }
+    });
+    expect(sent).toBeGreaterThan(20);
+    // The admission frame is not a script step: every frame after it is one.
+    expect(step).toBe(sent - 1);
+    expect(writes).toBe(1);
+  });
 });

@@ -300,6 +300,7 @@ export class Runner {
     while (nextAt !== null && nextAt <= now && emitted < budget) {
       const frame = script[step];
       if (!frame) {
+        if (emitted > 0) this.store.setProgress(exe.id, step, nextAt);
         this.finish(exe, "completed", {});
         return;
       }
@@ -327,7 +328,6 @@ export class Runner {
       // (FRAMES_PER_TICK a tick), as a remote upstream's stream arrives after a reader's stall; a
       // delay counted from the tick would slow the agent down with its reader.
       nextAt = next ? nextAt + exe.frame_delay_ms * (next.delayFactor ?? 1) : null;
-      this.store.setProgress(exe.id, step, nextAt);
       if (frame.type === "result") {
         this.store.setReceipt(
           exe.id,
@@ -337,6 +337,7 @@ export class Runner {
         );
       }
       if (!next) {
+        this.store.setProgress(exe.id, step, nextAt);
         const last =
           frame.type === "error"
             ? "failed"
@@ -347,6 +348,8 @@ export class Runner {
         return;
       }
     }
+    // Where the run is: once for the frames of this tick, not once each (written with them, in the same task).
+    if (emitted > 0) this.store.setProgress(exe.id, step, nextAt);
   }
 
   /** The run's end status from its last receipt: the one sent, or the script's when none was sent (terminal shape). */
