@@ -24,8 +24,12 @@ import type { EventRow } from "./records";
 export const TAIL_MAX_DELTAS = 64;
 /** At most this many bytes of updates are held; a larger update is stored as it comes. */
 export const TAIL_MAX_BYTES = 32 * 1024;
-/** A chunk row grows in place up to about this many bytes; past it, the next updates start a chunk of their own. */
-const ROW_GROWS_TO = 256 * 1024;
+/**
+ * A chunk row grows in place up to about this many bytes; past it, the next updates start a chunk
+ * of their own. Either is one row written; a grow rewrites the whole row, so a larger bound costs a
+ * long turn's commits more bytes rewritten each (at 256 KiB, 5% of a 10,000-word burst's isolate time).
+ */
+const ROW_GROWS_TO = 64 * 1024;
 
 /**
  * An update to hold: its owner, a delta (with the part less its text, as a delta's event carries
