@@ -146,7 +146,11 @@ async function main() {
     const t0 = performance.now();
     const ends = await Promise.all(
       cids.map(async (cid, i) => {
-        await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t1", message: `profile [words:${C.WORDS}]${C.TAGS ? ` ${C.TAGS}` : ""}` }, auth);
+        await api.post(
+          `/v1/conversations/${cid}/turns`,
+          { turnId: "t1", message: `profile [words:${C.WORDS}]${C.TAGS ? ` ${C.TAGS}` : ""}` },
+          auth,
+        );
         await Promise.all(viewers[i].map((v) => v.waitFor(turnEndOf("t1"), 600_000)));
         return performance.now() - t0;
       }),
