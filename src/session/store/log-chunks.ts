@@ -279,32 +279,34 @@ export function compactRows(
   };
   const out: RowRewrite[] = [];
   for (const row of rows) {
-    const events = row.type === CHUNK_TYPE ? expandChunk(row.envelope) : [row];
+    if (row.type !== CHUNK_TYPE) {
+      const run = runOf(row.seq);
+      if (run) out.push({ seq: row.seq, to: row.seq === run.toSeq ? run.row : null });
+      continue;
+    }
+    // A chunk's updates as they are (not each written as a row and read back): each kept, or a
+    // run's replacement (a row) at the run's last seq.
+    const { owner, updates } = readChunk(row.envelope);
     let touched = false;
-    const kept: EventRow[] = [];
-    for (const event of events) {
-      const run = runOf(event.seq);
-      if (!run) kept.push(event);
+    const kept: Array<HeldUpdate | EventRow> = [];
+    for (const held of updates) {
+      const run = runOf(held.seq);
+      if (!run) kept.push(held);
       else {
         touched = true;
-        if (event.seq === run.toSeq) kept.push(run.row);
+        if (held.seq === run.toSeq) kept.push(run.row);
       }
     }
     if (!touched) continue;
     if (kept.length === 0) out.push({ seq: row.seq, to: null });
-    else if (kept.length === 1) out.push({ seq: row.seq, to: kept[0]! });
-    else {
-      // The chunk was read (and checked) by expandChunk above: its owner only.
-      const owner = JSON.parse(row.envelope) as ChunkOwner;
+    else if (kept.length === 1) {
+      const only = kept[0]!;
+      out.push({ seq: row.seq, to: "envelope" in only ? only : updateRow(owner, only) });
+    } else {
+      const chunk = kept.map((k) => ("envelope" in k ? asUpdate(k) : k));
       out.push({
         seq: row.seq,
-        to: {
-          seq: kept.at(-1)!.seq,
-          type: CHUNK_TYPE,
-          envelope: encodeChunk({ turnId: owner.turnId, executionId: owner.executionId }, kept.map(asUpdate), {
-            gaps: true,
-          }),
-        },
+        to: { seq: kept.at(-1)!.seq, type: CHUNK_TYPE, envelope: encodeChunk(owner, chunk, { gaps: true }) },
       });
     }
   }
