@@ -46,9 +46,24 @@ function updateEvent(owner: ChunkOwner, held: HeldUpdate): EventEnvelope {
   };
 }
 
+/**
+ * The event each row `updateRow` built was written from (the row's envelope is its JSON), while the
+ * row lives: the relay encodes a held update it publishes from it, not by parsing the JSON back.
+ * The event is the row's own (built for it alone), and nothing changes either after.
+ */
+const builtFrom = new WeakMap<EventRow, EventEnvelope>();
+
+/** The event a row was built from by `updateRow`, if it was (undefined: parse its envelope). */
+export function builtEvent(row: EventRow): EventEnvelope | undefined {
+  return builtFrom.get(row);
+}
+
 /** The row an update's event is (./log.ts appendEvent's). */
 export function updateRow(owner: ChunkOwner, held: HeldUpdate): EventRow {
-  return { seq: held.seq, type: PART_UPDATED, envelope: JSON.stringify(updateEvent(owner, held)) };
+  const event = updateEvent(owner, held);
+  const row = { seq: held.seq, type: PART_UPDATED, envelope: JSON.stringify(event) };
+  builtFrom.set(row, event);
+  return row;
 }
 
 /** A part less its text: what a delta after its whole update carries. */
