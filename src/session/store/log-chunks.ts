@@ -199,8 +199,26 @@ export function chunkText(owner: ChunkOwner, encoding: ChunkEncoding): string {
   return `${head.slice(0, -1)},"updates":[${encoding.entries}]}`;
 }
 
+/** A chunk's owner and its updates, as read from its stored text. */
+type ChunkRead = { owner: ChunkOwner; updates: HeldUpdate[] };
+
+/**
+ * Chunks read in one job, by their stored text: a second reading of the same text (a turn's end
+ * reads the turn's events, then compacts the rows holding them) is the first one's, not a second
+ * parse and check. Its caller makes one for the job and drops it; nothing read from it is changed.
+ */
+export type ChunkReads = Map<string, ChunkRead>;
+
+/** `readChunk`, once per text in `reads` (none: every time). */
+function readChunkOnce(text: string, reads: ChunkReads | undefined): ChunkRead {
+  if (!reads) return readChunk(text);
+  let read = reads.get(text);
+  if (!read) reads.set(text, (read = readChunk(text)));
+  return read;
+}
+
 /** A chunk's owner and its updates, read (and checked) from its stored text. */
-function readChunk(text: string): { owner: ChunkOwner; updates: HeldUpdate[] } {
+function readChunk(text: string): ChunkRead {
   const chunk = StoredChunk.parse(JSON.parse(text));
   const owner: ChunkOwner = { turnId: chunk.turnId, executionId: chunk.executionId };
   let atMs = chunk.at;
@@ -231,8 +249,8 @@ export function expandChunk(text: string): EventRow[] {
  * The events a chunk row holds, as events: what parsing each of `expandChunk`'s rows gives, without
  * writing each as JSON and reading it back (a turn's end reads every event of the turn).
  */
-export function chunkEvents(text: string): EventEnvelope[] {
-  const { owner, updates } = readChunk(text);
+export function chunkEvents(text: string, reads?: ChunkReads): EventEnvelope[] {
+  const { owner, updates } = readChunkOnce(text, reads);
   return updates.map((held) => updateEvent(owner, held));
 }
 
@@ -277,6 +295,7 @@ function asUpdate(row: EventRow): HeldUpdate {
 export function compactRows(
   rows: readonly EventRow[],
   runs: ReadonlyArray<{ fromSeq: number; toSeq: number; row: EventRow }>,
+  reads?: ChunkReads,
 ): RowRewrite[] {
   const sorted = [...runs].sort((a, b) => a.fromSeq - b.fromSeq);
   // Runs do not overlap: the one holding a seq is found by halving (a long turn has hundreds of runs).
@@ -301,7 +320,7 @@ export function compactRows(
     }
     // A chunk's updates as they are (not each written as a row and read back): each kept, or a
     // run's replacement (a row) at the run's last seq.
-    const { owner, updates } = readChunk(row.envelope);
+    const { owner, updates } = readChunkOnce(row.envelope, reads);
     let touched = false;
     const kept: Array<HeldUpdate | EventRow> = [];
     for (const held of updates) {
