@@ -342,6 +342,28 @@ function addedDelay(viewers, raw) {
 let ctxPgid = 0;
 let rawBase = null;
 
+/**
+ * The 1-viewer turn's raw baseline: the same turn run by the emulator alone, on the sandbox that
+ * turn ran on (`POST /_emulator/sandboxes/:id/runs`, its raw stream read by one reader through the
+ * Worker: no session object), the runtime's CPU over it. Ours less it is what the gateway itself
+ * costs; the peer has no upstream to run.
+ */
+async function rawCpuTurn({ base, api, auth }) {
+  const turn = await api.get(`/v1/conversations/cpu-1-${tag}/turns/t1`, auth);
+  const { sandboxId } = await api.get(`/_emulator/executions/${turn.executionId}`);
+  return cpuOf(ctxPgid, async () => {
+    const res = await fetch(`${base}/_emulator/sandboxes/${sandboxId}/runs`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ sessionId: `raw-cpu-${tag}`, message: `cpu [words:${C.CPU_WORDS}]` }),
+    });
+    if (!res.ok) throw new Error(`raw cpu run: ${res.status} ${await res.text()}`);
+    let frames = 0;
+    await readSse(res, () => (frames++, false));
+    return frames;
+  });
+}
+
 /** The peer: `K` sockets on a new agent (the first sends the turn), until every socket has its end. */
 async function peerCpuTurn(peer, K) {
   const name = `cpu-${K}-${tag}`;
@@ -635,6 +657,7 @@ export async function agents(ctx) {
       const most = C.CPU_VIEWERS_MAX > C.CPU_VIEWERS ? C.CPU_VIEWERS_MAX : 0;
       try {
         const one = await gatewayCpuTurn(ctx, 1);
+        out.gateway.cpuRaw = await rawCpuTurn(ctx);
         out.gateway.cpu = perExtraViewer(one, await gatewayCpuTurn(ctx, C.CPU_VIEWERS), C.CPU_VIEWERS);
         if (most) out.gateway.cpuMost = perExtraViewer(one, await gatewayCpuTurn(ctx, most), most);
       } finally {
@@ -747,6 +770,10 @@ export function report(results) {
   }
   for (const side of ["gateway", "peer"]) {
     const s = a[side];
+    if (s.cpuRaw && s.cpu)
+      out.push(
+        `${side}: the 1-viewer turn's raw baseline (the emulator alone, one reader): runtime CPU ${s.cpuRaw.runtimeSeconds} s (${s.cpuRaw.frames} frames); the turn less it ${Number((s.cpu.one.runtimeSeconds - s.cpuRaw.runtimeSeconds).toFixed(2))} s`,
+      );
     for (const cpu of [s.cpu, s.cpuMost]) {
       const reads = cpu?.many.chunksPerViewer
         ? `; a viewer's events came in ${cpu.many.chunksPerViewer.min}–${cpu.many.chunksPerViewer.max} reads (${cpu.one.chunksPerViewer.min} at 1 viewer)`

@@ -18,8 +18,15 @@ export const SECTIONS = [
   { name: "memory", bit: 64 },
   { name: "page-load", bit: 128 },
 ];
-/** `before` (BENCH_BEFORE_REF) is the idle figure's baseline on an older commit: it shares idle's bit. */
-const BIT = { ...Object.fromEntries(SECTIONS.map((s) => [s.name, s.bit])), before: 8 };
+/**
+ * Sections that share another's bit (an exit status has eight): `before` (BENCH_BEFORE_REF), the idle
+ * figure's baseline on an older commit, and `stall`, the other unpaced 10,000-word burst, replay's.
+ */
+const SHARES = { before: "idle", stall: "replay" };
+const BIT = Object.fromEntries(SECTIONS.map((s) => [s.name, s.bit]));
+for (const [name, owner] of Object.entries(SHARES)) BIT[name] = BIT[owner];
+/** Every section's name in the order they run (for the summary). */
+const ORDER = ["relay", "replay", "stall", ...SECTIONS.slice(2).map((s) => s.name), "before"];
 
 /**
  * A section's outcome from what was recorded while it ran: `error` (its exception's message, or
@@ -62,7 +69,7 @@ export function sectionsOfExitCode(code) {
  */
 export function outcomeLines(outcomes) {
   const out = ["", "sections: status, seconds, what went wrong"];
-  for (const name of [...SECTIONS.map((s) => s.name), "before"]) {
+  for (const name of ORDER) {
     const o = outcomes[name];
     if (!o) continue;
     const what =

@@ -9,6 +9,8 @@
 //
 //   npm run profile                       (node bench/profile.mjs)
 //   PROFILE_CONVERSATIONS=10 PROFILE_TOP=40 npm run profile
+//   PROFILE_CONVERSATIONS=1 PROFILE_WORDS=10000 PROFILE_FRAME_MS=0 PROFILE_TAGS=[paragraphs] npm run profile
+//                                         (the `stall` section's unpaced burst)
 //
 // The runtime's inspector `Profiler` samples every PROFILE_SAMPLE_US (200 µs). Prints the isolate's
 // busy time beside the turns' wall time, and the functions with the most self time and the most
@@ -43,6 +45,8 @@ const C = {
   FRAME_MS: num("PROFILE_FRAME_MS", 40),
   SAMPLE_US: num("PROFILE_SAMPLE_US", 200),
   TOP: num("PROFILE_TOP", 30),
+  // More of the emulator's script tags for each turn: `[paragraphs]` with PROFILE_FRAME_MS=0 is the `stall` section's burst.
+  TAGS: process.env.PROFILE_TAGS ?? "",
   // Where the viewers read: `proxy` (wrangler dev's port, as the agents section's viewers) or `runtime` (its own address, as latency's).
   VIA: process.env.PROFILE_VIA ?? "proxy",
 };
@@ -142,7 +146,11 @@ async function main() {
     const t0 = performance.now();
     const ends = await Promise.all(
       cids.map(async (cid, i) => {
-        await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t1", message: `profile [words:${C.WORDS}]` }, auth);
+        await api.post(
+          `/v1/conversations/${cid}/turns`,
+          { turnId: "t1", message: `profile [words:${C.WORDS}]${C.TAGS ? ` ${C.TAGS}` : ""}` },
+          auth,
+        );
         await Promise.all(viewers[i].map((v) => v.waitFor(turnEndOf("t1"), 600_000)));
         return performance.now() - t0;
       }),

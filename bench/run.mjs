@@ -51,6 +51,7 @@ import * as pageLoad from "./page-load.mjs";
 import * as relay from "./relay.mjs";
 import * as replay from "./replay.mjs";
 import * as rows from "./rows.mjs";
+import * as stall from "./stall.mjs";
 import * as summary from "./summary.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -74,6 +75,7 @@ const results = {
   config: {
     ...relay.config,
     ...replay.config,
+    ...stall.config,
     ...latency.config,
     ...rows.config,
     ...idle.config,
@@ -214,6 +216,7 @@ async function section(name, fn, { onShared }) {
 // wrangler dev's proxy out of descriptors (bench/README.md); memory starts a server of its own.
 await section("relay", relay.relay, { onShared: true });
 await section("replay", replay.replay, { onShared: true });
+await section("stall", stall.stall, { onShared: true });
 await section("rows", rows.rows, { onShared: true });
 await section("idle", idle.idle, { onShared: true });
 await section("agents", agents.agents, { onShared: true });
@@ -237,6 +240,7 @@ results.summary = summary.figures(results);
 const out = [
   ...throughputReport(results),
   ...replay.report(results),
+  ...stall.report(results),
   ...latency.report(results),
   ...rows.report(results),
   ...idle.report(results),

@@ -73,11 +73,13 @@ function continued(previous, seq, delta, ms) {
  * Encodes one log event after `previous` (the frame before it in the same response).
  * @param {FrameContext} previous
  * @param {{ seq: number, type: string, envelope: string }} row  the event as the log holds it: its JSON text
+ * @param {Envelope} [built]  the event `row.envelope` was written from, when the caller holds it (not
+ *   parsed again; the caller changes it no more)
  * @returns {{ frame: Frame, context: Envelope }}  the frame, and what the next frame may continue
  */
-export function encodeEvent(previous, row) {
+export function encodeEvent(previous, row, built) {
   /** @type {Envelope} */
-  const event = JSON.parse(row.envelope);
+  const event = built ?? JSON.parse(row.envelope);
   const full = { frame: { id: String(row.seq), event: row.type, data: row.envelope }, context: event };
   if (row.type !== PART_UPDATED || !previous || typeof event.data?.delta !== "string") return full;
   const ms = Date.parse(event.at) - Date.parse(previous.at);

@@ -89,6 +89,7 @@ export class SandboxEmulator extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
+    this.runner.alarmFired();
     this.runner.tick();
   }
 }

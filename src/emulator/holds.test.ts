@@ -46,7 +46,8 @@ describe("a held run", () => {
         const heldThen = runner.held(store.execution(exe.id)!);
         runner.release(store.execution(exe.id)!);
         now.mockReturnValue(T0 + 3 * LATER);
-        runner.tick();
+        // Every frame after the hold is due: as many ticks as that takes (FRAMES_PER_TICK frames a tick).
+        for (let ticks = 0; store.execution(exe.id)!.status === "running" && ticks < 100; ticks++) runner.tick();
         return {
           heldThen,
           status: held.status,

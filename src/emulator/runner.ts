@@ -21,6 +21,13 @@ import { admissionFrame, effectiveVariants, type TerminalShape, terminalFrame } 
 import type { PromptResultView } from "./wire";
 
 const ALARM_BACKSTOP_MS = 1_000;
+/**
+ * About this many frames a tick, over every running execution (each due one a share, at least one
+ * frame): the rest of what is due goes in the next tick, at once (a timer of 0 ms), so an unpaced
+ * run of thousands of frames lets the requests and the other runs of the isolate in between (the
+ * emulator shares it with the Worker).
+ */
+export const FRAMES_PER_TICK = 64;
 
 /** A stored frame's data; a frame the corrupt-frame fault broke reads as empty. */
 function parseStored(data: string): Record<string, unknown> {
@@ -60,6 +67,8 @@ export class Runner {
   private readonly store: EmulatorStore;
   private readonly streams: StreamHub;
   private timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the backstop alarm this instance armed fires (undefined: none armed, or it fired). */
+  private alarmAt: number | undefined;
   /** Scripts are pure functions of their input: rebuilt on demand, cached per execution. */
   private readonly scripts = new Map<string, ScriptFrame[]>();
 
@@ -118,10 +127,16 @@ export class Runner {
     return exe;
   }
 
-  /** Emits every frame that is due, for every running execution, then schedules the next tick. */
+  /**
+   * Emits the frames that are due, for every running execution: about FRAMES_PER_TICK in all, a
+   * share of them each (at least one), so a run with thousands due does not hold back the others;
+   * the rest go in the next tick, at once. Then schedules the next tick.
+   */
   tick(): void {
     const now = Date.now();
-    for (const exe of this.store.dueExecutions(now)) this.advance(exe, now);
+    const due = this.store.dueExecutions(now);
+    const share = Math.max(1, Math.floor(FRAMES_PER_TICK / due.length));
+    for (const exe of due) this.advance(exe, now, share);
     this.schedule();
   }
 
@@ -132,13 +147,24 @@ export class Runner {
     this.timer = undefined;
     if (next === null) return;
     this.timer = setTimeout(() => this.tick(), Math.max(0, next - Date.now()));
-    this.options.setAlarm(next + ALARM_BACKSTOP_MS);
+    // The backstop moves only when it would fire before the next frame is due or more than
+    // ALARM_BACKSTOP_MS after it: not a storage write per tick (a frame every few ms).
+    if (this.alarmAt === undefined || this.alarmAt < next || this.alarmAt > next + ALARM_BACKSTOP_MS) {
+      this.alarmAt = next + ALARM_BACKSTOP_MS;
+      this.options.setAlarm(this.alarmAt);
+    }
+  }
+
+  /** The backstop alarm fired: none is armed until the next schedule. */
+  alarmFired(): void {
+    this.alarmAt = undefined;
   }
 
   /** Forgets the in-memory part (after a reset of the stored state). */
   clear(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+    this.alarmAt = undefined;
     this.scripts.clear();
   }
 
@@ -257,8 +283,11 @@ export class Runner {
     return script;
   }
 
-  /** Emits every frame of one execution that is due by `now` (with a zero delay, all of them). */
-  private advance(exe: ExecutionRow, now: number): void {
+  /**
+   * Emits the frames of one execution that are due by `now`, at most `budget` of them (with a zero
+   * delay, every frame is due).
+   */
+  private advance(exe: ExecutionRow, now: number, budget: number): void {
     if (exe.waiting_for !== null) {
       // The ask's deadline passed with no answer: it expires and the run goes on with defaults.
       this.resolveAsk(exe, exe.waiting_for, "expired", { outcome: "timeout" });
@@ -267,13 +296,16 @@ export class Runner {
     const script = this.script(exe);
     let step = exe.step;
     let nextAt: number | null = exe.next_at;
-    while (nextAt !== null && nextAt <= now) {
+    let emitted = 0;
+    while (nextAt !== null && nextAt <= now && emitted < budget) {
       const frame = script[step];
       if (!frame) {
+        if (emitted > 0) this.store.setProgress(exe.id, step, nextAt);
         this.finish(exe, "completed", {});
         return;
       }
       this.emit(exe, frame);
+      emitted++;
       step++;
       if (frame.waitFor) {
         // The run waits for a person: no next frame until the ask is answered or expires.
@@ -292,11 +324,10 @@ export class Runner {
       }
       const next = script[step];
       // On the run's own schedule (the frame before's due time plus the delay), not the tick's: a
-      // tick that came late, the isolate busy with other work, emits every frame due by now at
-      // once, as a remote upstream's stream arrives after a reader's stall; a delay counted from
-      // the tick would slow the agent down with its reader.
+      // tick that came late, the isolate busy with other work, emits the frames due by now at once
+      // (FRAMES_PER_TICK a tick), as a remote upstream's stream arrives after a reader's stall; a
+      // delay counted from the tick would slow the agent down with its reader.
       nextAt = next ? nextAt + exe.frame_delay_ms * (next.delayFactor ?? 1) : null;
-      this.store.setProgress(exe.id, step, nextAt);
       if (frame.type === "result") {
         this.store.setReceipt(
           exe.id,
@@ -306,6 +337,7 @@ export class Runner {
         );
       }
       if (!next) {
+        this.store.setProgress(exe.id, step, nextAt);
         const last =
           frame.type === "error"
             ? "failed"
@@ -316,6 +348,8 @@ export class Runner {
         return;
       }
     }
+    // Where the run is: once for the frames of this tick, not once each (written with them, in the same task).
+    if (emitted > 0) this.store.setProgress(exe.id, step, nextAt);
   }
 
   /** The run's end status from its last receipt: the one sent, or the script's when none was sent (terminal shape). */

@@ -358,13 +358,18 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
           ? LONG_WORDS.join(" ")
           : "I read the README: it describes a small service with a test suite. Nothing needs to change.";
   const paragraphed = words !== undefined && hasDirective(message, "paragraphs");
+  // The answer in paragraphs of 25 words (split once: a 10,000-word answer is 400 of them).
+  const all = paragraphed ? answer.split(" ") : [];
+  const paragraphs = paragraphed
+    ? Array.from({ length: Math.ceil(all.length / WORDS_PER_PARAGRAPH) }, (_, p) =>
+        all.slice(p * WORDS_PER_PARAGRAPH, (p + 1) * WORDS_PER_PARAGRAPH).join(" "),
+      )
+    : [answer];
   if (paragraphed) {
-    // One word per frame, in paragraphs of 25 words (each its own text part).
-    const all = answer.split(" ");
-    for (let p = 0; p * WORDS_PER_PARAGRAPH < all.length; p++) {
-      const paragraph = all.slice(p * WORDS_PER_PARAGRAPH, (p + 1) * WORDS_PER_PARAGRAPH).join(" ");
+    // One word per frame, each paragraph its own text part.
+    paragraphs.forEach((paragraph, p) => {
       for (const f of textFrames(`${exe}:text-2-${p}`, paragraph, 1)) push(f);
-    }
+    });
   } else if (markdown !== undefined) {
     for (const f of cumulativeFrames(`${exe}:text-2`, tokenDeltas(markdown))) push(f);
   } else {
@@ -374,14 +379,6 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
   }
   if (forwardsStepUsage) push(stepFinish(backend, `${exe}:step-finish-2`, step2, cost2));
 
-  const paragraphs = paragraphed
-    ? Array.from({ length: Math.ceil(words / WORDS_PER_PARAGRAPH) }, (_, p) =>
-        answer
-          .split(" ")
-          .slice(p * WORDS_PER_PARAGRAPH, (p + 1) * WORDS_PER_PARAGRAPH)
-          .join(" "),
-      )
-    : [answer];
   const finalText = [intro, ...recalled, ...askTexts, ...paragraphs].join("\n\n");
   const tokenUsage: Record<string, unknown> = toReceipt(
     [{ ...step1, input: Math.max(0, step1.input), output: step1.output ?? 0 }, step2],

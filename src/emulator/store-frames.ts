@@ -2,18 +2,34 @@
 import type { FrameRow } from "./store-schema";
 
 export class FrameStore {
+  /**
+   * Each execution's last frame id as read or written here (the runner numbers every frame it
+   * sends from it: not a query per frame). This store is the only writer of frames; `forget`
+   * after anything else deletes some.
+   */
+  private readonly last = new Map<string, number>();
+
   constructor(private readonly sql: Pick<SqlStorage, "exec">) {}
 
   lastFrameId(executionId: string): number {
-    return (
+    const known = this.last.get(executionId);
+    if (known !== undefined) return known;
+    const last =
       this.sql
         .exec<{ last: number | null }>("SELECT MAX(id) AS last FROM frames WHERE execution_id = ?", executionId)
-        .one().last ?? 0
-    );
+        .one().last ?? 0;
+    this.last.set(executionId, last);
+    return last;
   }
 
   insertFrame(executionId: string, id: number, type: string, data: string): void {
     this.sql.exec("INSERT INTO frames (execution_id, id, type, data) VALUES (?, ?, ?, ?)", executionId, id, type, data);
+    this.last.set(executionId, Math.max(id, this.last.get(executionId) ?? 0));
+  }
+
+  /** Forgets the last ids held (frames were deleted: a reset, a session's deletion). */
+  forget(): void {
+    this.last.clear();
   }
 
   /** An execution's frames with id ≥ `from`, in order. */

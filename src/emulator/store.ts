@@ -51,6 +51,7 @@ export class EmulatorStore {
   /** Forgets everything: sandboxes, runs, frames, asks, counters, faults and variants. */
   reset(): void {
     this.settingsStore.clear();
+    this.frameStore.forget();
     clearEmulatorTables(this.sql);
   }
 
@@ -225,6 +226,7 @@ export class EmulatorStore {
   /** Forgets a session: its executions, their frames and asks. */
   deleteSession(sandboxId: string, sessionId: string): void {
     this.sessionStore.deleteSession(sandboxId, sessionId);
+    this.frameStore.forget();
   }
 
   // ---- frames (./store-frames.ts)

@@ -26,6 +26,7 @@ import {
   SandboxView,
   SessionStateInner,
   SidecarErrorBody,
+  sseFrame,
 } from "./wire";
 
 async function setVariants(emu: Emu, variants: Record<string, unknown>): Promise<void> {
@@ -291,6 +292,16 @@ describe("the emulator's variants", () => {
       "event: execution.started",
       "id: 1",
     ]);
+  });
+
+  it("sseFrame: data of several lines (any line break) goes as one data: line each, one line as it is, in either order", () => {
+    const frame = { event: "x", id: 7, data: "a\r\nb\rc\nd" };
+    expect(sseFrame(frame, "id-first")).toBe("event: x\nid: 7\ndata: a\ndata: b\ndata: c\ndata: d\n\n");
+    expect(sseFrame(frame, "data-first")).toBe("data: a\ndata: b\ndata: c\ndata: d\nevent: x\nid: 7\n\n");
+    expect(sseFrame({ event: "y", data: '{"text":"one line"}' }, "id-first")).toBe(
+      'event: y\ndata: {"text":"one line"}\n\n',
+    );
+    expect(sseFrame({ event: "y", data: "ends\r" }, "id-first")).toBe("event: y\ndata: ends\ndata: \n\n");
   });
 
   it("dispatchExecutionId: the body's executionId by default (the header may repeat it, not contradict it); only the X-Execution-ID header when switched", async () => {

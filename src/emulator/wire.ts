@@ -191,12 +191,19 @@ export interface WireFrame {
   data: string;
 }
 
-/** Writes one SSE frame: `event:`, `id:`, `data:` (id-first) or `data:` before them (data-first). */
+/**
+ * Writes one SSE frame: `event:`, `id:`, `data:` (id-first) or `data:` before them (data-first).
+ * Data of several lines goes as one `data:` line each; a JSON text (every frame but a corrupt one)
+ * has no line break and goes as it is, not split (a part's frame carries its whole text so far).
+ */
 export function sseFrame(frame: WireFrame, order: FieldOrder): string {
-  const data = frame.data
-    .split(/\r\n|\r|\n/)
-    .map((line) => `data: ${line}\n`)
-    .join("");
+  const data =
+    frame.data.includes("\n") || frame.data.includes("\r")
+      ? frame.data
+          .split(/\r\n|\r|\n/)
+          .map((line) => `data: ${line}\n`)
+          .join("")
+      : `data: ${frame.data}\n`;
   const event = `event: ${frame.event}\n`;
   const id = frame.id === undefined ? "" : `id: ${frame.id}\n`;
   return order === "data-first" ? `${data}${event}${id}\n` : `${event}${id}${data}\n`;

@@ -44,15 +44,21 @@ export class SseParser {
       if (text.startsWith("\n")) text = text.slice(1);
       this.pendingCr = false;
     }
+    // Lines found with indexOf (a native scan), not a loop over characters: an upstream frame may
+    // carry a part's whole text so far, so a turn's frames add up to its answer's length squared.
     let start = 0;
-    for (let i = 0; i < text.length; i++) {
-      const ch = text.charCodeAt(i);
-      if (ch !== 10 && ch !== 13) continue;
+    let lf = text.indexOf("\n");
+    let cr = text.indexOf("\r");
+    while (true) {
+      if (lf !== -1 && lf < start) lf = text.indexOf("\n", start);
+      if (cr !== -1 && cr < start) cr = text.indexOf("\r", start);
+      let i = lf === -1 ? cr : cr === -1 || lf < cr ? lf : cr;
+      if (i === -1) break;
       const tail = text.slice(start, i);
       const line = this.pieces.length > 0 ? this.pieces.join("") + tail : tail;
       this.pieces = [];
       this.pendingLength = 0;
-      if (ch === 13) {
+      if (i === cr) {
         if (i + 1 < text.length) {
           if (text.charCodeAt(i + 1) === 10) i++;
         } else {
@@ -143,14 +149,14 @@ export class SseParser {
   }
 }
 
-/** Reads a byte stream as SSE frames. */
+/** Reads a byte stream (or a reader of one) as SSE frames. */
 export async function* readSseFrames(
-  body: ReadableStream<Uint8Array>,
+  body: ReadableStream<Uint8Array> | Pick<ReadableStreamDefaultReader<Uint8Array>, "read" | "cancel">,
   maxFrameBytes = DEFAULT_MAX_FRAME_BYTES,
 ): AsyncGenerator<SseFrame> {
   const parser = new SseParser(maxFrameBytes);
   const decoder = new TextDecoder();
-  const reader = body.getReader();
+  const reader = "getReader" in body ? body.getReader() : body;
   try {
     while (true) {
       const { done, value } = await reader.read();

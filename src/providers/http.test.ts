@@ -172,7 +172,7 @@ describe("the HTTP transport", () => {
       start: (controller) => controller.enqueue(new TextEncoder().encode("data: 1\n\n")),
     });
     const { c } = client([new Response(silent)], { bodyTimeoutMs: 30 });
-    const reader = (await c.send(get, { stream: true })).body!.getReader();
+    const reader = c.reader(await c.send(get, { stream: true }));
     expect((await reader.read()).done).toBe(false);
     const err = await reader.read().then(
       () => null,
@@ -190,7 +190,11 @@ describe("the HTTP transport", () => {
       },
     });
     const second = client([new Response(trickle)], { bodyTimeoutMs: 30 });
-    const text = await (await second.c.send(get, { stream: true })).text();
+    const trickled = second.c.reader(await second.c.send(get, { stream: true }));
+    let text = "";
+    for (let next = await trickled.read(); !next.done; next = await trickled.read()) {
+      text += new TextDecoder().decode(next.value);
+    }
     expect(text.split(": ping").length - 1).toBe(5);
   });
 
@@ -237,7 +241,7 @@ describe("the HTTP transport", () => {
       },
     });
     const { c } = client([new Response(ready)], { bodyTimeoutMs: 30 });
-    const reader = (await c.send(get, { stream: true })).body!.getReader();
+    const reader = c.reader(await c.send(get, { stream: true }));
     const chunks: string[] = [];
     for (;;) {
       // The reader is slower than the timeout; upstream always has the next chunk ready.

@@ -112,72 +112,68 @@ export async function errorFromResponse(response: Response, what: string): Promi
   });
 }
 
+/** What reads a streamed answer's body: a reader of its stream, or one whose reads are timed (`HttpTransport.reader`). */
+export type ByteReader = Pick<ReadableStreamDefaultReader<Uint8Array>, "read" | "cancel">;
+
 /**
- * A body that fails when no chunk arrives for `ms` while it is read (pings count: any byte resets
- * it; a reader that does not ask for more is not timed). One timer per stream, not one per chunk:
- * it wakes at most every `ms` and, when the read it finds waiting began less than `ms` ago, sleeps
- * again for the rest (a busy stream's chunks each cost a clock read, not a timer set and cleared).
+ * A reader whose read fails when no chunk arrives for `ms` (pings count: any byte ends the wait; a
+ * reader that does not ask for more is not timed). A wrapper of the body's own reader, not a stream
+ * around the body: a chunk costs a clock read, not a pull, an enqueue and a second read. One timer
+ * per stream, not one per read: it wakes at most every `ms` while a read waits and, when that read
+ * began less than `ms` ago, sleeps again for the rest. On time out the body is cancelled and the
+ * read fails with a retryable timeout.
  */
-function withIdleTimeout(body: ReadableStream<Uint8Array>, ms: number, what: string): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
+function timedReader(reader: ReadableStreamDefaultReader<Uint8Array>, ms: number, what: string): ByteReader {
   let timer: ReturnType<typeof setTimeout> | undefined;
   /** When the read in progress began; undefined while none is. */
   let waitingSince: number | undefined;
-  let stopped = false;
-  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  let failure: ProviderError | undefined;
   const stop = () => {
-    stopped = true;
     if (timer !== undefined) clearTimeout(timer);
     timer = undefined;
   };
   const arm = (after: number) => {
     timer = setTimeout(() => {
       timer = undefined;
-      if (stopped) return;
-      const waited = waitingSince === undefined ? 0 : Date.now() - waitingSince;
+      if (waitingSince === undefined) return;
+      const waited = Date.now() - waitingSince;
       if (waited < ms) return arm(ms - waited);
-      const err = new ProviderError("timeout", `${what}: no byte from upstream for ${ms} ms`, {
+      failure = new ProviderError("timeout", `${what}: no byte from upstream for ${ms} ms`, {
         status: 408,
         retryable: true,
       });
-      stop();
-      controller.error(err);
-      reader.cancel(err).catch(() => undefined);
+      reader.cancel(failure).catch(() => undefined);
     }, after);
   };
-  return new ReadableStream<Uint8Array>({
-    start(c) {
-      controller = c;
-    },
-    async pull(c) {
-      if (stopped) return;
+  return {
+    async read() {
+      if (failure) throw failure;
       waitingSince = Date.now();
       if (timer === undefined) arm(ms);
       try {
         const next = await reader.read();
-        waitingSince = undefined;
-        if (stopped) return;
-        if (next.done) {
-          stop();
-          c.close();
-        } else c.enqueue(next.value);
+        // Cancelled by the timer: the read ended (as done, or with the reason) because of it.
+        if (failure) throw failure;
+        if (next.done) stop();
+        return next;
       } catch (err) {
-        waitingSince = undefined;
-        if (stopped) return;
         stop();
-        reader.cancel(err).catch(() => undefined);
-        c.error(err);
+        throw failure ?? err;
+      } finally {
+        waitingSince = undefined;
       }
     },
     cancel(reason) {
       stop();
       return reader.cancel(reason);
     },
-  });
+  };
 }
 
 export class HttpTransport {
   private readonly sleep: (ms: number) => Promise<void>;
+  /** Streamed answers this transport gave, and what each was for (their reads are timed: `reader`). */
+  private readonly streamed = new WeakMap<Response, string>();
 
   constructor(private readonly options: HttpTransportOptions) {
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
@@ -234,9 +230,7 @@ export class HttpTransport {
         }
         if (options.stream) clearTimeout(timer);
         if (response.ok || options.accept?.includes(response.status)) {
-          if (options.stream && response.body && this.options.bodyTimeoutMs !== undefined) {
-            return new Response(withIdleTimeout(response.body, this.options.bodyTimeoutMs, what), response);
-          }
+          if (options.stream) this.streamed.set(response, what);
           return response;
         }
         error = await errorFromResponse(response, what);
@@ -256,6 +250,17 @@ export class HttpTransport {
       if (!retry || attempt >= ATTEMPTS || wait > MAX_RETRY_WAIT_MS) throw error;
       await this.sleep(wait);
     }
+  }
+
+  /**
+   * The reader of a streamed answer's body (`send` with `stream`): each read fails when no byte
+   * arrives for `bodyTimeoutMs` (a stalled stream); untimed without it, or for another answer.
+   */
+  reader(response: Response): ByteReader {
+    const reader = response.body!.getReader();
+    const what = this.streamed.get(response);
+    const ms = this.options.bodyTimeoutMs;
+    return what !== undefined && ms !== undefined ? timedReader(reader, ms, what) : reader;
   }
 
   /** Sends and validates a JSON answer with `schema`; a malformed answer is an invalid_response. */

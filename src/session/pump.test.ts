@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ProviderError } from "../providers/errors";
 import type { AgentProvider, ProviderEvent, ProviderResult } from "../providers/provider";
 import { IngestQueue } from "./ingest-queue";
-import { runPump } from "./pump";
+import { INGEST_EVENTS_PER_TASK, runPump } from "./pump";
 
 const ref = {
   runId: "e1",
@@ -262,5 +262,25 @@ describe("the upstream reader", () => {
     // fails on it alone, without progress, until the reader gives up.
     expect(passes.map((p) => p.committed)).toEqual([0, 49, 49, 49]);
     expect(passes.slice(1).every((p) => p.after === "49")).toBe(true);
+  });
+});
+
+describe("the upstream reader's work per task", () => {
+  it("yields to the event loop after every INGEST_EVENTS_PER_TASK events of a burst read at once", async () => {
+    const burst = Array.from({ length: 3 * INGEST_EVENTS_PER_TASK + 10 }, (_, i) => ev(String(i + 1)));
+    const { provider } = scripted([[...burst, ev(String(burst.length + 1), "completed")]]);
+    const h = host();
+    let handedOver = 0;
+    const atYields: number[] = [];
+    const counted = { ...h, ingest: (event: ProviderEvent) => (handedOver++, h.ingest(event)) };
+    const outcome = await runPump(provider, ref, counted, {
+      signal: new AbortController().signal,
+      sleep: noSleep,
+      yieldTask: async () => void atYields.push(handedOver),
+    });
+    expect(outcome).toBe("finished");
+    expect(h.log).toHaveLength(burst.length + 1);
+    // Every INGEST_EVENTS_PER_TASK events handed over, one yield: never more in one task.
+    expect(atYields).toEqual([1, 2, 3].map((k) => k * INGEST_EVENTS_PER_TASK));
   });
 });

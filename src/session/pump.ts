@@ -43,7 +43,21 @@ export interface PumpOptions {
   baseDelayMs?: number;
   maxDelayMs?: number;
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Events handed over between two yields to the event loop (INGEST_EVENTS_PER_TASK). */
+  eventsPerTask?: number;
+  /** Lets the isolate's other work run (a macrotask: a request, another conversation's frames). */
+  yieldTask?: () => Promise<void>;
 }
+
+/**
+ * At most this many events are handed over in one task: an upstream read can hold thousands of
+ * frames (an unpaced burst), each read from it without waiting on anything, and the object's
+ * isolate (under `wrangler dev`, the Worker's and every object's) answers nothing else until the
+ * reader waits. After as many, the reader yields to the event loop (bench/README.md, `stall`).
+ */
+export const INGEST_EVENTS_PER_TASK = 64;
+
+const nextTask = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
 
 export type PumpOutcome = "finished" | "aborted" | "gave_up";
 
@@ -75,7 +89,10 @@ export async function runPump(
   const baseDelayMs = options.baseDelayMs ?? 100;
   const maxDelayMs = options.maxDelayMs ?? 5_000;
   const sleep = options.sleep ?? defaultSleep;
+  const eventsPerTask = options.eventsPerTask ?? INGEST_EVENTS_PER_TASK;
+  const yieldTask = options.yieldTask ?? nextTask;
   let attempt = 0;
+  let sinceYield = 0;
 
   const settleFromResult = async (reason: string): Promise<boolean> => {
     const result = await provider.result(ref).catch(() => null);
@@ -95,6 +112,10 @@ export async function runPump(
     try {
       for await (const event of provider.events(ref, { after: host.cursor(), signal: pass.signal })) {
         host.ingest(event);
+        if (++sinceYield >= eventsPerTask) {
+          sinceYield = 0;
+          await yieldTask();
+        }
         if (event.kind === "terminal" || host.backlogged()) {
           await host.settled();
           // The run ended: whatever follows on this stream repeats what the session has.

@@ -1,9 +1,10 @@
 import { env, runInDurableObject } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { DELTA_EVENT, frameDecoder } from "../../public/wire/frames.js";
 import { relayStream } from "../http/sse-relay";
 import { SseParser } from "../lib/sse";
 import { CLOSE_PROTOCOL, EVENTS, LIVE, LIVE_MESSAGE_BYTES, PULL } from "../lib/subscription-wire";
+import { updateRow } from "./store/log-chunks";
 import type { EventRow } from "./store/records";
 import { SessionStore } from "./store/store";
 import { attachmentOf, newSubscription, type Subscription, SubscriptionHub, subscriptionOf } from "./subscriptions";
@@ -660,5 +661,46 @@ describe("fan-out: lean frames", () => {
     expect(branch.envelopes).toEqual(rows.map((r) => r.envelope));
     expect(branch.names[0]).toBe("message.part.updated");
     expect(branch.names.slice(1).every((n) => n === DELTA_EVENT)).toBe(true);
+  });
+});
+
+describe("fan-out: held updates", () => {
+  it("a held update's row is encoded from the event it was built from, its envelope not parsed back; the same bytes as the row read from the log", () => {
+    const owner = { turnId: "t1", executionId: "e1" };
+    const part = { id: "p1", type: "text" };
+    const built = [
+      updateRow(owner, { seq: 1, atMs: 1_000, whole: { ...part, text: "one " } }),
+      ...["two ", "three ", "four "].map((d, i) => updateRow(owner, { seq: i + 2, atMs: 1_010 + i, part, delta: d })),
+    ];
+    // The same rows as the log reads them back: only their JSON.
+    const read = built.map((r) => ({ seq: r.seq, type: r.type, envelope: r.envelope }));
+    const sentBy = (rows: EventRow[]): { bytes: string[]; parsed: number } => {
+      const bytes: string[] = [];
+      const state: Subscription = { ...newSubscription(0), live: true, started: true, synced: true };
+      const hub = new SubscriptionHub<string>({
+        sockets: () => ["ws"],
+        load: () => ({ ...state }),
+        save: () => undefined,
+        send: (_ws, message) => void bytes.push(new TextDecoder().decode(message)),
+        readPage: () => [],
+        lastSeq: () => rows.length,
+        firstRetainedSeq: () => 1,
+      });
+      const envelopes = new Set(rows.map((r) => r.envelope));
+      const parse = vi.spyOn(JSON, "parse");
+      try {
+        hub.publishBatch(rows);
+        hub.flush();
+        return { bytes, parsed: parse.mock.calls.filter(([text]) => envelopes.has(text)).length };
+      } finally {
+        parse.mockRestore();
+      }
+    };
+    const fromBuilt = sentBy(built);
+    const fromRead = sentBy(read);
+    expect(fromBuilt.parsed).toBe(0);
+    expect(fromRead.parsed).toBe(4);
+    expect(fromBuilt.bytes).toEqual(fromRead.bytes);
+    expect(fromBuilt.bytes.join("")).toContain(DELTA_EVENT);
   });
 });

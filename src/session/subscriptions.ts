@@ -33,6 +33,7 @@ import {
   wireMessage,
   wireMessageOf,
 } from "../lib/subscription-wire";
+import { builtEvent } from "./store/log-chunks";
 import type { EventRow } from "./store/records";
 import type { SessionStore } from "./store/store";
 import { pathOf } from "./turn-tree";
@@ -237,7 +238,7 @@ export class SubscriptionHub<S> {
    */
   publishBatch(rows: readonly EventRow[]): void {
     for (const row of rows) {
-      const encoded = encodeEvent(this.live.context, row);
+      const encoded = encodeEvent(this.live.context, row, builtEvent(row));
       const frame = utf8.encode(encodeSseFrame(encoded.frame));
       this.batch ??= { messages: [], first: row, firstLean: encoded.frame.event === DELTA_EVENT };
       addFrame(this.batch.messages, frame, LIVE_MESSAGE_BYTES);

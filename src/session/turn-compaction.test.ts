@@ -1,5 +1,5 @@
 import { env, runInDurableObject } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { EventLog, storeWrites } from "./event-log";
 import { SessionStore } from "./store/store";
 import { turnParts, withAnswer } from "./transcript";
@@ -120,7 +120,23 @@ describe("compacting a finished turn in the store", () => {
       );
       const rows = store.logSize().rows;
       const before = store.rowsWritten;
-      compactTurn(store, "t");
+      const chunks = new Set(
+        state.storage.sql
+          .exec<{ envelope: string }>("SELECT envelope FROM events WHERE type = 'message.part.deltas'")
+          .toArray()
+          .map((r) => r.envelope),
+      );
+      expect(chunks.size).toBeGreaterThan(0);
+      const parse = vi.spyOn(JSON, "parse");
+      try {
+        compactTurn(store, "t");
+        // Each chunk row read (parsed and checked) once: for the turn's events and for their compaction.
+        const parsed = parse.mock.calls.filter(([text]) => chunks.has(text)).map(([text]) => text);
+        expect(parsed.length).toBe(chunks.size);
+        expect(new Set(parsed).size).toBe(chunks.size);
+      } finally {
+        parse.mockRestore();
+      }
       // Each row holding an event of a run is rewritten (or goes) once; the end rewritten in place; the turn's row marked.
       expect(store.rowsWritten - before).toBe(rows - 2 + 1 + 1);
       const events = store.eventsOfTurn("t");

@@ -24,6 +24,7 @@ import { type AbandonedRuns, alarmWanted } from "./abandoned-runs";
 import { mayRepeatAnswer, planCompaction } from "./compaction";
 import type { Appender, EventLog } from "./event-log";
 import type { InteractionDesk } from "./interaction-desk";
+import type { ChunkReads } from "./store/log-chunks";
 import { TERMINAL_TURN_STATUSES, type TurnError, type TurnRecord } from "./store/records";
 import type { SessionStore } from "./store/store";
 import { messageText, turnParts } from "./transcript";
@@ -137,13 +138,15 @@ export function compactTurn(
   if (!turn || !TERMINAL_TURN_STATUSES.has(turn.status)) return;
   let parts = turn.parts;
   if (parts === null) {
+    // The turn's chunks are read (parsed and checked) once, for its events and for their compaction.
+    const reads: ChunkReads = new Map();
     // An event rewritten less its copy of the answer keeps every other field as stored.
     const events = store
-      .eventsOfTurn(turnId)
+      .eventsOfTurn(turnId, reads)
       .map((e) => (mayRepeatAnswer(e.type) ? (store.storedEvent(e.seq) ?? e) : e));
     if (events.length >= 2) {
       const plan = planCompaction(events, store.otherEventSeqs(turnId, events[0]!.seq, events.at(-1)!.seq));
-      if (plan.length > 0) store.applyCompaction(plan);
+      if (plan.length > 0) store.applyCompaction(plan, reads);
     }
     parts = turnParts({ events, interactions: [] });
   }

@@ -51,6 +51,10 @@ describe("the exit code", () => {
   it("counts idle's baseline (before) as idle", () => {
     expect(exitCode({ idle: outcomeOf({}), before: outcomeOf({ error: "worktree" }) })).toBe(8);
   });
+  it("counts stall as replay (both the unpaced 10,000-word burst)", () => {
+    expect(exitCode({ replay: outcomeOf({}), stall: outcomeOf({ problems: ["late"] }) })).toBe(2);
+    expect(outcomeLines({ stall: outcomeOf({ error: "x", seconds: 1 }) }).join("\n")).toContain("stall");
+  });
   it("gives every section a bit of its own, inside an exit status", () => {
     const bits = SECTIONS.map((s) => s.bit);
     expect(new Set(bits).size).toBe(bits.length);

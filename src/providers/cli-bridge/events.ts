@@ -86,7 +86,7 @@ async function* readOnce(
   let format: "openai" | "canonical" | undefined;
   const chunks = new ChunkStream(ref.runId);
   const envelopes = new EnvelopeStream(ref.runId);
-  for await (const frame of readSseFrames(response.body!, MAX_FRAME_BYTES)) {
+  for await (const frame of readSseFrames(http.reader(response), MAX_FRAME_BYTES)) {
     if (frame.data === undefined) continue;
     const data = frame.data;
     const kind = frame.event !== undefined && frame.event !== "message" ? "canonical" : "openai";
@@ -172,7 +172,7 @@ async function answerFromStart(http: HttpTransport, ref: AgentExactRunControlRef
   try {
     const response = await http.send(routes.runEvents(ref.runId), { retry: true, stream: true }, "read run events");
     const envelopes = new EnvelopeStream(ref.runId);
-    for await (const frame of readSseFrames(response.body!, MAX_FRAME_BYTES)) {
+    for await (const frame of readSseFrames(http.reader(response), MAX_FRAME_BYTES)) {
       if (frame.data === undefined || frame.event === undefined) continue;
       if ("end" in envelopes.read({ ...frame, data: frame.data })) break;
     }

@@ -117,7 +117,7 @@ async function dispatchWith(
       throw refine(err);
     }
     try {
-      for await (const frame of readSseFrames(response.body!, MAX_FRAME_BYTES + 64 * 1024)) {
+      for await (const frame of readSseFrames(options.client.reader(response), MAX_FRAME_BYTES + 64 * 1024)) {
         const admission = admissionOf(frame);
         if (admission === "refused") {
           throw new ProviderError("dispatch_refused", `the sandbox refused the turn: ${refusalOf(frame)}`);

@@ -101,7 +101,7 @@ export async function* readEvents(
   // An interaction frame came just before (nothing but statuses since): the wait a status then
   // announces has its ask already.
   let asked = false;
-  for await (const frame of readSseFrames(response.body!, MAX_FRAME_BYTES + 64 * 1024)) {
+  for await (const frame of readSseFrames(client.reader(response), MAX_FRAME_BYTES + 64 * 1024)) {
     const event = normalizeFrame(frame, { requireId: true });
     if (!event) continue;
     const status = event.kind === "passthrough" && event.shown.type === "status" ? rawStatus(frame) : undefined;

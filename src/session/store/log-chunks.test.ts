@@ -1,10 +1,14 @@
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import {
   CHUNK_TYPE,
+  chunkEvents,
+  chunkText,
   compactRows,
   encodeChunk,
+  expandChunk,
   expandRows,
+  extendChunk,
   type HeldUpdate,
   type RowRewrite,
   updateRow,
@@ -94,5 +98,72 @@ describe("compacting stored rows", () => {
       ),
       { numRuns: 300 },
     );
+  });
+});
+
+describe("a chunk encoded as it grows", () => {
+  const part = fc.constantFrom({ id: "p1", type: "text" }, { id: "p2", type: "text" }, { id: "r1", type: "reasoning" });
+  const update = fc.oneof(
+    fc.record({ ms: fc.nat(50), part, delta: fc.string() }),
+    fc.record({ ms: fc.nat(50), whole: part.chain((p) => fc.string().map((text) => ({ ...p, text }))) }),
+  );
+  /** Updates of consecutive seqs from 5, each `ms` after the one before. */
+  const consecutive = (
+    entries: ReadonlyArray<{ ms: number } & ({ part: object; delta: string } | { whole: object })>,
+  ) => {
+    let atMs = 1_000;
+    return entries.map((e, i): HeldUpdate => {
+      atMs += e.ms;
+      return "whole" in e
+        ? { seq: 5 + i, atMs, whole: e.whole as Record<string, unknown> }
+        : { seq: 5 + i, atMs, part: e.part as Record<string, unknown>, delta: e.delta };
+    });
+  };
+
+  it("is the same text, piece by piece, as the whole chunk encoded at once", () => {
+    fc.assert(
+      fc.property(fc.array(update, { minLength: 1, maxLength: 30 }), fc.array(fc.nat(30)), (entries, cuts) => {
+        const updates = consecutive(entries);
+        const bounds = [...new Set([0, ...cuts.filter((c) => c > 0 && c < updates.length), updates.length])].sort(
+          (a, b) => a - b,
+        );
+        let encoding = null as ReturnType<typeof extendChunk> | null;
+        for (let i = 1; i < bounds.length; i++)
+          encoding = extendChunk(encoding, updates.slice(bounds[i - 1], bounds[i]));
+        expect(chunkText(owner, encoding!)).toBe(encodeChunk(owner, updates));
+      }),
+    );
+  });
+
+  it("encodes only the new updates when it grows: its cost is theirs, not the whole chunk's again", () => {
+    const updates = consecutive(
+      Array.from({ length: 1_001 }, (_, i) => ({ ms: 1, part: { id: "p1", type: "text" }, delta: `w${i} ` })),
+    );
+    const grown = extendChunk(null, updates.slice(0, 1_000));
+    const stringify = vi.spyOn(JSON, "stringify");
+    try {
+      chunkText(owner, extendChunk(grown, updates.slice(1_000)));
+      // The new update's part key and its entry, and the chunk's head: not a thousand part keys again.
+      expect(stringify.mock.calls.length).toBeLessThanOrEqual(4);
+    } finally {
+      stringify.mockRestore();
+    }
+  });
+
+  it("read back as events is each of its rows' envelope, parsed", () => {
+    fc.assert(
+      fc.property(fc.array(update, { minLength: 1, maxLength: 30 }), (entries) => {
+        const text = encodeChunk(owner, consecutive(entries));
+        expect(chunkEvents(text)).toEqual(expandChunk(text).map((row) => JSON.parse(row.envelope)));
+      }),
+    );
+  });
+
+  it("refuses updates whose seqs do not follow the chunk's", () => {
+    const updates = consecutive([
+      { ms: 0, part: { id: "p1", type: "text" }, delta: "a" },
+      { ms: 0, part: { id: "p1", type: "text" }, delta: "b" },
+    ]);
+    expect(() => extendChunk(extendChunk(null, [updates[0]!]), [{ ...updates[1]!, seq: 9 }])).toThrow(/consecutive/);
   });
 });

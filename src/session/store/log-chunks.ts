@@ -12,7 +12,7 @@
  * Pure: the row of one update, a chunk's stored text from its updates, and the updates back.
  */
 import { z } from "zod";
-import type { EventRow } from "./records";
+import type { EventEnvelope, EventRow } from "./records";
 
 /** The `type` column of a chunk row: never an event's type, so no reader of types meets one. */
 export const CHUNK_TYPE = "message.part.deltas";
@@ -33,10 +33,10 @@ type Obj = Record<string, unknown>;
  */
 export type HeldUpdate = { seq: number; atMs: number } & ({ part: Obj; delta: string } | { whole: Obj });
 
-/** The row an update's event is: the same keys, in the same order, as ./log.ts appendEvent writes. */
-export function updateRow(owner: ChunkOwner, held: HeldUpdate): EventRow {
-  const data = "whole" in held ? { part: held.whole } : { part: held.part, delta: held.delta };
-  const envelope = {
+/** The event an update is: the same keys, in the same order, as ./log.ts appendEvent writes. */
+function updateEvent(owner: ChunkOwner, held: HeldUpdate): EventEnvelope {
+  const data = "whole" in held ? { part: held.whole } : { part: { ...held.part }, delta: held.delta };
+  return {
     seq: held.seq,
     turnId: owner.turnId,
     executionId: owner.executionId,
@@ -44,7 +44,26 @@ export function updateRow(owner: ChunkOwner, held: HeldUpdate): EventRow {
     data,
     at: new Date(held.atMs).toISOString(),
   };
-  return { seq: held.seq, type: PART_UPDATED, envelope: JSON.stringify(envelope) };
+}
+
+/**
+ * The event each row `updateRow` built was written from (the row's envelope is its JSON), while the
+ * row lives: the relay encodes a held update it publishes from it, not by parsing the JSON back.
+ * The event is the row's own (built for it alone), and nothing changes either after.
+ */
+const builtFrom = new WeakMap<EventRow, EventEnvelope>();
+
+/** The event a row was built from by `updateRow`, if it was (undefined: parse its envelope). */
+export function builtEvent(row: EventRow): EventEnvelope | undefined {
+  return builtFrom.get(row);
+}
+
+/** The row an update's event is (./log.ts appendEvent's). */
+export function updateRow(owner: ChunkOwner, held: HeldUpdate): EventRow {
+  const event = updateEvent(owner, held);
+  const row = { seq: held.seq, type: PART_UPDATED, envelope: JSON.stringify(event) };
+  builtFrom.set(row, event);
+  return row;
 }
 
 /** A part less its text: what a delta after its whole update carries. */
@@ -119,25 +138,120 @@ export function encodeChunk(
   });
 }
 
-/** The events a chunk row holds, each as the row appendEvent would have stored. */
-export function expandChunk(text: string): EventRow[] {
+/**
+ * A chunk of consecutive seqs as it is encoded so far (a chunk that grows in place, ./held-tail.ts):
+ * its first seq and instant, its entries' JSON (comma-separated), and what the next update is
+ * encoded after: the last seq, its instant and its part (less text, as JSON).
+ */
+export interface ChunkEncoding {
+  first: number;
+  at: number;
+  entries: string;
+  lastSeq: number;
+  lastAtMs: number;
+  current: string | null;
+}
+
+/**
+ * `encoding` (null: a new chunk) with `updates` after it, each encoded once: a chunk that grows by
+ * its new updates costs their text, not the whole chunk's again. `chunkText` of the result is what
+ * `encodeChunk` writes for all of the chunk's updates.
+ */
+export function extendChunk(encoding: ChunkEncoding | null, updates: readonly HeldUpdate[]): ChunkEncoding {
+  const start = updates[0];
+  if (!start && !encoding) throw new Error("a chunk holds at least one update");
+  let lastSeq = encoding ? encoding.lastSeq : start!.seq - 1;
+  let lastAtMs = encoding ? encoding.lastAtMs : start!.atMs;
+  let current = encoding ? encoding.current : null;
+  const out: string[] = encoding ? [encoding.entries] : [];
+  for (const held of updates) {
+    if (held.seq !== lastSeq + 1) throw new Error("a chunk's updates have consecutive seqs");
+    const ms = held.atMs - lastAtMs;
+    if ("whole" in held) {
+      out.push(JSON.stringify([ms, held.whole]));
+      current = JSON.stringify(lessText(held.whole));
+    } else {
+      const key = JSON.stringify(held.part);
+      out.push(JSON.stringify(key === current ? [ms, held.delta] : [ms, held.delta, held.part]));
+      current = key;
+    }
+    lastSeq = held.seq;
+    lastAtMs = held.atMs;
+  }
+  return {
+    first: encoding ? encoding.first : start!.seq,
+    at: encoding ? encoding.at : start!.atMs,
+    entries: out.join(","),
+    lastSeq,
+    lastAtMs,
+    current,
+  };
+}
+
+/** The stored text of a chunk encoded by `extendChunk`: the same as `encodeChunk` of its updates. */
+export function chunkText(owner: ChunkOwner, encoding: ChunkEncoding): string {
+  const head = JSON.stringify({
+    turnId: owner.turnId,
+    executionId: owner.executionId,
+    first: encoding.first,
+    at: encoding.at,
+  });
+  return `${head.slice(0, -1)},"updates":[${encoding.entries}]}`;
+}
+
+/** A chunk's owner and its updates, as read from its stored text. */
+type ChunkRead = { owner: ChunkOwner; updates: HeldUpdate[] };
+
+/**
+ * Chunks read in one job, by their stored text: a second reading of the same text (a turn's end
+ * reads the turn's events, then compacts the rows holding them) is the first one's, not a second
+ * parse and check. Its caller makes one for the job and drops it; nothing read from it is changed.
+ */
+export type ChunkReads = Map<string, ChunkRead>;
+
+/** `readChunk`, once per text in `reads` (none: every time). */
+function readChunkOnce(text: string, reads: ChunkReads | undefined): ChunkRead {
+  if (!reads) return readChunk(text);
+  let read = reads.get(text);
+  if (!read) reads.set(text, (read = readChunk(text)));
+  return read;
+}
+
+/** A chunk's owner and its updates, read (and checked) from its stored text. */
+function readChunk(text: string): ChunkRead {
   const chunk = StoredChunk.parse(JSON.parse(text));
   const owner: ChunkOwner = { turnId: chunk.turnId, executionId: chunk.executionId };
   let atMs = chunk.at;
   let current: Obj | null = null;
   if (chunk.seqs && chunk.seqs.length !== chunk.updates.length) throw new Error("a chunk names a seq for each update");
-  return chunk.updates.map((entry, i) => {
+  const updates = chunk.updates.map((entry, i): HeldUpdate => {
     atMs += entry[0];
     const seq = chunk.seqs ? chunk.seqs[i]! : chunk.first + i;
     if (typeof entry[1] !== "string") {
       current = lessText(entry[1]);
-      return updateRow(owner, { seq, atMs, whole: entry[1] });
+      return { seq, atMs, whole: entry[1] };
     }
     const part = entry.length === 3 ? entry[2] : current;
     if (!part) throw new Error("a chunk's delta names no part");
     current = part;
-    return updateRow(owner, { seq, atMs, part, delta: entry[1] });
+    return { seq, atMs, part, delta: entry[1] };
   });
+  return { owner, updates };
+}
+
+/** The events a chunk row holds, each as the row appendEvent would have stored. */
+export function expandChunk(text: string): EventRow[] {
+  const { owner, updates } = readChunk(text);
+  return updates.map((held) => updateRow(owner, held));
+}
+
+/**
+ * The events a chunk row holds, as events: what parsing each of `expandChunk`'s rows gives, without
+ * writing each as JSON and reading it back (a turn's end reads every event of the turn).
+ */
+export function chunkEvents(text: string, reads?: ChunkReads): EventEnvelope[] {
+  const { owner, updates } = readChunkOnce(text, reads);
+  return updates.map((held) => updateEvent(owner, held));
 }
 
 /** The first seq a stored row holds (a chunk's first update; any other row's own seq). */
@@ -181,36 +295,52 @@ function asUpdate(row: EventRow): HeldUpdate {
 export function compactRows(
   rows: readonly EventRow[],
   runs: ReadonlyArray<{ fromSeq: number; toSeq: number; row: EventRow }>,
+  reads?: ChunkReads,
 ): RowRewrite[] {
   const sorted = [...runs].sort((a, b) => a.fromSeq - b.fromSeq);
-  const runOf = (seq: number) => sorted.find((r) => seq >= r.fromSeq && seq <= r.toSeq);
+  // Runs do not overlap: the one holding a seq is found by halving (a long turn has hundreds of runs).
+  const runOf = (seq: number) => {
+    let lo = 0;
+    let hi = sorted.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const run = sorted[mid]!;
+      if (seq < run.fromSeq) hi = mid - 1;
+      else if (seq > run.toSeq) lo = mid + 1;
+      else return run;
+    }
+    return undefined;
+  };
   const out: RowRewrite[] = [];
   for (const row of rows) {
-    const events = row.type === CHUNK_TYPE ? expandChunk(row.envelope) : [row];
+    if (row.type !== CHUNK_TYPE) {
+      const run = runOf(row.seq);
+      if (run) out.push({ seq: row.seq, to: row.seq === run.toSeq ? run.row : null });
+      continue;
+    }
+    // A chunk's updates as they are (not each written as a row and read back): each kept, or a
+    // run's replacement (a row) at the run's last seq.
+    const { owner, updates } = readChunkOnce(row.envelope, reads);
     let touched = false;
-    const kept: EventRow[] = [];
-    for (const event of events) {
-      const run = runOf(event.seq);
-      if (!run) kept.push(event);
+    const kept: Array<HeldUpdate | EventRow> = [];
+    for (const held of updates) {
+      const run = runOf(held.seq);
+      if (!run) kept.push(held);
       else {
         touched = true;
-        if (event.seq === run.toSeq) kept.push(run.row);
+        if (held.seq === run.toSeq) kept.push(run.row);
       }
     }
     if (!touched) continue;
     if (kept.length === 0) out.push({ seq: row.seq, to: null });
-    else if (kept.length === 1) out.push({ seq: row.seq, to: kept[0]! });
-    else {
-      const owner = StoredChunk.parse(JSON.parse(row.envelope));
+    else if (kept.length === 1) {
+      const only = kept[0]!;
+      out.push({ seq: row.seq, to: "envelope" in only ? only : updateRow(owner, only) });
+    } else {
+      const chunk = kept.map((k) => ("envelope" in k ? asUpdate(k) : k));
       out.push({
         seq: row.seq,
-        to: {
-          seq: kept.at(-1)!.seq,
-          type: CHUNK_TYPE,
-          envelope: encodeChunk({ turnId: owner.turnId, executionId: owner.executionId }, kept.map(asUpdate), {
-            gaps: true,
-          }),
-        },
+        to: { seq: kept.at(-1)!.seq, type: CHUNK_TYPE, envelope: encodeChunk(owner, chunk, { gaps: true }) },
       });
     }
   }

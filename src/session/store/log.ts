@@ -17,7 +17,7 @@
  */
 import { EventEnvelopeSchema } from "../../schemas/api";
 import { HeldTail, TAIL_MAX_DELTAS, type UpdateToHold } from "./held-tail";
-import { CHUNK_TYPE, compactRows, expandRows, firstSeqOf } from "./log-chunks";
+import { CHUNK_TYPE, type ChunkReads, chunkEvents, compactRows, expandRows, firstSeqOf } from "./log-chunks";
 import type { MetaStore } from "./meta";
 import type { EventEnvelope, EventRow, NewEvent } from "./records";
 import type { TurnStore } from "./turns";
@@ -259,13 +259,22 @@ export class LogStore {
       .map((row) => EventEnvelopeSchema.parse(JSON.parse(row.envelope)));
   }
 
-  /** The retained events of one turn (the held ones included), read back validated. */
-  eventsOfTurn(turnId: string): EventEnvelope[] {
+  /**
+   * The retained events of one turn (the held ones included), read back validated; the chunks read
+   * kept in `reads` when given (a compaction that follows reads them from there).
+   */
+  eventsOfTurn(turnId: string, reads?: ChunkReads): EventEnvelope[] {
     const stored = this.sql
       .exec<EventRow>("SELECT seq, type, envelope FROM events WHERE turn_id = ? ORDER BY seq", turnId)
       .toArray();
     const held = this.tail.turnId() === turnId ? this.tail.rows() : [];
-    return [...expandRows(stored), ...held].map((row) => EventEnvelopeSchema.parse(JSON.parse(row.envelope)));
+    const events: EventEnvelope[] = [];
+    for (const row of [...stored, ...held]) {
+      // A chunk's events are built from its checked text, not written as JSON and read back.
+      if (row.type === CHUNK_TYPE) events.push(...chunkEvents(row.envelope, reads));
+      else events.push(EventEnvelopeSchema.parse(JSON.parse(row.envelope)));
+    }
+    return events;
   }
 
   lastSeq(): number {
@@ -420,9 +429,12 @@ export class LogStore {
    * holding an event of a run is rewritten once (./log-chunks.ts `compactRows`: a chunk keeps what
    * is left of it, a row left with nothing goes), and no other row: one row written per row
    * touched. A row keeps its upstream id (the execution's cursor, `cursorOf`, is the newest). The
-   * caller holds the transaction.
+   * caller holds the transaction; `reads`, the chunks it read already (`eventsOfTurn`).
    */
-  applyCompaction(runs: readonly { fromSeq: number; toSeq: number; envelope: EventEnvelope }[]): void {
+  applyCompaction(
+    runs: readonly { fromSeq: number; toSeq: number; envelope: EventEnvelope }[],
+    reads?: ChunkReads,
+  ): void {
     if (runs.length === 0) return;
     const from = Math.min(...runs.map((r) => r.fromSeq));
     const to = Math.max(...runs.map((r) => r.toSeq));
@@ -442,6 +454,7 @@ export class LogStore {
         toSeq: run.toSeq,
         row: { seq: run.toSeq, type: run.envelope.type, envelope: JSON.stringify(run.envelope) },
       })),
+      reads,
     );
     for (const rewrite of rewrites) {
       if (rewrite.to)

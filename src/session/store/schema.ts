@@ -46,8 +46,91 @@ function usageViewV9(view: Record<string, unknown>): Record<string, unknown> {
   };
 }
 
-export function migrateSessionSchema(sql: Pick<SqlStorage, "exec">): void {
-  sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+/**
+ * The schema the migrations below build, written at once for a new conversation (a database with
+ * no table yet): one statement list instead of every step's (about 8 ms per new conversation).
+ * A test builds a database both ways and compares their tables, columns and indexes
+ * (./store.test.ts): a new step is added here too.
+ */
+const FRESH_SCHEMA = `
+  CREATE TABLE schema_version (version INTEGER NOT NULL);
+  CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+  CREATE TABLE turns (
+    turn_id TEXT PRIMARY KEY,
+    ordinal INTEGER NOT NULL,
+    request_digest TEXT NOT NULL,
+    request TEXT NOT NULL,
+    execution_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    control_ref TEXT,
+    upstream_cursor TEXT,
+    result_text TEXT,
+    error TEXT,
+    usage TEXT,
+    accepted_seq INTEGER,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    completed_at INTEGER,
+    cancel_reason TEXT,
+    lost_at INTEGER,
+    parts TEXT,
+    parent_turn_id TEXT,
+    branch INTEGER NOT NULL DEFAULT 0,
+    compacted INTEGER,
+    started_at INTEGER
+  ) WITHOUT ROWID;
+  CREATE UNIQUE INDEX turns_ordinal ON turns (ordinal);
+  CREATE TABLE events (seq INTEGER PRIMARY KEY, turn_id TEXT, execution_id TEXT, upstream_id TEXT, type TEXT NOT NULL, envelope TEXT NOT NULL);
+  CREATE TABLE upstream_seen (
+    execution_id TEXT NOT NULL,
+    upstream_id TEXT NOT NULL,
+    PRIMARY KEY (execution_id, upstream_id)
+  ) WITHOUT ROWID;
+  CREATE TABLE usage (execution_id TEXT PRIMARY KEY, turn_id TEXT NOT NULL, state TEXT NOT NULL) WITHOUT ROWID;
+  CREATE TABLE operations (operation_id TEXT PRIMARY KEY, kind TEXT NOT NULL, request_digest TEXT NOT NULL, ack TEXT NOT NULL, created_at INTEGER NOT NULL);
+  CREATE TABLE interactions (
+    interaction_id TEXT PRIMARY KEY,
+    turn_id TEXT NOT NULL,
+    execution_id TEXT NOT NULL,
+    request TEXT NOT NULL,
+    status TEXT NOT NULL,
+    outcome TEXT,
+    answer_hmac TEXT,
+    operation_id TEXT,
+    created_at INTEGER NOT NULL,
+    resolved_at INTEGER
+  );
+  CREATE TABLE queued_turns (
+    turn_id TEXT PRIMARY KEY,
+    position INTEGER NOT NULL,
+    request_digest TEXT NOT NULL,
+    request TEXT NOT NULL,
+    execution_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    error TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE branches (branch INTEGER PRIMARY KEY, fork_of INTEGER, at_turn_id TEXT, agent_session_id TEXT NOT NULL, forked INTEGER NOT NULL, created_at INTEGER NOT NULL);
+`;
+
+/**
+ * Brings the database to SCHEMA_VERSION: a new one (no table of its own yet: the runtime's `_cf_`
+ * tables aside) at once, with FRESH_SCHEMA; an older one step by step. `options.fresh` false: by
+ * the steps always (the test that compares the two builds).
+ */
+export function migrateSessionSchema(sql: Pick<SqlStorage, "exec">, options: { fresh?: boolean } = {}): void {
+  const found = sql
+    .exec<{ tables: number; versioned: number }>(
+      "SELECT COUNT(*) AS tables, COALESCE(SUM(name = 'schema_version'), 0) AS versioned FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\'",
+    )
+    .one();
+  if (found.tables === 0 && (options.fresh ?? true)) {
+    sql.exec(FRESH_SCHEMA);
+    sql.exec("INSERT INTO schema_version (version) VALUES (?)", SCHEMA_VERSION);
+    return;
+  }
+  if (!found.versioned) sql.exec("CREATE TABLE schema_version (version INTEGER NOT NULL)");
   const current = sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0]?.version ?? 0;
   if (current >= SCHEMA_VERSION) return;
   if (current < 1) {

@@ -2,6 +2,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { EventLog, storeWrites } from "../event-log";
+import { migrateSessionSchema } from "./schema";
 import { SessionStore } from "./store";
 
 /** A fresh store with one turn `t` of execution `e`, in a Durable Object of its own. */
@@ -345,5 +346,73 @@ describe("when a turn was sent and when it started (schema 13)", () => {
         [60, 60],
       ]);
     });
+  });
+});
+
+/** A database's schema as SQLite describes it: each table's columns, its indexes and whether it has rowids. */
+function schemaOf(sql: SqlStorage): Record<string, unknown> {
+  const tables = sql
+    .exec<{ name: string; sql: string }>(
+      "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\' ORDER BY name",
+    )
+    .toArray();
+  return Object.fromEntries(
+    tables.map((t) => [
+      t.name,
+      {
+        withoutRowid: /WITHOUT ROWID\s*$/i.test(t.sql),
+        columns: sql.exec(`PRAGMA table_xinfo("${t.name}")`).toArray(),
+        indexes: sql
+          .exec<{ name: string; unique: number; origin: string; partial: number }>(`PRAGMA index_list("${t.name}")`)
+          .toArray()
+          .map((i) => ({
+            unique: i.unique,
+            origin: i.origin,
+            partial: i.partial,
+            // An index the table's constraints made is named by SQLite after the table's name when it was made.
+            name: i.origin === "c" ? i.name : i.origin,
+            columns: sql
+              .exec<{ name: string }>(`PRAGMA index_info("${i.name}")`)
+              .toArray()
+              .map((c) => c.name),
+          }))
+          .sort((a, b) => `${a.name}${a.columns}`.localeCompare(`${b.name}${b.columns}`)),
+      },
+    ]),
+  );
+}
+
+describe("a new conversation's schema", () => {
+  it("is written at once, and is the schema every migration step builds: the same tables, columns, indexes and version", async () => {
+    const built = async (fresh: boolean) =>
+      runInDurableObject(
+        env.SESSIONS.get(env.SESSIONS.idFromName(`schema-${fresh}-${crypto.randomUUID()}`)),
+        (_instance, state) => {
+          let statements = 0;
+          const sql = state.storage.sql;
+          migrateSessionSchema(
+            {
+              exec: <T extends Record<string, SqlStorageValue>>(query: string, ...bindings: unknown[]) => {
+                statements++;
+                return sql.exec<T>(query, ...bindings);
+              },
+            },
+            { fresh },
+          );
+          return {
+            statements,
+            schema: schemaOf(sql),
+            version: sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version,
+          };
+        },
+      );
+    const stepwise = await built(false);
+    const fresh = await built(true);
+    expect(Object.keys(stepwise.schema)).toContain("turns");
+    expect(fresh.schema).toEqual(stepwise.schema);
+    expect(fresh.version).toBe(stepwise.version);
+    // One statement list and its version, not every step's statements.
+    expect(fresh.statements).toBeLessThanOrEqual(3);
+    expect(stepwise.statements).toBeGreaterThan(20);
   });
 });

@@ -19,6 +19,7 @@ import { type ExecutionUsageState, executionView } from "../../usage/usage-fold"
 import { AskStore } from "./asks";
 import type { UpdateToHold } from "./held-tail";
 import { LogStore } from "./log";
+import type { ChunkReads } from "./log-chunks";
 import { type MetaKey, MetaStore, type MetaValue } from "./meta";
 import {
   type EventEnvelope,
@@ -330,8 +331,8 @@ export class SessionStore {
     return this.logStore.eventsOfTypesAfter(afterSeq, types, limit);
   }
 
-  eventsOfTurn(turnId: string): EventEnvelope[] {
-    return this.logStore.eventsOfTurn(turnId);
+  eventsOfTurn(turnId: string, reads?: ChunkReads): EventEnvelope[] {
+    return this.logStore.eventsOfTurn(turnId, reads);
   }
 
   lastSeq(): number {
@@ -378,7 +379,10 @@ export class SessionStore {
     return this.logStore.otherEventSeqs(turnId, fromSeq, toSeq);
   }
 
-  applyCompaction(runs: readonly { fromSeq: number; toSeq: number; envelope: EventEnvelope }[]): void {
-    this.logStore.applyCompaction(runs);
+  applyCompaction(
+    runs: readonly { fromSeq: number; toSeq: number; envelope: EventEnvelope }[],
+    reads?: ChunkReads,
+  ): void {
+    this.logStore.applyCompaction(runs, reads);
   }
 }
