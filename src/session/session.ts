@@ -37,6 +37,13 @@ import {
 } from "./views";
 
 export type { ConversationSummary } from "./views";
+/** The conversation as GET …/bootstrap answers it, but for the stream token the Worker mints. */
+export type ConversationSnapshot = {
+  summary: ConversationSummary;
+  messages: ConversationMessages;
+  branches: BranchList & { conversationId: string };
+  usage: ConversationUsage;
+};
 /** Who a conversation RPC is for: session id and owner key, derived by the Worker from the user and the conversation id. */
 export type { SessionContext };
 
@@ -227,6 +234,19 @@ export class SessionObject extends DurableObject<Env> {
     continueAfterAsks: string[],
   ): Promise<RpcResult<string | null>> {
     return this.held(conversationId, (_context, store) => chatReplayOf(store, turnId, continueAfterAsks));
+  }
+
+  /**
+   * What a page shows before it follows the stream (GET …/bootstrap): the summary, the active branch's messages, the
+   * branches and the usage, read in one step, so all four are of the same last event.
+   */
+  async bootstrap(conversationId: string): Promise<RpcResult<ConversationSnapshot>> {
+    return this.held(conversationId, (context, store) => ({
+      summary: summaryOf(store, context, this.rooms.runner.total(), this.rooms.runner.queue.waiting()),
+      messages: messagesOf(store, conversationId),
+      branches: { conversationId, ...branchesOf(store) },
+      usage: usageOf(store, conversationId, this.rooms.runner.total(), this.rooms.runner.budget()),
+    }));
   }
 
   async usage(conversationId: string): Promise<RpcResult<ConversationUsage>> {

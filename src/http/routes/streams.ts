@@ -1,15 +1,27 @@
 /**
- * The event stream (docs/sse-protocol.md) and the stream tokens EventSource needs. The Worker holds
+ * The event stream (docs/sse-protocol.md), the stream tokens EventSource needs, and the bootstrap a page
+ * opens a conversation with: what it shows and a token to follow it, in one round trip. The Worker holds
  * each browser's response (../sse-relay.ts) and subscribes to the session object over a
  * hibernatable WebSocket. Mounted at `/v1/conversations`; declared once (../route-declaration.ts).
  */
+import type { Context } from "hono";
 import { z } from "zod";
 import { signToken } from "../../auth/tokens";
 import { ApiError } from "../../errors";
 import { SSE_HEADERS } from "../../lib/sse";
-import { EventEnvelopeSchema, StreamTokenAnswer } from "../../schemas/api";
+import { ConversationBootstrapSchema, EventEnvelopeSchema, StreamTokenAnswer } from "../../schemas/api";
 import { ConversationId } from "../../schemas/common";
-import { awaitConversation, conversationIdOf, knownConversation, rateLimit, session } from "../app-context";
+import type { ConversationSnapshot } from "../../session/session";
+import {
+  type AppEnv,
+  awaitConversation,
+  conversationIdOf,
+  knownConversation,
+  knownSession,
+  rateLimit,
+  session,
+} from "../app-context";
+import { unwrapRpc } from "../errors";
 import { DeclaredRoutes, eventStream, json } from "../route-declaration";
 import { openSubscription, relayOnceKnown, relayStream } from "../sse-relay";
 
@@ -93,17 +105,53 @@ streamRoutes.serve(
     errors: [400, 401, 501],
   },
   async (c) => {
-    const config = c.get("config");
-    const conversationId = conversationIdOf(c);
-    const { userId } = c.get("identity");
-    if (!config.AUTH_JWT_SECRET)
+    const minted = await streamTokenOf(c, conversationIdOf(c));
+    if (!minted)
       throw new ApiError(501, "stream_tokens_unavailable", "stream tokens need AUTH_JWT_SECRET to sign them");
-    const ttl = config.STREAM_TOKEN_TTL_SECONDS;
-    const token = await signToken(config, { sub: userId, use: "stream", cid: conversationId }, ttl);
-    return c.json({
-      token,
-      expiresIn: ttl,
-      eventsUrl: `/v1/conversations/${encodeURIComponent(conversationId)}/events?access_token=${token}`,
-    });
+    return c.json(minted);
   },
 );
+
+streamRoutes.serve(
+  {
+    method: "get",
+    path: "/:cid/bootstrap",
+    summary:
+      "Open a conversation in one request: its summary, messages, branches and usage (read at once) and a stream token",
+    params: { cid: ConversationId },
+    answers: {
+      200: json(
+        ConversationBootstrapSchema,
+        "The conversation; follow its events strictly after messages.lastEventId with the stream token",
+      ),
+    },
+    errors: [400, 401, 404],
+  },
+  async (c) => {
+    const { stub, conversationId } = await knownSession(c);
+    const snapshot = stub.bootstrap(conversationId);
+    const streamToken = await streamTokenOf(c, conversationId);
+    // The summary's open `interactions` make the RPC's inferred type `never`: the object's own type, then.
+    const answer: ConversationSnapshot = unwrapRpc(await snapshot);
+    return c.json({ ...answer, streamToken });
+  },
+);
+
+/**
+ * A stream token for the user and this conversation (POST …/stream-token, GET …/bootstrap); null where this
+ * deployment cannot sign one (no AUTH_JWT_SECRET: its user tokens come from a JWKS).
+ */
+export async function streamTokenOf(
+  c: Context<AppEnv>,
+  conversationId: string,
+): Promise<z.infer<typeof StreamTokenAnswer> | null> {
+  const config = c.get("config");
+  if (!config.AUTH_JWT_SECRET) return null;
+  const ttl = config.STREAM_TOKEN_TTL_SECONDS;
+  const token = await signToken(config, { sub: c.get("identity").userId, use: "stream", cid: conversationId }, ttl);
+  return {
+    token,
+    expiresIn: ttl,
+    eventsUrl: `/v1/conversations/${encodeURIComponent(conversationId)}/events?access_token=${token}`,
+  };
+}
