@@ -170,7 +170,6 @@ module.exports = {
   options: {
     doNotFollow: { path: "node_modules" },
     includeOnly: "^(src|test|scripts|bench|examples|public)/",
-    exclude: { path: "^public/vendor/" },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
     enhancedResolveOptions: {

@@ -9,6 +9,11 @@
 import { followStream } from "../lib/stream.js";
 
 /** @typedef {import("../lib/stream.js").ConnectionState} ConnectionState */
+/**
+ * `exists`: the server has the conversation; `streamToken` and `lastEventId`: its bootstrap's (the first
+ * connection needs no token minted, and is live once the page has that event).
+ * @typedef {{ exists?: boolean, streamToken?: import("../lib/wire").StreamToken | null, lastEventId?: number }} ConnectOptions
+ */
 
 const LABEL = {
   idle: "Idle",
@@ -52,15 +57,16 @@ export function createStreamController({ api, store, ui, onReset, onChange }) {
   /**
    * Follows the open conversation. A conversation the server does not have yet is followed too:
    * another tab may start it.
-   * @param {{ exists?: boolean }} [options]
+   * @param {ConnectOptions} [options]
    */
-  function connect({ exists = true } = {}) {
+  function connect({ exists = true, streamToken = null, lastEventId } = {}) {
     close();
     const generation = store.generation;
     const cid = store.conv.cid;
     stream = followStream({
       api,
       cid,
+      first: streamToken && lastEventId !== undefined ? { streamToken, lastEventId } : null,
       after: () => store.conv.lastSeq,
       onEvent: (event) => generation === store.generation && store.dispatch({ type: "event", event }),
       onReset: () => generation === store.generation && onReset(),

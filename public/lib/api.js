@@ -30,12 +30,26 @@ export class ApiError extends Error {
 
 const enc = encodeURIComponent;
 const conversationPath = (/** @type {string} */ cid) => `/v1/conversations/${enc(cid)}`;
-const REQUEST_TIMEOUT_MS = 20_000;
+export const REQUEST_TIMEOUT_MS = 20_000;
+/** How many conversations the page lists (the most recent; the sidebar says when there are more). */
+export const LIST_LIMIT = 100;
+
+/** The paths of the requests the page starts before its module runs (lib/early.js), as this api asks them. */
+export const PATHS = {
+  health: "/healthz",
+  conversations: `/v1/conversations?limit=${LIST_LIMIT}`,
+  bootstrap: (/** @type {string} */ cid) => `${conversationPath(cid)}/bootstrap`,
+};
 
 /**
- * @param {{ baseUrl: string, token: () => string | null, onUnauthorized: () => void }} options
+ * @param {{
+ *   baseUrl: string,
+ *   token: () => string | null,
+ *   onUnauthorized: () => void,
+ *   early?: (url: string, token: string | null) => Promise<Response> | null,
+ * }} options  `early`: the answer to a GET of `url` the page started already with this token (lib/early.js), taken once
  */
-export function createApi({ baseUrl, token, onUnauthorized }) {
+export function createApi({ baseUrl, token, onUnauthorized, early = () => null }) {
   /**
    * @param {string} path
    * @param {{ method?: string, body?: unknown, accept?: number[] }} [init]  `accept`: error statuses answered as data, not thrown
@@ -49,12 +63,13 @@ export function createApi({ baseUrl, token, onUnauthorized }) {
     if (body !== undefined) headers["content-type"] = "application/json";
     let res;
     try {
-      res = await fetch(`${baseUrl}${path}`, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-      });
+      res = await ((method === "GET" && early(`${baseUrl}${path}`, bearer)) ||
+        fetch(`${baseUrl}${path}`, {
+          method,
+          headers,
+          body: body === undefined ? undefined : JSON.stringify(body),
+          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        }));
     } catch (err) {
       throw new ApiError(
         0,
@@ -75,7 +90,7 @@ export function createApi({ baseUrl, token, onUnauthorized }) {
 
   return {
     /** @returns {Promise<import("./wire").Health>} */
-    health: async () => (await request("/healthz")).data,
+    health: async () => (await request(PATHS.health)).data,
     /** @param {string} user @returns {Promise<import("./wire").DevLoginAnswer>} */
     devLogin: async (user) => (await request("/v1/dev/login", { method: "POST", body: { user } })).data,
     /**
@@ -90,8 +105,13 @@ export function createApi({ baseUrl, token, onUnauthorized }) {
       if (res.ok) return null;
       return (await res.json().catch(() => null))?.error?.message ?? "that token was not accepted";
     },
-    /** @param {number} limit @returns {Promise<ConversationEntry[]>} */
-    conversations: async (limit) => (await request(`/v1/conversations?limit=${limit}`)).data.conversations,
+    /** The LIST_LIMIT most recent. @returns {Promise<ConversationEntry[]>} */
+    conversations: async () => (await request(PATHS.conversations)).data.conversations,
+    /**
+     * What the page shows of a conversation (summary, the active branch's messages, branches, usage: one
+     * snapshot) and a stream token to follow it after. @param {string} cid @returns {Promise<import("./wire").Bootstrap>}
+     */
+    bootstrap: async (cid) => (await request(PATHS.bootstrap(cid))).data,
     /** @param {string} cid @returns {Promise<import("./wire").Messages>} */
     messages: async (cid) => (await request(`${conversationPath(cid)}/messages`)).data,
     /** @param {string} cid @returns {Promise<import("./wire").ConversationSummary>} */

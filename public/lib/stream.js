@@ -25,10 +25,14 @@ const MINT_RETRY_MS = 2000;
  *   onReset: () => void,
  *   onState: (state: ConnectionState) => void,
  *   exists: boolean,
- * }} options  `exists`: the server has the conversation (a new one has nothing to catch up on)
+ *   first?: { streamToken: import("./wire").StreamToken, lastEventId: number } | null,
+ * }} options  `exists`: the server has the conversation (a new one has nothing to catch up on);
+ *   `first`: the conversation's bootstrap read both already: the first connection uses its token, and
+ *   counts as caught up once the page has its last event (each later one mints a token and reads the
+ *   summary again)
  * @returns {{ close: () => void }}
  */
-export function followStream({ api, cid, after, onEvent, onReset, onState, exists }) {
+export function followStream({ api, cid, after, onEvent, onReset, onState, exists, first = null }) {
   let closed = false;
   /** @type {EventSource | null} */
   let source = null;
@@ -42,23 +46,36 @@ export function followStream({ api, cid, after, onEvent, onReset, onState, exist
   async function open() {
     if (closed) return;
     onState(source ? "reconnecting" : "connecting");
-    let minted;
-    try {
-      minted = await api.streamToken(cid);
-    } catch {
-      if (!closed) timer = setTimeout(open, MINT_RETRY_MS);
-      return;
+    const bootstrap = first;
+    first = null;
+    let minted = bootstrap?.streamToken;
+    if (!minted) {
+      try {
+        minted = await api.streamToken(cid);
+      } catch {
+        if (!closed) timer = setTimeout(open, MINT_RETRY_MS);
+        return;
+      }
+      if (closed) return;
     }
-    if (closed) return;
     source?.close();
     // ?after= for this connection (a fresh EventSource has no Last-Event-ID); its own reconnects
     // send Last-Event-ID, which the server prefers.
     const es = new EventSource(`${api.baseUrl}${minted.eventsUrl}&after=${after()}`);
     source = es;
     let frames = frameDecoder();
+    /** @type {number | null} */
+    let known = bootstrap?.lastEventId ?? null;
     es.addEventListener("open", () => {
       if (source !== es) return;
       if (!exists) return report();
+      // The bootstrap's last event, for this response's first opening (EventSource's own reconnects
+      // open it again: the summary says then how far the log has gone).
+      if (known !== null) {
+        replayTarget = known;
+        known = null;
+        return report();
+      }
       api.summary(cid).then(
         (summary) => {
           replayTarget = summary.lastEventId ?? 0;

@@ -50,6 +50,8 @@ type Budget = NonNullable<ConversationUsage["budget"]>;
 export type Messages = z.infer<typeof api.MessagesSchema>;
 /** GET …/branches */
 export type Branches = z.infer<typeof api.BranchListSchema>;
+/** GET …/bootstrap */
+export type Bootstrap = z.infer<typeof api.ConversationBootstrapSchema>;
 /** A turn's status on the server. */
 export type TurnStatus = z.infer<typeof api.TurnStatus>;
 

@@ -141,7 +141,7 @@ streamRoutes.serve(
  * A stream token for the user and this conversation (POST …/stream-token, GET …/bootstrap); null where this
  * deployment cannot sign one (no AUTH_JWT_SECRET: its user tokens come from a JWKS).
  */
-export async function streamTokenOf(
+async function streamTokenOf(
   c: Context<AppEnv>,
   conversationId: string,
 ): Promise<z.infer<typeof StreamTokenAnswer> | null> {
