@@ -5,7 +5,7 @@
  * the page's reset, leaving nothing to continue, and a frame that cannot be read back reopens the
  * stream after the last event applied (§11.2).
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { DELTA_EVENT } from "../../public/wire/frames.js";
 
 // Loaded by path, not imported: the module is the page's, type-checked with the page's own settings
@@ -80,6 +80,7 @@ async function follow() {
 
 afterEach(() => {
   delete (globalThis as Record<string, unknown>).EventSource;
+  vi.useRealTimers();
 });
 
 describe("the page's stream", () => {
@@ -127,6 +128,57 @@ describe("the page's stream", () => {
     es.frame(DELTA_EVENT, '{"d":"!","t":5}', "3");
     expect(events.map((e) => (e as { seq: number }).seq)).toEqual([1, 2, 3]);
     expect(FakeEventSource.opened).toHaveLength(1);
+    stream.close();
+  });
+});
+
+describe("the page's stream opened from a conversation's bootstrap", () => {
+  it("uses the bootstrap's token and last event for its first connection; a new connection mints a token and reads the summary", async () => {
+    (globalThis as Record<string, unknown>).EventSource = FakeEventSource;
+    FakeEventSource.opened = [];
+    // The reopen delay is the test's to pass: no wait on the clock.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const asked: string[] = [];
+    const states: string[] = [];
+    const api = {
+      baseUrl: "",
+      streamToken: async () => {
+        asked.push("stream-token");
+        return { eventsUrl: "/v1/conversations/c/events?access_token=minted" };
+      },
+      summary: async () => {
+        asked.push("summary");
+        return { lastEventId: 4 };
+      },
+    };
+    const events: Array<{ seq: number }> = [];
+    const stream = followStream({
+      api,
+      cid: "c",
+      after: () => events.at(-1)?.seq ?? 3,
+      onEvent: (e: { seq: number }) => events.push(e),
+      onReset: () => {},
+      onState: (s: string) => states.push(s),
+      exists: true,
+      first: { streamToken: { eventsUrl: "/v1/conversations/c/events?access_token=boot" }, lastEventId: 3 },
+    });
+    await vi.advanceTimersByTimeAsync(0);
+    const es = FakeEventSource.opened[0]!;
+    expect(new URL(es.url, "http://x").searchParams.get("access_token")).toBe("boot");
+    expect(new URL(es.url, "http://x").searchParams.get("after")).toBe("3");
+    // Open: live at once, the page has the bootstrap's last event; nothing was asked.
+    for (const l of es.listeners.get("open") ?? []) l({});
+    expect(states.at(-1)).toBe("live");
+    expect(asked).toEqual([]);
+    // Refused (CLOSED): a new connection, with a token minted for it and the summary read on its open.
+    es.readyState = FakeEventSource.CLOSED;
+    es.fail();
+    await vi.advanceTimersByTimeAsync(1000);
+    const next = FakeEventSource.opened[1]!;
+    expect(new URL(next.url, "http://x").searchParams.get("access_token")).toBe("minted");
+    for (const l of next.listeners.get("open") ?? []) l({});
+    await vi.advanceTimersByTimeAsync(0);
+    expect(asked).toEqual(["stream-token", "summary"]);
     stream.close();
   });
 });
