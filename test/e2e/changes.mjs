@@ -90,7 +90,7 @@ describe("what the agent changed", () => {
     await lastTurn(dark).locator("details.changes code.hljs .hljs-addition").first().waitFor();
     await assertAccessible(dark, "changes open, dark");
     await shot(dark, "changes-open-dark-wide");
-    // After a reload the list is rebuilt from the transcript (/messages), the same files.
+    // After a reload the list is rebuilt from the transcript (…/bootstrap), the same files.
     await dark.reload();
     await dark.locator("#connection[data-state=live]").waitFor();
     const summary = lastTurn(dark).locator("details.changes > summary");

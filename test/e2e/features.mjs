@@ -58,9 +58,10 @@ async function conversationSaying(page, text) {
   await waitForBadge(page, "done");
   const cid = await cidOf(page);
   const turnId = await lastTurn(page).getAttribute("data-turn");
-  await page.route(`**/v1/conversations/${cid}/messages`, async (route) => {
+  // The page reads the transcript with the rest of the conversation (…/bootstrap, started by boot.js).
+  await page.route(`**/v1/conversations/${cid}/bootstrap`, async (route) => {
     const real = await (await route.fetch()).json();
-    const assistant = real.messages.find((m) => m.role === "assistant");
+    const assistant = real.messages.messages.find((m) => m.role === "assistant");
     assistant.parts = [{ id: `${turnId}:md`, type: "text", text }];
     assistant.text = text;
     await route.fulfill({ json: real });
@@ -258,9 +259,13 @@ describe("what the page shows around the chat", () => {
     await send(page, "Hello there");
     await waitForBadge(page, "done");
     assert.deepEqual(problems, []);
-    assert.equal(await page.locator('link[rel="icon"]').getAttribute("href"), "/favicon.svg");
-    const icon = await fetch(`${server.base}/favicon.svg`);
+    // The icon as built: named by its content's hash (scripts/build-page.mjs).
+    const href = await page.locator('link[rel="icon"]').getAttribute("href");
+    assert.match(href ?? "", /^\/assets\/favicon-[A-Z2-7]{8}\.svg$/);
+    const icon = await fetch(`${server.base}${href}`);
     assert.equal(icon.status, 200);
+    assert.match(icon.headers.get("content-type") ?? "", /^image\/svg\+xml/);
+    await icon.arrayBuffer();
     await page.context().close();
   });
 
