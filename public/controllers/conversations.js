@@ -13,6 +13,7 @@ import { ApiError } from "../lib/api.js";
 import { emptyConversation } from "../lib/conversation.js";
 import { GATEWAY_EVENT as E } from "../lib/events.js";
 import { choiceStore, unsentStore } from "../lib/storage.js";
+import { openWithSnapshot } from "../lib/stream.js";
 
 const RELOAD_RETRY_MS = 3000;
 const TURN_ENDS = new Set(/** @type {string[]} */ ([E.turnCompleted, E.turnFailed, E.turnCancelled]));
@@ -54,18 +55,18 @@ export function createConversations({
   let listing = Promise.resolve();
 
   /**
-   * Rebuilds the open conversation from its bootstrap (one request: its transcript, summary, branches
-   * and usage, all of the same last event, and a stream token), then follows its stream strictly after
-   * that event; a conversation that is gone (deleted elsewhere) is left.
+   * Rebuilds the open conversation from its stream's snapshot (one request: its transcript, summary,
+   * branches and usage, all of the same last event), and follows the same stream on, strictly after that
+   * event; a conversation that is gone (deleted elsewhere) is left.
    * @returns {Promise<void>}
    */
   async function reload() {
     const generation = store.generation;
     const cid = store.conv.cid;
     const hadHistory = store.conv.lastSeq > 0 || listed(cid);
-    let boot;
+    let opened;
     try {
-      boot = await api.bootstrap(cid);
+      opened = await openWithSnapshot(api, cid);
       budgetRead = true;
     } catch (err) {
       if (generation !== store.generation) return;
@@ -82,8 +83,8 @@ export function createConversations({
       setTimeout(() => generation === store.generation && reload(), RELOAD_RETRY_MS);
       return;
     }
-    if (generation !== store.generation) return;
-    const { messages: transcript, summary, usage, branches } = boot;
+    if (generation !== store.generation) return opened.close();
+    const { messages: transcript, summary, usage, branches } = opened.snapshot;
     // Messages this tab is still sending are not in the transcript yet: they stay on the page.
     const sending = Object.values(store.conv.turns).filter((turn) => turn.status === "sending");
     // The open asks: each one's request with its turn id. The summary's schema leaves their shape
@@ -124,7 +125,7 @@ export function createConversations({
       if (store.conv.turns[turnId]?.status !== "unsent") unsentStore.remove(cid, turnId);
     // Of the same last event as the transcript: the stream brings every change after it.
     store.dispatch({ type: "usage", total: usage.total, budget: usage.budget, turns: usage.turns });
-    connect({ streamToken: boot.streamToken, lastEventId: summary.lastEventId });
+    connect({ first: opened });
   }
 
   /** Whether the conversation list (as loaded) has the conversation. */

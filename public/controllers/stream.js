@@ -10,9 +10,9 @@ import { followStream } from "../lib/stream.js";
 
 /** @typedef {import("../lib/stream.js").ConnectionState} ConnectionState */
 /**
- * `exists`: the server has the conversation; `streamToken` and `lastEventId`: its bootstrap's (the first
- * connection needs no token minted, and is live once the page has that event).
- * @typedef {{ exists?: boolean, streamToken?: import("../lib/wire").StreamToken | null, lastEventId?: number }} ConnectOptions
+ * `exists`: the server has the conversation; `first`: its stream, opened with the snapshot the page shows (the
+ * first connection reads on from it, and is live once the page has the snapshot's last event).
+ * @typedef {{ exists?: boolean, first?: import("../lib/stream.js").OpenedStream | null }} ConnectOptions
  */
 
 const LABEL = {
@@ -59,14 +59,14 @@ export function createStreamController({ api, store, ui, onReset, onChange }) {
    * another tab may start it.
    * @param {ConnectOptions} [options]
    */
-  function connect({ exists = true, streamToken = null, lastEventId } = {}) {
+  function connect({ exists = true, first = null } = {}) {
     close();
     const generation = store.generation;
     const cid = store.conv.cid;
     stream = followStream({
       api,
       cid,
-      first: streamToken && lastEventId !== undefined ? { streamToken, lastEventId } : null,
+      first,
       after: () => store.conv.lastSeq,
       onEvent: (event) => generation === store.generation && store.dispatch({ type: "event", event }),
       onReset: () => generation === store.generation && onReset(),

@@ -39,7 +39,19 @@ export const PATHS = {
   health: "/healthz",
   conversations: `/v1/conversations?limit=${LIST_LIMIT}`,
   bootstrap: (/** @type {string} */ cid) => `${conversationPath(cid)}/bootstrap`,
+  /** The conversation's stream, opened with its snapshot (docs/sse-protocol.md §14). */
+  snapshot: (/** @type {string} */ cid) => `${conversationPath(cid)}/events?snapshot=1`,
 };
+
+/**
+ * A signal that gives up on a request whose answer has not begun in REQUEST_TIMEOUT_MS, and not later: a
+ * stream's body reads on for as long as it lasts. `began()` once its headers are in.
+ */
+export function headersTimeout() {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new DOMException("timed out", "TimeoutError")), REQUEST_TIMEOUT_MS);
+  return { signal: controller.signal, began: () => clearTimeout(timer) };
+}
 
 /**
  * @param {{
@@ -61,15 +73,24 @@ export function createApi({ baseUrl, token, onUnauthorized, early = () => null }
     const bearer = token();
     if (bearer) headers.authorization = `Bearer ${bearer}`;
     if (body !== undefined) headers["content-type"] = "application/json";
-    let res;
-    try {
-      res = await ((method === "GET" && early(`${baseUrl}${path}`, bearer)) ||
+    const res = await reach(
+      (method === "GET" && early(`${baseUrl}${path}`, bearer)) ||
         fetch(`${baseUrl}${path}`, {
           method,
           headers,
           body: body === undefined ? undefined : JSON.stringify(body),
           signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-        }));
+        }),
+    );
+    const data = await res.json().catch(() => null);
+    if (res.ok || accept.includes(res.status)) return { status: res.status, data };
+    throw refusal(res, data, bearer);
+  }
+
+  /** @param {Promise<Response>} answer */
+  async function reach(answer) {
+    try {
+      return await answer;
     } catch (err) {
       throw new ApiError(
         0,
@@ -77,10 +98,12 @@ export function createApi({ baseUrl, token, onUnauthorized, early = () => null }
         `could not reach the server (${err instanceof Error ? err.message : String(err)})`,
       );
     }
-    const data = await res.json().catch(() => null);
-    if (res.ok || accept.includes(res.status)) return { status: res.status, data };
+  }
+
+  /** The error a refused request throws (a 401 with a token signs the page out). @param {Response} res @param {any} data @param {string | null} bearer */
+  function refusal(res, data, bearer) {
     if (res.status === 401 && bearer) onUnauthorized();
-    throw new ApiError(
+    return new ApiError(
       res.status,
       data?.error?.code ?? "http_error",
       data?.error?.message ?? `HTTP ${res.status}`,
@@ -112,6 +135,25 @@ export function createApi({ baseUrl, token, onUnauthorized, early = () => null }
      * snapshot) and a stream token to follow it after. @param {string} cid @returns {Promise<import("./wire").Bootstrap>}
      */
     bootstrap: async (cid) => (await request(PATHS.bootstrap(cid))).data,
+    /**
+     * The conversation's event stream opened with its snapshot (GET …/events?snapshot=1, with the user's token): its
+     * body, to read as SSE (lib/stream.js). A refusal (a conversation the user does not have: 404) throws as any request.
+     * @param {string} cid @returns {Promise<ReadableStream<Uint8Array>>}
+     */
+    openStream: async (cid) => {
+      const path = PATHS.snapshot(cid);
+      const bearer = token();
+      const timeout = headersTimeout();
+      const res = await reach(
+        early(`${baseUrl}${path}`, bearer) ||
+          fetch(`${baseUrl}${path}`, {
+            headers: bearer ? { authorization: `Bearer ${bearer}` } : {},
+            signal: timeout.signal,
+          }),
+      ).finally(timeout.began);
+      if (res.ok && res.body) return res.body;
+      throw refusal(res, await res.json().catch(() => null), bearer);
+    },
     /** @param {string} cid @returns {Promise<import("./wire").Messages>} */
     messages: async (cid) => (await request(`${conversationPath(cid)}/messages`)).data,
     /** @param {string} cid @returns {Promise<import("./wire").ConversationSummary>} */

@@ -52,6 +52,8 @@ export type Messages = z.infer<typeof api.MessagesSchema>;
 export type Branches = z.infer<typeof api.BranchListSchema>;
 /** GET …/bootstrap */
 export type Bootstrap = z.infer<typeof api.ConversationBootstrapSchema>;
+/** The first event of GET …/events?snapshot=1: the bootstrap's content but its stream token. */
+export type Snapshot = Omit<Bootstrap, "streamToken">;
 /** A turn's status on the server. */
 export type TurnStatus = z.infer<typeof api.TurnStatus>;
 

@@ -24,6 +24,7 @@ import type { SubmitOutcome } from "./turn-runner";
 import { UserLink } from "./user-link";
 import {
   type ConversationMessages,
+  type ConversationSnapshot,
   type ConversationSummary,
   type ConversationUsage,
   chatMessagesOf,
@@ -31,19 +32,13 @@ import {
   type InstanceInfo,
   instanceInfoOf,
   messagesOf,
+  snapshotOf,
   summaryOf,
   turnOf,
   usageOf,
 } from "./views";
 
-export type { ConversationSummary } from "./views";
-/** The conversation as GET …/bootstrap answers it, but for the stream token the Worker mints. */
-export type ConversationSnapshot = {
-  summary: ConversationSummary;
-  messages: ConversationMessages;
-  branches: BranchList & { conversationId: string };
-  usage: ConversationUsage;
-};
+export type { ConversationSnapshot, ConversationSummary } from "./views";
 /** Who a conversation RPC is for: session id and owner key, derived by the Worker from the user and the conversation id. */
 export type { SessionContext };
 
@@ -241,12 +236,7 @@ export class SessionObject extends DurableObject<Env> {
    * branches and the usage, read in one step, so all four are of the same last event.
    */
   async bootstrap(conversationId: string): Promise<RpcResult<ConversationSnapshot>> {
-    return this.held(conversationId, (context, store) => ({
-      summary: summaryOf(store, context, this.rooms.runner.total(), this.rooms.runner.queue.waiting()),
-      messages: messagesOf(store, conversationId),
-      branches: { conversationId, ...branchesOf(store) },
-      usage: usageOf(store, conversationId, this.rooms.runner.total(), this.rooms.runner.budget()),
-    }));
+    return this.held(conversationId, (context, store) => snapshotOf(store, context, this.rooms.run()));
   }
 
   async usage(conversationId: string): Promise<RpcResult<ConversationUsage>> {

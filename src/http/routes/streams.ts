@@ -19,6 +19,7 @@ import {
   knownConversation,
   knownSession,
   rateLimit,
+  requireConversation,
   session,
 } from "../app-context";
 import { unwrapRpc } from "../errors";
@@ -38,7 +39,8 @@ streamRoutes.serve(
   {
     method: "get",
     path: "/:cid/events",
-    summary: "The conversation's events as Server-Sent Events, strictly after the cursor, then live",
+    summary:
+      "The conversation's events as Server-Sent Events, strictly after the cursor (or its snapshot, then every event after it), then live",
     params: { cid: ConversationId },
     headers: { "Last-Event-ID": Cursor.optional() },
     query: {
@@ -50,17 +52,34 @@ streamRoutes.serve(
         .describe(
           "Replay only this branch's history (the events of the turns on its path, and the conversation's own, such as branch.switched); live events of every branch follow",
         ),
+      snapshot: z
+        .literal("1")
+        .optional()
+        .describe(
+          "Open with the conversation's snapshot: the first event is conversation.snapshot (its summary, messages, branches and usage, its id the last event it reflects), then every event after it, live (docs/sse-protocol.md §14). Not with after or branch; a reconnect's Last-Event-ID resumes without it. A conversation the user does not have is 404",
+        ),
     },
     answers: {
       200: eventStream(
         EventEnvelopeSchema,
-        "text/event-stream; each frame's data is an Event, except a message.part.delta frame, a delta continuing the previous frame's part: {d, t?}, the Event rebuilt from the previous frame (docs/sse-protocol.md §11)",
+        "text/event-stream; each frame's data is an Event, except a conversation.snapshot frame (with ?snapshot=1, the first: {type, data: the bootstrap's summary, messages, branches and usage}) and a message.part.delta frame, a delta continuing the previous frame's part: {d, t?}, the Event rebuilt from the previous frame (docs/sse-protocol.md §11)",
       ),
     },
-    errors: [400, 401],
+    errors: [400, 401, 404],
   },
   async (c) => {
     const { stub, conversationId } = await session(c);
+    const snapshotParam = c.req.query("snapshot");
+    if (snapshotParam !== undefined && snapshotParam !== "1")
+      throw new ApiError(400, "invalid_request", "snapshot must be 1 (open the stream with the conversation's snapshot)");
+    if (snapshotParam !== undefined && (c.req.query("after") !== undefined || c.req.query("branch") !== undefined))
+      throw new ApiError(
+        400,
+        "invalid_request",
+        "snapshot=1 sets the cursor itself (its last event): pass no after or branch with it",
+      );
+    // A reconnect (Last-Event-ID) resumes after its last event: the snapshot is for the first opening only.
+    const snapshot = snapshotParam !== undefined && c.req.header("last-event-id") === undefined;
     // EventSource sends Last-Event-ID on its own reconnects; a reloaded page passes ?after=.
     const cursor = Cursor.safeParse(c.req.header("last-event-id") ?? c.req.query("after") ?? "0");
     if (!cursor.success)
@@ -79,6 +98,13 @@ streamRoutes.serve(
     const config = c.get("config");
     const options = { pingIntervalMs: config.SSE_PING_INTERVAL_MS, maxPendingBytes: config.SSE_MAX_PENDING_BYTES };
     const after = Number(cursor.data);
+    if (snapshot) {
+      // The snapshot is of a conversation the user has (404 otherwise, as …/bootstrap): its events follow it.
+      await requireConversation(c, conversationId);
+      return new Response(relayStream(await openSubscription(stub, 0, undefined, true), options), {
+        headers: SSE_HEADERS,
+      });
+    }
     if (!(await knownConversation(c, conversationId))) {
       // Not a conversation yet: wait for it without waking (and so storing) a session object.
       return new Response(
