@@ -1,6 +1,7 @@
 /**
- * GET /v1/conversations/:cid/bootstrap (docs/api.md#opening-a-conversation): what the chat page needs
- * before it follows a conversation's stream, in one request instead of five. It answers exactly what
+ * GET /v1/conversations/:cid/bootstrap (docs/api.md#opening-a-conversation): what a page needs
+ * before it follows a conversation's stream, in one request instead of five; and GET …/events?snapshot=1,
+ * the same content as the stream's first event, then every event after it (what the chat page opens with). It answers exactly what
  * the separate routes answer (summary, messages, branches, usage) and a stream token that opens this
  * conversation's events and no other's; a conversation the user does not have is a 404 like theirs.
  */
@@ -73,5 +74,68 @@ describe("GET …/bootstrap", () => {
     const bad = await api("/v1/conversations/bad%20id/bootstrap", { token: owner });
     expect(bad.status).toBe(400);
     expect((await json(bad)).error.code).toBe("invalid_request");
+  });
+});
+
+describe("GET …/events?snapshot=1", () => {
+  it("opens with the bootstrap's content as its first event, then every event after it, live, once", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    await finished(token, cid, "first");
+    // A turn held on an ask: nothing changes until it is answered below.
+    const asking = uid("t");
+    expect((await sendTurn(token, cid, asking, "set it up [ask]")).status).toBe(202);
+    await collect(
+      await api(`/v1/conversations/${cid}/events`, { token }),
+      (e) => e.type === "turn.waiting" && (e.data as { waitingFor?: string }).waitingFor === "awaiting_question",
+    );
+    const { streamToken: _, ...bootstrap } = await json(await api(`/v1/conversations/${cid}/bootstrap`, { token }));
+
+    const res = await api(`/v1/conversations/${cid}/events?snapshot=1`, { token });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/event-stream");
+    const reading = collect(res, (e) => e.type === "turn.cancelled");
+    await api(`/v1/conversations/${cid}/cancel`, { token, body: { operationId: uid("op") } });
+    const { frames, events } = await reading;
+    const snapshot = frames.find((f) => f.data !== undefined)!;
+    expect(snapshot.event).toBe("conversation.snapshot");
+    const last = bootstrap.messages.lastEventId;
+    expect(snapshot.id).toBe(String(last));
+    expect(JSON.parse(snapshot.data!)).toEqual({ type: "conversation.snapshot", data: bootstrap });
+    // Then exactly what a stream strictly after the snapshot's last event brings.
+    const after = events.filter((e) => e.type !== "conversation.snapshot");
+    expect(after[0]!.seq).toBeGreaterThan(last);
+    const { events: plain } = await collect(
+      await api(`/v1/conversations/${cid}/events?after=${last}`, { token }),
+      (e) => e.type === "turn.cancelled",
+    );
+    expect(after.map((e) => e.seq)).toEqual(plain.map((e) => e.seq));
+  });
+
+  it("a reconnect's Last-Event-ID resumes without the snapshot", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    await finished(token, cid, "first");
+    const res = await api(`/v1/conversations/${cid}/events?snapshot=1`, {
+      token,
+      headers: { "last-event-id": "1" },
+    });
+    const { frames, events } = await collect(res, (e) => e.type === "turn.completed");
+    expect(frames.some((f) => f.event === "conversation.snapshot")).toBe(false);
+    expect(events[0]!.seq).toBe(2);
+  });
+
+  it("refuses a conversation the user does not have (404), a bad snapshot value and one with a cursor or a branch (400)", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    await finished(token, cid, "mine");
+    const unknown = await api(`/v1/conversations/${uid("never")}/events?snapshot=1`, { token });
+    expect(unknown.status).toBe(404);
+    expect((await json(unknown)).error.code).toBe("conversation_not_found");
+    for (const query of ["snapshot=2", "snapshot=1&after=0", "snapshot=1&branch=0"]) {
+      const bad = await api(`/v1/conversations/${cid}/events?${query}`, { token });
+      expect(bad.status).toBe(400);
+      expect((await json(bad)).error.code).toBe("invalid_request");
+    }
   });
 });

@@ -207,8 +207,7 @@ export class SubscriptionHub<S> {
       delete state.snapshot;
       if (snapshot) state.after = snapshot.lastSeq;
       out = this.head(state);
-      if (snapshot)
-        out += encodeSseFrame({ id: String(snapshot.lastSeq), event: SNAPSHOT_EVENT, data: snapshot.json });
+      if (snapshot) out += encodeSseFrame({ id: String(snapshot.lastSeq), event: SNAPSHOT_EVENT, data: snapshot.json });
       state.started = true;
     }
     const pageSize = this.deps.pageSize ?? 500;

@@ -11,7 +11,7 @@ import { Refusal } from "../errors";
 import type { ConversationSummarySchema, ConversationUsageSchema, MessagesSchema, TotalView } from "../schemas/api";
 import type { BudgetState } from "../usage/budgets";
 import { emptyExecutionUsage, executionView } from "../usage/usage-fold";
-import { activeBranch, type BranchList, branchPath, branchesOf } from "./branches";
+import { activeBranch, type BranchList, branchesOf, branchPath } from "./branches";
 import { type SessionContext, TERMINAL_TURN_STATUSES, type TurnRecord } from "./store/records";
 import type { SessionStore } from "./store/store";
 import { buildTranscript, type TranscriptTurn, withAnswer } from "./transcript";

@@ -71,7 +71,11 @@ streamRoutes.serve(
     const { stub, conversationId } = await session(c);
     const snapshotParam = c.req.query("snapshot");
     if (snapshotParam !== undefined && snapshotParam !== "1")
-      throw new ApiError(400, "invalid_request", "snapshot must be 1 (open the stream with the conversation's snapshot)");
+      throw new ApiError(
+        400,
+        "invalid_request",
+        "snapshot must be 1 (open the stream with the conversation's snapshot)",
+      );
     if (snapshotParam !== undefined && (c.req.query("after") !== undefined || c.req.query("branch") !== undefined))
       throw new ApiError(
         400,
