@@ -43,7 +43,10 @@ export async function openWithSnapshot(api, cid) {
   const frames = readFrames(reader);
   const close = () => void reader.cancel().catch(() => {});
   try {
-    for await (const frame of frames) {
+    // Read by hand, not with for…of: leaving that loop would end the frames the page reads on.
+    while (true) {
+      const { done, value: frame } = await frames.next();
+      if (done) break;
       if (frame.data === undefined) continue; // the retry line
       if (frame.event !== SNAPSHOT_EVENT) break;
       const { data } = JSON.parse(frame.data);
