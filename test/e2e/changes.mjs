@@ -90,7 +90,7 @@ describe("what the agent changed", () => {
     await lastTurn(dark).locator("details.changes code.hljs .hljs-addition").first().waitFor();
     await assertAccessible(dark, "changes open, dark");
     await shot(dark, "changes-open-dark-wide");
-    // After a reload the list is rebuilt from the transcript (…/bootstrap), the same files.
+    // After a reload the list is rebuilt from the transcript (the stream's snapshot), the same files.
     await dark.reload();
     await dark.locator("#connection[data-state=live]").waitFor();
     const summary = lastTurn(dark).locator("details.changes > summary");
@@ -114,7 +114,8 @@ describe("what the agent changed", () => {
 // Issue 23, item 6 and issue 38, item 1 (fast on slow links), the parts a browser shows: the page paints
 // a notice before any module runs; it loads as few files as the build made (the page, its icon, boot.js,
 // app.js, style.css), none found only once another ran; and what it shows of a conversation comes in one
-// request (…/bootstrap) started from <head> by boot.js, while app.js is still on its way.
+// request started from <head> by boot.js, while app.js is still on its way: the conversation's stream, opened
+// with its snapshot (…/events?snapshot=1), which the page then follows on.
 describe("the page before and while its modules load", () => {
   it("says it is loading with no script at all, and not once the app shows", async () => {
     const page = await openPage();
@@ -152,15 +153,14 @@ describe("the page before and while its modules load", () => {
     const files = requests.filter((r) => !r.path.startsWith("/v1/") && r.path !== "/healthz");
     assert.ok(files.length <= 6, `${files.length} static requests: ${files.map((r) => r.path).join(", ")}`);
     for (const file of files) assert.match(file.path, /^\/(\?c=.*)?$|^\/assets\/[\w.-]+-[A-Z2-7]{8}\.(js|css|svg)$/);
-    // The conversation: its bootstrap once, asked by boot.js; nothing of it read piece by piece.
+    // The conversation: one request, its stream opened with its snapshot, asked by boot.js and followed on (no
+    // token minted, no second stream); nothing of it read piece by piece.
     const ofConversation = requests.filter((r) => r.path.startsWith(`/v1/conversations/${cid}`));
-    const bootstrap = ofConversation.filter((r) => r.path === `/v1/conversations/${cid}/bootstrap`);
-    assert.equal(bootstrap.length, 1, ofConversation.map((r) => r.path).join(", "));
-    assert.match(bootstrap[0]?.by ?? "", /^\/assets\/boot-[A-Z2-7]{8}\.js$/);
     assert.deepEqual(
-      ofConversation.filter((r) => r !== bootstrap[0]).map((r) => r.path.replace(/\?.*/, "")),
-      [`/v1/conversations/${cid}/events`],
+      ofConversation.map((r) => r.path),
+      [`/v1/conversations/${cid}/events?snapshot=1`],
     );
+    assert.match(ofConversation[0]?.by ?? "", /^\/assets\/boot-[A-Z2-7]{8}\.js$/);
     await page.context().close();
   });
 });

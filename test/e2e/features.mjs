@@ -58,13 +58,24 @@ async function conversationSaying(page, text) {
   await waitForBadge(page, "done");
   const cid = await cidOf(page);
   const turnId = await lastTurn(page).getAttribute("data-turn");
-  // The page reads the transcript with the rest of the conversation (…/bootstrap, started by boot.js).
-  await page.route(`**/v1/conversations/${cid}/bootstrap`, async (route) => {
-    const real = await (await route.fetch()).json();
+  // The page reads the transcript with the rest of the conversation: the first event of its stream opened with
+  // its snapshot (…/events?snapshot=1, started by boot.js). Answered here with that event alone (the same content
+  // as …/bootstrap), the transcript replaced; the stream then ends and the page follows on after it.
+  const snapshotOf = (/** @type {URL} */ url) =>
+    url.pathname === `/v1/conversations/${cid}/events` && url.searchParams.get("snapshot") === "1";
+  await page.route(snapshotOf, async (route) => {
+    const real = await (
+      await route.fetch({ url: `${server.base}/v1/conversations/${cid}/bootstrap`, headers: route.request().headers() })
+    ).json();
     const assistant = real.messages.messages.find((m) => m.role === "assistant");
     assistant.parts = [{ id: `${turnId}:md`, type: "text", text }];
     assistant.text = text;
-    await route.fulfill({ json: real });
+    const { streamToken: _, ...snapshot } = real;
+    const data = JSON.stringify({ type: "conversation.snapshot", data: snapshot });
+    await route.fulfill({
+      contentType: "text/event-stream",
+      body: `retry: 2000\n\nid: ${real.messages.lastEventId}\nevent: conversation.snapshot\ndata: ${data}\n\n`,
+    });
   });
   await page.reload();
   await page.locator("#connection[data-state=live]").waitFor();
