@@ -1,9 +1,10 @@
 // @ts-check
 /**
- * Opening a conversation: the URL names it (?c=), its bootstrap (transcript, summary, branches and
- * usage, all of one last event, and a stream token: one request, started from <head> on a page load)
- * is loaded into the store, then its stream is followed strictly after that event (so the usage read
- * is never newer than what the stream then brings: the total and budget end as its last event says).
+ * Opening a conversation: the URL names it (?c=), its stream's snapshot (transcript, summary, branches
+ * and usage, all of one last event: the first event of its stream, one request, started from <head> on
+ * a page load) is loaded into the store, then the same stream is followed on, strictly after that
+ * event (so the usage read is never newer than what the stream then brings: the total and budget end
+ * as its last event says).
  * A new conversation (New, or no ?c=) asks the server nothing (no 404s): it starts with the first
  * message sent, and its usage and budget come with the stream (a turn that ended with no usage report
  * at all has the budget read once); one the URL names that the server does not have yet is asked for
@@ -207,7 +208,7 @@ export function createConversations({
     openNew,
     reload,
     /**
-     * Signed in: the conversation the URL names (else a new one), its bootstrap asked beside the list,
+     * Signed in: the conversation the URL names (else a new one), its stream opened beside the list,
      * not after it (both started from <head> already: lib/early.js).
      */
     async enter() {

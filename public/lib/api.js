@@ -38,7 +38,6 @@ export const LIST_LIMIT = 100;
 export const PATHS = {
   health: "/healthz",
   conversations: `/v1/conversations?limit=${LIST_LIMIT}`,
-  bootstrap: (/** @type {string} */ cid) => `${conversationPath(cid)}/bootstrap`,
   /** The conversation's stream, opened with its snapshot (docs/sse-protocol.md §14). */
   snapshot: (/** @type {string} */ cid) => `${conversationPath(cid)}/events?snapshot=1`,
 };
@@ -130,11 +129,6 @@ export function createApi({ baseUrl, token, onUnauthorized, early = () => null }
     },
     /** The LIST_LIMIT most recent. @returns {Promise<ConversationEntry[]>} */
     conversations: async () => (await request(PATHS.conversations)).data.conversations,
-    /**
-     * What the page shows of a conversation (summary, the active branch's messages, branches, usage: one
-     * snapshot) and a stream token to follow it after. @param {string} cid @returns {Promise<import("./wire").Bootstrap>}
-     */
-    bootstrap: async (cid) => (await request(PATHS.bootstrap(cid))).data,
     /**
      * The conversation's event stream opened with its snapshot (GET …/events?snapshot=1, with the user's token): its
      * body, to read as SSE (lib/stream.js). A refusal (a conversation the user does not have: 404) throws as any request.
