@@ -50,10 +50,8 @@ type Budget = NonNullable<ConversationUsage["budget"]>;
 export type Messages = z.infer<typeof api.MessagesSchema>;
 /** GET …/branches */
 export type Branches = z.infer<typeof api.BranchListSchema>;
-/** GET …/bootstrap */
-export type Bootstrap = z.infer<typeof api.ConversationBootstrapSchema>;
-/** The first event of GET …/events?snapshot=1: the bootstrap's content but its stream token. */
-export type Snapshot = Omit<Bootstrap, "streamToken">;
+/** The first event of GET …/events?snapshot=1: what GET …/bootstrap answers but its stream token. */
+export type Snapshot = Omit<z.infer<typeof api.ConversationBootstrapSchema>, "streamToken">;
 /** A turn's status on the server. */
 export type TurnStatus = z.infer<typeof api.TurnStatus>;
 
