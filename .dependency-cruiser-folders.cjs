@@ -18,5 +18,5 @@ module.exports = {
       to: { circular: true },
     },
   ],
-  options: { ...options, exclude: { path: ["^public/vendor/", "\\.test\\.(ts|mjs)$"] } },
+  options: { ...options, exclude: { path: ["\\.test\\.(ts|mjs)$"] } },
 };

@@ -1,7 +1,12 @@
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
+import { buildPage } from "./scripts/build-page.mjs";
 import { standInPort } from "./test/cli-bridge/port.mjs";
 import { webhookPorts } from "./test/webhooks/port.mjs";
+
+// The Workers projects serve wrangler.toml's assets directory, the chat page as built (dist/page/):
+// built here first, as wrangler's [build] step builds it before dev and deploy.
+await buildPage();
 
 const bindings = {
   AUTH_JWT_SECRET: "test-jwt-secret-0123456789abcdef0123456789",

@@ -216,12 +216,12 @@ export async function atCommit(ref, problems, fn) {
   });
   try {
     git("worktree", "add", "--detach", dir, ref);
-    let sameDeps = true;
-    try {
-      git("diff", "--quiet", ref, "HEAD", "--", "package.json", "package-lock.json");
-    } catch {
-      sameDeps = false;
-    }
+    // The same installed tree: the lock's packages alike (a dependency named in package.json since,
+    // already installed at the same version, changes only the lock's root entry).
+    const installed = (lock) => JSON.stringify({ ...JSON.parse(lock).packages, "": undefined });
+    const sameDeps =
+      installed(git("show", `${ref}:package-lock.json`)) ===
+      installed(readFileSync(join(root, "package-lock.json"), "utf8"));
     if (sameDeps) symlinkSync(join(root, "node_modules"), join(dir, "node_modules"), "dir");
     else execFileSync("npm", ["ci", "--no-audit", "--no-fund"], { cwd: dir, stdio: "ignore" });
     return await fn(dir, sameDeps);

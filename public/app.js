@@ -25,6 +25,7 @@ import { createSidebar } from "./controllers/sidebar.js";
 import { createStreamController } from "./controllers/stream.js";
 import { createThemeControl } from "./controllers/theme.js";
 import { createApi } from "./lib/api.js";
+import { takeEarly } from "./lib/early.js";
 import { watchOtherTabs } from "./lib/storage.js";
 import { createStore } from "./lib/store.js";
 import { createTranscriptView } from "./views/transcript.js";
@@ -97,6 +98,7 @@ const api = createApi({
   baseUrl: config.baseUrl ?? "",
   token: () => session.token(),
   onUnauthorized: () => session.signOut("Your session ended. Please sign in again."),
+  early: takeEarly,
 });
 const transcript = createTranscriptView({
   list: ui.transcript,

@@ -18,3 +18,8 @@ interface Window {
 interface Window {
   pageTheme?: { choice: () => "system" | "light" | "dark"; choose: (choice: "system" | "light" | "dark") => void };
 }
+
+/** The requests public/lib/early.js started before app.js ran, with the token they carry; their answers taken once. */
+interface Window {
+  pageEarly?: { token: string | null; answers: Map<string, Promise<Response>> };
+}

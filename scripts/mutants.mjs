@@ -34,6 +34,14 @@ export const MUTANTS = [
     replace: "state.live = rows.length < pageSize;",
   },
   {
+    id: "fanout.snapshot-cursor-behind",
+    file: "src/session/subscriptions.ts",
+    tests: T.fanout,
+    why: "the replay after a snapshot starts at its last event, not after it: that event comes twice",
+    find: "if (snapshot) state.after = snapshot.lastSeq;",
+    replace: "if (snapshot) state.after = snapshot.lastSeq - 1;",
+  },
+  {
     id: "fanout.live-before-last-page",
     file: "src/session/subscriptions.ts",
     tests: T.fanout,
@@ -491,7 +499,7 @@ export const MUTANTS = [
   },
   {
     id: "sse.value-trimmed",
-    file: "src/lib/sse.ts",
+    file: "public/wire/sse-parser.js",
     tests: T.sse,
     why: "field values lose their trailing spaces",
     find: 'if (value.startsWith(" ")) value = value.slice(1);',
@@ -499,7 +507,7 @@ export const MUTANTS = [
   },
   {
     id: "sse.crlf-split-across-chunks",
-    file: "src/lib/sse.ts",
+    file: "public/wire/sse-parser.js",
     tests: T.sse,
     why: "a CRLF split between chunks ends a frame early",
     find: 'if (text.startsWith("\\n")) text = text.slice(1);',
@@ -507,11 +515,11 @@ export const MUTANTS = [
   },
   {
     id: "sse.data-joined-without-lf",
-    file: "src/lib/sse.ts",
+    file: "public/wire/sse-parser.js",
     tests: T.sse,
     why: "multi-line data is joined without newlines",
-    find: 'frame.data = this.dataLines.join("\\n");',
-    replace: 'frame.data = this.dataLines.join("");',
+    find: 'frame.data = this.#dataLines.join("\\n");',
+    replace: 'frame.data = this.#dataLines.join("");',
   },
 
   // ---- digest (src/lib/digest.ts)

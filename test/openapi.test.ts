@@ -4,6 +4,7 @@ import type { z } from "zod";
 import { UiMessagesSchema } from "../src/ai-sdk/request";
 import {
   CancelAckSchema,
+  ConversationBootstrapSchema,
   ConversationEntrySchema,
   ConversationListSchema,
   ConversationSummarySchema,
@@ -117,6 +118,7 @@ describe("the OpenAPI document matches what the routes answer", () => {
     await documented(UiMessagesSchema, await api(`/v1/chat/${cid}/messages`, { token }));
     await documented(ConversationUsageSchema, await api(`/v1/conversations/${cid}/usage`, { token }));
     await documented(StreamTokenAnswer, await api(`/v1/conversations/${cid}/stream-token`, { token, body: {} }));
+    await documented(ConversationBootstrapSchema, await api(`/v1/conversations/${cid}/bootstrap`, { token }));
     const slow = uid("turn");
     await sendTurn(token, cid, slow, "a long job [slow] [long]");
     // Queued turns: the queued answer, the summary's queue, an edit, a removal, the queue cleared.

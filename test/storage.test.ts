@@ -25,6 +25,7 @@ describe("reads of a conversation that does not exist", () => {
       `/v1/conversations/${cid}`,
       `/v1/conversations/${cid}/messages`,
       `/v1/conversations/${cid}/usage`,
+      `/v1/conversations/${cid}/bootstrap`,
       `/v1/conversations/${cid}/turns/t1`,
       `/v1/chat/${cid}/messages`,
     ]) {

@@ -30,12 +30,16 @@ export function createBranches({ api, store, reload, follow, screen, ui, focusPi
   let shown = 0;
   let cid = "";
 
-  /** Reads the conversation's branches (after each load of its transcript). */
-  async function load() {
+  /**
+   * Reads the conversation's branches (after a turn is accepted), or takes those read with its
+   * transcript (a load).
+   * @param {import("../lib/wire").Branches} [read]
+   */
+  async function load(read) {
     const generation = store.generation;
     const of = store.conv.cid;
     try {
-      const list = await api.branches(of);
+      const list = read ?? (await api.branches(of));
       if (generation !== store.generation) return;
       const next = new Map();
       for (const b of list.branches) {
@@ -149,7 +153,7 @@ export function createBranches({ api, store, reload, follow, screen, ui, focusPi
     changed(action) {
       // A conversation without turns has no branches to ask for (nor, maybe, a conversation yet).
       if (action.type === "loaded") {
-        if (store.conv.order.length > 0) load();
+        if (store.conv.order.length > 0) load(action.branches);
         else tree = new Map();
       } else if (action.type === "event" && action.event.type === GATEWAY_EVENT.branchSwitched) {
         const branch = Number(/** @type {Record<string, unknown>} */ (action.event.data).branch);

@@ -1,16 +1,20 @@
 // @ts-check
 /**
- * Opening a conversation: the URL names it (?c=), its transcript, summary and usage are loaded into
- * the store, then its stream is followed strictly after them (usage read before the stream opens is
- * never newer than what the stream then brings: the total and budget end as its last event says). A
- * conversation the server does not have yet asks the server nothing (no 404s): it starts with the
- * first message sent, and its usage and budget come with the stream (a turn that ended with no usage
- * report at all has the budget read once). One deleted elsewhere is left for a new one, saying so.
+ * Opening a conversation: the URL names it (?c=), its stream's snapshot (transcript, summary, branches
+ * and usage, all of one last event: the first event of its stream, one request, started from <head> on
+ * a page load) is loaded into the store, then the same stream is followed on, strictly after that
+ * event (so the usage read is never newer than what the stream then brings: the total and budget end
+ * as its last event says).
+ * A new conversation (New, or no ?c=) asks the server nothing (no 404s): it starts with the first
+ * message sent, and its usage and budget come with the stream (a turn that ended with no usage report
+ * at all has the budget read once); one the URL names that the server does not have yet is asked for
+ * once (404) and opened as new. One deleted elsewhere is left for a new one, saying so.
  */
 import { ApiError } from "../lib/api.js";
 import { emptyConversation } from "../lib/conversation.js";
 import { GATEWAY_EVENT as E } from "../lib/events.js";
 import { choiceStore, unsentStore } from "../lib/storage.js";
+import { openWithSnapshot } from "../lib/stream.js";
 
 const RELOAD_RETRY_MS = 3000;
 const TURN_ENDS = new Set(/** @type {string[]} */ ([E.turnCompleted, E.turnFailed, E.turnCancelled]));
@@ -23,7 +27,7 @@ const newConversationId = () => `c-${crypto.randomUUID().slice(0, 18)}`;
  *   store: import("../lib/store.js").Store,
  *   ui: { input: HTMLTextAreaElement },
  *   narrow: MediaQueryList,
- *   connect: (options?: { exists?: boolean }) => void,
+ *   connect: (options?: import("./stream.js").ConnectOptions) => void,
  *   closeStream: () => void,
  *   refreshList: () => Promise<void>,
  *   drawList: () => void,
@@ -47,30 +51,31 @@ export function createConversations({
 }) {
   /** Whether the open conversation's budget is known to the page: read with its usage, or told by the stream. */
   let budgetRead = false;
+  /** The list's first load, under way beside the first conversation's (enter). */
+  /** @type {Promise<void>} */
+  let listing = Promise.resolve();
 
   /**
-   * Rebuilds the open conversation from its transcript, then follows it; a conversation that is
-   * gone (deleted elsewhere) is left.
+   * Rebuilds the open conversation from its stream's snapshot (one request: its transcript, summary,
+   * branches and usage, all of the same last event), and follows the same stream on, strictly after that
+   * event; a conversation that is gone (deleted elsewhere) is left.
    * @returns {Promise<void>}
    */
   async function reload() {
     const generation = store.generation;
     const cid = store.conv.cid;
-    const hadHistory = store.conv.lastSeq > 0 || store.conversations.some((c) => c.conversationId === cid);
-    let transcript;
-    let summary;
-    /** @type {Promise<import("../lib/wire").ConversationUsage | null>} */
-    let usage = Promise.resolve(null);
+    const hadHistory = store.conv.lastSeq > 0 || listed(cid);
+    let opened;
     try {
-      transcript = await api.messages(cid);
-      // Read beside the summary, after the transcript: the stream replays everything newer.
-      usage = api.usage(cid).catch(() => null);
+      opened = await openWithSnapshot(api, cid);
       budgetRead = true;
-      summary = await api.summary(cid);
     } catch (err) {
       if (generation !== store.generation) return;
       if (err instanceof ApiError && err.code === "conversation_not_found") {
-        if (hadHistory) return void leaveDeleted();
+        // Opened from the URL before the list came: the list says whether it was ever there.
+        if (!hadHistory) await listing;
+        if (generation !== store.generation) return;
+        if (hadHistory || listed(cid)) return void leaveDeleted();
         store.dispatch({ type: "loaded", transcript: { messages: [], lastEventId: 0 }, unsent: unsentStore.list(cid) });
         connect({ exists: false });
         return;
@@ -79,7 +84,8 @@ export function createConversations({
       setTimeout(() => generation === store.generation && reload(), RELOAD_RETRY_MS);
       return;
     }
-    if (generation !== store.generation) return;
+    if (generation !== store.generation) return opened.close();
+    const { messages: transcript, summary, usage, branches } = opened.snapshot;
     // Messages this tab is still sending are not in the transcript yet: they stay on the page.
     const sending = Object.values(store.conv.turns).filter((turn) => turn.status === "sending");
     // The open asks: each one's request with its turn id. The summary's schema leaves their shape
@@ -104,6 +110,8 @@ export function createConversations({
       title: summary.title,
       unsent: unsentStore.list(cid),
       choices: choiceStore.read(askIds),
+      branches,
+      queue: summary.queue,
     });
     for (const turn of sending) {
       if (!store.conv.turns[turn.turnId])
@@ -116,18 +124,19 @@ export function createConversations({
     }
     for (const turnId of store.conv.order)
       if (store.conv.turns[turnId]?.status !== "unsent") unsentStore.remove(cid, turnId);
-    const read = await usage;
-    if (generation !== store.generation) return;
-    // Unread (an error), usage is what the stream reports.
-    if (read) store.dispatch({ type: "usage", total: read.total, budget: read.budget, turns: read.turns });
-    connect();
+    // Of the same last event as the transcript: the stream brings every change after it.
+    store.dispatch({ type: "usage", total: usage.total, budget: usage.budget, turns: usage.turns });
+    connect({ first: opened });
   }
+
+  /** Whether the conversation list (as loaded) has the conversation. */
+  const listed = (/** @type {string} */ cid) => store.conversations.some((c) => c.conversationId === cid);
 
   /**
    * @param {string} cid
-   * @param {{ push?: boolean }} [options]
+   * @param {{ push?: boolean, fresh?: boolean }} [options]  `fresh`: an id made here, new by construction
    */
-  async function open(cid, { push = true } = {}) {
+  async function open(cid, { push = true, fresh = false } = {}) {
     closeStream();
     store.generation++;
     budgetRead = false;
@@ -141,7 +150,7 @@ export function createConversations({
     else history.replaceState({ cid }, "", url);
     const known = store.conversations.find((c) => c.conversationId === cid);
     drawList();
-    if (known || !store.listComplete) {
+    if (known || (!store.listComplete && !fresh)) {
       store.replace({ ...store.conv, title: known?.title ?? null });
       screen.updateTitle();
       screen.schedule();
@@ -156,7 +165,7 @@ export function createConversations({
     if (!narrow.matches || document.activeElement === document.body) ui.input.focus();
   }
 
-  const openNew = () => open(newConversationId());
+  const openNew = () => open(newConversationId(), { fresh: true });
 
   /** The open conversation was deleted elsewhere: say so, and leave it for a new one. */
   async function leaveDeleted() {
@@ -198,11 +207,14 @@ export function createConversations({
     open,
     openNew,
     reload,
-    /** Signed in: the list, then the conversation the URL names (else a new one). */
+    /**
+     * Signed in: the conversation the URL names (else a new one), its stream opened beside the list,
+     * not after it (both started from <head> already: lib/early.js).
+     */
     async enter() {
-      await refreshList();
+      listing = refreshList();
       const fromUrl = new URL(location.href).searchParams.get("c");
-      await open(fromUrl ?? newConversationId(), { push: false });
+      await (fromUrl ? open(fromUrl, { push: false }) : open(newConversationId(), { push: false, fresh: true }));
     },
     /** Another tab deleted a conversation: leave it if it is this one, else update the list. */
     deletedElsewhere(/** @type {string} */ cid) {

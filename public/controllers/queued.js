@@ -3,7 +3,7 @@
  * Queued messages: a message sent while a turn runs waits on the server (docs/api.md#queued-turns)
  * and is listed under the running turn, with Edit and Remove, until it starts (it then shows in
  * the transcript as any turn) or leaves the queue. The list is the server's: read from the
- * summary's `queue` when the conversation loads and again whenever the stream says the queue moved
+ * summary's `queue` when the conversation loads (its stream's snapshot) and again whenever the stream says the queue moved
  * (`turn.queued`, `turn.queue_edited`, `turn.dequeued`, a turn's start or end), so every tab shows
  * the same queue. A queued send is retried once under its turn id (the same queued turn).
  *
@@ -311,8 +311,12 @@ export function createQueued({ api, store, ui, sent, screen }) {
   store.subscribe((before, after, action) => {
     if (action.type === "loaded" || action.type === "deleted") {
       if (before.cid !== after.cid || action.type === "deleted") show([]);
-      // A conversation without turns has no queue (and may not exist on the server yet: nothing to ask).
-      if (action.type === "loaded" && after.order.length > 0) refresh();
+      // A conversation without turns has no queue (and may not exist on the server yet: nothing to ask);
+      // one loaded from its snapshot has the queue of the same read (its turns are not in the queue).
+      if (action.type === "loaded" && after.order.length > 0) {
+        if (action.queue) show(action.queue.map((t) => ({ turnId: t.turnId, message: t.message })));
+        else refresh();
+      }
     } else if (action.type === "event" && MOVES.has(action.event.type)) refresh();
   });
 

@@ -29,6 +29,12 @@ export function createSession({ api, config, store, ui, showExamples, enter, clo
   let user = null;
 
   async function start() {
+    // The token this browser kept is read before anything is asked: the requests boot.js started
+    // carry it (lib/early.js), and the api takes their answers only for the same token.
+    if (typeof config.getToken !== "function") {
+      token = signInStore.token();
+      user = signInStore.user();
+    }
     // Signed in already, the page does not wait for /healthz (one round trip less on a slow link):
     // only the sign-in form needs it first; the examples are filled in when it answers.
     const healthy = api.health().catch(() => null);

@@ -11,12 +11,11 @@
  * when another tab of this browser renames or deletes one, and when the tab comes back into view or
  * its window into focus (another device's renames and new conversations show then).
  */
+import { LIST_LIMIT } from "../lib/api.js";
 import { activeTurn } from "../lib/conversation.js";
 import { searchTitles } from "../lib/conversation-list.js";
 import { announceDeleted, announceRenamed } from "../lib/storage.js";
 import { renderConversationList } from "../views/sidebar.js";
-
-const LIST_LIMIT = 100;
 
 /**
  * @param {{
@@ -40,7 +39,7 @@ export function createSidebar({ api, store, ui, narrow, open, openNew, screen })
   function refresh() {
     refreshing ??= (async () => {
       try {
-        store.conversations = await api.conversations(LIST_LIMIT);
+        store.conversations = await api.conversations();
         store.listComplete = store.conversations.length < LIST_LIMIT;
       } catch {
         // keep what we had

@@ -9,6 +9,11 @@
 import { followStream } from "../lib/stream.js";
 
 /** @typedef {import("../lib/stream.js").ConnectionState} ConnectionState */
+/**
+ * `exists`: the server has the conversation; `first`: its stream, opened with the snapshot the page shows (the
+ * first connection reads on from it, and is live once the page has the snapshot's last event).
+ * @typedef {{ exists?: boolean, first?: import("../lib/stream.js").OpenedStream | null }} ConnectOptions
+ */
 
 const LABEL = {
   idle: "Idle",
@@ -52,15 +57,16 @@ export function createStreamController({ api, store, ui, onReset, onChange }) {
   /**
    * Follows the open conversation. A conversation the server does not have yet is followed too:
    * another tab may start it.
-   * @param {{ exists?: boolean }} [options]
+   * @param {ConnectOptions} [options]
    */
-  function connect({ exists = true } = {}) {
+  function connect({ exists = true, first = null } = {}) {
     close();
     const generation = store.generation;
     const cid = store.conv.cid;
     stream = followStream({
       api,
       cid,
+      first,
       after: () => store.conv.lastSeq,
       onEvent: (event) => generation === store.generation && store.dispatch({ type: "event", event }),
       onReset: () => generation === store.generation && onReset(),

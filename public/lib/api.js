@@ -30,12 +30,37 @@ export class ApiError extends Error {
 
 const enc = encodeURIComponent;
 const conversationPath = (/** @type {string} */ cid) => `/v1/conversations/${enc(cid)}`;
-const REQUEST_TIMEOUT_MS = 20_000;
+export const REQUEST_TIMEOUT_MS = 20_000;
+/** How many conversations the page lists (the most recent; the sidebar says when there are more). */
+export const LIST_LIMIT = 100;
+
+/** The paths of the requests the page starts before its module runs (lib/early.js), as this api asks them. */
+export const PATHS = {
+  health: "/healthz",
+  conversations: `/v1/conversations?limit=${LIST_LIMIT}`,
+  /** The conversation's stream, opened with its snapshot (docs/sse-protocol.md §14). */
+  snapshot: (/** @type {string} */ cid) => `${conversationPath(cid)}/events?snapshot=1`,
+};
 
 /**
- * @param {{ baseUrl: string, token: () => string | null, onUnauthorized: () => void }} options
+ * A signal that gives up on a request whose answer has not begun in REQUEST_TIMEOUT_MS, and not later: a
+ * stream's body reads on for as long as it lasts. `began()` once its headers are in.
  */
-export function createApi({ baseUrl, token, onUnauthorized }) {
+export function headersTimeout() {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new DOMException("timed out", "TimeoutError")), REQUEST_TIMEOUT_MS);
+  return { signal: controller.signal, began: () => clearTimeout(timer) };
+}
+
+/**
+ * @param {{
+ *   baseUrl: string,
+ *   token: () => string | null,
+ *   onUnauthorized: () => void,
+ *   early?: (url: string, token: string | null) => Promise<Response> | null,
+ * }} options  `early`: the answer to a GET of `url` the page started already with this token (lib/early.js), taken once
+ */
+export function createApi({ baseUrl, token, onUnauthorized, early = () => null }) {
   /**
    * @param {string} path
    * @param {{ method?: string, body?: unknown, accept?: number[] }} [init]  `accept`: error statuses answered as data, not thrown
@@ -47,14 +72,24 @@ export function createApi({ baseUrl, token, onUnauthorized }) {
     const bearer = token();
     if (bearer) headers.authorization = `Bearer ${bearer}`;
     if (body !== undefined) headers["content-type"] = "application/json";
-    let res;
+    const res = await reach(
+      (method === "GET" && early(`${baseUrl}${path}`, bearer)) ||
+        fetch(`${baseUrl}${path}`, {
+          method,
+          headers,
+          body: body === undefined ? undefined : JSON.stringify(body),
+          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        }),
+    );
+    const data = await res.json().catch(() => null);
+    if (res.ok || accept.includes(res.status)) return { status: res.status, data };
+    throw refusal(res, data, bearer);
+  }
+
+  /** @param {Promise<Response>} answer */
+  async function reach(answer) {
     try {
-      res = await fetch(`${baseUrl}${path}`, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-      });
+      return await answer;
     } catch (err) {
       throw new ApiError(
         0,
@@ -62,10 +97,12 @@ export function createApi({ baseUrl, token, onUnauthorized }) {
         `could not reach the server (${err instanceof Error ? err.message : String(err)})`,
       );
     }
-    const data = await res.json().catch(() => null);
-    if (res.ok || accept.includes(res.status)) return { status: res.status, data };
+  }
+
+  /** The error a refused request throws (a 401 with a token signs the page out). @param {Response} res @param {any} data @param {string | null} bearer */
+  function refusal(res, data, bearer) {
     if (res.status === 401 && bearer) onUnauthorized();
-    throw new ApiError(
+    return new ApiError(
       res.status,
       data?.error?.code ?? "http_error",
       data?.error?.message ?? `HTTP ${res.status}`,
@@ -75,7 +112,7 @@ export function createApi({ baseUrl, token, onUnauthorized }) {
 
   return {
     /** @returns {Promise<import("./wire").Health>} */
-    health: async () => (await request("/healthz")).data,
+    health: async () => (await request(PATHS.health)).data,
     /** @param {string} user @returns {Promise<import("./wire").DevLoginAnswer>} */
     devLogin: async (user) => (await request("/v1/dev/login", { method: "POST", body: { user } })).data,
     /**
@@ -90,8 +127,27 @@ export function createApi({ baseUrl, token, onUnauthorized }) {
       if (res.ok) return null;
       return (await res.json().catch(() => null))?.error?.message ?? "that token was not accepted";
     },
-    /** @param {number} limit @returns {Promise<ConversationEntry[]>} */
-    conversations: async (limit) => (await request(`/v1/conversations?limit=${limit}`)).data.conversations,
+    /** The LIST_LIMIT most recent. @returns {Promise<ConversationEntry[]>} */
+    conversations: async () => (await request(PATHS.conversations)).data.conversations,
+    /**
+     * The conversation's event stream opened with its snapshot (GET …/events?snapshot=1, with the user's token): its
+     * body, to read as SSE (lib/stream.js). A refusal (a conversation the user does not have: 404) throws as any request.
+     * @param {string} cid @returns {Promise<ReadableStream<Uint8Array>>}
+     */
+    openStream: async (cid) => {
+      const path = PATHS.snapshot(cid);
+      const bearer = token();
+      const timeout = headersTimeout();
+      const res = await reach(
+        early(`${baseUrl}${path}`, bearer) ||
+          fetch(`${baseUrl}${path}`, {
+            headers: bearer ? { authorization: `Bearer ${bearer}` } : {},
+            signal: timeout.signal,
+          }),
+      ).finally(timeout.began);
+      if (res.ok && res.body) return res.body;
+      throw refusal(res, await res.json().catch(() => null), bearer);
+    },
     /** @param {string} cid @returns {Promise<import("./wire").Messages>} */
     messages: async (cid) => (await request(`${conversationPath(cid)}/messages`)).data,
     /** @param {string} cid @returns {Promise<import("./wire").ConversationSummary>} */

@@ -25,7 +25,9 @@ import {
 /** @typedef {import("./wire").Transcript} Transcript */
 /** A message this browser sent that has not reached the server (lib/storage.js keeps it). @typedef {{ turnId: string, message: string, at: string, error: ErrorInfo }} UnsentTurn */
 /**
- * @typedef {{ type: "loaded", transcript: Transcript, outstanding?: Array<AskRequest & { turnId: string }>, waiting?: { turnId: string, waitingFor: string | null } | null, title?: string | null, unsent?: UnsentTurn[], choices?: Record<string, string> }} LoadedAction
+ * `branches` and `queue`: the conversation's branches and queued turns, read with the transcript
+ * (controllers/branches.js and controllers/queued.js keep them; the state does not).
+ * @typedef {{ type: "loaded", transcript: Transcript, outstanding?: Array<AskRequest & { turnId: string }>, waiting?: { turnId: string, waitingFor: string | null } | null, title?: string | null, unsent?: UnsentTurn[], choices?: Record<string, string>, branches?: import("./wire").Branches, queue?: import("./wire").ConversationSummary["queue"] }} LoadedAction
  */
 
 /**

@@ -50,6 +50,8 @@ type Budget = NonNullable<ConversationUsage["budget"]>;
 export type Messages = z.infer<typeof api.MessagesSchema>;
 /** GET …/branches */
 export type Branches = z.infer<typeof api.BranchListSchema>;
+/** The first event of GET …/events?snapshot=1: what GET …/bootstrap answers but its stream token. */
+export type Snapshot = Omit<z.infer<typeof api.ConversationBootstrapSchema>, "streamToken">;
 /** A turn's status on the server. */
 export type TurnStatus = z.infer<typeof api.TurnStatus>;
 

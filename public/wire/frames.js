@@ -22,6 +22,13 @@
  * Pure: no I/O, no clock. Frames are `{ id, event, data }` triples; the SSE text is the caller's.
  */
 
+/**
+ * The wire name of a stream's snapshot frame (docs/sse-protocol.md §14): the first frame of a stream opened with
+ * `?snapshot=1`, `{ type, data: { summary, messages, branches, usage } }`, its id the last event it reflects. Not a
+ * log event: a reader takes it before it decodes the frames after it.
+ */
+export const SNAPSHOT_EVENT = "conversation.snapshot";
+
 /** The wire name of a lean delta frame (not a log event type: it stands for a `message.part.updated`). */
 export const DELTA_EVENT = "message.part.delta";
 const PART_UPDATED = "message.part.updated";

@@ -230,13 +230,17 @@ export function relayStream(socket: RelaySocket, options: RelayOptions, pipe?: R
   return relay(options, () => socket, pipe);
 }
 
-/** Opens a subscription to a conversation's log strictly after `after` (the object accepts it as hibernatable). */
+/**
+ * Opens a subscription to a conversation's log strictly after `after` (the object accepts it as hibernatable);
+ * `snapshot`: it starts with the conversation's snapshot instead, and goes on strictly after its last event.
+ */
 export async function openSubscription(
   stub: { fetch(input: string, init?: RequestInit): Promise<Response> },
   after: number,
   branch?: number,
+  snapshot = false,
 ): Promise<WebSocket> {
-  const query = `after=${after}${branch !== undefined ? `&branch=${branch}` : ""}`;
+  const query = `after=${after}${branch !== undefined ? `&branch=${branch}` : ""}${snapshot ? "&snapshot=1" : ""}`;
   const upgrade = await stub.fetch(`https://session${SUBSCRIBE_PATH}?${query}`, { headers: { upgrade: "websocket" } });
   const socket = upgrade.webSocket;
   if (upgrade.status !== 101 || !socket)

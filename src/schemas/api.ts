@@ -445,6 +445,21 @@ export const StreamTokenAnswer = z
     description:
       "A short-lived token for EventSource, accepted only as ?access_token= on this conversation's events route",
   });
+export const ConversationBootstrapSchema = z
+  .object({
+    summary: ConversationSummarySchema,
+    messages: MessagesSchema.describe("the active branch's messages (GET …/messages)"),
+    branches: BranchListSchema,
+    usage: ConversationUsageSchema,
+    streamToken: StreamTokenAnswer.nullable().describe(
+      "a stream token for this conversation's events (POST …/stream-token); null where this deployment signs none (no AUTH_JWT_SECRET)",
+    ),
+  })
+  .meta({
+    id: "ConversationBootstrap",
+    description:
+      "What a page needs to show a conversation and follow it, in one answer: the summary, messages, branches and usage as their own routes answer them, read at once (all four of the same last event), and a stream token; follow the events strictly after messages.lastEventId",
+  });
 export const DevLoginAnswer = z
   .object({ token: z.string(), user: z.string(), expiresIn: z.number().int() })
   .meta({ id: "DevLoginAnswer" });

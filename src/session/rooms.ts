@@ -7,6 +7,7 @@
  * shared by what needs waking: the watchdog of a running turn (./turn-end.ts), the hand-off's
  * retries, and the release of an idle agent session (./session-release.ts).
  */
+import { SNAPSHOT_EVENT } from "../../public/wire/frames.js";
 import { type Config, readConfig } from "../config";
 import { createProvider } from "../providers";
 import type { AgentProvider } from "../providers/provider";
@@ -17,6 +18,7 @@ import { InteractionDesk } from "./interaction-desk";
 import { SubscriptionSockets } from "./subscriptions";
 import { TurnRunner } from "./turn-runner";
 import type { UserLink } from "./user-link";
+import { snapshotOf } from "./views";
 import { HANDOFF_RETRY_MS, WebhookHandoff } from "./webhook-handoff";
 
 /** The events that end a turn (./turn-end.ts): each may let the queue move. */
@@ -60,6 +62,16 @@ export class SessionRooms {
     this.subscriptions = new SubscriptionSockets(
       { accept: (ws) => ctx.acceptWebSocket(ws), sockets: () => ctx.getWebSockets() },
       () => binding.current,
+      () => {
+        const context = binding.session();
+        const held = binding.current;
+        if (!context || !held) return null;
+        const snapshot = snapshotOf(held, context, this.run());
+        return {
+          lastSeq: snapshot.messages.lastEventId,
+          json: JSON.stringify({ type: SNAPSHOT_EVENT, data: snapshot }),
+        };
+      },
     );
     this.desk = new InteractionDesk({
       store,
@@ -89,6 +101,11 @@ export class SessionRooms {
       user,
       durable: () => ctx.storage.sync(),
     });
+  }
+
+  /** The turn runner's live figures a snapshot reads (./views.ts snapshotOf). */
+  run() {
+    return { total: this.runner.total(), queue: this.runner.queue.waiting(), budget: this.runner.budget() };
   }
 
   private config(): Config {

@@ -24,6 +24,7 @@ import type { SubmitOutcome } from "./turn-runner";
 import { UserLink } from "./user-link";
 import {
   type ConversationMessages,
+  type ConversationSnapshot,
   type ConversationSummary,
   type ConversationUsage,
   chatMessagesOf,
@@ -31,12 +32,13 @@ import {
   type InstanceInfo,
   instanceInfoOf,
   messagesOf,
+  snapshotOf,
   summaryOf,
   turnOf,
   usageOf,
 } from "./views";
 
-export type { ConversationSummary } from "./views";
+export type { ConversationSnapshot, ConversationSummary } from "./views";
 /** Who a conversation RPC is for: session id and owner key, derived by the Worker from the user and the conversation id. */
 export type { SessionContext };
 
@@ -227,6 +229,14 @@ export class SessionObject extends DurableObject<Env> {
     continueAfterAsks: string[],
   ): Promise<RpcResult<string | null>> {
     return this.held(conversationId, (_context, store) => chatReplayOf(store, turnId, continueAfterAsks));
+  }
+
+  /**
+   * What a page shows before it follows the stream (GET …/bootstrap): the summary, the active branch's messages, the
+   * branches and the usage, read in one step, so all four are of the same last event.
+   */
+  async bootstrap(conversationId: string): Promise<RpcResult<ConversationSnapshot>> {
+    return this.held(conversationId, (context, store) => snapshotOf(store, context, this.rooms.run()));
   }
 
   async usage(conversationId: string): Promise<RpcResult<ConversationUsage>> {

@@ -2,12 +2,19 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import { DELTA_EVENT, frameDecoder } from "../../public/wire/frames.js";
 import { relayStream } from "../http/sse-relay";
-import { SseParser } from "../lib/sse";
+import { type SseFrame, SseParser } from "../lib/sse";
 import { CLOSE_PROTOCOL, EVENTS, LIVE, LIVE_MESSAGE_BYTES, PULL } from "../lib/subscription-wire";
 import { updateRow } from "./store/log-chunks";
 import type { EventRow } from "./store/records";
 import { SessionStore } from "./store/store";
-import { attachmentOf, newSubscription, type Subscription, SubscriptionHub, subscriptionOf } from "./subscriptions";
+import {
+  attachmentOf,
+  newSubscription,
+  type StreamSnapshot,
+  type Subscription,
+  SubscriptionHub,
+  subscriptionOf,
+} from "./subscriptions";
 
 interface FanoutOptions {
   /** Sees every message the hub sends, before the socket does. */
@@ -22,6 +29,9 @@ interface FanoutOptions {
   pageBytes?: number;
   liveIntervalMs?: number;
   now?(): number;
+  snapshot?(): StreamSnapshot | null;
+  /** Runs in the task that answers a pull, right before and right after it. */
+  aroundPull?: { before(): void; after(): void };
 }
 
 /**
@@ -50,6 +60,7 @@ class EventFanout {
       ...(options.pageBytes ? { pageBytes: options.pageBytes } : {}),
       ...(options.liveIntervalMs !== undefined ? { liveIntervalMs: options.liveIntervalMs } : {}),
       ...(options.now ? { now: options.now } : {}),
+      ...(options.snapshot ? { snapshot: options.snapshot } : {}),
     });
   }
 
@@ -57,12 +68,16 @@ class EventFanout {
     return this.sockets.size;
   }
 
-  open(cursor: number, branch?: number): ReadableStream<Uint8Array> {
+  open(cursor: number, branch?: number, snapshot = false): ReadableStream<Uint8Array> {
     const { 0: client, 1: server } = new WebSocketPair();
     server.accept();
     this.sockets.add(server);
-    this.states.set(server, newSubscription(cursor, branch));
-    server.addEventListener("message", () => this.hub.pull(server));
+    this.states.set(server, newSubscription(cursor, branch, snapshot));
+    server.addEventListener("message", () => {
+      this.options.aroundPull?.before();
+      this.hub.pull(server);
+      this.options.aroundPull?.after();
+    });
     server.addEventListener("close", () => {
       this.sockets.delete(server);
       try {
@@ -143,6 +158,42 @@ describe("streaming: object hub to Worker relay", () => {
     const ids = await reading;
     expect(ids).toEqual(Array.from({ length: 245 }, (_, i) => i + 11));
     expect(l.pages()).toBeGreaterThanOrEqual(3);
+  });
+
+  it("a snapshot and the events after it are read in one step: an event appended right before or after is sent once", async () => {
+    const l = log();
+    for (let i = 0; i < 3; i++) l.append();
+    // The snapshot reflects the log as the pull finds it: its last seq.
+    const snapshot = () => ({ lastSeq: l.rows.length, json: JSON.stringify({ seqs: l.rows.map((r) => r.seq) }) });
+    let pulls = 0;
+    const fanout: EventFanout = new EventFanout({
+      ...l.options,
+      snapshot,
+      // In the task that answers the first pull: one event appended (and published) right before the snapshot is
+      // read, one right after the subscription went live. Nothing else runs between them and the pull.
+      aroundPull: {
+        before: () => void (pulls++ === 0 && fanout.publish(l.append())),
+        after: () => void (pulls === 1 && fanout.publish(l.append())),
+      },
+    });
+    const reader = fanout.open(0, undefined, true).getReader();
+    const parser = new SseParser();
+    const frames: SseFrame[] = [];
+    while (!frames.some((f) => f.id === "5")) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      frames.push(...parser.push(new TextDecoder().decode(value)));
+    }
+    await reader.cancel();
+    const events = frames.filter((f) => f.data !== undefined);
+    // The snapshot first (its id the last event it reflects: the one appended before it), then only the event
+    // appended after it, once: neither lost nor doubled.
+    expect(events.map((f) => [f.event, f.id])).toEqual([
+      ["conversation.snapshot", "4"],
+      ["x", "5"],
+    ]);
+    expect(JSON.parse(events[0]!.data!)).toEqual({ seqs: [1, 2, 3, 4] });
+    expect(pulls).toBe(1);
   });
 
   it("a page cut short by its byte bound is not the last: the rest follows, then live", async () => {

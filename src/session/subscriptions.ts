@@ -20,7 +20,7 @@
  * byte and the SSE bytes the Worker writes as they are.
  */
 import { z } from "zod";
-import { DELTA_EVENT, type Envelope, encodeEvent } from "../../public/wire/frames.js";
+import { DELTA_EVENT, type Envelope, encodeEvent, SNAPSHOT_EVENT } from "../../public/wire/frames.js";
 import { encodeSseFrame, encodeSseRetry } from "../lib/sse";
 import {
   CLOSE_PROTOCOL,
@@ -52,6 +52,11 @@ const SubscriptionState = z.strictObject({
    * the event the live frames continue. Absent: false, its next live batch starts with a full frame.
    */
   synced: z.boolean().optional(),
+  /**
+   * The stream starts with the conversation's snapshot (docs/sse-protocol.md §14): read at the first pull, in the
+   * same synchronous step as the replay page after it, whose cursor it sets. Cleared once sent.
+   */
+  snapshot: z.literal(true).optional(),
 });
 export type Subscription = z.infer<typeof SubscriptionState>;
 
@@ -72,6 +77,12 @@ export function attachmentOf(state: Subscription): SocketAttachment {
   return { subscription: state };
 }
 
+/** A conversation's snapshot as a stream opens with it: the event's JSON, and the last seq it reflects. */
+export interface StreamSnapshot {
+  lastSeq: number;
+  json: string;
+}
+
 export interface SubscriptionHubDeps<S> {
   /** The open sockets (after hibernation too). */
   sockets(): Iterable<S>;
@@ -82,6 +93,8 @@ export interface SubscriptionHubDeps<S> {
   readPage(afterSeq: number, limit: number, branch?: number): EventRow[];
   lastSeq(): number;
   firstRetainedSeq(): number | null;
+  /** The conversation's snapshot, read now; null when the object holds none (the stream then replays from its cursor). */
+  snapshot?(): StreamSnapshot | null;
   /** The lowest cursor the log holds (absent: the oldest retained seq minus one); compaction removes seqs that are not trimmed (docs/sse-protocol.md §13). */
   lowestHeldCursor?(): number | null;
   pageSize?: number;
@@ -134,8 +147,14 @@ function addFrame(messages: LiveMessage[], frame: Uint8Array, bound: number): vo
   }
 }
 
-export function newSubscription(after: number, branch?: number): Subscription {
-  return { after, live: false, started: false, ...(branch !== undefined ? { branch } : {}) };
+export function newSubscription(after: number, branch?: number, snapshot = false): Subscription {
+  return {
+    after,
+    live: false,
+    started: false,
+    ...(branch !== undefined ? { branch } : {}),
+    ...(snapshot ? { snapshot: true as const } : {}),
+  };
 }
 
 export class SubscriptionHub<S> {
@@ -186,7 +205,13 @@ export class SubscriptionHub<S> {
     this.flush();
     let out = "";
     if (!state.started) {
+      // The snapshot and the page after it are read in this one synchronous step: the page starts
+      // strictly after the snapshot's last event, so no event falls between them or comes twice.
+      const snapshot = state.snapshot ? this.deps.snapshot?.() : null;
+      delete state.snapshot;
+      if (snapshot) state.after = snapshot.lastSeq;
       out = this.head(state);
+      if (snapshot) out += encodeSseFrame({ id: String(snapshot.lastSeq), event: SNAPSHOT_EVENT, data: snapshot.json });
       state.started = true;
     }
     const pageSize = this.deps.pageSize ?? 500;
@@ -331,9 +356,11 @@ export class SubscriptionSockets {
   private readonly states = new WeakMap<WebSocket, Subscription>();
   private readonly hub: SubscriptionHub<WebSocket>;
 
+  /** `snapshot`: the conversation's snapshot, read now (null when the object holds none). */
   constructor(
     private readonly host: SocketHost,
     log: SubscribedLog,
+    snapshot: () => StreamSnapshot | null = () => null,
   ) {
     this.hub = new SubscriptionHub<WebSocket>({
       sockets: () => host.sockets(),
@@ -347,6 +374,7 @@ export class SubscriptionSockets {
       lastSeq: () => log()?.lastSeq() ?? 0,
       firstRetainedSeq: () => log()?.firstRetainedSeq() ?? null,
       lowestHeldCursor: () => log()?.lowestHeldCursor() ?? null,
+      snapshot,
     });
   }
 
@@ -367,18 +395,20 @@ export class SubscriptionSockets {
     const url = new URL(request.url);
     const after = /^\d{1,15}$/.exec(url.searchParams.get("after") ?? "");
     const branch = url.searchParams.get("branch");
+    const snapshot = url.searchParams.get("snapshot");
     if (
       url.pathname !== SUBSCRIBE_PATH ||
       request.headers.get("upgrade")?.toLowerCase() !== "websocket" ||
       !after ||
-      (branch !== null && !/^\d{1,7}$/.test(branch))
+      (branch !== null && !/^\d{1,7}$/.test(branch)) ||
+      (snapshot !== null && (snapshot !== "1" || branch !== null))
     ) {
       return new Response("expected a subscription: a WebSocket upgrade to /subscribe?after=<seq>", { status: 400 });
     }
     const { 0: client, 1: server } = new WebSocketPair();
     this.host.accept(server);
     server.serializeAttachment(
-      attachmentOf(newSubscription(Number(after[0]), branch === null ? undefined : Number(branch))),
+      attachmentOf(newSubscription(Number(after[0]), branch === null ? undefined : Number(branch), snapshot === "1")),
     );
     return new Response(null, { status: 101, webSocket: client });
   }

@@ -11,7 +11,7 @@ import { Refusal } from "../errors";
 import type { ConversationSummarySchema, ConversationUsageSchema, MessagesSchema, TotalView } from "../schemas/api";
 import type { BudgetState } from "../usage/budgets";
 import { emptyExecutionUsage, executionView } from "../usage/usage-fold";
-import { activeBranch, branchPath } from "./branches";
+import { activeBranch, type BranchList, branchesOf, branchPath } from "./branches";
 import { type SessionContext, TERMINAL_TURN_STATUSES, type TurnRecord } from "./store/records";
 import type { SessionStore } from "./store/store";
 import { buildTranscript, type TranscriptTurn, withAnswer } from "./transcript";
@@ -102,6 +102,32 @@ export function messagesOf(store: SessionStore, conversationId: string, branch?:
       : m;
   });
   return { conversationId, branch: path.branch, lastEventId, messages };
+}
+
+/** The conversation as a page opens it (GET …/bootstrap, and a stream's snapshot): what it shows, read in one step. */
+export type ConversationSnapshot = {
+  summary: ConversationSummary;
+  messages: ConversationMessages;
+  branches: BranchList & { conversationId: string };
+  usage: ConversationUsage;
+};
+
+/**
+ * The summary, the active branch's messages, the branches and the usage, read in one synchronous step, so all four are
+ * of the same last event (`messages.lastEventId`). `run`: the turn runner's live figures.
+ */
+export function snapshotOf(
+  store: SessionStore,
+  context: SessionContext,
+  run: { total: TotalView; queue: TurnView[]; budget: BudgetState | null },
+): ConversationSnapshot {
+  const { conversationId } = context;
+  return {
+    summary: summaryOf(store, context, run.total, run.queue),
+    messages: messagesOf(store, conversationId),
+    branches: { conversationId, ...branchesOf(store) },
+    usage: usageOf(store, conversationId, run.total, run.budget),
+  };
 }
 
 /** A branch's conversation (the active one by default) as the AI SDK's UIMessage[] (src/ai-sdk/message.ts), as JSON. */

@@ -4,9 +4,7 @@
 // removals highlighted; the failed edit is not listed; the file written over unknown content says
 // it is not counted and shows no diff. Axe-clean closed and open, light and dark, wide and narrow.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
-import { staticImports } from "../page/imports.mjs";
 import {
   assertAccessible,
   assertNoSidewaysScroll,
@@ -92,7 +90,7 @@ describe("what the agent changed", () => {
     await lastTurn(dark).locator("details.changes code.hljs .hljs-addition").first().waitFor();
     await assertAccessible(dark, "changes open, dark");
     await shot(dark, "changes-open-dark-wide");
-    // After a reload the list is rebuilt from the transcript (/messages), the same files.
+    // After a reload the list is rebuilt from the transcript (the stream's snapshot), the same files.
     await dark.reload();
     await dark.locator("#connection[data-state=live]").waitFor();
     const summary = lastTurn(dark).locator("details.changes > summary");
@@ -113,9 +111,11 @@ describe("what the agent changed", () => {
   });
 });
 
-// Issue 23, item 6 (fast on slow links), the parts a browser shows: the page paints a notice before
-// any module runs, and every module of the start comes from index.html's modulepreload list, none
-// found only when its importer ran (which is one round trip per level of imports).
+// Issue 23, item 6 and issue 38, item 1 (fast on slow links), the parts a browser shows: the page paints
+// a notice before any module runs; it loads as few files as the build made (the page, its icon, boot.js,
+// app.js, style.css), none found only once another ran; and what it shows of a conversation comes in one
+// request started from <head> by boot.js, while app.js is still on its way: the conversation's stream, opened
+// with its snapshot (…/events?snapshot=1), which the page then follows on.
 describe("the page before and while its modules load", () => {
   it("says it is loading with no script at all, and not once the app shows", async () => {
     const page = await openPage();
@@ -129,68 +129,38 @@ describe("the page before and while its modules load", () => {
     await page.context().close();
   });
 
-  it("fetches every module of the start through the preload list", async () => {
+  it("opens a conversation with at most six files, all built, and its data in one request started by boot.js", async () => {
     const page = await openPage();
-    await signIn(page, unique("preload"));
-    const scripts = await page.evaluate(() =>
-      performance
-        .getEntriesByType("resource")
-        .filter((e) => /\.(m?js)$/.test(new URL(e.name).pathname))
-        .map((e) => ({
-          path: new URL(e.name).pathname,
-          start: e.startTime,
-          end: /** @type {PerformanceResourceTiming} */ (e).responseEnd,
-        })),
-    );
-    const preloaded = await page.$$eval('link[rel="modulepreload"]', (links) =>
-      links.map((l) => new URL(l.href).pathname),
-    );
-    assert.ok(preloaded.length > 20, `${preloaded.length} modules preloaded`);
-    const app = scripts.find((s) => s.path === "/app.js");
-    assert.ok(app, "app.js was fetched");
-    // None waited for its importer to run: each was requested before a module that imports it had
-    // arrived (a module found by walking the imports can be asked for only once its importer is in;
-    // a busy browser may still start a preload a moment after app.js arrived, so app.js alone is no
-    // bound for the modules it does not import itself).
-    const importMap = JSON.parse(
-      /<script type="importmap">([\s\S]*?)<\/script>/.exec(readFileSync("public/index.html", "utf8"))?.[1] ?? "{}",
-    ).imports;
-    const importers = new Map();
-    for (const path of ["/app.js", ...preloaded.filter((p) => !p.startsWith("/vendor/"))]) {
-      const { relative, bare } = staticImports(readFileSync(`public${path}`, "utf8"));
-      for (const imported of [
-        ...relative.map((spec) => new URL(spec, `http://page${path}`).pathname),
-        ...bare.map((spec) => importMap[spec]),
-      ]) {
-        importers.set(imported, [...(importers.get(imported) ?? []), path]);
-      }
-    }
-    for (const path of preloaded) {
-      const entry = scripts.find((s) => s.path === path);
-      assert.ok(entry, `${path} was fetched`);
-      const by = importers.get(path) ?? [];
-      assert.ok(by.length > 0, `${path} is imported by a module of the start`);
-      const first = Math.min(...by.map((importer) => scripts.find((s) => s.path === importer)?.end ?? Infinity));
-      assert.ok(
-        entry.start < first,
-        `${path} requested at ${entry.start} ms, after its importer arrived (${first} ms; importers ${by.join(", ")})`,
-      );
-    }
-    // And no module of the start was fetched that the list does not name (highlight.js comes on
-    // demand; a classic script of <head>, theme.js, is no module and runs before the stylesheet).
-    const classic = await page.$$eval("script[src]:not([type=module])", (tags) =>
-      tags.map((t) => new URL(/** @type {HTMLScriptElement} */ (t).src).pathname),
-    );
+    const cid = unique("c-boot");
+    await signIn(page, unique("requests"), cid);
+    await send(page, "Say something [words:5]");
+    await waitForBadge(page, "done");
+    // Opened again with an empty cache: every request of the load, and which script started each.
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send("Network.enable");
+    await cdp.send("Network.clearBrowserCache");
+    /** @type {Array<{ path: string, by: string }>} */
+    const requests = [];
+    cdp.on("Network.requestWillBeSent", (e) => {
+      const url = new URL(e.request.url);
+      const frame = e.initiator.stack?.callFrames[0] ?? e.initiator.stack?.parent?.callFrames[0];
+      requests.push({ path: `${url.pathname}${url.search}`, by: frame ? new URL(frame.url).pathname : "" });
+    });
+    await page.goto("about:blank");
+    await page.goto(`${server.base}/?c=${cid}`);
+    await page.locator("#connection[data-state=live]").waitFor();
+    await waitForBadge(page, "done");
+    const files = requests.filter((r) => !r.path.startsWith("/v1/") && r.path !== "/healthz");
+    assert.ok(files.length <= 6, `${files.length} static requests: ${files.map((r) => r.path).join(", ")}`);
+    for (const file of files) assert.match(file.path, /^\/(\?c=.*)?$|^\/assets\/[\w.-]+-[A-Z2-7]{8}\.(js|css|svg)$/);
+    // The conversation: one request, its stream opened with its snapshot, asked by boot.js and followed on (no
+    // token minted, no second stream); nothing of it read piece by piece.
+    const ofConversation = requests.filter((r) => r.path.startsWith(`/v1/conversations/${cid}`));
     assert.deepEqual(
-      scripts.filter(
-        (s) =>
-          s.path !== "/app.js" &&
-          !preloaded.includes(s.path) &&
-          !classic.includes(s.path) &&
-          !s.path.includes("highlight"),
-      ),
-      [],
+      ofConversation.map((r) => r.path),
+      [`/v1/conversations/${cid}/events?snapshot=1`],
     );
+    assert.match(ofConversation[0]?.by ?? "", /^\/assets\/boot-[A-Z2-7]{8}\.js$/);
     await page.context().close();
   });
 });

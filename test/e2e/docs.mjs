@@ -85,7 +85,7 @@ describe("the API reference at /docs", () => {
       [],
       "requests to another origin",
     );
-    const renderer = paths.find((url) => /\/vendor\/scalar-api-reference-[^/]+\/standalone\.js$/.test(url));
+    const renderer = paths.find((url) => /\/assets\/scalar-api-reference-[A-Z2-7]{8}\.js$/.test(url));
     assert.ok(renderer, JSON.stringify(paths));
     assert.ok(paths.includes(`${server.base}/openapi.json`), JSON.stringify(paths));
     const copy = await fetch(renderer);

@@ -58,12 +58,24 @@ async function conversationSaying(page, text) {
   await waitForBadge(page, "done");
   const cid = await cidOf(page);
   const turnId = await lastTurn(page).getAttribute("data-turn");
-  await page.route(`**/v1/conversations/${cid}/messages`, async (route) => {
-    const real = await (await route.fetch()).json();
-    const assistant = real.messages.find((m) => m.role === "assistant");
+  // The page reads the transcript with the rest of the conversation: the first event of its stream opened with
+  // its snapshot (…/events?snapshot=1, started by boot.js). Answered here with that event alone (the same content
+  // as …/bootstrap), the transcript replaced; the stream then ends and the page follows on after it.
+  const snapshotOf = (/** @type {URL} */ url) =>
+    url.pathname === `/v1/conversations/${cid}/events` && url.searchParams.get("snapshot") === "1";
+  await page.route(snapshotOf, async (route) => {
+    const real = await (
+      await route.fetch({ url: `${server.base}/v1/conversations/${cid}/bootstrap`, headers: route.request().headers() })
+    ).json();
+    const assistant = real.messages.messages.find((m) => m.role === "assistant");
     assistant.parts = [{ id: `${turnId}:md`, type: "text", text }];
     assistant.text = text;
-    await route.fulfill({ json: real });
+    const { streamToken: _, ...snapshot } = real;
+    const data = JSON.stringify({ type: "conversation.snapshot", data: snapshot });
+    await route.fulfill({
+      contentType: "text/event-stream",
+      body: `retry: 2000\n\nid: ${real.messages.lastEventId}\nevent: conversation.snapshot\ndata: ${data}\n\n`,
+    });
   });
   await page.reload();
   await page.locator("#connection[data-state=live]").waitFor();
@@ -258,9 +270,13 @@ describe("what the page shows around the chat", () => {
     await send(page, "Hello there");
     await waitForBadge(page, "done");
     assert.deepEqual(problems, []);
-    assert.equal(await page.locator('link[rel="icon"]').getAttribute("href"), "/favicon.svg");
-    const icon = await fetch(`${server.base}/favicon.svg`);
+    // The icon as built: named by its content's hash (scripts/build-page.mjs).
+    const href = await page.locator('link[rel="icon"]').getAttribute("href");
+    assert.match(href ?? "", /^\/assets\/favicon-[A-Z2-7]{8}\.svg$/);
+    const icon = await fetch(`${server.base}${href}`);
     assert.equal(icon.status, 200);
+    assert.match(icon.headers.get("content-type") ?? "", /^image\/svg\+xml/);
+    await icon.arrayBuffer();
     await page.context().close();
   });
 

@@ -1,6 +1,8 @@
 // The chat page's security headers (public/_headers, issue 19) as served by `wrangler dev`: on `/`
-// and on every file of public/, a CSP that the page works under (every browser test fails on a
-// violation, csp.mjs), and another site cannot frame the page; and how long each may be cached.
+// and on every file of the built page (dist/page/, scripts/build-page.mjs), a CSP that the page works
+// under (every browser test fails on a violation, csp.mjs), and another site cannot frame the page; and
+// how long each may be cached: a year for the files named by their content's hash, a revalidation for
+// the pages.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { readdirSync } from "node:fs";
@@ -11,19 +13,19 @@ import { cspDirectives, expectedCsp, expectedHeaders } from "../page/page-policy
 import { takeViolations } from "./csp.mjs";
 import { openPage, server, signIn, unique } from "./harness.mjs";
 
-/** Every file the assets serve (public/, the generated vendor/ copies included), as URL paths. */
-function assetPaths(dir = "public") {
+/** Every file the assets serve (the built page, dist/page/), as URL paths. */
+function assetPaths(dir = "dist/page") {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) return assetPaths(path);
-    return entry.name === "_headers" ? [] : [`/${relative("public", path)}`];
+    return entry.name === "_headers" ? [] : [`/${relative("dist/page", path)}`];
   });
 }
 
-function assertSecurityHeaders(res, path, importMapHash) {
+function assertSecurityHeaders(res, path, styleHashes) {
   const csp = res.headers.get("content-security-policy");
   assert.ok(csp, `${path}: no Content-Security-Policy`);
-  assert.deepEqual(cspDirectives(csp), expectedCsp(importMapHash), path);
+  assert.deepEqual(cspDirectives(csp), expectedCsp(styleHashes), path);
   for (const [name, value] of Object.entries(expectedHeaders))
     assert.equal(res.headers.get(name), value, `${path}: ${name}`);
 }
@@ -39,29 +41,28 @@ async function violationsWhen(page, enough) {
 }
 
 describe("security headers", () => {
-  it("`/` and every asset carry the CSP (allowing the served import map by its hash), frame protection, nosniff and no-referrer", async () => {
+  it("`/` and every asset carry the CSP (allowing the served page's inline style by its hash), frame protection, nosniff and no-referrer", async () => {
     const root = await fetch(`${server.base}/`);
     assert.equal(root.status, 200);
     const html = await root.text();
-    const map = /<script type="importmap">([\s\S]*?)<\/script>/.exec(html);
-    assert.ok(map, "the page has its import map");
-    const hash = `'sha256-${createHash("sha256").update(map[1]).digest("base64")}'`;
-    assertSecurityHeaders(root, "/", hash);
+    assert.doesNotMatch(html, /importmap/);
+    const styles = [...html.matchAll(/<style>([\s\S]*?)<\/style>/g)].map((m) => m[1]);
+    assert.equal(styles.length, 1, "the loading notice's style is in the page");
+    const hashes = styles.map((s) => `'sha256-${createHash("sha256").update(s).digest("base64")}'`);
+    assertSecurityHeaders(root, "/", hashes);
     const paths = assetPaths();
     for (const expected of [
       "/index.html",
-      "/app.js",
-      "/style.css",
-      "/favicon.svg",
-      "/lib/markdown.js",
-      "/views/turn.js",
-      /^\/vendor\/marked-[^/]+\/marked\.esm\.js$/,
-      /^\/vendor\/dompurify-[^/]+\/purify\.es\.mjs$/,
-      /^\/vendor\/highlightjs-[^/]+\/highlight\.min\.js$/,
+      "/docs.html",
+      /^\/assets\/app-[A-Z2-7]{8}\.js$/,
+      /^\/assets\/boot-[A-Z2-7]{8}\.js$/,
+      /^\/assets\/style-[A-Z2-7]{8}\.css$/,
+      /^\/assets\/favicon-[A-Z2-7]{8}\.svg$/,
+      /^\/assets\/highlight\.min-[A-Z2-7]{8}\.js$/,
     ]) {
       assert.ok(
         paths.some((p) => (typeof expected === "string" ? p === expected : expected.test(p))),
-        `${expected} is in public/`,
+        `${expected} is in dist/page/`,
       );
     }
     for (const path of [...paths, "/?c=some-conversation"]) {
@@ -71,10 +72,10 @@ describe("security headers", () => {
         res.status === 200 || (["/index.html", "/docs.html"].includes(path) && res.status === 307),
         `${path}: ${res.status}`,
       );
-      assertSecurityHeaders(res, path, hash);
-      // Cached long only where the URL names the content (a library's version): the rest revalidates.
+      assertSecurityHeaders(res, path, hashes);
+      // Cached long only where the URL names the content (its hash): the pages revalidate.
       const cache = res.headers.get("cache-control");
-      if (path.startsWith("/vendor/")) assert.equal(cache, "public, max-age=31536000, immutable", path);
+      if (path.startsWith("/assets/")) assert.equal(cache, "public, max-age=31536000, immutable", path);
       else if (res.status === 200) assert.equal(cache, "public, max-age=0, must-revalidate", path);
       await res.arrayBuffer();
     }

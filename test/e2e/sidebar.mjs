@@ -178,13 +178,21 @@ describe("the sidebar of a chat product", () => {
     assert.equal(await page.locator("html").getAttribute("data-theme"), "light");
     assert.equal(await theme.getByRole("radio", { name: "Light" }).isChecked(), true);
     assert.equal(await background(page), light);
-    // theme.js runs before the stylesheet is applied: a blocking classic script ahead of it in <head>.
+    // theme.js (built into boot.js) runs before the first paint: a blocking classic script in <head>,
+    // after only the inline colours (which it picks between) and before any stylesheet file.
     const order = await page.evaluate(() =>
-      [...document.head.querySelectorAll("script, link[rel=stylesheet]")].map((n) =>
-        n instanceof HTMLScriptElement ? `${n.type || "classic"}:${n.getAttribute("src") ?? "inline"}` : "css",
+      [...document.querySelectorAll("script, link[rel=stylesheet], style")].map((n) =>
+        n instanceof HTMLScriptElement
+          ? `${n.type || "classic"}${n.defer || n.async ? " deferred" : ""}:${n.getAttribute("src") ?? "inline"}`
+          : n instanceof HTMLStyleElement
+            ? `${n.parentElement?.tagName === "HEAD" ? "head" : "body"} inline css`
+            : "css",
       ),
     );
-    assert.deepEqual(order.slice(0, 2), ["classic:/theme.js", "css"]);
+    assert.deepEqual(
+      order.map((o) => o.replace(/-[A-Z2-7]{8}\./, ".")),
+      ["head inline css", "classic:/assets/boot.js", "module:/assets/app.js", "css"],
+    );
     // Dark on a light system; another tab of the browser follows.
     await page.emulateMedia({ colorScheme: "light" });
     const other = await page.context().newPage();

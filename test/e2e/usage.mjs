@@ -1,6 +1,6 @@
 // The usage line and the budget (issue 36): the budget shows from a new conversation's first turn
-// and follows the stream after every turn, also after a reload read it from /usage; usage nobody
-// reported reads "unknown", never nothing (and the budget then says "at least").
+// and follows the stream after every turn, also after a reload read it with the conversation
+// (its stream's snapshot); usage nobody reported reads "unknown", never nothing (and the budget then says "at least").
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { BUDGET, lastTurn, openPage, send, signIn, unique, waitForBadge } from "./harness.mjs";
@@ -18,7 +18,7 @@ describe("the usage line", () => {
     await waitForBadge(page, "done");
     assert.equal(await total(page), `Total: in 1,980 · out 80 · $0.0021 (cost unverified) · ${budgetOf(2060)}`);
 
-    // A reload reads the budget from /usage; the next turn moves it on, with the total.
+    // A reload reads the budget with the conversation (its stream's snapshot); the next turn moves it on, with the total.
     await page.reload();
     await page.locator("#connection[data-state=live]").waitFor();
     await page.locator("#usage-total", { hasText: budgetOf(2060) }).waitFor();

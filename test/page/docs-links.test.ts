@@ -13,8 +13,6 @@ const tree = import.meta.glob(
     "/test/**/*.{ts,mjs,md}",
     "/scripts/*.mjs",
     "/public/**/*.{js,html,css}",
-    // The libraries scripts/vendor.mjs copies there are generated, not ours (the API reference's is 4.6 MiB).
-    "!/public/vendor/**",
     "/bench/*",
     "/bench/**/*.md",
     "/examples/*",

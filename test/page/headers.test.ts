@@ -1,16 +1,16 @@
-/// <reference types="vite/client" />
 /**
- * The chat page's security headers (public/_headers, issue 19), in Node: the committed policy allows
- * exactly index.html's import map by hash (scripts/vendor.mjs rewrites it at build time; this fails
- * when the committed copy is stale), carries every directive the page is held to, and index.html
- * has nothing inline that the policy would have to allow. The browser tests (test/e2e/security.mjs)
- * check the served headers and fail on any violation the page reports.
+ * The chat page as built (scripts/build-page.mjs: what wrangler serves, dist/page/), in Node: every
+ * file the pages load is named by a hash of its content under /assets/ and cached a year, immutable,
+ * while the pages themselves revalidate; the page opens with few files (the target of issue 38: at
+ * most six static requests); and the security headers (public/_headers, issue 19) allow no inline
+ * script at all and exactly the inline style the built page has, by its hash. The browser tests
+ * (test/e2e/security.mjs) check the served headers and fail on any violation the page reports.
  */
-import { describe, expect, it } from "vitest";
-import pkg from "../../package.json";
-import headersFile from "../../public/_headers?raw";
-import docsHtml from "../../public/docs.html?raw";
-import html from "../../public/index.html?raw";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildPage } from "../../scripts/build-page.mjs";
 import { cspDirectives, expectedCsp, expectedDocsCsp, expectedHeaders } from "./page-policy.mjs";
 
 /**
@@ -37,79 +37,136 @@ async function sha256(text: string) {
   return btoa(String.fromCharCode(...digest));
 }
 
-const scripts = [...html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)].map((m) => ({
-  attrs: m[1]!,
-  body: m[2]!,
-}));
+/** A hashed file's URL: /assets/<name>-<8 characters of its hash>.<ext>. */
+const HASHED = /^\/assets\/[\w.-]+-[A-Z2-7]{8}\.(js|css|svg)$/;
 
-describe("the chat page's security headers", () => {
-  const rules = rulesOf(headersFile);
-  const rule = rules.get("/*") ?? new Map<string, string>();
-  const csp = new Map(Object.entries(cspDirectives(rule.get("content-security-policy") ?? "")));
+type Built = Awaited<ReturnType<typeof buildPage>>;
+let built: Built;
+const text = (path: string) => new TextDecoder().decode(built.files.get(path));
+/** The URLs a page's tags load: script src, stylesheet / icon / preload href. */
+const loads = (html: string) =>
+  [...html.matchAll(/<(?:script|link)\b[^>]*?\s(?:src|href)="([^"]+)"/g)].map((m) => m[1] as string);
 
-  it("allow the import map by the hash of its text in index.html, and no other inline script", async () => {
-    const maps = scripts.filter((s) => /type="importmap"/.test(s.attrs));
-    expect(maps).toHaveLength(1);
-    const hash = `'sha256-${await sha256(maps[0]!.body.replace(/\r\n?/g, "\n"))}'`;
-    expect(csp.get("script-src"), "run node scripts/vendor.mjs (npm start does) and commit public/_headers").toEqual([
-      "'self'",
-      hash,
-    ]);
-    // Every other script is a file of the page's own origin.
-    for (const s of scripts.filter((s) => s !== maps[0])) {
-      expect(s.attrs).toMatch(/\bsrc="\/[^/]/);
-      expect(s.body.trim()).toBe("");
+beforeAll(async () => {
+  built = await buildPage({ write: false });
+});
+
+describe("the built page", () => {
+  it("names every file its pages load by a hash of its content, and builds each one it names", () => {
+    for (const page of ["index.html", "docs.html"]) {
+      const urls = loads(text(page));
+      expect(urls.length, page).toBeGreaterThan(0);
+      for (const url of urls) {
+        expect(url, page).toMatch(HASHED);
+        expect(built.files.has(url.slice(1)), `${page} loads ${url}`).toBe(true);
+      }
     }
   });
 
-  it("carry a strict policy, frame protection, nosniff and a referrer policy", () => {
-    expect(Object.fromEntries(csp)).toEqual(expectedCsp(csp.get("script-src")?.[1]));
+  describe("a change to one source", () => {
+    const dirs: string[] = [];
+    afterAll(() => {
+      for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    });
+    /** A copy of public/ (each at the same depth: the output names the sources by relative path). */
+    const copy = () => {
+      const dir = mkdtempSync(join(tmpdir(), "page-source-"));
+      dirs.push(dir);
+      cpSync(join(process.cwd(), "public"), dir, { recursive: true });
+      return dir;
+    };
+
+    it("is a new name for the file built from it; the others keep theirs", async () => {
+      const same = await buildPage({ source: copy(), write: false });
+      const source = copy();
+      writeFileSync(
+        join(source, "style.css"),
+        `${readFileSync(join(source, "style.css"), "utf8")}\n.x { color: red }\n`,
+      );
+      const changed = await buildPage({ source, write: false });
+      expect(changed.urls.get("/style.css")).toMatch(HASHED);
+      expect(changed.urls.get("/style.css")).not.toBe(same.urls.get("/style.css"));
+      for (const path of ["/app.js", "/boot.js", "/docs.js", "/favicon.svg"])
+        expect(changed.urls.get(path), path).toBe(same.urls.get(path));
+    });
+  });
+
+  it("opens with at most six static requests: the page, its icon, boot.js, app.js (one module) and style.css", () => {
+    const html = text("index.html");
+    const urls = loads(html);
+    expect(urls.map((u) => u.replace(/-[A-Z2-7]{8}\./, "."))).toEqual([
+      "/assets/favicon.svg",
+      "/assets/boot.js",
+      "/assets/app.js",
+      "/assets/style.css",
+    ]);
+    expect(1 + urls.length).toBeLessThanOrEqual(6);
+    // app.js imports no other file before it runs (highlight.js comes only at the first code block).
+    const app = text(urls[2]?.slice(1) ?? "");
+    expect(app).not.toMatch(/^import\s|[;}]import\s*["{*]/m);
+    // No import map: the libraries are in app.js.
+    expect(html).not.toMatch(/importmap/);
+  });
+
+  it("serves what is under /assets/ immutable for a year, and lets the pages revalidate", () => {
+    const rules = rulesOf(text("_headers"));
+    expect([...rules.keys()]).toEqual(["/*", "/assets/*", "/docs"]);
+    expect(rules.get("/assets/*")).toEqual(new Map([["cache-control", "public, max-age=31536000, immutable"]]));
+    // The pages keep the platform's `public, max-age=0, must-revalidate`: no other rule sets a cache.
+    for (const [path, rule] of rules) if (path !== "/assets/*") expect(rule.has("cache-control"), path).toBe(false);
+  });
+});
+
+describe("the chat page's security headers", () => {
+  it("allow no inline script and exactly the built page's inline style, by its hash", async () => {
+    const html = text("index.html");
+    const rule = rulesOf(text("_headers")).get("/*") ?? new Map<string, string>();
+    const styles = [...html.matchAll(/<style>([\s\S]*?)<\/style>/g)].map((m) => m[1] as string);
+    // The loading notice's CSS is in the page, so it paints before any file has come.
+    expect(styles).toHaveLength(1);
+    expect(styles[0]).toMatch(/\.boot\b/);
+    const hashes = await Promise.all(styles.map(async (s) => `'sha256-${await sha256(s)}'`));
+    expect(cspDirectives(rule.get("content-security-policy") ?? "")).toEqual(expectedCsp(hashes));
     for (const [name, value] of Object.entries(expectedHeaders)) expect(rule.get(name), name).toBe(value);
+    // Every script is a file of the page's own origin.
+    for (const [, attrs, body] of html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)) {
+      expect(attrs).toMatch(/\bsrc="\/[^/]/);
+      expect(body?.trim()).toBe("");
+    }
   });
 
-  it("cache only what is immutable by its URL: the versioned libraries for a year, nothing else past a revalidation", () => {
-    expect([...rules.keys()]).toEqual(["/*", "/vendor/*", "/docs"]);
-    expect(rules.get("/vendor/*")).toEqual(new Map([["cache-control", "public, max-age=31536000, immutable"]]));
-    // The page and its modules keep the platform's `max-age=0, must-revalidate`: no rule sets theirs.
-    expect(rule.has("cache-control")).toBe(false);
-    // Every library URL the page names is versioned (scripts/vendor.mjs writes /vendor/<name>-<version>/).
-    const libraries = [...html.matchAll(/"(\/vendor\/[^"]+)"/g)].map((m) => m[1]!);
-    expect(libraries.length).toBeGreaterThanOrEqual(3);
-    for (const url of libraries) expect(url).toMatch(/^\/vendor\/[a-z]+-\d+\.\d+\.\d+[^/]*\/[^/]+$/);
-  });
-
-  it("leave index.html nothing inline to allow: no event handler attributes, style, or javascript: URLs", () => {
+  it("leave index.html nothing else inline to allow: no event handler attributes, style attributes or javascript: URLs", () => {
+    const html = text("index.html");
     const tags = [...html.matchAll(/<[a-z][^>]*>/gi)].map((m) => m[0]);
     expect(tags.filter((t) => /\son[a-z]+\s*=/i.test(t))).toEqual([]);
     expect(tags.filter((t) => /\sstyle\s*=/i.test(t))).toEqual([]);
-    expect(html).not.toMatch(/<style\b/i);
     expect(html).not.toMatch(/javascript:/i);
   });
 });
 
 describe("the API reference's page (GET /docs)", () => {
-  const rules = rulesOf(headersFile);
-  const scripts = [...docsHtml.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)].map((m) => ({
-    attrs: m[1]!,
-    body: m[2]!,
-  }));
-
   it("has a policy of its own instead of the page's, which allows inline style and nothing else more", () => {
-    const rule = rules.get("/docs") ?? new Map<string, string>();
+    const rule = rulesOf(text("_headers")).get("/docs") ?? new Map<string, string>();
     // Dropped first: served beside the page's, the stricter policy would also be enforced.
     expect(rule.has("!content-security-policy")).toBe(true);
     expect(cspDirectives(rule.get("content-security-policy") ?? "")).toEqual(expectedDocsCsp());
-    // The page's other headers reach it from /*; the rule sets nothing else.
     expect([...rule.keys()].sort()).toEqual(["!content-security-policy", "content-security-policy"]);
   });
 
   it("runs no inline script: its two scripts are our configuration and the renderer's pinned build", () => {
-    expect(scripts.map((s) => s.body.trim())).toEqual(["", ""]);
-    const sources = scripts.map((s) => /\bsrc="([^"]+)"/.exec(s.attrs)?.[1]);
+    const html = text("docs.html");
+    const scripts = [...html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)];
+    expect(scripts.map((s) => s[2]?.trim())).toEqual(["", ""]);
     // docs.js first: it configures what the renderer reads as it loads; both deferred, so in this order.
-    const pinned = pkg.dependencies["@scalar/api-reference"];
-    expect(sources).toEqual(["/docs.js", `/vendor/scalar-api-reference-${pinned}/standalone.js`]);
-    for (const s of scripts) expect(s.attrs).toMatch(/\bdefer\b/);
-    expect(docsHtml).not.toMatch(/\son[a-z]+\s*=|<style\b|\sstyle\s*=|javascript:/i);
+    expect(scripts.map((s) => /\bsrc="([^"]+)"/.exec(s[1] ?? "")?.[1]?.replace(/-[A-Z2-7]{8}\./, "."))).toEqual([
+      "/assets/docs.js",
+      "/assets/scalar-api-reference.js",
+    ]);
+    for (const s of scripts) expect(s[1]).toMatch(/\bdefer\b/);
+    // The renderer is the installed (pinned) build, as it is.
+    const renderer = built.urls.get("/scalar-api-reference.js")?.slice(1) ?? "";
+    const pinned = readFileSync(join(process.cwd(), "node_modules/@scalar/api-reference/dist/browser/standalone.js"));
+    expect(Buffer.from(built.files.get(renderer) ?? []).equals(pinned)).toBe(true);
+    expect(html).not.toMatch(/\son[a-z]+\s*=|<style\b|\sstyle\s*=|javascript:/i);
   });
 });

@@ -3,16 +3,21 @@
  * (docs/sse-protocol.md §11) reaches the reducer as the full `message.part.updated` it stands for,
  * a reconnect starts afresh (a new response starts with a full frame), a `stream.reset` goes to
  * the page's reset, leaving nothing to continue, and a frame that cannot be read back reopens the
- * stream after the last event applied (§11.2).
+ * stream after the last event applied (§11.2). The first connection is the stream opened with the
+ * conversation's snapshot (§14), read on from the same response.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { DELTA_EVENT } from "../../public/wire/frames.js";
 
 // Loaded by path, not imported: the module is the page's, type-checked with the page's own settings
 // (tsconfig.public.json: the DOM's timers), not this project's.
 const STREAM_MODULE = "../../public/lib/stream.js";
-const { followStream } = (await import(/* @vite-ignore */ STREAM_MODULE)) as {
+const { followStream, openWithSnapshot } = (await import(/* @vite-ignore */ STREAM_MODULE)) as {
   followStream(options: Record<string, unknown>): { close(): void };
+  openWithSnapshot(
+    api: Record<string, unknown>,
+    cid: string,
+  ): Promise<{ snapshot: unknown; lastEventId: number; frames: unknown; close(): void }>;
 };
 
 type Listener = (event: { data?: string; lastEventId?: string }) => void;
@@ -80,6 +85,7 @@ async function follow() {
 
 afterEach(() => {
   delete (globalThis as Record<string, unknown>).EventSource;
+  vi.useRealTimers();
 });
 
 describe("the page's stream", () => {
@@ -128,5 +134,93 @@ describe("the page's stream", () => {
     expect(events.map((e) => (e as { seq: number }).seq)).toEqual([1, 2, 3]);
     expect(FakeEventSource.opened).toHaveLength(1);
     stream.close();
+  });
+});
+
+describe("the page's stream opened with its snapshot", () => {
+  it("reads the snapshot first and the events after it from the same response (a lean frame continuing the one before it); once it ends, a new connection mints a token and resumes after the last event", async () => {
+    (globalThis as Record<string, unknown>).EventSource = FakeEventSource;
+    FakeEventSource.opened = [];
+    // The reopen delay is the test's to pass: no wait on the clock.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const asked: string[] = [];
+    const states: string[] = [];
+    // The response's body: the test writes it, a chunk at a time.
+    let body!: ReadableStreamDefaultController<Uint8Array>;
+    const write = (text: string) => body.enqueue(new TextEncoder().encode(text));
+    const api = {
+      baseUrl: "",
+      openStream: async () => {
+        asked.push("events?snapshot=1");
+        return new ReadableStream<Uint8Array>({ start: (controller) => void (body = controller) });
+      },
+      streamToken: async () => {
+        asked.push("stream-token");
+        return { eventsUrl: "/v1/conversations/c/events?access_token=minted" };
+      },
+      summary: async () => {
+        asked.push("summary");
+        return { lastEventId: 5 };
+      },
+    };
+    const snapshot = { summary: { lastEventId: 3 }, messages: { lastEventId: 3, messages: [] } };
+    const opening = openWithSnapshot(api, "c");
+    await vi.advanceTimersByTimeAsync(0);
+    // The snapshot's frame split across two chunks.
+    write("retry: 2000\n\nid: 3\nevent: conversation.snapshot\ndata: ");
+    write(`${JSON.stringify({ type: "conversation.snapshot", data: snapshot })}\n\n`);
+    const opened = await opening;
+    expect(opened.snapshot).toEqual(snapshot);
+    expect(opened.lastEventId).toBe(3);
+
+    const events: Array<{ seq: number }> = [];
+    const stream = followStream({
+      api,
+      cid: "c",
+      after: () => events.at(-1)?.seq ?? 3,
+      onEvent: (e: { seq: number }) => events.push(e),
+      onReset: () => {},
+      onState: (s: string) => states.push(s),
+      exists: true,
+      first: opened,
+    });
+    // Live at once: the page has the snapshot's last event.
+    expect(states.at(-1)).toBe("live");
+    write(`id: 4\nevent: message.part.updated\ndata: ${envelope(4, "Hello ", "2026-12-02T06:00:00.000Z")}\n\n`);
+    write(`: ping\n\nid: 5\nevent: ${DELTA_EVENT}\ndata: {"d":"world","t":20}\n\n`);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(events).toEqual([
+      JSON.parse(envelope(4, "Hello ", "2026-12-02T06:00:00.000Z")),
+      JSON.parse(envelope(5, "world", "2026-12-02T06:00:00.020Z")),
+    ]);
+    // One request so far: no token, no summary, no EventSource.
+    expect(asked).toEqual(["events?snapshot=1"]);
+    expect(FakeEventSource.opened).toHaveLength(0);
+    // The response ends (a deploy, a dev drop): a new connection, with a token minted for it, after event 5.
+    body.close();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(states.at(-1)).toBe("reconnecting");
+    await vi.advanceTimersByTimeAsync(1000);
+    const next = FakeEventSource.opened[0]!;
+    expect(new URL(next.url, "http://x").searchParams.get("access_token")).toBe("minted");
+    expect(new URL(next.url, "http://x").searchParams.get("after")).toBe("5");
+    for (const l of next.listeners.get("open") ?? []) l({});
+    await vi.advanceTimersByTimeAsync(0);
+    expect(asked).toEqual(["events?snapshot=1", "stream-token", "summary"]);
+    expect(states.at(-1)).toBe("live");
+    stream.close();
+  });
+
+  it("a stream that does not begin with its snapshot is refused", async () => {
+    const api = {
+      openStream: async () =>
+        new ReadableStream<Uint8Array>({
+          start: (c) => {
+            c.enqueue(new TextEncoder().encode(`retry: 2000\n\nid: 1\nevent: turn.accepted\ndata: {}\n\n`));
+            c.close();
+          },
+        }),
+    };
+    await expect(openWithSnapshot(api, "c")).rejects.toThrow("did not begin with the conversation's snapshot");
   });
 });
