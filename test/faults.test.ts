@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { expectedUpstream, seenUpstream } from "./expected";
-import { api, collect, counters, isTurnEnd, json, sendTurn, setFaults, tokenFor, uid } from "./helpers";
+import { api, collect, counters, isTurnEnd, json, release, sendTurn, setFaults, tokenFor, uid } from "./helpers";
 
 afterEach(async () => {
   await setFaults({});
@@ -24,6 +24,8 @@ async function runWithFaults(faults: Record<string, unknown>, message: string) {
   const live = await api(`/v1/conversations/${cid}/events?after=${warmed.lastId}`, { token });
   const accepted = await json(await sendTurn(token, cid, turnId, message));
   expect(accepted.status).toBe("running");
+  // A short turn is held after its first step ([hold]) so that it cannot end before it is accepted.
+  if (message.includes("[hold]")) await release(accepted.executionId);
   const { events } = await collect(live, (e) => isTurnEnd(e) && e.turnId === turnId);
   const after = await counters();
   return { events, accepted, turnId, before, after };
@@ -91,7 +93,7 @@ describe("upstream faults: every frame reaches the browser once, and the turn co
           { id: 8, kind: "oversize" },
         ],
       },
-      "broken frames",
+      "broken frames [hold]",
     );
     const warnings = events.filter((e) => e.type === "warning").map((e) => e.data);
     expect(warnings).toEqual([
