@@ -12,6 +12,38 @@ import { StreamHub } from "./streams";
 const DELAY_MS = 40;
 const T0 = 1_700_000_000_000;
 
+/**
+ * A Runner over an emulator object's store whose SQL counts the queries matching `counted`, and a run
+ * of a 100-word answer started on it at T0 (the clock, Date.now, set by the test).
+ */
+function countingRun(sql: SqlStorage, counted: RegExp) {
+  let count = 0;
+  const countingSql = new Proxy(sql, {
+    get(target, key) {
+      if (key !== "exec") return Reflect.get(target, key);
+      return (query: string, ...bindings: unknown[]) => {
+        if (counted.test(query)) count++;
+        return target.exec(query, ...bindings);
+      };
+    },
+  });
+  const store = new EmulatorStore(countingSql);
+  const runner = new Runner({
+    store,
+    streams: new StreamHub(store),
+    frameDelayMs: () => DELAY_MS,
+    setAlarm: () => undefined,
+  });
+  const exe = runner.start({
+    sandboxId: "sb",
+    sessionId: "s",
+    message: "answer [words:100]",
+    backend: "opencode",
+    request: {},
+  });
+  return { store, runner, exe, count: () => count };
+}
+
 /** Frames a run of `words` words has stored after the runner's clock read each of `ticks` (ms after its start), a tick at each. */
 async function framesAfter(ticks: number[], words = 30): Promise<number> {
   const stub = env.SANDBOX_EMULATOR!.get(env.SANDBOX_EMULATOR!.idFromName(`runner-clock-${crypto.randomUUID()}`));
@@ -164,32 +196,8 @@ describe("the emulator's frame numbers", () => {
     const stub = env.SANDBOX_EMULATOR!.get(env.SANDBOX_EMULATOR!.idFromName(`runner-ids-${crypto.randomUUID()}`));
     const { lookups, ids } = await runInDurableObject(stub, (_instance, state) => {
       const now = vi.spyOn(Date, "now").mockReturnValue(T0);
-      const sql = state.storage.sql;
-      let lookups = 0;
-      const counted = new Proxy(sql, {
-        get(target, key) {
-          if (key !== "exec") return Reflect.get(target, key);
-          return (query: string, ...bindings: unknown[]) => {
-            if (/SELECT MAX\(id\)/i.test(query)) lookups++;
-            return target.exec(query, ...bindings);
-          };
-        },
-      });
-      const store = new EmulatorStore(counted);
-      const runner = new Runner({
-        store,
-        streams: new StreamHub(store),
-        frameDelayMs: () => DELAY_MS,
-        setAlarm: () => undefined,
-      });
+      const { store, runner, exe, count } = countingRun(state.storage.sql, /SELECT MAX\(id\)/i);
       try {
-        const exe = runner.start({
-          sandboxId: "sb",
-          sessionId: "s",
-          message: "answer [words:100]",
-          backend: "opencode",
-          request: {},
-        });
         for (
           let at = DELAY_MS;
           store.execution(exe.id)!.status === "running" && at < 1_000 * DELAY_MS;
@@ -198,7 +206,7 @@ describe("the emulator's frame numbers", () => {
           now.mockReturnValue(T0 + at);
           runner.tick();
         }
-        return { lookups, ids: store.framesFrom(exe.id, 0).map((f) => f.id) };
+        return { lookups: count(), ids: store.framesFrom(exe.id, 0).map((f) => f.id) };
       } finally {
         runner.clear();
       }
@@ -213,36 +221,12 @@ describe("the emulator's frame numbers", () => {
     const stub = env.SANDBOX_EMULATOR!.get(env.SANDBOX_EMULATOR!.idFromName(`runner-progress-${crypto.randomUUID()}`));
     const { writes, sent, step } = await runInDurableObject(stub, (_instance, state) => {
       const now = vi.spyOn(Date, "now").mockReturnValue(T0);
-      const sql = state.storage.sql;
-      let writes = 0;
-      const counted = new Proxy(sql, {
-        get(target, key) {
-          if (key !== "exec") return Reflect.get(target, key);
-          return (query: string, ...bindings: unknown[]) => {
-            if (/UPDATE executions SET step/i.test(query)) writes++;
-            return target.exec(query, ...bindings);
-          };
-        },
-      });
-      const store = new EmulatorStore(counted);
-      const runner = new Runner({
-        store,
-        streams: new StreamHub(store),
-        frameDelayMs: () => DELAY_MS,
-        setAlarm: () => undefined,
-      });
+      const { store, runner, exe, count } = countingRun(state.storage.sql, /UPDATE executions SET step/i);
       try {
-        const exe = runner.start({
-          sandboxId: "sb",
-          sessionId: "s",
-          message: "answer [words:100]",
-          backend: "opencode",
-          request: {},
-        });
         // Late: a few dozen frames due at once.
         now.mockReturnValue(T0 + 30 * DELAY_MS);
         runner.tick();
-        return { writes, sent: store.lastFrameId(exe.id), step: store.execution(exe.id)!.step };
+        return { writes: count(), sent: store.lastFrameId(exe.id), step: store.execution(exe.id)!.step };
       } finally {
         runner.clear();
       }
