@@ -6,7 +6,10 @@
 // against CPU_VIEWERS_MAX),
 // a viewer reconnecting mid-stream (lost and duplicated deltas, time to the first new one), and
 // CONCURRENT conversations finishing a turn at once against one alone. The gateway's rows and
-// bytes are the `rows` benchmark's (the summary puts them side by side).
+// bytes are the `rows` benchmark's (the summary puts them side by side). The CPU parts (cpu,
+// concurrent) run by default with the emulator on a server of its own, the gateway's dev server
+// pointed at it over HTTP (AGENTS_EMULATOR, emulator-apart.mjs): the gateway's runtime runs the
+// gateway alone, as a deployment's does, and the emulator's CPU is read beside it.
 //
 // The peer is spoken to as its own client does (agents' WebSocket chat transport): one WebSocket
 // per viewer to /agents/bench-chat/<name>; `cf_agent_use_chat_request` sends a turn, every open
