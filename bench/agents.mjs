@@ -652,6 +652,7 @@ export async function agents(ctx) {
     if (!apart) {
       step("the emulator's own server and a gateway pointed at it");
       apart = await startApart(ctx);
+      out.emulatorVia = apart.emulator.via;
     }
     return { ...apart, emulator: { ...apart.emulator, apart: true } };
   };
@@ -805,7 +806,7 @@ export function report(results) {
   const apart = a.emulator === "apart";
   if (a.emulator)
     out.push(
-      `the cpu and concurrent parts' emulator: ${apart ? "apart (a server of its own)" : "in the gateway's runtime"}`,
+      `the cpu and concurrent parts' emulator: ${apart ? `apart (a server of its own, reached at its ${a.emulatorVia === "runtime" ? "runtime's own address" : "wrangler dev's proxy"})` : "in the gateway's runtime"}`,
     );
   for (const side of ["gateway", "peer"]) {
     const s = a[side];

@@ -20,7 +20,7 @@ import {
   timedRead,
   untilInterrupted,
 } from "./harness.mjs";
-import { quietInspector } from "./workerd.mjs";
+import { quietInspector, runtimeBase } from "./workerd.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -79,7 +79,9 @@ const LOCAL_KEY = "bench-emulator-apart-key";
  * The emulator's server and a gateway dev server pointed at it, the gateway signed in and warmed
  * up (its sandbox provisioned, everything compiled once): a context as the sections get one
  * (`base`, `api`, `auth`, `server`), with `emulator` (`base`, `api`: its control routes, `pid`: its
- * process group) and `stop()`.
+ * process group, `via`) and `stop()`. Everything reaches the emulator at its runtime's own address
+ * when found (`via: "runtime"`), as the raw streams' reader does: no hop through its wrangler dev's
+ * proxy in the gateway's upstream that the raw reference does not also take; else its proxy.
  */
 export async function startApart({ results, problems }) {
   const emulatorServer = await startWranglerDev(
@@ -94,8 +96,10 @@ export async function startApart({ results, problems }) {
     done();
   };
   try {
+    const direct = await runtimeBase(emulatorServer.pid, () => fetch(`${emulatorServer.base}/healthz`));
+    const base = direct ?? emulatorServer.base;
     server = await startBenchServer({
-      vars: { PROVIDER: "tangle", SANDBOX_BASE_URL: emulatorServer.base, SANDBOX_READY_POLL_MS: "100" },
+      vars: { PROVIDER: "tangle", SANDBOX_BASE_URL: base, SANDBOX_READY_POLL_MS: "100" },
       secrets: { TANGLE_API_KEY: LOCAL_KEY },
     });
     const health = await (await fetch(`${server.base}/healthz`)).json();
@@ -107,7 +111,7 @@ export async function startApart({ results, problems }) {
       if (!s.inspectorQuiet)
         problems.push(`agents (emulator apart): the ${name}'s network reports to its inspector proxy are still on`);
     const ctx = { ...(await signIn(server.base)), results, problems, server };
-    const emulator = { base: emulatorServer.base, api: client(emulatorServer.base), pid: emulatorServer.pid };
+    const emulator = { base, api: client(base), pid: emulatorServer.pid, via: direct ? "runtime" : "proxy" };
     await ctx.api.post("/v1/conversations/warm/turns", { turnId: "w1", message: "warm up" }, ctx.auth);
     await timedRead(`${ctx.base}/v1/conversations/warm/events`, ctx.auth, sseTurnEnd);
     await emulator.api.faults({ frameDelayMs: 0 });
