@@ -6,7 +6,10 @@
 // against CPU_VIEWERS_MAX),
 // a viewer reconnecting mid-stream (lost and duplicated deltas, time to the first new one), and
 // CONCURRENT conversations finishing a turn at once against one alone. The gateway's rows and
-// bytes are the `rows` benchmark's (the summary puts them side by side).
+// bytes are the `rows` benchmark's (the summary puts them side by side). The CPU parts (cpu,
+// concurrent) run by default with the emulator on a server of its own, the gateway's dev server
+// pointed at it over HTTP (AGENTS_EMULATOR, emulator-apart.mjs): the gateway's runtime runs the
+// gateway alone, as a deployment's does, and the emulator's CPU is read beside it.
 //
 // The peer is spoken to as its own client does (agents' WebSocket chat transport): one WebSocket
 // per viewer to /agents/bench-chat/<name>; `cf_agent_use_chat_request` sends a turn, every open
@@ -14,15 +17,12 @@
 // chunk's index), and a socket that reconnects sends `cf_agent_stream_resume_request`, gets
 // `cf_agent_stream_resuming`, answers `cf_agent_stream_resume_ack` and is sent the stream's
 // buffered chunks (`replay: true`) from its first, then the live ones.
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { decodeAfter } from "../public/wire/frames.js";
-import { freePort, readSse } from "../scripts/devserver.mjs";
+import { readSse } from "../scripts/devserver.mjs";
+import { startApart, startWranglerDev } from "./emulator-apart.mjs";
 import {
-  benchPort,
   deltaOf,
   follow,
   isTurnEnd,
@@ -36,7 +36,7 @@ import {
   utf8,
   viewer,
 } from "./harness.mjs";
-import { cpuSeconds, quietInspector, runtimeBase } from "./workerd.mjs";
+import { cpuSeconds, runtimeBase } from "./workerd.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -65,70 +65,32 @@ export const config = {
   // AGENTS_PARTS=cpu,reconnect,…: a subset of the section's parts (rows, cpu, reconnect, concurrent,
   // long: the peer's AGENTS_WORDS turn); all of them by default.
   AGENTS_PARTS: String(process.env.AGENTS_PARTS ?? "rows,cpu,reconnect,concurrent,long").split(","),
+  // Where the cpu and concurrent parts' emulator runs: `apart` (a server of its own, the gateway
+  // pointed at it over HTTP as at a remote Sandbox: emulator-apart.mjs) or `same` (in the shared
+  // dev server's runtime, beside the gateway).
+  AGENTS_EMULATOR: emulatorSetting(process.env.AGENTS_EMULATOR),
 };
 const C = config;
+/** AGENTS_EMULATOR: `apart` (the default) or `same`; anything else stops the run before it starts. */
+function emulatorSetting(value = "apart") {
+  if (value === "apart" || value === "same") return value;
+  throw new Error(`AGENTS_EMULATOR=${value}: apart or same`);
+}
 /** A progress line on stderr (the section runs for minutes; the results print at the end). */
 const step = (what) => console.error(`bench: agents: ${what} (${new Date().toISOString().slice(11, 19)})`);
 
 // ------------------------------------------------------------------ the peer's server and client
 
-/** `wrangler dev` of bench/agents-peer on `AGENTS_PEER_PORT` (else a free port), throwaway state, its own process group. */
-export async function startPeer() {
-  const port = process.env.AGENTS_PEER_PORT
-    ? Number(process.env.AGENTS_PEER_PORT)
-    : ((await benchPort()) ?? (await freePort()));
-  const persist = mkdtempSync(join(tmpdir(), "agents-peer-state-"));
-  const args = [
-    "dev",
-    "--config",
+/**
+ * `wrangler dev` of bench/agents-peer on `AGENTS_PEER_PORT` (else a bench port or a free one),
+ * throwaway state, its own process group.
+ */
+export const startPeer = () =>
+  startWranglerDev(
     join(root, "bench", "agents-peer", "wrangler.toml"),
-    "--ip",
-    "127.0.0.1",
-    "--port",
-    String(port),
-    "--persist-to",
-    persist,
-    "--inspector-port",
-    "0",
-  ];
-  const child = spawn(join(root, "node_modules", ".bin", "wrangler"), args, {
-    cwd: root,
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
-  let output = "";
-  const keep = (d) => (output = (output + d).slice(-100_000));
-  child.stdout.on("data", keep);
-  child.stderr.on("data", keep);
-  const stop = () => {
-    try {
-      process.kill(-child.pid, "SIGTERM");
-    } catch {
-      // already gone
-    }
-    rmSync(persist, { recursive: true, force: true });
-  };
-  const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 90_000;
-  while (true) {
-    if (child.exitCode !== null)
-      throw new Error(`the agents peer's wrangler dev exited (${child.exitCode}):\n${output}`);
-    try {
-      if ((await fetch(`${base}/healthz`)).ok) break;
-    } catch {
-      // not up yet
-    }
-    if (Date.now() > deadline) {
-      stop();
-      throw new Error(`the agents peer did not answer within 90 s:\n${output}`);
-    }
-    await sleep(250);
-  }
-  // As the gateway's dev server (harness.startBenchServer): no network reports to wrangler's inspector proxy.
-  const inspectorQuiet = await quietInspector(child.pid, () => fetch(`${base}/healthz`));
-  return { base, pid: child.pid, stop, output: () => output, inspectorQuiet };
-}
+    "the agents peer",
+    process.env.AGENTS_PEER_PORT ? Number(process.env.AGENTS_PEER_PORT) : undefined,
+  );
 
 /** One WebSocket to agent `name`, as the agents chat transport opens it; every message kept with its arrival time and size. */
 export function agentSocket(base, name) {
@@ -263,21 +225,38 @@ async function peerRowsTurn(peer, name, words, frameMs) {
 
 // ------------------------------------------------------------------ CPU per delta per extra viewer
 
-/** workerd CPU of one turn with `viewers` viewers, for the gateway (`gatewayTurn`) or the peer (`peerTurn`). */
-async function cpuOf(pgid, run) {
+const s2 = (x) => Number(x.toFixed(2));
+
+/**
+ * workerd CPU of one turn with `viewers` viewers, for the gateway (`gatewayTurn`) or the peer
+ * (`peerTurn`): the server of process group `pgid`, and the emulator's own server when it runs
+ * apart (`emulatorPgid`, AGENTS_EMULATOR=apart).
+ */
+async function cpuOf(pgid, run, emulatorPgid = null) {
   const before = cpuSeconds(pgid);
+  const emulatorBefore = emulatorPgid && cpuSeconds(emulatorPgid);
   const frames = await run();
   const after = cpuSeconds(pgid);
-  // runtime: the Worker, its objects (and the emulator, the same work at 1 and K viewers); total: with wrangler's proxy.
+  const emulatorAfter = emulatorPgid && cpuSeconds(emulatorPgid);
+  // runtime: the Worker, its objects (and the emulator when it runs in the same runtime, the same
+  // work at 1 and K viewers); total: with wrangler's proxy. emulator: the emulator's own server's.
   return {
-    runtimeSeconds: Number((after.runtime - before.runtime).toFixed(2)),
-    totalSeconds: Number((after.total - before.total).toFixed(2)),
+    runtimeSeconds: s2(after.runtime - before.runtime),
+    totalSeconds: s2(after.total - before.total),
+    ...(emulatorPgid
+      ? {
+          emulator: {
+            runtimeSeconds: s2(emulatorAfter.runtime - emulatorBefore.runtime),
+            totalSeconds: s2(emulatorAfter.total - emulatorBefore.total),
+          },
+        }
+      : {}),
     frames,
   };
 }
 
 /** The gateway: `K` viewers of a new conversation, a turn of CPU_WORDS deltas, until every viewer has its end. */
-async function gatewayCpuTurn({ base, api, auth }, K) {
+async function gatewayCpuTurn({ base, api, auth, server, emulator }, K) {
   const cid = `cpu-${K}-${tag}`;
   const viewers = Array.from({ length: K }, () => viewer(base, cid, auth, { stopAt: (f) => isTurnEnd(f.type) }));
   await Promise.all(viewers.map((v) => v.opened));
@@ -286,23 +265,28 @@ async function gatewayCpuTurn({ base, api, auth }, K) {
   // at K viewers: its CPU cancels out of the per-extra-viewer figure): when each delta left the
   // agent, to judge the CPU figure with the delivery it bought. Read at the runtime's own address
   // when found: through wrangler dev's proxy, beside 300 viewers, it came seconds after the viewers'.
-  rawBase ??= (await runtimeBase(ctxPgid, () => fetch(`${base}/healthz`))) ?? base;
+  emulator.rawBase ??= (await runtimeBase(emulator.pid, () => fetch(`${emulator.base}/healthz`))) ?? emulator.base;
   const raw = [];
   let rawRead = null;
-  const cpu = await cpuOf(ctxPgid, async () => {
-    const accepted = await api.post(
-      `/v1/conversations/${cid}/turns`,
-      { turnId: "t1", message: `cpu [words:${C.CPU_WORDS}]` },
-      auth,
-    );
-    rawRead = follow(`${rawBase}/_emulator/executions/${accepted.executionId}/stream`, {}, (f, t, _bytes, chunk) => {
-      const delta = deltaOf(JSON.parse(f.data));
-      if (delta !== null) raw.push({ delta, t, chunk });
-      return false;
-    }).done;
-    await Promise.all(viewers.map((v) => v.done));
-    return viewers[0].frames.filter((f) => f.type !== "stream.reset" && deltaOf(f.env.data) !== null).length;
-  });
+  const cpu = await cpuOf(
+    server.pid,
+    async () => {
+      const accepted = await api.post(
+        `/v1/conversations/${cid}/turns`,
+        { turnId: "t1", message: `cpu [words:${C.CPU_WORDS}]` },
+        auth,
+      );
+      const stream = `${emulator.rawBase}/_emulator/executions/${accepted.executionId}/stream`;
+      rawRead = follow(stream, {}, (f, t, _bytes, chunk) => {
+        const delta = deltaOf(JSON.parse(f.data));
+        if (delta !== null) raw.push({ delta, t, chunk });
+        return false;
+      }).done;
+      await Promise.all(viewers.map((v) => v.done));
+      return viewers[0].frames.filter((f) => f.type !== "stream.reset" && deltaOf(f.env.data) !== null).length;
+    },
+    emulator.apart ? emulator.pid : null,
+  );
   await rawRead;
   // How many reads (chunks, about one per message) a viewer's events came in: deltas batched, or one each.
   const chunks = viewers.map((v) => new Set(v.frames.map((f) => f.chunk)).size);
@@ -339,20 +323,18 @@ function addedDelay(viewers, raw) {
     max: ms(added.length ? added.reduce((a, b) => Math.max(a, b)) : null),
   };
 }
-let ctxPgid = 0;
-let rawBase = null;
 
 /**
  * The 1-viewer turn's raw baseline: the same turn run by the emulator alone, on the sandbox that
- * turn ran on (`POST /_emulator/sandboxes/:id/runs`, its raw stream read by one reader through the
- * Worker: no session object), the runtime's CPU over it. Ours less it is what the gateway itself
- * costs; the peer has no upstream to run.
+ * turn ran on (`POST /_emulator/sandboxes/:id/runs`, its raw stream read by one reader: through the
+ * Worker when the emulator runs in its runtime, from the emulator's own server when apart; no
+ * session object), the CPU over it. The peer has no upstream to run.
  */
-async function rawCpuTurn({ base, api, auth }) {
+async function rawCpuTurn({ api, auth, server, emulator }) {
   const turn = await api.get(`/v1/conversations/cpu-1-${tag}/turns/t1`, auth);
-  const { sandboxId } = await api.get(`/_emulator/executions/${turn.executionId}`);
-  return cpuOf(ctxPgid, async () => {
-    const res = await fetch(`${base}/_emulator/sandboxes/${sandboxId}/runs`, {
+  const { sandboxId } = await emulator.api.get(`/_emulator/executions/${turn.executionId}`);
+  const run = async () => {
+    const res = await fetch(`${emulator.base}/_emulator/sandboxes/${sandboxId}/runs`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ sessionId: `raw-cpu-${tag}`, message: `cpu [words:${C.CPU_WORDS}]` }),
@@ -361,7 +343,8 @@ async function rawCpuTurn({ base, api, auth }) {
     let frames = 0;
     await readSse(res, () => (frames++, false));
     return frames;
-  });
+  };
+  return cpuOf(server.pid, run, emulator.apart ? emulator.pid : null);
 }
 
 /** The peer: `K` sockets on a new agent (the first sends the turn), until every socket has its end. */
@@ -552,14 +535,15 @@ async function gatewayConcurrent({ base, api, auth }, n, label) {
 /**
  * The raw baseline: `n` runs of the same turn started at once on the emulator directly
  * (`POST /_emulator/sandboxes/:id/runs`, answered with the run's raw stream, admission to end),
- * through the same Worker: the emulator's pacing and the Worker's pass-through, no session object,
- * no user object, no auth. Seconds until the last stream ends.
+ * through the same Worker when the emulator runs in its runtime (the emulator's pacing and the
+ * Worker's pass-through), from the emulator's own server when apart; no session object, no user
+ * object, no auth. Seconds until the last stream ends.
  */
-async function rawConcurrent({ base }, sandboxId, n, label) {
+async function rawConcurrent({ emulator }, sandboxId, n, label) {
   const t0 = performance.now();
   const ends = await Promise.all(
     Array.from({ length: n }, async (_, i) => {
-      const res = await fetch(`${base}/_emulator/sandboxes/${sandboxId}/runs`, {
+      const res = await fetch(`${emulator.base}/_emulator/sandboxes/${sandboxId}/runs`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify({
@@ -604,6 +588,44 @@ async function peerConcurrent(peer, n, label) {
   };
 }
 
+/** workerd CPU so far of the gateway's server, and of the emulator's when it runs apart. */
+const serversCpu = ({ server, emulator }) => ({
+  gateway: cpuSeconds(server.pid),
+  emulator: emulator.apart ? cpuSeconds(emulator.pid) : null,
+});
+/**
+ * CPU between two serversCpu reads: `runtime` and `proxy` the gateway's server's workerd (its
+ * runtime: the Worker and its objects, and the emulator when it runs there; its proxy: wrangler
+ * dev's, in front), `emulator` the emulator's own server's when apart (its runtime and proxy).
+ */
+const cpuSpent = (a, b) => ({
+  runtime: s2(b.gateway.runtime - a.gateway.runtime),
+  proxy: s2(b.gateway.proxy - a.gateway.proxy),
+  ...(a.emulator
+    ? {
+        emulator: {
+          runtime: s2(b.emulator.runtime - a.emulator.runtime),
+          proxy: s2(b.emulator.proxy - a.emulator.proxy),
+        },
+      }
+    : {}),
+});
+/**
+ * Ours over 50 ÷ the raw runs over 50, each the runtimes' CPU (no proxy). `whole`: every runtime
+ * that served the work (the gateway's and, apart, the emulator's: ours with the emulator's run of
+ * our turns, the raw runs' the emulator's run of theirs), as measured with the emulator in the
+ * gateway's runtime. Apart also `gateway`: the gateway's runtime alone over ours ÷ the emulator's
+ * runtime alone over the raw runs (the one runtime that did each side's own work).
+ */
+function cpuPerRaw(ours, raw) {
+  const runtimes = (c) => c.runtime + (c.emulator?.runtime ?? 0);
+  const r = (a, b) => (b > 0 ? Number((a / b).toFixed(2)) : null);
+  return {
+    whole: r(runtimes(ours), runtimes(raw)),
+    ...(ours.emulator ? { gateway: r(ours.runtime, raw.emulator.runtime) } : {}),
+  };
+}
+
 const ratioOf = (one, many) => ({ one, many, ratio: Number((many.seconds / one.seconds).toFixed(2)) });
 
 // ------------------------------------------------------------------ the section
@@ -614,14 +636,26 @@ export async function agents(ctx) {
     throw new Error(
       "agents: no WebSocket in this Node (Node 20 needs --experimental-websocket; npm run bench passes it)",
     );
-  ctxPgid = server.pid;
-  rawBase = null;
   const peer = await startPeer();
   const done = untilInterrupted(() => peer.stop());
   if (!peer.inspectorQuiet)
     problems.push("agents: the peer's network reports to its inspector proxy could not be turned off");
   const out = { config: C, peer: {}, gateway: {} };
   results.agents = out;
+  // The cpu and concurrent parts' gateway: the shared dev server with the emulator in its runtime
+  // (`same`), or, apart, a gateway of the section's own against the emulator's own server, started
+  // once for both parts (emulator-apart.mjs).
+  let apart = null;
+  const cpuContext = async () => {
+    if (C.AGENTS_EMULATOR === "same")
+      return { ...ctx, emulator: { base: ctx.base, api, pid: server.pid, apart: false } };
+    if (!apart) {
+      step("the emulator's own server and a gateway pointed at it");
+      apart = await startApart(ctx);
+      out.emulatorVia = apart.emulator.via;
+    }
+    return { ...apart, emulator: { ...apart.emulator, apart: true } };
+  };
   // Each part runs whatever happened to the one before it; a part that threw fails the section at
   // its end, with every part's figures that were measured kept.
   const failed = [];
@@ -634,6 +668,7 @@ export async function agents(ctx) {
       console.error(`bench: agents: ${name} failed: ${err?.stack ?? err}`);
       // A part that failed may have left the emulator slowed down.
       await api.faults({ frameDelayMs: 0 }).catch(() => {});
+      await apart?.emulator.api.faults({ frameDelayMs: 0 }).catch(() => {});
     }
   };
   try {
@@ -651,17 +686,19 @@ export async function agents(ctx) {
     });
 
     await part("cpu", async () => {
+      const cx = await cpuContext();
+      out.emulator = C.AGENTS_EMULATOR;
       step("CPU per extra viewer");
       // CPU per delta per extra viewer, each on its own workerd, 1 then CPU_VIEWERS viewers.
-      await api.faults({ frameDelayMs: C.CPU_FRAME_MS });
+      await cx.emulator.api.faults({ frameDelayMs: C.CPU_FRAME_MS });
       const most = C.CPU_VIEWERS_MAX > C.CPU_VIEWERS ? C.CPU_VIEWERS_MAX : 0;
       try {
-        const one = await gatewayCpuTurn(ctx, 1);
-        out.gateway.cpuRaw = await rawCpuTurn(ctx);
-        out.gateway.cpu = perExtraViewer(one, await gatewayCpuTurn(ctx, C.CPU_VIEWERS), C.CPU_VIEWERS);
-        if (most) out.gateway.cpuMost = perExtraViewer(one, await gatewayCpuTurn(ctx, most), most);
+        const one = await gatewayCpuTurn(cx, 1);
+        out.gateway.cpuRaw = await rawCpuTurn(cx);
+        out.gateway.cpu = perExtraViewer(one, await gatewayCpuTurn(cx, C.CPU_VIEWERS), C.CPU_VIEWERS);
+        if (most) out.gateway.cpuMost = perExtraViewer(one, await gatewayCpuTurn(cx, most), most);
       } finally {
-        await api.faults({ frameDelayMs: 0 });
+        await cx.emulator.api.faults({ frameDelayMs: 0 });
       }
       const peerOne = await peerCpuTurn(peer, 1);
       out.peer.cpu = perExtraViewer(peerOne, await peerCpuTurn(peer, C.CPU_VIEWERS), C.CPU_VIEWERS);
@@ -685,39 +722,31 @@ export async function agents(ctx) {
     });
 
     await part("concurrent", async () => {
+      const cx = await cpuContext();
+      out.emulator = C.AGENTS_EMULATOR;
       step(`${C.CONCURRENT} at once`);
       // CONCURRENT conversations at once against one, at the emulator's default pace.
-      await api.faults({ frameDelayMs: C.CONCURRENT_FRAME_MS });
+      await cx.emulator.api.faults({ frameDelayMs: C.CONCURRENT_FRAME_MS });
       try {
-        const one = await gatewayConcurrent(ctx, 1, "one");
-        const sandboxId = (await api.get(`/_emulator/executions/${one.executions[0]}`)).sandboxId;
-        // The raw baseline first: the dev server's CPU over each side's 50 (workerd, /proc) beside its time.
-        const rawOne = await rawConcurrent(ctx, sandboxId, 1, "one");
-        const cpu0 = cpuSeconds(server.pid);
-        const rawMany = await rawConcurrent(ctx, sandboxId, C.CONCURRENT, "many");
-        const cpu1 = cpuSeconds(server.pid);
-        const many = await gatewayConcurrent(ctx, C.CONCURRENT, "many");
-        const cpu2 = cpuSeconds(server.pid);
+        const one = await gatewayConcurrent(cx, 1, "one");
+        const sandboxId = (await cx.emulator.api.get(`/_emulator/executions/${one.executions[0]}`)).sandboxId;
+        // The raw baseline first: the servers' CPU over each side's 50 (workerd, /proc) beside its time.
+        const rawOne = await rawConcurrent(cx, sandboxId, 1, "one");
+        const cpu0 = serversCpu(cx);
+        const rawMany = await rawConcurrent(cx, sandboxId, C.CONCURRENT, "many");
+        const cpu1 = serversCpu(cx);
+        const many = await gatewayConcurrent(cx, C.CONCURRENT, "many");
+        const cpu2 = serversCpu(cx);
         delete one.executions;
         delete many.executions;
         out.gateway.concurrent = ratioOf(one, many);
-        out.gateway.concurrent.cpuSeconds = {
-          runtime: Number((cpu2.runtime - cpu1.runtime).toFixed(2)),
-          proxy: Number((cpu2.proxy - cpu1.proxy).toFixed(2)),
-        };
-        out.raw = {
-          concurrent: {
-            ...ratioOf(rawOne, rawMany),
-            cpuSeconds: {
-              runtime: Number((cpu1.runtime - cpu0.runtime).toFixed(2)),
-              proxy: Number((cpu1.proxy - cpu0.proxy).toFixed(2)),
-            },
-          },
-        };
+        out.gateway.concurrent.cpuSeconds = cpuSpent(cpu1, cpu2);
+        out.raw = { concurrent: { ...ratioOf(rawOne, rawMany), cpuSeconds: cpuSpent(cpu0, cpu1) } };
         // Ours at once ÷ the raw streams at once: what the session object, the user object and the relay add.
         out.gateway.concurrent.perRaw = Number((many.seconds / rawMany.seconds).toFixed(2));
+        out.gateway.concurrent.cpuPerRaw = cpuPerRaw(out.gateway.concurrent.cpuSeconds, out.raw.concurrent.cpuSeconds);
       } finally {
-        await api.faults({ frameDelayMs: 0 });
+        await cx.emulator.api.faults({ frameDelayMs: 0 });
       }
       step(`the peer's ${C.CONCURRENT} at once`);
       out.peer.concurrent = ratioOf(
@@ -749,12 +778,18 @@ export async function agents(ctx) {
     if (failed.length) throw new Error(`agents: ${failed.length} part(s) failed: ${failed.join("; ")}`);
   } catch (err) {
     out.peerOutput = peer.output().slice(-4000);
+    if (apart) out.apartOutput = apart.output().slice(-4000);
     throw err;
   } finally {
+    apart?.stop();
     peer.stop();
     done();
   }
 }
+
+/** A cpuSpent figure: the gateway's server's runtime (+ proxy), and the emulator's own server's when apart. */
+const cpuText = (c) =>
+  `${c.runtime} s (+ proxy ${c.proxy} s)${c.emulator ? `, the emulator's server ${c.emulator.runtime} s (+ proxy ${c.emulator.proxy} s)` : ""}`;
 
 export function report(results) {
   const a = results.agents;
@@ -768,11 +803,20 @@ export function report(results) {
       `${"".padEnd(13)} ${String(t.words).padStart(6)} ${String(t.frameMs).padStart(9)} ${String(t.deltas).padStart(7)} ${String(t.rowsWritten).padStart(5)} ${String(t.rowsPerDelta).padStart(11)} ${String(t.midTurnBytesPerDelta).padStart(17)} ${String(t.keptBytes).padStart(7)} ${String(t.keptPerAnswerByte).padStart(12)} ${String(t.wireBytesPerDelta).padStart(13)}`,
     );
   }
+  const apart = a.emulator === "apart";
+  if (a.emulator)
+    out.push(
+      `the cpu and concurrent parts' emulator: ${apart ? `apart (a server of its own, reached at its ${a.emulatorVia === "runtime" ? "runtime's own address" : "wrangler dev's proxy"})` : "in the gateway's runtime"}`,
+    );
   for (const side of ["gateway", "peer"]) {
     const s = a[side];
-    if (s.cpuRaw && s.cpu)
+    if (s.cpuRaw && s.cpu && !apart)
       out.push(
         `${side}: the 1-viewer turn's raw baseline (the emulator alone, one reader): runtime CPU ${s.cpuRaw.runtimeSeconds} s (${s.cpuRaw.frames} frames); the turn less it ${Number((s.cpu.one.runtimeSeconds - s.cpuRaw.runtimeSeconds).toFixed(2))} s`,
+      );
+    if (s.cpuRaw?.emulator && s.cpu?.one.emulator)
+      out.push(
+        `${side}: the 1-viewer turn: the gateway's runtime ${s.cpu.one.runtimeSeconds} s (÷ the peer's ${a.peer.cpu ? Number((s.cpu.one.runtimeSeconds / a.peer.cpu.one.runtimeSeconds).toFixed(2)) : "?"}); the emulator's own server for it ${s.cpu.one.emulator.runtimeSeconds} s (runtime; ${s.cpu.one.emulator.totalSeconds} s with its proxy); the same turn as a raw run (the emulator alone, one reader): the emulator's runtime ${s.cpuRaw.emulator.runtimeSeconds} s, the gateway's ${s.cpuRaw.runtimeSeconds} s`,
       );
     for (const cpu of [s.cpu, s.cpuMost]) {
       const reads = cpu?.many.chunksPerViewer
@@ -792,13 +836,13 @@ export function report(results) {
       );
     if (s.concurrent)
       out.push(
-        `${side}: ${s.concurrent.many.conversations} conversations ${s.concurrent.many.seconds} s, one ${s.concurrent.one.seconds} s: ratio ${s.concurrent.ratio}${s.concurrent.cpuSeconds ? `; workerd CPU over the ${s.concurrent.many.conversations}: ${s.concurrent.cpuSeconds.runtime} s (+ proxy ${s.concurrent.cpuSeconds.proxy} s)` : ""}${s.concurrent.perRaw ? `; ÷ the raw runs at once ${s.concurrent.perRaw}` : ""}`,
+        `${side}: ${s.concurrent.many.conversations} conversations ${s.concurrent.many.seconds} s, one ${s.concurrent.one.seconds} s: ratio ${s.concurrent.ratio}${s.concurrent.cpuSeconds ? `; workerd CPU over the ${s.concurrent.many.conversations}: ${cpuText(s.concurrent.cpuSeconds)}` : ""}${s.concurrent.perRaw ? `; ÷ the raw runs at once ${s.concurrent.perRaw}` : ""}${s.concurrent.cpuPerRaw ? `; CPU ÷ the raw runs' ${s.concurrent.cpuPerRaw.gateway ? `${s.concurrent.cpuPerRaw.gateway} (the gateway's runtime ÷ the emulator's), ` : ""}${s.concurrent.cpuPerRaw.whole} (every runtime)` : ""}`,
       );
   }
   const rc = a.raw?.concurrent;
   if (rc)
     out.push(
-      `raw (emulator runs, no session object): ${rc.many.conversations} runs at once ${rc.many.seconds} s, one ${rc.one.seconds} s: ratio ${rc.ratio}; workerd CPU over the ${rc.many.conversations}: ${rc.cpuSeconds.runtime} s (+ proxy ${rc.cpuSeconds.proxy} s)`,
+      `raw (emulator runs, no session object): ${rc.many.conversations} runs at once ${rc.many.seconds} s, one ${rc.one.seconds} s: ratio ${rc.ratio}; workerd CPU over the ${rc.many.conversations}: ${cpuText(rc.cpuSeconds)}`,
     );
   return out;
 }

@@ -95,7 +95,7 @@ export async function startBenchServer(options = {}) {
     ...options,
     // A section's own shorter bound (idle's `before`, page-load's) does not undercut the run's.
     timeoutMs: Math.max(options.timeoutMs ?? 0, SERVER_START_MS),
-    vars: BENCH_VARS,
+    vars: { ...BENCH_VARS, ...options.vars },
   });
   const done = untilInterrupted(() => server.stop());
   const { stop, stopped } = server;
@@ -258,7 +258,8 @@ export async function fetchGet(url, init = {}) {
   }
 }
 
-function client(base) {
+/** A JSON client of `base` (the gateway's dev server, or the emulator's own: bench/agents.mjs). */
+export function client(base) {
   async function call(method, path, body, headers = {}, idempotent = method === "GET") {
     const res = await (idempotent ? fetchGet : fetch)(`${base}${path}`, {
       signal: AbortSignal.timeout(120_000),

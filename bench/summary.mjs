@@ -55,8 +55,9 @@ export function figures(results) {
     add(
       1,
       `… ${gc.many.conversations} conversations at once ÷ ${rc.many.conversations} raw emulator runs of the same turns at once; workerd CPU over each`,
-      `${gc.perRaw}× (CPU ${gc.cpuSeconds.runtime} s)`,
-      `raw: CPU ${rc.cpuSeconds.runtime} s`,
+      // The emulator apart (agents.mjs, AGENTS_EMULATOR): the gateway's runtime over ours, the emulator's over the raw runs.
+      `${gc.perRaw}× (CPU ${gc.cpuSeconds.runtime} s${gc.cpuSeconds.emulator ? `, the gateway's runtime; the emulator's server ${gc.cpuSeconds.emulator.runtime} s` : ""})`,
+      `raw: CPU ${rc.cpuSeconds.emulator ? `${rc.cpuSeconds.emulator.runtime} s (the emulator's server)` : `${rc.cpuSeconds.runtime} s`}`,
       null,
       "—",
       null,

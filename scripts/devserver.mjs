@@ -78,7 +78,8 @@ function stopAllOnExit() {
  * `checkout`: the tree to start (default this one; the benchmarks also start an older commit's).
  * `persistTo`: the state directory to use and keep (a restart on it finds the state the last
  * server left); without it, a throwaway one removed when the server stops. `port`: a port to
- * listen on (a restart keeps its clients' base URL), else a free one.
+ * listen on (a restart keeps its clients' base URL), else a free one. `secrets`: the gateway's
+ * secrets (scripts/start.mjs's SECRET_NAMES) in its environment, never in any process's arguments.
  */
 export async function startDevServer({
   timeoutMs = 60_000,
@@ -87,13 +88,14 @@ export async function startDevServer({
   checkout = root,
   persistTo = undefined,
   port: fixedPort = undefined,
+  secrets = {},
 } = {}) {
   const port = fixedPort ?? (await freePort());
   const persist = persistTo ?? mkdtempSync(join(tmpdir(), "gateway-state-"));
   const extra = Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]);
   const child = spawn(process.execPath, [join(checkout, "scripts", "start.mjs"), ...extra], {
     cwd: checkout,
-    env: { ...process.env, PORT: String(port), PERSIST_TO: persist, INSPECTOR_PORT: "0" },
+    env: { ...process.env, ...secrets, PORT: String(port), PERSIST_TO: persist, INSPECTOR_PORT: "0" },
     stdio: log ? "inherit" : ["ignore", "pipe", "pipe"],
     detached: true,
   });
