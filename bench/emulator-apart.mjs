@@ -4,72 +4,26 @@
 // Sandbox over HTTP, as at a deployment's remote Sandbox (PROVIDER=tangle, SANDBOX_BASE_URL, an
 // account key): the gateway's runtime then runs only the gateway, and the emulator's CPU is read
 // from its own workerd. `same` keeps the shared dev server, the emulator inside its runtime.
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort } from "../scripts/devserver.mjs";
-import {
-  benchPort,
-  client,
-  signIn,
-  sleep,
-  sseTurnEnd,
-  startBenchServer,
-  timedRead,
-  untilInterrupted,
-} from "./harness.mjs";
+import { freePort, startWrangler } from "../scripts/devserver.mjs";
+import { benchPort, client, signIn, sseTurnEnd, startBenchServer, timedRead, untilInterrupted } from "./harness.mjs";
 import { quietInspector, runtimeBase } from "./workerd.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
 /**
  * `wrangler dev --config <config>` on `port` (else the next of BENCH_PORTS, else a free port),
- * throwaway state, its own process group (its pid), with the runtime's network reports to
- * wrangler's inspector proxy off where it could (`inspectorQuiet`). `label` names it in errors.
+ * throwaway state, its own process group (its pid) (scripts/devserver.mjs), with the runtime's
+ * network reports to wrangler's inspector proxy off where it could (`inspectorQuiet`). `label`
+ * names it in errors.
  */
 export async function startWranglerDev(config, label, port = undefined) {
   port ??= (await benchPort()) ?? (await freePort());
-  const persist = mkdtempSync(join(tmpdir(), "bench-wrangler-state-"));
-  const args = ["dev", "--config", config, "--ip", "127.0.0.1", "--port", String(port)];
-  args.push("--persist-to", persist, "--inspector-port", "0");
-  const child = spawn(join(root, "node_modules", ".bin", "wrangler"), args, {
-    cwd: root,
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
-  let output = "";
-  const keep = (d) => (output = (output + d).slice(-100_000));
-  child.stdout.on("data", keep);
-  child.stderr.on("data", keep);
-  const stop = () => {
-    try {
-      process.kill(-child.pid, "SIGTERM");
-    } catch {
-      // already gone
-    }
-    rmSync(persist, { recursive: true, force: true });
-  };
-  const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 90_000;
-  while (true) {
-    if (child.exitCode !== null) throw new Error(`${label}'s wrangler dev exited (${child.exitCode}):\n${output}`);
-    try {
-      if ((await fetch(`${base}/healthz`)).ok) break;
-    } catch {
-      // not up yet
-    }
-    if (Date.now() > deadline) {
-      stop();
-      throw new Error(`${label} did not answer within 90 s:\n${output}`);
-    }
-    await sleep(250);
-  }
+  const server = await startWrangler({ config, label, port, timeoutMs: 90_000 });
   // As the gateway's dev server (harness.startBenchServer): no network reports to wrangler's inspector proxy.
-  const inspectorQuiet = await quietInspector(child.pid, () => fetch(`${base}/healthz`));
-  return { base, pid: child.pid, stop, output: () => output, inspectorQuiet };
+  const inspectorQuiet = await quietInspector(server.pid, () => fetch(`${server.base}/healthz`));
+  return { ...server, inspectorQuiet };
 }
 
 /** The account key the gateway sends the emulator's server (which takes any bearer token): not a secret. */

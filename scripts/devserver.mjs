@@ -75,30 +75,12 @@ function stopAllOnExit() {
 }
 
 /**
- * `checkout`: the tree to start (default this one; the benchmarks also start an older commit's).
- * `persistTo`: the state directory to use and keep (a restart on it finds the state the last
- * server left); without it, a throwaway one removed when the server stops. `port`: a port to
- * listen on (a restart keeps its clients' base URL), else a free one. `secrets`: the gateway's
- * secrets (scripts/start.mjs's SECRET_NAMES) in its environment, never in any process's arguments.
+ * `command args` started detached (a process group of its own, stopped when this process ends),
+ * answered once its /healthz is: what every server the tests and benchmarks start shares.
+ * `cleanup` runs when it is stopped (its throwaway state removed).
  */
-export async function startDevServer({
-  timeoutMs = 60_000,
-  log = false,
-  vars = {},
-  checkout = root,
-  persistTo = undefined,
-  port: fixedPort = undefined,
-  secrets = {},
-} = {}) {
-  const port = fixedPort ?? (await freePort());
-  const persist = persistTo ?? mkdtempSync(join(tmpdir(), "gateway-state-"));
-  const extra = Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]);
-  const child = spawn(process.execPath, [join(checkout, "scripts", "start.mjs"), ...extra], {
-    cwd: checkout,
-    env: { ...process.env, ...secrets, PORT: String(port), PERSIST_TO: persist, INSPECTOR_PORT: "0" },
-    stdio: log ? "inherit" : ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
+async function spawnServer({ command, args, cwd, env, port, timeoutMs, log = false, label, cleanup = () => {} }) {
+  const child = spawn(command, args, { cwd, env, stdio: log ? "inherit" : ["ignore", "pipe", "pipe"], detached: true });
   started.add(child.pid);
   stopAllOnExit();
   let output = "";
@@ -106,10 +88,19 @@ export async function startDevServer({
   const keep = (d) => (output = (output + d).slice(-200_000));
   child.stdout?.on("data", keep);
   child.stderr?.on("data", keep);
+  function stop() {
+    started.delete(child.pid);
+    try {
+      process.kill(-child.pid, "SIGTERM");
+    } catch {
+      // already gone
+    }
+    cleanup();
+  }
   const base = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + timeoutMs;
   while (true) {
-    if (child.exitCode !== null) throw new Error(`wrangler dev exited (${child.exitCode}):\n${output}`);
+    if (child.exitCode !== null) throw new Error(`${label} exited (${child.exitCode}):\n${output}`);
     try {
       const res = await fetch(`${base}/healthz`);
       if (res.ok) break;
@@ -118,18 +109,9 @@ export async function startDevServer({
     }
     if (Date.now() > deadline) {
       stop();
-      throw new Error(`wrangler dev did not answer within ${timeoutMs} ms:\n${output}`);
+      throw new Error(`${label} did not answer within ${timeoutMs} ms:\n${output}`);
     }
     await new Promise((r) => setTimeout(r, 250));
-  }
-  function stop() {
-    started.delete(child.pid);
-    try {
-      process.kill(-child.pid, "SIGTERM");
-    } catch {
-      // already gone
-    }
-    if (!persistTo) rmSync(persist, { recursive: true, force: true });
   }
   /** Kills the whole server at once (SIGKILL to its process group: nothing gets to shut down) and waits for it to exit. */
   async function killed() {
@@ -153,6 +135,62 @@ export async function startDevServer({
   }
   // pid: the server's process group (it was started detached), e.g. to find its workerd.
   return { base, port, pid: child.pid, stop, stopped, killed, output: () => output };
+}
+
+/**
+ * `checkout`: the tree to start (default this one; the benchmarks also start an older commit's).
+ * `persistTo`: the state directory to use and keep (a restart on it finds the state the last
+ * server left); without it, a throwaway one removed when the server stops. `port`: a port to
+ * listen on (a restart keeps its clients' base URL), else a free one. `secrets`: the gateway's
+ * secrets (scripts/start.mjs's SECRET_NAMES) in its environment, never in any process's arguments.
+ */
+export async function startDevServer({
+  timeoutMs = 60_000,
+  log = false,
+  vars = {},
+  checkout = root,
+  persistTo = undefined,
+  port: fixedPort = undefined,
+  secrets = {},
+} = {}) {
+  const port = fixedPort ?? (await freePort());
+  const persist = persistTo ?? mkdtempSync(join(tmpdir(), "gateway-state-"));
+  const extra = Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]);
+  return spawnServer({
+    command: process.execPath,
+    args: [join(checkout, "scripts", "start.mjs"), ...extra],
+    cwd: checkout,
+    env: { ...process.env, ...secrets, PORT: String(port), PERSIST_TO: persist, INSPECTOR_PORT: "0" },
+    port,
+    timeoutMs,
+    log,
+    label: "wrangler dev",
+    cleanup: () => {
+      if (!persistTo) rmSync(persist, { recursive: true, force: true });
+    },
+  });
+}
+
+/**
+ * `wrangler dev` of another Worker of this tree (`config`, its wrangler.toml: the emulator's own
+ * server, bench/emulator-server/; the agents peer, bench/agents-peer/), on `port` or a free one,
+ * with throwaway state and no inspector port of its own. `label` names it in errors.
+ */
+export async function startWrangler({ config, label, port = undefined, timeoutMs = 90_000 }) {
+  port ??= await freePort();
+  const persist = mkdtempSync(join(tmpdir(), "wrangler-state-"));
+  const args = ["dev", "--config", config, "--ip", "127.0.0.1", "--port", String(port)];
+  args.push("--persist-to", persist, "--inspector-port", "0");
+  return spawnServer({
+    command: join(root, "node_modules", ".bin", "wrangler"),
+    args,
+    cwd: root,
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },
+    port,
+    timeoutMs,
+    label,
+    cleanup: () => rmSync(persist, { recursive: true, force: true }),
+  });
 }
 
 export async function devLogin(base, user) {

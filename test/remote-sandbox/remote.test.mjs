@@ -5,57 +5,22 @@
 // this way to measure the gateway's CPU apart from the emulator's (bench/agents.mjs).
 // Run: node --test test/remote-sandbox/remote.test.mjs
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { devLogin, freePort, readSse, startDevServer } from "../../scripts/devserver.mjs";
+import { devLogin, readSse, startDevServer, startWrangler } from "../../scripts/devserver.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 let emulator;
 let gateway;
 
 /** `wrangler dev` of the emulator alone, on a free port, throwaway state, its own process group. */
-async function startEmulatorServer() {
-  const port = await freePort();
-  const persist = mkdtempSync(join(tmpdir(), "emulator-server-state-"));
-  const config = join(root, "bench", "emulator-server", "wrangler.toml");
-  const args = ["dev", "--config", config, "--ip", "127.0.0.1", "--port", String(port), "--persist-to", persist];
-  const child = spawn(join(root, "node_modules", ".bin", "wrangler"), args, {
-    cwd: root,
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" },
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
+const startEmulatorServer = () =>
+  startWrangler({
+    config: join(root, "bench", "emulator-server", "wrangler.toml"),
+    label: "the emulator's server",
+    timeoutMs: 180_000,
   });
-  let output = "";
-  child.stdout.on("data", (d) => (output += d));
-  child.stderr.on("data", (d) => (output += d));
-  const stop = () => {
-    try {
-      process.kill(-child.pid, "SIGTERM");
-    } catch {
-      // already gone
-    }
-    rmSync(persist, { recursive: true, force: true });
-  };
-  const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 180_000;
-  while (true) {
-    if (child.exitCode !== null) throw new Error(`the emulator's wrangler dev exited:\n${output}`);
-    try {
-      if ((await fetch(`${base}/healthz`)).ok) return { base, stop };
-    } catch {
-      // not up yet
-    }
-    if (Date.now() > deadline) {
-      stop();
-      throw new Error(`the emulator's server did not answer:\n${output}`);
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
 
 before(async () => {
   emulator = await startEmulatorServer();
