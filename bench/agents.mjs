@@ -16,11 +16,11 @@
 // socket of that agent gets each chunk as a `cf_agent_use_chat_response` message (its `seq` the
 // chunk's index), and a socket that reconnects sends `cf_agent_stream_resume_request`, gets
 // `cf_agent_stream_resuming`, answers `cf_agent_stream_resume_ack` and is sent the stream's
+// buffered chunks (`replay: true`) from its first, then the live ones.
 //
 // The parts live in agents/: config.mjs (the settings), peer.mjs (the peer's server and client),
 // cpu.mjs, reconnect.mjs, concurrent.mjs (each part's measures) and report.mjs (the printed lines).
-import { startApart } from "./emulator-apart.mjs";
-import { tag, untilInterrupted } from "./harness.mjs";
+
 import {
   cpuPerRaw,
   cpuSpent,
@@ -34,6 +34,8 @@ import { config as C, step } from "./agents/config.mjs";
 import { gatewayCpuTurn, peerCpuTurn, perExtraViewer, rawCpuTurn } from "./agents/cpu.mjs";
 import { peerRowsTurn, startPeer } from "./agents/peer.mjs";
 import { gatewayReconnect, peerReconnect } from "./agents/reconnect.mjs";
+import { startApart } from "./emulator-apart.mjs";
+import { tag, untilInterrupted } from "./harness.mjs";
 
 export { config } from "./agents/config.mjs";
 export { report } from "./agents/report.mjs";

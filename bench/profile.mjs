@@ -23,6 +23,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { startApart } from "./emulator-apart.mjs";
 import {
   isTurnEnd,
   num,
@@ -37,7 +38,6 @@ import {
   untilInterrupted,
   viewer,
 } from "./harness.mjs";
-import { startApart } from "./emulator-apart.mjs";
 import { cpuSeconds, inspectWorker, runtimeBase } from "./workerd.mjs";
 
 const C = {
