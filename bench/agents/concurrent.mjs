@@ -113,6 +113,19 @@ export const cpuSpent = (a, b) => ({
       }
     : {}),
 });
+/** Two cpuSpent figures added (rounds of the same work). */
+export const addSpent = (a, b) => ({
+  runtime: s2(a.runtime + b.runtime),
+  proxy: s2(a.proxy + b.proxy),
+  ...(a.emulator && b.emulator
+    ? {
+        emulator: {
+          runtime: s2(a.emulator.runtime + b.emulator.runtime),
+          proxy: s2(a.emulator.proxy + b.emulator.proxy),
+        },
+      }
+    : {}),
+});
 /**
  * Ours over 50 ÷ the raw runs over 50, each the runtimes' CPU (no proxy). `whole`: every runtime
  * that served the work (the gateway's and, apart, the emulator's: ours with the emulator's run of

@@ -23,6 +23,9 @@ export const config = {
   CONCURRENT_WORDS: num("CONCURRENT_WORDS", 200),
   // The emulator's default pace (EMULATOR_FRAME_DELAY_MS): 25 frames/s.
   CONCURRENT_FRAME_MS: num("CONCURRENT_FRAME_MS", 40),
+  // Rounds of the 50 at once, each the raw runs then ours (new conversations each round): the CPU
+  // figure is the sum over them, each round's ratio beside it (one round's CPU moves by about ±10%).
+  CONCURRENT_ROUNDS: num("CONCURRENT_ROUNDS", 1),
   // AGENTS_PARTS=cpu,reconnect,…: a subset of the section's parts (rows, cpu, reconnect, concurrent,
   // long: the peer's AGENTS_WORDS turn); all of them by default.
   AGENTS_PARTS: String(process.env.AGENTS_PARTS ?? "rows,cpu,reconnect,concurrent,long").split(","),

@@ -47,7 +47,7 @@ export function report(results) {
       );
     if (s.concurrent)
       out.push(
-        `${side}: ${s.concurrent.many.conversations} conversations ${s.concurrent.many.seconds} s, one ${s.concurrent.one.seconds} s: ratio ${s.concurrent.ratio}${s.concurrent.cpuSeconds ? `; workerd CPU over the ${s.concurrent.many.conversations}: ${cpuText(s.concurrent.cpuSeconds)}` : ""}${s.concurrent.perRaw ? `; ÷ the raw runs at once ${s.concurrent.perRaw}` : ""}${s.concurrent.cpuPerRaw ? `; CPU ÷ the raw runs' ${s.concurrent.cpuPerRaw.gateway ? `${s.concurrent.cpuPerRaw.gateway} (the gateway's runtime ÷ the emulator's), ` : ""}${s.concurrent.cpuPerRaw.whole} (every runtime)` : ""}`,
+        `${side}: ${s.concurrent.many.conversations} conversations ${s.concurrent.many.seconds} s, one ${s.concurrent.one.seconds} s: ratio ${s.concurrent.ratio}${s.concurrent.cpuSeconds ? `; workerd CPU over the ${s.concurrent.many.conversations}: ${cpuText(s.concurrent.cpuSeconds)}` : ""}${s.concurrent.perRaw ? `; ÷ the raw runs at once ${s.concurrent.perRaw}` : ""}${s.concurrent.cpuPerRaw ? `; CPU ÷ the raw runs' ${s.concurrent.cpuPerRaw.gateway ? `${s.concurrent.cpuPerRaw.gateway} (the gateway's runtime ÷ the emulator's), ` : ""}${s.concurrent.cpuPerRaw.whole} (every runtime)` : ""}${s.concurrent.rounds ? `; over ${s.concurrent.rounds.length} rounds (the CPU summed), each round's: ${s.concurrent.rounds.map((r) => r.gateway ?? r.whole).join(", ")}` : ""}`,
       );
   }
   const rc = a.raw?.concurrent;
