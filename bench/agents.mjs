@@ -23,10 +23,12 @@
 
 import {
   addSpent,
+  conversationIds,
   cpuPerRaw,
   cpuSpent,
   gatewayConcurrent,
   peerConcurrent,
+  prepareConversations,
   ratioOf,
   rawConcurrent,
   serversCpu,
@@ -145,7 +147,7 @@ export async function agents(ctx) {
         const rawOne = await rawConcurrent(cx, sandboxId, 1, "one");
         // CONCURRENT_ROUNDS rounds, each the raw runs then ours: the times are the first round's, the
         // CPU of each side the sum over the rounds.
-        let rawMany, many, rawCpu, ourCpu;
+        let rawMany, many, rawCpu, ourCpu, existingCpu;
         const rounds = [];
         for (let r = 0; r < C.CONCURRENT_ROUNDS; r++) {
           const label = r === 0 ? "many" : `many${r + 1}`;
@@ -154,9 +156,18 @@ export async function agents(ctx) {
           const cpu1 = serversCpu(cx);
           const round = await gatewayConcurrent(cx, C.CONCURRENT, label);
           const cpu2 = serversCpu(cx);
+          // The same, on conversations that exist (a first turn each, outside the measure): the
+          // turns' own cost, without the 50 objects' and databases' creation.
+          const cids = conversationIds(C.CONCURRENT, `${label}-existing`);
+          await prepareConversations(cx, cids);
+          const cpu3 = serversCpu(cx);
+          await gatewayConcurrent(cx, C.CONCURRENT, label, cids);
+          const cpu4 = serversCpu(cx);
           const raw = cpuSpent(cpu0, cpu1);
           const ours = cpuSpent(cpu1, cpu2);
-          rounds.push(cpuPerRaw(ours, raw));
+          const oursExisting = cpuSpent(cpu3, cpu4);
+          rounds.push({ ...cpuPerRaw(ours, raw), existing: cpuPerRaw(oursExisting, raw) });
+          existingCpu = existingCpu ? addSpent(existingCpu, oursExisting) : oursExisting;
           rawMany ??= rawRound;
           many ??= round;
           rawCpu = rawCpu ? addSpent(rawCpu, raw) : raw;
@@ -170,6 +181,10 @@ export async function agents(ctx) {
         // Ours at once ÷ the raw streams at once: what the session object, the user object and the relay add.
         out.gateway.concurrent.perRaw = Number((many.seconds / rawMany.seconds).toFixed(2));
         out.gateway.concurrent.cpuPerRaw = cpuPerRaw(out.gateway.concurrent.cpuSeconds, out.raw.concurrent.cpuSeconds);
+        out.gateway.concurrent.existing = {
+          cpuSeconds: existingCpu,
+          cpuPerRaw: cpuPerRaw(existingCpu, out.raw.concurrent.cpuSeconds),
+        };
         if (rounds.length > 1) out.gateway.concurrent.rounds = rounds;
       } finally {
         await cx.emulator.api.faults({ frameDelayMs: 0 });

@@ -6,10 +6,28 @@ import { config as C } from "./config.mjs";
 import { s2 } from "./cpu.mjs";
 import { agentSocket, isDone, sendTurn } from "./peer.mjs";
 
-/** The gateway: `n` new conversations, a turn each at once, one viewer each: seconds until the last turn's end. */
-export async function gatewayConcurrent({ base, api, auth }, n, label) {
-  const cids = Array.from({ length: n }, (_, i) => `conc-${label}-${i}-${tag}`);
+/** Conversation ids for `n` conversations of a round. */
+export const conversationIds = (n, label) => Array.from({ length: n }, (_, i) => `conc-${label}-${i}-${tag}`);
+
+/** Makes the conversations exist: a one-word turn each (`t0`), all at once, waited for to its end. */
+export async function prepareConversations({ base, api, auth }, cids) {
   const viewers = cids.map((cid) => viewer(base, cid, auth, { stopAt: (f) => isTurnEnd(f.type) }));
+  await Promise.all(viewers.map((v) => v.opened));
+  await Promise.all(
+    cids.map(async (cid, i) => {
+      await api.post(`/v1/conversations/${cid}/turns`, { turnId: "t0", message: "warm [words:1]" }, auth);
+      await viewers[i].waitFor(turnEndOf("t0"), 600_000);
+    }),
+  );
+  viewers.forEach((v) => v.close());
+}
+
+/**
+ * The gateway: `n` conversations (new ones, or `cids` that exist: prepareConversations), a turn
+ * each at once, one viewer each: seconds until the last turn's end.
+ */
+export async function gatewayConcurrent({ base, api, auth }, n, label, cids = conversationIds(n, label)) {
+  const viewers = cids.map((cid) => viewer(base, cid, auth, { stopAt: turnEndOf("t1") }));
   await Promise.all(viewers.map((v) => v.opened));
   await sleep(300 + n * 10);
   const t0 = performance.now();
