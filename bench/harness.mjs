@@ -449,8 +449,13 @@ export const deltaOf = (data) => {
     : null;
 };
 
-/** Reads a stream to `stopAt` (or its end): frames counted, seconds from the first agent frame to the last. */
-export async function timedRead(url, headers, stopAt, headersWithinMs = 120_000) {
+/**
+ * Reads a stream to `stopAt` (or its end): frames counted, seconds from the first agent frame to the last.
+ * `onFrame` is called at every frame read; with `from` (a function answering a `performance.now()` time),
+ * only the frames read at or after that time are counted and timed (the frames of a run before its
+ * release, say).
+ */
+export async function timedRead(url, headers, stopAt, headersWithinMs = 120_000, { from, onFrame } = {}) {
   // No headers in time is reported as such (Node's own limit is 300 s, and says only "fetch failed").
   const abort = new AbortController();
   const timer = setTimeout(
@@ -471,9 +476,11 @@ export async function timedRead(url, headers, stopAt, headersWithinMs = 120_000)
   let last = 0;
   await readSse(res, (f) => {
     const now = performance.now();
+    onFrame?.(f);
     // The gateway's turn.accepted comes at dispatch, before the agent's first frame: the clock
     // starts after it, so the figure is throughput, not dispatch latency.
     if (f.event === "turn.accepted") return false;
+    if (from && now < from()) return stopAt(f);
     if (frames === 0) first = now;
     last = now;
     frames++;

@@ -19,7 +19,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { isDone, openAgentSocket, sendTurn, startPeer } from "./agents.mjs";
+import { isDone, openAgentSocket, sendTurn, startPeer } from "./agents/peer.mjs";
 import {
   fetchGet,
   follow,

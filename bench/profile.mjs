@@ -11,6 +11,7 @@
 //   PROFILE_CONVERSATIONS=10 PROFILE_TOP=40 npm run profile
 //   PROFILE_CONVERSATIONS=1 PROFILE_WORDS=10000 PROFILE_FRAME_MS=0 PROFILE_TAGS=[paragraphs] npm run profile
 //                                         (the `stall` section's unpaced burst)
+//   PROFILE_EMULATOR=apart npm run profile (the emulator on a server of its own: the gateway's isolate alone)
 //
 // The runtime's inspector `Profiler` samples every PROFILE_SAMPLE_US (200 µs). Prints the isolate's
 // busy time beside the turns' wall time, and the functions with the most self time and the most
@@ -22,6 +23,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { startApart } from "./emulator-apart.mjs";
 import {
   isTurnEnd,
   num,
@@ -49,6 +51,10 @@ const C = {
   TAGS: process.env.PROFILE_TAGS ?? "",
   // Where the viewers read: `proxy` (wrangler dev's port, as the agents section's viewers) or `runtime` (its own address, as latency's).
   VIA: process.env.PROFILE_VIA ?? "proxy",
+  // Where the emulator runs: `same` (in the gateway's runtime, as `npm start` runs it) or `apart` (a server of
+  // its own, the gateway pointed at it over HTTP as the agents section's cpu and concurrent parts: emulator-apart.mjs):
+  // apart, the profile is the gateway's alone.
+  EMULATOR: process.env.PROFILE_EMULATOR ?? "same",
 };
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..");
@@ -120,14 +126,18 @@ function bundleSources(checkout, copyTo) {
 }
 
 async function main() {
-  const server = await startBenchServer();
-  untilInterrupted(() => server.stop());
+  if (C.EMULATOR !== "same" && C.EMULATOR !== "apart") throw new Error(`PROFILE_EMULATOR=${C.EMULATOR}: same or apart`);
+  const apart = C.EMULATOR === "apart" ? await startApart({ results: {}, problems: [] }) : null;
+  const server = apart ? apart.server : await startBenchServer();
+  untilInterrupted(() => (apart ?? server).stop());
   stopOnSignal();
   try {
-    const { base, api, auth } = await signIn(server.base);
-    await api.post("/v1/conversations/warm/turns", { turnId: "w1", message: "warm up" }, auth);
-    await timedRead(`${base}/v1/conversations/warm/events`, auth, sseTurnEnd);
-    await api.post("/_emulator/faults", { frameDelayMs: C.FRAME_MS });
+    const { base, api, auth } = apart ?? (await signIn(server.base));
+    if (!apart) {
+      await api.post("/v1/conversations/warm/turns", { turnId: "w1", message: "warm up" }, auth);
+      await timedRead(`${base}/v1/conversations/warm/events`, auth, sseTurnEnd);
+    }
+    await (apart ? apart.emulator.api : api).post("/_emulator/faults", { frameDelayMs: C.FRAME_MS });
     const poke = () => fetch(`${base}/healthz`);
     const session = await inspectWorker(server.pid, poke);
     if (!session) throw new Error("profile: the runtime's inspector was not found");
@@ -195,7 +205,7 @@ async function main() {
     console.error(`profile failed: ${err.stack ?? err}\n--- server output (tail) ---\n${server.output().slice(-3000)}`);
     process.exitCode = 1;
   } finally {
-    server.stop();
+    (apart ?? server).stop();
   }
 }
 

@@ -18,6 +18,13 @@ const PositiveInt = (fallback: number) =>
     .transform((v) => (v === undefined || v === "" ? fallback : Number(v)))
     .refine((n) => n > 0, "must be greater than 0");
 
+const NonNegativeInt = (fallback: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, "must be a whole number")
+    .optional()
+    .transform((v) => (v === undefined || v === "" ? fallback : Number(v)));
+
 const OptionalText = z
   .string()
   .optional()
@@ -83,6 +90,8 @@ const ConfigSchema = z
     UPSTREAM_LOST_AFTER_MS: PositiveInt(10 * 60_000),
     SSE_PING_INTERVAL_MS: PositiveInt(15_000),
     SSE_MAX_PENDING_BYTES: PositiveInt(4 * 1024 * 1024),
+    /** Live events go on direct streams while a conversation is busy, until this long without one (docs/architecture.md); 0: never. */
+    SSE_DIRECT_QUIET_MS: NonNegativeInt(3000),
     STREAM_TOKEN_TTL_SECONDS: PositiveInt(300),
     CORS_ORIGINS: OptionalText,
     TOKEN_BUDGET_PER_CONVERSATION: OptionalText.pipe(

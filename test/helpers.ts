@@ -1,6 +1,7 @@
 import { env, SELF } from "cloudflare:test";
 import { SignJWT } from "jose";
 import { frameDecoder } from "../public/wire/frames.js";
+import { applyPartUpdate } from "../public/wire/part-text.js";
 import { readSseFrames, type SseFrame } from "../src/lib/sse";
 import { ProviderError } from "../src/providers/errors";
 import type { EventEnvelope } from "../src/session/store/records";
@@ -205,4 +206,21 @@ export async function release(executionId: string, timeoutMs = 10_000): Promise<
   }
   const answer = await emulator(`/_emulator/executions/${executionId}/release`, {});
   if (answer.ok !== true) throw new Error(`the release of ${executionId} was refused: ${JSON.stringify(answer)}`);
+}
+
+/** Each part's text, the events applied in order (docs/sse-protocol.md §1.6). */
+export function partTexts(events: EventEnvelope[]): Map<string, string | undefined> {
+  const texts = new Map<string, string | undefined>();
+  for (const e of events) {
+    if (e.type !== "message.part.updated") continue;
+    const part = e.data.part as Record<string, unknown>;
+    texts.set(
+      part.id as string,
+      applyPartUpdate(texts.get(part.id as string), {
+        part,
+        ...(typeof e.data.delta === "string" ? { delta: e.data.delta } : {}),
+      }),
+    );
+  }
+  return texts;
 }

@@ -1,25 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { applyPartUpdate } from "../public/wire/part-text.js";
 import type { EventEnvelope } from "../src/session/store/records";
 import { expectedUpstream, seenUpstream } from "./expected";
-import { api, collect, isTurnEnd, json, release, sendTurn, tokenFor, uid } from "./helpers";
-
-/** Each part's text, the events applied in order (docs/sse-protocol.md §1.6). */
-function partTexts(events: EventEnvelope[]): Map<string, string | undefined> {
-  const texts = new Map<string, string | undefined>();
-  for (const e of events) {
-    if (e.type !== "message.part.updated") continue;
-    const part = e.data.part as Record<string, unknown>;
-    texts.set(
-      part.id as string,
-      applyPartUpdate(texts.get(part.id as string), {
-        part,
-        ...(typeof e.data.delta === "string" ? { delta: e.data.delta } : {}),
-      }),
-    );
-  }
-  return texts;
-}
+import { api, collect, isTurnEnd, json, partTexts, release, sendTurn, tokenFor, uid } from "./helpers";
 
 /** The event a `[hold]` run is held after: its first step's end. */
 const atHold = (e: EventEnvelope) =>

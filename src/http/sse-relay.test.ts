@@ -7,8 +7,19 @@
  * the runtime) counts what the browser has not read yet and says when the browser went away.
  */
 import { describe, expect, it } from "vitest";
-import { CLOSE_DELETED, CLOSE_KNOWN, EVENTS, LIVE, PAGE, PULL, wireMessage } from "../lib/subscription-wire";
-import { type RelayPipe, type RelaySocket, relayOnceKnown, relayPipe, relayStream, type WaitSocket } from "./sse-relay";
+import type { BytePipe } from "../lib/byte-pipe";
+import {
+  CLOSE_DELETED,
+  CLOSE_KNOWN,
+  DIRECT,
+  EVENTS,
+  HANDOVER,
+  LIVE,
+  PAGE,
+  PULL,
+  wireMessage,
+} from "../lib/subscription-wire";
+import { type RelaySocket, relayOnceKnown, relayStream, type WaitSocket } from "./sse-relay";
 
 /** A socket the test plays the object on: it sees the relay's sends and delivers the test's messages. */
 function fakeSocket() {
@@ -57,63 +68,26 @@ async function readBytes(reader: ReadableStreamDefaultReader<Uint8Array>, length
 }
 
 /** A pipe that records what it was given (the chunks themselves) and never fills up. */
-function recordingPipe(): RelayPipe & { chunks: Uint8Array[] } {
+function recordingPipe(): BytePipe & { chunks: Uint8Array[] } {
   const chunks: Uint8Array[] = [];
   return {
     chunks,
     readable: new ReadableStream(),
     write: (b) => void chunks.push(b),
     close: () => {},
+    abort: () => {},
+    pipeFrom: () => Promise.resolve(false),
     unread: () => 0,
     below: () => Promise.resolve(),
     gone: new Promise(() => {}),
   };
 }
 
-describe("the relay's pipe", () => {
-  it("counts the bytes written and not yet read, and says when they fall below a mark", async () => {
-    const pipe = relayPipe();
-    const reader = pipe.readable.getReader();
-    pipe.write(new Uint8Array(300));
-    pipe.write(new Uint8Array(200));
-    expect(pipe.unread()).toBe(500);
-    let below = false;
-    void pipe.below(100).then(() => (below = true));
-    await tick();
-    expect(below).toBe(false);
-    let read = 0;
-    while (read < 500) read += (await reader.read()).value!.byteLength;
-    await tick();
-    expect(pipe.unread()).toBe(0);
-    expect(below).toBe(true);
-    await reader.cancel();
-  });
-
-  it("says the browser went away when its end is cancelled: with a write waiting, or at the next write", async () => {
-    for (const waiting of [true, false]) {
-      const pipe = relayPipe();
-      let gone = false;
-      void pipe.gone.then(() => (gone = true));
-      if (waiting) pipe.write(new Uint8Array(10));
-      await pipe.readable.cancel();
-      await tick();
-      if (!waiting) {
-        pipe.write(new Uint8Array(10));
-        await tick();
-      }
-      expect(gone).toBe(true);
-      // Nothing more is counted or written.
-      pipe.write(new Uint8Array(10));
-      await tick();
-    }
-  });
-});
-
 describe("the Worker's relay", () => {
   it("writes each message's SSE bytes to the pipe as a view of the message itself", async () => {
     const socket = fakeSocket();
     const pipe = recordingPipe();
-    relayStream(socket, { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 }, pipe);
+    relayStream({ socket }, { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 }, pipe);
     await tick();
     expect(socket.binaryType).toBe("arraybuffer");
     expect(socket.sent).toEqual([PULL]);
@@ -128,7 +102,7 @@ describe("the Worker's relay", () => {
 
   it("pulls the next page only while less than the high-water mark is unread, and not once live", async () => {
     const socket = fakeSocket();
-    const reader = relayStream(socket, { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 }).getReader();
+    const reader = relayStream({ socket }, { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 }).getReader();
     await tick();
     expect(socket.sent).toEqual([PULL]);
     // A small page: room for more, so the next is asked for at once.
@@ -161,7 +135,7 @@ describe("the Worker's relay", () => {
 
   it("a frame split across two messages reaches the browser whole, byte for byte", async () => {
     const socket = fakeSocket();
-    const reader = relayStream(socket, { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 }).getReader();
+    const reader = relayStream({ socket }, { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 }).getReader();
     const first = reader.read();
     await tick();
     socket.deliver(wireMessage(LIVE, "retry: 2000\n\n").buffer);
@@ -184,7 +158,7 @@ describe("the Worker's relay", () => {
 
   it("pings once live, at the interval", async () => {
     const socket = fakeSocket();
-    const reader = relayStream(socket, { pingIntervalMs: 20, maxPendingBytes: 1_000_000 }).getReader();
+    const reader = relayStream({ socket }, { pingIntervalMs: 20, maxPendingBytes: 1_000_000 }).getReader();
     const first = reader.read();
     await tick();
     socket.deliver(wireMessage(LIVE, "retry: 2000\n\n").buffer);
@@ -195,7 +169,7 @@ describe("the Worker's relay", () => {
 
   it("closes a viewer whose unread bytes pass the bound, counting the bytes passed through", async () => {
     const socket = fakeSocket();
-    const stream = relayStream(socket, { pingIntervalMs: 60_000, maxPendingBytes: 1_000 });
+    const stream = relayStream({ socket }, { pingIntervalMs: 60_000, maxPendingBytes: 1_000 });
     const reader = stream.getReader();
     const first = reader.read();
     await tick();
@@ -220,7 +194,7 @@ describe("the Worker's relay", () => {
 
   it("one message larger than the bound reaches a viewer that keeps up: the bound counts what is unread before it", async () => {
     const socket = fakeSocket();
-    const reader = relayStream(socket, { pingIntervalMs: 60_000, maxPendingBytes: 1_000 }).getReader();
+    const reader = relayStream({ socket }, { pingIntervalMs: 60_000, maxPendingBytes: 1_000 }).getReader();
     const first = reader.read();
     await tick();
     socket.deliver(wireMessage(LIVE, "retry: 2000\n\n").buffer);
@@ -245,11 +219,88 @@ describe("the Worker's relay", () => {
       new Uint8Array([0x58, 0x0a]).buffer,
     ]) {
       const socket = fakeSocket();
-      const reader = relayStream(socket, { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 }).getReader();
+      const reader = relayStream({ socket }, { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 }).getReader();
       const first = reader.read();
       await tick();
       socket.deliver(message);
       expect(await first).toEqual({ done: true, value: undefined });
+      expect(socket.closed).toEqual({ code: 1002, reason: "unknown message" });
+    }
+  });
+});
+
+describe("the relay's direct streams", () => {
+  const options = { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 };
+  /** A direct stream the test writes as the object would (a JavaScript stream: see byte-pipe.test.ts). */
+  function directStream() {
+    let controller!: ReadableStreamDefaultController<Uint8Array>;
+    const stream = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) });
+    return { stream, controller };
+  }
+  const frame = (id: number) => `id: ${id}\nevent: x\ndata: {}\n\n`;
+
+  it("opens the stream offered (D) and, from the hand-over (H), writes it; the socket's messages after H follow it once it ends, in order", async () => {
+    const socket = fakeSocket();
+    const direct = directStream();
+    const opened: string[] = [];
+    const reader = relayStream(
+      { socket, openDirect: async (id) => (opened.push(id), direct.stream) },
+      options,
+    ).getReader();
+    await tick();
+    socket.deliver(wireMessage(LIVE, frame(1)).buffer);
+    socket.deliver(wireMessage(DIRECT, "abc").buffer);
+    await tick();
+    expect(opened).toEqual(["abc"]);
+    // Until the hand-over, the socket's events are written as they come.
+    socket.deliver(wireMessage(EVENTS, frame(2)).buffer);
+    socket.deliver(wireMessage(HANDOVER, "").buffer);
+    // After it: the direct stream's bytes, and the socket's messages wait until it ends.
+    socket.deliver(wireMessage(EVENTS, frame(5)).buffer);
+    const enc = new TextEncoder();
+    direct.controller.enqueue(enc.encode(frame(3)));
+    direct.controller.enqueue(enc.encode(frame(4)));
+    const expected = [1, 2, 3, 4].map(frame).join("");
+    expect(await readBytes(reader, expected.length)).toBe(expected);
+    direct.controller.close();
+    expect(await readBytes(reader, frame(5).length)).toBe(frame(5));
+    expect(socket.closed).toBeUndefined();
+  });
+
+  it("a direct stream that breaks off (the object's bound for this viewer, an eviction) ends the browser's stream", async () => {
+    const socket = fakeSocket();
+    const direct = directStream();
+    const reader = relayStream({ socket, openDirect: async () => direct.stream }, options).getReader();
+    await tick();
+    socket.deliver(wireMessage(LIVE, frame(1)).buffer);
+    socket.deliver(wireMessage(DIRECT, "abc").buffer);
+    socket.deliver(wireMessage(HANDOVER, "").buffer);
+    expect(await readBytes(reader, frame(1).length)).toBe(frame(1));
+    direct.controller.error(new Error("broken off"));
+    expect((await reader.read()).done).toBe(true);
+    expect(socket.closed?.code).toBe(1000);
+  });
+
+  it("an offer before live, a hand-over without an offer, or an offer to a relay that cannot open one is not this wire", async () => {
+    const cases = [
+      { live: false, messages: [wireMessage(DIRECT, "abc")], openDirect: true },
+      { live: true, messages: [wireMessage(HANDOVER, "")], openDirect: true },
+      { live: true, messages: [wireMessage(DIRECT, "abc")], openDirect: false },
+    ];
+    for (const c of cases) {
+      const socket = fakeSocket();
+      const direct = directStream();
+      const reader = relayStream(
+        { socket, ...(c.openDirect ? { openDirect: async () => direct.stream } : {}) },
+        options,
+      ).getReader();
+      await tick();
+      if (c.live) {
+        socket.deliver(wireMessage(LIVE, frame(1)).buffer);
+        await readBytes(reader, frame(1).length);
+      }
+      for (const m of c.messages) socket.deliver(m.buffer);
+      expect((await reader.read()).done).toBe(true);
       expect(socket.closed).toEqual({ code: 1002, reason: "unknown message" });
     }
   });
@@ -288,7 +339,7 @@ describe("the relay of a conversation that does not exist yet", () => {
       async () => (waits++, waiting),
       async (after) => {
         opened.push(after);
-        return socket;
+        return { socket };
       },
       7,
       { pingIntervalMs: 20, maxPendingBytes: 1_000_000 },
@@ -316,7 +367,7 @@ describe("the relay of a conversation that does not exist yet", () => {
     const opened: number[] = [];
     const reader = relayOnceKnown(
       async () => "known",
-      async (after) => (opened.push(after), socket),
+      async (after) => (opened.push(after), { socket }),
       0,
       { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 },
     ).getReader();
@@ -336,7 +387,7 @@ describe("the relay of a conversation that does not exist yet", () => {
         if (waits === 1) throw new Error("the user's object could not be reached");
         return sockets[waits - 2]!;
       },
-      async () => (opened++, fakeSocket()),
+      async () => (opened++, { socket: fakeSocket() }),
       0,
       { pingIntervalMs: 60_000, maxPendingBytes: 1_000_000 },
     ).getReader();
@@ -354,7 +405,7 @@ describe("the relay of a conversation that does not exist yet", () => {
     const waiting = fakeWaitSocket();
     const reader = relayOnceKnown(
       async () => waiting,
-      async () => (opened++, fakeSocket()),
+      async () => (opened++, { socket: fakeSocket() }),
       0,
       { pingIntervalMs: 20, maxPendingBytes: 1_000_000 },
     ).getReader();

@@ -10,16 +10,37 @@
  *
  * The bytes are the object's: each message is its kind byte and SSE bytes, written to the browser
  * as a view of the message itself, never decoded or encoded again here, into the runtime's own
- * pipe (relayPipe), which the runtime reads into the response itself: per message and viewer one
- * write, no JavaScript stream in between.
+ * pipe (src/lib/byte-pipe.ts), which the runtime reads into the response itself: per message and
+ * viewer one write, no JavaScript stream in between. While the object is busy it may move the live
+ * events to a direct stream (`D`): the relay opens it and the runtime pipes it into the browser's
+ * natively, no JavaScript per batch at all; the socket's messages wait until the object ends it.
  */
 
 import { ApiError } from "../errors";
-import { CLOSE_DELETED, CLOSE_KNOWN, EVENTS, LIVE, PAGE, PULL, SUBSCRIBE_PATH } from "../lib/subscription-wire";
+import { type BytePipe, bytePipe } from "../lib/byte-pipe";
+import {
+  CLOSE_DELETED,
+  CLOSE_KNOWN,
+  DIRECT,
+  DIRECT_PATH,
+  EVENTS,
+  HANDOVER,
+  LIVE,
+  PAGE,
+  PULL,
+  SUBSCRIBE_PATH,
+} from "../lib/subscription-wire";
 
 export interface RelayOptions {
   pingIntervalMs: number;
   maxPendingBytes: number;
+}
+
+/** What a relay follows: the subscription's socket, and how to open its direct streams (absent: never offered). */
+export interface RelaySource {
+  socket: RelaySocket;
+  /** Opens the direct stream `id` (a `D` message's); null when the object has none to open. */
+  openDirect?(id: string): Promise<ReadableStream<Uint8Array> | null>;
 }
 
 /** The socket as the relay uses it (a WebSocket, already accepted). */
@@ -47,86 +68,23 @@ function binary(data: unknown): Uint8Array | undefined {
 }
 
 /**
- * The browser's side of a relay: bytes written to a pipe whose readable end is the response body.
- * The runtime's own pipe (IdentityTransformStream): its readable end is read by
- * the runtime itself, natively, so a chunk costs one write here and nothing in JavaScript after it
- * (a JavaScript ReadableStream as the body costs a read, a promise and a copy per chunk, per viewer).
- * `unread` counts the bytes written and not yet taken by the reader: each write's promise settles
- * when the reader took its chunk (the pipe holds nothing beyond what it was given).
- */
-export interface RelayPipe {
-  readable: ReadableStream<Uint8Array>;
-  write(bytes: Uint8Array): void;
-  close(): void;
-  /** Bytes written and not yet read. */
-  unread(): number;
-  /** Resolves once the unread bytes are below `bytes` (at once if they are). */
-  below(bytes: number): Promise<void>;
-  /** Resolves when the reader goes away (the browser left): the pipe's writes fail from then on. */
-  gone: Promise<void>;
-}
-
-export function relayPipe(): RelayPipe {
-  const pipe = new IdentityTransformStream();
-  const writer = pipe.writable.getWriter();
-  let unread = 0;
-  let waiting: { bytes: number; resolve: () => void } | undefined;
-  let goneResolve!: () => void;
-  const gone = new Promise<void>((resolve) => (goneResolve = resolve));
-  let failed = false;
-  const fail = () => {
-    if (failed) return;
-    failed = true;
-    goneResolve();
-    waiting?.resolve();
-    waiting = undefined;
-  };
-  const settle = (n: number) => {
-    unread -= n;
-    if (waiting && unread < waiting.bytes) {
-      waiting.resolve();
-      waiting = undefined;
-    }
-  };
-  writer.closed.then(undefined, fail);
-  return {
-    readable: pipe.readable as ReadableStream<Uint8Array>,
-    write(bytes) {
-      if (failed) return;
-      const n = bytes.byteLength;
-      unread += n;
-      writer.write(bytes).then(() => settle(n), fail);
-    },
-    close() {
-      if (failed) return;
-      failed = true;
-      writer.close().catch(() => {});
-      waiting?.resolve();
-      waiting = undefined;
-    },
-    unread: () => unread,
-    below(bytes) {
-      if (unread < bytes || failed) return Promise.resolve();
-      return new Promise<void>((resolve) => {
-        waiting?.resolve();
-        waiting = { bytes, resolve };
-      });
-    },
-    gone,
-  };
-}
-
-/**
  * Relays a subscription socket to a pipe's readable end (the response body). `connect` gives the
  * socket: at once (relayStream), or once the conversation exists (relayOnceKnown), writing to the
  * pipe meanwhile. One pipe for the whole stream: no stream relaying another's chunks.
  */
 function relay(
   options: RelayOptions,
-  connect: (pipe: RelayPipe, ended: () => boolean) => RelaySocket | Promise<RelaySocket | null>,
-  pipe: RelayPipe = relayPipe(),
+  connect: (pipe: BytePipe, ended: () => boolean) => RelaySource | Promise<RelaySource | null>,
+  pipe: BytePipe = bytePipe(),
 ): ReadableStream<Uint8Array> {
   let socket: RelaySocket | null = null;
+  let openDirect: RelaySource["openDirect"];
+  /** A direct stream offered and being opened (`D`), until its hand-over (`H`). */
+  let offered: Promise<ReadableStream<Uint8Array> | null> | undefined;
+  /** While a direct stream is piped: the socket's messages that came meanwhile, handled after it, in order. */
+  let held: Uint8Array[] | null = null;
+  /** The socket closed while a direct stream was piped: the stream ends once that is through. */
+  let closedWhilePiping = false;
   let live = false;
   let ended = false;
   let pageArrived: (() => void) | undefined;
@@ -154,6 +112,7 @@ function relay(
     // Bytes written and not yet read by the browser, counted before this message: a viewer is too
     // far behind when what it has not read yet passes the bound, so one message larger than the
     // bound reaches a viewer that keeps up.
+    if (held) return; // a ping while a direct stream is piped: that stream is what keeps the connection busy
     if (live && pipe.unread() > options.maxPendingBytes) {
       end(true, 1000, "viewer too far behind");
       return;
@@ -161,30 +120,80 @@ function relay(
     pipe.write(bytes);
   };
 
-  const attach = (s: RelaySocket) => {
+  // A direct stream handed over: piped into the browser's natively; the socket's messages meanwhile wait.
+  const pipeDirect = async (opening: Promise<ReadableStream<Uint8Array> | null>) => {
+    held = [];
+    const body = await opening;
+    const through = body ? await pipe.pipeFrom(body) : false;
+    if (!through) {
+      // Broken off (the object was evicted, or its bound for this viewer passed) or not opened:
+      // the browser reconnects from its last id.
+      end(true, 1000, "direct stream ended");
+      return;
+    }
+    const waiting = held;
+    held = null;
+    for (let i = 0; i < waiting.length && !ended; i++) {
+      handle(waiting[i]!);
+      // Another direct stream: the rest waits for it.
+      if (held) {
+        (held as Uint8Array[]).push(...waiting.slice(i + 1));
+        return;
+      }
+    }
+    if (closedWhilePiping) end(true, 1000, "closed");
+  };
+
+  const handle = (message: Uint8Array) => {
+    const kind = message[0];
+    if (kind === DIRECT && openDirect && live && !offered) {
+      // Opened now; the live events go on coming here until the object hands over.
+      offered = openDirect(new TextDecoder().decode(message.subarray(1))).catch(() => null);
+      return;
+    }
+    if (kind === HANDOVER && offered) {
+      const opening = offered;
+      offered = undefined;
+      void pipeDirect(opening);
+      return;
+    }
+    if (kind !== PAGE && kind !== LIVE && kind !== EVENTS) {
+      end(true, 1002, "unknown message");
+      return;
+    }
+    if (message.byteLength > 1) write(message.subarray(1));
+    if (kind === LIVE) {
+      live = true;
+      pingTimer ??= setInterval(() => write(PING), options.pingIntervalMs);
+    }
+    if (kind === PAGE || kind === LIVE) {
+      pageArrived?.();
+      pageArrived = undefined;
+    }
+  };
+
+  const attach = (source: RelaySource) => {
+    const s = source.socket;
     socket = s;
+    openDirect = source.openDirect;
     // Before the first pull (no message can arrive before it): binary messages as ArrayBuffers, in order.
     s.binaryType = "arraybuffer";
     s.addEventListener("message", (event) => {
       // The object sends binary messages only: anything else is not this wire.
       const message = binary(event.data);
-      const kind = message?.[0];
-      if (!message || (kind !== PAGE && kind !== LIVE && kind !== EVENTS)) {
+      if (!message) {
         end(true, 1002, "unknown message");
         return;
       }
-      if (message.byteLength > 1) write(message.subarray(1));
-      if (kind === LIVE) {
-        live = true;
-        pingTimer ??= setInterval(() => write(PING), options.pingIntervalMs);
-      }
-      if (kind === PAGE || kind === LIVE) {
-        pageArrived?.();
-        pageArrived = undefined;
-      }
+      if (held) held.push(message);
+      else handle(message);
     });
-    // The object closed it (a delete, a dev drop, a deploy): answer the close, end the browser's stream.
-    s.addEventListener("close", () => end(true, 1000, "closed"));
+    // The object closed it (a delete, a dev drop, a deploy): answer the close, end the browser's
+    // stream (after a direct stream being piped is through: the object ended it first).
+    s.addEventListener("close", () => {
+      if (held) closedWhilePiping = true;
+      else end(true, 1000, "closed");
+    });
     s.addEventListener("error", () => end(false));
   };
 
@@ -206,17 +215,17 @@ function relay(
 
   void (async () => {
     try {
-      const s = await connect(pipe, () => ended);
-      if (!s) return;
+      const source = await connect(pipe, () => ended);
+      if (!source) return;
       if (ended) {
         try {
-          s.close(1000, "viewer left");
+          source.socket.close(1000, "viewer left");
         } catch {
           // already closed
         }
         return;
       }
-      attach(s);
+      attach(source);
       await replay();
     } catch {
       end(true, 1011, "relay failed");
@@ -225,28 +234,44 @@ function relay(
   return pipe.readable;
 }
 
-/** Relays `socket` to the browser (`pipe`: the runtime's, unless a test gives its own). */
-export function relayStream(socket: RelaySocket, options: RelayOptions, pipe?: RelayPipe): ReadableStream<Uint8Array> {
-  return relay(options, () => socket, pipe);
+/** Relays `source` to the browser (`pipe`: the runtime's, unless a test gives its own). */
+export function relayStream(source: RelaySource, options: RelayOptions, pipe?: BytePipe): ReadableStream<Uint8Array> {
+  return relay(options, () => source, pipe);
 }
+
+type SessionStub = { fetch(input: string, init?: RequestInit): Promise<Response> };
 
 /**
  * Opens a subscription to a conversation's log strictly after `after` (the object accepts it as hibernatable);
  * `snapshot`: it starts with the conversation's snapshot instead, and goes on strictly after its last event.
+ * It takes direct streams (`maxPendingBytes`: their slow-viewer bound, the relay's own).
  */
 export async function openSubscription(
-  stub: { fetch(input: string, init?: RequestInit): Promise<Response> },
+  stub: SessionStub,
+  maxPendingBytes: number,
   after: number,
   branch?: number,
   snapshot = false,
-): Promise<WebSocket> {
-  const query = `after=${after}${branch !== undefined ? `&branch=${branch}` : ""}${snapshot ? "&snapshot=1" : ""}`;
+): Promise<RelaySource> {
+  const query = `after=${after}${branch !== undefined ? `&branch=${branch}` : ""}${snapshot ? "&snapshot=1" : ""}&direct=1`;
   const upgrade = await stub.fetch(`https://session${SUBSCRIBE_PATH}?${query}`, { headers: { upgrade: "websocket" } });
   const socket = upgrade.webSocket;
   if (upgrade.status !== 101 || !socket)
     throw new ApiError(503, "session_unavailable", "the conversation's event log could not be opened; retry");
   socket.accept();
-  return socket;
+  return {
+    socket,
+    async openDirect(id) {
+      const response = await stub.fetch(
+        `https://session${DIRECT_PATH}?id=${encodeURIComponent(id)}&max=${maxPendingBytes}`,
+      );
+      if (!response.ok || !response.body) {
+        await response.body?.cancel();
+        return null;
+      }
+      return response.body;
+    },
+  };
 }
 
 /** A socket waiting on the user's object for a conversation (src/lib/subscription-wire.ts AWAIT_PATH). */
@@ -272,7 +297,7 @@ const RETRY_HEAD = encoder.encode("retry: 2000\n\n");
  */
 export function relayOnceKnown(
   wait: () => Promise<WaitSocket | "known">,
-  open: (after: number) => Promise<RelaySocket>,
+  open: (after: number) => Promise<RelaySource>,
   after: number,
   options: RelayOptions,
 ): ReadableStream<Uint8Array> {

@@ -40,7 +40,7 @@ async function chunksOf(
 describe("followTurn", () => {
   it("a log stream that ends before the turn does ends the response with an error chunk, not as a finished turn", async () => {
     const socket = fakeSocket();
-    const response = followTurn(socket, new TurnResponse("t1", { pauseAt: () => false }), {
+    const response = followTurn({ socket }, new TurnResponse("t1", { pauseAt: () => false }), {
       pingIntervalMs: 60_000,
       maxPendingBytes: 1_000_000,
     });

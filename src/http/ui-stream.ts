@@ -8,7 +8,7 @@ import { frameDecoder } from "../../public/wire/frames.js";
 import { frameChunk, type TurnResponse, type UiChunk } from "../ai-sdk/chunks";
 import { SSE_HEADERS, SseParser } from "../lib/sse";
 import type { EventEnvelope } from "../schemas/api";
-import { type RelayOptions, type RelaySocket, relayStream } from "./sse-relay";
+import { type RelayOptions, type RelaySource, relayStream } from "./sse-relay";
 
 /** The protocol's response headers (the SDK's own `UI_MESSAGE_STREAM_HEADERS`). */
 const UI_STREAM_HEADERS: Record<string, string> = { ...SSE_HEADERS, "x-vercel-ai-ui-message-stream": "v1" };
@@ -29,8 +29,8 @@ export function uiStreamResponse(body: string): Response {
   return new Response(encoder.encode(`${body}data: [DONE]\n\n`), { headers: UI_STREAM_HEADERS });
 }
 
-export function followTurn(socket: RelaySocket, response: TurnResponse, options: RelayOptions): Response {
-  const native = relayStream(socket, options).getReader();
+export function followTurn(source: RelaySource, response: TurnResponse, options: RelayOptions): Response {
+  const native = relayStream(source, options).getReader();
   // An event holds an upstream frame of up to 1 MiB plus its envelope (test/large-frames.test.ts).
   const parser = new SseParser(MAX_EVENT_BYTES);
   const decoder = new TextDecoder();

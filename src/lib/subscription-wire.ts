@@ -9,7 +9,15 @@
  *   P  a replay page (the Worker pulls again when its browser has room);
  *   L  caught up: from now on events are pushed (the rest may hold the stream's head);
  *   E  live events, pushed as they are appended: a batch in one or more messages, each of whole
- *      frames and at most LIVE_MESSAGE_BYTES (a single frame larger than that goes alone).
+ *      frames and at most LIVE_MESSAGE_BYTES (a single frame larger than that goes alone);
+ *   D  a direct stream is offered (the rest is its id): the Worker opens DIRECT_PATH?id=<id>;
+ *      live events keep coming on the socket until
+ *   H  hand-over: the live events after this message go on the direct stream the object just
+ *      answered; the Worker pipes that response into its browser's natively, and the socket's
+ *      messages after H wait until the object ends it (they follow it, in order).
+ * A direct stream is offered only to a subscription that asked for one (`direct=1`), while the
+ * object is awake and busy anyway: it ends after DIRECT_QUIET_MS without a live event, so an idle
+ * conversation holds only hibernatable sockets (src/session/direct-streams.ts).
  * The object encodes a live batch once and sends the same bytes to every socket. Messages of one
  * stream are written to one SSE response, in order: a lean delta frame may continue the last frame
  * of the message before it. The object closes
@@ -26,7 +34,12 @@ export const PULL = JSON.stringify({ op: "pull" } satisfies z.infer<typeof PullM
 export const PAGE = 0x50; // "P"
 export const LIVE = 0x4c; // "L"
 export const EVENTS = 0x45; // "E"
-type MessageKind = typeof PAGE | typeof LIVE | typeof EVENTS;
+export const DIRECT = 0x44; // "D"
+export const HANDOVER = 0x48; // "H"
+type MessageKind = typeof PAGE | typeof LIVE | typeof EVENTS | typeof DIRECT | typeof HANDOVER;
+
+/** Where the Worker opens a direct stream: ?id=<the D message's id>&max=<its slow-viewer bound in bytes>. */
+export const DIRECT_PATH = "/direct";
 
 /**
  * The bound of a live message's SSE bytes. A WebSocket message a Worker receives over 1 MiB was

@@ -72,6 +72,7 @@ export class SessionRooms {
           json: JSON.stringify({ type: SNAPSHOT_EVENT, data: snapshot }),
         };
       },
+      () => this.config().SSE_DIRECT_QUIET_MS,
     );
     this.desk = new InteractionDesk({
       store,

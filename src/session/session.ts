@@ -9,7 +9,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { captureRpc, Refusal, type RpcResult } from "../errors";
-import { CLOSE_DELETED, CLOSE_DROPPED } from "../lib/subscription-wire";
+import { CLOSE_DELETED, CLOSE_DROPPED, DIRECT_PATH } from "../lib/subscription-wire";
 import type { ConversationEntry } from "../schemas/api";
 import type { CancellationAcknowledgement, InteractionAcknowledgement } from "../schemas/contracts";
 import { SessionBinding } from "./binding";
@@ -147,6 +147,7 @@ export class SessionObject extends DurableObject<Env> {
 
   /** A browser stream's subscription: the Worker, which holds the browser's SSE response, opens a WebSocket here (./subscriptions.ts). */
   override async fetch(request: Request): Promise<Response> {
+    if (new URL(request.url).pathname === DIRECT_PATH) return this.rooms.subscriptions.openDirect(request);
     return this.rooms.subscriptions.accept(request);
   }
 
@@ -169,6 +170,7 @@ export class SessionObject extends DurableObject<Env> {
       instance,
       startedAt,
       subscriptions: rooms.subscriptions.count(),
+      ...rooms.subscriptions.directCounts(),
       commits: rooms.log.commits,
     });
   }

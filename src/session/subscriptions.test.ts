@@ -3,7 +3,8 @@ import { describe, expect, it, vi } from "vitest";
 import { DELTA_EVENT, frameDecoder } from "../../public/wire/frames.js";
 import { relayStream } from "../http/sse-relay";
 import { type SseFrame, SseParser } from "../lib/sse";
-import { CLOSE_PROTOCOL, EVENTS, LIVE, LIVE_MESSAGE_BYTES, PULL } from "../lib/subscription-wire";
+import { CLOSE_PROTOCOL, DIRECT, EVENTS, HANDOVER, LIVE, LIVE_MESSAGE_BYTES, PULL } from "../lib/subscription-wire";
+import { DirectStreams } from "./direct-streams";
 import { updateRow } from "./store/log-chunks";
 import type { EventRow } from "./store/records";
 import { SessionStore } from "./store/store";
@@ -32,6 +33,8 @@ interface FanoutOptions {
   snapshot?(): StreamSnapshot | null;
   /** Runs in the task that answers a pull, right before and right after it. */
   aroundPull?: { before(): void; after(): void };
+  /** Direct streams (./direct-streams.ts), offered to every subscription, with this quiet time. */
+  directQuietMs?: number;
 }
 
 /**
@@ -42,9 +45,16 @@ class EventFanout {
   private readonly sockets = new Set<WebSocket>();
   private readonly states = new Map<WebSocket, Subscription>();
   private readonly hub: SubscriptionHub<WebSocket>;
+  readonly directs: DirectStreams | undefined;
 
   constructor(private readonly options: FanoutOptions) {
+    const quietMs = options.directQuietMs;
+    this.directs =
+      quietMs === undefined
+        ? undefined
+        : new DirectStreams({ onQuiet: () => this.hub.endDirect(), quietMs: () => quietMs });
     this.hub = new SubscriptionHub<WebSocket>({
+      ...(this.directs ? { directs: this.directs } : {}),
       sockets: () => this.sockets,
       load: (ws) => (this.states.has(ws) ? structuredClone(this.states.get(ws)!) : null),
       save: (ws, state) => void this.states.set(ws, structuredClone(state)),
@@ -72,7 +82,8 @@ class EventFanout {
     const { 0: client, 1: server } = new WebSocketPair();
     server.accept();
     this.sockets.add(server);
-    this.states.set(server, newSubscription(cursor, branch, snapshot));
+    const id = this.directs ? crypto.randomUUID().replaceAll("-", "") : undefined;
+    this.states.set(server, newSubscription(cursor, branch, snapshot, id));
     server.addEventListener("message", () => {
       this.options.aroundPull?.before();
       this.hub.pull(server);
@@ -87,10 +98,17 @@ class EventFanout {
       }
     });
     client.accept();
-    return relayStream(client, {
-      pingIntervalMs: this.options.pingIntervalMs,
-      maxPendingBytes: this.options.maxPendingBytes,
-    });
+    // The object's answer to the relay's open, as the Worker gets it: a stream of another request
+    // (here a JavaScript stream: the runtime pipes one transform stream into another only across requests).
+    const openDirect = async () =>
+      this.hub.openDirect(server, this.options.maxPendingBytes)?.pipeThrough(new TransformStream()) ?? null;
+    return relayStream(
+      { socket: client, ...(this.directs ? { openDirect } : {}) },
+      {
+        pingIntervalMs: this.options.pingIntervalMs,
+        maxPendingBytes: this.options.maxPendingBytes,
+      },
+    );
   }
 
   publish(row: EventRow): void {
@@ -99,6 +117,10 @@ class EventFanout {
 
   publishBatch(rows: EventRow[]): void {
     this.hub.publishBatch(rows);
+  }
+
+  endDirect(): void {
+    this.hub.endDirect();
   }
 }
 
@@ -753,5 +775,132 @@ describe("fan-out: held updates", () => {
     expect(fromRead.parsed).toBe(4);
     expect(fromBuilt.bytes).toEqual(fromRead.bytes);
     expect(fromBuilt.bytes.join("")).toContain(DELTA_EVENT);
+  });
+});
+
+describe("fan-out: direct streams", () => {
+  const tick = () => new Promise((r) => setTimeout(r, 0));
+
+  it("offered after a live batch, handed over with nothing replayed or skipped: the reader gets the log once, lean frames continuing across the switches, and no socket message while it is direct", async () => {
+    const l = partLog();
+    l.append("a", "pa", "start ");
+    const sent: Array<{ ws: WebSocket; message: Uint8Array }> = [];
+    const fanout = new EventFanout({
+      readPage: (after, limit) => l.rows.filter((r) => r.seq > after).slice(0, limit),
+      lastSeq: () => l.rows.length,
+      firstRetainedSeq: () => 1,
+      pingIntervalMs: 60_000,
+      maxPendingBytes: 1_000_000,
+      liveIntervalMs: 0,
+      directQuietMs: 60_000,
+      onSend: (ws, message) => sent.push({ ws, message }),
+    });
+    const reading = readEvents(fanout.open(0), 61);
+    await until(() => sent.some((m) => m.message[0] === LIVE));
+    // Batches one task apart: the first goes on the socket with the offer; the relay opens the
+    // stream meanwhile (batches keep coming on the socket until the hand-over).
+    for (let i = 0; i < 20; i++) {
+      fanout.publish(l.append("a", "pa", `${i} `));
+      await tick();
+    }
+    await until(() => fanout.directs!.size === 1);
+    const kindsAt = (from: number) => sent.slice(from).map((m) => m.message[0]);
+    expect(kindsAt(0)).toContain(DIRECT);
+    expect(kindsAt(0)).toContain(HANDOVER);
+    // Direct: nothing more on the socket.
+    const before = sent.length;
+    for (let i = 20; i < 40; i++) {
+      fanout.publish(l.append("a", "pa", `${i} `));
+      await tick();
+    }
+    expect(sent.length).toBe(before);
+    // Quiet: the stream ends, the events go on the socket again, and a stream is offered again.
+    fanout.endDirect();
+    expect(fanout.directs!.size).toBe(0);
+    for (let i = 40; i < 60; i++) {
+      fanout.publish(l.append("a", "pa", `${i} `));
+      await tick();
+    }
+    expect(kindsAt(before)).toContain(EVENTS);
+    expect(kindsAt(before)).toContain(DIRECT);
+    const read = await reading;
+    expect(read.envelopes).toEqual(l.rows.map((r) => r.envelope));
+    // Full frames only at the start (the replay's, and this instance's first live one); lean deltas
+    // all through after them, across both switches.
+    expect(read.names.map((n, i) => (n === DELTA_EVENT ? "" : `${i}:${n}`)).filter(Boolean)).toEqual([
+      "0:message.part.updated",
+      "1:message.part.updated",
+    ]);
+  });
+
+  it("a reader too far behind on its direct stream is broken off: its browser's stream ends (it reconnects from its last id)", async () => {
+    const l = partLog();
+    const sent: Array<{ ws: WebSocket; message: Uint8Array }> = [];
+    const fanout = new EventFanout({
+      readPage: (after, limit) => l.rows.filter((r) => r.seq > after).slice(0, limit),
+      lastSeq: () => l.rows.length,
+      firstRetainedSeq: () => null,
+      pingIntervalMs: 60_000,
+      maxPendingBytes: 20_000,
+      liveIntervalMs: 0,
+      directQuietMs: 60_000,
+      onSend: (ws, message) => sent.push({ ws, message }),
+    });
+    const reader = fanout.open(0).getReader();
+    await until(() => sent.some((m) => m.message[0] === LIVE));
+    fanout.publish(l.append("a", "pa", "first "));
+    await until(() => fanout.directs!.size === 1);
+    // Never read: the stream's unread bytes pass the bound.
+    for (let i = 0; i < 20 && fanout.directs!.size === 1; i++) {
+      fanout.publish(l.append("a", "pa", "w".repeat(5_000)));
+      await tick();
+    }
+    expect(fanout.directs!.size).toBe(0);
+    let ended = false;
+    for (let i = 0; i < 100 && !ended; i++) ended = (await reader.read()).done;
+    expect(ended).toBe(true);
+  });
+
+  it("not offered when direct streams are off (SSE_DIRECT_QUIET_MS=0), nor to a subscription that did not ask for one", async () => {
+    for (const quiet of [0, undefined]) {
+      const l = partLog();
+      const sent: Array<{ ws: WebSocket; message: Uint8Array }> = [];
+      const fanout = new EventFanout({
+        readPage: (after, limit) => l.rows.filter((r) => r.seq > after).slice(0, limit),
+        lastSeq: () => l.rows.length,
+        firstRetainedSeq: () => null,
+        pingIntervalMs: 60_000,
+        maxPendingBytes: 1_000_000,
+        liveIntervalMs: 0,
+        ...(quiet === undefined ? {} : { directQuietMs: quiet }),
+        onSend: (ws, message) => sent.push({ ws, message }),
+      });
+      const reading = readEvents(fanout.open(0), 5);
+      await until(() => sent.some((m) => m.message[0] === LIVE));
+      for (let i = 0; i < 5; i++) {
+        fanout.publish(l.append("a", "pa", `${i} `));
+        await tick();
+      }
+      expect((await reading).envelopes).toEqual(l.rows.map((r) => r.envelope));
+      expect(sent.map((m) => m.message[0])).not.toContain(DIRECT);
+    }
+  });
+});
+
+describe("direct streams: the quiet time", () => {
+  it("ends every stream once none was written for the quiet time, and not while they are written", async () => {
+    let quiet = 0;
+    const directs = new DirectStreams({ onQuiet: () => (quiet++, directs.endAll()), quietMs: () => 30 });
+    const body = directs.start("a".repeat(32), 1_000_000).getReader();
+    // Written more often than the quiet time: not ended.
+    for (let i = 0; i < 10; i++) {
+      expect(directs.write("a".repeat(32), new Uint8Array([65]))).toBe("written");
+      await body.read();
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(quiet).toBe(0);
+    await until(() => directs.size === 0);
+    expect(quiet).toBe(1);
+    expect((await body.read()).done).toBe(true);
   });
 });

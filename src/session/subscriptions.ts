@@ -24,7 +24,10 @@ import { DELTA_EVENT, type Envelope, encodeEvent, SNAPSHOT_EVENT } from "../../p
 import { encodeSseFrame, encodeSseRetry } from "../lib/sse";
 import {
   CLOSE_PROTOCOL,
+  DIRECT,
+  DIRECT_PATH,
   EVENTS,
+  HANDOVER,
   LIVE,
   LIVE_MESSAGE_BYTES,
   PAGE,
@@ -33,6 +36,7 @@ import {
   wireMessage,
   wireMessageOf,
 } from "../lib/subscription-wire";
+import { DirectStreams } from "./direct-streams";
 import { builtEvent } from "./store/log-chunks";
 import type { EventRow } from "./store/records";
 import type { SessionStore } from "./store/store";
@@ -57,6 +61,16 @@ const SubscriptionState = z.strictObject({
    * same synchronous step as the replay page after it, whose cursor it sets. Cleared once sent.
    */
   snapshot: z.literal(true).optional(),
+  /** The id of this subscription's direct streams: present when the Worker can open one (`direct=1`; ./direct-streams.ts). */
+  direct: z
+    .string()
+    .regex(/^[0-9a-f]{32}$/)
+    .optional(),
+  /**
+   * `offered`: the socket was sent `D`, and live events still go on it; `open`: the socket was
+   * sent `H`, and they go on the direct stream. Absent: on the socket, and a direct stream may be offered.
+   */
+  directState: z.enum(["offered", "open"]).optional(),
 });
 export type Subscription = z.infer<typeof SubscriptionState>;
 
@@ -105,6 +119,8 @@ export interface SubscriptionHubDeps<S> {
   liveIntervalMs?: number;
   /** The clock the interval is kept by (Date.now). */
   now?(): number;
+  /** Direct streams (./direct-streams.ts): absent, live events go on the sockets only. */
+  directs?: DirectStreams;
 }
 
 /**
@@ -147,13 +163,14 @@ function addFrame(messages: LiveMessage[], frame: Uint8Array, bound: number): vo
   }
 }
 
-export function newSubscription(after: number, branch?: number, snapshot = false): Subscription {
+export function newSubscription(after: number, branch?: number, snapshot = false, direct?: string): Subscription {
   return {
     after,
     live: false,
     started: false,
     ...(branch !== undefined ? { branch } : {}),
     ...(snapshot ? { snapshot: true as const } : {}),
+    ...(direct !== undefined ? { direct } : {}),
   };
 }
 
@@ -302,16 +319,33 @@ export class SubscriptionHub<S> {
       for (const frame of batch.messages[0]!.frames.slice(1)) addFrame(head, frame, LIVE_MESSAGE_BYTES);
       return [...head.map((m) => wireMessageOf(EVENTS, m.frames)), ...messages.slice(1)];
     };
+    const directs = this.deps.directs;
     for (const socket of this.deps.sockets()) {
       try {
         const state = this.deps.load(socket);
         if (!state?.live) continue;
+        if (state.directState === "open") {
+          // Its direct stream (none when that broke off: its relay ends the browser's stream).
+          if (!directs || !state.direct || !directs.has(state.direct)) continue;
+          const out = batch.firstLean && !state.synced ? (resumed ??= resume()) : messages;
+          for (const message of out) if (directs.write(state.direct, message.subarray(1)) !== "written") break;
+          if (!state.synced) {
+            state.synced = true;
+            this.deps.save(socket, state);
+          }
+          continue;
+        }
         const out = batch.firstLean && !state.synced ? (resumed ??= resume()) : messages;
         for (const message of out) this.deps.send(socket, message);
-        if (!state.synced) {
-          state.synced = true;
-          this.deps.save(socket, state);
+        let changed = !state.synced;
+        state.synced = true;
+        if (directs && state.direct && state.directState === undefined && directs.enabled()) {
+          // The object is busy: a direct stream is offered (events go on the socket until it opens).
+          this.deps.send(socket, wireMessage(DIRECT, state.direct));
+          state.directState = "offered";
+          changed = true;
         }
+        if (changed) this.deps.save(socket, state);
       } catch (err) {
         // A socket closing as we write (its browser reconnects from its last id): the others
         // still get the events.
@@ -319,6 +353,42 @@ export class SubscriptionHub<S> {
       }
     }
   }
+
+  /**
+   * Opens `socket`'s direct stream (it was offered one): what is waiting is sent on the socket
+   * first, then `H`, and from then on its live events go on the stream, which continues exactly
+   * where the socket's messages end (nothing replayed, nothing skipped). Null when the
+   * subscription has no offer to take up.
+   */
+  openDirect(socket: S, maxPendingBytes: number): ReadableStream<Uint8Array> | null {
+    const directs = this.deps.directs;
+    const state = this.deps.load(socket);
+    if (!directs || !state?.live || !state.direct || state.directState !== "offered") return null;
+    this.flush();
+    this.deps.send(socket, wireMessage(HANDOVER, ""));
+    state.directState = "open";
+    this.deps.save(socket, state);
+    return directs.start(state.direct, maxPendingBytes);
+  }
+
+  /** Ends every open direct stream (the object went quiet): their subscriptions go on over their sockets. */
+  endDirect(): void {
+    const directs = this.deps.directs;
+    if (!directs) return;
+    for (const socket of this.deps.sockets()) {
+      const state = this.deps.load(socket);
+      if (!state?.direct || state.directState !== "open") continue;
+      directs.end(state.direct);
+      delete state.directState;
+      this.deps.save(socket, state);
+    }
+  }
+}
+
+/** A direct stream's id: 128 random bits, hex. */
+function directId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** What the session object lends the socket protocol: its Durable Object's hibernatable sockets. */
@@ -355,13 +425,21 @@ export class SubscriptionSockets {
   /** States read from the sockets' attachments, kept per socket (the attachment is the truth). */
   private readonly states = new WeakMap<WebSocket, Subscription>();
   private readonly hub: SubscriptionHub<WebSocket>;
+  private readonly directs: DirectStreams;
+  /** The sockets this instance accepted, by their direct streams' id (after a hibernation: found by their attachments). */
+  private readonly byDirectId = new Map<string, WebSocket>();
 
-  /** `snapshot`: the conversation's snapshot, read now (null when the object holds none). */
+  /**
+   * `snapshot`: the conversation's snapshot, read now (null when the object holds none);
+   * `directQuietMs`: SSE_DIRECT_QUIET_MS (0: no direct streams).
+   */
   constructor(
     private readonly host: SocketHost,
     log: SubscribedLog,
     snapshot: () => StreamSnapshot | null = () => null,
+    directQuietMs: () => number = () => 0,
   ) {
+    this.directs = new DirectStreams({ onQuiet: () => this.hub.endDirect(), quietMs: directQuietMs });
     this.hub = new SubscriptionHub<WebSocket>({
       sockets: () => host.sockets(),
       load: (ws) => this.load(ws),
@@ -375,6 +453,7 @@ export class SubscriptionSockets {
       firstRetainedSeq: () => log()?.firstRetainedSeq() ?? null,
       lowestHeldCursor: () => log()?.lowestHeldCursor() ?? null,
       snapshot,
+      directs: this.directs,
     });
   }
 
@@ -396,21 +475,44 @@ export class SubscriptionSockets {
     const after = /^\d{1,15}$/.exec(url.searchParams.get("after") ?? "");
     const branch = url.searchParams.get("branch");
     const snapshot = url.searchParams.get("snapshot");
+    const direct = url.searchParams.get("direct");
     if (
       url.pathname !== SUBSCRIBE_PATH ||
       request.headers.get("upgrade")?.toLowerCase() !== "websocket" ||
       !after ||
       (branch !== null && !/^\d{1,7}$/.test(branch)) ||
-      (snapshot !== null && (snapshot !== "1" || branch !== null))
+      (snapshot !== null && (snapshot !== "1" || branch !== null)) ||
+      (direct !== null && direct !== "1")
     ) {
       return new Response("expected a subscription: a WebSocket upgrade to /subscribe?after=<seq>", { status: 400 });
     }
     const { 0: client, 1: server } = new WebSocketPair();
     this.host.accept(server);
+    const id = direct === "1" ? directId() : undefined;
     server.serializeAttachment(
-      attachmentOf(newSubscription(Number(after[0]), branch === null ? undefined : Number(branch), snapshot === "1")),
+      attachmentOf(
+        newSubscription(Number(after[0]), branch === null ? undefined : Number(branch), snapshot === "1", id),
+      ),
     );
+    if (id) this.byDirectId.set(id, server);
     return new Response(null, { status: 101, webSocket: client });
+  }
+
+  /**
+   * Opens a subscription's direct stream: a GET of DIRECT_PATH?id=<its id>&max=<bytes>, answered
+   * with the stream (409 when the subscription is not in a direct phase or its relay is too far
+   * behind: the relay then ends its browser's stream, which reconnects from its last id).
+   */
+  openDirect(request: Request): Response {
+    const url = new URL(request.url);
+    const id = url.searchParams.get("id") ?? "";
+    const max = /^\d{1,12}$/.exec(url.searchParams.get("max") ?? "");
+    if (url.pathname !== DIRECT_PATH || !/^[0-9a-f]{32}$/.test(id) || !max)
+      return new Response("expected a direct stream: GET /direct?id=<id>&max=<bytes>", { status: 400 });
+    const socket = this.byDirectId.get(id) ?? this.host.sockets().find((ws) => this.load(ws)?.direct === id);
+    const body = socket ? this.hub.openDirect(socket, Number(max[0])) : null;
+    if (!body) return new Response("no direct stream to open for this subscription", { status: 409 });
+    return new Response(body, { headers: { "content-type": "text/event-stream" } });
   }
 
   /** A message from the Worker: a pull is answered with the next page; anything else closes the socket. */
@@ -436,6 +538,11 @@ export class SubscriptionSockets {
 
   /** The Worker closed its side: the close is answered (1005 and 1006, which cannot be sent, as a normal close). */
   close(ws: WebSocket, code: number): void {
+    const direct = this.load(ws)?.direct;
+    if (direct) {
+      this.directs.abort(direct, "closed");
+      this.byDirectId.delete(direct);
+    }
     try {
       ws.close(code === 1005 || code === 1006 ? 1000 : code, "closed");
     } catch {
@@ -447,6 +554,7 @@ export class SubscriptionSockets {
   closeAll(code: number, reason: string): number {
     // What was published before the close reaches the live sockets before it.
     this.hub.flush();
+    this.directs.endAll();
     const sockets = this.host.sockets();
     for (const ws of sockets) {
       try {
@@ -460,6 +568,11 @@ export class SubscriptionSockets {
 
   count(): number {
     return this.host.sockets().length;
+  }
+
+  /** Direct streams open now, and opened by this instance. */
+  directCounts(): { directStreams: number; directStreamsOpened: number } {
+    return { directStreams: this.directs.size, directStreamsOpened: this.directs.opened };
   }
 
   publish(row: EventRow): void {

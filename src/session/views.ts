@@ -187,6 +187,10 @@ export interface InstanceInfo {
   instance: string;
   startedAt: number;
   subscriptions: number;
+  /** Of those, the ones whose live events go on a direct stream now (./direct-streams.ts). */
+  directStreams: number;
+  /** Direct streams this instance opened. */
+  directStreamsOpened: number;
   rowsWritten: number;
   compactionRowsWritten: number;
   commits: number;
@@ -197,7 +201,14 @@ export interface InstanceInfo {
 /** An instance's figures over its store (null until a conversation is bound: nothing written, nothing held). */
 export function instanceInfoOf(
   store: SessionStore | null,
-  self: { instance: string; startedAt: number; subscriptions: number; commits: number },
+  self: {
+    instance: string;
+    startedAt: number;
+    subscriptions: number;
+    directStreams: number;
+    directStreamsOpened: number;
+    commits: number;
+  },
 ): InstanceInfo {
   return {
     // `commits`: the transactions this instance committed through the log (a batch of upstream frames is one).

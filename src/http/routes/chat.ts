@@ -92,9 +92,9 @@ async function respondWithTurn(
     continueAfterAsks,
     pauseAt: (id, seq) => seq > seen || outstanding.has(id),
   });
-  const socket = await openSubscription(s.stub, turn.after ?? seen);
   const config = c.get("config");
-  return followTurn(socket, response, {
+  const source = await openSubscription(s.stub, config.SSE_MAX_PENDING_BYTES, turn.after ?? seen);
+  return followTurn(source, response, {
     pingIntervalMs: config.SSE_PING_INTERVAL_MS,
     maxPendingBytes: config.SSE_MAX_PENDING_BYTES,
   });

@@ -105,23 +105,28 @@ streamRoutes.serve(
     if (snapshot) {
       // The snapshot is of a conversation the user has (404 otherwise, as …/bootstrap): its events follow it.
       await requireConversation(c, conversationId);
-      return new Response(relayStream(await openSubscription(stub, 0, undefined, true), options), {
-        headers: SSE_HEADERS,
-      });
+      return new Response(
+        relayStream(await openSubscription(stub, options.maxPendingBytes, 0, undefined, true), options),
+        {
+          headers: SSE_HEADERS,
+        },
+      );
     }
     if (!(await knownConversation(c, conversationId))) {
       // Not a conversation yet: wait for it without waking (and so storing) a session object.
       return new Response(
         relayOnceKnown(
           () => awaitConversation(c, conversationId),
-          (from) => openSubscription(stub, from, branch),
+          (from) => openSubscription(stub, options.maxPendingBytes, from, branch),
           after,
           options,
         ),
         { headers: SSE_HEADERS },
       );
     }
-    return new Response(relayStream(await openSubscription(stub, after, branch), options), { headers: SSE_HEADERS });
+    return new Response(relayStream(await openSubscription(stub, options.maxPendingBytes, after, branch), options), {
+      headers: SSE_HEADERS,
+    });
   },
 );
 
