@@ -5,9 +5,9 @@
  * that the Worker's relay must take in JavaScript. A batch then costs the object one write per
  * viewer and the Worker nothing: the runtime pumps the bytes from one pipe to the other.
  *
- * A direct stream holds the object awake, so it lasts only while events flow: after
- * SSE_DIRECT_QUIET_MS (3 s; a turn's pauses, a tool call or a thought, keep them) without a live
- * event the object ends them all, and the subscriptions go on over
+ * A direct stream holds the object awake, so it lasts only while events flow: they end with a
+ * turn's last event (its end), or after SSE_DIRECT_QUIET_MS (3 s; a turn's pauses, a tool call or a
+ * thought, keep them) without a live event, and the subscriptions go on over
  * their hibernatable sockets (an idle conversation with tabs open holds nothing else). Memory only:
  * an evicted object's streams break, and their relays end their browsers' streams, which reconnect
  * from their last id.
