@@ -941,4 +941,17 @@ describe("direct streams: the quiet time", () => {
     expect(quiet).toBe(1);
     expect((await body.read()).done).toBe(true);
   });
+
+  it("holds no timer once none is open: a pending timer would keep the object awake", () => {
+    vi.useFakeTimers();
+    try {
+      const directs = new DirectStreams({ onQuiet: () => directs.endAll(), quietMs: () => 3000 });
+      void directs.start("b".repeat(32), 1_000_000).cancel();
+      expect(vi.getTimerCount()).toBe(1);
+      directs.end("b".repeat(32));
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });
