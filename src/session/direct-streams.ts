@@ -5,9 +5,9 @@
  * that the Worker's relay must take in JavaScript. A batch then costs the object one write per
  * viewer and the Worker nothing: the runtime pumps the bytes from one pipe to the other.
  *
- * A direct stream holds the object awake, so it lasts only while events flow: after
- * SSE_DIRECT_QUIET_MS (3 s; a turn's pauses, a tool call or a thought, keep them) without a live
- * event the object ends them all, and the subscriptions go on over
+ * A direct stream holds the object awake, so it lasts only while events flow: they end with a
+ * turn's last event (its end), or after SSE_DIRECT_QUIET_MS (3 s; a turn's pauses, a tool call or a
+ * thought, keep them) without a live event, and the subscriptions go on over
  * their hibernatable sockets (an idle conversation with tabs open holds nothing else). Memory only:
  * an evicted object's streams break, and their relays end their browsers' streams, which reconnect
  * from their last id.
@@ -65,7 +65,7 @@ export class DirectStreams {
     this.streams.set(id, stream);
     this.opened++;
     void pipe.gone.then(() => {
-      if (this.streams.get(id) === stream) this.streams.delete(id);
+      if (this.streams.get(id) === stream) this.forget(id);
     });
     this.touch();
     return pipe.readable;
@@ -87,13 +87,22 @@ export class DirectStreams {
   /** Ends `id` after what was written: its relay goes on with the subscription's socket. */
   end(id: string): void {
     this.streams.get(id)?.pipe.close();
-    this.streams.delete(id);
+    this.forget(id);
   }
 
   /** Breaks `id` off: its relay ends its browser's stream. */
   abort(id: string, reason: string): void {
     this.streams.get(id)?.pipe.abort(reason);
+    this.forget(id);
+  }
+
+  /** Drops `id`; with none left, the quiet timer goes too (a pending timer would keep the object awake). */
+  private forget(id: string): void {
     this.streams.delete(id);
+    if (this.streams.size === 0 && this.timer !== undefined) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
   }
 
   /** Ends every stream (the sockets are closing: a delete, a dev drop). */

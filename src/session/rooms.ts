@@ -46,7 +46,11 @@ export class SessionRooms {
       publish: (row) => {
         this.subscriptions.publish(row);
         // A turn ended: the next queued turn may start (after this commit's events are out).
-        if (TURN_ENDS.has(row.type)) queueMicrotask(() => this.runner.turnEnded());
+        if (TURN_ENDS.has(row.type)) {
+          // Nothing more is coming soon: the viewers' direct streams end with this batch.
+          this.subscriptions.endDirectSoon();
+          queueMicrotask(() => this.runner.turnEnded());
+        }
         this.handoff.noticed(row.type);
       },
     });

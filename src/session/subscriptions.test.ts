@@ -122,6 +122,10 @@ class EventFanout {
   endDirect(): void {
     this.hub.endDirect();
   }
+
+  endDirectSoon(): void {
+    this.hub.endDirectSoon();
+  }
 }
 
 function log() {
@@ -887,6 +891,40 @@ describe("fan-out: direct streams", () => {
   });
 });
 
+describe("direct streams: a turn's end", () => {
+  it("ends them once the batch with the turn's last event is sent, offering none with it: the object need not stay awake the quiet time", async () => {
+    const l = partLog();
+    const sent: Array<{ ws: WebSocket; message: Uint8Array }> = [];
+    const fanout = new EventFanout({
+      readPage: (after, limit) => l.rows.filter((r) => r.seq > after).slice(0, limit),
+      lastSeq: () => l.rows.length,
+      firstRetainedSeq: () => null,
+      pingIntervalMs: 60_000,
+      maxPendingBytes: 1_000_000,
+      liveIntervalMs: 0,
+      directQuietMs: 60_000,
+      onSend: (ws, message) => sent.push({ ws, message }),
+    });
+    const reading = readEvents(fanout.open(0), 12);
+    await until(() => sent.some((m) => m.message[0] === LIVE));
+    for (let i = 0; i < 10; i++) {
+      fanout.publish(l.append("a", "pa", `${i} `));
+      await new Promise((r) => setTimeout(r, 0));
+    }
+    await until(() => fanout.directs!.size === 1);
+    // The turn's last events, then its end: sent on the direct stream, which then ends.
+    fanout.publish(l.append("a", "pa", "last "));
+    fanout.endDirectSoon();
+    await until(() => fanout.directs!.size === 0);
+    // Back on the socket, and no stream offered with the end: the next batch goes on the socket and offers one.
+    const offers = () => sent.filter((m) => m.message[0] === DIRECT).length;
+    expect(offers()).toBe(1);
+    fanout.publish(l.append("a", "pa", "next "));
+    expect((await reading).envelopes).toEqual(l.rows.map((r) => r.envelope));
+    expect(offers()).toBe(2);
+  });
+});
+
 describe("direct streams: the quiet time", () => {
   it("ends every stream once none was written for the quiet time, and not while they are written", async () => {
     let quiet = 0;
@@ -902,5 +940,18 @@ describe("direct streams: the quiet time", () => {
     await until(() => directs.size === 0);
     expect(quiet).toBe(1);
     expect((await body.read()).done).toBe(true);
+  });
+
+  it("holds no timer once none is open: a pending timer would keep the object awake", () => {
+    vi.useFakeTimers();
+    try {
+      const directs = new DirectStreams({ onQuiet: () => directs.endAll(), quietMs: () => 3000 });
+      void directs.start("b".repeat(32), 1_000_000).cancel();
+      expect(vi.getTimerCount()).toBe(1);
+      directs.end("b".repeat(32));
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -187,6 +187,8 @@ export class SubscriptionHub<S> {
    * live frame may continue. Memory only: after a hibernation the first live frame goes full.
    */
   private live: { context: Envelope | null; envelope: string | null } = { context: null, envelope: null };
+  /** The direct streams end once the batch waiting now is sent (a turn ended: nothing more is coming soon). */
+  private endDirectAfterFlush = false;
 
   constructor(private readonly deps: SubscriptionHubDeps<S>) {}
 
@@ -339,7 +341,13 @@ export class SubscriptionHub<S> {
         for (const message of out) this.deps.send(socket, message);
         let changed = !state.synced;
         state.synced = true;
-        if (directs && state.direct && state.directState === undefined && directs.enabled()) {
+        if (
+          directs &&
+          state.direct &&
+          state.directState === undefined &&
+          directs.enabled() &&
+          !this.endDirectAfterFlush
+        ) {
           // The object is busy: a direct stream is offered (events go on the socket until it opens).
           this.deps.send(socket, wireMessage(DIRECT, state.direct));
           state.directState = "offered";
@@ -351,6 +359,10 @@ export class SubscriptionHub<S> {
         // still get the events.
         console.warn(JSON.stringify({ msg: "subscription write failed", error: String(err) }));
       }
+    }
+    if (this.endDirectAfterFlush) {
+      this.endDirectAfterFlush = false;
+      this.endDirect();
     }
   }
 
@@ -369,6 +381,16 @@ export class SubscriptionHub<S> {
     state.directState = "open";
     this.deps.save(socket, state);
     return directs.start(state.direct, maxPendingBytes);
+  }
+
+  /**
+   * Ends the direct streams once what was published is sent (a turn ended): the object need not
+   * stay awake the quiet time for them, and no stream is offered with that batch.
+   */
+  endDirectSoon(): void {
+    if (!this.deps.directs) return;
+    if (this.batch) this.endDirectAfterFlush = true;
+    else this.endDirect();
   }
 
   /** Ends every open direct stream (the object went quiet): their subscriptions go on over their sockets. */
@@ -582,5 +604,10 @@ export class SubscriptionSockets {
   /** Committed events in log order: the same messages to every live socket. */
   publishBatch(rows: readonly EventRow[]): void {
     this.hub.publishBatch(rows);
+  }
+
+  /** A turn ended: the direct streams end once its last events are sent (./direct-streams.ts). */
+  endDirectSoon(): void {
+    this.hub.endDirectSoon();
   }
 }
