@@ -782,23 +782,33 @@ describe("fan-out: held updates", () => {
   });
 });
 
+/** A fan-out over a part log with direct streams (their quiet time; null: none offered), recording every message sent. */
+function directFanout(
+  l: ReturnType<typeof partLog>,
+  options: { maxPendingBytes?: number; directQuietMs?: number | null } = {},
+) {
+  const quiet = options.directQuietMs === undefined ? 60_000 : options.directQuietMs;
+  const sent: Array<{ ws: WebSocket; message: Uint8Array }> = [];
+  const fanout = new EventFanout({
+    readPage: (after, limit) => l.rows.filter((r) => r.seq > after).slice(0, limit),
+    lastSeq: () => l.rows.length,
+    firstRetainedSeq: () => (l.rows.length ? 1 : null),
+    pingIntervalMs: 60_000,
+    maxPendingBytes: options.maxPendingBytes ?? 1_000_000,
+    liveIntervalMs: 0,
+    ...(quiet === null ? {} : { directQuietMs: quiet }),
+    onSend: (ws, message) => sent.push({ ws, message }),
+  });
+  return { fanout, sent };
+}
+
 describe("fan-out: direct streams", () => {
   const tick = () => new Promise((r) => setTimeout(r, 0));
 
   it("offered after a live batch, handed over with nothing replayed or skipped: the reader gets the log once, lean frames continuing across the switches, and no socket message while it is direct", async () => {
     const l = partLog();
     l.append("a", "pa", "start ");
-    const sent: Array<{ ws: WebSocket; message: Uint8Array }> = [];
-    const fanout = new EventFanout({
-      readPage: (after, limit) => l.rows.filter((r) => r.seq > after).slice(0, limit),
-      lastSeq: () => l.rows.length,
-      firstRetainedSeq: () => 1,
-      pingIntervalMs: 60_000,
-      maxPendingBytes: 1_000_000,
-      liveIntervalMs: 0,
-      directQuietMs: 60_000,
-      onSend: (ws, message) => sent.push({ ws, message }),
-    });
+    const { fanout, sent } = directFanout(l);
     const reading = readEvents(fanout.open(0), 61);
     await until(() => sent.some((m) => m.message[0] === LIVE));
     // Batches one task apart: the first goes on the socket with the offer; the relay opens the
@@ -839,17 +849,7 @@ describe("fan-out: direct streams", () => {
 
   it("a reader too far behind on its direct stream is broken off: its browser's stream ends (it reconnects from its last id)", async () => {
     const l = partLog();
-    const sent: Array<{ ws: WebSocket; message: Uint8Array }> = [];
-    const fanout = new EventFanout({
-      readPage: (after, limit) => l.rows.filter((r) => r.seq > after).slice(0, limit),
-      lastSeq: () => l.rows.length,
-      firstRetainedSeq: () => null,
-      pingIntervalMs: 60_000,
-      maxPendingBytes: 20_000,
-      liveIntervalMs: 0,
-      directQuietMs: 60_000,
-      onSend: (ws, message) => sent.push({ ws, message }),
-    });
+    const { fanout, sent } = directFanout(l, { maxPendingBytes: 20_000 });
     const reader = fanout.open(0).getReader();
     await until(() => sent.some((m) => m.message[0] === LIVE));
     fanout.publish(l.append("a", "pa", "first "));
@@ -868,17 +868,7 @@ describe("fan-out: direct streams", () => {
   it("not offered when direct streams are off (SSE_DIRECT_QUIET_MS=0), nor to a subscription that did not ask for one", async () => {
     for (const quiet of [0, undefined]) {
       const l = partLog();
-      const sent: Array<{ ws: WebSocket; message: Uint8Array }> = [];
-      const fanout = new EventFanout({
-        readPage: (after, limit) => l.rows.filter((r) => r.seq > after).slice(0, limit),
-        lastSeq: () => l.rows.length,
-        firstRetainedSeq: () => null,
-        pingIntervalMs: 60_000,
-        maxPendingBytes: 1_000_000,
-        liveIntervalMs: 0,
-        ...(quiet === undefined ? {} : { directQuietMs: quiet }),
-        onSend: (ws, message) => sent.push({ ws, message }),
-      });
+      const { fanout, sent } = directFanout(l, { directQuietMs: quiet ?? null });
       const reading = readEvents(fanout.open(0), 5);
       await until(() => sent.some((m) => m.message[0] === LIVE));
       for (let i = 0; i < 5; i++) {
@@ -894,17 +884,7 @@ describe("fan-out: direct streams", () => {
 describe("direct streams: a turn's end", () => {
   it("ends them once the batch with the turn's last event is sent, offering none with it: the object need not stay awake the quiet time", async () => {
     const l = partLog();
-    const sent: Array<{ ws: WebSocket; message: Uint8Array }> = [];
-    const fanout = new EventFanout({
-      readPage: (after, limit) => l.rows.filter((r) => r.seq > after).slice(0, limit),
-      lastSeq: () => l.rows.length,
-      firstRetainedSeq: () => null,
-      pingIntervalMs: 60_000,
-      maxPendingBytes: 1_000_000,
-      liveIntervalMs: 0,
-      directQuietMs: 60_000,
-      onSend: (ws, message) => sent.push({ ws, message }),
-    });
+    const { fanout, sent } = directFanout(l);
     const reading = readEvents(fanout.open(0), 12);
     await until(() => sent.some((m) => m.message[0] === LIVE));
     for (let i = 0; i < 10; i++) {
