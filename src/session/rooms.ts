@@ -15,7 +15,7 @@ import { providerRefusal } from "../providers/refusal";
 import type { SessionBinding } from "./binding";
 import { EventLog, storeWrites } from "./event-log";
 import { InteractionDesk } from "./interaction-desk";
-import { SubscriptionSockets } from "./subscriptions";
+import { SubscriptionSockets } from "./subscription-sockets";
 import { TurnRunner } from "./turn-runner";
 import type { UserLink } from "./user-link";
 import { snapshotOf } from "./views";

@@ -3,7 +3,7 @@
  * (wired in ./rooms.ts); the one rule kept here: a refused first turn leaves nothing behind. Whose
  * conversation it holds, and its store, is ./binding.ts; what it asks of its user's object
  * ./user-link.ts. Turns, the upstream reader, usage, budgets and a delete's shutdown are the turn
- * runner's; asks and answers the interaction desk's; subscriptions.ts holds the hibernatable
+ * runner's; asks and answers the interaction desk's; subscription-sockets.ts holds the hibernatable
  * sockets of the Worker's browser streams, views.ts what the reads answer. Methods answer domain
  * outcomes (values or Refusals); the Worker chooses HTTP statuses.
  */
@@ -145,7 +145,7 @@ export class SessionObject extends DurableObject<Env> {
 
   // ------------------------------------------------------------------ streams and reads
 
-  /** A browser stream's subscription: the Worker, which holds the browser's SSE response, opens a WebSocket here (./subscriptions.ts). */
+  /** A browser stream's subscription: the Worker, which holds the browser's SSE response, opens a WebSocket here, and its direct streams (./subscription-sockets.ts). */
   override async fetch(request: Request): Promise<Response> {
     if (new URL(request.url).pathname === DIRECT_PATH) return this.rooms.subscriptions.openDirect(request);
     return this.rooms.subscriptions.accept(request);
