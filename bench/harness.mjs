@@ -50,7 +50,11 @@ function compactedRunEnd(f) {
 }
 
 /** The limits a single user meets in production are per user; a benchmark is one user doing a lot. */
-const BENCH_VARS = { RATE_LIMIT_STREAMS_PER_MINUTE: "100000", RATE_LIMIT_TURNS_PER_MINUTE: "1000" };
+const BENCH_VARS = {
+  RATE_LIMIT_STREAMS_PER_MINUTE: "100000",
+  RATE_LIMIT_TURNS_PER_MINUTE: "1000",
+  ...Object.fromEntries((env.BENCH_SERVER_VARS ?? "").split(",").filter(Boolean).map((kv) => kv.split("="))),
+};
 
 /**
  * A port for a server the bench starts: with `BENCH_PORTS=first-last` (a range of this machine's
