@@ -53,7 +53,12 @@ function compactedRunEnd(f) {
 const BENCH_VARS = {
   RATE_LIMIT_STREAMS_PER_MINUTE: "100000",
   RATE_LIMIT_TURNS_PER_MINUTE: "1000",
-  ...Object.fromEntries((env.BENCH_SERVER_VARS ?? "").split(",").filter(Boolean).map((kv) => kv.split("="))),
+  ...Object.fromEntries(
+    (env.BENCH_SERVER_VARS ?? "")
+      .split(",")
+      .filter(Boolean)
+      .map((kv) => kv.split("=")),
+  ),
 };
 
 /**
