@@ -19,6 +19,8 @@ const bindings = {
   SSE_PING_INTERVAL_MS: "200",
   // Direct streams end soon after a burst, so the tests' streams switch to them and back many times.
   SSE_DIRECT_QUIET_MS: "100",
+  // Tests change the emulator's catalog between reads.
+  AGENTS_CATALOG_TTL_MS: "0",
   // A turn refused for a missing claim reads the capability document again once it is this old:
   // short enough for a test to see a restored flag, long enough that back-to-back refusals read it once.
   CAPABILITIES_RECHECK_MS: "2000",

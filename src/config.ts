@@ -92,6 +92,8 @@ const ConfigSchema = z
     SSE_MAX_PENDING_BYTES: PositiveInt(4 * 1024 * 1024),
     /** Live events go on direct streams while a conversation is busy, until this long without one (docs/architecture.md); 0: never. */
     SSE_DIRECT_QUIET_MS: NonNegativeInt(3000),
+    /** How long a Worker instance serves the provider's catalog again (GET /v1/agents, a turn's backend check); 0: read every time. */
+    AGENTS_CATALOG_TTL_MS: NonNegativeInt(60_000),
     STREAM_TOKEN_TTL_SECONDS: PositiveInt(300),
     CORS_ORIGINS: OptionalText,
     TOKEN_BUDGET_PER_CONVERSATION: OptionalText.pipe(

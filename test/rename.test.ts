@@ -113,13 +113,17 @@ describe("the user index before renames were kept (schema 8)", () => {
       const sql = state.storage.sql;
       // The table as schema 8 left it, with one conversation.
       sql.exec("ALTER TABLE conversations DROP COLUMN renamed");
+      sql.exec("ALTER TABLE conversations DROP COLUMN agent");
       sql.exec("UPDATE schema_version SET version = 8");
       sql.exec(
         "INSERT INTO conversations (conversation_id, title, state, last_event_id, created_at, updated_at) VALUES ('c-old', 'from its first message', 'idle', 3, 1, 1)",
       );
       migrateUserSchema(sql);
       const version = sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version;
-      const before = (await instance.listConversations(10)).map((c) => c.title);
+      const listed = await instance.listConversations(10);
+      const before = listed.map((c) => c.title);
+      // Its agent is not known until its next turn says it (v11).
+      const agent = listed[0]?.agent;
       const touch = {
         conversationId: "c-old",
         state: "idle" as const,
@@ -133,10 +137,11 @@ describe("the user index before renames were kept (schema 8)", () => {
       await instance.renameConversation("c-old", "Renamed");
       // A touch from before the rename (same log position, the old title) does not undo it.
       await instance.touchConversation({ ...touch, title: "a touch may still set it" });
-      return { version, before, touched, after: (await instance.listConversations(10))[0]?.title };
+      return { version, before, agent, touched, after: (await instance.listConversations(10))[0]?.title };
     });
     expect(read).toEqual({
-      version: 10,
+      version: 11,
+      agent: null,
       before: ["from its first message"],
       touched: "a touch may still set it",
       after: "Renamed",

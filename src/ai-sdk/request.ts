@@ -7,6 +7,7 @@
 
 import { z } from "zod";
 import { yesOrNo } from "../../public/wire/grants.js";
+import { ProviderOptions } from "../schemas/agents";
 import { ConversationId, TurnId } from "../schemas/common";
 import { RequestedInteractions } from "../schemas/contracts";
 import { ASK_TOOL, turnOfAssistantMessage } from "./chunks";
@@ -37,6 +38,7 @@ export const ChatRequestBody = z
     messageId: z.string().min(1).max(512).optional(),
     model: z.string().min(1).max(256).optional(),
     interactions: RequestedInteractions.optional(),
+    providerOptions: ProviderOptions.optional(),
   })
   .meta({
     id: "ChatRequest",

@@ -35,6 +35,7 @@ export const API_PATHS = {
   resume: "/v1/sandboxes/:id/resume",
   stop: "/v1/sandboxes/:id/stop",
   accountUsage: "/v1/account/usage",
+  backends: "/v1/backends",
   capabilities: "/v1/sandboxes/:id/runtime/capabilities",
   runStream: "/v1/sandboxes/:id/runtime/agents/run/stream",
   sessions: "/v1/sandboxes/:id/runtime/agents/sessions",

@@ -3,8 +3,10 @@
  * listed, read, resumed, stopped and deleted, and the account's usage [ours]. The lifecycle behind
  * these answers is ./sandboxes.ts.
  */
+
 import type { Hono } from "hono";
 import { API_PATHS, type ApiKit, jsonBody } from "./api-common";
+import { catalogAnswer } from "./catalog";
 import type { SandboxRow } from "./store-schema";
 import { type AccountUsageView, CreateSandboxBody } from "./wire";
 
@@ -73,6 +75,13 @@ export function registerControlPlaneRoutes(app: Hono, api: ApiKit): void {
     runner.schedule();
     store.count("sandboxes.deleted");
     return c.json({ success: true });
+  });
+
+  // §2 the backend catalog [ours] (./catalog.ts); variant `catalog` picks its shape, or none.
+  app.get(API_PATHS.backends, (c) => {
+    const shape = variants().catalog;
+    if (shape === "missing") return fail(c, 404, "NOT_FOUND", "no route GET /v1/backends");
+    return c.json(catalogAnswer(shape) as object);
   });
 
   // §2 the account's usage [ours] (the SDK's `client.usage()`); variant `accountUsage: "missing"` serves none.

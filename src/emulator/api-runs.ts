@@ -5,8 +5,10 @@
  * interrupted (`…/abort`), and its result read (the completed-turn and execution-result routes).
  * The run itself is ./runner.ts; its stream ./streams.ts.
  */
+
 import type { Hono } from "hono";
 import { API_PATHS, type ApiKit, apiNotFound, jsonBody } from "./api-common";
+import { knownBackend } from "./catalog";
 import type { ExecutionRow } from "./store-schema";
 import { abortBody, admissionFrame } from "./variants";
 import { AbortBody, BackendModelObject, RunStreamBody, RunStreamBodyHeaderId } from "./wire";
@@ -77,6 +79,9 @@ export function registerRunRoutes(app: Hono, api: ApiKit): void {
     if (v.backendModel === "object" && model !== undefined && !BackendModelObject.safeParse(model).success) {
       return fail(c, 400, "VALIDATION_ERROR", "backend.model must be an object { provider?, model }");
     }
+    // A backend the catalog does not have is refused, as a deployment refuses one it cannot run.
+    if (body.backend?.type !== undefined && !knownBackend(body.backend.type))
+      return fail(c, 400, "VALIDATION_ERROR", `backend.type ${body.backend.type} is not in the backend catalog`);
     store.count("runs.dispatches");
 
     // Idempotent dispatch: the same execution id or the same (session, turn) attaches to the existing run.
@@ -106,6 +111,7 @@ export function registerRunRoutes(app: Hono, api: ApiKit): void {
       // The posture is read where the deployment reads it; the other place is accepted and ignored.
       interactions: v.interactionsAt === "backend" ? body.backend?.interactions : body.interactions,
       backend: body.backend?.type ?? created.backend?.type ?? "opencode",
+      ...(modelName(body.backend?.model) ? { model: modelName(body.backend?.model) } : {}),
       requestedExecutionId: requested,
       request: body,
       history: store.sessionHistory(sb.id, body.sessionId).map((m) => m.message),
@@ -169,4 +175,12 @@ function admitted(exe: ExecutionRow): { executionId: string; sessionId: string; 
     ...(exe.turn_id ? { turnId: exe.turn_id } : {}),
     status: exe.status,
   };
+}
+
+/** A dispatch's `backend.model` as a name (`provider/model`), whichever form it came in. */
+function modelName(model: unknown): string | undefined {
+  if (typeof model === "string") return model;
+  const parsed = BackendModelObject.safeParse(model);
+  if (!parsed.success) return undefined;
+  return parsed.data.provider ? `${parsed.data.provider}/${parsed.data.model}` : parsed.data.model;
 }

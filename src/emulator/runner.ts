@@ -55,6 +55,8 @@ export interface StartRun {
   message: string;
   interactions?: Record<string, boolean>;
   backend: string;
+  /** The model the dispatch named (`backend.model`, as `provider/model`); absent: the backend's default. */
+  model?: string;
   /** The execution id the dispatch asked for; a fresh one when absent. */
   requestedExecutionId?: string;
   /** The dispatch body as received (the control route shows it). */
@@ -89,6 +91,7 @@ export class Runner {
       executionId: id,
       turnId: run.turnId,
       backend: run.backend,
+      ...(run.model !== undefined ? { model: run.model } : {}),
       environmentId: run.sandboxId,
       ...(run.history && run.history.length > 0 ? { history: run.history } : {}),
       ...(run.interactions ? { interactions: run.interactions } : {}),

@@ -19,6 +19,7 @@ import { registerSessionRoutes } from "./api-sessions";
 /** A stable name for a route, for counters (`requests.<key>`) and targeted fault injection. */
 function routeKey(method: string, path: string): string {
   if (path === API_PATHS.accountUsage) return "account.usage";
+  if (path === API_PATHS.backends) return "backends.list";
   const p = path.replace(/^\/v1\/sandboxes/, "");
   if (p === "" || p === "/") return method === "POST" ? "sandboxes.create" : "sandboxes.list";
   const runtime = p.match(/^\/[^/]+\/runtime(\/.*)$/);

@@ -51,6 +51,8 @@ import type { ScriptFrame } from "./script-frame";
  *   [step-partial]      the first step lacks its output count: no running total after it
  *   [bad-usage]         the first step has a negative count
  * Tests:
+ *   [whoami]    the answer says what the run was dispatched with: its backend, its model and its
+ *               interaction posture ("backend opencode; model zai/glm-5.2; interactions default")
  *   [hold]      the run stops after its first step until a control call releases it (holds.ts)
  */
 
@@ -67,6 +69,8 @@ export interface ScriptInput {
   foreignBinding?: boolean;
   turnId?: string;
   backend: string;
+  /** The model the dispatch named (absent: the backend's default); what [whoami] says. */
+  model?: string;
   /** The session's earlier user messages, oldest first (what [recall] names). */
   history?: string[];
   /** Variants fixed when the run started (absent: the default shape). */
@@ -356,7 +360,9 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
         ? Array.from({ length: words }, (_, i) => LONG_WORDS[i % LONG_WORDS.length]).join(" ")
         : hasDirective(message, "long")
           ? LONG_WORDS.join(" ")
-          : "I read the README: it describes a small service with a test suite. Nothing needs to change.";
+          : hasDirective(message, "whoami")
+            ? `backend ${backend}; model ${input.model ?? "default"}; interactions ${input.interactions ? JSON.stringify(input.interactions) : "default"}`
+            : "I read the README: it describes a small service with a test suite. Nothing needs to change.";
   const paragraphed = words !== undefined && hasDirective(message, "paragraphs");
   // The answer in paragraphs of 25 words (split once: a 10,000-word answer is 400 of them).
   const all = paragraphed ? answer.split(" ") : [];

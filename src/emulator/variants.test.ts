@@ -79,6 +79,7 @@ describe("the emulator's variants", () => {
         stoppedRuns: "end",
         sandboxLifecycle: "full",
         accountUsage: "served",
+        catalog: "backends",
       },
     });
     const set = await emu.control("/_emulator/variants", { errorBody: "control-plane", fieldOrder: "data-first" });

@@ -99,6 +99,8 @@ export const EmulatorVariants = z.strictObject({
   sandboxLifecycle: z.enum(["full", "wire-only"]).optional(),
   /** §2 the account's usage [ours]: `GET /v1/account/usage` served, or 404 like a deployment without it. */
   accountUsage: z.enum(["served", "missing"]).optional(),
+  /** §2 the backend catalog [ours]: `{ backends }`, `{ data: { backends } }`, a bare array, or 404 like a deployment without it. */
+  catalog: z.enum(["backends", "data", "array", "missing"]).optional(),
 });
 export type EmulatorVariants = z.infer<typeof EmulatorVariants>;
 export type Variants = Required<EmulatorVariants>;
@@ -131,6 +133,7 @@ const DEFAULT_VARIANTS: Variants = {
   stoppedRuns: "end",
   sandboxLifecycle: "full",
   accountUsage: "served",
+  catalog: "backends",
 };
 
 /** The variants in force: those set, the defaults for the rest. */

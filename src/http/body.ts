@@ -10,7 +10,9 @@ import { ApiError } from "../errors";
 function issuesOf(error: z.ZodError): Array<{ path: string; message: string }> {
   return error.issues.map((issue) => {
     const path = issue.path.length ? issue.path.join(".") : "(body)";
-    if (issue.code === "unrecognized_keys") return { path: issue.keys.join(", "), message: "unknown field" };
+    // Each unknown field by its whole path (`providerOptions.backend.model.foo`), not its name alone.
+    if (issue.code === "unrecognized_keys")
+      return { path: issue.keys.map((key) => [...issue.path, key].join(".")).join(", "), message: "unknown field" };
     return { path, message: issue.message };
   });
 }

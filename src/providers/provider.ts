@@ -8,6 +8,7 @@
  * acknowledgement statuses. The session knows no provider's frame names or error strings.
  */
 
+import type { AgentCatalog } from "../schemas/agents";
 import type { Counts, JsonObject, Provenance } from "../schemas/common";
 import type {
   AgentExactRunControlRef,
@@ -85,6 +86,8 @@ export interface DispatchInput {
   executionId: string;
   message: string;
   model?: string;
+  /** The backend options the turn runs on (Tangle: the prompt's `backend` type and model object; ../http/agent-options.ts). */
+  backend?: { type?: string; model?: { provider?: string; model: string } };
   interactions?: RequestedInteractions;
   /** The conversation's previous run, if any: a provider may continue its upstream session. */
   previous?: AgentExactRunControlRef;
@@ -254,6 +257,8 @@ export interface AgentProvider {
   /** The `provider` coordinate of control refs. */
   readonly name: string;
   ensureEnvironment(input: EnsureEnvironmentInput): Promise<EnsureEnvironmentResult>;
+  /** What this deployment can run: its backends, their models and what each supports (GET /v1/agents); a failed read throws the provider's error unchanged. */
+  catalog(): Promise<AgentCatalog>;
   /**
    * What the environment lets the gateway offer for a turn on `model` (the provider's default when
    * omitted). `recheck`: a claim was missing, so a document the provider keeps itself is read again

@@ -3,6 +3,7 @@
  * document at /openapi.json is generated from these same schemas.
  */
 import { z } from "zod";
+import { ConversationAgentSchema, ProviderOptions } from "./agents";
 import { COUNTERS, ConversationId, Id, Provenance, TokenUsage, TurnId } from "./common";
 import {
   CancellationAcknowledgement,
@@ -19,8 +20,16 @@ export const SubmitTurnBody = z
   .strictObject({
     turnId: TurnId.optional().describe("Required here or as the Idempotency-Key header"),
     message: z.string().min(1, "must not be empty"),
-    model: z.string().min(1).max(256).optional(),
+    model: z
+      .string()
+      .min(1)
+      .max(256)
+      .optional()
+      .describe(
+        "The model for this turn (Tangle: `provider/model`; CLI Bridge: a model route); omitted: the conversation's (docs/api.md#choosing-the-agent)",
+      ),
     interactions: RequestedInteractions.optional(),
+    providerOptions: ProviderOptions.optional(),
     whenBusy: z
       .enum(["refuse", "queue"])
       .optional()
@@ -217,6 +226,7 @@ export const ConversationSummarySchema = z
     state: z.enum(["idle", "running"]),
     waitingFor: WaitingFor.nullable().describe("what the running turn waits for (its waitingFor), else null"),
     title: z.string().nullable(),
+    agent: ConversationAgentSchema.describe("the agent it runs (docs/api.md#choosing-the-agent)"),
     activeTurn: TurnViewSchema.nullable(),
     lastTurn: TurnViewSchema.nullable(),
     queue: z.array(TurnViewSchema).describe("turns that wait to start, in order (status queued)"),
@@ -279,6 +289,9 @@ export const ConversationEntrySchema = z
     state: z.enum(["idle", "running"]),
     waitingFor: WaitingFor.nullable().describe("what the running turn waits for, else null"),
     branch: z.number().int().nonnegative().describe("the branch the conversation shows (its summary's branch)"),
+    agent: ConversationAgentSchema.nullable().describe(
+      "the agent it runs (docs/api.md#choosing-the-agent); null: not listed since its last turn",
+    ),
     lastEventId: z.number().int(),
     createdAt: z.string(),
     updatedAt: z.string(),

@@ -18,6 +18,7 @@ import type { AgentProvider } from "../providers/provider";
 import { providerRefusal } from "../providers/refusal";
 import type { AgentExactRunControlRef } from "../schemas/contracts";
 import type { AbandonedRuns } from "./abandoned-runs";
+import { agentOfTurn, chosenAgent } from "./agent-choice";
 import { FORK_SOURCE_GONE, forkBranch, forkKnownUnavailable, forkRefusal } from "./branch-fork";
 import { agentSessionOf, branchSessionId, previousRun } from "./branches";
 import type { BudgetStop } from "./budget-stop";
@@ -255,6 +256,9 @@ export class Dispatcher {
         });
       }
       this.store.markRunning(turnId, dispatched.controlRef, row.seq, Date.now());
+      // The conversation's first turn chooses its agent for the turns after it.
+      if (this.store.turnCount() === 1 && this.store.getMeta("agent") === null)
+        this.store.setMeta("agent", chosenAgent(request));
       if (dispatched.notice)
         log.append({ turnId, executionId, type: "warning", data: dispatched.notice, now: Date.now() });
       this.store.setMeta("environmentId", dispatched.controlRef.environmentId);
@@ -274,6 +278,8 @@ export class Dispatcher {
     request: TurnRequest,
   ): Promise<Dispatched> {
     const turn = this.store.turn(turnId)!;
+    // The turn runs on its own model where it names one, else on the conversation's (./agent-choice.ts).
+    request = { ...request, ...agentOfTurn(request, this.store.getMeta("agent")) };
     const origin = this.store.branches().find((b) => b.branch === turn.branch);
     const needsFork = origin !== undefined && !origin.forked && origin.forkOf !== null;
     // What the conversation's environment is known not to do is refused before any call: its
@@ -297,6 +303,7 @@ export class Dispatcher {
       executionId,
       message: request.message,
       model: request.model,
+      ...(request.backend ? { backend: request.backend } : {}),
       interactions: request.interactions,
       ...(previous ? { previous } : {}),
       sessions: this.store.upstreamRuns().map((run) => run.ref),

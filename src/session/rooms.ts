@@ -110,7 +110,12 @@ export class SessionRooms {
 
   /** The turn runner's live figures a snapshot reads (./views.ts snapshotOf). */
   run() {
-    return { total: this.runner.total(), queue: this.runner.queue.waiting(), budget: this.runner.budget() };
+    return {
+      total: this.runner.total(),
+      queue: this.runner.queue.waiting(),
+      budget: this.runner.budget(),
+      agent: this.runner.agent(),
+    };
   }
 
   private config(): Config {

@@ -182,7 +182,13 @@ export class SessionObject extends DurableObject<Env> {
 
   async summary(conversationId: string): Promise<RpcResult<ConversationSummary>> {
     return this.held(conversationId, (context, store) =>
-      summaryOf(store, context, this.rooms.runner.total(), this.rooms.runner.queue.waiting()),
+      summaryOf(
+        store,
+        context,
+        this.rooms.runner.total(),
+        this.rooms.runner.queue.waiting(),
+        this.rooms.runner.agent(),
+      ),
     );
   }
 

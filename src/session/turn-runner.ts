@@ -26,10 +26,12 @@ import { canonicalDigest, stripUndefined } from "../lib/digest";
 import { ProviderError } from "../providers/errors";
 import type { AgentProvider } from "../providers/provider";
 import { providerRefusal } from "../providers/refusal";
+import type { ConversationAgent } from "../schemas/agents";
 import type { TotalView } from "../schemas/api";
 import type { CancellationAcknowledgement } from "../schemas/contracts";
 import { type BudgetState, budgetUsage } from "../usage/budgets";
 import { AbandonedRuns } from "./abandoned-runs";
+import { agentView } from "./agent-choice";
 import { activeBranch, agentSessions } from "./branches";
 import { BudgetStop } from "./budget-stop";
 import { Dispatcher, type Send } from "./dispatch";
@@ -374,6 +376,11 @@ export class TurnRunner {
     this.stopReader();
   }
 
+  /** The agent the conversation runs (./agent-choice.ts): its first turn's choice over the deployment's default. */
+  agent(): ConversationAgent {
+    return agentView(this.deps.bound() ? this.store.getMeta("agent") : null, this.deps.config());
+  }
+
   // ------------------------------------------------------------------ the conversation index
 
   private async touchIndex(context: SessionContext | null, state: "idle" | "running"): Promise<void> {
@@ -388,6 +395,7 @@ export class TurnRunner {
           ? (waitingOf(this.store.outstandingOfTurn(active.turnId))?.waitingFor ?? null)
           : null,
       branch: activeBranch(this.store),
+      agent: this.agent(),
       lastEventId: this.store.lastSeq(),
       usage: budgetUsage(this.total()),
     });

@@ -6,6 +6,7 @@
  */
 import { Refusal, type RpcResult } from "../errors";
 import type { EnvironmentRecord } from "../providers/provider";
+import type { ConversationAgent } from "../schemas/agents";
 import type { ConversationEntry, WaitingFor } from "../schemas/api";
 import type { WebhookEvent } from "../schemas/webhooks";
 import type { Spend } from "../usage/budgets";
@@ -17,6 +18,7 @@ export interface IndexEntry {
   state: "idle" | "running";
   waitingFor: WaitingFor | null;
   branch: number;
+  agent: ConversationAgent;
   lastEventId: number;
   usage: Spend;
 }

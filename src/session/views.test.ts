@@ -58,18 +58,21 @@ function turn(store: SessionStore, turnId: string, executionId: string, status?:
   });
 }
 
+const AGENT = { backend: "opencode", model: null, chosen: "default" } as const;
+
 describe("the conversation's read views", () => {
   it("a conversation without turns: idle, nothing active or last, the runner's total as given", async () => {
     const total = totalOf([]);
     const summary = await withStore((store) => {
       store.setMeta("createdAt", Date.UTC(2025, 0, 2));
-      return summaryOf(store, context, total, []);
+      return summaryOf(store, context, total, [], AGENT);
     });
     expect(summary).toEqual({
       conversationId: "conv-1",
       state: "idle",
       waitingFor: null,
       title: null,
+      agent: AGENT,
       activeTurn: null,
       lastTurn: null,
       queue: [],
@@ -90,7 +93,7 @@ describe("the conversation's read views", () => {
       turn(store, "t1", "x1", "completed");
       turn(store, "t2", "x2", undefined, 2_000);
       store.addInteraction({ interactionId: "ask-1", turnId: "t2", executionId: "x2", request: question, now: 2_001 });
-      return summaryOf(store, context, totalOf([]), []);
+      return summaryOf(store, context, totalOf([]), [], AGENT);
     });
     expect(summary).toMatchObject({
       state: "running",

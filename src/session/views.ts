@@ -8,6 +8,7 @@
 import type { z } from "zod";
 import { replayTurn, uiMessages } from "../ai-sdk/message";
 import { Refusal } from "../errors";
+import type { ConversationAgent } from "../schemas/agents";
 import type { ConversationSummarySchema, ConversationUsageSchema, MessagesSchema, TotalView } from "../schemas/api";
 import type { BudgetState } from "../usage/budgets";
 import { emptyExecutionUsage, executionView } from "../usage/usage-fold";
@@ -41,6 +42,7 @@ export function summaryOf(
   context: SessionContext,
   total: TotalView,
   queue: TurnView[],
+  agent: ConversationAgent,
 ): ConversationSummary {
   const active = store.activeTurn();
   const tree = store.treeTurns();
@@ -55,6 +57,7 @@ export function summaryOf(
     state: active ? "running" : "idle",
     waitingFor: activeView?.waitingFor ?? null,
     title: store.getMeta("title"),
+    agent,
     activeTurn: activeView,
     lastTurn: last
       ? last.turnId === active?.turnId
@@ -119,11 +122,11 @@ export type ConversationSnapshot = {
 export function snapshotOf(
   store: SessionStore,
   context: SessionContext,
-  run: { total: TotalView; queue: TurnView[]; budget: BudgetState | null },
+  run: { total: TotalView; queue: TurnView[]; budget: BudgetState | null; agent: ConversationAgent },
 ): ConversationSnapshot {
   const { conversationId } = context;
   return {
-    summary: summaryOf(store, context, run.total, run.queue),
+    summary: summaryOf(store, context, run.total, run.queue, run.agent),
     messages: messagesOf(store, conversationId),
     branches: { conversationId, ...branchesOf(store) },
     usage: usageOf(store, conversationId, run.total, run.budget),

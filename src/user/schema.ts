@@ -7,7 +7,7 @@
  */
 
 /** The schema this code reads and writes. */
-const CURRENT = 10;
+const CURRENT = 11;
 
 /** v6 (issue 22, the sandbox's life): what the gateway did to the user's environment, and the durable record of an account's deletion. */
 const ACCOUNT_TABLES_V6 = [
@@ -60,6 +60,8 @@ export function migrateUserSchema(sql: Pick<SqlStorage, "exec">): void {
   if (current < 9) sql.exec("ALTER TABLE conversations ADD COLUMN renamed INTEGER NOT NULL DEFAULT 0");
   // v10: the conversations the live account admitted, the account deletion's fence (./account.ts).
   if (current < 10) for (const statement of ACCOUNT_TABLES_V10) sql.exec(statement);
+  // v11: the agent each conversation runs (docs/api.md#choosing-the-agent), as JSON; null: not known yet.
+  if (current < 11) sql.exec("ALTER TABLE conversations ADD COLUMN agent TEXT");
   sql.exec("DELETE FROM schema_version");
   sql.exec(`INSERT INTO schema_version (version) VALUES (${CURRENT})`);
 }

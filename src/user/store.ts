@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import type { CreateLedger, EnvironmentRecord } from "../providers/provider";
+import { type ConversationAgent, ConversationAgentSchema } from "../schemas/agents";
 import { type ConversationEntry, WaitingFor } from "../schemas/api";
 import { Provenance } from "../schemas/common";
 import type { Spend } from "../usage/budgets";
@@ -30,6 +31,8 @@ export interface IndexTouch {
   state: "idle" | "running";
   waitingFor: WaitingFor | null;
   branch?: number;
+  /** The agent the conversation runs (absent: a touch from before agents were listed). */
+  agent?: ConversationAgent;
   lastEventId: number;
   updatedAt: number;
   usage: Spend;
@@ -101,8 +104,8 @@ export class UserStore {
    */
   touch(entry: IndexTouch): void {
     this.sql.exec(
-      `INSERT INTO conversations (conversation_id, title, state, waiting_for, last_event_id, created_at, updated_at, used_tokens, usage_complete, usage_provenance, branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT(conversation_id) DO UPDATE SET title = CASE WHEN conversations.renamed = 1 THEN conversations.title ELSE excluded.title END, state = excluded.state, waiting_for = excluded.waiting_for, branch = excluded.branch,
+      `INSERT INTO conversations (conversation_id, title, state, waiting_for, last_event_id, created_at, updated_at, used_tokens, usage_complete, usage_provenance, branch, agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT(conversation_id) DO UPDATE SET title = CASE WHEN conversations.renamed = 1 THEN conversations.title ELSE excluded.title END, state = excluded.state, waiting_for = excluded.waiting_for, branch = excluded.branch, agent = COALESCE(excluded.agent, conversations.agent),
          last_event_id = excluded.last_event_id, updated_at = excluded.updated_at,
          used_tokens = excluded.used_tokens, usage_complete = excluded.usage_complete, usage_provenance = excluded.usage_provenance
        WHERE excluded.last_event_id >= conversations.last_event_id`,
@@ -117,6 +120,7 @@ export class UserStore {
       entry.usage.complete ? 1 : 0,
       entry.usage.provenance,
       entry.branch ?? 0,
+      entry.agent ? JSON.stringify(entry.agent) : null,
     );
   }
 
@@ -140,6 +144,7 @@ export class UserStore {
         state: string;
         waiting_for: string | null;
         branch: number;
+        agent: string | null;
         last_event_id: number;
         created_at: number;
         updated_at: number;
@@ -151,6 +156,7 @@ export class UserStore {
         state: r.state as "idle" | "running",
         waitingFor: r.state === "running" && r.waiting_for !== null ? WaitingFor.parse(r.waiting_for) : null,
         branch: r.branch ?? 0,
+        agent: r.agent === null ? null : (ConversationAgentSchema.safeParse(JSON.parse(r.agent)).data ?? null),
         lastEventId: r.last_event_id,
         createdAt: new Date(r.created_at).toISOString(),
         updatedAt: new Date(r.updated_at).toISOString(),

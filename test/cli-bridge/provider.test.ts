@@ -97,3 +97,26 @@ describe("a bridge whose process slots are all taken (issue 36)", () => {
     await provider.cancel(holder.controlRef);
   });
 });
+
+describe("the bridge's catalog (GET /v1/agents)", () => {
+  it("its model routes grouped by harness, each harness's facts from its route's capability document", async () => {
+    const { provider } = peer();
+    const catalog = await provider.catalog();
+    expect(catalog.provider).toBe("cli-bridge");
+    // The backend is the route's harness: a turn names a route, never a backend of its own.
+    expect(catalog.perTurnBackend).toBe(false);
+    const pi = catalog.backends.find((b) => b.type === "pi")!;
+    const codex = catalog.backends.find((b) => b.type === "codex")!;
+    expect(pi.models).toContain(PI);
+    expect(codex.models).toContain(CODEX);
+    // Pi's retained sessions prove interactions; Codex's one-shot runs carry none.
+    expect(pi.supports.interactions).toBe(true);
+    expect(codex.supports.interactions).toBe(false);
+    for (const b of catalog.backends) {
+      expect(typeof b.supports.attachments === "boolean" || "unavailable" in (b.supports.attachments as object)).toBe(
+        true,
+      );
+      expect(b.supports.perTurnModel).toBe(true);
+    }
+  });
+});

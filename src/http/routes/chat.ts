@@ -24,6 +24,7 @@ import { ApiError, type RpcResult } from "../../errors";
 import { ConversationId } from "../../schemas/common";
 import type { InteractionAcknowledgement } from "../../schemas/contracts";
 import type { ConversationSummary } from "../../session/session";
+import { turnAgentRequest } from "../agent-options";
 import {
   type AppEnv,
   knownConversation,
@@ -37,6 +38,7 @@ import { unwrapRpc } from "../errors";
 import { DeclaredRoutes, eventStream, json, noContent } from "../route-declaration";
 import { openSubscription } from "../sse-relay";
 import { followTurn, uiStreamResponse } from "../ui-stream";
+import { checkBackendChoice } from "./agents";
 import { BranchQuery, branchOf } from "./conversations";
 
 /** The SDK sends the whole history with every request; only the last message is read. */
@@ -173,10 +175,9 @@ chatRoutes.serve(
       throw err;
     }
     const s = await session(c, body.id);
-    const options = {
-      ...(body.model !== undefined ? { model: body.model } : {}),
-      ...(body.interactions !== undefined ? { interactions: body.interactions } : {}),
-    };
+    // Checked before anything else happens: a refused agent choice stores and sends nothing.
+    const options = turnAgentRequest(body, c.get("config").provider === "cli-bridge" ? "cli-bridge" : "tangle");
+    await checkBackendChoice(c, options);
     if (action.kind === "answer") {
       await requireConversation(c, s.conversationId);
       await deliverAnswers(s, action);

@@ -26,10 +26,12 @@ import {
   TurnViewSchema,
 } from "../../schemas/api";
 import { ConversationId, TurnId } from "../../schemas/common";
+import { turnAgentRequest } from "../agent-options";
 import { type AppEnv, knownSession, limitedTurn, session } from "../app-context";
 import { invalid } from "../body";
 import { unwrapRpc } from "../errors";
 import { DeclaredRoutes, json } from "../route-declaration";
+import { checkBackendChoice } from "./agents";
 
 /** JSON envelope around the message: the body limit is the message limit plus this. */
 const BODY_OVERHEAD_BYTES = 16 * 1024;
@@ -131,10 +133,11 @@ conversationRoutes.serve(
         `the message is ${messageBytes} bytes; the limit is ${config.MAX_MESSAGE_BYTES}`,
       );
     }
+    const agent = turnAgentRequest(body, config.provider === "cli-bridge" ? "cli-bridge" : "tangle");
+    await checkBackendChoice(c, agent);
     const request = {
       message: body.message,
-      ...(body.model !== undefined ? { model: body.model } : {}),
-      ...(body.interactions !== undefined ? { interactions: body.interactions } : {}),
+      ...agent,
       // The branch point is part of the request: a retry names it again, another one is a conflict.
       ...(body.parentTurnId !== undefined ? { parentTurnId: body.parentTurnId } : {}),
     };

@@ -5,6 +5,7 @@
  * prefixes.
  */
 import type { DeclaredRoutes } from "../route-declaration";
+import { agentRoutes } from "./agents";
 import { chatRoutes } from "./chat";
 import { conversationRoutes } from "./conversations";
 import { devRoutes } from "./dev";
@@ -28,6 +29,8 @@ export const MOUNTS: readonly Mount[] = [
   { prefix: "/v1/conversations", routes: streamRoutes },
   // The AI SDK's UI message stream protocol over the same conversations.
   { prefix: "/v1/chat", routes: chatRoutes },
+  // What the deployment can run (docs/api.md#choosing-the-agent).
+  { prefix: "/v1/agents", routes: agentRoutes },
   // The user's sandbox and account (docs/api.md#the-sandboxs-life).
   { prefix: "/v1/environment", routes: environmentRoutes },
   { prefix: "/v1/me", routes: accountRoutes },
@@ -37,6 +40,7 @@ export const MOUNTS: readonly Mount[] = [
 
 /** Every route at or under these needs `Authorization: Bearer <user token>` (or, on an events route, a stream token). */
 export const AUTHENTICATED_PREFIXES = [
+  "/v1/agents",
   "/v1/conversations",
   "/v1/chat",
   "/v1/environment",

@@ -17,6 +17,7 @@
  *   file paths taken out of what users see;
  * - wire-errors.ts: the bridge's error codes as provider error codes; routes.ts the route table.
  */
+import type { AgentCatalog } from "../../schemas/agents";
 import type { AgentExactRunControlRef } from "../../schemas/contracts";
 import type { Claims } from "../claims";
 import { ProviderError } from "../errors";
@@ -37,6 +38,7 @@ import type {
   ProviderResult,
 } from "../provider";
 import { capacityOf } from "./capacity";
+import { readCatalog } from "./catalog";
 import { bridgeClaims } from "./claims";
 import { answerInteraction, cancelRun } from "./control";
 import { dispatchTurn, type TurnDefaults } from "./dispatch";
@@ -76,6 +78,10 @@ export class CliBridgeProvider implements AgentProvider {
 
   ensureEnvironment(input: EnsureEnvironmentInput): Promise<EnsureEnvironmentResult> {
     return ensureEnvironment(input);
+  }
+
+  catalog(): Promise<AgentCatalog> {
+    return readCatalog(this.http, this.documents, this.options.model);
   }
 
   async claimsFor(_environment: EnvironmentRecord, model?: string, options?: { recheck?: boolean }): Promise<Claims> {

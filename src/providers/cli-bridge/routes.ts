@@ -9,6 +9,7 @@ const enc = encodeURIComponent;
 export const bridgeRoutes = {
   health: (): Route => ({ method: "GET", path: "/health" }),
   capabilities: (): Route => ({ method: "GET", path: "/v1/capabilities" }),
+  models: (): Route => ({ method: "GET", path: "/v1/models" }),
   chat: (): Route => ({ method: "POST", path: "/v1/chat/completions" }),
   run: (runId: string): Route => ({ method: "GET", path: `/v1/runs/${enc(runId)}` }),
   runEvents: (runId: string): Route => ({ method: "GET", path: `/v1/runs/${enc(runId)}/events` }),

@@ -25,16 +25,20 @@ function backendModel(route: string): NonNullable<BackendConfig["model"]> {
     : { model: route };
 }
 
-/** The backend for a turn on `model` (the deployment's default when omitted), with the turn's interaction posture. */
+/**
+ * The backend for a turn on `model` (the deployment's default when omitted), with the turn's
+ * interaction posture; `options`: the turn's backend options, whose type and model object win.
+ */
 export function backendFor(
   defaults: BackendDefaults,
   model: string | undefined,
   interactions?: DispatchInput["interactions"],
+  options?: DispatchInput["backend"],
 ): BackendConfig {
-  const chosen = model ?? defaults.model;
+  const chosen = options?.model ?? ((model ?? defaults.model) ? backendModel((model ?? defaults.model)!) : undefined);
   return {
-    type: defaults.backend,
-    ...(chosen ? { model: backendModel(chosen) } : {}),
+    type: options?.type ?? defaults.backend,
+    ...(chosen ? { model: chosen } : {}),
     ...(interactions ? { interactions } : {}),
   };
 }

@@ -13,9 +13,12 @@
  * - control.ts: cancel a run, answer an interaction;
  * - fork.ts: an agent session forked at a run (a branch of the conversation);
  * - session-end.ts: a conversation's session deleted upstream;
+ * - catalog.ts: the deployment's backend catalog (GET /v1/agents);
  * - observation.ts: the sandbox and the account as the Sandbox reports them; a user's stop and delete;
  * - wire-errors.ts: the Sandbox's error codes as provider error codes; routes.ts the route table.
  */
+
+import type { AgentCatalog } from "../../schemas/agents";
 import type { AgentExactRunControlRef } from "../../schemas/contracts";
 import type { Claims } from "../claims";
 import type { HttpTransport } from "../http";
@@ -35,6 +38,7 @@ import type {
   ProviderEvent,
   ProviderResult,
 } from "../provider";
+import { readCatalog } from "./catalog";
 import { claimsOf } from "./claims";
 import { answerInteraction, cancelRun } from "./control";
 import { dispatchTurn, TANGLE_PROVIDER_NAME } from "./dispatch";
@@ -65,6 +69,10 @@ export class TangleProvider implements AgentProvider {
 
   ensureEnvironment(input: EnsureEnvironmentInput): Promise<EnsureEnvironmentResult> {
     return ensureEnvironment(this.options, input);
+  }
+
+  catalog(): Promise<AgentCatalog> {
+    return readCatalog(this.options.client, this.options);
   }
 
   /** The record's document decides; `ensureEnvironment` is what reads it again. */

@@ -14,6 +14,8 @@ export const sandboxRoutes = {
   resumeSandbox: (id: string): Route => ({ method: "POST", path: `/v1/sandboxes/${enc(id)}/resume` }),
   stopSandbox: (id: string): Route => ({ method: "POST", path: `/v1/sandboxes/${enc(id)}/stop` }),
   deleteSandbox: (id: string): Route => ({ method: "DELETE", path: `/v1/sandboxes/${enc(id)}` }),
+  // [ours] (the provider's backend catalog, `getBackend()` [sdk]; docs/sandbox-wire.md §2)
+  backends: (): Route => ({ method: "GET", path: "/v1/backends" }),
   // [ours] (SDK `client.usage()` [sdk]; docs/sandbox-wire.md §2)
   accountUsage: (): Route => ({ method: "GET", path: "/v1/account/usage" }),
   // Runtime proxy [wire]

@@ -48,6 +48,16 @@ const MetaSchemas = {
   seqFloor: z.number().int().nonnegative(),
   /** The highest seq trimming removed the log at and below (absent: never trimmed): a cursor at or above it is held (docs/sse-protocol.md §4, §13). */
   trimmedThrough: z.number().int().nonnegative(),
+  /** The agent the first turn chose (../agent-choice.ts): its model and backend options; `{}`: the deployment's default. */
+  agent: z.strictObject({
+    model: z.string().optional(),
+    backend: z
+      .strictObject({
+        type: z.string().optional(),
+        model: z.strictObject({ provider: z.string().optional(), model: z.string() }).optional(),
+      })
+      .optional(),
+  }),
   /** Upstream sessions released while idle (../session-release.ts): each with the execution id of its last run then. */
   releasedSessions: z.record(z.string(), z.string()),
 };

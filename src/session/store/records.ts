@@ -32,6 +32,13 @@ export const TurnRequest = z.strictObject({
   message: z.string(),
   model: z.string().optional(),
   interactions: z.record(z.string(), z.boolean()).optional(),
+  /** The backend options the turn named (its posture is `interactions`; never a key): ../../http/agent-options.ts. */
+  backend: z
+    .strictObject({
+      type: z.string().optional(),
+      model: z.strictObject({ provider: z.string().optional(), model: z.string() }).optional(),
+    })
+    .optional(),
   /** The turn this one follows, as the client named it (null: a first message sent again); absent: the active branch's tip. Part of the request digest. */
   parentTurnId: z.string().nullable().optional(),
 });

@@ -1,0 +1,56 @@
+import { describe, expect, it } from "vitest";
+import { agentOfTurn, conversationAgent } from "./agent-choice";
+
+const defaults = { backend: "opencode", model: null };
+
+describe("the agent a turn runs on", () => {
+  it("the first turn's own choice, with nothing kept yet", () => {
+    expect(agentOfTurn({ message: "m", model: "zai/glm" }, null)).toEqual({ model: "zai/glm" });
+  });
+
+  it("a later turn naming nothing runs on the conversation's model and backend", () => {
+    const conversation = { model: "a/b", backend: { type: "claude-code" } };
+    expect(agentOfTurn({ message: "m" }, conversation)).toEqual(conversation);
+  });
+
+  it("a turn's own model replaces the conversation's model, backend.model included, for that turn", () => {
+    const conversation = { backend: { type: "claude-code", model: { provider: "a", model: "b" } } };
+    expect(agentOfTurn({ message: "m", model: "x/y" }, conversation)).toEqual({
+      model: "x/y",
+      backend: { type: "claude-code" },
+    });
+  });
+
+  it("a turn's backend type replaces the conversation's, its model kept", () => {
+    expect(agentOfTurn({ message: "m", backend: { type: "codex" } }, { model: "a/b" })).toEqual({
+      model: "a/b",
+      backend: { type: "codex" },
+    });
+  });
+});
+
+describe("the agent a conversation shows", () => {
+  it("the deployment's default when the first turn named nothing (or none was kept)", () => {
+    expect(conversationAgent(null, defaults, false)).toEqual({ backend: "opencode", model: null, chosen: "default" });
+    expect(conversationAgent({}, defaults, false)).toEqual({ backend: "opencode", model: null, chosen: "default" });
+  });
+
+  it("the first turn's backend options as a route", () => {
+    expect(
+      conversationAgent({ backend: { type: "codex", model: { provider: "openai", model: "gpt-5" } } }, defaults, false),
+    ).toEqual({ backend: "codex", model: "openai/gpt-5", chosen: "first-turn" });
+  });
+
+  it("on the CLI Bridge, the route's harness is the backend", () => {
+    expect(conversationAgent({ model: "pi/tangle-router/fake-echo" }, { backend: null, model: null }, true)).toEqual({
+      backend: "pi",
+      model: "pi/tangle-router/fake-echo",
+      chosen: "first-turn",
+    });
+    expect(conversationAgent(null, { backend: null, model: null }, true)).toEqual({
+      backend: null,
+      model: null,
+      chosen: "default",
+    });
+  });
+});
