@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { ApiError } from "./errors";
+import { ModelEndpoint } from "./schemas/agent-settings";
 
 const Bool = z
   .enum(["true", "false", "1", "0", "yes", "no", ""])
@@ -62,6 +63,14 @@ const ConfigSchema = z
     AGENT_MODEL: OptionalText,
     AGENT_GIT_URL: OptionalText,
     AGENT_GIT_REF: OptionalText,
+    /** A model credential the Sandbox holds, by name (agent-provider-tangle, named model credentials): never a value. */
+    AGENT_MODEL_CREDENTIAL: OptionalText.pipe(
+      z
+        .string()
+        .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "must be the name of a secret the Sandbox holds (A-Z, 0-9, _)")
+        .optional(),
+    ),
+    AGENT_MODEL_CREDENTIAL_BASE_URL: OptionalText.pipe(ModelEndpoint.optional()),
     AUTH_JWT_SECRET: OptionalText.pipe(z.string().min(32, "must be at least 32 characters").optional()),
     AUTH_JWKS_URL: OptionalText.pipe(z.url().optional()),
     AUTH_ISSUER: OptionalText,
@@ -173,6 +182,14 @@ const ConfigSchema = z
         code: "custom",
         path: ["SANDBOX_IDLE_TIMEOUT_SECONDS"],
         message: `must not exceed SANDBOX_MAX_LIFETIME_SECONDS (${c.SANDBOX_MAX_LIFETIME_SECONDS}): a sandbox cannot idle longer than it lives`,
+      });
+    }
+    if (!c.AGENT_MODEL_CREDENTIAL !== !c.AGENT_MODEL_CREDENTIAL_BASE_URL) {
+      ctx.addIssue({
+        code: "custom",
+        path: [c.AGENT_MODEL_CREDENTIAL ? "AGENT_MODEL_CREDENTIAL_BASE_URL" : "AGENT_MODEL_CREDENTIAL"],
+        message:
+          "AGENT_MODEL_CREDENTIAL and AGENT_MODEL_CREDENTIAL_BASE_URL go together: the secret's name and the endpoint it is sent to",
       });
     }
     if (c.DEV_LOGIN && !c.AUTH_JWT_SECRET) {

@@ -37,7 +37,18 @@ export type RefusalCode =
   /** The provider does not let a user stop or delete their environment (the CLI Bridge's one shared environment). */
   | "environment_control_unsupported"
   /** The user has no environment (none yet, or it was deleted). */
-  | "environment_not_found";
+  | "environment_not_found"
+  /** The user keeps as many credentials (or MCP servers) as allowed. */
+  | "settings_full"
+  /** A turn names a model credential the user does not have. */
+  | "credential_not_found"
+  /** A turn names an MCP server the user does not have, or one they disabled. */
+  | "mcp_server_not_found"
+  | "mcp_server_disabled"
+  /** A turn names a backend the provider's catalog does not list. */
+  | "unknown_backend"
+  /** A turn asks for what its backend does not support (the catalog's fact named in the details). */
+  | "capability_unsupported";
 
 export class Refusal extends Error {
   override name = "Refusal";

@@ -43,7 +43,7 @@ app.use("/v1/*", async (c, next) => {
   return cors({
     origin: (origin) => (allowed.includes("*") || allowed.includes(origin) ? origin : null),
     allowHeaders: ["authorization", "content-type", "idempotency-key", "last-event-id", "x-request-id"],
-    allowMethods: ["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
+    allowMethods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
     exposeHeaders: ["x-request-id", "retry-after"],
     maxAge: 600,
   })(c, next);

@@ -67,6 +67,10 @@ async function everything(token: string, cid: string) {
     ],
     ["/v1/environment", {}],
     ["/v1/environment/stop", { method: "POST" }],
+    ["/v1/credentials", {}],
+    ["/v1/mcp-servers/docs", { method: "PUT", body: { url: "https://mcp.example.test/sse" } }],
+    ["/v1/instructions", {}],
+    ["/v1/agents", {}],
   ];
   const out: string[] = [];
   for (const [path, options] of calls) {
@@ -81,6 +85,11 @@ describe("DELETE /v1/me", () => {
   it("cut short before the sandbox, and every object evicted: nothing is readable meanwhile; the alarm resumes it to the end", async () => {
     const { user, token, cids, sandboxId } = await userWithConversations();
     expect((await upstreamSessions(sandboxId))?.length).toBe(2);
+    // The user's agent settings, which the deletion forgets with the rest.
+    const setting = (path: string, body: unknown) => api(path, { token, method: "PUT", body });
+    expect((await setting("/v1/credentials/mine", { provider: "zai", key: "sk-gone" })).status).toBe(200);
+    expect((await setting("/v1/mcp-servers/docs", { url: "https://mcp.example.test/sse" })).status).toBe(200);
+    expect((await setting("/v1/instructions", { text: "Be brief." })).status).toBe(200);
     // A browser stream open when the deletion begins.
     const stream = api(`/v1/conversations/${cids[0]}/events`, { token }).then((res) => collect(res, () => false));
 
@@ -133,6 +142,9 @@ describe("DELETE /v1/me", () => {
     expect(await json(await api("/v1/conversations", { token: fresh }))).toEqual({ conversations: [] });
     for (const cid of cids) expect((await api(`/v1/conversations/${cid}/messages`, { token: fresh })).status).toBe(404);
     expect((await json(await api("/v1/environment", { token: fresh }))).environment).toBeNull();
+    expect(await json(await api("/v1/credentials", { token: fresh }))).toEqual({ credentials: [] });
+    expect(await json(await api("/v1/mcp-servers", { token: fresh }))).toEqual({ mcpServers: [] });
+    expect(await json(await api("/v1/instructions", { token: fresh }))).toEqual({ text: "", updatedAt: null });
   });
 
   it("cut short in the conversations: the next call resumes where it stopped, and ends with nothing left", async () => {

@@ -187,6 +187,42 @@ describe("the Tangle provider's dispatch", () => {
     });
     expect(first.controlRef.requestDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
   });
+
+  it("an operator's named model credential: the sandbox created with the secret's name, every turn naming it, never a value", async () => {
+    const config = readConfig({
+      ...env,
+      AGENT_MODEL: "zai/glm-5.2",
+      AGENT_MODEL_CREDENTIAL: "RESEARCH_ROUTER_KEY",
+      AGENT_MODEL_CREDENTIAL_BASE_URL: "https://router.example.test/v1",
+    } as unknown as Env);
+    const p = createProvider(config, env) as TangleProvider;
+    const { record } = await p.ensureEnvironment({ ownerKey: uid("owner"), known: null });
+    const sandbox = await json(
+      await env
+        .SANDBOX_EMULATOR!.get(env.SANDBOX_EMULATOR!.idFromName("default"))
+        .fetch(`http://e/_emulator/sandboxes/${record.environmentId}`),
+    );
+    const reference = { apiKeyEnv: "RESEARCH_ROUTER_KEY", baseUrl: "https://router.example.test/v1" };
+    expect(sandbox.body.secrets).toEqual(["RESEARCH_ROUTER_KEY"]);
+    expect(sandbox.body.backend.model).toEqual({ provider: "zai", model: "glm-5.2", ...reference });
+    const executionId = uid("exe");
+    await p.dispatch({
+      environmentId: record.environmentId,
+      sessionId: uid("s"),
+      turnId: "t1",
+      executionId,
+      message: "hi",
+    });
+    expect((await emulator(`/_emulator/executions/${executionId}`)).request.backend.model).toEqual({
+      provider: "zai",
+      model: "glm-5.2",
+      ...reference,
+    });
+    // The two go together.
+    expect(() => readConfig({ ...env, AGENT_MODEL_CREDENTIAL: "RESEARCH_ROUTER_KEY" } as unknown as Env)).toThrow(
+      /AGENT_MODEL_CREDENTIAL_BASE_URL/,
+    );
+  });
 });
 
 describe("the Tangle provider's run control", () => {

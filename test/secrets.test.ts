@@ -13,12 +13,17 @@ const testEnv = env as unknown as Record<string, string>;
 const SECRET_ANSWER = `secret-answer-${crypto.randomUUID()}`;
 /** The key the gateway sends the Sandbox (the emulator's bearer; TANGLE_API_KEY in a deploy). */
 const SANDBOX_BEARER = "emulator-local-key";
+/** A user's model key (PUT /v1/credentials) and an MCP server's auth value (PUT /v1/mcp-servers): the gateway sends both upstream and answers neither. */
+const MODEL_KEY = `sk-model-${crypto.randomUUID()}`;
+const MCP_AUTH = `mcp-auth-${crypto.randomUUID()}`;
 
 const markers = new Map<string, string>([
   ["AUTH_JWT_SECRET", testEnv.AUTH_JWT_SECRET!],
   ["SESSION_ID_SECRET", testEnv.SESSION_ID_SECRET!],
   ["the Sandbox bearer", SANDBOX_BEARER],
   ["a secret field's answer", SECRET_ANSWER],
+  ["a user's model key", MODEL_KEY],
+  ["an MCP server's auth value", MCP_AUTH],
 ]);
 /** Adds a secret and the encodings it could leak in. */
 function mark(name: string, value: string): void {
@@ -232,6 +237,32 @@ describe("no secret leaves the gateway", () => {
     await call(`${base}/cancel`, { token, body: { operationId: uid("op"), reason: "stop it" } });
     await waitForTurn(token, cid, "t2");
     await call(`${base}/turns/t2`, { token });
+
+    // The user's model key and an MCP server's auth: stored, listed, used by a turn, refused inline.
+    const putSetting = (path: string, body: unknown) => call(path, { token, method: "PUT", body });
+    expect((await putSetting("/v1/credentials/mine", { provider: "zai", key: MODEL_KEY })).status).toBe(200);
+    expect(
+      (
+        await putSetting("/v1/mcp-servers/docs", {
+          url: "https://mcp.example.test/sse",
+          auth: { header: "Authorization", value: MCP_AUTH },
+        })
+      ).status,
+    ).toBe(200);
+    await call("/v1/credentials", { token });
+    await call("/v1/mcp-servers", { token });
+    await call(`${base}/turns`, {
+      token,
+      body: { turnId: "t4", message: "[whoami]", credential: "mine", mcpServers: ["docs"], model: "zai/glm-5.2" },
+    });
+    await waitForTurn(token, cid, "t4");
+    await call(`${base}/turns/t4`, { token });
+    await call(`${base}/messages`, { token });
+    await call(`${base}/turns`, {
+      token,
+      body: { turnId: "t5", message: "x", providerOptions: { backend: { model: { model: "m", apiKey: MODEL_KEY } } } },
+    });
+    await putSetting("/v1/credentials/bad", { provider: "zai", key: MODEL_KEY, baseUrl: "https://x.test/?k=1" });
 
     // Refusals: other users, bad tokens, bad bodies, unknown routes.
     await call(base, { token: otherToken });

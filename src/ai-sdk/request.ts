@@ -7,7 +7,7 @@
 
 import { z } from "zod";
 import { yesOrNo } from "../../public/wire/grants.js";
-import { ProviderOptions } from "../schemas/agents";
+import { ProviderOptions, TurnSettingsFields } from "../schemas/agents";
 import { ConversationId, TurnId } from "../schemas/common";
 import { RequestedInteractions } from "../schemas/contracts";
 import { ASK_TOOL, turnOfAssistantMessage } from "./chunks";
@@ -39,6 +39,7 @@ export const ChatRequestBody = z
     model: z.string().min(1).max(256).optional(),
     interactions: RequestedInteractions.optional(),
     providerOptions: ProviderOptions.optional(),
+    ...TurnSettingsFields,
   })
   .meta({
     id: "ChatRequest",

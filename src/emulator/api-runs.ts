@@ -8,7 +8,7 @@
 
 import type { Hono } from "hono";
 import { API_PATHS, type ApiKit, apiNotFound, jsonBody } from "./api-common";
-import { knownBackend } from "./catalog";
+import { knownBackend, takesAttachments } from "./catalog";
 import type { ExecutionRow } from "./store-schema";
 import { abortBody, admissionFrame } from "./variants";
 import { AbortBody, BackendModelObject, RunStreamBody, RunStreamBodyHeaderId } from "./wire";
@@ -82,6 +82,10 @@ export function registerRunRoutes(app: Hono, api: ApiKit): void {
     // A backend the catalog does not have is refused, as a deployment refuses one it cannot run.
     if (body.backend?.type !== undefined && !knownBackend(body.backend.type))
       return fail(c, 400, "VALIDATION_ERROR", `backend.type ${body.backend.type} is not in the backend catalog`);
+    const runType =
+      body.backend?.type ?? (JSON.parse(sb.body) as { backend?: { type?: string } }).backend?.type ?? "opencode";
+    if (body.backend?.runtimeAttachments?.length && !takesAttachments(runType))
+      return fail(c, 400, "VALIDATION_ERROR", `backend ${runType} does not support runtimeAttachments`);
     store.count("runs.dispatches");
 
     // Idempotent dispatch: the same execution id or the same (session, turn) attaches to the existing run.
@@ -112,6 +116,7 @@ export function registerRunRoutes(app: Hono, api: ApiKit): void {
       interactions: v.interactionsAt === "backend" ? body.backend?.interactions : body.interactions,
       backend: body.backend?.type ?? created.backend?.type ?? "opencode",
       ...(modelName(body.backend?.model) ? { model: modelName(body.backend?.model) } : {}),
+      dispatched: dispatchedWith(body.backend),
       requestedExecutionId: requested,
       request: body,
       history: store.sessionHistory(sb.id, body.sessionId).map((m) => m.message),
@@ -183,4 +188,28 @@ function modelName(model: unknown): string | undefined {
   const parsed = BackendModelObject.safeParse(model);
   if (!parsed.success) return undefined;
   return parsed.data.provider ? `${parsed.data.provider}/${parsed.data.model}` : parsed.data.model;
+}
+
+/**
+ * What [whoami] says of a dispatch beyond its backend and model: the session credential (its
+ * provider and endpoint, and that a key came, never the key), the profile's system prompt and the
+ * runtime attachments (their names, and which came with auth). Nothing secret is kept.
+ */
+function dispatchedWith(backend: RunStreamBody["backend"]): string[] {
+  const out: string[] = [];
+  const model = backend?.model;
+  if (model && typeof model === "object") {
+    const m = model as Record<string, unknown>;
+    if (typeof m.apiKey === "string")
+      out.push(
+        `credential ${String(m.provider ?? "?")}${typeof m.baseUrl === "string" ? ` at ${m.baseUrl}` : ""} (key set)`,
+      );
+  }
+  const prompt = (backend?.profile as { prompt?: Record<string, unknown> } | undefined)?.prompt;
+  if (typeof prompt?.systemPrompt === "string") out.push(`system prompt replaced: ${prompt.systemPrompt}`);
+  if (typeof prompt?.appendSystemPrompt === "string") out.push(`appended: ${prompt.appendSystemPrompt}`);
+  const attachments = backend?.runtimeAttachments ?? [];
+  if (attachments.length > 0)
+    out.push(`attachments ${attachments.map((a) => `${a.name}${a.headers ? " (auth)" : ""}`).join(", ")}`);
+  return out;
 }

@@ -56,6 +56,10 @@ const CATALOG: readonly CatalogBackend[] = [
 /** Whether the catalog has a backend of this type. */
 export const knownBackend = (type: string): boolean => CATALOG.some((b) => b.type === type);
 
+/** Whether the catalog says the backend takes runtime attachments (a backend not saying so does not). */
+export const takesAttachments = (type: string): boolean =>
+  CATALOG.find((b) => b.type === type)?.capabilities?.runtimeAttachments === true;
+
 /** The catalog in the answer shape of the variant in force. */
 export function catalogAnswer(shape: "backends" | "data" | "array"): unknown {
   const backends = CATALOG.map((b) => structuredClone(b));

@@ -57,6 +57,8 @@ export interface StartRun {
   backend: string;
   /** The model the dispatch named (`backend.model`, as `provider/model`); absent: the backend's default. */
   model?: string;
+  /** What [whoami] says of the dispatch beyond its backend and model (nothing secret). */
+  dispatched?: string[];
   /** The execution id the dispatch asked for; a fresh one when absent. */
   requestedExecutionId?: string;
   /** The dispatch body as received (the control route shows it). */
@@ -92,6 +94,7 @@ export class Runner {
       turnId: run.turnId,
       backend: run.backend,
       ...(run.model !== undefined ? { model: run.model } : {}),
+      ...(run.dispatched && run.dispatched.length > 0 ? { dispatched: run.dispatched } : {}),
       environmentId: run.sandboxId,
       ...(run.history && run.history.length > 0 ? { history: run.history } : {}),
       ...(run.interactions ? { interactions: run.interactions } : {}),

@@ -71,6 +71,8 @@ export interface ScriptInput {
   backend: string;
   /** The model the dispatch named (absent: the backend's default); what [whoami] says. */
   model?: string;
+  /** What [whoami] says of the dispatch beyond its backend and model (api-runs.ts dispatchedWith). */
+  dispatched?: string[];
   /** The session's earlier user messages, oldest first (what [recall] names). */
   history?: string[];
   /** Variants fixed when the run started (absent: the default shape). */
@@ -361,7 +363,10 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
         : hasDirective(message, "long")
           ? LONG_WORDS.join(" ")
           : hasDirective(message, "whoami")
-            ? `backend ${backend}; model ${input.model ?? "default"}; interactions ${input.interactions ? JSON.stringify(input.interactions) : "default"}`
+            ? [
+                `backend ${backend}; model ${input.model ?? "default"}; interactions ${input.interactions ? JSON.stringify(input.interactions) : "default"}`,
+                ...(input.dispatched ?? []),
+              ].join("; ")
             : "I read the README: it describes a small service with a test suite. Nothing needs to change.";
   const paragraphed = words !== undefined && hasDirective(message, "paragraphs");
   // The answer in paragraphs of 25 words (split once: a 10,000-word answer is 400 of them).

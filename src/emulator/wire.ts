@@ -40,7 +40,20 @@ export type CreateSandboxBody = z.infer<typeof CreateSandboxBody>;
 const InteractionPosture = z.record(z.string(), z.boolean());
 
 /** A dispatch's backend: the create's, plus the turn's interaction posture where a deployment reads it there [ours]. */
-const RunBackendBody = BackendBody.extend({ interactions: InteractionPosture.optional() });
+const RunBackendBody = BackendBody.extend({
+  interactions: InteractionPosture.optional(),
+  /** Runtime MCP attachments (agent-provider-tangle: `backend.runtimeAttachments`) [ours shape]. */
+  runtimeAttachments: z
+    .array(
+      z.strictObject({
+        type: z.literal("mcp"),
+        name: z.string().min(1),
+        url: z.string().min(1),
+        headers: z.record(z.string(), z.string()).optional(),
+      }),
+    )
+    .optional(),
+});
 
 /** `backend.model` as an object (variant `backendModel: "object"`): `{ provider?, model }`. */
 export const BackendModelObject = z.looseObject({ provider: z.string().min(1).optional(), model: z.string().min(1) });

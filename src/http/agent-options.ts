@@ -22,7 +22,14 @@ export interface TurnAgentRequest {
   interactions?: RequestedInteractions;
   /** The backend options without the posture (that is `interactions`). */
   backend?: { type?: string; model?: { provider?: string; model: string } };
+  credential?: string;
+  mcpServers?: string[];
+  instructions?: string;
+  systemPrompt?: string;
 }
+
+/** The agent settings a turn names, each taken by the Sandbox's backend only. */
+const TANGLE_ONLY = ["credential", "mcpServers", "instructions", "systemPrompt"] as const;
 
 /** A backend model as a route: `provider/model`, or the model alone. */
 function modelRoute(model: { provider?: string; model: string }): string {
@@ -34,10 +41,27 @@ function modelRoute(model: { provider?: string; model: string }): string {
  * deployment's provider kind (the emulator is the Sandbox's wire).
  */
 export function turnAgentRequest(
-  body: { model?: string; interactions?: RequestedInteractions; providerOptions?: ProviderOptions },
+  body: {
+    model?: string;
+    interactions?: RequestedInteractions;
+    providerOptions?: ProviderOptions;
+    credential?: string;
+    mcpServers?: string[];
+    instructions?: string;
+    systemPrompt?: string;
+  },
   provider: "tangle" | "cli-bridge",
 ): TurnAgentRequest {
   const backend: BackendOptions | undefined = body.providerOptions?.backend;
+  if (provider === "cli-bridge")
+    for (const field of TANGLE_ONLY)
+      if (body[field] !== undefined)
+        throw new ApiError(
+          400,
+          "unsupported_field",
+          `${field}: the CLI Bridge provider takes no ${field} (its wire carries none: docs/cli-bridge.md)`,
+          { field },
+        );
   if (backend && provider === "cli-bridge")
     throw new ApiError(
       400,
@@ -78,5 +102,9 @@ export function turnAgentRequest(
     ...(body.model !== undefined ? { model: body.model } : {}),
     ...(interactions !== undefined ? { interactions } : {}),
     ...(kept ? { backend: kept } : {}),
+    ...(body.credential !== undefined ? { credential: body.credential } : {}),
+    ...(body.mcpServers !== undefined ? { mcpServers: body.mcpServers } : {}),
+    ...(body.instructions !== undefined ? { instructions: body.instructions } : {}),
+    ...(body.systemPrompt !== undefined ? { systemPrompt: body.systemPrompt } : {}),
   };
 }

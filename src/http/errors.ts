@@ -33,6 +33,12 @@ const REFUSAL_STATUS: Record<RefusalCode, ContentfulStatusCode> = {
   account_deleted: 410,
   environment_control_unsupported: 501,
   environment_not_found: 404,
+  settings_full: 409,
+  credential_not_found: 400,
+  mcp_server_not_found: 400,
+  mcp_server_disabled: 400,
+  unknown_backend: 400,
+  capability_unsupported: 400,
 };
 
 /** The HTTP status an object's refusal is answered with. */

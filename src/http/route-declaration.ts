@@ -32,7 +32,7 @@ export const eventStream = (schema: z.ZodType, description: string): Answer => (
 export const noContent = (description: string): Answer => ({ description });
 
 export interface RouteDeclaration<Body extends z.ZodType | undefined = z.ZodType | undefined> {
-  readonly method: "get" | "post" | "patch" | "delete" | "all";
+  readonly method: "get" | "post" | "put" | "patch" | "delete" | "all";
   /** Hono's path syntax (`/:cid/turns`), relative to where the sub-app is mounted. */
   readonly path: string;
   readonly summary: string;

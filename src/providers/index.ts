@@ -49,6 +49,11 @@ export function createProvider(config: Config, env: Env): AgentProvider {
     client,
     backend: config.AGENT_BACKEND,
     model: config.AGENT_MODEL,
+    ...(config.AGENT_MODEL_CREDENTIAL && config.AGENT_MODEL_CREDENTIAL_BASE_URL
+      ? {
+          modelCredential: { name: config.AGENT_MODEL_CREDENTIAL, baseUrl: config.AGENT_MODEL_CREDENTIAL_BASE_URL },
+        }
+      : {}),
     git: config.AGENT_GIT_URL
       ? { url: config.AGENT_GIT_URL, ...(config.AGENT_GIT_REF ? { ref: config.AGENT_GIT_REF } : {}) }
       : undefined,

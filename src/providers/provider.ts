@@ -88,6 +88,12 @@ export interface DispatchInput {
   model?: string;
   /** The backend options the turn runs on (Tangle: the prompt's `backend` type and model object; ../http/agent-options.ts). */
   backend?: { type?: string; model?: { provider?: string; model: string } };
+  /** The user's model credential the turn names, opened (the key goes upstream only: never in a digest). */
+  credential?: { provider: string; key: string; baseUrl?: string };
+  /** The MCP servers the turn enables, opened (their auth headers' values never in a digest). */
+  attachments?: Array<{ name: string; url: string; headers?: Record<string, string> }>;
+  /** What the profile adds to the agent's system prompt: the user's and the conversation's instructions, or a replacement. */
+  systemPrompt?: { replace?: string; append?: string };
   interactions?: RequestedInteractions;
   /** The conversation's previous run, if any: a provider may continue its upstream session. */
   previous?: AgentExactRunControlRef;

@@ -4,6 +4,7 @@
  * "Per-turn backend options"), and the agent a conversation shows.
  */
 import { z } from "zod";
+import { InstructionsText, SettingName } from "./agent-settings";
 import { RequestedInteractions } from "./contracts";
 
 /** A route or model name as a catalog or a turn gives it. */
@@ -104,3 +105,24 @@ export const ConversationAgentSchema = z
   })
   .meta({ id: "ConversationAgent" });
 export type ConversationAgent = z.infer<typeof ConversationAgentSchema>;
+
+/** The agent settings a turn may name (the first turn's are the conversation's: docs/api.md#choosing-the-agent). */
+export const TurnSettingsFields = {
+  credential: SettingName.optional().describe(
+    "A model credential of the user's (PUT /v1/credentials/:name) the turn's model runs with (Tangle only)",
+  ),
+  mcpServers: z
+    .array(SettingName)
+    .max(20)
+    .refine((names) => new Set(names).size === names.length, "must not name a server twice")
+    .optional()
+    .describe(
+      "The user's MCP servers (PUT /v1/mcp-servers/:name) the agent may use in this conversation (Tangle only)",
+    ),
+  instructions: InstructionsText.optional().describe(
+    "The conversation's instructions, appended to the agent's system prompt after the user's own (Tangle only)",
+  ),
+  systemPrompt: InstructionsText.optional().describe(
+    "Replaces the agent's own system prompt: refused where the backend can only append (Tangle only)",
+  ),
+};

@@ -3,7 +3,7 @@
  * document at /openapi.json is generated from these same schemas.
  */
 import { z } from "zod";
-import { ConversationAgentSchema, ProviderOptions } from "./agents";
+import { ConversationAgentSchema, ProviderOptions, TurnSettingsFields } from "./agents";
 import { COUNTERS, ConversationId, Id, Provenance, TokenUsage, TurnId } from "./common";
 import {
   CancellationAcknowledgement,
@@ -30,6 +30,7 @@ export const SubmitTurnBody = z
       ),
     interactions: RequestedInteractions.optional(),
     providerOptions: ProviderOptions.optional(),
+    ...TurnSettingsFields,
     whenBusy: z
       .enum(["refuse", "queue"])
       .optional()

@@ -2,7 +2,8 @@
  * The agent a conversation runs (docs/api.md#choosing-the-agent). Pure. Its first turn chooses it
  * (a model, a backend type), else the deployment's default does; a later turn that names no model
  * runs on the conversation's, and one that names its own runs on that one (an override for that
- * turn only). The backend type is the conversation's unless a turn names another.
+ * turn only). The backend type, the credential, the MCP servers, the conversation's instructions
+ * and a system prompt replacement are the conversation's unless a turn names its own.
  */
 import type { Config } from "../config";
 import { harnessOf } from "../providers/cli-bridge/catalog";
@@ -10,14 +11,22 @@ import type { ConversationAgent } from "../schemas/agents";
 import type { TurnRequest } from "./store/records";
 
 /** What a turn's request says of its agent (the part ../http/agent-options.ts reads). */
-export type AgentRequest = Pick<TurnRequest, "model" | "backend">;
+export type AgentRequest = Pick<
+  TurnRequest,
+  "model" | "backend" | "credential" | "mcpServers" | "instructions" | "systemPrompt"
+>;
+
+/** The settings a later turn takes from the conversation unless it names its own. */
+const INHERITED = ["credential", "mcpServers", "instructions", "systemPrompt"] as const;
 
 /** The first turn's choice, as the conversation keeps it. */
 export function chosenAgent(first: TurnRequest): AgentRequest {
-  return {
+  const out: AgentRequest = {
     ...(first.model !== undefined ? { model: first.model } : {}),
     ...(first.backend !== undefined ? { backend: first.backend } : {}),
   };
+  for (const key of INHERITED) if (first[key] !== undefined) Object.assign(out, { [key]: first[key] });
+  return out;
 }
 
 /** The model and backend a turn runs on: its own where it names them, else the conversation's. */
@@ -31,7 +40,12 @@ export function agentOfTurn(request: TurnRequest, conversation: AgentRequest | n
     type !== undefined || backendModel !== undefined
       ? { ...(type !== undefined ? { type } : {}), ...(backendModel !== undefined ? { model: backendModel } : {}) }
       : undefined;
-  return { ...(model !== undefined ? { model } : {}), ...(backend ? { backend } : {}) };
+  const out: AgentRequest = { ...(model !== undefined ? { model } : {}), ...(backend ? { backend } : {}) };
+  for (const key of INHERITED) {
+    const value = request[key] ?? conversation[key];
+    if (value !== undefined) Object.assign(out, { [key]: value });
+  }
+  return out;
 }
 
 /** The deployment's default agent: Tangle's AGENT_BACKEND and AGENT_MODEL; the CLI Bridge's CLI_BRIDGE_MODEL route. */

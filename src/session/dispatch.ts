@@ -19,6 +19,7 @@ import { providerRefusal } from "../providers/refusal";
 import type { AgentExactRunControlRef } from "../schemas/contracts";
 import type { AbandonedRuns } from "./abandoned-runs";
 import { agentOfTurn, chosenAgent } from "./agent-choice";
+import type { AgentInputs } from "./agent-inputs";
 import { FORK_SOURCE_GONE, forkBranch, forkKnownUnavailable, forkRefusal } from "./branch-fork";
 import { agentSessionOf, branchSessionId, previousRun } from "./branches";
 import type { BudgetStop } from "./budget-stop";
@@ -62,6 +63,8 @@ export interface DispatchDeps {
   startReader(): void;
   /** The conversation list shows the conversation running. */
   showRunning(context: SessionContext): Promise<void>;
+  /** What the turn's dispatch carries besides its message, checked and opened (./agent-inputs.ts). */
+  agentInputs(context: SessionContext, request: TurnRequest): Promise<AgentInputs>;
 }
 
 type Notice = { code: string; message: string };
@@ -280,6 +283,8 @@ export class Dispatcher {
     const turn = this.store.turn(turnId)!;
     // The turn runs on its own model where it names one, else on the conversation's (./agent-choice.ts).
     request = { ...request, ...agentOfTurn(request, this.store.getMeta("agent")) };
+    // Checked against the catalog and the user's settings before any sandbox work.
+    const extras = await this.deps.agentInputs(context, request);
     const origin = this.store.branches().find((b) => b.branch === turn.branch);
     const needsFork = origin !== undefined && !origin.forked && origin.forkOf !== null;
     // What the conversation's environment is known not to do is refused before any call: its
@@ -304,6 +309,7 @@ export class Dispatcher {
       message: request.message,
       model: request.model,
       ...(request.backend ? { backend: request.backend } : {}),
+      ...extras,
       interactions: request.interactions,
       ...(previous ? { previous } : {}),
       sessions: this.store.upstreamRuns().map((run) => run.ref),

@@ -23,6 +23,7 @@
 import type { Config } from "../config";
 import { Refusal } from "../errors";
 import { canonicalDigest, stripUndefined } from "../lib/digest";
+import { cachedCatalog, catalogKey } from "../providers/catalog-cache";
 import { ProviderError } from "../providers/errors";
 import type { AgentProvider } from "../providers/provider";
 import { providerRefusal } from "../providers/refusal";
@@ -32,6 +33,7 @@ import type { CancellationAcknowledgement } from "../schemas/contracts";
 import { type BudgetState, budgetUsage } from "../usage/budgets";
 import { AbandonedRuns } from "./abandoned-runs";
 import { agentView } from "./agent-choice";
+import { agentInputs } from "./agent-inputs";
 import { activeBranch, agentSessions } from "./branches";
 import { BudgetStop } from "./budget-stop";
 import { Dispatcher, type Send } from "./dispatch";
@@ -62,7 +64,7 @@ export interface TurnRunnerDeps {
   config: () => Config;
   alarms: { set(atMs: number): Promise<void>; clear(): Promise<void> };
   /** The user's object: its environment, its spend elsewhere, its conversation list (./user-link.ts). */
-  user: Pick<UserLink, "environment" | "usageElsewhere" | "touchIndex">;
+  user: Pick<UserLink, "environment" | "usageElsewhere" | "touchIndex" | "turnSettings">;
   /** Resolves once every write committed so far is durable (ctx.storage.sync()): the upstream reader's batches wait on it. */
   durable(): Promise<void>;
 }
@@ -123,6 +125,20 @@ export class TurnRunner {
       abandoned: this.abandoned,
       startReader: () => this.reader.ensure(),
       showRunning: (context) => this.touchIndex(context, "running"),
+      agentInputs: (context, request) => {
+        const config = deps.config();
+        // The CLI Bridge takes none of these (the Worker refused them): nothing to check or open.
+        if (config.provider === "cli-bridge") return Promise.resolve({});
+        return agentInputs(
+          {
+            catalog: () => cachedCatalog(catalogKey(config), config.AGENTS_CATALOG_TTL_MS, () => provider().catalog()),
+            settings: (ctx, credential, mcpServers) => deps.user.turnSettings(ctx, credential, mcpServers),
+            defaultBackend: config.AGENT_BACKEND,
+          },
+          context,
+          request,
+        );
+      },
     });
     this.queue = new QueueRunner({ store, bound: () => deps.bound(), log, dispatcher: this.dispatcher, alarms });
     this.release = new SessionRelease({ store, log, provider });

@@ -6,6 +6,7 @@
  */
 import { Refusal, type RpcResult } from "../errors";
 import type { EnvironmentRecord } from "../providers/provider";
+import type { TurnSecrets } from "../schemas/agent-settings";
 import type { ConversationAgent } from "../schemas/agents";
 import type { ConversationEntry, WaitingFor } from "../schemas/api";
 import type { WebhookEvent } from "../schemas/webhooks";
@@ -95,5 +96,15 @@ export class UserLink {
   /** The log's webhook events, handed to the user's object (./webhook-handoff.ts). */
   handOff(ownerKey: string, events: WebhookEvent[]): Promise<void> {
     return this.stub(ownerKey).acceptWebhookEvents(events);
+  }
+
+  /** The user's settings a turn names, opened for its dispatch (src/user/agent-settings.ts); a refusal names the setting. */
+  async turnSettings(context: SessionContext, credential?: string, mcpServers?: string[]): Promise<TurnSecrets> {
+    const answer = (await this.stub(context.ownerKey).openTurnSettings(
+      credential,
+      mcpServers,
+    )) as RpcResult<TurnSecrets>;
+    if (!answer.ok) throw new Refusal(answer.refusal.code, answer.refusal.message, answer.refusal.details);
+    return answer.value;
   }
 }

@@ -1,12 +1,14 @@
 /**
  * The user object's rooms, wired over its storage (./user.ts answers their RPCs): the schema
  * migrated first (./schema.ts), then its stores, the environment, the conversation index with its
- * waiting sockets, the webhook desk and the account, which reaches all of them for a deletion.
+ * waiting sockets, the webhook desk, the agent settings and the account, which reaches all of them for a deletion.
  * One place says what each room is given.
  */
 import { readConfig } from "../config";
 import { Account } from "./account";
 import { AccountStore } from "./account-store";
+import { AgentSettings } from "./agent-settings";
+import { AgentSettingsStore } from "./agent-settings-store";
 import { ConversationIndex } from "./conversations";
 import { UserEnvironment } from "./environment";
 import { migrateUserSchema } from "./schema";
@@ -18,6 +20,7 @@ export interface UserRooms {
   environments: UserEnvironment;
   conversations: ConversationIndex;
   webhooks: WebhookDesk;
+  settings: AgentSettings;
   account: Account;
 }
 
@@ -42,17 +45,25 @@ export function userRooms(ctx: DurableObjectState, env: Env): UserRooms {
     now: () => Date.now(),
     random: () => Math.random(),
   });
+  const settings = new AgentSettings({
+    store: new AgentSettingsStore(sql),
+    transaction,
+    sealingSecret: () => readConfig(env).SESSION_ID_SECRET,
+    now: () => Date.now(),
+  });
   const account = new Account({
     env,
     store,
     accountStore,
     conversations,
     environment: environments,
+    // The deletion's `webhooks` step forgets every setting the user made: webhooks, model keys, MCP servers, instructions.
     forgetWebhooks: async () => {
       webhooks.forgetAll();
+      settings.forgetAll();
     },
     transaction,
     alarm: { set: (at) => ctx.storage.setAlarm(at), clear: () => ctx.storage.deleteAlarm() },
   });
-  return { environments, conversations, webhooks, account };
+  return { environments, conversations, webhooks, settings, account };
 }

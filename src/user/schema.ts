@@ -40,6 +40,19 @@ const ACCOUNT_TABLES_V10 = [
   "INSERT OR IGNORE INTO admissions (conversation_id) SELECT conversation_id FROM conversations",
 ];
 
+/** v11: the user's model credentials, MCP servers and standing instructions (./agent-settings-store.ts). */
+const AGENT_SETTINGS_TABLES_SQL = `
+  CREATE TABLE IF NOT EXISTS credentials (
+    name TEXT PRIMARY KEY, provider TEXT NOT NULL, base_url TEXT, sealed_key TEXT NOT NULL,
+    created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL
+  );
+  CREATE TABLE IF NOT EXISTS mcp_servers (
+    name TEXT PRIMARY KEY, url TEXT NOT NULL, auth_header TEXT, sealed_auth TEXT, enabled INTEGER NOT NULL,
+    created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL
+  );
+  CREATE TABLE IF NOT EXISTS instructions (id INTEGER PRIMARY KEY CHECK (id = 1), text TEXT NOT NULL, updated_at INTEGER NOT NULL);
+`;
+
 /** Brings the user object's tables to the current schema (nothing when they are). */
 export function migrateUserSchema(sql: Pick<SqlStorage, "exec">): void {
   sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
@@ -60,8 +73,12 @@ export function migrateUserSchema(sql: Pick<SqlStorage, "exec">): void {
   if (current < 9) sql.exec("ALTER TABLE conversations ADD COLUMN renamed INTEGER NOT NULL DEFAULT 0");
   // v10: the conversations the live account admitted, the account deletion's fence (./account.ts).
   if (current < 10) for (const statement of ACCOUNT_TABLES_V10) sql.exec(statement);
-  // v11: the agent each conversation runs (docs/api.md#choosing-the-agent), as JSON; null: not known yet.
-  if (current < 11) sql.exec("ALTER TABLE conversations ADD COLUMN agent TEXT");
+  // v11: the agent each conversation runs (docs/api.md#choosing-the-agent), as JSON; null: not known yet;
+  // and the user's agent settings (./agent-settings-store.ts): model keys and MCP servers' auth sealed.
+  if (current < 11) {
+    sql.exec("ALTER TABLE conversations ADD COLUMN agent TEXT");
+    sql.exec(AGENT_SETTINGS_TABLES_SQL);
+  }
   sql.exec("DELETE FROM schema_version");
   sql.exec(`INSERT INTO schema_version (version) VALUES (${CURRENT})`);
 }

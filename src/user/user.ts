@@ -14,6 +14,14 @@ import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
 import { captureRpc, type RpcResult } from "../errors";
 import type { EnvironmentRecord } from "../providers/provider";
+import type {
+  CredentialView,
+  InstructionsView,
+  McpServerView,
+  PutCredentialBody,
+  PutMcpServerBody,
+  TurnSecrets,
+} from "../schemas/agent-settings";
 import type { ConversationEntry } from "../schemas/api";
 import type { AccountAnswer, AccountDeletion, EnvironmentAnswer } from "../schemas/environment";
 import {
@@ -25,6 +33,7 @@ import {
 } from "../schemas/webhooks";
 import type { Spend } from "../usage/budgets";
 import type { Account } from "./account";
+import type { AgentSettings } from "./agent-settings";
 import type { ConversationIndex } from "./conversations";
 import type { UserEnvironment } from "./environment";
 import { type RateLimitKind, SlidingWindow } from "./rate-limit";
@@ -40,6 +49,7 @@ export class UserObject extends DurableObject<Env> {
   private readonly conversations: ConversationIndex;
   private readonly accountRoom: Account;
   private readonly webhooks: WebhookDesk;
+  private readonly settings: AgentSettings;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -48,6 +58,7 @@ export class UserObject extends DurableObject<Env> {
       conversations: this.conversations,
       account: this.accountRoom,
       webhooks: this.webhooks,
+      settings: this.settings,
     } = userRooms(ctx, env));
     // A delivery due while the object was gone (a restart) gets its alarm back.
     ctx.blockConcurrencyWhile(() => this.webhooks.rearm());
@@ -237,5 +248,73 @@ export class UserObject extends DurableObject<Env> {
   /** Account deletion: every endpoint and delivery forgotten, pending ones included (idempotent). */
   async forgetWebhooks(): Promise<{ endpoints: number; deliveries: number }> {
     return this.webhooks.forgetAll();
+  }
+
+  // ------------------------------------------------------------------ the agent settings
+  // (docs/api.md#bring-your-own-key): writes refused once the token's account is being deleted
+
+  async credentials(): Promise<CredentialView[]> {
+    return this.settings.credentials();
+  }
+
+  async putCredential(
+    name: string,
+    body: PutCredentialBody,
+    issuedAtSeconds: number | null,
+  ): Promise<RpcResult<CredentialView & { created: boolean }>> {
+    return captureRpc(() => {
+      this.accountRoom.gate(issuedAtSeconds, false);
+      return this.settings.putCredential(name, body);
+    });
+  }
+
+  async deleteCredential(name: string): Promise<boolean> {
+    return this.settings.deleteCredential(name);
+  }
+
+  async mcpServers(): Promise<McpServerView[]> {
+    return this.settings.mcpServers();
+  }
+
+  async putMcpServer(
+    name: string,
+    body: PutMcpServerBody,
+    issuedAtSeconds: number | null,
+  ): Promise<RpcResult<McpServerView & { created: boolean }>> {
+    return captureRpc(() => {
+      this.accountRoom.gate(issuedAtSeconds, false);
+      return this.settings.putMcpServer(name, body);
+    });
+  }
+
+  async deleteMcpServer(name: string): Promise<boolean> {
+    return this.settings.deleteMcpServer(name);
+  }
+
+  async instructions(): Promise<InstructionsView> {
+    return this.settings.instructions();
+  }
+
+  async putInstructions(text: string, issuedAtSeconds: number | null): Promise<RpcResult<InstructionsView>> {
+    return captureRpc(() => {
+      this.accountRoom.gate(issuedAtSeconds, false);
+      return this.settings.putInstructions(text);
+    });
+  }
+
+  /** A turn's named settings checked (before it is stored): each refusal names the setting. */
+  async checkTurnSettings(credential: string | undefined, mcpServers: string[] | undefined): Promise<RpcResult<null>> {
+    return captureRpc(() => {
+      this.settings.check(credential, mcpServers);
+      return null;
+    });
+  }
+
+  /** For the session object's dispatch only: what the turn's settings hold, opened. Never answered to a route. */
+  async openTurnSettings(
+    credential: string | undefined,
+    mcpServers: string[] | undefined,
+  ): Promise<RpcResult<TurnSecrets>> {
+    return captureRpc(() => this.settings.openForTurn(credential, mcpServers));
   }
 }

@@ -7,6 +7,8 @@
  * Pure apart from the random bytes of a new secret.
  */
 
+import { seal, unseal } from "../lib/seal";
+
 const SECRET_PREFIX = "whsec_";
 const SECRET_BYTES = 32;
 
@@ -71,47 +73,13 @@ export function newEndpointId(): string {
   return `wh_${[...crypto.getRandomValues(new Uint8Array(16))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
-/**
- * Secrets at rest: the object must sign with them, so it keeps them, sealed with AES-GCM under a
- * key derived (HKDF-SHA256) from the server secret (`SESSION_ID_SECRET`), bound to the endpoint's
- * id, so a stored row or a copy of the database holds no secret in clear. Rotating the server
- * secret makes every stored signing secret unreadable (deliveries fail until endpoints are created again).
- */
-async function sealingKey(serverSecret: string): Promise<CryptoKey> {
-  const material = await crypto.subtle.importKey("raw", new TextEncoder().encode(serverSecret), "HKDF", false, [
-    "deriveKey",
-  ]);
-  return crypto.subtle.deriveKey(
-    {
-      name: "HKDF",
-      hash: "SHA-256",
-      salt: new Uint8Array(0),
-      info: new TextEncoder().encode("agent-gateway webhook signing secret v1"),
-    },
-    material,
-    { name: "AES-GCM", length: 256 },
-    false,
-    ["encrypt", "decrypt"],
-  );
+/** Signing secrets at rest: sealed (../lib/seal.ts) for this purpose, bound to the endpoint's id. */
+const SEALED_FOR = "agent-gateway webhook signing secret v1";
+
+export function sealSecret(serverSecret: string, endpointId: string, secret: string): Promise<string> {
+  return seal(serverSecret, SEALED_FOR, endpointId, secret);
 }
 
-export async function sealSecret(serverSecret: string, endpointId: string, secret: string): Promise<string> {
-  const iv = crypto.getRandomValues(new Uint8Array(12));
-  const sealed = await crypto.subtle.encrypt(
-    { name: "AES-GCM", iv, additionalData: new TextEncoder().encode(endpointId) },
-    await sealingKey(serverSecret),
-    new TextEncoder().encode(secret),
-  );
-  return `v1.${toBase64(iv)}.${toBase64(new Uint8Array(sealed))}`;
-}
-
-export async function openSecret(serverSecret: string, endpointId: string, sealed: string): Promise<string> {
-  const [version, iv, data] = sealed.split(".");
-  if (version !== "v1" || !iv || !data) throw new Error("not a sealed secret");
-  const plain = await crypto.subtle.decrypt(
-    { name: "AES-GCM", iv: fromBase64(iv), additionalData: new TextEncoder().encode(endpointId) },
-    await sealingKey(serverSecret),
-    fromBase64(data),
-  );
-  return new TextDecoder().decode(plain);
+export function openSecret(serverSecret: string, endpointId: string, sealed: string): Promise<string> {
+  return unseal(serverSecret, SEALED_FOR, endpointId, sealed);
 }

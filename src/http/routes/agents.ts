@@ -6,30 +6,19 @@
  */
 
 import type { Context } from "hono";
-import { ApiError, Refusal } from "../../errors";
+import { Refusal } from "../../errors";
 import { createProvider } from "../../providers";
+import { cachedCatalog, catalogKey } from "../../providers/catalog-cache";
 import { providerRefusal } from "../../providers/refusal";
 import { type AgentCatalog, AgentCatalogSchema } from "../../schemas/agents";
-import type { TurnAgentRequest } from "../agent-options";
 import type { AppEnv } from "../app-context";
 import { unwrapRpc } from "../errors";
 import { DeclaredRoutes, json } from "../route-declaration";
 
-let cached: { key: string; at: number; catalog: Promise<AgentCatalog> } | null = null;
-
-/** The deployment's catalog: read once a minute at most, concurrent reads sharing one; a failed read is not kept. */
+/** The deployment's catalog, kept per isolate (../../providers/catalog-cache.ts). */
 function catalogOf(c: Context<AppEnv>): Promise<AgentCatalog> {
   const config = c.get("config");
-  const key = `${config.provider}|${config.sandboxBaseUrl}|${config.CLI_BRIDGE_URL ?? ""}`;
-  const now = Date.now();
-  if (cached && cached.key === key && now - cached.at < config.AGENTS_CATALOG_TTL_MS) return cached.catalog;
-  const catalog = createProvider(config, c.env).catalog();
-  const entry = { key, at: now, catalog };
-  cached = entry;
-  catalog.catch(() => {
-    if (cached === entry) cached = null;
-  });
-  return catalog;
+  return cachedCatalog(catalogKey(config), config.AGENTS_CATALOG_TTL_MS, () => createProvider(config, c.env).catalog());
 }
 
 /** The catalog, or the provider's failure as the API's error. */
@@ -65,21 +54,3 @@ agentRoutes.serve(
   },
   async (c) => c.json(await readCatalogOrRefuse(c)),
 );
-
-/**
- * A turn naming a backend is checked against the catalog before anything is stored or sent: a
- * backend the deployment does not list is refused (400 unknown_backend), and a failed catalog
- * read is the provider's error, unchanged. A turn naming none reads nothing.
- */
-export async function checkBackendChoice(c: Context<AppEnv>, request: TurnAgentRequest): Promise<void> {
-  const type = request.backend?.type;
-  if (type === undefined) return;
-  const catalog = await readCatalogOrRefuse(c);
-  if (!catalog.backends.some((b) => b.type === type))
-    throw new ApiError(
-      400,
-      "unknown_backend",
-      `providerOptions.backend.type ${JSON.stringify(type)} is not one of this deployment's backends (${catalog.backends.map((b) => b.type).join(", ")}; GET /v1/agents)`,
-      { field: "providerOptions.backend.type" },
-    );
-}

@@ -38,7 +38,7 @@ import { unwrapRpc } from "../errors";
 import { DeclaredRoutes, eventStream, json, noContent } from "../route-declaration";
 import { openSubscription } from "../sse-relay";
 import { followTurn, uiStreamResponse } from "../ui-stream";
-import { checkBackendChoice } from "./agents";
+import { checkTurnSettings } from "./agent-settings";
 import { BranchQuery, branchOf } from "./conversations";
 
 /** The SDK sends the whole history with every request; only the last message is read. */
@@ -177,7 +177,7 @@ chatRoutes.serve(
     const s = await session(c, body.id);
     // Checked before anything else happens: a refused agent choice stores and sends nothing.
     const options = turnAgentRequest(body, c.get("config").provider === "cli-bridge" ? "cli-bridge" : "tangle");
-    await checkBackendChoice(c, options);
+    await checkTurnSettings(c, options);
     if (action.kind === "answer") {
       await requireConversation(c, s.conversationId);
       await deliverAnswers(s, action);

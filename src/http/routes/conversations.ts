@@ -31,7 +31,7 @@ import { type AppEnv, knownSession, limitedTurn, session } from "../app-context"
 import { invalid } from "../body";
 import { unwrapRpc } from "../errors";
 import { DeclaredRoutes, json } from "../route-declaration";
-import { checkBackendChoice } from "./agents";
+import { checkTurnSettings } from "./agent-settings";
 
 /** JSON envelope around the message: the body limit is the message limit plus this. */
 const BODY_OVERHEAD_BYTES = 16 * 1024;
@@ -134,7 +134,7 @@ conversationRoutes.serve(
       );
     }
     const agent = turnAgentRequest(body, config.provider === "cli-bridge" ? "cli-bridge" : "tangle");
-    await checkBackendChoice(c, agent);
+    await checkTurnSettings(c, agent);
     const request = {
       message: body.message,
       ...agent,

@@ -5,6 +5,7 @@
  * prefixes.
  */
 import type { DeclaredRoutes } from "../route-declaration";
+import { credentialRoutes, instructionsRoutes, mcpServerRoutes } from "./agent-settings";
 import { agentRoutes } from "./agents";
 import { chatRoutes } from "./chat";
 import { conversationRoutes } from "./conversations";
@@ -31,6 +32,10 @@ export const MOUNTS: readonly Mount[] = [
   { prefix: "/v1/chat", routes: chatRoutes },
   // What the deployment can run (docs/api.md#choosing-the-agent).
   { prefix: "/v1/agents", routes: agentRoutes },
+  // The user's agent settings: model keys, MCP servers, standing instructions.
+  { prefix: "/v1/credentials", routes: credentialRoutes },
+  { prefix: "/v1/mcp-servers", routes: mcpServerRoutes },
+  { prefix: "/v1/instructions", routes: instructionsRoutes },
   // The user's sandbox and account (docs/api.md#the-sandboxs-life).
   { prefix: "/v1/environment", routes: environmentRoutes },
   { prefix: "/v1/me", routes: accountRoutes },
@@ -41,6 +46,9 @@ export const MOUNTS: readonly Mount[] = [
 /** Every route at or under these needs `Authorization: Bearer <user token>` (or, on an events route, a stream token). */
 export const AUTHENTICATED_PREFIXES = [
   "/v1/agents",
+  "/v1/credentials",
+  "/v1/mcp-servers",
+  "/v1/instructions",
   "/v1/conversations",
   "/v1/chat",
   "/v1/environment",

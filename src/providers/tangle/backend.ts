@@ -11,6 +11,12 @@ import type { BackendConfig } from "./wire";
 export interface BackendDefaults {
   backend: string;
   model?: string;
+  /**
+   * The deployment's named model credential (AGENT_MODEL_CREDENTIAL): the secret the Sandbox holds
+   * and the endpoint it is sent to; a sandbox is created with `secrets: [name]` and every turn names
+   * it, unless the turn carries a user's own key.
+   */
+  modelCredential?: { name: string; baseUrl: string };
 }
 
 /**
@@ -34,21 +40,51 @@ export function backendFor(
   model: string | undefined,
   interactions?: DispatchInput["interactions"],
   options?: DispatchInput["backend"],
+  extras: Pick<DispatchInput, "credential" | "attachments" | "systemPrompt"> = {},
 ): BackendConfig {
-  const chosen = options?.model ?? ((model ?? defaults.model) ? backendModel((model ?? defaults.model)!) : undefined);
+  const route = model ?? defaults.model;
+  const chosen = options?.model ?? (route ? backendModel(route) : undefined);
+  const { credential, attachments, systemPrompt } = extras;
+  // A session credential: the user's key for its provider, sent with the model (the seed's session credential bundle).
+  const withKey = credential
+    ? {
+        ...chosen,
+        provider: credential.provider,
+        apiKey: credential.key,
+        ...(credential.baseUrl ? { baseUrl: credential.baseUrl } : {}),
+      }
+    : defaults.modelCredential
+      ? { ...chosen, apiKeyEnv: defaults.modelCredential.name, baseUrl: defaults.modelCredential.baseUrl }
+      : chosen;
+  const prompt = {
+    ...(systemPrompt?.replace !== undefined ? { systemPrompt: systemPrompt.replace } : {}),
+    ...(systemPrompt?.append !== undefined ? { appendSystemPrompt: systemPrompt.append } : {}),
+  };
   return {
     type: options?.type ?? defaults.backend,
-    ...(chosen ? { model: chosen } : {}),
+    ...(withKey ? { model: withKey } : {}),
+    ...(Object.keys(prompt).length > 0 ? { profile: { prompt } } : {}),
     ...(interactions ? { interactions } : {}),
+    ...(attachments && attachments.length > 0
+      ? { runtimeAttachments: attachments.map((a) => ({ type: "mcp" as const, ...a })) }
+      : {}),
   };
 }
 
 /** Removes bearer material so a rotated credential is the same request (agent-provider-tangle, request digests). */
 export function backendWithoutBearer(backend: BackendConfig | undefined): unknown {
-  if (!backend?.model) return backend;
+  if (!backend) return backend;
+  const { runtimeAttachments, ...rest } = backend;
+  // An attachment's auth is bearer material too: its header names stay, their values go.
+  const attachments = runtimeAttachments?.map(({ headers, ...a }) => ({
+    ...a,
+    ...(headers ? { headers: Object.keys(headers).sort() } : {}),
+  }));
+  const withAttachments = attachments ? { ...rest, runtimeAttachments: attachments } : rest;
+  if (!backend.model) return withAttachments;
   const { apiKey: _dropped, authFiles, ...model } = backend.model;
   return {
-    ...backend,
+    ...withAttachments,
     model: { ...model, ...(authFiles ? { authFiles: authFiles.map((f) => ({ path: f.path, mode: f.mode })) } : {}) },
   };
 }

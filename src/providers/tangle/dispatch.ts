@@ -54,7 +54,7 @@ async function requestDigest(input: DispatchInput, backend: BackendConfig): Prom
 export async function dispatchTurn(options: DispatchOptions, input: DispatchInput): Promise<DispatchReceipt> {
   // The stopped-then-resumed case needs the backend on the turn again (Sandbox sessions, resuming
   // a stopped sandbox); sending it on every turn keeps the request digest the same whichever case this is.
-  const backend = backendFor(options, input.model, input.interactions, input.backend);
+  const backend = backendFor(options, input.model, input.interactions, input.backend, input);
   // A deployment that refuses the body's executionId (it reads only the X-Execution-ID header)
   // says so: resend once without it (the execution id keeps both attempts the same run).
   try {

@@ -192,6 +192,8 @@ async function createEnvironment(
     const body = stripUndefined({
       name: `chat-${ownerKey.slice(0, 24)}`,
       backend: backendFor(options, undefined),
+      // The deployment's named model credential: its name listed, never a value.
+      secrets: options.modelCredential ? [options.modelCredential.name] : undefined,
       git: options.git,
       idleTimeoutSeconds: options.limits?.idleTimeoutSeconds,
       maxLifetimeSeconds: options.limits?.maxLifetimeSeconds,

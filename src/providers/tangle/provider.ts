@@ -53,6 +53,8 @@ export interface TangleProviderOptions {
   client: HttpTransport;
   backend: string;
   model?: string;
+  /** AGENT_MODEL_CREDENTIAL and its endpoint (./backend.ts BackendDefaults). */
+  modelCredential?: { name: string; baseUrl: string };
   git?: { url: string; ref?: string };
   readyTimeoutMs: number;
   /** How long a dispatch stream may go without admitting the run before the run is looked up by its id. */

@@ -35,10 +35,25 @@ export const BackendConfig = z.strictObject({
       authFiles: z
         .array(z.strictObject({ path: z.string(), content: z.string(), mode: z.number().int().optional() }))
         .optional(),
+      /** The endpoint a session credential's key is sent to (agent-provider-tangle, named model credentials). */
+      baseUrl: z.string().optional(),
+      /** A named model credential: the secret the Sandbox holds (listed in the create's `secrets`), never its value. */
+      apiKeyEnv: z.string().optional(),
     })
     .optional(),
   profile: z.unknown().optional(),
   interactions: RequestedInteractions.optional(),
+  /** Runtime MCP attachments (agent-provider-tangle: `backend.runtimeAttachments`), apart from the profile. */
+  runtimeAttachments: z
+    .array(
+      z.strictObject({
+        type: z.literal("mcp"),
+        name: z.string(),
+        url: z.string(),
+        headers: z.record(z.string(), z.string()).optional(),
+      }),
+    )
+    .optional(),
 });
 export type BackendConfig = z.infer<typeof BackendConfig>;
 

@@ -51,6 +51,10 @@ const MetaSchemas = {
   /** The agent the first turn chose (../agent-choice.ts): its model and backend options; `{}`: the deployment's default. */
   agent: z.strictObject({
     model: z.string().optional(),
+    credential: z.string().optional(),
+    mcpServers: z.array(z.string()).optional(),
+    instructions: z.string().optional(),
+    systemPrompt: z.string().optional(),
     backend: z
       .strictObject({
         type: z.string().optional(),

@@ -39,6 +39,14 @@ export const TurnRequest = z.strictObject({
       model: z.strictObject({ provider: z.string().optional(), model: z.string() }).optional(),
     })
     .optional(),
+  /** The user's model credential the turn names (its key is never here: ../../user/agent-settings.ts). */
+  credential: z.string().optional(),
+  /** The user's MCP servers the turn enables, by name. */
+  mcpServers: z.array(z.string()).optional(),
+  /** The conversation's instructions, appended to the agent's system prompt. */
+  instructions: z.string().optional(),
+  /** A replacement of the agent's system prompt (refused where the backend can only append). */
+  systemPrompt: z.string().optional(),
   /** The turn this one follows, as the client named it (null: a first message sent again); absent: the active branch's tip. Part of the request digest. */
   parentTurnId: z.string().nullable().optional(),
 });
