@@ -8,6 +8,7 @@ import {
   assertAccessible,
   assertNoSidewaysScroll,
   cidOf,
+  lastTurn,
   openPage,
   send,
   shot,
@@ -57,6 +58,10 @@ describe("the agent picker", () => {
     assert.equal(await modelSelect(page).inputValue(), "anthropic/claude-opus-4-5");
     const cid = await cidOf(page);
     const token = await tokenOf(page);
+    // The list names the model it picked beside the time.
+    await page
+      .locator(".conversation-list li[aria-current=page] .meta", { hasText: "· anthropic/claude-opus-4-5" })
+      .waitFor();
     assert.deepEqual((await api(`/v1/conversations/${cid}`, token)).agent, {
       backend: "claude-code",
       model: "anthropic/claude-opus-4-5",
@@ -108,6 +113,33 @@ describe("the agent picker", () => {
     assert.equal(await page.locator("#composer-input").inputValue(), "Hello [whoami]");
     assert.equal(await backendSelect(page).inputValue(), "ghost");
     assert.equal(await page.locator("li.turn").count(), 0);
+    await page.context().close();
+  });
+
+  it("a message kept unsent keeps its pick: Retry, after a reload, runs on the agent it was sent with", async () => {
+    const page = await openPage();
+    await signIn(page, unique("picker-unsent"));
+    await modelSelect(page).waitFor();
+    await backendSelect(page).selectOption("claude-code");
+    await modelSelect(page).selectOption("anthropic/claude-opus-4-5");
+    await page.route("**/v1/conversations/*/turns", (route) => route.abort("internetdisconnected"));
+    await send(page, "Kept for later [whoami]");
+    const failed = lastTurn(page);
+    await failed.locator(".send-error").waitFor();
+    const turnId = await failed.getAttribute("data-turn");
+
+    // A reload forgets the pick (a new conversation's picker starts at the default); the kept message does not.
+    await page.reload();
+    await page.locator("#connection[data-state=live]").waitFor();
+    await modelSelect(page).waitFor();
+    assert.equal(await backendSelect(page).inputValue(), "opencode");
+    await page.unroute("**/v1/conversations/*/turns");
+    await page.locator(`li.turn[data-turn="${turnId}"]`).getByRole("button", { name: "Retry" }).click();
+    await waitForBadge(page, "done");
+    assert.match(await shownText(page), /backend claude-code; model anthropic\/claude-opus-4-5;/);
+    // Its agent shows once the server says it (the list's entry).
+    await page.locator("#agent-backend:disabled").waitFor();
+    assert.equal(await backendSelect(page).inputValue(), "claude-code");
     await page.context().close();
   });
 
