@@ -96,7 +96,13 @@ export function createAgentPicker({ api, store, ui }) {
     select.value = value;
   }
 
+  /** What the picker was last drawn from: drawn again only when one of them changed (it is asked at every event). @type {unknown[]} */
+  let drawnFrom = [];
+
   function draw() {
+    const from = [catalog, failure, store.conv.cid, agentOfOpen(), choice];
+    if (from.every((v, i) => v === drawnFrom[i])) return;
+    drawnFrom = from;
     const shown = view();
     ui.agentPicker.hidden = !shown && !failure;
     if (!shown) {

@@ -143,6 +143,33 @@ describe("the agent picker", () => {
     await page.context().close();
   });
 
+  it("a message queued behind a running turn carries its one-message model", async () => {
+    const page = await openPage();
+    await signIn(page, unique("picker-queue"));
+    await modelSelect(page).waitFor();
+    // The first turn waits for a permission: it runs until answered, so the next message is queued.
+    await send(page, "Run the test suite [permission]");
+    const allow = page.getByRole("button", { name: "Allow once" });
+    await allow.waitFor();
+    assert.equal(await modelSelect(page).inputValue(), "", "the conversation runs on the default model");
+    await modelSelect(page).selectOption("openai/gpt-5");
+    const posted = [];
+    page.on("request", (r) => r.method() === "POST" && r.url().endsWith("/turns") && posted.push(r.postDataJSON()));
+    await page.locator("#composer-input").fill("Next one [whoami]");
+    await page.keyboard.press("Enter");
+    await page.getByRole("list", { name: "Queued messages" }).getByText("Next one [whoami]").waitFor();
+    assert.deepEqual(
+      posted.map(({ whenBusy, model }) => ({ whenBusy, model })),
+      [{ whenBusy: "queue", model: "openai/gpt-5" }],
+    );
+    assert.equal(await modelSelect(page).inputValue(), "", "back to the conversation's once accepted");
+    await allow.click();
+    await page.waitForFunction(() => document.querySelectorAll("li.turn").length === 2);
+    await waitForBadge(page, "done");
+    assert.match(await shownText(page), /backend opencode; model openai\/gpt-5;/);
+    await page.context().close();
+  });
+
   it("a backend whose models are unavailable offers its default only, saying so; fits a phone", async () => {
     for (const [width, height] of [
       [390, 844],

@@ -179,7 +179,7 @@ describe("a conversation with an agent", () => {
 describe("the CLI Bridge", () => {
   const bridge: AgentCatalog = {
     provider: "cli-bridge",
-    default: { backend: null, model: "claude/sonnet" },
+    default: { backend: "claude", model: "claude/sonnet" },
     perTurnBackend: false,
     backends: [
       {
