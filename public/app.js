@@ -11,6 +11,7 @@
  * Embedding: define window.AGENT_GATEWAY = { getToken: async () => "<user token>", baseUrl: "" }
  * before this module loads, and the page signs in with that token instead of asking.
  */
+import { createAgentPicker } from "./controllers/agent-picker.js";
 import { createAsks } from "./controllers/asks.js";
 import { createBranches } from "./controllers/branches.js";
 import { createComposer } from "./controllers/composer.js";
@@ -73,6 +74,12 @@ const ui = {
   send: /** @type {HTMLButtonElement} */ ($("send")),
   stop: /** @type {HTMLButtonElement} */ ($("stop")),
   composerStatus: $("composer-status"),
+  agentPicker: $("agent-picker"),
+  agentBackendField: $("agent-backend-field"),
+  agentBackend: /** @type {HTMLSelectElement} */ ($("agent-backend")),
+  agentModelField: $("agent-model-field"),
+  agentModel: /** @type {HTMLSelectElement} */ ($("agent-model")),
+  agentNote: $("agent-note"),
   sandboxButton: $("sandbox-button"),
   sandboxPanel: $("sandbox-panel"),
   sandboxFacts: $("sandbox-facts"),
@@ -123,6 +130,9 @@ const stream = createStreamController({
   onReset: () => conversations.reload(),
   onChange: () => screen.schedule(),
 });
+const agentPicker = createAgentPicker({ api, store, ui });
+/** The conversation list fetched again; the picker follows it (a new conversation's agent is in its entry). */
+const refreshList = () => sidebar.refresh().then(agentPicker.draw);
 const sidebar = createSidebar({
   api,
   store,
@@ -139,7 +149,7 @@ const conversations = createConversations({
   narrow,
   connect: stream.connect,
   closeStream: stream.close,
-  refreshList: sidebar.refresh,
+  refreshList,
   drawList: sidebar.draw,
   closeSidebar: sidebar.close,
   follow: () => transcript.follow(),
@@ -150,12 +160,13 @@ const composer = createComposer({
   store,
   ui,
   narrow,
-  refreshList: sidebar.refresh,
-  queue: (message) => queued.add(message),
+  refreshList,
+  queue: (message, agent) => queued.add(message, agent),
+  agent: agentPicker,
   follow: () => transcript.follow(),
   screen,
 });
-const queued = createQueued({ api, store, ui, sent: () => composer.sent(), screen });
+const queued = createQueued({ api, store, ui, sent: () => composer.sent(), accepted: agentPicker.accepted, screen });
 const asks = createAsks({ api, store });
 createSandbox({ api, ui, screen, signOut: (message) => session.signOut(message) });
 const branches = createBranches({
@@ -174,7 +185,8 @@ const session = createSession({
   store,
   ui,
   showExamples: composer.showExamples,
-  enter: conversations.enter,
+  // The agents are read once the conversation is open: the page is live without them.
+  enter: () => conversations.enter().then(agentPicker.prefetch),
   closeStream: stream.close,
   updateTitle: screen.updateTitle,
 });
@@ -195,7 +207,7 @@ store.subscribe((before, after, action) => {
   branches.changed(action);
   if (action.type === "event") notifier.changed(before, after);
   composer.stopIfNowRunning();
-  if (action.type === "event" && /^turn\./.test(action.event.type)) sidebar.refresh();
+  if (action.type === "event" && /^turn\./.test(action.event.type)) refreshList();
   screen.updateTitle();
   screen.schedule();
 });

@@ -13,6 +13,8 @@ import { activeTurn } from "../lib/conversation.js";
 import { unsentStore } from "../lib/storage.js";
 import { el } from "../views/dom.js";
 
+/** @typedef {import("../lib/agents.js").TurnAgentFields} AgentFields */
+
 const SEND_RETRY_DELAY_MS = 800;
 /** The message box's placeholder: a narrow screen gets the short one, which fits beside Stop and Send. */
 const PLACEHOLDER = {
@@ -27,12 +29,14 @@ const PLACEHOLDER = {
  *   ui: { composer: HTMLFormElement, input: HTMLTextAreaElement, stop: HTMLButtonElement, examples: HTMLElement },
  *   narrow: MediaQueryList,
  *   refreshList: () => Promise<void>,
- *   queue: (message: string) => Promise<void>,
+ *   queue: (message: string, agent: AgentFields) => Promise<void>,
+ *   agent: { forTurn: () => AgentFields, accepted: (cid: string) => void },
  *   follow: () => void,
  *   screen: { showBanner: (text: string, kind?: string) => void, hideBanner: () => void, schedule: () => void, connectionLost: () => boolean, holdBack: () => void },
- * }} deps  `follow`: the transcript follows the newest content again; `queue`: sends a message to wait behind the running turn
+ * }} deps  `follow`: the transcript follows the newest content again; `queue`: sends a message to wait behind the
+ *   running turn; `agent`: the picker's (./agent-picker.js) model and backend for the turn about to be sent
  */
-export function createComposer({ api, store, ui, narrow, refreshList, queue, follow, screen }) {
+export function createComposer({ api, store, ui, narrow, refreshList, queue, agent, follow, screen }) {
   const placeholder = () => (ui.input.placeholder = narrow.matches ? PLACEHOLDER.narrow : PLACEHOLDER.wide);
   narrow.addEventListener("change", placeholder);
   placeholder();
@@ -49,27 +53,31 @@ export function createComposer({ api, store, ui, narrow, refreshList, queue, fol
     if (store.busy()) return;
     if (screen.connectionLost()) return screen.holdBack();
     const turnId = `t-${crypto.randomUUID()}`;
+    const fields = agent.forTurn();
     store.editing = null;
     store.dispatch({ type: "send", turnId, message, at: new Date().toISOString() });
     follow();
     screen.hideBanner();
-    delivering = deliver(turnId, message);
+    delivering = deliver(turnId, message, fields);
   }
 
   /**
-   * Delivers a turn to the server. The turn id makes this safe to repeat: a turn runs once.
+   * Delivers a turn to the server. The turn id makes this safe to repeat: a turn runs once (sent
+   * again with the same agent fields, which are part of the turn).
    * @param {string} turnId
    * @param {string} message
+   * @param {AgentFields} fields
    */
-  async function deliver(turnId, message) {
+  async function deliver(turnId, message, fields) {
     const generation = store.generation;
     const cid = store.conv.cid;
     const at = store.conv.turns[turnId]?.sentAt ?? new Date().toISOString();
     for (let attempt = 0; ; attempt++) {
       try {
-        const answer = await api.send(cid, turnId, message);
+        const answer = await api.send(cid, turnId, message, fields);
         unsentStore.remove(cid, turnId);
         if (generation !== store.generation) return;
+        agent.accepted(cid);
         // A send without whenBusy is never queued: it runs, or was refused.
         store.dispatch({ type: "sent", turnId, status: answer.status === "queued" ? "pending" : answer.status });
         refreshList();
@@ -77,7 +85,8 @@ export function createComposer({ api, store, ui, narrow, refreshList, queue, fol
       } catch (err) {
         const error = err instanceof ApiError ? err : new ApiError(0, "unreachable", String(err));
         if (!error.unreachable) {
-          // Refused (too large, a budget, another turn running): nothing was stored; the text goes back.
+          // Refused (too large, a budget, another turn running, an agent the deployment does not
+          // run): nothing was stored; the text goes back, and the picker keeps what was picked.
           if (generation !== store.generation) return;
           store.dispatch({ type: "sendRefused", turnId });
           if (!ui.input.value.trim()) ui.input.value = message;
@@ -94,7 +103,7 @@ export function createComposer({ api, store, ui, narrow, refreshList, queue, fol
         }
         // Kept in this browser, with its turn id: Retry (even after a reload) is the same turn.
         const reason = { message: error.status === 0 ? "could not reach the server" : error.message };
-        unsentStore.put(cid, { turnId, message, at, error: reason });
+        unsentStore.put(cid, { turnId, message, at, error: reason, agent: fields });
         if (generation === store.generation) store.dispatch({ type: "sendFailed", turnId, error: reason });
         return;
       }
@@ -108,7 +117,9 @@ export function createComposer({ api, store, ui, narrow, refreshList, queue, fol
       if (!turn || store.busy()) return;
       store.dispatch({ type: "send", turnId, message: turn.userText, at: turn.sentAt ?? new Date().toISOString() });
       follow();
-      deliver(turnId, turn.userText);
+      // The same turn: with the agent it was first sent with.
+      const kept = unsentStore.list(store.conv.cid).find((t) => t.turnId === turnId);
+      deliver(turnId, turn.userText, kept?.agent ?? {});
     },
     rerun(turnId) {
       const turn = store.conv.turns[turnId];
@@ -192,7 +203,7 @@ export function createComposer({ api, store, ui, narrow, refreshList, queue, fol
     if (store.conv.cid && !store.conv.deleted && activeTurn(store.conv)) {
       ui.input.value = "";
       screen.hideBanner();
-      queue(message);
+      queue(message, agent.forTurn());
       return;
     }
     if (store.busy()) return;

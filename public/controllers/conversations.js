@@ -112,6 +112,7 @@ export function createConversations({
       choices: choiceStore.read(askIds),
       branches,
       queue: summary.queue,
+      agent: summary.agent,
     });
     for (const turn of sending) {
       if (!store.conv.turns[turn.turnId])

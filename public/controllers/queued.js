@@ -39,10 +39,12 @@ const SEND_RETRY_DELAY_MS = 800;
  *   store: import("../lib/store.js").Store,
  *   ui: { queued: HTMLElement, queuedList: HTMLElement, input: HTMLTextAreaElement },
  *   sent: () => Promise<unknown>,
+ *   accepted: (cid: string) => void,
  *   screen: { showBanner: (text: string, kind?: string) => void, announce: (text: string) => void },
- * }} deps  `sent`: settles once the message being sent (if any) has its answer, so a queued one never overtakes it
+ * }} deps  `sent`: settles once the message being sent (if any) has its answer, so a queued one never overtakes it;
+ *   `accepted`: a message was taken (the agent picker's one-message model goes back: ./agent-picker.js)
  */
-export function createQueued({ api, store, ui, sent, screen }) {
+export function createQueued({ api, store, ui, sent, accepted, screen }) {
   /** @type {Array<{ turnId: string, message: string }>} the queue, in order */
   let items = [];
   /** @type {string | null} the queued turn whose text is being edited */
@@ -270,23 +272,28 @@ export function createQueued({ api, store, ui, sent, screen }) {
    * Sends a message to wait behind the running turn (it starts at once if that turn has ended),
    * once the queued sends before it have their answers.
    * @param {string} message
+   * @param {import("../lib/agents.js").TurnAgentFields} [agent]  its model (and backend), as the picker says
    */
-  function add(message) {
+  function add(message, agent = {}) {
     const generation = store.generation;
     const cid = store.conv.cid;
     const turnId = `t-${crypto.randomUUID()}`;
-    const done = sending.then(() => deliver(generation, cid, turnId, message));
+    const done = sending.then(() => deliver(generation, cid, turnId, message, agent));
     sending = done.catch(() => undefined);
     return done;
   }
 
-  /** @param {number} generation @param {string} cid @param {string} turnId @param {string} message */
-  async function deliver(generation, cid, turnId, message) {
+  /**
+   * @param {number} generation @param {string} cid @param {string} turnId @param {string} message
+   * @param {import("../lib/agents.js").TurnAgentFields} agent
+   */
+  async function deliver(generation, cid, turnId, message, agent) {
     await sent().catch(() => undefined);
     for (let attempt = 0; ; attempt++) {
       try {
-        const turn = await api.queue(cid, turnId, message);
+        const turn = await api.queue(cid, turnId, message, agent);
         if (generation !== store.generation) return;
+        accepted(cid);
         if (turn.status === "queued" && !items.some((i) => i.turnId === turnId))
           change([...items, { turnId, message: turn.message }]);
         screen.announce(

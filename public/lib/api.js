@@ -27,6 +27,7 @@ export class ApiError extends Error {
 
 // The answers' types are the server's schemas' (wire.d.ts): the page trusts the gateway's JSON.
 /** @typedef {import("./wire").ConversationEntry} ConversationEntry */
+/** A turn's agent, as its body carries it (lib/agents.js). @typedef {import("./agents.js").TurnAgentFields} AgentFields */
 
 const enc = encodeURIComponent;
 const conversationPath = (/** @type {string} */ cid) => `/v1/conversations/${enc(cid)}`;
@@ -154,25 +155,29 @@ export function createApi({ baseUrl, token, onUnauthorized, early = () => null }
     summary: async (cid) => (await request(conversationPath(cid))).data,
     /** @param {string} cid @returns {Promise<import("./wire").ConversationUsage>} */
     usage: async (cid) => (await request(`${conversationPath(cid)}/usage`)).data,
+    /** What this deployment can run (docs/api.md#choosing-the-agent). @returns {Promise<import("./wire").AgentCatalog>} */
+    agents: async () => (await request("/v1/agents")).data,
     /**
      * @param {string} cid
      * @param {string} turnId  the same id on a retry: the server runs a turn once
      * @param {string} message
+     * @param {AgentFields} [agent]  the turn's model and backend (the same on a retry: they are part of the turn)
      * @returns {Promise<import("./wire").TurnView>}
      */
-    send: async (cid, turnId, message) =>
-      (await request(`${conversationPath(cid)}/turns`, { method: "POST", body: { turnId, message } })).data,
+    send: async (cid, turnId, message, agent = {}) =>
+      (await request(`${conversationPath(cid)}/turns`, { method: "POST", body: { turnId, message, ...agent } })).data,
     /**
      * Sends a turn that waits in the queue while another runs (it starts at once if none does).
      * @param {string} cid @param {string} turnId  the same id on a retry: the same queued turn
      * @param {string} message
+     * @param {AgentFields} [agent]
      * @returns {Promise<import("./wire").TurnView>}
      */
-    queue: async (cid, turnId, message) =>
+    queue: async (cid, turnId, message, agent = {}) =>
       (
         await request(`${conversationPath(cid)}/turns`, {
           method: "POST",
-          body: { turnId, message, whenBusy: "queue" },
+          body: { turnId, message, whenBusy: "queue", ...agent },
         })
       ).data,
     /** @param {string} cid @param {string} turnId @param {string} message @returns {Promise<import("./wire").TurnView>} */

@@ -79,6 +79,7 @@ import { applyPartUpdate } from "../wire/part-text.js";
  * @property {Budget | null} budget
  * @property {{ scope?: string, tokens?: number, provenance?: Provenance } | null} budgetExceeded
  * @property {boolean} deleted           deleted elsewhere: nothing more can happen here
+ * @property {import("./wire").ConversationAgent | null} agent  the agent it runs, as its summary said when loaded (null: not told, or a new conversation)
  */
 
 const CONTENT_PARTS = new Set(["text", "reasoning", "tool", "file", "subtask"]);
@@ -102,6 +103,7 @@ export function emptyConversation(cid) {
     budget: null,
     budgetExceeded: null,
     deleted: false,
+    agent: null,
   };
 }
 

@@ -23,11 +23,14 @@ import {
 /** @typedef {import("./conversation.js").ErrorInfo} ErrorInfo */
 /** @typedef {import("./conversation.js").AskRequest} AskRequest */
 /** @typedef {import("./wire").Transcript} Transcript */
-/** A message this browser sent that has not reached the server (lib/storage.js keeps it). @typedef {{ turnId: string, message: string, at: string, error: ErrorInfo }} UnsentTurn */
+/**
+ * A message this browser sent that has not reached the server (lib/storage.js keeps it), with the agent fields it
+ * was sent with (a retry is the same turn). @typedef {{ turnId: string, message: string, at: string, error: ErrorInfo, agent?: import("./agents.js").TurnAgentFields }} UnsentTurn
+ */
 /**
  * `branches` and `queue`: the conversation's branches and queued turns, read with the transcript
  * (controllers/branches.js and controllers/queued.js keep them; the state does not).
- * @typedef {{ type: "loaded", transcript: Transcript, outstanding?: Array<AskRequest & { turnId: string }>, waiting?: { turnId: string, waitingFor: string | null } | null, title?: string | null, unsent?: UnsentTurn[], choices?: Record<string, string>, branches?: import("./wire").Branches, queue?: import("./wire").ConversationSummary["queue"] }} LoadedAction
+ * @typedef {{ type: "loaded", transcript: Transcript, outstanding?: Array<AskRequest & { turnId: string }>, waiting?: { turnId: string, waitingFor: string | null } | null, title?: string | null, unsent?: UnsentTurn[], choices?: Record<string, string>, branches?: import("./wire").Branches, queue?: import("./wire").ConversationSummary["queue"], agent?: import("./wire").ConversationAgent }} LoadedAction
  */
 
 /**
@@ -107,5 +110,5 @@ export function load(cid, action) {
   }
   const first = state.order[0];
   const title = action.title ?? (first ? state.turns[first]?.userText.slice(0, TITLE_CHARS) : null) ?? null;
-  return { ...state, lastSeq: action.transcript.lastEventId, title };
+  return { ...state, lastSeq: action.transcript.lastEventId, title, agent: action.agent ?? null };
 }

@@ -19,6 +19,8 @@ import type {
 } from "../../src/schemas/contracts";
 import type { EnvironmentAnswer } from "../../src/schemas/environment";
 
+export type { AgentBackend, AgentCatalog, CatalogFact, ConversationAgent } from "../../src/schemas/agents";
+
 export type { TurnView } from "../../src/schemas/api";
 export type {
   CancellationAcknowledgement,

@@ -115,10 +115,13 @@ function linkTo(c, handlers) {
     el("span", { class: "title", text: c.title }),
     el("span", {
       class: "meta",
-      text: c.state === "running" ? (c.waitingFor ? "waiting for you" : "working…") : timeText(c.updatedAt),
+      text: `${c.state === "running" ? (c.waitingFor ? "waiting for you" : "working…") : timeText(c.updatedAt)}${picked(c)}`,
     }),
   );
 }
+
+/** The model its first turn picked, after the time (nothing for a conversation on the deployment's default). @param {ConversationEntry} c */
+const picked = (c) => (c.agent?.chosen === "first-turn" && c.agent.model ? ` · ${c.agent.model}` : "");
 
 /** The title in a field: Enter saves, Escape (or leaving it unchanged) cancels. @param {ConversationEntry} c @param {ListHandlers} handlers */
 function renameForm(c, handlers) {

@@ -97,6 +97,33 @@ describe("the chat page over a CLI Bridge", () => {
     await page.context().close();
   });
 
+  it("the agent picker offers the bridge's model routes under their harness, no backend; the pick is the conversation's", async () => {
+    const page = await signedIn();
+    const model = page.getByRole("combobox", { name: "Model", exact: true });
+    await model.waitFor();
+    assert.equal(await page.getByRole("combobox", { name: "Agent", exact: true }).isVisible(), false);
+    assert.deepEqual(await model.locator("optgroup").evaluateAll((groups) => groups.map((g) => g.label)), [
+      "codex",
+      "pi",
+    ]);
+    assert.equal(await model.locator("option:checked").textContent(), "Default (codex/default)");
+    // By keyboard: Default, codex/default, codex/gpt-5-codex, codex/gpt-5.4.
+    await model.focus();
+    for (let i = 0; i < 3; i++) await page.keyboard.press("ArrowDown");
+    assert.equal(await model.inputValue(), "codex/gpt-5.4");
+    await send(page, "which model?");
+    await lastTurn(page).locator('.badge:text-is("done")').waitFor({ timeout: 20_000 });
+    const token = await page.evaluate(() => localStorage.getItem("gw:token"));
+    const cid = await page.evaluate(() => new URL(location.href).searchParams.get("c"));
+    const summary = await (
+      await fetch(`${server.base}/v1/conversations/${cid}`, { headers: { authorization: `Bearer ${token}` } })
+    ).json();
+    assert.deepEqual(summary.agent, { backend: "codex", model: "codex/gpt-5.4", chosen: "first-turn" });
+    assert.equal(await model.inputValue(), "codex/gpt-5.4");
+    await page.screenshot({ path: `${SHOTS}/cli-bridge-agent-picker.png` });
+    await page.context().close();
+  });
+
   it("Stop ends a hanging run as cancelled", async () => {
     const page = await signedIn();
     await send(page, "[hang] wait for me");

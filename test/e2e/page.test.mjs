@@ -11,3 +11,4 @@ import "./sidebar.mjs";
 import "./markdown.mjs";
 import "./changes.mjs";
 import "./docs.mjs";
+import "./agents.mjs";
