@@ -45,12 +45,16 @@ const backendOf = (catalog, type) => catalog.backends.find((b) => b.type === typ
 const unavailable = (fact) => (typeof fact === "object" ? fact.unavailable : null);
 
 /**
- * The model a turn naming none runs on, where the catalog says: the deployment's model where it
- * names one (the gateway sends it whichever the backend: docs/api.md#choosing-the-agent), else the
- * backend's own.
+ * The model a turn naming none runs on, where the catalog says: on the deployment's backend the
+ * deployment's model where it names one (docs/api.md#choosing-the-agent), else the backend's own.
  * @param {AgentCatalog} catalog @param {AgentBackend | null} backend
  */
-const defaultModelOf = (catalog, backend) => catalog.default.model ?? backend?.defaultModel ?? null;
+const defaultModelOf = (catalog, backend) =>
+  (catalog.provider === "cli-bridge" || !backend || backend.type === catalog.default.backend
+    ? catalog.default.model
+    : null) ??
+  backend?.defaultModel ??
+  null;
 
 /** @param {string | null} name */
 const defaultOption = (name) => ({ value: DEFAULT_MODEL, label: name ? `Default (${name})` : "Default" });
@@ -154,6 +158,7 @@ export function agentSent(catalog, sent) {
     const harness = catalog.backends.find((b) => Array.isArray(b.models) && route !== null && b.models.includes(route));
     return { backend: harness?.type ?? null, model: route, chosen: named ? "first-turn" : "default" };
   }
-  const model = sent.model ?? catalog.default.model;
+  // The deployment's model is its backend's: another backend with no model runs its own default.
+  const model = sent.model ?? (type === catalog.default.backend ? catalog.default.model : null);
   return { backend: type, model, chosen: named ? "first-turn" : "default" };
 }

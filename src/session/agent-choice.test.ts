@@ -54,3 +54,15 @@ describe("the agent a conversation shows", () => {
     });
   });
 });
+
+describe("the deployment's model belongs to its backend", () => {
+  it("a conversation on another backend with no model shows that backend's own default (null), not AGENT_MODEL", () => {
+    const withModel = { backend: "opencode", model: "zai/glm-5.2" };
+    expect(conversationAgent({ backend: { type: "claude-code" } }, withModel, false)).toEqual({
+      backend: "claude-code",
+      model: null,
+      chosen: "first-turn",
+    });
+    expect(conversationAgent({ backend: { type: "opencode" } }, withModel, false).model).toBe("zai/glm-5.2");
+  });
+});

@@ -65,6 +65,8 @@ export function conversationAgent(
 ): ConversationAgent {
   const named = chosen !== null && (chosen.model !== undefined || chosen.backend !== undefined);
   const backendModel = chosen?.backend?.model;
+  // The deployment's model is its backend's: a conversation on another backend runs that backend's own default.
+  const onDefaultBackend = chosen?.backend?.type === undefined || chosen.backend.type === defaults.backend;
   const model =
     chosen?.model ??
     (backendModel
@@ -72,7 +74,7 @@ export function conversationAgent(
         ? `${backendModel.provider}/${backendModel.model}`
         : backendModel.model
       : null) ??
-    defaults.model;
+    (bridge || onDefaultBackend ? defaults.model : null);
   const backend = bridge ? (model !== null ? harnessOf(model) : null) : (chosen?.backend?.type ?? defaults.backend);
   return { backend, model, chosen: named ? "first-turn" : "default" };
 }

@@ -61,15 +61,17 @@ describe("a new conversation", () => {
     const other = pickerView(catalog, null, { backend: "codex", model: "zai/glm-5.2" });
     expect(other.model.value).toBe(DEFAULT_MODEL);
     expect(other.send).toEqual({ providerOptions: { backend: { type: "codex" } } });
-    // Its default named: the backend's own, or the deployment's model, which a turn naming none is sent with.
+    // Its default named: the deployment's model on the deployment's backend (a turn naming none is sent
+    // with it there), another backend's own default elsewhere (the deployment's model is its backend's).
     expect(labels(pickerView(catalog, null, { backend: "claude-code", model: null }))[0]).toBe(
       "Default (anthropic/claude-sonnet-4-5)",
     );
     const configured = { ...catalog, default: { backend: "opencode", model: "zai/glm-5.2" } };
+    expect(labels(pickerView(configured, null, { backend: "opencode", model: null }))[0]).toBe("Default (zai/glm-5.2)");
     expect(labels(pickerView(configured, null, { backend: "claude-code", model: null }))[0]).toBe(
-      "Default (zai/glm-5.2)",
+      "Default (anthropic/claude-sonnet-4-5)",
     );
-    expect(labels(pickerView(configured, null, { backend: "codex", model: null }))[0]).toBe("Default (zai/glm-5.2)");
+    expect(labels(pickerView(configured, null, { backend: "codex", model: null }))[0]).toBe("Default");
     expect(labels(pickerView(catalog, null, { backend: "codex", model: null }))[0]).toBe("Default");
   });
 

@@ -42,7 +42,9 @@ export function backendFor(
   options?: DispatchInput["backend"],
   extras: Pick<DispatchInput, "credential" | "attachments" | "systemPrompt"> = {},
 ): BackendConfig {
-  const route = model ?? defaults.model;
+  // The deployment's model is its backend's: a turn on another backend with no model runs that backend's own default.
+  const onDefaultBackend = options?.type === undefined || options.type === defaults.backend;
+  const route = model ?? (onDefaultBackend ? defaults.model : undefined);
   const chosen = options?.model ?? (route ? backendModel(route) : undefined);
   const { credential, attachments, systemPrompt } = extras;
   // A session credential: the user's key for its provider, sent with the model (the seed's session credential bundle).
