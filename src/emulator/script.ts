@@ -11,7 +11,7 @@ import {
 import { EDITS_TEXT, editFrames } from "./edits";
 import { markdownAnswer, tokenDeltas } from "./markdown-answer";
 import type { ScriptFrame } from "./script-frame";
-import { type ChildTaskShape, childTaskFrames } from "./subagents";
+import { type ChildTaskShape, childTaskCopies, childTaskEnds, childTaskStarts } from "./subagents";
 /**
  * The emulator's deterministic scripted agent. A message picks a script; each script is a list of
  * frames, each emitted one frame-delay after the previous one. Pure: the same message and ids give
@@ -40,10 +40,10 @@ import { type ChildTaskShape, childTaskFrames } from "./subagents";
  *               writes over a third file, with OpenCode's `write` and `edit` tool calls, then says so
  * Child tasks (subagents.ts):
  *   [subagents]     after its `read`, the agent starts two child tasks, one nested under the other,
- *                   each running then ended (the nested one fails); a `child-task` frame per update
- *                   (variant childTask: a `subtask` part instead)
- *   [subagents:dup] the same, and every update sent again after the first step, each copy a new
- *                   frame with the same `sourceEventId` (copies under a reconnect or a replay)
+ *                   running through its first step (and [hold]'s hold), then ended (the nested one
+ *                   fails); a `child-task` frame per update (variant childTask: a `subtask` part)
+ *   [subagents:dup] the same, then every update sent again, each copy a new frame with the same
+ *                   `sourceEventId` (copies under a reconnect or a replay)
  * Asks (the run waits for the answer and continues according to it):
  *   [ask]          a question with text, select, boolean, number, multi-select and secret fields
  *   [ask-timeout]  the same question, expiring after a short time (interaction.cancel, timeout)
@@ -305,7 +305,7 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
   });
 
   const subagents = hasDirective(message, "subagents") || hasDirective(message, "subagents:dup");
-  if (subagents) for (const f of childTaskFrames(exe, input.childTask)) push(f);
+  if (subagents) for (const f of childTaskStarts(exe, input.childTask)) push(f);
 
   if (hasDirective(message, "edits")) {
     for (const f of editFrames(exe)) push(f);
@@ -351,8 +351,9 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
   const cost2 = 0.0009;
   if (forwardsStepUsage) push(stepFinish(backend, `${exe}:step-finish-1`, step1, cost1));
   if (hasDirective(message, "hold")) frames.push({ ...frames.pop()!, hold: true });
-  // The copies come after the hold: a test holds the run with the first updates applied.
-  if (hasDirective(message, "subagents:dup")) for (const f of childTaskFrames(exe, input.childTask)) push(f);
+  // The children end after the hold (a test holds them running), and their copies come after that.
+  if (subagents) for (const f of childTaskEnds(exe, input.childTask)) push(f);
+  if (hasDirective(message, "subagents:dup")) for (const f of childTaskCopies(exe, input.childTask)) push(f);
 
   if (hasDirective(message, "fail")) {
     // Fails after its first step: the usage observed so far is all there will be.

@@ -3,13 +3,15 @@ import type { ScriptFrame } from "./script-frame";
 /**
  * The `[subagents]` script's child tasks (docs/sandbox-wire.md §4, `child-task` [ours]): the agent
  * delegates the exploration of the repository to one child task, which starts a second, nested
- * under it (`parentChildId`); the nested one fails, the first completes. Each update is a frame of
+ * under it (`parentChildId`); both run through the agent's first step (a `[hold]` holds them
+ * running), then the nested one fails and the first completes. Each update is a frame of
  * its own with its own `sourceEventId`. The first reports its runner, model, usage and terminal
  * reason; the failed one reports its runner and terminal reason only (its model and usage are
  * unknown, never zero).
  *
- * `[subagents:dup]` sends every update again later in the run, each copy a new frame (a new frame
- * id) with the same `sourceEventId`, as copies arrive under a reconnect or a replay upstream.
+ * `[subagents:dup]` sends every update again after the ends, each copy a new frame (a new frame
+ * id) with the same `sourceEventId`, as copies arrive under a reconnect or a replay upstream: a
+ * consumer that applied them would show both children running again.
  *
  * Shapes (variant `childTask`): a `child-task` frame whose data is the update, or a
  * `message.part.updated` frame whose part is `{ id: childId, type: "subtask", …the update }`.
@@ -61,18 +63,32 @@ function updates(exe: string): Record<string, unknown>[] {
       title: "Explore the repository's layout",
       runner: "explore",
       model: "zai/glm-5.2",
-      usage: { inputTokens: 2400, outputTokens: 310, cost: 0.0021 },
+      usage: { inputTokens: 2400, outputTokens: 310, cost: 0.0017 },
       terminalReason: "stop",
       time: { started: at(1), updated: at(8), ended: at(8) },
     },
   ];
 }
 
-/** The run's child-task updates, in the shape in force. */
-export function childTaskFrames(exe: string, shape: ChildTaskShape = "frame"): ScriptFrame[] {
-  return updates(exe).map((update) =>
+function frames(list: Record<string, unknown>[], shape: ChildTaskShape): ScriptFrame[] {
+  return list.map((update) =>
     shape === "subtask-part"
       ? { type: "message.part.updated", data: { part: { id: update.childId, type: "subtask", ...update } } }
       : { type: "child-task", data: update },
   );
+}
+
+/** The child tasks' starts (both running), in the shape in force. */
+export function childTaskStarts(exe: string, shape: ChildTaskShape = "frame"): ScriptFrame[] {
+  return frames(updates(exe).slice(0, 2), shape);
+}
+
+/** The child tasks' ends (the nested one failed, then the first completed). */
+export function childTaskEnds(exe: string, shape: ChildTaskShape = "frame"): ScriptFrame[] {
+  return frames(updates(exe).slice(2), shape);
+}
+
+/** Every update again, in order: the copies `[subagents:dup]` sends. */
+export function childTaskCopies(exe: string, shape: ChildTaskShape = "frame"): ScriptFrame[] {
+  return frames(updates(exe), shape);
 }

@@ -154,7 +154,7 @@ describe("POST /v1/chat with the SDK's chat client", () => {
         [updates[1].id, updates[1].id, updates[0].id, "failed"],
       ],
     );
-    assert.deepEqual(subagents[0].data.usage, { inputTokens: 2400, outputTokens: 310, cost: 0.0021 });
+    assert.deepEqual(subagents[0].data.usage, { inputTokens: 2400, outputTokens: 310, cost: 0.0017 });
     assert.equal(subagents[1].data.usage, undefined, "no usage reported: unknown, never zero");
     assert.deepEqual(await reloaded(token, id), plain(chat.messages));
   });

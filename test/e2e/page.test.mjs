@@ -10,4 +10,5 @@ import "./connection.mjs";
 import "./sidebar.mjs";
 import "./markdown.mjs";
 import "./changes.mjs";
+import "./subagents.mjs";
 import "./docs.mjs";
