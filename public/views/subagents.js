@@ -20,7 +20,7 @@ const STATUS_TEXT = { running: "running", completed: "done", failed: "failed", c
  * What a child task used, in words: only the counters reported.
  * @param {Record<string, number> | null} usage
  */
-export function subagentUsageText(usage) {
+function subagentUsageText(usage) {
   if (!usage) return "usage unknown";
   const parts = [];
   if (typeof usage.inputTokens === "number") parts.push(`${formatTokens(usage.inputTokens)} in`);
@@ -44,7 +44,7 @@ function durationText(task) {
  * One summary line of the group: how many run, are done, failed.
  * @param {Subagent[]} tasks
  */
-export function subagentsSummary(tasks) {
+function subagentsSummary(tasks) {
   /** @type {Record<string, number>} */
   const counts = {};
   for (const t of tasks) counts[t.status] = (counts[t.status] ?? 0) + 1;
@@ -99,7 +99,7 @@ function list(tasks, children, drawn) {
  * among them (not reported, or not yet) at the top.
  * @param {Subagent[]} tasks
  */
-export function subagentTree(tasks) {
+function subagentTree(tasks) {
   const known = new Set(tasks.map((t) => t.childId));
   /** @type {Map<string | null, Subagent[]>} */
   const children = new Map();
