@@ -17,7 +17,8 @@
  * - What the turn waits for is the message's metadata `waitingFor` (the `turnView` names:
  *   `awaiting_permission`, …), set with the ask's chunks and back to null with its end.
  * - Usage, the turn's id and how it ended are the message's metadata; warnings, budget stops and
- *   child tasks (`data-subagent`, id the `childId`, replaced by each update) are `data-*` parts; the conversation's status changes are transient `data-status` chunks.
+ *   child tasks (`data-subagent`, id the `childId`, replaced by each update) are `data-*` parts;
+ *   the conversation's status changes are transient `data-status` chunks.
  * - The turn's end: `finish` (completed), `error` (failed), `abort` (cancelled).
  */
 
