@@ -16,6 +16,7 @@ const T = {
   sse: ["src/lib/sse.test.ts"],
   digest: ["src/lib/digest.test.ts", "src/session/turn-cache.test.ts"],
   tree: ["src/session/turn-tree.test.ts"],
+  subagents: ["src/session/store/store.test.ts", "test/subagents.test.ts"],
 };
 
 /**
@@ -114,6 +115,22 @@ export const MUTANTS = [
     why: "a page starts at the cursor, not after it (the 14-minute hang of issue 10)",
     find: "FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
     replace: "FROM events WHERE seq >= ? ORDER BY seq LIMIT ?",
+  },
+  {
+    id: "store.child-copy-applied",
+    file: "src/session/store/log.ts",
+    tests: T.subagents,
+    why: "a copy of a child task's update (the same sourceEventId in a new frame) is applied again",
+    find: "    if (seen.has(key)) return false;",
+    replace: "    if (seen.has(key)) return true;",
+  },
+  {
+    id: "store.child-seen-in-memory-only",
+    file: "src/session/store/log.ts",
+    tests: T.subagents,
+    why: "a child task's applied update is remembered in memory only: after a restart its copy is applied again",
+    find: "    held.unsaved.push(key);",
+    replace: "",
   },
 
   // ---- the turn tree (src/session/turn-tree.ts)

@@ -78,6 +78,7 @@ describe("the page's event names and the server's", () => {
     );
     add(await typesOf("this fails [fail]"));
     add(await typesOf("odd usage [bad-usage]"));
+    add(await typesOf("look around [subagents]"));
     // A turn after its user's sandbox was deleted says the agent's memory was reset (a `warning`).
     const user = { token: await tokenFor(uid("user")), cid: uid("conv") };
     await typesOf("hello", undefined, user);

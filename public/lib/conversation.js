@@ -50,7 +50,23 @@ import { applyPartUpdate } from "../wire/part-text.js";
  * @typedef {{ key: string, kind: "file", id: string, label: string }} FileBlock
  * @typedef {{ key: string, kind: "ask", id: string }} AskBlock
  * @typedef {{ key: string, kind: "warning", id: string, text: string }} WarningBlock
- * @typedef {TextBlock | ToolBlock | FileBlock | AskBlock | WarningBlock} Block
+ * @typedef {{ key: "subagents", kind: "subagents", id: "subagents", tasks: Subagent[] }} SubagentsBlock  the turn's child tasks, where the first one came
+ * @typedef {TextBlock | ToolBlock | FileBlock | AskBlock | WarningBlock | SubagentsBlock} Block
+ */
+/**
+ * A child task the agent started (a subagent), as its latest update says (a `child-task` event,
+ * or a `subagent` part of the transcript). What the provider did not report is null: unknown.
+ * @typedef {object} Subagent
+ * @property {string} childId
+ * @property {string | null} parentChildId  the child task that started it (null: the agent did)
+ * @property {"running" | "completed" | "failed" | "cancelled"} status
+ * @property {string | null} title
+ * @property {string | null} runner
+ * @property {string | null} model
+ * @property {Record<string, number> | null} usage  only the counters reported
+ * @property {string | null} terminalReason
+ * @property {string | null} startedAt
+ * @property {string | null} endedAt
  */
 /**
  * @typedef {object} Turn
@@ -239,6 +255,42 @@ export function partBlock(part) {
     default:
       return { key, kind: "file", id: part.id, label: `${part.type}: ${part.filename ?? part.description ?? part.id}` };
   }
+}
+
+const SUBAGENT_STATUSES = new Set(["running", "completed", "failed", "cancelled"]);
+/** @param {unknown} v */
+const strOrNull = (v) => (typeof v === "string" && v !== "" ? v : null);
+
+/**
+ * A turn after one update of a child task: the task's entry in the turn's subagents block replaced
+ * (or added, in the order each first came). An update without a `childId` changes nothing.
+ * @param {Turn} turn
+ * @param {Record<string, any>} update a `child-task` event's data, or a transcript `subagent` part
+ * @returns {Turn}
+ */
+export function withSubagent(turn, update) {
+  const childId = strOrNull(update?.childId);
+  if (!childId) return turn;
+  const time = update.time ?? {};
+  /** @type {Subagent} */
+  const task = {
+    childId,
+    parentChildId: strOrNull(update.parentChildId),
+    status: SUBAGENT_STATUSES.has(update.status) ? update.status : "running",
+    title: strOrNull(update.title),
+    runner: strOrNull(update.runner),
+    model: strOrNull(update.model),
+    usage: update.usage && typeof update.usage === "object" ? update.usage : null,
+    terminalReason: strOrNull(update.terminalReason),
+    startedAt: strOrNull(time.started),
+    endedAt: strOrNull(time.ended),
+  };
+  const held = turn.blocks.find((b) => b.kind === "subagents");
+  const tasks = held?.kind === "subagents" ? held.tasks.slice() : [];
+  const index = tasks.findIndex((t) => t.childId === childId);
+  if (index === -1) tasks.push(task);
+  else tasks[index] = task;
+  return withBlock(turn, { key: "subagents", kind: "subagents", id: "subagents", tasks });
 }
 
 /**

@@ -23,6 +23,8 @@ export const GATEWAY_EVENT = Object.freeze({
   /** What the running turn waits for changed: `{ turnId, waitingFor, interactionId }` (null: nothing, it runs). */
   turnWaiting: "turn.waiting",
   warning: "warning",
+  /** One update of a child task the agent started (a subagent): applied once per sourceEventId by the server. */
+  childTask: "child-task",
   /** A turn was queued behind the running one: `{ turnId, message, model?, queuePosition }`. */
   turnQueued: "turn.queued",
   /** A queued turn's text was replaced: `{ turnId, message }`. */
@@ -56,7 +58,6 @@ const PROVIDER_EVENTS = Object.freeze([
   "tool-heartbeat",
   "tool-slow",
   "model-processing",
-  "child-task",
 ]);
 
 /** Every event name the page listens for on the stream. */

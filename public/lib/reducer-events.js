@@ -1,7 +1,8 @@
 // @ts-check
 /**
  * One stream event applied to the conversation (`applyEvent`, pure): a turn accepted, a part of
- * what the agent did, a turn's end, usage and budget, asks and what a turn waits for, warnings.
+ * what the agent did, a turn's end, usage and budget, asks and what a turn waits for, warnings,
+ * the subagents it started.
  * The edits are ./conversation.js's.
  *
  * Rules:
@@ -20,6 +21,7 @@ import {
   withAsk,
   withBlock,
   withDelta,
+  withSubagent,
   withTurn,
 } from "./conversation.js";
 import { GATEWAY_EVENT as E } from "./events.js";
@@ -102,6 +104,8 @@ export function applyEvent(state, e) {
         reason: data.reason ?? null,
       });
     }
+    case E.childTask:
+      return turnId ? withTurn(state, turnId, (turn) => withSubagent(turn, data)) : state;
     case E.warning: {
       if (!turnId) return state;
       const text = `${data.message ?? data.code ?? "warning"}`;

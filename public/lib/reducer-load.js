@@ -15,6 +15,7 @@ import {
   TITLE_CHARS,
   withAsk,
   withBlock,
+  withSubagent,
   withTurn,
 } from "./conversation.js";
 
@@ -58,6 +59,10 @@ export function load(cid, action) {
           text: part.message || part.code,
         };
         state = withTurn(state, m.turnId, (turn) => withBlock(turn, block));
+        continue;
+      }
+      if (part.type === "subagent") {
+        state = withTurn(state, m.turnId, (turn) => withSubagent(turn, part));
         continue;
       }
       if (part.type === "interaction") {

@@ -2,7 +2,8 @@
 /**
  * One turn: the user's message (plain text, with its time, Edit, the "< n/m >" picker where
  * branches split, and Retry/Edit when it has not reached the server), then what the agent did in
- * order (markdown text, reasoning, tool cards, asks, warnings), the files its tools changed
+ * order (markdown text, reasoning, tool cards, asks, warnings, the subagents it started:
+ * views/subagents.js), the files its tools changed
  * (views/changes.js, collapsed), then a footer (status, cancel
  * reason, usage, the model asked for and the one that served it, time) with Copy, Retry and
  * Regenerate. Edit and Regenerate, on any turn, make a branch (docs/api.md#branches).
@@ -14,6 +15,7 @@ import { renderMarkdown } from "../lib/markdown.js";
 import { createAskView } from "./ask.js";
 import { createChangesView } from "./changes.js";
 import { el, reconcile, timeElement } from "./dom.js";
+import { createSubagentsView } from "./subagents.js";
 
 /** @typedef {import("../lib/conversation.js").Turn} Turn */
 /** @typedef {import("../lib/conversation.js").Block} Block */
@@ -135,6 +137,10 @@ function blockView(block, handlers, asks) {
           }
         },
       };
+    }
+    case "subagents": {
+      const view = createSubagentsView(block.tasks);
+      return { node: view.node, item: block, update: (b) => b.kind === "subagents" && view.update(b.tasks) };
     }
     case "warning": {
       const node = el("p", { class: "warning-line", text: `⚠ ${block.text}` });

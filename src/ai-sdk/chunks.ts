@@ -16,8 +16,9 @@
  *   Never what was answered: a question's output says only that it was answered.
  * - What the turn waits for is the message's metadata `waitingFor` (the `turnView` names:
  *   `awaiting_permission`, …), set with the ask's chunks and back to null with its end.
- * - Usage, the turn's id and how it ended are the message's metadata; warnings and budget stops
- *   are `data-*` parts; the conversation's status changes are transient `data-status` chunks.
+ * - Usage, the turn's id and how it ended are the message's metadata; warnings, budget stops and
+ *   child tasks (`data-subagent`, id the `childId`, replaced by each update) are `data-*` parts;
+ *   the conversation's status changes are transient `data-status` chunks.
  * - The turn's end: `finish` (completed), `error` (failed), `abort` (cancelled).
  */
 
@@ -118,6 +119,11 @@ export class TurnChunks {
             },
           ],
         };
+      case "child-task": {
+        // One part per child task, its id the childId: each update replaces it (the SDK's data part reconciliation).
+        const { sourceEventId: _, ...task } = data;
+        return { chunks: str(task.childId) ? [{ type: "data-subagent", id: task.childId, data: task }] : [] };
+      }
       case "budget.exceeded":
         return {
           chunks: [

@@ -232,6 +232,9 @@ function keptEvents(turn: ChatTurn["turn"]): EventEnvelope[] {
         type: "warning",
         data: { code: part.code, message: part.message },
       });
+    } else if (part.type === "subagent") {
+      const { id: _, type: __, ...task } = part;
+      events.push({ ...base, seq: ++seq, type: "child-task", data: task });
     } else {
       events.push({ ...base, seq: ++seq, type: "message.part.updated", data: { part } });
     }

@@ -103,6 +103,7 @@ export class Runner {
       ...(variants.permissionAnswer === "response" ? { permissionAnswer: "response" as const } : {}),
       ...(variants.planDecision === "route" ? { planDecision: "route" as const } : {}),
       ...(variants.waitSignal === "status" ? { waitSignal: "status" as const } : {}),
+      ...(variants.childTask === "subtask-part" ? { childTask: "subtask-part" as const } : {}),
     };
     const script = buildScript(input);
     this.scripts.set(id, script);

@@ -11,6 +11,7 @@ import {
 import { EDITS_TEXT, editFrames } from "./edits";
 import { markdownAnswer, tokenDeltas } from "./markdown-answer";
 import type { ScriptFrame } from "./script-frame";
+import { type ChildTaskShape, childTaskCopies, childTaskEnds, childTaskStarts } from "./subagents";
 /**
  * The emulator's deterministic scripted agent. A message picks a script; each script is a list of
  * frames, each emitted one frame-delay after the previous one. Pure: the same message and ids give
@@ -37,6 +38,12 @@ import type { ScriptFrame } from "./script-frame";
  * Files the agent changes (edits.ts):
  *   [edits]     after its `read`, the agent writes a new file, edits another, fails one edit and
  *               writes over a third file, with OpenCode's `write` and `edit` tool calls, then says so
+ * Child tasks (subagents.ts):
+ *   [subagents]     after its `read`, the agent starts two child tasks, one nested under the other,
+ *                   running through its first step (and [hold]'s hold), then ended (the nested one
+ *                   fails); a `child-task` frame per update (variant childTask: a `subtask` part)
+ *   [subagents:dup] the same, then every update sent again, each copy a new frame with the same
+ *                   `sourceEventId` (copies under a reconnect or a replay)
  * Asks (the run waits for the answer and continues according to it):
  *   [ask]          a question with text, select, boolean, number, multi-select and secret fields
  *   [ask-timeout]  the same question, expiring after a short time (interaction.cancel, timeout)
@@ -80,6 +87,7 @@ export interface ScriptInput {
   permissionAnswer?: "response";
   planDecision?: "route";
   waitSignal?: "status";
+  childTask?: ChildTaskShape;
 }
 
 interface StepTokens {
@@ -298,6 +306,9 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
     },
   });
 
+  const subagents = hasDirective(message, "subagents") || hasDirective(message, "subagents:dup");
+  if (subagents) for (const f of childTaskStarts(exe, input.childTask)) push(f);
+
   if (hasDirective(message, "edits")) {
     for (const f of editFrames(exe)) push(f);
     say(EDITS_TEXT);
@@ -342,6 +353,9 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
   const cost2 = 0.0009;
   if (forwardsStepUsage) push(stepFinish(backend, `${exe}:step-finish-1`, step1, cost1));
   if (hasDirective(message, "hold")) frames.push({ ...frames.pop()!, hold: true });
+  // The children end after the hold (a test holds them running), and their copies come after that.
+  if (subagents) for (const f of childTaskEnds(exe, input.childTask)) push(f);
+  if (hasDirective(message, "subagents:dup")) for (const f of childTaskCopies(exe, input.childTask)) push(f);
 
   if (hasDirective(message, "fail")) {
     // Fails after its first step: the usage observed so far is all there will be.

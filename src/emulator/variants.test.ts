@@ -80,6 +80,7 @@ describe("the emulator's variants", () => {
         sandboxLifecycle: "full",
         accountUsage: "served",
         catalog: "backends",
+        childTask: "frame",
       },
     });
     const set = await emu.control("/_emulator/variants", { errorBody: "control-plane", fieldOrder: "data-first" });

@@ -101,6 +101,11 @@ export const EmulatorVariants = z.strictObject({
   accountUsage: z.enum(["served", "missing"]).optional(),
   /** §2 the backend catalog [ours]: `{ backends }`, `{ data: { backends } }`, a bare array, or 404 like a deployment without it. */
   catalog: z.enum(["backends", "data", "array", "missing"]).optional(),
+  /**
+   * §4 a child task's update [ours]: a `child-task` frame carrying it (`frame`), or a
+   * `message.part.updated` frame whose `subtask` part carries it, the part's id its `childId`.
+   */
+  childTask: z.enum(["frame", "subtask-part"]).optional(),
 });
 export type EmulatorVariants = z.infer<typeof EmulatorVariants>;
 export type Variants = Required<EmulatorVariants>;
@@ -134,6 +139,7 @@ const DEFAULT_VARIANTS: Variants = {
   sandboxLifecycle: "full",
   accountUsage: "served",
   catalog: "backends",
+  childTask: "frame",
 };
 
 /** The variants in force: those set, the defaults for the rest. */

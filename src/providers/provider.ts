@@ -12,6 +12,7 @@ import type { AgentCatalog } from "../schemas/agents";
 import type { Counts, JsonObject, Provenance } from "../schemas/common";
 import type {
   AgentExactRunControlRef,
+  ChildTaskEvent,
   InteractionAcknowledgement,
   InteractionRequest,
   RequestedInteractions,
@@ -210,6 +211,12 @@ export type ProviderEvent = EventBase &
         shown?: ShownEvent;
       }
     | { kind: "warning"; code: string; message: string }
+    /**
+     * One update of a child task (docs/contracts.md `child-task`): shown as `child-task`, applied
+     * once per `sourceEventId` whatever frame carried it. A provider that reports no stable
+     * `childId` emits none.
+     */
+    | { kind: "child-task"; task: ChildTaskEvent }
     /** A frame with no normalized meaning (status, progress, plans, raw harness events, new variants): shown as is. */
     | { kind: "passthrough"; shown: ShownEvent }
     /** A frame that never leaves the server (admission, native session ids). */

@@ -7,6 +7,7 @@ import { ConversationAgentSchema, ProviderOptions, TurnSettingsFields } from "./
 import { COUNTERS, ConversationId, Id, Provenance, TokenUsage, TurnId } from "./common";
 import {
   CancellationAcknowledgement,
+  ChildTaskEvent,
   InteractionAcknowledgement,
   InteractionRequest,
   RequestedInteractions,
@@ -362,10 +363,19 @@ const TranscriptWarningPartSchema = z
     description: "A warning the turn's events carried, where it came: what the stream showed, kept for a reload",
   });
 
+const TranscriptSubagentPartSchema = ChildTaskEvent.omit({ sourceEventId: true })
+  .extend({ id: z.string().describe("the child task's id (its `childId`)"), type: z.literal("subagent") })
+  .meta({
+    id: "TranscriptSubagentPart",
+    description:
+      "A child task the agent started (a subagent), where its first update came, as its latest update says: nested under the one its `parentChildId` names",
+  });
+
 export const TranscriptPartSchema = z.discriminatedUnion("type", [
   TranscriptContentPartSchema,
   TranscriptInteractionPartSchema,
   TranscriptWarningPartSchema,
+  TranscriptSubagentPartSchema,
 ]);
 
 const TranscriptMessageSchema = z

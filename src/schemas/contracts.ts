@@ -2,7 +2,7 @@
  * Contract shapes of agent-interface (docs/contracts.md) that this project uses.
  */
 import { z } from "zod";
-import { Id, Sha256Digest } from "./common";
+import { Counts, Id, Sha256Digest } from "./common";
 
 const AgentRunControlRef = z.strictObject({
   runId: Id,
@@ -122,3 +122,28 @@ export const InteractionAcknowledgement = z.strictObject({
   retryable: z.boolean().optional(),
 });
 export type InteractionAcknowledgement = z.infer<typeof InteractionAcknowledgement>;
+
+/** A child task's lifecycle status: `cancelled` is the caller's cancellation, distinct from `failed`. */
+export const ChildTaskStatus = z.enum(["running", "completed", "failed", "cancelled"]);
+export type ChildTaskStatus = z.infer<typeof ChildTaskStatus>;
+
+/**
+ * The canonical `child-task` event (docs/contracts.md): one update of a provider-native child task
+ * (a subagent, a worker, a delegated task). Applied once per `sourceEventId`. Times are ISO 8601;
+ * `usage` holds only the counters the provider reported (a missing one is unknown, never zero).
+ */
+export const ChildTaskEvent = z
+  .strictObject({
+    childId: z.string().min(1).describe("the child task's stable id: each update of it carries it"),
+    parentChildId: z.string().min(1).optional().describe("the child task this one was started by, if any"),
+    sourceEventId: z.string().min(1).describe("this exact update: a copy with the same id is not applied again"),
+    status: ChildTaskStatus,
+    time: z.strictObject({ started: z.string(), updated: z.string(), ended: z.string().optional() }),
+    title: z.string().optional(),
+    runner: z.string().optional().describe("what ran it (the agent or worker), as the provider named it"),
+    model: z.string().optional().describe("the model that served it, only when the provider reported it"),
+    usage: Counts.optional().describe("what it used, only the counters the provider reported"),
+    terminalReason: z.string().optional().describe("why it ended, as the provider said"),
+  })
+  .meta({ id: "ChildTaskEvent" });
+export type ChildTaskEvent = z.infer<typeof ChildTaskEvent>;

@@ -40,4 +40,39 @@ describe("a trimmed turn's chat message", () => {
       streamed!.parts.filter((p) => p.type === "data-warning"),
     );
   });
+
+  it("carries its subagents as data-subagent parts, one per child task as its last update says, as the stream did", () => {
+    const task = (status: string, n: number) => ({
+      childId: "c1",
+      sourceEventId: `c1#${n}`,
+      status,
+      time: { started: AT, updated: AT },
+      runner: "explore",
+    });
+    const events = [
+      event(2, "child-task", task("running", 1)),
+      event(3, "message.part.updated", { part: { id: "p1", type: "text", text: "Hi" } }),
+      event(4, "child-task", { ...task("completed", 2), usage: { inputTokens: 3, outputTokens: 1 } }),
+      event(5, "turn.completed", { status: "completed" }),
+    ];
+    const [, streamed] = uiMessages([{ turn, events, interactions: [] }]);
+    const [, kept] = uiMessages([
+      { turn: { ...turn, parts: turnParts({ events, interactions: [] }) }, events: [], interactions: [] },
+    ]);
+    // The id is the childId (the SDK reconciles data parts by type and id); the update's own id is not data.
+    expect(streamed!.parts.filter((p) => p.type === "data-subagent")).toEqual([
+      {
+        type: "data-subagent",
+        id: "c1",
+        data: {
+          childId: "c1",
+          status: "completed",
+          time: { started: AT, updated: AT },
+          runner: "explore",
+          usage: { inputTokens: 3, outputTokens: 1 },
+        },
+      },
+    ]);
+    expect(kept!.parts).toEqual(streamed!.parts);
+  });
 });

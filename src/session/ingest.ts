@@ -2,7 +2,8 @@
  * Ingesting one provider event, as a pure step: the turn's state and the event in; what to show,
  * what to store and what the turn becomes, out. The upstream reader applies the step in one
  * transaction (./upstream-reader.ts). Duplicates are dropped before this step, by upstream id
- * (SessionStore.admitUpstream).
+ * (SessionStore.admitUpstream), and copies of a child task's update by its sourceEventId
+ * (SessionStore.admitChildUpdate).
  */
 
 import { STREAMED_TYPES } from "../../public/wire/part-text.js";
@@ -73,6 +74,9 @@ export function ingestStep(state: IngestState, event: ProviderEvent): IngestStep
       return { ...nothing, shown: event.shown };
     case "private":
       return nothing;
+    case "child-task":
+      // Copies (the same sourceEventId) were dropped before this step (SessionStore.admitChildUpdate).
+      return { ...nothing, shown: { type: "child-task", data: { ...event.task } } };
     case "warning":
       return {
         ...nothing,

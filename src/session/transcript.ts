@@ -6,7 +6,10 @@
  * how it ended (status, outcome, reason). Never what was answered: the session never stores an
  * answer's values, and the transcript has nothing that could carry them. A warning the turn's
  * events carried is a part too, where it came (`agent_memory_reset` is the only sign that the
- * agent started without the earlier conversation: a reload must not lose it).
+ * agent started without the earlier conversation: a reload must not lose it). A child task the
+ * agent started (a subagent) is a part too, where its first update came, holding its latest
+ * update: one part per `childId`, nested by its `parentChildId` (copies of an update never reach
+ * the log: the session applies each `sourceEventId` once).
  */
 
 import { applyPartUpdate } from "../../public/wire/part-text.js";
@@ -71,6 +74,13 @@ export function turnParts({ events, interactions }: Omit<TranscriptTurn, "turn">
       typeof event.data.reason === "string"
     ) {
       reasons.set(event.data.interactionId, event.data.reason);
+    } else if (event.type === "child-task" && typeof event.data.childId === "string") {
+      const { sourceEventId: _, ...task } = event.data;
+      parts.set(`subagent:${event.data.childId}`, {
+        ...task,
+        id: event.data.childId,
+        type: "subagent",
+      } as TranscriptPart);
     } else if (event.type === "warning") {
       const id = `warning:${event.seq}`;
       parts.set(id, {

@@ -225,6 +225,9 @@ export class UpstreamReader {
         if (streamFailed) break;
         if (event.upstreamId !== undefined && !store.admitUpstream(turnId, executionId, event.upstreamId)) continue;
         fresh++;
+        // A new frame may carry a copy of a child task's update: applied once per sourceEventId.
+        if (event.kind === "child-task" && !store.admitChildUpdate(turnId, executionId, event.task.sourceEventId))
+          continue;
         const status = store.turnStatus(turnId);
         if (!status) continue;
         const now = Date.now();

@@ -124,6 +124,41 @@ describe("POST /v1/chat with the SDK's chat client", () => {
     assert.deepEqual(await reloaded(token, id), plain(chat.messages));
   });
 
+  it("subagents are data-subagent parts, one per child task (id its childId), replaced by each update once; a reload has the same", async () => {
+    const token = await login(base(), unique("ai-user"));
+    const id = unique("chat");
+    const { chat, wire } = newChat(base(), token, id);
+    // [subagents:dup]: every update is sent twice upstream; the gateway applies each once.
+    await chat.sendMessage({ text: "Look around [subagents:dup]" });
+    assert.equal(chat.status, "ready", String(chat.error));
+    const exchange = wire.exchanges[0];
+    await exchange.done;
+    await assertChunksValid(exchange.chunks);
+    const updates = exchange.chunks.filter((c) => c.type === "data-subagent");
+    assert.deepEqual(
+      updates.map((c) => [c.id.split(":").at(-1), c.data.status]),
+      [
+        ["child-explore", "running"],
+        ["child-tests", "running"],
+        ["child-tests", "failed"],
+        ["child-explore", "completed"],
+      ],
+      "each update once, in order",
+    );
+    const answer = chat.messages[1];
+    const subagents = answer.parts.filter((p) => p.type === "data-subagent");
+    assert.deepEqual(
+      subagents.map((p) => [p.id, p.data.childId, p.data.parentChildId, p.data.status]),
+      [
+        [updates[0].id, updates[0].id, undefined, "completed"],
+        [updates[1].id, updates[1].id, updates[0].id, "failed"],
+      ],
+    );
+    assert.deepEqual(subagents[0].data.usage, { inputTokens: 2400, outputTokens: 310, cost: 0.0017 });
+    assert.equal(subagents[1].data.usage, undefined, "no usage reported: unknown, never zero");
+    assert.deepEqual(await reloaded(token, id), plain(chat.messages));
+  });
+
   it("answers with the protocol's headers", async () => {
     const token = await login(base(), unique("ai-user"));
     const res = await fetch(`${base()}/v1/chat`, {

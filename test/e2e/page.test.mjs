@@ -10,5 +10,6 @@ import "./connection.mjs";
 import "./sidebar.mjs";
 import "./markdown.mjs";
 import "./changes.mjs";
+import "./subagents.mjs";
 import "./docs.mjs";
 import "./agents.mjs";

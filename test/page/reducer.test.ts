@@ -258,6 +258,73 @@ describe("the page's reducer", () => {
     }
   });
 
+  it("the subagents: one block where the first came, each child task as its latest update says, the same after a reload at any point", () => {
+    const update = (childId: string, n: number, status: string, extra: Record<string, unknown> = {}) => ({
+      turnId: "t1",
+      type: "child-task",
+      data: {
+        childId,
+        sourceEventId: `${childId}#${n}`,
+        status,
+        time: { started: AT, updated: AT, ...(status === "running" ? {} : { ended: AT }) },
+        ...extra,
+      },
+      at: AT,
+    });
+    const base = scriptedTurn();
+    const events = [
+      base[0]!,
+      base[1]!,
+      update("c1", 1, "running", { title: "Explore", runner: "explore" }),
+      ...base.slice(2, 5),
+      update("c2", 1, "running", { parentChildId: "c1" }),
+      update("c2", 2, "failed", { parentChildId: "c1", terminalReason: "tool_error" }),
+      update("c1", 2, "completed", { title: "Explore", runner: "explore", usage: { inputTokens: 5, outputTokens: 2 } }),
+      ...base.slice(5),
+    ].map((e, i) => ({ ...e, seq: i + 1 }));
+    const live = applyAll(emptyConversation("c1"), events);
+    const blocks = live.turns.t1!.blocks;
+    expect(blocks.findIndex((b) => b.kind === "subagents")).toBe(0);
+    expect(blocks.find((b) => b.kind === "subagents")).toEqual({
+      key: "subagents",
+      kind: "subagents",
+      id: "subagents",
+      tasks: [
+        {
+          childId: "c1",
+          parentChildId: null,
+          status: "completed",
+          title: "Explore",
+          runner: "explore",
+          model: null,
+          usage: { inputTokens: 5, outputTokens: 2 },
+          terminalReason: null,
+          startedAt: AT,
+          endedAt: AT,
+        },
+        {
+          childId: "c2",
+          parentChildId: "c1",
+          status: "failed",
+          title: null,
+          runner: null,
+          model: null,
+          usage: null,
+          terminalReason: "tool_error",
+          startedAt: AT,
+          endedAt: AT,
+        },
+      ],
+    });
+    for (let cut = 0; cut <= events.length; cut++) {
+      const loaded = reduce(emptyConversation("c1"), {
+        type: "loaded",
+        transcript: transcriptAfter(events.slice(0, cut)),
+      });
+      expect(shown(applyAll(loaded, events.slice(cut))), `reload after event ${cut}`).toEqual(shown(live));
+    }
+  });
+
   it("a finished conversation loads with its answered ask and its outcome, and nothing is running", () => {
     const state = reduce(emptyConversation("c1"), {
       type: "loaded",

@@ -14,7 +14,7 @@
  *   none is shown; `session.updated` and `native.session.observed` name the native session.
  */
 import type { SseFrame } from "../../lib/sse";
-import { InteractionRequest } from "../../schemas/contracts";
+import { ChildTaskEvent, InteractionRequest } from "../../schemas/contracts";
 import type { ProviderEvent } from "../provider";
 import { envelopeUsage, servedModelsOf } from "./usage";
 import { Envelope } from "./wire";
@@ -82,6 +82,16 @@ export class EnvelopeStream {
         if (!request.success)
           return warn(`bridge event ${eventId}: an interaction request that does not match the contract`);
         return { event: { kind: "interaction.requested", upstreamId, request: request.data, shown } };
+      }
+      case "child-task": {
+        // Not on the bridge's wire today (docs/cli-bridge.md): one that comes is read as the
+        // contract says, or not at all, never relayed unchecked (it would bypass the sourceEventId rule).
+        const task = ChildTaskEvent.safeParse(fields);
+        if (!task.success)
+          return warn(
+            `bridge event ${eventId}: a child-task event that does not match the contract (no stable childId?)`,
+          );
+        return { event: { kind: "child-task", upstreamId, task: task.data } };
       }
       case "interaction.cancel": {
         if (typeof fields.id !== "string") return warn(`bridge event ${eventId}: interaction.cancel without an id`);

@@ -346,6 +346,22 @@ describe("retained envelopes", () => {
     });
   });
 
+  it("a child-task event (none on the bridge's wire today) is read as the contract says, or is a warning: never relayed unchecked", () => {
+    const task = {
+      childId: "c1",
+      sourceEventId: "c1#1",
+      status: "running",
+      time: { started: "2026-11-30T19:17:40.103Z", updated: "2026-11-30T19:17:40.103Z" },
+    };
+    expect(readEnvelope(envelope(15, { type: "child-task", ...task }))).toEqual({
+      event: { kind: "child-task", upstreamId: "15", task },
+    });
+    const { childId: _, ...anonymous } = task;
+    expect(readEnvelope(envelope(16, { type: "child-task", ...anonymous }))).toMatchObject({
+      event: { kind: "warning", code: "invalid_upstream_frame" },
+    });
+  });
+
   it("a retained run's served models are the bridge's own event fields, never the native record's", () => {
     const usage = { inputTokens: 4, outputTokens: 3 };
     expect(

@@ -219,10 +219,85 @@ describe("upstream frame normalization", () => {
   });
 
   it("passes unknown event types through unchanged (new variants arrive in minor releases)", () => {
-    expect(normalizeFrame(frame("child-task", { childId: "c1" }), { requireId: true })).toEqual({
+    expect(normalizeFrame(frame("agent.mood", { mood: "calm" }), { requireId: true })).toEqual({
       kind: "passthrough",
       upstreamId: "5",
-      shown: { type: "child-task", data: { childId: "c1" } },
+      shown: { type: "agent.mood", data: { mood: "calm" } },
+    });
+  });
+});
+
+describe("child tasks' updates (docs/sandbox-wire.md §4, child-task [ours])", () => {
+  const update = {
+    childId: "c2",
+    parentChildId: "c1",
+    sourceEventId: "c2#2",
+    status: "error",
+    title: "Run the tests",
+    runner: "general",
+    time: { started: 1_767_225_602_000, updated: "2026-01-01T00:00:05Z", ended: 1_767_225_605_000 },
+    usage: { inputTokens: 40, outputTokens: -1 },
+    terminalReason: "tool_error",
+  };
+  const canonical = {
+    childId: "c2",
+    parentChildId: "c1",
+    sourceEventId: "c2#2",
+    status: "failed",
+    title: "Run the tests",
+    runner: "general",
+    time: {
+      started: "2026-01-01T00:00:02.000Z",
+      updated: "2026-01-01T00:00:05.000Z",
+      ended: "2026-01-01T00:00:05.000Z",
+    },
+    // The invalid count is left out: unknown, never zero, never a guess.
+    usage: { inputTokens: 40 },
+    terminalReason: "tool_error",
+  };
+
+  it("reads a child-task frame as the canonical event: statuses normalized, times ISO, only the counters reported", () => {
+    expect(normalizeFrame(frame("child-task", update), { requireId: true })).toEqual({
+      kind: "child-task",
+      upstreamId: "5",
+      task: canonical,
+    });
+    const status = (s: string) => {
+      const event = normalizeFrame(frame("child-task", { ...update, status: s }), { requireId: true })!;
+      return event.kind === "child-task" ? event.task.status : event.kind;
+    };
+    expect(
+      ["queued", "running", "success", "completed", "failed", "cancelled", "canceled", "asleep"].map(status),
+    ).toEqual(["running", "running", "completed", "completed", "failed", "cancelled", "cancelled", "warning"]);
+    const { usage: _, ...unmeasured } = update;
+    const read = normalizeFrame(frame("child-task", unmeasured), { requireId: true });
+    expect(read).toMatchObject({ kind: "child-task" });
+    expect(read && "task" in read && "usage" in read.task).toBe(false);
+  });
+
+  it("reads a subtask part that names its child as the same event", () => {
+    const part = { id: "c2", type: "subtask", ...update };
+    expect(normalizeFrame(frame("message.part.updated", { part }), { requireId: true })).toEqual({
+      kind: "child-task",
+      upstreamId: "5",
+      task: canonical,
+    });
+  });
+
+  it("makes no child-task event of an update with no stable childId (or no sourceEventId)", () => {
+    const { childId: _, ...anonymous } = update;
+    expect(normalizeFrame(frame("child-task", anonymous), { requireId: true })).toMatchObject({
+      kind: "warning",
+      code: "invalid_upstream_frame",
+    });
+    const { sourceEventId: __, ...unkeyed } = update;
+    expect(normalizeFrame(frame("child-task", unkeyed), { requireId: true })).toMatchObject({ kind: "warning" });
+    // OpenCode's own subtask part (a prompt, a description, an agent; no child id) stays a part.
+    const opencode = { id: "p1", type: "subtask", prompt: "look", description: "explore", agent: "explore" };
+    expect(normalizeFrame(frame("message.part.updated", { part: opencode }), { requireId: true })).toEqual({
+      kind: "part",
+      upstreamId: "5",
+      part: opencode,
     });
   });
 });

@@ -14,8 +14,10 @@
  * served model is unknown, never the requested one.
  */
 import type { SseFrame } from "../../lib/sse";
-import { COUNTERS, type Counts } from "../../schemas/common";
+import type { Counts } from "../../schemas/common";
 import type { ProviderEvent, ReceiptProvenance, ShownEvent, UsageReport } from "../provider";
+import { childTaskOf, isChildTaskPart } from "./child-tasks";
+import { isCost, isCount, receiptCounts } from "./counts";
 import { FrameDataSchemas, type KnownFrameType } from "./wire";
 
 export const MAX_FRAME_BYTES = 1024 * 1024;
@@ -62,23 +64,6 @@ export const SANDBOX_PROVENANCE = {
   provenance: "measured",
   costProvenance: "unknown",
 } as const satisfies ReceiptProvenance;
-
-const isCount = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0;
-const isCost = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;
-
-/** A wire TokenUsage (receipt) as counts; only valid counters are kept. */
-export function receiptCounts(usage: unknown, totalCostUsd?: unknown): Counts {
-  const out: Counts = {};
-  if (typeof usage === "object" && usage !== null) {
-    const u = usage as Record<string, unknown>;
-    for (const c of COUNTERS) {
-      if (c !== "cost" && isCount(u[c])) out[c] = u[c];
-    }
-    if (isCost(u.cost)) out.cost = u.cost;
-  }
-  if (isCost(totalCostUsd)) out.cost = totalCostUsd;
-  return out;
-}
 
 /**
  * One OpenCode step's counts in the receipt's convention: input includes cache reads and writes,
@@ -145,6 +130,17 @@ function terminalReceipt(data: Record<string, unknown>): { receipt?: Counts; rec
   return Object.keys(counts).length > 0 ? { receipt: counts, receiptProvenance: SANDBOX_PROVENANCE } : {};
 }
 
+/** A child task's update (./child-tasks.ts), or the warning that names why the frame is none. */
+function childTask(upstreamId: string | undefined, type: string, data: Record<string, unknown>): ProviderEvent {
+  const read = childTaskOf(data);
+  if ("task" in read) return { kind: "child-task", upstreamId, task: read.task };
+  return warning(
+    upstreamId,
+    "invalid_upstream_frame",
+    `upstream frame ${upstreamId ?? "(no id)"} (${type}) is not a child task's update: ${read.problem}`,
+  );
+}
+
 /**
  * Normalizes one parsed SSE frame. Answers undefined for frames that carry nothing of the run
  * (comments, keep-alives, `connection.established`).
@@ -205,8 +201,11 @@ export function normalizeFrame(frame: SseFrame, options: { requireId: boolean })
         part: Record<string, unknown> & { id: string; type: string };
         delta?: string;
       };
+      if (isChildTaskPart(part)) return childTask(upstreamId, type, part);
       return { kind: "part", upstreamId, part, ...(delta !== undefined ? { delta } : {}) };
     }
+    case "child-task":
+      return childTask(upstreamId, type, valid);
     case "status": {
       const status = STATUS_MAP[valid.status as string] ?? "processing";
       return { kind: "passthrough", upstreamId, shown: { type, data: { ...valid, status } } };

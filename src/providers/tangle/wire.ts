@@ -105,6 +105,34 @@ export function isWaitStatus(status: unknown): boolean {
 }
 
 /** Each known frame type's data schema. Unknown types pass through as JSON objects (agent-interface: new variants arrive). */
+/** A time on the wire: epoch milliseconds, or a date string. */
+const WireTime = z.union([
+  z.number().int().nonnegative(),
+  z.string().refine((t) => !Number.isNaN(Date.parse(t)), "not a date"),
+]);
+
+/** The longest child or update id kept (each update's id is remembered while its run is read). */
+const CHILD_ID_MAX = 512;
+
+/**
+ * One update of a child task (a subagent, a worker, a delegated task) [ours]: the canonical
+ * `child-task` event's fields (docs/contracts.md). A `child-task` frame is this; a `subtask`
+ * part that carries a `childId` is this too, the part's id beside it. `status` is read in
+ * ./child-tasks.ts; `usage` is a TokenUsage, whose counters are read one by one.
+ */
+export const ChildTaskUpdate = z.looseObject({
+  childId: z.string().min(1).max(CHILD_ID_MAX),
+  parentChildId: z.string().min(1).max(CHILD_ID_MAX).optional(),
+  sourceEventId: z.string().min(1).max(CHILD_ID_MAX),
+  status: z.string().min(1),
+  time: z.looseObject({ started: WireTime, updated: WireTime, ended: WireTime.optional() }),
+  title: z.string().optional(),
+  runner: z.string().optional(),
+  model: z.string().optional(),
+  usage: z.unknown().optional(),
+  terminalReason: z.string().optional(),
+});
+
 export const FrameDataSchemas = {
   "connection.established": z.looseObject({}),
   "execution.started": z.looseObject({
@@ -153,6 +181,7 @@ export const FrameDataSchemas = {
     message: z.string().optional(),
   }),
   "native.session.observed": z.looseObject({ provider: z.string(), nativeSessionId: z.string() }),
+  "child-task": ChildTaskUpdate,
 } as const;
 
 export type KnownFrameType = keyof typeof FrameDataSchemas;

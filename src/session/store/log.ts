@@ -35,9 +35,9 @@ interface HeldCursor {
   turnId: string;
   /** The last upstream id admitted (exclusive cursor). */
   cursor: string | undefined;
-  /** Opaque (non-numeric) ids seen, read from storage on first need. */
+  /** Opaque (non-numeric) ids seen, and child tasks' updates applied, read from storage on first need. */
   seen: Set<string> | undefined;
-  /** Opaque ids admitted and not yet written, and whether the turn's cursor is to be written. */
+  /** Opaque ids (and child updates) admitted and not yet written, and whether the turn's cursor is to be written. */
   unsaved: string[];
   cursorDirty: boolean;
 }
@@ -85,6 +85,17 @@ export class LogStore {
     return this.heldCursor(turnId, executionId).cursor;
   }
 
+  /** The execution's seen ids (and child updates), read from storage once. */
+  private seenOf(executionId: string, held: HeldCursor): Set<string> {
+    held.seen ??= new Set(
+      this.sql
+        .exec<{ upstream_id: string }>("SELECT upstream_id FROM upstream_seen WHERE execution_id = ?", executionId)
+        .toArray()
+        .map((r) => r.upstream_id),
+    );
+    return held.seen;
+  }
+
   private heldCursor(turnId: string, executionId: string): HeldCursor {
     let held = this.heldCursors.get(executionId);
     if (held) return held;
@@ -124,18 +135,30 @@ export class LogStore {
       this.turns.clearLost(turnId);
       return true;
     }
-    held.seen ??= new Set(
-      this.sql
-        .exec<{ upstream_id: string }>("SELECT upstream_id FROM upstream_seen WHERE execution_id = ?", executionId)
-        .toArray()
-        .map((r) => r.upstream_id),
-    );
-    if (held.seen.has(upstreamId)) return false;
-    held.seen.add(upstreamId);
+    const seen = this.seenOf(executionId, held);
+    if (seen.has(upstreamId)) return false;
+    seen.add(upstreamId);
     held.unsaved.push(upstreamId);
     held.cursor = upstreamId;
     held.cursorDirty = true;
     this.turns.clearLost(turnId);
+    return true;
+  }
+
+  /**
+   * The one rule for child tasks' updates (docs/contracts.md `child-task`): whether the update a
+   * `sourceEventId` names is new (true) or a copy (false), whatever frame carried it (a copy comes
+   * in a frame of its own, under an upstream id of its own). Remembered with the execution's seen
+   * ids, under a key no upstream id can be (an SSE id never holds a line break), written by
+   * `settleAdmissions` in the commit that applies the update: a copy after a restart is dropped too.
+   */
+  admitChildUpdate(turnId: string, executionId: string, sourceEventId: string): boolean {
+    const held = this.heldCursor(turnId, executionId);
+    const seen = this.seenOf(executionId, held);
+    const key = `\nchild-task:${sourceEventId}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    held.unsaved.push(key);
     return true;
   }
 

@@ -71,6 +71,28 @@ describe("upstream de-duplication: one rule, SessionStore.admitUpstream", () => 
     });
   });
 
+  it("a child task's update is admitted once per sourceEventId, whatever upstream id carried it, and stays known from storage", async () => {
+    await withStore("child", (store) => {
+      expect(store.admitUpstream("t", "e", "4")).toBe(true);
+      expect(store.admitChildUpdate("t", "e", "c1#1")).toBe(true);
+      // A copy in a frame of its own: a new upstream id, the same update.
+      expect(store.admitUpstream("t", "e", "9")).toBe(true);
+      expect(store.admitChildUpdate("t", "e", "c1#1")).toBe(false);
+      expect(store.admitChildUpdate("t", "e", "c1#2")).toBe(true);
+      // An upstream id that spells the same text is not one of these keys (an SSE id has no line break).
+      expect(store.admitUpstream("t", "e", "child-task:c1#3")).toBe(true);
+      expect(store.admitChildUpdate("t", "e", "c1#3")).toBe(true);
+      store.settleAdmissions();
+      // A new instance (memory let go) reads them back: a copy after a restart is a copy still.
+      store.releaseHeld("e");
+      expect(store.admitChildUpdate("t", "e", "c1#1")).toBe(false);
+      expect(store.admitChildUpdate("t", "e", "c1#2")).toBe(false);
+      // Once the run's stream is over they are forgotten with its other keys.
+      store.forgetSeen("e");
+      expect(store.admitChildUpdate("t", "e", "c1#1")).toBe(true);
+    });
+  });
+
   it("a new frame is progress (the reader is no longer lost); a repeat is not", async () => {
     await withStore("lost", (store) => {
       logFrame(store, "3");

@@ -303,6 +303,10 @@ export class SessionStore {
     return this.logStore.admitUpstream(turnId, executionId, upstreamId);
   }
 
+  admitChildUpdate(turnId: string, executionId: string, sourceEventId: string): boolean {
+    return this.logStore.admitChildUpdate(turnId, executionId, sourceEventId);
+  }
+
   settleAdmissions(): void {
     this.logStore.settleAdmissions();
   }
