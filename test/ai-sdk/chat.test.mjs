@@ -159,6 +159,44 @@ describe("POST /v1/chat with the SDK's chat client", () => {
     assert.deepEqual(await reloaded(token, id), plain(chat.messages));
   });
 
+  it("carries the agent in the transport's body (the first message chooses the conversation's); a per-request body overrides the model", async () => {
+    const token = await login(base(), unique("ai-user"));
+    const id = unique("chat");
+    const key = `sk-${unique("key")}`;
+    assert.equal((await call("PUT", "/v1/credentials/mine", token, { provider: "anthropic", key })).status, 200);
+    const { chat } = newChat(base(), token, id, {
+      body: {
+        credential: "mine",
+        model: "anthropic/claude-opus-4-5",
+        providerOptions: { backend: { type: "claude-code" } },
+      },
+    });
+    await chat.sendMessage({ text: "[whoami]" });
+    assert.equal(chat.status, "ready", String(chat.error));
+    assert.match(textOf(chat.messages[1]), /backend claude-code; model anthropic\/claude-opus-4-5/);
+    assert.match(textOf(chat.messages[1]), /credential anthropic \(key set\)/);
+    assert.doesNotMatch(JSON.stringify(chat.messages), new RegExp(key));
+    const summary = await call("GET", `/v1/conversations/${id}`, token);
+    assert.deepEqual(summary.body.agent, {
+      backend: "claude-code",
+      model: "anthropic/claude-opus-4-5",
+      chosen: "first-turn",
+    });
+    // A request's own body (the SDK's sendMessage options) overrides the model for that message only.
+    await chat.sendMessage({ text: "[whoami] again" }, { body: { model: "anthropic/claude-sonnet-4-5" } });
+    assert.equal(chat.status, "ready", String(chat.error));
+    assert.match(textOf(chat.messages[3]), /backend claude-code; model anthropic\/claude-sonnet-4-5/);
+    // A refusal of the agent's fields is the chat's error; nothing was sent.
+    const before = await counters();
+    const { chat: refused } = newChat(base(), token, unique("chat"), {
+      body: { providerOptions: { backend: { type: "no-such-agent" } } },
+    });
+    await refused.sendMessage({ text: "hi" });
+    assert.equal(refused.status, "error");
+    assert.match(String(refused.error), /no-such-agent/);
+    assert.equal(delta(before, await counters(), "runs.dispatches"), 0);
+  });
+
   it("answers with the protocol's headers", async () => {
     const token = await login(base(), unique("ai-user"));
     const res = await fetch(`${base()}/v1/chat`, {
