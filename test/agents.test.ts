@@ -102,6 +102,22 @@ describe("a conversation's agent", () => {
     );
   });
 
+  it("a backend whose catalog says a turn cannot change its model refuses a later turn naming another", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const codex = { providerOptions: { backend: { type: "codex" } }, model: "openai/gpt-5-codex" };
+    await sendTurn(token, cid, "t1", "hi", codex);
+    await waitForTurn(token, cid, "t1");
+    // The same model again is no change; another is refused, naming the fact.
+    expect((await sendTurn(token, cid, "t2", "again", { model: "openai/gpt-5-codex" })).status).toBe(202);
+    await waitForTurn(token, cid, "t2");
+    const res = await sendTurn(token, cid, "t3", "other", { model: "openai/gpt-5" });
+    const body = await json(res);
+    expect({ status: res.status, code: body.error.code }).toEqual({ status: 400, code: "capability_unsupported" });
+    expect(body.error.message).toContain("perTurnModel: false");
+    expect((await api(`/v1/conversations/${cid}/turns/t3`, { token })).status).toBe(404);
+  });
+
   it("a conversation whose first turn names nothing shows the deployment's default", async () => {
     const token = await tokenFor(uid("user"));
     const cid = uid("conv");

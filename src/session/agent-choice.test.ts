@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { agentOfTurn, conversationAgent } from "./agent-choice";
+import { agentOfTurn, conversationAgent, overridesModel } from "./agent-choice";
 
 const defaults = { backend: "opencode", model: null };
 
@@ -64,5 +64,19 @@ describe("the deployment's model belongs to its backend", () => {
       chosen: "first-turn",
     });
     expect(conversationAgent({ backend: { type: "opencode" } }, withModel, false).model).toBe("zai/glm-5.2");
+  });
+});
+
+describe("a per-turn model change", () => {
+  it("a later turn naming another model than the conversation's, as a route or a backend model", () => {
+    const conversation = { model: "a/b" };
+    expect(overridesModel({ message: "m", model: "a/c" }, conversation)).toBe(true);
+    expect(overridesModel({ message: "m", model: "a/b" }, conversation)).toBe(false);
+    expect(overridesModel({ message: "m", backend: { model: { provider: "a", model: "b" } } }, conversation)).toBe(
+      false,
+    );
+    expect(overridesModel({ message: "m" }, conversation)).toBe(false);
+    // The first turn chooses; it changes nothing.
+    expect(overridesModel({ message: "m", model: "a/c" }, null)).toBe(false);
   });
 });

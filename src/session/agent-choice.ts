@@ -48,6 +48,19 @@ export function agentOfTurn(request: TurnRequest, conversation: AgentRequest | n
   return out;
 }
 
+/** A request's model as one route (its `model`, else its backend model as `provider/model`). */
+function routeOf(request: AgentRequest): string | undefined {
+  const m = request.backend?.model;
+  return request.model ?? (m ? (m.provider ? `${m.provider}/${m.model}` : m.model) : undefined);
+}
+
+/** Whether a later turn names a model other than its conversation's (a per-turn model change). */
+export function overridesModel(request: TurnRequest, conversation: AgentRequest | null): boolean {
+  if (conversation === null) return false;
+  const own = routeOf(request);
+  return own !== undefined && own !== routeOf(conversation);
+}
+
 /** The deployment's default agent: Tangle's AGENT_BACKEND and AGENT_MODEL; the CLI Bridge's CLI_BRIDGE_MODEL route. */
 export interface AgentDefaults {
   backend: string | null;

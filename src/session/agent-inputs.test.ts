@@ -17,7 +17,12 @@ const catalog: AgentCatalog = {
   perTurnBackend: true,
   backends: [
     { type: "opencode", models: ["a/b"], defaultModel: null, supports: supports() },
-    { type: "codex", models: ["c/d"], defaultModel: null, supports: supports({ attachments: false }) },
+    {
+      type: "codex",
+      models: ["c/d"],
+      defaultModel: null,
+      supports: supports({ attachments: false, perTurnModel: false }),
+    },
     {
       type: "pi",
       models: { unavailable: "x" },
@@ -27,9 +32,9 @@ const catalog: AgentCatalog = {
   ],
 };
 
-const code = (request: Parameters<typeof checkAgainstCatalog>[1]) => {
+const code = (request: Parameters<typeof checkAgainstCatalog>[1], modelOverride = false) => {
   try {
-    checkAgainstCatalog(catalog, request, "opencode");
+    checkAgainstCatalog(catalog, request, "opencode", modelOverride);
     return null;
   } catch (err) {
     if (!(err instanceof Refusal)) throw err;
@@ -62,5 +67,14 @@ describe("a turn against the catalog", () => {
       capability: "systemPromptReplace",
     });
     expect(code({ message: "m", instructions: "x" })).toBeNull();
+  });
+
+  it("a turn naming another model than its conversation's needs perTurnModel", () => {
+    expect(code({ message: "m", model: "x/y", backend: { type: "codex" } }, true)).toEqual({
+      code: "capability_unsupported",
+      capability: "perTurnModel",
+    });
+    expect(code({ message: "m", model: "x/y", backend: { type: "codex" } }, false)).toBeNull();
+    expect(code({ message: "m", model: "x/y" }, true)).toBeNull();
   });
 });

@@ -26,7 +26,12 @@ const shown = (fact: CatalogFact | undefined) =>
   fact === undefined ? "not listed" : typeof fact === "boolean" ? String(fact) : `unavailable: ${fact.unavailable}`;
 
 /** Refuses what the turn asks of its backend that the catalog does not say it supports (pure). */
-export function checkAgainstCatalog(catalog: AgentCatalog, request: TurnRequest, defaultBackend: string | null): void {
+export function checkAgainstCatalog(
+  catalog: AgentCatalog,
+  request: TurnRequest,
+  defaultBackend: string | null,
+  modelOverride = false,
+): void {
   const type = request.backend?.type ?? defaultBackend;
   const entry = catalog.backends.find((b) => b.type === type);
   if (request.backend?.type !== undefined && !entry)
@@ -36,7 +41,7 @@ export function checkAgainstCatalog(catalog: AgentCatalog, request: TurnRequest,
       { field: "providerOptions.backend.type" },
     );
   const need = (
-    capability: "attachments" | "systemPromptReplace" | "systemPromptAppend",
+    capability: "attachments" | "systemPromptReplace" | "systemPromptAppend" | "perTurnModel",
     field: string,
     what: string,
   ) => {
@@ -48,13 +53,15 @@ export function checkAgainstCatalog(catalog: AgentCatalog, request: TurnRequest,
         { field, capability, backend: type },
       );
   };
+  if (modelOverride) need("perTurnModel", "model", "a turn naming another model than its conversation's");
   if (request.mcpServers && request.mcpServers.length > 0) need("attachments", "mcpServers", "runtime MCP attachments");
   // A replacement is never quietly appended: a backend that can only append refuses it.
   if (request.systemPrompt !== undefined) need("systemPromptReplace", "systemPrompt", "replacing its system prompt");
   if (request.instructions !== undefined) need("systemPromptAppend", "instructions", "appending to its system prompt");
 }
 
-const asksOfCatalog = (request: TurnRequest) =>
+const asksOfCatalog = (request: TurnRequest, modelOverride: boolean) =>
+  modelOverride ||
   request.backend?.type !== undefined ||
   (request.mcpServers?.length ?? 0) > 0 ||
   request.systemPrompt !== undefined ||
@@ -65,8 +72,10 @@ export async function agentInputs(
   deps: AgentInputsDeps,
   context: SessionContext,
   request: TurnRequest,
+  modelOverride = false,
 ): Promise<AgentInputs> {
-  if (asksOfCatalog(request)) checkAgainstCatalog(await deps.catalog(), request, deps.defaultBackend);
+  if (asksOfCatalog(request, modelOverride))
+    checkAgainstCatalog(await deps.catalog(), request, deps.defaultBackend, modelOverride);
   const secrets = await deps.settings(context, request.credential, request.mcpServers);
   const append = [secrets.instructions, request.instructions].filter((t): t is string => !!t).join("\n\n");
   const systemPrompt = {

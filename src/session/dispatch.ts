@@ -18,7 +18,7 @@ import type { AgentProvider } from "../providers/provider";
 import { providerRefusal } from "../providers/refusal";
 import type { AgentExactRunControlRef } from "../schemas/contracts";
 import type { AbandonedRuns } from "./abandoned-runs";
-import { agentOfTurn, chosenAgent } from "./agent-choice";
+import { agentOfTurn, chosenAgent, overridesModel } from "./agent-choice";
 import type { AgentInputs } from "./agent-inputs";
 import { FORK_SOURCE_GONE, forkBranch, forkKnownUnavailable, forkRefusal } from "./branch-fork";
 import { agentSessionOf, branchSessionId, previousRun } from "./branches";
@@ -64,7 +64,7 @@ export interface DispatchDeps {
   /** The conversation list shows the conversation running. */
   showRunning(context: SessionContext): Promise<void>;
   /** What the turn's dispatch carries besides its message, checked and opened (./agent-inputs.ts). */
-  agentInputs(context: SessionContext, request: TurnRequest): Promise<AgentInputs>;
+  agentInputs(context: SessionContext, request: TurnRequest, modelOverride: boolean): Promise<AgentInputs>;
 }
 
 type Notice = { code: string; message: string };
@@ -282,9 +282,11 @@ export class Dispatcher {
   ): Promise<Dispatched> {
     const turn = this.store.turn(turnId)!;
     // The turn runs on its own model where it names one, else on the conversation's (./agent-choice.ts).
-    request = { ...request, ...agentOfTurn(request, this.store.getMeta("agent")) };
+    const conversation = this.store.getMeta("agent");
+    const modelOverride = overridesModel(request, conversation);
+    request = { ...request, ...agentOfTurn(request, conversation) };
     // Checked against the catalog and the user's settings before any sandbox work.
-    const extras = await this.deps.agentInputs(context, request);
+    const extras = await this.deps.agentInputs(context, request, modelOverride);
     const origin = this.store.branches().find((b) => b.branch === turn.branch);
     const needsFork = origin !== undefined && !origin.forked && origin.forkOf !== null;
     // What the conversation's environment is known not to do is refused before any call: its

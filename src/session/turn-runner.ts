@@ -125,7 +125,7 @@ export class TurnRunner {
       abandoned: this.abandoned,
       startReader: () => this.reader.ensure(),
       showRunning: (context) => this.touchIndex(context, "running"),
-      agentInputs: (context, request) => {
+      agentInputs: (context, request, modelOverride) => {
         const config = deps.config();
         // The CLI Bridge takes none of these (the Worker refused them): nothing to check or open.
         if (config.provider === "cli-bridge") return Promise.resolve({});
@@ -137,6 +137,7 @@ export class TurnRunner {
           },
           context,
           request,
+          modelOverride,
         );
       },
     });
