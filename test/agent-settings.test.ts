@@ -148,6 +148,11 @@ describe("MCP servers", () => {
     expect(body.error.message).toContain("attachments: false");
     const off = await sendTurn(token, uid("conv"), "t1", "hi", { mcpServers: ["off"] });
     expect((await json(off)).error.code).toBe("mcp_server_disabled");
+    const unknown = await sendTurn(token, uid("conv"), "t1", "hi", { mcpServers: ["nowhere"] });
+    expect({ status: unknown.status, code: (await json(unknown)).error.code }).toEqual({
+      status: 400,
+      code: "mcp_server_not_found",
+    });
     expect((await counters())["runs.dispatches"] ?? 0).toBe(before);
     const unsafe = await put(token, "/v1/mcp-servers/bad", { url: "https://10.0.0.1/sse" });
     expect(unsafe.status).toBe(422);

@@ -777,3 +777,38 @@ describe("branches on a CLI Bridge (no fork on its wire: docs/api.md#branches)",
     expect((await api(`/v1/conversations/${cid}`, { token, method: "DELETE" })).status).toBe(200);
   });
 });
+
+describe("choosing the agent on the CLI Bridge (docs/api.md#choosing-the-agent)", () => {
+  it("GET /v1/agents lists its routes by harness; a conversation's agent is its route's harness; the Sandbox-only fields are refused before any call", async () => {
+    const { token, cid } = await conversation();
+    const catalog = await json(await api("/v1/agents", { token }));
+    expect(catalog).toMatchObject({ provider: "cli-bridge", perTurnBackend: false });
+    expect(catalog.backends.find((b: { type: string }) => b.type === "pi").models).toContain(PI);
+
+    const before = await requests();
+    for (const [extra, field] of [
+      [{ providerOptions: { backend: { type: "pi" } } }, "providerOptions.backend"],
+      [{ credential: "mine" }, "credential"],
+      [{ mcpServers: ["docs"] }, "mcpServers"],
+      [{ instructions: "Be brief." }, "instructions"],
+      [{ systemPrompt: "You are terse." }, "systemPrompt"],
+    ] as const) {
+      const res = await sendTurn(token, cid, uid("turn"), "hi", { model: CODEX, ...extra });
+      const body = await json(res);
+      expect({ status: res.status, code: body.error.code, field: body.error.details?.field }).toEqual({
+        status: 400,
+        code: "unsupported_field",
+        field,
+      });
+    }
+    expect(await requests()).toBe(before);
+
+    await sendTurn(token, cid, "t1", "hello", { model: PI });
+    await waitForTurn(token, cid, "t1");
+    expect((await json(await api(`/v1/conversations/${cid}`, { token }))).agent).toEqual({
+      backend: "pi",
+      model: PI,
+      chosen: "first-turn",
+    });
+  });
+});
