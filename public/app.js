@@ -22,6 +22,7 @@ import { createQueued } from "./controllers/queued.js";
 import { createSandbox } from "./controllers/sandbox.js";
 import { createScreen } from "./controllers/screen.js";
 import { createSession } from "./controllers/session.js";
+import { createSettings } from "./controllers/settings.js";
 import { createSidebar } from "./controllers/sidebar.js";
 import { createStreamController } from "./controllers/stream.js";
 import { createThemeControl } from "./controllers/theme.js";
@@ -80,6 +81,8 @@ const ui = {
   agentModelField: $("agent-model-field"),
   agentModel: /** @type {HTMLSelectElement} */ ($("agent-model")),
   agentNote: $("agent-note"),
+  settingsButton: $("settings-button"),
+  settings: /** @type {HTMLDialogElement} */ ($("settings")),
   sandboxButton: $("sandbox-button"),
   sandboxPanel: $("sandbox-panel"),
   sandboxFacts: $("sandbox-facts"),
@@ -169,6 +172,7 @@ const composer = createComposer({
 const queued = createQueued({ api, store, ui, sent: () => composer.sent(), accepted: agentPicker.accepted, screen });
 const asks = createAsks({ api, store });
 createSandbox({ api, ui, screen, signOut: (message) => session.signOut(message) });
+createSettings({ api, ui });
 const branches = createBranches({
   api,
   store,
