@@ -80,6 +80,10 @@ const ui = {
   agentBackend: /** @type {HTMLSelectElement} */ ($("agent-backend")),
   agentModelField: $("agent-model-field"),
   agentModel: /** @type {HTMLSelectElement} */ ($("agent-model")),
+  agentKeyField: $("agent-key-field"),
+  agentKey: /** @type {HTMLSelectElement} */ ($("agent-key")),
+  agentTools: /** @type {HTMLFieldSetElement} */ ($("agent-tools")),
+  agentToolsList: $("agent-tools-list"),
   agentNote: $("agent-note"),
   settingsButton: $("settings-button"),
   settings: /** @type {HTMLDialogElement} */ ($("settings")),
@@ -172,7 +176,7 @@ const composer = createComposer({
 const queued = createQueued({ api, store, ui, sent: () => composer.sent(), accepted: agentPicker.accepted, screen });
 const asks = createAsks({ api, store });
 createSandbox({ api, ui, screen, signOut: (message) => session.signOut(message) });
-createSettings({ api, ui });
+createSettings({ api, ui, changed: () => agentPicker.settingsChanged() });
 const branches = createBranches({
   api,
   store,

@@ -34,9 +34,10 @@ const why = (err) => (err instanceof Error ? err.message : String(err));
  * @param {{
  *   api: import("../lib/api.js").Api,
  *   ui: { settings: HTMLDialogElement, settingsButton: HTMLElement },
- * }} deps
+ *   changed: () => void,
+ * }} deps  `changed`: the view closed (the agent picker reads the user's keys and servers again)
  */
-export function createSettings({ api, ui }) {
+export function createSettings({ api, ui, changed }) {
   const dialog = ui.settings;
   /** @template {HTMLElement} T @param {string} id @returns {T} */
   const $ = (id) => /** @type {T} */ (/** @type {unknown} */ (dialog.querySelector(`#${id}`)));
@@ -170,6 +171,10 @@ export function createSettings({ api, ui }) {
       refused(servers, err);
     }
     await loadServers();
+    // The row was drawn again: the focus stays on its button.
+    /** @type {HTMLElement | null} */ (
+      servers.list.querySelector(`li[data-name="${CSS.escape(s.name)}"] [data-focus="toggle"]`)
+    )?.focus();
   }
 
   /** @param {"keys" | "servers"} which @param {string | null} name */
@@ -334,6 +339,7 @@ export function createSettings({ api, ui }) {
   /** Gives the focus back to where it was when the view opened, unless it has moved on since. */
   function closed() {
     forgetSecrets();
+    changed();
     const target = returnFocus;
     returnFocus = null;
     const now = document.activeElement;

@@ -114,6 +114,7 @@ export function renderServers(list, servers, handlers) {
           el("button", {
             type: "button",
             "aria-label": `${s.enabled ? "Disable" : "Enable"} the MCP server ${s.name}`,
+            "data-focus": "toggle",
             onclick: () => handlers.toggle(s),
             text: s.enabled ? "Disable" : "Enable",
           }),

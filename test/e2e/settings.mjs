@@ -8,7 +8,6 @@ import {
   assertAccessible,
   assertNoSidewaysScroll,
   openPage,
-  send,
   server,
   shot,
   shownText,
@@ -129,6 +128,9 @@ describe("the settings view", () => {
     await page.keyboard.press("Enter");
     await page.locator("#server-status", { hasText: "Disabled “plain”." }).waitFor();
     await plain.getByText("Disabled · https://plain.example.com/mcp · no auth").waitFor();
+    await page.waitForFunction(
+      () => document.activeElement?.getAttribute("aria-label") === "Enable the MCP server plain",
+    );
     assert.deepEqual(
       (await api("/v1/mcp-servers", token)).mcpServers.map((s) => [s.name, s.authHeader, s.enabled]),
       [
@@ -160,16 +162,55 @@ describe("the settings view", () => {
       ["tools"],
     );
 
+    // Enabled again the same way.
+    await tools.getByRole("button", { name: "Enable the MCP server tools" }).focus();
+    await page.keyboard.press("Enter");
+    assert.equal(await focusedId(page), "server-auth-value");
+    assert.equal(await page.locator("#server-enabled").isChecked(), true);
+    await page.keyboard.type(authValue);
+    await page.keyboard.press("Enter");
+    await tools.getByText("Enabled · https://mcp.example.com/sse · auth: Authorization header").waitFor();
+
     // Escape closes it and gives the focus back to the Settings button; nothing secret stayed.
     await page.keyboard.press("Escape");
     await dialog(page).waitFor({ state: "hidden" });
     assert.equal(await focusedId(page), "settings-button");
     for (const secret of [firstKey, secondKey, authValue]) assert.equal(await pageHolds(page, secret), false);
 
-    // The instructions go with every turn (the emulator's [whoami] says what the run was given).
-    await send(page, "Who are you? [whoami]");
+    // The new conversation's first turn names the key and the server from the picker's row (read
+    // again as the view closed); the instructions go with every turn. The emulator's [whoami] says
+    // what the run was given: the credential's provider and endpoint and that a key came, the
+    // server and that it came with auth.
+    const keySelect = page.getByRole("combobox", { name: "Key", exact: true });
+    await keySelect.waitFor();
+    await keySelect.focus();
+    await page.keyboard.press("ArrowDown");
+    assert.equal(await keySelect.inputValue(), "mine");
+    await page.keyboard.press("Tab");
+    const toolBox = page.getByRole("group", { name: "Tools" }).getByRole("checkbox", { name: "tools" });
+    assert.equal(await toolBox.evaluate((e) => e === document.activeElement), true);
+    await page.keyboard.press("Space");
+    assert.equal(await toolBox.isChecked(), true);
+    await assertAccessible(page, "the picker with a key and tools");
+    const posted = [];
+    page.on("request", (r) => r.method() === "POST" && r.url().endsWith("/turns") && posted.push(r.postDataJSON()));
+    await page.keyboard.press("Tab");
+    assert.equal(await focusedId(page), "composer-input");
+    await page.keyboard.type("Who are you? [whoami]");
+    await page.keyboard.press("Enter");
     await waitForBadge(page, "done");
-    assert.match(await shownText(page), /appended: Answer in French\./);
+    const said = await shownText(page);
+    assert.match(said, /credential anthropic at https:\/\/llm\.example\.com\/v1 \(key set\)/);
+    assert.match(said, /attachments tools \(auth\)/);
+    assert.match(said, /appended: Answer in French\./);
+    assert.deepEqual(
+      posted.map(({ credential, mcpServers }) => ({ credential, mcpServers })),
+      [{ credential: "mine", mcpServers: ["tools"] }],
+    );
+    // The conversation's from now on: the row no longer offers them.
+    await page.locator("#agent-key-field").waitFor({ state: "hidden" });
+    assert.equal(await page.locator("#agent-tools").isHidden(), true);
+    for (const secret of [firstKey, secondKey, authValue]) assert.equal(await pageHolds(page, secret), false);
 
     // Opened again, it shows what the gateway keeps.
     await openSettings(page);

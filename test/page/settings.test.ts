@@ -13,14 +13,19 @@ import {
   instructionsCount,
   instructionsSavedText,
   mcpServerBody,
+  NO_SETTINGS,
   refusalOf,
   savedText,
   serverLine,
   toggleBody,
   toggleNeedsAuth,
+  turnSettingsView,
 } from "../../public/lib/settings.js";
+import { catalogAnswer } from "../../src/emulator/catalog";
 import { ApiError } from "../../src/errors";
 import { invalid } from "../../src/http/body";
+import type { HttpTransport } from "../../src/providers/http";
+import { readCatalog } from "../../src/providers/tangle/catalog";
 import {
   InstructionsText,
   PutCredentialBody,
@@ -28,6 +33,7 @@ import {
   PutMcpServerBody,
   SettingName,
 } from "../../src/schemas/agent-settings";
+import type { AgentCatalog } from "../../src/schemas/agents";
 import { checkTarget } from "../../src/webhooks/target";
 
 /** What the page's api module throws for the gateway's refusal. */
@@ -160,5 +166,63 @@ describe("where a refusal belongs", () => {
       message: "could not reach the server (offline)",
       fields: [],
     });
+  });
+});
+
+/** The emulator's catalog as GET /v1/agents answers it (opencode the default; codex takes no attachments). */
+async function emulatorCatalog(): Promise<AgentCatalog> {
+  const client = {
+    json: async (_route: unknown, schema: { parse: (v: unknown) => unknown }) =>
+      schema.parse(catalogAnswer("backends")),
+  } as unknown as HttpTransport;
+  return readCatalog(client, { backend: "opencode" });
+}
+
+describe("what a new conversation's first turn may name", () => {
+  const credential = {
+    name: "mine",
+    provider: "anthropic",
+    baseUrl: null,
+    createdAt: server.createdAt,
+    updatedAt: server.updatedAt,
+  };
+  const off = { ...server, name: "off", authHeader: null, enabled: false };
+
+  it("nothing picked sends nothing; a key and the enabled servers are offered", async () => {
+    const catalog = await emulatorCatalog();
+    const view = turnSettingsView(catalog, "opencode", [credential], [server, off], NO_SETTINGS);
+    expect(view.key).toEqual({
+      shown: true,
+      options: [
+        { value: "", label: "The deployment's" },
+        { value: "mine", label: "mine (anthropic)" },
+      ],
+      value: "",
+    });
+    expect(view.tools).toEqual({ shown: true, options: [{ name: "tools", checked: false }] });
+    expect(view.send).toEqual({});
+  });
+
+  it("what was picked is sent; a pick no longer listed (deleted, disabled) is not", async () => {
+    const catalog = await emulatorCatalog();
+    const picked = { credential: "mine", mcpServers: ["tools", "off"] };
+    expect(turnSettingsView(catalog, "opencode", [credential], [server, off], picked).send).toEqual({
+      credential: "mine",
+      mcpServers: ["tools"],
+    });
+    expect(turnSettingsView(catalog, "opencode", [], [off], picked).send).toEqual({});
+  });
+
+  it("no tools where the backend does not say it takes attachments; nothing with the CLI Bridge", async () => {
+    const catalog = await emulatorCatalog();
+    const picked = { credential: "mine", mcpServers: ["tools"] };
+    for (const backend of ["codex", "pi"]) {
+      const view = turnSettingsView(catalog, backend, [credential], [server], picked);
+      expect(view.tools.shown).toBe(false);
+      expect(view.send).toEqual({ credential: "mine" });
+    }
+    const bridge: AgentCatalog = { ...catalog, provider: "cli-bridge", perTurnBackend: false };
+    const none = turnSettingsView(bridge, null, [credential], [server], picked);
+    expect([none.key.shown, none.tools.shown, none.send]).toEqual([false, false, {}]);
   });
 });
