@@ -42,14 +42,19 @@ export function createSettings({ api, ui, changed }) {
   /** @template {HTMLElement} T @param {string} id @returns {T} */
   const $ = (id) => /** @type {T} */ (/** @type {unknown} */ (dialog.querySelector(`#${id}`)));
   const close = $("settings-close");
+  const input = (/** @type {string} */ id) => /** @type {HTMLInputElement} */ ($(id));
   const keys = {
     title: $("keys-title"),
     empty: $("keys-empty"),
     list: $("key-list"),
     form: /** @type {HTMLFormElement} */ ($("key-form")),
     status: $("key-status"),
-    /** @type {Record<string, HTMLInputElement>} */
-    fields: { name: $("key-name"), provider: $("key-provider"), key: $("key-secret"), baseUrl: $("key-endpoint") },
+    fields: {
+      name: input("key-name"),
+      provider: input("key-provider"),
+      key: input("key-secret"),
+      baseUrl: input("key-endpoint"),
+    },
   };
   const servers = {
     title: $("servers-title"),
@@ -57,24 +62,22 @@ export function createSettings({ api, ui, changed }) {
     list: $("server-list"),
     form: /** @type {HTMLFormElement} */ ($("server-form")),
     status: $("server-status"),
-    /** @type {Record<string, HTMLInputElement>} */
     fields: {
-      name: $("server-name"),
-      url: $("server-url"),
-      authHeader: $("server-auth-header"),
-      authValue: $("server-auth-value"),
-      enabled: $("server-enabled"),
+      name: input("server-name"),
+      url: input("server-url"),
+      authHeader: input("server-auth-header"),
+      authValue: input("server-auth-value"),
+      enabled: input("server-enabled"),
     },
   };
+  const text = /** @type {HTMLTextAreaElement} */ ($("instructions-text"));
   const instructions = {
     form: /** @type {HTMLFormElement} */ ($("instructions-form")),
-    text: /** @type {HTMLTextAreaElement} */ ($("instructions-text")),
+    text,
     count: $("instructions-count"),
     status: $("instructions-status"),
-    /** @type {Record<string, HTMLElement>} */
-    fields: {},
+    fields: { text },
   };
-  instructions.fields.text = instructions.text;
 
   /** @type {CredentialView[]} */
   let credentialList = [];

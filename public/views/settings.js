@@ -80,7 +80,7 @@ export function renderCredentials(list, credentials, handlers) {
         [
           el("button", {
             type: "button",
-            "aria-label": `Replace the key of ${c.name}`,
+            "aria-label": `Replace key of ${c.name}`,
             onclick: () => handlers.replace(c),
             text: "Replace key",
           }),

@@ -73,7 +73,7 @@ describe("the settings view", () => {
     assert.equal(await pageHolds(page, firstKey), false, "the key is nowhere in the page");
 
     // Replaced: Replace key puts the focus in the key field, the rest filled in.
-    await row.getByRole("button", { name: "Replace the key of mine" }).focus();
+    await row.getByRole("button", { name: "Replace key of mine" }).focus();
     await page.keyboard.press("Enter");
     assert.equal(await focusedId(page), "key-secret");
     assert.equal(await page.locator("#key-provider").inputValue(), "anthropic");
