@@ -22,6 +22,7 @@ import { createQueued } from "./controllers/queued.js";
 import { createSandbox } from "./controllers/sandbox.js";
 import { createScreen } from "./controllers/screen.js";
 import { createSession } from "./controllers/session.js";
+import { createSettings } from "./controllers/settings.js";
 import { createSidebar } from "./controllers/sidebar.js";
 import { createStreamController } from "./controllers/stream.js";
 import { createThemeControl } from "./controllers/theme.js";
@@ -79,7 +80,13 @@ const ui = {
   agentBackend: /** @type {HTMLSelectElement} */ ($("agent-backend")),
   agentModelField: $("agent-model-field"),
   agentModel: /** @type {HTMLSelectElement} */ ($("agent-model")),
+  agentKeyField: $("agent-key-field"),
+  agentKey: /** @type {HTMLSelectElement} */ ($("agent-key")),
+  agentTools: /** @type {HTMLFieldSetElement} */ ($("agent-tools")),
+  agentToolsList: $("agent-tools-list"),
   agentNote: $("agent-note"),
+  settingsButton: $("settings-button"),
+  settings: /** @type {HTMLDialogElement} */ ($("settings")),
   sandboxButton: $("sandbox-button"),
   sandboxPanel: $("sandbox-panel"),
   sandboxFacts: $("sandbox-facts"),
@@ -169,6 +176,7 @@ const composer = createComposer({
 const queued = createQueued({ api, store, ui, sent: () => composer.sent(), accepted: agentPicker.accepted, screen });
 const asks = createAsks({ api, store });
 createSandbox({ api, ui, screen, signOut: (message) => session.signOut(message) });
+createSettings({ api, ui, changed: () => agentPicker.settingsChanged() });
 const branches = createBranches({
   api,
   store,

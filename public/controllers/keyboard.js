@@ -75,8 +75,9 @@ export function listenForKeys({ store, ui, sidebar, narrow, openNew, stopEditing
 
   document.addEventListener("keydown", (event) => {
     if (event.defaultPrevented || ui.app.hidden || event.isComposing) return;
-    // The open sheet is the dialog's: Escape closes it (its own cancel), nothing else runs under it.
-    if (ui.shortcuts.open) return;
+    // An open sheet (these shortcuts, the settings) is the dialog's: Escape closes it (its own
+    // cancel), nothing else runs under it.
+    if (document.querySelector("dialog[open]")) return;
     const mod = MAC ? event.metaKey : event.ctrlKey;
     const key = event.key.toLowerCase();
     if (mod && event.shiftKey && !event.altKey && key === "o") {

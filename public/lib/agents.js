@@ -21,8 +21,9 @@
 /** @typedef {{ label: string | null, options: Option[] }} OptionGroup */
 /**
  * What a turn's body carries of its agent (POST …/turns): nothing, when it runs on the default
- * or the conversation's agent.
- * @typedef {{ model?: string, providerOptions?: { backend: { type: string } } }} TurnAgentFields
+ * or the conversation's agent. A new conversation's first turn may also name the user's settings
+ * it runs with (lib/settings.js turnSettingsView).
+ * @typedef {{ model?: string, providerOptions?: { backend: { type: string } } } & import("./settings.js").TurnSettingsFields} TurnAgentFields
  */
 /**
  * @typedef {object} PickerView

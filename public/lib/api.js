@@ -236,6 +236,31 @@ export function createApi({ baseUrl, token, onUnauthorized, early = () => null }
     deleteEnvironment: async () => (await request("/v1/environment", { method: "DELETE" })).data,
     /** 200: deleted; 202: begun, and finishing by itself. @returns {Promise<{ status: number, data: any }>} */
     deleteAccount: async () => request("/v1/me", { method: "DELETE" }),
+    // The user's agent settings (docs/api.md#bring-your-own-key): a key or an auth value goes in a
+    // body and never comes back.
+    /** @returns {Promise<import("./wire").CredentialView[]>} */
+    credentials: async () => (await request("/v1/credentials")).data.credentials,
+    /**
+     * Stores a model credential, or replaces its key. @param {string} name
+     * @param {{ provider: string, key: string, baseUrl?: string }} body @returns {Promise<import("./wire").CredentialSaved>}
+     */
+    putCredential: async (name, body) => (await request(`/v1/credentials/${enc(name)}`, { method: "PUT", body })).data,
+    /** @param {string} name @returns {Promise<import("./wire").Deleted>} */
+    deleteCredential: async (name) => (await request(`/v1/credentials/${enc(name)}`, { method: "DELETE" })).data,
+    /** @returns {Promise<import("./wire").McpServerView[]>} */
+    mcpServers: async () => (await request("/v1/mcp-servers")).data.mcpServers,
+    /**
+     * Stores an MCP server whole (without `auth`, it has none). @param {string} name
+     * @param {{ url: string, auth?: { header: string, value: string }, enabled?: boolean }} body
+     * @returns {Promise<import("./wire").McpServerSaved>}
+     */
+    putMcpServer: async (name, body) => (await request(`/v1/mcp-servers/${enc(name)}`, { method: "PUT", body })).data,
+    /** @param {string} name @returns {Promise<import("./wire").Deleted>} */
+    deleteMcpServer: async (name) => (await request(`/v1/mcp-servers/${enc(name)}`, { method: "DELETE" })).data,
+    /** @returns {Promise<import("./wire").InstructionsView>} */
+    instructions: async () => (await request("/v1/instructions")).data,
+    /** Empty text removes them. @param {string} text @returns {Promise<import("./wire").InstructionsView>} */
+    putInstructions: async (text) => (await request("/v1/instructions", { method: "PUT", body: { text } })).data,
     /** @param {string} cid @returns {Promise<import("./wire").StreamToken>} */
     streamToken: async (cid) => (await request(`${conversationPath(cid)}/stream-token`, { method: "POST" })).data,
     baseUrl,

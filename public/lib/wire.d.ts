@@ -9,6 +9,7 @@
  * change of the schema's type, so it follows the schema when that changes.
  */
 import type { z } from "zod";
+import type { PutCredentialAnswer, PutMcpServerAnswer } from "../../src/schemas/agent-settings";
 import type * as api from "../../src/schemas/api";
 import type { Provenance } from "../../src/schemas/common";
 import type {
@@ -19,7 +20,12 @@ import type {
 } from "../../src/schemas/contracts";
 import type { EnvironmentAnswer } from "../../src/schemas/environment";
 
+export type { CredentialView, InstructionsView, McpServerView } from "../../src/schemas/agent-settings";
 export type { AgentBackend, AgentCatalog, CatalogFact, ConversationAgent } from "../../src/schemas/agents";
+/** PUT /v1/credentials/:name */
+export type CredentialSaved = z.infer<typeof PutCredentialAnswer>;
+/** PUT /v1/mcp-servers/:name */
+export type McpServerSaved = z.infer<typeof PutMcpServerAnswer>;
 
 export type { TurnView } from "../../src/schemas/api";
 export type {

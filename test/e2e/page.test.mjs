@@ -13,3 +13,4 @@ import "./changes.mjs";
 import "./subagents.mjs";
 import "./docs.mjs";
 import "./agents.mjs";
+import "./settings.mjs";
