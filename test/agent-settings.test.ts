@@ -48,6 +48,11 @@ describe("model credentials (bring your own key)", () => {
     expect(turn.status).toBe(202);
     const done = await waitForTurn(token, cid, "t1");
     expect(done.result.text).toContain("credential zai at https://router.example.test/v1 (key set)");
+    // The conversation names its credential (never the key).
+    expect((await json(await api(`/v1/conversations/${cid}`, { token }))).agent).toMatchObject({
+      credential: "zai-work",
+      mcpServers: [],
+    });
     // The Sandbox got the key itself, in backend.model (the emulator's own record of the dispatch).
     const upstream = await emulator(`/_emulator/executions/${done.executionId}`);
     expect(upstream.request.backend.model).toMatchObject({ provider: "zai", model: "glm-5.2", apiKey: key });
@@ -132,6 +137,34 @@ describe("MCP servers", () => {
     expect(upstream.request.backend.runtimeAttachments).toEqual([
       { type: "mcp", name: "docs", url: "https://mcp.example.test/sse", headers: { Authorization: secret } },
     ]);
+  });
+
+  it("a replacement without auth keeps the stored one (turning a server off and on); null removes it", async () => {
+    const { token } = await user();
+    const secret = `Bearer ${crypto.randomUUID()}`;
+    const url = "https://mcp.example.test/sse";
+    await put(token, "/v1/mcp-servers/docs", { url, auth: { header: "Authorization", value: secret } });
+    expect(await json(await put(token, "/v1/mcp-servers/docs", { url, enabled: false }))).toMatchObject({
+      authHeader: "Authorization",
+      enabled: false,
+      created: false,
+    });
+    await put(token, "/v1/mcp-servers/docs", { url, enabled: true });
+    const cid = uid("conv");
+    await sendTurn(token, cid, "t1", "[whoami]", { mcpServers: ["docs"] });
+    const kept = await waitForTurn(token, cid, "t1");
+    expect(
+      (await emulator(`/_emulator/executions/${kept.executionId}`)).request.backend.runtimeAttachments[0].headers,
+    ).toEqual({
+      Authorization: secret,
+    });
+    expect(await json(await put(token, "/v1/mcp-servers/docs", { url, auth: null }))).toMatchObject({
+      authHeader: null,
+    });
+    await sendTurn(token, cid, "t2", "[whoami]");
+    const removed = await waitForTurn(token, cid, "t2");
+    expect(removed.result.text).toContain("attachments docs");
+    expect(removed.result.text).not.toContain("(auth)");
   });
 
   it("refused: a backend whose catalog says it takes no attachments (the capability named), a disabled server, an unsafe URL", async () => {

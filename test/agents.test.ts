@@ -82,6 +82,8 @@ describe("a conversation's agent", () => {
       backend: "claude-code",
       model: "anthropic/claude-opus-4-5",
       chosen: "first-turn",
+      credential: null,
+      mcpServers: [],
     });
     const list = await json(await api("/v1/conversations", { token }));
     expect(list.conversations.find((c: { conversationId: string }) => c.conversationId === cid).agent).toEqual(

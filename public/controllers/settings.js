@@ -20,7 +20,6 @@ import {
   refusalOf,
   savedText,
   toggleBody,
-  toggleNeedsAuth,
 } from "../lib/settings.js";
 import { renderCredentials, renderServers } from "../views/settings.js";
 
@@ -151,22 +150,11 @@ export function createSettings({ api, ui, changed }) {
   }
 
   /**
-   * Turns a server on or off. The API stores a server whole: one with auth needs its value again
-   * (the page never has it), so the form takes it; one without is sent at once.
+   * Turns a server on or off at once: the body names no auth, so the gateway keeps the stored one.
    * @param {McpServerView} s
    */
   async function toggle(s) {
     const enabled = !s.enabled;
-    const verb = enabled ? "enable" : "disable";
-    if (toggleNeedsAuth(s)) {
-      fillServer(s, enabled);
-      say(
-        servers,
-        `To ${verb} “${s.name}”, type its ${s.authHeader} value again and save: the gateway never gives it back, and a server saved without it has no auth.`,
-      );
-      servers.fields.authValue.focus();
-      return;
-    }
     try {
       await api.putMcpServer(s.name, toggleBody(s, enabled));
       say(servers, `${enabled ? "Enabled" : "Disabled"} “${s.name}”.`, "ok");
@@ -297,6 +285,7 @@ export function createSettings({ api, ui, changed }) {
             header: f.authHeader.value,
             value: f.authValue.value,
             enabled: f.enabled.checked,
+            storedHeader: serverList.find((s) => s.name === f.name.value.trim())?.authHeader ?? null,
           }),
         );
         servers.form.reset();

@@ -250,8 +250,9 @@ export function createApi({ baseUrl, token, onUnauthorized, early = () => null }
     /** @returns {Promise<import("./wire").McpServerView[]>} */
     mcpServers: async () => (await request("/v1/mcp-servers")).data.mcpServers,
     /**
-     * Stores an MCP server whole (without `auth`, it has none). @param {string} name
-     * @param {{ url: string, auth?: { header: string, value: string }, enabled?: boolean }} body
+     * Stores an MCP server, or replaces it (an omitted `auth` keeps the stored one, null removes it).
+     * @param {string} name
+     * @param {{ url: string, auth?: { header: string, value: string } | null, enabled?: boolean }} body
      * @returns {Promise<import("./wire").McpServerSaved>}
      */
     putMcpServer: async (name, body) => (await request(`/v1/mcp-servers/${enc(name)}`, { method: "PUT", body })).data,

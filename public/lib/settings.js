@@ -25,11 +25,17 @@ export function credentialBody({ provider, key, baseUrl }) {
 
 /**
  * PUT /v1/mcp-servers/:name's body from the form: auth when either of its fields is filled in (one
- * without the other is the gateway's to refuse, naming it).
- * @param {{ url: string, header: string, value: string, enabled: boolean }} form
+ * without the other is the gateway's to refuse, naming it). Replacing a server that has auth
+ * (`storedHeader`, its header's name): its header with no value keeps the stored auth (`auth`
+ * omitted), both fields emptied removes it (`auth: null`).
+ * @param {{ url: string, header: string, value: string, enabled: boolean, storedHeader?: string | null }} form
  */
-export function mcpServerBody({ url, header, value, enabled }) {
+export function mcpServerBody({ url, header, value, enabled, storedHeader = null }) {
   const name = header.trim();
+  // The stored auth's header with no value typed: the gateway keeps the stored auth (an omitted `auth`).
+  if (!value && storedHeader !== null && name === storedHeader) return { url: url.trim(), enabled };
+  // No header and no value where the server had auth: removed (null).
+  if (!name && !value && storedHeader !== null) return { url: url.trim(), auth: null, enabled };
   return { url: url.trim(), ...(name || value ? { auth: { header: name, value } } : {}), enabled };
 }
 
@@ -105,14 +111,10 @@ export function serverLine(s) {
 }
 
 /**
- * Whether turning a server on or off can be sent as it is: the API stores a server whole, and a
- * PUT without `auth` stores it without any, so a server with an auth header needs its value again
- * (which the page never has: the gateway does not give it back).
- * @param {McpServerView} s
+ * The body that turns a server on or off: its URL and the new state, no `auth`, so the gateway
+ * keeps the stored one (docs/api.md#mcp-servers: an omitted auth is kept, null removes it).
+ * @param {McpServerView} s @param {boolean} enabled
  */
-export const toggleNeedsAuth = (s) => s.authHeader !== null;
-
-/** The body that turns a server without auth on or off. @param {McpServerView} s @param {boolean} enabled */
 export const toggleBody = (s, enabled) => ({ url: s.url, enabled });
 
 /**

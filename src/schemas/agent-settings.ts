@@ -83,8 +83,11 @@ export const PutMcpServerBody = z
       .describe("The server's URL: https (http only to a loopback address in local development)"),
     auth: z
       .strictObject({ header: HeaderName, value: SecretValue.describe("Stored sealed, never answered again") })
+      .nullable()
       .optional()
-      .describe("A header the agent sends the server (e.g. Authorization)"),
+      .describe(
+        "A header the agent sends the server (e.g. Authorization); omitted: the stored one kept (a server's auth is never answered, so a change of its URL or its enabled state need not send it again); null: removed",
+      ),
     enabled: z.boolean().optional().describe("false: kept, but a turn naming it is refused (default true)"),
   })
   .meta({ id: "PutMcpServer" });

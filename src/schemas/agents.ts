@@ -102,6 +102,10 @@ export const ConversationAgentSchema = z
     ),
     model: Name.nullable().describe("the model (CLI Bridge: the model route); null: the backend's own default"),
     chosen: z.enum(["first-turn", "default"]).describe("whether the first turn named it or the deployment's default"),
+    credential: Name.nullable()
+      .optional()
+      .describe("the user's model credential it runs with, by name (never the key); null: none"),
+    mcpServers: z.array(Name).optional().describe("the user's MCP servers it enables, by name"),
   })
   .meta({ id: "ConversationAgent" });
 export type ConversationAgent = z.infer<typeof ConversationAgentSchema>;

@@ -31,23 +31,33 @@ describe("the agent a turn runs on", () => {
 
 describe("the agent a conversation shows", () => {
   it("the deployment's default when the first turn named nothing (or none was kept)", () => {
-    expect(conversationAgent(null, defaults, false)).toEqual({ backend: "opencode", model: null, chosen: "default" });
-    expect(conversationAgent({}, defaults, false)).toEqual({ backend: "opencode", model: null, chosen: "default" });
+    expect(conversationAgent(null, defaults, false)).toMatchObject({
+      backend: "opencode",
+      model: null,
+      chosen: "default",
+    });
+    expect(conversationAgent({}, defaults, false)).toMatchObject({
+      backend: "opencode",
+      model: null,
+      chosen: "default",
+    });
   });
 
   it("the first turn's backend options as a route", () => {
     expect(
       conversationAgent({ backend: { type: "codex", model: { provider: "openai", model: "gpt-5" } } }, defaults, false),
-    ).toEqual({ backend: "codex", model: "openai/gpt-5", chosen: "first-turn" });
+    ).toMatchObject({ backend: "codex", model: "openai/gpt-5", chosen: "first-turn" });
   });
 
   it("on the CLI Bridge, the route's harness is the backend", () => {
-    expect(conversationAgent({ model: "pi/tangle-router/fake-echo" }, { backend: null, model: null }, true)).toEqual({
+    expect(
+      conversationAgent({ model: "pi/tangle-router/fake-echo" }, { backend: null, model: null }, true),
+    ).toMatchObject({
       backend: "pi",
       model: "pi/tangle-router/fake-echo",
       chosen: "first-turn",
     });
-    expect(conversationAgent(null, { backend: null, model: null }, true)).toEqual({
+    expect(conversationAgent(null, { backend: null, model: null }, true)).toMatchObject({
       backend: null,
       model: null,
       chosen: "default",
@@ -58,7 +68,7 @@ describe("the agent a conversation shows", () => {
 describe("the deployment's model belongs to its backend", () => {
   it("a conversation on another backend with no model shows that backend's own default (null), not AGENT_MODEL", () => {
     const withModel = { backend: "opencode", model: "zai/glm-5.2" };
-    expect(conversationAgent({ backend: { type: "claude-code" } }, withModel, false)).toEqual({
+    expect(conversationAgent({ backend: { type: "claude-code" } }, withModel, false)).toMatchObject({
       backend: "claude-code",
       model: null,
       chosen: "first-turn",
@@ -78,5 +88,18 @@ describe("a per-turn model change", () => {
     expect(overridesModel({ message: "m" }, conversation)).toBe(false);
     // The first turn chooses; it changes nothing.
     expect(overridesModel({ message: "m", model: "a/c" }, null)).toBe(false);
+  });
+});
+
+describe("the settings a conversation shows", () => {
+  it("the first turn's credential and MCP servers by name (its agent still the default); none: null and []", () => {
+    expect(conversationAgent({ credential: "mine", mcpServers: ["docs"] }, defaults, false)).toEqual({
+      backend: "opencode",
+      model: null,
+      chosen: "default",
+      credential: "mine",
+      mcpServers: ["docs"],
+    });
+    expect(conversationAgent(null, defaults, false)).toMatchObject({ credential: null, mcpServers: [] });
   });
 });

@@ -89,7 +89,13 @@ export function conversationAgent(
       : null) ??
     (bridge || onDefaultBackend ? defaults.model : null);
   const backend = bridge ? (model !== null ? harnessOf(model) : null) : (chosen?.backend?.type ?? defaults.backend);
-  return { backend, model, chosen: named ? "first-turn" : "default" };
+  return {
+    backend,
+    model,
+    chosen: named ? "first-turn" : "default",
+    credential: chosen?.credential ?? null,
+    mcpServers: chosen?.mcpServers ?? [],
+  };
 }
 
 /** The agent a conversation shows, from what its first turn chose (null: none yet, or before this was kept) and the configuration. */

@@ -92,7 +92,10 @@ export class AgentSettings {
     return this.deps.store.mcpServers().map(mcpView);
   }
 
-  /** Creates the server, or replaces it (its auth too: omitted, it has none from now on). `url` is checked by the caller. */
+  /**
+   * Creates the server, or replaces it: its auth replaced when given, removed when null, kept when
+   * omitted (the page never holds it, so turning a server off must not drop it). `url` is checked by the caller.
+   */
   async putMcpServer(name: string, body: PutMcpServerBody): Promise<McpServerView & { created: boolean }> {
     const sealedAuth = body.auth
       ? await seal(this.deps.sealingSecret(), AUTH_SEALED_FOR, `mcp:${name}`, body.auth.value)
@@ -103,11 +106,12 @@ export class AgentSettings {
       if (!known && store.mcpServers().length >= MAX_MCP_SERVERS)
         throw new Refusal("settings_full", `at most ${MAX_MCP_SERVERS} MCP servers; delete one first`);
       const now = this.deps.now();
+      const keep = body.auth === undefined && known !== undefined;
       const row = {
         name,
         url: body.url,
-        authHeader: body.auth?.header ?? null,
-        sealedAuth,
+        authHeader: keep ? known.authHeader : (body.auth?.header ?? null),
+        sealedAuth: keep ? known.sealedAuth : sealedAuth,
         enabled: body.enabled ?? true,
         createdAt: known?.createdAt ?? now,
         updatedAt: now,

@@ -809,6 +809,8 @@ describe("choosing the agent on the CLI Bridge (docs/api.md#choosing-the-agent)"
       backend: "pi",
       model: PI,
       chosen: "first-turn",
+      credential: null,
+      mcpServers: [],
     });
   });
 });

@@ -18,7 +18,6 @@ import {
   savedText,
   serverLine,
   toggleBody,
-  toggleNeedsAuth,
   turnSettingsView,
 } from "../../public/lib/settings.js";
 import { catalogAnswer } from "../../src/emulator/catalog";
@@ -81,13 +80,30 @@ describe("what a form sends", () => {
     expect(refusalOf(refusedBody(PutMcpServerBody, valueOnly)).fields).toEqual(["authHeader"]);
   });
 
-  it("turning a server on or off: one without auth is sent as it is; one with auth needs its value again", () => {
-    expect(toggleNeedsAuth(server)).toBe(true);
-    const plain = { ...server, authHeader: null };
-    expect(toggleNeedsAuth(plain)).toBe(false);
-    expect(toggleBody(plain, false)).toEqual({ url: server.url, enabled: false });
-    // Without auth in the body the gateway would store the server without any: never sent for one that has it.
-    expect(PutMcpServerBody.parse(toggleBody(plain, false)).auth).toBeUndefined();
+  it("replacing a server with auth: its header and no value keeps the stored auth; both emptied removes it", () => {
+    const form = { url: "https://a.example", header: "Authorization", value: "", enabled: true };
+    expect(mcpServerBody({ ...form, storedHeader: "Authorization" })).toEqual({
+      url: "https://a.example",
+      enabled: true,
+    });
+    expect(mcpServerBody({ ...form, header: "", storedHeader: "Authorization" })).toEqual({
+      url: "https://a.example",
+      auth: null,
+      enabled: true,
+    });
+    expect(
+      PutMcpServerBody.safeParse(mcpServerBody({ ...form, header: "", storedHeader: "Authorization" })).success,
+    ).toBe(true);
+    // Another header without its value is the gateway's to refuse.
+    expect(mcpServerBody({ ...form, header: "X-Token", storedHeader: "Authorization" }).auth).toEqual({
+      header: "X-Token",
+      value: "",
+    });
+  });
+
+  it("turning a server on or off sends its URL and state, no auth: the gateway keeps the stored one", () => {
+    expect(toggleBody(server, false)).toEqual({ url: server.url, enabled: false });
+    expect(PutMcpServerBody.parse(toggleBody(server, false)).auth).toBeUndefined();
   });
 });
 

@@ -21,7 +21,6 @@ import {
 import { DeletedAnswer } from "../../schemas/api";
 import { checkTarget } from "../../webhooks/target";
 import type { AppEnv } from "../app-context";
-import { invalid } from "../body";
 import { unwrapRpc } from "../errors";
 import { DeclaredRoutes, json } from "../route-declaration";
 
@@ -34,7 +33,10 @@ function user(c: Context<AppEnv>) {
 
 function nameOf(c: Context<AppEnv>): string {
   const parsed = SettingName.safeParse(c.req.param("name"));
-  if (!parsed.success) throw invalid("name", parsed.error);
+  if (!parsed.success) {
+    const message = parsed.error.issues[0]?.message ?? "is not a name";
+    throw new ApiError(400, "invalid_request", `name: ${message}`, { issues: [{ path: "name", message }] });
+  }
   return parsed.data;
 }
 
