@@ -181,6 +181,8 @@ describe("POST /v1/chat with the SDK's chat client", () => {
       backend: "claude-code",
       model: "anthropic/claude-opus-4-5",
       chosen: "first-turn",
+      credential: "mine",
+      mcpServers: [],
     });
     // A request's own body (the SDK's sendMessage options) overrides the model for that message only.
     await chat.sendMessage({ text: "[whoami] again" }, { body: { model: "anthropic/claude-sonnet-4-5" } });

@@ -66,6 +66,8 @@ describe("the agent picker", () => {
       backend: "claude-code",
       model: "anthropic/claude-opus-4-5",
       chosen: "first-turn",
+      credential: null,
+      mcpServers: [],
     });
 
     // A reload shows the conversation's agent, from its summary. The agents are read after the

@@ -118,7 +118,13 @@ describe("the chat page over a CLI Bridge", () => {
     const summary = await (
       await fetch(`${server.base}/v1/conversations/${cid}`, { headers: { authorization: `Bearer ${token}` } })
     ).json();
-    assert.deepEqual(summary.agent, { backend: "codex", model: "codex/gpt-5.4", chosen: "first-turn" });
+    assert.deepEqual(summary.agent, {
+      backend: "codex",
+      model: "codex/gpt-5.4",
+      chosen: "first-turn",
+      credential: null,
+      mcpServers: [],
+    });
     assert.equal(await model.inputValue(), "codex/gpt-5.4");
     await page.screenshot({ path: `${SHOTS}/cli-bridge-agent-picker.png` });
     await page.context().close();
