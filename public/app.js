@@ -11,7 +11,6 @@
  * Embedding: define window.AGENT_GATEWAY = { getToken: async () => "<user token>", baseUrl: "" }
  * before this module loads, and the page signs in with that token instead of asking.
  */
-import { createAgentPicker } from "./controllers/agent-picker.js";
 import { createAsks } from "./controllers/asks.js";
 import { createBranches } from "./controllers/branches.js";
 import { createComposer } from "./controllers/composer.js";
@@ -22,14 +21,15 @@ import { createQueued } from "./controllers/queued.js";
 import { createSandbox } from "./controllers/sandbox.js";
 import { createScreen } from "./controllers/screen.js";
 import { createSession } from "./controllers/session.js";
-import { createSettings } from "./controllers/settings.js";
 import { createSidebar } from "./controllers/sidebar.js";
 import { createStreamController } from "./controllers/stream.js";
 import { createThemeControl } from "./controllers/theme.js";
 import { createApi } from "./lib/api.js";
 import { takeEarly } from "./lib/early.js";
+import { timeText } from "./lib/format.js";
 import { watchOtherTabs } from "./lib/storage.js";
 import { createStore } from "./lib/store.js";
+import { el, timeElement } from "./views/dom.js";
 import { createTranscriptView } from "./views/transcript.js";
 
 const config = window.AGENT_GATEWAY ?? {};
@@ -137,7 +137,44 @@ const stream = createStreamController({
   onReset: () => conversations.reload(),
   onChange: () => screen.schedule(),
 });
-const agentPicker = createAgentPicker({ api, store, ui });
+// The agent picker and the settings view are loaded when first needed (the picker once the
+// conversation is open, the settings at their first opening): nothing of them is on the way to
+// "live" (docs/chat-page.md "Fast on slow links"). Neither imports a module of this bundle: the
+// page's DOM helpers are handed to them, so loading one is one request.
+/** @type {import("./controllers/agent-picker.js").AgentPicker | null} */
+let picker = null;
+/** @type {Promise<import("./controllers/agent-picker.js").AgentPicker> | null} */
+let pickerLoading = null;
+const loadPicker = () => {
+  pickerLoading ??= import("./controllers/agent-picker.js").then(({ createAgentPicker }) => {
+    picker = createAgentPicker({ api, store, ui, el });
+    return picker;
+  });
+  pickerLoading.catch(() => (pickerLoading = null));
+  return pickerLoading;
+};
+const agentPicker = {
+  prefetch: () => loadPicker().then((p) => p.prefetch()),
+  draw: () => picker?.draw(),
+  settingsChanged: () => picker?.settingsChanged() ?? Promise.resolve(),
+  /** Nothing until the picker is loaded: the turn runs on the conversation's agent. @returns {import("./lib/agents.js").TurnAgentFields} */
+  forTurn: () => picker?.forTurn() ?? {},
+  /** @param {string} cid */
+  accepted: (cid) => picker?.accepted(cid),
+};
+ui.input.addEventListener("focus", () => void whenLive().then(() => agentPicker.prefetch().catch(() => {})));
+/** Resolves once the connection says live (at once if it does). */
+const whenLive = () =>
+  new Promise((resolve) => {
+    const live = () => ui.connection.dataset.state === "live";
+    if (live()) return resolve(undefined);
+    const watch = new MutationObserver(() => {
+      if (!live()) return;
+      watch.disconnect();
+      resolve(undefined);
+    });
+    watch.observe(ui.connection, { attributes: true, attributeFilter: ["data-state"] });
+  });
 /** The conversation list fetched again; the picker follows it (a new conversation's agent is in its entry). */
 const refreshList = () => sidebar.refresh().then(agentPicker.draw);
 const sidebar = createSidebar({
@@ -176,7 +213,16 @@ const composer = createComposer({
 const queued = createQueued({ api, store, ui, sent: () => composer.sent(), accepted: agentPicker.accepted, screen });
 const asks = createAsks({ api, store });
 createSandbox({ api, ui, screen, signOut: (message) => session.signOut(message) });
-createSettings({ api, ui, changed: () => agentPicker.settingsChanged() });
+// The settings view is loaded at its first opening: nothing of it is on the way to "live".
+/** @type {Promise<{ open(): void }> | null} */
+let settingsView = null;
+ui.settingsButton.addEventListener("click", async () => {
+  settingsView ??= import("./controllers/settings.js").then(({ createSettings }) =>
+    createSettings({ api, ui, changed: () => agentPicker.settingsChanged(), dom: { el, timeElement, timeText } }),
+  );
+  settingsView.catch(() => (settingsView = null));
+  (await settingsView).open();
+});
 const branches = createBranches({
   api,
   store,
@@ -193,8 +239,12 @@ const session = createSession({
   store,
   ui,
   showExamples: composer.showExamples,
-  // The agents are read once the conversation is open: the page is live without them.
-  enter: () => conversations.enter().then(agentPicker.prefetch),
+  // The picker is loaded and the agents read once the conversation is live: the page is live without them.
+  enter: () =>
+    conversations.enter().then((entered) => {
+      whenLive().then(() => agentPicker.prefetch().catch(() => {}));
+      return entered;
+    }),
   closeStream: stream.close,
   updateTitle: screen.updateTitle,
 });

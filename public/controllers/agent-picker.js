@@ -12,24 +12,26 @@
  * list); while neither has it, the first turn sent from here says what it chose.
  *
  * A new conversation's row also offers the user's settings its first turn may name (they are the
- * conversation's from then on: lib/settings.js turnSettingsView): a Key (one of the user's model
+ * conversation's from then on: lib/turn-settings.js turnSettingsView): a Key (one of the user's model
  * credentials) and Tools (the enabled MCP servers, where the backend takes them). Their lists are
  * read with the catalog and again when the settings view closes; without them the row has neither.
  */
 import { agentSent, NO_CHOICE, pickerView } from "../lib/agents.js";
-import { NO_SETTINGS, turnSettingsView } from "../lib/settings.js";
-import { el } from "../views/dom.js";
+import { NO_SETTINGS, turnSettingsView } from "../lib/turn-settings.js";
 
 /** @typedef {import("../lib/agents.js").TurnAgentFields} TurnAgentFields */
+/** @typedef {ReturnType<typeof createAgentPicker>} AgentPicker */
 
 /**
  * @param {{
  *   api: import("../lib/api.js").Api,
  *   store: import("../lib/store.js").Store,
  *   ui: { agentPicker: HTMLElement, agentBackendField: HTMLElement, agentBackend: HTMLSelectElement, agentModelField: HTMLElement, agentModel: HTMLSelectElement, agentKeyField: HTMLElement, agentKey: HTMLSelectElement, agentTools: HTMLFieldSetElement, agentToolsList: HTMLElement, agentNote: HTMLElement, input: HTMLTextAreaElement },
- * }} deps
+ *   el: typeof import("../views/dom.js").el,
+ * }} deps  `el`: the page's own (this module is loaded after "live" and shares no module with the
+ *   page's bundle: app.js)
  */
-export function createAgentPicker({ api, store, ui }) {
+export function createAgentPicker({ api, store, ui, el }) {
   /** @type {import("../lib/agents.js").AgentCatalog | null} */
   let catalog = null;
   /** @type {Promise<void> | null} */
@@ -49,7 +51,7 @@ export function createAgentPicker({ api, store, ui }) {
     credentials: /** @type {import("../lib/wire").CredentialView[]} */ ([]),
     servers: /** @type {import("../lib/wire").McpServerView[]} */ ([]),
   };
-  /** What the user picked of them for the open new conversation's first turn. @type {import("../lib/settings.js").SettingsChoice} */
+  /** What the user picked of them for the open new conversation's first turn. @type {import("../lib/turn-settings.js").SettingsChoice} */
   let settingsChoice = NO_SETTINGS;
 
   /** Reads the user's credentials and MCP servers (a list that cannot be read offers nothing). */
@@ -177,7 +179,7 @@ export function createAgentPicker({ api, store, ui }) {
     drawSettings(settingsView(shown));
   }
 
-  /** The Key select and the Tools checkboxes. @param {import("../lib/settings.js").TurnSettingsView | null} shown */
+  /** The Key select and the Tools checkboxes. @param {import("../lib/turn-settings.js").TurnSettingsView | null} shown */
   function drawSettings(shown) {
     ui.agentKeyField.hidden = !shown?.key.shown;
     ui.agentTools.hidden = !shown?.tools.shown;

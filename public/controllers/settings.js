@@ -1,7 +1,7 @@
 // @ts-check
 /**
- * The settings view (docs/chat-page.md, "Settings"): a modal <dialog> opened from the sidebar's
- * Settings button (the focus moves in, Escape or Close closes it and gives the focus back; a
+ * The settings view (docs/chat-page.md, "Settings"), loaded at its first opening (app.js): a modal
+ * <dialog> opened from the sidebar's Settings button (the focus moves in, Escape or Close closes it and gives the focus back; a
  * full-screen sheet on a phone) with the user's model keys, MCP servers and standing instructions
  * (docs/api.md#bring-your-own-key, #mcp-servers, #standing-instructions), read each time it opens.
  * What each form sends and says is lib/settings.js's; the lists are views/settings.js's.
@@ -21,7 +21,8 @@ import {
   savedText,
   toggleBody,
 } from "../lib/settings.js";
-import { renderCredentials, renderServers } from "../views/settings.js";
+import { settingsViews } from "../views/settings.js";
+import { fillSettings } from "../views/settings-markup.js";
 
 /** @typedef {import("../lib/wire").CredentialView} CredentialView */
 /** @typedef {import("../lib/wire").McpServerView} McpServerView */
@@ -32,12 +33,16 @@ const why = (err) => (err instanceof Error ? err.message : String(err));
 /**
  * @param {{
  *   api: import("../lib/api.js").Api,
- *   ui: { settings: HTMLDialogElement, settingsButton: HTMLElement },
+ *   ui: { settings: HTMLDialogElement },
  *   changed: () => void,
- * }} deps  `changed`: the view closed (the agent picker reads the user's keys and servers again)
+ *   dom: import("../views/settings.js").PageDom,
+ * }} deps  `changed`: the view closed (the agent picker reads the user's keys and servers again);
+ *   `dom`: the page's DOM helpers (this module shares none with the page's bundle: app.js)
  */
-export function createSettings({ api, ui, changed }) {
+export function createSettings({ api, ui, changed, dom }) {
+  const { renderCredentials, renderServers } = settingsViews(dom);
   const dialog = ui.settings;
+  fillSettings(dialog);
   /** @template {HTMLElement} T @param {string} id @returns {T} */
   const $ = (id) => /** @type {T} */ (/** @type {unknown} */ (dialog.querySelector(`#${id}`)));
   const close = $("settings-close");
@@ -339,7 +344,6 @@ export function createSettings({ api, ui, changed }) {
     if (unmoved && target instanceof HTMLElement && target.isConnected) target.focus();
   }
 
-  ui.settingsButton.addEventListener("click", open);
   close.addEventListener("click", () => dialog.close());
   // Escape closes it too (the dialog's own cancel); either way the close event follows.
   dialog.addEventListener("close", closed);

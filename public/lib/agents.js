@@ -22,8 +22,8 @@
 /**
  * What a turn's body carries of its agent (POST …/turns): nothing, when it runs on the default
  * or the conversation's agent. A new conversation's first turn may also name the user's settings
- * it runs with (lib/settings.js turnSettingsView).
- * @typedef {{ model?: string, providerOptions?: { backend: { type: string } } } & import("./settings.js").TurnSettingsFields} TurnAgentFields
+ * it runs with (lib/turn-settings.js turnSettingsView).
+ * @typedef {{ model?: string, providerOptions?: { backend: { type: string } } } & import("./turn-settings.js").TurnSettingsFields} TurnAgentFields
  */
 /**
  * @typedef {object} PickerView

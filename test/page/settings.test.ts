@@ -13,13 +13,12 @@ import {
   instructionsCount,
   instructionsSavedText,
   mcpServerBody,
-  NO_SETTINGS,
   refusalOf,
   savedText,
   serverLine,
   toggleBody,
-  turnSettingsView,
 } from "../../public/lib/settings.js";
+import { NO_SETTINGS, turnSettingsView } from "../../public/lib/turn-settings.js";
 import { catalogAnswer } from "../../src/emulator/catalog";
 import { ApiError } from "../../src/errors";
 import { invalid } from "../../src/http/body";
