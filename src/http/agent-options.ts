@@ -13,7 +13,7 @@
  */
 import { ApiError } from "../errors";
 import { canonicalJson } from "../lib/digest";
-import type { BackendOptions, ProviderOptions } from "../schemas/agents";
+import { type BackendOptions, modelRoute, type ProviderOptions } from "../schemas/agents";
 import type { RequestedInteractions } from "../schemas/contracts";
 
 /** What a turn asks for of its agent, as its request stores it (part of its digest). */
@@ -30,11 +30,6 @@ export interface TurnAgentRequest {
 
 /** The agent settings a turn names, each taken by the Sandbox's backend only. */
 const TANGLE_ONLY = ["credential", "mcpServers", "instructions", "systemPrompt"] as const;
-
-/** A backend model as a route: `provider/model`, or the model alone. */
-function modelRoute(model: { provider?: string; model: string }): string {
-  return model.provider ? `${model.provider}/${model.model}` : model.model;
-}
 
 /**
  * The turn's agent request from its body, or a 400 naming the rule it breaks. `provider`: the

@@ -27,6 +27,11 @@ export type AppEnv = { Bindings: Env; Variables: { config: Config; identity: Ide
  * `npm start` and the tests use; a deploy has no emulator binding, whatever its vars say) and the
  * request came to a loopback host. A remote caller can forge a Host header, not a deployment.
  */
+/** The signed-in user's object (their sandbox, index, webhooks and agent settings). */
+export function userObject(c: Context<AppEnv>) {
+  return c.env.USERS.get(c.env.USERS.idFromName(c.get("identity").ownerKey));
+}
+
 export function isLocalDevelopment(c: Context<AppEnv>): boolean {
   const host = new URL(c.req.url).hostname;
   return c.get("config").local && (host === "127.0.0.1" || host === "localhost" || host === "[::1]" || host === "::1");

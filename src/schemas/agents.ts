@@ -10,6 +10,11 @@ import { RequestedInteractions } from "./contracts";
 /** A route or model name as a catalog or a turn gives it. */
 const Name = z.string().min(1).max(256);
 
+/** A backend model as one route: `provider/model`, or the model alone. */
+export function modelRoute(model: { provider?: string; model: string }): string {
+  return model.provider ? `${model.provider}/${model.model}` : model.model;
+}
+
 /** A field the Sandbox's prompt options declare that a request body may not carry here: refused, with the reason. */
 const refusedField = (why: string) =>
   z

@@ -7,7 +7,7 @@
  */
 import type { Config } from "../config";
 import { harnessOf } from "../providers/cli-bridge/catalog";
-import type { ConversationAgent } from "../schemas/agents";
+import { type ConversationAgent, modelRoute } from "../schemas/agents";
 import type { TurnRequest } from "./store/records";
 
 /** What a turn's request says of its agent (the part ../http/agent-options.ts reads). */
@@ -51,7 +51,7 @@ export function agentOfTurn(request: TurnRequest, conversation: AgentRequest | n
 /** A request's model as one route (its `model`, else its backend model as `provider/model`). */
 function routeOf(request: AgentRequest): string | undefined {
   const m = request.backend?.model;
-  return request.model ?? (m ? (m.provider ? `${m.provider}/${m.model}` : m.model) : undefined);
+  return request.model ?? (m ? modelRoute(m) : undefined);
 }
 
 /** Whether a later turn names a model other than its conversation's (a per-turn model change). */
@@ -77,17 +77,9 @@ export function conversationAgent(
   bridge: boolean,
 ): ConversationAgent {
   const named = chosen !== null && (chosen.model !== undefined || chosen.backend !== undefined);
-  const backendModel = chosen?.backend?.model;
   // The deployment's model is its backend's: a conversation on another backend runs that backend's own default.
   const onDefaultBackend = chosen?.backend?.type === undefined || chosen.backend.type === defaults.backend;
-  const model =
-    chosen?.model ??
-    (backendModel
-      ? backendModel.provider
-        ? `${backendModel.provider}/${backendModel.model}`
-        : backendModel.model
-      : null) ??
-    (bridge || onDefaultBackend ? defaults.model : null);
+  const model = (chosen ? routeOf(chosen) : undefined) ?? (bridge || onDefaultBackend ? defaults.model : null);
   const backend = bridge ? (model !== null ? harnessOf(model) : null) : (chosen?.backend?.type ?? defaults.backend);
   return {
     backend,

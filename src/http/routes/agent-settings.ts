@@ -20,16 +20,14 @@ import {
 } from "../../schemas/agent-settings";
 import { DeletedAnswer } from "../../schemas/api";
 import { checkTarget } from "../../webhooks/target";
-import type { AppEnv } from "../app-context";
+import { type AppEnv, userObject } from "../app-context";
 import { unwrapRpc } from "../errors";
 import { DeclaredRoutes, json } from "../route-declaration";
 
 const BODY_MAX_BYTES = 32 * 1024;
 const named = { name: SettingName };
 
-function user(c: Context<AppEnv>) {
-  return c.env.USERS.get(c.env.USERS.idFromName(c.get("identity").ownerKey));
-}
+const user = userObject;
 
 function nameOf(c: Context<AppEnv>): string {
   const parsed = SettingName.safeParse(c.req.param("name"));

@@ -13,11 +13,11 @@ import {
   EnvironmentDeleteAnswer,
   EnvironmentStopAnswer,
 } from "../../schemas/environment";
-import type { AppEnv } from "../app-context";
+import { type AppEnv, userObject } from "../app-context";
 import { unwrapRpc } from "../errors";
 import { DeclaredRoutes, json } from "../route-declaration";
 
-const userOf = (c: Context<AppEnv>) => c.env.USERS.get(c.env.USERS.idFromName(c.get("identity").ownerKey));
+const userOf = userObject;
 
 export const environmentRoutes = new DeclaredRoutes();
 

@@ -19,7 +19,7 @@ import {
   WebhookSecretAnswer,
 } from "../../schemas/webhooks";
 import { checkTarget } from "../../webhooks/target";
-import type { AppEnv } from "../app-context";
+import { type AppEnv, userObject } from "../app-context";
 import { invalid } from "../body";
 import { unwrapRpc } from "../errors";
 import { DeclaredRoutes, json } from "../route-declaration";
@@ -28,9 +28,7 @@ const BODY_MAX_BYTES = 8 * 1024;
 const Limit = z.coerce.number().int().min(1).max(100).default(50).describe("How many deliveries to list, newest first");
 const id = { id: WebhookEndpointId };
 
-function user(c: Context<AppEnv>) {
-  return c.env.USERS.get(c.env.USERS.idFromName(c.get("identity").ownerKey));
-}
+const user = userObject;
 
 function endpointId(c: Context<AppEnv>): string {
   const parsed = WebhookEndpointId.safeParse(c.req.param("id"));
