@@ -75,6 +75,11 @@ describe("the emulator's workspace", () => {
       permissions: "-rw-r--r--",
     });
     expect(Number.isNaN(Date.parse(readme.modTime))).toBe(false);
+    // Hidden names only with all=true; permissions only with long=true.
+    await emu.control(`/_emulator/sandboxes/${id}/files`, { path: ".env", content: "A=1\n" });
+    expect((await list(emu, id, ROOT, "")).map((e) => e.name)).not.toContain(".env");
+    expect((await list(emu, id, ROOT, "")).every((e) => e.permissions === undefined)).toBe(true);
+    expect((await list(emu, id, ROOT)).map((e) => e.name)).toContain(".env");
     expect((await list(emu, id, `${ROOT}/src`)).map((e) => e.path)).toEqual([
       `${ROOT}/src/http.ts`,
       `${ROOT}/src/server.ts`,
@@ -99,7 +104,7 @@ describe("the emulator's workspace", () => {
     expect(new Uint8Array(await download.arrayBuffer())).toEqual(bytes);
     const counters = (await json(await emu.control("/_emulator/counters"))).counters;
     expect(counters).toMatchObject({
-      "requests.runtime.fs.list": 2,
+      "requests.runtime.fs.list": 5,
       "requests.runtime.files.read": 2,
       "requests.runtime.fs.stat": 1,
       "requests.runtime.fs.download": 1,
@@ -224,6 +229,16 @@ describe("the emulator's workspace", () => {
     const onFile = await upload(`${ROOT}/README.md/inner`, "x");
     expect((await json(onFile)).error.code).toBe("NOT_A_DIRECTORY");
 
+    // A file larger than a SQLite row holds (kept in chunks) comes back byte for byte.
+    const large = new Uint8Array(3 * 1024 * 1024 + 7);
+    for (let i = 0; i < large.length; i++) large[i] = (i * 7) % 256;
+    expect((await upload(`${ROOT}/large.bin`, large)).status).toBe(200);
+    const back = await emu.api("GET", runtime(id, `/fs/download${ROOT}/large.bin`));
+    expect(back.headers.get("content-length")).toBe(String(large.length));
+    const got = new Uint8Array(await back.arrayBuffer());
+    expect(got.length).toBe(large.length);
+    expect(got.findIndex((b, i) => b !== large[i])).toBe(-1);
+
     expect((await emu.control("/_emulator/variants", { uploadMaxBytes: 100 })).status).toBe(200);
     const big = await upload(`${ROOT}/big.bin`, new Uint8Array(101));
     expect(big.status).toBe(413);
@@ -231,8 +246,8 @@ describe("the emulator's workspace", () => {
     expect((await upload(`${ROOT}/fits.bin`, new Uint8Array(100))).status).toBe(200);
     expect(await fileText(emu, id, "big.bin")).toBeNull();
     expect((await json(await emu.control("/_emulator/counters"))).counters).toMatchObject({
-      "files.uploaded": 2,
-      "requests.runtime.fs.upload": 7,
+      "files.uploaded": 3,
+      "requests.runtime.fs.upload": 8,
     });
   });
 
@@ -243,6 +258,10 @@ describe("the emulator's workspace", () => {
     expect(await fileText(emu, id, "README.md")).toBeNull();
     const other = await runningSandbox(emu);
     expect(await fileText(emu, other, "README.md")).not.toBeNull();
+    // A sandbox gone by the control route (deleted under a run, say) loses its files too.
+    const gone = await runningSandbox(emu);
+    await emu.control(`/_emulator/sandboxes/${gone}/status`, { status: "deleted" });
+    expect(await fileText(emu, gone, "README.md")).toBeNull();
     await emu.control("/_emulator/reset", {});
     expect((await emu.control(`/_emulator/sandboxes/${other}/files?path=README.md`)).status).toBe(404);
   });
