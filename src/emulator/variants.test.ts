@@ -81,6 +81,11 @@ describe("the emulator's variants", () => {
         accountUsage: "served",
         catalog: "backends",
         childTask: "frame",
+        workspace: "served",
+        snapshotIdempotency: "echoed",
+        snapshotDelete: "outcome",
+        restore: "outcome",
+        uploadMaxBytes: 10 * 1024 * 1024,
       },
     });
     const set = await emu.control("/_emulator/variants", { errorBody: "control-plane", fieldOrder: "data-first" });
@@ -1092,5 +1097,111 @@ describe("the emulator's variants", () => {
     const missing = await emu.api("GET", "/v1/account/usage");
     expect(missing.status).toBe(404);
     expect(SidecarErrorBody.parse(await json(missing)).error.code).toBe("NOT_FOUND");
+  });
+
+  it("workspace: every file and snapshot route 404 like a deployment without them, and a create fromSnapshot 400, when switched", async () => {
+    const { emu, id } = await fastSandbox("workspace-missing");
+    const taken = await json(await emu.api("POST", `/v1/sandboxes/${id}/snapshot`, {}));
+    await setVariants(emu, { workspace: "missing" });
+    const form = new FormData();
+    form.set("file", new File(["x"], "x.txt"));
+    form.set("path", "/home/agent/x.txt");
+    const calls: Array<[string, string, unknown?]> = [
+      ["GET", runtime(id, "/fs/list/home/agent")],
+      ["GET", runtime(id, "/fs/stat/home/agent/README.md")],
+      ["POST", runtime(id, "/files/read"), { path: "README.md" }],
+      ["GET", runtime(id, "/fs/download/home/agent/README.md")],
+      ["GET", runtime(id, "/fs/download-dir/home/agent")],
+      ["POST", `/v1/sandboxes/${id}/snapshot`, {}],
+      ["GET", `/v1/sandboxes/${id}/snapshots`],
+      ["DELETE", `/v1/sandboxes/${id}/snapshots/${taken.snapshotId}`],
+      ["GET", `/v1/sandboxes/${id}/snapshots/${taken.snapshotId}/diff`],
+      ["POST", `/v1/sandboxes/${id}/snapshots/${taken.snapshotId}/restore`, { operationId: "op" }],
+    ];
+    for (const [method, path, body] of calls) {
+      const res = await emu.api(method, path, body);
+      expect(res.status, `${method} ${path}`).toBe(404);
+      expect(SidecarErrorBody.parse(await json(res)).error.code).toBe("NOT_FOUND");
+    }
+    const upload = await emu.fetch(runtime(id, "/fs/upload"), {
+      method: "POST",
+      headers: { authorization: "Bearer k" },
+      body: form,
+    });
+    expect(upload.status).toBe(404);
+    await upload.body?.cancel();
+    expect((await emu.api("POST", "/v1/sandboxes", { fromSnapshot: taken.snapshotId })).status).toBe(400);
+
+    await setVariants(emu, {});
+    expect((await emu.api("GET", `/v1/sandboxes/${id}/snapshots`)).status).toBe(200);
+  });
+
+  it("snapshotIdempotency: a keyed snapshot's answer carries its idempotency; none when switched (the key still honoured)", async () => {
+    const { emu, id } = await fastSandbox("snapshot-idempotency");
+    const echoed = await json(await emu.api("POST", `/v1/sandboxes/${id}/snapshot`, { idempotencyKey: "a" }));
+    expect(echoed.idempotency).toMatchObject({ outcome: "created" });
+    await setVariants(emu, { snapshotIdempotency: "absent" });
+    const created = await emu.api("POST", `/v1/sandboxes/${id}/snapshot`, { idempotencyKey: "b" });
+    expect(created.status).toBe(201);
+    const absent = await json(created);
+    expect(absent).not.toHaveProperty("idempotency");
+    const replay = await emu.api("POST", `/v1/sandboxes/${id}/snapshot`, { idempotencyKey: "b" });
+    expect(replay.status).toBe(200);
+    expect(await json(replay)).toEqual(absent);
+  });
+
+  it("snapshotDelete: a delete answers its outcome; 204 with no body when switched", async () => {
+    const { emu, id } = await fastSandbox("snapshot-delete");
+    const a = await json(await emu.api("POST", `/v1/sandboxes/${id}/snapshot`, {}));
+    const b = await json(await emu.api("POST", `/v1/sandboxes/${id}/snapshot`, {}));
+    expect(await json(await emu.api("DELETE", `/v1/sandboxes/${id}/snapshots/${a.snapshotId}`))).toEqual({
+      snapshotId: a.snapshotId,
+      outcome: "deleted",
+    });
+    await setVariants(emu, { snapshotDelete: "no-content" });
+    const gone = await emu.api("DELETE", `/v1/sandboxes/${id}/snapshots/${b.snapshotId}`);
+    expect(gone.status).toBe(204);
+    expect(await gone.text()).toBe("");
+    expect((await json(await emu.api("GET", `/v1/sandboxes/${id}/snapshots`))).snapshots).toEqual([]);
+  });
+
+  it("restore: a restore answers its outcome; 200 {} when switched (the files restored all the same)", async () => {
+    const { emu, id } = await fastSandbox("restore-outcome");
+    const snap = await json(await emu.api("POST", `/v1/sandboxes/${id}/snapshot`, {}));
+    await emu.control(`/_emulator/sandboxes/${id}/files`, { path: "README.md", content: "changed" });
+    await setVariants(emu, { restore: "no-outcome" });
+    const res = await emu.api("POST", `/v1/sandboxes/${id}/snapshots/${snap.snapshotId}/restore`, {
+      operationId: "op",
+    });
+    expect(res.status).toBe(200);
+    expect(await json(res)).toEqual({});
+    const readme = await emu.control(`/_emulator/sandboxes/${id}/files?path=README.md`);
+    expect(new TextDecoder().decode(await readme.arrayBuffer())).toContain("# Demo project");
+    await setVariants(emu, {});
+    const again = await json(
+      await emu.api("POST", `/v1/sandboxes/${id}/snapshots/${snap.snapshotId}/restore`, { operationId: "op" }),
+    );
+    expect(again).toMatchObject({ snapshotId: snap.snapshotId, outcome: "replayed" });
+  });
+
+  it("uploadMaxBytes: an upload over the cap is 413 PAYLOAD_TOO_LARGE (10 MiB by default; workspace.test.ts uploads)", async () => {
+    const { emu, id } = await fastSandbox("upload-max");
+    await setVariants(emu, { uploadMaxBytes: 4 });
+    const upload = (bytes: number) => {
+      const form = new FormData();
+      form.set("file", new File([new Uint8Array(bytes)], "f.bin"));
+      form.set("path", "/home/agent/f.bin");
+      return emu.fetch(runtime(id, "/fs/upload"), {
+        method: "POST",
+        headers: { authorization: "Bearer k" },
+        body: form,
+      });
+    };
+    const over = await upload(5);
+    expect(over.status).toBe(413);
+    expect(SidecarErrorBody.parse(await json(over)).error.code).toBe("PAYLOAD_TOO_LARGE");
+    const fits = await upload(4);
+    expect(fits.status).toBe(200);
+    await fits.body?.cancel();
   });
 });
