@@ -106,6 +106,7 @@ export default defineConfig({
                 RATE_LIMIT_TURNS_PER_MINUTE: "4",
                 RATE_LIMIT_STREAMS_PER_MINUTE: "6",
                 CAPABILITIES_MAX_AGE_MS: "3000",
+                WORKSPACE_CHECKPOINTS_MAX: "2",
               },
             },
           }),

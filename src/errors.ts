@@ -48,7 +48,17 @@ export type RefusalCode =
   /** A turn names a backend the provider's catalog does not list. */
   | "unknown_backend"
   /** A turn asks for what its backend does not support (the catalog's fact named in the details). */
-  | "capability_unsupported";
+  | "capability_unsupported"
+  /** An operation id already names another request. */
+  | "operation_conflict"
+  /** Something else runs in the user's environment (another conversation's turn): try again once it ends. */
+  | "environment_busy"
+  /** The workspace cannot be restored for that turn: it has no checkpoint, or it was released. */
+  | "checkpoint_unavailable"
+  /** A checkpoint the operation needs could not be taken: nothing was changed. */
+  | "checkpoint_failed"
+  /** Upstream was asked and nothing proves what happened: the same operation id asks again. */
+  | "outcome_unknown";
 
 export class Refusal extends Error {
   override name = "Refusal";

@@ -1,10 +1,25 @@
 /**
  * Deployment limits reached. This project runs with EVENT_LOG_MAX_EVENTS=30, ADMISSION_TIMEOUT_MS=300,
- * UPSTREAM_IDLE_TIMEOUT_MS=250, RATE_LIMIT_TURNS_PER_MINUTE=4 and RATE_LIMIT_STREAMS_PER_MINUTE=6.
+ * UPSTREAM_IDLE_TIMEOUT_MS=250, RATE_LIMIT_TURNS_PER_MINUTE=4, RATE_LIMIT_STREAMS_PER_MINUTE=6 and
+ * WORKSPACE_CHECKPOINTS_MAX=2.
  */
+
+import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { expectedUpstream, seenUpstream } from "./expected";
-import { api, collect, counters, isTurnEnd, json, sendTurn, setFaults, tokenFor, uid, waitForTurn } from "./helpers";
+import {
+  api,
+  collect,
+  counters,
+  emulator,
+  isTurnEnd,
+  json,
+  sendTurn,
+  setFaults,
+  tokenFor,
+  uid,
+  waitForTurn,
+} from "./helpers";
 
 afterEach(async () => {
   await setFaults({});
@@ -181,5 +196,46 @@ describe("per-user rate limits", () => {
     expect(limited.status).toBe(429);
     expect(limited.headers.get("retry-after")).toMatch(/^\d+$/);
     expect((await json(limited)).error.details.kind).toBe("stream");
+  });
+});
+
+describe("the workspace's checkpoints (WORKSPACE_CHECKPOINTS_MAX=2)", () => {
+  it("are released oldest first past the bound; a turn whose checkpoint was released can no longer be undone", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const turns: string[] = [];
+    let sandboxId = "";
+    for (const n of [1, 2, 3]) {
+      const turnId = uid("turn");
+      const accepted = await json(await sendTurn(token, cid, turnId, `[write:r.txt:v${n}]`));
+      await waitForTurn(token, cid, turnId);
+      sandboxId = (await emulator(`/_emulator/executions/${accepted.executionId}`)).sandboxId;
+      turns.push(turnId);
+    }
+    const stub = env.SANDBOX_EMULATOR!.get(env.SANDBOX_EMULATOR!.idFromName("default"));
+    const deadline = Date.now() + 5_000;
+    let held: unknown[] = [];
+    for (;;) {
+      const res = await stub.fetch(`http://sandbox-emulator.local/v1/sandboxes/${sandboxId}/snapshots`, {
+        headers: { authorization: "Bearer another-process" },
+      });
+      held = (await res.json<{ snapshots: unknown[] }>()).snapshots;
+      if (held.length <= 2 || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(held).toHaveLength(2);
+    const first = await json(await api(`/v1/conversations/${cid}/turns/${turns[0]}`, { token }));
+    expect(first.checkpoint.status).toBe("released");
+    const refused = await api(`/v1/conversations/${cid}/turns/${turns[0]}/undo`, {
+      token,
+      body: { operationId: uid("op") },
+    });
+    expect(refused.status).toBe(409);
+    expect((await json(refused)).error).toMatchObject({ code: "checkpoint_unavailable" });
+    const last = await api(`/v1/conversations/${cid}/turns/${turns[2]}/undo`, {
+      token,
+      body: { operationId: uid("op") },
+    });
+    expect(last.status).toBe(200);
   });
 });

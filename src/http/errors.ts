@@ -39,6 +39,11 @@ const REFUSAL_STATUS: Record<RefusalCode, ContentfulStatusCode> = {
   mcp_server_disabled: 400,
   unknown_backend: 400,
   capability_unsupported: 400,
+  operation_conflict: 409,
+  environment_busy: 409,
+  checkpoint_unavailable: 409,
+  checkpoint_failed: 502,
+  outcome_unknown: 502,
 };
 
 /** The HTTP status an object's refusal is answered with. */

@@ -18,6 +18,7 @@ import type {
   RequestedInteractions,
 } from "../schemas/contracts";
 import type { IdlePolicy, ObservedAccountUsage, ObservedEnvironment } from "../schemas/environment";
+import type { WorkspaceCheckpoints } from "./checkpoints";
 import type { Claims } from "./claims";
 
 /** What the per-user object keeps about the user's environment (no secrets). */
@@ -309,6 +310,8 @@ export interface AgentProvider {
    * agent remembers).
    */
   releaseSession?(ref: AgentExactRunControlRef): Promise<boolean>;
+  /** The workspace's checkpoints (./checkpoints.ts), where the provider can take them. */
+  readonly checkpoints?: WorkspaceCheckpoints;
   /** What the provider reports of the environment (each surface reported or unavailable, never a made-up value) and of the account. */
   observe(environment: EnvironmentRecord | null): Promise<EnvironmentObservation>;
   /** Whether a user may stop and delete their environment here (an environment shared by every user may not be). */

@@ -2,6 +2,7 @@
  * The public HTTP API's bodies and answers (docs/architecture.md "Public HTTP API"). The OpenAPI
  * document at /openapi.json is generated from these same schemas.
  */
+
 import { z } from "zod";
 import { ConversationAgentSchema, ProviderOptions, TurnSettingsFields } from "./agents";
 import { COUNTERS, ConversationId, Id, Provenance, TokenUsage, TurnId } from "./common";
@@ -12,6 +13,7 @@ import {
   InteractionRequest,
   RequestedInteractions,
 } from "./contracts";
+import { CheckpointView, TurnChanges } from "./workspace";
 
 export const ErrorBody = z
   .object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }) })
@@ -189,6 +191,9 @@ export const TurnViewSchema = z
     error: z.object({ code: z.string(), message: z.string() }).optional(),
     usage: UsageViewSchema.optional(),
     cancelReason: z.string().optional(),
+    checkpoint: CheckpointView.optional().describe(
+      "the workspace's checkpoint taken before the turn (GET …/turns/:turnId only): what undo restores",
+    ),
     after: z
       .number()
       .int()
@@ -371,11 +376,39 @@ const TranscriptSubagentPartSchema = ChildTaskEvent.omit({ sourceEventId: true }
       "A child task the agent started (a subagent), where its first update came, as its latest update says: nested under the one its `parentChildId` names",
   });
 
-export const TranscriptPartSchema = z.discriminatedUnion("type", [
-  TranscriptContentPartSchema,
-  TranscriptInteractionPartSchema,
-  TranscriptWarningPartSchema,
-  TranscriptSubagentPartSchema,
+const TranscriptChangesPartSchema = z
+  .intersection(
+    z.object({
+      id: z.string().describe("`changes:` and the id (seq) of the `workspace.changes` event"),
+      type: z.literal("changes"),
+    }),
+    TurnChanges,
+  )
+  .meta({
+    id: "TranscriptChangesPart",
+    description:
+      "What the turn really changed in the workspace (source workspace), or why only its tool calls can say (source tool-calls)",
+  });
+
+const TranscriptRestorePartSchema = z
+  .object({
+    id: z.string().describe("`restore:` and the id (seq) of the `workspace.restored` event"),
+    type: z.literal("restore"),
+    direction: z.enum(["undo", "redo"]),
+    operationId: z.string(),
+    restoredAt: z.string(),
+  })
+  .meta({ id: "TranscriptRestorePart", description: "The turn's file changes undone, or redone" });
+
+export const TranscriptPartSchema = z.union([
+  z.discriminatedUnion("type", [
+    TranscriptContentPartSchema,
+    TranscriptInteractionPartSchema,
+    TranscriptWarningPartSchema,
+    TranscriptSubagentPartSchema,
+    TranscriptRestorePartSchema,
+  ]),
+  TranscriptChangesPartSchema,
 ]);
 
 const TranscriptMessageSchema = z

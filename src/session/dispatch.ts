@@ -32,6 +32,7 @@ import { executionIdFor, type TurnView, turnView } from "./turn-cache";
 import { claimedEnvironment, type TurnClaimsDeps } from "./turn-claims";
 import { WATCHDOG_INTERVAL_MS } from "./turn-end";
 import { type Placement, place } from "./turn-tree";
+import type { Workspace } from "./workspace";
 
 export type SubmitOutcome = { outcome: "accepted" | "in_progress" | "cached"; turn: TurnView };
 
@@ -65,11 +66,20 @@ export interface DispatchDeps {
   showRunning(context: SessionContext): Promise<void>;
   /** What the turn's dispatch carries besides its message, checked and opened (./agent-inputs.ts). */
   agentInputs(context: SessionContext, request: TurnRequest, modelOverride: boolean): Promise<AgentInputs>;
+  /** The workspace's checkpoint before the turn (./workspace.ts); never throws, a notice says what went wrong. */
+  workspace: Pick<Workspace, "before">;
 }
 
 type Notice = { code: string; message: string };
 /** `afresh`: the turn starts its branch's agent session with nothing copied into it (the session it would fork is gone). */
-type Dispatched = { controlRef: AgentExactRunControlRef; claims: Claims; notice?: Notice; afresh?: true };
+type Dispatched = {
+  controlRef: AgentExactRunControlRef;
+  claims: Claims;
+  notice?: Notice;
+  afresh?: true;
+  /** The workspace's checkpoint before the turn could not be taken or confirmed. */
+  checkpointNotice?: Notice;
+};
 
 export class Dispatcher {
   /** Dispatches under way in this instance, to their end (a pending turn not in here was left by a crash). */
@@ -264,6 +274,8 @@ export class Dispatcher {
         this.store.setMeta("agent", chosenAgent(request));
       if (dispatched.notice)
         log.append({ turnId, executionId, type: "warning", data: dispatched.notice, now: Date.now() });
+      if (dispatched.checkpointNotice)
+        log.append({ turnId, executionId, type: "warning", data: dispatched.checkpointNotice, now: Date.now() });
       this.store.setMeta("environmentId", dispatched.controlRef.environmentId);
       this.store.setMeta("claims", dispatched.claims);
     });
@@ -303,6 +315,8 @@ export class Dispatcher {
       ({ environment, claims } = forked);
       afresh = forked.afresh === true;
     }
+    // The workspace as it is before the turn, so its real changes can be read and undone.
+    const checkpointNotice = await this.deps.workspace.before(turnId, executionId, environment.environmentId);
     const previous = previousRun(this.store, turn.parentTurnId);
     const input = {
       sessionId: agentSessionOf(this.store, this.agentSessionId(context), turn.branch),
@@ -340,6 +354,7 @@ export class Dispatcher {
           claims,
           ...(reset ? { notice: reset } : {}),
           ...(afresh ? { afresh: true as const } : {}),
+          ...(checkpointNotice ? { checkpointNotice } : {}),
         };
       } catch (err) {
         if (!(err instanceof ProviderError)) throw err;

@@ -7,11 +7,13 @@
  * sockets of the Worker's browser streams, views.ts what the reads answer. Methods answer domain
  * outcomes (values or Refusals); the Worker chooses HTTP statuses.
  */
+
 import { DurableObject } from "cloudflare:workers";
 import { captureRpc, Refusal, type RpcResult } from "../errors";
 import { CLOSE_DELETED, CLOSE_DROPPED, DIRECT_PATH } from "../lib/subscription-wire";
 import type { ConversationEntry } from "../schemas/api";
 import type { CancellationAcknowledgement, InteractionAcknowledgement } from "../schemas/contracts";
+import type { RestoreAck } from "../schemas/workspace";
 import { SessionBinding } from "./binding";
 import { type BranchList, type BranchSwitch, branchesOf, switchBranch } from "./branches";
 import type { AnswerCommand } from "./interaction-desk";
@@ -104,7 +106,13 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   async getTurn(turnId: string): Promise<RpcResult<TurnView>> {
-    return captureRpc(() => turnOf(this.binding.current, turnId, (id) => this.rooms.runner.queue.view(id)));
+    return captureRpc(() => {
+      const view = turnOf(this.binding.current, turnId, (id) => this.rooms.runner.queue.view(id));
+      // A turn that started has a checkpoint, or says why not (./workspace.ts).
+      return view.status === "queued"
+        ? view
+        : { ...view, checkpoint: this.rooms.runner.workspace.checkpointOf(turnId) };
+    });
   }
 
   async cancel(
@@ -114,6 +122,18 @@ export class SessionObject extends DurableObject<Env> {
     queue?: "keep" | "clear",
   ): Promise<RpcResult<CancellationAcknowledgement>> {
     return this.held(conversationId, () => this.rooms.runner.cancel(conversationId, operationId, reason, queue));
+  }
+
+  /** Undoes a turn's file changes, or redoes them (./workspace.ts), under `operationId`. */
+  async restoreWorkspace(
+    conversationId: string,
+    turnId: string,
+    direction: "undo" | "redo",
+    operationId: string,
+  ): Promise<RpcResult<RestoreAck>> {
+    return this.held(conversationId, (context) =>
+      this.rooms.runner.workspace.restore(context, turnId, direction, operationId),
+    );
   }
 
   /** Replaces a queued turn's text before it starts. */

@@ -9,7 +9,9 @@
  * agent started without the earlier conversation: a reload must not lose it). A child task the
  * agent started (a subagent) is a part too, where its first update came, holding its latest
  * update: one part per `childId`, nested by its `parentChildId` (copies of an update never reach
- * the log: the session applies each `sourceEventId` once).
+ * the log: the session applies each `sourceEventId` once). What the turn really changed in the
+ * workspace is a part (`changes`, from its `workspace.changes` event), and so is each undo or redo
+ * of those changes (`restore`), where they came (../session/workspace.ts).
  */
 
 import { applyPartUpdate } from "../../public/wire/part-text.js";
@@ -81,6 +83,19 @@ export function turnParts({ events, interactions }: Omit<TranscriptTurn, "turn">
         id: event.data.childId,
         type: "subagent",
       } as TranscriptPart);
+    } else if (event.type === "workspace.changes") {
+      const { turnId: _, ...changes } = event.data;
+      const id = `changes:${event.seq}`;
+      parts.set(id, { ...changes, id, type: "changes" } as TranscriptPart);
+    } else if (event.type === "workspace.restored") {
+      const id = `restore:${event.seq}`;
+      parts.set(id, {
+        id,
+        type: "restore",
+        direction: event.data.direction === "redo" ? "redo" : "undo",
+        operationId: str(event.data.operationId) ?? "",
+        restoredAt: str(event.data.restoredAt) ?? "",
+      });
     } else if (event.type === "warning") {
       const id = `warning:${event.seq}`;
       parts.set(id, {

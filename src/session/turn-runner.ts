@@ -15,7 +15,9 @@
  *                          cancelled, their later usage folded into their turn;
  *  - ./queue-runner.ts     turns sent while another runs, waiting their turn (./turn-queue.ts);
  *  - ./session-release.ts  agent sessions that hold something upstream while idle, released
- *                          after a while (the alarm), and all of them on a delete.
+ *                          after a while (the alarm), and all of them on a delete;
+ *  - ./workspace.ts        the workspace's checkpoints: one before each turn, a turn's real
+ *                          changes once it ended, undo and redo, released on a delete.
  * It holds what joins them: cancellation (exact and idempotent under its operation id) and the
  * user's conversation list entry. Every write that belongs together goes through one commit
  * (./event-log.ts).
@@ -51,6 +53,7 @@ import { conversationTotal } from "./turn-usage";
 import { waitingOf } from "./turn-waiting";
 import { UpstreamReader } from "./upstream-reader";
 import type { UserLink } from "./user-link";
+import { Workspace } from "./workspace";
 
 export type { QueueOutcome as SubmitOutcome } from "./queue-runner";
 
@@ -77,6 +80,8 @@ export class TurnRunner {
   private readonly abandoned: AbandonedRuns;
   readonly queue: QueueRunner;
   readonly release: SessionRelease;
+  /** The workspace's checkpoints: before each turn, a turn's changes, undo and redo (./workspace.ts). */
+  readonly workspace: Workspace;
 
   constructor(private readonly deps: TurnRunnerDeps) {
     const { store, log, desk, provider, config, alarms } = deps;
@@ -115,7 +120,15 @@ export class TurnRunner {
       stopped: () => void this.queue.move(),
       durable: () => deps.durable(),
     });
+    this.workspace = new Workspace({
+      store,
+      log,
+      provider,
+      config,
+      environment: (context) => deps.user.environment(context),
+    });
     this.dispatcher = new Dispatcher({
+      workspace: this.workspace,
       store,
       log,
       provider,
@@ -263,6 +276,7 @@ export class TurnRunner {
    * queue); an end with no reader running here moves it now.
    */
   turnEnded(): void {
+    this.workspace.turnEnded();
     if (!this.reader.reading()) void this.queue.move();
   }
 
@@ -390,6 +404,8 @@ export class TurnRunner {
         throw providerRefusal(err);
       }
     }
+    // The workspace's checkpoints go too; one whose release is not proved refuses the delete (retryable).
+    await this.workspace.releaseAll();
     this.stopReader();
   }
 

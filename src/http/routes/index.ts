@@ -15,6 +15,7 @@ import { interactionRoutes } from "./interactions";
 import { serviceRoutes } from "./service";
 import { streamRoutes } from "./streams";
 import { webhookRoutes } from "./webhooks";
+import { workspaceRoutes } from "./workspace";
 
 export interface Mount {
   readonly prefix: string;
@@ -28,6 +29,8 @@ export const MOUNTS: readonly Mount[] = [
   { prefix: "/v1/conversations", routes: conversationRoutes },
   { prefix: "/v1/conversations", routes: interactionRoutes },
   { prefix: "/v1/conversations", routes: streamRoutes },
+  // A turn's file changes undone and redone (docs/api.md#a-turns-changes-undo-and-redo).
+  { prefix: "/v1/conversations", routes: workspaceRoutes },
   // The AI SDK's UI message stream protocol over the same conversations.
   { prefix: "/v1/chat", routes: chatRoutes },
   // What the deployment can run (docs/api.md#choosing-the-agent).

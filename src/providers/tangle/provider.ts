@@ -14,6 +14,7 @@
  * - fork.ts: an agent session forked at a run (a branch of the conversation);
  * - session-end.ts: a conversation's session deleted upstream;
  * - catalog.ts: the deployment's backend catalog (GET /v1/agents);
+ * - checkpoints.ts: the workspace's checkpoints: taken before each turn, compared, restored, released;
  * - observation.ts: the sandbox and the account as the Sandbox reports them; a user's stop and delete;
  * - wire-errors.ts: the Sandbox's error codes as provider error codes; routes.ts the route table.
  */
@@ -39,6 +40,7 @@ import type {
   ProviderResult,
 } from "../provider";
 import { readCatalog } from "./catalog";
+import { TangleCheckpoints } from "./checkpoints";
 import { claimsOf } from "./claims";
 import { answerInteraction, cancelRun } from "./control";
 import { dispatchTurn, TANGLE_PROVIDER_NAME } from "./dispatch";
@@ -67,7 +69,11 @@ export interface TangleProviderOptions {
 export class TangleProvider implements AgentProvider {
   readonly name = TANGLE_PROVIDER_NAME;
 
-  constructor(private readonly options: TangleProviderOptions) {}
+  readonly checkpoints: TangleCheckpoints;
+
+  constructor(private readonly options: TangleProviderOptions) {
+    this.checkpoints = new TangleCheckpoints(options.client);
+  }
 
   ensureEnvironment(input: EnsureEnvironmentInput): Promise<EnsureEnvironmentResult> {
     return ensureEnvironment(this.options, input);

@@ -18,6 +18,20 @@ export const sandboxRoutes = {
   backends: (): Route => ({ method: "GET", path: "/v1/backends" }),
   // [ours] (SDK `client.usage()` [sdk]; docs/sandbox-wire.md §2)
   accountUsage: (): Route => ({ method: "GET", path: "/v1/account/usage" }),
+  // Checkpoints (docs/sandbox-wire.md §10): the snapshot and its list [wire]; compare, restore and delete [ours]
+  snapshot: (id: string): Route => ({ method: "POST", path: `/v1/sandboxes/${enc(id)}/snapshot` }),
+  snapshotDiff: (id: string, snapshotId: string): Route => ({
+    method: "GET",
+    path: `/v1/sandboxes/${enc(id)}/snapshots/${enc(snapshotId)}/diff`,
+  }),
+  snapshotRestore: (id: string, snapshotId: string): Route => ({
+    method: "POST",
+    path: `/v1/sandboxes/${enc(id)}/snapshots/${enc(snapshotId)}/restore`,
+  }),
+  snapshotDelete: (id: string, snapshotId: string): Route => ({
+    method: "DELETE",
+    path: `/v1/sandboxes/${enc(id)}/snapshots/${enc(snapshotId)}`,
+  }),
   // Runtime proxy [wire]
   capabilities: (id: string): Route => ({ method: "GET", path: runtime(id, "/capabilities") }),
   runStream: (id: string): Route => ({ method: "POST", path: runtime(id, "/agents/run/stream") }),

@@ -3,8 +3,10 @@
  * ended, never an answer's values: only its keyed hash) and the `operations` table (idempotent
  * cancel and answer commands, each with the digest of its command and its acknowledgement).
  */
+
 import { z } from "zod";
 import { CancellationAcknowledgement, InteractionAcknowledgement, InteractionRequest } from "../../schemas/contracts";
+import { RestoreAck } from "../../schemas/workspace";
 import type { InteractionRecord, InteractionStatus, StoredOperation } from "./records";
 
 interface InteractionRow extends Record<string, SqlStorageValue> {
@@ -52,9 +54,11 @@ export class AskStore {
       .toArray()[0];
     if (!row) return null;
     const ack = JSON.parse(row.ack) as unknown;
-    return row.kind === "cancel"
-      ? { kind: "cancel", requestDigest: row.request_digest, ack: CancellationAcknowledgement.parse(ack) }
-      : { kind: "answer", requestDigest: row.request_digest, ack: InteractionAcknowledgement.parse(ack) };
+    if (row.kind === "cancel")
+      return { kind: "cancel", requestDigest: row.request_digest, ack: CancellationAcknowledgement.parse(ack) };
+    if (row.kind === "restore")
+      return { kind: "restore", requestDigest: row.request_digest, ack: RestoreAck.parse(ack) };
+    return { kind: "answer", requestDigest: row.request_digest, ack: InteractionAcknowledgement.parse(ack) };
   }
 
   putOperation(operationId: string, operation: StoredOperation, now: number): void {

@@ -2,6 +2,7 @@
  * The session's records: what its stores read and write (./store.ts), and what every room of the
  * session passes around. Shapes only; the tables they live in are ./schema.ts.
  */
+
 import { z } from "zod";
 import type {
   EventEnvelopeSchema,
@@ -15,6 +16,7 @@ import type {
   InteractionAcknowledgement,
   InteractionRequest,
 } from "../../schemas/contracts";
+import type { RestoreAck } from "../../schemas/workspace";
 
 export type TurnStatus = z.infer<typeof TurnStatusSchema>;
 export type TranscriptPart = z.infer<typeof TranscriptPartSchema>;
@@ -174,4 +176,5 @@ export interface InteractionRecord {
 
 export type StoredOperation =
   | { kind: "cancel"; requestDigest: string; ack: CancellationAcknowledgement }
-  | { kind: "answer"; requestDigest: string; ack: InteractionAcknowledgement };
+  | { kind: "answer"; requestDigest: string; ack: InteractionAcknowledgement }
+  | { kind: "restore"; requestDigest: string; ack: RestoreAck };

@@ -8,7 +8,8 @@ import { COUNTERS } from "../../schemas/common";
 // 11: a turn's record costs two rows to insert and one to change (issue 24).
 // 12: a finished turn keeps its answer once, and its compaction is marked on its own row (issue 24).
 // 13: a turn that waited in the queue keeps when it was sent, beside when it started (issue 36).
-const SCHEMA_VERSION = 13;
+// 14: the workspace's checkpoints, one row each (issue 40).
+const SCHEMA_VERSION = 14;
 
 /** Unknown provenance for each counter a stored (pre-9) record holds a value of. */
 function unknownProvenance(
@@ -45,6 +46,10 @@ function usageViewV9(view: Record<string, unknown>): Record<string, unknown> {
     servedModels: null,
   };
 }
+
+/** The `checkpoints` table's columns (./checkpoints.ts), in the fresh schema and its migration step. */
+const CHECKPOINTS_COLUMNS = `key TEXT PRIMARY KEY, kind TEXT NOT NULL, turn_id TEXT NOT NULL, environment_id TEXT NOT NULL,
+    snapshot_id TEXT, status TEXT NOT NULL, message TEXT, created_at INTEGER NOT NULL, changes_at INTEGER`;
 
 /**
  * The schema the migrations below build, written at once for a new conversation (a database with
@@ -112,6 +117,7 @@ const FRESH_SCHEMA = `
     updated_at INTEGER NOT NULL
   ) WITHOUT ROWID;
   CREATE TABLE branches (branch INTEGER PRIMARY KEY, fork_of INTEGER, at_turn_id TEXT, agent_session_id TEXT NOT NULL, forked INTEGER NOT NULL, created_at INTEGER NOT NULL);
+  CREATE TABLE checkpoints (${CHECKPOINTS_COLUMNS}) WITHOUT ROWID;
 `;
 
 /**
@@ -362,6 +368,10 @@ export function migrateSessionSchema(sql: Pick<SqlStorage, "exec">, options: { f
       UPDATE turns SET started_at = created_at, created_at = (SELECT q.created_at FROM queued_turns q WHERE q.turn_id = turns.turn_id)
         WHERE started_at IS NULL AND turn_id IN (SELECT turn_id FROM queued_turns);
     `);
+  }
+  if (current < 14) {
+    // The workspace's checkpoints (../workspace.ts): none were taken before this version.
+    sql.exec(`CREATE TABLE IF NOT EXISTS checkpoints (${CHECKPOINTS_COLUMNS}) WITHOUT ROWID`);
   }
   sql.exec("DELETE FROM schema_version");
   sql.exec("INSERT INTO schema_version (version) VALUES (?)", SCHEMA_VERSION);
