@@ -103,6 +103,18 @@ const ConfigSchema = z
     SSE_DIRECT_QUIET_MS: NonNegativeInt(3000),
     /** How long a Worker instance serves the provider's catalog again (GET /v1/agents, a turn's backend check); 0: read every time. */
     AGENTS_CATALOG_TTL_MS: NonNegativeInt(60_000),
+    /** The workspace's root in each sandbox: repository-relative paths are joined to it (docs/sandbox-wire.md §10). */
+    SANDBOX_WORKSPACE_ROOT: OptionalText.pipe(
+      z
+        .string()
+        .regex(/^\/[^\u0000-\u001f\\]*$/, "must be an absolute POSIX path")
+        .refine((p) => !p.split("/").includes(".."), "must not contain a .. segment")
+        .optional(),
+    ).transform((p) => (p ?? "/home/agent").replace(/(.)\/+$/, "$1")),
+    /** The largest attachment taken, in bytes (POST /v1/conversations/:cid/attachments). */
+    ATTACHMENT_MAX_BYTES: PositiveInt(10 * 1024 * 1024),
+    /** How many attachments a conversation may hold. */
+    ATTACHMENTS_PER_CONVERSATION: PositiveInt(50),
     STREAM_TOKEN_TTL_SECONDS: PositiveInt(300),
     CORS_ORIGINS: OptionalText,
     TOKEN_BUDGET_PER_CONVERSATION: OptionalText.pipe(

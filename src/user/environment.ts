@@ -79,6 +79,32 @@ export class UserEnvironment {
     }
   }
 
+  /**
+   * The user's environment for a read or a write of its workspace: resumed where it stopped, as a
+   * turn would, but never created or replaced (refused `environment_not_found` where there is none
+   * or it is gone). `staleEnvironmentId`: a caller found that one not running.
+   */
+  async existing(ownerKey: string, staleEnvironmentId?: string): Promise<EnvironmentRecord> {
+    // A bring-up under way (a turn's) is waited for: what it brings up is the user's environment.
+    if (this.ensuring) await this.ensuring.work.catch(() => undefined);
+    const known = this.known();
+    if (!known) throw new Refusal("environment_not_found", "the user has no sandbox yet: a first turn creates one");
+    const stale = staleEnvironmentId !== undefined && known.environmentId === staleEnvironmentId;
+    if (!stale && Date.now() - this.verifiedAt < TRUST_VERIFIED_MS) return known;
+    try {
+      const provider = createProvider(readConfig(this.deps.env), this.deps.env);
+      const { record, outcome } = await provider.ensureEnvironment({ ownerKey, known, resumeOnly: true });
+      this.deps.store.putEnvironment(record);
+      this.verifiedAt = Date.now();
+      if (outcome === "resumed") this.log("resumed", record.environmentId, "to read its workspace");
+      return record;
+    } catch (err) {
+      if (err instanceof ProviderError && err.code === "environment_gone")
+        throw new Refusal("environment_not_found", "the sandbox is gone: the next turn creates another");
+      throw providerRefusal(err);
+    }
+  }
+
   /** Whether the record's capability document is read again before it is handed out. */
   private capabilityReadDue(known: EnvironmentRecord, claimMissing: boolean): boolean {
     // None was read yet (the read failed): it is read again at every turn, and within one turn

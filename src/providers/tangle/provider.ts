@@ -15,6 +15,7 @@
  * - session-end.ts: a conversation's session deleted upstream;
  * - catalog.ts: the deployment's backend catalog (GET /v1/agents);
  * - observation.ts: the sandbox and the account as the Sandbox reports them; a user's stop and delete;
+ * - workspace-files.ts: the workspace's files: list, stat, read, download, upload;
  * - wire-errors.ts: the Sandbox's error codes as provider error codes; routes.ts the route table.
  */
 
@@ -48,6 +49,7 @@ import { forkSession } from "./fork";
 import { deleteSandbox, observe, stopSandbox } from "./observation";
 import { readResult } from "./result";
 import { endSession } from "./session-end";
+import { TangleWorkspaceFiles } from "./workspace-files";
 
 export interface TangleProviderOptions {
   client: HttpTransport;
@@ -62,12 +64,18 @@ export interface TangleProviderOptions {
   readyPollMs: number;
   /** Sent at creation (`SANDBOX_IDLE_TIMEOUT_SECONDS`, `SANDBOX_MAX_LIFETIME_SECONDS`). */
   limits: { idleTimeoutSeconds: number; maxLifetimeSeconds: number };
+  /** The workspace's root in the sandbox (`SANDBOX_WORKSPACE_ROOT`); absent: `/home/agent`. */
+  workspaceRoot?: string;
 }
 
 export class TangleProvider implements AgentProvider {
   readonly name = TANGLE_PROVIDER_NAME;
 
-  constructor(private readonly options: TangleProviderOptions) {}
+  readonly workspaceFiles: TangleWorkspaceFiles;
+
+  constructor(private readonly options: TangleProviderOptions) {
+    this.workspaceFiles = new TangleWorkspaceFiles(options.client, options.workspaceRoot ?? "/home/agent");
+  }
 
   ensureEnvironment(input: EnsureEnvironmentInput): Promise<EnsureEnvironmentResult> {
     return ensureEnvironment(this.options, input);
