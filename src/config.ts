@@ -113,6 +113,8 @@ const ConfigSchema = z
     ).transform((p) => (p ?? "/home/agent").replace(/(.)\/+$/, "$1")),
     /** The largest attachment taken, in bytes (POST /v1/conversations/:cid/attachments). */
     ATTACHMENT_MAX_BYTES: PositiveInt(10 * 1024 * 1024),
+    /** The most bytes a workspace download streams (a file, or a directory's tar.gz); past it the stream errors. */
+    WORKSPACE_DOWNLOAD_MAX_BYTES: PositiveInt(256 * 1024 * 1024),
     /** How many attachments a conversation may hold. */
     ATTACHMENTS_PER_CONVERSATION: PositiveInt(50),
     STREAM_TOKEN_TTL_SECONDS: PositiveInt(300),

@@ -15,6 +15,7 @@ import { interactionRoutes } from "./interactions";
 import { serviceRoutes } from "./service";
 import { streamRoutes } from "./streams";
 import { webhookRoutes } from "./webhooks";
+import { workspaceRoutes } from "./workspace";
 
 export interface Mount {
   readonly prefix: string;
@@ -38,6 +39,8 @@ export const MOUNTS: readonly Mount[] = [
   { prefix: "/v1/instructions", routes: instructionsRoutes },
   // The user's sandbox and account (docs/api.md#the-sandboxs-life).
   { prefix: "/v1/environment", routes: environmentRoutes },
+  // The workspace's files (docs/api.md#the-workspace).
+  { prefix: "/v1/environment/files", routes: workspaceRoutes },
   { prefix: "/v1/me", routes: accountRoutes },
   // The user's webhook endpoints and their delivery logs.
   { prefix: "/v1/webhooks", routes: webhookRoutes },
