@@ -48,7 +48,11 @@ export type RefusalCode =
   /** A turn names a backend the provider's catalog does not list. */
   | "unknown_backend"
   /** A turn asks for what its backend does not support (the catalog's fact named in the details). */
-  | "capability_unsupported";
+  | "capability_unsupported"
+  /** A conversation holds as many attachments as allowed (ATTACHMENTS_PER_CONVERSATION). */
+  | "attachment_limit_reached"
+  /** A turn names an attachment its conversation did not issue. */
+  | "attachment_not_found";
 
 export class Refusal extends Error {
   override name = "Refusal";

@@ -39,6 +39,8 @@ const REFUSAL_STATUS: Record<RefusalCode, ContentfulStatusCode> = {
   mcp_server_disabled: 400,
   unknown_backend: 400,
   capability_unsupported: 400,
+  attachment_limit_reached: 409,
+  attachment_not_found: 400,
 };
 
 /** The HTTP status an object's refusal is answered with. */

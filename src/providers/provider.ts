@@ -98,6 +98,12 @@ export interface DispatchInput {
   credential?: { provider: string; key: string; baseUrl?: string };
   /** The MCP servers the turn enables, opened (their auth headers' values never in a digest). */
   attachments?: Array<{ name: string; url: string; headers?: Record<string, string> }>;
+  /**
+   * Images among the turn's attachments that the backend can see (its catalog says `attachments`),
+   * by their repository-relative path in the workspace; the message itself says where every
+   * attachment is.
+   */
+  images?: Array<{ path: string; mediaType: string; name: string }>;
   /** What the profile adds to the agent's system prompt: the user's and the conversation's instructions, or a replacement. */
   systemPrompt?: { replace?: string; append?: string };
   interactions?: RequestedInteractions;

@@ -2,6 +2,7 @@
  * The public HTTP API's bodies and answers (docs/architecture.md "Public HTTP API"). The OpenAPI
  * document at /openapi.json is generated from these same schemas.
  */
+
 import { z } from "zod";
 import { ConversationAgentSchema, ProviderOptions, TurnSettingsFields } from "./agents";
 import { COUNTERS, ConversationId, Id, Provenance, TokenUsage, TurnId } from "./common";
@@ -12,6 +13,7 @@ import {
   InteractionRequest,
   RequestedInteractions,
 } from "./contracts";
+import { TurnAttachments } from "./workspace";
 
 export const ErrorBody = z
   .object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }) })
@@ -32,6 +34,7 @@ export const SubmitTurnBody = z
     interactions: RequestedInteractions.optional(),
     providerOptions: ProviderOptions.optional(),
     ...TurnSettingsFields,
+    attachments: TurnAttachments,
     whenBusy: z
       .enum(["refuse", "queue"])
       .optional()

@@ -7,6 +7,7 @@
 import type { DeclaredRoutes } from "../route-declaration";
 import { credentialRoutes, instructionsRoutes, mcpServerRoutes } from "./agent-settings";
 import { agentRoutes } from "./agents";
+import { attachmentRoutes } from "./attachments";
 import { chatRoutes } from "./chat";
 import { conversationRoutes } from "./conversations";
 import { devRoutes } from "./dev";
@@ -29,6 +30,8 @@ export const MOUNTS: readonly Mount[] = [
   { prefix: "/v1/conversations", routes: conversationRoutes },
   { prefix: "/v1/conversations", routes: interactionRoutes },
   { prefix: "/v1/conversations", routes: streamRoutes },
+  // Files attached to a conversation, written into the workspace (docs/api.md#attachments).
+  { prefix: "/v1/conversations", routes: attachmentRoutes },
   // The AI SDK's UI message stream protocol over the same conversations.
   { prefix: "/v1/chat", routes: chatRoutes },
   // What the deployment can run (docs/api.md#choosing-the-agent).

@@ -8,7 +8,8 @@ import { COUNTERS } from "../../schemas/common";
 // 11: a turn's record costs two rows to insert and one to change (issue 24).
 // 12: a finished turn keeps its answer once, and its compaction is marked on its own row (issue 24).
 // 13: a turn that waited in the queue keeps when it was sent, beside when it started (issue 36).
-const SCHEMA_VERSION = 13;
+// 14: the conversation's attachments, the files its uploads wrote into the workspace (issue 40).
+const SCHEMA_VERSION = 14;
 
 /** Unknown provenance for each counter a stored (pre-9) record holds a value of. */
 function unknownProvenance(
@@ -112,6 +113,7 @@ const FRESH_SCHEMA = `
     updated_at INTEGER NOT NULL
   ) WITHOUT ROWID;
   CREATE TABLE branches (branch INTEGER PRIMARY KEY, fork_of INTEGER, at_turn_id TEXT, agent_session_id TEXT NOT NULL, forked INTEGER NOT NULL, created_at INTEGER NOT NULL);
+  CREATE TABLE attachments (id TEXT PRIMARY KEY, path TEXT NOT NULL, name TEXT NOT NULL, size INTEGER NOT NULL, media_type TEXT NOT NULL, created_at INTEGER NOT NULL) WITHOUT ROWID;
 `;
 
 /**
@@ -362,6 +364,13 @@ export function migrateSessionSchema(sql: Pick<SqlStorage, "exec">, options: { f
       UPDATE turns SET started_at = created_at, created_at = (SELECT q.created_at FROM queued_turns q WHERE q.turn_id = turns.turn_id)
         WHERE started_at IS NULL AND turn_id IN (SELECT turn_id FROM queued_turns);
     `);
+  }
+  if (current < 14) {
+    // The files this conversation's uploads wrote into the workspace, by the id each upload
+    // answered (./attachments.ts); a new table, nothing to carry over.
+    sql.exec(
+      "CREATE TABLE IF NOT EXISTS attachments (id TEXT PRIMARY KEY, path TEXT NOT NULL, name TEXT NOT NULL, size INTEGER NOT NULL, media_type TEXT NOT NULL, created_at INTEGER NOT NULL) WITHOUT ROWID",
+    );
   }
   sql.exec("DELETE FROM schema_version");
   sql.exec("INSERT INTO schema_version (version) VALUES (?)", SCHEMA_VERSION);

@@ -8,7 +8,8 @@
  *  - ./log.ts    the event log with its chunk rows, the held tail (./held-tail.ts) and the
  *                upstream cursors and seen ids, held in memory (a frame costs one statement);
  *  - ./asks.ts   asks and the operations (idempotent cancel and answer commands);
- *  - ./usage.ts  each execution's usage fold.
+ *  - ./usage.ts  each execution's usage fold;
+ *  - ./attachments.ts  the files the conversation's uploads wrote into the workspace.
  * What joins two groups is here: a turn that has not ended reads its usage from its execution's
  * fold, and its view is written on its record when it ends. Everything that belongs together is
  * written in one transactionSync by the caller (../event-log.ts); one that rolls back drops what
@@ -17,6 +18,7 @@
 import type { AgentExactRunControlRef } from "../../schemas/contracts";
 import { type ExecutionUsageState, executionView } from "../../usage/usage-fold";
 import { AskStore } from "./asks";
+import { AttachmentStore } from "./attachments";
 import type { UpdateToHold } from "./held-tail";
 import { LogStore } from "./log";
 import type { ChunkReads } from "./log-chunks";
@@ -52,6 +54,8 @@ export class SessionStore {
   private readonly logStore: LogStore;
   private readonly askStore: AskStore;
   private readonly usageStore: UsageStore;
+  /** The conversation's attachments (./attachments.ts). */
+  readonly attachments: AttachmentStore;
 
   constructor(sql: SqlStorage) {
     this.sql = {
@@ -67,6 +71,7 @@ export class SessionStore {
     this.logStore = new LogStore(this.sql, this.metaStore, this.turnStore);
     this.askStore = new AskStore(this.sql);
     this.usageStore = new UsageStore(this.sql);
+    this.attachments = new AttachmentStore(this.sql);
   }
 
   /**
