@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { ApiError } from "./errors";
+import { workspacePath } from "./lib/workspace-path";
 import { ModelEndpoint } from "./schemas/agent-settings";
 
 const Bool = z
@@ -107,8 +108,8 @@ const ConfigSchema = z
     SANDBOX_WORKSPACE_ROOT: OptionalText.pipe(
       z
         .string()
-        .regex(/^\/[^\u0000-\u001f\\]*$/, "must be an absolute POSIX path")
-        .refine((p) => !p.split("/").includes(".."), "must not contain a .. segment")
+        .regex(/^\/[^\\]*$/, "must be an absolute POSIX path")
+        .refine((p) => workspacePath(p.slice(1)).ok, "must hold no control character, .. segment or overlong segment")
         .optional(),
     ).transform((p) => (p ?? "/home/agent").replace(/(.)\/+$/, "$1")),
     /** The largest attachment taken, in bytes (POST /v1/conversations/:cid/attachments). */

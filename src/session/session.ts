@@ -114,6 +114,9 @@ export class SessionObject extends DurableObject<Env> {
   /** Records an attachment its upload wrote into the workspace, while the conversation holds fewer than `max`. */
   async recordAttachment(conversationId: string, attachment: Attachment, max: number): Promise<RpcResult<Attachment>> {
     return this.held(conversationId, (_, store) => {
+      // The same id again (a retried AI SDK message): the one recorded.
+      const known = store.attachments.byIds([attachment.id])[0];
+      if (known) return known;
       if (store.attachments.count() >= max)
         throw new Refusal("attachment_limit_reached", `the conversation holds ${max} attachments, as many as allowed`, {
           max,

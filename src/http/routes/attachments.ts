@@ -28,6 +28,18 @@ function newAttachmentId(): string {
   return `att_${Array.from(random, (b) => ID_ALPHABET[b % ID_ALPHABET.length]).join("")}`;
 }
 
+/**
+ * The id of the `index`th file of a message sent as turn `turnId` (the AI SDK route): derived from
+ * the turn, the place and the bytes, so a retried message names the same attachments.
+ */
+export async function derivedAttachmentId(turnId: string, index: number, bytes: Uint8Array): Promise<string> {
+  const content = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  const hex = [...content].map((b) => b.toString(16).padStart(2, "0")).join("");
+  const key = new TextEncoder().encode(`attachment/v1|${turnId.length}:${turnId}|${index}|${hex}`);
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", key));
+  return `att_${Array.from(digest.subarray(0, 12), (b) => ID_ALPHABET[b % ID_ALPHABET.length]).join("")}`;
+}
+
 const UploadForm = z
   .object({ file: z.string().meta({ format: "binary" }).describe("The file, with its name") })
   .meta({ id: "AttachmentUpload" });
@@ -69,6 +81,56 @@ async function uploadedFile(c: Context<AppEnv>, max: number): Promise<File> {
   return file;
 }
 
+type SessionStub = Awaited<ReturnType<typeof session>>["stub"];
+
+/**
+ * Writes one file into the workspace and records it as the conversation's attachment. `id`: the
+ * attachment's id where the caller derives it (the AI SDK route: a retried message names the same
+ * files), else a new one; an id already recorded is answered again, its file written again.
+ */
+export async function attachFile(
+  c: Context<AppEnv>,
+  stub: SessionStub,
+  conversationId: string,
+  file: { name: string; bytes: Uint8Array },
+  id: string = newAttachmentId(),
+): Promise<Attachment> {
+  workspaceFilesOf(c);
+  const config = c.get("config");
+  const max = config.ATTACHMENT_MAX_BYTES;
+  const { bytes } = file;
+  if (bytes.length > max) throw tooLarge(bytes.length, max);
+  const held = unwrapRpc(await stub.attachmentCount(conversationId));
+  const name = safeFileName(file.name);
+  const path = checkedPath(`${UPLOADS_FOLDER}/${id.slice("att_".length)}-${name}`);
+  const attachment: Attachment = { id, path, name, size: bytes.length, mediaType: sniffMediaType(bytes) };
+  // The count is checked again when it is recorded; this check spares the upload.
+  if (held >= config.ATTACHMENTS_PER_CONVERSATION) limitReached(held, config.ATTACHMENTS_PER_CONVERSATION);
+  const written = await inWorkspace(c, path, (files, environmentId) => files.upload(environmentId, path, bytes, name));
+  if (written.size !== null && written.size !== bytes.length)
+    throw new ApiError(
+      502,
+      "upstream_error",
+      `the sandbox says it wrote ${written.size} bytes of the ${bytes.length} sent`,
+      {
+        upstreamSize: written.size,
+        size: bytes.length,
+      },
+    );
+  return unwrapRpc(await stub.recordAttachment(conversationId, attachment, config.ATTACHMENTS_PER_CONVERSATION));
+}
+
+function limitReached(held: number, max: number): never {
+  throw new ApiError(
+    409,
+    "attachment_limit_reached",
+    `the conversation holds ${held} attachments, as many as allowed (${max})`,
+    {
+      max,
+    },
+  );
+}
+
 export const attachmentRoutes = new DeclaredRoutes();
 
 attachmentRoutes.serve(
@@ -83,39 +145,11 @@ attachmentRoutes.serve(
     errors: [400, 401, 404, 409, 413, 415, 501, 502, 503, 504],
   },
   async (c) => {
-    const config = c.get("config");
     // A provider without workspace files takes none, before anything is read.
     workspaceFilesOf(c);
     const { stub, conversationId } = await session(c);
-    const max = config.ATTACHMENT_MAX_BYTES;
-    const file = await uploadedFile(c, max);
-    const held = unwrapRpc(await stub.attachmentCount(conversationId));
-    if (held >= config.ATTACHMENTS_PER_CONVERSATION)
-      throw new ApiError(
-        409,
-        "attachment_limit_reached",
-        `the conversation holds ${held} attachments, as many as allowed (${config.ATTACHMENTS_PER_CONVERSATION})`,
-        { max: config.ATTACHMENTS_PER_CONVERSATION },
-      );
+    const file = await uploadedFile(c, c.get("config").ATTACHMENT_MAX_BYTES);
     const bytes = new Uint8Array(await file.arrayBuffer());
-    if (bytes.length > max) throw tooLarge(bytes.length, max);
-    const id = newAttachmentId();
-    const name = safeFileName(file.name);
-    const path = checkedPath(`${UPLOADS_FOLDER}/${id.slice("att_".length)}-${name}`);
-    const written = await inWorkspace(c, path, (files, environmentId) =>
-      files.upload(environmentId, path, bytes, name),
-    );
-    if (written.size !== null && written.size !== bytes.length)
-      throw new ApiError(
-        502,
-        "upstream_error",
-        `the sandbox says it wrote ${written.size} bytes of the ${bytes.length} sent`,
-        { upstreamSize: written.size, size: bytes.length },
-      );
-    const attachment: Attachment = { id, path, name, size: bytes.length, mediaType: sniffMediaType(bytes) };
-    return c.json(
-      unwrapRpc(await stub.recordAttachment(conversationId, attachment, config.ATTACHMENTS_PER_CONVERSATION)),
-      201,
-    );
+    return c.json(await attachFile(c, stub, conversationId, { name: file.name, bytes }), 201);
   },
 );
