@@ -14,12 +14,14 @@ import type { SandboxRow } from "./store-schema";
 import type { StreamHub } from "./streams";
 import { effectiveVariants, errorBody, type Variants } from "./variants";
 import type { SandboxView } from "./wire";
+import type { Workspace } from "./workspace";
 
 export interface SandboxApiDeps {
   store: EmulatorStore;
   sandboxes: Sandboxes;
   runner: Runner;
   streams: StreamHub;
+  workspace: Workspace;
 }
 
 /**
@@ -27,7 +29,8 @@ export interface SandboxApiDeps {
  * handlers are in one file: §2 ./api-control-plane.ts; §3 the capability document
  * ./api-capabilities.ts, a run (start, attach, replay, interrupt, result) ./api-runs.ts, the
  * sessions (list, state, fork, delete) ./api-sessions.ts, the asks (interactions and plan
- * decisions) ./api-interactions.ts.
+ * decisions) ./api-interactions.ts; the workspace's files (after `/runtime`) ./api-files.ts and its
+ * snapshots ./api-snapshots.ts (§10).
  */
 export const API_PATHS = {
   sandboxes: "/v1/sandboxes",
@@ -47,6 +50,17 @@ export const API_PATHS = {
   planReject: "/v1/sandboxes/:id/runtime/agents/sessions/:sid/plan/reject",
   completedTurn: "/v1/sandboxes/:id/runtime/agents/sessions/:sid/turns/:turnId",
   executionResult: "/v1/sandboxes/:id/runtime/agents/sessions/:sid/executions/:eid/result",
+  fsList: "/v1/sandboxes/:id/runtime/fs/list/*",
+  fsStat: "/v1/sandboxes/:id/runtime/fs/stat/*",
+  fsDownload: "/v1/sandboxes/:id/runtime/fs/download/*",
+  fsDownloadDir: "/v1/sandboxes/:id/runtime/fs/download-dir/*",
+  fsUpload: "/v1/sandboxes/:id/runtime/fs/upload",
+  filesRead: "/v1/sandboxes/:id/runtime/files/read",
+  snapshot: "/v1/sandboxes/:id/snapshot",
+  snapshots: "/v1/sandboxes/:id/snapshots",
+  snapshotOne: "/v1/sandboxes/:id/snapshots/:sid",
+  snapshotDiff: "/v1/sandboxes/:id/snapshots/:sid/diff",
+  snapshotRestore: "/v1/sandboxes/:id/snapshots/:sid/restore",
 } as const;
 
 /** The store and the rooms the routes act through, with the answers and checks every route uses. */

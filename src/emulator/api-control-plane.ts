@@ -1,17 +1,19 @@
 /**
- * §2 the control plane: a sandbox created (a repeated idempotency key answers the same one),
- * listed, read, resumed, stopped and deleted, and the account's usage [ours]. The lifecycle behind
- * these answers is ./sandboxes.ts.
+ * §2 the control plane: a sandbox created (a repeated idempotency key answers the same one; its
+ * files the seeded project, or a snapshot's copy with `fromSnapshot`, §10), listed, read, resumed,
+ * stopped and deleted (its files with it; its snapshots stay), and the account's usage [ours]. The
+ * lifecycle behind these answers is ./sandboxes.ts; the files ./workspace.ts.
  */
 
 import type { Hono } from "hono";
 import { API_PATHS, type ApiKit, jsonBody } from "./api-common";
 import { catalogAnswer } from "./catalog";
+import { snapshotOwner } from "./store-files";
 import type { SandboxRow } from "./store-schema";
 import { type AccountUsageView, CreateSandboxBody } from "./wire";
 
 export function registerControlPlaneRoutes(app: Hono, api: ApiKit): void {
-  const { store, sandboxes, runner, variants, fail, invalid, notFound, view } = api;
+  const { store, sandboxes, runner, workspace, variants, fail, invalid, notFound, view } = api;
 
   app.post(API_PATHS.sandboxes, async (c) => {
     const parsed = CreateSandboxBody.safeParse(await jsonBody(c));
@@ -26,7 +28,20 @@ export function registerControlPlaneRoutes(app: Hono, api: ApiKit): void {
         return c.json(view(row), variants().createReplay === "201" ? 201 : 200);
       }
     }
+    // §10 a workspace fork: the new sandbox's files are a copy of the snapshot's.
+    const { fromSnapshot, fromSandboxId } = parsed.data;
+    if ((fromSnapshot || fromSandboxId) && variants().workspace === "missing")
+      return fail(c, 400, "VALIDATION_ERROR", "fromSnapshot and fromSandboxId are not served here");
+    if (fromSandboxId && !fromSnapshot) return fail(c, 400, "VALIDATION_ERROR", "fromSandboxId needs fromSnapshot");
+    const snapshot = fromSnapshot ? store.snapshots.snapshot(fromSnapshot) : undefined;
+    if (fromSnapshot && !snapshot) return fail(c, 404, "SNAPSHOT_NOT_FOUND", `no snapshot ${fromSnapshot}`);
+    if (snapshot && fromSandboxId && snapshot.sandbox_id !== fromSandboxId)
+      return fail(c, 400, "VALIDATION_ERROR", `snapshot ${snapshot.id} is not of sandbox ${fromSandboxId}`);
     const row = sandboxes.create(parsed.data);
+    if (snapshot) {
+      store.files.copy(snapshotOwner(snapshot.id), row.id);
+      store.count("sandboxes.forked");
+    } else workspace.seed(row.id);
     store.count("sandboxes.created");
     return c.json(view(row), 201);
   });
@@ -71,6 +86,7 @@ export function registerControlPlaneRoutes(app: Hono, api: ApiKit): void {
     const row = sandboxes.get(c.req.param("id"));
     if (!row) return notFound(c);
     store.deleteSandbox(row.id);
+    store.files.drop(row.id);
     for (const exe of store.runningExecutions(row.id)) runner.finish(exe, "cancelled", { error: "sandbox deleted" });
     runner.schedule();
     store.count("sandboxes.deleted");

@@ -15,11 +15,14 @@ import type { Runner } from "./runner";
 import type { EmulatorStore } from "./store";
 import type { StreamHub } from "./streams";
 import { EmulatorVariants, effectiveVariants } from "./variants";
+import type { Workspace } from "./workspace";
+import { resolvePath } from "./workspace-path";
 
 export interface ControlDeps {
   store: EmulatorStore;
   runner: Runner;
   streams: StreamHub;
+  workspace: Workspace;
 }
 
 const CONTROL_PATHS = {
@@ -33,6 +36,7 @@ const CONTROL_PATHS = {
   sandboxStatus: "/_emulator/sandboxes/:id/status",
   sandboxClock: "/_emulator/sandboxes/:id/clock",
   sandboxRun: "/_emulator/sandboxes/:id/runs",
+  sandboxFiles: "/_emulator/sandboxes/:id/files",
   reset: "/_emulator/reset",
 } as const;
 
@@ -48,6 +52,12 @@ const SandboxRunBody = z.strictObject({
 });
 /** Moves one sandbox's clock ahead: its times (and its runs') move back, as if that much time had passed for it. */
 const SandboxClockBody = z.strictObject({ advanceSeconds: z.number().int().positive() });
+/** Writes one file of a sandbox directly (a test's setup): text, or bytes in base64. */
+const SandboxFileBody = z.strictObject({
+  path: z.string().min(1),
+  content: z.string(),
+  encoding: z.enum(["utf8", "base64"]).optional(),
+});
 
 /** Whether a content-type header names exactly `application/json` (parameters such as charset allowed). */
 function isJsonMediaType(contentType: string | undefined): boolean {
@@ -64,7 +74,7 @@ async function body(c: Context): Promise<unknown> {
 }
 
 export function registerControlRoutes(app: Hono, deps: ControlDeps): void {
-  const { store, runner, streams } = deps;
+  const { store, runner, streams, workspace } = deps;
 
   app.use(CONTROL_PATHS.all, async (c, next) => {
     if (c.req.method !== "GET" && c.req.method !== "HEAD" && !isJsonMediaType(c.req.header("content-type"))) {
@@ -133,6 +143,7 @@ export function registerControlRoutes(app: Hono, deps: ControlDeps): void {
     const id = c.req.param("id");
     const status = parsed.data.status;
     store.setSandboxStatus(id, status);
+    if (status === "deleted") store.files.drop(id);
     if (status === "stopped") runner.sandboxStopped(id);
     else {
       // The sandbox is gone (deleted, failed, expired): its runs die with it, with no terminal
@@ -173,6 +184,39 @@ export function registerControlRoutes(app: Hono, deps: ControlDeps): void {
       request: parsed.data,
     });
     return streams.open(exe, { cursor: 0 });
+  });
+
+  // A sandbox's file read or written directly, for tests: the bytes as they are, or a write of text or base64.
+  app.get(CONTROL_PATHS.sandboxFiles, (c) => {
+    const id = c.req.param("id");
+    if (!store.sandbox(id)) return controlError(c, 404, "SANDBOX_NOT_FOUND", "no such sandbox");
+    const resolved = resolvePath(c.req.query("path") ?? "");
+    if (!resolved.ok) return controlError(c, 400, "INVALID_PATH", resolved.reason);
+    const bytes = workspace.read(id, resolved.rel);
+    if (!bytes) return controlError(c, 404, "FILE_NOT_FOUND", "no such file");
+    return new Response(bytes, { headers: { "content-type": "application/octet-stream" } });
+  });
+  app.post(CONTROL_PATHS.sandboxFiles, async (c) => {
+    const parsed = SandboxFileBody.safeParse(await body(c));
+    if (!parsed.success) return controlError(c, 400, "INVALID_FILE", z.prettifyError(parsed.error));
+    const id = c.req.param("id");
+    if (!store.sandbox(id)) return controlError(c, 404, "SANDBOX_NOT_FOUND", "no such sandbox");
+    const resolved = resolvePath(parsed.data.path);
+    if (!resolved.ok) return controlError(c, 400, "INVALID_PATH", resolved.reason);
+    const why = workspace.unwritable(id, resolved.rel);
+    if (why) return controlError(c, 400, "INVALID_PATH", why.message);
+    const { content, encoding } = parsed.data;
+    let bytes: Uint8Array;
+    try {
+      bytes =
+        encoding === "base64"
+          ? Uint8Array.from(atob(content), (ch) => ch.charCodeAt(0))
+          : new TextEncoder().encode(content);
+    } catch {
+      return controlError(c, 400, "INVALID_FILE", "content is not base64");
+    }
+    workspace.write(id, resolved.rel, bytes);
+    return c.json({ ok: true, size: bytes.length });
   });
 
   app.post(CONTROL_PATHS.reset, async (c) => {

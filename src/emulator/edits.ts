@@ -1,4 +1,4 @@
-import type { ScriptFrame } from "./script-frame";
+import type { ScriptFrame, WorkspaceChange } from "./script-frame";
 
 /**
  * The `[edits]` script's tool calls: an agent that writes and edits files, as OpenCode reports its
@@ -7,7 +7,8 @@ import type { ScriptFrame } from "./script-frame";
  * `edit` (`oldString` → `newString`, one of its lines wider than any bubble), an `edit` that fails
  * (its `oldString` is not in the file: it changed nothing), and a `write` over a file that existed
  * (`metadata.exists: true`, whose earlier content the agent never reported). What the page makes of
- * them is public/lib/changes.js.
+ * them is public/lib/changes.js. Each completed call carries its change to the sandbox's files (the
+ * seeded project, workspace-seed.ts, holds the edit's `oldString`); the failed one carries none.
  */
 
 const NEW_FILE = "src/greeting.ts";
@@ -20,7 +21,10 @@ const NEW_CONTENT = [
 ].join("\n");
 
 const EDITED_FILE = "src/server.ts";
-const OLD_STRING = ['import { serve } from "./http";', "", 'serve((request) => new Response("ok"));'].join("\n");
+/** What the edit replaces: the seeded `src/server.ts` holds it (workspace-seed.ts). */
+export const EDIT_OLD_STRING = ['import { serve } from "./http";', "", 'serve((request) => new Response("ok"));'].join(
+  "\n",
+);
 const NEW_STRING = [
   'import { serve } from "./http";',
   'import { greet } from "./greeting";',
@@ -34,18 +38,19 @@ const REWRITTEN_CONTENT = "# Demo project\n\nA small service that greets: `GET /
 /** What the agent says about the changes, after them. */
 export const EDITS_TEXT = `I created ${NEW_FILE}, changed ${EDITED_FILE} to use it and rewrote ${REWRITTEN_FILE}.`;
 
-/** The frames of one tool call, pending → running → its end. */
-function toolCall(
+/** The frames of one tool call, pending → running → its end; the end carries the call's change, if any. */
+export function toolCall(
   id: string,
   tool: string,
   input: Record<string, unknown>,
   end: Record<string, unknown>,
+  change?: WorkspaceChange,
 ): ScriptFrame[] {
   const part = (state: Record<string, unknown>) => ({
     type: "message.part.updated",
     data: { part: { id, type: "tool", tool, state: { input, ...state } } },
   });
-  return [part({ status: "pending" }), part({ status: "running" }), part(end)];
+  return [part({ status: "pending" }), part({ status: "running" }), { ...part(end), ...(change ? { change } : {}) }];
 }
 
 export function editFrames(executionId: string): ScriptFrame[] {
@@ -55,12 +60,14 @@ export function editFrames(executionId: string): ScriptFrame[] {
       "write",
       { filePath: NEW_FILE, content: NEW_CONTENT },
       { status: "completed", output: "Wrote file successfully.", metadata: { exists: false, filepath: NEW_FILE } },
+      { op: "write", path: NEW_FILE, text: NEW_CONTENT },
     ),
     ...toolCall(
       `${executionId}:tool-edit`,
       "edit",
-      { filePath: EDITED_FILE, oldString: OLD_STRING, newString: NEW_STRING },
+      { filePath: EDITED_FILE, oldString: EDIT_OLD_STRING, newString: NEW_STRING },
       { status: "completed", output: "Edit applied successfully.", metadata: {} },
+      { op: "edit", path: EDITED_FILE, oldString: EDIT_OLD_STRING, newString: NEW_STRING },
     ),
     ...toolCall(
       `${executionId}:tool-edit-missed`,
@@ -73,6 +80,7 @@ export function editFrames(executionId: string): ScriptFrame[] {
       "write",
       { filePath: REWRITTEN_FILE, content: REWRITTEN_CONTENT },
       { status: "completed", output: "Wrote file successfully.", metadata: { exists: true, filepath: REWRITTEN_FILE } },
+      { op: "write", path: REWRITTEN_FILE, text: REWRITTEN_CONTENT },
     ),
   ];
 }

@@ -18,6 +18,8 @@
  *   holds.ts        the `[hold]` directive and its release route: a run held still for a test
  *   wire.ts         request/response shapes and the SSE writer
  *   variants.ts     the alternative wire shapes a control route switches on
+ *   workspace.ts    each sandbox's files (seeded, changed by the agent's tool calls), served by
+ *                   api-files.ts, snapshotted, compared and restored by api-snapshots.ts
  * State lives in SQLite, so runs survive an eviction: the alarm picks the scripted agents up again.
  */
 import { DurableObject } from "cloudflare:workers";
@@ -30,6 +32,7 @@ import { registerSandboxApi } from "./sandbox-api";
 import { Sandboxes } from "./sandboxes";
 import { EmulatorStore } from "./store";
 import { StreamHub } from "./streams";
+import { Workspace } from "./workspace";
 
 const DEFAULT_FRAME_DELAY_MS = 40;
 const DEFAULT_PROVISION_MS = 300;
@@ -73,10 +76,11 @@ export class SandboxEmulator extends DurableObject<Env> {
       },
     });
 
+    const workspace = new Workspace(store);
     const app = new Hono();
-    registerControlRoutes(app, { store, runner: this.runner, streams });
+    registerControlRoutes(app, { store, runner: this.runner, streams, workspace });
     registerHoldRoutes(app, { store, runner: this.runner });
-    registerSandboxApi(app, { store, sandboxes, runner: this.runner, streams });
+    registerSandboxApi(app, { store, sandboxes, runner: this.runner, streams, workspace });
     app.notFound((c) => (c.req.path.startsWith("/v1/") ? apiNotFound(store, c) : controlNotFound(c)));
     this.app = app;
 

@@ -54,5 +54,7 @@ export const EmulatorFaults = z.strictObject({
   /** The next `stallStreams` run streams (default 1) send nothing for this many ms after their first frame, then go on. */
   stallStreamMs: z.number().int().positive().optional(),
   stallStreams: z.number().int().positive().optional(),
+  /** The next N snapshots (`POST …/snapshot`) answer 500 `SNAPSHOT_FAILED`, taking nothing. */
+  snapshotFails: z.number().int().positive().optional(),
 });
 export type EmulatorFaults = z.infer<typeof EmulatorFaults>;

@@ -10,6 +10,9 @@
  * The variants that shape a run are fixed when it starts: what the agent asks (in its script
  * input) and how it ends on the wire (`terminal`: the script's terminal frames are sent, reshaped
  * or left out; the run's state records its end either way).
+ *
+ * A frame that changes the sandbox's files (a completed tool call's `change`) changes them as it is
+ * emitted (./workspace.ts), so the files are as the frames so far say.
  */
 import type { AskAnswer } from "./asks";
 import { buildScript, type ScriptInput } from "./script";
@@ -19,6 +22,7 @@ import type { ExecutionRow } from "./store-schema";
 import type { StreamHub } from "./streams";
 import { admissionFrame, effectiveVariants, type TerminalShape, terminalFrame } from "./variants";
 import type { PromptResultView } from "./wire";
+import { Workspace } from "./workspace";
 
 const ALARM_BACKSTOP_MS = 1_000;
 /**
@@ -75,10 +79,12 @@ export class Runner {
   private alarmAt: number | undefined;
   /** Scripts are pure functions of their input: rebuilt on demand, cached per execution. */
   private readonly scripts = new Map<string, ScriptFrame[]>();
+  private readonly workspace: Workspace;
 
   constructor(private readonly options: RunnerOptions) {
     this.store = options.store;
     this.streams = options.streams;
+    this.workspace = new Workspace(options.store);
   }
 
   /** Starts a run: stores it with its admission frame and schedules its first frame. */
@@ -312,6 +318,7 @@ export class Runner {
         return;
       }
       this.emit(exe, frame);
+      if (frame.change && this.workspace.apply(exe.sandbox_id, frame.change)) this.store.count("files.changed");
       emitted++;
       step++;
       if (frame.waitFor) {

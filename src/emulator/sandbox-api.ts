@@ -4,7 +4,8 @@
  * authenticated, counted by route, and subject to injected failures (`failNext`): that middleware
  * is here, with the route groups registered behind it. The route table and what the routes share
  * are ./api-common.ts; each group's handlers one file (./api-control-plane.ts,
- * ./api-capabilities.ts, ./api-runs.ts, ./api-sessions.ts, ./api-interactions.ts); what a route
+ * ./api-capabilities.ts, ./api-runs.ts, ./api-sessions.ts, ./api-interactions.ts, ./api-files.ts,
+ * ./api-snapshots.ts); what a route
  * does beyond shaping its answer lives in ./runner.ts, ./sandboxes.ts and ./asks.ts.
  */
 import type { Hono } from "hono";
@@ -12,9 +13,11 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { registerCapabilityRoute } from "./api-capabilities";
 import { API_PATHS, apiKit, type SandboxApiDeps } from "./api-common";
 import { registerControlPlaneRoutes } from "./api-control-plane";
+import { registerFileRoutes } from "./api-files";
 import { registerInteractionRoutes } from "./api-interactions";
 import { registerRunRoutes } from "./api-runs";
 import { registerSessionRoutes } from "./api-sessions";
+import { registerSnapshotRoutes } from "./api-snapshots";
 
 /** A stable name for a route, for counters (`requests.<key>`) and targeted fault injection. */
 function routeKey(method: string, path: string): string {
@@ -26,12 +29,19 @@ function routeKey(method: string, path: string): string {
   if (!runtime) {
     const action = p.match(/^\/[^/]+\/(resume|stop)$/);
     if (action) return `sandboxes.${action[1]}`;
+    if (/^\/[^/]+\/snapshot$/.test(p)) return "snapshots.create";
+    if (/^\/[^/]+\/snapshots$/.test(p)) return "snapshots.list";
+    const snap = p.match(/^\/[^/]+\/snapshots\/[^/]+(?:\/(diff|restore))?$/);
+    if (snap) return `snapshots.${snap[1] ?? "delete"}`;
     return method === "DELETE" ? "sandboxes.delete" : "sandboxes.get";
   }
   const rest = runtime[1]!;
   if (rest === "/capabilities") return "runtime.capabilities";
   if (rest === "/agents/run/stream") return "runtime.run";
   if (rest === "/agents/sessions") return "runtime.sessions.list";
+  if (rest === "/files/read") return "runtime.files.read";
+  const fs = rest.match(/^\/fs\/(list|stat|download-dir|download|upload)(?:\/|$)/);
+  if (fs) return `runtime.fs.${fs[1] === "download-dir" ? "downloadDir" : fs[1]}`;
   const m = rest.match(/^\/agents\/sessions\/[^/]+(?:\/(abort|fork|interactions|plan|turns|executions))?/);
   if (m)
     return m[1] ? `runtime.session.${m[1]}` : method === "DELETE" ? "runtime.session.delete" : "runtime.session.get";
@@ -75,4 +85,7 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
   registerRunRoutes(app, api);
   registerSessionRoutes(app, api);
   registerInteractionRoutes(app, api);
+  // §10 the workspace: its files after /runtime, its snapshots on the control plane.
+  registerFileRoutes(app, api);
+  registerSnapshotRoutes(app, api);
 }

@@ -15,4 +15,18 @@ export interface ScriptFrame {
   hold?: boolean;
   /** The ask it waits for, as recorded: its request, and whether the answer route or only the plan routes decide it. */
   ask?: { request: Record<string, unknown>; via: "interaction" | "plan-route" };
+  /** What the frame does to the sandbox's files when it is emitted (a completed tool call; workspace.ts applies it). */
+  change?: WorkspaceChange;
 }
+
+/**
+ * A change to the workspace's files, its paths as the agent's tools give them (relative to the
+ * root, or absolute under it). `edit` replaces the first `oldString` of the file, and changes
+ * nothing when the file or the string is not there; `binary` writes `bytes` bytes with NUL bytes in.
+ */
+export type WorkspaceChange =
+  | { op: "write"; path: string; text: string }
+  | { op: "binary"; path: string; bytes: number }
+  | { op: "edit"; path: string; oldString: string; newString: string }
+  | { op: "delete"; path: string }
+  | { op: "rename"; from: string; to: string };

@@ -9,6 +9,7 @@ import {
   questionAsk,
 } from "./asks";
 import { EDITS_TEXT, editFrames } from "./edits";
+import { fileDirectiveFrames } from "./file-directives";
 import { markdownAnswer, tokenDeltas } from "./markdown-answer";
 import type { ScriptFrame } from "./script-frame";
 import { type ChildTaskShape, childTaskCopies, childTaskEnds, childTaskStarts } from "./subagents";
@@ -37,7 +38,14 @@ import { type ChildTaskShape, childTaskCopies, childTaskEnds, childTaskStarts } 
  *               see markdown-answer.ts)
  * Files the agent changes (edits.ts):
  *   [edits]     after its `read`, the agent writes a new file, edits another, fails one edit and
- *               writes over a third file, with OpenCode's `write` and `edit` tool calls, then says so
+ *               writes over a third file, with OpenCode's `write` and `edit` tool calls, then says so;
+ *               each completed call changes the sandbox's seeded files (workspace-seed.ts)
+ *   [write:<path>:<text>]  an OpenCode `write` of the text (no `]` in it; `\n` writes a newline)
+ *   [delete:<path>]        a `bash` call removing the file or folder
+ *   [rename:<from>:<to>]   a `bash` call moving it
+ *   [binary:<path>:<N>]    a `bash` call writing a file of N bytes with NUL bytes in (N ≤ 262144)
+ *               (file-directives.ts; several combine, in the message's order, after [edits]; a path
+ *               has no `:` or `]`. The frame's `change` is applied to the files when it is emitted)
  * Child tasks (subagents.ts):
  *   [subagents]     after its `read`, the agent starts two child tasks, one nested under the other,
  *                   running through its first step (and [hold]'s hold), then ended (the nested one
@@ -313,6 +321,7 @@ export function buildScript(input: ScriptInput): ScriptFrame[] {
     for (const f of editFrames(exe)) push(f);
     say(EDITS_TEXT);
   }
+  for (const f of fileDirectiveFrames(exe, message)) push(f);
 
   if (hasDirective(message, "permission") && enabled("permission")) {
     const p = permissionAsk(ctx);

@@ -108,6 +108,22 @@ export function migrateEmulatorSchema(sql: Pick<SqlStorage, "exec">): void {
       message_id TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (sandbox_id, session_id)
     );
     CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS tree_files (
+      owner TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL, mtime INTEGER NOT NULL,
+      PRIMARY KEY (owner, path)
+    );
+    CREATE TABLE IF NOT EXISTS tree_chunks (
+      owner TEXT NOT NULL, path TEXT NOT NULL, idx INTEGER NOT NULL, data BLOB NOT NULL,
+      PRIMARY KEY (owner, path, idx)
+    );
+    CREATE TABLE IF NOT EXISTS snapshots (
+      id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL, created_at INTEGER NOT NULL, tags TEXT NOT NULL,
+      size_bytes INTEGER NOT NULL, idempotency_key TEXT, request_digest TEXT
+    );
+    CREATE UNIQUE INDEX IF NOT EXISTS snapshots_key ON snapshots (sandbox_id, idempotency_key);
+    CREATE TABLE IF NOT EXISTS restores (
+      operation_id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL, snapshot_id TEXT NOT NULL, restored_at INTEGER NOT NULL
+    );
   `);
   // A store an older emulator left behind (a developer's local state) gets the newer columns.
   addColumn(sql, "sandboxes", "warming_polls", "INTEGER NOT NULL DEFAULT 0");
@@ -122,9 +138,10 @@ function addColumn(sql: Pick<SqlStorage, "exec">, table: string, column: string,
   sql.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${declaration}`);
 }
 
-/** Empties every table: sandboxes, runs, frames, asks, forks, counters and settings. */
+/** Empties every table: sandboxes, runs, frames, asks, forks, counters, settings, files and snapshots. */
 export function clearEmulatorTables(sql: Pick<SqlStorage, "exec">): void {
   sql.exec(
     "DELETE FROM sandboxes; DELETE FROM executions; DELETE FROM frames; DELETE FROM asks; DELETE FROM counters; DELETE FROM settings; DELETE FROM forks;",
   );
+  sql.exec("DELETE FROM tree_files; DELETE FROM tree_chunks; DELETE FROM snapshots; DELETE FROM restores;");
 }

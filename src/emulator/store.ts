@@ -9,12 +9,16 @@
  *  - ./store-sessions.ts    an agent session as its runs seen together, its fork origin (`forks`),
  *                           its deletion;
  *  - ./store-frames.ts      `frames`: each run's SSE frames;
- *  - ./store-asks.ts        `asks`: what a run asked a person, and its answer.
- * This class composes them over the object's one SQL handle: the rooms of the emulator call it.
+ *  - ./store-asks.ts        `asks`: what a run asked a person, and its answer;
+ *  - ./store-files.ts       `tree_files`, `tree_chunks`: each sandbox's files and each snapshot's copy;
+ *  - ./store-snapshots.ts   `snapshots`, `restores`: the snapshots taken and the restores done.
+ * This class composes them over the object's one SQL handle: the rooms of the emulator call it (the
+ * workspace's two stores directly, as `files` and `snapshots`: ./workspace.ts is their one user).
  */
 import type { EmulatorFaults } from "./faults";
 import { AskStore } from "./store-asks";
 import { ExecutionStore } from "./store-executions";
+import { FileStore } from "./store-files";
 import { FrameStore } from "./store-frames";
 import { SandboxStore } from "./store-sandboxes";
 import {
@@ -28,6 +32,7 @@ import {
 } from "./store-schema";
 import { AgentSessionStore } from "./store-sessions";
 import { SettingsStore } from "./store-settings";
+import { SnapshotStore } from "./store-snapshots";
 import type { EmulatorVariants } from "./variants";
 
 export class EmulatorStore {
@@ -37,6 +42,9 @@ export class EmulatorStore {
   private readonly sessionStore: AgentSessionStore;
   private readonly frameStore: FrameStore;
   private readonly askStore: AskStore;
+  /** The workspace's files and snapshots (./workspace.ts and the workspace routes read them). */
+  readonly files: FileStore;
+  readonly snapshots: SnapshotStore;
 
   constructor(private readonly sql: SqlStorage) {
     migrateEmulatorSchema(sql);
@@ -46,9 +54,11 @@ export class EmulatorStore {
     this.sessionStore = new AgentSessionStore(sql);
     this.frameStore = new FrameStore(sql);
     this.askStore = new AskStore(sql);
+    this.files = new FileStore(sql);
+    this.snapshots = new SnapshotStore(sql, this.files);
   }
 
-  /** Forgets everything: sandboxes, runs, frames, asks, counters, faults and variants. */
+  /** Forgets everything: sandboxes, runs, frames, asks, files, snapshots, counters, faults and variants. */
   reset(): void {
     this.settingsStore.clear();
     this.frameStore.forget();

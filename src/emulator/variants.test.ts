@@ -81,6 +81,11 @@ describe("the emulator's variants", () => {
         accountUsage: "served",
         catalog: "backends",
         childTask: "frame",
+        workspace: "served",
+        snapshotIdempotency: "echoed",
+        snapshotDelete: "outcome",
+        restore: "outcome",
+        uploadMaxBytes: 10 * 1024 * 1024,
       },
     });
     const set = await emu.control("/_emulator/variants", { errorBody: "control-plane", fieldOrder: "data-first" });

@@ -106,6 +106,19 @@ export const EmulatorVariants = z.strictObject({
    * `message.part.updated` frame whose `subtask` part carries it, the part's id its `childId`.
    */
   childTask: z.enum(["frame", "subtask-part"]).optional(),
+  /**
+   * §10 the workspace's routes [ours where §10 says]: served, or every one of them (files, snapshots,
+   * diff, restore) 404 `NOT_FOUND` like a deployment without them, and a create `fromSnapshot` 400.
+   */
+  workspace: z.enum(["served", "missing"]).optional(),
+  /** §10 a snapshot's answer: its `idempotency` (`{ outcome, requestDigest }`) given a key, or never (the key still honoured). */
+  snapshotIdempotency: z.enum(["echoed", "absent"]).optional(),
+  /** §10 a snapshot's delete: `{ snapshotId, outcome }`, or a 204 with no body (no outcome: unknown to the client). */
+  snapshotDelete: z.enum(["outcome", "no-content"]).optional(),
+  /** §10 a restore in place: `{ snapshotId, outcome, restoredAt }`, or 200 `{}` (no outcome: unknown to the client). */
+  restore: z.enum(["outcome", "no-outcome"]).optional(),
+  /** §10 an upload's cap in bytes (default 10 MiB): a file over it is 413 `PAYLOAD_TOO_LARGE`. */
+  uploadMaxBytes: z.number().int().positive().optional(),
 });
 export type EmulatorVariants = z.infer<typeof EmulatorVariants>;
 export type Variants = Required<EmulatorVariants>;
@@ -140,6 +153,11 @@ const DEFAULT_VARIANTS: Variants = {
   accountUsage: "served",
   catalog: "backends",
   childTask: "frame",
+  workspace: "served",
+  snapshotIdempotency: "echoed",
+  snapshotDelete: "outcome",
+  restore: "outcome",
+  uploadMaxBytes: 10 * 1024 * 1024,
 };
 
 /** The variants in force: those set, the defaults for the rest. */

@@ -33,6 +33,9 @@ export const CreateSandboxBody = z.strictObject({
   metadata: z.record(z.string(), z.unknown()).optional(),
   secrets: z.array(z.string()).optional(),
   idempotencyKey: z.string().min(1).optional(),
+  /** §10 a workspace fork: the new sandbox's files a copy of this snapshot's [wire]; the sandbox it was taken of [sdk]. */
+  fromSnapshot: z.string().min(1).optional(),
+  fromSandboxId: z.string().min(1).optional(),
 });
 export type CreateSandboxBody = z.infer<typeof CreateSandboxBody>;
 
