@@ -73,13 +73,13 @@ export interface AskAnswer {
 }
 
 /** A file the user's message carries (an AI SDK `file` part, its bytes from its data: URL): attached to the turn. */
-export interface ChatFile {
+interface ChatFile {
   name: string;
   bytes: Uint8Array;
 }
 
 /** The most file parts one message may carry. */
-export const CHAT_FILES_MAX = 10;
+const CHAT_FILES_MAX = 10;
 
 export type ChatAction =
   /** `after`: the turn the message before it answers (the client's history goes on from there); undefined when the history names none. */
@@ -104,7 +104,7 @@ const FilePart = z.looseObject({
 });
 
 /** `data:[<type>][;base64],<data>` → its bytes; null for any other URL. */
-export function dataUrlBytes(url: string): Uint8Array | null {
+function dataUrlBytes(url: string): Uint8Array | null {
   const match = /^data:([^,]*),(.*)$/s.exec(url);
   if (!match) return null;
   const base64 = match[1]!.split(";").includes("base64");

@@ -26,7 +26,7 @@ export function checkedPath(raw: string | undefined, field = "path"): string {
 }
 
 /** A provider's failure on a workspace call as the API's error. */
-export function workspaceError(err: unknown, path: string): unknown {
+function workspaceError(err: unknown, path: string): unknown {
   if (!(err instanceof ProviderError)) return err;
   const details = err.options.details ?? {};
   if (err.code === "not_found" && details.missing === "file")

@@ -10,7 +10,7 @@ export const WorkspacePathQuery = z
   .max(4096)
   .describe("A repository-relative path (`.` or absent: the workspace's root); no `..`, no leading /");
 
-export const WorkspaceEntrySchema = z
+const WorkspaceEntrySchema = z
   .object({
     name: z.string(),
     path: z.string().describe("Repository-relative"),
@@ -57,7 +57,7 @@ export const AttachmentSchema = z
   .meta({ id: "Attachment" });
 export type Attachment = z.infer<typeof AttachmentSchema>;
 
-export const AttachmentId = z
+const AttachmentId = z
   .string()
   .regex(/^att_[A-Za-z0-9]{12}$/, "must be an attachment id (att_ and 12 letters or digits)");
 

@@ -75,7 +75,7 @@ const asksOfCatalog = (request: TurnRequest, modelOverride: boolean) =>
   request.instructions !== undefined;
 
 /** A size as the message says it: bytes, KB or MB (1024s). */
-export function sizeInWords(bytes: number): string {
+function sizeInWords(bytes: number): string {
   if (bytes < 1024) return `${bytes} bytes`;
   if (bytes < 1024 * 1024) return `${Math.round(bytes / 1024)} KB`;
   return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;

@@ -17,7 +17,7 @@ import { DeclaredRoutes, json } from "../route-declaration";
 import { checkedPath, inWorkspace, workspaceFilesOf } from "../workspace";
 
 /** The folder attachments are written to, repository-relative. */
-export const UPLOADS_FOLDER = "uploads";
+const UPLOADS_FOLDER = "uploads";
 /** What a multipart body may hold beyond its file (the boundaries, the part headers). */
 const FORM_OVERHEAD_BYTES = 16 * 1024;
 const ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";

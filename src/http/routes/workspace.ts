@@ -14,9 +14,9 @@ import { bytes, DeclaredRoutes, json } from "../route-declaration";
 import { checkedPath, inWorkspace } from "../workspace";
 
 /** The most entries a listing answers (`truncated` says when there were more). */
-export const LIST_MAX_ENTRIES = 1000;
+const LIST_MAX_ENTRIES = 1000;
 /** The largest file `…/content` answers; a larger one is 413 `file_too_large` (download it instead). */
-export const FILE_CONTENT_MAX_BYTES = 1024 * 1024;
+const FILE_CONTENT_MAX_BYTES = 1024 * 1024;
 
 const query = { path: WorkspacePathQuery.optional() };
 

@@ -37,7 +37,7 @@ const StatAnswer = wrapped(WireEntry);
 const UploadAnswer = wrapped(z.looseObject({ size: z.number().nonnegative().optional().catch(undefined) })).catch({});
 
 /** The capability a deployment without these routes lacks (501 `capability_denied`). */
-export const WORKSPACE_FILES_CAPABILITY = "workspace.files";
+const WORKSPACE_FILES_CAPABILITY = "workspace.files";
 
 const missingRoute = (err: ProviderError, what: string) =>
   err.as("capability_denied", `this deployment cannot ${what} (its route answered ${err.status})`, {
