@@ -35,6 +35,8 @@ function workspaceError(err: unknown, path: string): unknown {
     return new ApiError(501, "capability_denied", err.message, { missing: [CAPABILITY] });
   if (err.code === "invalid_request" && details.notADirectory)
     return new ApiError(400, "not_a_directory", `${path} is a file, not a directory`, { path });
+  if (err.code === "invalid_request" && details.payloadTooLarge)
+    return new ApiError(413, "attachment_too_large", "the sandbox refused the file as larger than it takes", { path });
   if (err.code === "environment_gone")
     return apiErrorOf(new Refusal("environment_not_found", "the sandbox is gone: the next turn creates another"));
   const refusal = providerRefusal(err);
