@@ -98,17 +98,22 @@ export function attachmentDisposition(name: string): string {
  * client sees a cut-off download, never a silent truncation) and cancels the source.
  */
 export function limitedStream(body: ReadableStream<Uint8Array>, maxBytes: number): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
   let seen = 0;
-  return body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        seen += chunk.byteLength;
-        if (seen > maxBytes) {
-          controller.error(new Error(`the download is larger than ${maxBytes} bytes`));
-          return;
-        }
-        controller.enqueue(chunk);
-      },
-    }),
-  );
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await reader.read();
+      if (next.done) return controller.close();
+      seen += next.value.byteLength;
+      if (seen > maxBytes) {
+        await reader.cancel().catch(() => undefined);
+        controller.error(new Error(`the download is larger than ${maxBytes} bytes`));
+        return;
+      }
+      controller.enqueue(next.value);
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
 }
