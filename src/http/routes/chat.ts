@@ -196,7 +196,8 @@ chatRoutes.serve(
         // its new text, after the turn it followed: a branch.
         turnId = await editedTurnId(action.turnId, action.message);
         parentTurnId = known.value.parentTurnId;
-      } else if (!known.ok && action.after !== undefined) {
+      } else if (action.after !== undefined) {
+        // A new message, or this one again (a retry): after the answer the history names, as first sent.
         parentTurnId = action.after;
       }
     } else {
