@@ -207,6 +207,16 @@ describe("browsing the workspace", () => {
     expect(view.actions[0]).toMatchObject({ action: "resumed", environmentId: sandboxId });
   });
 
+  it("a sandbox that stopped since the gateway last looked: the read finds it stopped, resumes it and is made again", async () => {
+    const { token, sandboxId } = await userWithSandbox();
+    // Stopped upstream (its idle timeout, say) while the gateway still trusts its last check.
+    await emulator(`/_emulator/sandboxes/${sandboxId}/status`, { status: "stopped" });
+    const res = await files(token, "src");
+    expect(res.status).toBe(200);
+    expect((await json(res)).entries.map((e: { path: string }) => e.path)).toEqual(["src/http.ts", "src/server.ts"]);
+    expect((await emulator(`/_emulator/sandboxes/${sandboxId}`)).status).toBe("running");
+  });
+
   it("a gone sandbox is not replaced by a read: 404 environment_not_found", async () => {
     const { token, sandboxId } = await userWithSandbox();
     await emulator(`/_emulator/sandboxes/${sandboxId}/status`, { status: "expired" });

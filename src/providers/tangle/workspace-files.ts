@@ -36,6 +36,9 @@ const ListAnswer = wrapped(z.looseObject({ entries: z.array(z.unknown()) }));
 const StatAnswer = wrapped(WireEntry);
 const UploadAnswer = wrapped(z.looseObject({ size: z.number().nonnegative().optional().catch(undefined) })).catch({});
 
+/** Reads are retried when they failed for a moment, never for a 501 (an answer: the route is not there). */
+const RETRY = { retry: true, retryIf: (err: ProviderError) => err.status !== 501 } as const;
+
 /** The capability a deployment without these routes lacks (501 `capability_denied`). */
 const WORKSPACE_FILES_CAPABILITY = "workspace.files";
 
@@ -93,7 +96,7 @@ export class TangleWorkspaceFiles implements WorkspaceFiles {
       if (wire === "NOT_FOUND") return missingRoute(err, what);
       if (path === ".") return missingRoute(err, what);
       const rootThere = await this.client
-        .send(routes.statFile(environmentId, this.root), { retry: true }, "stat the workspace root")
+        .send(routes.statFile(environmentId, this.root), RETRY, "stat the workspace root")
         .then(() => true)
         .catch(() => false);
       return rootThere ? missingFile(err, path) : missingRoute(err, what);
@@ -120,7 +123,7 @@ export class TangleWorkspaceFiles implements WorkspaceFiles {
       const answer = await this.client.json(
         routes.listFiles(environmentId, this.abs(path)),
         ListAnswer,
-        { retry: true, query: { all: "true", long: "true" } },
+        { ...RETRY, query: { all: "true", long: "true" } },
         "list files",
       );
       const entries: WorkspaceEntry[] = [];
@@ -141,7 +144,7 @@ export class TangleWorkspaceFiles implements WorkspaceFiles {
       const wire = await this.client.json(
         routes.statFile(environmentId, this.abs(path)),
         StatAnswer,
-        { retry: true },
+        RETRY,
         "stat file",
       );
       return entryOf(wire, path === "." ? "." : lastSegment(path), path);
@@ -188,7 +191,7 @@ export class TangleWorkspaceFiles implements WorkspaceFiles {
           : routes.downloadFile(environmentId, this.abs(path));
       const response = await this.client.send(
         route,
-        { retry: true, stream: true, headers: { accept: "*/*" } },
+        { ...RETRY, stream: true, headers: { accept: "*/*" } },
         what === "dir" ? "download directory" : "download file",
       );
       const length = Number(response.headers.get("content-length"));
