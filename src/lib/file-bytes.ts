@@ -16,8 +16,8 @@ export function textOf(bytes: Uint8Array): string | null {
 }
 
 /**
- * Whether `bytes` cut at `length` leave an incomplete UTF-8 sequence at their end (a text file read
- * up to a bound): the cut is moved back to the sequence's start, so a truncated text stays text.
+ * Where to cut `bytes` (a text file read up to a bound) so that no incomplete UTF-8 sequence is
+ * left at their end: before the sequence the bound split, so a truncated text stays text.
  */
 export function utf8Boundary(bytes: Uint8Array): number {
   const end = bytes.length;
