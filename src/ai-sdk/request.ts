@@ -10,6 +10,7 @@ import { yesOrNo } from "../../public/wire/grants.js";
 import { ProviderOptions, TurnSettingsFields } from "../schemas/agents";
 import { ConversationId, TurnId } from "../schemas/common";
 import { RequestedInteractions } from "../schemas/contracts";
+import { TurnAttachments } from "../schemas/workspace";
 import { ASK_TOOL, turnOfAssistantMessage } from "./chunks";
 
 const Part = z.looseObject({ type: z.string().min(1).max(256) });
@@ -40,6 +41,7 @@ export const ChatRequestBody = z
     interactions: RequestedInteractions.optional(),
     providerOptions: ProviderOptions.optional(),
     ...TurnSettingsFields,
+    attachments: TurnAttachments,
   })
   .meta({
     id: "ChatRequest",

@@ -11,12 +11,27 @@ import { ApiError, Refusal, type RpcResult } from "../errors";
 import { workspacePath } from "../lib/workspace-path";
 import { createProvider } from "../providers";
 import { ProviderError } from "../providers/errors";
-import type { EnvironmentRecord, WorkspaceFiles } from "../providers/provider";
+import type { EnvironmentRecord, WorkspaceEntry, WorkspaceFiles } from "../providers/provider";
 import { providerRefusal } from "../providers/refusal";
 import { type AppEnv, userObject } from "./app-context";
 import { apiErrorOf, unwrapRpc } from "./errors";
 
 const CAPABILITY = "workspace.files";
+
+/** The most entries a listing answers (`truncated` says when there were more). */
+export const LIST_MAX_ENTRIES = 1000;
+
+/** Directories first, then the rest, each by name (code units: the same order on every client). */
+function byKindThenName(a: WorkspaceEntry, b: WorkspaceEntry): number {
+  const dir = Number(b.kind === "dir") - Number(a.kind === "dir");
+  return dir !== 0 ? dir : a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
+/** A directory's listing as answered: sorted, at most `max` entries, `truncated` when there were more. */
+export function listingOf(path: string, entries: readonly WorkspaceEntry[], max = LIST_MAX_ENTRIES) {
+  const sorted = [...entries].sort(byKindThenName);
+  return { path, entries: sorted.slice(0, max), truncated: sorted.length > max };
+}
 
 /** `raw` as a workspace path (absent: the root), or 400 `path_invalid` saying why. */
 export function checkedPath(raw: string | undefined, field = "path"): string {

@@ -233,6 +233,21 @@ describe("POST /v1/chat with the SDK's chat client", () => {
       after.body.entries.map((e) => e.path),
       [path],
     );
+    // One uploaded before (POST …/attachments) named by the request's body.
+    const form = new FormData();
+    form.append("file", new Blob(["earlier upload"]), "earlier.txt");
+    const uploaded = await (
+      await fetch(`${base()}/v1/conversations/${id}/attachments`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}` },
+        body: form,
+      })
+    ).json();
+    await chat.sendMessage({ text: "and this one" }, { body: { attachments: [uploaded.id] } });
+    assert.equal(chat.status, "ready", String(chat.error));
+    const third = await call("GET", `/v1/conversations/${id}/turns/${chat.messages.at(-2).id}`, token);
+    const dispatched = await call("GET", `/_emulator/executions/${third.body.executionId}`);
+    assert.equal(dispatched.body.request.message, `and this one\n\nAttached: ${uploaded.path}, text/plain, 14 bytes`);
     // A file part that is not a data: URL is refused, naming the part.
     const { chat: remote } = newChat(base(), token, id, { messages: plain(chat.messages) });
     await remote.sendMessage({

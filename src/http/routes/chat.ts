@@ -220,10 +220,12 @@ chatRoutes.serve(
     }
     // The message's files, attached as POST …/attachments would (bounded the same way), under ids
     // derived from the message: a retry names the same ones.
-    const attachments: string[] = [];
+    // Those uploaded before (POST …/attachments) come first, named by the body's `attachments`.
+    const attachments: string[] = [...(body.attachments ?? [])];
     for (const [index, file] of action.files.entries()) {
       const id = await derivedAttachmentId(turnId, index, file.bytes);
-      attachments.push((await attachFile(c, s.stub, s.conversationId, file, id)).id);
+      const attached = (await attachFile(c, s.stub, s.conversationId, file, id)).id;
+      if (!attachments.includes(attached)) attachments.push(attached);
     }
     const request = {
       message: action.message,

@@ -8,23 +8,14 @@
 import { z } from "zod";
 import { ApiError } from "../../errors";
 import { attachmentDisposition, limitedStream, textOf, utf8Boundary } from "../../lib/file-bytes";
-import type { WorkspaceEntry } from "../../providers/provider";
 import { FileContentSchema, WorkspaceListingSchema, WorkspacePathQuery } from "../../schemas/workspace";
 import { bytes, DeclaredRoutes, json } from "../route-declaration";
-import { checkedPath, inWorkspace } from "../workspace";
+import { checkedPath, inWorkspace, LIST_MAX_ENTRIES, listingOf } from "../workspace";
 
-/** The most entries a listing answers (`truncated` says when there were more). */
-const LIST_MAX_ENTRIES = 1000;
 /** The largest file `…/content` answers; a larger one is 413 `file_too_large` (download it instead). */
 const FILE_CONTENT_MAX_BYTES = 1024 * 1024;
 
 const query = { path: WorkspacePathQuery.optional() };
-
-/** Directories first, then the rest, each by name (code units: the same order on every client). */
-function byKindThenName(a: WorkspaceEntry, b: WorkspaceEntry): number {
-  const dir = Number(b.kind === "dir") - Number(a.kind === "dir");
-  return dir !== 0 ? dir : a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
-}
 
 function base64Of(bytes: Uint8Array): string {
   let binary = "";
@@ -45,13 +36,7 @@ workspaceRoutes.serve(
   },
   async (c) => {
     const path = checkedPath(c.req.query("path"));
-    const entries = await inWorkspace(c, path, (files, id) => files.list(id, path));
-    entries.sort(byKindThenName);
-    return c.json({
-      path,
-      entries: entries.slice(0, LIST_MAX_ENTRIES),
-      truncated: entries.length > LIST_MAX_ENTRIES,
-    });
+    return c.json(listingOf(path, await inWorkspace(c, path, (files, id) => files.list(id, path))));
   },
 );
 
