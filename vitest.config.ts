@@ -37,6 +37,7 @@ const BUDGET_TESTS = "test/budget.test.ts";
 // Other deployment limits set small enough for a test to reach them.
 const LIMIT_TESTS = "test/limits.test.ts";
 const CAPABILITY_AGE_TESTS = "test/capability-age.test.ts";
+const WORKSPACE_LIMIT_TESTS = "test/workspace-limits.test.ts";
 // The CLI Bridge tests run against the stand-in (test/cli-bridge/standin.mjs), a Node server the
 // project's global setup starts on a port chosen here, so the Workers bindings can name its URL.
 const CLI_BRIDGE_TESTS = "test/cli-bridge/**/*.test.ts";
@@ -86,6 +87,7 @@ export default defineConfig({
             BUDGET_TESTS,
             LIMIT_TESTS,
             CAPABILITY_AGE_TESTS,
+            WORKSPACE_LIMIT_TESTS,
             PAGE_TESTS,
             BENCH_TESTS,
             CLI_BRIDGE_TESTS,
@@ -107,11 +109,14 @@ export default defineConfig({
                 RATE_LIMIT_STREAMS_PER_MINUTE: "6",
                 CAPABILITIES_MAX_AGE_MS: "3000",
                 WORKSPACE_CHECKPOINTS_MAX: "2",
+                ATTACHMENT_MAX_BYTES: "4096",
+                ATTACHMENTS_PER_CONVERSATION: "3",
+                WORKSPACE_DOWNLOAD_MAX_BYTES: "2048",
               },
             },
           }),
         ],
-        test: { ...timeouts, name: "limits", include: [LIMIT_TESTS, CAPABILITY_AGE_TESTS] },
+        test: { ...timeouts, name: "limits", include: [LIMIT_TESTS, CAPABILITY_AGE_TESTS, WORKSPACE_LIMIT_TESTS] },
       },
       {
         plugins: [

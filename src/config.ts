@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { ApiError } from "./errors";
+import { workspacePath } from "./lib/workspace-path";
 import { ModelEndpoint } from "./schemas/agent-settings";
 
 const Bool = z
@@ -107,6 +108,20 @@ const ConfigSchema = z
     WORKSPACE_CHECKPOINTS_MAX: PositiveInt(20),
     /** The text of a turn's file diffs kept, in all (bytes); past it the files are listed without their text. */
     WORKSPACE_DIFF_MAX_BYTES: PositiveInt(65_536),
+    /** The workspace's root in each sandbox: repository-relative paths are joined to it (docs/sandbox-wire.md §10). */
+    SANDBOX_WORKSPACE_ROOT: OptionalText.pipe(
+      z
+        .string()
+        .regex(/^\/[^\\]*$/, "must be an absolute POSIX path")
+        .refine((p) => workspacePath(p.slice(1)).ok, "must hold no control character, .. segment or overlong segment")
+        .optional(),
+    ).transform((p) => (p ?? "/home/agent").replace(/(.)\/+$/, "$1")),
+    /** The largest attachment taken, in bytes (POST /v1/conversations/:cid/attachments). */
+    ATTACHMENT_MAX_BYTES: PositiveInt(10 * 1024 * 1024),
+    /** The most bytes a workspace download streams (a file, or a directory's tar.gz); past it the stream errors. */
+    WORKSPACE_DOWNLOAD_MAX_BYTES: PositiveInt(256 * 1024 * 1024),
+    /** How many attachments a conversation may hold. */
+    ATTACHMENTS_PER_CONVERSATION: PositiveInt(50),
     STREAM_TOKEN_TTL_SECONDS: PositiveInt(300),
     CORS_ORIGINS: OptionalText,
     TOKEN_BUDGET_PER_CONVERSATION: OptionalText.pipe(

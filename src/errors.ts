@@ -58,7 +58,11 @@ export type RefusalCode =
   /** A checkpoint the operation needs could not be taken: nothing was changed. */
   | "checkpoint_failed"
   /** Upstream was asked and nothing proves what happened: the same operation id asks again. */
-  | "outcome_unknown";
+  | "outcome_unknown"
+  /** A conversation holds as many attachments as allowed (ATTACHMENTS_PER_CONVERSATION). */
+  | "attachment_limit_reached"
+  /** A turn names an attachment its conversation did not issue. */
+  | "attachment_not_found";
 
 export class Refusal extends Error {
   override name = "Refusal";

@@ -10,6 +10,7 @@ import { yesOrNo } from "../../public/wire/grants.js";
 import { ProviderOptions, TurnSettingsFields } from "../schemas/agents";
 import { ConversationId, TurnId } from "../schemas/common";
 import { RequestedInteractions } from "../schemas/contracts";
+import { TurnAttachments } from "../schemas/workspace";
 import { ASK_TOOL, turnOfAssistantMessage } from "./chunks";
 
 const Part = z.looseObject({ type: z.string().min(1).max(256) });
@@ -40,6 +41,7 @@ export const ChatRequestBody = z
     interactions: RequestedInteractions.optional(),
     providerOptions: ProviderOptions.optional(),
     ...TurnSettingsFields,
+    attachments: TurnAttachments,
   })
   .meta({
     id: "ChatRequest",
@@ -72,10 +74,19 @@ export interface AskAnswer {
   data?: Record<string, unknown>;
 }
 
+/** A file the user's message carries (an AI SDK `file` part, its bytes from its data: URL): attached to the turn. */
+interface ChatFile {
+  name: string;
+  bytes: Uint8Array;
+}
+
+/** The most file parts one message may carry. */
+const CHAT_FILES_MAX = 10;
+
 export type ChatAction =
   /** `after`: the turn the message before it answers (the client's history goes on from there); undefined when the history names none. */
-  | { kind: "submit"; turnId: string; message: string; after: string | undefined }
-  | { kind: "regenerate"; userMessageId: string; message: string; of: string | null }
+  | { kind: "submit"; turnId: string; message: string; after: string | undefined; files: ChatFile[] }
+  | { kind: "regenerate"; userMessageId: string; message: string; of: string | null; files: ChatFile[] }
   | { kind: "answer"; turnId: string; answers: AskAnswer[]; askIds: string[] };
 
 export class ChatRequestError extends Error {
@@ -87,15 +98,68 @@ export class ChatRequestError extends Error {
   }
 }
 
+const FilePart = z.looseObject({
+  type: z.literal("file"),
+  mediaType: z.string().max(256).optional(),
+  filename: z.string().max(1024).optional(),
+  url: z.string(),
+});
+
+/** `data:[<type>][;base64],<data>` → its bytes; null for any other URL. */
+function dataUrlBytes(url: string): Uint8Array | null {
+  const match = /^data:([^,]*),(.*)$/s.exec(url);
+  if (!match) return null;
+  const base64 = match[1]!.split(";").includes("base64");
+  const data = match[2]!;
+  if (!base64) {
+    try {
+      return new TextEncoder().encode(decodeURIComponent(data));
+    } catch {
+      return null;
+    }
+  }
+  let binary: string;
+  try {
+    binary = atob(data);
+  } catch {
+    return null;
+  }
+  return Uint8Array.from(binary, (ch) => ch.charCodeAt(0));
+}
+
+/** The message's `file` parts, each a data: URL, as files to attach (their type is sniffed later, never taken from the part). */
+function userFiles(message: z.infer<typeof UiMessageBody>, at: string): ChatFile[] {
+  const files: ChatFile[] = [];
+  message.parts.forEach((raw, i) => {
+    if (raw.type !== "file") return;
+    const part = FilePart.safeParse(raw);
+    if (!part.success) throw new ChatRequestError(`${at}.parts.${i}.url`, "a file part needs its url");
+    const bytes = dataUrlBytes(part.data.url);
+    if (!bytes)
+      throw new ChatRequestError(
+        `${at}.parts.${i}.url`,
+        "a file part's url must be a data: URL holding the file (this gateway fetches no other URL)",
+      );
+    files.push({ name: part.data.filename ?? `file-${i}`, bytes });
+  });
+  if (files.length > CHAT_FILES_MAX)
+    throw new ChatRequestError(`${at}.parts`, `a message carries at most ${CHAT_FILES_MAX} files`);
+  return files;
+}
+
 function userText(message: z.infer<typeof UiMessageBody>, at: string): string {
   const texts: string[] = [];
   message.parts.forEach((part, i) => {
+    if (part.type === "file") return;
     if (part.type === "text") {
       const parsed = TextPart.safeParse(part);
       if (!parsed.success) throw new ChatRequestError(`${at}.parts.${i}.text`, "a text part needs its text");
       texts.push(parsed.data.text);
     } else if (part.type !== "step-start") {
-      throw new ChatRequestError(`${at}.parts.${i}.type`, `a ${part.type} part cannot be sent to the agent: only text`);
+      throw new ChatRequestError(
+        `${at}.parts.${i}.type`,
+        `a ${part.type} part cannot be sent to the agent: only text and files`,
+      );
     }
   });
   const text = texts.join("\n\n");
@@ -172,7 +236,7 @@ export function chatAction(body: ChatRequestBody): ChatAction {
     const of = body.messageId !== undefined ? turnOfAssistantMessage(body.messageId) : null;
     if (body.messageId !== undefined && of === null)
       throw new ChatRequestError("messageId", "names no answer of this conversation (answers' ids end in :answer)");
-    return { kind: "regenerate", userMessageId: id.data, message: userText(last, at), of };
+    return { kind: "regenerate", userMessageId: id.data, message: userText(last, at), of, files: userFiles(last, at) };
   }
   if (last.role === "user") {
     const id = TurnId.safeParse(last.id);
@@ -182,7 +246,7 @@ export function chatAction(body: ChatRequestBody): ChatAction {
     // (an earlier one than the active branch's latest is a branch: docs/api.md#branches).
     const previous = body.messages[lastIndex - 1];
     const after = previous?.role === "assistant" ? (turnOfAssistantMessage(previous.id) ?? undefined) : undefined;
-    return { kind: "submit", turnId: id.data, message: userText(last, at), after };
+    return { kind: "submit", turnId: id.data, message: userText(last, at), after, files: userFiles(last, at) };
   }
   if (last.role === "assistant") {
     const turnId = turnOfAssistantMessage(last.id);

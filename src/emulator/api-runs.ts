@@ -12,6 +12,7 @@ import { knownBackend, takesAttachments } from "./catalog";
 import type { ExecutionRow } from "./store-schema";
 import { abortBody, admissionFrame } from "./variants";
 import { AbortBody, BackendModelObject, RunStreamBody, RunStreamBodyHeaderId } from "./wire";
+import { resolvePath } from "./workspace-path";
 
 export function registerRunRoutes(app: Hono, api: ApiKit): void {
   const { store, runner, streams, variants, fail, invalid, runningSandbox } = api;
@@ -45,6 +46,13 @@ export function registerRunRoutes(app: Hono, api: ApiKit): void {
       return streams.open(exe, { cursor });
     }
     if (body.message === "") return fail(c, 400, "VALIDATION_ERROR", "message is required to start a run");
+    // A file part names a file of this sandbox's workspace: one that is not there is refused.
+    for (const part of body.parts ?? []) {
+      if (part.type !== "file") continue;
+      const resolved = resolvePath(decodeURIComponent(part.url.slice("file://".length)));
+      if (!resolved.ok || !api.workspace.read(sb.id, resolved.rel))
+        return fail(c, 400, "FILE_NOT_FOUND", `the file part names no file of the workspace: ${part.url}`);
+    }
 
     // The requested execution id: the X-Execution-ID header (header variant), or the body's
     // executionId, which the header may repeat but not contradict.

@@ -78,7 +78,20 @@ const RunControlRef = z.strictObject({
  */
 export const RunStreamBody = z.strictObject({
   message: z.string(),
-  parts: z.array(z.strictObject({ type: z.literal("text"), text: z.string() })).optional(),
+  parts: z
+    .array(
+      z.union([
+        z.strictObject({ type: z.literal("text"), text: z.string() }),
+        // A file already in the workspace, named as the AI SDK names one [ours] (§10, a prompt's image part).
+        z.strictObject({
+          type: z.literal("file"),
+          mediaType: z.string().min(1),
+          filename: z.string().optional(),
+          url: z.string().startsWith("file://"),
+        }),
+      ]),
+    )
+    .optional(),
   sessionId: z.string().min(1),
   turnId: z.string().min(1).optional(),
   executionId: z.string().min(1).optional(),

@@ -3,7 +3,7 @@
  * of each acknowledgement. The API's error type itself is ApiError (../errors.ts).
  */
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { ApiError, type RefusalCode, type RefusalWire, type RpcResult } from "../errors";
+import { ApiError, type Refusal, type RefusalCode, type RefusalWire, type RpcResult } from "../errors";
 import type { InteractionAcknowledgement } from "../schemas/contracts";
 
 /** The HTTP status of each refusal an object can answer. */
@@ -44,6 +44,8 @@ const REFUSAL_STATUS: Record<RefusalCode, ContentfulStatusCode> = {
   checkpoint_unavailable: 409,
   checkpoint_failed: 502,
   outcome_unknown: 502,
+  attachment_limit_reached: 409,
+  attachment_not_found: 400,
 };
 
 /** The HTTP status an object's refusal is answered with. */
@@ -55,6 +57,11 @@ function refusalToApi(refusal: RefusalWire): ApiError {
   const headers =
     refusal.retryAfterSeconds !== undefined ? { "retry-after": String(refusal.retryAfterSeconds) } : undefined;
   return new ApiError(REFUSAL_STATUS[refusal.code], refusal.code, refusal.message, refusal.details, headers);
+}
+
+/** A refusal met in the Worker itself (a provider's failure, say) as the matching ApiError. */
+export function apiErrorOf(refusal: Refusal): ApiError {
+  return refusalToApi(refusal);
 }
 
 /** The value of an object's answer, or its refusal thrown as the matching ApiError. */

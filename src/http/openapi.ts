@@ -112,6 +112,9 @@ function operation(path: string, route: RouteDeclaration): Json {
     ...(route.body
       ? { requestBody: { content: { "application/json": { schema: schemaOf(route.body, "input") } } } }
       : {}),
+    ...(route.form
+      ? { requestBody: { content: { "multipart/form-data": { schema: schemaOf(route.form, "input") } } } }
+      : {}),
     responses,
   };
 }

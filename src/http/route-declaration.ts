@@ -17,7 +17,10 @@ import { readJsonBody } from "./body";
 /** One documented answer: its description and, for an answer with a body, the body's media type and schema. */
 export interface Answer {
   readonly description: string;
-  readonly content?: { readonly media: "application/json" | "text/event-stream"; readonly schema: z.ZodType };
+  readonly content?: {
+    readonly media: "application/json" | "text/event-stream" | "application/octet-stream";
+    readonly schema: z.ZodType;
+  };
 }
 
 export const json = (schema: z.ZodType, description: string): Answer => ({
@@ -30,6 +33,11 @@ export const eventStream = (schema: z.ZodType, description: string): Answer => (
   content: { media: "text/event-stream", schema },
 });
 export const noContent = (description: string): Answer => ({ description });
+/** Bytes (a download): `schema` describes them (a binary string). */
+export const bytes = (schema: z.ZodType, description: string): Answer => ({
+  description,
+  content: { media: "application/octet-stream", schema },
+});
 
 export interface RouteDeclaration<Body extends z.ZodType | undefined = z.ZodType | undefined> {
   readonly method: "get" | "post" | "put" | "patch" | "delete" | "all";
@@ -43,6 +51,8 @@ export interface RouteDeclaration<Body extends z.ZodType | undefined = z.ZodType
   readonly query?: Readonly<Record<string, z.ZodType>>;
   /** The JSON body, read only through the reader the handler is given. */
   readonly body?: Body;
+  /** A multipart/form-data body instead (an upload), as documented; its handler reads and checks it itself. */
+  readonly form?: z.ZodType;
   /** The answers by status, each with its own body. */
   readonly answers: Readonly<Record<number, Answer>>;
   /** The statuses whose body is the API's `Error` (ApiError, src/errors.ts). */

@@ -29,6 +29,8 @@ export interface HttpTransportOptions {
 
 export interface RequestOptions {
   body?: unknown;
+  /** A multipart body instead of JSON (an upload); its content type, with the boundary, is the runtime's. */
+  form?: FormData;
   headers?: Record<string, string>;
   query?: Record<string, string>;
   /** Retry a retryable failure. Only for calls that are idempotent. */
@@ -185,7 +187,7 @@ export class HttpTransport {
       accept: options.stream ? "text/event-stream" : "application/json",
       ...options.headers,
     };
-    if (options.body !== undefined) headers["content-type"] = "application/json";
+    if (options.body !== undefined && !options.form) headers["content-type"] = "application/json";
     // Route paths are under the base URL's own path (a service behind a proxy at /bridge, say).
     const base = new URL(this.options.baseUrl);
     const url = new URL(`${base.pathname.replace(/\/+$/, "")}${route.path}`, base);
@@ -193,7 +195,7 @@ export class HttpTransport {
     return new Request(url.toString(), {
       method: route.method,
       headers,
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      body: options.form ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
       signal,
     });
   }

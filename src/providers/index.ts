@@ -63,6 +63,7 @@ export function createProvider(config: Config, env: Env): AgentProvider {
       idleTimeoutSeconds: config.SANDBOX_IDLE_TIMEOUT_SECONDS,
       maxLifetimeSeconds: config.SANDBOX_MAX_LIFETIME_SECONDS,
     },
+    workspaceRoot: config.SANDBOX_WORKSPACE_ROOT,
     readyPollMs: isEmulator ? Math.min(config.SANDBOX_READY_POLL_MS, 100) : config.SANDBOX_READY_POLL_MS,
   });
 }

@@ -69,6 +69,11 @@ export interface EnsureEnvironmentInput {
    * bring-up fails. Absent: this caller knows of no earlier create.
    */
   ledger?: { state: CreateLedger; write(next: CreateLedger): void };
+  /**
+   * Bring back only what is there: a stopped environment is resumed, but none is created or
+   * replaced (a read of the workspace): one that is gone, expired or failed is `environment_gone`.
+   */
+  resumeOnly?: boolean;
 }
 
 export interface EnsureEnvironmentResult {
@@ -94,6 +99,12 @@ export interface DispatchInput {
   credential?: { provider: string; key: string; baseUrl?: string };
   /** The MCP servers the turn enables, opened (their auth headers' values never in a digest). */
   attachments?: Array<{ name: string; url: string; headers?: Record<string, string> }>;
+  /**
+   * Images among the turn's attachments that the backend can see (its catalog says `attachments`),
+   * by their repository-relative path in the workspace; the message itself says where every
+   * attachment is.
+   */
+  images?: Array<{ path: string; mediaType: string; name: string }>;
   /** What the profile adds to the agent's system prompt: the user's and the conversation's instructions, or a replacement. */
   systemPrompt?: { replace?: string; append?: string };
   interactions?: RequestedInteractions;
@@ -267,6 +278,42 @@ export interface AnswerDelivery {
   retryable?: boolean;
 }
 
+/** One entry of the workspace as the gateway shows it: its path repository-relative (src/lib/workspace-path.ts). */
+export interface WorkspaceEntry {
+  name: string;
+  path: string;
+  kind: "file" | "dir" | "symlink";
+  /** Bytes; null where the provider did not say. */
+  size: number | null;
+  /** ISO time; null where the provider did not say. */
+  modified: string | null;
+}
+
+/** A streamed download: the bytes as they come, and their length where the provider said it. */
+export interface WorkspaceDownload {
+  body: ReadableStream<Uint8Array>;
+  size: number | null;
+}
+
+/**
+ * The agent's workspace files (issue 40; docs/sandbox-wire.md §10): every path is repository-relative
+ * and checked by the caller first (`.` the root). Failures are ProviderErrors: `not_found` with
+ * `details.missing: "file"` for a path that is not there, `invalid_request` with
+ * `details.notADirectory` for a listing of a file, `capability_denied` (`details.missing:
+ * ["workspace.files"]`) where the deployment has no such route, `environment_not_running` /
+ * `environment_gone` as for any call into the sandbox.
+ */
+export interface WorkspaceFiles {
+  list(environmentId: string, path: string): Promise<WorkspaceEntry[]>;
+  stat(environmentId: string, path: string): Promise<WorkspaceEntry>;
+  /** The file's first `maxBytes` bytes at most; `truncated` when it held more. */
+  read(environmentId: string, path: string, maxBytes: number): Promise<{ bytes: Uint8Array; truncated: boolean }>;
+  /** A file's bytes, or a directory (the root included) as a tar.gz, streamed. */
+  download(environmentId: string, path: string, what: "file" | "dir"): Promise<WorkspaceDownload>;
+  /** Writes `bytes` at `path` (parent folders made); answers the size written where the provider said it. */
+  upload(environmentId: string, path: string, bytes: Uint8Array, name: string): Promise<{ size: number | null }>;
+}
+
 export interface AgentProvider {
   /** The `provider` coordinate of control refs. */
   readonly name: string;
@@ -320,4 +367,6 @@ export interface AgentProvider {
   stopEnvironment(environment: EnvironmentRecord): Promise<void>;
   /** Deletes the environment upstream; one already gone is deleted. Only where `environmentControl.delete`. */
   deleteEnvironment(environment: EnvironmentRecord): Promise<void>;
+  /** The workspace's files, where the provider has routes for them (the CLI Bridge has none). */
+  readonly workspaceFiles?: WorkspaceFiles;
 }

@@ -5,6 +5,7 @@
 
 import { z } from "zod";
 import { ConversationAgentSchema, ProviderOptions, TurnSettingsFields } from "./agents";
+import { CheckpointView, TurnChanges } from "./checkpoints";
 import { COUNTERS, ConversationId, Id, Provenance, TokenUsage, TurnId } from "./common";
 import {
   CancellationAcknowledgement,
@@ -13,7 +14,7 @@ import {
   InteractionRequest,
   RequestedInteractions,
 } from "./contracts";
-import { CheckpointView, TurnChanges } from "./workspace";
+import { TurnAttachments } from "./workspace";
 
 export const ErrorBody = z
   .object({ error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }) })
@@ -34,6 +35,7 @@ export const SubmitTurnBody = z
     interactions: RequestedInteractions.optional(),
     providerOptions: ProviderOptions.optional(),
     ...TurnSettingsFields,
+    attachments: TurnAttachments,
     whenBusy: z
       .enum(["refuse", "queue"])
       .optional()

@@ -1,62 +1,72 @@
 /**
- * The workspace as a conversation shows it (docs/api.md "The workspace"): a turn's checkpoint, the
- * files it really changed (read from the workspace, not from the agent's tool calls), and the
- * acknowledgement of an undo or a redo. The `workspace.changes` and `workspace.restored` events
- * carry the same shapes.
+ * The agent's workspace as the API shows it (docs/api.md#the-workspace, issue 40): a directory's
+ * entries, a file's content, an attachment. Paths are repository-relative (`.` the root:
+ * src/lib/workspace-path.ts).
  */
 import { z } from "zod";
 
-const WorkspaceFileChange = z.object({
-  path: z.string(),
-  status: z.enum(["added", "modified", "deleted", "renamed"]),
-  from: z.string().optional().describe("A rename's earlier path"),
-  sizeBefore: z.number().int().nonnegative().optional(),
-  sizeAfter: z.number().int().nonnegative().optional(),
-  binary: z.boolean(),
-  diff: z.string().optional().describe("A unified text diff; absent for a binary file, or past the diff's byte bound"),
-});
+export const WorkspacePathQuery = z
+  .string()
+  .max(4096)
+  .describe("A repository-relative path (`.` or absent: the workspace's root); no `..`, no leading /");
 
-/**
- * What a turn changed. `workspace`: compared from the turn's checkpoint to the next one (or the
- * workspace as the turn left it); `tool-calls`: no checkpoint could be compared, so only what the
- * agent's tool calls said they wrote is known (the message's tool parts), and `reason` says why.
- */
-export const TurnChanges = z.discriminatedUnion("source", [
-  z.object({
-    source: z.literal("workspace"),
-    files: z.array(WorkspaceFileChange),
-    truncated: z.boolean().describe("More text changed than WORKSPACE_DIFF_MAX_BYTES: files past it have no diff"),
-  }),
-  z.object({ source: z.literal("tool-calls"), reason: z.string() }),
-]);
-export type TurnChanges = z.infer<typeof TurnChanges>;
+const WorkspaceEntrySchema = z
+  .object({
+    name: z.string(),
+    path: z.string().describe("Repository-relative"),
+    kind: z.enum(["file", "dir", "symlink"]),
+    size: z.number().int().nonnegative().nullable().describe("Bytes; null where the provider did not say"),
+    modified: z.string().nullable().describe("ISO 8601 time; null where the provider did not say"),
+  })
+  .meta({ id: "WorkspaceEntry" });
 
-/** A turn's checkpoint, as far as it is known. */
-export const CheckpointView = z.object({
-  status: z
-    .enum(["created", "unknown", "failed", "unavailable", "released", "none"])
-    .describe(
-      "created: the turn can be undone; unknown: asked for, not confirmed; failed/unavailable: there is none " +
-        "(message says why); released: given back by the retention; none: no checkpoint was asked for",
-    ),
-  message: z.string().optional(),
-});
-export type CheckpointView = z.infer<typeof CheckpointView>;
+export const WorkspaceListingSchema = z
+  .object({
+    path: z.string(),
+    entries: z.array(WorkspaceEntrySchema).describe("Directories first, then files, each by name"),
+    truncated: z.boolean().describe("More entries than the bound (1,000) were there: the first 1,000 are listed"),
+  })
+  .meta({ id: "WorkspaceListing" });
 
-/** The acknowledgement of an undo or a redo: only an explicit outcome upstream is one. */
-export const RestoreAck = z.object({
-  operationId: z.string(),
-  turnId: z.string(),
-  direction: z.enum(["undo", "redo"]),
-  status: z.enum(["restored", "replayed"]).describe("replayed: this operation was acknowledged before"),
-  restoredAt: z.string(),
-});
-export type RestoreAck = z.infer<typeof RestoreAck>;
+export const FileContentSchema = z
+  .object({
+    path: z.string(),
+    size: z
+      .number()
+      .int()
+      .nonnegative()
+      .nullable()
+      .describe("The file's size in bytes; null when it grew while it was read (truncated)"),
+    binary: z.boolean().describe("Not UTF-8 text (a NUL byte or an invalid sequence): content is base64"),
+    encoding: z.enum(["utf8", "base64"]),
+    content: z.string(),
+    truncated: z.boolean().optional().describe("The file grew past the bound while it was read: content is its start"),
+  })
+  .meta({ id: "FileContent" });
 
-export const RestoreRequest = z.strictObject({
-  operationId: z
-    .string()
-    .min(1)
-    .max(200)
-    .describe("Names this undo or redo for good: the same request again replays its acknowledgement"),
-});
+export const AttachmentSchema = z
+  .object({
+    id: z.string().describe("Named by a turn's `attachments`"),
+    path: z.string().describe("Where it was written in the workspace (repository-relative, under uploads/)"),
+    name: z.string().describe("The file's name as sanitized"),
+    size: z.number().int().nonnegative(),
+    mediaType: z
+      .string()
+      .describe("Sniffed from the bytes (png, jpeg, gif, webp, pdf, UTF-8 text), else application/octet-stream"),
+  })
+  .meta({ id: "Attachment" });
+export type Attachment = z.infer<typeof AttachmentSchema>;
+
+const AttachmentId = z
+  .string()
+  .regex(/^att_[A-Za-z0-9]{12}$/, "must be an attachment id (att_ and 12 letters or digits)");
+
+/** The `attachments` field of a turn: the ids its upload answered, each once. */
+export const TurnAttachments = z
+  .array(AttachmentId)
+  .max(20)
+  .refine((ids) => new Set(ids).size === ids.length, "must not name an attachment twice")
+  .optional()
+  .describe(
+    "Attachments of this conversation (POST …/attachments) the turn hands the agent: the message says where each is (Tangle only)",
+  );

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Refusal } from "../errors";
 import type { AgentCatalog } from "../schemas/agents";
-import { checkAgainstCatalog } from "./agent-inputs";
+import { agentInputs, checkAgainstCatalog } from "./agent-inputs";
 
 const supports = (over: Partial<AgentCatalog["backends"][number]["supports"]> = {}) => ({
   interactions: true,
@@ -76,5 +76,58 @@ describe("a turn against the catalog", () => {
     });
     expect(code({ message: "m", model: "x/y", backend: { type: "codex" } }, false)).toBeNull();
     expect(code({ message: "m", model: "x/y" }, true)).toBeNull();
+  });
+});
+
+describe("a turn's attachments", () => {
+  const png = {
+    id: "att_AAAAAAAAAAAA",
+    path: "uploads/AAAAAAAAAAAA-a.png",
+    name: "a.png",
+    size: 2048,
+    mediaType: "image/png",
+  };
+  const txt = {
+    id: "att_BBBBBBBBBBBB",
+    path: "uploads/BBBBBBBBBBBB-b.txt",
+    name: "b.txt",
+    size: 3 * 1024 * 1024,
+    mediaType: "text/plain",
+  };
+  const deps = (read: () => Promise<AgentCatalog> = async () => catalog) => ({
+    catalog: read,
+    settings: async () => ({}),
+    defaultBackend: "opencode",
+    attachments: (ids: readonly string[]) => [png, txt].filter((a) => ids.includes(a.id)),
+  });
+  const context = { sessionId: "s", conversationId: "c", ownerKey: "o" };
+
+  it("the message says where each is; an image is a part where the catalog says attachments: true", async () => {
+    const inputs = await agentInputs(deps(), context, { message: "see", attachments: [png.id, txt.id] });
+    expect(inputs.message).toBe(
+      `see\n\nAttached: ${png.path}, image/png, 2 KB\nAttached: ${txt.path}, text/plain, 3.0 MB`,
+    );
+    expect(inputs.images).toEqual([{ path: png.path, mediaType: "image/png", name: "a.png" }]);
+  });
+
+  it("no image part where the catalog says false, unavailable, or cannot be read", async () => {
+    for (const type of ["codex", "pi"]) {
+      const inputs = await agentInputs(deps(), context, { message: "m", attachments: [png.id], backend: { type } });
+      expect(inputs.images).toBeUndefined();
+      expect(inputs.message).toContain(png.path);
+    }
+    const failing = deps(async () => {
+      throw new Error("catalog down");
+    });
+    expect((await agentInputs(failing, context, { message: "m", attachments: [png.id] })).images).toBeUndefined();
+  });
+
+  it("an id the conversation did not issue is refused, naming it", async () => {
+    const err = await agentInputs(deps(), context, { message: "m", attachments: [png.id, "att_CCCCCCCCCCCC"] }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(Refusal);
+    expect((err as Refusal).code).toBe("attachment_not_found");
+    expect((err as Refusal).details?.missing).toEqual(["att_CCCCCCCCCCCC"]);
   });
 });

@@ -12,8 +12,9 @@ import { DurableObject } from "cloudflare:workers";
 import { captureRpc, Refusal, type RpcResult } from "../errors";
 import { CLOSE_DELETED, CLOSE_DROPPED, DIRECT_PATH } from "../lib/subscription-wire";
 import type { ConversationEntry } from "../schemas/api";
+import type { RestoreAck } from "../schemas/checkpoints";
 import type { CancellationAcknowledgement, InteractionAcknowledgement } from "../schemas/contracts";
-import type { RestoreAck } from "../schemas/workspace";
+import type { Attachment } from "../schemas/workspace";
 import { SessionBinding } from "./binding";
 import { type BranchList, type BranchSwitch, branchesOf, switchBranch } from "./branches";
 import type { AnswerCommand } from "./interaction-desk";
@@ -103,6 +104,28 @@ export class SessionObject extends DurableObject<Env> {
     });
     this.submissions.add(work);
     return work.finally(() => this.submissions.delete(work));
+  }
+
+  // ------------------------------------------------------------------ attachments (./store/attachments.ts)
+
+  /** How many attachments the conversation holds; refused when the object holds no conversation (creating none). */
+  async attachmentCount(conversationId: string): Promise<RpcResult<number>> {
+    return this.held(conversationId, (_, store) => store.attachments.count());
+  }
+
+  /** Records an attachment its upload wrote into the workspace, while the conversation holds fewer than `max`. */
+  async recordAttachment(conversationId: string, attachment: Attachment, max: number): Promise<RpcResult<Attachment>> {
+    return this.held(conversationId, (_, store) => {
+      // The same id again (a retried AI SDK message): the one recorded.
+      const known = store.attachments.byIds([attachment.id])[0];
+      if (known) return known;
+      if (store.attachments.count() >= max)
+        throw new Refusal("attachment_limit_reached", `the conversation holds ${max} attachments, as many as allowed`, {
+          max,
+        });
+      store.attachments.put(attachment, Date.now());
+      return attachment;
+    });
   }
 
   async getTurn(turnId: string): Promise<RpcResult<TurnView>> {

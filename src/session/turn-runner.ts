@@ -141,12 +141,23 @@ export class TurnRunner {
       agentInputs: (context, request, modelOverride) => {
         const config = deps.config();
         // The CLI Bridge takes none of these (the Worker refused them): nothing to check or open.
-        if (config.provider === "cli-bridge") return Promise.resolve({});
+        // It has no workspace files either, so no attachment of a conversation there exists.
+        if (config.provider === "cli-bridge") {
+          if (request.attachments?.length)
+            return Promise.reject(
+              new Refusal("attachment_not_found", "attachments: this provider takes none (it has no workspace files)", {
+                field: "attachments",
+                missing: request.attachments,
+              }),
+            );
+          return Promise.resolve({});
+        }
         return agentInputs(
           {
             catalog: () => cachedCatalog(catalogKey(config), config.AGENTS_CATALOG_TTL_MS, () => provider().catalog()),
             settings: (ctx, credential, mcpServers) => deps.user.turnSettings(ctx, credential, mcpServers),
             defaultBackend: config.AGENT_BACKEND,
+            attachments: (ids) => this.store.attachments.byIds(ids),
           },
           context,
           request,

@@ -19,7 +19,7 @@ import { Refusal } from "../errors";
 import { canonicalDigest, sha256Hex } from "../lib/digest";
 import type { CheckpointTaken, WorkspaceCheckpoints } from "../providers/checkpoints";
 import type { AgentProvider, EnvironmentRecord } from "../providers/provider";
-import type { CheckpointView, RestoreAck, TurnChanges } from "../schemas/workspace";
+import type { CheckpointView, RestoreAck, TurnChanges } from "../schemas/checkpoints";
 import type { EventLog } from "./event-log";
 import { priorOperation } from "./operations";
 import type { CheckpointRecord, CheckpointStatus } from "./store/checkpoints";

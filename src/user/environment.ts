@@ -33,8 +33,11 @@ export interface EnvironmentDeps {
 type Provider = ReturnType<typeof createProvider>;
 
 export class UserEnvironment {
-  /** The provisioning under way, and whether it reads the capability document again. */
-  private ensuring: { work: Promise<EnvironmentRecord>; rereads: boolean } | undefined;
+  /**
+   * The provisioning under way, whether it reads the capability document again, and whether it only
+   * resumes (a workspace read's: `existing`), which a turn waits out before it brings one up itself.
+   */
+  private ensuring: { work: Promise<EnvironmentRecord>; rereads: boolean; resumeOnly?: true } | undefined;
   private verifiedAt = 0;
 
   constructor(private readonly deps: EnvironmentDeps) {}
@@ -58,6 +61,10 @@ export class UserEnvironment {
     // Twice at most: a provisioning under way that does not read the document again is waited
     // for, then this call reads it if it still must.
     for (let pass = 1; ; pass++) {
+      if (this.ensuring?.resumeOnly) {
+        await this.ensuring.work.catch(() => undefined);
+        continue;
+      }
       const known = this.known();
       const stale = staleEnvironmentId !== undefined && known?.environmentId === staleEnvironmentId;
       const rereads = known !== null && this.capabilityReadDue(known, claimMissing);
@@ -76,6 +83,42 @@ export class UserEnvironment {
           .catch(() => undefined);
       }
       return this.ensuring.work;
+    }
+  }
+
+  /**
+   * The user's environment for a read or a write of its workspace: resumed where it stopped, as a
+   * turn would, but never created or replaced (refused `environment_not_found` where there is none
+   * or it is gone). `staleEnvironmentId`: a caller found that one not running.
+   */
+  async existing(ownerKey: string, staleEnvironmentId?: string): Promise<EnvironmentRecord> {
+    // A bring-up under way is waited for: what it brings up is the user's environment.
+    if (this.ensuring) await this.ensuring.work.catch(() => undefined);
+    const known = this.known();
+    if (!known) throw new Refusal("environment_not_found", "the user has no sandbox yet: a first turn creates one");
+    const stale = staleEnvironmentId !== undefined && known.environmentId === staleEnvironmentId;
+    if (!stale && Date.now() - this.verifiedAt < TRUST_VERIFIED_MS) return known;
+    // Single-flight with every other bring-up: a turn arriving meanwhile waits for this one.
+    const ensuring = { work: this.resume(ownerKey, known), rereads: false, resumeOnly: true as const };
+    this.ensuring = ensuring;
+    return ensuring.work.finally(() => {
+      if (this.ensuring === ensuring) this.ensuring = undefined;
+    });
+  }
+
+  /** The known environment resumed where it stopped (never created or replaced). */
+  private async resume(ownerKey: string, known: EnvironmentRecord): Promise<EnvironmentRecord> {
+    try {
+      const provider = createProvider(readConfig(this.deps.env), this.deps.env);
+      const { record, outcome } = await provider.ensureEnvironment({ ownerKey, known, resumeOnly: true });
+      this.deps.store.putEnvironment(record);
+      this.verifiedAt = Date.now();
+      if (outcome === "resumed") this.log("resumed", record.environmentId, "to read its workspace");
+      return record;
+    } catch (err) {
+      if (err instanceof ProviderError && err.code === "environment_gone")
+        throw new Refusal("environment_not_found", "the sandbox is gone: the next turn creates another");
+      throw providerRefusal(err);
     }
   }
 

@@ -84,6 +84,11 @@ export class UserObject extends DurableObject<Env> {
     });
   }
 
+  /** The user's environment for its workspace: resumed if stopped, never created (./environment.ts `existing`). */
+  async existingEnvironment(ownerKey: string, staleEnvironmentId?: string): Promise<RpcResult<EnvironmentRecord>> {
+    return this.unlessDeleting(() => this.environments.existing(ownerKey, staleEnvironmentId));
+  }
+
   async environment(): Promise<EnvironmentRecord | null> {
     return this.environments.known();
   }

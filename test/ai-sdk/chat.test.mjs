@@ -199,6 +199,65 @@ describe("POST /v1/chat with the SDK's chat client", () => {
     assert.equal(delta(before, await counters(), "runs.dispatches"), 0);
   });
 
+  it("a file part (a data: URL) is attached to the turn: written under uploads/, the message says where; a retry names the same one", async () => {
+    const token = await login(base(), unique("ai-user"));
+    const id = unique("chat");
+    const { chat, wire } = newChat(base(), token, id);
+    await chat.sendMessage({ text: "hello" });
+    assert.equal(chat.status, "ready", String(chat.error));
+    const notes = "notes the user attached\n";
+    const url = `data:text/plain;base64,${Buffer.from(notes).toString("base64")}`;
+    await chat.sendMessage({
+      text: "read my notes",
+      files: [{ type: "file", mediaType: "image/png", filename: "../my notes.txt", url }],
+    });
+    assert.equal(chat.status, "ready", String(chat.error));
+    const listed = await call("GET", "/v1/environment/files?path=uploads", token);
+    assert.equal(listed.status, 200);
+    assert.equal(listed.body.entries.length, 1);
+    const path = listed.body.entries[0].path;
+    assert.match(path, /^uploads\/[A-Za-z0-9]{12}-my notes\.txt$/);
+    const content = await call("GET", `/v1/environment/files/content?path=${encodeURIComponent(path)}`, token);
+    assert.equal(content.body.content, notes);
+    // The turn's message as dispatched names the file, its type sniffed (text, not the part's image/png).
+    const userMessage = chat.messages[2];
+    const turn = await call("GET", `/v1/conversations/${id}/turns/${userMessage.id}`, token);
+    const execution = await call("GET", `/_emulator/executions/${turn.body.executionId}`);
+    assert.equal(execution.body.request.message, `read my notes\n\nAttached: ${path}, text/plain, 24 bytes`);
+    // The same request again (a retry): the same turn, the same attachment, nothing new written.
+    const body = wire.exchanges.at(-1).body;
+    const again = await call("POST", "/v1/chat", token, body);
+    assert.equal(again.status, 200, again.text);
+    const after = await call("GET", "/v1/environment/files?path=uploads", token);
+    assert.deepEqual(
+      after.body.entries.map((e) => e.path),
+      [path],
+    );
+    // One uploaded before (POST …/attachments) named by the request's body.
+    const form = new FormData();
+    form.append("file", new Blob(["earlier upload"]), "earlier.txt");
+    const uploaded = await (
+      await fetch(`${base()}/v1/conversations/${id}/attachments`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}` },
+        body: form,
+      })
+    ).json();
+    await chat.sendMessage({ text: "and this one" }, { body: { attachments: [uploaded.id] } });
+    assert.equal(chat.status, "ready", String(chat.error));
+    const third = await call("GET", `/v1/conversations/${id}/turns/${chat.messages.at(-2).id}`, token);
+    const dispatched = await call("GET", `/_emulator/executions/${third.body.executionId}`);
+    assert.equal(dispatched.body.request.message, `and this one\n\nAttached: ${uploaded.path}, text/plain, 14 bytes`);
+    // A file part that is not a data: URL is refused, naming the part.
+    const { chat: remote } = newChat(base(), token, id, { messages: plain(chat.messages) });
+    await remote.sendMessage({
+      text: "fetch it",
+      files: [{ type: "file", mediaType: "text/plain", url: "https://example.com/x.txt" }],
+    });
+    assert.equal(remote.status, "error");
+    assert.match(String(remote.error), /data: URL/);
+  });
+
   it("answers with the protocol's headers", async () => {
     const token = await login(base(), unique("ai-user"));
     const res = await fetch(`${base()}/v1/chat`, {
@@ -539,7 +598,7 @@ describe("one conversation, two protocols", () => {
       messageId: chat.messages[1].id,
       messages: replay,
     });
-    assert.equal(again.status, 200);
+    assert.equal(again.status, 200, again.text);
     const twice = await call("POST", "/v1/chat", token, {
       id,
       trigger: "regenerate-message",
@@ -693,12 +752,29 @@ describe("bad bodies", () => {
     ["parts not a list", { trigger: "submit-message", messages: [{ id: "u", role: "user", parts: "hi" }] }, /parts/],
     ["an unknown trigger", { trigger: "resume-please", messages: [user()] }, /trigger/],
     [
-      "a file part",
+      "a file part that is not a data: URL",
       {
         trigger: "submit-message",
-        messages: [{ id: "u", role: "user", parts: [{ type: "file", url: "data:x", mediaType: "text/plain" }] }],
+        messages: [
+          {
+            id: "u",
+            role: "user",
+            parts: [
+              { type: "text", text: "hi" },
+              { type: "file", url: "https://example.com/x", mediaType: "text/plain" },
+            ],
+          },
+        ],
       },
-      /file/,
+      /file part's url must be a data: URL/,
+    ],
+    [
+      "a file part and no text",
+      {
+        trigger: "submit-message",
+        messages: [{ id: "u", role: "user", parts: [{ type: "file", url: "data:,x", mediaType: "text/plain" }] }],
+      },
+      /no text/,
     ],
     [
       "a message id that cannot be a turn id",

@@ -39,6 +39,7 @@ import { DeclaredRoutes, eventStream, json, noContent } from "../route-declarati
 import { openSubscription } from "../sse-relay";
 import { followTurn, uiStreamResponse } from "../ui-stream";
 import { checkTurnSettings } from "./agent-settings";
+import { attachFile, derivedAttachmentId } from "./attachments";
 import { BranchQuery, branchOf } from "./conversations";
 
 /** The SDK sends the whole history with every request; only the last message is read. */
@@ -195,7 +196,8 @@ chatRoutes.serve(
         // its new text, after the turn it followed: a branch.
         turnId = await editedTurnId(action.turnId, action.message);
         parentTurnId = known.value.parentTurnId;
-      } else if (!known.ok && action.after !== undefined) {
+      } else if (action.after !== undefined) {
+        // A new message, or this one again (a retry): after the answer the history names, as first sent.
         parentTurnId = action.after;
       }
     } else {
@@ -216,7 +218,21 @@ chatRoutes.serve(
       else if (action.of !== null)
         throw new ApiError(404, "turn_not_found", `messageId names no answer of this conversation (${action.of})`);
     }
-    const request = { message: action.message, ...options, ...(parentTurnId !== undefined ? { parentTurnId } : {}) };
+    // The message's files, attached as POST …/attachments would (bounded the same way), under ids
+    // derived from the message: a retry names the same ones.
+    // Those uploaded before (POST …/attachments) come first, named by the body's `attachments`.
+    const attachments: string[] = [...(body.attachments ?? [])];
+    for (const [index, file] of action.files.entries()) {
+      const id = await derivedAttachmentId(turnId, index, file.bytes);
+      const attached = (await attachFile(c, s.stub, s.conversationId, file, id)).id;
+      if (!attachments.includes(attached)) attachments.push(attached);
+    }
+    const request = {
+      message: action.message,
+      ...options,
+      ...(attachments.length > 0 ? { attachments } : {}),
+      ...(parentTurnId !== undefined ? { parentTurnId } : {}),
+    };
     const send = () => s.stub.submitTurn(s.context, turnId, request, "refuse", c.get("identity").issuedAt);
     const { turn } = unwrapRpc(await limitedTurn(c, send));
     return respondWithTurn(c, s, turn.turnId);

@@ -138,6 +138,8 @@ conversationRoutes.serve(
     const request = {
       message: body.message,
       ...agent,
+      // The conversation's attachments it names: checked (and the message told where each is) at dispatch.
+      ...(body.attachments !== undefined && body.attachments.length > 0 ? { attachments: body.attachments } : {}),
       // The branch point is part of the request: a retry names it again, another one is a conflict.
       ...(body.parentTurnId !== undefined ? { parentTurnId: body.parentTurnId } : {}),
     };

@@ -7,6 +7,7 @@
 import type { DeclaredRoutes } from "../route-declaration";
 import { credentialRoutes, instructionsRoutes, mcpServerRoutes } from "./agent-settings";
 import { agentRoutes } from "./agents";
+import { attachmentRoutes } from "./attachments";
 import { chatRoutes } from "./chat";
 import { conversationRoutes } from "./conversations";
 import { devRoutes } from "./dev";
@@ -14,6 +15,7 @@ import { accountRoutes, environmentRoutes } from "./environment";
 import { interactionRoutes } from "./interactions";
 import { serviceRoutes } from "./service";
 import { streamRoutes } from "./streams";
+import { undoRoutes } from "./undo";
 import { webhookRoutes } from "./webhooks";
 import { workspaceRoutes } from "./workspace";
 
@@ -30,7 +32,9 @@ export const MOUNTS: readonly Mount[] = [
   { prefix: "/v1/conversations", routes: interactionRoutes },
   { prefix: "/v1/conversations", routes: streamRoutes },
   // A turn's file changes undone and redone (docs/api.md#a-turns-changes-undo-and-redo).
-  { prefix: "/v1/conversations", routes: workspaceRoutes },
+  { prefix: "/v1/conversations", routes: undoRoutes },
+  // Files attached to a conversation, written into the workspace (docs/api.md#attachments).
+  { prefix: "/v1/conversations", routes: attachmentRoutes },
   // The AI SDK's UI message stream protocol over the same conversations.
   { prefix: "/v1/chat", routes: chatRoutes },
   // What the deployment can run (docs/api.md#choosing-the-agent).
@@ -41,6 +45,8 @@ export const MOUNTS: readonly Mount[] = [
   { prefix: "/v1/instructions", routes: instructionsRoutes },
   // The user's sandbox and account (docs/api.md#the-sandboxs-life).
   { prefix: "/v1/environment", routes: environmentRoutes },
+  // The workspace's files (docs/api.md#the-workspace).
+  { prefix: "/v1/environment/files", routes: workspaceRoutes },
   { prefix: "/v1/me", routes: accountRoutes },
   // The user's webhook endpoints and their delivery logs.
   { prefix: "/v1/webhooks", routes: webhookRoutes },

@@ -33,6 +33,26 @@ export interface DispatchOptions extends BackendDefaults {
   client: HttpTransport;
   /** How long a dispatch stream may go without admitting the run before the run is looked up by its id. */
   admissionTimeoutMs: number;
+  /** The workspace's root in the sandbox (`SANDBOX_WORKSPACE_ROOT`): an image part names its file under it. */
+  workspaceRoot?: string;
+}
+
+/**
+ * The prompt's parts [ours] (docs/sandbox-wire.md §10): its text, then each image the backend can
+ * see as a file part naming the file in the workspace (`url: file://<absolute path>`), as the AI
+ * SDK's file parts name theirs.
+ */
+function promptParts(options: DispatchOptions, input: DispatchInput) {
+  const root = (options.workspaceRoot ?? "/home/agent").replace(/\/+$/, "");
+  return [
+    { type: "text" as const, text: input.message },
+    ...(input.images ?? []).map((image) => ({
+      type: "file" as const,
+      mediaType: image.mediaType,
+      filename: image.name,
+      url: `file://${`${root}/${image.path}`.split("/").map(encodeURIComponent).join("/")}`,
+    })),
+  ];
 }
 
 async function requestDigest(input: DispatchInput, backend: BackendConfig): Promise<`sha256:${string}`> {
@@ -44,6 +64,7 @@ async function requestDigest(input: DispatchInput, backend: BackendConfig): Prom
       executionId: input.executionId,
       turnId: input.turnId,
       prompt: input.message,
+      images: input.images,
       model: input.model,
       interactions: input.interactions,
       backend: backendWithoutBearer(backend),
@@ -74,7 +95,7 @@ async function dispatchWith(
 ): Promise<DispatchReceipt> {
   const body = stripUndefined({
     message: input.message,
-    parts: [{ type: "text" as const, text: input.message }],
+    parts: promptParts(options, input),
     sessionId: input.sessionId,
     turnId: input.turnId,
     // Also in the X-Execution-ID header: a deployment that reads only the header may refuse it here.

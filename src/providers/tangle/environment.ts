@@ -154,6 +154,7 @@ export async function ensureEnvironment(
         await waitReady(options, known.environmentId, false);
         return { record: await reread(known), outcome: "existing" };
       }
+      if (input.resumeOnly) throw new ProviderError("environment_gone", `the sandbox is ${sandbox.status}`);
       // failed / expired / deleted: replace it. The old one is ours; remove what is left of it.
       await options.client
         .send(routes.deleteSandbox(known.environmentId), { retry: true }, "delete failed sandbox")
@@ -161,6 +162,8 @@ export async function ensureEnvironment(
     }
     generation = known.generation + 1;
   }
+  if (input.resumeOnly)
+    throw new ProviderError("environment_gone", known ? "the sandbox is gone" : "there is no sandbox");
 
   return createEnvironment(options, ownerKey, generation, input.ledger);
 }

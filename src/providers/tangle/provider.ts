@@ -16,6 +16,7 @@
  * - catalog.ts: the deployment's backend catalog (GET /v1/agents);
  * - checkpoints.ts: the workspace's checkpoints: taken before each turn, compared, restored, released;
  * - observation.ts: the sandbox and the account as the Sandbox reports them; a user's stop and delete;
+ * - workspace-files.ts: the workspace's files: list, stat, read, download, upload;
  * - wire-errors.ts: the Sandbox's error codes as provider error codes; routes.ts the route table.
  */
 
@@ -50,6 +51,7 @@ import { forkSession } from "./fork";
 import { deleteSandbox, observe, stopSandbox } from "./observation";
 import { readResult } from "./result";
 import { endSession } from "./session-end";
+import { TangleWorkspaceFiles } from "./workspace-files";
 
 export interface TangleProviderOptions {
   client: HttpTransport;
@@ -64,15 +66,19 @@ export interface TangleProviderOptions {
   readyPollMs: number;
   /** Sent at creation (`SANDBOX_IDLE_TIMEOUT_SECONDS`, `SANDBOX_MAX_LIFETIME_SECONDS`). */
   limits: { idleTimeoutSeconds: number; maxLifetimeSeconds: number };
+  /** The workspace's root in the sandbox (`SANDBOX_WORKSPACE_ROOT`); absent: `/home/agent`. */
+  workspaceRoot?: string;
 }
 
 export class TangleProvider implements AgentProvider {
   readonly name = TANGLE_PROVIDER_NAME;
 
   readonly checkpoints: TangleCheckpoints;
+  readonly workspaceFiles: TangleWorkspaceFiles;
 
   constructor(private readonly options: TangleProviderOptions) {
     this.checkpoints = new TangleCheckpoints(options.client);
+    this.workspaceFiles = new TangleWorkspaceFiles(options.client, options.workspaceRoot ?? "/home/agent");
   }
 
   ensureEnvironment(input: EnsureEnvironmentInput): Promise<EnsureEnvironmentResult> {

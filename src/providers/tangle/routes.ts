@@ -5,6 +5,8 @@
 import type { Route } from "../http";
 
 const enc = encodeURIComponent;
+/** An absolute path, each segment percent-encoded (a name may hold `?`, `#` or `%`). */
+const encPath = (abs: string) => abs.split("/").map(enc).join("/");
 const runtime = (sandboxId: string, path: string) => `/v1/sandboxes/${enc(sandboxId)}/runtime${path}`;
 
 export const sandboxRoutes = {
@@ -70,4 +72,17 @@ export const sandboxRoutes = {
     method: "DELETE",
     path: runtime(id, `/agents/sessions/${enc(sessionId)}`),
   }),
+  // The workspace's files [wire] (docs/sandbox-wire.md §10): `abs` is an absolute path in the sandbox,
+  // appended after the route as the 0.1 SDK does, each segment percent-encoded.
+  listFiles: (id: string, abs: string): Route => ({ method: "GET", path: runtime(id, `/fs/list${encPath(abs)}`) }),
+  statFile: (id: string, abs: string): Route => ({ method: "GET", path: runtime(id, `/fs/stat${encPath(abs)}`) }),
+  downloadFile: (id: string, abs: string): Route => ({
+    method: "GET",
+    path: runtime(id, `/fs/download${encPath(abs)}`),
+  }),
+  downloadDir: (id: string, abs: string): Route => ({
+    method: "GET",
+    path: runtime(id, `/fs/download-dir${encPath(abs)}`),
+  }),
+  uploadFile: (id: string): Route => ({ method: "POST", path: runtime(id, "/fs/upload") }),
 } as const;

@@ -5,8 +5,8 @@
  */
 
 import { z } from "zod";
+import { RestoreAck } from "../../schemas/checkpoints";
 import { CancellationAcknowledgement, InteractionAcknowledgement, InteractionRequest } from "../../schemas/contracts";
-import { RestoreAck } from "../../schemas/workspace";
 import type { InteractionRecord, InteractionStatus, StoredOperation } from "./records";
 
 interface InteractionRow extends Record<string, SqlStorageValue> {

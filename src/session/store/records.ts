@@ -10,13 +10,13 @@ import type {
   TurnStatus as TurnStatusSchema,
   UsageView,
 } from "../../schemas/api";
+import type { RestoreAck } from "../../schemas/checkpoints";
 import type {
   AgentExactRunControlRef,
   CancellationAcknowledgement,
   InteractionAcknowledgement,
   InteractionRequest,
 } from "../../schemas/contracts";
-import type { RestoreAck } from "../../schemas/workspace";
 
 export type TurnStatus = z.infer<typeof TurnStatusSchema>;
 export type TranscriptPart = z.infer<typeof TranscriptPartSchema>;
@@ -49,6 +49,8 @@ export const TurnRequest = z.strictObject({
   instructions: z.string().optional(),
   /** A replacement of the agent's system prompt (refused where the backend can only append). */
   systemPrompt: z.string().optional(),
+  /** The conversation's attachments the turn names, by id (./attachments.ts); part of the request digest. */
+  attachments: z.array(z.string()).optional(),
   /** The turn this one follows, as the client named it (null: a first message sent again); absent: the active branch's tip. Part of the request digest. */
   parentTurnId: z.string().nullable().optional(),
 });

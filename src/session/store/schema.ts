@@ -8,7 +8,8 @@ import { COUNTERS } from "../../schemas/common";
 // 11: a turn's record costs two rows to insert and one to change (issue 24).
 // 12: a finished turn keeps its answer once, and its compaction is marked on its own row (issue 24).
 // 13: a turn that waited in the queue keeps when it was sent, beside when it started (issue 36).
-// 14: the workspace's checkpoints, one row each (issue 40).
+// 14: the workspace's checkpoints, one row each, and the conversation's attachments, the files its
+//     uploads wrote into the workspace (issue 40).
 const SCHEMA_VERSION = 14;
 
 /** Unknown provenance for each counter a stored (pre-9) record holds a value of. */
@@ -118,6 +119,7 @@ const FRESH_SCHEMA = `
   ) WITHOUT ROWID;
   CREATE TABLE branches (branch INTEGER PRIMARY KEY, fork_of INTEGER, at_turn_id TEXT, agent_session_id TEXT NOT NULL, forked INTEGER NOT NULL, created_at INTEGER NOT NULL);
   CREATE TABLE checkpoints (${CHECKPOINTS_COLUMNS}) WITHOUT ROWID;
+  CREATE TABLE attachments (id TEXT PRIMARY KEY, path TEXT NOT NULL, name TEXT NOT NULL, size INTEGER NOT NULL, media_type TEXT NOT NULL, created_at INTEGER NOT NULL) WITHOUT ROWID;
 `;
 
 /**
@@ -372,6 +374,11 @@ export function migrateSessionSchema(sql: Pick<SqlStorage, "exec">, options: { f
   if (current < 14) {
     // The workspace's checkpoints (../workspace.ts): none were taken before this version.
     sql.exec(`CREATE TABLE IF NOT EXISTS checkpoints (${CHECKPOINTS_COLUMNS}) WITHOUT ROWID`);
+    // The files this conversation's uploads wrote into the workspace, by the id each upload
+    // answered (./attachments.ts); a new table, nothing to carry over.
+    sql.exec(
+      "CREATE TABLE IF NOT EXISTS attachments (id TEXT PRIMARY KEY, path TEXT NOT NULL, name TEXT NOT NULL, size INTEGER NOT NULL, media_type TEXT NOT NULL, created_at INTEGER NOT NULL) WITHOUT ROWID",
+    );
   }
   sql.exec("DELETE FROM schema_version");
   sql.exec("INSERT INTO schema_version (version) VALUES (?)", SCHEMA_VERSION);

@@ -10,6 +10,7 @@
  *  - ./asks.ts   asks and the operations (idempotent cancel and answer commands);
  *  - ./usage.ts  each execution's usage fold;
  *  - ./checkpoints.ts  the workspace's checkpoints (`checkpoints`, used as is by ../workspace.ts).
+ *  - ./attachments.ts  the files the conversation's uploads wrote into the workspace.
  * What joins two groups is here: a turn that has not ended reads its usage from its execution's
  * fold, and its view is written on its record when it ends. Everything that belongs together is
  * written in one transactionSync by the caller (../event-log.ts); one that rolls back drops what
@@ -18,6 +19,7 @@
 import type { AgentExactRunControlRef } from "../../schemas/contracts";
 import { type ExecutionUsageState, executionView } from "../../usage/usage-fold";
 import { AskStore } from "./asks";
+import { AttachmentStore } from "./attachments";
 import { CheckpointStore } from "./checkpoints";
 import type { UpdateToHold } from "./held-tail";
 import { LogStore } from "./log";
@@ -56,6 +58,8 @@ export class SessionStore {
   private readonly usageStore: UsageStore;
   /** The workspace's checkpoints: one room (../workspace.ts) reads and writes them, so they are used as is. */
   readonly checkpoints: CheckpointStore;
+  /** The conversation's attachments (./attachments.ts). */
+  readonly attachments: AttachmentStore;
 
   constructor(sql: SqlStorage) {
     this.sql = {
@@ -72,6 +76,7 @@ export class SessionStore {
     this.askStore = new AskStore(this.sql);
     this.usageStore = new UsageStore(this.sql);
     this.checkpoints = new CheckpointStore(this.sql);
+    this.attachments = new AttachmentStore(this.sql);
   }
 
   /**
