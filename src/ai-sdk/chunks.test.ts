@@ -224,7 +224,7 @@ describe("what a frontend sends", () => {
   });
 
   it("a user message is a turn under its id; an answer's id names its turn", () => {
-    expect(chatAction(body({}))).toEqual({ kind: "submit", turnId: "u1", message: "hi" });
+    expect(chatAction(body({}))).toEqual({ kind: "submit", turnId: "u1", message: "hi", files: [] });
     expect(turnOfAssistantMessage(assistantMessageId("a:b"))).toBe("a:b");
     expect(turnOfAssistantMessage("plain")).toBeNull();
   });
