@@ -109,6 +109,7 @@ export default defineConfig({
                 RATE_LIMIT_STREAMS_PER_MINUTE: "6",
                 CAPABILITIES_MAX_AGE_MS: "3000",
                 WORKSPACE_CHECKPOINTS_MAX: "2",
+                WORKSPACE_FORKS_MAX: "1",
                 ATTACHMENT_MAX_BYTES: "4096",
                 ATTACHMENTS_PER_CONVERSATION: "3",
                 WORKSPACE_DOWNLOAD_MAX_BYTES: "2048",

@@ -6,7 +6,7 @@
  * route refuses the edit with a capability error, having dispatched nothing.
  */
 import { env, runInDurableObject } from "cloudflare:test";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { SessionObject } from "../src/session/session";
 import { SessionStore } from "../src/session/store/store";
 import {
@@ -298,7 +298,14 @@ async function ranIn(token: string, cid: string, turn: any) {
 const IDLE = 30 * 60;
 const DAY = 24 * 60 * 60;
 
-describe("branches on the sandbox's ordinary days (issue 36)", () => {
+// A Sandbox deployment without snapshots: every branch shares the conversation's sandbox, so
+// these are the rules of its agent sessions alone (a deployment with snapshots gives a branch from
+// an earlier turn a sandbox of its own: test/workspace.test.ts).
+describe("branches on the sandbox's ordinary days (issue 36), without workspace checkpoints", () => {
+  beforeEach(async () => {
+    await emulator("/_emulator/variants", { workspace: "missing" });
+  });
+
   it("an edit and a regenerate after the sandbox idled out resume it first and fork there, the agent's memory kept", async () => {
     const token = await tokenFor(uid("user"));
     const cid = uid("conv");

@@ -1,7 +1,7 @@
 /**
  * Deployment limits reached. This project runs with EVENT_LOG_MAX_EVENTS=30, ADMISSION_TIMEOUT_MS=300,
  * UPSTREAM_IDLE_TIMEOUT_MS=250, RATE_LIMIT_TURNS_PER_MINUTE=4, RATE_LIMIT_STREAMS_PER_MINUTE=6 and
- * WORKSPACE_CHECKPOINTS_MAX=2.
+ * WORKSPACE_CHECKPOINTS_MAX=2, WORKSPACE_FORKS_MAX=1.
  */
 
 import { env } from "cloudflare:workers";
@@ -237,5 +237,29 @@ describe("the workspace's checkpoints (WORKSPACE_CHECKPOINTS_MAX=2)", () => {
       body: { operationId: uid("op") },
     });
     expect(last.status).toBe(200);
+  });
+});
+
+describe("branches with a sandbox of their own (WORKSPACE_FORKS_MAX=1)", () => {
+  it("past the bound, a branch shares the conversation's workspace and says so", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const run = async (message: string, extra: Record<string, unknown> = {}) => {
+      const turnId = uid("turn");
+      const accepted = await json(await sendTurn(token, cid, turnId, message, extra));
+      await waitForTurn(token, cid, turnId);
+      return { turnId, sandboxId: (await emulator(`/_emulator/executions/${accepted.executionId}`)).sandboxId };
+    };
+    const first = await run("[write:f.txt:1]");
+    await run("[write:f.txt:2]");
+    const own = await run("edited once", { parentTurnId: first.turnId });
+    expect(own.sandboxId).not.toBe(first.sandboxId);
+    const shared = await run("edited twice", { parentTurnId: first.turnId });
+    expect(shared.sandboxId).toBe(first.sandboxId);
+    const messages = await json(await api(`/v1/conversations/${cid}/messages`, { token }));
+    const parts = messages.messages.at(-1).parts as Array<{ type: string; code?: string; message?: string }>;
+    expect(parts.find((p) => p.type === "warning" && p.code === "workspace_shared")?.message).toContain(
+      "WORKSPACE_FORKS_MAX",
+    );
   });
 });

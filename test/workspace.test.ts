@@ -46,10 +46,12 @@ async function runTurn(token: string, cid: string, message: string, extra: Recor
 }
 
 /** The conversation's messages, once the turn's changes are recorded. */
-async function changesOf(token: string, cid: string, turnId: string) {
+async function changesOf(token: string, cid: string, turnId: string, branch = "") {
   const deadline = Date.now() + 5_000;
   for (;;) {
-    const messages = MessagesSchema.parse(await json(await api(`/v1/conversations/${cid}/messages`, { token })));
+    const messages = MessagesSchema.parse(
+      await json(await api(`/v1/conversations/${cid}/messages${branch && `?branch=${branch}`}`, { token })),
+    );
     const answer = messages.messages.find((m) => m.role === "assistant" && m.turnId === turnId);
     const part = answer?.role === "assistant" ? answer.parts.find((p) => p.type === "changes") : undefined;
     if (part) return part as Extract<typeof part, { type: "changes" }>;
@@ -219,5 +221,70 @@ describe("deleting the conversation", () => {
     const deleted = await api(`/v1/conversations/${cid}`, { token, method: "DELETE" });
     expect(deleted.status).toBe(200);
     expect(await snapshotsOf(sandboxId)).toEqual([]);
+  });
+});
+
+describe("a branch from an earlier turn", () => {
+  it("runs on the files as they were there, in a sandbox of its own, with the agent's memory up to there", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const first = await runTurn(token, cid, "[write:notes.txt:v1]");
+    const second = await runTurn(token, cid, "[write:notes.txt:v2]");
+    await changesOf(token, cid, second.turnId);
+    // The message after the first turn, edited: a branch from it.
+    const edit = await runTurn(token, cid, "[recall] [write:side.txt:b]", { parentTurnId: first.turnId });
+    expect(edit.turn.branch).toBe(1);
+    expect(edit.sandboxId).not.toBe(first.sandboxId);
+    // A file read on each branch: the branch has the files as they were after the first turn.
+    expect(await fileOf(edit.sandboxId, "notes.txt")).toBe("v1");
+    expect(await fileOf(edit.sandboxId, "side.txt")).toBe("b");
+    expect(await fileOf(first.sandboxId, "notes.txt")).toBe("v2");
+    expect(await fileOf(first.sandboxId, "side.txt")).toBeNull();
+    // The agent's session was forked in the branch's sandbox: it remembers the first message only.
+    expect(edit.turn.result.text).toContain("[write:notes.txt:v1]");
+    expect(edit.turn.result.text).not.toContain("v2]");
+
+    // Through the public API: the conversation's active branch, then another branch by number.
+    const content = async (query: string) =>
+      (await json(await api(`/v1/environment/files/content?path=notes.txt&conversation=${cid}${query}`, { token })))
+        .content;
+    expect(await content("")).toBe("v1");
+    expect(await content("&branch=0")).toBe("v2");
+    // Switching branches switches the workspace the conversation shows.
+    await api(`/v1/conversations/${cid}/branches/active`, { token, body: { branch: 0 } });
+    expect(await content("")).toBe("v2");
+    const unknownBranch = await api(`/v1/environment/files?conversation=${cid}&branch=7`, { token });
+    expect(unknownBranch.status).toBe(404);
+
+    // The checkpoint the branch was made from is in use while the branch lives.
+    const seeded = await json(await api(`/v1/conversations/${cid}/turns/${second.turnId}`, { token }));
+    expect(seeded.checkpoint).toMatchObject({ status: "created", inUse: [1] });
+
+    // A turn on the branch is undone in the branch's sandbox; the other branch keeps its files.
+    await changesOf(token, cid, edit.turnId, "1");
+    const undone = await restore(token, cid, edit.turnId, "undo", uid("op"));
+    expect(undone.status, await undone.clone().text()).toBe(200);
+    expect(await fileOf(edit.sandboxId, "side.txt")).toBeNull();
+    expect(await fileOf(first.sandboxId, "notes.txt")).toBe("v2");
+
+    // Deleting the conversation: the branch's sandbox first, then every checkpoint.
+    expect((await api(`/v1/conversations/${cid}`, { token, method: "DELETE" })).status).toBe(200);
+    const branchSandbox = await emulator(`/_emulator/sandboxes/${edit.sandboxId}`);
+    expect(branchSandbox.status ?? branchSandbox.error?.code).toMatch(/deleted|SANDBOX_NOT_FOUND/);
+    expect(await snapshotsOf(first.sandboxId)).toEqual([]);
+    expect(await snapshotsOf(edit.sandboxId)).toEqual([]);
+  });
+
+  it("a branch whose fork point has no checkpoint shares the workspace, and says so", async () => {
+    await emulator("/_emulator/variants", { workspace: "missing" });
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const first = await runTurn(token, cid, "one");
+    await runTurn(token, cid, "two");
+    const edit = await runTurn(token, cid, "again", { parentTurnId: first.turnId });
+    expect(edit.sandboxId).toBe(first.sandboxId);
+    const messages = await json(await api(`/v1/conversations/${cid}/messages`, { token }));
+    const parts = messages.messages.at(-1).parts as Array<{ type: string; code?: string }>;
+    expect(parts.some((p) => p.type === "warning" && p.code === "workspace_shared")).toBe(true);
   });
 });

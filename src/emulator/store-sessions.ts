@@ -5,8 +5,18 @@
  */
 import type { ExecutionRow, SessionSummaryRow } from "./store-schema";
 
+/** Where a sandbox created from a snapshot came from: its source, and when the snapshot was taken. */
+export type SandboxOrigin = (sandboxId: string) => { sandboxId: string; takenAt: number } | undefined;
+
 export class AgentSessionStore {
-  constructor(private readonly sql: Pick<SqlStorage, "exec">) {}
+  /**
+   * `origin`: a sandbox created from a snapshot holds its source's agent sessions as they were
+   * when the snapshot was taken (the agent keeps them under its home, the workspace's root).
+   */
+  constructor(
+    private readonly sql: Pick<SqlStorage, "exec">,
+    private readonly origin: SandboxOrigin = () => undefined,
+  ) {}
 
   /** A session's executions, newest first. */
   sessionExecutions(sandboxId: string, sessionId: string): ExecutionRow[] {
@@ -85,6 +95,22 @@ export class AgentSessionStore {
         executionId: r.id,
         message: String((JSON.parse(r.script_input) as { message?: unknown }).message ?? ""),
       }));
+    // A session this sandbox got with the snapshot it was created from: its runs up to then.
+    const origin = !fork && depth < 64 ? this.origin(sandboxId) : undefined;
+    if (origin) {
+      const inherited = this.sql
+        .exec<{ id: string }>(
+          "SELECT id FROM executions WHERE sandbox_id = ? AND created_at <= ?",
+          origin.sandboxId,
+          origin.takenAt,
+        )
+        .toArray()
+        .map((r) => r.id);
+      const before = this.sessionHistory(origin.sandboxId, sessionId, depth + 1).filter((m) =>
+        inherited.includes(m.executionId),
+      );
+      copied = [...before, ...copied];
+    }
     return [...copied, ...own];
   }
 

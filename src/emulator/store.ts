@@ -51,7 +51,13 @@ export class EmulatorStore {
     this.settingsStore = new SettingsStore(sql);
     this.sandboxStore = new SandboxStore(sql);
     this.executionStore = new ExecutionStore(sql);
-    this.sessionStore = new AgentSessionStore(sql);
+    // A sandbox created from a snapshot holds its source's agent sessions as they were then.
+    this.sessionStore = new AgentSessionStore(sql, (sandboxId) => {
+      const row = this.sandboxStore.sandbox(sandboxId);
+      const body = row ? (JSON.parse(row.body) as { fromSnapshot?: unknown }) : {};
+      const snapshot = typeof body.fromSnapshot === "string" ? this.snapshots.snapshot(body.fromSnapshot) : undefined;
+      return snapshot ? { sandboxId: snapshot.sandbox_id, takenAt: snapshot.created_at } : undefined;
+    });
     this.frameStore = new FrameStore(sql);
     this.askStore = new AskStore(sql);
     this.files = new FileStore(sql);

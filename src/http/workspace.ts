@@ -13,8 +13,11 @@ import { createProvider } from "../providers";
 import { ProviderError } from "../providers/errors";
 import type { EnvironmentRecord, WorkspaceEntry, WorkspaceFiles } from "../providers/provider";
 import { providerRefusal } from "../providers/refusal";
-import { type AppEnv, userObject } from "./app-context";
+import { ConversationId } from "../schemas/common";
+import { type AppEnv, knownSession, userObject } from "./app-context";
+import { invalid } from "./body";
 import { apiErrorOf, unwrapRpc } from "./errors";
+import { branchOf } from "./routes/conversations";
 
 const CAPABILITY = "workspace.files";
 
@@ -72,6 +75,27 @@ export function workspaceFilesOf(c: Context<AppEnv>): WorkspaceFiles {
   return files;
 }
 
+/**
+ * The sandbox whose files a request reads: with `?conversation=` the one its branch runs on (the
+ * active branch, or `?branch=`): a branch from an earlier turn has a sandbox of its own
+ * (docs/api.md#a-turns-changes-undo-and-redo); otherwise, and for the others, the user's.
+ */
+async function sandboxOf(c: Context<AppEnv>, stale?: string): Promise<EnvironmentRecord> {
+  const conversation = c.req.query("conversation");
+  if (conversation !== undefined) {
+    const id = ConversationId.safeParse(conversation);
+    if (!id.success) throw invalid("conversation", id.error);
+    const branch = branchOf(c.req.query("branch"));
+    const { stub } = await knownSession(c, id.data);
+    // RPC typing drops the record's JSON document; the shape is the session object's own.
+    const own = unwrapRpc(
+      (await stub.branchEnvironment(id.data, branch)) as unknown as RpcResult<EnvironmentRecord | null>,
+    );
+    if (own) return own;
+  }
+  return existing(c, stale);
+}
+
 async function existing(c: Context<AppEnv>, stale?: string): Promise<EnvironmentRecord> {
   // RPC typing drops the record's JSON document; the shape is UserObject's own.
   const answer = (await userObject(c).existingEnvironment(
@@ -91,13 +115,13 @@ export async function inWorkspace<T>(
   call: (files: WorkspaceFiles, environmentId: string) => Promise<T>,
 ): Promise<T> {
   const files = workspaceFilesOf(c);
-  let environment = await existing(c);
+  let environment = await sandboxOf(c);
   for (let attempt = 1; ; attempt++) {
     try {
       return await call(files, environment.environmentId);
     } catch (err) {
       if (attempt === 1 && err instanceof ProviderError && err.code === "environment_not_running") {
-        environment = await existing(c, environment.environmentId);
+        environment = await sandboxOf(c, environment.environmentId);
         continue;
       }
       throw workspaceError(err, path);

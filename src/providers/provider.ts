@@ -74,6 +74,12 @@ export interface EnsureEnvironmentInput {
    * replaced (a read of the workspace): one that is gone, expired or failed is `environment_gone`.
    */
   resumeOnly?: boolean;
+  /**
+   * A workspace fork (seed 000, "Workspace branching"): an environment created (or re-created, if
+   * gone) from a checkpoint of another one, its files as they were then, under its own `ownerKey`.
+   * Only where the provider takes checkpoints.
+   */
+  fromCheckpoint?: { snapshotId: string; sourceEnvironmentId: string; marker: Record<string, string> };
 }
 
 export interface EnsureEnvironmentResult {

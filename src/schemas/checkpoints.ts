@@ -40,6 +40,10 @@ export const CheckpointView = z.object({
         "(message says why); released: given back by the retention; none: no checkpoint was asked for",
     ),
   message: z.string().optional(),
+  inUse: z
+    .array(z.number().int().nonnegative())
+    .optional()
+    .describe("the branches whose own sandbox was made from this checkpoint: it is kept while they live"),
 });
 export type CheckpointView = z.infer<typeof CheckpointView>;
 

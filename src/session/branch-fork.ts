@@ -62,6 +62,8 @@ export async function forkBranch(
   request: TurnRequest,
   claimed: ClaimedEnvironment,
   branch: StoredBranch,
+  /** The environment whose agent sessions `claimed`'s holds too (a workspace fork holds its seed's, as they were then). */
+  sessionsFrom?: string,
 ): Promise<ClaimedEnvironment & { afresh?: true }> {
   let { environment, claims } = claimed;
   const at = branch.at === null ? null : deps.store().turn(branch.at);
@@ -73,7 +75,8 @@ export async function forkBranch(
     const unavailable = deps.store().getMeta("forkUnavailable");
     if (!claims.fork || unavailable?.environmentId === environment.environmentId) throw forkRefusal();
     // Agent sessions live in their sandbox: one made in a sandbox since replaced went with it.
-    if (at.controlRef.environmentId !== environment.environmentId) return { environment, claims, afresh: true };
+    const holds = [environment.environmentId, ...(sessionsFrom ? [sessionsFrom] : [])];
+    if (!holds.includes(at.controlRef.environmentId)) return { environment, claims, afresh: true };
     try {
       const { sessionId } = await deps.provider().fork({
         environmentId: environment.environmentId,

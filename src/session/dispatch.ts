@@ -66,8 +66,8 @@ export interface DispatchDeps {
   showRunning(context: SessionContext): Promise<void>;
   /** What the turn's dispatch carries besides its message, checked and opened (./agent-inputs.ts). */
   agentInputs(context: SessionContext, request: TurnRequest, modelOverride: boolean): Promise<AgentInputs>;
-  /** The workspace's checkpoint before the turn (./workspace.ts); never throws, a notice says what went wrong. */
-  workspace: Pick<Workspace, "before">;
+  /** The workspace: the branch's own sandbox, the checkpoint before the turn (./workspace.ts). */
+  workspace: Pick<Workspace, "before" | "branchEnvironment">;
 }
 
 type Notice = { code: string; message: string };
@@ -77,8 +77,10 @@ type Dispatched = {
   claims: Claims;
   notice?: Notice;
   afresh?: true;
-  /** The workspace's checkpoint before the turn could not be taken or confirmed. */
-  checkpointNotice?: Notice;
+  /** What the turn's workspace says: its checkpoint could not be taken, its branch shares the files. */
+  workspaceNotices: Notice[];
+  /** It ran in its branch's own sandbox, not the conversation's. */
+  own: boolean;
 };
 
 export class Dispatcher {
@@ -274,9 +276,10 @@ export class Dispatcher {
         this.store.setMeta("agent", chosenAgent(request));
       if (dispatched.notice)
         log.append({ turnId, executionId, type: "warning", data: dispatched.notice, now: Date.now() });
-      if (dispatched.checkpointNotice)
-        log.append({ turnId, executionId, type: "warning", data: dispatched.checkpointNotice, now: Date.now() });
-      this.store.setMeta("environmentId", dispatched.controlRef.environmentId);
+      for (const notice of dispatched.workspaceNotices)
+        log.append({ turnId, executionId, type: "warning", data: notice, now: Date.now() });
+      // The conversation's environment (a branch's own sandbox is the workspace's record).
+      if (!dispatched.own) this.store.setMeta("environmentId", dispatched.controlRef.environmentId);
       this.store.setMeta("claims", dispatched.claims);
     });
     await this.deps.alarms.set(Date.now() + WATCHDOG_INTERVAL_MS);
@@ -308,15 +311,27 @@ export class Dispatcher {
     // A run an earlier turn left going (its sandbox stopped mid-turn, then resumed just now) would
     // hold the agent session: it is stopped first, and its usage folded into its own turn.
     await this.deps.abandoned.settle(environment.environmentId);
+    // A branch from an earlier turn runs on the files as they were there: in a sandbox of its own.
+    const placed = await this.deps.workspace.branchEnvironment(context, turn, origin, { environment, claims });
+    ({ environment, claims } = placed);
+    const workspaceNotices: Notice[] = placed.notice ? [placed.notice] : [];
     // A branch forked at an earlier turn: its agent session is copied up to that turn, once.
     let afresh = false;
     if (needsFork) {
-      const forked = await forkBranch(this.deps, context, request, { environment, claims }, origin);
+      const forked = await forkBranch(
+        this.deps,
+        context,
+        request,
+        { environment, claims },
+        origin,
+        placed.sessionsFrom,
+      );
       ({ environment, claims } = forked);
       afresh = forked.afresh === true;
     }
     // The workspace as it is before the turn, so its real changes can be read and undone.
     const checkpointNotice = await this.deps.workspace.before(turnId, executionId, environment.environmentId);
+    if (checkpointNotice) workspaceNotices.push(checkpointNotice);
     const previous = previousRun(this.store, turn.parentTurnId);
     const input = {
       sessionId: agentSessionOf(this.store, this.agentSessionId(context), turn.branch),
@@ -338,7 +353,7 @@ export class Dispatcher {
           .dispatch({ ...input, environmentId: environment.environmentId });
         // The conversation's environment was replaced (gone, failed, expired): the agent starts afresh.
         const before = this.store.getMeta("environmentId");
-        const replaced = before !== null && before !== controlRef.environmentId;
+        const replaced = !placed.own && before !== null && before !== controlRef.environmentId;
         const reset =
           notice ??
           (afresh ? FORK_SOURCE_GONE : undefined) ??
@@ -354,14 +369,30 @@ export class Dispatcher {
           claims,
           ...(reset ? { notice: reset } : {}),
           ...(afresh ? { afresh: true as const } : {}),
-          ...(checkpointNotice ? { checkpointNotice } : {}),
+          workspaceNotices,
+          own: placed.own,
         };
       } catch (err) {
         if (!(err instanceof ProviderError)) throw err;
         const step = retryStep(err, tries, input.sessionId);
         if (step.kind === "refuse") throw err;
         if (step.kind === "recover") {
-          ({ environment, claims } = await claimedEnvironment(this.deps, context, request, environment.environmentId));
+          if (placed.own) {
+            // The branch's own sandbox, brought back (resumed, or made again from its checkpoint).
+            const conversation = await claimedEnvironment(this.deps, context, request);
+            ({ environment, claims } = await this.deps.workspace.branchEnvironment(
+              context,
+              turn,
+              origin,
+              conversation,
+            ));
+          } else
+            ({ environment, claims } = await claimedEnvironment(
+              this.deps,
+              context,
+              request,
+              environment.environmentId,
+            ));
           await this.deps.abandoned.settle(environment.environmentId);
           tries.recovered = true;
         } else if (step.kind === "replaced") {

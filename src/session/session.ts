@@ -11,6 +11,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { captureRpc, Refusal, type RpcResult } from "../errors";
 import { CLOSE_DELETED, CLOSE_DROPPED, DIRECT_PATH } from "../lib/subscription-wire";
+import type { EnvironmentRecord } from "../providers/provider";
 import type { ConversationEntry } from "../schemas/api";
 import type { RestoreAck } from "../schemas/checkpoints";
 import type { CancellationAcknowledgement, InteractionAcknowledgement } from "../schemas/contracts";
@@ -145,6 +146,14 @@ export class SessionObject extends DurableObject<Env> {
     queue?: "keep" | "clear",
   ): Promise<RpcResult<CancellationAcknowledgement>> {
     return this.held(conversationId, () => this.rooms.runner.cancel(conversationId, operationId, reason, queue));
+  }
+
+  /**
+   * The sandbox a branch's files are in (absent: the active branch), brought back if it idled out:
+   * its own (a workspace fork, ./workspace.ts), or null for the conversation's, the user's.
+   */
+  async branchEnvironment(conversationId: string, branch?: number): Promise<RpcResult<EnvironmentRecord | null>> {
+    return this.held(conversationId, (context) => this.rooms.runner.workspace.liveEnvironment(context, branch));
   }
 
   /** Undoes a turn's file changes, or redoes them (./workspace.ts), under `operationId`. */

@@ -8,14 +8,23 @@
 import { z } from "zod";
 import { ApiError } from "../../errors";
 import { attachmentDisposition, limitedStream, textOf, utf8Boundary } from "../../lib/file-bytes";
+import { ConversationId } from "../../schemas/common";
 import { FileContentSchema, WorkspaceListingSchema, WorkspacePathQuery } from "../../schemas/workspace";
 import { bytes, DeclaredRoutes, json } from "../route-declaration";
 import { checkedPath, inWorkspace, LIST_MAX_ENTRIES, listingOf } from "../workspace";
+import { BranchQuery } from "./conversations";
 
 /** The largest file `…/content` answers; a larger one is 413 `file_too_large` (download it instead). */
 const FILE_CONTENT_MAX_BYTES = 1024 * 1024;
 
-const query = { path: WorkspacePathQuery.optional() };
+/** Whose files: the user's sandbox, or with `conversation` (and `branch`) the sandbox that branch runs on. */
+const whose = {
+  conversation: ConversationId.optional().describe(
+    "Read the files of this conversation's branch (the active one, or `branch`): a branch from an earlier turn has a sandbox of its own",
+  ),
+  branch: BranchQuery.optional(),
+};
+const query = { path: WorkspacePathQuery.optional(), ...whose };
 
 function base64Of(bytes: Uint8Array): string {
   let binary = "";
@@ -45,7 +54,7 @@ workspaceRoutes.serve(
     method: "get",
     path: "/content",
     summary: `A file of the workspace: UTF-8 text as text, anything else base64 and marked binary; at most ${FILE_CONTENT_MAX_BYTES} bytes`,
-    query: { path: WorkspacePathQuery },
+    query: { path: WorkspacePathQuery, ...whose },
     answers: { 200: json(FileContentSchema, "The file") },
     errors: [400, 401, 404, 413, 501, 502, 503, 504],
   },

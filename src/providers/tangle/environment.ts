@@ -165,7 +165,7 @@ export async function ensureEnvironment(
   if (input.resumeOnly)
     throw new ProviderError("environment_gone", known ? "the sandbox is gone" : "there is no sandbox");
 
-  return createEnvironment(options, ownerKey, generation, input.ledger);
+  return createEnvironment(options, ownerKey, generation, input.ledger, input.fromCheckpoint);
 }
 
 /**
@@ -181,6 +181,7 @@ async function createEnvironment(
   ownerKey: string,
   first: number,
   ledger: EnsureEnvironmentInput["ledger"],
+  fromCheckpoint?: EnsureEnvironmentInput["fromCheckpoint"],
 ): Promise<EnsureEnvironmentResult> {
   let state: CreateLedger = ledger?.state ?? { sent: 0, failed: 0 };
   const write = (next: CreateLedger) => {
@@ -200,8 +201,11 @@ async function createEnvironment(
       git: options.git,
       idleTimeoutSeconds: options.limits?.idleTimeoutSeconds,
       maxLifetimeSeconds: options.limits?.maxLifetimeSeconds,
-      metadata: { createdBy: "agent-chat-gateway", owner: ownerKey },
+      metadata: { createdBy: "agent-chat-gateway", owner: ownerKey, ...fromCheckpoint?.marker },
       idempotencyKey: `${ownerKey}:g${generation}`,
+      // A workspace fork: the files of a checkpoint (docs/sandbox-wire.md §10).
+      fromSnapshot: fromCheckpoint?.snapshotId,
+      fromSandboxId: fromCheckpoint?.sourceEnvironmentId,
     });
     const { data: sandbox, status } = await options.client.answer(
       routes.createSandbox(),

@@ -6,7 +6,13 @@
  * unknown (asked, nothing proved an outcome: asked again under the same key before any use),
  * failed or unavailable (there is none, and `message` says why), released (given back, by the
  * retention or a delete). `changes_at`: when the turn's changes were read and recorded.
+ *
+ * And the `branch_workspaces` table: a branch that runs on the files as they were at its fork
+ * point has a sandbox of its own, created from the checkpoint `seed_key` names (which is then in
+ * use, and kept); `environment` its record as the provider keeps it; `status` live, or destroyed
+ * (a delete, in dependency order: the branch's sandbox before its seed checkpoint).
  */
+import type { EnvironmentRecord } from "../../providers/provider";
 
 export type CheckpointStatus = "created" | "unknown" | "failed" | "unavailable" | "released";
 
@@ -88,4 +94,46 @@ export class CheckpointStore {
       record.changesAt,
     );
   }
+
+  // ---- branch workspaces
+
+  branchWorkspaces(): BranchWorkspace[] {
+    return this.sql
+      .exec<{ branch: number; seed_key: string; environment: string; status: string; created_at: number }>(
+        "SELECT branch, seed_key, environment, status, created_at FROM branch_workspaces ORDER BY branch",
+      )
+      .toArray()
+      .map((row) => ({
+        branch: row.branch,
+        seedKey: row.seed_key,
+        environment: JSON.parse(row.environment) as EnvironmentRecord,
+        status: row.status === "destroyed" ? "destroyed" : "live",
+        createdAt: row.created_at,
+      }));
+  }
+
+  branchWorkspace(branch: number): BranchWorkspace | null {
+    return this.branchWorkspaces().find((w) => w.branch === branch) ?? null;
+  }
+
+  putBranchWorkspace(workspace: BranchWorkspace): void {
+    this.sql.exec(
+      `INSERT INTO branch_workspaces (branch, seed_key, environment, status, created_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT(branch) DO UPDATE SET environment = excluded.environment, status = excluded.status`,
+      workspace.branch,
+      workspace.seedKey,
+      JSON.stringify(workspace.environment),
+      workspace.status,
+      workspace.createdAt,
+    );
+  }
+}
+
+export interface BranchWorkspace {
+  branch: number;
+  /** The checkpoint the branch's sandbox was created from. */
+  seedKey: string;
+  environment: EnvironmentRecord;
+  status: "live" | "destroyed";
+  createdAt: number;
 }

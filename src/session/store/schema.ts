@@ -10,7 +10,8 @@ import { COUNTERS } from "../../schemas/common";
 // 13: a turn that waited in the queue keeps when it was sent, beside when it started (issue 36).
 // 14: the workspace's checkpoints, one row each, and the conversation's attachments, the files its
 //     uploads wrote into the workspace (issue 40).
-const SCHEMA_VERSION = 14;
+// 15: a branch's own workspace, a sandbox forked from a checkpoint (issue 40).
+const SCHEMA_VERSION = 15;
 
 /** Unknown provenance for each counter a stored (pre-9) record holds a value of. */
 function unknownProvenance(
@@ -51,6 +52,10 @@ function usageViewV9(view: Record<string, unknown>): Record<string, unknown> {
 /** The `checkpoints` table's columns (./checkpoints.ts), in the fresh schema and its migration step. */
 const CHECKPOINTS_COLUMNS = `key TEXT PRIMARY KEY, kind TEXT NOT NULL, turn_id TEXT NOT NULL, environment_id TEXT NOT NULL,
     snapshot_id TEXT, status TEXT NOT NULL, message TEXT, created_at INTEGER NOT NULL, changes_at INTEGER`;
+
+/** The `branch_workspaces` table's columns (./checkpoints.ts). */
+const BRANCH_WORKSPACES_COLUMNS = `branch INTEGER PRIMARY KEY, seed_key TEXT NOT NULL, environment TEXT NOT NULL,
+    status TEXT NOT NULL, created_at INTEGER NOT NULL`;
 
 /**
  * The schema the migrations below build, written at once for a new conversation (a database with
@@ -119,6 +124,7 @@ const FRESH_SCHEMA = `
   ) WITHOUT ROWID;
   CREATE TABLE branches (branch INTEGER PRIMARY KEY, fork_of INTEGER, at_turn_id TEXT, agent_session_id TEXT NOT NULL, forked INTEGER NOT NULL, created_at INTEGER NOT NULL);
   CREATE TABLE checkpoints (${CHECKPOINTS_COLUMNS}) WITHOUT ROWID;
+  CREATE TABLE branch_workspaces (${BRANCH_WORKSPACES_COLUMNS}) WITHOUT ROWID;
   CREATE TABLE attachments (id TEXT PRIMARY KEY, path TEXT NOT NULL, name TEXT NOT NULL, size INTEGER NOT NULL, media_type TEXT NOT NULL, created_at INTEGER NOT NULL) WITHOUT ROWID;
 `;
 
@@ -379,6 +385,10 @@ export function migrateSessionSchema(sql: Pick<SqlStorage, "exec">, options: { f
     sql.exec(
       "CREATE TABLE IF NOT EXISTS attachments (id TEXT PRIMARY KEY, path TEXT NOT NULL, name TEXT NOT NULL, size INTEGER NOT NULL, media_type TEXT NOT NULL, created_at INTEGER NOT NULL) WITHOUT ROWID",
     );
+  }
+  if (current < 15) {
+    // A branch's own workspace (../workspace.ts): none were forked before this version.
+    sql.exec(`CREATE TABLE IF NOT EXISTS branch_workspaces (${BRANCH_WORKSPACES_COLUMNS}) WITHOUT ROWID`);
   }
   sql.exec("DELETE FROM schema_version");
   sql.exec("INSERT INTO schema_version (version) VALUES (?)", SCHEMA_VERSION);

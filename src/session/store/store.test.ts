@@ -240,7 +240,7 @@ describe("queued turns in storage (schema 10)", () => {
       sql.exec("UPDATE schema_version SET version = 9");
       const reopened = new SessionStore(sql as SqlStorage);
       expect(reopened.turn("t")?.request.message).toBe("hi");
-      expect(sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version).toBe(14);
+      expect(sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version).toBe(15);
 
       reopened.insertQueuedTurn({
         turnId: "q1",
@@ -314,7 +314,7 @@ describe("a turn's record in rows written (schema 11)", () => {
         ["t", 1, "pending", null],
         ["t2", 2, "running", "t"],
       ]);
-      expect(sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version).toBe(14);
+      expect(sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version).toBe(15);
       before = reopened.rowsWritten;
       reopened.insertPendingTurn({
         turnId: "t3",
