@@ -21,6 +21,7 @@ import type { AbandonedRuns } from "./abandoned-runs";
 import { agentOfTurn, chosenAgent, overridesModel } from "./agent-choice";
 import type { AgentInputs } from "./agent-inputs";
 import { FORK_SOURCE_GONE, forkBranch, forkKnownUnavailable, forkRefusal } from "./branch-fork";
+import type { BranchWorkspaces } from "./branch-workspace";
 import { agentSessionOf, branchSessionId, previousRun } from "./branches";
 import type { BudgetStop } from "./budget-stop";
 import { type DispatchTries, rekeyedTurnId, retryStep } from "./dispatch-retry";
@@ -66,8 +67,10 @@ export interface DispatchDeps {
   showRunning(context: SessionContext): Promise<void>;
   /** What the turn's dispatch carries besides its message, checked and opened (./agent-inputs.ts). */
   agentInputs(context: SessionContext, request: TurnRequest, modelOverride: boolean): Promise<AgentInputs>;
-  /** The workspace: the branch's own sandbox, the checkpoint before the turn (./workspace.ts). */
-  workspace: Pick<Workspace, "before" | "branchEnvironment">;
+  /** The checkpoint before the turn (./workspace.ts). */
+  workspace: Pick<Workspace, "before">;
+  /** The branch's own sandbox, where it has one (./branch-workspace.ts). */
+  branches: Pick<BranchWorkspaces, "branchEnvironment">;
 }
 
 type Notice = { code: string; message: string };
@@ -312,7 +315,7 @@ export class Dispatcher {
     // hold the agent session: it is stopped first, and its usage folded into its own turn.
     await this.deps.abandoned.settle(environment.environmentId);
     // A branch from an earlier turn runs on the files as they were there: in a sandbox of its own.
-    const placed = await this.deps.workspace.branchEnvironment(context, turn, origin, { environment, claims });
+    const placed = await this.deps.branches.branchEnvironment(context, turn, origin, { environment, claims });
     ({ environment, claims } = placed);
     const workspaceNotices: Notice[] = placed.notice ? [placed.notice] : [];
     // A branch forked at an earlier turn: its agent session is copied up to that turn, once.
@@ -380,12 +383,7 @@ export class Dispatcher {
           if (placed.own) {
             // The branch's own sandbox, brought back (resumed, or made again from its checkpoint).
             const conversation = await claimedEnvironment(this.deps, context, request);
-            ({ environment, claims } = await this.deps.workspace.branchEnvironment(
-              context,
-              turn,
-              origin,
-              conversation,
-            ));
+            ({ environment, claims } = await this.deps.branches.branchEnvironment(context, turn, origin, conversation));
           } else
             ({ environment, claims } = await claimedEnvironment(
               this.deps,

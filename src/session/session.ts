@@ -153,7 +153,7 @@ export class SessionObject extends DurableObject<Env> {
    * its own (a workspace fork, ./workspace.ts), or null for the conversation's, the user's.
    */
   async branchEnvironment(conversationId: string, branch?: number): Promise<RpcResult<EnvironmentRecord | null>> {
-    return this.held(conversationId, (context) => this.rooms.runner.workspace.liveEnvironment(context, branch));
+    return this.held(conversationId, (context) => this.rooms.runner.branches.liveEnvironment(context, branch));
   }
 
   /** Undoes a turn's file changes, or redoes them (./workspace.ts), under `operationId`. */

@@ -17,7 +17,8 @@
  *  - ./session-release.ts  agent sessions that hold something upstream while idle, released
  *                          after a while (the alarm), and all of them on a delete;
  *  - ./workspace.ts        the workspace's checkpoints: one before each turn, a turn's real
- *                          changes once it ended, undo and redo, released on a delete.
+ *                          changes once it ended, undo and redo, released on a delete;
+ *  - ./branch-workspace.ts a branch from an earlier turn in a sandbox of its own, made from one.
  * It holds what joins them: cancellation (exact and idempotent under its operation id) and the
  * user's conversation list entry. Every write that belongs together goes through one commit
  * (./event-log.ts).
@@ -36,6 +37,7 @@ import { type BudgetState, budgetUsage } from "../usage/budgets";
 import { AbandonedRuns } from "./abandoned-runs";
 import { agentView } from "./agent-choice";
 import { agentInputs } from "./agent-inputs";
+import { BranchWorkspaces } from "./branch-workspace";
 import { activeBranch, agentSessions } from "./branches";
 import { BudgetStop } from "./budget-stop";
 import { Dispatcher, type Send } from "./dispatch";
@@ -82,6 +84,8 @@ export class TurnRunner {
   readonly release: SessionRelease;
   /** The workspace's checkpoints: before each turn, a turn's changes, undo and redo (./workspace.ts). */
   readonly workspace: Workspace;
+  /** The branches' own sandboxes (./branch-workspace.ts). */
+  readonly branches: BranchWorkspaces;
 
   constructor(private readonly deps: TurnRunnerDeps) {
     const { store, log, desk, provider, config, alarms } = deps;
@@ -120,15 +124,18 @@ export class TurnRunner {
       stopped: () => void this.queue.move(),
       durable: () => deps.durable(),
     });
+    this.branches = new BranchWorkspaces({ store, log, provider, config });
     this.workspace = new Workspace({
       store,
       log,
       provider,
       config,
+      branches: this.branches,
       environment: (context) => deps.user.environment(context),
     });
     this.dispatcher = new Dispatcher({
       workspace: this.workspace,
+      branches: this.branches,
       store,
       log,
       provider,
