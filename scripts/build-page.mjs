@@ -42,6 +42,26 @@ const RENDERER = { pkg: "@scalar/api-reference", file: "dist/browser/standalone.
 const COPIED = ["/favicon.svg"];
 
 const sha256 = (/** @type {string | Uint8Array} */ data) => createHash("sha256").update(data).digest();
+/**
+ * A stylesheet a script imports (`import css from "../workspace.css"`: a lazy chunk's own style, not on
+ * the way to "live") comes as its text, minified, which the chunk adopts (a constructed stylesheet).
+ * @type {import("esbuild").Plugin}
+ */
+const cssAsText = {
+  name: "css-as-text",
+  setup(build) {
+    build.onResolve({ filter: /\.css$/ }, (args) =>
+      args.kind === "import-statement" ? { path: join(args.resolveDir, args.path), namespace: "css-text" } : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: "css-text" }, async (args) => ({
+      contents: (await transform(readFileSync(args.path, "utf8"), { loader: "css", minify: true, target: TARGET }))
+        .code,
+      loader: "text",
+      watchFiles: [args.path],
+    }));
+  },
+};
+
 /** An 8-character content hash in esbuild's alphabet (A–Z, 2–7), so every hashed name looks alike. */
 function contentHash(/** @type {Uint8Array} */ bytes) {
   const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
@@ -90,9 +110,16 @@ export async function buildPage({
         urls.set(`/${output.entryPoint.replace(/^\.\//, "")}`, `/${relative(source, join(source, path))}`);
     return result.metafile;
   };
-  // The page's module, split only where it imports on demand: the highlight.js chunk.
+  // The page's module, split only where it imports on demand: the highlight.js chunk, the lazy controllers.
   const app = collect(
-    await build({ ...common, entryPoints: ["app.js"], format: "esm", splitting: true, outbase: "." }),
+    await build({
+      ...common,
+      entryPoints: ["app.js"],
+      format: "esm",
+      splitting: true,
+      outbase: ".",
+      plugins: [cssAsText],
+    }),
   );
   // The classic scripts: run before the first paint (boot.js) or beside the renderer (docs.js).
   collect(await build({ ...common, entryPoints: ["boot.js", "docs.js"], format: "iife" }));

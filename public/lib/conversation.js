@@ -82,6 +82,7 @@ import { applyPartUpdate } from "../wire/part-text.js";
  * @property {string | null} model       the model route the turn asked for (null: the provider's default); what served it is usage.servedModels
  * @property {string | null} endedAt     ISO time the turn ended
  * @property {ErrorInfo | null} sendError why the message has not reached the server
+ * @property {import("./wire").TurnChanges} [workspace]  what it really changed in the workspace (its `changes` part)
  */
 /**
  * @typedef {object} ConversationState
@@ -176,6 +177,17 @@ export function withTurn(state, turnId, change) {
     order: existing ? state.order : [...state.order, turnId],
   };
 }
+
+/**
+ * An undo or a redo of a turn's file changes (a `restore` part, a `workspace.restored` event), a line of the turn.
+ * @param {string} id @param {unknown} direction @returns {FileBlock}
+ */
+export const restoreBlock = (id, direction) => ({
+  key: `restore:${id}`,
+  kind: "file",
+  id,
+  label: direction === "redo" ? "↷ Redone: this turn's file changes are back" : "↶ Undone: this turn's file changes",
+});
 
 /**
  * Replaces the block with the same key, or appends it.

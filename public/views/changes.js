@@ -18,7 +18,7 @@ import { el } from "./dom.js";
  * @param {string} text
  * @param {string} lang
  */
-function fenced(text, lang) {
+export function fenced(text, lang) {
   const longest = Math.max(0, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
   const fence = "`".repeat(Math.max(3, longest + 1));
   return renderMarkdown(`${fence}${lang}\n${text}\n${fence}`);
