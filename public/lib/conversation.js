@@ -179,15 +179,14 @@ export function withTurn(state, turnId, change) {
 }
 
 /**
- * An undo or a redo of a turn's file changes (a `restore` part, a `workspace.restored` event), a line of the turn.
- * @param {string} id @param {unknown} direction @returns {FileBlock}
+ * An undo or a redo of a turn's file changes (a `restore` part, a `workspace.restored` event), a line of the
+ * turn; its id says which (the workspace panel reads the latest).
+ * @param {string} seq  the event's @param {unknown} direction @returns {FileBlock}
  */
-export const restoreBlock = (id, direction) => ({
-  key: `restore:${id}`,
-  kind: "file",
-  id,
-  label: direction === "redo" ? "↷ Redone: this turn's file changes are back" : "↶ Undone: this turn's file changes",
-});
+export const restoreBlock = (seq, direction) =>
+  direction === "redo"
+    ? { key: `restore:${seq}`, kind: "file", id: "redo", label: "↷ Redone: this turn's file changes are back" }
+    : { key: `restore:${seq}`, kind: "file", id: "undo", label: "↶ Undone: this turn's file changes" };
 
 /**
  * Replaces the block with the same key, or appends it.

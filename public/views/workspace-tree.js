@@ -38,17 +38,20 @@ export function createTree({ el, list, open, failed }) {
     truncated ||= answer.truncated;
   }
 
-  /** @param {Entry} entry @param {number} level @param {number} index @param {number} count @returns {HTMLLIElement} */
-  function item(entry, level, index, count) {
+  /**
+   * An item and, for an open folder, its items after it: the tree is one flat list, each item's level,
+   * set size and position stated (the pattern's flat form), so an item's content is its own name and size.
+   * @param {Entry} entry @param {number} level @param {number} index @param {number} count @returns {HTMLLIElement[]}
+   */
+  function itemsOf(entry, level, index, count) {
     const dir = entry.kind === "dir";
     const open = dir && expanded.has(entry.path);
     const children = open ? (listed.get(entry.path) ?? []) : [];
-    return el(
+    const li = el(
       "li",
       {
         role: "treeitem",
         class: `ws-item ws-${entry.kind}`,
-        "aria-label": entry.name,
         "aria-level": level,
         "aria-setsize": count,
         "aria-posinset": index + 1,
@@ -59,22 +62,21 @@ export function createTree({ el, list, open, failed }) {
       },
       el(
         "span",
-        { class: "ws-row", "aria-hidden": "true" },
-        el("span", { class: "ws-icon", text: dir ? (open ? "▾" : "▸") : entry.kind === "symlink" ? "↪" : "·" }),
+        { class: "ws-row" },
         el("span", { class: "ws-name", text: entry.name }),
+        entry.kind === "file" ? " " : null,
         entry.kind === "file" ? el("span", { class: "ws-size", text: sizeText(entry.size) }) : null,
       ),
-      open && children.length
-        ? el("ul", { role: "group" }, ...children.map((c, i) => item(c, level + 1, i, children.length)))
-        : null,
     );
+    li.style.setProperty("--level", String(level - 1));
+    return [li, ...children.flatMap((c, i) => itemsOf(c, level + 1, i, children.length))];
   }
 
   /** Draws the tree from what is listed, the Tab stop (and the focus, if the tree had it) kept on the same path, else the first. */
   function draw() {
     const hadFocus = root.contains(document.activeElement);
     const top = listed.get(".") ?? [];
-    root.replaceChildren(...top.map((e, i) => item(e, 1, i, top.length)));
+    root.replaceChildren(...top.flatMap((e, i) => itemsOf(e, 1, i, top.length)));
     root.hidden = top.length === 0;
     const all = items();
     const target = all.find((li) => li.dataset.path === current) ?? all[0];
@@ -130,11 +132,13 @@ export function createTree({ el, list, open, failed }) {
     );
     const index = li ? all.indexOf(li) : -1;
     if (!li || index < 0) return;
-    const parentItem = li.parentElement?.closest('[role="treeitem"]') ?? null;
+    const level = Number(li.getAttribute("aria-level"));
+    let parent = index - 1;
+    while (parent >= 0 && Number(all[parent]?.getAttribute("aria-level")) >= level) parent--;
     const action = treeKey(event.key, {
       index,
       count: all.length,
-      parent: parentItem ? all.indexOf(/** @type {HTMLElement} */ (parentItem)) : -1,
+      parent,
       dir: li.hasAttribute("aria-expanded"),
       expanded: li.getAttribute("aria-expanded") === "true",
     });

@@ -3,7 +3,7 @@
 // that keeps the focus, and the composer's attachments (the file input, a paste, a drop), each sent
 // with the turn. The emulator's file directives change its files: `[write:p:text]` and the like.
 import assert from "node:assert/strict";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { assertAccessible, lastTurn, openPage, send, server, shot, signIn, unique, waitForBadge } from "./harness.mjs";
 
 /** Switches the emulator's wire variants (`{}` restores the defaults). */
@@ -15,7 +15,6 @@ async function variants(body) {
   });
   assert.equal(res.status, 200, await res.text());
 }
-after(() => variants({}));
 
 /** A signed-in page whose conversation ran `message` to its end. */
 async function ranTurn(message, options) {
@@ -27,8 +26,11 @@ async function ranTurn(message, options) {
 }
 
 const panel = (page) => page.locator("#workspace");
-const item = (page, name) => panel(page).locator(`[role="treeitem"][aria-label="${name}"]`);
-const focusedName = (page) => page.evaluate(() => document.activeElement?.getAttribute("aria-label") ?? null);
+/** The tree's item of a path. */
+const item = (page, path) => panel(page).locator(`[role="treeitem"][data-path="${path}"]`);
+/** The path of the tree's item that has the focus. */
+const focused = (page) =>
+  page.evaluate(() => /** @type {HTMLElement} */ (document.activeElement)?.dataset.path ?? null);
 
 describe("the workspace panel", () => {
   it("opens from the keyboard; the tree is walked with the arrows; Enter shows a file, highlighted; axe-clean", async () => {
@@ -40,43 +42,47 @@ describe("the workspace panel", () => {
     assert.equal(await button.getAttribute("aria-expanded"), "true");
     // The focus goes to the tree's first item (folders first): the one Tab stop of the tree.
     await page.waitForFunction(() => document.activeElement?.getAttribute("role") === "treeitem");
-    assert.equal(await focusedName(page), "assets");
+    assert.equal(await focused(page), "assets");
     assert.equal(await panel(page).locator('[role="treeitem"][tabindex="0"]').count(), 1);
 
     await page.keyboard.press("ArrowDown");
-    assert.equal(await focusedName(page), "src");
+    assert.equal(await focused(page), "src");
     assert.equal(await item(page, "src").getAttribute("aria-expanded"), "false");
     await page.keyboard.press("ArrowRight");
     await item(page, "src").and(page.locator('[aria-expanded="true"]')).waitFor();
     await page.keyboard.press("ArrowRight");
-    assert.equal(await focusedName(page), "http.ts");
-    assert.equal(await item(page, "http.ts").getAttribute("aria-level"), "2");
+    assert.equal(await focused(page), "src/http.ts");
+    assert.equal(await item(page, "src/http.ts").getAttribute("aria-level"), "2");
+    // Named by its name: getByRole finds it as a screen reader would.
+    await panel(page)
+      .getByRole("treeitem", { name: /^http\.ts \d+ B$/ })
+      .waitFor();
     await page.keyboard.press("Enter");
     await panel(page).locator("#ws-file-title", { hasText: "src/http.ts" }).waitFor();
     await panel(page).locator(".ws-file-body code.hljs").waitFor();
     assert.match(await panel(page).locator(".ws-file-body code").innerText(), /\S/);
-    assert.equal(await item(page, "http.ts").getAttribute("aria-selected"), "true");
+    assert.equal(await item(page, "src/http.ts").getAttribute("aria-selected"), "true");
     // Left goes to the folder, Left again closes it; End and Home go to the last and the first.
     await page.keyboard.press("ArrowLeft");
-    assert.equal(await focusedName(page), "src");
+    assert.equal(await focused(page), "src");
     await page.keyboard.press("ArrowLeft");
     assert.equal(await item(page, "src").getAttribute("aria-expanded"), "false");
-    assert.equal(await item(page, "http.ts").count(), 0);
+    assert.equal(await item(page, "src/http.ts").count(), 0);
     await page.keyboard.press("End");
     const names = await panel(page)
       .locator('[role="tree"] > [role="treeitem"]')
-      .evaluateAll((n) => n.map((li) => li.getAttribute("aria-label")));
-    assert.equal(await focusedName(page), names.at(-1));
+      .evaluateAll((n) => n.map((li) => li.getAttribute("data-path")));
+    assert.equal(await focused(page), names.at(-1));
     assert.ok(names.includes("notes.txt"), names.join());
     await page.keyboard.press("Home");
-    assert.equal(await focusedName(page), "assets");
+    assert.equal(await focused(page), "assets");
 
     // The file the turn wrote, shown as its text.
     await item(page, "notes.txt").click();
     await panel(page).locator(".ws-file-body code", { hasText: "hello" }).waitFor();
     // A binary file says so, with its size.
     await item(page, "assets").click();
-    await item(page, "logo.png").click();
+    await item(page, "assets/logo.png").click();
     await panel(page).locator(".ws-binary", { hasText: "binary, 300 B" }).waitFor();
     await assertAccessible(page, "the workspace panel open");
     await shot(page, "workspace-panel");
