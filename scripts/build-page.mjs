@@ -50,15 +50,18 @@ const sha256 = (/** @type {string | Uint8Array} */ data) => createHash("sha256")
 const cssAsText = {
   name: "css-as-text",
   setup(build) {
+    // Named relative to the source (an absolute path would change the chunks' names with the directory built in).
+    const base = build.initialOptions.absWorkingDir ?? root;
     build.onResolve({ filter: /\.css$/ }, (args) =>
-      args.kind === "import-statement" ? { path: join(args.resolveDir, args.path), namespace: "css-text" } : undefined,
+      args.kind === "import-statement"
+        ? { path: relative(base, join(args.resolveDir, args.path)), namespace: "css-text" }
+        : undefined,
     );
-    build.onLoad({ filter: /.*/, namespace: "css-text" }, async (args) => ({
-      contents: (await transform(readFileSync(args.path, "utf8"), { loader: "css", minify: true, target: TARGET }))
-        .code,
-      loader: "text",
-      watchFiles: [args.path],
-    }));
+    build.onLoad({ filter: /.*/, namespace: "css-text" }, async (args) => {
+      const file = join(base, args.path);
+      const css = (await transform(readFileSync(file, "utf8"), { loader: "css", minify: true, target: TARGET })).code;
+      return { contents: css, loader: "text", watchFiles: [file] };
+    });
   },
 };
 

@@ -29,7 +29,7 @@ export type CredentialSaved = z.infer<typeof PutCredentialAnswer>;
 export type McpServerSaved = z.infer<typeof PutMcpServerAnswer>;
 
 export type { TurnView } from "../../src/schemas/api";
-export type { CheckpointView, RestoreAck, TurnChanges } from "../../src/schemas/checkpoints";
+export type { CheckpointView, TurnChanges } from "../../src/schemas/checkpoints";
 export type { Attachment } from "../../src/schemas/workspace";
 /** GET /v1/environment/files */
 export type WorkspaceListing = z.infer<typeof WorkspaceListingSchema>;

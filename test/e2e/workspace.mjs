@@ -115,6 +115,13 @@ describe("the workspace panel", () => {
     for await (const chunk of await download.createReadStream()) chunks.push(chunk);
     assert.equal(Buffer.concat(chunks).toString(), "hello");
     await panel(page).locator(".ws-status", { hasText: "Downloaded notes.txt (5 B)." }).waitFor();
+    // The whole workspace, a tarball.
+    const [tarball] = await Promise.all([
+      page.waitForEvent("download"),
+      panel(page).getByRole("button", { name: "Download all" }).click(),
+    ]);
+    assert.equal(tarball.suggestedFilename(), "workspace.tar.gz");
+    await panel(page).locator(".ws-status", { hasText: "Downloaded the workspace" }).waitFor();
 
     const undo = panel(page).getByRole("button", { name: "Undo this turn's file changes" });
     const redo = panel(page).getByRole("button", { name: "Redo" });
@@ -214,6 +221,11 @@ describe("the workspace panel", () => {
     }
     await assertAccessible(page, "the workspace drawer");
     await shot(page, "workspace-drawer");
+    await page.keyboard.press("Escape");
+    assert.equal(await panel(page).isHidden(), true, "Escape closes the drawer");
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "workspace-button");
+    await button.click();
+    await panel(page).locator('[role="tree"]').waitFor();
     await panel(page).getByRole("button", { name: "Close the workspace panel" }).click();
     assert.equal(await panel(page).isHidden(), true);
     assert.equal(await button.getAttribute("aria-expanded"), "false");
