@@ -8,7 +8,9 @@
 // - assets/: every script, stylesheet and file the pages load, named by a hash of its content
 //   (`app-5Q3TZ2KC.js`), so public/_headers serves them immutable for a year: a change is a new name.
 //   - app.js and everything it imports (marked and DOMPurify included) as one minified ES module;
-//     what it imports only when needed (highlight.js, at the first code block) a chunk of its own;
+//     what it imports only when needed (highlight.js, at the first code block; the agent picker, the settings,
+//     the workspace panel, the attachments) a chunk of its own; a stylesheet a script imports (workspace.css)
+//     is its text, minified, in the script (cssAsText);
 //   - boot.js (the theme before the first paint, and the page's first requests: lib/early.js) and
 //     docs.js (the API reference's configuration), each one minified classic script;
 //   - style.css minified; favicon.svg; Scalar's API reference (its browser build, copied as it is).
