@@ -225,8 +225,11 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
   /** The turn shown; `following`: the newest, until one is picked. @type {string | null} */
   let turnId = null;
   let following = true;
-  /** Each turn's checkpoint as GET …/turns/:turnId said it, by conversation and turn. @type {Map<string, CheckpointView | "reading">} */
+  /** Each turn's checkpoint as GET …/turns/:turnId said it, by conversation and turn. @type {Map<string, CheckpointView>} */
   const checkpoints = new Map();
+  /** Those being read, and those to read again (shown as they were meanwhile). */
+  const reading = new Set();
+  const stale = new Set();
   /** The undo or redo whose outcome is unknown: tried again with its operation id. @type {{ turnId: string, direction: "undo" | "redo", operationId: string } | null} */
   let pending = null;
   let restoring = false;
@@ -285,7 +288,8 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
           busy(),
           restoring,
           pending?.turnId,
-          typeof checkpoint === "object" ? checkpoint.status : checkpoint,
+          checkpoint?.status,
+          stale.has(`${store.conv.cid}/${turnId}`),
         ].join("|")
       : "";
     if (!force && key === drawnChanges) return;
@@ -344,13 +348,9 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
   function drawRestore(turn) {
     const key = `${store.conv.cid}/${turn.turnId}`;
     const known = checkpoints.get(key);
-    if (known === undefined && !busy()) readCheckpoint(key, turn.turnId);
-    const offer = restoreOffer({
-      checkpoint: known === undefined || known === "reading" ? null : known,
-      last: lastRestore(turn),
-      busy: busy() || restoring,
-    });
-    const can = known !== undefined && known !== "reading" && known.status === "created";
+    if ((known === undefined || stale.has(key)) && !reading.has(key) && !busy()) readCheckpoint(key, turn.turnId);
+    const offer = restoreOffer({ checkpoint: known ?? null, last: lastRestore(turn), busy: busy() || restoring });
+    const can = known?.status === "created";
     undo.hidden = !can;
     redo.hidden = !can;
     undo.disabled = !offer.undo;
@@ -361,7 +361,8 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
 
   /** @param {string} key @param {string} id */
   async function readCheckpoint(key, id) {
-    checkpoints.set(key, "reading");
+    reading.add(key);
+    stale.delete(key);
     try {
       const view = (await api.request(`/v1/conversations/${enc(store.conv.cid)}/turns/${enc(id)}`)).data;
       checkpoints.set(key, view.checkpoint ?? { status: "none" });
@@ -371,6 +372,7 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
         message: `whether it has a checkpoint could not be read (${why(err)})`,
       });
     }
+    reading.delete(key);
     if (turnId === id) drawChanges();
   }
 
@@ -463,7 +465,7 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
       setOpen(false);
       return;
     }
-    if (event.key !== "Tab" || !drawer()) return;
+    if (event.key !== "Tab" || !(open && phone.matches)) return;
     const focusable = /** @type {HTMLElement[]} */ (
       [...panel.querySelectorAll("button, select, [tabindex='0'], a[href], pre[tabindex]")].filter(
         (n) =>
@@ -482,7 +484,7 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
   });
   // Focus that leaves an open drawer (a click behind it) comes back.
   document.addEventListener("focusin", (event) => {
-    if (drawer() && !panel.contains(/** @type {Node} */ (event.target))) close.focus();
+    if (open && phone.matches && !panel.contains(/** @type {Node} */ (event.target))) close.focus();
   });
 
   /** The conversation the panel shows; another one resets the file shown and the turn. */
@@ -512,9 +514,12 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
       pending = null;
       say(result, "");
     }
-    drawTurns();
-    if (action.type === "event" && /^(workspace\.|turn\.(completed|failed|cancelled))/.test(action.event.type))
+    if (action.type === "event" && /^(workspace\.|turn\.(completed|failed|cancelled))/.test(action.event.type)) {
+      // A turn's checkpoint may be settled only once its changes are read: read again when next shown.
+      stale.add(`${cid}/${action.event.turnId ?? action.event.data?.turnId}`);
       refreshSoon();
+    }
+    drawTurns();
   });
 
   return {
