@@ -10,8 +10,8 @@
  * begun (its first turn accepted) before a file can be uploaded: the server has nowhere to put it
  * before, so on a new conversation the composer says to send a first message.
  */
-import { adopt, sizeText } from "../lib/workspace.js";
-import css from "../workspace.css";
+import { sizeText } from "../lib/workspace.js";
+import { adoptStyle } from "../views/workspace-style.js";
 
 /**
  * @typedef {object} Chip
@@ -34,7 +34,7 @@ const enc = encodeURIComponent;
  * }} deps
  */
 export function createAttachments({ api, store, ui, el }) {
-  adopt(css);
+  adoptStyle();
   const picker = /** @type {HTMLInputElement} */ (document.getElementById("attach-input"));
   picker.addEventListener("change", () => {
     add([...(picker.files ?? [])]);

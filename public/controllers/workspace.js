@@ -10,9 +10,9 @@
  * do: without workspace files (501) the tree is not shown, and a turn without a created checkpoint
  * offers no Undo.
  */
-import { adopt, changeText, fileNameOf, langOf, readBounded, restoreOffer, sizeText } from "../lib/workspace.js";
+import { changeText, fileNameOf, langOf, readBounded, restoreOffer, sizeText } from "../lib/workspace.js";
+import { adoptStyle } from "../views/workspace-style.js";
 import { createTree } from "../views/workspace-tree.js";
-import css from "../workspace.css";
 
 /** @typedef {import("../lib/conversation.js").Turn} Turn */
 /** @typedef {import("../lib/wire").CheckpointView} CheckpointView */
@@ -52,7 +52,7 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
     view.update(files);
     return files.length ? view.node : null;
   };
-  adopt(css);
+  adoptStyle();
   const phone = matchMedia("(max-width: 600px)");
   const panel = ui.workspace;
 

@@ -3,7 +3,7 @@
  * The workspace panel's and the attachments' rules, without the DOM (pure, tested in Node by
  * test/page/workspace.test.ts): sizes and changes in words, a file's highlighting language, what
  * the tree's keys do (the WAI-ARIA tree pattern), what Undo and Redo offer for a turn, and a
- * download read to its end within a bound. Imported only by the lazy chunks
+ * download read to its end within a bound. No DOM. Imported only by the lazy chunks
  * (controllers/workspace.js, controllers/attachments.js): nothing of it is on the way to "live".
  */
 
@@ -126,7 +126,7 @@ export async function readBounded(res, max = DOWNLOAD_MAX_BYTES) {
   if (stated > max) throw new Error(`it is larger than ${sizeText(max)}`);
   if (!res.body) throw new Error("the answer had no body");
   const reader = res.body.getReader();
-  /** @type {Uint8Array[]} */
+  /** @type {Uint8Array<ArrayBuffer>[]} */
   const chunks = [];
   let total = 0;
   for (;;) {
@@ -137,9 +137,9 @@ export async function readBounded(res, max = DOWNLOAD_MAX_BYTES) {
       await reader.cancel();
       throw new Error(`it is larger than ${sizeText(max)}`);
     }
-    chunks.push(value);
+    chunks.push(/** @type {Uint8Array<ArrayBuffer>} */ (value));
   }
-  return new Blob(/** @type {BlobPart[]} */ (chunks), {
+  return new Blob(chunks, {
     type: res.headers.get("content-type") ?? "application/octet-stream",
   });
 }
@@ -156,16 +156,4 @@ export function fileNameOf(res, fallback) {
     }
   }
   return /filename="([^"]+)"/i.exec(header)?.[1] ?? fallback;
-}
-
-/** Whether the lazy chunks' stylesheet is adopted already (the panel and the attachments share it). */
-let adopted = false;
-
-/** The lazy chunks' stylesheet (public/workspace.css, its text), adopted once as a constructed stylesheet. @param {string} css */
-export function adopt(css) {
-  if (adopted) return;
-  adopted = true;
-  const sheet = new CSSStyleSheet();
-  sheet.replaceSync(css);
-  document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
 }
