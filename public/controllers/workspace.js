@@ -110,10 +110,10 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
     changes,
   );
 
-  /** @param {HTMLElement} node @param {string} text */
+  /** Says `text` (none: nothing); a live region stays shown, so what it is given next is announced. @param {HTMLElement} node @param {string} text */
   function say(node, text) {
     node.textContent = text;
-    node.hidden = !text;
+    if (!node.hasAttribute("role")) node.hidden = !text;
   }
 
   // --- the files ---------------------------------------------------------------------------------

@@ -274,6 +274,7 @@ describe("attachments in the composer", () => {
     assert.equal(await chip("table.csv").count(), 0);
     await page.waitForFunction(() => [...document.querySelectorAll(".chip-state")].every((s) => !s.textContent));
     await assertAccessible(page, "attachments in the composer");
+    await shot(page, "attachments");
 
     await send(page, "What did I attach?");
     await waitForBadge(page, "done");
