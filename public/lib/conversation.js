@@ -185,8 +185,8 @@ export function withTurn(state, turnId, change) {
  */
 export const restoreBlock = (seq, direction) =>
   direction === "redo"
-    ? { key: `restore:${seq}`, kind: "file", id: "redo", label: "↷ Redone: this turn's file changes are back" }
-    : { key: `restore:${seq}`, kind: "file", id: "undo", label: "↶ Undone: this turn's file changes" };
+    ? { key: `restore:${seq}`, kind: "file", id: "redo", label: "Redone: this turn's file changes" }
+    : { key: `restore:${seq}`, kind: "file", id: "undo", label: "Undone: this turn's file changes" };
 
 /**
  * Replaces the block with the same key, or appends it.

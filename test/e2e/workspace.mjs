@@ -16,6 +16,16 @@ async function variants(body) {
   assert.equal(res.status, 200, await res.text());
 }
 
+/** Sets the emulator's faults (`{}` clears them). */
+async function faults(body) {
+  const res = await fetch(`${server.base}/_emulator/faults`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  assert.equal(res.status, 200, await res.text());
+}
+
 /** A signed-in page whose conversation ran `message` to its end. */
 async function ranTurn(message, options) {
   const page = await openPage(options);
@@ -176,6 +186,23 @@ describe("the workspace panel", () => {
     await send(page, "Hold on [hold]");
     await panel(page).locator(".ws-undo-note", { hasText: "wait until the running turn ends" }).waitFor();
     await page.context().close();
+  });
+
+  it("a turn without a checkpoint: its changes as its tool calls say, labelled so, and no Undo", async () => {
+    await faults({ snapshotFails: 20 });
+    try {
+      const page = await ranTurn("Take a note [write:notes.txt:hello]");
+      await page.locator("#workspace-button").click();
+      await panel(page).locator(".ws-source", { hasText: "From the agent's tool calls" }).waitFor();
+      // Today's view of the tool calls (lib/changes.js), as the transcript shows it.
+      await panel(page).locator("details.changes .change-count", { hasText: "from the agent's tool calls" }).waitFor();
+      await panel(page).locator(".ws-undo-note", { hasText: "This turn cannot be undone" }).waitFor();
+      assert.equal(await panel(page).getByRole("button", { name: "Undo this turn's file changes" }).isVisible(), false);
+      assert.equal(await panel(page).getByRole("button", { name: "Redo" }).isVisible(), false);
+      await page.context().close();
+    } finally {
+      await faults({});
+    }
   });
 
   it("says the environment has no workspace files when the files routes are missing", async () => {

@@ -285,8 +285,8 @@ describe("the page's reducer", () => {
     const live = applyAll(emptyConversation("c1"), events);
     expect(live.turns.t1!.workspace).toMatchObject(changes);
     expect(live.turns.t1!.blocks.filter((b) => b.key.startsWith("restore:"))).toEqual([
-      { key: `restore:${n + 2}`, kind: "file", id: "undo", label: "↶ Undone: this turn's file changes" },
-      { key: `restore:${n + 3}`, kind: "file", id: "redo", label: "↷ Redone: this turn's file changes are back" },
+      { key: `restore:${n + 2}`, kind: "file", id: "undo", label: "Undone: this turn's file changes" },
+      { key: `restore:${n + 3}`, kind: "file", id: "redo", label: "Redone: this turn's file changes" },
     ]);
     for (let cut = 0; cut <= events.length; cut++) {
       const loaded = reduce(emptyConversation("c1"), {
