@@ -243,6 +243,13 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
   let drawnChanges = "\0";
 
   function drawTurns() {
+    if (store.conv.cid !== cid) {
+      // Another conversation: its newest turn, and nothing said of the last one's.
+      cid = store.conv.cid;
+      following = true;
+      pending = null;
+      say(result, "");
+    }
     const sent = sentTurns();
     if (following || !sent.some((t) => t.turnId === turnId)) turnId = sent.at(-1)?.turnId ?? null;
     const listKey = `${store.conv.cid}|${turnId}|${sent.map((t) => `${t.turnId}:${t.userText.length}`).join()}`;
@@ -447,6 +454,8 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
     const isDrawer = drawer();
     if (open) {
       returnFocus = /** @type {HTMLElement | null} */ (document.activeElement);
+      // What changed while it was closed is not known: each turn's checkpoint is read again when shown.
+      for (const key of checkpoints.keys()) stale.add(key);
       drawTurns();
       const listed = refreshFiles();
       if (focus) {
@@ -508,12 +517,6 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
 
   store.subscribe((_before, _after, action) => {
     if (!open) return;
-    if (store.conv.cid !== cid) {
-      cid = store.conv.cid;
-      following = true;
-      pending = null;
-      say(result, "");
-    }
     if (action.type === "event" && /^(workspace\.|turn\.(completed|failed|cancelled))/.test(action.event.type)) {
       // A turn's checkpoint may be settled only once its changes are read: read again when next shown.
       stale.add(`${cid}/${action.event.turnId ?? action.event.data?.turnId}`);

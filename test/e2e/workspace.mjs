@@ -132,6 +132,22 @@ describe("the workspace panel", () => {
     ]);
     assert.equal(tarball.suggestedFilename(), "workspace.tar.gz");
     await panel(page).locator(".ws-status", { hasText: "Downloaded the workspace" }).waitFor();
+    // A download the gateway refuses says so, and saves nothing.
+    await page.route("**/v1/environment/files/download**", (route) =>
+      route.fulfill({
+        status: 502,
+        contentType: "application/json",
+        body: JSON.stringify({ error: { code: "upstream_error", message: "the Sandbox did not answer" } }),
+      }),
+    );
+    let saved = 0;
+    page.on("download", () => saved++);
+    await panel(page).getByRole("button", { name: "Download all" }).click();
+    await panel(page)
+      .locator(".ws-status", { hasText: "The download of the workspace failed: the Sandbox did not answer" })
+      .waitFor();
+    assert.equal(saved, 0);
+    await page.unroute("**/v1/environment/files/download**");
 
     const undo = panel(page).getByRole("button", { name: "Undo this turn's file changes" });
     const redo = panel(page).getByRole("button", { name: "Redo" });
@@ -150,6 +166,7 @@ describe("the workspace panel", () => {
     await redo.click();
     await panel(page).locator(".ws-result", { hasText: "Redone" }).waitFor();
     await item(page, "notes.txt").waitFor();
+    await panel(page).locator(".ws-file-body code", { hasText: "hello" }).waitFor();
     await lastTurn(page).locator(".file-line", { hasText: "Redone" }).waitFor();
     // A reload shows both in the conversation (the turn's `restore` parts).
     await page.reload();
