@@ -10,7 +10,8 @@
  * do: without workspace files (501) the tree is not shown, and a turn without a created checkpoint
  * offers no Undo.
  */
-import { changeText, fileNameOf, langOf, readBounded, restoreOffer, sizeText } from "../lib/workspace.js";
+import { fileNameOf, langOf, readBounded, restoreOffer, sizeText } from "../lib/workspace.js";
+import { changesView } from "../views/workspace-changes.js";
 import { adoptStyle } from "../views/workspace-style.js";
 import { createTree } from "../views/workspace-tree.js";
 
@@ -307,47 +308,8 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
       say(undoNote, "");
       return;
     }
-    const changed = turn.workspace;
-    if (changed?.source === "workspace") {
-      diff.replaceChildren(
-        el("p", {
-          class: "ws-source",
-          text: `From the workspace: ${changed.files.length} ${changed.files.length === 1 ? "file" : "files"} changed`,
-        }),
-        el(
-          "ul",
-          { class: "ws-changes" },
-          ...changed.files.map((f) =>
-            el(
-              "li",
-              { class: `ws-change ws-${f.status}` },
-              el(
-                "div",
-                { class: "changed-file-head" },
-                el("code", { class: "change-path", text: f.path }),
-                el("span", { class: "ws-change-what", text: changeText(f) }),
-              ),
-              f.diff ? fenced(f.diff, "diff") : null,
-            ),
-          ),
-        ),
-        changed.truncated
-          ? el("p", {
-              class: "hint",
-              text: "More text changed than is shown: the files past the bound are listed without their diff.",
-            })
-          : "",
-      );
-    } else {
-      const active = busy() && turnId === sentTurns().at(-1)?.turnId;
-      diff.replaceChildren(
-        el("p", { class: "ws-source", text: "From the agent's tool calls" }),
-        changed ? el("p", { class: "hint", text: changed.reason }) : "",
-        active
-          ? el("p", { class: "hint", text: "The turn is running: its changes show once it ends." })
-          : (toolChanges(turn) ?? el("p", { class: "hint", text: "Its tool calls changed no file." })),
-      );
-    }
+    const active = busy() && turnId === sentTurns().at(-1)?.turnId;
+    diff.replaceChildren(...changesView({ el, fenced }, turn.workspace, active ? null : () => toolChanges(turn)));
     drawRestore(turn);
   }
 
