@@ -25,10 +25,13 @@ import { createSidebar } from "./controllers/sidebar.js";
 import { createStreamController } from "./controllers/stream.js";
 import { createThemeControl } from "./controllers/theme.js";
 import { createApi } from "./lib/api.js";
+import { changedFiles } from "./lib/changes.js";
+import { activeTurn } from "./lib/conversation.js";
 import { takeEarly } from "./lib/early.js";
 import { timeText } from "./lib/format.js";
-import { watchOtherTabs } from "./lib/storage.js";
+import { panelStore, watchOtherTabs } from "./lib/storage.js";
 import { createStore } from "./lib/store.js";
+import { createChangesView, fenced } from "./views/changes.js";
 import { el, timeElement } from "./views/dom.js";
 import { createTranscriptView } from "./views/transcript.js";
 
@@ -102,6 +105,9 @@ const ui = {
   announcer: $("announcer"),
   notifyToggle: /** @type {HTMLInputElement} */ ($("notify-toggle")),
   notifyStatus: $("notify-status"),
+  workspaceButton: $("workspace-button"),
+  workspace: $("workspace"),
+  attach: $("attach"),
 };
 const narrow = matchMedia("(max-width: 720px)");
 
@@ -157,10 +163,13 @@ const agentPicker = {
   prefetch: () => loadPicker().then((p) => p.prefetch()),
   draw: () => picker?.draw(),
   settingsChanged: () => picker?.settingsChanged() ?? Promise.resolve(),
-  /** Nothing until the picker is loaded: the turn runs on the conversation's agent. @returns {import("./lib/agents.js").TurnAgentFields} */
-  forTurn: () => picker?.forTurn() ?? {},
+  /** Nothing until the picker is loaded: the turn runs on the conversation's agent; with the files attached. @returns {import("./lib/agents.js").TurnAgentFields} */
+  forTurn: () => ({ ...picker?.forTurn(), ...attachments?.forTurn() }),
   /** @param {string} cid */
-  accepted: (cid) => picker?.accepted(cid),
+  accepted: (cid) => {
+    picker?.accepted(cid);
+    attachments?.accepted(cid);
+  },
 };
 ui.input.addEventListener("focus", () => void whenLive().then(() => agentPicker.prefetch().catch(() => {})));
 /** Resolves once the connection says live (at once if it does). */
@@ -223,6 +232,52 @@ ui.settingsButton.addEventListener("click", async () => {
   settingsView.catch(() => (settingsView = null));
   (await settingsView).open();
 });
+// The workspace panel (its first opening, or once live if it was open when the page was last left) and the
+// composer's attachments (the first file attached, pasted or dropped): chunks of their own, handed the page's helpers.
+/** @type {Promise<import("./controllers/workspace.js").Workspace> | null} */
+let workspace = null;
+const loadWorkspace = () => {
+  workspace ??= import("./controllers/workspace.js").then(({ createWorkspace }) =>
+    createWorkspace({
+      api,
+      store,
+      ui,
+      dom: { el, fenced, changedFiles, createChangesView, activeTurn },
+      remember: panelStore.set,
+    }),
+  );
+  workspace.catch(() => (workspace = null));
+  return workspace;
+};
+ui.workspaceButton.addEventListener("click", () => loadWorkspace().then((w) => w.toggle()));
+/** @type {import("./controllers/attachments.js").Attachments | null} */
+let attachments = null;
+/** @type {Promise<import("./controllers/attachments.js").Attachments> | null} */
+let attachLoading = null;
+/** @param {FileList | File[] | undefined} files */
+const attach = (files) => {
+  attachLoading ??= import("./controllers/attachments.js").then(({ createAttachments }) => {
+    attachments = createAttachments({ api, store, ui, el });
+    return attachments;
+  });
+  attachLoading.catch(() => (attachLoading = null));
+  return attachLoading.then((a) => a.add([...(files ?? [])]));
+};
+// No file yet: the chunk opens the file chooser (or says why not: a conversation not begun).
+ui.attach.addEventListener("click", () => attach([]));
+for (const type of /** @type {const} */ (["paste", "drop"]))
+  ui.composer.addEventListener(type, (event) => {
+    const files = (
+      event instanceof ClipboardEvent ? event.clipboardData : /** @type {DragEvent} */ (event).dataTransfer
+    )?.files;
+    if (!files?.length) return;
+    event.preventDefault();
+    attach(files);
+  });
+ui.composer.addEventListener(
+  "dragover",
+  (event) => event.dataTransfer?.types.includes("Files") && event.preventDefault(),
+);
 const branches = createBranches({
   api,
   store,
@@ -242,7 +297,10 @@ const session = createSession({
   // The picker is loaded and the agents read once the conversation is live: the page is live without them.
   enter: () =>
     conversations.enter().then((entered) => {
-      whenLive().then(() => agentPicker.prefetch().catch(() => {}));
+      whenLive().then(() => {
+        agentPicker.prefetch().catch(() => {});
+        if (panelStore.open()) loadWorkspace().then((w) => w.restoreOpen());
+      });
       return entered;
     }),
   closeStream: stream.close,

@@ -23,3 +23,9 @@ interface Window {
 interface Window {
   pageEarly?: { token: string | null; answers: Map<string, Promise<Response>> };
 }
+
+/** A stylesheet a lazy chunk imports: its text, minified by the build (scripts/build-page.mjs, cssAsText). */
+declare module "*.css" {
+  const text: string;
+  export default text;
+}

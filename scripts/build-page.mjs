@@ -8,7 +8,9 @@
 // - assets/: every script, stylesheet and file the pages load, named by a hash of its content
 //   (`app-5Q3TZ2KC.js`), so public/_headers serves them immutable for a year: a change is a new name.
 //   - app.js and everything it imports (marked and DOMPurify included) as one minified ES module;
-//     what it imports only when needed (highlight.js, at the first code block) a chunk of its own;
+//     what it imports only when needed (highlight.js, at the first code block; the agent picker, the settings,
+//     the workspace panel, the attachments) a chunk of its own; a stylesheet a script imports (workspace.css)
+//     is its text, minified, in the script (cssAsText);
 //   - boot.js (the theme before the first paint, and the page's first requests: lib/early.js) and
 //     docs.js (the API reference's configuration), each one minified classic script;
 //   - style.css minified; favicon.svg; Scalar's API reference (its browser build, copied as it is).
@@ -42,6 +44,29 @@ const RENDERER = { pkg: "@scalar/api-reference", file: "dist/browser/standalone.
 const COPIED = ["/favicon.svg"];
 
 const sha256 = (/** @type {string | Uint8Array} */ data) => createHash("sha256").update(data).digest();
+/**
+ * A stylesheet a script imports (`import css from "../workspace.css"`: a lazy chunk's own style, not on
+ * the way to "live") comes as its text, minified, which the chunk adopts (a constructed stylesheet).
+ * @type {import("esbuild").Plugin}
+ */
+const cssAsText = {
+  name: "css-as-text",
+  setup(build) {
+    // Named relative to the source (an absolute path would change the chunks' names with the directory built in).
+    const base = build.initialOptions.absWorkingDir ?? root;
+    build.onResolve({ filter: /\.css$/ }, (args) =>
+      args.kind === "import-statement"
+        ? { path: relative(base, join(args.resolveDir, args.path)), namespace: "css-text" }
+        : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: "css-text" }, async (args) => {
+      const file = join(base, args.path);
+      const css = (await transform(readFileSync(file, "utf8"), { loader: "css", minify: true, target: TARGET })).code;
+      return { contents: css, loader: "text", watchFiles: [file] };
+    });
+  },
+};
+
 /** An 8-character content hash in esbuild's alphabet (A–Z, 2–7), so every hashed name looks alike. */
 function contentHash(/** @type {Uint8Array} */ bytes) {
   const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
@@ -90,9 +115,16 @@ export async function buildPage({
         urls.set(`/${output.entryPoint.replace(/^\.\//, "")}`, `/${relative(source, join(source, path))}`);
     return result.metafile;
   };
-  // The page's module, split only where it imports on demand: the highlight.js chunk.
+  // The page's module, split only where it imports on demand: the highlight.js chunk, the lazy controllers.
   const app = collect(
-    await build({ ...common, entryPoints: ["app.js"], format: "esm", splitting: true, outbase: "." }),
+    await build({
+      ...common,
+      entryPoints: ["app.js"],
+      format: "esm",
+      splitting: true,
+      outbase: ".",
+      plugins: [cssAsText],
+    }),
   );
   // The classic scripts: run before the first paint (boot.js) or beside the renderer (docs.js).
   collect(await build({ ...common, entryPoints: ["boot.js", "docs.js"], format: "iife" }));

@@ -63,6 +63,27 @@ async function queueTypes() {
   return new Set(stream.frames.flatMap((frame) => (frame.event ? [frame.event] : [])));
 }
 
+/** A turn that writes a file, then its undo: the workspace's events (its changes come a moment after the turn ended). */
+async function workspaceTypes() {
+  const token = await tokenFor(uid("user"));
+  const cid = uid("conv");
+  const turnId = uid("turn");
+  await sendTurn(token, cid, turnId, "note it [write:notes.txt:hello]");
+  const changed = await collect(
+    await api(`/v1/conversations/${cid}/events`, { token }),
+    (e) => e.type === "workspace.changes",
+    { timeoutMs: 15_000 },
+  );
+  const undo = await api(`/v1/conversations/${cid}/turns/${turnId}/undo`, { token, body: { operationId: uid("op") } });
+  expect(undo.status, await undo.clone().text()).toBe(200);
+  const restored = await collect(
+    await api(`/v1/conversations/${cid}/events`, { token, headers: { "last-event-id": String(changed.lastId) } }),
+    (e) => e.type === "workspace.restored",
+    { timeoutMs: 15_000 },
+  );
+  return new Set([...changed.frames, ...restored.frames].flatMap((frame) => (frame.event ? [frame.event] : [])));
+}
+
 describe("the page's event names and the server's", () => {
   it("every event the server streams in a conversation's life is one the page listens for", async () => {
     const seen = new Set<string>();
@@ -85,6 +106,7 @@ describe("the page's event names and the server's", () => {
     expect((await api("/v1/environment", { token: user.token, method: "DELETE" })).status).toBe(200);
     add(await typesOf("are you there?", undefined, user));
     add(await queueTypes());
+    add(await workspaceTypes());
     const missing = [...seen].filter((type) => !STREAM_EVENTS.includes(type));
     expect(missing).toEqual([]);
     // And the gateway's own names are the ones it emits (budget.exceeded needs a budget: test/budget.test.ts;

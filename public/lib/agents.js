@@ -23,7 +23,8 @@
  * What a turn's body carries of its agent (POST …/turns): nothing, when it runs on the default
  * or the conversation's agent. A new conversation's first turn may also name the user's settings
  * it runs with (lib/turn-settings.js turnSettingsView).
- * @typedef {{ model?: string, providerOptions?: { backend: { type: string } } } & import("./turn-settings.js").TurnSettingsFields} TurnAgentFields
+ * @typedef {{ model?: string, providerOptions?: { backend: { type: string } }, attachments?: string[] } & import("./turn-settings.js").TurnSettingsFields} TurnAgentFields
+ *   `attachments`: the files attached in the composer (controllers/attachments.js), by id
  */
 /**
  * @typedef {object} PickerView

@@ -72,13 +72,14 @@ export function createApi({ baseUrl, token, onUnauthorized, early = () => null }
     const headers = {};
     const bearer = token();
     if (bearer) headers.authorization = `Bearer ${bearer}`;
-    if (body !== undefined) headers["content-type"] = "application/json";
+    const form = body instanceof FormData;
+    if (body !== undefined && !form) headers["content-type"] = "application/json";
     const res = await reach(
       (method === "GET" && early(`${baseUrl}${path}`, bearer)) ||
         fetch(`${baseUrl}${path}`, {
           method,
           headers,
-          body: body === undefined ? undefined : JSON.stringify(body),
+          body: body === undefined || form ? /** @type {FormData | undefined} */ (body) : JSON.stringify(body),
           signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
         }),
     );
@@ -264,6 +265,10 @@ export function createApi({ baseUrl, token, onUnauthorized, early = () => null }
     putInstructions: async (text) => (await request("/v1/instructions", { method: "PUT", body: { text } })).data,
     /** @param {string} cid @returns {Promise<import("./wire").StreamToken>} */
     streamToken: async (cid) => (await request(`${conversationPath(cid)}/stream-token`, { method: "POST" })).data,
+    /** Any other route (the workspace panel's and the attachments', lazy chunks: controllers/workspace.js). A FormData body goes as multipart. */
+    request,
+    /** The user's token, for a request read as bytes (a download). */
+    token,
     baseUrl,
   };
 }

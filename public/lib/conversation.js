@@ -82,6 +82,7 @@ import { applyPartUpdate } from "../wire/part-text.js";
  * @property {string | null} model       the model route the turn asked for (null: the provider's default); what served it is usage.servedModels
  * @property {string | null} endedAt     ISO time the turn ended
  * @property {ErrorInfo | null} sendError why the message has not reached the server
+ * @property {import("./wire").TurnChanges} [workspace]  what it really changed in the workspace (its `changes` part)
  */
 /**
  * @typedef {object} ConversationState
@@ -176,6 +177,16 @@ export function withTurn(state, turnId, change) {
     order: existing ? state.order : [...state.order, turnId],
   };
 }
+
+/**
+ * An undo or a redo of a turn's file changes (a `restore` part, a `workspace.restored` event), a line of the
+ * turn; its id says which (the workspace panel reads the latest).
+ * @param {string} seq  the event's @param {unknown} direction @returns {FileBlock}
+ */
+export const restoreBlock = (seq, direction) =>
+  direction === "redo"
+    ? { key: `restore:${seq}`, kind: "file", id: "redo", label: "Redone: this turn's file changes" }
+    : { key: `restore:${seq}`, kind: "file", id: "undo", label: "Undone: this turn's file changes" };
 
 /**
  * Replaces the block with the same key, or appends it.

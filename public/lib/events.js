@@ -33,6 +33,10 @@ export const GATEWAY_EVENT = Object.freeze({
   turnDequeued: "turn.dequeued",
   /** The conversation shows another branch: `{ branch, previous, tipTurnId, by }` (docs/sse-protocol.md §10). */
   branchSwitched: "branch.switched",
+  /** What a turn really changed in the workspace (docs/api.md "A turn's changes, undo and redo"). */
+  workspaceChanges: "workspace.changes",
+  /** A turn's file changes undone or redone: `{ turnId, direction, operationId, restoredAt }`. */
+  workspaceRestored: "workspace.restored",
   /** Not logged: sent when the stream's cursor is no longer (or never was) in the log. */
   streamReset: "stream.reset",
   /** Not a log event's type: a lean frame standing for the `message.part.updated` that continues the frame before it (wire/frames.js). */

@@ -17,6 +17,7 @@ import {
   isActive,
   partBlock,
   resolveAsk,
+  restoreBlock,
   TITLE_CHARS,
   withAsk,
   withBlock,
@@ -113,6 +114,12 @@ export function applyEvent(state, e) {
         withBlock(turn, { key: `warning:${e.seq}`, kind: "warning", id: String(e.seq), text }),
       );
     }
+    case E.workspaceChanges:
+      return turnId ? withTurn(state, turnId, (turn) => ({ ...turn, workspace: /** @type {any} */ (data) })) : state;
+    case E.workspaceRestored:
+      return turnId
+        ? withTurn(state, turnId, (turn) => withBlock(turn, restoreBlock(`${e.seq}`, data.direction)))
+        : state;
     default:
       return state; // provider events and variants newer than this page: nothing to draw
   }

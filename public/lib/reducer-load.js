@@ -12,6 +12,7 @@ import {
   endTurn,
   isActive,
   partBlock,
+  restoreBlock,
   TITLE_CHARS,
   withAsk,
   withBlock,
@@ -58,6 +59,15 @@ export function load(cid, action) {
           id: part.id.slice("warning:".length),
           text: part.message || part.code,
         };
+        state = withTurn(state, m.turnId, (turn) => withBlock(turn, block));
+        continue;
+      }
+      if (part.type === "changes") {
+        state = withTurn(state, m.turnId, (turn) => ({ ...turn, workspace: part }));
+        continue;
+      }
+      if (part.type === "restore") {
+        const block = restoreBlock(part.id.slice("restore:".length), part.direction);
         state = withTurn(state, m.turnId, (turn) => withBlock(turn, block));
         continue;
       }

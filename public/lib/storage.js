@@ -13,6 +13,7 @@ const USER = `${PREFIX}user`;
 const DELETED = `${PREFIX}deleted`;
 const RENAMED = `${PREFIX}renamed`;
 const NOTIFY = `${PREFIX}notify`;
+const WORKSPACE = `${PREFIX}workspace`;
 const unsentKey = (/** @type {string} */ cid) => `${PREFIX}unsent:${cid}`;
 const choiceKey = (/** @type {string} */ interactionId) => `${PREFIX}choice:${interactionId}`;
 
@@ -129,3 +130,10 @@ export function watchOtherTabs(on) {
       on.answered(event.key.slice(`${PREFIX}choice:`.length), event.newValue);
   });
 }
+
+/** Whether the workspace panel was open when the page was last left (controllers/workspace.js). */
+export const panelStore = {
+  open: () => read(WORKSPACE) === "open",
+  /** @param {boolean} open */
+  set: (open) => write(WORKSPACE, open ? "open" : null),
+};

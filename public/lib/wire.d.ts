@@ -19,6 +19,7 @@ import type {
   InteractionRequest,
 } from "../../src/schemas/contracts";
 import type { EnvironmentAnswer } from "../../src/schemas/environment";
+import type { FileContentSchema, WorkspaceListingSchema } from "../../src/schemas/workspace";
 
 export type { CredentialView, InstructionsView, McpServerView } from "../../src/schemas/agent-settings";
 export type { AgentBackend, AgentCatalog, CatalogFact, ConversationAgent } from "../../src/schemas/agents";
@@ -28,6 +29,12 @@ export type CredentialSaved = z.infer<typeof PutCredentialAnswer>;
 export type McpServerSaved = z.infer<typeof PutMcpServerAnswer>;
 
 export type { TurnView } from "../../src/schemas/api";
+export type { CheckpointView, TurnChanges } from "../../src/schemas/checkpoints";
+export type { Attachment } from "../../src/schemas/workspace";
+/** GET /v1/environment/files */
+export type WorkspaceListing = z.infer<typeof WorkspaceListingSchema>;
+/** GET /v1/environment/files/content */
+export type FileContent = z.infer<typeof FileContentSchema>;
 export type {
   CancellationAcknowledgement,
   InteractionAcknowledgement,

@@ -1,6 +1,7 @@
 // @ts-check
 /**
- * A turn's changed files (lib/changes.js): "Changed 3 files +12 −4", collapsed (a details element,
+ * A turn's changed files as its tool calls say them (lib/changes.js): "Changed 3 files from the agent's tool
+ * calls +12 −4" (what the workspace says is the workspace panel's: controllers/workspace.js), collapsed (a details element,
  * reached and opened by keyboard like the tool cards); open, each file's path, its lines added and
  * removed, and its diff, highlighted as highlight.js's `diff` through the page's one code-block
  * renderer (lib/markdown.js: sanitized, with Copy). What is not known is said, never counted: a
@@ -18,7 +19,7 @@ import { el } from "./dom.js";
  * @param {string} text
  * @param {string} lang
  */
-function fenced(text, lang) {
+export function fenced(text, lang) {
   const longest = Math.max(0, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
   const fence = "`".repeat(Math.max(3, longest + 1));
   return renderMarkdown(`${fence}${lang}\n${text}\n${fence}`);
@@ -91,6 +92,7 @@ export function createChangesView() {
             class: "changes-title",
             text: `Changed ${files.length} ${files.length === 1 ? "file" : "files"}`,
           }),
+          el("span", { class: "change-count unknown", text: "from the agent's tool calls" }),
           known.length > 0 ? counts(added, removed) : null,
           uncounted > 0 ? el("span", { class: "change-count unknown", text: `${uncounted} not counted` }) : null,
         ].filter((n) => n !== null),

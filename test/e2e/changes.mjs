@@ -35,6 +35,8 @@ describe("what the agent changed", () => {
     await summary.waitFor();
     // Three files: the failed edit changed nothing.
     assert.match(await summary.innerText(), /^Changed 3 files/);
+    // What the tool calls say, labelled so (what the workspace says is the workspace panel's: workspace.mjs).
+    assert.match(await summary.innerText(), /from the agent's tool calls/);
     assert.equal(await turn.locator("details.changes").getAttribute("open"), null, "collapsed by default");
     const paths = turn.locator(".change-path");
     assert.equal(await paths.first().isVisible(), false);

@@ -14,3 +14,4 @@ import "./subagents.mjs";
 import "./docs.mjs";
 import "./agents.mjs";
 import "./settings.mjs";
+import "./workspace.mjs";

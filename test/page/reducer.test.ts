@@ -258,6 +258,47 @@ describe("the page's reducer", () => {
     }
   });
 
+  it("a turn's real changes and its undo and redo (issue 40): kept on the turn, the same after a reload at any point", () => {
+    const changes = {
+      source: "workspace",
+      files: [{ path: "notes.txt", status: "added", binary: false, sizeAfter: 5, diff: "@@ -0,0 +1 @@\n+hello" }],
+      truncated: false,
+    };
+    const base = scriptedTurn();
+    const events = [
+      ...base,
+      { turnId: "t1", type: "workspace.changes", data: { turnId: "t1", ...changes }, at: AT },
+      {
+        turnId: "t1",
+        type: "workspace.restored",
+        data: { turnId: "t1", direction: "undo", operationId: "op-1", restoredAt: AT },
+        at: AT,
+      },
+      {
+        turnId: "t1",
+        type: "workspace.restored",
+        data: { turnId: "t1", direction: "redo", operationId: "op-2", restoredAt: AT },
+        at: AT,
+      },
+    ].map((e, i) => ({ ...e, seq: i + 1 }));
+    const n = base.length;
+    const live = applyAll(emptyConversation("c1"), events);
+    expect(live.turns.t1!.workspace).toMatchObject(changes);
+    expect(live.turns.t1!.blocks.filter((b) => b.key.startsWith("restore:"))).toEqual([
+      { key: `restore:${n + 2}`, kind: "file", id: "undo", label: "Undone: this turn's file changes" },
+      { key: `restore:${n + 3}`, kind: "file", id: "redo", label: "Redone: this turn's file changes" },
+    ]);
+    for (let cut = 0; cut <= events.length; cut++) {
+      const loaded = reduce(emptyConversation("c1"), {
+        type: "loaded",
+        transcript: transcriptAfter(events.slice(0, cut)),
+      });
+      const after = applyAll(loaded, events.slice(cut));
+      expect(shown(after), `reload after event ${cut}`).toEqual(shown(live));
+      expect(after.turns.t1!.workspace, `reload after event ${cut}`).toMatchObject(changes);
+    }
+  });
+
   it("the subagents: one block where the first came, each child task as its latest update says, the same after a reload at any point", () => {
     const update = (childId: string, n: number, status: string, extra: Record<string, unknown> = {}) => ({
       turnId: "t1",
