@@ -104,10 +104,10 @@ const ConfigSchema = z
     SSE_DIRECT_QUIET_MS: NonNegativeInt(3000),
     /** How long a Worker instance serves the provider's catalog again (GET /v1/agents, a turn's backend check); 0: read every time. */
     AGENTS_CATALOG_TTL_MS: NonNegativeInt(60_000),
-    /** The workspace's checkpoints a conversation keeps (src/session/workspace.ts); older ones are released first. */
-    WORKSPACE_CHECKPOINTS_MAX: PositiveInt(20),
+    /** The workspace's checkpoints a conversation keeps (src/session/workspace.ts); older ones are released first; 0: none taken. */
+    WORKSPACE_CHECKPOINTS_MAX: NonNegativeInt(20),
     /** Branches of a conversation with a sandbox of their own (src/session/workspace.ts); later ones share its workspace. */
-    WORKSPACE_FORKS_MAX: PositiveInt(3),
+    WORKSPACE_FORKS_MAX: NonNegativeInt(3),
     /** The text of a turn's file diffs kept, in all (bytes); past it the files are listed without their text. */
     WORKSPACE_DIFF_MAX_BYTES: PositiveInt(65_536),
     /** The workspace's root in each sandbox: repository-relative paths are joined to it (docs/sandbox-wire.md §10). */

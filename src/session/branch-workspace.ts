@@ -25,7 +25,7 @@ export interface BranchWorkspacesDeps {
   store: () => SessionStore;
   log: EventLog;
   provider: () => Pick<AgentProvider, "checkpoints" | "ensureEnvironment" | "claimsFor" | "deleteEnvironment">;
-  config: () => Pick<Config, "WORKSPACE_FORKS_MAX">;
+  config: () => Pick<Config, "WORKSPACE_FORKS_MAX" | "WORKSPACE_CHECKPOINTS_MAX">;
 }
 
 /** Where a turn runs: its branch's own sandbox (`own`), or the conversation's. */
@@ -69,8 +69,10 @@ export class BranchWorkspaces {
   ): Promise<BranchEnvironment> {
     const provider = this.deps.provider();
     if (!provider.checkpoints || turn.branch === 0) return { ...conversation, own: false };
+    // No checkpoints taken here (an operator's choice): branches share the conversation's sandbox, as documented.
+    const existing = this.store.checkpoints.branchWorkspace(turn.branch);
+    if (!existing && this.deps.config().WORKSPACE_CHECKPOINTS_MAX === 0) return { ...conversation, own: false };
     const store = this.store;
-    const existing = store.checkpoints.branchWorkspace(turn.branch);
     const seed = existing ? store.checkpoints.get(existing.seedKey) : this.seedOf(turn);
     if (!existing && !(origin && !origin.forked)) return { ...conversation, own: false };
     if (seed?.status !== "created" || !seed.snapshotId) {

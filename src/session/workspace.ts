@@ -79,12 +79,17 @@ export class Workspace {
     return this.deps.provider().checkpoints;
   }
 
+  /** The provider's checkpoints, where new ones are taken (WORKSPACE_CHECKPOINTS_MAX 0: none; those kept are still used). */
+  private get taking(): WorkspaceCheckpoints | undefined {
+    return this.deps.config().WORKSPACE_CHECKPOINTS_MAX > 0 ? this.checkpoints : undefined;
+  }
+
   /**
    * Before a turn's dispatch: the ended turns' changes read first, then the turn's checkpoint.
    * Never throws: what went wrong is the notice its acceptance carries.
    */
   async before(turnId: string, executionId: string, environmentId: string): Promise<CheckpointNotice | undefined> {
-    const checkpoints = this.checkpoints;
+    const checkpoints = this.taking;
     if (!checkpoints) return undefined;
     try {
       await this.settle(true);
@@ -225,6 +230,8 @@ export class Workspace {
   checkpointOf(turnId: string): CheckpointView {
     if (!this.checkpoints) return { status: "unavailable", message: "this provider takes no checkpoints" };
     const record = this.store.checkpoints.ofTurn(turnId);
+    if (!record && !this.taking)
+      return { status: "unavailable", message: "no checkpoints are taken here (WORKSPACE_CHECKPOINTS_MAX is 0)" };
     if (!record) return { status: "none" };
     const inUse = this.deps.branches.inUse(record.key);
     return {
