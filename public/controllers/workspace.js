@@ -119,9 +119,17 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
 
   // --- the files ---------------------------------------------------------------------------------
 
+  /**
+   * Whose files: the sandbox the open conversation's active branch runs on (a branch from an
+   * earlier turn has one of its own), once the conversation has a turn; else the user's.
+   */
+  function whose() {
+    return sentTurns().length > 0 ? `&conversation=${enc(store.conv.cid)}` : "";
+  }
+
   /** @param {string} path @returns {Promise<import("../lib/wire").WorkspaceListing>} */
   async function list(path) {
-    return (await api.request(`${FILES}?path=${enc(path)}`)).data;
+    return (await api.request(`${FILES}?path=${enc(path)}${whose()}`)).data;
   }
 
   /** Whether the environment serves files; false once it said it has none (501) or there is no sandbox (404). */
@@ -165,7 +173,7 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
     if (announce) fileBody.replaceChildren(el("p", { class: "hint", text: "Loading…" }));
     try {
       /** @type {import("../lib/wire").FileContent} */
-      const file = (await api.request(`${FILES}/content?path=${enc(path)}`)).data;
+      const file = (await api.request(`${FILES}/content?path=${enc(path)}${whose()}`)).data;
       if (shown !== path) return;
       fileBody.replaceChildren(
         file.binary
@@ -204,7 +212,8 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
     say(status, `Downloading ${label}…`);
     try {
       const token = api.token();
-      const res = await fetch(`${api.baseUrl}${FILES}/download${path ? `?path=${enc(path)}` : ""}`, {
+      const query = `${path ? `path=${enc(path)}` : ""}${whose()}`.replace(/^&/, "");
+      const res = await fetch(`${api.baseUrl}${FILES}/download${query ? `?${query}` : ""}`, {
         headers: token ? { authorization: `Bearer ${token}` } : {},
       });
       if (!res.ok) throw new Error((await res.json().catch(() => null))?.error?.message ?? `HTTP ${res.status}`);
@@ -250,6 +259,8 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
       following = true;
       pending = null;
       say(result, "");
+      // Its files: the sandbox its active branch runs on.
+      if (open) refreshSoon();
     }
     const sent = sentTurns();
     if (following || !sent.some((t) => t.turnId === turnId)) turnId = sent.at(-1)?.turnId ?? null;
@@ -479,6 +490,8 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
 
   store.subscribe((_before, _after, action) => {
     if (!open) return;
+    // A branch switched: the files are the other branch's (its own sandbox, or the conversation's).
+    if (action.type === "event" && action.event.type === "branch.switched") refreshSoon();
     if (action.type === "event" && /^(workspace\.|turn\.(completed|failed|cancelled))/.test(action.event.type)) {
       // A turn's checkpoint may be settled only once its changes are read: read again when next shown.
       stale.add(`${cid}/${action.event.turnId ?? action.event.data?.turnId}`);

@@ -104,6 +104,33 @@ describe("the workspace panel", () => {
     await page.context().close();
   });
 
+  it("a branch from an earlier message shows its own files; switching versions switches the files", async () => {
+    const page = await ranTurn("[write:notes.txt:one]");
+    await send(page, "[write:notes.txt:two]");
+    await waitForBadge(page, "done");
+    await page.locator("#workspace-button").click();
+    await item(page, "notes.txt").click();
+    await panel(page).locator(".ws-file-body code", { hasText: "two" }).waitFor();
+
+    // Edit the second message: a branch after the first turn, in a sandbox of its own, on the files as they were.
+    const second = page.locator("li.turn").nth(1);
+    await second.getByRole("button", { name: "Edit" }).click();
+    await second.getByLabel("Edit your message").fill("[write:extra.txt:branch]");
+    await page.keyboard.press("Enter");
+    await waitForBadge(page, "done");
+    await item(page, "extra.txt").waitFor();
+    await item(page, "notes.txt").click();
+    await panel(page).locator(".ws-file-body code", { hasText: "one" }).waitFor();
+
+    // Back to the first version of that message: its files again, without the branch's.
+    const picker = page.locator("li.turn").nth(1).getByRole("group", { name: "Versions of this message" });
+    await picker.getByRole("button", { name: "Previous version" }).click();
+    await item(page, "extra.txt").waitFor({ state: "detached" });
+    await item(page, "notes.txt").click();
+    await panel(page).locator(".ws-file-body code", { hasText: "two" }).waitFor();
+    await page.context().close();
+  });
+
   it("shows a turn's real diff; Undo takes the file away, Redo brings it back; both show in the conversation", async () => {
     const page = await ranTurn("Take a note [write:notes.txt:hello]");
     await page.locator("#workspace-button").click();
