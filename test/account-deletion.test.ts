@@ -169,6 +169,31 @@ describe("DELETE /v1/me", () => {
     expect(new Set(await everything(token, cids[1]!))).toEqual(new Set(["410 account_deleted"]));
   });
 
+  it("everything the workspace holds goes with it: a branch's own sandbox, every checkpoint, the user's sandbox", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const run = async (message: string, extra: Record<string, unknown> = {}) => {
+      const turnId = uid("turn");
+      const accepted = await json(await sendTurn(token, cid, turnId, message, extra));
+      expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
+      return { turnId, sandboxId: (await emulator(`/_emulator/executions/${accepted.executionId}`)).sandboxId };
+    };
+    const first = await run("[write:a.txt:1]");
+    await run("[write:a.txt:2]");
+    const branch = await run("edited", { parentTurnId: first.turnId });
+    expect(branch.sandboxId).not.toBe(first.sandboxId);
+    const snapshots = async (sandboxId: string) =>
+      (await json(await upstream("GET", `/v1/sandboxes/${sandboxId}/snapshots`))).snapshots;
+    expect((await snapshots(first.sandboxId)).length).toBeGreaterThanOrEqual(2);
+
+    const deleted = await api("/v1/me", { token, method: "DELETE" });
+    expect(deleted.status).toBe(200);
+    expect((await emulator(`/_emulator/sandboxes/${branch.sandboxId}`)).status).toBe("deleted");
+    expect((await emulator(`/_emulator/sandboxes/${first.sandboxId}`)).status).toBe("deleted");
+    expect(await snapshots(first.sandboxId)).toEqual([]);
+    expect(await snapshots(branch.sandboxId)).toEqual([]);
+  });
+
   it("a turn running when the deletion begins is stopped upstream, and its conversation deleted with the rest", async () => {
     const { token, cids } = await userWithConversations();
     const turnId = uid("turn");
