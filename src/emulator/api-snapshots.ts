@@ -113,6 +113,12 @@ export function registerSnapshotRoutes(app: Hono, api: ApiKit): void {
     const id = known(c);
     if (id instanceof Response) return id;
     const snapshotId = c.req.param("sid");
+    // A snapshot live sandboxes were created from is in use: they go first (seed 000's dependency order).
+    const children = store.childrenOfSnapshot(snapshotId);
+    if (children.length > 0)
+      return fail(c, 409, "SNAPSHOT_IN_USE", `sandboxes created from it still live: ${children.join(", ")}`, {
+        children,
+      });
     const had = snapshots.remove(snapshotId);
     if (had) store.count("snapshots.deleted");
     if (variants().snapshotDelete === "no-content") return c.body(null, 204);

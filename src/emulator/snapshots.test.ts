@@ -228,9 +228,17 @@ describe("the emulator's snapshots", () => {
       (await emu.api("POST", "/v1/sandboxes", { fromSnapshot: snap.snapshotId, fromSandboxId: "sbx_other" })).status,
     ).toBe(400);
     expect((await emu.api("POST", "/v1/sandboxes", { fromSandboxId: id })).status).toBe(400);
+    // A snapshot live sandboxes were made from is in use: they are deleted first.
+    const inUse = await emu.api("DELETE", `/v1/sandboxes/${id}/snapshots/${snap.snapshotId}`);
+    expect(inUse.status).toBe(409);
+    expect((await json(inUse)).error).toMatchObject({ code: "SNAPSHOT_IN_USE" });
+    expect((await emu.api("DELETE", `/v1/sandboxes/${fork.id}`)).status).toBe(200);
+    expect((await emu.api("DELETE", `/v1/sandboxes/${second.id}`)).status).toBe(200);
+    const freed = await emu.api("DELETE", `/v1/sandboxes/${id}/snapshots/${snap.snapshotId}`);
+    expect(await json(freed)).toEqual({ snapshotId: snap.snapshotId, outcome: "deleted" });
     expect((await json(await emu.control("/_emulator/counters"))).counters).toMatchObject({
       "sandboxes.forked": 2,
-      "snapshots.deleted": 1,
+      "snapshots.deleted": 2,
     });
   });
 

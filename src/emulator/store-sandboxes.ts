@@ -13,6 +13,17 @@ export class SandboxStore {
     return this.sql.exec<SandboxRow>("SELECT * FROM sandboxes WHERE id = ?", id).toArray()[0];
   }
 
+  /** Sandboxes not deleted that were created from a snapshot (a snapshot is in use while they live). */
+  childrenOfSnapshot(snapshotId: string): string[] {
+    return this.sql
+      .exec<{ id: string }>(
+        "SELECT id FROM sandboxes WHERE status != 'deleted' AND json_extract(body, '$.fromSnapshot') = ? ORDER BY created_at",
+        snapshotId,
+      )
+      .toArray()
+      .map((r) => r.id);
+  }
+
   sandboxIdByIdempotencyKey(key: string): string | undefined {
     return this.sql.exec<{ id: string }>("SELECT id FROM sandboxes WHERE idempotency_key = ?", key).toArray()[0]?.id;
   }

@@ -104,6 +104,11 @@ export class EmulatorStore {
     return this.sandboxStore.sandbox(id);
   }
 
+  /** The live sandboxes created from a snapshot. */
+  childrenOfSnapshot(snapshotId: string): string[] {
+    return this.sandboxStore.childrenOfSnapshot(snapshotId);
+  }
+
   sandboxIdByIdempotencyKey(key: string): string | undefined {
     return this.sandboxStore.sandboxIdByIdempotencyKey(key);
   }
