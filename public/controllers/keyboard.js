@@ -16,7 +16,7 @@ const SHORTCUTS = [
   { keys: [MOD, "Shift", "O"], does: "New conversation" },
   { keys: [MOD, "K"], does: "Search conversations" },
   { keys: ["Shift", "Esc"], does: "Focus the message box" },
-  { keys: ["Esc"], does: "Stop the running turn (or close the sidebar, or an edit)" },
+  { keys: ["Esc"], does: "Stop the running turn (or close the sidebar, the files panel, or an edit)" },
   { keys: ["Enter"], does: "Send the message" },
   { keys: ["Shift", "Enter"], does: "New line in the message" },
   { keys: [MOD, "/"], does: "Show these shortcuts" },

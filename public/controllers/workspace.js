@@ -440,9 +440,10 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
     }
   }
 
-  // A drawer keeps the focus: Tab from its last control goes to its first, and back; Escape closes it.
+  // A drawer keeps the focus: Tab from its last control goes to its first, and back. Escape in the
+  // panel closes it, on a phone or not, and never reaches the page's own Escape (Stop the turn).
   panel.addEventListener("keydown", (event) => {
-    if (event.key === "Escape" && open && phone.matches) {
+    if (event.key === "Escape" && open && !event.shiftKey) {
       event.preventDefault();
       setOpen(false);
       return;

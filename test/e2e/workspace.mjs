@@ -229,6 +229,18 @@ describe("the workspace panel", () => {
     // While a turn runs, Undo and Redo wait.
     await send(page, "Hold on [hold]");
     await panel(page).locator(".ws-undo-note", { hasText: "wait until the running turn ends" }).waitFor();
+    // Escape in the panel closes it, focus back on Files; it does not stop the running turn (the page's Escape).
+    const cancels = [];
+    page.on("request", (r) => r.url().endsWith("/cancel") && cancels.push(r.url()));
+    await item(page, "README.md").focus();
+    await page.keyboard.press("Escape");
+    await panel(page).waitFor({ state: "hidden" });
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "workspace-button");
+    // A request made after the key: the browser reports requests in order, so a Stop would be seen first.
+    const after = page.waitForRequest((r) => r.url().endsWith("/healthz"));
+    await page.evaluate(() => fetch("/healthz"));
+    await after;
+    assert.deepEqual(cancels, []);
     await page.context().close();
   });
 
