@@ -16,6 +16,7 @@ import {
   counters,
   emulator,
   json,
+  runTurn,
   sendTurn,
   setFaults,
   tokenFor,
@@ -172,12 +173,7 @@ describe("DELETE /v1/me", () => {
   it("everything the workspace holds goes with it: a branch's own sandbox, every checkpoint, the user's sandbox", async () => {
     const token = await tokenFor(uid("user"));
     const cid = uid("conv");
-    const run = async (message: string, extra: Record<string, unknown> = {}) => {
-      const turnId = uid("turn");
-      const accepted = await json(await sendTurn(token, cid, turnId, message, extra));
-      expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
-      return { turnId, sandboxId: (await emulator(`/_emulator/executions/${accepted.executionId}`)).sandboxId };
-    };
+    const run = (message: string, extra: Record<string, unknown> = {}) => runTurn(token, cid, message, extra);
     const first = await run("[write:a.txt:1]");
     await run("[write:a.txt:2]");
     const branch = await run("edited", { parentTurnId: first.turnId });

@@ -224,3 +224,25 @@ export function partTexts(events: EventEnvelope[]): Map<string, string | undefin
   }
   return texts;
 }
+
+/** Sends a turn and waits for its end: the turn as GET …/turns/:turnId shows it, and the sandbox it ran in. */
+export async function runTurn(token: string, cid: string, message: string, extra: Record<string, unknown> = {}) {
+  const turnId = uid("turn");
+  const res = await sendTurn(token, cid, turnId, message, extra);
+  if (res.status !== 202) throw new Error(`turn ${turnId} was not accepted: ${res.status} ${await res.text()}`);
+  const accepted = await json(res);
+  const turn = await waitForTurn(token, cid, turnId);
+  const sandboxId = (await emulator(`/_emulator/executions/${accepted.executionId}`)).sandboxId as string;
+  return { turnId, turn, sandboxId, executionId: accepted.executionId as string };
+}
+
+/** A user whose sandbox exists (one finished turn `t1`), with the conversation it ran in. */
+export async function userWithSandbox(): Promise<{ token: string; cid: string; sandboxId: string }> {
+  const token = await tokenFor(uid("user"));
+  const cid = uid("conv");
+  const res = await sendTurn(token, cid, "t1", "hello");
+  if (res.status !== 202) throw new Error(`the first turn was not accepted: ${res.status}`);
+  await waitForTurn(token, cid, "t1");
+  const view = await json(await api("/v1/environment", { token }));
+  return { token, cid, sandboxId: view.environment.environmentId };
+}

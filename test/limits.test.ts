@@ -14,6 +14,7 @@ import {
   emulator,
   isTurnEnd,
   json,
+  runTurn,
   sendTurn,
   setFaults,
   tokenFor,
@@ -244,12 +245,7 @@ describe("branches with a sandbox of their own (WORKSPACE_FORKS_MAX=1)", () => {
   it("past the bound, a branch shares the conversation's workspace and says so", async () => {
     const token = await tokenFor(uid("user"));
     const cid = uid("conv");
-    const run = async (message: string, extra: Record<string, unknown> = {}) => {
-      const turnId = uid("turn");
-      const accepted = await json(await sendTurn(token, cid, turnId, message, extra));
-      await waitForTurn(token, cid, turnId);
-      return { turnId, sandboxId: (await emulator(`/_emulator/executions/${accepted.executionId}`)).sandboxId };
-    };
+    const run = (message: string, extra: Record<string, unknown> = {}) => runTurn(token, cid, message, extra);
     const first = await run("[write:f.txt:1]");
     await run("[write:f.txt:2]");
     const own = await run("edited once", { parentTurnId: first.turnId });

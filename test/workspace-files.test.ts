@@ -7,23 +7,13 @@
  */
 import { SELF } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
-import { api, BASE, emulator, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
+import { api, BASE, emulator, json, sendTurn, tokenFor, uid, userWithSandbox, waitForTurn } from "./helpers";
 
 const variants = (v: Record<string, unknown>) => emulator("/_emulator/variants", v);
 
 afterEach(async () => {
   await variants({});
 });
-
-/** A user whose sandbox exists (one finished turn), with the conversation it ran in. */
-async function userWithSandbox(): Promise<{ token: string; cid: string; sandboxId: string }> {
-  const token = await tokenFor(uid("user"));
-  const cid = uid("conv");
-  expect((await sendTurn(token, cid, "t1", "hello")).status).toBe(202);
-  await waitForTurn(token, cid, "t1");
-  const view = await json(await api("/v1/environment", { token }));
-  return { token, cid, sandboxId: view.environment.environmentId };
-}
 
 const files = (token: string, path?: string, route = "") =>
   api(`/v1/environment/files${route}${path === undefined ? "" : `?path=${encodeURIComponent(path)}`}`, { token });

@@ -5,20 +5,11 @@
  */
 import { SELF } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
-import { api, BASE, emulator, json, sendTurn, tokenFor, uid, waitForTurn } from "./helpers";
+import { api, BASE, emulator, json, userWithSandbox } from "./helpers";
 
 afterEach(async () => {
   await emulator("/_emulator/variants", {});
 });
-
-async function userWithSandbox(): Promise<{ token: string; cid: string; sandboxId: string }> {
-  const token = await tokenFor(uid("user"));
-  const cid = uid("conv");
-  expect((await sendTurn(token, cid, "t1", "hello")).status).toBe(202);
-  await waitForTurn(token, cid, "t1");
-  const view = await json(await api("/v1/environment", { token }));
-  return { token, cid, sandboxId: view.environment.environmentId };
-}
 
 function upload(token: string, cid: string, bytes: Uint8Array | string, name = "f.bin"): Promise<Response> {
   const form = new FormData();

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { MessagesSchema } from "../src/schemas/api";
-import { api, emulator, json, release, sendTurn, setFaults, tokenFor, uid, waitForTurn } from "./helpers";
+import { api, emulator, json, release, runTurn, sendTurn, setFaults, tokenFor, uid, waitForTurn } from "./helpers";
 
 /**
  * The workspace's checkpoints (issue 40): one before each turn, the turn's real changes read from
@@ -32,17 +32,6 @@ async function snapshotsOf(sandboxId: string): Promise<Array<{ snapshotId: strin
     headers: { authorization: "Bearer another-process" },
   });
   return (await res.json<{ snapshots: Array<{ snapshotId: string; tags: string[] }> }>()).snapshots;
-}
-
-/** Runs a turn to its end; answers it as GET …/turns/:turnId shows it, with the sandbox it ran in. */
-async function runTurn(token: string, cid: string, message: string, extra: Record<string, unknown> = {}) {
-  const turnId = uid("turn");
-  const res = await sendTurn(token, cid, turnId, message, extra);
-  expect(res.status, await res.clone().text()).toBe(202);
-  const accepted = await json(res);
-  const turn = await waitForTurn(token, cid, turnId);
-  const sandboxId = (await emulator(`/_emulator/executions/${accepted.executionId}`)).sandboxId as string;
-  return { turnId, turn, sandboxId, executionId: accepted.executionId as string };
 }
 
 /** The conversation's messages, once the turn's changes are recorded. */
