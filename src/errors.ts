@@ -62,7 +62,9 @@ export type RefusalCode =
   /** A conversation holds as many attachments as allowed (ATTACHMENTS_PER_CONVERSATION). */
   | "attachment_limit_reached"
   /** A turn names an attachment its conversation did not issue. */
-  | "attachment_not_found";
+  | "attachment_not_found"
+  /** A turn's attachment is in none of its conversation's sandboxes any more. */
+  | "attachment_unavailable";
 
 export class Refusal extends Error {
   override name = "Refusal";

@@ -1,7 +1,20 @@
+import { SELF } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { MessagesSchema } from "../src/schemas/api";
-import { api, emulator, json, release, runTurn, sendTurn, setFaults, tokenFor, uid, waitForTurn } from "./helpers";
+import {
+  api,
+  BASE,
+  emulator,
+  json,
+  release,
+  runTurn,
+  sendTurn,
+  setFaults,
+  tokenFor,
+  uid,
+  waitForTurn,
+} from "./helpers";
 
 /**
  * The workspace's checkpoints (issue 40): one before each turn, the turn's real changes read from
@@ -275,5 +288,49 @@ describe("a branch from an earlier turn", () => {
     const messages = await json(await api(`/v1/conversations/${cid}/messages`, { token }));
     const parts = messages.messages.at(-1).parts as Array<{ type: string; code?: string }>;
     expect(parts.some((p) => p.type === "warning" && p.code === "workspace_shared")).toBe(true);
+  });
+});
+
+describe("attachments and a branch's own sandbox", () => {
+  async function attach(token: string, cid: string, name: string, text: string) {
+    const form = new FormData();
+    form.append("file", new Blob([text]), name);
+    const res = await SELF.fetch(`${BASE}/v1/conversations/${cid}/attachments`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}` },
+      body: form,
+    });
+    expect(res.status, await res.clone().text()).toBe(201);
+    return json(res);
+  }
+
+  it("an upload goes where the active branch runs; a turn elsewhere gets a copy of what it names", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const first = await runTurn(token, cid, "[write:a.txt:1]");
+    const second = await runTurn(token, cid, "[write:b.txt:2]");
+    await changesOf(token, cid, second.turnId);
+    // Uploaded while branch 0 is active: into the conversation's sandbox.
+    const before = await attach(token, cid, "spec.txt", "the spec");
+    expect(await fileOf(first.sandboxId, before.path)).toBe("the spec");
+    // An edit naming it: the branch's sandbox comes from a checkpoint taken before the upload, and gets a copy.
+    const edit = await runTurn(token, cid, "with the spec", { parentTurnId: first.turnId, attachments: [before.id] });
+    expect(edit.sandboxId).not.toBe(first.sandboxId);
+    expect(edit.turn.status).toBe("completed");
+    expect(await fileOf(edit.sandboxId, before.path)).toBe("the spec");
+    // The copy was there before the turn ran: it is not one of the turn's own changes. (The next
+    // turn's checkpoint waits for this turn's changes to be read, so once it ended they are.)
+    const next = await runTurn(token, cid, "[write:c.txt:3]");
+    const nextChanges = await changesOf(token, cid, next.turnId, "1");
+    expect(nextChanges.source === "workspace" && nextChanges.files.map((f) => f.path)).toEqual(["c.txt"]);
+    const messages = MessagesSchema.parse(
+      await json(await api(`/v1/conversations/${cid}/messages?branch=1`, { token })),
+    );
+    const answer = messages.messages.find((m) => m.role === "assistant" && m.turnId === edit.turnId);
+    expect(answer?.role === "assistant" && answer.parts.some((p) => p.type === "changes")).toBe(false);
+    // Uploaded while the branch is active: into the branch's sandbox only.
+    const after = await attach(token, cid, "notes.txt", "for the branch");
+    expect(await fileOf(edit.sandboxId, after.path)).toBe("for the branch");
+    expect(await fileOf(first.sandboxId, after.path)).toBeNull();
   });
 });

@@ -46,6 +46,7 @@ const REFUSAL_STATUS: Record<RefusalCode, ContentfulStatusCode> = {
   outcome_unknown: 502,
   attachment_limit_reached: 409,
   attachment_not_found: 400,
+  attachment_unavailable: 409,
 };
 
 /** The HTTP status an object's refusal is answered with. */

@@ -80,8 +80,8 @@ export function workspaceFilesOf(c: Context<AppEnv>): WorkspaceFiles {
  * active branch, or `?branch=`): a branch from an earlier turn has a sandbox of its own
  * (docs/api.md#a-turns-changes-undo-and-redo); otherwise, and for the others, the user's.
  */
-async function sandboxOf(c: Context<AppEnv>, stale?: string): Promise<EnvironmentRecord> {
-  const conversation = c.req.query("conversation");
+async function sandboxOf(c: Context<AppEnv>, stale?: string, of?: string): Promise<EnvironmentRecord> {
+  const conversation = of ?? c.req.query("conversation");
   if (conversation !== undefined) {
     const id = ConversationId.safeParse(conversation);
     if (!id.success) throw invalid("conversation", id.error);
@@ -113,15 +113,17 @@ export async function inWorkspace<T>(
   c: Context<AppEnv>,
   path: string,
   call: (files: WorkspaceFiles, environmentId: string) => Promise<T>,
+  /** The conversation whose active branch's sandbox it is (else `?conversation=`, else the user's). */
+  conversation?: string,
 ): Promise<T> {
   const files = workspaceFilesOf(c);
-  let environment = await sandboxOf(c);
+  let environment = await sandboxOf(c, undefined, conversation);
   for (let attempt = 1; ; attempt++) {
     try {
       return await call(files, environment.environmentId);
     } catch (err) {
       if (attempt === 1 && err instanceof ProviderError && err.code === "environment_not_running") {
-        environment = await sandboxOf(c, environment.environmentId);
+        environment = await sandboxOf(c, environment.environmentId, conversation);
         continue;
       }
       throw workspaceError(err, path);

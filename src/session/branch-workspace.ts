@@ -16,6 +16,7 @@ import type { EventLog } from "./event-log";
 import type { BranchWorkspace, CheckpointRecord } from "./store/checkpoints";
 import type { SessionContext, StoredBranch, TurnRecord } from "./store/records";
 import type { SessionStore } from "./store/store";
+import type { Attachment } from "../schemas/workspace";
 import type { ClaimedEnvironment } from "./turn-claims";
 
 /** A warning the turn's acceptance carries (its branch shares the conversation's workspace). */
@@ -24,7 +25,10 @@ type Notice = { code: string; message: string };
 export interface BranchWorkspacesDeps {
   store: () => SessionStore;
   log: EventLog;
-  provider: () => Pick<AgentProvider, "checkpoints" | "ensureEnvironment" | "claimsFor" | "deleteEnvironment">;
+  provider: () => Pick<
+    AgentProvider,
+    "checkpoints" | "ensureEnvironment" | "claimsFor" | "deleteEnvironment" | "workspaceFiles"
+  >;
   config: () => Pick<Config, "WORKSPACE_FORKS_MAX" | "WORKSPACE_CHECKPOINTS_MAX">;
 }
 
@@ -213,5 +217,61 @@ export class BranchWorkspaces {
         `${unproved} branch sandbox(es) could not be confirmed deleted; delete the conversation again`,
         { retryable: true },
       );
+  }
+
+  /**
+   * The turn's attachments in the sandbox it runs in: an upload wrote each into the sandbox the
+   * conversation's active branch ran on then, so a turn elsewhere (a new branch's sandbox, made
+   * from a checkpoint taken before the upload; another branch switched to since) gets a copy of
+   * each it lacks, read from the conversation's other sandboxes. Refused (nothing dispatched) when
+   * none holds it any more.
+   */
+  async carryAttachments(
+    environmentId: string,
+    conversationEnvironmentId: string,
+    attachments: readonly Attachment[],
+  ): Promise<void> {
+    const files = this.deps.provider().workspaceFiles;
+    if (!files || attachments.length === 0) return;
+    const sources = [
+      conversationEnvironmentId,
+      ...this.store.checkpoints
+        .branchWorkspaces()
+        .filter((w) => w.status === "live")
+        .map((w) => w.environment.environmentId),
+    ].filter((id, i, all) => id !== environmentId && all.indexOf(id) === i);
+    for (const attachment of attachments) {
+      if (await holds(files, environmentId, attachment)) continue;
+      let copied = false;
+      for (const source of sources) {
+        if (!(await holds(files, source, attachment))) continue;
+        const { bytes, truncated } = await files.read(source, attachment.path, attachment.size + 1);
+        if (truncated || bytes.length !== attachment.size) continue;
+        await files.upload(environmentId, attachment.path, bytes, attachment.name);
+        copied = true;
+        break;
+      }
+      if (!copied)
+        throw new Refusal(
+          "attachment_unavailable",
+          `attachment ${attachment.id} (${attachment.path}) is in none of the conversation's sandboxes any more; upload it again`,
+          { attachment: attachment.id },
+        );
+    }
+  }
+}
+
+/** Whether a sandbox holds an attachment's file, of its size. */
+async function holds(
+  files: NonNullable<AgentProvider["workspaceFiles"]>,
+  environmentId: string,
+  attachment: Attachment,
+): Promise<boolean> {
+  try {
+    const entry = await files.stat(environmentId, attachment.path);
+    return entry.kind === "file" && (entry.size === null || entry.size === attachment.size);
+  } catch (err) {
+    if (err instanceof ProviderError && (err.code === "not_found" || err.code === "environment_gone")) return false;
+    throw err;
   }
 }

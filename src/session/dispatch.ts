@@ -70,7 +70,7 @@ export interface DispatchDeps {
   /** The checkpoint before the turn (./workspace.ts). */
   workspace: Pick<Workspace, "before">;
   /** The branch's own sandbox, where it has one (./branch-workspace.ts). */
-  branches: Pick<BranchWorkspaces, "branchEnvironment">;
+  branches: Pick<BranchWorkspaces, "branchEnvironment" | "carryAttachments">;
 }
 
 type Notice = { code: string; message: string };
@@ -315,8 +315,15 @@ export class Dispatcher {
     // hold the agent session: it is stopped first, and its usage folded into its own turn.
     await this.deps.abandoned.settle(environment.environmentId);
     // A branch from an earlier turn runs on the files as they were there: in a sandbox of its own.
+    const conversationEnvironmentId = environment.environmentId;
     const placed = await this.deps.branches.branchEnvironment(context, turn, origin, { environment, claims });
     ({ environment, claims } = placed);
+    // The files it names are where it runs (an upload wrote each where the active branch ran then).
+    await this.deps.branches.carryAttachments(
+      environment.environmentId,
+      conversationEnvironmentId,
+      this.store.attachments.byIds(request.attachments ?? []),
+    );
     const workspaceNotices: Notice[] = placed.notice ? [placed.notice] : [];
     // A branch forked at an earlier turn: its agent session is copied up to that turn, once.
     let afresh = false;

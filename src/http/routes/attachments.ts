@@ -106,7 +106,13 @@ export async function attachFile(
   const attachment: Attachment = { id, path, name, size: bytes.length, mediaType: sniffMediaType(bytes) };
   // The count is checked again when it is recorded; this check spares the upload.
   if (held >= config.ATTACHMENTS_PER_CONVERSATION) limitReached(held, config.ATTACHMENTS_PER_CONVERSATION);
-  const written = await inWorkspace(c, path, (files, environmentId) => files.upload(environmentId, path, bytes, name));
+  // Into the sandbox the conversation's active branch runs on (a branch from an earlier turn has its own).
+  const written = await inWorkspace(
+    c,
+    path,
+    (files, environmentId) => files.upload(environmentId, path, bytes, name),
+    conversationId,
+  );
   if (written.size !== null && written.size !== bytes.length)
     throw new ApiError(
       502,
