@@ -268,3 +268,24 @@ describe("the HTTP transport", () => {
     expect(seen[0]!.headers.get("accept")).toBe("text/event-stream");
   });
 });
+
+describe("the header timer", () => {
+  it("is cleared once a JSON answer (or a refusal) is read: no timer is left pending to keep an object awake", async () => {
+    vi.useFakeTimers();
+    try {
+      const { c } = client([
+        Response.json({ ok: true }),
+        Response.json({ error: { code: "NOPE", message: "no" } }, { status: 400 }),
+        new Response(null, { status: 204 }),
+      ]);
+      expect(await c.json(get, z.object({ ok: z.literal(true) }))).toEqual({ ok: true });
+      expect(vi.getTimerCount()).toBe(0);
+      await rejection(c.json(post, z.unknown()));
+      expect(vi.getTimerCount()).toBe(0);
+      expect((await c.send({ method: "DELETE", path: "/v1/things/1" })).status).toBe(204);
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});

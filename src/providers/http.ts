@@ -207,8 +207,10 @@ export class HttpTransport {
     while (true) {
       attempt++;
       const timeout = new AbortController();
-      // For a JSON call the timer stays armed while the caller reads the body, so a stalled body
-      // is cut off too; for a stream it is cleared once the headers arrive.
+      // For a JSON call the timer stays armed while its body is read (here, whole), so a stalled
+      // body is cut off too, and is cleared once it is in: a timer left pending keeps a Durable
+      // Object from hibernating for as long (a call made after a turn's end, say). For a stream it
+      // is cleared once the headers arrive.
       const timer = setTimeout(() => timeout.abort(new Error("timeout")), timeoutMs);
       const signal = options.signal ? AbortSignal.any([options.signal, timeout.signal]) : timeout.signal;
       let error: ProviderError;
@@ -232,8 +234,17 @@ export class HttpTransport {
         }
         if (options.stream) clearTimeout(timer);
         if (response.ok || options.accept?.includes(response.status)) {
-          if (options.stream) this.streamed.set(response, what);
-          return response;
+          if (options.stream) {
+            this.streamed.set(response, what);
+            return response;
+          }
+          // Read whole under the timer (the request's signal cuts a stalled body off).
+          const body = await response.arrayBuffer();
+          return new Response(response.status === 204 ? null : body, {
+            status: response.status,
+            statusText: response.statusText,
+            headers: response.headers,
+          });
         }
         error = await errorFromResponse(response, what);
       } catch (err) {
@@ -246,6 +257,8 @@ export class HttpTransport {
               `${what}: transport failure (${err instanceof Error ? err.message : String(err)})`,
               { status: 0, retryable: true },
             );
+      } finally {
+        clearTimeout(timer);
       }
       const wait = error.retryAfterMs ?? backoffMs(attempt, 100, MAX_RETRY_WAIT_MS);
       const retry = options.retry && error.retryable && options.retryIf?.(error) !== false;
