@@ -12,11 +12,11 @@ import { Refusal } from "../errors";
 import { ProviderError } from "../providers/errors";
 import type { AgentProvider, EnvironmentRecord } from "../providers/provider";
 import { providerRefusal } from "../providers/refusal";
+import type { Attachment } from "../schemas/workspace";
 import type { EventLog } from "./event-log";
 import type { BranchWorkspace, CheckpointRecord } from "./store/checkpoints";
 import type { SessionContext, StoredBranch, TurnRecord } from "./store/records";
 import type { SessionStore } from "./store/store";
-import type { Attachment } from "../schemas/workspace";
 import type { ClaimedEnvironment } from "./turn-claims";
 
 /** A warning the turn's acceptance carries (its branch shares the conversation's workspace). */
