@@ -263,7 +263,7 @@ const attach = (files) => {
   attachLoading.catch(() => (attachLoading = null));
   return attachLoading.then((a) => a.add([...(files ?? [])]));
 };
-// No file yet: the chunk opens the file chooser (or says why not: a conversation not begun).
+// No file yet: the chunk opens the file chooser.
 ui.attach.addEventListener("click", () => attach([]));
 for (const type of /** @type {const} */ (["paste", "drop"]))
   ui.composer.addEventListener(type, (event) => {

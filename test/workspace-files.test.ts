@@ -299,12 +299,26 @@ describe("attachments", () => {
     expect(asJson.status).toBe(415);
   });
 
-  it("a conversation the user does not have: 404 conversation_not_found, nothing written", async () => {
-    const { token } = await userWithSandbox();
-    const res = await upload(token, uid("conv"), [["file", new Blob(["a"]), "a.txt"]]);
-    expect(res.status).toBe(404);
-    expect((await json(res)).error.code).toBe("conversation_not_found");
-    expect((await files(token, "uploads")).status).toBe(404);
+  it("an upload may come first: a new user's new conversation gets its sandbox, and its first turn names the file", async () => {
+    const token = await tokenFor(uid("user"));
+    const cid = uid("conv");
+    const res = await upload(token, cid, [["file", new Blob(["the spec"]), "spec.txt"]]);
+    expect(res.status, await res.clone().text()).toBe(201);
+    const spec = await json(res);
+    // Written into the sandbox the upload brought up, before any turn.
+    expect((await json(await files(token, spec.path, "/content"))).content).toBe("the spec");
+    // Not listed until a turn is sent; then its first turn names the file.
+    const listed = async () =>
+      (await json(await api("/v1/conversations", { token }))).conversations.map(
+        (c: { conversationId: string }) => c.conversationId,
+      );
+    expect(await listed()).toEqual([]);
+    expect((await sendTurn(token, cid, "t1", "read the spec", { attachments: [spec.id] })).status).toBe(202);
+    const turn = await waitForTurn(token, cid, "t1");
+    expect(turn.status).toBe("completed");
+    const execution = await emulator(`/_emulator/executions/${turn.executionId}`);
+    expect(execution.request.message).toContain(`Attached: ${spec.path}, text/plain, 8 bytes`);
+    expect(await listed()).toEqual([cid]);
   });
 
   it("a turn naming attachments: the message it is dispatched with says where each is", async () => {

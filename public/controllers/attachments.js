@@ -6,9 +6,8 @@
  * one `file` field: docs/api.md "Attachments") and shown as a chip (its name, its size, a thumbnail
  * of an image drawn from the local file, a Remove button); a refusal (too large, too many, a type or
  * body refused) is said on its chip. The next message sends the uploaded files' ids
- * (`attachments`), and they leave the composer once the turn is accepted. A conversation must have
- * begun (its first turn accepted) before a file can be uploaded: the server has nowhere to put it
- * before, so on a new conversation the composer says to send a first message.
+ * (`attachments`), and they leave the composer once the turn is accepted. A new conversation takes
+ * files too: its first upload starts it (the server brings up the sandbox to write it into).
  */
 import { sizeText } from "../lib/workspace.js";
 import { adoptStyle } from "../views/workspace-style.js";
@@ -49,13 +48,6 @@ export function createAttachments({ api, store, ui, el }) {
   let sending = [];
   let cid = store.conv.cid;
   let counter = 0;
-
-  /** Whether the conversation's first turn reached the server (uploads need the conversation). */
-  const begun = () =>
-    store.conv.order.some((id) => {
-      const status = store.conv.turns[id]?.status;
-      return status !== undefined && status !== "sending" && status !== "unsent";
-    });
 
   function draw() {
     list.replaceChildren(...chips.map((c) => c.node));
@@ -156,12 +148,8 @@ export function createAttachments({ api, store, ui, el }) {
     draw();
   });
 
-  /** Attaches files; none: opens the file chooser. On a conversation not begun, says why not. @param {File[]} files */
+  /** Attaches files; none: opens the file chooser. @param {File[]} files */
   function add(files) {
-    if (!begun()) {
-      note.textContent = "Send a first message: files can be attached once the conversation has begun.";
-      return;
-    }
     note.textContent = "";
     if (files.length === 0) return picker.click();
     const added = files.map(chipFor);

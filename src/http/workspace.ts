@@ -14,7 +14,7 @@ import { ProviderError } from "../providers/errors";
 import type { EnvironmentRecord, WorkspaceEntry, WorkspaceFiles } from "../providers/provider";
 import { providerRefusal } from "../providers/refusal";
 import { ConversationId } from "../schemas/common";
-import { type AppEnv, knownSession, userObject } from "./app-context";
+import { type AppEnv, knownSession, session, userObject } from "./app-context";
 import { invalid } from "./body";
 import { apiErrorOf, unwrapRpc } from "./errors";
 import { branchOf } from "./routes/conversations";
@@ -80,20 +80,33 @@ export function workspaceFilesOf(c: Context<AppEnv>): WorkspaceFiles {
  * active branch, or `?branch=`): a branch from an earlier turn has a sandbox of its own
  * (docs/api.md#a-turns-changes-undo-and-redo); otherwise, and for the others, the user's.
  */
-async function sandboxOf(c: Context<AppEnv>, stale?: string, of?: string): Promise<EnvironmentRecord> {
-  const conversation = of ?? c.req.query("conversation");
+async function sandboxOf(c: Context<AppEnv>, stale?: string, writer?: string): Promise<EnvironmentRecord> {
+  const conversation = writer ?? c.req.query("conversation");
   if (conversation !== undefined) {
     const id = ConversationId.safeParse(conversation);
     if (!id.success) throw invalid("conversation", id.error);
     const branch = branchOf(c.req.query("branch"));
-    const { stub } = await knownSession(c, id.data);
+    // A read names a conversation of the user's list; a write (an upload) may be a conversation's
+    // first act, before any turn lists it: its object says whether it holds it.
+    const { stub } = writer === undefined ? await knownSession(c, id.data) : await session(c, id.data);
     // RPC typing drops the record's JSON document; the shape is the session object's own.
     const own = unwrapRpc(
       (await stub.branchEnvironment(id.data, branch)) as unknown as RpcResult<EnvironmentRecord | null>,
     );
     if (own) return own;
   }
-  return existing(c, stale);
+  return writer === undefined ? existing(c, stale) : ensured(c, writer, stale);
+}
+
+/** The user's sandbox for a write a conversation makes: brought up as its turn would (created if there is none). */
+async function ensured(c: Context<AppEnv>, conversationId: string, stale?: string): Promise<EnvironmentRecord> {
+  // RPC typing drops the record's JSON document; the shape is UserObject's own.
+  const answer = (await userObject(c).ensureEnvironment(
+    c.get("identity").ownerKey,
+    conversationId,
+    stale,
+  )) as unknown as RpcResult<EnvironmentRecord>;
+  return unwrapRpc(answer);
 }
 
 async function existing(c: Context<AppEnv>, stale?: string): Promise<EnvironmentRecord> {
@@ -113,7 +126,11 @@ export async function inWorkspace<T>(
   c: Context<AppEnv>,
   path: string,
   call: (files: WorkspaceFiles, environmentId: string) => Promise<T>,
-  /** The conversation whose active branch's sandbox it is (else `?conversation=`, else the user's). */
+  /**
+   * A write for this conversation: into the sandbox its active branch runs on, the user's brought
+   * up (created if there is none) as its turn would. Else a read: `?conversation=`, or the user's
+   * sandbox, never created.
+   */
   conversation?: string,
 ): Promise<T> {
   const files = workspaceFilesOf(c);

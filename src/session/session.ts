@@ -109,9 +109,18 @@ export class SessionObject extends DurableObject<Env> {
 
   // ------------------------------------------------------------------ attachments (./store/attachments.ts)
 
-  /** How many attachments the conversation holds; refused when the object holds no conversation (creating none). */
-  async attachmentCount(conversationId: string): Promise<RpcResult<number>> {
-    return this.held(conversationId, (_, store) => store.attachments.count());
+  /**
+   * How many attachments the conversation holds, before an upload. An upload may be a
+   * conversation's first act: a conversation this object does not hold yet is bound and admitted
+   * for the request's token (`issuedAt`) as its first turn would be, so the account's deletion
+   * finds it; it is listed once a turn is sent.
+   */
+  async attachmentCount(context: SessionContext, issuedAt: number | null): Promise<RpcResult<number>> {
+    return captureRpc(async () => {
+      if (!this.binding.session()) this.binding.bind(context, await this.user.admit(context, issuedAt), this.rooms.log);
+      this.binding.require(context.conversationId);
+      return this.binding.store.attachments.count();
+    });
   }
 
   /** Records an attachment its upload wrote into the workspace, while the conversation holds fewer than `max`. */

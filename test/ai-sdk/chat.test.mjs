@@ -199,6 +199,25 @@ describe("POST /v1/chat with the SDK's chat client", () => {
     assert.equal(delta(before, await counters(), "runs.dispatches"), 0);
   });
 
+  it("a first message with a file part: a new user's conversation starts with the file in its sandbox", async () => {
+    const token = await login(base(), unique("ai-user"));
+    const id = unique("chat");
+    const { chat } = newChat(base(), token, id);
+    const url = `data:text/plain;base64,${Buffer.from("a screenshot's words\n").toString("base64")}`;
+    await chat.sendMessage({
+      text: "what does it say?",
+      files: [{ type: "file", mediaType: "text/plain", filename: "shot.txt", url }],
+    });
+    assert.equal(chat.status, "ready", String(chat.error));
+    const listed = await call("GET", "/v1/environment/files?path=uploads", token);
+    assert.equal(listed.status, 200, listed.text);
+    const path = listed.body.entries[0].path;
+    assert.match(path, /^uploads\/[A-Za-z0-9]{12}-shot\.txt$/);
+    const turn = await call("GET", `/v1/conversations/${id}/turns/${chat.messages[0].id}`, token);
+    const execution = await call("GET", `/_emulator/executions/${turn.body.executionId}`);
+    assert.equal(execution.body.request.message, `what does it say?\n\nAttached: ${path}, text/plain, 21 bytes`);
+  });
+
   it("a file part (a data: URL) is attached to the turn: written under uploads/, the message says where; a retry names the same one", async () => {
     const token = await login(base(), unique("ai-user"));
     const id = unique("chat");

@@ -318,13 +318,9 @@ describe("the workspace panel", () => {
 });
 
 describe("attachments in the composer", () => {
-  it("not before the conversation has begun; then by the file input, a paste and a drop, each a chip, sent with the turn", async () => {
+  it("on a new conversation, before its first message: by the file input, a paste and a drop, each a chip, sent with the turn", async () => {
     const page = await openPage();
     await signIn(page, unique("attach"));
-    await page.locator("#attach").click();
-    await page.locator(".attach-note", { hasText: "Send a first message" }).waitFor();
-    await send(page, "Hello");
-    await waitForBadge(page, "done");
 
     // The file input, as the file chooser fills it.
     const [chooser] = await Promise.all([page.waitForEvent("filechooser"), page.locator("#attach").click()]);

@@ -11,6 +11,7 @@ import { ApiError } from "../../errors";
 import { safeFileName, sniffMediaType } from "../../lib/file-bytes";
 import { ConversationId } from "../../schemas/common";
 import { type Attachment, AttachmentSchema } from "../../schemas/workspace";
+import type { SessionContext } from "../../session/session";
 import { type AppEnv, session } from "../app-context";
 import { unwrapRpc } from "../errors";
 import { DeclaredRoutes, json } from "../route-declaration";
@@ -90,8 +91,7 @@ type SessionStub = Awaited<ReturnType<typeof session>>["stub"];
  */
 export async function attachFile(
   c: Context<AppEnv>,
-  stub: SessionStub,
-  conversationId: string,
+  { stub, context, conversationId }: { stub: SessionStub; context: SessionContext; conversationId: string },
   file: { name: string; bytes: Uint8Array },
   id: string = newAttachmentId(),
 ): Promise<Attachment> {
@@ -100,7 +100,8 @@ export async function attachFile(
   const max = config.ATTACHMENT_MAX_BYTES;
   const { bytes } = file;
   if (bytes.length > max) throw tooLarge(bytes.length, max);
-  const held = unwrapRpc(await stub.attachmentCount(conversationId));
+  // A conversation's first act may be an upload: its object binds it (admitted) if it holds none yet.
+  const held = unwrapRpc(await stub.attachmentCount(context, c.get("identity").issuedAt));
   const name = safeFileName(file.name);
   const path = checkedPath(`${UPLOADS_FOLDER}/${id.slice("att_".length)}-${name}`);
   const attachment: Attachment = { id, path, name, size: bytes.length, mediaType: sniffMediaType(bytes) };
@@ -153,9 +154,9 @@ attachmentRoutes.serve(
   async (c) => {
     // A provider without workspace files takes none, before anything is read.
     workspaceFilesOf(c);
-    const { stub, conversationId } = await session(c);
+    const conversation = await session(c);
     const file = await uploadedFile(c, c.get("config").ATTACHMENT_MAX_BYTES);
     const bytes = new Uint8Array(await file.arrayBuffer());
-    return c.json(await attachFile(c, stub, conversationId, { name: file.name, bytes }), 201);
+    return c.json(await attachFile(c, conversation, { name: file.name, bytes }), 201);
   },
 );

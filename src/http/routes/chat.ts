@@ -224,7 +224,7 @@ chatRoutes.serve(
     const attachments: string[] = [...(body.attachments ?? [])];
     for (const [index, file] of action.files.entries()) {
       const id = await derivedAttachmentId(turnId, index, file.bytes);
-      const attached = (await attachFile(c, s.stub, s.conversationId, file, id)).id;
+      const attached = (await attachFile(c, s, file, id)).id;
       if (!attachments.includes(attached)) attachments.push(attached);
     }
     const request = {
