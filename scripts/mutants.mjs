@@ -17,6 +17,8 @@ const T = {
   digest: ["src/lib/digest.test.ts", "src/session/turn-cache.test.ts"],
   tree: ["src/session/turn-tree.test.ts"],
   subagents: ["src/session/store/store.test.ts", "test/subagents.test.ts"],
+  workspace: ["src/session/workspace.test.ts", "test/workspace.test.ts"],
+  transport: ["src/providers/http.test.ts"],
 };
 
 /**
@@ -571,5 +573,46 @@ export const MUTANTS = [
     why: "stripUndefined keeps undefined members",
     find: "if (child !== undefined) out[key] = stripUndefined(child);",
     replace: "out[key] = stripUndefined(child);",
+  },
+  // ---- the workspace: checkpoints, undo, branches (src/session/workspace.ts, src/providers/tangle/checkpoints.ts)
+  {
+    id: "workspace.restore-without-outcome-taken",
+    file: "src/providers/tangle/checkpoints.ts",
+    tests: T.workspace,
+    why: "a restore answered without an outcome is taken for one done",
+    find: 'if (outcome !== "restored" && outcome !== "replayed")',
+    replace: 'if (outcome !== undefined && outcome !== "restored" && outcome !== "replayed")',
+  },
+  {
+    id: "workspace.snapshot-without-idempotency-taken",
+    file: "src/providers/tangle/checkpoints.ts",
+    tests: T.workspace,
+    why: "a snapshot answered without its idempotency outcome is taken for one made under the key",
+    find: 'if (outcome !== "created" && outcome !== "replayed")',
+    replace: 'if (outcome !== undefined && outcome !== "created" && outcome !== "replayed")',
+  },
+  {
+    id: "workspace.retention-releases-in-use",
+    file: "src/session/workspace.ts",
+    tests: T.workspace,
+    why: "the retention releases a checkpoint a branch's sandbox was made from",
+    find: "const releasable = held.filter((c) => this.deps.branches.inUse(c.key).length === 0);",
+    replace: "const releasable = held;",
+  },
+  {
+    id: "workspace.delete-out-of-order",
+    file: "src/session/workspace.ts",
+    tests: T.workspace,
+    why: "a delete releases the checkpoints before the branches' sandboxes made from them",
+    find: "    await this.deps.branches.destroyAll();\n",
+    replace: "",
+  },
+  {
+    id: "transport.json-timer-left",
+    file: "src/providers/http.ts",
+    tests: T.transport,
+    why: "a JSON call's header timer is left pending (an object kept from hibernating)",
+    find: "      } finally {\n        clearTimeout(timer);\n      }",
+    replace: "      } finally {\n      }",
   },
 ];
