@@ -184,7 +184,8 @@ describe("phones: the composer, the sidebar and long messages at 390×844", () =
       await assertAccessible(page, name("sidebar"));
       await shot(page, name("sidebar"));
       await scrim.click({ position: { x: 370, y: 400 } });
-      await page.locator("#sidebar:not(.open)").waitFor();
+      // Closed: its class goes (it then slides out and is hidden; "attached" holds either way).
+      await page.locator("#sidebar:not(.open)").waitFor({ state: "attached" });
       assert.ok(await scrim.isHidden(), "the scrim goes with the sidebar");
       assert.equal(await menu.getAttribute("aria-expanded"), "false");
       assert.ok(await menu.evaluate((b) => b === document.activeElement), "focus goes back to the menu button");
@@ -192,7 +193,8 @@ describe("phones: the composer, the sidebar and long messages at 390×844", () =
       await menu.click();
       await page.locator("#sidebar.open").waitFor();
       await page.keyboard.press("Escape");
-      await page.locator("#sidebar:not(.open)").waitFor();
+      // Closed: its class goes (it then slides out and is hidden; "attached" holds either way).
+      await page.locator("#sidebar:not(.open)").waitFor({ state: "attached" });
       assert.ok(await scrim.isHidden());
       assert.ok(await menu.evaluate((b) => b === document.activeElement));
       await page.context().close();
