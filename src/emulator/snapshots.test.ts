@@ -5,19 +5,7 @@
  * sandbox (`fromSnapshot`), kept after their sandbox is deleted; the fault `snapshotFails`.
  */
 import { describe, expect, it } from "vitest";
-import { dispatch, type Emu, emulator, json, readRaw, runningSandbox, runtime } from "./test-support";
-
-async function fastSandbox(label: string): Promise<{ emu: Emu; id: string }> {
-  const emu = emulator(label);
-  expect((await emu.control("/_emulator/faults", { frameDelayMs: 0 })).status).toBe(200);
-  return { emu, id: await runningSandbox(emu) };
-}
-
-async function fileText(emu: Emu, id: string, path: string): Promise<string | null> {
-  const res = await emu.control(`/_emulator/sandboxes/${id}/files?path=${encodeURIComponent(path)}`);
-  if (res.status === 404) return null;
-  return new TextDecoder().decode(await res.arrayBuffer());
-}
+import { dispatch, type Emu, fastSandbox, fileText, json, readRaw, runtime } from "./test-support";
 
 const writeFile = (emu: Emu, id: string, path: string, content: string) =>
   emu.control(`/_emulator/sandboxes/${id}/files`, { path, content });

@@ -3,7 +3,9 @@
  * through the client. Each test gets an object of its own (a unique name), so it neither sees nor
  * disturbs the shared "default" emulator the gateway tests use.
  */
+
 import { env } from "cloudflare:test";
+import { expect } from "vitest";
 
 const ORIGIN = "http://sandbox-emulator.local";
 const AUTH = { authorization: "Bearer emulator-test-key" };
@@ -161,4 +163,19 @@ export async function dispatch(
     { message: "hello", sessionId: "s1", ...body },
     headers,
   );
+}
+
+/** A running sandbox of its own emulator, its frames unpaced (the workspace tests). */
+export async function fastSandbox(label: string): Promise<{ emu: Emu; id: string }> {
+  const emu = emulator(label);
+  expect((await emu.control("/_emulator/faults", { frameDelayMs: 0 })).status).toBe(200);
+  return { emu, id: await runningSandbox(emu) };
+}
+
+/** A sandbox's file as text, read by the control route; null when there is none. */
+export async function fileText(emu: Emu, id: string, path: string): Promise<string | null> {
+  const res = await emu.control(`/_emulator/sandboxes/${id}/files?path=${encodeURIComponent(path)}`);
+  if (res.status === 404) return null;
+  expect(res.status).toBe(200);
+  return new TextDecoder().decode(await res.arrayBuffer());
 }

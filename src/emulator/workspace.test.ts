@@ -5,23 +5,9 @@
  * its cap), paths outside the workspace refused, a deleted sandbox's files gone.
  */
 import { describe, expect, it } from "vitest";
-import { dispatch, type Emu, emulator, json, readRaw, runningSandbox, runtime } from "./test-support";
+import { dispatch, type Emu, fastSandbox, fileText, json, readRaw, runningSandbox, runtime } from "./test-support";
 
 const ROOT = "/home/agent";
-
-async function fastSandbox(label: string): Promise<{ emu: Emu; id: string }> {
-  const emu = emulator(label);
-  expect((await emu.control("/_emulator/faults", { frameDelayMs: 0 })).status).toBe(200);
-  return { emu, id: await runningSandbox(emu) };
-}
-
-/** A file's text as the control route reads it, or null when there is none. */
-async function fileText(emu: Emu, id: string, path: string): Promise<string | null> {
-  const res = await emu.control(`/_emulator/sandboxes/${id}/files?path=${encodeURIComponent(path)}`);
-  if (res.status === 404) return null;
-  expect(res.status).toBe(200);
-  return new TextDecoder().decode(await res.arrayBuffer());
-}
 
 /** Reads `{ entries }` of a folder. */
 async function list(emu: Emu, id: string, path: string, query = "?all=true&long=true"): Promise<any[]> {
