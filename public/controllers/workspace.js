@@ -19,6 +19,9 @@ import { createTree } from "../views/workspace-tree.js";
 /** @typedef {import("../lib/wire").CheckpointView} CheckpointView */
 
 const FILES = "/v1/environment/files";
+const TERMINALS = "/v1/environment/terminals";
+/** Which tab the panel shows, in this tab's session (the terminal's own: controllers/terminal.js). */
+const TAB_KEY = "gw:ws-tab";
 const enc = encodeURIComponent;
 /** @param {unknown} err */
 const why = (err) => (err instanceof Error ? err.message : String(err));
@@ -102,14 +105,108 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
     undoNote,
     result,
   );
-  panel.replaceChildren(
-    el("div", { class: "ws-head" }, el("h2", { id: "workspace-title", text: "Workspace" }), downloadAll, close),
+  // Two tabs: the files (and a turn's changes), and the terminal (its chunk loaded when first shown).
+  const filesPanel = el(
+    "div",
+    { id: "ws-files-panel", class: "ws-tab-panel", role: "tabpanel", "aria-labelledby": "ws-tab-files" },
     note,
     status,
     filesSection,
     viewer,
     changes,
   );
+  const termPanel = el("div", {
+    id: "ws-term-panel",
+    class: "ws-tab-panel term-panel",
+    role: "tabpanel",
+    "aria-labelledby": "ws-tab-terminal",
+    hidden: true,
+  });
+  const tab = (/** @type {string} */ id, /** @type {string} */ text, /** @type {string} */ controls) =>
+    el("button", { type: "button", role: "tab", id, "aria-controls": controls, text, onclick: () => pick(id) });
+  const filesTab = tab("ws-tab-files", "Files", "ws-files-panel");
+  const termTab = tab("ws-tab-terminal", "Terminal", "ws-term-panel");
+  const tabs = el("div", { class: "ws-tabs", role: "tablist", "aria-label": "Workspace" }, filesTab, termTab);
+  panel.replaceChildren(
+    el("div", { class: "ws-head" }, el("h2", { id: "workspace-title", text: "Workspace" }), downloadAll, close),
+    tabs,
+    filesPanel,
+    termPanel,
+  );
+
+  // --- the tabs ----------------------------------------------------------------------------------
+
+  /** The tab shown: kept in this tab's session, so a reload shows the terminal again (and reattaches it). */
+  let current = sessionStorage.getItem(TAB_KEY) === "terminal" ? termTab : filesTab;
+  /** The terminal (its chunk), once its tab was first shown. @type {Promise<import("./terminal.js").TerminalTab> | null} */
+  let terminal = null;
+
+  /** Shows a tab (the WAI-ARIA tabs pattern: one Tab stop, the selected tab). @param {string} id @param {boolean} [focus] */
+  function pick(id, focus = false) {
+    current = id === termTab.id && !termTab.hidden ? termTab : filesTab;
+    for (const t of [filesTab, termTab]) {
+      t.setAttribute("aria-selected", String(t === current));
+      t.tabIndex = t === current ? 0 : -1;
+    }
+    const onTerminal = current === termTab;
+    filesPanel.hidden = onTerminal;
+    termPanel.hidden = !onTerminal;
+    downloadAll.hidden = onTerminal || !hasFiles;
+    if (onTerminal) sessionStorage.setItem(TAB_KEY, "terminal");
+    else sessionStorage.removeItem(TAB_KEY);
+    if (focus) current.focus();
+    if (onTerminal && open) showTerminal();
+  }
+
+  function showTerminal() {
+    terminal ??= import("./terminal.js").then(({ createTerminal }) =>
+      createTerminal({
+        api,
+        el,
+        node: termPanel,
+        leave: () => termTab.focus(),
+        unavailable: (reason) => {
+          termTab.setAttribute("aria-disabled", "true");
+          termTab.title = reason;
+        },
+      }),
+    );
+    terminal.catch((err) => {
+      terminal = null;
+      termPanel.replaceChildren(el("p", { class: "hint", text: `The terminal could not be loaded: ${why(err)}` }));
+    });
+    terminal.then((t) => current === termTab && !termPanel.hidden && t.show());
+  }
+
+  tabs.addEventListener("keydown", (event) => {
+    const shown = [filesTab, termTab].filter((t) => !t.hidden);
+    const at = shown.indexOf(/** @type {HTMLButtonElement} */ (event.target));
+    const to =
+      event.key === "ArrowRight"
+        ? shown[(at + 1) % shown.length]
+        : event.key === "ArrowLeft"
+          ? shown[(at - 1 + shown.length) % shown.length]
+          : event.key === "Home"
+            ? shown[0]
+            : event.key === "End"
+              ? shown.at(-1)
+              : undefined;
+    if (!to || at < 0) return;
+    event.preventDefault();
+    pick(to.id, true);
+  });
+
+  /** Whether the environment serves terminals: asked once, at the panel's first opening; none (501): no tab. */
+  let probed = false;
+  function probeTerminals() {
+    if (probed) return;
+    probed = true;
+    api.request(TERMINALS).catch((err) => {
+      if (codeOf(err) !== "capability_denied") return;
+      termTab.hidden = true;
+      if (current === termTab) pick(filesTab.id);
+    });
+  }
 
   /** Says `text` (none: nothing); a live region stays shown, so what it is given next is announced. @param {HTMLElement} node @param {string} text */
   function say(node, text) {
@@ -155,7 +252,7 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
     }
     filesSection.hidden = !hasFiles;
     viewer.hidden = !hasFiles;
-    downloadAll.hidden = !hasFiles;
+    downloadAll.hidden = !hasFiles || current === termTab;
     empty.hidden = !hasFiles || !tree.empty();
     if (shown) await show(shown, false);
   }
@@ -431,8 +528,11 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
       for (const key of checkpoints.keys()) stale.add(key);
       drawTurns();
       const listed = refreshFiles();
+      probeTerminals();
+      pick(current.id);
       if (focus) {
         if (isDrawer) close.focus();
+        else if (current === termTab) termTab.focus();
         else listed.then(() => (hasFiles && !tree.empty() ? tree.focus() : close.focus()));
       }
     } else if (panel.contains(document.activeElement) || document.activeElement === document.body) {
@@ -450,9 +550,11 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
     }
     if (event.key !== "Tab" || !(open && phone.matches)) return;
     const focusable = /** @type {HTMLElement[]} */ (
-      [...panel.querySelectorAll("button, select, [tabindex='0'], a[href], pre[tabindex]")].filter(
+      [...panel.querySelectorAll("button, select, textarea, [tabindex='0'], a[href], pre[tabindex]")].filter(
         (n) =>
-          !(/** @type {HTMLElement} */ (n).closest("[hidden]")) && !(/** @type {HTMLButtonElement} */ (n).disabled),
+          !(/** @type {HTMLElement} */ (n).closest("[hidden]")) &&
+          !(/** @type {HTMLButtonElement} */ (n).disabled) &&
+          /** @type {HTMLElement} */ (n).tabIndex >= 0,
       )
     );
     const first = focusable[0];

@@ -1,0 +1,379 @@
+// @ts-check
+/**
+ * The workspace panel's Terminal tab (docs/chat-page.md "The Terminal tab"): a shell in the user's
+ * sandbox through the gateway (docs/api.md "Terminals"), drawn by xterm.js. A chunk of its own with
+ * xterm and its style, loaded when the tab first opens; it imports no module of the page's bundle
+ * (the page's helpers are handed to it). It asks the gateway for the terminal (POST, the user's
+ * token), opens its socket, draws what comes and sends what is typed; after a drop it reconnects
+ * from its cursor (`since`), after a reload it reattaches the same terminal (kept in this tab's
+ * session) and the gateway replays what it kept onto the empty screen. Alt+Shift+↑ leaves it (the
+ * shell takes Tab and Escape); on a phone a key bar gives Ctrl, Tab, Esc and the arrows.
+ */
+import { FitAddon } from "@xterm/addon-fit";
+import { Terminal } from "@xterm/xterm";
+import xtermCss from "@xterm/xterm/css/xterm.css";
+import {
+  afterClose,
+  backoffMs,
+  exitText,
+  INPUT_CHUNK,
+  inputChunks,
+  isLeaveKey,
+  KEYS,
+  keySequence,
+  LEAVE_KEY_ARIA,
+  LEAVE_KEY_TEXT,
+  parseFrame,
+  readSaved,
+  SAVED_KEY,
+  socketUrl,
+  TERMINALS,
+  themeOf,
+  withCtrl,
+} from "../lib/terminal.js";
+import css from "../terminal.css";
+
+/** @param {unknown} err */
+const why = (err) => (err instanceof Error ? err.message : String(err));
+/** @param {unknown} err */
+const codeOf = (err) => /** @type {{ code?: string }} */ (err)?.code;
+
+/**
+ * xterm draws with `<style>` elements of its own, which the page's policy refuses (no inline style):
+ * each one it makes gets a constructed stylesheet instead (the policy allows those, as for the
+ * workspace's style) and stays empty. The page itself makes no `<style>` element.
+ */
+function adoptStyles() {
+  const sheets = [xtermCss, css].map((text) => {
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync(text);
+    return sheet;
+  });
+  document.adoptedStyleSheets = [...document.adoptedStyleSheets, ...sheets];
+  const make = document.createElement.bind(document);
+  /** @type {any} */ (document).createElement = (/** @type {string} */ tag, /** @type {any} */ options) => {
+    const node = make(tag, options);
+    if (String(tag).toLowerCase() !== "style") return node;
+    const sheet = new CSSStyleSheet();
+    let text = "";
+    Object.defineProperty(node, "textContent", {
+      get: () => text,
+      set: (value) => {
+        text = String(value ?? "");
+        sheet.replaceSync(text);
+      },
+    });
+    document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+    return node;
+  };
+}
+
+/**
+ * @param {{
+ *   api: import("../lib/api.js").Api,
+ *   el: typeof import("../views/dom.js").el,
+ *   node: HTMLElement,
+ *   leave: () => void,
+ *   unavailable: (reason: string) => void,
+ * }} deps  `node`: the tab's panel, filled here; `leave`: where the leave key puts the focus (the tab);
+ *   `unavailable`: the environment has no terminal (501), said by the tab
+ */
+export function createTerminal({ api, el, node, leave, unavailable }) {
+  adoptStyles();
+  const status = el("p", { class: "term-status", role: "status" });
+  const restart = el("button", { type: "button", text: "Start a new terminal", hidden: true, onclick: () => fresh() });
+  const reconnect = el("button", {
+    type: "button",
+    text: "Reconnect",
+    hidden: true,
+    onclick: () => connect(),
+  });
+  const screen = el("div", { class: "term-screen", role: "group", "aria-label": "Terminal" });
+  const ctrl = el("button", { type: "button", class: "term-key", "aria-pressed": "false", text: "Ctrl" });
+  const keyButtons = /** @type {(keyof typeof KEYS)[]} */ (["Tab", "Esc", "Left", "Up", "Down", "Right"]).map((key) =>
+    el("button", {
+      type: "button",
+      class: "term-key",
+      "aria-label": KEYS[key].name,
+      "data-key": key,
+      text: KEYS[key].label,
+    }),
+  );
+  const keys = el("div", { class: "term-keys", role: "group", "aria-label": "Terminal keys" }, ctrl, ...keyButtons);
+  const hint = el(
+    "p",
+    { class: "hint term-hint", id: "term-hint" },
+    el("kbd", { text: LEAVE_KEY_TEXT }),
+    " leaves the terminal (Tab and Esc go to the shell).",
+  );
+  node.replaceChildren(el("div", { class: "term-head" }, status, reconnect, restart), screen, keys, hint);
+
+  const root = document.documentElement;
+  const cssVar = (/** @type {string} */ name) => getComputedStyle(root).getPropertyValue(name);
+  const term = new Terminal({
+    theme: themeOf(cssVar),
+    fontFamily: cssVar("--mono").trim() || "monospace",
+    fontSize: 13,
+    cursorBlink: false,
+    scrollback: 2000,
+  });
+  const fit = new FitAddon();
+  term.loadAddon(fit);
+  // The colours follow the page's theme (its choice, or the system's as it changes).
+  const retheme = () => (term.options.theme = themeOf(cssVar));
+  new MutationObserver(retheme).observe(root, { attributes: true, attributeFilter: ["data-theme"] });
+  matchMedia("(prefers-color-scheme: dark)").addEventListener("change", retheme);
+
+  /** Whether the shell's input is held for Ctrl (the key bar's sticky Ctrl): the next key goes with it. */
+  let ctrlHeld = false;
+  const holdCtrl = (/** @type {boolean} */ on) => {
+    ctrlHeld = on;
+    ctrl.setAttribute("aria-pressed", String(on));
+  };
+  // A tap on the bar keeps the focus (and a phone's keyboard) in the terminal.
+  keys.addEventListener("pointerdown", (event) => event.preventDefault());
+  ctrl.addEventListener("click", () => {
+    holdCtrl(!ctrlHeld);
+    term.focus();
+  });
+  for (const button of keyButtons)
+    button.addEventListener("click", () => {
+      const key = /** @type {keyof typeof KEYS} */ (button.dataset.key);
+      send(keySequence(key, { ctrl: ctrlHeld, application: term.modes.applicationCursorKeysMode }));
+      holdCtrl(false);
+      term.focus();
+    });
+
+  let opened = false;
+  let started = false;
+  /** A POST under way: a second connect (a click on Reconnect meanwhile) waits for it. */
+  let connecting = false;
+  /** The terminal this tab shows (kept in this tab's session: a reload reattaches it). */
+  let terminalId = readSaved(sessionStorage.getItem(SAVED_KEY))?.terminalId ?? null;
+  /** The last output drawn (its sequence), in this page's life: a reconnect asks for what follows. @type {number | null} */
+  let lastSeq = null;
+  /** @type {WebSocket | null} */
+  let socket = null;
+  let attempt = 0;
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let timer;
+  /** What this socket said: an exit, and its last error frame's code. */
+  let exited = false;
+  /** @type {string | null} */
+  let lastError = null;
+  /** Said once the next socket is ready (it started from the current screen). */
+  let notice = "";
+
+  const save = () =>
+    terminalId
+      ? sessionStorage.setItem(SAVED_KEY, JSON.stringify({ terminalId }))
+      : sessionStorage.removeItem(SAVED_KEY);
+  /** @param {string} text */
+  const say = (text) => {
+    status.textContent = text;
+  };
+
+  /** Sends typed text (or a key's sequence), within the frame's bound; nothing while not connected. @param {string} data */
+  function send(data) {
+    if (!socket || socket.readyState !== WebSocket.OPEN) {
+      say("Not connected: what you type is not sent until the terminal reconnects.");
+      return;
+    }
+    for (const chunk of inputChunks(data, INPUT_CHUNK)) socket.send(JSON.stringify({ type: "input", data: chunk }));
+  }
+  term.onData((data) => {
+    if (ctrlHeld) {
+      holdCtrl(false);
+      send(withCtrl(data));
+    } else send(data);
+  });
+  term.onResize(({ cols, rows }) => {
+    if (socket?.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "resize", cols, rows }));
+  });
+  term.attachCustomKeyEventHandler((event) => {
+    if (!isLeaveKey(event)) return true;
+    if (event.type === "keydown") {
+      event.preventDefault();
+      leave();
+    }
+    return false;
+  });
+
+  /** Fits the terminal to its box, when it has one (a hidden tab has none). */
+  function refit() {
+    if (!opened || !screen.clientWidth || !screen.clientHeight) return;
+    fit.fit();
+  }
+  /** @type {number | undefined} */
+  let frame;
+  new ResizeObserver(() => {
+    if (frame !== undefined) return;
+    frame = requestAnimationFrame(() => {
+      frame = undefined;
+      refit();
+    });
+  }).observe(screen);
+
+  /**
+   * Asks the gateway for the terminal (the same one again when this tab has one: reattached) and
+   * opens its socket, from the cursor when the screen already shows output (a drop), else from
+   * what the gateway kept (a reload, a new terminal, a cursor no longer kept).
+   */
+  async function connect() {
+    clearTimeout(timer);
+    reconnect.hidden = true;
+    restart.hidden = true;
+    if (socket || connecting) return;
+    connecting = true;
+    try {
+      await attach();
+    } finally {
+      connecting = false;
+    }
+  }
+
+  async function attach() {
+    say(attempt ? "Reconnecting…" : "Connecting…");
+    /** @type {any} */
+    let answer;
+    try {
+      answer = (
+        await api.request(TERMINALS, {
+          method: "POST",
+          body: {
+            ...(terminalId ? { terminalId } : {}),
+            cols: Math.min(term.cols, 500),
+            rows: Math.min(term.rows, 200),
+          },
+        })
+      ).data;
+    } catch (err) {
+      const code = codeOf(err);
+      if (code === "capability_denied") {
+        say("This environment has no terminal.");
+        unavailable("This environment has no terminal.");
+        return;
+      }
+      if (code === "terminal_not_found" && terminalId) {
+        // Not this user's any more (forgotten, expired): a new one.
+        terminalId = null;
+        lastSeq = null;
+        save();
+        return attach();
+      }
+      if (code === "terminal_limit_reached" || code === "logical_resume_unsupported" || code === "invalid_request") {
+        say(`No terminal: ${why(err)}`);
+        reconnect.hidden = false;
+        return;
+      }
+      retryLater(`The terminal could not be opened (${why(err)}).`);
+      return;
+    }
+    if (answer.status === "attached" && terminalId && answer.terminal?.terminalId === terminalId && lastSeq !== null)
+      notice = "A new shell: the earlier one had ended.";
+    terminalId = answer.terminal?.terminalId ?? terminalId;
+    save();
+    // A new shell's output is not the screen's: from the start.
+    const since = answer.status === "reattached" ? lastSeq : null;
+    if (since === null) lastSeq = null;
+    open(socketUrl(answer.url, new URL(api.baseUrl || "/", location.href).href, since), since === null);
+  }
+
+  /** @param {string} url @param {boolean} fromStart the screen is drawn again from what the gateway kept */
+  function open(url, fromStart) {
+    exited = false;
+    lastError = null;
+    const ws = new WebSocket(url);
+    socket = ws;
+    let first = true;
+    ws.onmessage = (event) => {
+      if (socket !== ws) return;
+      const f = parseFrame(event.data);
+      if (!f) return;
+      if (f.type === "ready") {
+        if (first) {
+          first = false;
+          attempt = 0;
+          if (fromStart) term.reset();
+          say(notice || "Connected.");
+          notice = "";
+        } else if (f.restored) {
+          // The gateway reattached the sandbox's terminal: its kept screen follows, drawn afresh.
+          term.reset();
+        }
+      } else if (f.type === "output") {
+        if (lastSeq !== null && f.seq <= lastSeq) return;
+        lastSeq = f.seq;
+        term.write(f.data);
+      } else if (f.type === "exit") {
+        exited = true;
+        say(exitText(f));
+      } else if (f.type === "error") {
+        lastError = f.code;
+        if (f.code !== "cursor_evicted" && f.code !== "cursor_invalid") say(`The terminal said: ${f.message}`);
+      }
+    };
+    ws.onclose = (event) => {
+      if (socket !== ws) return;
+      socket = null;
+      const next = afterClose(event.code, { exited, error: lastError });
+      if (next === "reconnect") retryLater("Connection lost: reconnecting…");
+      else if (next === "fresh") {
+        lastSeq = null;
+        notice = "Started from the current screen: the output before it is no longer kept.";
+        connect();
+      } else if (next === "idle") {
+        say("Disconnected: the terminal was idle. Reconnect to go on.");
+        reconnect.hidden = false;
+      } else if (next === "ended") {
+        if (!exited) say(event.code === 4499 ? "The terminal was closed." : "The terminal has ended.");
+        terminalId = null;
+        save();
+        restart.hidden = false;
+      } else {
+        say(`The terminal closed: ${event.reason || `code ${event.code}`}.`);
+        reconnect.hidden = false;
+      }
+    };
+  }
+
+  /** @param {string} text */
+  function retryLater(text) {
+    say(text);
+    reconnect.hidden = false;
+    timer = setTimeout(connect, backoffMs(attempt++));
+  }
+
+  /** A new shell: the ended one forgotten (the gateway too, best effort), the screen cleared. */
+  async function fresh() {
+    const old = terminalId;
+    terminalId = null;
+    lastSeq = null;
+    save();
+    if (old) api.request(`${TERMINALS}/${encodeURIComponent(old)}`, { method: "DELETE" }).catch(() => {});
+    term.reset();
+    attempt = 0;
+    await connect();
+  }
+
+  return {
+    /** The tab is shown: drawn (the first time), fitted, and connected. */
+    show() {
+      if (!opened) {
+        term.open(screen);
+        opened = true;
+        const input = screen.querySelector("textarea");
+        input?.setAttribute("aria-describedby", "term-hint");
+        input?.setAttribute("aria-keyshortcuts", LEAVE_KEY_ARIA);
+      }
+      refit();
+      if (!started) {
+        started = true;
+        connect();
+      }
+    },
+    focus: () => term.focus(),
+  };
+}
+
+/** @typedef {ReturnType<typeof createTerminal>} TerminalTab */
