@@ -40,8 +40,10 @@ const codeOf = (err) => /** @type {{ code?: string }} */ (err)?.code;
 
 /**
  * xterm draws with `<style>` elements of its own, which the page's policy refuses (no inline style):
- * each one it makes gets a constructed stylesheet instead (the policy allows those, as for the
- * workspace's style) and stays empty. The page itself makes no `<style>` element.
+ * each one it asks for is an empty `<template>` (never drawn) whose text goes to a constructed
+ * stylesheet instead (the policy allows those, as for the workspace's style). The page itself makes
+ * no `<style>` element. (A cell in 24-bit colour is drawn by xterm with a style attribute, which the
+ * policy refuses: such text shows in the terminal's own colour, and the browser reports it.)
  */
 function adoptStyles() {
   const sheets = [xtermCss, css].map((text) => {
@@ -52,8 +54,9 @@ function adoptStyles() {
   document.adoptedStyleSheets = [...document.adoptedStyleSheets, ...sheets];
   const make = document.createElement.bind(document);
   /** @type {any} */ (document).createElement = (/** @type {string} */ tag, /** @type {any} */ options) => {
-    const node = make(tag, options);
-    if (String(tag).toLowerCase() !== "style") return node;
+    if (String(tag).toLowerCase() !== "style") return make(tag, options);
+    // A <template> in its place: never drawn, and no inline style for the policy to refuse.
+    const node = make("template");
     const sheet = new CSSStyleSheet();
     let text = "";
     Object.defineProperty(node, "textContent", {
