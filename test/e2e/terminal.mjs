@@ -1,0 +1,223 @@
+// The workspace panel's Terminal tab (issue 41): a shell in the user's sandbox through the gateway,
+// typed into with the real keyboard and read from xterm's rows; the same terminal after a reload
+// (its output once, then on); the key that leaves it; light and dark; on a phone the key bar.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { assertAccessible, openPage, send, signIn, unique, waitForBadge } from "./harness.mjs";
+
+const panel = (page) => page.locator("#workspace");
+const termTab = (page) => panel(page).getByRole("tab", { name: "Terminal" });
+
+/** The terminal's screen as xterm draws it: one string per row, trailing blanks trimmed. */
+const rows = (page) =>
+  page.evaluate(() =>
+    [...document.querySelectorAll("#ws-term-panel .xterm-rows > div")].map((r) =>
+      (r.textContent ?? "").replace(/\u00a0/g, " ").trimEnd(),
+    ),
+  );
+
+/** Waits until a row of the screen reads exactly `text`. */
+async function rowShown(page, text, timeout = 15_000) {
+  await page.waitForFunction(
+    (want) =>
+      [...document.querySelectorAll("#ws-term-panel .xterm-rows > div")].some(
+        (r) => (r.textContent ?? "").replace(/\u00a0/g, " ").trimEnd() === want,
+      ),
+    text,
+    { timeout },
+  );
+}
+
+/** Opens the panel and its Terminal tab with the keyboard, and waits for the shell's socket. */
+async function openTerminal(page) {
+  const button = page.locator("#workspace-button");
+  if ((await button.getAttribute("aria-expanded")) !== "true") {
+    await button.focus();
+    await page.keyboard.press("Enter");
+  }
+  await termTab(page).click();
+  await panel(page)
+    .locator(".term-status", { hasText: /^Connected\.$/ })
+    .waitFor({ timeout: 20_000 });
+  await rowShown(page, "$");
+}
+
+/** Tabs from the Terminal tab into the terminal: the focus is in xterm's input. */
+async function focusTerminal(page) {
+  await termTab(page).focus();
+  await page.keyboard.press("Tab");
+  await page.waitForFunction(() => document.activeElement?.classList.contains("xterm-helper-textarea"));
+}
+
+/** Types a line and Enter with the real keyboard. */
+async function typeLine(page, line) {
+  await page.keyboard.type(line);
+  await page.keyboard.press("Enter");
+}
+
+/**
+ * The input the page sends up its terminal sockets, as the browser sent it; `until(n)` resolves once
+ * there are at least n.
+ */
+function sentInput(page) {
+  /** @type {string[]} */
+  const inputs = [];
+  /** @type {Array<{ n: number, resolve: () => void }>} */
+  let waiting = [];
+  page.on("websocket", (ws) => {
+    if (!/\/terminals\/[^/]+\/ws/.test(ws.url())) return;
+    ws.on("framesent", ({ payload }) => {
+      const frame = JSON.parse(String(payload));
+      if (frame.type !== "input") return;
+      inputs.push(frame.data);
+      for (const w of waiting) if (inputs.length >= w.n) w.resolve();
+      waiting = waiting.filter((w) => inputs.length < w.n);
+    });
+  });
+  const until = (/** @type {number} */ n) =>
+    inputs.length >= n ? Promise.resolve() : new Promise((resolve) => waiting.push({ n, resolve }));
+  return { inputs, until };
+}
+
+describe("the Terminal tab", () => {
+  it("runs a typed command and shows its output; ls shows the agent's file; Escape goes to the shell; Alt+Shift+↑ leaves; axe-clean", async () => {
+    const page = await openPage();
+    await signIn(page, unique("term"));
+    // The agent writes a file: the shell sees the same workspace.
+    await send(page, "Take a note [write:notes.txt:hello from the agent]");
+    await waitForBadge(page, "done");
+    const sent = sentInput(page);
+    await openTerminal(page);
+    assert.equal(await termTab(page).getAttribute("aria-selected"), "true");
+    await focusTerminal(page);
+
+    await typeLine(page, "echo hello");
+    await rowShown(page, "hello");
+    assert.ok((await rows(page)).includes("$ echo hello"));
+    await typeLine(page, "ls");
+    await rowShown(page, "notes.txt");
+    await typeLine(page, "cat notes.txt");
+    await rowShown(page, "hello from the agent");
+
+    // Escape is the shell's: sent to it, the panel stays open and the focus in the terminal.
+    let n = sent.inputs.length;
+    await page.keyboard.press("Escape");
+    await sent.until(n + 1);
+    assert.equal(sent.inputs.at(-1), "\x1b");
+    assert.ok(await panel(page).isVisible());
+    assert.ok(await page.evaluate(() => document.activeElement?.classList.contains("xterm-helper-textarea")));
+    // Tab too: it stays in the terminal.
+    await page.keyboard.press("Tab");
+    assert.ok(await page.evaluate(() => document.activeElement?.classList.contains("xterm-helper-textarea")));
+    n = sent.inputs.length;
+    await page.keyboard.press("Control+c");
+    await sent.until(n + 1);
+    assert.deepEqual(sent.inputs.slice(-2), ["\t", "\x03"]);
+
+    // The hint names the key that leaves; it puts the focus on the Terminal tab.
+    assert.match(await panel(page).locator(".term-hint").innerText(), /Alt\+Shift\+↑ leaves the terminal/);
+    await page.keyboard.press("Alt+Shift+ArrowUp");
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "ws-tab-terminal");
+    await assertAccessible(page, "the Terminal tab");
+    await page.context().close();
+  });
+
+  it("after a reload shows the same terminal, its output once, and goes on", async () => {
+    const page = await openPage();
+    await signIn(page, unique("term-reload"));
+    await openTerminal(page);
+    await focusTerminal(page);
+    const mark = unique("first");
+    await typeLine(page, `echo ${mark}`);
+    await rowShown(page, mark);
+    const id = await page.evaluate(() => JSON.parse(sessionStorage.getItem("gw:terminal") ?? "{}").terminalId);
+    assert.ok(id);
+
+    await page.reload();
+    // The panel opens again once live, on its Terminal tab, and the terminal reattaches.
+    await panel(page)
+      .locator(".term-status", { hasText: /^Connected\.$/ })
+      .waitFor({ timeout: 20_000 });
+    await rowShown(page, mark);
+    const screen = await rows(page);
+    assert.equal(screen.filter((r) => r === mark).length, 1, screen.join("\n"));
+    assert.equal(screen.filter((r) => r === `$ echo ${mark}`).length, 1, screen.join("\n"));
+    assert.equal(await page.evaluate(() => JSON.parse(sessionStorage.getItem("gw:terminal") ?? "{}").terminalId), id);
+    await focusTerminal(page);
+    await typeLine(page, "echo second");
+    await rowShown(page, "second");
+    const after = await rows(page);
+    assert.equal(after.filter((r) => r === mark).length, 1, after.join("\n"));
+    await page.context().close();
+  });
+
+  it("takes the page's colours, light and dark, and follows a change of theme", async () => {
+    const page = await openPage({ colorScheme: "dark" });
+    await signIn(page, unique("term-theme"));
+    await openTerminal(page);
+    /** The colour of the terminal's text and of the page's, as the browser computes them. */
+    const colours = () =>
+      page.evaluate(() => ({
+        text: getComputedStyle(/** @type {Element} */ (document.querySelector("#ws-term-panel .xterm-rows"))).color,
+        ink: getComputedStyle(document.body).color,
+      }));
+    const dark = await colours();
+    assert.equal(dark.text, dark.ink);
+    await assertAccessible(page, "the Terminal tab, dark");
+    // The sidebar's Theme: Light.
+    await page.locator('#theme-choice input[value="light"]').check();
+    await page.waitForFunction(
+      (before) =>
+        getComputedStyle(/** @type {Element} */ (document.querySelector("#ws-term-panel .xterm-rows"))).color !==
+        before,
+      dark.text,
+    );
+    const light = await colours();
+    assert.equal(light.text, light.ink);
+    assert.notEqual(light.text, dark.text);
+    await assertAccessible(page, "the Terminal tab, light");
+    await page.context().close();
+  });
+
+  it("on a phone: a key bar sends Ctrl (held for the next key), Tab, Esc and the arrows; the screen fits; axe-clean", async () => {
+    const page = await openPage({ width: 390, height: 844, phone: true });
+    await signIn(page, unique("term-phone"));
+    const sent = sentInput(page);
+    await page.locator("#workspace-button").tap();
+    await termTab(page).tap();
+    await panel(page)
+      .locator(".term-status", { hasText: /^Connected\.$/ })
+      .waitFor({ timeout: 20_000 });
+    await rowShown(page, "$");
+    const bar = panel(page).getByRole("group", { name: "Terminal keys" });
+    assert.ok(await bar.isVisible());
+
+    // The screen fits the drawer: the shell knows its rows (stty size), as many as xterm draws.
+    await panel(page).locator(".xterm").tap();
+    await typeLine(page, "stty size");
+    const drawn = (await rows(page)).length;
+    await page.waitForFunction(
+      (n) =>
+        [...document.querySelectorAll("#ws-term-panel .xterm-rows > div")].some((r) =>
+          new RegExp(`^${n} \\d+$`).test((r.textContent ?? "").trim()),
+        ),
+      drawn,
+    );
+
+    const ctrl = bar.getByRole("button", { name: "Ctrl" });
+    await ctrl.tap();
+    assert.equal(await ctrl.getAttribute("aria-pressed"), "true");
+    await page.keyboard.type("c");
+    await rowShown(page, "$ ^C");
+    assert.equal(await ctrl.getAttribute("aria-pressed"), "false");
+    const n = sent.inputs.length;
+    for (const name of ["Tab", "Escape", "Up arrow", "Down arrow", "Left arrow", "Right arrow"])
+      await bar.getByRole("button", { name, exact: true }).tap();
+    await sent.until(n + 6);
+    assert.deepEqual(sent.inputs.slice(-7), ["\x03", "\t", "\x1b", "\x1b[A", "\x1b[B", "\x1b[D", "\x1b[C"]);
+    // A tap on the bar leaves the focus in the terminal (the phone's keyboard stays up).
+    assert.ok(await page.evaluate(() => document.activeElement?.classList.contains("xterm-helper-textarea")));
+    await assertAccessible(page, "the Terminal tab on a phone");
+    await page.context().close();
+  });
+});
