@@ -264,12 +264,14 @@ export function createTerminal({ api, el, node, leave, unavailable }) {
         save();
         return attach();
       }
-      if (code === "terminal_limit_reached" || code === "logical_resume_unsupported" || code === "invalid_request") {
+      // Not reached, or the gateway failed: again later. Refused (a limit, an ended terminal): said.
+      if (/** @type {{ unreachable?: boolean }} */ (err)?.unreachable)
+        retryLater(`The terminal could not be opened (${why(err)}).`);
+      else {
         say(`No terminal: ${why(err)}`);
         reconnect.hidden = false;
-        return;
+        restart.hidden = !terminalId;
       }
-      retryLater(`The terminal could not be opened (${why(err)}).`);
       return;
     }
     if (answer.status === "attached" && terminalId && answer.terminal?.terminalId === terminalId && lastSeq !== null)
@@ -298,6 +300,9 @@ export function createTerminal({ api, el, node, leave, unavailable }) {
           first = false;
           attempt = 0;
           if (fromStart) term.reset();
+          // A terminal reattached keeps the size it had: this screen's goes up.
+          if (f.cols !== undefined && (f.cols !== term.cols || f.rows !== term.rows))
+            ws.send(JSON.stringify({ type: "resize", cols: term.cols, rows: term.rows }));
           say(notice || "Connected.");
           notice = "";
         } else if (f.restored) {
@@ -329,9 +334,8 @@ export function createTerminal({ api, el, node, leave, unavailable }) {
         say("Disconnected: the terminal was idle. Reconnect to go on.");
         reconnect.hidden = false;
       } else if (next === "ended") {
+        // Kept until a new one starts (a reload shows it ended): then the gateway forgets it too.
         if (!exited) say(event.code === 4499 ? "The terminal was closed." : "The terminal has ended.");
-        terminalId = null;
-        save();
         restart.hidden = false;
       } else {
         say(`The terminal closed: ${event.reason || `code ${event.code}`}.`);
