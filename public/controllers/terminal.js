@@ -264,8 +264,10 @@ export function createTerminal({ api, el, node, leave, unavailable }) {
         save();
         return attach();
       }
-      // Not reached, or the gateway failed: again later. Refused (a limit, an ended terminal): said.
-      if (/** @type {{ unreachable?: boolean }} */ (err)?.unreachable)
+      // Not reached, or the gateway failed (and may not again): again later. Refused (a limit, an ended
+      // terminal) or failed for good (metadata incomplete): said.
+      const failed = /** @type {{ unreachable?: boolean, body?: any }} */ (err);
+      if (failed?.unreachable && failed.body?.error?.retryable !== false)
         retryLater(`The terminal could not be opened (${why(err)}).`);
       else {
         say(`No terminal: ${why(err)}`);
