@@ -87,7 +87,15 @@ describe("the Terminal tab", () => {
     await send(page, "Take a note [write:notes.txt:hello from the agent]");
     await waitForBadge(page, "done");
     const sent = sentInput(page);
+    // xterm is a chunk of its own: fetched when the Terminal tab opens, not with the page or the panel.
+    const fetched = [];
+    page.on("request", (r) => fetched.push(new URL(r.url()).pathname));
+    const chunk = () => fetched.filter((p) => /^\/assets\/terminal-[A-Z0-9]+\.js$/.test(p));
+    await page.locator("#workspace-button").click();
+    await termTab(page).waitFor();
+    assert.deepEqual(chunk(), []);
     await openTerminal(page);
+    assert.equal(chunk().length, 1);
     assert.equal(await termTab(page).getAttribute("aria-selected"), "true");
     await focusTerminal(page);
 
