@@ -15,6 +15,7 @@ import { accountRoutes, environmentRoutes } from "./environment";
 import { interactionRoutes } from "./interactions";
 import { serviceRoutes } from "./service";
 import { streamRoutes } from "./streams";
+import { terminalRoutes } from "./terminals";
 import { undoRoutes } from "./undo";
 import { webhookRoutes } from "./webhooks";
 import { workspaceRoutes } from "./workspace";
@@ -47,6 +48,8 @@ export const MOUNTS: readonly Mount[] = [
   { prefix: "/v1/environment", routes: environmentRoutes },
   // The workspace's files (docs/api.md#the-workspace).
   { prefix: "/v1/environment/files", routes: workspaceRoutes },
+  // The user's terminals and their sockets (docs/api.md#terminals).
+  { prefix: "/v1/environment/terminals", routes: terminalRoutes },
   { prefix: "/v1/me", routes: accountRoutes },
   // The user's webhook endpoints and their delivery logs.
   { prefix: "/v1/webhooks", routes: webhookRoutes },

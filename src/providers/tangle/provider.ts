@@ -17,6 +17,7 @@
  * - checkpoints.ts: the workspace's checkpoints: taken before each turn, compared, restored, released;
  * - observation.ts: the sandbox and the account as the Sandbox reports them; a user's stop and delete;
  * - workspace-files.ts: the workspace's files: list, stat, read, download, upload;
+ * - terminals.ts: the sandbox's terminals: a PTY's socket, its frames, its metadata;
  * - wire-errors.ts: the Sandbox's error codes as provider error codes; routes.ts the route table.
  */
 
@@ -51,6 +52,7 @@ import { forkSession } from "./fork";
 import { deleteSandbox, observe, stopSandbox } from "./observation";
 import { readResult } from "./result";
 import { endSession } from "./session-end";
+import { TangleTerminals } from "./terminals";
 import { TangleWorkspaceFiles } from "./workspace-files";
 
 export interface TangleProviderOptions {
@@ -75,10 +77,12 @@ export class TangleProvider implements AgentProvider {
 
   readonly checkpoints: TangleCheckpoints;
   readonly workspaceFiles: TangleWorkspaceFiles;
+  readonly terminals: TangleTerminals;
 
   constructor(private readonly options: TangleProviderOptions) {
     this.checkpoints = new TangleCheckpoints(options.client);
     this.workspaceFiles = new TangleWorkspaceFiles(options.client, options.workspaceRoot ?? "/home/agent");
+    this.terminals = new TangleTerminals(options.client);
   }
 
   ensureEnvironment(input: EnsureEnvironmentInput): Promise<EnsureEnvironmentResult> {

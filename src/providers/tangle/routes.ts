@@ -9,7 +9,19 @@ const enc = encodeURIComponent;
 const encPath = (abs: string) => abs.split("/").map(enc).join("/");
 const runtime = (sandboxId: string, path: string) => `/v1/sandboxes/${enc(sandboxId)}/runtime${path}`;
 
+const sidecar = (sandboxId: string, path: string) => `/v1/sidecar-proxy/${enc(sandboxId)}${path}`;
+
 export const sandboxRoutes = {
+  // The terminal (docs/sandbox-wire.md §11, §12): the socket's path [wire], under the sidecar proxy, not /runtime
+  // (measured: 500 there); the metadata route [ours] on that base.
+  terminalSocket: (id: string, connectionId: string): Route => ({
+    method: "GET",
+    path: sidecar(id, `/terminals/${enc(connectionId)}/ws`),
+  }),
+  terminalMetadata: (id: string, sessionId: string): Route => ({
+    method: "GET",
+    path: sidecar(id, `/terminals/${enc(sessionId)}`),
+  }),
   // Control plane [wire]
   createSandbox: (): Route => ({ method: "POST", path: "/v1/sandboxes" }),
   getSandbox: (id: string): Route => ({ method: "GET", path: `/v1/sandboxes/${enc(id)}` }),
