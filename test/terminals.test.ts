@@ -226,7 +226,7 @@ describe("the seed's truth rules", () => {
   });
 
   it("answers 501 naming the capability where the deployment has no terminal routes", async () => {
-    await variants({ terminals: "missing" });
+    await variants({ terminalRoutes: "missing" });
     const res = await openTerminal(await tokenFor(uid("user")));
     expect(res.status).toBe(501);
     expect(res.body.error).toMatchObject({ code: "capability_denied", details: { missing: ["interactiveTerminal"] } });

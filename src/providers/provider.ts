@@ -357,6 +357,28 @@ export interface SandboxTerminals {
   metadata(environmentId: string, sessionId: string): Promise<Record<string, unknown> | null>;
 }
 
+/**
+ * The agent's own terminal UI for a session (interactive mode; docs/sandbox-wire.md §12), where the
+ * provider has it and the claims say so (`interactiveAgent`). Its PTY is a terminal like any other
+ * (SandboxTerminals), reached under the connection id `start` answers, its input fenced by the
+ * control generation `claim` answers.
+ */
+export interface InteractiveAgent {
+  start(
+    environmentId: string,
+    sessionId: string,
+    request: { cols: number; rows: number; idempotencyKey: string },
+  ): Promise<{ connectionId: string }>;
+  /** Claims control under compare-and-swap on `expectedGeneration` (0 when unheld). */
+  claim(
+    environmentId: string,
+    sessionId: string,
+    request: { operationId: string; holderId: string; expectedGeneration: number },
+  ): Promise<{ status: "accepted" | "replayed" | "conflict"; generation: number }>;
+  /** Stops the TUI (the coding process); a stale generation is refused upstream. */
+  stop(environmentId: string, sessionId: string, generation: number): Promise<void>;
+}
+
 export interface AgentProvider {
   /** The `provider` coordinate of control refs. */
   readonly name: string;
@@ -414,4 +436,6 @@ export interface AgentProvider {
   readonly workspaceFiles?: WorkspaceFiles;
   /** The sandbox's terminals, where the provider has them (the CLI Bridge has none). */
   readonly terminals?: SandboxTerminals;
+  /** The agent's own terminal UI (interactive mode), where the provider has it. */
+  readonly interactive?: InteractiveAgent;
 }

@@ -114,10 +114,12 @@ export class TerminalRelay {
 
   /** Attaches (or finds attached) the sandbox's PTY: a success only once it is proven live. */
   async attach(spec: TerminalSpec, geometry: Geometry): Promise<{ status: "attached" | "reattached" } | Refusal> {
-    if (this.upstream && this.spec?.connectionId === spec.connectionId && !this.ended) {
-      this.spec = spec;
-      return { status: "reattached" };
-    }
+    const same = this.spec?.connectionId === spec.connectionId && this.spec?.generation === spec.generation;
+    if (this.upstream && same && !this.ended) return { status: "reattached" };
+    // Another PTY, or a new control generation (which the socket carries): the old socket goes first.
+    const old = this.upstream;
+    this.upstream = null;
+    old?.close();
     this.spec = spec;
     this.ended = null;
     this.geometry = geometry;

@@ -82,7 +82,7 @@ export function migrateUserSchema(sql: Pick<SqlStorage, "exec">): void {
   // v12: the user's terminals (./terminals.ts): where each lives upstream, never what it showed.
   if (current < 12)
     sql.exec(
-      "CREATE TABLE IF NOT EXISTS terminals (terminal_id TEXT PRIMARY KEY, kind TEXT NOT NULL, conversation_id TEXT, environment_id TEXT NOT NULL, connection_id TEXT NOT NULL, created_at INTEGER NOT NULL)",
+      "CREATE TABLE IF NOT EXISTS terminals (terminal_id TEXT PRIMARY KEY, kind TEXT NOT NULL, conversation_id TEXT, environment_id TEXT NOT NULL, connection_id TEXT NOT NULL, generation INTEGER, created_at INTEGER NOT NULL)",
     );
   sql.exec("DELETE FROM schema_version");
   sql.exec(`INSERT INTO schema_version (version) VALUES (${CURRENT})`);

@@ -11,6 +11,8 @@ export interface TerminalRow {
   conversationId: string | null;
   environmentId: string;
   connectionId: string;
+  /** The control generation an agent's UI is driven under; null for a shell. */
+  generation: number | null;
   createdAt: number;
 }
 
@@ -20,6 +22,7 @@ type Row = {
   conversation_id: string | null;
   environment_id: string;
   connection_id: string;
+  generation: number | null;
   created_at: number;
 };
 
@@ -29,6 +32,7 @@ const rowOf = (r: Row): TerminalRow => ({
   conversationId: r.conversation_id,
   environmentId: r.environment_id,
   connectionId: r.connection_id,
+  generation: r.generation,
   createdAt: r.created_at,
 });
 
@@ -54,15 +58,19 @@ export class TerminalIndex {
     if (existing) {
       if (existing.kind !== wanted.kind)
         throw new Refusal("terminal_not_found", `terminal ${wanted.terminalId} is not a ${wanted.kind} terminal`);
-      if (existing.environmentId === wanted.environmentId && existing.connectionId === wanted.connectionId)
-        return existing;
+      const moved =
+        existing.environmentId !== wanted.environmentId ||
+        existing.connectionId !== wanted.connectionId ||
+        existing.generation !== wanted.generation;
+      if (!moved) return existing;
       this.sql.exec(
-        "UPDATE terminals SET environment_id = ?, connection_id = ? WHERE terminal_id = ?",
+        "UPDATE terminals SET environment_id = ?, connection_id = ?, generation = ? WHERE terminal_id = ?",
         wanted.environmentId,
         wanted.connectionId,
+        wanted.generation,
         wanted.terminalId,
       );
-      return { ...existing, environmentId: wanted.environmentId, connectionId: wanted.connectionId };
+      return { ...existing, ...wanted };
     }
     const held = this.list();
     if (held.length >= max)
@@ -72,12 +80,13 @@ export class TerminalIndex {
         { max, terminals: held.map((t) => t.terminalId) },
       );
     this.sql.exec(
-      "INSERT INTO terminals (terminal_id, kind, conversation_id, environment_id, connection_id, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+      "INSERT INTO terminals (terminal_id, kind, conversation_id, environment_id, connection_id, generation, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
       wanted.terminalId,
       wanted.kind,
       wanted.conversationId,
       wanted.environmentId,
       wanted.connectionId,
+      wanted.generation,
       now,
     );
     return { ...wanted, createdAt: now };

@@ -40,6 +40,9 @@ import { type RateLimitKind, SlidingWindow } from "./rate-limit";
 import { userRooms } from "./rooms";
 import type { IndexTouch } from "./store";
 import type { TerminalIndex, TerminalRow } from "./terminals";
+
+export type { TerminalRow } from "./terminals";
+
 import type { CreateOutcome, WebhookDesk } from "./webhook-desk";
 
 export class UserObject extends DurableObject<Env> {
@@ -125,21 +128,24 @@ export class UserObject extends DurableObject<Env> {
    */
   async openTerminal(
     ownerKey: string,
-    wanted: { terminalId: string; kind: "shell" | "agent"; conversationId: string | null; connectionId: string },
+    wanted: {
+      terminalId: string;
+      kind: "shell" | "agent";
+      conversationId: string | null;
+      connectionId: string;
+      generation: number | null;
+    },
     max: number,
-    staleEnvironmentId?: string,
-  ): Promise<RpcResult<{ terminal: TerminalRow; environment: EnvironmentRecord }>> {
+    /** The sandbox it is in, where the caller knows it (an agent's UI: its branch's); else the user's, brought up. */
+    environmentId?: string,
+  ): Promise<RpcResult<TerminalRow>> {
     return this.unlessDeleting(async () => {
-      const environment = await this.environments.ensure(ownerKey, staleEnvironmentId, false);
+      const where = environmentId ?? (await this.environments.ensure(ownerKey, undefined, false)).environmentId;
       const known = this.terminals.get(wanted.terminalId);
-      const connectionId =
-        known && known.environmentId === environment.environmentId ? known.connectionId : wanted.connectionId;
-      const terminal = this.terminals.register(
-        { ...wanted, environmentId: environment.environmentId, connectionId },
-        max,
-        Date.now(),
-      );
-      return { terminal, environment };
+      // A shell keeps its connection id while its sandbox lives; an agent's UI is where its start said.
+      const keep = wanted.kind === "shell" && known !== null && known.environmentId === where;
+      const connectionId = keep ? known.connectionId : wanted.connectionId;
+      return this.terminals.register({ ...wanted, environmentId: where, connectionId }, max, Date.now());
     });
   }
 

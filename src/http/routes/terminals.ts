@@ -9,7 +9,6 @@ import { z } from "zod";
 import { signToken } from "../../auth/tokens";
 import { ApiError, type RpcResult } from "../../errors";
 import { createProvider } from "../../providers";
-import type { EnvironmentRecord } from "../../providers/provider";
 import {
   OpenTerminalRequest,
   SinceQuery,
@@ -20,7 +19,7 @@ import {
   TerminalRefSchema,
 } from "../../schemas/terminals";
 import { SPEC_HEADER, type TerminalRef, type TerminalSpec } from "../../terminal/terminal";
-import type { TerminalRow } from "../../user/terminals";
+import type { TerminalRow } from "../../user/user";
 import { type AppEnv, userObject } from "../app-context";
 import { invalid } from "../body";
 import { unwrapRpc } from "../errors";
@@ -42,7 +41,7 @@ export function requireTerminals(c: Context<AppEnv>, capability = CAPABILITY): v
   if (why) throw new ApiError(501, "capability_denied", why, { missing: [capability] });
 }
 
-function terminalObject(c: Context<AppEnv>, terminalId: string) {
+export function terminalObject(c: Context<AppEnv>, terminalId: string) {
   return c.env.TERMINALS.get(c.env.TERMINALS.idFromName(`${c.get("identity").ownerKey}/${terminalId}`));
 }
 
@@ -53,6 +52,7 @@ export function specOf(row: TerminalRow): TerminalSpec {
     ...(row.conversationId ? { conversationId: row.conversationId } : {}),
     environmentId: row.environmentId,
     connectionId: row.connectionId,
+    ...(row.generation !== null ? { generation: row.generation } : {}),
   };
 }
 
@@ -96,19 +96,26 @@ export async function openTerminal(
   c: Context<AppEnv>,
   wanted: { terminalId: string; kind: "shell" | "agent"; conversationId: string | null; connectionId: string },
   geometry: { cols: number; rows: number },
-  extra: { generation?: number } = {},
+  extra: { generation?: number; environmentId?: string } = {},
 ): Promise<Response> {
   const config = c.get("config");
-  const open = (): Promise<RpcResult<{ terminal: TerminalRow; environment: EnvironmentRecord }>> =>
-    userObject(c).openTerminal(c.get("identity").ownerKey, wanted, config.TERMINAL_MAX_PER_USER) as never;
+  const { environmentId, generation } = extra;
+  const known = await userObject(c).terminal(wanted.terminalId);
+  const open = (): Promise<RpcResult<TerminalRow>> =>
+    userObject(c).openTerminal(
+      c.get("identity").ownerKey,
+      { ...wanted, generation: generation ?? null },
+      config.TERMINAL_MAX_PER_USER,
+      environmentId,
+    ) as never;
   let opened = await open();
   if (!opened.ok && opened.refusal.code === "terminal_limit_reached") {
     await pruneEnded(c);
     opened = await open();
   }
-  const { terminal } = unwrapRpc(opened);
-  const isNew = terminal.connectionId === wanted.connectionId;
-  const spec = { ...specOf(terminal), ...extra };
+  const terminal = unwrapRpc(opened);
+  const isNew = known === null;
+  const spec = specOf(terminal);
   // RPC typing loses the result's union; the shape is the terminal object's own.
   const attached = (await terminalObject(c, terminal.terminalId).attach(spec, geometry)) as unknown as RpcResult<{
     status: "attached" | "reattached";
@@ -116,7 +123,11 @@ export async function openTerminal(
   }>;
   if (!attached.ok && isNew) await userObject(c).forgetTerminal(terminal.terminalId);
   const value = unwrapRpc(attached);
-  const answer = { ...value, ...(await socketToken(c, terminal.terminalId)), ...extra };
+  const answer = {
+    ...value,
+    ...(await socketToken(c, terminal.terminalId)),
+    ...(generation !== undefined ? { generation } : {}),
+  };
   return c.json(answer, value.status === "attached" ? 201 : 200);
 }
 

@@ -75,6 +75,11 @@ export const sandboxRoutes = {
     method: "GET",
     path: runtime(id, `/agents/sessions/${enc(sessionId)}/executions/${enc(executionId)}/result`),
   }),
+  // The agent's own TUI [ours] (SDK `session(id).interactive()` [sdk]; docs/sandbox-wire.md §12)
+  interactive: (id: string, sessionId: string, action: "" | "/control" | "/stop", method: "GET" | "POST"): Route => ({
+    method,
+    path: runtime(id, `/agents/sessions/${enc(sessionId)}/interactive${action}`),
+  }),
   // [ours] (SDK `session(id).fork({ messageId })`; docs/sandbox-wire.md §3)
   forkSession: (id: string, sessionId: string): Route => ({
     method: "POST",
