@@ -51,6 +51,14 @@ export type RefusalCode =
   | "capability_unsupported"
   /** An operation id already names another request. */
   | "operation_conflict"
+  /** The user has no terminal by that id (another user's looks the same). */
+  | "terminal_not_found"
+  /** The sandbox's terminal did not prove itself live (its ready or metadata lacks a field): the attach failed closed. */
+  | "terminal_metadata_incomplete"
+  /** The user has TERMINAL_MAX_PER_USER terminals open. */
+  | "terminal_limit_reached"
+  /** The conversation's agent session is driven from its terminal UI (interactive mode): no turn meanwhile. */
+  | "session_interactive"
   /** Something else runs in the user's environment (another conversation's turn): try again once it ends. */
   | "environment_busy"
   /** The workspace cannot be restored for that turn: it has no checkpoint, or it was released. */

@@ -15,6 +15,7 @@ import { AUTHENTICATED_PREFIXES, MOUNTS } from "./http/routes";
 
 export { SandboxEmulator } from "./emulator/emulator";
 export { SessionObject } from "./session/session";
+export { TerminalObject } from "./terminal/terminal";
 export { UserObject } from "./user/user";
 
 const app = new Hono<AppEnv>();
@@ -23,6 +24,8 @@ app.use("*", async (c, next) => {
   const requestId = c.req.header("x-request-id")?.slice(0, 128) || crypto.randomUUID();
   c.set("requestId", requestId);
   await next();
+  // A socket's upgrade (a terminal's, docs/api.md#terminals) is passed through as the object answered it.
+  if (c.res.status === 101) return;
   // A response whose headers are immutable (one passed through from a binding) gets a copy.
   if (Object.isFrozen(c.res.headers)) c.res = new Response(c.res.body, c.res);
   c.header("x-request-id", requestId);

@@ -136,10 +136,14 @@ function isHs256(token: string): boolean {
 /** Signs an HS256 token under AUTH_JWT_SECRET: dev login, and short-lived stream tokens. */
 export async function signToken(
   config: Config,
-  claims: { sub: string; use?: string; cid?: string },
+  claims: { sub: string; use?: string; cid?: string; tid?: string },
   ttlSeconds: number,
 ): Promise<string> {
-  let jwt = new SignJWT({ ...(claims.use ? { use: claims.use } : {}), ...(claims.cid ? { cid: claims.cid } : {}) })
+  let jwt = new SignJWT({
+    ...(claims.use ? { use: claims.use } : {}),
+    ...(claims.cid ? { cid: claims.cid } : {}),
+    ...(claims.tid ? { tid: claims.tid } : {}),
+  })
     .setProtectedHeader({ alg: "HS256", typ: "JWT" })
     .setSubject(claims.sub)
     .setIssuedAt()

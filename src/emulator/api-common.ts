@@ -12,6 +12,7 @@ import type { Sandboxes } from "./sandboxes";
 import type { EmulatorStore } from "./store";
 import type { SandboxRow } from "./store-schema";
 import type { StreamHub } from "./streams";
+import type { Terminals } from "./terminals";
 import { effectiveVariants, errorBody, type Variants } from "./variants";
 import type { SandboxView } from "./wire";
 import type { Workspace } from "./workspace";
@@ -22,6 +23,7 @@ export interface SandboxApiDeps {
   runner: Runner;
   streams: StreamHub;
   workspace: Workspace;
+  terminals: Terminals;
 }
 
 /**
@@ -30,7 +32,7 @@ export interface SandboxApiDeps {
  * ./api-capabilities.ts, a run (start, attach, replay, interrupt, result) ./api-runs.ts, the
  * sessions (list, state, fork, delete) ./api-sessions.ts, the asks (interactions and plan
  * decisions) ./api-interactions.ts; the workspace's files (after `/runtime`) ./api-files.ts and its
- * snapshots ./api-snapshots.ts (§10).
+ * snapshots ./api-snapshots.ts (§10); the terminal (§12) ./api-terminals.ts.
  */
 export const API_PATHS = {
   sandboxes: "/v1/sandboxes",
@@ -61,6 +63,9 @@ export const API_PATHS = {
   snapshotOne: "/v1/sandboxes/:id/snapshots/:sid",
   snapshotDiff: "/v1/sandboxes/:id/snapshots/:sid/diff",
   snapshotRestore: "/v1/sandboxes/:id/snapshots/:sid/restore",
+  terminalSocket: "/v1/sidecar-proxy/:id/terminals/:cid/ws",
+  terminal: "/v1/sidecar-proxy/:id/terminals/:tid",
+  runtimeTerminals: "/v1/sandboxes/:id/runtime/terminals/*",
 } as const;
 
 /** The store and the rooms the routes act through, with the answers and checks every route uses. */

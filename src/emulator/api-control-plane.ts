@@ -13,7 +13,7 @@ import type { SandboxRow } from "./store-schema";
 import { type AccountUsageView, CreateSandboxBody } from "./wire";
 
 export function registerControlPlaneRoutes(app: Hono, api: ApiKit): void {
-  const { store, sandboxes, runner, workspace, variants, fail, invalid, notFound, view } = api;
+  const { store, sandboxes, runner, workspace, terminals, variants, fail, invalid, notFound, view } = api;
 
   app.post(API_PATHS.sandboxes, async (c) => {
     const parsed = CreateSandboxBody.safeParse(await jsonBody(c));
@@ -79,6 +79,7 @@ export function registerControlPlaneRoutes(app: Hono, api: ApiKit): void {
     if (!row) return notFound(c);
     sandboxes.stop(row);
     runner.sandboxStopped(row.id);
+    terminals.sandboxEnded(row.id);
     return c.json(view(sandboxes.get(row.id)!));
   });
 
@@ -87,6 +88,7 @@ export function registerControlPlaneRoutes(app: Hono, api: ApiKit): void {
     if (!row) return notFound(c);
     store.deleteSandbox(row.id);
     store.files.drop(row.id);
+    terminals.sandboxEnded(row.id);
     for (const exe of store.runningExecutions(row.id)) runner.finish(exe, "cancelled", { error: "sandbox deleted" });
     runner.schedule();
     store.count("sandboxes.deleted");

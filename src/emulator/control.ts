@@ -14,6 +14,7 @@ import { EmulatorFaults } from "./faults";
 import type { Runner } from "./runner";
 import type { EmulatorStore } from "./store";
 import type { StreamHub } from "./streams";
+import type { Terminals } from "./terminals";
 import { EmulatorVariants, effectiveVariants } from "./variants";
 import type { Workspace } from "./workspace";
 import { resolvePath } from "./workspace-path";
@@ -23,6 +24,7 @@ export interface ControlDeps {
   runner: Runner;
   streams: StreamHub;
   workspace: Workspace;
+  terminals: Terminals;
 }
 
 const CONTROL_PATHS = {
@@ -74,7 +76,7 @@ async function body(c: Context): Promise<unknown> {
 }
 
 export function registerControlRoutes(app: Hono, deps: ControlDeps): void {
-  const { store, runner, streams, workspace } = deps;
+  const { store, runner, streams, workspace, terminals } = deps;
 
   app.use(CONTROL_PATHS.all, async (c, next) => {
     if (c.req.method !== "GET" && c.req.method !== "HEAD" && !isJsonMediaType(c.req.header("content-type"))) {
@@ -143,6 +145,8 @@ export function registerControlRoutes(app: Hono, deps: ControlDeps): void {
     const id = c.req.param("id");
     const status = parsed.data.status;
     store.setSandboxStatus(id, status);
+    // Its terminals end with it (whatever the status: none of them runs a shell).
+    terminals.sandboxEnded(id);
     if (status === "deleted") store.files.drop(id);
     if (status === "stopped") runner.sandboxStopped(id);
     else {
@@ -225,6 +229,7 @@ export function registerControlRoutes(app: Hono, deps: ControlDeps): void {
     store.reset();
     streams.closeAll();
     runner.clear();
+    terminals.clear();
     return c.json({ ok: true });
   });
 }

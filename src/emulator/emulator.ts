@@ -20,11 +20,14 @@
  *   variants.ts     the alternative wire shapes a control route switches on
  *   workspace.ts    each sandbox's files (seeded, changed by the agent's tool calls), served by
  *                   api-files.ts, snapshotted, compared and restored by api-snapshots.ts
+ *   terminals.ts    the PTYs (in memory) behind the terminal sockets of api-terminals.ts: the
+ *                   shell of shell.ts
  * State lives in SQLite, so runs survive an eviction: the alarm picks the scripted agents up again.
  */
 import { DurableObject } from "cloudflare:workers";
 import { Hono } from "hono";
 import { apiNotFound } from "./api-common";
+import { registerTerminalControlRoutes } from "./api-terminals";
 import { controlNotFound, registerControlRoutes } from "./control";
 import { registerHoldRoutes } from "./holds";
 import { Runner } from "./runner";
@@ -32,6 +35,7 @@ import { registerSandboxApi } from "./sandbox-api";
 import { Sandboxes } from "./sandboxes";
 import { EmulatorStore } from "./store";
 import { StreamHub } from "./streams";
+import { Terminals } from "./terminals";
 import { Workspace } from "./workspace";
 
 const DEFAULT_FRAME_DELAY_MS = 40;
@@ -51,8 +55,13 @@ export class SandboxEmulator extends DurableObject<Env> {
     super(ctx, env);
     const store = new EmulatorStore(ctx.storage.sql);
     const streams = new StreamHub(store);
+    const terminals = new Terminals(store, () => {
+      const ms = configuredMs(env, "EMULATOR_TERMINAL_DETACH_MS", -1);
+      return ms < 0 ? undefined : ms;
+    });
     // A sandbox its limits ended: idle-stopped runs nothing; an expired one's runs die with it (no terminal frame).
     const ended = (id: string, status: "stopped" | "expired") => {
+      terminals.sandboxEnded(id);
       if (status === "stopped") this.runner.sandboxStopped(id);
       else {
         for (const exe of store.runningExecutions(id))
@@ -78,9 +87,10 @@ export class SandboxEmulator extends DurableObject<Env> {
 
     const workspace = new Workspace(store);
     const app = new Hono();
-    registerControlRoutes(app, { store, runner: this.runner, streams, workspace });
+    registerControlRoutes(app, { store, runner: this.runner, streams, workspace, terminals });
+    registerTerminalControlRoutes(app, { store, terminals });
     registerHoldRoutes(app, { store, runner: this.runner });
-    registerSandboxApi(app, { store, sandboxes, runner: this.runner, streams, workspace });
+    registerSandboxApi(app, { store, sandboxes, runner: this.runner, streams, workspace, terminals });
     app.notFound((c) => (c.req.path.startsWith("/v1/") ? apiNotFound(store, c) : controlNotFound(c)));
     this.app = app;
 

@@ -56,5 +56,7 @@ export const EmulatorFaults = z.strictObject({
   stallStreams: z.number().int().positive().optional(),
   /** The next N snapshots (`POST …/snapshot`) answer 500 `SNAPSHOT_FAILED`, taking nothing. */
   snapshotFails: z.number().int().positive().optional(),
+  /** §12 the next terminal socket closes 1011 after this many output messages (no exit frame; the PTY lives on). */
+  terminalDrop: z.number().int().nonnegative().optional(),
 });
 export type EmulatorFaults = z.infer<typeof EmulatorFaults>;

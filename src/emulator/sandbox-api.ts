@@ -5,7 +5,7 @@
  * is here, with the route groups registered behind it. The route table and what the routes share
  * are ./api-common.ts; each group's handlers one file (./api-control-plane.ts,
  * ./api-capabilities.ts, ./api-runs.ts, ./api-sessions.ts, ./api-interactions.ts, ./api-files.ts,
- * ./api-snapshots.ts); what a route
+ * ./api-snapshots.ts, ./api-terminals.ts); what a route
  * does beyond shaping its answer lives in ./runner.ts, ./sandboxes.ts and ./asks.ts.
  */
 import type { Hono } from "hono";
@@ -18,11 +18,14 @@ import { registerInteractionRoutes } from "./api-interactions";
 import { registerRunRoutes } from "./api-runs";
 import { registerSessionRoutes } from "./api-sessions";
 import { registerSnapshotRoutes } from "./api-snapshots";
+import { registerTerminalRoutes } from "./api-terminals";
 
 /** A stable name for a route, for counters (`requests.<key>`) and targeted fault injection. */
 function routeKey(method: string, path: string): string {
   if (path === API_PATHS.accountUsage) return "account.usage";
   if (path === API_PATHS.backends) return "backends.list";
+  const terminal = path.match(/^\/v1\/sidecar-proxy\/[^/]+\/terminals\/[^/]+(\/ws)?$/);
+  if (terminal) return terminal[1] ? "terminals.socket" : "terminals.get";
   const p = path.replace(/^\/v1\/sandboxes/, "");
   if (p === "" || p === "/") return method === "POST" ? "sandboxes.create" : "sandboxes.list";
   const runtime = p.match(/^\/[^/]+\/runtime(\/.*)$/);
@@ -40,6 +43,7 @@ function routeKey(method: string, path: string): string {
   if (rest === "/agents/run/stream") return "runtime.run";
   if (rest === "/agents/sessions") return "runtime.sessions.list";
   if (rest === "/files/read") return "runtime.files.read";
+  if (rest.startsWith("/terminals/")) return "runtime.terminals";
   const fs = rest.match(/^\/fs\/(list|stat|download-dir|download|upload)(?:\/|$)/);
   if (fs) return `runtime.fs.${fs[1] === "download-dir" ? "downloadDir" : fs[1]}`;
   const m = rest.match(/^\/agents\/sessions\/[^/]+(?:\/(abort|fork|interactions|plan|turns|executions))?/);
@@ -88,4 +92,6 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
   // §10 the workspace: its files after /runtime, its snapshots on the control plane.
   registerFileRoutes(app, api);
   registerSnapshotRoutes(app, api);
+  // §12 the terminal, under the sidecar proxy.
+  registerTerminalRoutes(app, api);
 }

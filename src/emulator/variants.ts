@@ -119,6 +119,35 @@ export const EmulatorVariants = z.strictObject({
   restore: z.enum(["outcome", "no-outcome"]).optional(),
   /** §10 an upload's cap in bytes (default 10 MiB): a file over it is 413 `PAYLOAD_TOO_LARGE`. */
   uploadMaxBytes: z.number().int().positive().optional(),
+  /**
+   * §12 the terminal's routes [ours] (named apart from `terminal`, a run's ending): served,
+   * or every one of them (socket, metadata, the TUI's) 404 `NOT_FOUND` like a deployment without them.
+   */
+  terminalRoutes: z.enum(["served", "missing"]).optional(),
+  /** §12 a terminal's output: binary messages (the PTY's bytes), or `{ type: "output", data }` text frames. */
+  terminalFrames: z.enum(["binary", "json"]).optional(),
+  /** §12 how many of a PTY's newest output bytes a reattach replays (default 64 KiB). */
+  terminalRetainedBytes: z.number().int().positive().optional(),
+  /** §12 how long a PTY lives with no socket (ms; default 60 000, or `EMULATOR_TERMINAL_DETACH_MS`). */
+  terminalDetachMs: z.number().int().nonnegative().optional(),
+  /** §12 a terminal's metadata with one field left out (`"full"`: every field). */
+  terminalMetadata: z
+    .enum([
+      "full",
+      "no-sessionId",
+      "no-connectionId",
+      "no-name",
+      "no-shell",
+      "no-cwd",
+      "no-cols",
+      "no-rows",
+      "no-createdAt",
+      "no-lastActivityAt",
+      "no-isRunning",
+    ])
+    .optional(),
+  /** §12 the `ready` frame: in full, without `detachTimeoutMs`, or none at all (a 101 and nothing). */
+  terminalReady: z.enum(["full", "no-detach-window", "silent"]).optional(),
 });
 export type EmulatorVariants = z.infer<typeof EmulatorVariants>;
 export type Variants = Required<EmulatorVariants>;
@@ -158,6 +187,12 @@ const DEFAULT_VARIANTS: Variants = {
   snapshotDelete: "outcome",
   restore: "outcome",
   uploadMaxBytes: 10 * 1024 * 1024,
+  terminalRoutes: "served",
+  terminalFrames: "binary",
+  terminalRetainedBytes: 64 * 1024,
+  terminalDetachMs: 60_000,
+  terminalMetadata: "full",
+  terminalReady: "full",
 };
 
 /** The variants in force: those set, the defaults for the rest. */

@@ -38,6 +38,16 @@ export function isLocalDevelopment(c: Context<AppEnv>): boolean {
 }
 
 const EVENTS_PATH = /^\/v1\/conversations\/([^/]+)\/events$/;
+const TERMINAL_SOCKET_PATH = /^\/v1\/environment\/terminals\/([^/]+)\/ws$/;
+
+/** The path's segment, decoded, or 400. */
+function segment(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new ApiError(400, "invalid_request", "the path is not valid percent-encoding");
+  }
+}
 
 /** The user's bearer token (or, on an events route, a stream token): the identity of the request. */
 export async function authenticate(c: Context<AppEnv>, next: () => Promise<void>): Promise<void> {
@@ -47,18 +57,22 @@ export async function authenticate(c: Context<AppEnv>, next: () => Promise<void>
   const events = EVENTS_PATH.exec(c.req.path);
   let userId: string;
   let issuedAt: unknown;
+  const terminal = TERMINAL_SOCKET_PATH.exec(c.req.path);
   if (header === undefined && streamToken !== undefined && events && c.req.method === "GET") {
     // EventSource cannot send headers: a short-lived stream token, bound to the user and this
     // conversation, is accepted here and nowhere else.
     const verified = await verifyUserToken(config, streamToken, "stream");
-    let cid: string;
-    try {
-      cid = decodeURIComponent(events[1]!);
-    } catch {
-      throw new ApiError(400, "invalid_request", "the path is not valid percent-encoding");
-    }
-    if (verified.claims.cid !== cid) {
+    if (verified.claims.cid !== segment(events[1]!)) {
       throw new ApiError(401, "token_claim_invalid", "this stream token is for another conversation");
+    }
+    userId = verified.userId;
+    issuedAt = verified.claims.iat;
+  } else if (header === undefined && streamToken !== undefined && terminal && c.req.method === "GET") {
+    // A browser's WebSocket cannot send headers either: a terminal token, bound to the user and this
+    // terminal, is accepted on its socket and nowhere else (docs/api.md#terminals).
+    const verified = await verifyUserToken(config, streamToken, "terminal");
+    if (verified.claims.tid !== segment(terminal[1]!)) {
+      throw new ApiError(401, "token_claim_invalid", "this terminal token is for another terminal");
     }
     userId = verified.userId;
     issuedAt = verified.claims.iat;

@@ -47,6 +47,10 @@ const REFUSAL_STATUS: Record<RefusalCode, ContentfulStatusCode> = {
   attachment_limit_reached: 409,
   attachment_not_found: 400,
   attachment_unavailable: 409,
+  terminal_not_found: 404,
+  terminal_metadata_incomplete: 502,
+  terminal_limit_reached: 429,
+  session_interactive: 409,
 };
 
 /** The HTTP status an object's refusal is answered with. */

@@ -22,6 +22,8 @@ export const ClaimsSchema = z.strictObject({
   interactionKinds: z.array(z.string()),
   /** Forking an agent session at a run (a branch of the conversation continues from there). Absent in claims stored before it was read: unknown (read again at the next turn), never a claim. */
   fork: z.boolean().optional(),
+  /** The agent's own terminal UI with exact control (interactive mode): the document's `interactiveAgent` group, every flag. Absent: not read, never a claim. */
+  interactiveAgent: z.boolean().optional(),
 });
 export type Claims = z.infer<typeof ClaimsSchema>;
 
@@ -32,6 +34,7 @@ export const NO_CLAIMS: Claims = {
   interactions: false,
   interactionKinds: [],
   fork: false,
+  interactiveAgent: false,
 };
 
 /** The requested interaction kinds this environment cannot offer (every key counts, false ones too). */

@@ -268,6 +268,28 @@ export class HttpTransport {
   }
 
   /**
+   * Opens a WebSocket on `route` (an upgrade with the same bearer): the socket, accepted, or the
+   * upstream's refusal as a ProviderError. A 101 alone proves only the upgrade (docs/sandbox-wire.md §11).
+   */
+  async upgrade(route: Route, query: Record<string, string> = {}): Promise<WebSocket> {
+    const response = await this.send(route, { stream: true, accept: [101], headers: { upgrade: "websocket" }, query });
+    const socket = response.webSocket;
+    if (!socket) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new ProviderError(
+        "invalid_response",
+        `${route.method} ${route.path}: answered ${response.status} without a WebSocket`,
+        {
+          status: response.status,
+          retryable: true,
+        },
+      );
+    }
+    socket.accept();
+    return socket;
+  }
+
+  /**
    * The reader of a streamed answer's body (`send` with `stream`): each read fails when no byte
    * arrives for `bodyTimeoutMs` (a stalled stream); untimed without it, or for another answer.
    */

@@ -320,6 +320,65 @@ export interface WorkspaceFiles {
   upload(environmentId: string, path: string, bytes: Uint8Array, name: string): Promise<{ size: number | null }>;
 }
 
+/** What the sandbox says on a terminal's socket (docs/sandbox-wire.md §12), in the project's terms. */
+export type UpstreamTerminalFrame =
+  | { type: "ready"; sessionId: unknown; restored: unknown; detachTimeoutMs: unknown }
+  | { type: "output"; data: string }
+  | { type: "exit"; exitCode?: number; exitSignal?: string }
+  | { type: "error"; message: string };
+
+/** One socket to a terminal in the sandbox (a PTY), opened and accepted; frames until it closes. */
+export interface TerminalConnection {
+  /**
+   * Each frame, in order: output decoded as UTF-8 across frames (a character split in two is whole).
+   * Frames that arrived before the first listener are kept for it (the `ready` comes at once).
+   */
+  onFrame(listener: (frame: UpstreamTerminalFrame) => void): void;
+  /** Once, when the socket is gone (closed by either side, or dropped). */
+  onClose(listener: (code: number, reason: string) => void): void;
+  input(data: string): void;
+  resize(cols: number, rows: number): void;
+  close(): void;
+}
+
+/**
+ * The sandbox's terminals (issue 41; docs/sandbox-wire.md §11, §12): one PTY per connection id, the
+ * same id reattaching. Failures are ProviderErrors: `capability_denied` (`details.missing:
+ * ["interactiveTerminal"]`) where the deployment has no terminal routes, `environment_not_running` /
+ * `environment_gone` as for any call into the sandbox.
+ */
+export interface SandboxTerminals {
+  connect(
+    environmentId: string,
+    connectionId: string,
+    open: { cols: number; rows: number; generation?: number },
+  ): Promise<TerminalConnection>;
+  /** The terminal's metadata as the sandbox reports it (unchecked); null for a terminal it does not know. */
+  metadata(environmentId: string, sessionId: string): Promise<Record<string, unknown> | null>;
+}
+
+/**
+ * The agent's own terminal UI for a session (interactive mode; docs/sandbox-wire.md §12), where the
+ * provider has it and the claims say so (`interactiveAgent`). Its PTY is a terminal like any other
+ * (SandboxTerminals), reached under the connection id `start` answers, its input fenced by the
+ * control generation `claim` answers.
+ */
+export interface InteractiveAgent {
+  start(
+    environmentId: string,
+    sessionId: string,
+    request: { cols: number; rows: number; idempotencyKey: string },
+  ): Promise<{ connectionId: string }>;
+  /** Claims control under compare-and-swap on `expectedGeneration` (0 when unheld). */
+  claim(
+    environmentId: string,
+    sessionId: string,
+    request: { operationId: string; holderId: string; expectedGeneration: number },
+  ): Promise<{ status: "accepted" | "replayed" | "conflict"; generation: number }>;
+  /** Stops the TUI (the coding process); a stale generation is refused upstream. */
+  stop(environmentId: string, sessionId: string, generation: number): Promise<void>;
+}
+
 export interface AgentProvider {
   /** The `provider` coordinate of control refs. */
   readonly name: string;
@@ -375,4 +434,8 @@ export interface AgentProvider {
   deleteEnvironment(environment: EnvironmentRecord): Promise<void>;
   /** The workspace's files, where the provider has routes for them (the CLI Bridge has none). */
   readonly workspaceFiles?: WorkspaceFiles;
+  /** The sandbox's terminals, where the provider has them (the CLI Bridge has none). */
+  readonly terminals?: SandboxTerminals;
+  /** The agent's own terminal UI (interactive mode), where the provider has it. */
+  readonly interactive?: InteractiveAgent;
 }

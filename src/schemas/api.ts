@@ -246,6 +246,12 @@ export const ConversationSummarySchema = z
       .nonnegative()
       .describe("the active branch: lastTurn is its latest turn, /messages its conversation"),
     branchCount: z.number().int().nonnegative(),
+    interactive: z
+      .object({ terminalId: z.string(), generation: z.number().int(), startedAt: z.string() })
+      .nullable()
+      .describe(
+        "The agent's own terminal UI drives the session (interactive mode, docs/api.md#terminals): no turn is sent meanwhile; null otherwise",
+      ),
     lastEventId: z.number().int(),
     interactions: z.array(z.unknown()),
     usage: UsageTotalSchema,

@@ -19,6 +19,7 @@ import type { Attachment } from "../schemas/workspace";
 import { SessionBinding } from "./binding";
 import { type BranchList, type BranchSwitch, branchesOf, switchBranch } from "./branches";
 import type { AnswerCommand } from "./interaction-desk";
+import type { InteractiveClaim } from "./interactive";
 import { SessionRooms } from "./rooms";
 import type { WhenBusy } from "./send-decision";
 import type { SessionContext, TurnRequest } from "./store/records";
@@ -42,6 +43,7 @@ import {
   usageOf,
 } from "./views";
 
+export type { InteractiveClaim } from "./interactive";
 export type { ConversationSnapshot, ConversationSummary } from "./views";
 /** Who a conversation RPC is for: session id and owner key, derived by the Worker from the user and the conversation id. */
 export type { SessionContext };
@@ -175,6 +177,20 @@ export class SessionObject extends DurableObject<Env> {
     return this.held(conversationId, (context) =>
       this.rooms.runner.workspace.restore(context, turnId, direction, operationId),
     );
+  }
+
+  /** Interactive mode (./interactive.ts): the agent's own terminal UI takes the session; the claim, for the Worker's terminal. */
+  async startInteractive(
+    conversationId: string,
+    terminalId: string,
+    geometry: { cols: number; rows: number },
+  ): Promise<RpcResult<InteractiveClaim>> {
+    return this.held(conversationId, (context) => this.rooms.runner.interactive.start(context, terminalId, geometry));
+  }
+
+  /** Gives the session back to the chat; null when the terminal UI held nothing. */
+  async releaseInteractive(conversationId: string): Promise<RpcResult<InteractiveClaim | null>> {
+    return this.held(conversationId, () => this.rooms.runner.interactive.release("released"));
   }
 
   /** Replaces a queued turn's text before it starts. */

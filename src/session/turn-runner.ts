@@ -43,6 +43,7 @@ import { BudgetStop } from "./budget-stop";
 import { Dispatcher, type Send } from "./dispatch";
 import type { EventLog } from "./event-log";
 import type { InteractionDesk } from "./interaction-desk";
+import { InteractiveControl } from "./interactive";
 import { priorOperation } from "./operations";
 import { type QueueOutcome, QueueRunner } from "./queue-runner";
 import { decideSend, type SendDecision, type WhenBusy } from "./send-decision";
@@ -86,6 +87,8 @@ export class TurnRunner {
   readonly workspace: Workspace;
   /** The branches' own sandboxes (./branch-workspace.ts). */
   readonly branches: BranchWorkspaces;
+  /** Interactive mode: the agent's own terminal UI holding the session (./interactive.ts). */
+  readonly interactive: InteractiveControl;
 
   constructor(private readonly deps: TurnRunnerDeps) {
     const { store, log, desk, provider, config, alarms } = deps;
@@ -132,6 +135,14 @@ export class TurnRunner {
       config,
       branches: this.branches,
       environment: (context) => deps.user.environment(context),
+    });
+    this.interactive = new InteractiveControl({
+      store,
+      log,
+      provider,
+      environment: async (context, branch) =>
+        (await this.branches.liveEnvironment(context, branch)) ?? deps.user.environment(context),
+      agentSessionId: (context) => this.dispatcher.agentSessionId(context),
     });
     this.dispatcher = new Dispatcher({
       workspace: this.workspace,
@@ -219,6 +230,8 @@ export class TurnRunner {
       decision = this.decide(send, whenBusy);
     }
     const { turnId } = send;
+    // A new turn while the agent's terminal UI drives the session is refused (a retry of a known one is answered).
+    if (decision.kind === "dispatch" || decision.kind === "queued") this.interactive.refuseTurn();
     // From here to the insert nothing awaits: a concurrent send sees this turn.
     switch (decision.kind) {
       case "dispatch":
@@ -395,6 +408,8 @@ export class TurnRunner {
 
   private async stopAll(context: SessionContext): Promise<void> {
     await this.quiesce();
+    // The agent's terminal UI, if it drives the session, is stopped with it.
+    await this.interactive.release("deleted");
     const running = this.store.activeTurn();
     if (running?.controlRef) {
       this.stopReader();

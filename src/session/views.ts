@@ -68,12 +68,21 @@ export function summaryOf(
     turnCount: branchPath(store).turns.length,
     branch,
     branchCount: branchIds(tree).length,
+    interactive: interactiveOf(store),
     lastEventId: store.lastSeq(),
     interactions: store.outstandingInteractions().map((i) => ({ turnId: i.turnId, ...i.request })),
     usage: total,
     createdAt: createdAt === null ? null : new Date(createdAt).toISOString(),
     updatedAt: last ? new Date(last.updatedAt).toISOString() : null,
   };
+}
+
+/** Interactive mode as the summary shows it (./interactive.ts holds it). */
+function interactiveOf(store: SessionStore): ConversationSummary["interactive"] {
+  const claim = store.getMeta("interactive");
+  return claim
+    ? { terminalId: claim.terminalId, generation: claim.generation, startedAt: new Date(claim.startedAt).toISOString() }
+    : null;
 }
 
 /** A turn with what its views are built from (its events, or the parts it kept when the log was trimmed into it). */

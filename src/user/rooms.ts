@@ -13,6 +13,7 @@ import { ConversationIndex } from "./conversations";
 import { UserEnvironment } from "./environment";
 import { migrateUserSchema } from "./schema";
 import { UserStore } from "./store";
+import { TerminalIndex } from "./terminals";
 import { WebhookDesk, webhookSettings } from "./webhook-desk";
 import { WebhookStore } from "./webhook-store";
 
@@ -22,6 +23,7 @@ export interface UserRooms {
   webhooks: WebhookDesk;
   settings: AgentSettings;
   account: Account;
+  terminals: TerminalIndex;
 }
 
 export function userRooms(ctx: DurableObjectState, env: Env): UserRooms {
@@ -51,6 +53,7 @@ export function userRooms(ctx: DurableObjectState, env: Env): UserRooms {
     sealingSecret: () => readConfig(env).SESSION_ID_SECRET,
     now: () => Date.now(),
   });
+  const terminals = new TerminalIndex(sql);
   const account = new Account({
     env,
     store,
@@ -61,9 +64,11 @@ export function userRooms(ctx: DurableObjectState, env: Env): UserRooms {
     forgetWebhooks: async () => {
       webhooks.forgetAll();
       settings.forgetAll();
+      // The user's terminals are forgotten; their PTYs end with the sandbox, deleted later in the deletion.
+      terminals.forgetAll();
     },
     transaction,
     alarm: { set: (at) => ctx.storage.setAlarm(at), clear: () => ctx.storage.deleteAlarm() },
   });
-  return { environments, conversations, webhooks, settings, account };
+  return { environments, conversations, webhooks, settings, account, terminals };
 }

@@ -3,11 +3,11 @@
  * of the user's tables is made. What reads and writes them: ./store.ts (the environment, the
  * create ledger, the conversation index and what deleted conversations spent),
  * ./account-store.ts (what the gateway did to the sandbox, the deletion record, the admissions)
- * and ./webhook-store.ts (endpoints and deliveries).
+ * ./webhook-store.ts (endpoints and deliveries) and ./terminals.ts (the user's terminals).
  */
 
 /** The schema this code reads and writes. */
-const CURRENT = 11;
+const CURRENT = 12;
 
 /** v6 (issue 22, the sandbox's life): what the gateway did to the user's environment, and the durable record of an account's deletion. */
 const ACCOUNT_TABLES_V6 = [
@@ -79,6 +79,11 @@ export function migrateUserSchema(sql: Pick<SqlStorage, "exec">): void {
     sql.exec("ALTER TABLE conversations ADD COLUMN agent TEXT");
     sql.exec(AGENT_SETTINGS_TABLES_SQL);
   }
+  // v12: the user's terminals (./terminals.ts): where each lives upstream, never what it showed.
+  if (current < 12)
+    sql.exec(
+      "CREATE TABLE IF NOT EXISTS terminals (terminal_id TEXT PRIMARY KEY, kind TEXT NOT NULL, conversation_id TEXT, environment_id TEXT NOT NULL, connection_id TEXT NOT NULL, generation INTEGER, created_at INTEGER NOT NULL)",
+    );
   sql.exec("DELETE FROM schema_version");
   sql.exec(`INSERT INTO schema_version (version) VALUES (${CURRENT})`);
 }

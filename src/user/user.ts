@@ -39,6 +39,10 @@ import type { UserEnvironment } from "./environment";
 import { type RateLimitKind, SlidingWindow } from "./rate-limit";
 import { userRooms } from "./rooms";
 import type { IndexTouch } from "./store";
+import type { TerminalIndex, TerminalRow } from "./terminals";
+
+export type { TerminalRow } from "./terminals";
+
 import type { CreateOutcome, WebhookDesk } from "./webhook-desk";
 
 export class UserObject extends DurableObject<Env> {
@@ -50,6 +54,7 @@ export class UserObject extends DurableObject<Env> {
   private readonly accountRoom: Account;
   private readonly webhooks: WebhookDesk;
   private readonly settings: AgentSettings;
+  private readonly terminals: TerminalIndex;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -59,6 +64,7 @@ export class UserObject extends DurableObject<Env> {
       account: this.accountRoom,
       webhooks: this.webhooks,
       settings: this.settings,
+      terminals: this.terminals,
     } = userRooms(ctx, env));
     // A delivery due while the object was gone (a restart) gets its alarm back.
     ctx.blockConcurrencyWhile(() => this.webhooks.rearm());
@@ -112,6 +118,47 @@ export class UserObject extends DurableObject<Env> {
       this.accountRoom.refuseWhileDeleting();
       return fn();
     });
+  }
+
+  // ------------------------------------------------------------------ terminals (./terminals.ts)
+
+  /**
+   * Registers (or finds) a terminal in the user's sandbox, brought up as a turn would bring it up
+   * (created if there is none, resumed if stopped); `connectionId` is used for a new registration.
+   */
+  async openTerminal(
+    ownerKey: string,
+    wanted: {
+      terminalId: string;
+      kind: "shell" | "agent";
+      conversationId: string | null;
+      connectionId: string;
+      generation: number | null;
+    },
+    max: number,
+    /** The sandbox it is in, where the caller knows it (an agent's UI: its branch's); else the user's, brought up. */
+    environmentId?: string,
+  ): Promise<RpcResult<TerminalRow>> {
+    return this.unlessDeleting(async () => {
+      const where = environmentId ?? (await this.environments.ensure(ownerKey, undefined, false)).environmentId;
+      const known = this.terminals.get(wanted.terminalId);
+      // A shell keeps its connection id while its sandbox lives; an agent's UI is where its start said.
+      const keep = wanted.kind === "shell" && known !== null && known.environmentId === where;
+      const connectionId = keep ? known.connectionId : wanted.connectionId;
+      return this.terminals.register({ ...wanted, environmentId: where, connectionId }, max, Date.now());
+    });
+  }
+
+  async terminalList(): Promise<TerminalRow[]> {
+    return this.terminals.list();
+  }
+
+  async terminal(terminalId: string): Promise<TerminalRow | null> {
+    return this.terminals.get(terminalId);
+  }
+
+  async forgetTerminal(terminalId: string): Promise<void> {
+    this.terminals.forget(terminalId);
   }
 
   // ------------------------------------------------------------------ rate limits (./rate-limit.ts)

@@ -32,6 +32,7 @@ import { invalid } from "../body";
 import { unwrapRpc } from "../errors";
 import { DeclaredRoutes, json } from "../route-declaration";
 import { checkTurnSettings } from "./agent-settings";
+import { dropAgentTerminal } from "./interactive";
 
 /** JSON envelope around the message: the body limit is the message limit plus this. */
 const BODY_OVERHEAD_BYTES = 16 * 1024;
@@ -381,6 +382,9 @@ conversationRoutes.serve(
   },
   async (c) => {
     const { stub, conversationId } = await session(c);
-    return c.json(unwrapRpc(await stub.deleteConversation(conversationId)));
+    const deleted = unwrapRpc(await stub.deleteConversation(conversationId));
+    // The agent's terminal UI stopped with the session; the gateway's socket to it goes too.
+    await dropAgentTerminal(c, conversationId);
+    return c.json(deleted);
   },
 );

@@ -13,8 +13,10 @@ import { conversationRoutes } from "./conversations";
 import { devRoutes } from "./dev";
 import { accountRoutes, environmentRoutes } from "./environment";
 import { interactionRoutes } from "./interactions";
+import { interactiveRoutes } from "./interactive";
 import { serviceRoutes } from "./service";
 import { streamRoutes } from "./streams";
+import { terminalRoutes } from "./terminals";
 import { undoRoutes } from "./undo";
 import { webhookRoutes } from "./webhooks";
 import { workspaceRoutes } from "./workspace";
@@ -35,6 +37,8 @@ export const MOUNTS: readonly Mount[] = [
   { prefix: "/v1/conversations", routes: undoRoutes },
   // Files attached to a conversation, written into the workspace (docs/api.md#attachments).
   { prefix: "/v1/conversations", routes: attachmentRoutes },
+  // Interactive mode: the agent's own terminal UI (docs/api.md#terminals).
+  { prefix: "/v1/conversations", routes: interactiveRoutes },
   // The AI SDK's UI message stream protocol over the same conversations.
   { prefix: "/v1/chat", routes: chatRoutes },
   // What the deployment can run (docs/api.md#choosing-the-agent).
@@ -47,6 +51,8 @@ export const MOUNTS: readonly Mount[] = [
   { prefix: "/v1/environment", routes: environmentRoutes },
   // The workspace's files (docs/api.md#the-workspace).
   { prefix: "/v1/environment/files", routes: workspaceRoutes },
+  // The user's terminals and their sockets (docs/api.md#terminals).
+  { prefix: "/v1/environment/terminals", routes: terminalRoutes },
   { prefix: "/v1/me", routes: accountRoutes },
   // The user's webhook endpoints and their delivery logs.
   { prefix: "/v1/webhooks", routes: webhookRoutes },

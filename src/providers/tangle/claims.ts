@@ -36,5 +36,9 @@ export function claimsOf(doc: Record<string, unknown> | null): Claims {
     // to gate it, so it is claimed with detached dispatch, and a deployment whose fork route proves
     // missing (404, 501) is remembered as without it (docs/api.md#branches).
     fork: detach,
+    // agent-provider-tangle: the deployment fact holds only with all six flags.
+    interactiveAgent: ["start", "status", "attach", "control", "sendPrompt", "stop"].every((name) =>
+      flag(doc, "interactiveAgent", name),
+    ),
   };
 }

@@ -17,6 +17,8 @@
  * - checkpoints.ts: the workspace's checkpoints: taken before each turn, compared, restored, released;
  * - observation.ts: the sandbox and the account as the Sandbox reports them; a user's stop and delete;
  * - workspace-files.ts: the workspace's files: list, stat, read, download, upload;
+ * - terminals.ts: the sandbox's terminals: a PTY's socket, its frames, its metadata; interactive.ts the
+ *   agent's own terminal UI (started, control claimed, stopped);
  * - wire-errors.ts: the Sandbox's error codes as provider error codes; routes.ts the route table.
  */
 
@@ -48,9 +50,11 @@ import { dispatchTurn, TANGLE_PROVIDER_NAME } from "./dispatch";
 import { ensureEnvironment } from "./environment";
 import { readEvents } from "./events";
 import { forkSession } from "./fork";
+import { TangleInteractive } from "./interactive";
 import { deleteSandbox, observe, stopSandbox } from "./observation";
 import { readResult } from "./result";
 import { endSession } from "./session-end";
+import { TangleTerminals } from "./terminals";
 import { TangleWorkspaceFiles } from "./workspace-files";
 
 export interface TangleProviderOptions {
@@ -75,10 +79,14 @@ export class TangleProvider implements AgentProvider {
 
   readonly checkpoints: TangleCheckpoints;
   readonly workspaceFiles: TangleWorkspaceFiles;
+  readonly terminals: TangleTerminals;
+  readonly interactive: TangleInteractive;
 
   constructor(private readonly options: TangleProviderOptions) {
     this.checkpoints = new TangleCheckpoints(options.client);
     this.workspaceFiles = new TangleWorkspaceFiles(options.client, options.workspaceRoot ?? "/home/agent");
+    this.terminals = new TangleTerminals(options.client);
+    this.interactive = new TangleInteractive(options.client);
   }
 
   ensureEnvironment(input: EnsureEnvironmentInput): Promise<EnsureEnvironmentResult> {

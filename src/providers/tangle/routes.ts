@@ -9,7 +9,19 @@ const enc = encodeURIComponent;
 const encPath = (abs: string) => abs.split("/").map(enc).join("/");
 const runtime = (sandboxId: string, path: string) => `/v1/sandboxes/${enc(sandboxId)}/runtime${path}`;
 
+const sidecar = (sandboxId: string, path: string) => `/v1/sidecar-proxy/${enc(sandboxId)}${path}`;
+
 export const sandboxRoutes = {
+  // The terminal (docs/sandbox-wire.md §11, §12): the socket's path [wire], under the sidecar proxy, not /runtime
+  // (measured: 500 there); the metadata route [ours] on that base.
+  terminalSocket: (id: string, connectionId: string): Route => ({
+    method: "GET",
+    path: sidecar(id, `/terminals/${enc(connectionId)}/ws`),
+  }),
+  terminalMetadata: (id: string, sessionId: string): Route => ({
+    method: "GET",
+    path: sidecar(id, `/terminals/${enc(sessionId)}`),
+  }),
   // Control plane [wire]
   createSandbox: (): Route => ({ method: "POST", path: "/v1/sandboxes" }),
   getSandbox: (id: string): Route => ({ method: "GET", path: `/v1/sandboxes/${enc(id)}` }),
@@ -62,6 +74,11 @@ export const sandboxRoutes = {
   executionResult: (id: string, sessionId: string, executionId: string): Route => ({
     method: "GET",
     path: runtime(id, `/agents/sessions/${enc(sessionId)}/executions/${enc(executionId)}/result`),
+  }),
+  // The agent's own TUI [ours] (SDK `session(id).interactive()` [sdk]; docs/sandbox-wire.md §12)
+  interactive: (id: string, sessionId: string, action: "" | "/control" | "/stop", method: "GET" | "POST"): Route => ({
+    method,
+    path: runtime(id, `/agents/sessions/${enc(sessionId)}/interactive${action}`),
   }),
   // [ours] (SDK `session(id).fork({ messageId })`; docs/sandbox-wire.md §3)
   forkSession: (id: string, sessionId: string): Route => ({

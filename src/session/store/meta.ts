@@ -62,6 +62,20 @@ const MetaSchemas = {
       })
       .optional(),
   }),
+  /**
+   * The agent's own terminal UI driving the conversation (../interactive.ts): where, and the control
+   * generation held; null once released. While it is held, no turn is sent.
+   */
+  interactive: z
+    .strictObject({
+      terminalId: z.string(),
+      environmentId: z.string(),
+      agentSessionId: z.string(),
+      connectionId: z.string(),
+      generation: z.number().int().positive(),
+      startedAt: z.number().int(),
+    })
+    .nullable(),
   /** Upstream sessions released while idle (../session-release.ts): each with the execution id of its last run then. */
   releasedSessions: z.record(z.string(), z.string()),
 };

@@ -1,0 +1,495 @@
+/**
+ * One terminal, relayed (issue 41; docs/api.md#terminals): the gateway's one socket to the
+ * sandbox's PTY, the log of what it said (./frame-log.ts), and every viewer's socket. An attach is
+ * a success only once the sandbox's `ready` and metadata prove a live PTY (./attach-check.ts);
+ * a socket the sandbox drops is reattached once under the same connection id, its retained screen
+ * logged after an in-stream `ready`; a PTY that is gone, a stopped sandbox or an exit ends the
+ * terminal for input. Viewers' input is bounded (./input-limit.ts); a terminal with no input and no
+ * output for the idle time lets go of the sandbox's socket (which is what keeps this object, and its
+ * cost, alive). Content lives in memory only.
+ */
+import { z } from "zod";
+import { Refusal } from "../errors";
+import type { SandboxTerminals, TerminalConnection, UpstreamTerminalFrame } from "../providers/provider";
+import { providerRefusal } from "../providers/refusal";
+import { checkMetadata, checkReady, expiresAt, type ProvenTerminal } from "./attach-check";
+import { FrameLog, type LoggedFrame, type Unsequenced } from "./frame-log";
+import { INPUT_MAX_FRAME_CHARS, InputLimit } from "./input-limit";
+
+/** Which terminal this object relays: the user's id for it, and where it lives upstream. */
+export interface TerminalSpec {
+  terminalId: string;
+  kind: "shell" | "agent";
+  conversationId?: string;
+  environmentId: string;
+  connectionId: string;
+  /** The control generation an agent's UI is driven under (interactive mode). */
+  generation?: number;
+}
+
+export interface Geometry {
+  cols: number;
+  rows: number;
+}
+
+/** The seed's terminal ref as the API answers it; null where nothing proves the value. */
+export interface TerminalRef {
+  terminalId: string;
+  kind: "shell" | "agent";
+  conversationId?: string;
+  name: string | null;
+  shell: string | null;
+  cwd: string | null;
+  cols: number | null;
+  rows: number | null;
+  createdAt: string | null;
+  lastActivityAt: string | null;
+  expiresAt: string | null;
+  isRunning: boolean;
+  exitCode?: number;
+  exitSignal?: string;
+  attachCount: number;
+  viewers: number;
+  cursors: { earliest: number | null; latest: number | null };
+}
+
+export type CloseAnswer =
+  | { status: "closed"; exitCode?: number; exitSignal?: string }
+  | { status: "unknown"; message: string };
+
+/** Close codes a viewer's socket ends with (docs/api.md#terminals). */
+export const CLOSE = {
+  exited: 1000,
+  frameInvalid: 4400,
+  idle: 4408,
+  cursor: 4409,
+  ended: 4410,
+  tooLarge: 4413,
+  rate: 4429,
+  closed: 4499,
+} as const;
+
+const ViewerFrame = z.discriminatedUnion("type", [
+  z.strictObject({ type: z.literal("input"), data: z.string().max(INPUT_MAX_FRAME_CHARS) }),
+  z.strictObject({
+    type: z.literal("resize"),
+    cols: z.number().int().min(1).max(500),
+    rows: z.number().int().min(1).max(200),
+  }),
+]);
+
+/** Drops within a minute the relay reattaches after; one more ends the terminal. */
+const MAX_REATTACHES = 3;
+const DROP_WINDOW_MS = 60_000;
+
+export interface RelayDeps {
+  terminals: SandboxTerminals;
+  now: () => number;
+  readyTimeoutMs: number;
+  idleMs: number;
+  setAlarm: (at: number) => void;
+  /** The seq the first output of this incarnation gets, and a hook to reserve seqs before they are given. */
+  firstSeq: () => number;
+  reserveThrough: (seq: number) => void;
+}
+
+export class TerminalRelay {
+  private spec: TerminalSpec | null = null;
+  private upstream: TerminalConnection | null = null;
+  private proven: ProvenTerminal | null = null;
+  private log: FrameLog | null = null;
+  private exit: { exitCode?: number; exitSignal?: string } | null = null;
+  /** Why the terminal takes no more input, once it does not. */
+  private ended: "exited" | "lost" | "closed" | null = null;
+  private lastActivity = 0;
+  private attachCount = 0;
+  /** When the sandbox dropped the socket lately (at most MAX_REATTACHES a minute). */
+  private drops: number[] = [];
+  private alarmArmed = false;
+  private geometry: Geometry = { cols: 80, rows: 24 };
+  private opening: Promise<Refusal | { restored: boolean }> | null = null;
+  private readonly viewers = new Map<WebSocket, InputLimit>();
+
+  constructor(private readonly deps: RelayDeps) {}
+
+  /** Attaches (or finds attached) the sandbox's PTY: a success only once it is proven live. */
+  async attach(spec: TerminalSpec, geometry: Geometry): Promise<{ status: "attached" | "reattached" } | Refusal> {
+    const same = this.spec?.connectionId === spec.connectionId && this.spec?.generation === spec.generation;
+    if (this.upstream && same && !this.ended) return { status: "reattached" };
+    // Another PTY, or a new control generation (which the socket carries): the old socket goes first.
+    const old = this.upstream;
+    this.upstream = null;
+    old?.close();
+    this.spec = spec;
+    this.ended = null;
+    this.geometry = geometry;
+    const opened = await this.open();
+    if (opened instanceof Refusal) return opened;
+    return { status: opened.restored ? "reattached" : "attached" };
+  }
+
+  /** The terminal as the API answers it, its metadata read again while the PTY is held. */
+  async ref(spec: TerminalSpec): Promise<TerminalRef> {
+    this.spec ??= spec;
+    if (this.upstream && this.proven) {
+      try {
+        const fresh = await this.deps.terminals.metadata(spec.environmentId, this.proven.sessionId);
+        const checked = fresh && checkMetadata(this.proven, fresh);
+        if (checked?.ok) this.proven = { ...checked.terminal, restored: this.proven.restored };
+      } catch {
+        // What the attach proved stands.
+      }
+    }
+    const p = this.proven;
+    const running = this.upstream !== null && this.ended === null && (p?.isRunning ?? false);
+    return {
+      terminalId: spec.terminalId,
+      kind: spec.kind,
+      ...(spec.conversationId ? { conversationId: spec.conversationId } : {}),
+      name: p?.name ?? null,
+      shell: p?.shell ?? null,
+      cwd: p?.cwd ?? null,
+      cols: p ? this.geometry.cols : null,
+      rows: p ? this.geometry.rows : null,
+      createdAt: p?.createdAt ?? null,
+      lastActivityAt: p ? new Date(Math.max(Date.parse(p.lastActivityAt), this.lastActivity)).toISOString() : null,
+      expiresAt: p ? new Date(expiresAt(p, this.lastActivity)).toISOString() : null,
+      isRunning: running,
+      ...(this.exit ?? {}),
+      attachCount: this.attachCount,
+      viewers: this.viewers.size,
+      cursors: this.log?.cursors() ?? { earliest: null, latest: null },
+    };
+  }
+
+  /** Whether the gateway holds the PTY, and when it expires (for pruning the user's terminals). */
+  liveness(): { held: boolean; expiresAt: number | null } {
+    return {
+      held: this.upstream !== null && this.ended === null,
+      expiresAt: this.proven ? expiresAt(this.proven, this.lastActivity) : null,
+    };
+  }
+
+  /** Lets go of the PTY and every viewer; `closed` only when its exit was delivered (seed 000). */
+  close(): CloseAnswer {
+    const answer: CloseAnswer = this.exit
+      ? { status: "closed", ...this.exit }
+      : {
+          status: "unknown",
+          message:
+            "no exit was delivered: the gateway let go of the terminal; the sandbox keeps it for its detach window",
+        };
+    this.letGo(CLOSE.closed, "terminal_closed", "the terminal was closed");
+    this.ended = "closed";
+    this.spec = null;
+    return answer;
+  }
+
+  /** A viewer's socket, accepted: reattached upstream if need be, sent `ready`, the replay after `since`, then live. */
+  async addViewer(ws: WebSocket, spec: TerminalSpec, since: number | undefined): Promise<void> {
+    this.spec ??= spec;
+    if (!this.upstream && this.ended === null) {
+      const opened = await this.open();
+      if (opened instanceof Refusal) {
+        this.sendTo(ws, { type: "error", code: opened.code, message: opened.message });
+        return closeSocket(ws, CLOSE.ended, opened.code);
+      }
+      // The terminal was attached before (a socket is opened only on one): a new shell means it expired.
+      if (!opened.restored) this.endGone("the terminal expired: its sandbox kept no screen to reattach");
+    }
+    const log = this.frameLog();
+    this.sendTo(ws, {
+      type: "ready",
+      terminalId: spec.terminalId,
+      status: this.ended ?? "running",
+      cols: this.geometry.cols,
+      rows: this.geometry.rows,
+      cursors: log.cursors(),
+    });
+    const replay = log.after(since);
+    if (!replay.ok) {
+      this.sendTo(ws, { type: "error", code: replay.code, message: replay.message, details: replay.cursors });
+      return closeSocket(ws, replay.code === "cursor_evicted" ? CLOSE.cursor : CLOSE.frameInvalid, replay.code);
+    }
+    for (const frame of replay.frames) this.sendTo(ws, frame);
+    if (this.ended === "exited") return closeSocket(ws, CLOSE.exited, "exited");
+    if (this.ended !== null) {
+      this.sendTo(ws, { type: "error", code: "terminal_ended", message: this.endedMessage() });
+      return closeSocket(ws, CLOSE.ended, "terminal_ended");
+    }
+    this.viewers.set(ws, new InputLimit());
+  }
+
+  /** One frame from a viewer: input or resize, bounded; anything else closes that viewer. */
+  fromViewer(ws: WebSocket, message: string | ArrayBuffer): void {
+    const limit = this.viewers.get(ws);
+    if (!limit) {
+      closeSocket(ws, CLOSE.ended, "terminal_ended");
+      return;
+    }
+    const size = typeof message === "string" ? message.length : message.byteLength;
+    if (size > INPUT_MAX_FRAME_CHARS + 256) {
+      this.refuse(ws, CLOSE.tooLarge, "frame_too_large", "a frame is at most 64 KiB");
+      return;
+    }
+    if (!limit.admit(size, this.deps.now())) {
+      this.refuse(ws, CLOSE.rate, "input_rate_exceeded", "input is at most 256 KiB and 200 frames a second");
+      return;
+    }
+    let parsed: unknown;
+    try {
+      parsed = typeof message === "string" ? JSON.parse(message) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    const frame = ViewerFrame.safeParse(parsed);
+    if (!frame.success) {
+      this.refuse(
+        ws,
+        CLOSE.frameInvalid,
+        "frame_invalid",
+        'a frame is {"type":"input","data"} or {"type":"resize","cols","rows"}',
+      );
+      return;
+    }
+    const upstream = this.upstream;
+    if (!upstream || this.ended !== null) {
+      this.refuse(ws, CLOSE.ended, "terminal_ended", this.endedMessage());
+      return;
+    }
+    this.touch();
+    if (frame.data.type === "input") upstream.input(frame.data.data);
+    else {
+      this.geometry = { cols: frame.data.cols, rows: frame.data.rows };
+      upstream.resize(frame.data.cols, frame.data.rows);
+      // The sandbox does not echo a resize: the relay logs it, in its place.
+      this.record({ type: "resize", cols: frame.data.cols, rows: frame.data.rows });
+    }
+  }
+
+  viewerGone(ws: WebSocket): void {
+    this.viewers.delete(ws);
+  }
+
+  /** The idle check: no input and no output for the idle time lets go of the sandbox's socket. */
+  alarm(): void {
+    this.alarmArmed = false;
+    if (!this.upstream) return;
+    const due = this.lastActivity + this.deps.idleMs;
+    if (this.deps.now() < due) {
+      this.alarmArmed = true;
+      this.deps.setAlarm(due);
+      return;
+    }
+    this.letGo(CLOSE.idle, "terminal_idle", "the terminal was idle: reattach to go on");
+  }
+
+  // ------------------------------------------------------------------ upstream
+
+  /** Opens the sandbox's PTY under the spec's connection id (one at a time), proven by ready and metadata. */
+  private open(): Promise<Refusal | { restored: boolean }> {
+    this.opening ??= this.openOnce().finally(() => {
+      this.opening = null;
+    });
+    return this.opening;
+  }
+
+  private async openOnce(): Promise<Refusal | { restored: boolean }> {
+    const spec = this.spec;
+    if (!spec) return new Refusal("terminal_not_found", "no such terminal");
+    let connection: TerminalConnection;
+    try {
+      connection = await this.deps.terminals.connect(spec.environmentId, spec.connectionId, {
+        ...this.geometry,
+        ...(spec.generation !== undefined ? { generation: spec.generation } : {}),
+      });
+    } catch (err) {
+      const refusal = providerRefusal(err);
+      if (refusal instanceof Refusal) return refusal;
+      throw refusal;
+    }
+    // Frames after `ready` wait here until the attach is proven (the retained screen comes at once).
+    const early: UpstreamTerminalFrame[] = [];
+    let sink: ((frame: UpstreamTerminalFrame) => void) | null = null;
+    const ready = await new Promise<Extract<UpstreamTerminalFrame, { type: "ready" }> | "closed" | "timeout">(
+      (resolve) => {
+        const timer = setTimeout(() => resolve("timeout"), this.deps.readyTimeoutMs);
+        connection.onClose(() => {
+          clearTimeout(timer);
+          resolve("closed");
+        });
+        connection.onFrame((frame) => {
+          if (sink) return sink(frame);
+          if (frame.type === "ready") {
+            clearTimeout(timer);
+            sink = (f) => early.push(f);
+            resolve(frame);
+          }
+        });
+      },
+    );
+    if (ready === "timeout" || ready === "closed") {
+      connection.close();
+      return ready === "timeout"
+        ? new Refusal(
+            "upstream_timeout",
+            `the sandbox's terminal sent no ready within ${this.deps.readyTimeoutMs} ms`,
+            {
+              retryable: true,
+            },
+          )
+        : new Refusal("upstream_error", "the sandbox's terminal closed before it was ready", { retryable: true });
+    }
+    const checkedReady = checkReady(ready);
+    if (!checkedReady.ok) return this.failClosed(connection, checkedReady.missing, false);
+    let metadata: Record<string, unknown> | null;
+    try {
+      metadata = await this.deps.terminals.metadata(spec.environmentId, checkedReady.sessionId);
+    } catch (err) {
+      connection.close();
+      const refusal = providerRefusal(err);
+      if (refusal instanceof Refusal) return refusal;
+      throw refusal;
+    }
+    if (!metadata) return this.failClosed(connection, ["metadata"], true);
+    const checked = checkMetadata(checkedReady, metadata);
+    if (!checked.ok) return this.failClosed(connection, checked.missing, false);
+
+    const hadFrames = (this.log?.cursors().latest ?? null) !== null;
+    this.upstream = connection;
+    this.proven = checked.terminal;
+    this.geometry = { cols: checked.terminal.cols, rows: checked.terminal.rows };
+    this.attachCount++;
+    this.exit = null;
+    this.ended = null;
+    connection.onClose((code) => this.upstreamClosed(connection, code));
+    if (checkedReady.restored || hadFrames) this.record({ type: "ready", restored: checkedReady.restored });
+    sink = (frame) => this.fromUpstream(frame);
+    for (const frame of early) this.fromUpstream(frame);
+    this.touch();
+    return { restored: checkedReady.restored };
+  }
+
+  private failClosed(connection: TerminalConnection, missing: string[], retryable: boolean): Refusal {
+    connection.close();
+    return new Refusal(
+      "terminal_metadata_incomplete",
+      `the sandbox's terminal did not prove itself live: ${missing.join(", ")} missing or malformed`,
+      { missing, retryable },
+    );
+  }
+
+  private fromUpstream(frame: UpstreamTerminalFrame): void {
+    if (frame.type === "ready") return;
+    if (frame.type === "output") {
+      this.touch();
+      this.record(frame);
+    } else if (frame.type === "exit") {
+      this.exit = {
+        ...(frame.exitCode !== undefined ? { exitCode: frame.exitCode } : {}),
+        ...(frame.exitSignal !== undefined ? { exitSignal: frame.exitSignal } : {}),
+      };
+      this.ended = "exited";
+      this.record(frame);
+    } else this.record({ type: "error", code: "terminal_error", message: frame.message });
+  }
+
+  private upstreamClosed(connection: TerminalConnection, _code: number): void {
+    if (this.upstream !== connection) return;
+    this.upstream = null;
+    if (this.ended === "exited") {
+      this.closeViewers(CLOSE.exited, "exited");
+      return;
+    }
+    if (this.ended !== null) return;
+    // Dropped with no exit: reattached under the same id, a few times a minute at most.
+    const now = this.deps.now();
+    this.drops = this.drops.filter((at) => now - at < DROP_WINDOW_MS);
+    this.drops.push(now);
+    if (this.drops.length > MAX_REATTACHES) {
+      this.endGone("the sandbox kept dropping the terminal's socket");
+      return;
+    }
+    void this.open().then((opened) => {
+      if (opened instanceof Refusal) return this.endGone(`the terminal could not be reattached: ${opened.message}`);
+      // The PTY was gone: a new shell is not the terminal the viewers had.
+      if (!opened.restored) this.endGone("the terminal's shell is gone (the sandbox kept no screen to reattach)");
+    });
+  }
+
+  /** The terminal is over with no exit delivered: a new shell the sandbox started in its place is let go too. */
+  private endGone(message: string): void {
+    const fresh = this.upstream;
+    this.upstream = null;
+    fresh?.close();
+    this.ended = "lost";
+    this.record({ type: "error", code: "terminal_ended", message });
+    this.closeViewers(CLOSE.ended, "terminal_ended");
+  }
+
+  private endedMessage(): string {
+    if (this.ended === "exited") return "the terminal exited";
+    if (this.ended === "closed") return "the terminal was closed";
+    if (this.ended === "lost") return "the terminal is gone";
+    return "the terminal is not attached: reattach it";
+  }
+
+  // ------------------------------------------------------------------ viewers
+
+  private frameLog(): FrameLog {
+    this.log ??= new FrameLog(this.deps.firstSeq());
+    return this.log;
+  }
+
+  private record(frame: Unsequenced): void {
+    const log = this.frameLog();
+    const added = log.append(frame);
+    if (added.length === 0) return;
+    this.deps.reserveThrough(log.nextSeq - 1);
+    for (const ws of this.viewers.keys()) for (const entry of added) this.sendTo(ws, entry);
+  }
+
+  private touch(): void {
+    this.lastActivity = this.deps.now();
+    if (this.alarmArmed) return;
+    this.alarmArmed = true;
+    this.deps.setAlarm(this.lastActivity + this.deps.idleMs);
+  }
+
+  private letGo(code: number, errorCode: string, message: string): void {
+    const upstream = this.upstream;
+    this.upstream = null;
+    upstream?.close();
+    for (const ws of this.viewers.keys()) this.sendTo(ws, { type: "error", code: errorCode, message });
+    this.closeViewers(code, errorCode);
+    // Nothing of the screen outlives the socket it came from; the numbering goes on.
+    this.log?.clear();
+  }
+
+  private closeViewers(code: number, reason: string): void {
+    for (const ws of [...this.viewers.keys()]) closeSocket(ws, code, reason);
+    this.viewers.clear();
+  }
+
+  private refuse(ws: WebSocket, code: number, errorCode: string, message: string): void {
+    this.sendTo(ws, { type: "error", code: errorCode, message });
+    this.viewers.delete(ws);
+    closeSocket(ws, code, errorCode);
+  }
+
+  private sendTo(ws: WebSocket, frame: LoggedFrame | Record<string, unknown>): void {
+    try {
+      ws.send(JSON.stringify(frame));
+    } catch {
+      this.viewers.delete(ws);
+    }
+  }
+}
+
+function closeSocket(ws: WebSocket, code: number, reason: string): void {
+  try {
+    ws.close(code, reason);
+  } catch {
+    // Already closed.
+  }
+}
