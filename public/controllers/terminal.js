@@ -78,10 +78,12 @@ function adoptStyles() {
  *   node: HTMLElement,
  *   leave: () => void,
  *   unavailable: (reason: string) => void,
+ *   conversation: () => { cid: string, sent: boolean },
  * }} deps  `node`: the tab's panel, filled here; `leave`: where the leave key puts the focus (the tab);
- *   `unavailable`: the environment has no terminal (501), said by the tab
+ *   `unavailable`: the environment has no terminal (501), said by the tab; `conversation`: the open
+ *   one, and whether it reached the server (its agent's UI can be opened)
  */
-export function createTerminal({ api, el, node, leave, unavailable }) {
+export function createTerminal({ api, el, node, leave, unavailable, conversation }) {
   adoptStyles();
   const status = el("p", { class: "term-status", role: "status" });
   const restart = el("button", { type: "button", text: "Start a new terminal", hidden: true, onclick: () => fresh() });
@@ -90,6 +92,21 @@ export function createTerminal({ api, el, node, leave, unavailable }) {
     text: "Reconnect",
     hidden: true,
     onclick: () => connect(),
+  });
+  // Interactive mode: the conversation's agent in its own terminal UI, instead of the shell.
+  const what = el("p", { class: "term-what", text: "Shell" });
+  const agentButton = el("button", { type: "button", text: "Open the agent's UI", onclick: () => showAgent() });
+  const shellButton = el("button", {
+    type: "button",
+    text: "Back to the shell",
+    hidden: true,
+    onclick: () => switchTo(null),
+  });
+  const release = el("button", {
+    type: "button",
+    text: "Give back to the chat",
+    hidden: true,
+    onclick: () => giveBack(),
   });
   const screen = el("div", { class: "term-screen", role: "group", "aria-label": "Terminal" });
   const ctrl = el("button", { type: "button", class: "term-key", "aria-pressed": "false", text: "Ctrl" });
@@ -109,7 +126,13 @@ export function createTerminal({ api, el, node, leave, unavailable }) {
     el("kbd", { text: LEAVE_KEY_TEXT }),
     " leaves the terminal (Tab and Esc go to the shell).",
   );
-  node.replaceChildren(el("div", { class: "term-head" }, status, reconnect, restart), screen, keys, hint);
+  node.replaceChildren(
+    el("div", { class: "term-head" }, what, agentButton, shellButton, release),
+    el("div", { class: "term-head" }, status, reconnect, restart),
+    screen,
+    keys,
+    hint,
+  );
 
   const root = document.documentElement;
   const cssVar = (/** @type {string} */ name) => getComputedStyle(root).getPropertyValue(name);
@@ -151,8 +174,12 @@ export function createTerminal({ api, el, node, leave, unavailable }) {
   let started = false;
   /** A POST under way: a second connect (a click on Reconnect meanwhile) waits for it. */
   let connecting = false;
-  /** The terminal this tab shows (kept in this tab's session: a reload reattaches it). */
+  /** The shell this tab shows (kept in this tab's session: a reload reattaches it). */
   let terminalId = readSaved(sessionStorage.getItem(SAVED_KEY))?.terminalId ?? null;
+  /** The conversation whose agent's UI is shown instead (interactive mode); null: the shell. @type {string | null} */
+  let agentOf = null;
+  /** The conversation was seen held by the agent's UI while it was shown (its release then shows the shell). */
+  let heldSeen = false;
   /** The last output drawn (its sequence), in this page's life: a reconnect asks for what follows. @type {number | null} */
   let lastSeq = null;
   /** @type {WebSocket | null} */
@@ -168,7 +195,7 @@ export function createTerminal({ api, el, node, leave, unavailable }) {
   let notice = "";
 
   const save = () =>
-    terminalId
+    agentOf || terminalId
       ? sessionStorage.setItem(SAVED_KEY, JSON.stringify({ terminalId }))
       : sessionStorage.removeItem(SAVED_KEY);
   /** @param {string} text */
@@ -239,19 +266,21 @@ export function createTerminal({ api, el, node, leave, unavailable }) {
     say(attempt ? "Reconnecting…" : "Connecting…");
     /** @type {any} */
     let answer;
+    const size = { cols: Math.min(term.cols, 500), rows: Math.min(term.rows, 200) };
     try {
       answer = (
-        await api.request(TERMINALS, {
+        await api.request(agentOf ? `/v1/conversations/${encodeURIComponent(agentOf)}/interactive` : TERMINALS, {
           method: "POST",
-          body: {
-            ...(terminalId ? { terminalId } : {}),
-            cols: Math.min(term.cols, 500),
-            rows: Math.min(term.rows, 200),
-          },
+          body: agentOf ? size : { ...(terminalId ? { terminalId } : {}), ...size },
         })
       ).data;
     } catch (err) {
       const code = codeOf(err);
+      if (agentOf && !(/** @type {{ unreachable?: boolean }} */ (err)?.unreachable)) {
+        // No agent's UI here (501 interactiveAgent), or not now (a turn runs: 409): said; the shell is a click away.
+        say(code === "capability_denied" ? "This environment has no agent terminal UI." : `Not opened: ${why(err)}`);
+        return;
+      }
       if (code === "capability_denied") {
         say("This environment has no terminal.");
         unavailable("This environment has no terminal.");
@@ -272,13 +301,19 @@ export function createTerminal({ api, el, node, leave, unavailable }) {
       else {
         say(`No terminal: ${why(err)}`);
         reconnect.hidden = false;
-        restart.hidden = !terminalId;
+        restart.hidden = !terminalId || !!agentOf;
       }
       return;
     }
-    if (answer.status === "attached" && terminalId && answer.terminal?.terminalId === terminalId && lastSeq !== null)
+    if (
+      !agentOf &&
+      answer.status === "attached" &&
+      terminalId &&
+      answer.terminal?.terminalId === terminalId &&
+      lastSeq !== null
+    )
       notice = "A new shell: the earlier one had ended.";
-    terminalId = answer.terminal?.terminalId ?? terminalId;
+    if (!agentOf) terminalId = answer.terminal?.terminalId ?? terminalId;
     save();
     // A new shell's output is not the screen's: from the start.
     const since = answer.status === "reattached" ? lastSeq : null;
@@ -338,7 +373,7 @@ export function createTerminal({ api, el, node, leave, unavailable }) {
       } else if (next === "ended") {
         // Kept until a new one starts (a reload shows it ended): then the gateway forgets it too.
         if (!exited) say(event.code === 4499 ? "The terminal was closed." : "The terminal has ended.");
-        restart.hidden = false;
+        restart.hidden = !!agentOf;
       } else {
         say(`The terminal closed: ${event.reason || `code ${event.code}`}.`);
         reconnect.hidden = false;
@@ -365,9 +400,55 @@ export function createTerminal({ api, el, node, leave, unavailable }) {
     await connect();
   }
 
+  /** What the head offers: the agent's UI of a conversation that reached the server, or the way back. */
+  function drawSource() {
+    what.textContent = agentOf ? "The agent's UI for this conversation" : "Shell";
+    agentButton.hidden = !!agentOf || !conversation().sent;
+    shellButton.hidden = !agentOf;
+    release.hidden = !agentOf;
+  }
+
+  /** Shows the shell (null) or a conversation's agent's UI: the other socket let go, the screen drawn afresh. @param {string | null} cid */
+  function switchTo(cid) {
+    if (cid === agentOf && (socket || connecting)) return;
+    const ws = socket;
+    socket = null;
+    ws?.close(1000, "switched");
+    clearTimeout(timer);
+    agentOf = cid;
+    heldSeen = false;
+    lastSeq = null;
+    attempt = 0;
+    notice = "";
+    term.reset();
+    drawSource();
+    connect();
+  }
+
+  function showAgent() {
+    const { cid, sent } = conversation();
+    if (sent) switchTo(cid);
+  }
+
+  /** Gives the session back to the chat (the agent's UI is detached, not stopped), and shows the shell. */
+  async function giveBack() {
+    const cid = agentOf;
+    switchTo(null);
+    if (!cid) return;
+    try {
+      await api.request(`/v1/conversations/${encodeURIComponent(cid)}/interactive`, { method: "DELETE" });
+    } catch (err) {
+      say(`The session could not be given back: ${why(err)}`);
+    }
+  }
+
   return {
-    /** The tab is shown: drawn (the first time), fitted, and connected. */
-    show() {
+    /**
+     * The tab is shown: drawn (the first time), fitted, and connected; with `agent`, on that
+     * conversation's agent's UI (the chat's "Open in terminal").
+     * @param {string | null} [agent]
+     */
+    show(agent = null) {
       if (!opened) {
         term.open(screen);
         opened = true;
@@ -376,10 +457,22 @@ export function createTerminal({ api, el, node, leave, unavailable }) {
         input?.setAttribute("aria-keyshortcuts", LEAVE_KEY_ARIA);
       }
       refit();
-      if (!started) {
+      if (agent) {
+        started = true;
+        switchTo(agent);
+      } else if (!started) {
         started = true;
         connect();
       }
+      drawSource();
+    },
+    /** The open conversation changed (another one, its first turn, the chat given its session back). @param {boolean} interactive */
+    changed(interactive) {
+      // Released is a change from held: the event saying it was taken may come after the answer did.
+      const released = heldSeen && !interactive;
+      heldSeen = !!agentOf && interactive;
+      if (agentOf && (agentOf !== conversation().cid || released)) switchTo(null);
+      else drawSource();
     },
     focus: () => term.focus(),
   };

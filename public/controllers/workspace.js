@@ -140,6 +140,10 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
   let current = sessionStorage.getItem(TAB_KEY) === "terminal" ? termTab : filesTab;
   /** The terminal (its chunk), once its tab was first shown. @type {Promise<import("./terminal.js").TerminalTab> | null} */
   let terminal = null;
+  /** The same, once loaded (told of the conversation's changes). @type {import("./terminal.js").TerminalTab | null} */
+  let terminalView = null;
+  /** A conversation whose agent's UI the Terminal tab is to show when it next shows (the chat's "Open in terminal"). @type {string | null} */
+  let wantAgent = null;
 
   /** Shows a tab (the WAI-ARIA tabs pattern: one Tab stop, the selected tab). @param {string} id @param {boolean} [focus] */
   function pick(id, focus = false) {
@@ -169,13 +173,19 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
           termTab.setAttribute("aria-disabled", "true");
           termTab.title = reason;
         },
+        conversation: () => ({ cid: store.conv.cid, sent: sentTurns().length > 0 }),
       }),
     );
     terminal.catch((err) => {
       terminal = null;
       termPanel.replaceChildren(el("p", { class: "hint", text: `The terminal could not be loaded: ${why(err)}` }));
     });
-    terminal.then((t) => current === termTab && !termPanel.hidden && t.show());
+    terminal.then((t) => {
+      terminalView = t;
+      if (current !== termTab || termPanel.hidden) return;
+      t.show(wantAgent);
+      wantAgent = null;
+    });
   }
 
   tabs.addEventListener("keydown", (event) => {
@@ -592,6 +602,7 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
   }
 
   store.subscribe((_before, _after, action) => {
+    terminalView?.changed(!!store.conv.interactive);
     if (!open) return;
     // A branch switched: the files are the other branch's (its own sandbox, or the conversation's).
     if (action.type === "event" && action.event.type === "branch.switched") refreshSoon();
@@ -608,6 +619,15 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
     toggle: () => setOpen(!open),
     /** Opens it without taking the focus (it was open when the page was last left). */
     restoreOpen: () => setOpen(true, { focus: false }),
+    /** Opens its Terminal tab on the open conversation's agent's UI (interactive mode). */
+    openAgent() {
+      wantAgent = store.conv.cid;
+      if (open) pick(termTab.id, true);
+      else {
+        current = termTab;
+        setOpen(true);
+      }
+    },
   };
 }
 
