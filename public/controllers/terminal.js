@@ -180,6 +180,8 @@ export function createTerminal({ api, el, node, leave, unavailable, conversation
   let agentOf = null;
   /** The conversation was seen held by the agent's UI while it was shown (its release then shows the shell). */
   let heldSeen = false;
+  /** The environment has no agent's UI (it answered 501): none offered. */
+  let noAgent = false;
   /** The last output drawn (its sequence), in this page's life: a reconnect asks for what follows. @type {number | null} */
   let lastSeq = null;
   /** @type {WebSocket | null} */
@@ -276,9 +278,18 @@ export function createTerminal({ api, el, node, leave, unavailable, conversation
       ).data;
     } catch (err) {
       const code = codeOf(err);
+      if (agentOf && code === "capability_denied") {
+        // No agent's UI here (501 interactiveAgent): not offered again; the shell instead, saying so.
+        noAgent = true;
+        agentOf = null;
+        lastSeq = null;
+        drawSource();
+        notice = "This environment has no agent terminal UI: the shell instead.";
+        return attach();
+      }
       if (agentOf && !(/** @type {{ unreachable?: boolean }} */ (err)?.unreachable)) {
-        // No agent's UI here (501 interactiveAgent), or not now (a turn runs: 409): said; the shell is a click away.
-        say(code === "capability_denied" ? "This environment has no agent terminal UI." : `Not opened: ${why(err)}`);
+        // Not now (a turn runs: 409): said; the shell is a click away.
+        say(`Not opened: ${why(err)}`);
         return;
       }
       if (code === "capability_denied") {
@@ -403,7 +414,7 @@ export function createTerminal({ api, el, node, leave, unavailable, conversation
   /** What the head offers: the agent's UI of a conversation that reached the server, or the way back. */
   function drawSource() {
     what.textContent = agentOf ? "The agent's UI for this conversation" : "Shell";
-    agentButton.hidden = !!agentOf || !conversation().sent;
+    agentButton.hidden = !!agentOf || noAgent || !conversation().sent;
     shellButton.hidden = !agentOf;
     release.hidden = !agentOf;
   }

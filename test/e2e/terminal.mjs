@@ -228,4 +228,39 @@ describe("the Terminal tab", () => {
     await assertAccessible(page, "the Terminal tab on a phone");
     await page.context().close();
   });
+
+  it("offers the conversation's agent UI once it reached the server; where the environment has none, says so and shows the shell", async () => {
+    const page = await openPage();
+    await signIn(page, unique("term-agent"));
+    await openTerminal(page);
+    const agentButton = panel(page).getByRole("button", { name: "Open the agent's UI" });
+    // A new conversation has no agent session yet: nothing to open.
+    assert.equal(await agentButton.isVisible(), false);
+    await send(page, "Say hello");
+    await waitForBadge(page, "done");
+    await agentButton.waitFor();
+    const asked = page.waitForResponse((r) => /\/interactive$/.test(r.url()) && r.request().method() === "POST");
+    await agentButton.click();
+    const answer = await asked;
+    if (answer.status() === 501) {
+      // This emulator claims no interactiveAgent: the page says so, goes back to the shell, offers it no more.
+      await panel(page)
+        .locator(".term-status", { hasText: "This environment has no agent terminal UI: the shell instead." })
+        .waitFor({ timeout: 20_000 });
+      assert.equal(await panel(page).locator(".term-what").innerText(), "Shell");
+      assert.equal(await agentButton.isVisible(), false);
+      assert.equal(await page.locator("#interactive-note").isVisible(), false);
+    } else {
+      // The agent's UI holds the conversation: the chat says so until it is given back.
+      assert.equal(answer.status(), 201);
+      await page.locator("#interactive-note").waitFor();
+      assert.equal(await panel(page).locator(".term-what").innerText(), "The agent's UI for this conversation");
+      await page.locator("#interactive-release").click();
+      await page.locator("#interactive-note").waitFor({ state: "hidden" });
+      await panel(page)
+        .locator(".term-what", { hasText: /^Shell$/ })
+        .waitFor();
+    }
+    await page.context().close();
+  });
 });
