@@ -23,13 +23,13 @@ const SocketQuery = z.object({
 });
 
 /** The socket's query: its size and (the TUI's) generation; a 400 answer when it is not valid. */
-export function socketQuery(api: ApiKit, c: Context): z.infer<typeof SocketQuery> | Response {
+function socketQuery(api: ApiKit, c: Context): z.infer<typeof SocketQuery> | Response {
   const parsed = SocketQuery.safeParse(c.req.query());
   return parsed.success ? parsed.data : api.invalid(c, "VALIDATION_ERROR", parsed.error);
 }
 
 /** The checks before a socket's upgrade, in order: the routes served, the sandbox running, the id, an upgrade. */
-export function socketCheck(api: ApiKit, c: Context): { sandboxId: string; connectionId: string } | Response {
+function socketCheck(api: ApiKit, c: Context): { sandboxId: string; connectionId: string } | Response {
   if (api.variants().terminalRoutes === "missing") return apiNotFound(api.store, c);
   const sb = api.runningSandbox(c);
   if (sb instanceof Response) return sb;

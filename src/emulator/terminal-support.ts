@@ -6,7 +6,7 @@
 import { expect } from "vitest";
 import type { Emu } from "./test-support";
 
-export interface Frame {
+interface Frame {
   type: string;
   [field: string]: unknown;
 }

@@ -165,6 +165,18 @@ describe("the emulator's terminal socket", () => {
     expect((await b.untilClosed()).code).toBe(1001);
   });
 
+  it("a sandbox its idle timeout stops ends its PTYs too (1001)", async () => {
+    const { emu } = await fastSandbox("term-idle");
+    const id = (await json(await emu.api("POST", "/v1/sandboxes", { idleTimeoutSeconds: 60 }))).id as string;
+    while ((await json(await emu.api("GET", `/v1/sandboxes/${id}`))).filesystemIncarnationReadiness !== "ready")
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    const t = await shellOn(emu, id, "c1");
+    await emu.control(`/_emulator/sandboxes/${id}/clock`, { advanceSeconds: 120 });
+    expect((await json(await emu.api("GET", `/v1/sandboxes/${id}`))).status).toBe("stopped");
+    expect((await t.untilClosed()).code).toBe(1001);
+    expect(t.frames.some((f) => f.type === "exit")).toBe(false);
+  });
+
   it("refuses before the upgrade: 401 without a bearer, 404 an unknown sandbox, 400 a bad id or size; /runtime/terminals is 500", async () => {
     const { emu, id } = await fastSandbox("term-refused");
     const up = { upgrade: "websocket" };
