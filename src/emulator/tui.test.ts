@@ -172,7 +172,10 @@ describe("the agent's TUI on its PTY", () => {
       { type: "error", message: "generation_mismatch" },
     ]);
     expect(held.output()).toBe(before);
-    held.ws.close(1000);
+    // A stop by the held generation ends the PTY: its socket closes 1001, no exit frame.
+    expect((await emu.api("POST", tui(id, "s1", "/stop"), { generation: 2 })).status).toBe(200);
+    expect((await held.untilClosed()).code).toBe(1001);
+    expect(held.frames.some((f) => f.type === "exit")).toBe(false);
   });
 
   it("numbers an ask's choices: the first select's options when nothing else is required, then Decline", () => {
