@@ -100,6 +100,20 @@ describe("the emulator's terminal socket", () => {
     second.ws.close(1000);
   });
 
+  it("replays the newest 64 KiB by default", async () => {
+    const { emu, id } = await fastSandbox("term-retained-default");
+    const first = await shellOn(emu, id, "c1");
+    first.type("seq 20000\r");
+    await first.untilOutput("20000\r\n$ ");
+    first.ws.close(1000);
+    const again = await openTerm(emu, id, "c1");
+    await again.untilOutput("20000\r\n$ ");
+    const all = first.output();
+    expect(all.length).toBeGreaterThan(65_536);
+    expect(again.output()).toBe(all.slice(all.length - 65_536));
+    again.ws.close(1000);
+  });
+
   it("keeps the newest retained bytes only (variant terminalRetainedBytes; seq overflows it)", async () => {
     const { emu, id } = await fastSandbox("term-retained");
     await emu.control("/_emulator/variants", { terminalRetainedBytes: 1000 });
