@@ -28,7 +28,7 @@ async function newTerminal(token?: string) {
   const viewer = await openSocket(opened.body.url);
   await viewer.until((v) => v.frames.some((f) => f.type === "ready"), "ready");
   await viewer.until((v) => v.output().includes("$ "), "the prompt");
-  return { token: user, opened: opened.body, viewer, terminalId: opened.body.terminalId as string };
+  return { token: user, opened: opened.body, viewer, terminalId: opened.body.terminal.terminalId as string };
 }
 
 const sandboxTerminals = async (sandboxId: string) =>
@@ -47,7 +47,7 @@ describe("opening a terminal and typing into it", () => {
       expect(typeof opened.terminal[field]).toBe("string");
     expect(opened.token).not.toContain("emulator-local-key");
     const first = viewer.frames[0];
-    expect(first).toMatchObject({ type: "ready", terminalId: opened.terminalId, status: "running" });
+    expect(first).toMatchObject({ type: "ready", terminalId: opened.terminal.terminalId, status: "running" });
 
     typeLine(viewer, "echo hello terminal");
     await viewer.until((v) => v.output().includes("hello terminal\r\n"), "echo's output");
@@ -278,7 +278,7 @@ describe("bounds", () => {
     for (let i = 0; i < 4; i++) {
       const opened = await openTerminal(token);
       expect(opened.status).toBe(201);
-      ids.push(opened.body.terminalId);
+      ids.push(opened.body.terminal.terminalId);
     }
     const fifth = await openTerminal(token);
     expect(fifth.status).toBe(429);

@@ -14,6 +14,7 @@ const FULL_CAPABILITIES = {
   cancel: { canonicalRunCancellation: true, digestBound: true, idempotent: true },
   runs: { executionScopedStatus: true, eventReplay: true },
   interactions: { responseDedupe: true },
+  interactiveAgent: { start: true, status: true, attach: true, control: true, sendPrompt: true, stop: true },
 } as const;
 
 export function registerCapabilityRoute(app: Hono, api: ApiKit): void {

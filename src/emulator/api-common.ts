@@ -13,6 +13,7 @@ import type { EmulatorStore } from "./store";
 import type { SandboxRow } from "./store-schema";
 import type { StreamHub } from "./streams";
 import type { Terminals } from "./terminals";
+import type { Interactives } from "./tui";
 import { effectiveVariants, errorBody, type Variants } from "./variants";
 import type { SandboxView } from "./wire";
 import type { Workspace } from "./workspace";
@@ -24,6 +25,7 @@ export interface SandboxApiDeps {
   streams: StreamHub;
   workspace: Workspace;
   terminals: Terminals;
+  interactives: Interactives;
 }
 
 /**
@@ -66,6 +68,9 @@ export const API_PATHS = {
   terminalSocket: "/v1/sidecar-proxy/:id/terminals/:cid/ws",
   terminal: "/v1/sidecar-proxy/:id/terminals/:tid",
   runtimeTerminals: "/v1/sandboxes/:id/runtime/terminals/*",
+  interactive: "/v1/sandboxes/:id/runtime/agents/sessions/:sid/interactive",
+  interactiveControl: "/v1/sandboxes/:id/runtime/agents/sessions/:sid/interactive/control",
+  interactiveStop: "/v1/sandboxes/:id/runtime/agents/sessions/:sid/interactive/stop",
 } as const;
 
 /** The store and the rooms the routes act through, with the answers and checks every route uses. */

@@ -11,6 +11,7 @@ import { API_PATHS, type ApiKit, apiNotFound } from "./api-common";
 import { Shell } from "./shell";
 import type { EmulatorStore } from "./store";
 import { shellProgram, type Terminals } from "./terminals";
+import { TuiProgram } from "./tui";
 import type { Workspace } from "./workspace";
 
 const ConnectionId = z.string().regex(/^[A-Za-z0-9._-]{1,128}$/, "connectionId is [A-Za-z0-9._-]{1,128}");
@@ -22,13 +23,13 @@ const SocketQuery = z.object({
 });
 
 /** The socket's query: its size and (the TUI's) generation; a 400 answer when it is not valid. */
-export function socketQuery(api: ApiKit, c: Context): z.infer<typeof SocketQuery> | Response {
+function socketQuery(api: ApiKit, c: Context): z.infer<typeof SocketQuery> | Response {
   const parsed = SocketQuery.safeParse(c.req.query());
   return parsed.success ? parsed.data : api.invalid(c, "VALIDATION_ERROR", parsed.error);
 }
 
 /** The checks before a socket's upgrade, in order: the routes served, the sandbox running, the id, an upgrade. */
-export function socketCheck(api: ApiKit, c: Context): { sandboxId: string; connectionId: string } | Response {
+function socketCheck(api: ApiKit, c: Context): { sandboxId: string; connectionId: string } | Response {
   if (api.variants().terminalRoutes === "missing") return apiNotFound(api.store, c);
   const sb = api.runningSandbox(c);
   if (sb instanceof Response) return sb;
@@ -51,18 +52,24 @@ function shellFiles(workspace: Workspace, sandboxId: string) {
 }
 
 export function registerTerminalRoutes(app: Hono, api: ApiKit): void {
-  const { store, terminals, workspace, variants, fail, runningSandbox } = api;
+  const { store, terminals, interactives, workspace, variants, fail, runningSandbox } = api;
 
   app.get(API_PATHS.terminalSocket, (c) => {
     const target = socketCheck(api, c);
     if (target instanceof Response) return target;
     const query = socketQuery(api, c);
     if (query instanceof Response) return query;
+    // A session's TUI (./api-interactive.ts) has its own connection id; any other starts a shell.
+    const tui = interactives.byConnection(target.sandboxId, target.connectionId);
     return terminals.open({
       ...target,
       cols: query.cols,
       rows: query.rows,
-      program: () => shellProgram(new Shell(shellFiles(workspace, target.sandboxId), query)),
+      generation: query.generation,
+      program: () =>
+        tui
+          ? new TuiProgram(api, tui, (reason, code) => interactives.end(tui, reason, code))
+          : shellProgram(new Shell(shellFiles(workspace, target.sandboxId), query)),
     });
   });
 

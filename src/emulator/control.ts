@@ -15,6 +15,7 @@ import type { Runner } from "./runner";
 import type { EmulatorStore } from "./store";
 import type { StreamHub } from "./streams";
 import type { Terminals } from "./terminals";
+import type { Interactives } from "./tui";
 import { EmulatorVariants, effectiveVariants } from "./variants";
 import type { Workspace } from "./workspace";
 import { resolvePath } from "./workspace-path";
@@ -25,6 +26,7 @@ export interface ControlDeps {
   streams: StreamHub;
   workspace: Workspace;
   terminals: Terminals;
+  interactives: Interactives;
 }
 
 const CONTROL_PATHS = {
@@ -76,7 +78,7 @@ async function body(c: Context): Promise<unknown> {
 }
 
 export function registerControlRoutes(app: Hono, deps: ControlDeps): void {
-  const { store, runner, streams, workspace, terminals } = deps;
+  const { store, runner, streams, workspace, terminals, interactives } = deps;
 
   app.use(CONTROL_PATHS.all, async (c, next) => {
     if (c.req.method !== "GET" && c.req.method !== "HEAD" && !isJsonMediaType(c.req.header("content-type"))) {
@@ -230,6 +232,7 @@ export function registerControlRoutes(app: Hono, deps: ControlDeps): void {
     streams.closeAll();
     runner.clear();
     terminals.clear();
+    interactives.clear();
     return c.json({ ok: true });
   });
 }

@@ -21,7 +21,7 @@
  *   workspace.ts    each sandbox's files (seeded, changed by the agent's tool calls), served by
  *                   api-files.ts, snapshotted, compared and restored by api-snapshots.ts
  *   terminals.ts    the PTYs (in memory) behind the terminal sockets of api-terminals.ts: the
- *                   shell of shell.ts
+ *                   shell of shell.ts, or a session's TUI (tui.ts, its routes api-interactive.ts)
  * State lives in SQLite, so runs survive an eviction: the alarm picks the scripted agents up again.
  */
 import { DurableObject } from "cloudflare:workers";
@@ -36,6 +36,7 @@ import { Sandboxes } from "./sandboxes";
 import { EmulatorStore } from "./store";
 import { StreamHub } from "./streams";
 import { Terminals } from "./terminals";
+import { Interactives } from "./tui";
 import { Workspace } from "./workspace";
 
 const DEFAULT_FRAME_DELAY_MS = 40;
@@ -55,10 +56,15 @@ export class SandboxEmulator extends DurableObject<Env> {
     super(ctx, env);
     const store = new EmulatorStore(ctx.storage.sql);
     const streams = new StreamHub(store);
-    const terminals = new Terminals(store, () => {
-      const ms = configuredMs(env, "EMULATOR_TERMINAL_DETACH_MS", -1);
-      return ms < 0 ? undefined : ms;
-    });
+    const interactives = new Interactives();
+    const terminals = new Terminals(
+      store,
+      () => {
+        const ms = configuredMs(env, "EMULATOR_TERMINAL_DETACH_MS", -1);
+        return ms < 0 ? undefined : ms;
+      },
+      (id) => interactives.sandboxEnded(id),
+    );
     // A sandbox its limits ended: idle-stopped runs nothing; an expired one's runs die with it (no terminal frame).
     const ended = (id: string, status: "stopped" | "expired") => {
       terminals.sandboxEnded(id);
@@ -87,10 +93,10 @@ export class SandboxEmulator extends DurableObject<Env> {
 
     const workspace = new Workspace(store);
     const app = new Hono();
-    registerControlRoutes(app, { store, runner: this.runner, streams, workspace, terminals });
+    registerControlRoutes(app, { store, runner: this.runner, streams, workspace, terminals, interactives });
     registerTerminalControlRoutes(app, { store, terminals });
     registerHoldRoutes(app, { store, runner: this.runner });
-    registerSandboxApi(app, { store, sandboxes, runner: this.runner, streams, workspace, terminals });
+    registerSandboxApi(app, { store, sandboxes, runner: this.runner, streams, workspace, terminals, interactives });
     app.notFound((c) => (c.req.path.startsWith("/v1/") ? apiNotFound(store, c) : controlNotFound(c)));
     this.app = app;
 

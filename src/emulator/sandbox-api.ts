@@ -15,6 +15,7 @@ import { API_PATHS, apiKit, type SandboxApiDeps } from "./api-common";
 import { registerControlPlaneRoutes } from "./api-control-plane";
 import { registerFileRoutes } from "./api-files";
 import { registerInteractionRoutes } from "./api-interactions";
+import { registerInteractiveRoutes } from "./api-interactive";
 import { registerRunRoutes } from "./api-runs";
 import { registerSessionRoutes } from "./api-sessions";
 import { registerSnapshotRoutes } from "./api-snapshots";
@@ -46,6 +47,8 @@ function routeKey(method: string, path: string): string {
   if (rest.startsWith("/terminals/")) return "runtime.terminals";
   const fs = rest.match(/^\/fs\/(list|stat|download-dir|download|upload)(?:\/|$)/);
   if (fs) return `runtime.fs.${fs[1] === "download-dir" ? "downloadDir" : fs[1]}`;
+  const tui = rest.match(/^\/agents\/sessions\/[^/]+\/interactive(?:\/(control|stop))?$/);
+  if (tui) return `runtime.interactive.${tui[1] ?? (method === "POST" ? "start" : "status")}`;
   const m = rest.match(/^\/agents\/sessions\/[^/]+(?:\/(abort|fork|interactions|plan|turns|executions))?/);
   if (m)
     return m[1] ? `runtime.session.${m[1]}` : method === "DELETE" ? "runtime.session.delete" : "runtime.session.get";
@@ -94,4 +97,5 @@ export function registerSandboxApi(app: Hono, deps: SandboxApiDeps): void {
   registerSnapshotRoutes(app, api);
   // §12 the terminal, under the sidecar proxy.
   registerTerminalRoutes(app, api);
+  registerInteractiveRoutes(app, api);
 }

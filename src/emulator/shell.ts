@@ -19,10 +19,10 @@ export interface ShellFiles {
 }
 
 export const PROMPT = "$ ";
-export const SEQ_MAX = 100_000;
+const SEQ_MAX = 100_000;
 const CLEAR = "\x1b[H\x1b[2J";
 /** The shell's working directory: the workspace root. */
-export const SHELL_CWD = absolutePath("");
+const SHELL_CWD = absolutePath("");
 
 export interface ShellOutput {
   /** What the PTY writes back, in order. */

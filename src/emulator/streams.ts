@@ -42,6 +42,8 @@ export class StreamHub {
   private readonly streams = new Map<string, Set<LiveStream>>();
   /** Streams that send nothing (withheld admissions), closed only by their reader or a reset. */
   private readonly silent = new Set<ReadableStreamDefaultController<Uint8Array>>();
+  /** In-process followers of an execution's frames (the TUI): each new frame, then null at its end. */
+  private readonly watchers = new Map<string, Set<(frame: WireFrame | null) => void>>();
 
   constructor(private readonly store: EmulatorStore) {}
 
@@ -154,12 +156,27 @@ export class StreamHub {
   /** Sends a frame just appended to an execution to every stream following it. */
   publish(executionId: string, frame: WireFrame): void {
     for (const stream of this.streams.get(executionId) ?? []) this.send(stream, frame);
+    for (const watch of this.watchers.get(executionId) ?? []) watch(frame);
+  }
+
+  /** Follows an execution's new frames in process (null: it ended); answers the unfollow. */
+  watch(executionId: string, watcher: (frame: WireFrame | null) => void): () => void {
+    const set = this.watchers.get(executionId) ?? new Set();
+    set.add(watcher);
+    this.watchers.set(executionId, set);
+    return () => {
+      set.delete(watcher);
+      if (set.size === 0 && this.watchers.get(executionId) === set) this.watchers.delete(executionId);
+    };
   }
 
   /** Ends every stream of an execution (its run finished). */
   closeExecution(executionId: string): void {
     for (const stream of this.streams.get(executionId) ?? []) this.close(stream);
     this.streams.delete(executionId);
+    const watchers = this.watchers.get(executionId);
+    this.watchers.delete(executionId);
+    for (const watch of watchers ?? []) watch(null);
   }
 
   /** Ends every stream at once (a reset), stalled and silent ones included. */

@@ -6,7 +6,7 @@
 import { expect } from "vitest";
 import type { Emu } from "./test-support";
 
-export interface Frame {
+interface Frame {
   type: string;
   [field: string]: unknown;
 }
@@ -75,10 +75,12 @@ export async function openTerm(emu: Emu, sandboxId: string, connectionId: string
     },
     untilOutput: (want, from = 0) => term.until((t) => t.output().indexOf(want, from) !== -1, JSON.stringify(want)),
     async untilClosed() {
-      await new Promise<void>((resolve) => {
-        const check = () => (term.closed ? resolve() : waiters.push(check));
-        check();
-      });
+      await term
+        .until((t) => t.closed !== undefined, "the close")
+        .catch((error: Error) => {
+          // `until` rejects on a close it was not waiting for; here the close is what it waits for.
+          if (!term.closed) throw error;
+        });
       return term.closed!;
     },
   };

@@ -100,6 +100,20 @@ describe("the emulator's terminal socket", () => {
     second.ws.close(1000);
   });
 
+  it("replays the newest 64 KiB by default", async () => {
+    const { emu, id } = await fastSandbox("term-retained-default");
+    const first = await shellOn(emu, id, "c1");
+    first.type("seq 20000\r");
+    await first.untilOutput("20000\r\n$ ");
+    first.ws.close(1000);
+    const again = await openTerm(emu, id, "c1");
+    await again.untilOutput("20000\r\n$ ");
+    const all = first.output();
+    expect(all.length).toBeGreaterThan(65_536);
+    expect(again.output()).toBe(all.slice(all.length - 65_536));
+    again.ws.close(1000);
+  });
+
   it("keeps the newest retained bytes only (variant terminalRetainedBytes; seq overflows it)", async () => {
     const { emu, id } = await fastSandbox("term-retained");
     await emu.control("/_emulator/variants", { terminalRetainedBytes: 1000 });
@@ -163,6 +177,18 @@ describe("the emulator's terminal socket", () => {
     const b = await shellOn(other.emu, other.id, "b");
     await other.emu.api("DELETE", `/v1/sandboxes/${other.id}`);
     expect((await b.untilClosed()).code).toBe(1001);
+  });
+
+  it("a sandbox its idle timeout stops ends its PTYs too (1001)", async () => {
+    const { emu } = await fastSandbox("term-idle");
+    const id = (await json(await emu.api("POST", "/v1/sandboxes", { idleTimeoutSeconds: 60 }))).id as string;
+    while ((await json(await emu.api("GET", `/v1/sandboxes/${id}`))).filesystemIncarnationReadiness !== "ready")
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    const t = await shellOn(emu, id, "c1");
+    await emu.control(`/_emulator/sandboxes/${id}/clock`, { advanceSeconds: 120 });
+    expect((await json(await emu.api("GET", `/v1/sandboxes/${id}`))).status).toBe("stopped");
+    expect((await t.untilClosed()).code).toBe(1001);
+    expect(t.frames.some((f) => f.type === "exit")).toBe(false);
   });
 
   it("refuses before the upgrade: 401 without a bearer, 404 an unknown sandbox, 400 a bad id or size; /runtime/terminals is 500", async () => {

@@ -144,6 +144,8 @@ export class Terminals {
     private readonly store: EmulatorStore,
     /** The configured detach window (ms), when the environment sets one. */
     private readonly configuredDetachMs: () => number | undefined,
+    /** A sandbox ended: what else it ends (the sessions' TUIs). */
+    private readonly onSandboxEnded: (sandboxId: string) => void = () => undefined,
   ) {}
 
   private key(sandboxId: string, connectionId: string): string {
@@ -362,7 +364,7 @@ export class Terminals {
   /** Undefined when this socket's generation is the held one (or the program has none); else the error. */
   private mayWrite(pty: Pty, socket: Attached): string | undefined {
     const held = pty.program.generation?.();
-    if (held === undefined || socket.generation === held) return undefined;
+    if (held === undefined || (socket.generation ?? 0) === held) return undefined;
     this.store.count("terminals.staleWrites");
     return "generation_mismatch";
   }
@@ -422,6 +424,13 @@ export class Terminals {
   /** Every PTY of a sandbox that stopped or went away ends: sockets close 1001, no exit frame. */
   sandboxEnded(sandboxId: string): void {
     for (const pty of [...this.ptys.values()]) if (pty.sandboxId === sandboxId) this.gone(pty);
+    this.onSandboxEnded(sandboxId);
+  }
+
+  /** Ends one PTY now (the TUI stopped): its socket closes 1001, no exit frame. */
+  end(sandboxId: string, connectionId: string): void {
+    const pty = this.ptys.get(this.key(sandboxId, connectionId));
+    if (pty) this.gone(pty);
   }
 
   /** Ends every PTY of the sandbox with no socket now, as if its detach window had passed; how many. */

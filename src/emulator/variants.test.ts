@@ -86,6 +86,12 @@ describe("the emulator's variants", () => {
         snapshotDelete: "outcome",
         restore: "outcome",
         uploadMaxBytes: 10 * 1024 * 1024,
+        terminalRoutes: "served",
+        terminalFrames: "binary",
+        terminalRetainedBytes: 64 * 1024,
+        terminalDetachMs: 60_000,
+        terminalMetadata: "full",
+        terminalReady: "full",
       },
     });
     const set = await emu.control("/_emulator/variants", { errorBody: "control-plane", fieldOrder: "data-first" });

@@ -15,7 +15,12 @@ import { refine } from "./wire-errors";
 const CAPABILITY = "interactiveTerminal";
 
 const ControlFrame = z.union([
-  z.object({ type: z.literal("ready"), sessionId: z.unknown(), restored: z.unknown(), detachTimeoutMs: z.unknown() }),
+  z.object({
+    type: z.literal("ready"),
+    sessionId: z.unknown().optional(),
+    restored: z.unknown().optional(),
+    detachTimeoutMs: z.unknown().optional(),
+  }),
   z.object({ type: z.literal("output"), data: z.string() }),
   z.object({
     type: z.literal("exit"),
@@ -67,11 +72,23 @@ class SocketConnection implements TerminalConnection {
 
   constructor(private readonly socket: WebSocket) {
     const decoder = new TextDecoder();
-    socket.addEventListener("message", (event) => {
-      const frame = readFrame(event.data as string | ArrayBuffer, decoder);
+    const deliver = (data: string | ArrayBuffer) => {
+      const frame = readFrame(data, decoder);
       if (!frame) return;
       if (this.listener) this.listener(frame);
       else this.early?.push(frame);
+    };
+    // In order: a binary message may come as a Blob, read first; what follows waits for it.
+    let queue: Promise<void> | null = null;
+    socket.addEventListener("message", (event) => {
+      const data = event.data as string | ArrayBuffer | Blob;
+      if (!(data instanceof Blob) && queue === null) return deliver(data);
+      const read = data instanceof Blob ? data.arrayBuffer() : Promise.resolve(data);
+      const next: Promise<void> = (queue ?? Promise.resolve()).then(async () => {
+        deliver(await read);
+        if (queue === next) queue = null;
+      });
+      queue = next;
     });
     const ended = (code: number, reason: string) => {
       if (this.closed) return;
