@@ -114,7 +114,7 @@ export function createTerminal({ api, el, node, leave, unavailable, conversation
     el("button", {
       type: "button",
       class: "term-key",
-      "aria-label": KEYS[key].name,
+      "aria-label": KEYS[key].name === KEYS[key].label ? null : KEYS[key].name,
       "data-key": key,
       text: KEYS[key].label,
     }),

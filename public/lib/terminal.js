@@ -133,10 +133,10 @@ export function inputChunks(data, size = INPUT_CHUNK) {
   return out;
 }
 
-/** The key bar's keys: what each sends, by the terminal's cursor-key mode (DECCKM: application mode sends ESC O). */
+/** The key bar's keys: their text and name (the name holds the text a speech user says). */
 export const KEYS = /** @type {const} */ ({
   Tab: { label: "Tab", name: "Tab" },
-  Esc: { label: "Esc", name: "Escape" },
+  Esc: { label: "Esc", name: "Esc" },
   Up: { label: "↑", name: "Up arrow" },
   Down: { label: "↓", name: "Down arrow" },
   Left: { label: "←", name: "Left arrow" },

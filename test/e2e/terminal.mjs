@@ -42,11 +42,16 @@ async function openTerminal(page) {
   await rowShown(page, "$");
 }
 
-/** Tabs from the Terminal tab into the terminal: the focus is in xterm's input. */
+const inTerminal = (page) => page.evaluate(() => !!document.activeElement?.classList.contains("xterm-helper-textarea"));
+
+/**
+ * Tabs from the Terminal tab into the terminal (past the head's buttons: the agent's UI, once the
+ * conversation has a turn): the focus is in xterm's input.
+ */
 async function focusTerminal(page) {
   await termTab(page).focus();
-  await page.keyboard.press("Tab");
-  await page.waitForFunction(() => document.activeElement?.classList.contains("xterm-helper-textarea"));
+  for (let i = 0; i < 3 && !(await inTerminal(page)); i++) await page.keyboard.press("Tab");
+  assert.ok(await inTerminal(page), "Tab from the Terminal tab reaches the terminal");
 }
 
 /** Types a line and Enter with the real keyboard. */
@@ -84,7 +89,7 @@ describe("the Terminal tab", () => {
     const page = await openPage();
     await signIn(page, unique("term"));
     // The agent writes a file: the shell sees the same workspace.
-    await send(page, "Take a note [write:notes.txt:hello from the agent]");
+    await send(page, "Take a note [write:notes.txt:hello from the agent\\n]");
     await waitForBadge(page, "done");
     const sent = sentInput(page);
     // xterm is a chunk of its own: fetched when the Terminal tab opens, not with the page or the panel.
@@ -113,10 +118,10 @@ describe("the Terminal tab", () => {
     await sent.until(n + 1);
     assert.equal(sent.inputs.at(-1), "\x1b");
     assert.ok(await panel(page).isVisible());
-    assert.ok(await page.evaluate(() => document.activeElement?.classList.contains("xterm-helper-textarea")));
+    assert.ok(await inTerminal(page));
     // Tab too: it stays in the terminal.
     await page.keyboard.press("Tab");
-    assert.ok(await page.evaluate(() => document.activeElement?.classList.contains("xterm-helper-textarea")));
+    assert.ok(await inTerminal(page));
     n = sent.inputs.length;
     await page.keyboard.press("Control+c");
     await sent.until(n + 1);
@@ -219,17 +224,17 @@ describe("the Terminal tab", () => {
     await rowShown(page, "$ ^C");
     assert.equal(await ctrl.getAttribute("aria-pressed"), "false");
     const n = sent.inputs.length;
-    for (const name of ["Tab", "Escape", "Up arrow", "Down arrow", "Left arrow", "Right arrow"])
+    for (const name of ["Tab", "Esc", "Up arrow", "Down arrow", "Left arrow", "Right arrow"])
       await bar.getByRole("button", { name, exact: true }).tap();
     await sent.until(n + 6);
     assert.deepEqual(sent.inputs.slice(-7), ["\x03", "\t", "\x1b", "\x1b[A", "\x1b[B", "\x1b[D", "\x1b[C"]);
     // A tap on the bar leaves the focus in the terminal (the phone's keyboard stays up).
-    assert.ok(await page.evaluate(() => document.activeElement?.classList.contains("xterm-helper-textarea")));
+    assert.ok(await inTerminal(page));
     await assertAccessible(page, "the Terminal tab on a phone");
     await page.context().close();
   });
 
-  it("offers the conversation's agent UI once it reached the server; where the environment has none, says so and shows the shell", async () => {
+  it("opens the conversation's agent UI (interactive mode): the chat says so and refuses a message until it is given back", async () => {
     const page = await openPage();
     await signIn(page, unique("term-agent"));
     await openTerminal(page);
@@ -238,29 +243,55 @@ describe("the Terminal tab", () => {
     assert.equal(await agentButton.isVisible(), false);
     await send(page, "Say hello");
     await waitForBadge(page, "done");
-    await agentButton.waitFor();
-    const asked = page.waitForResponse((r) => /\/interactive$/.test(r.url()) && r.request().method() === "POST");
     await agentButton.click();
-    const answer = await asked;
-    if (answer.status() === 501) {
-      // This emulator claims no interactiveAgent: the page says so, goes back to the shell, offers it no more.
-      await panel(page)
-        .locator(".term-status", { hasText: "This environment has no agent terminal UI: the shell instead." })
-        .waitFor({ timeout: 20_000 });
-      assert.equal(await panel(page).locator(".term-what").innerText(), "Shell");
-      assert.equal(await agentButton.isVisible(), false);
-      assert.equal(await page.locator("#interactive-note").isVisible(), false);
-    } else {
-      // The agent's UI holds the conversation: the chat says so until it is given back.
-      assert.equal(answer.status(), 201);
-      await page.locator("#interactive-note").waitFor();
-      assert.equal(await panel(page).locator(".term-what").innerText(), "The agent's UI for this conversation");
-      await page.locator("#interactive-release").click();
-      await page.locator("#interactive-note").waitFor({ state: "hidden" });
-      await panel(page)
-        .locator(".term-what", { hasText: /^Shell$/ })
-        .waitFor();
-    }
+    await panel(page).locator(".term-what", { hasText: "The agent's UI for this conversation" }).waitFor();
+    await panel(page)
+      .locator(".term-status", { hasText: /^Connected\.$/ })
+      .waitFor({ timeout: 20_000 });
+    // The agent's own screen, and the chat's banner from interactive.started.
+    await rowShown(page, ">");
+    const note = page.locator("#interactive-note");
+    await note.waitFor();
+    assert.match(await note.innerText(), /The agent's terminal UI has this conversation/);
+    await assertAccessible(page, "interactive mode");
+
+    // A message meanwhile is refused (409 session_interactive) and goes back to the box.
+    await page.locator("#composer-input").fill("Another thing");
+    await page.keyboard.press("Enter");
+    await page.locator("#banner", { hasText: "terminal UI" }).waitFor();
+    assert.equal(await page.locator("#composer-input").inputValue(), "Another thing");
+
+    // Given back: the banner goes (interactive.released), the tab shows the shell, a message is sent.
+    await page.locator("#interactive-release").click();
+    await note.waitFor({ state: "hidden" });
+    await panel(page)
+      .locator(".term-what", { hasText: /^Shell$/ })
+      .waitFor();
+    await send(page, "Another thing");
+    await waitForBadge(page, "done");
+    await page.context().close();
+  });
+
+  it("after a reload in interactive mode, the chat's Open in terminal shows the agent's UI again", async () => {
+    const page = await openPage();
+    await signIn(page, unique("term-agent-reload"));
+    await send(page, "Say hello");
+    await waitForBadge(page, "done");
+    await openTerminal(page);
+    await panel(page).getByRole("button", { name: "Open the agent's UI" }).click();
+    await page.locator("#interactive-note").waitFor();
+    // The panel closed, then a reload: the summary says the agent's UI has the conversation.
+    await panel(page).getByRole("button", { name: "Close the workspace panel" }).click();
+    await page.reload();
+    await page.locator("#connection[data-state=live]").waitFor();
+    await page.locator("#interactive-note").waitFor();
+    await page.getByRole("button", { name: "Open in terminal" }).click();
+    assert.equal(await termTab(page).getAttribute("aria-selected"), "true");
+    await panel(page).locator(".term-what", { hasText: "The agent's UI for this conversation" }).waitFor();
+    await panel(page)
+      .locator(".term-status", { hasText: /^Connected\.$/ })
+      .waitFor({ timeout: 20_000 });
+    await rowShown(page, ">");
     await page.context().close();
   });
 });
