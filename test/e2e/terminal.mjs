@@ -3,7 +3,7 @@
 // (its output once, then on); the key that leaves it; light and dark; on a phone the key bar.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { assertAccessible, openPage, send, signIn, unique, waitForBadge } from "./harness.mjs";
+import { assertAccessible, openPage, send, server, signIn, unique, waitForBadge } from "./harness.mjs";
 
 const panel = (page) => page.locator("#workspace");
 const termTab = (page) => panel(page).getByRole("tab", { name: "Terminal" });
@@ -84,6 +84,19 @@ function sentInput(page) {
   return { inputs, until };
 }
 
+/** Sets the emulator's faults (`{}` clears them). */
+async function faults(body) {
+  const res = await fetch(`${server.base}/_emulator/faults`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  assert.equal(res.status, 200, await res.text());
+}
+
+/** The screen's rows that read exactly `text`. */
+const count = async (page, text) => (await rows(page)).filter((r) => r === text).length;
+
 describe("the Terminal tab", () => {
   it("runs a typed command and shows its output; ls shows the agent's file; Escape goes to the shell; Alt+Shift+↑ leaves; axe-clean", async () => {
     const page = await openPage();
@@ -161,6 +174,68 @@ describe("the Terminal tab", () => {
     await rowShown(page, "second");
     const after = await rows(page);
     assert.equal(after.filter((r) => r === mark).length, 1, after.join("\n"));
+    await page.context().close();
+  });
+
+  it("after a dropped connection reconnects from its cursor: the output once, nothing missed, and goes on", async () => {
+    const page = await openPage();
+    await signIn(page, unique("term-drop"));
+    // The page's sockets through a proxy that can drop the page's side (the gateway's side goes with it).
+    const sockets = [];
+    await page.routeWebSocket(/\/terminals\/[^/]+\/ws/, (ws) => {
+      ws.connectToServer();
+      sockets.push(ws);
+    });
+    await openTerminal(page);
+    await focusTerminal(page);
+    await typeLine(page, "echo one");
+    await rowShown(page, "one");
+    assert.equal(sockets.length, 1);
+    assert.equal(new URL(sockets[0].url()).searchParams.get("since"), null);
+
+    await sockets[0].close({ code: 4000, reason: "dropped" });
+    await panel(page)
+      .locator(".term-status", { hasText: /^Connected\.$/ })
+      .waitFor({ timeout: 20_000 });
+    assert.equal(sockets.length, 2);
+    // Asked for what follows the last output drawn.
+    assert.match(new URL(sockets[1].url()).searchParams.get("since") ?? "", /^[1-9]\d*$/);
+    await typeLine(page, "echo two");
+    await rowShown(page, "two");
+    assert.equal(await count(page, "$ echo one"), 1);
+    assert.equal(await count(page, "one"), 1);
+    assert.equal(await count(page, "$ echo two"), 1);
+    await page.context().close();
+  });
+
+  it("when the gateway reattaches the sandbox's terminal (restored), draws its kept screen afresh: nothing twice", async () => {
+    const page = await openPage();
+    await signIn(page, unique("term-restored"));
+    /** @type {(frame: unknown) => void} */
+    let sawRestored = () => {};
+    const restored = new Promise((resolve) => (sawRestored = resolve));
+    page.on("websocket", (ws) =>
+      ws.on("framereceived", ({ payload }) => {
+        const frame = JSON.parse(String(payload));
+        if (frame.type === "ready" && frame.restored) sawRestored(frame);
+      }),
+    );
+    // The sandbox drops the gateway's socket after its third output (the prompt, then two typed
+    // characters echoed); the gateway reattaches it and replays the sandbox's kept screen.
+    await faults({ terminalDrop: 3 });
+    try {
+      await openTerminal(page);
+      await focusTerminal(page);
+      await page.keyboard.type("ec");
+      // The gateway said so in the stream: the screen is drawn afresh from there, once.
+      await restored;
+      await rowShown(page, "$ ec");
+      await typeLine(page, "ho after");
+      await rowShown(page, "after");
+      assert.equal(await count(page, "$ echo after"), 1, (await rows(page)).join("\n"));
+    } finally {
+      await faults({});
+    }
     await page.context().close();
   });
 
