@@ -74,21 +74,14 @@ export class TerminalObject extends DurableObject<Env> {
     const since = sinceParam === null ? undefined : Number(sinceParam);
     const pair = new WebSocketPair();
     const [client, server] = [pair[0], pair[1]];
-    this.ctx.acceptWebSocket(server);
+    // Accepted as a plain socket, not a hibernatable one: a viewer lives only while the object holds
+    // the sandbox's socket (which keeps it in memory anyway), and its frames are handled in order.
+    server.accept();
+    server.addEventListener("message", (event) => this.relay.fromViewer(server, event.data as string | ArrayBuffer));
+    server.addEventListener("close", () => this.relay.viewerGone(server));
+    server.addEventListener("error", () => this.relay.viewerGone(server));
     this.ctx.waitUntil(this.relay.addViewer(server, spec, since));
     return new Response(null, { status: 101, webSocket: client });
-  }
-
-  override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    this.relay.fromViewer(ws, message);
-  }
-
-  override async webSocketClose(ws: WebSocket): Promise<void> {
-    this.relay.viewerGone(ws);
-  }
-
-  override async webSocketError(ws: WebSocket): Promise<void> {
-    this.relay.viewerGone(ws);
   }
 
   override async alarm(): Promise<void> {
