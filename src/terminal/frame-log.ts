@@ -27,8 +27,8 @@ export type Replay =
   | { ok: true; frames: LoggedFrame[] }
   | { ok: false; code: "cursor_evicted" | "cursor_invalid"; message: string; cursors: Cursors };
 
-export const LOG_MAX_FRAMES = 1024;
-export const LOG_MAX_CHARS = 1 << 20;
+const LOG_MAX_FRAMES = 1024;
+const LOG_MAX_CHARS = 1 << 20;
 /** No output frame carries more (the seed's bound): a larger chunk is split. */
 export const OUTPUT_MAX_CHARS = 16_384;
 

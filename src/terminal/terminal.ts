@@ -8,15 +8,13 @@
 import { DurableObject } from "cloudflare:workers";
 import { readConfig } from "../config";
 import { captureRpc, Refusal, type RpcResult } from "../errors";
+import { SPEC_HEADER } from "../lib/terminal-wire";
 import { createProvider } from "../providers";
 import type { CloseAnswer, Geometry, TerminalRef, TerminalSpec } from "./relay";
 import { TerminalRelay } from "./relay";
 import { SeqReserve } from "./seq-reserve";
 
 export type { CloseAnswer, TerminalRef, TerminalSpec } from "./relay";
-
-/** The header the Worker passes a viewer's terminal in (the socket's request is the Worker's own). */
-export const SPEC_HEADER = "x-terminal-spec";
 
 export class TerminalObject extends DurableObject<Env> {
   private readonly relay: TerminalRelay;

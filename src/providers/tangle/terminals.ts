@@ -43,7 +43,7 @@ function terminalError(err: unknown, what: string): unknown {
 }
 
 /** One upstream frame read: a text frame by its JSON, a binary one as output bytes; null for a frame of no known shape. */
-export function readFrame(data: string | ArrayBuffer, decoder: TextDecoder): UpstreamTerminalFrame | null {
+function readFrame(data: string | ArrayBuffer, decoder: TextDecoder): UpstreamTerminalFrame | null {
   if (typeof data !== "string") return { type: "output", data: decoder.decode(new Uint8Array(data), { stream: true }) };
   let parsed: unknown;
   try {
