@@ -276,6 +276,19 @@ describe("who may open which terminal", () => {
   });
 });
 
+describe("releasing what a terminal holds", () => {
+  it("deleting the account ends its terminals: the sandbox's PTYs go with it, the viewers are told, nothing is left open", async () => {
+    const { viewer, token } = await newTerminal();
+    const sandboxId = await sandboxOf(token);
+    const deleted = await api("/v1/me", { token, method: "DELETE" });
+    expect(deleted.status).toBe(200);
+    await viewer.until((v) => v.closed !== null, "the viewer's close");
+    expect(viewer.closed!.code).toBe(4410);
+    const ptys = await sandboxTerminals(sandboxId).catch(() => []);
+    expect(ptys.every((p) => p.sockets === 0)).toBe(true);
+  });
+});
+
 describe("bounds", () => {
   it("bounds the terminals a user has open (429), and a closed one frees its place", async () => {
     const token = await tokenFor(uid("user"));
