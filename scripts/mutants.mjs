@@ -18,6 +18,7 @@ const T = {
   tree: ["src/session/turn-tree.test.ts"],
   subagents: ["src/session/store/store.test.ts", "test/subagents.test.ts"],
   workspace: ["src/session/workspace.test.ts", "test/workspace.test.ts"],
+  terminals: ["src/terminal/frame-log.test.ts", "src/terminal/relay.test.ts", "test/terminals.test.ts"],
   transport: ["src/providers/http.test.ts"],
 };
 
@@ -477,8 +478,8 @@ export const MUTANTS = [
     file: "src/http/app-context.ts",
     tests: ["test/auth.test.ts"],
     why: "a stream token opens any conversation of its user",
-    find: "if (verified.claims.cid !== cid) {",
-    replace: 'if (verified.claims.cid === undefined && cid === "") {',
+    find: "if (verified.claims.cid !== segment(events[1]!)) {",
+    replace: 'if (verified.claims.cid === undefined && segment(events[1]!) === "") {',
   },
 
   // ---- ids (src/auth/ids.ts)
@@ -614,5 +615,47 @@ export const MUTANTS = [
     why: "a JSON call's header timer is left pending (an object kept from hibernating)",
     find: "      } finally {\n        clearTimeout(timer);\n      }",
     replace: "      } finally {\n      }",
+  },
+
+  // ---- terminals (src/terminal/, src/http/routes/terminals.ts; docs/api.md#terminals)
+  {
+    id: "terminal.token-any-terminal",
+    file: "src/http/app-context.ts",
+    tests: ["test/terminals.test.ts"],
+    why: "a terminal token opens any terminal's socket",
+    find: "if (verified.claims.tid !== segment(terminal[1]!)) {",
+    replace: "if (verified.claims.tid === undefined) {",
+  },
+  {
+    id: "terminal.evicted-cursor-served",
+    file: "src/terminal/frame-log.ts",
+    tests: T.terminals,
+    why: "a cursor older than the retained output is answered with a gap, not refused",
+    find: "if (since < this.minCursor)",
+    replace: "if (since < this.minCursor - 1)",
+  },
+  {
+    id: "terminal.metadata-fails-open",
+    file: "src/terminal/attach-check.ts",
+    tests: ["src/terminal/attach-check.test.ts", "test/terminals.test.ts"],
+    why: "an attach whose metadata lacks a field is taken as live",
+    find: "  if (missing.length > 0) return { ok: false, missing };\n  const exitCode",
+    replace: "  const exitCode",
+  },
+  {
+    id: "terminal.expired-handed-over",
+    file: "src/terminal/relay.ts",
+    tests: ["src/terminal/relay.test.ts"],
+    why: "a reconnect whose PTY expired is handed a new shell as if it were the terminal",
+    find: 'if (!opened.restored) this.endGone("the terminal expired',
+    replace: 'if (opened.restored === 7) this.endGone("the terminal expired',
+  },
+  {
+    id: "interactive.turn-while-held",
+    file: "src/session/turn-runner.ts",
+    tests: ["test/interactive.test.ts"],
+    why: "a turn is sent while the agent's terminal UI drives the session",
+    find: 'if (decision.kind === "dispatch" || decision.kind === "queued") this.interactive.refuseTurn();',
+    replace: "",
   },
 ];

@@ -57,7 +57,8 @@ const running = new Set();
 /** Runs one file; answers its exit status (null when it was stopped at its bound) and, with jobs > 1, its output. */
 function runFile(file, boundS, buffered) {
   const { args, env, counts } = reporterArgs(file);
-  const child = spawn(process.execPath, ["--test", ...args, resolve(file)], {
+  // Node 20 has WebSocket (a real browser-like client for the terminal's tests) behind this flag; later Nodes by default.
+  const child = spawn(process.execPath, ["--experimental-websocket", "--test", ...args, resolve(file)], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ["ignore", buffered ? "pipe" : "inherit", buffered ? "pipe" : "inherit"],

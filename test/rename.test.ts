@@ -140,7 +140,7 @@ describe("the user index before renames were kept (schema 8)", () => {
       return { version, before, agent, touched, after: (await instance.listConversations(10))[0]?.title };
     });
     expect(read).toEqual({
-      version: 11,
+      version: 12,
       agent: null,
       before: ["from its first message"],
       touched: "a touch may still set it",

@@ -142,17 +142,22 @@ describe("reattaching", () => {
   }, 60_000);
 
   it("reattaches the sandbox's socket when it drops, the retained screen after an in-stream ready", async () => {
-    const { viewer, token } = await newTerminal();
-    const sandboxId = await sandboxOf(token);
+    // The next socket the sandbox opens drops after its first output message (the prompt), with no exit.
     await emulator("/_emulator/faults", { terminalDrop: 1 });
-    typeLine(viewer, "echo before the drop");
+    const { viewer, token } = await newTerminal();
     await viewer.until((v) => v.frames.some((f) => f.type === "ready" && f.restored === true), "the reattach");
-    await emulator("/_emulator/faults", {});
+    const sandboxId = await sandboxOf(token);
     typeLine(viewer, "echo after the drop");
     await viewer.until((v) => v.output().includes("after the drop\r\n"), "the shell goes on");
     expect(viewer.closed).toBeNull();
+    // The retained screen came again after the in-stream ready (the page redraws from it).
+    const at = viewer.frames.findIndex((f) => f.type === "ready" && f.restored === true);
+    expect(viewer.frames[at + 1]).toMatchObject({ type: "output", data: expect.stringContaining("$ ") });
     const ptys = await sandboxTerminals(sandboxId);
     expect(ptys.filter((p) => p.alive)).toHaveLength(1);
+    expect(ptys[0]!.sockets).toBe(1);
+    const ref = await json(await api("/v1/environment/terminals", { token }));
+    expect(ref.terminals[0].attachCount).toBe(2);
     viewer.ws.close();
   });
 });
@@ -268,6 +273,19 @@ describe("who may open which terminal", () => {
     // The terminal token is good on its socket only.
     expect((await api("/v1/environment/terminals", { token: opened.token })).status).toBe(401);
     expect((await api(opened.url)).status).toBe(426);
+  });
+});
+
+describe("releasing what a terminal holds", () => {
+  it("deleting the account ends its terminals: the sandbox's PTYs go with it, the viewers are told, nothing is left open", async () => {
+    const { viewer, token } = await newTerminal();
+    const sandboxId = await sandboxOf(token);
+    const deleted = await api("/v1/me", { token, method: "DELETE" });
+    expect(deleted.status).toBe(200);
+    await viewer.until((v) => v.closed !== null, "the viewer's close");
+    expect(viewer.closed!.code).toBe(4410);
+    const ptys = await sandboxTerminals(sandboxId).catch(() => []);
+    expect(ptys.every((p) => p.sockets === 0)).toBe(true);
   });
 });
 

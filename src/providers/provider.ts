@@ -322,7 +322,7 @@ export interface WorkspaceFiles {
 
 /** What the sandbox says on a terminal's socket (docs/sandbox-wire.md §12), in the project's terms. */
 export type UpstreamTerminalFrame =
-  | { type: "ready"; sessionId: unknown; restored: unknown; detachTimeoutMs: unknown }
+  | { type: "ready"; sessionId?: unknown; restored?: unknown; detachTimeoutMs?: unknown }
   | { type: "output"; data: string }
   | { type: "exit"; exitCode?: number; exitSignal?: string }
   | { type: "error"; message: string };
@@ -334,7 +334,7 @@ export interface TerminalConnection {
    * Frames that arrived before the first listener are kept for it (the `ready` comes at once).
    */
   onFrame(listener: (frame: UpstreamTerminalFrame) => void): void;
-  /** Once, when the socket is gone (closed by either side, or dropped). */
+  /** Once, when the socket is gone (closed by either side, or dropped); at once for a listener that comes after. */
   onClose(listener: (code: number, reason: string) => void): void;
   input(data: string): void;
   resize(cols: number, rows: number): void;

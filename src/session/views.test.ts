@@ -79,6 +79,7 @@ describe("the conversation's read views", () => {
       turnCount: 0,
       branch: 0,
       branchCount: 0,
+      interactive: null,
       lastEventId: 0,
       interactions: [],
       usage: total,

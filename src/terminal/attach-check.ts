@@ -42,7 +42,7 @@ export type ReadyCheck =
   | { ok: false; missing: string[] };
 
 /** The ready frame's fields the attach needs (the fields missing or malformed, by name). */
-export function checkReady(ready: { sessionId: unknown; restored: unknown; detachTimeoutMs: unknown }): ReadyCheck {
+export function checkReady(ready: { sessionId?: unknown; restored?: unknown; detachTimeoutMs?: unknown }): ReadyCheck {
   const missing = Object.entries(ReadyFields)
     .filter(([name, schema]) => !schema.safeParse(ready[name as keyof typeof ready]).success)
     .map(([name]) => name);

@@ -90,6 +90,7 @@ describe("FrameLog", () => {
           if (log.cursors().earliest !== null) expect(log.after(all.length).ok).toBe(true);
         },
       ),
+      { numRuns: 500 },
     );
   });
 });

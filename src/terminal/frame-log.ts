@@ -27,8 +27,8 @@ export type Replay =
   | { ok: true; frames: LoggedFrame[] }
   | { ok: false; code: "cursor_evicted" | "cursor_invalid"; message: string; cursors: Cursors };
 
-export const LOG_MAX_FRAMES = 1024;
-export const LOG_MAX_CHARS = 1 << 20;
+const LOG_MAX_FRAMES = 1024;
+const LOG_MAX_CHARS = 1 << 20;
 /** No output frame carries more (the seed's bound): a larger chunk is split. */
 export const OUTPUT_MAX_CHARS = 16_384;
 
@@ -39,6 +39,8 @@ export class FrameLog {
   private lastSeq: number;
   /** The oldest cursor that still replays everything after it. */
   private minCursor: number;
+  /** The newest output seq dropped (or cleared): every frame before the next output followed it. */
+  private lastDropped: number;
 
   constructor(
     private readonly firstSeq = 1,
@@ -47,6 +49,7 @@ export class FrameLog {
   ) {
     this.lastSeq = firstSeq - 1;
     this.minCursor = firstSeq - 1;
+    this.lastDropped = firstSeq - 1;
   }
 
   /** Appends a frame (output split and numbered); answers what was logged, for the live viewers. */
@@ -111,6 +114,7 @@ export class FrameLog {
     this.frames = [];
     this.chars = 0;
     this.minCursor = this.lastSeq;
+    this.lastDropped = this.lastSeq;
   }
 
   private evict(): void {
@@ -118,7 +122,8 @@ export class FrameLog {
     this.chars -= weight(dropped);
     // A dropped output: a cursor at it still misses nothing. A dropped ready, resize, exit or error:
     // the cursor at the output before it would miss it, so the oldest good cursor is the next output's.
-    this.minCursor = dropped.type === "output" ? dropped.seq : this.minCursor + 1;
+    if (dropped.type === "output") this.lastDropped = dropped.seq;
+    this.minCursor = dropped.type === "output" ? dropped.seq : this.lastDropped + 1;
   }
 }
 

@@ -4,8 +4,8 @@
  * second: simple, and a burst of at most twice the rate across a boundary).
  */
 export const INPUT_MAX_FRAME_CHARS = 64 * 1024;
-export const INPUT_BYTES_PER_SECOND = 256 * 1024;
-export const INPUT_FRAMES_PER_SECOND = 200;
+const INPUT_BYTES_PER_SECOND = 256 * 1024;
+const INPUT_FRAMES_PER_SECOND = 200;
 
 export class InputLimit {
   private windowStart = 0;

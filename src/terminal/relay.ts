@@ -410,11 +410,17 @@ export class TerminalRelay {
       this.endGone("the sandbox kept dropping the terminal's socket");
       return;
     }
-    void this.open().then((opened) => {
-      if (opened instanceof Refusal) return this.endGone(`the terminal could not be reattached: ${opened.message}`);
-      // The PTY was gone: a new shell is not the terminal the viewers had.
-      if (!opened.restored) this.endGone("the terminal's shell is gone (the sandbox kept no screen to reattach)");
-    });
+    void this.reattach();
+  }
+
+  /** After a drop: the same connection id again, once the attach under way (if the drop came during it) is over. */
+  private async reattach(): Promise<void> {
+    await this.opening?.catch(() => undefined);
+    if (this.upstream || this.ended !== null) return;
+    const opened = await this.open();
+    if (opened instanceof Refusal) return this.endGone(`the terminal could not be reattached: ${opened.message}`);
+    // The PTY was gone: a new shell is not the terminal the viewers had.
+    if (!opened.restored) this.endGone("the terminal's shell is gone (the sandbox kept no screen to reattach)");
   }
 
   /** The terminal is over with no exit delivered: a new shell the sandbox started in its place is let go too. */

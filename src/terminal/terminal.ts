@@ -8,15 +8,13 @@
 import { DurableObject } from "cloudflare:workers";
 import { readConfig } from "../config";
 import { captureRpc, Refusal, type RpcResult } from "../errors";
+import { SPEC_HEADER } from "../lib/terminal-wire";
 import { createProvider } from "../providers";
 import type { CloseAnswer, Geometry, TerminalRef, TerminalSpec } from "./relay";
 import { TerminalRelay } from "./relay";
 import { SeqReserve } from "./seq-reserve";
 
 export type { CloseAnswer, TerminalRef, TerminalSpec } from "./relay";
-
-/** The header the Worker passes a viewer's terminal in (the socket's request is the Worker's own). */
-export const SPEC_HEADER = "x-terminal-spec";
 
 export class TerminalObject extends DurableObject<Env> {
   private readonly relay: TerminalRelay;
@@ -74,21 +72,14 @@ export class TerminalObject extends DurableObject<Env> {
     const since = sinceParam === null ? undefined : Number(sinceParam);
     const pair = new WebSocketPair();
     const [client, server] = [pair[0], pair[1]];
-    this.ctx.acceptWebSocket(server);
+    // Accepted as a plain socket, not a hibernatable one: a viewer lives only while the object holds
+    // the sandbox's socket (which keeps it in memory anyway), and its frames are handled in order.
+    server.accept();
+    server.addEventListener("message", (event) => this.relay.fromViewer(server, event.data as string | ArrayBuffer));
+    server.addEventListener("close", () => this.relay.viewerGone(server));
+    server.addEventListener("error", () => this.relay.viewerGone(server));
     this.ctx.waitUntil(this.relay.addViewer(server, spec, since));
     return new Response(null, { status: 101, webSocket: client });
-  }
-
-  override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    this.relay.fromViewer(ws, message);
-  }
-
-  override async webSocketClose(ws: WebSocket): Promise<void> {
-    this.relay.viewerGone(ws);
-  }
-
-  override async webSocketError(ws: WebSocket): Promise<void> {
-    this.relay.viewerGone(ws);
   }
 
   override async alarm(): Promise<void> {

@@ -19,7 +19,7 @@ import { openTerminal, requireTerminals, terminalObject } from "./terminals";
 const CAPABILITY = "interactiveAgent";
 
 /** The terminal id of a conversation's agent UI: one per conversation, the same every time. */
-export async function agentTerminalId(conversationId: string): Promise<string> {
+async function agentTerminalId(conversationId: string): Promise<string> {
   return `agent-${(await sha256Hex(conversationId)).slice(0, 40)}`;
 }
 

@@ -8,6 +8,7 @@ import type { Context } from "hono";
 import { z } from "zod";
 import { signToken } from "../../auth/tokens";
 import { ApiError, type RpcResult } from "../../errors";
+import { SPEC_HEADER } from "../../lib/terminal-wire";
 import { createProvider } from "../../providers";
 import {
   OpenTerminalRequest,
@@ -18,7 +19,7 @@ import {
   TerminalOpenedSchema,
   TerminalRefSchema,
 } from "../../schemas/terminals";
-import { SPEC_HEADER, type TerminalRef, type TerminalSpec } from "../../terminal/terminal";
+import type { TerminalRef, TerminalSpec } from "../../terminal/terminal";
 import type { TerminalRow } from "../../user/user";
 import { type AppEnv, userObject } from "../app-context";
 import { invalid } from "../body";
@@ -45,7 +46,7 @@ export function terminalObject(c: Context<AppEnv>, terminalId: string) {
   return c.env.TERMINALS.get(c.env.TERMINALS.idFromName(`${c.get("identity").ownerKey}/${terminalId}`));
 }
 
-export function specOf(row: TerminalRow): TerminalSpec {
+function specOf(row: TerminalRow): TerminalSpec {
   return {
     terminalId: row.terminalId,
     kind: row.kind,

@@ -9,6 +9,7 @@ const full = {
   cancel: { canonicalRunCancellation: true, digestBound: true, idempotent: true },
   runs: { executionScopedStatus: true, eventReplay: true },
   interactions: { responseDedupe: true },
+  interactiveAgent: { start: true, status: true, attach: true, control: true, sendPrompt: true, stop: true },
 };
 
 const without = (group: keyof typeof full, name: string) => ({
@@ -25,6 +26,7 @@ describe("capability claims", () => {
       interactions: true,
       interactionKinds: ["question", "permission", "plan"],
       fork: true,
+      interactiveAgent: true,
     });
     expect(claimsOf(null)).toEqual({
       detach: false,
@@ -33,12 +35,24 @@ describe("capability claims", () => {
       interactions: false,
       interactionKinds: [],
       fork: false,
+      interactiveAgent: false,
     });
+  });
+
+  it("claims the agent's own terminal UI only with all six interactiveAgent flags, and nothing else hangs on them", () => {
+    for (const name of ["start", "status", "attach", "control", "sendPrompt", "stop"]) {
+      const { interactiveAgent, ...rest } = claimsOf(without("interactiveAgent", name));
+      expect(interactiveAgent).toBe(false);
+      const { interactiveAgent: _all, ...fullRest } = claimsOf(full);
+      expect(rest).toEqual(fullRest);
+    }
+    const { interactiveAgent: _group, ...noGroup } = full;
+    expect(claimsOf(noGroup).interactiveAgent).toBe(false);
   });
 
   it("each flag drops exactly the claims it gates (agent-provider-tangle table)", () => {
     const claimsOf = (doc: Record<string, unknown>) => {
-      const { interactionKinds: _kinds, fork: _fork, ...flags } = claimsOfDoc(doc);
+      const { interactionKinds: _kinds, fork: _fork, interactiveAgent: _agent, ...flags } = claimsOfDoc(doc);
       return flags;
     };
     expect(claimsOf(without("dispatch", "runControlRef"))).toEqual({
@@ -114,6 +128,7 @@ describe("reading the capability document (sandbox-wire §6)", () => {
       interactions: false,
       interactionKinds: [],
       fork: true,
+      interactiveAgent: true,
     });
   });
 
@@ -132,11 +147,12 @@ describe("reading the capability document (sandbox-wire §6)", () => {
       ...full,
       agentInterface: 7,
       image: { ref: "sandbox:next" },
-      interactiveAgent: true,
       futureGroup: { someFlag: true },
       dispatch: { ...full.dispatch, streamingV2: "yes" },
     };
     expect(read(extra)).toEqual(read(full));
+    // The interactiveAgent group is read: one that is not an object claims nothing of it.
+    expect(read({ ...full, interactiveAgent: true })).toEqual({ ...read(full), interactiveAgent: false });
   });
 
   it("a flag that is not a boolean, or a group that is not an object, is not a claim", () => {

@@ -43,7 +43,7 @@ function terminalError(err: unknown, what: string): unknown {
 }
 
 /** One upstream frame read: a text frame by its JSON, a binary one as output bytes; null for a frame of no known shape. */
-export function readFrame(data: string | ArrayBuffer, decoder: TextDecoder): UpstreamTerminalFrame | null {
+function readFrame(data: string | ArrayBuffer, decoder: TextDecoder): UpstreamTerminalFrame | null {
   if (typeof data !== "string") return { type: "output", data: decoder.decode(new Uint8Array(data), { stream: true }) };
   let parsed: unknown;
   try {
@@ -65,6 +65,7 @@ export function readFrame(data: string | ArrayBuffer, decoder: TextDecoder): Ups
 
 class SocketConnection implements TerminalConnection {
   private closed = false;
+  private closedWith: { code: number; reason: string } | null = null;
   private readonly closeListeners: ((code: number, reason: string) => void)[] = [];
   private listener: ((frame: UpstreamTerminalFrame) => void) | null = null;
   /** Frames read before anyone listened (kept for the first listener). */
@@ -93,6 +94,7 @@ class SocketConnection implements TerminalConnection {
     const ended = (code: number, reason: string) => {
       if (this.closed) return;
       this.closed = true;
+      this.closedWith = { code, reason };
       for (const listener of this.closeListeners) listener(code, reason);
     };
     socket.addEventListener("close", (event) => ended(event.code, event.reason));
@@ -107,7 +109,10 @@ class SocketConnection implements TerminalConnection {
   }
 
   onClose(listener: (code: number, reason: string) => void): void {
-    this.closeListeners.push(listener);
+    // A listener that comes after the close hears it too (a drop during the attach's checks).
+    const closed = this.closedWith;
+    if (closed) queueMicrotask(() => listener(closed.code, closed.reason));
+    else this.closeListeners.push(listener);
   }
 
   input(data: string): void {

@@ -246,7 +246,7 @@ const FlagGroup = <T extends Record<string, typeof Flag>>(flags: T) => z.looseOb
  * The capability document (`GET …/runtime/capabilities`). Only `schema: 1` is required: a document
  * of another schema is one this client cannot read, and claims nothing (agent-provider-tangle, "Two capability
  * documents"). Each absent or unreadable group or flag drops only the claims it gates; fields this
- * client does not read (`agentInterface`, `image`, `interactiveAgent`, a newer group) are ignored.
+ * client does not read (`agentInterface`, `image`, a newer group) are ignored.
  */
 export const SandboxCapabilities = z.looseObject({
   schema: z.literal(1),
@@ -254,6 +254,15 @@ export const SandboxCapabilities = z.looseObject({
   cancel: FlagGroup({ canonicalRunCancellation: Flag, digestBound: Flag, idempotent: Flag }),
   runs: FlagGroup({ executionScopedStatus: Flag, eventReplay: Flag }),
   interactions: FlagGroup({ responseDedupe: Flag }),
+  // The agent's own terminal UI (interactive mode; §12): claimed only with all six.
+  interactiveAgent: FlagGroup({
+    start: Flag,
+    status: Flag,
+    attach: Flag,
+    control: Flag,
+    sendPrompt: Flag,
+    stop: Flag,
+  }),
 });
 export type SandboxCapabilities = z.infer<typeof SandboxCapabilities>;
 

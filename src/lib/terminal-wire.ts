@@ -1,0 +1,6 @@
+/**
+ * What the Worker and a terminal object agree on for a viewer's socket (docs/architecture.md#terminals):
+ * the Worker checked the user's token and the terminal, and names the terminal in this header of the
+ * upgrade it forwards.
+ */
+export const SPEC_HEADER = "x-terminal-spec";
