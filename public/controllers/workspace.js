@@ -13,13 +13,14 @@
 import { fileNameOf, langOf, readBounded, restoreOffer, sizeText } from "../lib/workspace.js";
 import { changesView } from "../views/workspace-changes.js";
 import { adoptStyle } from "../views/workspace-style.js";
+import { createTabs } from "../views/workspace-tabs.js";
 import { createTree } from "../views/workspace-tree.js";
+import { createTerminalTab } from "./workspace-terminal.js";
 
 /** @typedef {import("../lib/conversation.js").Turn} Turn */
 /** @typedef {import("../lib/wire").CheckpointView} CheckpointView */
 
 const FILES = "/v1/environment/files";
-const TERMINALS = "/v1/environment/terminals";
 /** Which tab the panel shows, in this tab's session (the terminal's own: controllers/terminal.js). */
 const TAB_KEY = "gw:ws-tab";
 const enc = encodeURIComponent;
@@ -108,115 +109,50 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
   // Two tabs: the files (and a turn's changes), and the terminal (its chunk loaded when first shown).
   const filesPanel = el(
     "div",
-    { id: "ws-files-panel", class: "ws-tab-panel", role: "tabpanel", "aria-labelledby": "ws-tab-files" },
+    { id: "ws-files-panel", class: "ws-tab-panel" },
     note,
     status,
     filesSection,
     viewer,
     changes,
   );
-  const termPanel = el("div", {
-    id: "ws-term-panel",
-    class: "ws-tab-panel term-panel",
-    role: "tabpanel",
-    "aria-labelledby": "ws-tab-terminal",
-    hidden: true,
+  const termPanel = el("div", { id: "ws-term-panel", class: "ws-tab-panel term-panel", hidden: true });
+  const FILES_TAB = "ws-tab-files";
+  const TERMINAL_TAB = "ws-tab-terminal";
+  const tabs = createTabs({
+    el,
+    label: "Workspace",
+    tabs: [
+      { id: FILES_TAB, text: "Files", panel: filesPanel },
+      { id: TERMINAL_TAB, text: "Terminal", panel: termPanel },
+    ],
+    picked: (id) => {
+      openOn = id;
+      const onTerminal = id === TERMINAL_TAB;
+      downloadAll.hidden = onTerminal || !hasFiles;
+      if (onTerminal) sessionStorage.setItem(TAB_KEY, "terminal");
+      else sessionStorage.removeItem(TAB_KEY);
+      if (onTerminal && open) terminal.show();
+    },
   });
-  const tab = (/** @type {string} */ id, /** @type {string} */ text, /** @type {string} */ controls) =>
-    el("button", { type: "button", role: "tab", id, "aria-controls": controls, text, onclick: () => pick(id) });
-  const filesTab = tab("ws-tab-files", "Files", "ws-files-panel");
-  const termTab = tab("ws-tab-terminal", "Terminal", "ws-term-panel");
-  const tabs = el("div", { class: "ws-tabs", role: "tablist", "aria-label": "Workspace" }, filesTab, termTab);
+  const termTab = tabs.tab(TERMINAL_TAB);
+  const terminal = createTerminalTab({
+    api,
+    el,
+    store,
+    tab: termTab,
+    panel: termPanel,
+    sent: () => sentTurns().length > 0,
+    hide: () => tabs.pick(FILES_TAB),
+  });
+  /** The tab the panel opens on: the one shown when this browser tab last left it (a reload shows the terminal again). */
+  let openOn = sessionStorage.getItem(TAB_KEY) === "terminal" ? TERMINAL_TAB : FILES_TAB;
   panel.replaceChildren(
     el("div", { class: "ws-head" }, el("h2", { id: "workspace-title", text: "Workspace" }), downloadAll, close),
-    tabs,
+    tabs.node,
     filesPanel,
     termPanel,
   );
-
-  // --- the tabs ----------------------------------------------------------------------------------
-
-  /** The tab shown: kept in this tab's session, so a reload shows the terminal again (and reattaches it). */
-  let current = sessionStorage.getItem(TAB_KEY) === "terminal" ? termTab : filesTab;
-  /** The terminal (its chunk), once its tab was first shown. @type {Promise<import("./terminal.js").TerminalTab> | null} */
-  let terminal = null;
-  /** The same, once loaded (told of the conversation's changes). @type {import("./terminal.js").TerminalTab | null} */
-  let terminalView = null;
-  /** A conversation whose agent's UI the Terminal tab is to show when it next shows (the chat's "Open in terminal"). @type {string | null} */
-  let wantAgent = null;
-
-  /** Shows a tab (the WAI-ARIA tabs pattern: one Tab stop, the selected tab). @param {string} id @param {boolean} [focus] */
-  function pick(id, focus = false) {
-    current = id === termTab.id && !termTab.hidden ? termTab : filesTab;
-    for (const t of [filesTab, termTab]) {
-      t.setAttribute("aria-selected", String(t === current));
-      t.tabIndex = t === current ? 0 : -1;
-    }
-    const onTerminal = current === termTab;
-    filesPanel.hidden = onTerminal;
-    termPanel.hidden = !onTerminal;
-    downloadAll.hidden = onTerminal || !hasFiles;
-    if (onTerminal) sessionStorage.setItem(TAB_KEY, "terminal");
-    else sessionStorage.removeItem(TAB_KEY);
-    if (focus) current.focus();
-    if (onTerminal && open) showTerminal();
-  }
-
-  function showTerminal() {
-    terminal ??= import("./terminal.js").then(({ createTerminal }) =>
-      createTerminal({
-        api,
-        el,
-        node: termPanel,
-        leave: () => termTab.focus(),
-        unavailable: (reason) => {
-          termTab.setAttribute("aria-disabled", "true");
-          termTab.title = reason;
-        },
-        conversation: () => ({ cid: store.conv.cid, sent: sentTurns().length > 0 }),
-      }),
-    );
-    terminal.catch((err) => {
-      terminal = null;
-      termPanel.replaceChildren(el("p", { class: "hint", text: `The terminal could not be loaded: ${why(err)}` }));
-    });
-    terminal.then((t) => {
-      terminalView = t;
-      if (current !== termTab || termPanel.hidden) return;
-      t.show(wantAgent);
-      wantAgent = null;
-    });
-  }
-
-  tabs.addEventListener("keydown", (event) => {
-    const shown = [filesTab, termTab].filter((t) => !t.hidden);
-    const at = shown.indexOf(/** @type {HTMLButtonElement} */ (event.target));
-    const to =
-      event.key === "ArrowRight"
-        ? shown[(at + 1) % shown.length]
-        : event.key === "ArrowLeft"
-          ? shown[(at - 1 + shown.length) % shown.length]
-          : event.key === "Home"
-            ? shown[0]
-            : event.key === "End"
-              ? shown.at(-1)
-              : undefined;
-    if (!to || at < 0) return;
-    event.preventDefault();
-    pick(to.id, true);
-  });
-
-  /** Whether the environment serves terminals: asked once, at the panel's first opening; none (501): no tab. */
-  let probed = false;
-  function probeTerminals() {
-    if (probed) return;
-    probed = true;
-    api.request(TERMINALS).catch((err) => {
-      if (codeOf(err) !== "capability_denied") return;
-      termTab.hidden = true;
-      if (current === termTab) pick(filesTab.id);
-    });
-  }
 
   /** Says `text` (none: nothing); a live region stays shown, so what it is given next is announced. @param {HTMLElement} node @param {string} text */
   function say(node, text) {
@@ -262,7 +198,7 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
     }
     filesSection.hidden = !hasFiles;
     viewer.hidden = !hasFiles;
-    downloadAll.hidden = !hasFiles || current === termTab;
+    downloadAll.hidden = !hasFiles || tabs.current() === TERMINAL_TAB;
     empty.hidden = !hasFiles || !tree.empty();
     if (shown) await show(shown, false);
   }
@@ -538,11 +474,11 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
       for (const key of checkpoints.keys()) stale.add(key);
       drawTurns();
       const listed = refreshFiles();
-      probeTerminals();
-      pick(current.id);
+      terminal.probe();
+      tabs.pick(openOn);
       if (focus) {
         if (isDrawer) close.focus();
-        else if (current === termTab) termTab.focus();
+        else if (tabs.current() === TERMINAL_TAB) termTab.focus();
         else listed.then(() => (hasFiles && !tree.empty() ? tree.focus() : close.focus()));
       }
     } else if (panel.contains(document.activeElement) || document.activeElement === document.body) {
@@ -602,7 +538,7 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
   }
 
   store.subscribe((_before, _after, action) => {
-    terminalView?.changed(!!store.conv.interactive);
+    terminal.changed();
     if (!open) return;
     // A branch switched: the files are the other branch's (its own sandbox, or the conversation's).
     if (action.type === "event" && action.event.type === "branch.switched") refreshSoon();
@@ -621,10 +557,10 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
     restoreOpen: () => setOpen(true, { focus: false }),
     /** Opens its Terminal tab on the open conversation's agent's UI (interactive mode). */
     openAgent() {
-      wantAgent = store.conv.cid;
-      if (open) pick(termTab.id, true);
+      terminal.openAgent();
+      if (open) tabs.pick(TERMINAL_TAB, true);
       else {
-        current = termTab;
+        openOn = TERMINAL_TAB;
         setOpen(true);
       }
     },

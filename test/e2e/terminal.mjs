@@ -145,6 +145,16 @@ describe("the Terminal tab", () => {
     await page.keyboard.press("Alt+Shift+ArrowUp");
     assert.equal(await page.evaluate(() => document.activeElement?.id), "ws-tab-terminal");
     await assertAccessible(page, "the Terminal tab");
+    // The tabs as the tabs pattern has them: ← → move and select; the terminal stays as it was.
+    await page.keyboard.press("ArrowLeft");
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "ws-tab-files");
+    assert.equal(await panel(page).locator("#ws-tab-files").getAttribute("aria-selected"), "true");
+    assert.ok(await panel(page).locator("#ws-files-panel").isVisible());
+    assert.equal(await panel(page).locator("#ws-term-panel").isVisible(), false);
+    await page.keyboard.press("ArrowRight");
+    assert.equal(await termTab(page).getAttribute("aria-selected"), "true");
+    assert.ok(await panel(page).locator(".term-status", { hasText: /^Connected\.$/ }).isVisible());
+    assert.equal(await count(page, "hello from the agent"), 1);
     await page.context().close();
   });
 
