@@ -153,7 +153,11 @@ describe("the Terminal tab", () => {
     assert.equal(await panel(page).locator("#ws-term-panel").isVisible(), false);
     await page.keyboard.press("ArrowRight");
     assert.equal(await termTab(page).getAttribute("aria-selected"), "true");
-    assert.ok(await panel(page).locator(".term-status", { hasText: /^Connected\.$/ }).isVisible());
+    assert.ok(
+      await panel(page)
+        .locator(".term-status", { hasText: /^Connected\.$/ })
+        .isVisible(),
+    );
     assert.equal(await count(page, "hello from the agent"), 1);
     await page.context().close();
   });
