@@ -401,11 +401,13 @@ export function createTerminal({ api, el, node, leave, unavailable, conversation
 
   /** A new shell: the ended one forgotten (the gateway too, best effort), the screen cleared. */
   async function fresh() {
+    restart.hidden = true;
     const old = terminalId;
     terminalId = null;
     lastSeq = null;
     save();
-    if (old) api.request(`${TERMINALS}/${encodeURIComponent(old)}`, { method: "DELETE" }).catch(() => {});
+    // Forgotten first (best effort), so its place under the user's bound is free for the new one.
+    if (old) await api.request(`${TERMINALS}/${encodeURIComponent(old)}`, { method: "DELETE" }).catch(() => {});
     term.reset();
     attempt = 0;
     await connect();

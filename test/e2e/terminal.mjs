@@ -253,6 +253,39 @@ describe("the Terminal tab", () => {
     await page.context().close();
   });
 
+  it("an exit says its code and offers a new terminal, which starts a new shell (the ended one forgotten)", async () => {
+    const page = await openPage();
+    await signIn(page, unique("term-exit"));
+    await openTerminal(page);
+    await focusTerminal(page);
+    const first = await page.evaluate(() => JSON.parse(sessionStorage.getItem("gw:terminal") ?? "{}").terminalId);
+    await typeLine(page, "exit 3");
+    await panel(page)
+      .locator(".term-status", { hasText: /^exited \(code 3\)$/ })
+      .waitFor({ timeout: 20_000 });
+    const again = panel(page).getByRole("button", { name: "Start a new terminal" });
+    await again.click();
+    await panel(page)
+      .locator(".term-status", { hasText: /^Connected\.$/ })
+      .waitFor({ timeout: 20_000 });
+    await rowShown(page, "$");
+    const second = await page.evaluate(() => JSON.parse(sessionStorage.getItem("gw:terminal") ?? "{}").terminalId);
+    assert.ok(second && second !== first);
+    assert.equal(await count(page, "$ exit 3"), 0);
+    await focusTerminal(page);
+    await typeLine(page, "echo again");
+    await rowShown(page, "again");
+    // The gateway lists the new terminal only: the ended one was deleted.
+    const listed = await page.evaluate(async () => {
+      const res = await fetch("/v1/environment/terminals", {
+        headers: { authorization: `Bearer ${localStorage.getItem("gw:token")}` },
+      });
+      return (await res.json()).terminals.map((/** @type {{ terminalId: string }} */ t) => t.terminalId);
+    });
+    assert.deepEqual(listed, [second]);
+    await page.context().close();
+  });
+
   it("takes the page's colours, light and dark, and follows a change of theme", async () => {
     const page = await openPage({ colorScheme: "dark" });
     await signIn(page, unique("term-theme"));
