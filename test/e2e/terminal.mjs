@@ -222,6 +222,69 @@ describe("the Terminal tab", () => {
     await page.context().close();
   });
 
+  it("a cursor the gateway no longer keeps: starts again from the current screen, and says so", async () => {
+    const page = await openPage();
+    await signIn(page, unique("term-evicted"));
+    const sockets = [];
+    await page.routeWebSocket(/\/terminals\/[^/]+\/ws/, (ws) => {
+      ws.connectToServer();
+      sockets.push(ws);
+    });
+    await openTerminal(page);
+    await focusTerminal(page);
+    await typeLine(page, "echo before");
+    await rowShown(page, "before");
+
+    // The page's reconnect (its POST) is held while another viewer of the same terminal makes more
+    // output than the gateway keeps (over 1 MiB: two runs of seq 100000).
+    /** @type {() => void} */
+    let release = () => {};
+    const gate = new Promise((resolve) => (release = () => resolve(undefined)));
+    await page.route("**/v1/environment/terminals", async (route) => {
+      if (route.request().method() === "POST" && !route.request().headers()["x-test-viewer"]) await gate;
+      await route.continue();
+    });
+    await sockets[0].close({ code: 4000, reason: "dropped" });
+    await panel(page)
+      .locator(".term-status", { hasText: /reconnecting…$/i })
+      .waitFor();
+    await page.evaluate(async () => {
+      const token = localStorage.getItem("gw:token");
+      const { terminalId } = JSON.parse(sessionStorage.getItem("gw:terminal") ?? "{}");
+      const res = await fetch("/v1/environment/terminals", {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "x-test-viewer": "1" },
+        body: JSON.stringify({ terminalId }),
+      });
+      const { url } = await res.json();
+      const ws = new WebSocket(new URL(url, location.href.replace(/^http/, "ws")));
+      await new Promise((resolve) => {
+        let text = "";
+        let runs = 0;
+        ws.onopen = () => ws.send(JSON.stringify({ type: "input", data: "seq 100000\r" }));
+        ws.onmessage = (event) => {
+          const frame = JSON.parse(event.data);
+          if (frame.type !== "output") return;
+          text = (text + frame.data).slice(-64);
+          if (!text.endsWith("100000\r\n$ ")) return;
+          text = "";
+          if (++runs === 2) return resolve(undefined);
+          ws.send(JSON.stringify({ type: "input", data: "seq 100000\r" }));
+        };
+      });
+      ws.close();
+    });
+    release();
+    await panel(page)
+      .locator(".term-status", { hasText: "Started from the current screen: the output before it is no longer kept." })
+      .waitFor({ timeout: 30_000 });
+    await rowShown(page, "100000");
+    await typeLine(page, "echo after");
+    await rowShown(page, "after");
+    assert.equal(await count(page, "$ echo after"), 1);
+    await page.context().close();
+  });
+
   it("when the gateway reattaches the sandbox's terminal (restored), draws its kept screen afresh: nothing twice", async () => {
     const page = await openPage();
     await signIn(page, unique("term-restored"));
