@@ -172,14 +172,17 @@ export function createTerminal({ api, el, node, leave, unavailable, conversation
 
   let opened = false;
   let started = false;
-  /** A POST under way: a second connect (a click on Reconnect meanwhile) waits for it. */
+  /** A POST under way; and a connect asked for meanwhile (run once it is in). */
   let connecting = false;
+  let again = false;
   /** The shell this tab shows (kept in this tab's session: a reload reattaches it). */
   let terminalId = readSaved(sessionStorage.getItem(SAVED_KEY))?.terminalId ?? null;
   /** The conversation whose agent's UI is shown instead (interactive mode); null: the shell. @type {string | null} */
   let agentOf = null;
   /** The conversation was seen held by the agent's UI while it was shown (its release then shows the shell). */
   let heldSeen = false;
+  /** Bumped when what the tab shows changes (another source, a sign-out): an answer from before is dropped. */
+  let epoch = 0;
   /** The environment has no agent's UI (it answered 501): none offered. */
   let noAgent = false;
   /** The last output drawn (its sequence), in this page's life: a reconnect asks for what follows. @type {number | null} */
@@ -255,16 +258,25 @@ export function createTerminal({ api, el, node, leave, unavailable, conversation
     clearTimeout(timer);
     reconnect.hidden = true;
     restart.hidden = true;
-    if (socket || connecting) return;
+    if (socket) return;
+    // A POST under way answers for what the tab showed then: once it is in, again for what it shows now.
+    if (connecting) {
+      again = true;
+      return;
+    }
     connecting = true;
     try {
-      await attach();
+      do {
+        again = false;
+        await attach();
+      } while (again && !socket);
     } finally {
       connecting = false;
     }
   }
 
   async function attach() {
+    const at = epoch;
     say(attempt ? "Reconnecting…" : "Connecting…");
     /** @type {any} */
     let answer;
@@ -277,6 +289,7 @@ export function createTerminal({ api, el, node, leave, unavailable, conversation
         })
       ).data;
     } catch (err) {
+      if (at !== epoch) return;
       const code = codeOf(err);
       if (agentOf && code === "capability_denied") {
         // No agent's UI here (501 interactiveAgent): not offered again; the shell instead, saying so.
@@ -316,6 +329,8 @@ export function createTerminal({ api, el, node, leave, unavailable, conversation
       }
       return;
     }
+    // Switched or signed out meanwhile: this answer is not for what the tab shows now.
+    if (at !== epoch) return;
     if (
       !agentOf &&
       answer.status === "attached" &&
@@ -429,6 +444,7 @@ export function createTerminal({ api, el, node, leave, unavailable, conversation
     ws?.close(1000, "switched");
     clearTimeout(timer);
     agentOf = cid;
+    epoch++;
     heldSeen = false;
     lastSeq = null;
     attempt = 0;
@@ -454,6 +470,29 @@ export function createTerminal({ api, el, node, leave, unavailable, conversation
       say(`The session could not be given back: ${why(err)}`);
     }
   }
+
+  // Signed out (the page's app hidden): the user's terminal is let go and its screen cleared, so
+  // whoever signs in next in this tab sees none of it; the next showing connects afresh.
+  const app = node.closest("#app");
+  if (app)
+    new MutationObserver(() => {
+      if (!app.hasAttribute("hidden")) return;
+      const ws = socket;
+      socket = null;
+      ws?.close(1000, "signed out");
+      clearTimeout(timer);
+      epoch++;
+      terminalId = null;
+      agentOf = null;
+      lastSeq = null;
+      save();
+      term.reset();
+      started = false;
+      say("");
+      reconnect.hidden = true;
+      restart.hidden = true;
+      drawSource();
+    }).observe(app, { attributes: true, attributeFilter: ["hidden"] });
 
   return {
     /**
@@ -481,6 +520,11 @@ export function createTerminal({ api, el, node, leave, unavailable, conversation
     },
     /** The open conversation changed (another one, its first turn, the chat given its session back). @param {boolean} interactive */
     changed(interactive) {
+      // Signed in again with the tab shown: connected afresh.
+      if (opened && !started && screen.clientWidth > 0) {
+        started = true;
+        connect();
+      }
       // Released is a change from held: the event saying it was taken may come after the answer did.
       const released = heldSeen && !interactive;
       heldSeen = !!agentOf && interactive;

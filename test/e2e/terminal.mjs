@@ -349,6 +349,31 @@ describe("the Terminal tab", () => {
     await page.context().close();
   });
 
+  it("a sign-out lets go of the user's terminal: whoever signs in next in the tab sees none of it", async () => {
+    const page = await openPage();
+    await signIn(page, unique("term-first"));
+    await openTerminal(page);
+    await focusTerminal(page);
+    const secret = unique("secret");
+    await typeLine(page, `echo ${secret}`);
+    await rowShown(page, secret);
+    const first = await page.evaluate(() => JSON.parse(sessionStorage.getItem("gw:terminal") ?? "{}").terminalId);
+
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByLabel("Your name").fill(unique("term-second"));
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.locator("#connection[data-state=live]").waitFor();
+    // The panel is still on its Terminal tab: a terminal of the new user's, the screen without the other's.
+    await panel(page)
+      .locator(".term-status", { hasText: /^Connected\.$/ })
+      .waitFor({ timeout: 20_000 });
+    await rowShown(page, "$");
+    assert.equal((await rows(page)).filter((r) => r.includes(secret)).length, 0);
+    const second = await page.evaluate(() => JSON.parse(sessionStorage.getItem("gw:terminal") ?? "{}").terminalId);
+    assert.ok(second && second !== first);
+    await page.context().close();
+  });
+
   it("takes the page's colours, light and dark, and follows a change of theme", async () => {
     const page = await openPage({ colorScheme: "dark" });
     await signIn(page, unique("term-theme"));
