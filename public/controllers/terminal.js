@@ -108,7 +108,14 @@ export function createTerminal({ api, el, node, leave, unavailable, conversation
     fontSize: 13,
     cursorBlink: false,
     scrollback: 2000,
+    // A screen reader reads the output as it comes, and the screen as a list of its lines.
+    screenReaderMode: true,
   });
+  /**
+   * Clears the screen in the order of what was written: a reset (RIS, `ESC c`) written after it, as
+   * output is (xterm parses writes later; term.reset() would run before output still queued).
+   */
+  const clear = () => term.write("\x1bc");
   const fit = new FitAddon();
   term.loadAddon(fit);
   // The colours follow the page's theme (its choice, or the system's as it changes).
@@ -328,7 +335,7 @@ export function createTerminal({ api, el, node, leave, unavailable, conversation
         if (first) {
           first = false;
           attempt = 0;
-          if (fromStart) term.reset();
+          if (fromStart) clear();
           // A terminal reattached keeps the size it had: this screen's goes up.
           if (f.cols !== undefined && (f.cols !== term.cols || f.rows !== term.rows))
             ws.send(JSON.stringify({ type: "resize", cols: term.cols, rows: term.rows }));
@@ -336,7 +343,7 @@ export function createTerminal({ api, el, node, leave, unavailable, conversation
           notice = "";
         } else if (f.restored) {
           // The gateway reattached the sandbox's terminal: its kept screen follows, drawn afresh.
-          term.reset();
+          clear();
         }
       } else if (f.type === "output") {
         if (lastSeq !== null && f.seq <= lastSeq) return;
@@ -389,7 +396,7 @@ export function createTerminal({ api, el, node, leave, unavailable, conversation
     save();
     // Forgotten first (best effort), so its place under the user's bound is free for the new one.
     if (old) await api.request(`${TERMINALS}/${encodeURIComponent(old)}`, { method: "DELETE" }).catch(() => {});
-    term.reset();
+    clear();
     attempt = 0;
     await connect();
   }
@@ -415,7 +422,7 @@ export function createTerminal({ api, el, node, leave, unavailable, conversation
     lastSeq = null;
     attempt = 0;
     notice = "";
-    term.reset();
+    clear();
     drawSource();
     connect();
   }
@@ -452,7 +459,7 @@ export function createTerminal({ api, el, node, leave, unavailable, conversation
       agentOf = null;
       lastSeq = null;
       save();
-      term.reset();
+      clear();
       started = false;
       say("");
       reconnect.hidden = true;

@@ -16,16 +16,21 @@ const rows = (page) =>
     ),
   );
 
-/** Waits until a row of the screen reads exactly `text`. */
+/** Waits until a row of the screen reads exactly `text`; failing, says what the screen shows. */
 async function rowShown(page, text, timeout = 15_000) {
-  await page.waitForFunction(
-    (want) =>
-      [...document.querySelectorAll("#ws-term-panel .xterm-rows > div")].some(
-        (r) => (r.textContent ?? "").replace(/\u00a0/g, " ").trimEnd() === want,
-      ),
-    text,
-    { timeout },
-  );
+  try {
+    await page.waitForFunction(
+      (want) =>
+        [...document.querySelectorAll("#ws-term-panel .xterm-rows > div")].some(
+          (r) => (r.textContent ?? "").replace(/\u00a0/g, " ").trimEnd() === want,
+        ),
+      text,
+      { timeout },
+    );
+  } catch (err) {
+    const screen = (await rows(page)).filter(Boolean).join("\n");
+    throw new Error(`no row reads ${JSON.stringify(text)}; the screen:\n${screen}`, { cause: err });
+  }
 }
 
 /** Opens the panel and its Terminal tab with the keyboard, and waits for the shell's socket. */
