@@ -1,5 +1,5 @@
 /**
- * What the Worker and a terminal object agree on for a viewer's socket (docs/architecture.md#terminals):
+ * What the Worker and a terminal object agree on for a viewer's socket (docs/architecture.md#terminals-srcterminal):
  * the Worker checked the user's token and the terminal, and names the terminal in this header of the
  * upgrade it forwards.
  */
