@@ -106,6 +106,7 @@ const ui = {
   notifyToggle: /** @type {HTMLInputElement} */ ($("notify-toggle")),
   notifyStatus: $("notify-status"),
   workspaceButton: $("workspace-button"),
+  interactiveNote: $("interactive-note"),
   workspace: $("workspace"),
   attach: $("attach"),
 };
@@ -250,6 +251,13 @@ const loadWorkspace = () => {
   return workspace;
 };
 ui.workspaceButton.addEventListener("click", () => loadWorkspace().then((w) => w.toggle()));
+// Interactive mode (the banner while the agent's terminal UI has the conversation): its terminal, or the session back.
+$("interactive-open").addEventListener("click", () => loadWorkspace().then((w) => w.openAgent()));
+$("interactive-release").addEventListener("click", () =>
+  api
+    .request(`/v1/conversations/${encodeURIComponent(store.conv.cid)}/interactive`, { method: "DELETE" })
+    .catch((err) => screen.showBanner(err.message)),
+);
 /** @type {import("./controllers/attachments.js").Attachments | null} */
 let attachments = null;
 /** @type {Promise<import("./controllers/attachments.js").Attachments> | null} */

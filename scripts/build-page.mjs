@@ -9,8 +9,8 @@
 //   (`app-5Q3TZ2KC.js`), so public/_headers serves them immutable for a year: a change is a new name.
 //   - app.js and everything it imports (marked and DOMPurify included) as one minified ES module;
 //     what it imports only when needed (highlight.js, at the first code block; the agent picker, the settings,
-//     the workspace panel, the attachments) a chunk of its own; a stylesheet a script imports (workspace.css)
-//     is its text, minified, in the script (cssAsText);
+//     the workspace panel, the attachments, the terminal with xterm) a chunk of its own; a stylesheet a script
+//     imports (workspace.css, terminal.css, xterm's) is its text, minified, in the script (cssAsText);
 //   - boot.js (the theme before the first paint, and the page's first requests: lib/early.js) and
 //     docs.js (the API reference's configuration), each one minified classic script;
 //   - style.css minified; favicon.svg; Scalar's API reference (its browser build, copied as it is).
@@ -54,9 +54,17 @@ const cssAsText = {
   setup(build) {
     // Named relative to the source (an absolute path would change the chunks' names with the directory built in).
     const base = build.initialOptions.absWorkingDir ?? root;
+    // A package's stylesheet (`@xterm/xterm/css/xterm.css`) from the packages' folder.
+    const packages = build.initialOptions.nodePaths?.[0] ?? join(root, "node_modules");
     build.onResolve({ filter: /\.css$/ }, (args) =>
       args.kind === "import-statement"
-        ? { path: relative(base, join(args.resolveDir, args.path)), namespace: "css-text" }
+        ? {
+            path: relative(
+              base,
+              args.path.startsWith(".") ? join(args.resolveDir, args.path) : join(packages, args.path),
+            ),
+            namespace: "css-text",
+          }
         : undefined,
     );
     build.onLoad({ filter: /.*/, namespace: "css-text" }, async (args) => {

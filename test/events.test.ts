@@ -84,6 +84,22 @@ async function workspaceTypes() {
   return new Set([...changed.frames, ...restored.frames].flatMap((frame) => (frame.event ? [frame.event] : [])));
 }
 
+/** Interactive mode (docs/api.md#terminals): the agent's terminal UI takes the session, then gives it back. */
+async function interactiveTypes() {
+  const who = { token: await tokenFor(uid("user")), cid: uid("conv") };
+  await typesOf("hello", undefined, who);
+  const path = `/v1/conversations/${who.cid}/interactive`;
+  const opened = await api(path, { token: who.token, body: {} });
+  expect(opened.status, await opened.clone().text()).toBe(201);
+  expect((await api(path, { token: who.token, method: "DELETE" })).status).toBe(200);
+  const stream = await collect(
+    await api(`/v1/conversations/${who.cid}/events`, { token: who.token }),
+    (e) => e.type === "interactive.released",
+    { timeoutMs: 15_000 },
+  );
+  return new Set(stream.frames.flatMap((frame) => (frame.event ? [frame.event] : [])));
+}
+
 describe("the page's event names and the server's", () => {
   it("every event the server streams in a conversation's life is one the page listens for", async () => {
     const seen = new Set<string>();
@@ -107,6 +123,7 @@ describe("the page's event names and the server's", () => {
     add(await typesOf("are you there?", undefined, user));
     add(await queueTypes());
     add(await workspaceTypes());
+    add(await interactiveTypes());
     const missing = [...seen].filter((type) => !STREAM_EVENTS.includes(type));
     expect(missing).toEqual([]);
     // And the gateway's own names are the ones it emits (budget.exceeded needs a budget: test/budget.test.ts;

@@ -113,6 +113,7 @@ export function createConversations({
       branches,
       queue: summary.queue,
       agent: summary.agent,
+      interactive: summary.interactive,
     });
     for (const turn of sending) {
       if (!store.conv.turns[turn.turnId])

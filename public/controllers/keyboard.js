@@ -20,6 +20,7 @@ const SHORTCUTS = [
   { keys: ["Enter"], does: "Send the message" },
   { keys: ["Shift", "Enter"], does: "New line in the message" },
   { keys: [MOD, "/"], does: "Show these shortcuts" },
+  { keys: ["Alt", "Shift", "↑"], does: "Leave the terminal (Tab and Esc go to the shell)" },
 ];
 
 /**

@@ -23,7 +23,7 @@ const ENDED = new Set(["completed", "failed", "cancelled"]);
  *   ui: {
  *     app: HTMLElement, title: HTMLElement, empty: HTMLElement, usageTotal: HTMLElement, stop: HTMLButtonElement, send: HTMLButtonElement,
  *     banner: HTMLElement, bannerText: HTMLElement, bannerClose: HTMLElement, input: HTMLTextAreaElement, announcer: HTMLElement,
- *     composerStatus: HTMLElement,
+ *     composerStatus: HTMLElement, interactiveNote: HTMLElement,
  *   },
  *   connection: () => { state: import("../lib/connection.js").ConnectionState, since: number },
  * }} deps  `connection`: the stream's state and since when (controllers/stream.js)
@@ -103,6 +103,7 @@ export function createScreen({ store, transcript, ui, connection }) {
       );
     }
     ui.usageTotal.textContent = parts.join(" · ");
+    ui.interactiveNote.hidden = !conv.interactive;
     if (conv.budgetExceeded && ui.banner.dataset.kind !== "budget") {
       const stopped = conv.budgetExceeded;
       showBanner(

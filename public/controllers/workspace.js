@@ -13,12 +13,16 @@
 import { fileNameOf, langOf, readBounded, restoreOffer, sizeText } from "../lib/workspace.js";
 import { changesView } from "../views/workspace-changes.js";
 import { adoptStyle } from "../views/workspace-style.js";
+import { createTabs } from "../views/workspace-tabs.js";
 import { createTree } from "../views/workspace-tree.js";
+import { createTerminalTab } from "./workspace-terminal.js";
 
 /** @typedef {import("../lib/conversation.js").Turn} Turn */
 /** @typedef {import("../lib/wire").CheckpointView} CheckpointView */
 
 const FILES = "/v1/environment/files";
+/** Which tab the panel shows, in this tab's session (the terminal's own: controllers/terminal.js). */
+const TAB_KEY = "gw:ws-tab";
 const enc = encodeURIComponent;
 /** @param {unknown} err */
 const why = (err) => (err instanceof Error ? err.message : String(err));
@@ -102,13 +106,52 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
     undoNote,
     result,
   );
-  panel.replaceChildren(
-    el("div", { class: "ws-head" }, el("h2", { id: "workspace-title", text: "Workspace" }), downloadAll, close),
+  // Two tabs: the files (and a turn's changes), and the terminal (its chunk loaded when first shown).
+  const filesPanel = el(
+    "div",
+    { id: "ws-files-panel", class: "ws-tab-panel" },
     note,
     status,
     filesSection,
     viewer,
     changes,
+  );
+  const termPanel = el("div", { id: "ws-term-panel", class: "ws-tab-panel term-panel", hidden: true });
+  const FILES_TAB = "ws-tab-files";
+  const TERMINAL_TAB = "ws-tab-terminal";
+  const tabs = createTabs({
+    el,
+    label: "Workspace",
+    tabs: [
+      { id: FILES_TAB, text: "Files", panel: filesPanel },
+      { id: TERMINAL_TAB, text: "Terminal", panel: termPanel },
+    ],
+    picked: (id) => {
+      openOn = id;
+      const onTerminal = id === TERMINAL_TAB;
+      downloadAll.hidden = onTerminal || !hasFiles;
+      if (onTerminal) sessionStorage.setItem(TAB_KEY, "terminal");
+      else sessionStorage.removeItem(TAB_KEY);
+      if (onTerminal && open) terminal.show();
+    },
+  });
+  const termTab = tabs.tab(TERMINAL_TAB);
+  const terminal = createTerminalTab({
+    api,
+    el,
+    store,
+    tab: termTab,
+    panel: termPanel,
+    sent: () => sentTurns().length > 0,
+    hide: () => tabs.pick(FILES_TAB),
+  });
+  /** The tab the panel opens on: the one shown when this browser tab last left it (a reload shows the terminal again). */
+  let openOn = sessionStorage.getItem(TAB_KEY) === "terminal" ? TERMINAL_TAB : FILES_TAB;
+  panel.replaceChildren(
+    el("div", { class: "ws-head" }, el("h2", { id: "workspace-title", text: "Workspace" }), downloadAll, close),
+    tabs.node,
+    filesPanel,
+    termPanel,
   );
 
   /** Says `text` (none: nothing); a live region stays shown, so what it is given next is announced. @param {HTMLElement} node @param {string} text */
@@ -155,7 +198,7 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
     }
     filesSection.hidden = !hasFiles;
     viewer.hidden = !hasFiles;
-    downloadAll.hidden = !hasFiles;
+    downloadAll.hidden = !hasFiles || tabs.current() === TERMINAL_TAB;
     empty.hidden = !hasFiles || !tree.empty();
     if (shown) await show(shown, false);
   }
@@ -431,8 +474,11 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
       for (const key of checkpoints.keys()) stale.add(key);
       drawTurns();
       const listed = refreshFiles();
+      terminal.probe();
+      tabs.pick(openOn);
       if (focus) {
         if (isDrawer) close.focus();
+        else if (tabs.current() === TERMINAL_TAB) termTab.focus();
         else listed.then(() => (hasFiles && !tree.empty() ? tree.focus() : close.focus()));
       }
     } else if (panel.contains(document.activeElement) || document.activeElement === document.body) {
@@ -450,9 +496,11 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
     }
     if (event.key !== "Tab" || !(open && phone.matches)) return;
     const focusable = /** @type {HTMLElement[]} */ (
-      [...panel.querySelectorAll("button, select, [tabindex='0'], a[href], pre[tabindex]")].filter(
+      [...panel.querySelectorAll("button, select, textarea, [tabindex='0'], a[href], pre[tabindex]")].filter(
         (n) =>
-          !(/** @type {HTMLElement} */ (n).closest("[hidden]")) && !(/** @type {HTMLButtonElement} */ (n).disabled),
+          !(/** @type {HTMLElement} */ (n).closest("[hidden]")) &&
+          !(/** @type {HTMLButtonElement} */ (n).disabled) &&
+          /** @type {HTMLElement} */ (n).tabIndex >= 0,
       )
     );
     const first = focusable[0];
@@ -490,6 +538,7 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
   }
 
   store.subscribe((_before, _after, action) => {
+    terminal.changed();
     if (!open) return;
     // A branch switched: the files are the other branch's (its own sandbox, or the conversation's).
     if (action.type === "event" && action.event.type === "branch.switched") refreshSoon();
@@ -506,6 +555,15 @@ export function createWorkspace({ api, store, ui, dom, remember }) {
     toggle: () => setOpen(!open),
     /** Opens it without taking the focus (it was open when the page was last left). */
     restoreOpen: () => setOpen(true, { focus: false }),
+    /** Opens its Terminal tab on the open conversation's agent's UI (interactive mode). */
+    openAgent() {
+      terminal.openAgent();
+      if (open) tabs.pick(TERMINAL_TAB, true);
+      else {
+        openOn = TERMINAL_TAB;
+        setOpen(true);
+      }
+    },
   };
 }
 

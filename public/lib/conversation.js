@@ -97,6 +97,7 @@ import { applyPartUpdate } from "../wire/part-text.js";
  * @property {{ scope?: string, tokens?: number, provenance?: Provenance } | null} budgetExceeded
  * @property {boolean} deleted           deleted elsewhere: nothing more can happen here
  * @property {import("./wire").ConversationAgent | null} agent  the agent it runs, as its summary said when loaded (null: not told, or a new conversation)
+ * @property {{ terminalId: string } | null} interactive  the agent's own terminal UI drives it (interactive mode): no turn meanwhile
  */
 
 const CONTENT_PARTS = new Set(["text", "reasoning", "tool", "file", "subtask"]);
@@ -121,6 +122,7 @@ export function emptyConversation(cid) {
     budgetExceeded: null,
     deleted: false,
     agent: null,
+    interactive: null,
   };
 }
 

@@ -37,6 +37,10 @@ export const GATEWAY_EVENT = Object.freeze({
   workspaceChanges: "workspace.changes",
   /** A turn's file changes undone or redone: `{ turnId, direction, operationId, restoredAt }`. */
   workspaceRestored: "workspace.restored",
+  /** The agent's own terminal UI took the session (interactive mode): `{ terminalId, generation }`; no turn runs meanwhile. */
+  interactiveStarted: "interactive.started",
+  /** The chat has the session back: `{ terminalId, reason }`. */
+  interactiveReleased: "interactive.released",
   /** Not logged: sent when the stream's cursor is no longer (or never was) in the log. */
   streamReset: "stream.reset",
   /** Not a log event's type: a lean frame standing for the `message.part.updated` that continues the frame before it (wire/frames.js). */

@@ -120,6 +120,10 @@ export function applyEvent(state, e) {
       return turnId
         ? withTurn(state, turnId, (turn) => withBlock(turn, restoreBlock(`${e.seq}`, data.direction)))
         : state;
+    case E.interactiveStarted:
+      return { ...state, interactive: { terminalId: String(data.terminalId ?? "") } };
+    case E.interactiveReleased:
+      return { ...state, interactive: null };
     default:
       return state; // provider events and variants newer than this page: nothing to draw
   }

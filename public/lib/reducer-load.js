@@ -32,7 +32,7 @@ import {
 /**
  * `branches` and `queue`: the conversation's branches and queued turns, read with the transcript
  * (controllers/branches.js and controllers/queued.js keep them; the state does not).
- * @typedef {{ type: "loaded", transcript: Transcript, outstanding?: Array<AskRequest & { turnId: string }>, waiting?: { turnId: string, waitingFor: string | null } | null, title?: string | null, unsent?: UnsentTurn[], choices?: Record<string, string>, branches?: import("./wire").Branches, queue?: import("./wire").ConversationSummary["queue"], agent?: import("./wire").ConversationAgent }} LoadedAction
+ * @typedef {{ type: "loaded", transcript: Transcript, outstanding?: Array<AskRequest & { turnId: string }>, waiting?: { turnId: string, waitingFor: string | null } | null, title?: string | null, unsent?: UnsentTurn[], choices?: Record<string, string>, branches?: import("./wire").Branches, queue?: import("./wire").ConversationSummary["queue"], agent?: import("./wire").ConversationAgent, interactive?: { terminalId: string } | null }} LoadedAction
  */
 
 /**
@@ -125,5 +125,11 @@ export function load(cid, action) {
   }
   const first = state.order[0];
   const title = action.title ?? (first ? state.turns[first]?.userText.slice(0, TITLE_CHARS) : null) ?? null;
-  return { ...state, lastSeq: action.transcript.lastEventId, title, agent: action.agent ?? null };
+  return {
+    ...state,
+    lastSeq: action.transcript.lastEventId,
+    title,
+    agent: action.agent ?? null,
+    interactive: action.interactive ?? null,
+  };
 }

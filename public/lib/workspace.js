@@ -2,8 +2,8 @@
 /**
  * The workspace panel's and the attachments' rules, without the DOM (pure, tested in Node by
  * test/page/workspace.test.ts): sizes and changes in words, a file's highlighting language, what
- * the tree's keys do (the WAI-ARIA tree pattern), what Undo and Redo offer for a turn, and a
- * download read to its end within a bound. No DOM. Imported only by the lazy chunks
+ * the tree's keys do (the WAI-ARIA tree pattern) and the panel's tabs' (the tabs pattern), what
+ * Undo and Redo offer for a turn, and a download read to its end within a bound. No DOM. Imported only by the lazy chunks
  * (controllers/workspace.js, controllers/attachments.js): nothing of it is on the way to "live".
  */
 
@@ -82,6 +82,21 @@ export function treeKey(key, { index, count, parent, dir, expanded }) {
     default:
       return null;
   }
+}
+
+/**
+ * Which tab a key moves to (https://www.w3.org/WAI/ARIA/apg/patterns/tabs/, selection follows
+ * focus): → and ← the next and the previous, round, Home and End the first and the last; null for
+ * any other key. Over the tabs shown, in order; `index` is the focused one's.
+ * @param {string} key @param {number} index @param {number} count
+ */
+export function tabKey(key, index, count) {
+  if (index < 0 || count === 0) return null;
+  if (key === "ArrowRight") return (index + 1) % count;
+  if (key === "ArrowLeft") return (index - 1 + count) % count;
+  if (key === "Home") return 0;
+  if (key === "End") return count - 1;
+  return null;
 }
 
 /**

@@ -1,5 +1,5 @@
 // The chat page against a CLI Bridge (the stand-in, test/cli-bridge/standin.mjs): the same page,
-// unchanged, over PROVIDER=cli-bridge — streaming, the answer, Stop, and a permission ask.
+// unchanged, over PROVIDER=cli-bridge — streaming, the answer, Stop, and a permission ask; no Terminal tab.
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
@@ -136,5 +136,18 @@ describe("the chat page over a CLI Bridge", () => {
     await lastTurn(page).locator(".agent .text").first().waitFor({ timeout: 20_000 });
     await page.getByRole("button", { name: "Stop" }).click();
     await lastTurn(page).locator('.badge:text-is("cancelled")').waitFor({ timeout: 20_000 });
+  });
+
+  it("the workspace panel offers no Terminal tab: the bridge has no terminals (501 capability_denied)", async () => {
+    const page = await signedIn();
+    const asked = page.waitForResponse(
+      (r) => r.url().endsWith("/v1/environment/terminals") && r.request().method() === "GET",
+    );
+    await page.locator("#workspace-button").click();
+    assert.equal((await asked).status(), 501);
+    await page.locator("#ws-tab-terminal").waitFor({ state: "hidden" });
+    assert.equal(await page.locator("#ws-tab-files").getAttribute("aria-selected"), "true");
+    assert.equal(await page.getByRole("tab", { name: "Terminal" }).count(), 0);
+    await page.context().close();
   });
 });

@@ -15,3 +15,4 @@ import "./docs.mjs";
 import "./agents.mjs";
 import "./settings.mjs";
 import "./workspace.mjs";
+import "./terminal.mjs";

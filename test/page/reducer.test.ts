@@ -723,3 +723,37 @@ describe("the page's reducer", () => {
     expect(again.turns.t1!.model).toBe("codex/default");
   });
 });
+
+describe("interactive mode (the agent's own terminal UI has the conversation)", () => {
+  const event = (seq: number, type: string, data: Record<string, unknown>): StreamEvent => ({
+    seq,
+    turnId: null,
+    type,
+    data,
+    at: AT,
+  });
+
+  it("is on from interactive.started until interactive.released, and a repeat changes nothing", () => {
+    let state = applyAll(emptyConversation("c1"), scriptedTurn());
+    expect(state.interactive).toBeNull();
+    const last = state.lastSeq;
+    state = applyAll(state, [event(last + 1, "interactive.started", { terminalId: "agent-1", generation: 2 })]);
+    expect(state.interactive).toEqual({ terminalId: "agent-1" });
+    state = applyAll(state, [event(last + 2, "interactive.released", { terminalId: "agent-1", reason: "released" })]);
+    expect(state.interactive).toBeNull();
+    // The start again, seen already (a reconnect's overlap): still released.
+    expect(applyAll(state, [event(last + 1, "interactive.started", { terminalId: "agent-1" })]).interactive).toBeNull();
+  });
+
+  it("a reload takes it from the summary", () => {
+    const loaded = reduce(emptyConversation("c1"), {
+      type: "loaded",
+      transcript: transcriptAfter(scriptedTurn()),
+      interactive: { terminalId: "agent-1" },
+    });
+    expect(loaded.interactive).toEqual({ terminalId: "agent-1" });
+    expect(
+      reduce(emptyConversation("c1"), { type: "loaded", transcript: transcriptAfter(scriptedTurn()) }).interactive,
+    ).toBeNull();
+  });
+});

@@ -13,6 +13,7 @@ import {
   readBounded,
   restoreOffer,
   sizeText,
+  tabKey,
   treeKey,
 } from "../../public/lib/workspace.js";
 
@@ -131,5 +132,20 @@ describe("a download", () => {
     expect(fileNameOf(named(`attachment; filename="a_b.txt"; filename*=UTF-8''a%C3%A9b.txt`), "x")).toBe("aéb.txt");
     expect(fileNameOf(named(`attachment; filename="notes.txt"`), "x")).toBe("notes.txt");
     expect(fileNameOf(new Response(""), "download")).toBe("download");
+  });
+});
+
+describe("the panel's tabs", () => {
+  it("move with the arrows (round), Home and End; other keys do nothing", () => {
+    expect(tabKey("ArrowRight", 0, 2)).toBe(1);
+    expect(tabKey("ArrowRight", 1, 2)).toBe(0);
+    expect(tabKey("ArrowLeft", 0, 2)).toBe(1);
+    expect(tabKey("Home", 1, 2)).toBe(0);
+    expect(tabKey("End", 0, 2)).toBe(1);
+    expect(tabKey("ArrowRight", 0, 1)).toBe(0);
+    expect(tabKey("Enter", 0, 2)).toBeNull();
+    expect(tabKey("ArrowDown", 0, 2)).toBeNull();
+    // Not on a tab shown (the focus elsewhere): nothing.
+    expect(tabKey("ArrowRight", -1, 2)).toBeNull();
   });
 });
