@@ -18,7 +18,6 @@ import { createConversations } from "./controllers/conversations.js";
 import { listenForKeys } from "./controllers/keyboard.js";
 import { createNotifier } from "./controllers/notify.js";
 import { createQueued } from "./controllers/queued.js";
-import { createSandbox } from "./controllers/sandbox.js";
 import { createScreen } from "./controllers/screen.js";
 import { createSession } from "./controllers/session.js";
 import { createSidebar } from "./controllers/sidebar.js";
@@ -222,7 +221,16 @@ const composer = createComposer({
 });
 const queued = createQueued({ api, store, ui, sent: () => composer.sent(), accepted: agentPicker.accepted, screen });
 const asks = createAsks({ api, store });
-createSandbox({ api, ui, screen, signOut: (message) => session.signOut(message) });
+// The sandbox panel: a chunk of its own, loaded at its first opening (the sidebar's Sandbox button).
+/** @type {Promise<{ toggle: () => void }> | null} */
+let sandbox = null;
+ui.sandboxButton.addEventListener("click", () => {
+  sandbox ??= import("./controllers/sandbox.js").then(({ createSandbox }) =>
+    createSandbox({ api, ui, screen, signOut: (message) => session.signOut(message), el }),
+  );
+  sandbox.catch(() => (sandbox = null));
+  sandbox.then((s) => s.toggle());
+});
 // The settings view is loaded at its first opening: nothing of it is on the way to "live".
 /** @type {Promise<{ open(): void }> | null} */
 let settingsView = null;

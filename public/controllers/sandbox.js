@@ -4,10 +4,9 @@
  * (GET /v1/environment: a value the provider does not report reads "unknown", its reason on
  * hover, never a made-up figure), what the gateway last did to it, and Stop / Delete, each asked
  * for again in the panel before it is sent; and Delete my account (DELETE /v1/me), asked for the
- * same way, after which the page signs out. Opened from the sidebar's Sandbox button.
+ * same way, after which the page signs out. Opened from the sidebar's Sandbox button; a chunk of
+ * its own, loaded at that first opening.
  */
-import { el } from "../views/dom.js";
-
 /** @typedef {import("../lib/wire").EnvironmentView} EnvironmentView */
 /** @typedef {{ state: "reported", value: any } | { state: "unavailable", reason: string }} Observed */
 
@@ -44,25 +43,26 @@ function duration(seconds) {
 const when = (iso) => new Date(iso).toLocaleString();
 
 /**
- * A fact as the provider reported it, or "unknown" with the reason.
- * @param {Observed} observed @param {(value: any) => string} [show]
- */
-function fact(observed, show = String) {
-  if (observed.state === "reported") return el("span", { text: show(observed.value) });
-  return el("span", { class: "unknown", title: observed.reason, text: "unknown" });
-}
-
-/**
  * @param {{
  *   api: import("../lib/api.js").Api,
  *   ui: { accountDelete: HTMLButtonElement, sandboxButton: HTMLElement, sandboxPanel: HTMLElement, sandboxFacts: HTMLElement, sandboxNote: HTMLElement, sandboxStop: HTMLButtonElement, sandboxDelete: HTMLButtonElement, sandboxConfirm: HTMLElement, sandboxQuestion: HTMLElement, sandboxYes: HTMLButtonElement, sandboxNo: HTMLButtonElement, sandboxClose: HTMLElement },
  *   screen: { showBanner: (text: string, kind?: string) => void, announce: (text: string) => void },
  *   signOut: (message: string) => void,
- * }} deps
+ *   el: typeof import("../views/dom.js").el,
+ * }} deps  `el`: the page's DOM helper, handed in (this module is a chunk of its own, loaded at the panel's first opening)
  */
-export function createSandbox({ api, ui, screen, signOut }) {
+export function createSandbox({ api, ui, screen, signOut, el }) {
   /** @type {"stop" | "delete" | "account" | null} */
   let asking = null;
+
+  /**
+   * A fact as the provider reported it, or "unknown" with the reason.
+   * @param {Observed} observed @param {(value: any) => string} [show]
+   */
+  function fact(observed, show = String) {
+    if (observed.state === "reported") return el("span", { text: show(observed.value) });
+    return el("span", { class: "unknown", title: observed.reason, text: "unknown" });
+  }
 
   /** @param {EnvironmentView} v */
   function draw(v) {
@@ -165,7 +165,6 @@ export function createSandbox({ api, ui, screen, signOut }) {
     else ask(null);
   }
 
-  ui.sandboxButton.addEventListener("click", () => set(ui.sandboxPanel.hidden));
   ui.sandboxClose.addEventListener("click", () => {
     set(false);
     ui.sandboxButton.focus();
@@ -176,5 +175,5 @@ export function createSandbox({ api, ui, screen, signOut }) {
   ui.sandboxYes.addEventListener("click", () => confirm());
   ui.sandboxNo.addEventListener("click", () => ask(null));
 
-  return { refresh };
+  return { refresh, toggle: () => set(ui.sandboxPanel.hidden) };
 }
