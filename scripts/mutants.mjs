@@ -658,4 +658,21 @@ export const MUTANTS = [
     find: 'if (decision.kind === "dispatch" || decision.kind === "queued") this.interactive.refuseTurn();',
     replace: "",
   },
+  // ---- the page's terminal (public/lib/terminal.js)
+  {
+    id: "page.terminal-reconnect-without-cursor",
+    file: "public/lib/terminal.js",
+    tests: ["test/page/terminal.test.ts"],
+    why: "a reconnect forgets its cursor: the output before the drop is shown twice",
+    find: "if (since !== null) out.searchParams.set(",
+    replace: "if (since === -1) out.searchParams.set(",
+  },
+  {
+    id: "page.terminal-evicted-cursor-retried",
+    file: "public/lib/terminal.js",
+    tests: ["test/page/terminal.test.ts"],
+    why: "an evicted cursor is sent again and again instead of starting from the current screen",
+    find: 'if (code === 4409 || error === "cursor_evicted" || error === "cursor_invalid") return "fresh";',
+    replace: "",
+  },
 ];

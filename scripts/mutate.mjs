@@ -57,7 +57,9 @@ const PROJECT_OF = (file) =>
     ? "budgets"
     : file.startsWith("test/webhooks/")
       ? "webhooks"
-      : "gateway";
+      : file.startsWith("test/page/")
+        ? "page"
+        : "gateway";
 
 function parseArgs(argv) {
   const args = { only: undefined, list: false, check: false, jobs: 2, timeoutS: 150 };

@@ -51,7 +51,7 @@ export class InteractiveControl {
     if (claim)
       throw new Refusal(
         "session_interactive",
-        "the agent session is driven from its terminal UI (interactive mode): release it (DELETE …/interactive) to send a turn",
+        "the agent's own terminal UI has this conversation now: give it back to the chat (DELETE /v1/conversations/:cid/interactive) to send a message",
         { terminalId: claim.terminalId, generation: claim.generation },
       );
   }
