@@ -3,7 +3,7 @@
 // a reload keeps the active branch; a second tab follows a switch.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { cidOf, openPage, send, server, shot, signIn, unique, waitForBadge } from "./harness.mjs";
+import { cidOf, faults, openPage, send, server, shot, signIn, unique, waitForBadge } from "./harness.mjs";
 
 const messages = (page) => page.locator(".bubble-user").allTextContents();
 
@@ -96,13 +96,3 @@ describe("branches on the chat page", () => {
     await page.context().close();
   });
 });
-
-/** Sets the emulator's faults (`{}` clears them). */
-async function faults(body) {
-  const res = await fetch(`${server.base}/_emulator/faults`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  assert.equal(res.status, 200, await res.text());
-}

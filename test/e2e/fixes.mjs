@@ -15,6 +15,7 @@ import {
   signIn,
   tokenOf,
   unique,
+  variants,
   waitForBadge,
 } from "./harness.mjs";
 
@@ -402,16 +403,6 @@ describe("fixed: asks read clearly", () => {
     await page.context().close();
   });
 });
-
-/** Switches the emulator's wire variants for the tests that need one (`{}` restores the defaults). */
-async function variants(body) {
-  const res = await fetch(`${server.base}/_emulator/variants`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  assert.equal(res.status, 200, await res.text());
-}
 
 describe("fixed: a turn that waits for a person says what for", () => {
   it("the turn says Waiting for you: permission (so does its list entry, and a reload); answered, it works again", async () => {

@@ -170,3 +170,19 @@ export async function assertNoSidewaysScroll(page, state) {
   }));
   assert.ok(sizes.doc <= sizes.view && sizes.body <= sizes.view, `${state}: ${JSON.stringify(sizes)}`);
 }
+
+/** Posts to one of the emulator's control routes (`/_emulator/<what>`); refused unless 200. */
+async function emulatorControl(what, body) {
+  const res = await fetch(`${server.base}/_emulator/${what}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  assert.equal(res.status, 200, await res.text());
+}
+
+/** Sets the emulator's faults (`{}` clears them). */
+export const faults = (body) => emulatorControl("faults", body);
+
+/** Switches the emulator's wire variants (`{}` restores the defaults). */
+export const variants = (body) => emulatorControl("variants", body);

@@ -3,7 +3,7 @@
 // (its output once, then on); the key that leaves it; light and dark; on a phone the key bar.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { assertAccessible, openPage, send, server, signIn, unique, waitForBadge } from "./harness.mjs";
+import { assertAccessible, faults, openPage, send, signIn, unique, waitForBadge } from "./harness.mjs";
 
 const panel = (page) => page.locator("#workspace");
 const termTab = (page) => panel(page).getByRole("tab", { name: "Terminal" });
@@ -89,18 +89,27 @@ function sentInput(page) {
   return { inputs, until };
 }
 
-/** Sets the emulator's faults (`{}` clears them). */
-async function faults(body) {
-  const res = await fetch(`${server.base}/_emulator/faults`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  assert.equal(res.status, 200, await res.text());
-}
-
 /** The screen's rows that read exactly `text`. */
 const count = async (page, text) => (await rows(page)).filter((r) => r === text).length;
+
+/**
+ * A signed-in page whose terminal sockets go through a proxy that can drop the page's side (the
+ * gateway's side goes with it), its terminal open and `echo <word>` drawn.
+ */
+async function proxiedTerminal(user, word) {
+  const page = await openPage();
+  await signIn(page, unique(user));
+  const sockets = [];
+  await page.routeWebSocket(/\/terminals\/[^/]+\/ws/, (ws) => {
+    ws.connectToServer();
+    sockets.push(ws);
+  });
+  await openTerminal(page);
+  await focusTerminal(page);
+  await typeLine(page, `echo ${word}`);
+  await rowShown(page, word);
+  return { page, sockets };
+}
 
 describe("the Terminal tab", () => {
   it("runs a typed command and shows its output; ls shows the agent's file; Escape goes to the shell; Alt+Shift+↑ leaves; axe-clean", async () => {
@@ -197,18 +206,7 @@ describe("the Terminal tab", () => {
   });
 
   it("after a dropped connection reconnects from its cursor: the output once, nothing missed, and goes on", async () => {
-    const page = await openPage();
-    await signIn(page, unique("term-drop"));
-    // The page's sockets through a proxy that can drop the page's side (the gateway's side goes with it).
-    const sockets = [];
-    await page.routeWebSocket(/\/terminals\/[^/]+\/ws/, (ws) => {
-      ws.connectToServer();
-      sockets.push(ws);
-    });
-    await openTerminal(page);
-    await focusTerminal(page);
-    await typeLine(page, "echo one");
-    await rowShown(page, "one");
+    const { page, sockets } = await proxiedTerminal("term-drop", "one");
     assert.equal(sockets.length, 1);
     assert.equal(new URL(sockets[0].url()).searchParams.get("since"), null);
 
@@ -228,17 +226,7 @@ describe("the Terminal tab", () => {
   });
 
   it("a cursor the gateway no longer keeps: starts again from the current screen, and says so", async () => {
-    const page = await openPage();
-    await signIn(page, unique("term-evicted"));
-    const sockets = [];
-    await page.routeWebSocket(/\/terminals\/[^/]+\/ws/, (ws) => {
-      ws.connectToServer();
-      sockets.push(ws);
-    });
-    await openTerminal(page);
-    await focusTerminal(page);
-    await typeLine(page, "echo before");
-    await rowShown(page, "before");
+    const { page, sockets } = await proxiedTerminal("term-evicted", "before");
 
     // The page's reconnect (its POST) is held while another viewer of the same terminal makes more
     // output than the gateway keeps (over 1 MiB: two runs of seq 100000).

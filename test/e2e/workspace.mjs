@@ -4,27 +4,18 @@
 // with the turn. The emulator's file directives change its files: `[write:p:text]` and the like.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { assertAccessible, lastTurn, openPage, send, server, shot, signIn, unique, waitForBadge } from "./harness.mjs";
-
-/** Switches the emulator's wire variants (`{}` restores the defaults). */
-async function variants(body) {
-  const res = await fetch(`${server.base}/_emulator/variants`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  assert.equal(res.status, 200, await res.text());
-}
-
-/** Sets the emulator's faults (`{}` clears them). */
-async function faults(body) {
-  const res = await fetch(`${server.base}/_emulator/faults`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  assert.equal(res.status, 200, await res.text());
-}
+import {
+  assertAccessible,
+  faults,
+  lastTurn,
+  openPage,
+  send,
+  shot,
+  signIn,
+  unique,
+  variants,
+  waitForBadge,
+} from "./harness.mjs";
 
 /** A signed-in page whose conversation ran `message` to its end. */
 async function ranTurn(message, options) {
