@@ -38,6 +38,8 @@ const BUDGET_TESTS = "test/budget.test.ts";
 const LIMIT_TESTS = "test/limits.test.ts";
 const CAPABILITY_AGE_TESTS = "test/capability-age.test.ts";
 const WORKSPACE_LIMIT_TESTS = "test/workspace-limits.test.ts";
+// A deployment that offers no terminals (TERMINAL_MAX_PER_USER=0).
+const TERMINALS_OFF_TESTS = "test/terminals-off.test.ts";
 // The CLI Bridge tests run against the stand-in (test/cli-bridge/standin.mjs), a Node server the
 // project's global setup starts on a port chosen here, so the Workers bindings can name its URL.
 const CLI_BRIDGE_TESTS = "test/cli-bridge/**/*.test.ts";
@@ -88,6 +90,7 @@ export default defineConfig({
             LIMIT_TESTS,
             CAPABILITY_AGE_TESTS,
             WORKSPACE_LIMIT_TESTS,
+            TERMINALS_OFF_TESTS,
             PAGE_TESTS,
             BENCH_TESTS,
             CLI_BRIDGE_TESTS,
@@ -113,6 +116,7 @@ export default defineConfig({
                 ATTACHMENT_MAX_BYTES: "4096",
                 ATTACHMENTS_PER_CONVERSATION: "3",
                 WORKSPACE_DOWNLOAD_MAX_BYTES: "2048",
+                TERMINAL_IDLE_SECONDS: "1",
               },
             },
           }),
@@ -139,6 +143,15 @@ export default defineConfig({
           include: [BUDGET_TESTS, WEBHOOK_BUDGET_TESTS],
           globalSetup: ["./test/webhooks/global-setup.mjs"],
         },
+      },
+      {
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml", environment: "local" },
+            miniflare: { bindings: { ...bindings, TERMINAL_MAX_PER_USER: "0" } },
+          }),
+        ],
+        test: { ...timeouts, name: "terminals-off", include: [TERMINALS_OFF_TESTS] },
       },
       {
         plugins: [

@@ -21,6 +21,7 @@ import {
   uid,
   waitForTurn,
 } from "./helpers";
+import { openSocket } from "./terminal-socket";
 
 afterEach(async () => {
   await setFaults({});
@@ -257,5 +258,27 @@ describe("branches with a sandbox of their own (WORKSPACE_FORKS_MAX=1)", () => {
     expect(parts.find((p) => p.type === "warning" && p.code === "workspace_shared")?.message).toContain(
       "WORKSPACE_FORKS_MAX",
     );
+  });
+});
+
+describe("an idle terminal (TERMINAL_IDLE_SECONDS=1)", () => {
+  it("lets go of the sandbox's socket after no input and no output (viewers closed 4408); a reattach replays the kept screen", async () => {
+    const token = await tokenFor(uid("user"));
+    const opened = await json(await api("/v1/environment/terminals", { token, body: {} }));
+    const viewer = await openSocket(opened.url);
+    await viewer.until((v) => v.closed !== null, "the idle close");
+    expect(viewer.closed!.code).toBe(4408);
+    expect(viewer.frames.find((f) => f.type === "error")).toMatchObject({ code: "terminal_idle" });
+    const sandboxId = (await json(await api("/v1/environment", { token }))).environment.environmentId;
+    const ptys = (await emulator(`/_emulator/sandboxes/${sandboxId}/terminals`)).terminals as any[];
+    // The PTY lives on in the sandbox (its detach window); the gateway holds no socket to it.
+    expect(ptys).toMatchObject([{ alive: true, sockets: 0 }]);
+
+    const again = await api("/v1/environment/terminals", { token, body: { terminalId: opened.terminal.terminalId } });
+    expect(again.status).toBe(200);
+    const back = await openSocket((await json(again)).url);
+    await back.until((v) => v.output().includes("$ "), "the kept screen");
+    expect(back.frames.some((f) => f.type === "ready" && f.restored === true)).toBe(true);
+    back.ws.close();
   });
 });
