@@ -20,13 +20,23 @@ export const SECTIONS = [
 ];
 /**
  * Sections that share another's bit (an exit status has eight): `before` (BENCH_BEFORE_REF), the idle
- * figure's baseline on an older commit, and `stall`, the other unpaced 10,000-word burst, replay's.
+ * figure's baseline on an older commit, `stall`, the other unpaced 10,000-word burst, replay's, and
+ * `terminal`, a terminal's relay beside the sandbox's own socket, relay's.
  */
-const SHARES = { before: "idle", stall: "replay" };
+const SHARES = { before: "idle", stall: "replay", terminal: "relay" };
 const BIT = Object.fromEntries(SECTIONS.map((s) => [s.name, s.bit]));
 for (const [name, owner] of Object.entries(SHARES)) BIT[name] = BIT[owner];
 /** Every section's name in the order they run (for the summary). */
-const ORDER = ["relay", "replay", "stall", ...SECTIONS.slice(2).map((s) => s.name), "before"];
+const ORDER = [
+  "relay",
+  "replay",
+  "stall",
+  ...SECTIONS.slice(2, 6).map((s) => s.name),
+  "memory",
+  "terminal",
+  "page-load",
+  "before",
+];
 
 /**
  * A section's outcome from what was recorded while it ran: `error` (its exception's message, or

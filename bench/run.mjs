@@ -6,7 +6,7 @@
 //   BENCH_BEFORE_REF=4ee4fd7 npm run bench         also the idle figure of that commit (a git
 //                                                  worktree in the temp dir, removed afterwards)
 //   BENCH_ONLY=relay,latency npm run bench         a subset (relay,replay,latency,rows,idle,agents,
-//                                                  memory,page-load,before)
+//                                                  memory,terminal,page-load,before)
 //   PAGE_LOAD_BEFORE_REF=0e361c4 BENCH_ONLY=page-load npm run bench
 //                                                  the page over a slow link, here and on that commit
 //   BENCH_FAIL=relay,memory:kill npm run bench     the bench's own failure path, tested: the named
@@ -53,6 +53,7 @@ import * as replay from "./replay.mjs";
 import * as rows from "./rows.mjs";
 import * as stall from "./stall.mjs";
 import * as summary from "./summary.mjs";
+import * as terminal from "./terminal.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const { BEFORE_REF } = idle.config;
@@ -222,6 +223,7 @@ await section("idle", idle.idle, { onShared: true });
 await section("agents", agents.agents, { onShared: true });
 await section("latency", latency.latency, { onShared: true });
 await section("memory", memory.memory, { onShared: false });
+await section("terminal", terminal.terminal, { onShared: false });
 await section("page-load", pageLoad.pageLoad, { onShared: true });
 retire();
 await section("before", idle.before, { onShared: false });
