@@ -651,6 +651,22 @@ export const MUTANTS = [
     replace: 'if (opened.restored === 7) this.endGone("the terminal expired',
   },
   {
+    id: "terminal.close-during-open-revives",
+    file: "src/terminal/relay.ts",
+    tests: ["src/terminal/relay.test.ts"],
+    why: "a close (or an attach elsewhere) while an open awaits is undone by that open: a socket held with no terminal",
+    find: "const superseded = () => this.epoch !== epoch;",
+    replace: "const superseded = () => epoch < 0;",
+  },
+  {
+    id: "terminal.unwatched-kept",
+    file: "src/terminal/relay.ts",
+    tests: ["src/terminal/relay.test.ts"],
+    why: "a terminal nobody watches is kept in memory for as long as it prints",
+    find: "this.unwatchedSince === null ? Number.POSITIVE_INFINITY : this.unwatchedSince + this.deps.idleMs,",
+    replace: "Number.POSITIVE_INFINITY,",
+  },
+  {
     id: "interactive.turn-while-held",
     file: "src/session/turn-runner.ts",
     tests: ["test/interactive.test.ts"],

@@ -127,7 +127,7 @@ const ConfigSchema = z
     STREAM_TOKEN_TTL_SECONDS: PositiveInt(300),
     /** Terminals a user may have open (docs/api.md#terminals); 0: none offered (501 `interactiveTerminal`). */
     TERMINAL_MAX_PER_USER: NonNegativeInt(4),
-    /** A terminal with no input and no output this long lets go of the sandbox's socket (its viewers close 4408). */
+    /** A terminal with no input and no output, or no viewer, this long lets go of the sandbox's socket (its viewers close 4408). */
     TERMINAL_IDLE_SECONDS: PositiveInt(900),
     CORS_ORIGINS: OptionalText,
     TOKEN_BUDGET_PER_CONVERSATION: OptionalText.pipe(

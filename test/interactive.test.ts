@@ -62,6 +62,27 @@ describe("interactive mode", () => {
     });
   });
 
+  it("the agent's UI ended in the terminal (/exit) gives the session back: the next turn runs, a new start starts afresh", async () => {
+    const { token, cid } = await conversation();
+    const opened = await openInteractive(token, cid);
+    const tui = await openSocket(opened.body.url);
+    await tui.until((v) => v.output().includes("Agent session"), "the TUI's header");
+    typeLine(tui, "/exit");
+    await tui.until((v) => v.closed !== null, "the TUI's exit");
+    expect(tui.frames.find((f) => f.type === "exit")).toMatchObject({ exitCode: 0 });
+    const turnId = uid("turn");
+    const sent = await sendTurn(token, cid, turnId, "back in the chat");
+    expect(sent.status).toBe(202);
+    expect((await waitForTurn(token, cid, turnId)).status).toBe("completed");
+    expect((await json(await api(`/v1/conversations/${cid}`, { token }))).interactive).toBeNull();
+    const again = await openInteractive(token, cid);
+    expect(again.status).toBe(201);
+    expect(again.body.status).toBe("attached");
+    const next = await openSocket(again.body.url);
+    await next.until((v) => v.output().includes("Agent session"), "a new TUI's header");
+    next.ws.close();
+  });
+
   it("the conversation's events say when the terminal drives it and when it gives it back", async () => {
     const { token, cid } = await conversation();
     await openInteractive(token, cid);

@@ -375,6 +375,8 @@ export interface InteractiveAgent {
     sessionId: string,
     request: { operationId: string; holderId: string; expectedGeneration: number },
   ): Promise<{ status: "accepted" | "replayed" | "conflict"; generation: number }>;
+  /** Whether the TUI still runs: null when the sandbox knows none for the session. */
+  status(environmentId: string, sessionId: string): Promise<{ status: "running" | "exited" } | null>;
   /** Stops the TUI (the coding process); a stale generation is refused upstream. */
   stop(environmentId: string, sessionId: string, generation: number): Promise<void>;
 }

@@ -39,15 +39,33 @@ function refused(err: unknown): never {
 }
 
 export class InteractiveControl {
+  /** A start under way (its upstream calls): a turn meanwhile is refused, a second start waits for it. */
+  private starting: Promise<InteractiveClaim> | null = null;
+
   constructor(private readonly deps: InteractiveDeps) {}
 
   held(): InteractiveClaim | null {
     return this.deps.store().getMeta("interactive") ?? null;
   }
 
-  /** Refuses a turn while the terminal UI drives the session. */
+  /**
+   * Gives the session back to the chat when the terminal UI that held it has ended upstream (its
+   * `/exit`, a stop): asked of the sandbox only while a claim is held. Unknown stays held.
+   */
+  async settle(): Promise<void> {
+    const claim = this.held();
+    const interactive = this.deps.provider().interactive;
+    if (!claim || !interactive) return;
+    const status = await interactive.status(claim.environmentId, claim.agentSessionId).catch(() => undefined);
+    if (status === undefined || status?.status === "running") return;
+    if (this.held()?.startedAt === claim.startedAt) await this.release("exited");
+  }
+
+  /** Refuses a turn while the terminal UI drives the session, or is being started. */
   refuseTurn(): void {
     const claim = this.held();
+    if (this.starting && !claim)
+      throw new Refusal("session_interactive", "the agent's own terminal UI is being opened for this conversation");
     if (claim)
       throw new Refusal(
         "session_interactive",
@@ -62,14 +80,28 @@ export class InteractiveControl {
     terminalId: string,
     geometry: { cols: number; rows: number },
   ): Promise<InteractiveClaim> {
-    const store = this.deps.store();
+    if (this.starting) return this.starting;
+    await this.settle();
     const existing = this.held();
     if (existing) return existing;
+    const store = this.deps.store();
     if (store.activeTurn() || store.waitingTurns().length > 0)
       throw new Refusal(
         "session_busy",
         "a turn is running or waiting: interactive mode starts once the conversation is at rest",
       );
+    this.starting = this.startOnce(context, terminalId, geometry).finally(() => {
+      this.starting = null;
+    });
+    return this.starting;
+  }
+
+  private async startOnce(
+    context: SessionContext,
+    terminalId: string,
+    geometry: { cols: number; rows: number },
+  ): Promise<InteractiveClaim> {
+    const store = this.deps.store();
     const provider = this.deps.provider();
     const interactive = provider.interactive;
     const branch = store.getMeta("activeBranch") ?? 0;
@@ -125,8 +157,8 @@ export class InteractiveControl {
     return claim;
   }
 
-  /** Gives control back to the chat (the TUI is not stopped); `stop` stops it too (a delete). */
-  async release(reason: "released" | "deleted"): Promise<InteractiveClaim | null> {
+  /** Gives control back to the chat (the TUI is not stopped); `deleted` stops it too; `exited`: it ended upstream. */
+  async release(reason: "released" | "deleted" | "exited"): Promise<InteractiveClaim | null> {
     const claim = this.held();
     if (!claim) return null;
     if (reason === "deleted") {

@@ -222,6 +222,8 @@ export class TurnRunner {
   }
 
   private async act(context: SessionContext, send: Send, whenBusy: WhenBusy): Promise<QueueOutcome> {
+    // A terminal UI that ended upstream (its /exit) gives the session back before the send is decided.
+    await this.interactive.settle();
     let decision = this.decide(send, whenBusy);
     if (decision.kind === "dispatch") {
       // Admitting a new turn may read the user's spend elsewhere (an RPC): a send that arrived

@@ -51,11 +51,19 @@ const META = {
 
 /** A sandbox whose PTY lives while `alive`: each connect answers ready (restored when it lived) and the replay. */
 function sandbox() {
-  const state = { alive: false, connections: [] as FakeConnection[], connectFails: false };
+  const state = {
+    alive: false,
+    connections: [] as FakeConnection[],
+    generations: [] as (number | undefined)[],
+    connectFails: false,
+    /** While set, metadata reads wait for it (an attach held mid-way). */
+    metadataGate: null as Promise<void> | null,
+  };
   const terminals: SandboxTerminals = {
-    async connect() {
+    async connect(_env, _cid, open) {
       if (state.connectFails) throw new Refusal("upstream_error", "not running");
       const conn = new FakeConnection();
+      state.generations.push(open.generation);
       const restored = state.alive;
       state.alive = true;
       state.connections.push(conn);
@@ -66,6 +74,7 @@ function sandbox() {
       return conn;
     },
     async metadata() {
+      if (state.metadataGate) await state.metadataGate;
       return META;
     },
   };
@@ -85,8 +94,10 @@ class FakeViewer {
 
 const spec: TerminalSpec = { terminalId: "t1", kind: "shell", environmentId: "sbx", connectionId: "c1" };
 
-function relayOver(terminals: SandboxTerminals) {
-  const clock = { now: 10_000, alarms: [] as number[] };
+function relayOver(
+  terminals: SandboxTerminals,
+  clock = { now: 10_000, alarms: [] as number[], expiry: null as number | null },
+) {
   let reserved = 0;
   const relay = new TerminalRelay({
     terminals,
@@ -98,6 +109,7 @@ function relayOver(terminals: SandboxTerminals) {
     reserveThrough: (seq) => {
       reserved = Math.max(reserved, seq);
     },
+    expiry: { read: () => clock.expiry, write: (at: number) => (clock.expiry = at) },
   });
   return { relay, clock };
 }
@@ -168,4 +180,96 @@ describe("TerminalRelay", () => {
     expect(state.connections.length).toBeLessThanOrEqual(4);
     expect(viewer.closed).toBe(CLOSE.ended);
   });
+
+  it("a close while an open awaits lets the opened socket go: the terminal stays closed", async () => {
+    const { state, terminals } = sandbox();
+    const { relay, clock } = relayOver(terminals);
+    await relay.attach(spec, { cols: 80, rows: 24 });
+    clock.now += 6000;
+    relay.alarm(); // idle: let go
+    let open!: () => void;
+    state.metadataGate = new Promise((r) => (open = r));
+    const viewer = new FakeViewer();
+    const adding = relay.addViewer(viewer as unknown as WebSocket, spec, undefined);
+    await tick();
+    expect(relay.close()).toMatchObject({ status: "unknown" });
+    open();
+    await adding;
+    expect(state.connections.at(-1)!.closedByUs).toBe(true);
+    expect(relay.liveness().held).toBe(false);
+    expect(viewer.closed).toBe(CLOSE.closed);
+  });
+
+  it("an attach under another generation while an open awaits ends on the new generation alone", async () => {
+    const { state, terminals } = sandbox();
+    const { relay, clock } = relayOver(terminals);
+    const agent = { ...spec, kind: "agent" as const, generation: 1 };
+    await relay.attach(agent, { cols: 80, rows: 24 });
+    clock.now += 6000;
+    relay.alarm();
+    let open!: () => void;
+    state.metadataGate = new Promise((r) => (open = r));
+    const viewer = new FakeViewer();
+    const adding = relay.addViewer(viewer as unknown as WebSocket, agent, undefined);
+    await tick();
+    const reattach = relay.attach({ ...agent, generation: 2 }, { cols: 80, rows: 24 });
+    open();
+    state.metadataGate = null;
+    await adding;
+    await reattach;
+    const live = state.connections.filter((c) => !c.closedByUs);
+    expect(live).toHaveLength(1);
+    expect(state.generations.at(-1)).toBe(2);
+    expect(relay.liveness().held).toBe(true);
+  });
+
+  it("frames a viewer sends while its terminal is reattached wait, then go in order", async () => {
+    const { state, terminals } = sandbox();
+    const { relay, clock } = relayOver(terminals);
+    await relay.attach(spec, { cols: 80, rows: 24 });
+    clock.now += 6000;
+    relay.alarm();
+    let open!: () => void;
+    state.metadataGate = new Promise((r) => (open = r));
+    const viewer = new FakeViewer();
+    const adding = relay.addViewer(viewer as unknown as WebSocket, spec, undefined);
+    await tick();
+    relay.fromViewer(viewer as unknown as WebSocket, JSON.stringify({ type: "input", data: "l" }));
+    relay.fromViewer(viewer as unknown as WebSocket, JSON.stringify({ type: "input", data: "s" }));
+    open();
+    await adding;
+    expect(viewer.closed).toBeNull();
+    expect(state.connections.at(-1)!.sent).toEqual([{ input: "l" }, { input: "s" }]);
+  });
+
+  it("lets go of a terminal nobody watches after the idle time, however much it prints", async () => {
+    const { state, terminals } = sandbox();
+    const { relay, clock } = relayOver(terminals);
+    await relay.attach(spec, { cols: 80, rows: 24 });
+    const viewer = new FakeViewer();
+    await relay.addViewer(viewer as unknown as WebSocket, spec, undefined);
+    relay.viewerGone(viewer as unknown as WebSocket);
+    for (let i = 0; i < 6; i++) {
+      clock.now += 1000;
+      state.connections[0]!.emit({ type: "output", data: "tick\r\n" });
+    }
+    relay.alarm();
+    expect(state.connections[0]!.closedByUs).toBe(true);
+    expect(relay.liveness().held).toBe(false);
+  });
+
+  it("a new object knows when the PTY it let go of expires (for pruning), from its one row", async () => {
+    const { terminals } = sandbox();
+    const { relay, clock } = relayOver(terminals);
+    await relay.attach(spec, { cols: 80, rows: 24 });
+    clock.now += 6000;
+    relay.alarm();
+    const kept = relay.liveness().expiresAt;
+    expect(kept).not.toBeNull();
+    // The object starts again (its memory gone): its row still says when.
+    const { relay: again } = relayOver(terminals, clock);
+    expect(again.liveness()).toEqual({ held: false, expiresAt: kept });
+  });
 });
+
+const tick = () => new Promise((r) => setTimeout(r, 0));

@@ -5,8 +5,9 @@
  * a socket the sandbox drops is reattached once under the same connection id, its retained screen
  * logged after an in-stream `ready`; a PTY that is gone, a stopped sandbox or an exit ends the
  * terminal for input. Viewers' input is bounded (./input-limit.ts); a terminal with no input and no
- * output for the idle time lets go of the sandbox's socket (which is what keeps this object, and its
- * cost, alive). Content lives in memory only.
+ * output, or no viewer, for the idle time lets go of the sandbox's socket (which is what keeps this
+ * object, and its cost, alive). One open at a time, for one PTY and generation; a close or an attach
+ * elsewhere moves the epoch on, and an open from before lets its socket go. Content lives in memory only.
  */
 import { z } from "zod";
 import { Refusal } from "../errors";
@@ -67,16 +68,24 @@ export const CLOSE = {
   tooLarge: 4413,
   rate: 4429,
   closed: 4499,
+  /** The sandbox's terminal could not be reached now (a timeout, an error upstream): try again later. */
+  tryAgain: 1013,
 } as const;
 
 const ViewerFrame = z.discriminatedUnion("type", [
-  z.strictObject({ type: z.literal("input"), data: z.string().max(INPUT_MAX_FRAME_CHARS) }),
+  z.strictObject({ type: z.literal("input"), data: z.string() }),
   z.strictObject({
     type: z.literal("resize"),
     cols: z.number().int().min(1).max(500),
     rows: z.number().int().min(1).max(200),
   }),
 ]);
+
+/** Frames a viewer may send before its terminal is ready (a reattach under way); they are sent then, in order. */
+const PENDING_MAX_FRAMES = 256;
+/** The JSON around an input frame's text: `{"type":"input","data":""}` with room for escapes. */
+const FRAME_OVERHEAD = 256;
+const TOO_LARGE = "an input frame carries at most 64 Ki characters (65,536 UTF-16 code units)";
 
 /** Drops within a minute the relay reattaches after; one more ends the terminal. */
 const MAX_REATTACHES = 3;
@@ -91,6 +100,8 @@ export interface RelayDeps {
   /** The seq the first output of this incarnation gets, and a hook to reserve seqs before they are given. */
   firstSeq: () => number;
   reserveThrough: (seq: number) => void;
+  /** When the PTY expires as last proven (kept by the object, for when its memory is gone); null: never proven. */
+  expiry: { read: () => number | null; write: (at: number) => void };
 }
 
 export class TerminalRelay {
@@ -107,24 +118,40 @@ export class TerminalRelay {
   private drops: number[] = [];
   private alarmArmed = false;
   private geometry: Geometry = { cols: 80, rows: 24 };
-  private opening: Promise<Refusal | { restored: boolean }> | null = null;
+  /** The open under way, and which PTY and generation it opens. */
+  private opening: { key: string; promise: Promise<Refusal | { restored: boolean }> } | null = null;
+  /** Bumped by a close and by an attach to another PTY or generation: an open from before lets its socket go. */
+  private epoch = 0;
   private readonly viewers = new Map<WebSocket, InputLimit>();
+  /** Viewers accepted whose ready and replay are not sent yet: their frames wait (bounded), in order. */
+  private readonly pending = new Map<WebSocket, (string | ArrayBuffer)[]>();
+  /** Since when no viewer has watched (null while one does): no viewer for the idle time lets go too. */
+  private unwatchedSince: number | null = null;
 
   constructor(private readonly deps: RelayDeps) {}
 
   /** Attaches (or finds attached) the sandbox's PTY: a success only once it is proven live. */
   async attach(spec: TerminalSpec, geometry: Geometry): Promise<{ status: "attached" | "reattached" } | Refusal> {
     const same = this.spec?.connectionId === spec.connectionId && this.spec?.generation === spec.generation;
-    if (this.upstream && same && !this.ended) return { status: "reattached" };
-    // Another PTY, or a new control generation (which the socket carries): the old socket goes first.
-    const old = this.upstream;
-    this.upstream = null;
-    old?.close();
+    if (this.upstream && same && this.ended === null) return { status: "reattached" };
+    if (!same) {
+      // Another PTY, or a new control generation (which the socket carries): the old socket goes, and
+      // an open of the old one under way lets its socket go too (the epoch).
+      this.epoch++;
+      const old = this.upstream;
+      this.upstream = null;
+      old?.close();
+    }
     this.spec = spec;
     this.ended = null;
     this.geometry = geometry;
+    this.unwatchedSince ??= this.deps.now();
     const opened = await this.open();
-    if (opened instanceof Refusal) return opened;
+    if (opened instanceof Refusal) {
+      // Whoever watched the old PTY has nothing left to watch.
+      if (!same) this.closeViewers(CLOSE.ended, "terminal_ended");
+      return opened;
+    }
     return { status: opened.restored ? "reattached" : "attached" };
   }
 
@@ -165,8 +192,8 @@ export class TerminalRelay {
   /** Whether the gateway holds the PTY, and when it expires (for pruning the user's terminals). */
   liveness(): { held: boolean; expiresAt: number | null } {
     return {
-      held: this.upstream !== null && this.ended === null,
-      expiresAt: this.proven ? expiresAt(this.proven, this.lastActivity) : null,
+      held: (this.upstream !== null && this.ended === null) || this.opening !== null,
+      expiresAt: this.proven ? expiresAt(this.proven, this.lastActivity) : this.deps.expiry.read(),
     };
   }
 
@@ -179,7 +206,10 @@ export class TerminalRelay {
           message:
             "no exit was delivered: the gateway let go of the terminal; the sandbox keeps it for its detach window",
         };
+    this.epoch++;
     this.letGo(CLOSE.closed, "terminal_closed", "the terminal was closed");
+    for (const ws of [...this.pending.keys()])
+      this.refuse(ws, CLOSE.closed, "terminal_closed", "the terminal was closed");
     this.ended = "closed";
     this.spec = null;
     return answer;
@@ -188,15 +218,21 @@ export class TerminalRelay {
   /** A viewer's socket, accepted: reattached upstream if need be, sent `ready`, the replay after `since`, then live. */
   async addViewer(ws: WebSocket, spec: TerminalSpec, since: number | undefined): Promise<void> {
     this.spec ??= spec;
+    this.pending.set(ws, []);
     if (!this.upstream && this.ended === null) {
       const opened = await this.open();
+      if (!this.pending.has(ws)) return; // closed meanwhile (by its browser, or by a close of the terminal)
       if (opened instanceof Refusal) {
-        this.sendTo(ws, { type: "error", code: opened.code, message: opened.message });
-        return closeSocket(ws, CLOSE.ended, opened.code);
+        const retry = opened.details?.retryable === true || opened.code.startsWith("upstream_");
+        this.refuse(ws, retry ? CLOSE.tryAgain : CLOSE.ended, opened.code, opened.message);
+        return;
       }
       // The terminal was attached before (a socket is opened only on one): a new shell means it expired.
       if (!opened.restored) this.endGone("the terminal expired: its sandbox kept no screen to reattach");
     }
+    const queued = this.pending.get(ws);
+    if (!queued) return;
+    this.pending.delete(ws);
     const log = this.frameLog();
     this.sendTo(ws, {
       type: "ready",
@@ -218,22 +254,33 @@ export class TerminalRelay {
       return closeSocket(ws, CLOSE.ended, "terminal_ended");
     }
     this.viewers.set(ws, new InputLimit());
+    this.unwatchedSince = null;
+    // What it typed while its terminal was being reattached, in order.
+    for (const message of queued) this.fromViewer(ws, message);
   }
 
   /** One frame from a viewer: input or resize, bounded; anything else closes that viewer. */
   fromViewer(ws: WebSocket, message: string | ArrayBuffer): void {
+    const queued = this.pending.get(ws);
+    if (queued) {
+      if (queued.length >= PENDING_MAX_FRAMES)
+        this.refuse(ws, CLOSE.rate, "input_rate_exceeded", "too much input before the terminal was ready");
+      else queued.push(message);
+      return;
+    }
     const limit = this.viewers.get(ws);
     if (!limit) {
       closeSocket(ws, CLOSE.ended, "terminal_ended");
       return;
     }
     const size = typeof message === "string" ? message.length : message.byteLength;
-    if (size > INPUT_MAX_FRAME_CHARS + 256) {
-      this.refuse(ws, CLOSE.tooLarge, "frame_too_large", "a frame is at most 64 KiB");
+    // The frame's JSON around at most 64 Ki characters of input (checked exactly once parsed).
+    if (size > INPUT_MAX_FRAME_CHARS + FRAME_OVERHEAD) {
+      this.refuse(ws, CLOSE.tooLarge, "frame_too_large", TOO_LARGE);
       return;
     }
     if (!limit.admit(size, this.deps.now())) {
-      this.refuse(ws, CLOSE.rate, "input_rate_exceeded", "input is at most 256 KiB and 200 frames a second");
+      this.refuse(ws, CLOSE.rate, "input_rate_exceeded", "input is at most 256 Ki characters and 200 frames a second");
       return;
     }
     let parsed: unknown;
@@ -252,6 +299,10 @@ export class TerminalRelay {
       );
       return;
     }
+    if (frame.data.type === "input" && frame.data.data.length > INPUT_MAX_FRAME_CHARS) {
+      this.refuse(ws, CLOSE.tooLarge, "frame_too_large", TOO_LARGE);
+      return;
+    }
     const upstream = this.upstream;
     if (!upstream || this.ended !== null) {
       this.refuse(ws, CLOSE.ended, "terminal_ended", this.endedMessage());
@@ -268,35 +319,56 @@ export class TerminalRelay {
   }
 
   viewerGone(ws: WebSocket): void {
-    this.viewers.delete(ws);
+    this.pending.delete(ws);
+    if (!this.viewers.delete(ws) || this.viewers.size > 0) return;
+    this.unwatchedSince = this.deps.now();
+    this.armAlarm(this.unwatchedSince + this.deps.idleMs);
   }
 
-  /** The idle check: no input and no output for the idle time lets go of the sandbox's socket. */
+  /**
+   * The idle check: no input and no output, or no viewer, for the idle time lets go of the sandbox's
+   * socket (a shell printing to nobody is not kept in memory for ever).
+   */
   alarm(): void {
     this.alarmArmed = false;
     if (!this.upstream) return;
-    const due = this.lastActivity + this.deps.idleMs;
+    const due = Math.min(
+      this.lastActivity + this.deps.idleMs,
+      this.unwatchedSince === null ? Number.POSITIVE_INFINITY : this.unwatchedSince + this.deps.idleMs,
+    );
     if (this.deps.now() < due) {
-      this.alarmArmed = true;
-      this.deps.setAlarm(due);
+      this.armAlarm(due);
       return;
     }
     this.letGo(CLOSE.idle, "terminal_idle", "the terminal was idle: reattach to go on");
   }
 
-  // ------------------------------------------------------------------ upstream
-
-  /** Opens the sandbox's PTY under the spec's connection id (one at a time), proven by ready and metadata. */
-  private open(): Promise<Refusal | { restored: boolean }> {
-    this.opening ??= this.openOnce().finally(() => {
-      this.opening = null;
-    });
-    return this.opening;
+  private armAlarm(at: number): void {
+    if (this.alarmArmed) return;
+    this.alarmArmed = true;
+    this.deps.setAlarm(at);
   }
 
-  private async openOnce(): Promise<Refusal | { restored: boolean }> {
+  // ------------------------------------------------------------------ upstream
+
+  /** Opens the sandbox's PTY under the spec's connection id and generation (one at a time), proven by ready and metadata. */
+  private async open(): Promise<Refusal | { restored: boolean }> {
     const spec = this.spec;
     if (!spec) return new Refusal("terminal_not_found", "no such terminal");
+    const key = `${spec.connectionId}#${spec.generation ?? ""}`;
+    // An open of another PTY or generation ends first (it lets its socket go: the epoch moved on).
+    while (this.opening && this.opening.key !== key) await this.opening.promise.catch(() => undefined);
+    if (this.opening) return this.opening.promise;
+    const promise = this.openOnce(spec, this.epoch).finally(() => {
+      if (this.opening?.promise === promise) this.opening = null;
+    });
+    this.opening = { key, promise };
+    return promise;
+  }
+
+  private async openOnce(spec: TerminalSpec, epoch: number): Promise<Refusal | { restored: boolean }> {
+    /** Whether a close, or an attach to another PTY, came while this open awaited: then it lets its socket go. */
+    const superseded = () => this.epoch !== epoch;
     let connection: TerminalConnection;
     try {
       connection = await this.deps.terminals.connect(spec.environmentId, spec.connectionId, {
@@ -308,6 +380,7 @@ export class TerminalRelay {
       if (refusal instanceof Refusal) return refusal;
       throw refusal;
     }
+    if (superseded()) return this.supersededBy(connection);
     // Frames after `ready` wait here until the attach is proven (the retained screen comes at once).
     const early: UpstreamTerminalFrame[] = [];
     let sink: ((frame: UpstreamTerminalFrame) => void) | null = null;
@@ -340,6 +413,7 @@ export class TerminalRelay {
           )
         : new Refusal("upstream_error", "the sandbox's terminal closed before it was ready", { retryable: true });
     }
+    if (superseded()) return this.supersededBy(connection);
     const checkedReady = checkReady(ready);
     if (!checkedReady.ok) return this.failClosed(connection, checkedReady.missing, false);
     let metadata: Record<string, unknown> | null;
@@ -351,6 +425,7 @@ export class TerminalRelay {
       if (refusal instanceof Refusal) return refusal;
       throw refusal;
     }
+    if (superseded()) return this.supersededBy(connection);
     if (!metadata) return this.failClosed(connection, ["metadata"], true);
     const checked = checkMetadata(checkedReady, metadata);
     if (!checked.ok) return this.failClosed(connection, checked.missing, false);
@@ -367,7 +442,16 @@ export class TerminalRelay {
     sink = (frame) => this.fromUpstream(frame);
     for (const frame of early) this.fromUpstream(frame);
     this.touch();
+    // Kept for pruning once the gateway lets go (a terminal object may be gone by then): one row.
+    this.deps.expiry.write(expiresAt(checked.terminal, this.lastActivity));
+    if (this.unwatchedSince !== null) this.armAlarm(this.unwatchedSince + this.deps.idleMs);
     return { restored: checkedReady.restored };
+  }
+
+  /** An open a close or another attach overtook: its socket goes, and it proved nothing. */
+  private supersededBy(connection: TerminalConnection): Refusal {
+    connection.close();
+    return new Refusal("terminal_not_found", "the terminal was closed, or attached elsewhere, while it was opened");
   }
 
   private failClosed(connection: TerminalConnection, missing: string[], retryable: boolean): Refusal {
@@ -415,7 +499,7 @@ export class TerminalRelay {
 
   /** After a drop: the same connection id again, once the attach under way (if the drop came during it) is over. */
   private async reattach(): Promise<void> {
-    await this.opening?.catch(() => undefined);
+    await this.opening?.promise.catch(() => undefined);
     if (this.upstream || this.ended !== null) return;
     const opened = await this.open();
     if (opened instanceof Refusal) return this.endGone(`the terminal could not be reattached: ${opened.message}`);
@@ -457,15 +541,14 @@ export class TerminalRelay {
 
   private touch(): void {
     this.lastActivity = this.deps.now();
-    if (this.alarmArmed) return;
-    this.alarmArmed = true;
-    this.deps.setAlarm(this.lastActivity + this.deps.idleMs);
+    this.armAlarm(this.lastActivity + this.deps.idleMs);
   }
 
   private letGo(code: number, errorCode: string, message: string): void {
     const upstream = this.upstream;
     this.upstream = null;
     upstream?.close();
+    if (this.proven) this.deps.expiry.write(expiresAt(this.proven, this.lastActivity));
     for (const ws of this.viewers.keys()) this.sendTo(ws, { type: "error", code: errorCode, message });
     this.closeViewers(code, errorCode);
     // Nothing of the screen outlives the socket it came from; the numbering goes on.
@@ -480,6 +563,7 @@ export class TerminalRelay {
   private refuse(ws: WebSocket, code: number, errorCode: string, message: string): void {
     this.sendTo(ws, { type: "error", code: errorCode, message });
     this.viewers.delete(ws);
+    this.pending.delete(ws);
     closeSocket(ws, code, errorCode);
   }
 

@@ -12,7 +12,7 @@ import { SPEC_HEADER } from "../lib/terminal-wire";
 import { createProvider } from "../providers";
 import type { CloseAnswer, Geometry, TerminalRef, TerminalSpec } from "./relay";
 import { TerminalRelay } from "./relay";
-import { SeqReserve } from "./seq-reserve";
+import { TerminalState } from "./state";
 
 export type { CloseAnswer, TerminalRef, TerminalSpec } from "./relay";
 
@@ -22,7 +22,7 @@ export class TerminalObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const config = readConfig(env);
-    const seqs = new SeqReserve(ctx.storage.sql);
+    const state = new TerminalState(ctx.storage.sql);
     const terminals = createProvider(config, env).terminals;
     this.relay = new TerminalRelay({
       terminals: terminals ?? {
@@ -35,8 +35,9 @@ export class TerminalObject extends DurableObject<Env> {
       setAlarm: (at) => {
         ctx.storage.setAlarm(at).catch(() => undefined);
       },
-      firstSeq: () => seqs.firstSeq(),
-      reserveThrough: (seq) => seqs.reserveThrough(seq),
+      firstSeq: () => state.firstSeq(),
+      reserveThrough: (seq) => state.reserveThrough(seq),
+      expiry: { read: () => state.expiresAt(), write: (at) => state.setExpiresAt(at) },
     });
   }
 

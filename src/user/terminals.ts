@@ -51,9 +51,14 @@ export class TerminalIndex {
   /**
    * The terminal `wanted.terminalId`, registered if new (at most `max`, else 429
    * `terminal_limit_reached` naming the user's terminals) or moved to `wanted.environmentId` (a
-   * sandbox replaced since: its PTY went with the old one, so a new connection id).
+   * sandbox replaced since: its PTY went with the old one, so a new connection id); `created` when
+   * this call registered it (a failed first attach forgets it again).
    */
-  register(wanted: Omit<TerminalRow, "createdAt">, max: number, now: number): TerminalRow {
+  register(
+    wanted: Omit<TerminalRow, "createdAt">,
+    max: number,
+    now: number,
+  ): { terminal: TerminalRow; created: boolean } {
     const existing = this.get(wanted.terminalId);
     if (existing) {
       if (existing.kind !== wanted.kind)
@@ -62,7 +67,7 @@ export class TerminalIndex {
         existing.environmentId !== wanted.environmentId ||
         existing.connectionId !== wanted.connectionId ||
         existing.generation !== wanted.generation;
-      if (!moved) return existing;
+      if (!moved) return { terminal: existing, created: false };
       this.sql.exec(
         "UPDATE terminals SET environment_id = ?, connection_id = ?, generation = ? WHERE terminal_id = ?",
         wanted.environmentId,
@@ -70,7 +75,7 @@ export class TerminalIndex {
         wanted.generation,
         wanted.terminalId,
       );
-      return { ...existing, ...wanted };
+      return { terminal: { ...existing, ...wanted }, created: false };
     }
     const held = this.list();
     if (held.length >= max)
@@ -89,7 +94,7 @@ export class TerminalIndex {
       wanted.generation,
       now,
     );
-    return { ...wanted, createdAt: now };
+    return { terminal: { ...wanted, createdAt: now }, created: true };
   }
 
   forget(terminalId: string): void {

@@ -138,7 +138,7 @@ export class UserObject extends DurableObject<Env> {
     max: number,
     /** The sandbox it is in, where the caller knows it (an agent's UI: its branch's); else the user's, brought up. */
     environmentId?: string,
-  ): Promise<RpcResult<TerminalRow>> {
+  ): Promise<RpcResult<{ terminal: TerminalRow; created: boolean }>> {
     return this.unlessDeleting(async () => {
       const where = environmentId ?? (await this.environments.ensure(ownerKey, undefined, false)).environmentId;
       const known = this.terminals.get(wanted.terminalId);

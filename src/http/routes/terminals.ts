@@ -69,13 +69,16 @@ async function rowOf(c: Context<AppEnv>, terminalId: string): Promise<TerminalRo
   return row;
 }
 
-/** Forgets the user's terminals the gateway no longer holds and the sandbox has ended (past their detach window). */
+/**
+ * Forgets the user's terminals the gateway no longer holds (nor is opening) whose PTY the sandbox has
+ * ended: past their detach window as last proven. One never proven is kept (listed: the user may delete it).
+ */
 async function pruneEnded(c: Context<AppEnv>): Promise<void> {
   const rows = await userObject(c).terminalList();
   const now = Date.now();
   for (const row of rows) {
     const live = await terminalObject(c, row.terminalId).liveness();
-    if (!live.held && (live.expiresAt === null || live.expiresAt <= now))
+    if (!live.held && live.expiresAt !== null && live.expiresAt <= now)
       await userObject(c).forgetTerminal(row.terminalId);
   }
 }
@@ -101,8 +104,7 @@ export async function openTerminal(
 ): Promise<Response> {
   const config = c.get("config");
   const { environmentId, generation } = extra;
-  const known = await userObject(c).terminal(wanted.terminalId);
-  const open = (): Promise<RpcResult<TerminalRow>> =>
+  const open = (): Promise<RpcResult<{ terminal: TerminalRow; created: boolean }>> =>
     userObject(c).openTerminal(
       c.get("identity").ownerKey,
       { ...wanted, generation: generation ?? null },
@@ -114,15 +116,14 @@ export async function openTerminal(
     await pruneEnded(c);
     opened = await open();
   }
-  const terminal = unwrapRpc(opened);
-  const isNew = known === null;
+  const { terminal, created } = unwrapRpc(opened);
   const spec = specOf(terminal);
   // RPC typing loses the result's union; the shape is the terminal object's own.
   const attached = (await terminalObject(c, terminal.terminalId).attach(spec, geometry)) as unknown as RpcResult<{
     status: "attached" | "reattached";
     terminal: TerminalRef;
   }>;
-  if (!attached.ok && isNew) await userObject(c).forgetTerminal(terminal.terminalId);
+  if (!attached.ok && created) await userObject(c).forgetTerminal(terminal.terminalId);
   const value = unwrapRpc(attached);
   const answer = {
     ...value,

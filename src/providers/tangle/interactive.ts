@@ -18,6 +18,8 @@ const ClaimedBody = z.object({
   generation: z.number().int().nonnegative(),
 });
 // `{ data: X }` (the sidecar's envelope) or X bare.
+const StatusBody = z.object({ status: z.enum(["running", "exited"]) });
+const Status = z.union([z.object({ data: StatusBody }).transform((b) => b.data), StatusBody]);
 const Started = z.union([z.object({ data: StartedBody }).transform((b) => b.data), StartedBody]);
 const Claimed = z.union([z.object({ data: ClaimedBody }).transform((b) => b.data), ClaimedBody]);
 
@@ -61,6 +63,16 @@ export class TangleInteractive implements InteractiveAgent {
         accept: [409],
       });
     } catch (err) {
+      throw interactiveError(err);
+    }
+  }
+
+  async status(environmentId: string, sessionId: string): Promise<{ status: "running" | "exited" } | null> {
+    try {
+      const answer = await this.client.json(sandboxRoutes.interactive(environmentId, sessionId, "", "GET"), Status);
+      return { status: answer.status };
+    } catch (err) {
+      if (err instanceof ProviderError && err.options.wireCode?.toUpperCase() === "INTERACTIVE_NOT_FOUND") return null;
       throw interactiveError(err);
     }
   }
