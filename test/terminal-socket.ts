@@ -7,6 +7,8 @@ import { BASE } from "./helpers";
 
 export interface Viewer {
   ws: WebSocket;
+  /** The 101's headers (a subprotocol echoed, say). */
+  headers: Headers;
   frames: any[];
   closed: { code: number; reason: string } | null;
   /** Resolves once `predicate` holds (checked on every frame and the close); rejects after `timeoutMs`. */
@@ -17,14 +19,15 @@ export interface Viewer {
   seqs(): number[];
 }
 
-export async function openSocket(path: string): Promise<Viewer> {
-  const res = await SELF.fetch(`${BASE}${path}`, { headers: { upgrade: "websocket" } });
+export async function openSocket(path: string, headers: Record<string, string> = {}): Promise<Viewer> {
+  const res = await SELF.fetch(`${BASE}${path}`, { headers: { upgrade: "websocket", ...headers } });
   if (res.status !== 101) throw new Error(`no upgrade: ${res.status} ${await res.text()}`);
   const ws = res.webSocket!;
   ws.accept();
   const waiters = new Set<() => void>();
   const viewer: Viewer = {
     ws,
+    headers: res.headers,
     frames: [],
     closed: null,
     until(predicate, what, timeoutMs = 10_000) {

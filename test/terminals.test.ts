@@ -289,6 +289,26 @@ describe("releasing what a terminal holds", () => {
   });
 });
 
+describe("the token in a subprotocol", () => {
+  it("a terminal token offered as `bearer.<base64url>` (none in the URL) opens the socket, echoed on the 101; another is 401", async () => {
+    const { opened, terminalId, token } = await newTerminal();
+    const b64url = (text: string) => btoa(text).replaceAll("+", "-").replaceAll("/", "_").replaceAll("=", "");
+    const path = `/v1/environment/terminals/${terminalId}/ws`;
+    const protocol = `bearer.${b64url(opened.token)}`;
+    const viewer = await openSocket(path, { "sec-websocket-protocol": `terminal, ${protocol}` });
+    expect(viewer.headers.get("sec-websocket-protocol")).toBe(protocol);
+    typeLine(viewer, "echo by subprotocol");
+    await viewer.until((v) => v.output().includes("by subprotocol\r\n"), "the echo");
+    viewer.ws.close();
+    // The user's own bearer token is no terminal token.
+    const wrong = await api(path, {
+      headers: { upgrade: "websocket", "sec-websocket-protocol": `bearer.${b64url(token)}` },
+    });
+    expect(wrong.status).toBe(401);
+    expect((await api(path, { headers: { upgrade: "websocket" } })).status).toBe(401);
+  });
+});
+
 describe("bounds", () => {
   it("bounds the terminals a user has open (429), and a closed one frees its place", async () => {
     const token = await tokenFor(uid("user"));

@@ -40,6 +40,25 @@ export function isLocalDevelopment(c: Context<AppEnv>): boolean {
 const EVENTS_PATH = /^\/v1\/conversations\/([^/]+)\/events$/;
 const TERMINAL_SOCKET_PATH = /^\/v1\/environment\/terminals\/([^/]+)\/ws$/;
 
+/**
+ * A terminal token offered as a WebSocket subprotocol, `bearer.<base64url token>` (as the Sandbox's own
+ * terminal takes one: a token in a URL ends up in logs), with the offered protocol to echo; null when none.
+ */
+export function subprotocolToken(header: string | undefined): { token: string; protocol: string } | null {
+  for (const offered of (header ?? "").split(",").map((p) => p.trim())) {
+    if (!offered.startsWith("bearer.")) continue;
+    const encoded = offered.slice("bearer.".length);
+    if (!/^[A-Za-z0-9_-]{1,8192}$/.test(encoded)) continue;
+    try {
+      const padded = encoded.replaceAll("-", "+").replaceAll("_", "/");
+      return { token: atob(padded + "=".repeat((4 - (padded.length % 4)) % 4)), protocol: offered };
+    } catch {
+      // Not base64url: not a token.
+    }
+  }
+  return null;
+}
+
 /** The path's segment, decoded, or 400. */
 function segment(raw: string): string {
   try {
@@ -58,6 +77,10 @@ export async function authenticate(c: Context<AppEnv>, next: () => Promise<void>
   let userId: string;
   let issuedAt: unknown;
   const terminal = TERMINAL_SOCKET_PATH.exec(c.req.path);
+  const terminalToken =
+    terminal && header === undefined
+      ? (streamToken ?? subprotocolToken(c.req.header("sec-websocket-protocol"))?.token)
+      : undefined;
   if (header === undefined && streamToken !== undefined && events && c.req.method === "GET") {
     // EventSource cannot send headers: a short-lived stream token, bound to the user and this
     // conversation, is accepted here and nowhere else.
@@ -67,10 +90,11 @@ export async function authenticate(c: Context<AppEnv>, next: () => Promise<void>
     }
     userId = verified.userId;
     issuedAt = verified.claims.iat;
-  } else if (header === undefined && streamToken !== undefined && terminal && c.req.method === "GET") {
+  } else if (terminalToken !== undefined && terminal && c.req.method === "GET") {
     // A browser's WebSocket cannot send headers either: a terminal token, bound to the user and this
-    // terminal, is accepted on its socket and nowhere else (docs/api.md#terminals).
-    const verified = await verifyUserToken(config, streamToken, "terminal");
+    // terminal (in `?access_token=` or a `bearer.` subprotocol), is accepted on its socket and nowhere
+    // else (docs/api.md#terminals).
+    const verified = await verifyUserToken(config, terminalToken, "terminal");
     if (verified.claims.tid !== segment(terminal[1]!)) {
       throw new ApiError(401, "token_claim_invalid", "this terminal token is for another terminal");
     }

@@ -4,3 +4,6 @@
  * upgrade it forwards.
  */
 export const SPEC_HEADER = "x-terminal-spec";
+
+/** The subprotocol the viewer offered its token in, which the 101 echoes (absent: the token came in the URL). */
+export const PROTOCOL_HEADER = "x-terminal-protocol";

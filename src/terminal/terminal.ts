@@ -8,7 +8,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { readConfig } from "../config";
 import { captureRpc, Refusal, type RpcResult } from "../errors";
-import { SPEC_HEADER } from "../lib/terminal-wire";
+import { PROTOCOL_HEADER, SPEC_HEADER } from "../lib/terminal-wire";
 import { createProvider } from "../providers";
 import type { CloseAnswer, Geometry, TerminalRef, TerminalSpec } from "./relay";
 import { TerminalRelay } from "./relay";
@@ -80,7 +80,12 @@ export class TerminalObject extends DurableObject<Env> {
     server.addEventListener("close", () => this.relay.viewerGone(server));
     server.addEventListener("error", () => this.relay.viewerGone(server));
     this.ctx.waitUntil(this.relay.addViewer(server, spec, since));
-    return new Response(null, { status: 101, webSocket: client });
+    const protocol = request.headers.get(PROTOCOL_HEADER);
+    return new Response(null, {
+      status: 101,
+      webSocket: client,
+      ...(protocol ? { headers: { "sec-websocket-protocol": protocol } } : {}),
+    });
   }
 
   override async alarm(): Promise<void> {

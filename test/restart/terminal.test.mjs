@@ -3,7 +3,8 @@
 // terminal object lost its log with its memory, and the emulator its PTYs: the same terminal id
 // attaches a new shell, and the old cursor is refused as evicted (the object's numbering was reserved
 // ahead on disk, so no seq is given twice and an old cursor never lands on other output), never
-// answered with a gap or someone else's screen. Node's own WebSocket is the browser.
+// answered with a gap or someone else's screen. Node's own WebSocket is the browser (its token once in
+// the URL, once as a `bearer.` subprotocol).
 // Run: node --experimental-websocket --test test/restart/terminal.test.mjs
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -30,8 +31,8 @@ async function open(token, body) {
 }
 
 /** A socket on the terminal, every frame kept, with a wait for a predicate over them. */
-function viewer(url) {
-  const ws = new WebSocket(`${server.base.replace(/^http/, "ws")}${url}`);
+function viewer(url, protocols) {
+  const ws = new WebSocket(`${server.base.replace(/^http/, "ws")}${url}`, protocols);
   const v = { ws, frames: [], closed: null, waiters: new Set() };
   const check = () => {
     for (const w of [...v.waiters]) w();
@@ -95,7 +96,9 @@ it("killed with a terminal open: the same id attaches a new shell, and the old c
   assert.equal(refusal?.code, "cursor_evicted", JSON.stringify(stale.frames));
   assert.equal(stale.closed.code, 4409);
 
-  const fresh = viewer(again.body.url);
+  // This one offers its token as a subprotocol, none in the URL: Node's client holds the gateway to echoing it.
+  const b64url = Buffer.from(again.body.token).toString("base64url");
+  const fresh = viewer(again.body.url.split("?")[0], [`bearer.${b64url}`]);
   await fresh.until((v) => v.output().includes("$ "), "the new shell's prompt");
   // No seq of the new shell repeats one of the old: the numbering was reserved ahead.
   assert.ok(fresh.frames.filter((f) => f.type === "output").every((f) => f.seq > cursor));

@@ -8,7 +8,7 @@ import type { Context } from "hono";
 import { z } from "zod";
 import { signToken } from "../../auth/tokens";
 import { ApiError, type RpcResult } from "../../errors";
-import { SPEC_HEADER } from "../../lib/terminal-wire";
+import { PROTOCOL_HEADER, SPEC_HEADER } from "../../lib/terminal-wire";
 import { createProvider } from "../../providers";
 import {
   OpenTerminalRequest,
@@ -21,7 +21,7 @@ import {
 } from "../../schemas/terminals";
 import type { TerminalRef, TerminalSpec } from "../../terminal/terminal";
 import type { TerminalRow } from "../../user/user";
-import { type AppEnv, userObject } from "../app-context";
+import { type AppEnv, subprotocolToken, userObject } from "../app-context";
 import { invalid } from "../body";
 import { unwrapRpc } from "../errors";
 import { DeclaredRoutes, json, noContent } from "../route-declaration";
@@ -232,7 +232,12 @@ terminalRoutes.serve(
     params: { tid: TerminalId },
     query: {
       since: SinceQuery.optional(),
-      access_token: z.string().describe("The terminal token POST /v1/environment/terminals answered"),
+      access_token: z
+        .string()
+        .optional()
+        .describe(
+          "The terminal token POST /v1/environment/terminals answered; or offer it as the subprotocol `bearer.<base64url token>` (echoed on the 101)",
+        ),
     },
     answers: { 101: noContent("Switching protocols: the terminal's frames") },
     errors: [400, 401, 404, 426, 501],
@@ -247,8 +252,11 @@ terminalRoutes.serve(
     const row = await rowOf(c, terminalIdOf(c));
     const target = new URL(`https://terminal/${encodeURIComponent(row.terminalId)}`);
     if (since !== undefined) target.searchParams.set("since", since);
-    return terminalObject(c, row.terminalId).fetch(
-      new Request(target, { headers: { upgrade: "websocket", [SPEC_HEADER]: JSON.stringify(specOf(row)) } }),
-    );
+    // A token offered as a subprotocol is echoed on the 101, as a WebSocket client requires.
+    const offered =
+      c.req.query("access_token") === undefined && subprotocolToken(c.req.header("sec-websocket-protocol"));
+    const headers: Record<string, string> = { upgrade: "websocket", [SPEC_HEADER]: JSON.stringify(specOf(row)) };
+    if (offered) headers[PROTOCOL_HEADER] = offered.protocol;
+    return terminalObject(c, row.terminalId).fetch(new Request(target, { headers }));
   },
 );
