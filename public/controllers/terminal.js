@@ -28,6 +28,7 @@ import {
   socketUrl,
   TERMINALS,
   themeOf,
+  tokenProtocol,
   withCtrl,
 } from "../lib/terminal.js";
 import { adoptStyles } from "../views/terminal-style.js";
@@ -317,14 +318,18 @@ export function createTerminal({ api, el, node, leave, unavailable, conversation
     // A new shell's output is not the screen's: from the start.
     const since = answer.status === "reattached" ? lastSeq : null;
     if (since === null) lastSeq = null;
-    open(socketUrl(answer.url, new URL(api.baseUrl || "/", location.href).href, since), since === null);
+    const base = new URL(api.baseUrl || "/", location.href).href;
+    open(socketUrl(answer.url, base, since), since === null, answer.token);
   }
 
-  /** @param {string} url @param {boolean} fromStart the screen is drawn again from what the gateway kept */
-  function open(url, fromStart) {
+  /**
+   * @param {string} url @param {boolean} fromStart the screen is drawn again from what the gateway kept
+   * @param {string} token the terminal token, offered as a subprotocol (never in the URL)
+   */
+  function open(url, fromStart, token) {
     exited = false;
     lastError = null;
-    const ws = new WebSocket(url);
+    const ws = new WebSocket(url, [tokenProtocol(token)]);
     socket = ws;
     let first = true;
     ws.onmessage = (event) => {

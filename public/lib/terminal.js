@@ -20,9 +20,22 @@ export const TERMINALS = "/v1/environment/terminals";
 export function socketUrl(url, base, since) {
   const out = new URL(url, base);
   out.protocol = out.protocol === "https:" ? "wss:" : out.protocol === "http:" ? "ws:" : out.protocol;
+  // The token goes as a subprotocol (tokenProtocol), never in the URL, where proxies log it.
+  out.searchParams.delete("access_token");
   if (since !== null) out.searchParams.set("since", String(since));
   else out.searchParams.delete("since");
   return out.href;
+}
+
+/**
+ * The socket's token as the subprotocol the gateway takes and echoes: `bearer.<base64url token>`.
+ * @param {string} token
+ */
+export function tokenProtocol(token) {
+  const bytes = new TextEncoder().encode(token);
+  let binary = "";
+  for (const b of bytes) binary += String.fromCharCode(b);
+  return `bearer.${btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replaceAll("=", "")}`;
 }
 
 /**

@@ -15,24 +15,28 @@ import {
   readSaved,
   socketUrl,
   themeOf,
+  tokenProtocol,
   withCtrl,
 } from "../../public/lib/terminal.js";
 
 describe("the socket's URL", () => {
-  it("is the answer's path on the gateway's origin as ws: or wss:, with its token kept", () => {
+  it("is the answer's path on the gateway's origin as ws: or wss:, its token left out (it goes as a subprotocol)", () => {
     const url = "/v1/environment/terminals/t1/ws?access_token=abc";
-    expect(socketUrl(url, "http://localhost:8787/", null)).toBe(
-      "ws://localhost:8787/v1/environment/terminals/t1/ws?access_token=abc",
-    );
-    expect(socketUrl(url, "https://chat.example/", null)).toBe(
-      "wss://chat.example/v1/environment/terminals/t1/ws?access_token=abc",
-    );
+    expect(socketUrl(url, "http://localhost:8787/", null)).toBe("ws://localhost:8787/v1/environment/terminals/t1/ws");
+    expect(socketUrl(url, "https://chat.example/", null)).toBe("wss://chat.example/v1/environment/terminals/t1/ws");
+  });
+
+  it("offers the token as the subprotocol bearer.<base64url>, which decodes to the token", () => {
+    const token = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1In0.sig-_~";
+    const protocol = tokenProtocol(token);
+    expect(protocol).toMatch(/^bearer\.[A-Za-z0-9_-]+$/);
+    expect(Buffer.from(protocol.slice("bearer.".length), "base64url").toString()).toBe(token);
   });
 
   it("asks for what follows the last output drawn (since, exclusive), and for everything kept without one", () => {
     const url = "/v1/environment/terminals/t1/ws?access_token=abc&since=3";
     expect(socketUrl(url, "https://chat.example/", 41)).toBe(
-      "wss://chat.example/v1/environment/terminals/t1/ws?access_token=abc&since=41",
+      "wss://chat.example/v1/environment/terminals/t1/ws?since=41",
     );
     expect(socketUrl(url, "https://chat.example/", 0)).toContain("since=0");
     expect(socketUrl(url, "https://chat.example/", null)).not.toContain("since");
