@@ -117,6 +117,11 @@ describe("interactive mode", () => {
       "the sandbox's refusal, relayed",
     );
     expect(tui.output()).not.toContain("\r\n$ x");
+    // A resize from the stale claim is refused the same way.
+    const refusals = () => tui.frames.filter((f) => f.type === "error" && /generation_mismatch/.test(f.message)).length;
+    const before = refusals();
+    tui.send({ type: "resize", cols: 100, rows: 30 });
+    await tui.until(() => refusals() > before, "the sandbox's refusal of the resize");
     tui.ws.close();
   });
 

@@ -2,6 +2,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { deriveOwnerKey, deriveSessionId } from "../src/auth/ids";
 import { type ApiOptions, api, collect, isTurnEnd, setFaults, tokenFor, uid, waitForTurn } from "./helpers";
+import { openSocket, type as typeLine } from "./terminal-socket";
 
 /**
  * Secrets never leave: a scripted conversation through every route, and turns under every
@@ -79,7 +80,11 @@ async function stream(
 }
 
 /** Every row of every SQLite table, and every key-value entry, of a Durable Object. */
-async function dump(namespace: typeof env.SESSIONS | typeof env.USERS, name: string, label: string): Promise<number> {
+async function dump(
+  namespace: typeof env.SESSIONS | typeof env.USERS | typeof env.TERMINALS,
+  name: string,
+  label: string,
+): Promise<number> {
   const stub = namespace.get(namespace.idFromName(name));
   return runInDurableObject(stub, async (_instance: unknown, state: DurableObjectState) => {
     let rows = 0;
@@ -285,6 +290,33 @@ describe("no secret leaves the gateway", () => {
 
     // The spy sees what the objects log (the sandbox they made ready), not only the test's own lines.
     expect(consoleLines.some((l) => l.includes("environment ready"))).toBe(true);
+    expectNoSecrets();
+  });
+
+  it("a terminal: what it showed and its token are in no stored row and no log line; the Sandbox bearer in nothing", async () => {
+    const userId = uid("user");
+    const token = await tokenFor(userId);
+    markToken("the user's token", token);
+    const opened = await call("/v1/environment/terminals", { token, body: {} });
+    expect(opened.status).toBe(201);
+    const content = `terminal-content-${crypto.randomUUID()}`;
+    const viewer = await openSocket(opened.body.url);
+    typeLine(viewer, `echo ${content}`);
+    await viewer.until((v) => v.output().includes(`${content}\r\n$ `), "the echo");
+    record("the terminal's frames", JSON.stringify(viewer.frames));
+    const tid = opened.body.terminal.terminalId as string;
+    expect((await call(`/v1/environment/terminals/${tid}`, { token })).status).toBe(200);
+    viewer.ws.close();
+    const ownerKey = await deriveOwnerKey(testEnv.SESSION_ID_SECRET!, userId);
+    const before = seen.length;
+    await dump(env.USERS, ownerKey, "user object");
+    expect(await dump(env.TERMINALS, `${ownerKey}/${tid}`, "terminal object")).toBeGreaterThan(0);
+    // The rows and log lines hold neither what the terminal showed nor the token for its socket.
+    const kept = [...seen.slice(before), ...consoleLines.map((text, i) => ({ where: `console line ${i + 1}`, text }))];
+    for (const { where, text } of kept) {
+      expect(text.includes(content), `the terminal's content in ${where}`).toBe(false);
+      expect(text.includes(opened.body.token), `the terminal token in ${where}`).toBe(false);
+    }
     expectNoSecrets();
   });
 

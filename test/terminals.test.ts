@@ -185,13 +185,27 @@ describe("the seed's truth rules", () => {
   });
 
   it("input on a terminal whose sandbox stopped is refused (terminal_ended), and the ref says it is not running", async () => {
-    const { viewer, token, terminalId } = await newTerminal();
+    const { viewer, token, terminalId, opened } = await newTerminal();
     expect((await api("/v1/environment/stop", { token, method: "POST" })).status).toBe(200);
     await viewer.until((v) => v.closed !== null, "the end");
     expect(viewer.frames.find((f) => f.type === "error")).toMatchObject({ code: "terminal_ended" });
     expect(viewer.closed!.code).toBe(4410);
     const ref = await json(await api(`/v1/environment/terminals/${terminalId}`, { token }));
     expect(ref.isRunning).toBe(false);
+    // A new socket on it: told it ended, and its input and resize go nowhere.
+    const again = await openSocket(opened.url);
+    await again.until((v) => v.closed !== null, "the new socket's end");
+    expect(again.frames[0]).toMatchObject({ type: "ready", status: "lost" });
+    expect(again.frames.find((f) => f.type === "error")).toMatchObject({ code: "terminal_ended" });
+    expect(again.closed!.code).toBe(4410);
+  });
+
+  it("reads output a deployment sends as JSON text frames as it reads binary ones (variant terminalFrames: json)", async () => {
+    await variants({ terminalFrames: "json" });
+    const { viewer } = await newTerminal();
+    typeLine(viewer, "echo as text frames");
+    await viewer.until((v) => v.output().includes("as text frames\r\n$ "), "the echo");
+    viewer.ws.close();
   });
 
   it("states expiry as one detach window past the newest activity", async () => {
