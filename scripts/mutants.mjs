@@ -655,8 +655,8 @@ export const MUTANTS = [
     file: "src/terminal/relay.ts",
     tests: ["src/terminal/relay.test.ts"],
     why: "a close (or an attach elsewhere) while an open awaits is undone by that open: a socket held with no terminal",
-    find: "const superseded = () => this.epoch !== epoch;",
-    replace: "const superseded = () => epoch < 0;",
+    find: "() => this.epoch !== epoch,",
+    replace: "() => epoch < 0,",
   },
   {
     id: "terminal.unwatched-kept",

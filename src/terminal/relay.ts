@@ -12,26 +12,12 @@
 import { z } from "zod";
 import { Refusal } from "../errors";
 import type { SandboxTerminals, TerminalConnection, UpstreamTerminalFrame } from "../providers/provider";
-import { providerRefusal } from "../providers/refusal";
-import { checkMetadata, checkReady, expiresAt, type ProvenTerminal } from "./attach-check";
+import { type Geometry, proveAttach, type TerminalSpec } from "./attach";
+import { checkMetadata, expiresAt, type ProvenTerminal } from "./attach-check";
 import { FrameLog, type LoggedFrame, type Unsequenced } from "./frame-log";
 import { INPUT_MAX_FRAME_CHARS, InputLimit } from "./input-limit";
 
-/** Which terminal this object relays: the user's id for it, and where it lives upstream. */
-export interface TerminalSpec {
-  terminalId: string;
-  kind: "shell" | "agent";
-  conversationId?: string;
-  environmentId: string;
-  connectionId: string;
-  /** The control generation an agent's UI is driven under (interactive mode). */
-  generation?: number;
-}
-
-export interface Geometry {
-  cols: number;
-  rows: number;
-}
+export type { Geometry, TerminalSpec } from "./attach";
 
 /** The seed's terminal ref as the API answers it; null where nothing proves the value. */
 export interface TerminalRef {
@@ -367,100 +353,31 @@ export class TerminalRelay {
   }
 
   private async openOnce(spec: TerminalSpec, epoch: number): Promise<Refusal | { restored: boolean }> {
-    /** Whether a close, or an attach to another PTY, came while this open awaited: then it lets its socket go. */
-    const superseded = () => this.epoch !== epoch;
-    let connection: TerminalConnection;
-    try {
-      connection = await this.deps.terminals.connect(spec.environmentId, spec.connectionId, {
-        ...this.geometry,
-        ...(spec.generation !== undefined ? { generation: spec.generation } : {}),
-      });
-    } catch (err) {
-      const refusal = providerRefusal(err);
-      if (refusal instanceof Refusal) return refusal;
-      throw refusal;
-    }
-    if (superseded()) return this.supersededBy(connection);
-    // Frames after `ready` wait here until the attach is proven (the retained screen comes at once).
-    const early: UpstreamTerminalFrame[] = [];
-    let sink: ((frame: UpstreamTerminalFrame) => void) | null = null;
-    const ready = await new Promise<Extract<UpstreamTerminalFrame, { type: "ready" }> | "closed" | "timeout">(
-      (resolve) => {
-        const timer = setTimeout(() => resolve("timeout"), this.deps.readyTimeoutMs);
-        connection.onClose(() => {
-          clearTimeout(timer);
-          resolve("closed");
-        });
-        connection.onFrame((frame) => {
-          if (sink) return sink(frame);
-          if (frame.type === "ready") {
-            clearTimeout(timer);
-            sink = (f) => early.push(f);
-            resolve(frame);
-          }
-        });
-      },
+    // A close, or an attach to another PTY, while this open awaits: its socket goes (./attach.ts).
+    const attached = await proveAttach(
+      this.deps.terminals,
+      spec,
+      this.geometry,
+      this.deps.readyTimeoutMs,
+      () => this.epoch !== epoch,
     );
-    if (ready === "timeout" || ready === "closed") {
-      connection.close();
-      return ready === "timeout"
-        ? new Refusal(
-            "upstream_timeout",
-            `the sandbox's terminal sent no ready within ${this.deps.readyTimeoutMs} ms`,
-            {
-              retryable: true,
-            },
-          )
-        : new Refusal("upstream_error", "the sandbox's terminal closed before it was ready", { retryable: true });
-    }
-    if (superseded()) return this.supersededBy(connection);
-    const checkedReady = checkReady(ready);
-    if (!checkedReady.ok) return this.failClosed(connection, checkedReady.missing, false);
-    let metadata: Record<string, unknown> | null;
-    try {
-      metadata = await this.deps.terminals.metadata(spec.environmentId, checkedReady.sessionId);
-    } catch (err) {
-      connection.close();
-      const refusal = providerRefusal(err);
-      if (refusal instanceof Refusal) return refusal;
-      throw refusal;
-    }
-    if (superseded()) return this.supersededBy(connection);
-    if (!metadata) return this.failClosed(connection, ["metadata"], true);
-    const checked = checkMetadata(checkedReady, metadata);
-    if (!checked.ok) return this.failClosed(connection, checked.missing, false);
-
+    if (attached instanceof Refusal) return attached;
+    const { connection, terminal } = attached;
     const hadFrames = (this.log?.cursors().latest ?? null) !== null;
     this.upstream = connection;
-    this.proven = checked.terminal;
-    this.geometry = { cols: checked.terminal.cols, rows: checked.terminal.rows };
+    this.proven = terminal;
+    this.geometry = { cols: terminal.cols, rows: terminal.rows };
     this.attachCount++;
     this.exit = null;
     this.ended = null;
     connection.onClose((code) => this.upstreamClosed(connection, code));
-    if (checkedReady.restored || hadFrames) this.record({ type: "ready", restored: checkedReady.restored });
-    sink = (frame) => this.fromUpstream(frame);
-    for (const frame of early) this.fromUpstream(frame);
+    if (terminal.restored || hadFrames) this.record({ type: "ready", restored: terminal.restored });
+    attached.take((frame) => this.fromUpstream(frame));
     this.touch();
     // Kept for pruning once the gateway lets go (a terminal object may be gone by then): one row.
-    this.deps.expiry.write(expiresAt(checked.terminal, this.lastActivity));
+    this.deps.expiry.write(expiresAt(terminal, this.lastActivity));
     if (this.unwatchedSince !== null) this.armAlarm(this.unwatchedSince + this.deps.idleMs);
-    return { restored: checkedReady.restored };
-  }
-
-  /** An open a close or another attach overtook: its socket goes, and it proved nothing. */
-  private supersededBy(connection: TerminalConnection): Refusal {
-    connection.close();
-    return new Refusal("terminal_not_found", "the terminal was closed, or attached elsewhere, while it was opened");
-  }
-
-  private failClosed(connection: TerminalConnection, missing: string[], retryable: boolean): Refusal {
-    connection.close();
-    return new Refusal(
-      "terminal_metadata_incomplete",
-      `the sandbox's terminal did not prove itself live: ${missing.join(", ")} missing or malformed`,
-      { missing, retryable },
-    );
+    return { restored: terminal.restored };
   }
 
   private fromUpstream(frame: UpstreamTerminalFrame): void {
